@@ -1,0 +1,295 @@
+"""The architecture space and its sampler.
+
+``Space`` holds every probability of the sampling scheme as a plain field, so a user can change any of
+them (in Python or in a study's YAML). Two presets:
+
+* ``paper``: appendix C of the NLC paper, exactly, post-processing included.
+* ``extended`` (the default): the paper's space plus Householder (Han) layers (seed 001), geometric
+  parameterization (seed 002), the abs activation (seed 001), shortcut lengths 1/2/3 and near-zero
+  residual-branch initialization (seed 003).
+
+``sample_spec(study_seed, index, ...)`` draws architecture ``index`` from
+``numpy.random.Generator(PCG64(SeedSequence([study_seed, index])))``, so it is the same on every machine
+and in any order. Every categorical field consumes exactly one uniform number, always in the same order,
+whether or not it ends up mattering: changing one probability of a space changes only that field's draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+import numpy as np
+
+from .constraints import (
+    PROBABILITY, Boolean, Choice, Constraint, Distribution, Integer, Real, SpecError, Text, check,
+)
+from .spec import ACTIVATIONS, NORMS, ArchSpec
+from .width import solve_width
+
+SKIP_STRENGTH_KINDS = ("none", "one", "uniform")  # no skips / strength 1 / one U(0, 1) strength for all
+
+
+@dataclass(frozen=True)
+class _Depths(Constraint):
+    def normalize(self, value):
+        try:
+            out = tuple(Integer(2).normalize(v) for v in value)
+        except (TypeError, ValueError):
+            self.fail()
+        if not out or len(set(out)) != len(out):
+            self.fail()
+        return out
+
+    def describe(self):
+        return "must be a non-empty list of distinct integers >= 2"
+
+    def invalid_examples(self):
+        return ((), (1, 3), 5)
+
+
+@dataclass(frozen=True)
+class _Activations(Constraint):
+    def normalize(self, value):
+        try:
+            out = tuple(Choice(ACTIVATIONS).normalize(v) for v in value)
+        except (TypeError, ValueError):
+            self.fail()
+        return out
+
+    def describe(self):
+        return "must be a list of activations among " + ", ".join(ACTIVATIONS)
+
+
+def _dist(choices, default, doc):
+    return field(default=default, metadata={"constraint": Distribution(choices), "doc": doc})
+
+
+def _field(constraint, default, doc):
+    return field(default=default, metadata={"constraint": constraint, "doc": doc})
+
+
+# Appendix C: "ReLU, SeLU and Gaussian with probability 2/11 each and tanh, even tanh, sigmoid, square
+# and odd square with probability 1/11 each".
+_PAPER_ACTIVATIONS = (
+    ("relu", 2 / 11), ("selu", 2 / 11), ("gaussian", 2 / 11), ("tanh", 1 / 11), ("even_tanh", 1 / 11),
+    ("sigmoid", 1 / 11), ("square", 1 / 11), ("odd_square", 1 / 11),
+)
+# Extended: abs (the Han activation) joins with the weight of the paper's favoured three.
+_EXTENDED_ACTIVATIONS = (
+    ("relu", 2 / 13), ("selu", 2 / 13), ("gaussian", 2 / 13), ("abs", 2 / 13), ("tanh", 1 / 13),
+    ("even_tanh", 1 / 13), ("sigmoid", 1 / 13), ("square", 1 / 13), ("odd_square", 1 / 13),
+)
+
+
+@dataclass(frozen=True)
+class Space:
+    """Every probability of the sampling scheme. Defaults are the paper's (appendix C)."""
+
+    name: str = _field(Text(), "paper", "name recorded in each spec's ``preset`` field")
+    depths: tuple = _field(_Depths(), tuple(range(3, 50, 2)), "depth uniform over these (odd 3..49)")
+    activations: tuple = _dist(Choice(ACTIVATIONS), _PAPER_ACTIVATIONS, "activation tau")
+    dilations: tuple = _dist(Real(0.0, lo_open=True), ((1.0, 0.5), (1.2, 0.25), (0.8, 0.25)), "d")
+    shifts: tuple = _dist(Real(), ((0.0, 0.5), (0.2, 0.25), (-0.2, 0.25)), "t")
+    p_debias: float = _field(PROBABILITY, 0.5, "probability of debiasing the activation")
+    p_bias_gaussian: float = _field(PROBABILITY, 0.5, "probability of N(0, 0.05) biases (else zero)")
+    init_scales: tuple = _dist(Real(0.0, lo_open=True), ((1.0, 0.5), (0.9, 0.25), (1.1, 0.25)),
+                               "joint factor on all weights and biases")
+    norms: tuple = _dist(Choice(NORMS), (("none", 0.5), ("batch", 0.25), ("layer", 0.25)), "normalization")
+    skip_strengths: tuple = _dist(Choice(SKIP_STRENGTH_KINDS), (("none", 0.5), ("one", 0.25), ("uniform", 0.25)),
+                                  "no skips, strength 1, or one U(0,1) strength for all skips")
+    skip_starts: tuple = _dist(Choice(("after_linear", "after_norm")),
+                               (("after_linear", 0.5), ("after_norm", 0.5)), "where skips start")
+    skip_lengths: tuple = _dist(Integer(1), ((2, 1.0),), "layers a skip bypasses")
+    branch_scales: tuple = _dist(Real(0.0, lo_open=True), ((1.0, 1.0),),
+                                 "residual-branch init factor (0.01: near-zero, seed 003)")
+    weights: tuple = _dist(Choice(("dense", "householder")), (("dense", 1.0),), "weight kind of width-to-width layers")
+    params: tuple = _dist(Choice(("sp", "gmp")), (("sp", 1.0),), "parameterization of dense hidden layers")
+    stabilize: bool = _field(Boolean(), True, "apply appendix C's post-processing")
+    unstable_activations: tuple = _field(_Activations(), ("square", "odd_square"),
+                                         "activations that force a norm in post-processing")
+    stabilize_norms: tuple = _dist(Choice(("batch", "layer")), (("batch", 0.5), ("layer", 0.5)),
+                                   "norm given by post-processing")
+
+    def __post_init__(self):
+        for f in fields(self):
+            object.__setattr__(self, f.name, check("Space", f.name, f.metadata["constraint"], getattr(self, f.name)))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(f.metadata["constraint"], Distribution):
+                v = {k: p for k, p in v}
+            elif isinstance(v, tuple):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Space":
+        names = {f.name for f in fields(cls)}
+        for k in d:
+            if k not in names:
+                raise SpecError("Space", k, d[k], "is not a field of Space")
+        return cls(**d)
+
+    def replace(self, **changes) -> "Space":
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d.update(changes)
+        return Space(**d)
+
+
+PAPER = Space()
+EXTENDED = PAPER.replace(
+    name="extended",
+    activations=_EXTENDED_ACTIVATIONS,
+    skip_lengths=((1, 0.25), (2, 0.5), (3, 0.25)),
+    branch_scales=((1.0, 0.75), (0.01, 0.25)),
+    weights=(("dense", 0.5), ("householder", 0.5)),
+    params=(("sp", 0.5), ("gmp", 0.5)),
+)
+PRESETS: dict[str, Space] = {"paper": PAPER, "extended": EXTENDED}
+
+
+def get_space(preset: str | Space | Mapping) -> Space:
+    if isinstance(preset, Space):
+        return preset
+    if isinstance(preset, Mapping):
+        return Space.from_dict(preset)
+    if preset not in PRESETS:
+        raise SpecError("sample", "preset", preset, "must be one of " + ", ".join(repr(p) for p in PRESETS))
+    return PRESETS[preset]
+
+
+def _pick(rng: np.random.Generator, dist: tuple):
+    """One uniform number -> a choice, by the cumulative distribution (zero-probability choices never win)."""
+    u = rng.random()
+    acc = 0.0
+    for value, p in dist:
+        acc += p
+        if u < acc and p > 0:
+            return value
+    return next(v for v, p in reversed(dist) if p > 0)  # u within rounding of 1
+
+
+def sample_spec(
+    study_seed: int,
+    index: int,
+    d_in: int,
+    d_out: int,
+    preset: str | Space | Mapping = "extended",
+    param_budget: int = 1_000_000,
+) -> ArchSpec:
+    """Architecture ``index`` of the study with seed ``study_seed``, drawn from ``preset``.
+
+    The draws follow appendix C in order: activation, dilation d, shift t, debias, bias init, joint
+    init scale, norm, skips (strength kind and value, start, length, branch init), weight kind,
+    parameterization, depth; then the post-processing ("All networks that have square or odd square
+    activation functions, or skip connections, that also do not have normalization were assigned
+    either batch normalization or layer normalization with 50% probability each"); then the width
+    is solved for the parameter budget.
+    """
+    study_seed = check("sample", "study_seed", Integer(0), study_seed)
+    index = check("sample", "index", Integer(0), index)
+    d_in = check("sample", "d_in", Integer(1), d_in)
+    d_out = check("sample", "d_out", Integer(1), d_out)
+    param_budget = check("sample", "param_budget", Integer(1), param_budget)
+    space = get_space(preset)
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([study_seed, index])))
+
+    activation = _pick(rng, space.activations)
+    dilation = _pick(rng, space.dilations)
+    shift = _pick(rng, space.shifts)
+    debias = bool(rng.random() < space.p_debias)
+    bias_init = "gaussian" if rng.random() < space.p_bias_gaussian else "zero"
+    init_scale = _pick(rng, space.init_scales)
+    norm = _pick(rng, space.norms)
+    strength_kind = _pick(rng, space.skip_strengths)
+    strength_u = rng.random()
+    skip_start = _pick(rng, space.skip_starts)
+    skip_length = _pick(rng, space.skip_lengths)
+    branch_scale = _pick(rng, space.branch_scales)
+    weights = _pick(rng, space.weights)
+    param = _pick(rng, space.params)
+    depth_u = rng.random()
+    stabilizer = _pick(rng, space.stabilize_norms)
+
+    has_skips = strength_kind != "none"
+    # Depth: uniform over the space's depths that the shortcut length fits (depth - 1 divisible by it,
+    # so the last skip ends at the output layer). The paper's odd depths fit its length 2 exactly.
+    depths = [d for d in space.depths if not has_skips or (d - 1) % skip_length == 0]
+    if weights == "householder":
+        depths = [d for d in depths if d >= 3] or depths
+    if not depths:
+        raise SpecError("Space", "depths", list(space.depths), f"has no depth that skip length {skip_length} fits")
+    depth = depths[min(int(depth_u * len(depths)), len(depths) - 1)]
+    if weights == "householder" and depth < 3:
+        weights = "dense"
+
+    if space.stabilize and norm == "none" and (has_skips or activation in space.unstable_activations):
+        norm = stabilizer
+    if has_skips and skip_start == "after_norm" and norm == "none":
+        skip_start = "after_linear"  # only reachable with stabilize=False
+
+    spec = ArchSpec(
+        depth=depth, width=2, d_in=d_in, d_out=d_out, activation=activation, dilation=dilation, shift=shift,
+        debias=debias, norm=norm,
+        skip=skip_start if has_skips else "none",
+        skip_strength=(1.0 if strength_kind == "one" else strength_u) if has_skips else 1.0,
+        skip_length=skip_length if has_skips else 2,
+        weights=weights, param=param if d_in >= 2 else "sp", bias_init=bias_init, init_scale=init_scale,
+        branch_scale=branch_scale if has_skips and weights == "dense" else 1.0, preset=space.name,
+    )
+    return solve_width(spec, param_budget)
+
+
+def sample_specs(
+    n: int,
+    study_seed: int,
+    d_in: int,
+    d_out: int,
+    preset: str | Space | Mapping = "extended",
+    param_budget: int = 1_000_000,
+    start: int = 0,
+) -> list[ArchSpec]:
+    """Architectures ``start .. start + n - 1`` of the study (each one as ``sample_spec`` draws it)."""
+    n = check("sample", "n", Integer(0), n)
+    return [sample_spec(study_seed, i, d_in, d_out, preset, param_budget) for i in range(start, start + n)]
+
+
+SIBLING_AXES = ("weights", "param", "norm", "skip")
+
+
+def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list[ArchSpec]:
+    """The architectures that differ from ``spec`` in exactly one factor, ``axis``.
+
+    * ``weights``: dense <-> householder; ``param``: sp <-> gmp; ``norm``: each other norm kind;
+      ``skip``: skips removed, or, for a spec without skips, added with strength 1 after the linear op
+      (length 2 where the depth allows, else 1).
+    * Everything else (activation, init, depth, the seed the study builds it with) is shared. With
+      ``param_budget`` the width is re-solved so every sibling has the study's parameter budget
+      (a Householder sibling is then much wider); without it the width is kept.
+    * Variants that would be invalid (e.g. no norm for skips that start after the norm) are left out.
+    """
+    axis = check("siblings", "axis", Choice(SIBLING_AXES), axis)
+    changes: list[dict] = []
+    if axis == "weights":
+        changes.append({"weights": "householder" if spec.weights == "dense" else "dense"})
+    elif axis == "param":
+        changes.append({"param": "gmp" if spec.param == "sp" else "sp"})
+    elif axis == "norm":
+        changes.extend({"norm": n} for n in NORMS if n != spec.norm)
+    elif spec.skip != "none":
+        changes.append({"skip": "none", "skip_strength": 1.0, "skip_length": 2, "branch_scale": 1.0})
+    else:
+        changes.append({"skip": "after_linear", "skip_strength": 1.0,
+                        "skip_length": 2 if (spec.depth - 1) % 2 == 0 else 1})
+    out = []
+    for change in changes:
+        try:
+            sib = spec.replace(**change)
+        except SpecError:
+            continue
+        out.append(solve_width(sib, param_budget) if param_budget is not None else sib)
+    return out

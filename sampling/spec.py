@@ -1,0 +1,207 @@
+"""``ArchSpec``: one fully-connected architecture, frozen, flat, JSON- and Parquet-friendly.
+
+Everything downstream (the builder, the metrics, the trainer, the store, the report) reads the
+architecture from this one object. Its fields are flat scalars so a spec is one row of a table.
+
+Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for the builder):
+
+* ``depth`` linear layers, layer ``l`` = linear -> [norm] -> activation; the last layer has neither.
+  Every hidden layer has the same ``width``.
+* activation ``c * tau(d s + t) + b`` with ``d = dilation``, ``t = shift``; ``b`` debiases when
+  ``debias`` (E[.] = 0 for s ~ N(0, 1)) and ``c`` always makes the quadratic mean 1 (``study.activations``).
+* skips start after the linear op (``after_linear``) or after the norm op (``after_norm``) of layers
+  1, 1 + k, 1 + 2k, ... (k = ``skip_length``; the paper uses k = 2) and end after the linear op k layers
+  later: ``h_{l+k} += skip_strength * start value``. The last one ends at the output through a fixed,
+  untrained orthogonal projection, so ``depth - 1`` must be a multiple of ``skip_length``.
+* ``weights = "householder"`` makes every width-to-width layer a Han-layer (seed 001, Algorithm 1,
+  eq. 5): ``x -> x - 2 u (u^T x) / |u|^2 + b`` with trainable ``u`` and ``b``; input and output layers
+  stay dense.
+* ``param = "gmp"`` makes every dense hidden neuron ``r * tau(u(theta)^T (x - E[x]) + lambda)``
+  (seed 002, eq. 10, 15, 16; the mean is subtracted on intermediate layers only, and the output layer
+  stays a plain linear layer, as in seed 002 section 4.1).
+* init: ``bias_init`` "zero" or "gaussian" (N(0, 0.05), weights then times sqrt(0.95));
+  ``init_scale`` multiplies all weights and biases (0.9 / 1 / 1.1 in the paper);
+  ``branch_scale`` multiplies the weights and biases of the layers inside residual branches
+  (0.01 = the near-zero residual-branch initialization of seed 003).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from typing import Any
+
+from .constraints import Boolean, Choice, Integer, Real, SpecError, Text, check
+
+# Activations of the NLC paper (Table 1), the Han activation abs (seed 001), and the identity
+# ("linear", not sampled by any preset) for linear baselines and sanity checks.
+PAPER_ACTIVATIONS = ("relu", "selu", "tanh", "sigmoid", "even_tanh", "gaussian", "square", "odd_square")
+ACTIVATIONS = PAPER_ACTIVATIONS + ("abs", "linear")
+NORMS = ("none", "batch", "layer")
+SKIPS = ("none", "after_linear", "after_norm")
+WEIGHTS = ("dense", "householder")
+PARAMS = ("sp", "gmp")
+BIAS_INITS = ("zero", "gaussian")
+
+# Variance of the Gaussian bias init, from Schoenholz et al. (2017), as used in appendix C.
+BIAS_VARIANCE = 0.05
+
+SCHEMA_VERSION = 1  # of the spec's dict form; bump when a field changes meaning
+
+
+def _f(constraint, default=None, *, doc: str):
+    meta = {"constraint": constraint, "doc": doc}
+    if default is None:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One linear layer and what follows it (see ``ArchSpec.layers``)."""
+
+    index: int  # 1-based, as in the paper
+    kind: str  # "dense" | "gmp" | "householder"
+    fan_in: int
+    fan_out: int
+    norm: str  # "none" | "batch" | "layer" (always "none" for the output layer)
+    activation: bool  # False for the output layer
+    imn: bool  # GmP input mean normalization (seed 002 eq. 16), intermediate GmP layers only
+    in_branch: bool  # inside a residual branch: ``branch_scale`` applies to its init
+
+    @property
+    def num_params(self) -> int:
+        if self.kind == "householder":
+            return 2 * self.fan_in  # u and b (seed 001, Algorithm 1)
+        # dense: W and b; gmp: theta (fan_in - 1), lambda and r per neuron: the same count (seed 002 sec. 4.1)
+        return self.fan_out * (self.fan_in + 1)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A skip connection from layer ``start`` to layer ``end`` (1-based)."""
+
+    start: int
+    end: int
+    at: str  # "linear": the start value is taken after the linear op; "norm": after the norm op
+    project: bool  # ends at the output layer through the fixed orthogonal projection
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    depth: int = _f(Integer(2), doc="number of linear layers L")
+    width: int = _f(Integer(1), doc="width of every hidden layer")
+    d_in: int = _f(Integer(1), doc="input dimension")
+    d_out: int = _f(Integer(1), doc="output dimension (number of classes)")
+    activation: str = _f(Choice(ACTIVATIONS), "relu", doc="base activation tau")
+    dilation: float = _f(Real(0.0, lo_open=True), 1.0, doc="d in c*tau(d s + t) + b")
+    shift: float = _f(Real(), 0.0, doc="t in c*tau(d s + t) + b")
+    debias: bool = _f(Boolean(), False, doc="b makes E[c tau(d s + t) + b] = 0 for s ~ N(0,1)")
+    norm: str = _f(Choice(NORMS), "none", doc="normalization between linear op and activation")
+    skip: str = _f(Choice(SKIPS), "none", doc="where skip connections start")
+    skip_strength: float = _f(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")
+    skip_length: int = _f(Integer(1), 2, doc="layers a skip bypasses (k); seed 003 shortcut depth")
+    weights: str = _f(Choice(WEIGHTS), "dense", doc="dense, or Householder for width-to-width layers")
+    param: str = _f(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
+    bias_init: str = _f(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
+    init_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
+    branch_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
+    preset: str = _f(Text(), "custom", doc="the space this spec was drawn from")
+
+    def __post_init__(self):
+        where = "ArchSpec"
+        for f in fields(self):
+            object.__setattr__(self, f.name, check(where, f.name, f.metadata["constraint"], getattr(self, f.name)))
+        if self.skip == "none":
+            for name, default in (("skip_strength", 1.0), ("skip_length", 2), ("branch_scale", 1.0)):
+                if getattr(self, name) != default:
+                    raise SpecError(where, name, getattr(self, name), f"must stay {default!r} when skip = 'none'")
+        else:
+            if (self.depth - 1) % self.skip_length:
+                raise SpecError(
+                    where, "skip_length", self.skip_length,
+                    f"must divide depth - 1 = {self.depth - 1} so the last skip ends at the output layer",
+                )
+            if self.skip == "after_norm" and self.norm == "none":
+                raise SpecError(where, "skip", self.skip, "'after_norm' needs norm = 'batch' or 'layer'")
+        if self.weights == "householder" and self.branch_scale != 1.0:
+            # A reflector is orthogonal by construction: a near-zero branch is not representable.
+            raise SpecError(where, "branch_scale", self.branch_scale, "must stay 1.0 when weights = 'householder'")
+        if self.weights == "householder" and self.depth < 3:
+            raise SpecError(where, "weights", self.weights, "'householder' needs depth >= 3 (a width-to-width layer)")
+        if self.param == "gmp":
+            # A unit direction in R^1 is +-1, which the hyperspherical angles of seed 002 eq. 10 cannot hold.
+            if self.d_in < 2:
+                raise SpecError(where, "d_in", self.d_in, "must be >= 2 when param = 'gmp'")
+            if self.width < 2:
+                raise SpecError(where, "width", self.width, "must be >= 2 when param = 'gmp'")
+
+    # -- structure -------------------------------------------------------------------------------
+    def layers(self) -> tuple[Layer, ...]:
+        """The linear layers in order, with their kind, shape and what follows them."""
+        out = []
+        for l in range(1, self.depth + 1):
+            last = l == self.depth
+            fan_in = self.d_in if l == 1 else self.width
+            fan_out = self.d_out if last else self.width
+            if last:
+                kind = "dense"
+            elif l > 1 and self.weights == "householder":
+                kind = "householder"
+            else:
+                kind = "gmp" if self.param == "gmp" else "dense"
+            in_branch = self.skip != "none" and l > 1  # skips chain from layer 1 to the output
+            out.append(Layer(l, kind, fan_in, fan_out, "none" if last else self.norm, not last,
+                             kind == "gmp" and l > 1, in_branch))
+        return tuple(out)
+
+    def skips(self) -> tuple[Skip, ...]:
+        if self.skip == "none":
+            return ()
+        at = "linear" if self.skip == "after_linear" else "norm"
+        k = self.skip_length
+        return tuple(Skip(s, s + k, at, s + k == self.depth) for s in range(1, self.depth, k))
+
+    @property
+    def num_params(self) -> int:
+        """Exact number of trainable parameters (the skip projection is fixed, norms have none)."""
+        return sum(layer.num_params for layer in self.layers())
+
+    @property
+    def activation_units(self) -> int:
+        """Number of activation units: every hidden layer applies the activation once per neuron."""
+        return (self.depth - 1) * self.width
+
+    @property
+    def has_skips(self) -> bool:
+        return self.skip != "none"
+
+    # -- serialization ---------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ArchSpec":
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise SpecError("ArchSpec", unknown[0], d[unknown[0]], "is not a field of ArchSpec")
+        for f in fields(cls):
+            if f.name not in d and f.default is MISSING and f.default_factory is MISSING:
+                raise SpecError("ArchSpec", f.name, None, "is required")
+        return cls(**d)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def content_id(self) -> str:
+        """A stable 16-hex-digit id of the spec's content (sha256 of its canonical JSON)."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+
+    def replace(self, **changes) -> "ArchSpec":
+        return replace(self, **changes)
+
+
+SPEC_FIELDS = tuple(f.name for f in fields(ArchSpec))

@@ -1,0 +1,44 @@
+"""``archstudy``: the command line. One module per subcommand, each with ``register(subparsers)``.
+
+A user's mistake (``sampling.UserError``: bad input, missing files, a non-study directory) is printed as
+one line on stderr with exit code 2, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from sampling import UserError
+
+COMMANDS = ("sample",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="archstudy",
+        description="Random-architecture studies of fully-connected networks: sample architectures, measure "
+        "them at initialization (NLC, bias, ...), train each at many learning rates in float64, report.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        print(f"archstudy {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"archstudy {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""``archstudy sample``: print sampled architecture specs as JSON lines."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from sampling import PRESETS, SIBLING_AXES, SpecError, sample_spec, siblings
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sample", help="print sampled architectures as JSON lines",
+                       description="Print architectures index .. index+n-1 of a study as JSON lines (one spec per "
+                       "line, with its index and content id). Architecture i is the same on every machine.")
+    p.add_argument("--n", type=int, default=5, help="how many architectures (default 5)")
+    p.add_argument("--start", type=int, default=0, help="index of the first one (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="study seed (default 0)")
+    p.add_argument("--preset", default="extended", choices=sorted(PRESETS), help="architecture space (default extended)")
+    p.add_argument("--d-in", type=int, default=40, help="input dimension (default 40, waveform-noise)")
+    p.add_argument("--d-out", type=int, default=3, help="output dimension / classes (default 3)")
+    p.add_argument("--param-budget", type=int, default=1_000_000, help="trainable parameters (default 1,000,000)")
+    p.add_argument("--siblings", action="store_true",
+                   help=f"also print each one's siblings along {', '.join(SIBLING_AXES)}")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    out = sys.stdout
+    if args.n < 0:
+        raise SpecError("sample", "n", args.n, "must be an integer >= 0")
+    for i in range(args.start, args.start + args.n):
+        spec = sample_spec(args.seed, i, args.d_in, args.d_out, args.preset, args.param_budget)
+        rows = [("base", spec)]
+        if args.siblings:
+            rows += [(axis, s) for axis in SIBLING_AXES for s in siblings(spec, axis, args.param_budget)]
+        for variant, s in rows:
+            line = {"index": i, "variant": variant, "arch_id": s.content_id, "num_params": s.num_params, **s.to_dict()}
+            out.write(json.dumps(line) + "\n")
+    return 0

@@ -1,0 +1,85 @@
+"""Geometric parameterization (GmP) with input mean normalization (IMN), seed 002 section 4.
+
+A GmP neuron computes (eq. 15, 16)
+
+    z = r * tau(u(theta)^T (x - E[x]) + lambda)
+
+with ``u(theta)`` the unit vector of hyperspherical angles theta_1..theta_{n-1} (eq. 10):
+
+    u = [cos t1, sin t1 cos t2, sin t1 sin t2 cos t3, ..., sin t1 ... sin t_{n-2} cos t_{n-1},
+         sin t1 ... sin t_{n-1}]
+
+``E[x]`` is the batch mean of the layer input in training and its running mean in evaluation; it is
+subtracted on intermediate layers only ("for ReLU units in the intermediate layers", sec. 4.2).
+Parameters per neuron: n - 1 angles, lambda and r: n + 1, the same as SP.
+
+Initialization (section 4.3's invariance, applied to the spec's SP weights): u = w / |w|,
+lambda = b / |w|, r = |w|, so a GmP net and its SP twin differ only in the geometry of their parameters;
+with a positively homogeneous tau (relu, abs) and no IMN they compute the same function at init. The
+angles come from the sampled vector (``angles_from_direction``); the angles of a random unit vector are
+not uniform, so they are never drawn uniformly.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .layers import BN_MOMENTUM, DTYPE, stacked_linear
+
+
+def direction_from_angles(theta: torch.Tensor) -> torch.Tensor:
+    """Eq. 10: angles [..., n-1] -> unit vectors [..., n]."""
+    sin, cos = torch.sin(theta), torch.cos(theta)
+    prod = torch.cumprod(sin, dim=-1)  # prod[k] = sin t1 ... sin t_{k+1}
+    return torch.cat([cos[..., :1], prod[..., :-1] * cos[..., 1:], prod[..., -1:]], dim=-1)
+
+
+def angles_from_direction(u: torch.Tensor) -> torch.Tensor:
+    """Inverse of eq. 10 for unit (or any nonzero) vectors [..., n] -> angles [..., n-1].
+
+    theta_k = atan2(|u_{k+1..n}|, u_k) in [0, pi] for k < n-1 and theta_{n-1} = atan2(u_n, u_{n-1}) in
+    (-pi, pi]; the tail norms come from a reversed cumulative sum of squares."""
+    sq = u * u
+    tail = torch.flip(torch.cumsum(torch.flip(sq, [-1]), -1), [-1])  # tail[k] = sum_{j >= k} u_j^2
+    head = torch.atan2(torch.sqrt(tail[..., 1:-1]), u[..., :-2])
+    last = torch.atan2(u[..., -1:], u[..., -2:-1])
+    return torch.cat([head, last], dim=-1)
+
+
+class GmP(nn.Module):
+    """The linear part ``s = u(theta)^T (x - E[x]) + lambda`` of a layer of GmP neurons; ``scale`` applies r
+    after the norm and the activation."""
+
+    kind = "gmp"
+
+    def __init__(self, fan_in: int, fan_out: int, runs: int = 1, imn: bool = False):
+        super().__init__()
+        self.fan_in, self.fan_out, self.imn = fan_in, fan_out, imn
+        self.theta = nn.Parameter(torch.empty(runs, fan_out, fan_in - 1, dtype=DTYPE))
+        self.lam = nn.Parameter(torch.empty(runs, fan_out, dtype=DTYPE))
+        self.r = nn.Parameter(torch.empty(runs, fan_out, dtype=DTYPE))
+        if imn:
+            self.register_buffer("running_mean", torch.zeros(runs, fan_in, dtype=DTYPE))
+        self.track = True
+
+    def direction(self) -> torch.Tensor:
+        return direction_from_angles(self.theta)
+
+    def forward(self, x):
+        if self.imn:
+            if self.training:
+                mean = x.mean(dim=1)
+                if self.track:
+                    with torch.no_grad():
+                        self.running_mean.lerp_(mean.detach(), BN_MOMENTUM)
+            else:
+                mean = self.running_mean
+            x = x - mean.unsqueeze(1)
+        return stacked_linear(x, self.direction(), self.lam)
+
+    def scale(self, a: torch.Tensor) -> torch.Tensor:
+        return a * self.r.unsqueeze(1)
+
+    def roles(self) -> dict[str, str]:
+        return {"theta": "weight", "lam": "bias", "r": "weight"}

@@ -1,0 +1,119 @@
+"""The nonlinearity coefficient and the output bias (NLC paper, sections 2, 3 and G).
+
+    NLC(f, D) = Q_x |J(x)|_F * Q_i S_x x(i) / (sqrt(d_out) * Q_j S_x f(x, j))          (Definition 1)
+    bias(f, D) = Q_{x,j} f(x, j) / Q_j S_x f(x, j)                                     (B.2; "high" > 1000)
+
+Q is the quadratic mean, S the standard deviation over the data. Section G's batchnorm form is used
+for every network (it equals the plain form when no batchnorm is present):
+
+* Q_x |J(x)|_F is replaced by Q_X |J(X)|_F / sqrt(b) and estimated stochastically: for each of
+  ``batches`` random minibatches X of b = ``batch_size`` inputs, a unit-Gaussian matrix U is clamped at
+  the output and back-propagated; |U J(X)|^2 / b, i.e. |grad_X <U, f(X)>|_F^2 / b, has expectation
+  |J(X)|_F^2 / b (section G's proposition).
+* S_x f(x, j) is taken over one pass through the data in minibatches of b, in order ("dividing the
+  dataset once into minibatches of size 250 and then taking the standard deviation of all output
+  activation values observed during this single pass"); S_x x(i) exactly over the data.
+
+Networks run with batch statistics and their running statistics untouched (``frozen_statistics``).
+A stacked network (outputs [R, B, d_out]) gets one value per run; every run sees the same minibatches
+and the same Gaussian matrices (common random numbers).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+
+from ..network import frozen_statistics
+
+HIGH_BIAS = 1000.0  # "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2)
+
+
+@dataclass(frozen=True)
+class NLCParts:
+    """The NLC and its factors; tensors of shape [R] for a stacked network, floats otherwise."""
+
+    nlc: float | torch.Tensor
+    jacobian_q: float | torch.Tensor  # Q_x |J(x)|_F (batch form)
+    input_sd_q: float  # Q_i S_x x(i)
+    output_sd_q: float | torch.Tensor  # Q_j S_x f(x, j) (batch form)
+    output_q: float | torch.Tensor  # Q_{x,j} f(x, j)
+    bias: float | torch.Tensor  # output_q / output_sd_q
+
+
+def _batch_mode(f):
+    return frozen_statistics(f) if isinstance(f, nn.Module) else contextlib.nullcontext(f)
+
+
+def _as_output(out: float | torch.Tensor):
+    return float(out) if out.dim() == 0 else out.detach()
+
+
+def input_sd_q(x: torch.Tensor) -> float:
+    """Q_i S_x x(i) = sqrt(mean_i Var_x x(i)) (population variance over the rows of ``x``)."""
+    return float(torch.sqrt(x.var(dim=0, unbiased=False).mean()))
+
+
+@torch.no_grad()
+def output_moments(f: Callable, x: torch.Tensor, batch_size: int = 250) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """(Q_j S_x f(x, j), Q_{x,j} f(x, j), d_out) from one in-order pass in minibatches (per run for a stack)."""
+    s1 = s2 = None
+    with _batch_mode(f):
+        for i in range(0, x.shape[0], batch_size):
+            out = f(x[i:i + batch_size])
+            a, b = out.sum(dim=-2), (out * out).sum(dim=-2)  # [.., d_out]
+            s1, s2 = (a, b) if s1 is None else (s1 + a, s2 + b)
+    n = x.shape[0]
+    mean, second = s1 / n, s2 / n
+    var = torch.clamp(second - mean * mean, min=0.0)
+    return torch.sqrt(var.mean(dim=-1)), torch.sqrt(second.mean(dim=-1)), mean.shape[-1]
+
+
+def jacobian_q(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250, seed: int = 0,
+               runs: int | None = None) -> torch.Tensor:
+    """Q_X |J(X)|_F / sqrt(b) by back-propagating unit-Gaussian matrices (section G); [R] for a stack."""
+    gen = torch.Generator().manual_seed(seed)
+    n = x.shape[0]
+    b = min(batch_size, n)
+    total = None
+    with _batch_mode(f):
+        for _ in range(batches):
+            idx = torch.randperm(n, generator=gen)[:b].to(x.device)
+            xb = x.index_select(0, idx)
+            if runs is not None:
+                xb = xb.expand(runs, *xb.shape).clone()  # a leaf per run: an expanded input would sum runs
+            xb.requires_grad_(True)
+            with torch.enable_grad():
+                out = f(xb)
+                u = torch.randn(out.shape[-2:], generator=gen, dtype=out.dtype).to(out.device)
+                (g,) = torch.autograd.grad((out * u).sum(), xb)
+            sq = (g * g).sum(dim=(-2, -1)) / b
+            total = sq if total is None else total + sq
+    return torch.sqrt(total / batches)
+
+
+def nlc_parts(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250, seed: int = 0) -> NLCParts:
+    """The NLC of ``f`` on inputs ``x`` with all its factors (see the module docstring)."""
+    runs = getattr(f, "runs", 1)
+    q_j = jacobian_q(f, x, batches, batch_size, seed, runs if runs > 1 else None)
+    sd_out, q_out, d_out = output_moments(f, x, batch_size)
+    sd_in = input_sd_q(x)
+    value = q_j * sd_in / (math.sqrt(d_out) * sd_out)
+    return NLCParts(_as_output(value), _as_output(q_j), sd_in, _as_output(sd_out), _as_output(q_out),
+                    _as_output(q_out / sd_out))
+
+
+def nlc(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250, seed: int = 0):
+    """NLC(f, x) (Definition 1, batch form of section G); ``nlc_parts`` gives its factors too."""
+    return nlc_parts(f, x, batches, batch_size, seed).nlc
+
+
+def output_bias(f: Callable, x: torch.Tensor, batch_size: int = 250):
+    """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``HIGH_BIAS`` the study flags it."""
+    sd_out, q_out, _ = output_moments(f, x, batch_size)
+    return _as_output(q_out / sd_out)

@@ -1,0 +1,225 @@
+"""``build_network(spec, seed, runs=R)``: the float64 network an ``ArchSpec`` describes.
+
+Layer ``l`` = linear op -> [norm] -> activation (NLC paper, appendix C), the last layer linear only.
+Skips (``ArchSpec.skips``) start after the linear op or after the norm op of layers 1, 1 + k, ... and end
+after the linear op k layers later (``h_{l+k} += strength * start``); the last one ends at the output
+through a fixed, untrained projection: a d_out x width submatrix of a uniformly random orthogonal matrix
+times max(1, sqrt(d_out / width)).
+
+Initialization (appendix C), all in float64 from numpy generators keyed by (seed, layer, purpose), so
+architecture siblings built with the same seed share every draw they can:
+
+* linear op: a d_out x d_in submatrix of a uniformly random orthogonal max x max matrix, times
+  max(1, sqrt(d_out / d_in)); Householder layers: u ~ N(0, I) (seed 001);
+* bias: zero, or N(0, 0.05) and then the weights times sqrt(0.95);
+* all weights and biases times ``init_scale``; inside residual branches also times ``branch_scale``;
+* GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (seed 002).
+
+With ``runs=R`` the module holds R identical copies as one stack (parameters [R, ...]); it takes a shared
+input [B, d_in] or one per run [R, B, d_in] and returns [R, B, d_out]. With R = 1 (the default) it
+takes [B, d_in] and returns [B, d_out] like any torch module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from sampling import BIAS_VARIANCE, ArchSpec
+
+from .activations import Activation
+from .gmp import GmP, angles_from_direction
+from .householder import Householder
+from .layers import DTYPE, ActivationLayer, BatchNorm, Dense, LayerNorm
+
+_WEIGHT, _BIAS, _PROJECTION = 0, 1, 2  # purposes of the init generators
+
+
+def init_rng(seed: int, layer: int, purpose: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, layer, purpose])))
+
+
+def orthogonal_submatrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """A rows x cols submatrix of a uniformly (Haar) random max x max orthogonal matrix.
+
+    Its leading min(rows, cols) columns (or rows) form a Haar-random orthonormal frame, which is the QR
+    factor of an m x k Gaussian matrix with the signs of R's diagonal fixed (Mezzadri 2007); forming the
+    whole m x m matrix is never needed."""
+    m, k = max(rows, cols), min(rows, cols)
+    q, r = np.linalg.qr(rng.standard_normal((m, k)))
+    q = q * np.sign(np.diag(r))
+    return q.T.copy() if rows < cols else q
+
+
+class Network(nn.Module):
+    """R stacked copies of the architecture ``spec``; see the module docstring."""
+
+    def __init__(self, spec: ArchSpec, runs: int = 1):
+        super().__init__()
+        if runs < 1:
+            raise ValueError(f"runs = {runs!r}: must be >= 1")
+        self.spec, self.runs = spec, runs
+        self.act = Activation.of(spec)
+        self.linears = nn.ModuleList()
+        self.norms = nn.ModuleList()
+        for layer in spec.layers():
+            if layer.kind == "householder":
+                self.linears.append(Householder(layer.fan_in, runs))
+            elif layer.kind == "gmp":
+                self.linears.append(GmP(layer.fan_in, layer.fan_out, runs, imn=layer.imn))
+            else:
+                self.linears.append(Dense(layer.fan_in, layer.fan_out, runs))
+            if layer.norm == "batch":
+                self.norms.append(BatchNorm(layer.fan_out, runs))
+            elif layer.norm == "layer":
+                self.norms.append(LayerNorm(layer.fan_out))
+            else:
+                self.norms.append(nn.Identity())
+        self.activation = ActivationLayer(self.act)
+        skips = spec.skips()
+        self._skip_from = {s.start: s for s in skips}
+        self._skip_to = {s.end: s for s in skips}
+        if skips and skips[-1].project:
+            self.register_buffer("projection", torch.empty(spec.d_out, spec.width, dtype=DTYPE))
+        else:
+            self.projection = None
+
+    # -- forward ---------------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        squeeze = x.dim() == 2 and self.runs == 1
+        if x.dim() == 3 and x.shape[0] != self.runs:
+            raise ValueError(f"input has {x.shape[0]} runs, the network {self.runs}")
+        h, start = x, None
+        strength = self.spec.skip_strength
+        depth = self.spec.depth
+        for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
+            s = linear(h)
+            if l in self._skip_to:
+                carried = start @ self.projection.T if self._skip_to[l].project else start
+                s = s + carried if strength == 1.0 else s + strength * carried
+            skip = self._skip_from.get(l)
+            if skip is not None and skip.at == "linear":
+                start = s
+            s = norm(s)
+            if skip is not None and skip.at == "norm":
+                start = s
+            if l == depth:
+                h = s
+            else:
+                h = self.activation(s)
+                if isinstance(linear, GmP):
+                    h = linear.scale(h)
+        return h.squeeze(0) if squeeze else h
+
+    # -- stacks ----------------------------------------------------------------------------------
+    def take(self, runs) -> "Network":
+        """A new network holding copies ``runs`` (indices into this stack), parameters and statistics."""
+        idx = torch.as_tensor(runs, dtype=torch.long, device=self.device).reshape(-1)
+        out = Network(self.spec, runs=len(idx)).to(self.device)
+        with torch.no_grad():
+            for (name, dst), (_, src) in zip(out.stacked_tensors(), self.stacked_tensors()):
+                dst.copy_(src.index_select(0, idx))
+            if self.projection is not None:
+                out.projection.copy_(self.projection)
+        out.train(self.training)
+        return out
+
+    def select(self, k: int) -> "Network":
+        """Copy ``k`` of the stack as its own network (R = 1)."""
+        return self.take([k])
+
+    def stacked_tensors(self):
+        """(name, tensor) for every parameter and per-run buffer, in a fixed order: all carry dim 0 = runs."""
+        for name, p in self.named_parameters():
+            yield name, p
+        for name, b in self.named_buffers():
+            if name != "projection":
+                yield name, b
+
+    def param_roles(self) -> dict[str, str]:
+        """``name -> "weight" | "bias"`` for every trainable tensor (the lr_min sum runs over the weights)."""
+        roles = {}
+        for i, linear in enumerate(self.linears):
+            for pname, role in linear.roles().items():
+                roles[f"linears.{i}.{pname}"] = role
+        return roles
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def extra_repr(self):
+        return f"runs={self.runs}, spec={self.spec.content_id}"
+
+
+@contextlib.contextmanager
+def frozen_statistics(net: nn.Module):
+    """Batch statistics (training-mode forward) without touching running statistics; restores the mode."""
+    stateful = [m for m in net.modules() if hasattr(m, "track")]
+    saved = [m.track for m in stateful]
+    was_training = net.training
+    for m in stateful:
+        m.track = False
+    net.train(True)
+    try:
+        yield net
+    finally:
+        for m, t in zip(stateful, saved):
+            m.track = t
+        net.train(was_training)
+
+
+def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | torch.device | None = None) -> Network:
+    """The float64 network ``spec`` describes, initialized as appendix C says; R identical copies with ``runs``."""
+    net = Network(spec, runs)
+    scale = spec.init_scale
+    gaussian_bias = spec.bias_init == "gaussian"
+    with torch.no_grad():
+        for layer, module in zip(spec.layers(), net.linears):
+            branch = spec.branch_scale if layer.in_branch else 1.0
+            if gaussian_bias:
+                b = init_rng(seed, layer.index, _BIAS).standard_normal(layer.fan_out) * math.sqrt(BIAS_VARIANCE)
+            else:
+                b = np.zeros(layer.fan_out)
+            b = b * scale * branch
+            if layer.kind == "householder":
+                module.u.copy_(torch.from_numpy(init_rng(seed, layer.index, _WEIGHT).standard_normal(layer.fan_in)))
+                module.bias.copy_(torch.from_numpy(b))
+                continue
+            w = orthogonal_submatrix(init_rng(seed, layer.index, _WEIGHT), layer.fan_out, layer.fan_in)
+            w = w * max(1.0, math.sqrt(layer.fan_out / layer.fan_in))
+            if gaussian_bias:
+                w = w * math.sqrt(1.0 - BIAS_VARIANCE)
+            w = w * scale * branch
+            if layer.kind == "gmp":
+                norm = np.linalg.norm(w, axis=1)
+                module.theta.copy_(angles_from_direction(torch.from_numpy(w / norm[:, None])))
+                module.lam.copy_(torch.from_numpy(b / norm))
+                module.r.copy_(torch.from_numpy(norm))
+            else:
+                module.weight.copy_(torch.from_numpy(w))
+                module.bias.copy_(torch.from_numpy(b))
+        if net.projection is not None:
+            p = orthogonal_submatrix(init_rng(seed, 0, _PROJECTION), spec.d_out, spec.width)
+            net.projection.copy_(torch.from_numpy(p * max(1.0, math.sqrt(spec.d_out / spec.width))))
+    return net.to(device) if device is not None else net
+
+
+@torch.no_grad()
+def output_scale(net: nn.Module, x: torch.Tensor, batch_size: int = 250):
+    """c_out = Q_{x,j} f(x, j) over the inputs ``x`` (appendix C), in minibatches of ``batch_size`` with batch
+    statistics and running statistics untouched (section G's batch form). A float for one network, a
+    tensor [R] for a stack. The loss divides the output by it for the whole study of the architecture."""
+    total, count = None, 0
+    with frozen_statistics(net):
+        for i in range(0, x.shape[0], batch_size):
+            f = net(x[i:i + batch_size])
+            sq = (f * f).sum(dim=(-2, -1)) if f.dim() == 3 else (f * f).sum()
+            total = sq if total is None else total + sq
+            count += f.shape[-2] * f.shape[-1]
+    q = torch.sqrt(total / count)
+    return float(q) if q.dim() == 0 else q
