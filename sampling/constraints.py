@@ -186,8 +186,9 @@ PROBABILITY = Real(0.0, 1.0)
 class Distribution(Constraint):
     """A discrete distribution: a mapping choice -> probability, probabilities in [0, 1] summing to 1.
 
-    The canonical form is a tuple of ``(choice, probability)`` pairs in the given order (order matters:
-    the sampler turns one uniform number into a choice by the cumulative sum)."""
+    The canonical form is a tuple of ``(choice, probability)`` pairs sorted by choice: the sampler turns
+    one uniform number into a choice by the cumulative sum, so the order is part of the space and must not
+    depend on how a user or a YAML dump happened to order the mapping."""
 
     choices: Constraint
 
@@ -212,7 +213,7 @@ class Distribution(Constraint):
             out.append((k, p))
         if abs(sum(p for _, p in out) - 1.0) > 1e-9:
             self.fail()
-        return tuple(out)
+        return tuple(sorted(out, key=lambda kp: kp[0]))
 
     def describe(self):
         return (
