@@ -170,7 +170,9 @@ def test_siblings_differ_in_exactly_one_axis(axis):
                    "skip": {"skip", "skip_strength", "skip_length", "branch_scale"}}[axis]
     for spec in sample_specs(60, 4, 40, 3, "extended"):
         sibs = siblings(spec, axis, param_budget=1_000_000)
-        assert sibs, spec
+        # the one documented gap: a reflector cannot carry a near-zero residual branch
+        no_householder_twin = axis == "weights" and spec.weights == "dense" and spec.branch_scale != 1.0
+        assert bool(sibs) != no_householder_twin, spec
         for sib in sibs:
             changed = {k for k, v in sib.to_dict().items() if spec.to_dict()[k] != v} - {"width"}
             assert changed and changed <= axis_fields, (changed, spec)
