@@ -93,6 +93,7 @@ class ActivationLayer(nn.Module):
     def __init__(self, act: Activation):
         super().__init__()
         self.act = act
+        act.constants  # computed (and cached) once per variant, at build time rather than in the first forward
 
     def forward(self, s):
         return self.act(s)
