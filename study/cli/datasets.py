@@ -39,5 +39,6 @@ def run(args) -> int:
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
     for r in table:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] + "\n")
-    sys.stdout.write(f"preprocessed image sets are cached in {cache_dir()} (set {CACHE_ENV} or cache_dir= to move it)\n")
+    sys.stdout.write(f"preprocessed image sets are cached in {cache_dir()} "
+                     f"(set {CACHE_ENV} or cache_dir= to move it)\n")
     return 0

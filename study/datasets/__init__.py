@@ -149,7 +149,8 @@ def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None
     kwargs = dict(info.defaults)
     for key, value in options.items():
         if key not in allowed:
-            raise SpecError("load_dataset", key, value, f"is not an option of {name}; its options: {', '.join(sorted(allowed))}")
+            raise SpecError("load_dataset", key, value,
+                            f"is not an option of {name}; its options: {', '.join(sorted(allowed))}")
         kwargs[key] = check("load_dataset", key, allowed[key], value)
     if info.source != "files":
         kwargs.pop("cache_dir", None), kwargs.pop("cache", None)

@@ -115,7 +115,8 @@ def parse_batch(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
     data, labels = batch["data"], np.asarray(batch["labels"])
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != PIXELS:
         shape = getattr(data, "shape", None)
-        raise ValueError(f"b'data' is {type(data).__name__} {getattr(data, 'dtype', '')} {shape}, need uint8 [n, {PIXELS}]")
+        raise ValueError(f"b'data' is {type(data).__name__} {getattr(data, 'dtype', '')} {shape}, "
+                         f"need uint8 [n, {PIXELS}]")
     if labels.ndim != 1 or labels.shape[0] != data.shape[0] or labels.dtype.kind not in "iu":
         raise ValueError(f"b'labels' holds {labels.shape} {labels.dtype}, need {data.shape[0]} integers")
     if labels.size and (labels.min() < 0 or labels.max() > 9):

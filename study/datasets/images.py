@@ -23,7 +23,7 @@ import numpy as np
 from . import cifar, idx
 from .cache import cache_dir as resolve_cache_dir
 from .cache import cache_path, read_cache, write_cache
-from .dataset import DataFileMalformed, Dataset, jsonable, make_split, split_indices, stream
+from .dataset import DataFileMalformed, DataFilesMissing, Dataset, jsonable, make_split, split_indices, stream
 from .preprocess import VARIANCE_HELD, paper_preprocessing
 from .sources import file_record
 
@@ -39,6 +39,7 @@ class ImageSet:
     val_divisor: int  # validation = N // val_divisor of the training file
     torchvision_folder: str = ""  # idx only: <root>/<folder>/raw
     default_root: Path | None = None
+    default_hint: str = ""  # how to get the files into default_root
 
     def expected(self, root: Path | None) -> str:
         if self.format == "idx":
@@ -47,7 +48,11 @@ class ImageSet:
 
     def locate(self, root: Path | None) -> dict[str, Path]:
         """role -> file; ``DataFilesMissing`` naming the expected files and the directories searched."""
-        root = Path(root).expanduser() if root is not None else self.default_root
+        if root is None and self.default_root is not None:
+            try:
+                return self.locate(self.default_root)
+            except DataFilesMissing as e:
+                raise DataFilesMissing(f"{e} ({self.default_hint}, or pass root=DIR)") from None
         if self.format == "idx":
             return idx.locate(self.name, root, self.torchvision_folder)
         return cifar.locate(self.name, root)
@@ -61,7 +66,8 @@ class ImageSet:
 IMAGE_SETS = {
     "mnist": ImageSet("mnist", "idx", 6, torchvision_folder="MNIST"),
     "fashion-mnist": ImageSet("fashion-mnist", "idx", 6, torchvision_folder="FashionMNIST",
-                              default_root=Path("/usr/share/datasets/fashion-mnist")),
+                              default_root=Path("/usr/share/datasets/fashion-mnist"),
+                              default_hint="install the Debian package dataset-fashion-mnist"),
     "cifar10": ImageSet("cifar10", "cifar", 5),
 }
 

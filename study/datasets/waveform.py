@@ -71,7 +71,8 @@ def read_waveform_file(path: Path, expected: str) -> tuple[np.ndarray, np.ndarra
     except (ValueError, UnicodeDecodeError) as e:
         raise bad(f"not a table of comma-separated numbers ({str(e).splitlines()[0]})") from None
     if table.shape[0] == 0 or table.shape[1] != N_WAVE + N_NOISE + 1:
-        raise bad(f"{table.shape[1] if table.size else 0} columns, need {N_WAVE + N_NOISE + 1} (40 attributes and the class)")
+        columns = table.shape[1] if table.size else 0
+        raise bad(f"{columns} columns, need {N_WAVE + N_NOISE + 1} (40 attributes and the class)")
     if not np.isfinite(table).all():
         raise bad("non-finite values")
     y = table[:, -1]

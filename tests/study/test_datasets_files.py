@@ -5,11 +5,14 @@ or in a .tar.gz), the paper's preprocessing (NLC paper D.2), the cache, the erro
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
+import json
 import os
 import pickle
+import struct
 import tarfile
 from pathlib import Path
 
@@ -111,8 +114,10 @@ def test_mnist_from_flat_idx_files(mnist_dir, cache):
     np.testing.assert_array_equal(np.sort(np.concatenate([data.train.y.numpy(), data.val.y.numpy()])), np.sort(ytr))
     assert data.n_classes == 10 and data.d_in == data.meta["preprocessing_stats"]["pca_dimension"]
     assert data.train.x.shape[1] == data.d_in and data.train.x.dtype == torch.float64
+    assert json.loads(json.dumps(data.meta)) == data.meta
     files = data.meta["source"]["files"]
-    assert files["train_images"]["sha256"] == hashlib.sha256((folder / "train-images-idx3-ubyte").read_bytes()).hexdigest()
+    want = hashlib.sha256((folder / "train-images-idx3-ubyte").read_bytes()).hexdigest()
+    assert files["train_images"]["sha256"] == want
 
 
 def test_mnist_gz_and_torchvision_layouts_give_the_same_arrays(tmp_path, mnist_dir, cache):
@@ -146,15 +151,18 @@ def test_missing_idx_files_name_the_files_and_directories(tmp_path, mnist_dir):
 
 
 @pytest.mark.parametrize("damage, message", [
-    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(b"\x00\x00\x08\x09" + b"\x00" * 8), "header of 9 dimensions truncated"),
+    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(b"\x00\x00\x08\x09" + b"\x00" * 8),
+     "header of 9 dimensions truncated"),
     (lambda f: (f / "train-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros((120, 2), np.uint8))),
      "holds a 2-d uint8 array, need a 1-d uint8"),
     (lambda f: (f / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros(29, np.uint8))),
      "holds 30 images but .* 29 labels"),
-    (lambda f: (f / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.full(30, 10, np.uint8))), "label 10 outside 0..9"),
+    (lambda f: (f / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.full(30, 10, np.uint8))),
+     "label 10 outside 0..9"),
     (lambda f: (f / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((30, 7, 7), np.uint8))),
      "train images have 64 pixels, test images 49"),
-    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(gzip.compress((f / "train-images-idx3-ubyte").read_bytes())[:-9]),
+    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(
+        gzip.compress((f / "train-images-idx3-ubyte").read_bytes())[:-9]),
      "broken gzip stream"),
 ])
 def test_malformed_idx_files_are_one_line_errors(mnist_dir, cache, damage, message):
@@ -174,16 +182,49 @@ def cifar_batches(rng, n_per_batch=12, n_test=15):
     for name, n in [(f"data_batch_{i}", n_per_batch) for i in range(1, 6)] + [("test_batch", n_test)]:
         labels = rng.integers(0, 10, n)
         data = rng.integers(0, 256, (n, 3072)).astype(np.uint8)
-        data[:, :1024] = np.clip(data[:, :1024].astype(int) // 4 + 25 * labels[:, None], 0, 255)  # red carries the class
+        # the red channel carries the class
+        data[:, :1024] = np.clip(data[:, :1024].astype(int) // 4 + 25 * labels[:, None], 0, 255)
         out[name] = {b"batch_label": name.encode(), b"labels": labels.tolist(), b"data": data,
                      b"filenames": [f"{i}.png".encode() for i in range(n)]}
     return out
 
 
-def write_cifar_folder(folder: Path, batches):
+def _py2_str(b: bytes) -> bytes:  # a Python 2 str: SHORT_BINSTRING or BINSTRING
+    return (b"U" + bytes([len(b)]) if len(b) < 256 else b"T" + struct.pack("<i", len(b))) + b
+
+
+def _py2_int(i: int) -> bytes:  # BININT1 or BININT
+    return b"K" + bytes([i]) if 0 <= i < 256 else b"J" + struct.pack("<i", i)
+
+
+def _py2_value(v) -> bytes:
+    if isinstance(v, bytes):
+        return _py2_str(v)
+    if isinstance(v, int):
+        return _py2_int(v)
+    if isinstance(v, list):  # EMPTY_LIST MARK ... APPENDS
+        return b"](" + b"".join(_py2_value(x) for x in v) + b"e" if v else b"]"
+    assert isinstance(v, np.ndarray) and v.dtype == np.uint8
+    # numpy.core.multiarray._reconstruct(ndarray, (0,), 'b') then __setstate__((1, shape, dtype, False, raw)),
+    # the dtype rebuilt as dtype('u1', 0, 1) with __setstate__((3, '|', None, None, None, -1, -1, 0))
+    array = (b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + _py2_int(0) + b"\x85" + _py2_str(b"b")
+             + b"\x87R")
+    dtype = (b"cnumpy\ndtype\n" + _py2_str(b"u1") + _py2_int(0) + _py2_int(1) + b"\x87R(" + _py2_int(3)
+             + _py2_str(b"|") + b"NNN" + b"J\xff\xff\xff\xff" * 2 + _py2_int(0) + b"tb")
+    shape = b"(" + b"".join(_py2_int(n) for n in v.shape) + b"t"
+    return array + b"(" + _py2_int(1) + shape + dtype + b"\x89" + _py2_str(v.tobytes()) + b"tb"
+
+
+def py2_pickle(batch: dict) -> bytes:
+    """The bytes Python 2's cPickle (protocol 2) writes for a CIFAR batch, as in the real download:
+    keys and strings are Python 2 str (read back as bytes), the array via numpy.core.multiarray."""
+    return b"\x80\x02}(" + b"".join(_py2_str(k) + _py2_value(v) for k, v in batch.items()) + b"u."
+
+
+def write_cifar_folder(folder: Path, batches, py2=False):
     folder.mkdir(parents=True, exist_ok=True)
     for name, batch in batches.items():
-        (folder / name).write_bytes(pickle.dumps(batch, protocol=2))
+        (folder / name).write_bytes(py2_pickle(batch) if py2 else pickle.dumps(batch, protocol=2))
 
 
 def write_cifar_tar(path: Path, batches):
@@ -196,9 +237,17 @@ def write_cifar_tar(path: Path, batches):
             tar.addfile(info, io.BytesIO(raw))
 
 
+def test_py2_pickle_fixture_is_what_pickle_reads_back():
+    batch = {b"labels": [1, 300], b"data": np.arange(6, dtype=np.uint8).reshape(2, 3)}
+    back = pickle.loads(py2_pickle(batch), encoding="bytes")
+    assert back[b"labels"] == [1, 300] and back[b"data"].dtype == np.uint8
+    np.testing.assert_array_equal(back[b"data"], batch[b"data"])
+
+
 def test_cifar_from_folder_archive_and_direct_folder_agree(tmp_path, cache):
+    # the folder holds Python-2-style pickles (as downloaded), the archive Python 3 protocol-2 ones
     batches = cifar_batches(np.random.default_rng(1))
-    write_cifar_folder(tmp_path / "a" / "cifar-10-batches-py", batches)
+    write_cifar_folder(tmp_path / "a" / "cifar-10-batches-py", batches, py2=True)
     write_cifar_tar(tmp_path / "b" / "cifar-10-python.tar.gz", batches)
     a = load_dataset("cifar10", seed=3, root=tmp_path / "a")
     b = load_dataset("cifar10", seed=3, root=tmp_path / "b")
@@ -230,7 +279,8 @@ class Boom:
     (lambda b, m: {**b, "data_batch_3": {b"labels": [1]}}, r"keys \['labels'\] lack b'data' and b'labels'"),
     (lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}},
      r"b'data' is ndarray uint8 \(2, 100\), need uint8 \[n, 3072\]"),
-    (lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 12]}}, "label 12 outside 0..9"),
+    (lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 12]}},
+     "label 12 outside 0..9"),
     (lambda b, m: {**b, "data_batch_1": {b"data": Boom(m), b"labels": []}}, "refusing to load global posix.remove"),
 ])
 def test_malformed_cifar_batches_are_rejected_without_running_code(tmp_path, cache, corrupt, message):
@@ -369,6 +419,16 @@ def test_cache_dir_option_wins_and_a_corrupt_cache_file_is_rebuilt(tmp_path, mni
 
 # ---------------------------------------------------------------- archstudy datasets
 
+def test_fashion_mnist_default_folder_missing_says_how_to_get_it(monkeypatch, tmp_path):
+    moved = dataclasses.replace(images.IMAGE_SETS["fashion-mnist"], default_root=tmp_path)
+    monkeypatch.setitem(images.IMAGE_SETS, "fashion-mnist", moved)
+    with pytest.raises(DataFilesMissing) as e:
+        load_dataset("fashion-mnist")
+    msg = str(e.value)
+    assert f"in {tmp_path} or {tmp_path / 'FashionMNIST' / 'raw'}" in msg and "dataset-fashion-mnist" in msg
+    assert "\n" not in msg
+
+
 def test_cli_lists_every_dataset_and_where_it_looks(tmp_path, mnist_dir, capsys):
     folder, _ = mnist_dir
     assert main(["datasets", "--root", str(folder)]) == 0
@@ -392,7 +452,8 @@ def test_cli_lists_every_dataset_and_where_it_looks(tmp_path, mnist_dir, capsys)
                     reason="Debian package dataset-fashion-mnist not installed (/usr/share/datasets/fashion-mnist)")
 def test_fashion_mnist_real_70000_images_end_to_end(cache):
     data = load_dataset("fashion-mnist", seed=0)
-    assert [tuple(s.x.shape) for s in data.splits.values()] == [(50000, data.d_in), (10000, data.d_in), (10000, data.d_in)]
+    assert [len(s) for s in data.splits.values()] == [50000, 10000, 10000]
+    assert all(s.x.shape[1] == data.d_in for s in data.splits.values())
     st = data.meta["preprocessing_stats"]
     assert st["input_dimension"] == 784 and st["pca_dimension"] == data.d_in
     assert st["variance_held"] >= 0.99 > st["variance_held_by_one_less"]
