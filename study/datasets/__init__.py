@@ -153,5 +153,6 @@ def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None
                             f"is not an option of {name}; its options: {', '.join(sorted(allowed))}")
         kwargs[key] = check("load_dataset", key, allowed[key], value)
     if info.source != "files":
-        kwargs.pop("cache_dir", None), kwargs.pop("cache", None)
+        for key in COMMON_OPTIONS:
+            kwargs.pop(key, None)
     return info.load(seed, root, **kwargs)

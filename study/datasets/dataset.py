@@ -31,7 +31,7 @@ class DataFileMalformed(UserError, ValueError):
     one-line message names the file, what is wrong, and the files the dataset expects."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors have no truth value: compare splits with torch.equal
 class Split:
     """One split: ``x`` float [N, d_in], ``y`` int64 class labels [N] in 0 .. n_classes - 1."""
 
@@ -51,7 +51,7 @@ class Split:
         return Split(self.x.to(device=device, dtype=dtype or self.x.dtype), self.y.to(device=device))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Dataset:
     """A dataset ready for the study: ``train``, ``val``, ``test`` splits, input dimension, class count, and
     ``meta``, a JSON-able record of where it came from (generator or source files with SHA-256 hashes),
@@ -63,7 +63,7 @@ class Dataset:
     test: Split
     d_in: int
     n_classes: int
-    meta: dict = field(default_factory=dict, compare=False)
+    meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
         for part in ("train", "val", "test"):

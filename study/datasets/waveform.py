@@ -93,7 +93,7 @@ def load(seed: int = 0, root: Path | None = None) -> Dataset:
         if not path.is_file():
             raise DataFilesMissing(f"{NAME}: expected {FILE} (41 comma-separated columns) in {Path(root)}; not found")
         x, y = read_waveform_file(path, expected)
-        source = {"kind": "files", "files": [file_record(path)]}
+        source = {"kind": "files", "files": {"data": file_record(path)}}
     sizes = fifths(len(y))
     parts = split_indices(len(y), sizes, stream(seed, NAME, "split"))
     xs, stats = standardize(*(x[i] for i in parts))

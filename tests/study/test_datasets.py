@@ -139,7 +139,7 @@ def test_waveform_reads_a_users_file(tmp_path):
     np.savetxt(path, np.column_stack([x, y]), delimiter=",", fmt=["%.2f"] * 40 + ["%d"])
     data = load_dataset("waveform-noise", seed=0, root=tmp_path)
     assert [len(s) for s in data.splits.values()] == [300, 100, 100]
-    rec = data.meta["source"]["files"][0]
+    rec = data.meta["source"]["files"]["data"]
     assert rec["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     _, ys = all_points(data)
     np.testing.assert_array_equal(np.bincount(ys, minlength=3), np.bincount(y, minlength=3))
