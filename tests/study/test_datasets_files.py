@@ -472,4 +472,6 @@ def test_fashion_mnist_real_70000_images_end_to_end(cache):
     assert error < 0.25
     rec = data.meta["source"]["files"]["train_labels"]
     assert rec["path"] == str(FASHION / "train-labels-idx1-ubyte.gz") and len(rec["sha256"]) == 64
-    assert (cache / (data.meta["cache_key"] + ".npz")).is_file()
+    cached = cache / (data.meta["cache_key"] + ".npz")
+    assert cached.is_file()
+    cached.unlink()  # 290 MB: not left in pytest's kept temporary directories
