@@ -76,12 +76,12 @@ class FigureData:
 
 # -- drawing helpers --------------------------------------------------------------------------------------------
 
-def new_figure(ncols: int = 1, nrows: int = 1, panel=PANEL, left: float = 0.65) -> tuple[Figure, np.ndarray]:
+def new_figure(ncols: int = 1, nrows: int = 1, panel=PANEL, left: float = 0.8) -> tuple[Figure, np.ndarray]:
     """A figure of ncols x nrows panels with fixed margins in inches (a layout engine measures every
     tick label and costs more than the drawing)."""
     w, h = panel[0] * ncols, panel[1] * nrows
-    margins = {"left": left / w, "right": 1 - 0.15 / w, "bottom": 0.5 / h, "top": 1 - 0.35 / h,
-               "wspace": 0.8 / (panel[0] - 0.8), "hspace": 0.85 / (panel[1] - 0.85)}
+    margins = {"left": left / w, "right": 1 - 0.3 / w, "bottom": 0.5 / h, "top": 1 - 0.35 / h,
+               "wspace": 1.1 / (panel[0] - 1.1), "hspace": 0.85 / (panel[1] - 0.85)}
     with rc_context(THEME):
         fig = Figure(figsize=(w, h))
         axes = fig.subplots(nrows, ncols, squeeze=False, gridspec_kw=margins)
@@ -101,10 +101,13 @@ def _decade(v: float, _pos=None) -> str:
 
 
 def set_log(ax, which: str = "x") -> None:
-    """A log axis with labelled decades and no minor ticks (a 13-decade NLC axis would get ~120)."""
+    """A log axis with labelled decades and no minor ticks (a 13-decade NLC axis would get ~120); over
+    less than two decades, 1-2-5 steps are labelled so that the axis has a scale at all."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    axis.set_major_locator(LogLocator(base=10, numticks=7))
+    lo, hi = ax.dataLim.intervalx if which == "x" else ax.dataLim.intervaly
+    narrow = lo > 0 and np.isfinite(hi / lo) and hi / lo < 100
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,), numticks=7))
     axis.set_major_formatter(FuncFormatter(_decade))
     axis.set_minor_locator(NullLocator())
 
@@ -133,12 +136,13 @@ def correlation_title(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool =
     tau, _ = statistic_and_p(sps.kendalltau, xs[ok], ys[ok])
     if not np.isfinite(r):
         return f"n = {n}: too few points for a correlation"
-    return f"r = {r:.2f} (p = {fmt_p(p)}), τ = {tau:.2f}, n = {n}"
+    p_text = fmt_p(p)
+    return f"r = {r:.2f} (p {p_text if p_text.startswith('<') else '= ' + p_text}), τ = {tau:.2f}, n = {n}"
 
 
 def label(column: str) -> str:
     extra = {"test_error": "test error", "nlc_after": "NLC after training", "bias_after": "bias after training",
-             "lr": "starting learning rate of the selected run", "lr_index": "selected run (1 = lowest rate)",
+             "lr": "selected starting learning rate", "lr_index": "selected run (1 = lowest rate)",
              "nlc": "NLC before training", "bias": "bias before training", "train_error": "train error"}
     if column in extra:
         return extra[column]
@@ -351,16 +355,17 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
     fig, axes = new_figure(ncols=len(combos) + 1)
     for ax, (a, b) in zip(axes, combos):
         pairs = sibling_pairs(d.arch, axis, a, b)
+        if not len(pairs):
+            _unpaired(ax, d.sample, axis, a, b)
+            continue
         t = sign_test((pairs["test_error_b"] - pairs["test_error_a"]).to_numpy(np.float64))
-        title = (f"{t['n_pairs']} pairs: median Δ = {t['median']:.3f}, sign test p = {fmt_p(t['p_sign'])}"
-                 if t["n_pairs"] else "no sibling pairs")
+        title = f"{t['n_pairs']} sibling pairs: median Δ = {t['median']:.3f}, sign test p = {fmt_p(t['p_sign'])}"
         scatter(ax, pairs, "test_error_a", "test_error_b", title=title, color=BLUE)
         ax.set_xlabel(f"test error, {a}")
         ax.set_ylabel(f"test error, {b}")
-        if len(pairs):
-            lo = min(ax.get_xlim()[0], ax.get_ylim()[0])
-            hi = max(ax.get_xlim()[1], ax.get_ylim()[1])
-            ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.8, ls="--", zorder=0)
+        lo = min(ax.get_xlim()[0], ax.get_ylim()[0])
+        hi = max(ax.get_xlim()[1], ax.get_ylim()[1])
+        ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.8, ls="--", zorder=0)
     ax = axes[-1]
     df = _plottable(d.arch, "nlc", "test_error", True, False)
     level = df["skip"].where(df["skip"] == "none", "skips") if axis == "skip" else df[axis]
@@ -378,6 +383,26 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
         ax.set_ylabel(label("test_error"))
         ax.set_title(f"all architectures (siblings included) by {axis}", fontsize=8)
     return fig
+
+
+def _unpaired(ax, sample: pd.DataFrame, axis: str, a: str, b: str) -> None:
+    """Without sibling pairs: the test error of the random draws at level a and at level b side by side,
+    with the Mann-Whitney U test (unpaired, so confounded by every other axis)."""
+    level = sample["skip"].where(sample["skip"] == "none", "skips") if axis == "skip" else sample[axis]
+    groups = [sample.loc[(level == v) & sample["test_error"].notna(), "test_error"].to_numpy(np.float64)
+              for v in (a, b)]
+    with rc_context(THEME):
+        if all(len(g) for g in groups):
+            ax.boxplot(groups, widths=0.5, medianprops={"color": RED}, flierprops={"markersize": 2})
+            ax.set_xticks([1, 2], [f"{a} (n={len(groups[0])})", f"{b} (n={len(groups[1])})"])
+            p = sps.mannwhitneyu(groups[0], groups[1]).pvalue if min(map(len, groups)) > 1 else math.nan
+            ax.set_title(f"no sibling pairs; random draws: median Δ = "
+                         f"{np.median(groups[1]) - np.median(groups[0]):.3f}, Mann-Whitney p = {fmt_p(p)}", fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no sibling pairs, and not both levels\namong the random draws", ha="center",
+                    va="center", transform=ax.transAxes, color=GREY)
+            ax.set_title(f"{a} vs {b}", fontsize=8)
+        ax.set_ylabel("test error")
 
 
 def fig_ranking(d: FigureData) -> Figure:

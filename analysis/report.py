@@ -78,24 +78,30 @@ def interval(lo, hi, digits: int = 2) -> str:
 
 
 def with_interval(value, lo, hi, digits: int = 2) -> str:
-    """The value, and below it its interval in small type."""
+    """A correlation-like value in fixed point, and below it its interval in small type."""
     ci = interval(lo, hi, digits)
-    return fmt(value, digits) + (f"<br>{ci}" if ci else "")
+    text = f"{value:.{digits}f}" if value is not None and np.isfinite(value) else "–"
+    return text + (f"<br>{ci}" if ci else "")
 
 
 def esc(x) -> str:
     return html.escape(str(x), quote=True)
 
 
-def table(headers: list[str], rows: list[list[str]], left: int = 1, row_classes: list[str] | None = None) -> str:
-    """An HTML table; cells are already escaped/formatted strings; the first ``left`` columns align left."""
-    head = "".join(f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(headers))
+def table(headers: list[str] | None, rows: list[list[str]], left: int = 1, row_classes: list[str] | None = None) -> str:
+    """An HTML table; cells are already escaped/formatted strings; the first ``left`` columns align left;
+    ``headers=None``: a key-value table without a header row."""
+    if headers is None:
+        head = ""
+    else:
+        head = "<thead><tr>" + "".join(
+            f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(headers)) + "</tr></thead>"
     body = []
     for k, r in enumerate(rows):
         cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
         cells = "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r))
         body.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return f"<table>{head}<tbody>{''.join(body)}</tbody></table>"
 
 
 def slug(text: str) -> str:
@@ -184,7 +190,7 @@ def provenance_html(s: Section) -> str:
         ["machines (host)", distinct("host")], ["devices", distinct("device")],
         ["recorded compute", f"{fmt(float(arch['total_s'].sum()) / 3600)} h" if len(arch) else "–"],
     ]
-    return table(["", ""], rows, left=2)
+    return table(None, rows, left=2)
 
 
 def config_html(cfg: dict) -> str:
@@ -339,8 +345,9 @@ def overview_html(sections: list[Section]) -> str:
         rows.append([
             f'<a href="#{s.anchor}">{esc(r.dataset)}</a>', esc(r.study_dir),
             f"{r.n_finished:,} / {'?' if r.planned is None else f'{r.planned:,}'}", "yes" if r.complete else "no",
-            fmt(nlc["kendall"].iloc[0], 2) if len(nlc) else "–",
-            esc(top["label"].iloc[0]) if len(top) else "–", fmt(top["kendall"].iloc[0], 2) if len(top) else "–",
+            with_interval(nlc["kendall"].iloc[0], math.nan, math.nan) if len(nlc) else "–",
+            esc(top["label"].iloc[0]) if len(top) else "–",
+            with_interval(top["kendall"].iloc[0], math.nan, math.nan) if len(top) else "–",
             fmt(regret, 4),
         ])
     return table(["dataset", "study", "finished / planned", "complete", "Kendall τ of NLC", "best predictor",
