@@ -405,6 +405,13 @@ def _unpaired(ax, sample: pd.DataFrame, axis: str, a: str, b: str) -> None:
         ax.set_ylabel("test error")
 
 
+def abs_interval(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The interval [lo, hi] of tau mapped through |.|: [0, max(|lo|, |hi|)] when it straddles 0."""
+    straddle = (lo < 0) & (hi > 0)
+    a, b = np.abs(lo), np.abs(hi)
+    return np.where(straddle, 0.0, np.minimum(a, b)), np.maximum(a, b)
+
+
 def fig_ranking(d: FigureData) -> Figure:
     """Every predictor's |Kendall tau| with test error and its bootstrap interval, best first; trivial
     baselines in grey, the best baseline's level as a dashed line."""
@@ -416,11 +423,8 @@ def fig_ranking(d: FigureData) -> Figure:
             colors = [GREY if k == "baseline" else (BLUE if k == "proxy" else BLACK) for k in c["kind"]]
             y = np.arange(len(c))
             ax.barh(y, c["abs_tau"], color=colors)
-            # interval of |tau|: the interval of tau mapped through |.| (it may straddle 0)
-            lo = np.where(c["kendall"] >= 0, c["kendall_lo"], -c["kendall_hi"])
-            hi = np.where(c["kendall"] >= 0, c["kendall_hi"], -c["kendall_lo"])
-            lo = np.where((c["kendall_lo"] < 0) & (c["kendall_hi"] > 0), 0.0, np.abs(lo))
-            err = np.vstack([np.clip(c["abs_tau"] - lo, 0, None), np.clip(np.abs(hi) - c["abs_tau"], 0, None)])
+            lo, hi = abs_interval(c["kendall_lo"].to_numpy(float), c["kendall_hi"].to_numpy(float))
+            err = np.vstack([np.clip(c["abs_tau"] - lo, 0, None), np.clip(hi - c["abs_tau"], 0, None)])
             ax.errorbar(c["abs_tau"], y, xerr=np.nan_to_num(err), fmt="none", ecolor=RED, lw=0.8, capsize=2)
             ax.set_yticks(y, [f"{lbl} ({'+' if t >= 0 else '−'})" for lbl, t in zip(c["label"], c["kendall"])],
                           fontsize=7)

@@ -7,6 +7,7 @@ the NLC paper's figures and more.
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import platform
@@ -15,7 +16,6 @@ import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 import pandas as pd
@@ -141,17 +141,19 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) ->
 
 # -- rendering ------------------------------------------------------------------------------------------------
 
+def flag(arch: pd.DataFrame, column: str) -> pd.Series:
+    """A boolean column with missing values read as False."""
+    return arch[column].fillna(False).astype(bool)
+
+
 def status_html(s: Section) -> str:
     r, arch = s.results, s.arch
     n = r.n_finished
-    diverged = int(arch["all_diverged"].fillna(False).astype(bool).sum()) if n else 0
-    edge = arch["lr_edge"].fillna(False).astype(bool) if n else pd.Series(dtype=bool)
-    nonfinite = int(arch["nonfinite_init"].fillna(False).astype(bool).sum()) if n else 0
-    flagged = int((edge | arch["nonfinite_init"].fillna(False).astype(bool)).sum()) if n else 0
-    high_bias = int(arch["high_bias"].fillna(False).astype(bool).sum()) if n else 0
+    edge, nonfinite = flag(arch, "lr_edge"), flag(arch, "nonfinite_init")
     planned = "unknown" if r.planned is None else f"{r.planned:,}"
     if r.complete:
-        head = f'<div class="box done"><b>Complete:</b> all {planned} planned architectures are finished or failed.</div>'
+        head = (f'<div class="box done"><b>Complete:</b> all {planned} planned architectures are finished or '
+                "failed.</div>")
     else:
         why = "" if r.planned is not None else f" ({esc(r.planned_note)})"
         head = (f'<div class="box partial"><b>Partial study:</b> {n:,} of {planned} planned architectures finished'
@@ -160,13 +162,14 @@ def status_html(s: Section) -> str:
     rows = [
         ["planned", planned], ["finished", fmt(n)], ["failed (after retries)", fmt(r.n_failed)],
         ["in progress (checkpoint present)", fmt(r.in_progress)],
-        ["diverged (every run)", fmt(diverged)],
-        ["flagged", fmt(flagged)],
-        ["&nbsp;&nbsp;selected run among the 5 lowest/highest rates", fmt(int(edge.sum()) if n else 0)],
-        ["&nbsp;&nbsp;non-finite output at initialization", fmt(nonfinite)],
-        ["high output bias (> 1000) at initialization", fmt(high_bias)],
+        ["diverged (every run)", fmt(int(flag(arch, "all_diverged").sum()))],
+        ["flagged", fmt(int((edge | nonfinite).sum()))],
+        ["&nbsp;&nbsp;selected run among the 5 lowest/highest rates", fmt(int(edge.sum()))],
+        ["&nbsp;&nbsp;non-finite output at initialization", fmt(int(nonfinite.sum()))],
+        ["high output bias (> 1000) at initialization", fmt(int(flag(arch, "high_bias").sum()))],
     ]
-    return head + table(["architectures", "count"], rows) + f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
+    note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
+    return head + table(["architectures", "count"], rows) + note
 
 
 def provenance_html(s: Section) -> str:
@@ -179,13 +182,17 @@ def provenance_html(s: Section) -> str:
         return ", ".join(f"{esc(k)} ({v})" for k, v in counts.items())
 
     finished = arch["finished_at"].dropna() if "finished_at" in arch.columns else pd.Series(dtype=object)
+    def value(key: str) -> str:  # a config value; a mapping (e.g. a custom protocol) as compact JSON
+        v = cfg.get(key, "–")
+        return esc(json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
+
     rows = [
-        ["study", esc(r.study_dir)], ["dataset", esc(r.dataset)], ["study seed", esc(cfg.get("seed", "–"))],
-        ["preset", esc(cfg.get("preset", "–"))], ["parameter budget", esc(cfg.get("param_budget", "–"))],
-        ["protocol", esc(cfg.get("protocol", "–"))], ["siblings", esc(cfg.get("siblings", "–"))],
-        ["package version (study.yaml)", esc(cfg.get("package_version", "–"))],
+        ["study", esc(r.study_dir)], ["dataset", esc(r.dataset)], ["study seed", value("seed")],
+        ["preset", value("preset")], ["parameter budget", value("param_budget")],
+        ["protocol", value("protocol")], ["siblings", value("siblings")],
+        ["package version (study.yaml)", value("package_version")],
         ["package version (architectures)", distinct("package_version")],
-        ["created", esc(cfg.get("created", "–"))],
+        ["created", value("created")],
         ["finished between", f"{esc(finished.min())} and {esc(finished.max())}" if len(finished) else "–"],
         ["machines (host)", distinct("host")], ["devices", distinct("device")],
         ["recorded compute", f"{fmt(float(arch['total_s'].sum()) / 3600)} h" if len(arch) else "–"],

@@ -137,7 +137,8 @@ def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", stu
         elif pos in in_progress:
             (root / "checkpoints" / f"{name}.pt").write_bytes(b"\0")
         elif pos in finished:
-            row = (rows or (lambda i, v, s, r: synthetic_row(i, v, s, dataset, study_seed, r)))(index, variant, spec, rng)
+            make = rows or (lambda i, v, s, r: synthetic_row(i, v, s, dataset, study_seed, r))
+            row = make(index, variant, spec, rng)
             write_parquet(pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version)
             write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version)
     return root

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import numpy as np
 import pytest
 
 from analysis import correlations, load_results, write_report
@@ -144,3 +145,23 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert pixels.shape[:2] == (3000, 1200)
     assert pixels[..., :3].std() > 0.05  # not blank: text, tables and plots
     assert (pixels[..., :3].mean(axis=-1) < 0.5).mean() > 0.005  # some dark ink
+
+
+def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_path, synth):
+    """What a real study holds besides clean rows: architectures whose every run diverged (no test error),
+    a non-finite NLC at initialization, metrics that were not measured (NaN)."""
+    def rows(i, variant, spec, rng):
+        row = synth.synthetic_row(i, variant, spec, "checkerboard", 0, rng)
+        row.update(nlc_after=np.nan, bias_after=np.nan, snip=np.nan, synflow=np.nan)
+        if i % 3 == 0:
+            row.update(test_error=np.nan, val_error=np.nan, train_error=np.nan, all_diverged=True, n_diverged=40)
+        if i % 4 == 1:
+            row.update(nlc=np.inf, bias=np.nan, nonfinite_init=True)
+        return row
+
+    root = synth.write_study(tmp_path / "s", n=9, dataset="checkerboard", rows=rows)
+    html = write_report(root, tmp_path / "r.html", n_boot=20).read_text(encoding="utf-8")
+    assert "could not be drawn" not in html and len(IMG.findall(html)) == len(FIGURES)
+    status = re.search(r"diverged \(every run\)</td><td>(\d+)</td>", html)
+    assert status and int(status[1]) == 3
+    assert re.search(r"non-finite output at initialization</td><td>(\d+)</td>", html)[1] == "2"

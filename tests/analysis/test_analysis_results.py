@@ -169,3 +169,9 @@ def test_several_datasets_give_one_row_per_predictor_and_dataset(tmp_path, synth
     both = c[c["dataset"] == "digits"].set_index("predictor")
     assert np.allclose(alone["kendall"], both["kendall"], equal_nan=True)
     assert np.allclose(alone["kendall_lo"], both["kendall_lo"], equal_nan=True)
+
+
+def test_a_study_can_be_named_by_uri(tiny_study_dir):
+    """Object-storage prefixes go through pyarrow.fs; a file:// URI takes the same path."""
+    r = load_results(Path(tiny_study_dir).resolve().as_uri())
+    assert r.n_finished == load_results(tiny_study_dir).n_finished and r.complete
