@@ -13,7 +13,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("sample", "datasets")
+COMMANDS = ("sample", "datasets", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:
