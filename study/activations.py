@@ -113,8 +113,9 @@ class Activation:
 def _moments(act: Activation, sigma: float) -> dict[str, float]:
     x, w = gauss_nodes(sigma, act.breaks())
     x = x.clone().requires_grad_(True)
-    y = act.inner(x)
-    (dy,) = torch.autograd.grad(y.sum(), x)
+    with torch.enable_grad():  # the first call may come from inside torch.no_grad() (an evaluation pass)
+        y = act.inner(x)
+        (dy,) = torch.autograd.grad(y.sum(), x)
     y = y.detach()
     return {
         "mean": float((w * y).sum()),
