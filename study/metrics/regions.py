@@ -22,7 +22,7 @@ and the actual change must agree within a factor of two,
 
 The printed form 1/2 a <= l <= 2 a can only hold for a >= 0, i.e. for half of all Gaussian V; the
 ratio form is that condition for a > 0 and its mirror image for a < 0. J(X)(X' - X) = k J(X) D is one
-forward-mode Jacobian-vector product per (X, U); f(X + k D) serves all V at once. Networks with
+Jacobian-vector product per (X, U); f(X + k D) serves all V at once. Networks with
 batchnorm propagate X, X' jointly in batch mode (E.1: "applied jointly to all inputs in X if f does
 contain batchnorm"), running statistics untouched.
 
@@ -63,13 +63,27 @@ def displacement(u: torch.Tensor, sd_in_q: float) -> torch.Tensor:
     return u * (2.0 * sd_in_q * math.sqrt(u.shape[0]) / torch.linalg.vector_norm(u))
 
 
+def jacobian_vector_product(f: Callable, x: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """J(x) d by reverse mode twice: w -> (dL/dx)(w) = w J is linear in w, and its gradient along d is J d.
+
+    (Forward mode would do it in one pass but makes torch load its jit-scripted decompositions; this
+    costs one extra backward per (X, U), nothing next to the ladder of forward passes.)"""
+    xl = x.detach().requires_grad_(True)
+    with torch.enable_grad():
+        out = f(xl)
+        w = torch.zeros_like(out, requires_grad=True)
+        (g,) = torch.autograd.grad(out, xl, grad_outputs=w, create_graph=True)
+        (jd,) = torch.autograd.grad(g, w, grad_outputs=d)
+    return jd.detach()
+
+
 def linear_region_k(f: Callable, x: torch.Tensor, f0: torch.Tensor, d: torch.Tensor, v: torch.Tensor,
                     ks: np.ndarray) -> np.ndarray:
     """For each output direction v[m] ([M, b, d_out]): the largest k of ``ks`` up to which the Jacobian at
     ``x`` predicts (f(x + k d) - f(x)) . v[m] within a factor of 2 (0 if ``ks[0]`` fails, ``ks[-1]`` if none
     does). ``f0`` = f(x); call inside ``batch_mode(f)`` for a module."""
-    _, jd = torch.func.jvp(f, (x,), (d,))
-    lin_unit = (jd.detach().unsqueeze(0) * v).sum(dim=(-2, -1))  # [M]: (J d) . v
+    jd = jacobian_vector_product(f, x, d)
+    lin_unit = (jd.unsqueeze(0) * v).sum(dim=(-2, -1))  # [M]: (J d) . v
     result = np.full(v.shape[0], ks[-1])
     alive = torch.ones(v.shape[0], dtype=torch.bool, device=v.device)
     with torch.no_grad():
