@@ -17,9 +17,9 @@ from .regions import error_perturbation, lar_diameter
 from .variability import variability
 
 __all__ = [
-    "HIGH_BIAS", "MEASURE_COLUMNS", "MetricOptions", "NLCParts", "activation_codes", "activation_ratio", "calibrated", "error_perturbation",
-    "flops", "grad_length", "grad_norm", "grad_norm_by_tensor", "gvcs", "input_gradients", "jacob_cov",
-    "jacobian_q", "lar_diameter", "linear_approx_error", "multiply_adds", "nlc", "nlc_parts", "nlc_tau",
-    "nwot", "output_bias", "output_moments", "scaled_cross_entropy", "snip", "snip_by_tensor", "synflow",
-    "synflow_by_tensor", "variability",
+    "HIGH_BIAS", "MEASURE_COLUMNS", "MetricOptions", "NLCParts", "activation_codes", "activation_ratio",
+    "calibrated", "error_perturbation", "flops", "grad_length", "grad_norm", "grad_norm_by_tensor", "gvcs",
+    "input_gradients", "jacob_cov", "jacobian_q", "lar_diameter", "linear_approx_error", "multiply_adds", "nlc",
+    "nlc_parts", "nlc_tau", "nwot", "output_bias", "output_moments", "scaled_cross_entropy", "snip",
+    "snip_by_tensor", "synflow", "synflow_by_tensor", "variability",
 ]

@@ -9,7 +9,7 @@ from scipy.integrate import quad
 
 from sampling import ArchSpec
 from study import build_network
-from study.activations import TAU, Activation
+from study.activations import Activation
 from study.metrics import linear_approx_error, nlc, nlc_tau
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from sampling import ArchSpec, SpecError
-from study import MetricOptions, build_network, measure, output_scale
+from sampling import ArchSpec, SpecError, sample_specs
+from study import MetricOptions, build_network, frozen_statistics, measure, output_scale
 from study.metrics import activation_ratio, flops, linear_approx_error, nlc_tau
 from study.metrics.measure import MEASURE_COLUMNS
 
@@ -156,3 +156,20 @@ def test_bad_options_and_data_are_one_line_errors():
         measure(build_network(spec), stand_in_data(d_in=4), spec)
     with pytest.raises(SpecError, match=r"^measure.spec = "):
         measure(build_network(spec), stand_in_data(), spec_of(width=41))
+
+
+def test_every_kind_of_sampled_architecture_is_measured():
+    # Tiny nets drawn from the extended space (Householder, GmP, skips, every activation and norm): the
+    # row is always complete; the NLC, bias and proxies are finite whenever the output is.
+    data = stand_in_data(n=300, d_in=6)
+    specs = sample_specs(n=10, study_seed=3, d_in=6, d_out=3, preset="extended", param_budget=3000)
+    assert {s.weights for s in specs} == {"dense", "householder"} and {s.param for s in specs} == {"sp", "gmp"}
+    for spec in specs:
+        net = build_network(spec, seed=0)
+        row = measure(net, data, spec, options=FAST)
+        assert list(row) == list(MEASURE_COLUMNS)
+        with torch.no_grad(), frozen_statistics(net):
+            finite_output = bool(torch.isfinite(net(data.train.x[:250])).all())
+        if finite_output:
+            for key in ("nlc", "bias", "c_out", "gvcs", "grad_norm", "snip"):
+                assert math.isfinite(row[key]), (key, spec)
