@@ -64,6 +64,10 @@ class Network(nn.Module):
             raise ValueError(f"runs = {runs!r}: must be >= 1")
         self.spec, self.runs = spec, runs
         self.act = Activation.of(spec)
+        with torch.enable_grad():
+            # The Gaussian constants c, b are computed once (cached) with autograd, which fails if the
+            # first forward runs under no_grad (output_scale, evaluation): compute them now.
+            self.act.constants
         self.linears = nn.ModuleList()
         self.norms = nn.ModuleList()
         for layer in spec.layers():

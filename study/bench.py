@@ -1,0 +1,201 @@
+"""``archstudy bench``: the stacked trainer against the same runs trained one after another, and against
+bare float64 GEMMs at the same shapes, timed side by side in one process.
+
+For each case (a dense batchnorm-relu net of a given parameter count, 40 runs, minibatch 250) three
+things are timed, interleaved, ``repeats`` times, and the best time of each is kept (the machine may be
+shared; interleaving makes the ratios fair, the minimum is the least disturbed measurement):
+
+* stacked:    ``steps`` training steps of the R-run stack, exactly as ``train_architecture`` does them
+              (``study.training.stack.train_step``, its automatic chunking included);
+* sequential: the same R runs one after another (a plain per-run loop: each run its own R = 1 network,
+              ``steps`` steps per run, through the same step function);
+* gemm:       the matrix products one stacked step performs (forward, input gradient, weight gradient
+              of every linear layer) with preallocated outputs and nothing else.
+
+Per epoch = per step x (samples // batch). ``gflops`` counts the matrix-product flops of the step
+(2 multiply-adds... see ``step_flops``) over the stacked step time; ``gemm_fraction`` = stacked GFLOP/s /
+bare-GEMM GFLOP/s, the share of the GEMM roofline the whole training step reaches. Per-epoch evaluation
+(one forward pass over the validation set) is not timed: it is the same for both ways of training.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from sampling import ArchSpec, solve_width
+
+from .network import build_network
+from .protocol import Protocol
+from .training.stack import new_stack, train_step
+from .training.trainer import auto_chunk
+
+FIELDS = ("case", "params", "runs", "stacked_s_per_epoch", "sequential_s_per_epoch", "speedup", "gflops",
+          "gemm_gflops", "gemm_fraction")
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    name: str
+    spec: ArchSpec
+    samples: int  # training examples per epoch
+    steps: int  # timed steps per measurement
+
+    @property
+    def params(self) -> int:
+        return self.spec.num_params
+
+
+def _dense(depth: int, d_in: int, d_out: int, budget: int) -> ArchSpec:
+    return solve_width(ArchSpec(depth=depth, width=8, d_in=d_in, d_out=d_out, activation="relu", norm="batch"),
+                       budget)
+
+
+CASES = {
+    # waveform-noise sized: 40 inputs, 3 classes, 3,000 training examples
+    "small": BenchCase("small", _dense(5, 40, 3, 20_000), 3_000, 12),
+    # CIFAR10 sized (PCA input of 334 dimensions, 10 classes, 40,000 training examples): the paper's budget
+    "1M": BenchCase("1M", _dense(9, 334, 10, 1_000_000), 40_000, 2),
+}
+
+
+def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
+    """Matrix-product flops of one training step of ``runs`` runs on minibatches of ``batch``: per dense
+    layer (fan_in -> fan_out) and run, 2 B fan_in fan_out each for the forward product, the weight
+    gradient and the input gradient (none for the first layer: the data needs no gradient)."""
+    total = 0
+    for layer in spec.layers():
+        if layer.kind == "householder":
+            products = 2 if layer.index == 1 else 3
+            total += products * 2 * 2 * batch * layer.fan_in  # two rank-one products per example each
+            continue
+        products = 2 if layer.index == 1 else 3
+        total += products * 2 * batch * layer.fan_in * layer.fan_out
+    return float(total * runs)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _batches(spec: ArchSpec, batch: int, device: torch.device, count: int = 4):
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(batch, spec.d_in, generator=g, dtype=torch.float64).to(device) for _ in range(count)]
+    ys = [torch.randint(0, spec.d_out, (batch,), generator=g).to(device) for _ in range(count)]
+    return list(zip(xs, ys))
+
+
+PROTOCOL = Protocol()
+LR = 1e-4  # small: timing must not depend on where training goes
+
+
+def time_stacked(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device,
+                 chunk: int | None = None) -> float:
+    """Seconds per training step of the R-run stack (``chunk`` as the trainer chooses it when None)."""
+    stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
+    data = _batches(spec, batch, device)
+    chunk = chunk or auto_chunk(spec, runs, batch, device)
+    train_step(stack, *data[0], 1.0, PROTOCOL, chunk)  # warm-up: allocator, kernels
+    _sync(device)
+    t = time.perf_counter()
+    for i in range(steps):
+        train_step(stack, *data[i % len(data)], 1.0, PROTOCOL, chunk)
+    _sync(device)
+    return (time.perf_counter() - t) / steps
+
+
+def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> float:
+    """Seconds per training step of all R runs, trained one after another with R = 1 networks."""
+    data = _batches(spec, batch, device)
+    warm = new_stack(build_network(spec, 0, runs=1, device=device), [LR], PROTOCOL)
+    train_step(warm, *data[0], 1.0, PROTOCOL)
+    total = 0.0
+    for _ in range(runs):
+        stack = new_stack(build_network(spec, 0, runs=1, device=device), [LR], PROTOCOL)
+        _sync(device)
+        t = time.perf_counter()
+        for i in range(steps):
+            train_step(stack, *data[i % len(data)], 1.0, PROTOCOL)
+        _sync(device)
+        total += time.perf_counter() - t
+    return total / steps
+
+
+def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> float:
+    """Seconds for the bare matrix products of one stacked training step (dense layers)."""
+    dt = torch.float64
+    ops = []
+    for layer in spec.layers():
+        i, o = layer.fan_in, layer.fan_out
+        w = torch.randn(runs, o, i, dtype=dt, device=device)
+        if layer.index == 1:
+            x = torch.randn(batch, i, dtype=dt, device=device)
+            y = torch.empty(batch, runs * o, dtype=dt, device=device)
+            ops.append((torch.mm, x, w.view(runs * o, i).T, y))  # shared input: one GEMM for all runs
+        else:
+            x = torch.randn(runs, batch, i, dtype=dt, device=device)
+            y = torch.empty(runs, batch, o, dtype=dt, device=device)
+            ops.append((torch.bmm, x, w.transpose(1, 2), y))
+            g = torch.randn(runs, batch, o, dtype=dt, device=device)
+            ops.append((torch.bmm, g, w, torch.empty(runs, batch, i, dtype=dt, device=device)))  # input grad
+        g = torch.randn(runs, o, batch, dtype=dt, device=device)
+        xg = torch.randn(runs, batch, i, dtype=dt, device=device)
+        ops.append((torch.bmm, g, xg, torch.empty(runs, o, i, dtype=dt, device=device)))  # weight grad
+
+    def once():
+        for f, a, b, out in ops:
+            f(a, b, out=out)
+
+    once()
+    _sync(device)
+    t = time.perf_counter()
+    for _ in range(steps):
+        once()
+    _sync(device)
+    return (time.perf_counter() - t) / steps
+
+
+def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int = 3,
+               device: str | torch.device = "cpu", steps: int | None = None) -> dict:
+    """One row of the bench table (see the module docstring)."""
+    device = torch.device(device)
+    steps = steps or case.steps
+    spec = case.spec
+    stacked, sequential, gemm = [], [], []
+    for _ in range(repeats):  # interleaved, so a burst of load hits all three alike
+        stacked.append(time_stacked(spec, runs, steps, batch, device))
+        sequential.append(time_sequential(spec, runs, steps, batch, device))
+        gemm.append(time_gemm(spec, runs, steps, batch, device))
+    per_epoch = max(1, case.samples // batch)
+    flops = step_flops(spec, runs, batch)
+    t_stack, t_seq, t_gemm = min(stacked), min(sequential), min(gemm)
+    return {
+        "case": case.name, "params": case.params, "runs": runs,
+        "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
+        "speedup": t_seq / t_stack, "gflops": flops / t_stack / 1e9, "gemm_gflops": flops / t_gemm / 1e9,
+        "gemm_fraction": t_gemm / t_stack,
+        "depth": spec.depth, "width": spec.width, "samples": case.samples, "batch": batch,
+        "chunk": auto_chunk(spec, runs, batch, device) or runs, "threads": torch.get_num_threads(),
+        "device": str(device), "repeats": repeats, "steps": steps,
+    }
+
+
+def run_bench(cases=("small", "1M"), runs: int = 40, repeats: int = 3, device="cpu",
+              steps: int | None = None) -> list[dict]:
+    return [bench_case(CASES[name], runs=runs, repeats=repeats, device=device, steps=steps) for name in cases]
+
+
+def format_table(rows: list[dict]) -> str:
+    head = ("case", "params", "runs", "chunk", "stacked s/epoch", "sequential s/epoch", "speedup", "GFLOP/s",
+            "GEMM GFLOP/s", "of GEMM")
+    lines = [head]
+    for r in rows:
+        lines.append((r["case"], f"{r['params']:,}", str(r["runs"]), str(r["chunk"]),
+                      f"{r['stacked_s_per_epoch']:.3g}", f"{r['sequential_s_per_epoch']:.3g}",
+                      f"{r['speedup']:.2f}x", f"{r['gflops']:.1f}", f"{r['gemm_gflops']:.1f}",
+                      f"{r['gemm_fraction']:.2f}"))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
