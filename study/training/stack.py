@@ -14,18 +14,22 @@ statistics, GmP running input means: ``Network.stacked_tensors``) and the optimi
 and step counts).
 
 A step may run the stack in chunks of runs (``chunk``): the runs are independent, so a chunk's forward,
-backward and update touch only its slice of every stacked tensor (through ``torch.func.functional_call``
-on views). The result is the same up to round-off; what changes is that a chunk's intermediate
-activations can stay in the CPU caches (notes: on wide nets stacks of 4-10 runs beat one of 40).
+backward and update touch only its slice of every stacked tensor. Each chunk is a ``Network`` whose
+parameters and buffers are views of the stack's tensors (built once per stack, ``parts``), so updates,
+rewinds and running statistics go straight to the stack. The result is the same up to round-off; what
+changes is that a chunk's intermediate activations are small enough to stay in the CPU caches and to be
+recycled by malloc (notes: on wide nets stacks of 4-10 runs beat one of 40). Measured on this machine:
+an out-of-place op on a [40, 74, 250] float64 stack (5.9 MB) took 4.7 ms and ~970 page faults (each
+new tensor is fresh mmap'd memory), on [4, 74, 250] 0.077 ms and 10 faults: 6x less per element.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from torch.func import functional_call
+from torch import nn
 
 from ..network import Network
 from ..protocol import Protocol
@@ -41,6 +45,7 @@ class Stack:
     opt: dict[str, torch.Tensor]  # optimizer state, stacked (empty for SGD)
     best: dict[str, torch.Tensor]  # best state of every stacked tensor (net and optimizer)
     nonfinite: torch.Tensor  # bool [R]: the run's loss turned non-finite during the current epoch
+    _parts: dict = field(default_factory=dict, repr=False)  # chunk size -> [Part], views of this stack
 
     @property
     def size(self) -> int:
@@ -112,48 +117,73 @@ def keep(stack: Stack, runs) -> Stack:
 
 
 def chunks(size: int, chunk: int | None) -> list[slice]:
-    """Stack positions in consecutive chunks of at most ``chunk`` runs (one chunk when None)."""
+    """Stack positions in consecutive, balanced chunks of at most ``chunk`` runs (one when None)."""
     if chunk is None or chunk >= size:
         return [slice(0, size)]
-    return [slice(a, min(a + chunk, size)) for a in range(0, size, chunk)]
+    n = -(-size // chunk)
+    bounds = [size * i // n for i in range(n + 1)]
+    return [slice(a, b) for a, b in zip(bounds, bounds[1:])]
+
+
+@dataclass
+class Part:
+    """A chunk of the stack: a network on views of its runs' tensors, and views of their state."""
+
+    net: Network
+    params: list[torch.Tensor]
+    lr: torch.Tensor
+    nonfinite: torch.Tensor
+    ms: list[torch.Tensor]  # Adam moments (empty for SGD)
+    vs: list[torch.Tensor]
+    t: torch.Tensor | None
+
+
+def view_network(net: Network, sl: slice) -> Network:
+    """A network of runs ``sl`` of ``net`` whose parameters and per-run buffers are views of ``net``'s."""
+    part = Network(net.spec, runs=sl.stop - sl.start)
+    with torch.no_grad():
+        for name, t in net.stacked_tensors():
+            prefix, _, leaf = name.rpartition(".")
+            module = part.get_submodule(prefix)
+            view = t.detach()[sl]
+            setattr(module, leaf, nn.Parameter(view) if isinstance(t, nn.Parameter) else view)
+        if net.projection is not None:
+            part.projection = net.projection
+    part.train(net.training)
+    return part
+
+
+def parts(stack: Stack, chunk: int | None) -> list[Part]:
+    """The stack in chunks of at most ``chunk`` runs (built once per stack and chunk size)."""
+    if chunk not in stack._parts:
+        out = []
+        for sl in chunks(stack.size, chunk):
+            net = stack.net if sl.stop - sl.start == stack.size else view_network(stack.net, sl)
+            names = [name for name, _ in net.named_parameters()]
+            adam = bool(stack.opt)
+            out.append(Part(
+                net=net, params=[p for _, p in net.named_parameters()], lr=stack.lr[sl],
+                nonfinite=stack.nonfinite[sl],
+                ms=[stack.opt[f"m.{n}"][sl] for n in names] if adam else [],
+                vs=[stack.opt[f"v.{n}"][sl] for n in names] if adam else [],
+                t=stack.opt["t"][sl] if adam else None))
+        stack._parts[chunk] = out
+    return stack._parts[chunk]
 
 
 def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, protocol: Protocol,
                chunk: int | None = None) -> None:
     """One step of every run on the shared minibatch (x, y): forward, per-run losses, backward, update;
     ``stack.nonfinite`` marks the runs whose loss was not finite."""
-    adam = protocol.optimizer == "adam"
-    names = [name for name, _ in stack.net.named_parameters()]
-    full = chunks(stack.size, chunk)
-    if len(full) == 1:
-        params = [p for _, p in stack.net.named_parameters()]
-        losses = run_losses(stack_output(stack.net, x), y, c_out)
-        grads = torch.autograd.grad(losses.sum(), params)
-        _update(stack, slice(0, stack.size), names, params, grads, adam, protocol)
-        stack.nonfinite |= ~torch.isfinite(losses.detach())
-        return
-    buffers = {name: b for name, b in stack.net.stacked_tensors() if name not in set(names)}
-    for sl in full:
-        with torch.no_grad():
-            leaves = [p.detach()[sl].requires_grad_(True) for _, p in stack.net.named_parameters()]
-        views = dict(zip(names, leaves))
-        views.update({name: b[sl] for name, b in buffers.items()})
-        out = functional_call(stack.net, views, (x,))
-        losses = run_losses(out.unsqueeze(0) if out.dim() == 2 else out, y, c_out)
-        grads = torch.autograd.grad(losses.sum(), leaves)
-        _update(stack, sl, names, leaves, grads, adam, protocol)
-        stack.nonfinite[sl] |= ~torch.isfinite(losses.detach())
-
-
-def _update(stack, sl, names, params, grads, adam, protocol) -> None:
-    lr = stack.lr[sl]
-    if not adam:
-        sgd_step(params, grads, lr)
-        return
-    ms = [stack.opt[f"m.{n}"][sl] for n in names]
-    vs = [stack.opt[f"v.{n}"][sl] for n in names]
-    adam_step(params, grads, ms, vs, stack.opt["t"][sl], lr, protocol.adam_beta1, protocol.adam_beta2,
-              protocol.adam_eps)
+    for part in parts(stack, chunk):
+        losses = run_losses(stack_output(part.net, x), y, c_out)
+        grads = torch.autograd.grad(losses.sum(), part.params)
+        if part.t is None:
+            sgd_step(part.params, grads, part.lr)
+        else:
+            adam_step(part.params, grads, part.ms, part.vs, part.t, part.lr, protocol.adam_beta1,
+                      protocol.adam_beta2, protocol.adam_eps)
+        part.nonfinite |= ~torch.isfinite(losses.detach())
 
 
 @torch.no_grad()
