@@ -54,11 +54,15 @@ def _dense(depth: int, d_in: int, d_out: int, budget: int) -> ArchSpec:
 
 
 CASES = {
-    # waveform-noise sized: 40 inputs, 3 classes, 3,000 training examples
-    "small": BenchCase("small", _dense(5, 40, 3, 20_000), 3_000, 12),
+    # waveform-noise sized (40 inputs, 3 classes, 3,000 training examples), 20k parameters at three of the
+    # depths the sampler draws (3 .. 49): the speedup depends on the shape far more than on the size
+    "small": BenchCase("small", _dense(9, 40, 3, 20_000), 3_000, 12),
+    "small-d3": BenchCase("small-d3", _dense(3, 40, 3, 20_000), 3_000, 12),
+    "small-d25": BenchCase("small-d25", _dense(25, 40, 3, 20_000), 3_000, 12),
     # CIFAR10 sized (PCA input of 334 dimensions, 10 classes, 40,000 training examples): the paper's budget
     "1M": BenchCase("1M", _dense(9, 334, 10, 1_000_000), 40_000, 2),
 }
+DEFAULT_CASES = ("small-d3", "small", "small-d25", "1M")
 
 
 def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
@@ -74,6 +78,16 @@ def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
         products = 2 if layer.index == 1 else 3
         total += products * 2 * batch * layer.fan_in * layer.fan_out
     return float(total * runs)
+
+
+def _clock() -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process, all threads)."""
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: tuple[float, float]) -> tuple[float, float]:
+    now = _clock()
+    return now[0] - start[0], now[1] - start[1]
 
 
 def _sync(device: torch.device) -> None:
@@ -93,39 +107,41 @@ LR = 1e-4  # small: timing must not depend on where training goes
 
 
 def time_stacked(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device,
-                 chunk: int | None = None) -> float:
-    """Seconds per training step of the R-run stack (``chunk`` as the trainer chooses it when None)."""
+                 chunk: int | None = None) -> tuple[float, float]:
+    """(wall, CPU) seconds per training step of the R-run stack (``chunk``: as the trainer chooses it)."""
     stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
     data = _batches(spec, batch, device)
     chunk = chunk or auto_chunk(spec, runs, batch, device)
     train_step(stack, *data[0], 1.0, PROTOCOL, chunk)  # warm-up: allocator, kernels
     _sync(device)
-    t = time.thread_time()
+    t = _clock()
     for i in range(steps):
         train_step(stack, *data[i % len(data)], 1.0, PROTOCOL, chunk)
     _sync(device)
-    return (time.thread_time() - t) / steps
+    return tuple(x / steps for x in _since(t))
 
 
-def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> float:
-    """Seconds per training step of all R runs, trained one after another with R = 1 networks."""
+def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int,
+                    device: torch.device) -> tuple[float, float]:
+    """(wall, CPU) seconds per training step of all R runs, one after another with R = 1 networks."""
     data = _batches(spec, batch, device)
     warm = new_stack(build_network(spec, 0, runs=1, device=device), [LR], PROTOCOL)
     train_step(warm, *data[0], 1.0, PROTOCOL)
-    total = 0.0
+    wall = cpu = 0.0
     for _ in range(runs):
         stack = new_stack(build_network(spec, 0, runs=1, device=device), [LR], PROTOCOL)
         _sync(device)
-        t = time.thread_time()
+        t = _clock()
         for i in range(steps):
             train_step(stack, *data[i % len(data)], 1.0, PROTOCOL)
         _sync(device)
-        total += time.thread_time() - t
-    return total / steps
+        w, c = _since(t)
+        wall, cpu = wall + w, cpu + c
+    return wall / steps, cpu / steps
 
 
-def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> float:
-    """Seconds for the bare matrix products of one stacked training step (dense layers)."""
+def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
+    """(wall, CPU) seconds for the bare matrix products of one stacked training step (dense layers)."""
     dt = torch.float64
     ops = []
     for layer in spec.layers():
@@ -151,11 +167,11 @@ def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.d
 
     once()
     _sync(device)
-    t = time.thread_time()
+    t = _clock()
     for _ in range(steps):
         once()
     _sync(device)
-    return (time.thread_time() - t) / steps
+    return tuple(x / steps for x in _since(t))
 
 
 def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int = 3,
@@ -171,19 +187,24 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
         gemm.append(time_gemm(spec, runs, steps, batch, device))
     per_epoch = max(1, case.samples // batch)
     flops = step_flops(spec, runs, batch)
-    t_stack, t_seq, t_gemm = min(stacked), min(sequential), min(gemm)
+    best = lambda times, i: min(t[i] for t in times)  # noqa: E731
+    t_stack, t_seq, t_gemm = best(stacked, 0), best(sequential, 0), best(gemm, 0)
+    c_stack, c_seq, c_gemm = best(stacked, 1), best(sequential, 1), best(gemm, 1)
     return {
         "case": case.name, "params": case.params, "runs": runs,
         "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
         "speedup": t_seq / t_stack, "gflops": flops / t_stack / 1e9, "gemm_gflops": flops / t_gemm / 1e9,
         "gemm_fraction": t_gemm / t_stack,
+        # the same from CPU time (all threads of the process): steadier when the machine is shared
+        "stacked_cpu_s_per_epoch": c_stack * per_epoch, "sequential_cpu_s_per_epoch": c_seq * per_epoch,
+        "speedup_cpu": c_seq / c_stack, "gemm_fraction_cpu": c_gemm / c_stack,
         "depth": spec.depth, "width": spec.width, "samples": case.samples, "batch": batch,
         "chunk": auto_chunk(spec, runs, batch, device) or runs, "threads": torch.get_num_threads(),
         "device": str(device), "repeats": repeats, "steps": steps,
     }
 
 
-def run_bench(cases=("small", "1M"), runs: int = 40, repeats: int = 3, device="cpu",
+def run_bench(cases=DEFAULT_CASES, runs: int = 40, repeats: int = 3, device="cpu",
               steps: int | None = None) -> list[dict]:
     return [bench_case(CASES[name], runs=runs, repeats=repeats, device=device, steps=steps) for name in cases]
 

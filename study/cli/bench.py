@@ -32,7 +32,7 @@ def register(sub) -> None:
 def run(args) -> int:
     import torch
 
-    from study.bench import CASES, format_table, run_bench
+    from study.bench import CASES, DEFAULT_CASES, format_table, run_bench
 
     if args.cases is not None:
         cases = tuple(c for c in args.cases.split(",") if c)
@@ -40,7 +40,7 @@ def run(args) -> int:
             if c not in CASES:
                 raise SpecError("bench", "cases", c, "must be one of " + ", ".join(repr(k) for k in CASES))
     else:
-        cases = ("small",) if args.quick else tuple(CASES)
+        cases = ("small",) if args.quick else DEFAULT_CASES
     runs = check("bench", "runs", Integer(1), args.runs)
     repeats = check("bench", "repeats", Integer(1), args.repeats)
     steps = None if args.steps is None else check("bench", "steps", Integer(1), args.steps)

@@ -33,7 +33,8 @@ from torch import nn
 
 from ..network import Network
 from ..protocol import Protocol
-from .loss import run_losses, stack_output
+from . import fused
+from .loss import run_losses
 from .optim import adam_state, adam_step, sgd_step
 
 
@@ -176,13 +177,17 @@ def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, pro
     """One step of every run on the shared minibatch (x, y): forward, per-run losses, backward, update;
     ``stack.nonfinite`` marks the runs whose loss was not finite."""
     for part in parts(stack, chunk):
-        losses = run_losses(stack_output(part.net, x), y, c_out)
-        grads = torch.autograd.grad(losses.sum(), part.params)
+        losses = run_losses(fused.forward(part.net, x), y, c_out)
+        grads = torch.autograd.grad(losses.sum(), part.params, allow_unused=True)
+        # A bias folded into batchnorm has no gradient (exactly zero): its SGD update and, with its Adam
+        # moments staying zero, its Adam update are nothing.
+        used = [i for i, g in enumerate(grads) if g is not None]
+        params, grads = [part.params[i] for i in used], [grads[i] for i in used]
         if part.t is None:
-            sgd_step(part.params, grads, part.lr)
+            sgd_step(params, grads, part.lr)
         else:
-            adam_step(part.params, grads, part.ms, part.vs, part.t, part.lr, protocol.adam_beta1,
-                      protocol.adam_beta2, protocol.adam_eps)
+            adam_step(params, grads, [part.ms[i] for i in used], [part.vs[i] for i in used], part.t, part.lr,
+                      protocol.adam_beta1, protocol.adam_beta2, protocol.adam_eps)
         part.nonfinite |= ~torch.isfinite(losses.detach())
 
 
