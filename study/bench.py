@@ -6,16 +6,21 @@ things are timed, interleaved, ``repeats`` times, and the best time of each is k
 shared; interleaving makes the ratios fair, the minimum is the least disturbed measurement):
 
 * stacked:    ``steps`` training steps of the R-run stack, exactly as ``train_architecture`` does them
-              (``study.training.stack.train_step``, its automatic chunking included);
-* sequential: the same R runs one after another (a plain per-run loop: each run its own R = 1 network,
-              ``steps`` steps per run, through the same step function);
-* gemm:       the matrix products one stacked step performs (forward, input gradient, weight gradient
-              of every linear layer) with preallocated outputs and nothing else.
+              (``study.training.stack.train_step``: automatic chunking, folded forward, in-place SGD);
+* sequential: the same R runs one after another, a plain per-run loop: each run its own R = 1 network
+              trained ``steps`` steps through the same step function (so every optimization of the step
+              helps both sides alike; only the stacking differs);
+* gemm:       the matrix products of one stacked step (``gemm_ops``: forward, weight gradient and input
+              gradient of every linear layer, batched over all R runs) on preallocated operands, nothing
+              else: the roofline of the step.
 
-Per epoch = per step x (samples // batch). ``gflops`` counts the matrix-product flops of the step
-(2 multiply-adds... see ``step_flops``) over the stacked step time; ``gemm_fraction`` = stacked GFLOP/s /
-bare-GEMM GFLOP/s, the share of the GEMM roofline the whole training step reaches. Per-epoch evaluation
-(one forward pass over the validation set) is not timed: it is the same for both ways of training.
+Per epoch = per step x (samples // batch). ``gflops`` = matrix-product flops of the step (``step_flops``)
+/ stacked step time; ``gemm_fraction`` = stacked GFLOP/s / bare-GEMM GFLOP/s = bare GEMM time / stacked
+step time: the share of the GEMM roofline the whole training step reaches (chunked steps can exceed 1:
+their products are smaller batches, which run faster in cache than the batch of R). Times are wall
+clock; the ``*_cpu`` fields repeat them in CPU time of the process (steadier on a shared machine, equal
+to wall time with one thread). Per-epoch evaluation (a forward pass over the validation set) is not
+timed: it is the same for both ways of training.
 """
 
 from __future__ import annotations
@@ -68,15 +73,15 @@ DEFAULT_CASES = ("small-d3", "small", "small-d25", "1M")
 def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
     """Matrix-product flops of one training step of ``runs`` runs on minibatches of ``batch``: per dense
     layer (fan_in -> fan_out) and run, 2 B fan_in fan_out each for the forward product, the weight
-    gradient and the input gradient (none for the first layer: the data needs no gradient)."""
+    gradient and the input gradient (none for the first layer: the data needs no gradient). Householder
+    layers (two rank-one products per example and direction) are counted the same way."""
     total = 0
     for layer in spec.layers():
-        if layer.kind == "householder":
-            products = 2 if layer.index == 1 else 3
-            total += products * 2 * 2 * batch * layer.fan_in  # two rank-one products per example each
-            continue
         products = 2 if layer.index == 1 else 3
-        total += products * 2 * batch * layer.fan_in * layer.fan_out
+        if layer.kind == "householder":
+            total += products * 2 * 2 * batch * layer.fan_in
+        else:
+            total += products * 2 * batch * layer.fan_in * layer.fan_out
     return float(total * runs)
 
 
@@ -140,26 +145,32 @@ def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int,
     return wall / steps, cpu / steps
 
 
-def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
-    """(wall, CPU) seconds for the bare matrix products of one stacked training step (dense layers)."""
+def gemm_ops(spec: ArchSpec, runs: int, batch: int, device: torch.device) -> list[tuple]:
+    """The matrix products of one stacked training step, as (function, a, b, out) with preallocated
+    operands: per dense layer the forward product (one GEMM for all runs on the shared input of layer 1,
+    a batched one after), the weight gradient, and the input gradient (not for layer 1)."""
     dt = torch.float64
     ops = []
     for layer in spec.layers():
         i, o = layer.fan_in, layer.fan_out
         w = torch.randn(runs, o, i, dtype=dt, device=device)
         if layer.index == 1:
-            x = torch.randn(batch, i, dtype=dt, device=device)
-            y = torch.empty(batch, runs * o, dtype=dt, device=device)
-            ops.append((torch.mm, x, w.view(runs * o, i).T, y))  # shared input: one GEMM for all runs
-        else:
-            x = torch.randn(runs, batch, i, dtype=dt, device=device)
-            y = torch.empty(runs, batch, o, dtype=dt, device=device)
-            ops.append((torch.bmm, x, w.transpose(1, 2), y))
-            g = torch.randn(runs, batch, o, dtype=dt, device=device)
-            ops.append((torch.bmm, g, w, torch.empty(runs, batch, i, dtype=dt, device=device)))  # input grad
+            x = torch.randn(i, batch, dtype=dt, device=device)
+            ops.append((torch.mm, w.view(runs * o, i), x, torch.empty(runs * o, batch, dtype=dt, device=device)))
+            g = torch.randn(runs * o, batch, dtype=dt, device=device)
+            ops.append((torch.mm, g, x.T, torch.empty(runs * o, i, dtype=dt, device=device)))
+            continue
+        x = torch.randn(runs, i, batch, dtype=dt, device=device)
         g = torch.randn(runs, o, batch, dtype=dt, device=device)
-        xg = torch.randn(runs, batch, i, dtype=dt, device=device)
-        ops.append((torch.bmm, g, xg, torch.empty(runs, o, i, dtype=dt, device=device)))  # weight grad
+        ops.append((torch.bmm, w, x, torch.empty(runs, o, batch, dtype=dt, device=device)))
+        ops.append((torch.bmm, g, x.transpose(1, 2), torch.empty(runs, o, i, dtype=dt, device=device)))
+        ops.append((torch.bmm, w.transpose(1, 2), g, torch.empty(runs, i, batch, dtype=dt, device=device)))
+    return ops
+
+
+def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
+    """(wall, CPU) seconds for the bare matrix products of one stacked training step (``gemm_ops``)."""
+    ops = gemm_ops(spec, runs, batch, device)
 
     def once():
         for f, a, b, out in ops:
