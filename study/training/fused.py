@@ -20,8 +20,10 @@ cancel). Everything else is ``Network.forward`` step by step. ``Network.forward`
 forward hooks, intermediate values and any caller outside the trainer see the reference computation.
 Tests compare the two on sampled architectures (outputs, gradients, running statistics).
 
-Measured (one thread, R = 40, batch 250, dense batchnorm-relu nets, interleaved repeats): 10 passes per
-layer and step (bias copy, norm 2, activation 2; backward 5) become 6.
+Per hidden layer with batchnorm and relu, the passes over the activations go from 10 per step (bias
+broadcast, norm 2, relu, * c; backward: * c, relu mask, norm 2, bias gradient) to 6. Measured (CPU time
+per step of 40 stacked runs, one thread, batch 250, chunked, best of 3 alternating runs; noise ~10%):
+depth 9, 20k parameters 80.2 -> 72.9 ms; depth 25, 20k: 130.0 -> 96.9 ms; 1M parameters 2024 -> 1750 ms.
 """
 
 from __future__ import annotations

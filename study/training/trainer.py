@@ -59,19 +59,22 @@ class TrainingProgress:
 
 
 # Elements of one chunk's widest activation tensor [runs, batch, width]; see ``auto_chunk``.
-CHUNK_ELEMENTS = 3 << 16
+CHUNK_ELEMENTS = 1 << 17
 
 
 def auto_chunk(spec: ArchSpec, runs: int, batch_size: int, device: torch.device) -> int | None:
     """How many runs one step processes at once: all of them on a GPU; on a CPU about
-    ``CHUNK_ELEMENTS`` / (batch x width) (1.5 MiB of float64 per activation tensor), so that a chunk's
-    intermediates stay in the caches and are recycled by malloc.
+    ``CHUNK_ELEMENTS`` / (batch x width) (1 MiB of float64 per activation tensor), so that a chunk's
+    intermediates stay in the caches and are recycled by malloc (``study.training.stack``).
 
-    Measured (one thread, R = 40, batch 250, dense batchnorm-relu nets, time relative to the best chunk
-    size; chunks of 1, 2, 4, 8, 16, 40 runs): width 121: 1.21 1.29 1.11 1.00 1.16 1.12; width 74: 1.37
-    1.19 1.06 1.05 1.00 1.31; width 50: 1.79 1.41 1.16 1.00 1.06 1.24; width 28 (depth 25): 2.74 1.87
-    1.52 1.44 1.00 1.15; width 156: 1.25 1.04 1.00 1.02 1.02 1.15; width 201 (1M parameters): within
-    1.09 of each other. The best chunk holds 100k-300k activations; this rule picks 6, 11, 16, 28, 5, 4."""
+    Measured (one thread, R = 40, batch 250, dense batchnorm-relu nets, CPU time per step relative to the
+    best chunk size, best of 5 interleaved repeats; chunks of 2, 4, 7, 10, 14, 20, 40 runs):
+    width 121 (depth 3, 20k parameters): 1.19 1.00 1.00 1.02 1.04 1.02 1.14;
+    width 50 (depth 9, 20k): 1.38 1.13 1.04 1.00 1.07 1.18 1.30;
+    width 28 (depth 25, 20k): 1.66 1.34 1.12 1.04 1.00 1.10 1.15;
+    width 156 (depth 5, 80k): 1.03 1.00 1.01 1.00 1.05 1.16 1.17;
+    width 354 (depth 9, 1M; chunks of 1, 2, 4, 8, 40): 1.02 1.01 1.00 1.05 1.17.
+    The best chunks hold 100k-200k activations; this rule picks 4, 10, 19 (as 3 chunks of 13-14), 3, 1."""
     if device.type != "cpu":
         return None
     per_run = batch_size * max(spec.width, spec.d_out)  # the input minibatch is shared by all runs
