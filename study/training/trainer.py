@@ -118,6 +118,24 @@ class _Candidate:
     net: Network
 
 
+@dataclass
+class _State:
+    """Everything training has in memory between two steps (what a checkpoint holds)."""
+
+    lr_min: float
+    c_out: float
+    lrs: list[float]  # starting rate of each run
+    schedule: Schedule  # of all runs
+    stack: Stack | None  # the live runs; None when all are finished
+    epoch: int  # epochs the stack has completed
+    step: int  # steps done in the current epoch
+    epoch_s: float  # seconds spent in the current epoch before this session
+    wall: np.ndarray  # each run's share of the time so far
+    records: dict[int, RunRecord]  # finished runs
+    candidate: _Candidate | None  # the selected-so-far finished run
+    elapsed_s: float  # seconds of earlier sessions
+
+
 def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
                        device=None, checkpoint_path: str | os.PathLike | None = None,
                        checkpoint_every_s: float = 300.0, progress: Callable[[TrainingProgress], None] | None = None,
@@ -149,7 +167,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     return trainer.run()
 
 
-def _fresh(spec, splits, seed, protocol, device) -> dict | None:
+def _fresh(spec, splits, seed, protocol, device) -> _State | None:
     """The state before the first epoch; None when the network cannot be trained at all."""
     base = build_network(spec, seed, runs=1, device=device)
     c_out = float(output_scale(base, splits.train.x, batch_size=protocol.batch_size))
@@ -162,14 +180,12 @@ def _fresh(spec, splits, seed, protocol, device) -> dict | None:
     net = build_network(spec, seed, runs=len(lrs), device=device)
     monitored = _monitored(splits, protocol)
     initial = errors(net, monitored.x, monitored.y, _widest(spec), net.runs).cpu().numpy()
-    return {
-        "lr_min": lr_min, "c_out": c_out, "lrs": lrs, "schedule": start(lrs, initial),
-        "stack": new_stack(net, lrs, protocol), "epoch": 0, "step": 0, "epoch_s": 0.0,
-        "wall": np.zeros(len(lrs)), "records": {}, "candidate": None, "elapsed_s": 0.0,
-    }
+    return _State(lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=start(lrs, initial),
+                  stack=new_stack(net, lrs, protocol), epoch=0, step=0, epoch_s=0.0, wall=np.zeros(len(lrs)),
+                  records={}, candidate=None, elapsed_s=0.0)
 
 
-def _restore(spec, seed, saved: dict, device) -> dict:
+def _restore(spec, seed, saved: dict, device) -> _State:
     live = np.asarray(saved["live"], dtype=np.int64)
     stack = None
     if len(live):
@@ -180,19 +196,17 @@ def _restore(spec, seed, saved: dict, device) -> dict:
     if saved["candidate"] is not None:
         c = saved["candidate"]
         candidate = _Candidate(c["index"], c["error"], _load_tensors(build_network(spec, seed, 1, device), c["net"]))
-    return {
-        "lr_min": saved["lr_min"], "c_out": saved["c_out"], "lrs": saved["lrs"],
-        "schedule": Schedule.from_dict(saved["schedule"]), "stack": stack, "epoch": saved["epoch"],
-        "step": saved["step"], "epoch_s": saved["epoch_s"], "wall": np.asarray(saved["wall"]),
-        "records": {int(k): RunRecord(**v) for k, v in saved["records"].items()}, "candidate": candidate,
-        "elapsed_s": saved["elapsed_s"],
-    }
+    return _State(lr_min=saved["lr_min"], c_out=saved["c_out"], lrs=saved["lrs"],
+                  schedule=Schedule.from_dict(saved["schedule"]), stack=stack, epoch=saved["epoch"],
+                  step=saved["step"], epoch_s=saved["epoch_s"], wall=np.asarray(saved["wall"]),
+                  records={int(k): RunRecord(**v) for k, v in saved["records"].items()}, candidate=candidate,
+                  elapsed_s=saved["elapsed_s"])
 
 
 class _Trainer:
-    """The epoch loop over one training state (see ``_fresh`` for its fields)."""
+    """The epoch loop over one training state."""
 
-    def __init__(self, spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
+    def __init__(self, spec, splits, seed, protocol, device, state: _State, session_start, checkpoint_path,
                  checkpoint_every_s, progress, key, chunk_runs):
         self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
         self.s = state
@@ -206,26 +220,26 @@ class _Trainer:
         s, p = self.s, self.protocol
         train = self.splits.train
         steps = steps_per_epoch(len(train), p.batch_size)
-        while s["stack"] is not None:
-            stack: Stack = s["stack"]
+        while s.stack is not None:
+            stack: Stack = s.stack
             chunk = self.chunk_runs or auto_chunk(self.spec, stack.size, p.batch_size, self.device)
-            order = epoch_order(len(train), p.batch_size, self.seed, TRAIN_ORDER, s["epoch"] + 1, self.device)
+            order = epoch_order(len(train), p.batch_size, self.seed, TRAIN_ORDER, s.epoch + 1, self.device)
             mark = time.perf_counter()
-            for i in range(s["step"], steps):
+            for i in range(s.step, steps):
                 idx = order[i]
-                train_step(stack, train.x[idx], train.y[idx], s["c_out"], p, chunk)
+                train_step(stack, train.x[idx], train.y[idx], s.c_out, p, chunk)
                 if self._due():
-                    s["step"] = i + 1
-                    s["epoch_s"] += time.perf_counter() - mark
+                    s.step = i + 1
+                    s.epoch_s += time.perf_counter() - mark
                     mark = time.perf_counter()
                     self._save()
-            self._end_epoch(stack, s["epoch_s"] + time.perf_counter() - mark)
+            self._end_epoch(stack, s.epoch_s + time.perf_counter() - mark)
             if self._due():
                 self._save()
             if self.progress is not None:
-                live = 0 if s["stack"] is None else s["stack"].size
-                n = len(s["lrs"])
-                self.progress(TrainingProgress(s["epoch"], live, n - live, n, self._elapsed()))
+                live = 0 if s.stack is None else s.stack.size
+                n = len(s.lrs)
+                self.progress(TrainingProgress(s.epoch, live, n - live, n, self._elapsed()))
         return self._finish()
 
     def _end_epoch(self, stack: Stack, epoch_s: float) -> None:
@@ -233,19 +247,19 @@ class _Trainer:
         bad = stack.nonfinite | nonfinite_parameters(stack)
         monitored = _monitored(self.splits, p)
         errs = errors(stack.net, monitored.x, monitored.y, _widest(self.spec), stack.size)
-        s["schedule"], decision = after_epoch(s["schedule"], p, stack.runs, errs.cpu().numpy(), bad.cpu().numpy())
+        s.schedule, decision = after_epoch(s.schedule, p, stack.runs, errs.cpu().numpy(), bad.cpu().numpy())
         save_best(stack, decision.improved)
         rewind(stack, decision.rewind)
-        set_rates(stack, s["schedule"].lr)
+        set_rates(stack, s.schedule.lr)
         stack.nonfinite.zero_()
-        s["wall"][stack.runs] += epoch_s / stack.size
+        s.wall[stack.runs] += epoch_s / stack.size
         if len(decision.finished):
             self._record(stack, decision.finished)
-            remaining = s["schedule"].live
-            s["stack"] = keep(stack, remaining) if len(remaining) else None
-        s["epoch"] += 1
-        s["step"] = 0
-        s["epoch_s"] = 0.0
+            remaining = s.schedule.live
+            s.stack = keep(stack, remaining) if len(remaining) else None
+        s.epoch += 1
+        s.step = 0
+        s.epoch_s = 0.0
 
     def _record(self, stack: Stack, finished: np.ndarray) -> None:
         """Errors of the finished runs at their best (rewound) state; the best of them may become the
@@ -257,50 +271,50 @@ class _Trainer:
         measured = {name: errors(sub, split.x, split.y, width, len(pos)).cpu().numpy()
                     for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
         # The monitored error is the one the schedule kept (measured in the stack that chose the state).
-        measured[p.monitor] = s["schedule"].best[finished]
-        sched = s["schedule"]
+        measured[p.monitor] = s.schedule.best[finished]
+        sched = s.schedule
         for j, run in enumerate(finished):
             run = int(run)
             rec = RunRecord(
-                lr=float(s["lrs"][run]), lr_index=run, epochs=int(sched.epochs[run]),
+                lr=float(s.lrs[run]), lr_index=run, epochs=int(sched.epochs[run]),
                 divisions=int(sched.divisions[run]), val_error=float(measured["val"][j]),
                 train_error=float(measured["train"][j]), test_error=float(measured["test"][j]),
                 diverged=bool(sched.diverged[run]), wall_s=0.0,
             )
-            s["records"][run] = rec
+            s.records[run] = rec
             score = float(sched.best[run])
-            c = s["candidate"]
+            c = s.candidate
             if c is None or (score, run) < (c.error, c.index):
-                s["candidate"] = _Candidate(run, score, sub.take([j]))
+                s.candidate = _Candidate(run, score, sub.take([j]))
 
     def _finish(self) -> Outcome:
         s, p = self.s, self.protocol
         if self.checkpoint_path is not None:
             self._save()  # a crash before the caller stores the outcome loses only the final metrics
-        runs = [_with_wall(s["records"][k], s["wall"][k]) for k in range(len(s["lrs"]))]
+        runs = [_with_wall(s.records[k], s.wall[k]) for k in range(len(s.lrs))]
         chosen = select(runs, p.monitor)
-        assert chosen.lr_index == s["candidate"].index
-        network = s["candidate"].net
+        assert chosen.lr_index == s.candidate.index
+        network = s.candidate.net
         network.eval()
-        return _outcome(runs, chosen, network, self.splits, self.seed, p, s["lr_min"], s["c_out"],
+        return _outcome(runs, chosen, network, self.splits, self.seed, p, s.lr_min, s.c_out,
                         self._elapsed)
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _elapsed(self) -> float:
-        return self.s["elapsed_s"] + time.perf_counter() - self.session_start
+        return self.s.elapsed_s + time.perf_counter() - self.session_start
 
     def _due(self) -> bool:
         return self.checkpoint_path is not None and time.perf_counter() - self.last_save >= self.every_s
 
     def _save(self) -> None:
         s = self.s
-        stack: Stack | None = s["stack"]
-        c = s["candidate"]
+        stack: Stack | None = s.stack
+        c = s.candidate
         state = {
-            "key": self.key, "lr_min": s["lr_min"], "c_out": s["c_out"], "lrs": list(s["lrs"]),
-            "schedule": s["schedule"].to_dict(), "epoch": s["epoch"], "step": s["step"],
-            "epoch_s": s["epoch_s"], "wall": s["wall"].tolist(),
-            "records": {k: vars(r) for k, r in s["records"].items()},
+            "key": self.key, "lr_min": s.lr_min, "c_out": s.c_out, "lrs": list(s.lrs),
+            "schedule": s.schedule.to_dict(), "epoch": s.epoch, "step": s.step,
+            "epoch_s": s.epoch_s, "wall": s.wall.tolist(),
+            "records": {k: vars(r) for k, r in s.records.items()},
             "candidate": None if c is None else {"index": c.index, "error": c.error, "net": _state_dict(c.net)},
             "elapsed_s": self._elapsed(),
             "live": [] if stack is None else stack.runs.tolist(),

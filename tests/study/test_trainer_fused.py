@@ -28,7 +28,7 @@ def one_thread():
 
 
 def _close(a, b, scale, what):
-    err = float((a - b).abs().max()) if a.numel() else 0.0
+    err = float((a - b).detach().abs().max()) if a.numel() else 0.0
     assert err <= 1e-9 * scale, f"{what}: {err} vs scale {scale}"
 
 
