@@ -4,10 +4,10 @@ trainer, the Ray runner, the Parquet store and the command line."""
 from .activations import Activation, linear_approx_error, nlc_tau
 from .network import Network, build_network, frozen_statistics, output_scale
 from .protocol import PROTOCOLS, Protocol
-from .training import BestRecord, Outcome, RunRecord, train_architecture
+from .training import Outcome, train_architecture
 
 __all__ = [
     "Activation", "Network", "build_network", "frozen_statistics", "linear_approx_error", "nlc_tau",
     "output_scale",
-    "BestRecord", "Outcome", "PROTOCOLS", "Protocol", "RunRecord", "train_architecture",
+    "Outcome", "PROTOCOLS", "Protocol", "train_architecture",
 ]

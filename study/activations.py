@@ -112,9 +112,10 @@ class Activation:
 @lru_cache(maxsize=None)
 def _moments(act: Activation, sigma: float) -> dict[str, float]:
     x, w = gauss_nodes(sigma, act.breaks())
-    x = x.clone().requires_grad_(True)
-    y = act.inner(x)
-    (dy,) = torch.autograd.grad(y.sum(), x)
+    with torch.enable_grad():  # callers may be inside no_grad (the first forward of a network, say)
+        x = x.clone().requires_grad_(True)
+        y = act.inner(x)
+        (dy,) = torch.autograd.grad(y.sum(), x)
     y = y.detach()
     return {
         "mean": float((w * y).sum()),

@@ -124,10 +124,7 @@ class ActivationLayer(nn.Module):
     def __init__(self, act: Activation):
         super().__init__()
         self.act = act
-        with torch.enable_grad():
-            # c and b are Gaussian expectations computed once (cached) with autograd, which fails if the
-            # first call comes under no_grad (output_scale, evaluation): compute them here.
-            act.constants
+        act.constants  # computed (and cached) once per variant, at build time rather than in the first forward
 
     def forward(self, s):
         return self.act(s)
