@@ -13,6 +13,13 @@ stacked tensors with index_select / index_copy_:
 statistics, GmP running input means: ``Network.stacked_tensors``) and the optimizer state (Adam moments
 and step counts).
 
+A step (``train_step``): the folded forward (``study.training.fused``), each run's mean loss, the
+gradient of their sum (each run's gradient is its own), the in-place update at each run's rate. A run
+whose loss is not finite is marked in ``nonfinite`` (per run, from its own loss, never from the sum,
+which is NaN as soon as one run's is); the trainer ends that run's patience window at the end of the
+epoch. Meanwhile its NaNs stay in its own slices: every op of the stack is per run (batched products,
+batchnorm channels, per-run losses), so the other runs are unaffected (a test checks this).
+
 A step may run the stack in chunks of runs (``chunk``): the runs are independent, so a chunk's forward,
 backward and update touch only its slice of every stacked tensor. Each chunk is a ``Network`` whose
 parameters and buffers are views of the stack's tensors (built once per stack, ``parts``), so updates,
@@ -51,9 +58,6 @@ class Stack:
     @property
     def size(self) -> int:
         return len(self.runs)
-
-    def params(self) -> dict[str, torch.Tensor]:
-        return dict(self.net.named_parameters())
 
     def tensors(self) -> dict[str, torch.Tensor]:
         """Every stacked tensor a rewind restores, by name: ``net.<name>`` and ``opt.<name>``."""

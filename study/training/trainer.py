@@ -8,17 +8,24 @@ The protocol is NLC paper appendix E.2 (``study.protocol``); in order:
    rates lr_min * 3^k (or the protocol's explicit ``lrs``).
 3. The R runs as one stacked network (``build_network(spec, seed, runs=R)``: R identical copies of the
    initialization), trained epoch by epoch on one shared minibatch order, each run at its own rate.
-   After every epoch each run's monitored error (VCE) goes through the schedule of E.2
-   (``study.training.schedule``): improved runs save their state, ended windows rewind and divide,
-   finished runs are evaluated on the three splits and leave the stack.
+   After every epoch each run's monitored error (VCE, in evaluation mode) goes through the schedule of
+   E.2 (``study.training.schedule``): improved runs save their state, ended windows rewind and divide,
+   finished runs are evaluated on the three splits and leave the stack. A run whose loss turned
+   non-finite during the epoch (or whose parameters did) ends its window then, whatever its patience:
+   "at once" is at the end of that epoch, the only point where the schedule acts.
 4. The selected run (lowest VCE, ties to the lower rate) gives ``outcome.best`` and ``outcome.network``,
    with its NLC and output bias after training on the training set (``study.metrics``).
+
+A network whose output scale or lr_min is not finite at initialization cannot be trained at any rate:
+every run is recorded as diverged at its initial state (epoch 0), without training.
 
 Reproducible: the initialization, the minibatch orders and the measurement depend on ``seed`` alone,
 and a run trained inside a stack follows the same trajectory as the run trained alone (up to
 floating-point reduction order). With ``checkpoint_path`` the state is saved every
 ``checkpoint_every_s`` seconds (checked after every step) and at the end; a matching file at start is
-resumed, giving the outcome an uninterrupted run gives.
+resumed, giving the outcome an uninterrupted run gives. The file stays when training ends (with the
+finished state: a crash before the caller has stored the outcome costs only the final metrics); the
+caller deletes it once the outcome is stored.
 """
 
 from __future__ import annotations
