@@ -57,6 +57,7 @@ def run(args) -> int:
         sys.stdout.write("\n")
     else:
         print(format_table(rows))
-        print(f"({torch.get_num_threads()} threads, device {device}; best of {repeats} interleaved repeats; "
-              "per epoch = per step x samples // 250)")
+        threads = torch.get_num_threads()
+        print(f"({threads} thread{'s' if threads > 1 else ''}, device {device}; best of {repeats} interleaved "
+              "repeats; per epoch = per step x samples // 250)")
     return 0
