@@ -96,9 +96,12 @@ def _device(device) -> torch.device:
     if device is None:
         return torch.device("cpu")
     try:
-        return torch.device(device)
-    except (RuntimeError, TypeError):
-        raise SpecError("train_architecture", "device", device, "must be a torch device such as 'cpu' or 'cuda'") from None
+        checked = torch.device(device)
+        torch.empty(0, device=checked)  # an unavailable device (no CUDA here, say) fails now, in one line
+        return checked
+    except (RuntimeError, TypeError, AssertionError):
+        raise SpecError("train_architecture", "device", device,
+                        "must be an available torch device such as 'cpu' or 'cuda'") from None
 
 
 def _widest(spec: ArchSpec) -> int:

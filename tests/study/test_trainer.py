@@ -306,3 +306,6 @@ def test_bad_arguments_are_one_line_errors():
         train_architecture(SPEC, DATA, protocol="slow")
     with pytest.raises(SpecError, match=r"^train_architecture\.device = 'gpu0'"):
         train_architecture(SPEC, DATA, device="gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(SpecError, match=r"^train_architecture\.device = 'cuda': must be an available"):
+            train_architecture(SPEC, DATA, device="cuda")
