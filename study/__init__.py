@@ -1,12 +1,34 @@
 """Doing the study: datasets, the float64 network builder, metrics, the stacked multi-learning-rate
-trainer, the Ray runner, the Parquet store and the command line."""
+trainer, the Ray runner, the Parquet store and the command line.
 
-from .activations import Activation, linear_approx_error, nlc_tau
-from .datasets import DATASETS, Dataset, Split, load_dataset
-from .network import Network, build_network, frozen_statistics, output_scale
-from .metrics.measure import MetricOptions, measure
+Names are imported on first use (PEP 562), so ``import study`` is cheap and a command that needs neither
+torch nor Ray (``archstudy report``) loads neither.
+"""
 
-__all__ = [
-    "Activation", "DATASETS", "Dataset", "Network", "Split", "build_network", "frozen_statistics",
-    "linear_approx_error", "load_dataset", "nlc_tau", "output_scale",
-]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {
+    "Activation": "activations", "linear_approx_error": "activations", "nlc_tau": "activations",
+    "DATASETS": "datasets", "Dataset": "datasets", "Split": "datasets", "load_dataset": "datasets",
+    "Network": "network", "build_network": "network", "frozen_statistics": "network", "output_scale": "network",
+    "MetricOptions": "metrics.measure", "measure": "metrics.measure",
+    "PROTOCOLS": "protocol", "Protocol": "protocol",
+    "Outcome": "training", "train_architecture": "training",
+    "StudyConfig": "config", "run_study": "runner", "resume_study": "runner",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'study' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -66,17 +66,22 @@ class GmP(nn.Module):
     def direction(self) -> torch.Tensor:
         return direction_from_angles(self.theta)
 
+    def centered(self, x):
+        """``x - E[x]`` with IMN (batch mean in training, updating the running mean; the running mean in
+        evaluation), ``x`` otherwise."""
+        if not self.imn:
+            return x
+        if self.training:
+            mean = x.mean(dim=1)
+            if self.track:
+                with torch.no_grad():
+                    self.running_mean.lerp_(mean.detach(), BN_MOMENTUM)
+        else:
+            mean = self.running_mean
+        return x - mean.unsqueeze(1)
+
     def forward(self, x):
-        if self.imn:
-            if self.training:
-                mean = x.mean(dim=1)
-                if self.track:
-                    with torch.no_grad():
-                        self.running_mean.lerp_(mean.detach(), BN_MOMENTUM)
-            else:
-                mean = self.running_mean
-            x = x - mean.unsqueeze(1)
-        return stacked_linear(x, self.direction(), self.lam)
+        return stacked_linear(self.centered(x), self.direction(), self.lam)
 
     def scale(self, a: torch.Tensor) -> torch.Tensor:
         return a * self.r.unsqueeze(1)

@@ -17,11 +17,17 @@ from .layers import DTYPE
 
 
 def reflect(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """``H(u_r) x`` for each run r: ``x`` [R, B, n] or shared [B, n], ``u`` [R, n] -> [R, B, n]."""
+    """``H(u_r) x`` for each run r: ``x`` [R, B, n] or shared [B, n], ``u`` [R, n] -> [R, B, n].
+
+    Computed on the transposed stack X^T [R, n, B] (free on the feature-major memory the dense layers
+    leave, ``study.layers``): c = u^T X^T [R, 1, B], then X^T - (2 u / |u|^2) c, both batched GEMMs whose
+    results are feature-major again, so the batchnorm that follows needs no copy."""
     if x.dim() == 2:
         x = x.unsqueeze(0).expand(u.shape[0], *x.shape)
-    coef = torch.bmm(x, u.unsqueeze(-1)) * (2.0 / (u * u).sum(-1)).view(-1, 1, 1)  # [R, B, 1]
-    return torch.baddbmm(x, coef, u.unsqueeze(1), alpha=-1.0)
+    xt = x.transpose(1, 2)  # [R, n, B]
+    c = torch.bmm(u.unsqueeze(1), xt)  # [R, 1, B]
+    v = u * (2.0 / (u * u).sum(-1, keepdim=True))  # [R, n]
+    return torch.baddbmm(xt, v.unsqueeze(-1), c, alpha=-1.0).transpose(1, 2)
 
 
 class Householder(nn.Module):

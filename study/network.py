@@ -99,7 +99,7 @@ class Network(nn.Module):
         for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
             s = linear(h)
             if l in self._skip_to:
-                carried = start @ self.projection.T if self._skip_to[l].project else start
+                carried = self._project(start) if self._skip_to[l].project else start
                 s = s + carried if strength == 1.0 else s + strength * carried
             skip = self._skip_from.get(l)
             if skip is not None and skip.at == "linear":
@@ -113,7 +113,12 @@ class Network(nn.Module):
                 h = self.activation(s)
                 if isinstance(linear, GmP):
                     h = linear.scale(h)
-        return h.squeeze(0) if squeeze else h
+        # contiguous: the layers leave the output on feature-major memory (study.layers); it is small
+        return (h.squeeze(0) if squeeze else h).contiguous()
+
+    def _project(self, start: torch.Tensor) -> torch.Tensor:
+        """``start @ P^T`` computed as ``P @ start^T``, which reads feature-major memory without a copy."""
+        return torch.matmul(self.projection, start.transpose(-1, -2)).transpose(-1, -2)
 
     # -- stacks ----------------------------------------------------------------------------------
     def take(self, runs) -> "Network":

@@ -13,7 +13,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("sample", "datasets", "report")
+COMMANDS = ("sample", "datasets", "bench", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,13 @@
+"""The stacked multi-learning-rate float64 trainer (NLC paper, appendix E.2; DESIGN.md section 3).
+
+``train_architecture(spec, data, seed, protocol)`` trains all starting learning rates of one
+architecture as one stacked model and returns an ``Outcome``. The parts, each a small module:
+``schedule`` (the per-run patience / rewind / division state machine), ``lr_min`` (the smallest starting
+rate), ``optim`` (stacked SGD and Adam), ``loss`` (per-run losses and errors), ``splits`` (checked data,
+minibatch orders), ``stack`` (the live stack and its step), ``checkpoint`` and ``outcome``.
+"""
+
+from .outcome import BestRecord, Outcome, RunRecord
+from .trainer import TrainingProgress, train_architecture
+
+__all__ = ["BestRecord", "Outcome", "RunRecord", "TrainingProgress", "train_architecture"]

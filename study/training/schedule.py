@@ -1,0 +1,117 @@
+"""The per-run learning-rate schedule of NLC paper appendix E.2, as a pure state machine over all runs.
+
+E.2: "We train with the starting learning rate until the validation classification error (VCE) has not
+decreased for 10 epochs. Then we rewind the state of the network by 10 epochs (when the lowest VCE was
+achieved), divide the learning rate by 3 and continue training until the validation classification error
+has not improved for 5 epochs. [...] This process continues until the step size has been divided by 3
+ten times. When the VCE has again not improved for 5 epochs, we rewind one last time and terminate the
+training run."
+
+Read as a state machine, per run, after every epoch e = 1, 2, ... with error ``err`` (the monitored one):
+
+* improvement means strictly lower than the best so far; the initial state counts as evaluated at
+  epoch 0, so a run that never improves rewinds to its initialization;
+* ``wait`` counts the epochs of the current window since the last improvement; the window ends when
+  ``wait`` reaches the patience (``patience_first`` before the first division, ``patience`` after), or
+  at once when the run's loss turned non-finite during the epoch (DESIGN.md section 3);
+* at the end of a window the run is rewound to its best state; if it has had ``divisions`` divisions
+  this is the final rewind and the run is finished, else its rate is divided by ``division_factor``
+  and a new window starts from the rewound state;
+* a run that reaches ``max_epochs`` is rewound to its best state and finished wherever it is.
+
+The functions here are pure: ``start`` makes the state, ``after_epoch`` returns the next state and the
+decisions (which runs improved: save their state; which to rewind; which are finished). The trainer
+applies the decisions to the stacked tensors; a test drives this module with scripted error curves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from ..protocol import Protocol
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The schedule state of every run (arrays indexed by run = learning-rate index)."""
+
+    lr: np.ndarray  # current learning rate
+    divisions: np.ndarray  # divisions done so far
+    wait: np.ndarray  # epochs since the last improvement, in the current window
+    best: np.ndarray  # lowest monitored error so far (of the state kept as best)
+    best_epoch: np.ndarray  # epoch of that state (0 = initialization)
+    epochs: np.ndarray  # epochs trained (rewound epochs included: the cost)
+    done: np.ndarray  # finished: rewound a last time
+    diverged: np.ndarray  # the loss turned non-finite at least once
+
+    def to_dict(self) -> dict[str, list]:
+        return {f.name: getattr(self, f.name).tolist() for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, list]) -> "Schedule":
+        dtypes = {"lr": np.float64, "best": np.float64, "done": bool, "diverged": bool}
+        return cls(**{f.name: np.asarray(d[f.name], dtype=dtypes.get(f.name, np.int64)) for f in fields(cls)})
+
+    @property
+    def live(self) -> np.ndarray:
+        """Indices of the runs still training, increasing."""
+        return np.flatnonzero(~self.done)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the trainer must do after an epoch (run indices, increasing)."""
+
+    improved: np.ndarray  # save the current state as the run's best
+    rewind: np.ndarray  # restore the best state (after saving the improved ones)
+    finished: np.ndarray  # drop from the stack (all of them are also in ``rewind``)
+
+
+def start(lrs, initial_error: float | np.ndarray) -> Schedule:
+    """The state before training: every run at its starting rate, the initial state its best (epoch 0)."""
+    lrs = np.asarray(lrs, dtype=np.float64)
+    n = len(lrs)
+    zeros = np.zeros(n, dtype=np.int64)
+    return Schedule(
+        lr=lrs.copy(), divisions=zeros.copy(), wait=zeros.copy(),
+        best=np.broadcast_to(np.asarray(initial_error, dtype=np.float64), (n,)).copy(),
+        best_epoch=zeros.copy(), epochs=zeros.copy(),
+        done=np.zeros(n, dtype=bool), diverged=np.zeros(n, dtype=bool),
+    )
+
+
+def after_epoch(state: Schedule, protocol: Protocol, runs, errors, nonfinite) -> tuple[Schedule, Decision]:
+    """Advance runs ``runs`` (live run indices) by one epoch that ended with ``errors`` (monitored error
+    of each, ignored where ``nonfinite``) and ``nonfinite`` (the run's loss or parameters turned
+    non-finite during the epoch)."""
+    runs = np.asarray(runs, dtype=np.int64)
+    errors = np.asarray(errors, dtype=np.float64)
+    bad = np.asarray(nonfinite, dtype=bool)
+    if np.any(state.done[runs]):
+        raise ValueError("after_epoch: a finished run was trained")
+
+    s = {f.name: getattr(state, f.name).copy() for f in fields(state)}
+    epochs = s["epochs"][runs] + 1
+    s["epochs"][runs] = epochs
+    s["diverged"][runs] |= bad
+
+    improved = ~bad & (errors < s["best"][runs])
+    s["best"][runs[improved]] = errors[improved]
+    s["best_epoch"][runs[improved]] = epochs[improved]
+    wait = np.where(improved, 0, s["wait"][runs] + 1)
+
+    divisions = s["divisions"][runs]
+    patience = np.where(divisions == 0, protocol.patience_first, protocol.patience)
+    window_end = bad | (wait >= patience)
+    capped = np.zeros_like(bad) if protocol.max_epochs is None else epochs >= protocol.max_epochs
+    finished = (window_end & (divisions >= protocol.divisions)) | capped
+    divide = window_end & ~finished
+
+    s["wait"][runs] = np.where(window_end, 0, wait)
+    s["divisions"][runs[divide]] += 1
+    s["lr"][runs[divide]] /= protocol.division_factor
+    s["done"][runs[finished]] = True
+    decision = Decision(improved=runs[improved], rewind=runs[window_end | finished], finished=runs[finished])
+    return replace(state, **s), decision

@@ -1,0 +1,75 @@
+"""study.bench and ``archstudy bench``: the flop count, the GEMM list, the row's arithmetic, the command."""
+
+import json
+
+import pytest
+import torch
+
+from sampling import ArchSpec
+from study.bench import CASES, FIELDS, BenchCase, bench_case, gemm_ops, step_flops
+from study.cli import main
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_step_flops_by_hand():
+    spec = ArchSpec(depth=3, width=5, d_in=4, d_out=2)
+    # layer 1 (4 -> 5): forward and weight gradient; layers 2 (5 -> 5) and 3 (5 -> 2): also the input
+    # gradient; 2 flops per multiply-add, minibatch 7, 3 runs
+    assert step_flops(spec, 3, 7) == 3 * (2 * 2 * 7 * 4 * 5 + 3 * 2 * 7 * 5 * 5 + 3 * 2 * 7 * 5 * 2)
+
+
+def test_the_timed_gemms_are_the_products_of_a_step():
+    for case in CASES.values():
+        ops = gemm_ops(case.spec, 3, 11, torch.device("cpu"))
+        flops = sum(2 * out.numel() * a.shape[-1] for _, a, _, out in ops)
+        assert flops == step_flops(case.spec, 3, 11)
+        for f, a, b, out in ops[:3]:
+            assert f(a, b).shape == out.shape
+
+
+def test_case_sizes_are_what_the_names_say():
+    assert abs(CASES["small"].params - 20_000) < 200 and abs(CASES["1M"].params - 1_000_000) < 5_000
+    assert {c.spec.depth for k, c in CASES.items() if k.startswith("small")} == {3, 9, 25}
+
+
+def test_a_row_is_consistent():
+    case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2)
+    row = bench_case(case, runs=3, batch=50, repeats=1)
+    assert set(FIELDS) <= set(row)
+    per_epoch = 1_000 // 50
+    assert row["speedup"] == pytest.approx(row["sequential_s_per_epoch"] / row["stacked_s_per_epoch"], rel=1e-12)
+    assert row["gflops"] == pytest.approx(step_flops(case.spec, 3, 50) * per_epoch / row["stacked_s_per_epoch"] / 1e9,
+                                          rel=1e-12)
+    assert row["gemm_fraction"] == pytest.approx(row["gflops"] / row["gemm_gflops"], rel=1e-12)
+    assert row["params"] == case.spec.num_params and row["runs"] == 3 and row["chunk"] >= 1
+    assert all(row[k] > 0 for k in ("stacked_s_per_epoch", "sequential_s_per_epoch", "gemm_gflops"))
+
+
+def test_command_prints_json_rows(capsys):
+    assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["case"] for r in rows] == ["small"] and set(FIELDS) <= set(rows[0]) and rows[0]["runs"] == 2
+
+
+def test_command_prints_a_table(capsys):
+    assert main(["bench", "--quick", "--runs", "2", "--steps", "1", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["case", "params", "runs"] and out[1].split()[0] == "small"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cases", "huge"], "bench.cases = 'huge': must be one of"),
+    (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
+    (["--device", "nowhere"], "bench.device = 'nowhere'"),
+])
+def test_bad_options_are_one_line_errors(argv, message, capsys):
+    assert main(["bench", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
