@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from sampling import UserError
 
-COMMANDS = ("sample",)
+COMMANDS = ("sample", "datasets")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"archstudy {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `archstudy sample | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,158 @@
+"""The study's datasets (DESIGN.md section 2, NLC paper appendix D): ``load_dataset(name, seed, root)``.
+
+Built in, offline: ``waveform-noise`` (Breiman's generator), ``checkerboard`` (the Han papers' grid),
+``digits`` (scikit-learn's bundled copy). From a user's files, with the paper's preprocessing (D.2):
+``mnist`` and ``fashion-mnist`` (IDX), ``cifar10`` (python pickles); fashion-mnist defaults to Debian's
+``dataset-fashion-mnist`` package. Nothing here ever downloads: a missing or malformed file is a
+``UserError`` whose one line names the expected files and the directory searched.
+
+    >>> data = load_dataset("waveform-noise", seed=0)
+    >>> data.train.x.shape, data.train.y.dtype, data.d_in, data.n_classes
+    (torch.Size([3000, 40]), torch.int64, 40, 3)
+    >>> load_dataset("checkerboard", blocks=8).meta["source"]["edge_points"]
+    1377
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from sampling.constraints import Boolean, Choice, Constraint, Integer, SpecError, check
+
+from . import checkerboard, digits, images, waveform
+from .dataset import DataFileMalformed, DataFilesMissing, Dataset, Split
+from .cache import CACHE_ENV
+
+__all__ = [
+    "CACHE_ENV", "DATASETS", "DataFileMalformed", "DataFilesMissing", "Dataset", "DatasetInfo", "Split",
+    "load_dataset",
+]
+
+
+@dataclass(frozen=True)
+class PathOption(Constraint):
+    """A directory or file path (str or os.PathLike), or None where ``optional``."""
+
+    optional: bool = True
+
+    def normalize(self, value):
+        if value is None and self.optional:
+            return None
+        if isinstance(value, os.PathLike) or (isinstance(value, str) and value and "\n" not in value):
+            return Path(value).expanduser()
+        self.fail()
+
+    def describe(self):
+        return "must be a path (str or os.PathLike)" + (" or None" if self.optional else "")
+
+    def invalid_examples(self):
+        return (3, "")
+
+
+# Options every dataset accepts, so a caller can pass them uniformly; only the image sets use them
+# (the generated sets are rebuilt in milliseconds, faster than reading a cache file).
+COMMON_OPTIONS = {"cache_dir": PathOption(), "cache": Boolean()}
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What ``archstudy datasets`` shows and ``load_dataset`` dispatches on."""
+
+    name: str
+    source: str  # "generated", "bundled" or "files"
+    summary: str
+    n_classes: int
+    d_in: int | None  # None: chosen by the PCA step of the preprocessing
+    sizes: str
+    load: Callable[..., Dataset] = field(repr=False)
+    options: dict = field(default_factory=dict, repr=False)  # option -> Constraint
+    defaults: dict = field(default_factory=dict, repr=False)
+    reads_root: bool = False
+
+    def status(self, root: Path | None = None) -> tuple[bool, str]:
+        """(available here?, where it comes from or what is missing where)."""
+        if self.source == "files":
+            image_set = images.IMAGE_SETS[self.name]
+            try:
+                paths = image_set.locate(root)
+            except DataFilesMissing as e:
+                return False, str(e).split(": ", 1)[1]
+            folders = sorted({str(p.parent) for p in paths.values()})
+            return True, "found in " + ", ".join(folders)
+        if self.name == waveform.NAME and root is not None:
+            path = Path(root).expanduser() / waveform.FILE
+            if path.is_file():
+                return True, f"found {path}"
+            return False, f"expected {waveform.FILE} in {path.parent} (without a root: generated)"
+        return True, self.summary
+
+
+def _load_waveform(seed, root):
+    return waveform.load(seed, root)
+
+
+def _load_checkerboard(seed, root, blocks=checkerboard.DEFAULT_BLOCKS):
+    return checkerboard.load(seed, blocks)
+
+
+def _load_digits(seed, root):
+    return digits.load(seed)
+
+
+def _image_loader(name):
+    def load(seed, root, cache_dir=None, cache=True):
+        return images.load(name, seed, root, cache_dir=cache_dir, cache=cache)
+    return load
+
+
+DATASETS: dict[str, DatasetInfo] = {
+    "waveform-noise": DatasetInfo(
+        "waveform-noise", "generated", "Breiman's waveform generator, 21 waves + 19 noise attributes "
+        "(or waveform-+noise.data from --root)", 3, 40, "3000/1000/1000", _load_waveform, reads_root=True),
+    "checkerboard": DatasetInfo(
+        "checkerboard", "generated", "81 x 81 grid on [-1, 1]^2, blocks=8 or 12 (default 12), edges labelled 0",
+        2, 2, "1640/2460/2461", _load_checkerboard,
+        options={"blocks": Choice(checkerboard.BLOCK_CHOICES)}, defaults={"blocks": checkerboard.DEFAULT_BLOCKS}),
+    "digits": DatasetInfo(
+        "digits", "bundled", "scikit-learn's bundled 8 x 8 digits", 10, 64, "1078/359/360", _load_digits),
+    "mnist": DatasetInfo(
+        "mnist", "files", "MNIST IDX files, paper preprocessing (D.2)", 10, None, "50000/10000/10000",
+        _image_loader("mnist"), reads_root=True),
+    "fashion-mnist": DatasetInfo(
+        "fashion-mnist", "files", "Fashion-MNIST IDX files (default: Debian dataset-fashion-mnist), paper "
+        "preprocessing (D.2)", 10, None, "50000/10000/10000", _image_loader("fashion-mnist"), reads_root=True),
+    "cifar10": DatasetInfo(
+        "cifar10", "files", "CIFAR-10 python batches, paper preprocessing (D.2)", 10, None, "40000/10000/10000",
+        _image_loader("cifar10"), reads_root=True),
+}
+
+
+def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None, **options: Any) -> Dataset:
+    """The dataset ``name`` with its seeded train/val/test splits (float64 ``x`` [N, d_in], int64 ``y``).
+
+    ``seed`` fixes every random draw (generator, splits, projection). ``root``: the directory holding a
+    user's files (mnist, cifar10, a waveform-+noise.data; fashion-mnist defaults to the Debian package's
+    folder); the generated sets take none. Options: ``blocks`` (checkerboard: 8 or 12, default 12),
+    ``cache_dir`` (default ``$ARCHSTUDY_CACHE`` or ``~/.cache/archstudy``) and ``cache`` (default True)
+    for the preprocessed image sets. Bad arguments raise ``SpecError``; missing or malformed files
+    ``DataFilesMissing`` / ``DataFileMalformed`` (all ``sampling.UserError``)."""
+    name = check("load_dataset", "name", Choice(tuple(DATASETS)), name)
+    info = DATASETS[name]
+    seed = check("load_dataset", "seed", Integer(lo=0), seed)
+    root = check("load_dataset", "root", PathOption(), root)
+    if root is not None and not info.reads_root:
+        raise SpecError("load_dataset", "root", str(root), f"must be None: {name} is {info.source}, it reads no files")
+    allowed = {**COMMON_OPTIONS, **info.options}
+    kwargs = dict(info.defaults)
+    for key, value in options.items():
+        if key not in allowed:
+            raise SpecError("load_dataset", key, value,
+                            f"is not an option of {name}; its options: {', '.join(sorted(allowed))}")
+        kwargs[key] = check("load_dataset", key, allowed[key], value)
+    if info.source != "files":
+        for key in COMMON_OPTIONS:
+            kwargs.pop(key, None)
+    return info.load(seed, root, **kwargs)
