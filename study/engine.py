@@ -183,7 +183,7 @@ class Engine:
             queue.append((job, first_attempt(job) if first_attempt else 1))
         tally = Tally(total=len(queue))
         in_flight: dict[Any, tuple[Job, int, Any]] = {}
-        last_tick = 0.0
+        last_tick, changed = 0.0, True
         try:
             while queue or in_flight:
                 limit = self.limit()
@@ -191,7 +191,14 @@ class Engine:
                     job, attempt = queue.popleft()
                     ref, actor = self._submit(job, attempt)
                     in_flight[ref] = (job, attempt, actor)
+                now = time.monotonic()
+                if on_tick is not None and (changed or now - last_tick >= self.tick_s):
+                    tally.running = min(len(in_flight), max(1, self.capacity()))
+                    tally.in_flight = [job.key for job, _, _ in in_flight.values()]
+                    on_tick(tally)
+                    last_tick, changed = now, False
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=self.tick_s)
+                changed = bool(ready)
                 for ref in ready:
                     job, attempt, actor = in_flight.pop(ref)
                     try:
@@ -219,12 +226,6 @@ class Engine:
                     else:
                         tally.failed += 1
                         on_failed(job, failure, attempt)
-                now = time.monotonic()
-                if on_tick is not None and (ready or now - last_tick >= self.tick_s):
-                    tally.running = min(len(in_flight), max(1, self.capacity()))
-                    tally.in_flight = [job.key for job, _, _ in in_flight.values()]
-                    on_tick(tally)
-                    last_tick = now
             tally.running, tally.in_flight = 0, []
             if on_tick is not None:
                 on_tick(tally)

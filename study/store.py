@@ -28,6 +28,7 @@ import json
 import math
 import os
 import re
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
@@ -386,13 +387,15 @@ class Store:
         self.fs.create_dir(self.root, recursive=True)
         fd = os.open(self.path(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise UserError(f"{self.location}: another archstudy driver is running on this study "
-                                "(see `archstudy status`)") from None
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{os.getpid()}\n".encode())
+            for attempt in range(5):  # `archstudy status` holds a shared lock for a moment: let it pass
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if attempt == 4:
+                        raise UserError(f"{self.location}: another archstudy driver is running on this study "
+                                        "(see `archstudy status`)") from None
+                    time.sleep(0.1)
             yield
         finally:
             os.close(fd)

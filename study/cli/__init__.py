@@ -13,7 +13,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("sample", "datasets")
+COMMANDS = ("sample", "datasets", "run", "resume", "status")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,339 @@
+"""The study driver: create or resume a study, run its unfinished architectures on Ray, commit each result once.
+
+``run_study(config, out)`` starts a study (or resumes it, when ``out`` already holds the same study);
+``resume_study(out)`` continues one from its own ``study.yaml``. Either way:
+
+1. everything is checked before anything is written (the config, the location, the dataset): a refused
+   command leaves the study directory exactly as it was;
+2. the driver takes the study's lock (local stores), writes ``study.yaml`` once (new studies), removes
+   temporary files of writes a killed driver left, and reports and removes result files that are
+   truncated or unreadable (they are redone);
+3. every unit whose two result files are there and valid is skipped; the others (failed ones too,
+   unless ``retry_failed=False``) go to the engine (``study.engine``): Ray tasks on CPUs, an actor pool
+   on GPUs, one architecture per job, the dataset shared through Ray's object store;
+4. each result comes back to the driver, the only writer, which writes the ``runs`` file and then the
+   ``architectures`` file (the commit point), each whole or not at all, then drops the unit's checkpoint
+   and any earlier failure record. A unit that keeps failing is recorded in ``failed/`` with its reason.
+
+Killing the driver at any moment loses at most the work in flight (and a long architecture restarts from
+its checkpoint): the next resume sees exactly the committed files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, TextIO
+
+from sampling import UserError
+
+from .config import CONFIG_NAME, StudyConfig, utc_now
+from .engine import Engine, Failure, Job, Rejected, Tally
+from .state import HEARTBEAT_S, StudyState, survey
+from .store import ARCHITECTURES, RUNS, SchemaError, Store
+from .unit import Unit, execute_unit, plan_units
+
+
+@dataclass
+class StudyRun:
+    """What one ``run_study``/``resume_study`` call did."""
+
+    location: str
+    total: int
+    finished_before: int
+    finished: int = 0  # in this call
+    failed: dict[str, str] = field(default_factory=dict)  # name -> reason, in this call
+    redone: dict[str, str] = field(default_factory=dict)  # corrupt files removed (name -> problem)
+    skipped_failed: int = 0  # failed earlier and not retried (retry_failed=False)
+    wall_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.finished_before + self.finished == self.total
+
+
+# -- messages --------------------------------------------------------------------------------------------
+class Progress:
+    """The one progress line on stderr: architectures done / total, running, failed, ETA.
+
+    On a terminal it is rewritten in place; in a log (not a terminal) a line is printed when something
+    finished (at most every 2 s) and at least once a minute."""
+
+    def __init__(self, stream: TextIO | None, total: int, done_before: int):
+        self.stream, self.total, self.done_before = stream, total, done_before
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self.t0 = time.monotonic()
+        self.last_print, self.last_counts, self.dirty = 0.0, None, False
+
+    @staticmethod
+    def duration(seconds: float) -> str:
+        s = int(round(seconds))
+        if s < 60:
+            return f"{s}s"
+        if s < 3600:
+            return f"{s // 60}m{s % 60:02d}s"
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+    def line(self, t: Tally) -> str:
+        elapsed = time.monotonic() - self.t0
+        left = t.total - t.done - t.failed
+        eta = self.duration(left * elapsed / t.done) if t.done and left else ("0s" if not left else "--")
+        return (f"archstudy: {self.done_before + t.done}/{self.total} done, {t.running} running, "
+                f"{t.failed} failed, ETA {eta}")
+
+    def update(self, t: Tally, final: bool = False) -> None:
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        counts = (t.done, t.failed)
+        if self.tty:
+            self.stream.write("\r" + self.line(t) + "\x1b[K")
+            self.dirty = True
+        elif final or (counts != self.last_counts and now - self.last_print >= 2.0) or now - self.last_print >= 60.0:
+            self.stream.write(self.line(t) + "\n")
+            self.last_print, self.last_counts = now, counts
+        self.stream.flush()
+
+    def say(self, message: str) -> None:
+        if self.stream is None:
+            return
+        if self.dirty:
+            self.stream.write("\n")
+            self.dirty = False
+        self.stream.write(f"archstudy: {message}\n")
+        self.stream.flush()
+
+
+# -- Ray ---------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def ray_session(address: str | None = None):
+    """Ray for one study: the caller's session if one is up (tests, notebooks), else an embedded local Ray
+    (``address=None``) or the cluster at ``address`` (``"auto"`` on a cluster node), quiet: no dashboard,
+    no worker logs on the console, only Ray's errors. Shut down on the way out if started here."""
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
+    try:
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(include_dashboard=False, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = f"at {address!r}" if address else "locally"
+        raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+# -- the driver ------------------------------------------------------------------------------------------
+def _check_new_location(store: Store) -> None:
+    kind = store.root_kind()
+    if kind == "file":
+        raise UserError(f"{store.location} is a file, not a study directory")
+    if kind == "dir" and store.listing():
+        raise UserError(f"{store.location} exists and is not a study (no {CONFIG_NAME}); choose a new or empty "
+                        "directory, or `archstudy resume` a study")
+
+
+def _load_data(config: StudyConfig):
+    from . import load_dataset
+
+    return load_dataset(config.dataset, seed=config.dataset_seed, root=config.root, **config.dataset_options)
+
+
+def _execution(config: StudyConfig, overrides: Mapping[str, Any]) -> StudyConfig:
+    return config.with_execution(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
+              force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
+              progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+    """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
+
+    If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
+    ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``.
+    ``execution`` may override ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``."""
+    if not isinstance(config, StudyConfig):
+        config = StudyConfig.from_dict(config)
+    config = _execution(config, execution)
+    store = Store(out)
+    rewrite = True
+    if store.is_study():
+        stored = store.read_config()
+        mine = config.replace(d_in=stored.d_in, d_out=stored.d_out, created=stored.created)
+        diff = stored.differences(mine)
+        if diff and not force_config:
+            k = diff[0]
+            raise UserError(
+                f"{store.location} is a study with a different {k} ({stored.to_dict()[k]!r}, asked "
+                f"{mine.to_dict()[k]!r}{' and ' + str(len(diff) - 1) + ' more key(s)' if len(diff) > 1 else ''}): "
+                f"`archstudy resume {store.location}` continues it as it is; --force-config replaces its config")
+        rewrite = bool(diff)
+        if not diff:  # the stored study, with this command's execution settings
+            config = stored.replace(resources=mine.resources, max_retries=mine.max_retries,
+                                    checkpoint_every_s=mine.checkpoint_every_s)
+        else:
+            config = mine
+    else:
+        _check_new_location(store)
+    return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
+                  max_in_flight=max_in_flight, progress=progress)
+
+
+def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
+                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+    """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
+    session: ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
+    store = Store(out)
+    config = _execution(store.read_config(), execution)
+    return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
+                  max_in_flight=max_in_flight, progress=progress)
+
+
+def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
+           max_in_flight: int | None, progress: TextIO | None) -> StudyRun:
+    t0 = time.monotonic()
+    out = Progress(progress, 0, 0)
+    # Everything that can refuse the command runs before the first write.
+    data = _load_data(config)
+    d_in, d_out = int(data.d_in), int(data.n_classes)
+    if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
+        raise UserError(f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
+                        f"with d_in = {config.d_in}, {config.d_out} classes")
+    config = config.replace(d_in=d_in, d_out=d_out)
+    units = plan_units(config)
+    if max_in_flight is not None and max_in_flight < 1:
+        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
+
+    with store.driver_lock():
+        if write_config:
+            store.write_config(config)
+        for path in store.remove_temp_files():
+            out.say(f"removed the temporary file {path} of an interrupted write")
+        state = survey(store, config, units)
+        if state.foreign:
+            name, problem = next(iter(state.foreign.items()))
+            raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
+        result = StudyRun(store.location, len(units), len(state.finished), redone=dict(state.corrupt))
+        for name, problem in state.corrupt.items():
+            out.say(f"{name}: {problem}: removed, it will be redone")
+            store.delete(ARCHITECTURES, f"{name}.parquet")
+            store.delete(RUNS, f"{name}.parquet")
+        finished = set(state.finished)
+        todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
+        result.skipped_failed = 0 if retry_failed else len(state.failed)
+        if not todo:
+            what = f"all {len(units)} architectures are finished"
+            if state.failed and not retry_failed:
+                what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
+            out.say(f"nothing to do: {what} in {store.location}")
+            return result
+        out.say(f"{store.location}: {len(todo)} of {len(units)} architectures to run"
+                + (f" ({len(finished)} finished earlier)" if finished else ""))
+        _run_units(store, config, todo, state, result, address=address, max_in_flight=max_in_flight,
+                   progress=out, data=data)
+    result.wall_s = time.monotonic() - t0
+    done = result.finished_before + result.finished
+    summary = f"{done}/{result.total} architectures finished in {store.location}"
+    if result.failed:
+        summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
+    out.say(summary + f" ({Progress.duration(result.wall_s)})")
+    return result
+
+
+def _run_units(store: Store, config: StudyConfig, todo: list[Unit], state: StudyState, result: StudyRun, *,
+               address: str | None, max_in_flight: int | None, progress: Progress, data) -> None:
+    import ray
+
+    by_name = {u.name: u for u in todo}
+    earlier_attempts = {n: int(r.get("attempts", 0) or 0) for n, r in state.failed.items()}
+    host, started = socket.gethostname(), utc_now()
+    last_beat = [0.0]
+
+    def heartbeat(tally: Tally | None, running: bool = True, stopped: str | None = None) -> None:
+        now = time.time()
+        if running and tally is not None and now - last_beat[0] < HEARTBEAT_S:
+            return
+        last_beat[0] = now
+        store.write_driver_state({
+            "pid": os.getpid(), "host": host, "started": started, "heartbeat": utc_now(), "heartbeat_unix": now,
+            "running": running, "stopped": stopped, "address": address or "embedded",
+            "in_flight": list(tally.in_flight) if tally and running else [],
+            "done": result.finished_before + result.finished, "failed": len(result.failed), "total": result.total,
+        })
+
+    def on_done(job: Job, rows: dict, attempt: int) -> None:
+        try:
+            store.write_result(job.key, rows["architecture"], rows["runs"])
+        except SchemaError as e:
+            raise Rejected(f"SchemaError: {e}") from None
+        store.delete(*store.checkpoint_parts(job.key))
+        store.delete("failed", f"{job.key}.json")
+        result.finished += 1
+
+    def on_failed(job: Job, failure: Failure, attempt: int) -> None:
+        unit = by_name[job.key]
+        store.write_failure(job.key, {
+            "index": unit.index, "arch_id": unit.arch_id, "variant": unit.variant, "reason": failure.reason,
+            "attempts": attempt, "detail": failure.detail[-20000:], "host": host, "failed_at": utc_now(),
+            "package_version": config.package_version,
+        })
+        result.failed[job.key] = failure.reason
+        progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
+
+    progress.total, progress.done_before = result.total, result.finished_before
+    res = config.resources
+    stop = "error"
+    with ray_session(address):
+        data_ref = ray.put(data)
+        base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
+                "threads": res.threads, "gpus": res.gpus_per_arch}
+        jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
+        engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch,
+                        max_retries=config.max_retries, max_in_flight=max_in_flight, name="execute_unit")
+
+        def on_tick(tally: Tally) -> None:
+            progress.update(tally)
+            heartbeat(tally)
+
+        heartbeat(None)
+        try:
+            tally = engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick,
+                               first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
+            progress.update(tally, final=True)
+            stop = "finished"
+        except KeyboardInterrupt:
+            stop = "interrupted"
+            progress.say(f"interrupted: `archstudy resume {store.location}` continues the study")
+            raise
+        finally:
+            heartbeat(None, running=False, stopped=stop)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C, so the driver shuts Ray down cleanly."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
