@@ -163,33 +163,45 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
-    ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``.
+    ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``. A larger
+    ``architectures`` alone extends the study (architecture i does not depend on the count).
     ``execution`` may override ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``."""
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
     config = _execution(config, execution)
     store = Store(out)
-    rewrite = True
     if store.is_study():
-        stored = store.read_config()
-        mine = config.replace(d_in=stored.d_in, d_out=stored.d_out, created=stored.created)
-        diff = stored.differences(mine)
-        if diff and not force_config:
-            k = diff[0]
-            raise UserError(
-                f"{store.location} is a study with a different {k} ({stored.to_dict()[k]!r}, asked "
-                f"{mine.to_dict()[k]!r}{' and ' + str(len(diff) - 1) + ' more key(s)' if len(diff) > 1 else ''}): "
-                f"`archstudy resume {store.location}` continues it as it is; --force-config replaces its config")
-        rewrite = bool(diff)
-        if not diff:  # the stored study, with this command's execution settings
-            config = stored.replace(resources=mine.resources, max_retries=mine.max_retries,
-                                    checkpoint_every_s=mine.checkpoint_every_s)
-        else:
-            config = mine
+        config, rewrite, note = _reconcile(store, store.read_config(), config, force_config)
     else:
         _check_new_location(store)
+        rewrite, note = True, None
     return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress)
+                  max_in_flight=max_in_flight, progress=progress, note=note)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig, force: bool) -> tuple[StudyConfig, bool, str | None]:
+    """The config to run an existing study with, whether to rewrite its study.yaml, and what to tell the user.
+
+    Same science keys: the stored config with this command's execution settings. A larger ``architectures``
+    alone: the study grows. Anything else is refused unless ``force``."""
+    mine = asked.replace(d_in=stored.d_in, d_out=stored.d_out, created=stored.created)
+    diff = stored.differences(mine)
+    if not diff:
+        return stored.replace(resources=mine.resources, max_retries=mine.max_retries,
+                              checkpoint_every_s=mine.checkpoint_every_s), False, None
+    if diff == ["architectures"] and mine.architectures > stored.architectures:
+        return mine, True, f"extending the study from {stored.architectures} to {mine.architectures} architectures"
+    if force:
+        return mine, True, f"replacing the study's config (--force-config): {', '.join(diff)} changed"
+    k, more = diff[0], f" and {len(diff) - 1} more key(s)" if len(diff) > 1 else ""
+    raise UserError(f"{store.location} is a study with a different {k} ({_short(stored.to_dict()[k])}, asked "
+                    f"{_short(mine.to_dict()[k])}){more}: `archstudy resume {store.location}` continues it as it is; "
+                    "--force-config replaces its config")
 
 
 def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
@@ -203,10 +215,12 @@ def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_fa
 
 
 def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
-           max_in_flight: int | None, progress: TextIO | None) -> StudyRun:
+           max_in_flight: int | None, progress: TextIO | None, note: str | None = None) -> StudyRun:
     t0 = time.monotonic()
     out = Progress(progress, 0, 0)
     # Everything that can refuse the command runs before the first write.
+    if max_in_flight is not None and max_in_flight < 1:
+        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
     data = _load_data(config)
     d_in, d_out = int(data.d_in), int(data.n_classes)
     if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
@@ -214,10 +228,10 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                         f"with d_in = {config.d_in}, {config.d_out} classes")
     config = config.replace(d_in=d_in, d_out=d_out)
     units = plan_units(config)
-    if max_in_flight is not None and max_in_flight < 1:
-        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
 
     with store.driver_lock():
+        if note:
+            out.say(note)
         if write_config:
             store.write_config(config)
         for path in store.remove_temp_files():
