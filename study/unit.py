@@ -86,10 +86,6 @@ def plan_units(config: StudyConfig) -> list[Unit]:
 
 
 # -- one unit, in this process --------------------------------------------------------------------------
-def _field(record: Any, key: str) -> Any:
-    return record[key] if isinstance(record, Mapping) else getattr(record, key)
-
-
 def _finite(value: Any) -> bool:
     try:
         return math.isfinite(float(value))
@@ -131,9 +127,6 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     outcome = train_architecture(spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol),
                                  device=device, checkpoint_path=checkpoint_path,
                                  checkpoint_every_s=config.checkpoint_every_s)
-    best = outcome.best
-    runs = list(outcome.runs)
-    best_index = int(_field(best, "lr_index"))
     total_s = time.perf_counter() - t0
 
     ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}
@@ -142,22 +135,15 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
         **spec.to_dict(),
         "num_params": spec.num_params, "activation_units": spec.activation_units, "flops": measured["flops"],
         **{k: measured[k] for k in MEASURED},
-        "lr_min": outcome.lr_min,
-        **{k: _field(best, k) for k in ("lr", "lr_index", "epochs", "divisions", "val_error", "train_error",
-                                         "test_error", "nlc_after", "bias_after", "lr_edge")},
-        "n_runs": len(runs), "n_diverged": sum(bool(_field(r, "diverged")) for r in runs),
+        # The selected run, the runs summary, all_diverged, train_s, and c_out: the output scale the loss
+        # actually divided by (the trainer's; study.measure computes the same quantity on the same data).
+        **outcome.selected_row(),
         "nonfinite_init": not all(_finite(measured[k]) for k in ("nlc", "bias", "output_q", "c_out")),
-        "all_diverged": all(bool(_field(r, "diverged")) for r in runs),
-        "build_s": build_s, "measure_s": measured["measure_s"], "train_s": outcome.train_s, "total_s": total_s,
+        "build_s": build_s, "measure_s": measured["measure_s"], "total_s": total_s,
         "package_version": package_version(), "host": socket.gethostname(), "device": device_name(device),
         "finished_at": utc_now(), "attempt": attempt,
     }
-    run_rows = [
-        {**ident, **{k: _field(r, k) for k in ("lr_index", "lr", "epochs", "divisions", "val_error", "train_error",
-                                                "test_error", "diverged", "wall_s")},
-         "selected": int(_field(r, "lr_index")) == best_index}
-        for r in runs
-    ]
+    run_rows = [{**ident, **row} for row in outcome.run_rows()]
     # Check the rows against the schema here, on the worker: a mismatch is this attempt's error, not the driver's.
     to_table(ARCHITECTURES, [arch])
     to_table(RUNS, run_rows)

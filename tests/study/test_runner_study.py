@@ -1,5 +1,5 @@
 """The study runner end to end on the real pipeline (waveform-noise, tiny budgets), on a local multi-node Ray
-cluster (``ray.cluster_utils.Cluster``: a head and two 1-CPU nodes, one with a logical GPU), shared by the module.
+cluster (``ray.cluster_utils.Cluster``: two 1-CPU nodes, the head with a logical GPU), shared by the module.
 
 Every interrupted study is compared with an uninterrupted one of the same seed: same ids, every value equal
 (NaN == NaN), no duplicates, no temporary files. Interruptions: the driver SIGKILLed (embedded Ray, and
@@ -26,9 +26,8 @@ import ray
 import yaml
 from ray.cluster_utils import Cluster
 
-from sampling import get_space, sample_spec, siblings
+from sampling import EXTENDED, get_space, sample_spec, siblings
 from study.cli import main
-from study.config import StudyConfig
 from study.runner import resume_study, run_study
 from study.state import survey
 from study.store import Store
@@ -37,19 +36,20 @@ from study.unit import init_seed
 ROOT = Path(__file__).resolve().parents[2]
 CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
                  "proxy_batch_size": 32}
-KEYS = {"dataset": "waveform-noise", "architectures": 4, "param_budget": 3000, "seed": 11, "preset": "extended",
-        "protocol": "quick", "metrics": CHEAP_METRICS, "max_retries": 1}
+# The extended space with shallow depths only, 3 learning rates, 2 epochs: seconds per architecture.
+SPACE = EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict()
+KEYS = {"dataset": "waveform-noise", "architectures": 4, "param_budget": 3000, "seed": 11, "space": SPACE,
+        "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2}, "metrics": CHEAP_METRICS, "max_retries": 1}
 # Columns that legitimately differ between two computations of the same architecture.
 VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt"}
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
-    nodes = [c.add_node(num_cpus=1, num_gpus=1), c.add_node(num_cpus=1)]
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 1})
+    c.second = c.add_node(num_cpus=1)
     ray.init(address=c.address, log_to_driver=False, logging_level=logging.ERROR)
     c.wait_for_nodes()
-    c.nodes_list = nodes
     yield c
     ray.shutdown()
     c.shutdown()
@@ -94,20 +94,33 @@ def _snapshot(path: Path) -> dict:
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
-def _unit_workers():
-    """(pid, parent pid) of Ray worker processes running an architecture now (process title ray::execute_unit)."""
+def _ppid(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _unit_workers(parents=None):
+    """(pid, parent pid) of the Ray workers running an architecture now (process title ray::execute_unit),
+    those whose parent (their node's raylet) is among ``parents`` when given."""
     out = []
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             cmd = Path(f"/proc/{d}/cmdline").read_bytes().split(b"\0")[0]
-            stat = Path(f"/proc/{d}/stat").read_text()
         except OSError:
             continue
         if cmd.startswith(b"ray::execute_unit"):
-            out.append((int(d), int(stat.rsplit(")", 1)[1].split()[1])))
+            ppid = _ppid(int(d))
+            if parents is None or ppid in parents:
+                out.append((int(d), ppid))
     return out
+
+
+def _raylets(cluster) -> set:
+    return {n.all_processes["raylet"][0].process.pid for n in cluster.list_all_nodes()}
 
 
 def _wait_for(predicate, timeout=120.0, what="condition"):
@@ -180,6 +193,22 @@ def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path)
     assert _snapshot(study) == before
 
 
+def test_a_larger_architecture_count_extends_a_study_and_leaves_the_finished_files_alone(reference, tmp_path):
+    study = tmp_path / "s"
+    shutil.copytree(reference["path"], study)
+    before = {k: v for k, v in _snapshot(study).items() if k.endswith(".parquet")}
+    log = io.StringIO()
+    result = run_study({**KEYS, "architectures": 5}, study, progress=log)
+    assert result.finished_before == 4 and result.finished == 1 and result.complete
+    assert "extending the study from 4 to 5 architectures" in log.getvalue()
+    after = _snapshot(study)
+    assert all(after[k] == v for k, v in before.items())
+    assert Store(study).read_config().architectures == 5
+    arch, _ = _tables(study)
+    assert sorted(arch["index"]) == [0, 1, 2, 3, 4]
+    assert arch.set_index("index").loc[4, "arch_id"] == sample_spec(11, 4, 40, 3, get_space(SPACE), 3000).content_id
+
+
 def test_a_truncated_file_is_reported_by_status_and_redone_by_resume(reference, tmp_path, capsys):
     study = tmp_path / "s"
     shutil.copytree(reference["path"], study)
@@ -199,12 +228,12 @@ def test_a_truncated_file_is_reported_by_status_and_redone_by_resume(reference, 
     assert_same_study(study, reference)
 
 
-def test_a_worker_killed_mid_architecture_is_retried_and_the_study_completes(reference, tmp_path):
+def test_a_worker_killed_mid_architecture_is_retried_and_the_study_completes(cluster, reference, tmp_path):
     study = tmp_path / "s"
     box = {}
     thread = threading.Thread(target=lambda: box.setdefault("result", run_study(KEYS, study, progress=None)))
     thread.start()
-    pid, _ = _wait_for(lambda: _unit_workers(), what="a worker running an architecture")[0]
+    pid, _ = _wait_for(lambda: _unit_workers(_raylets(cluster)), what="a worker running an architecture")[0]
     os.kill(pid, signal.SIGKILL)
     thread.join(timeout=300)
     assert box["result"].complete and not box["result"].failed
@@ -214,12 +243,12 @@ def test_a_worker_killed_mid_architecture_is_retried_and_the_study_completes(ref
 
 def test_a_node_removed_mid_study_loses_nothing(cluster, reference, tmp_path):
     study = tmp_path / "s"
-    node = cluster.nodes_list[1]
+    node = cluster.second
     raylet = node.all_processes["raylet"][0].process.pid
     box = {}
     thread = threading.Thread(target=lambda: box.setdefault("result", run_study(KEYS, study, progress=None)))
     thread.start()
-    _wait_for(lambda: any(ppid == raylet for _, ppid in _unit_workers()), what="an architecture on node 2")
+    _wait_for(lambda: _unit_workers({raylet}), what="an architecture on node 2")
     cluster.remove_node(node)
     try:
         thread.join(timeout=300)
@@ -227,7 +256,7 @@ def test_a_node_removed_mid_study_loses_nothing(cluster, reference, tmp_path):
         arch = assert_same_study(study, reference)
         assert (arch["attempt"] == 2).sum() >= 1
     finally:
-        cluster.nodes_list[1] = cluster.add_node(num_cpus=1)
+        cluster.second = cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
 
 
@@ -235,35 +264,37 @@ def test_failing_architectures_are_recorded_with_their_reason_and_resume_redoes_
     """Asking for a GPU where torch sees none fails every attempt (on the GPU actor pool); the study still ends,
     each failure recorded with its one-line reason; a resume on CPUs finishes them. With siblings."""
     study = tmp_path / "s"
-    keys = {**KEYS, "architectures": 2, "siblings": ["param"], "resources": {"cpus_per_arch": 0.5, "gpus_per_arch": 0.5}}
+    keys = {**KEYS, "architectures": 1, "siblings": ["param", "skip"],
+            "resources": {"cpus_per_arch": 0.5, "gpus_per_arch": 0.5}}
     log = io.StringIO()
     result = run_study(keys, study, progress=log)
-    assert not result.complete and result.finished == 0 and len(result.failed) == 4
+    assert not result.complete and result.finished == 0 and len(result.failed) == 3
     reason = "RuntimeError: gpus_per_arch = 0.5 but torch sees no CUDA device on "
     assert all(r.startswith(reason) for r in result.failed.values())
     records = {p.stem: json.loads(p.read_text()) for p in (study / "failed").glob("*.json")}
     assert set(records) == set(result.failed) and all(r["attempts"] == 2 for r in records.values())
     assert main(["status", str(study)]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^  failed +4 ", out, re.M) and re.search(r"^  remaining +0$", out, re.M) and reason in out
+    assert re.search(r"^  failed +3 ", out, re.M) and re.search(r"^  remaining +0$", out, re.M) and reason in out
     # Resuming without the failed ones has nothing to do, and exits 1: not every architecture is finished.
     before = _snapshot(study)
     assert main(["resume", str(study), "--skip-failed"]) == 1
-    assert "nothing to do: 0 of 4 architectures are finished, 4 failed" in capsys.readouterr().err
+    assert "nothing to do: 0 of 3 architectures are finished, 3 failed" in capsys.readouterr().err
     assert _snapshot(study) == before
     log = io.StringIO()
     result = resume_study(study, cpus_per_arch=1, gpus_per_arch=0, progress=log)
-    assert result.complete and result.finished == 4 and not list((study / "failed").glob("*.json"))
+    assert result.complete and result.finished == 3 and not list((study / "failed").glob("*.json"))
     arch, _ = _tables(study)
     assert (arch["attempt"] == 3).all()  # two attempts on the GPU pool, then one on CPUs
-    space = get_space(StudyConfig(**KEYS).space)
-    for i in (0, 1):
-        base = sample_spec(11, i, 40, 3, space, 3000)
-        sib = siblings(base, "param", 3000)[0]
-        mine = arch[arch["index"] == i].set_index("variant")
-        assert mine.loc["base", "arch_id"] == base.content_id and mine.loc["param", "arch_id"] == sib.content_id
-        assert mine.loc["base", "seed"] == mine.loc["param", "seed"] == init_seed(11, i)
-        assert mine.loc["param", "param"] != mine.loc["base", "param"]
+    base = sample_spec(11, 0, 40, 3, get_space(SPACE), 3000)
+    mine = arch.set_index("variant")
+    assert sorted(mine.index) == ["base", "param", "skip"] and (arch["index"] == 0).all()
+    for axis in ("param", "skip"):
+        assert mine.loc[axis, "arch_id"] == siblings(base, axis, 3000)[0].content_id
+    assert mine.loc["base", "arch_id"] == base.content_id
+    assert (arch["seed"] == init_seed(11, 0)).all()  # siblings share the initialization seed
+    assert mine.loc["param", "param"] != mine.loc["base", "param"] and mine.loc["param", "skip"] == mine.loc["base", "skip"]
+    assert mine.loc["skip", "skip"] != mine.loc["base", "skip"] and mine.loc["skip", "param"] == mine.loc["base", "param"]
 
 
 def _launch(args, env_extra=None):
@@ -293,19 +324,25 @@ def test_the_driver_killed_at_different_moments_then_resumed_gives_the_uninterru
     proc = _launch(["run", "--config", str(cfg), "--out", str(study), "--checkpoint-every", "0.05"])
     try:
         _wait_for(lambda: n_files() >= 1 or proc.poll() is not None, what="the first result")
+        # Its workers: children of its raylet, itself a child of the driver.
+        embedded = [pid for pid, ppid in _unit_workers() if _ppid(ppid) == proc.pid]
     finally:
         _kill(proc)
+    assert proc.returncode == -signal.SIGKILL
     first = n_files()
     assert 1 <= first < 4, proc.stderr.read().decode()[-2000:]
+    _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in embedded), timeout=60,
+              what="the embedded Ray's workers to end with it")
 
-    # 2. Connected to the cluster: killed while an architecture is in flight (a worker is running one).
+    # 2. Connected to the cluster: killed while an architecture is in flight on one of its workers.
+    raylets = _raylets(cluster)
     proc = _launch(["resume", str(study), "--address", cluster.address, "--checkpoint-every", "0.05"])
     try:
-        _wait_for(lambda: _unit_workers() or proc.poll() is not None, what="an architecture in flight")
+        _wait_for(lambda: _unit_workers(raylets) or proc.poll() is not None, what="an architecture in flight")
     finally:
         _kill(proc)
-    assert n_files() < 4
-    _wait_for(lambda: not _unit_workers(), timeout=60, what="the killed driver's workers to end")
+    assert proc.returncode == -signal.SIGKILL and n_files() < 4
+    _wait_for(lambda: not _unit_workers(raylets), timeout=60, what="the killed driver's workers to end")
 
     # 3. The same command as the first, to the end.
     result = run_study(KEYS, study, progress=None, checkpoint_every_s=0.05)
