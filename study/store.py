@@ -288,17 +288,23 @@ class Store:
         return sorted(out)
 
     def temp_files(self) -> list[str]:
-        """Leftover temporary files of writes a killed driver did not finish (local stores only)."""
+        """Leftover temporary files of writes that a killed process did not finish: the driver's hidden
+        ``.<name>.tmp-...`` files, and the trainer's ``checkpoints/<name>.pt.<random>.tmp`` files."""
         out = []
         for folder in ("", ARCHITECTURES, RUNS, FAILED, CHECKPOINTS):
             base = self.path(folder) if folder else self.root
             for i in self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
-                if i.type == pafs.FileType.File and i.base_name.startswith(".") and TEMP_MARK in i.base_name:
+                if i.type != pafs.FileType.File:
+                    continue
+                mine = i.base_name.startswith(".") and TEMP_MARK in i.base_name
+                trainers = folder == CHECKPOINTS and i.base_name.endswith(".tmp")
+                if mine or trainers:
                     out.append(i.path)
         return sorted(out)
 
     def remove_temp_files(self) -> list[str]:
-        """Delete leftover temporary files; only the driver (holding the lock) may call this."""
+        """Delete leftover temporary files; only the driver, holding the lock before it starts any work, may
+        call this (no process of the study is writing then)."""
         removed = self.temp_files()
         for p in removed:
             with contextlib.suppress(OSError):

@@ -133,8 +133,11 @@ def test_an_interrupted_write_leaves_nothing_visible_and_a_stale_temp_file_is_hi
     stale.write_bytes(b"PAR1 half a file")
     assert len(pd.read_parquet(tmp_path / "s" / "architectures")) == 1
     assert store.names(ARCHITECTURES, ".parquet") == [NAME]
-    assert store.temp_files() == [str(stale)]
-    assert store.remove_temp_files() == [str(stale)] and not stale.exists()
+    ckpt = tmp_path / "s" / "checkpoints" / f"{NAME}.pt.k2j4h1.tmp"  # a trainer killed while checkpointing
+    ckpt.parent.mkdir()
+    ckpt.write_bytes(b"half a checkpoint")
+    assert store.temp_files() == sorted([str(stale), str(ckpt)])
+    assert store.remove_temp_files() == sorted([str(stale), str(ckpt)]) and not stale.exists() and not ckpt.exists()
 
 
 def test_object_storage_puts_each_file_whole_without_temporary_names():
