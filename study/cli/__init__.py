@@ -13,7 +13,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("sample", "datasets", "run", "resume", "status")
+COMMANDS = ("sample", "datasets", "run", "resume", "status", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,503 @@
+"""The report's figures: the NLC paper's (figures 2, 3A-C, 4, 7, 8, 9, 10; appendix E.2 says what each
+plots) and more (other metrics, proxies and baselines vs test error, sibling panels, predictor ranking,
+NLC pruning).
+
+Each figure function takes a ``FigureData`` (one dataset) and returns a ``matplotlib.figure.Figure``
+drawn without pyplot (no display, no global state; rendering to PNG uses Agg). As in the paper, each
+point is one architecture, a quantity on a log axis is correlated on its log, and each panel's title
+gives the Pearson correlation, its p-value and Kendall's tau. Scatter plots show the study's random
+draws (``variant == "base"``) so that the titles match the correlation table; sibling architectures
+appear in the paired panels.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+import seaborn as sns
+
+from .columns import PREDICTOR_BY_COLUMN, SIBLING_LEVELS
+from .pruning import PAPER_WINDOW, pruning_curve
+from .stats import pearson_on_scale, sibling_pairs, sign_test, statistic_and_p
+from scipy import stats as sps
+
+# A fixed title height: matplotlib otherwise measures every tick label of every panel to place titles,
+# which took most of the drawing time.
+THEME = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook", font_scale=0.75), "axes.titley": 1.0}
+RED, BLUE, BLACK, GREY = "#d62728", "#1f77b4", "#222222", "#999999"
+DPI = 80
+PANEL = (4.2, 3.3)  # inches per panel
+
+# "Better than random" for figures 7 and 8: the NLC paper omits architectures above 80% test error on
+# CIFAR10 (10 classes) and 50% on waveform-noise (3 classes); MNIST has 10 classes like CIFAR10. Other
+# datasets: 90% of the chance error 1 - 1/classes (our choice; the paper gives no rule).
+RANDOM_THRESHOLD = {"cifar10": 0.8, "mnist": 0.8, "waveform-noise": 0.5}
+
+
+def random_threshold(dataset: str, d_out: int | None) -> float:
+    if dataset in RANDOM_THRESHOLD:
+        return RANDOM_THRESHOLD[dataset]
+    if not d_out or d_out < 2:
+        return math.inf
+    return 0.9 * (1.0 - 1.0 / d_out)
+
+
+@dataclass
+class FigureData:
+    """What one dataset's figures draw from: every finished architecture (``arch``), the correlation
+    table rows of the dataset (``corr``) and the NLC window of the pruning analysis."""
+
+    dataset: str
+    arch: pd.DataFrame
+    corr: pd.DataFrame = field(default_factory=pd.DataFrame)
+    window: tuple[float, float] = PAPER_WINDOW
+
+    @property
+    def sample(self) -> pd.DataFrame:
+        if "variant" not in self.arch.columns:
+            return self.arch
+        return self.arch[self.arch["variant"] == "base"]
+
+    @property
+    def threshold(self) -> float:
+        d = self.arch["d_out"].dropna() if "d_out" in self.arch.columns else pd.Series(dtype=float)
+        return random_threshold(self.dataset, int(d.iloc[0]) if len(d) else None)
+
+
+# -- drawing helpers --------------------------------------------------------------------------------------------
+
+def new_figure(ncols: int = 1, nrows: int = 1, panel=PANEL, left: float = 0.8) -> tuple[Figure, np.ndarray]:
+    """A figure of ncols x nrows panels with fixed margins in inches (a layout engine measures every
+    tick label and costs more than the drawing)."""
+    w, h = panel[0] * ncols, panel[1] * nrows
+    margins = {"left": left / w, "right": 1 - 0.3 / w, "bottom": 0.5 / h, "top": 1 - 0.35 / h,
+               "wspace": 1.1 / (panel[0] - 1.1), "hspace": 0.85 / (panel[1] - 0.85)}
+    with rc_context(THEME):
+        fig = Figure(figsize=(w, h))
+        axes = fig.subplots(nrows, ncols, squeeze=False, gridspec_kw=margins)
+    return fig, axes.ravel()
+
+
+def to_png(fig: Figure, dpi: int = DPI) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
+def _decade(v: float, _pos=None) -> str:
+    """Tick label of a log axis as plain text ("0.01", "1", "1000", "1e+06"): mathtext labels (10^k)
+    cost more to lay out than the whole plot."""
+    return f"{v:g}"
+
+
+def set_log(ax, which: str = "x") -> None:
+    """A log axis with labelled decades and no minor ticks (a 13-decade NLC axis would get ~120); over
+    less than two decades, 1-2-5 steps are labelled so that the axis has a scale at all."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    lo, hi = ax.dataLim.intervalx if which == "x" else ax.dataLim.intervaly
+    narrow = lo > 0 and np.isfinite(hi / lo) and hi / lo < 100
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,), numticks=7))
+    axis.set_major_formatter(FuncFormatter(_decade))
+    axis.set_minor_locator(NullLocator())
+
+
+def png_base64(fig: Figure, dpi: int = DPI) -> str:
+    return base64.b64encode(to_png(fig, dpi)).decode("ascii")
+
+
+def fmt_p(p: float) -> str:
+    if not np.isfinite(p):
+        return "n/a"
+    if p == 0:
+        return "< 1e-300"  # below the smallest double scipy resolves
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def correlation_title(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool = False) -> str:
+    """"r = ... (p = ...), tau = ..." of the plotted points; Pearson on the log of a log-axis quantity."""
+    xs = df[x].to_numpy(np.float64)
+    ys = df[y].to_numpy(np.float64)
+    if logy:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ys = np.where(ys > 0, np.log10(np.where(ys > 0, ys, 1)), np.nan)
+    r, p, n = pearson_on_scale(xs, ys, logx)
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    tau, _ = statistic_and_p(sps.kendalltau, xs[ok], ys[ok])
+    if not np.isfinite(r):
+        return f"n = {n}: too few points for a correlation"
+    p_text = fmt_p(p)
+    return f"r = {r:.2f} (p {p_text if p_text.startswith('<') else '= ' + p_text}), τ = {tau:.2f}, n = {n}"
+
+
+def label(column: str) -> str:
+    extra = {"test_error": "test error", "nlc_after": "NLC after training", "bias_after": "bias after training",
+             "lr": "selected starting learning rate", "lr_index": "selected run (1 = lowest rate)",
+             "nlc": "NLC before training", "bias": "bias before training", "train_error": "train error"}
+    if column in extra:
+        return extra[column]
+    p = PREDICTOR_BY_COLUMN.get(column)
+    return p.label if p else column
+
+
+def _plottable(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool) -> pd.DataFrame:
+    ok = np.isfinite(df[x].to_numpy(np.float64)) & np.isfinite(df[y].to_numpy(np.float64))
+    if logx:
+        ok &= df[x].to_numpy(np.float64) > 0
+    if logy:
+        ok &= df[y].to_numpy(np.float64) > 0
+    return df[ok]
+
+
+def point_kind(df: pd.DataFrame) -> pd.Series:
+    """Figure 2's colouring: red = high output bias, blue = skip connections, black = the rest (a high-bias
+    architecture with skips is red: the bias is what the paper singles out as ruinous)."""
+    kind = pd.Series("other", index=df.index)
+    kind[df["skip"].astype(str) != "none"] = "skips"
+    kind[df["high_bias"].fillna(False).astype(bool)] = "high bias"
+    return kind
+
+
+def scatter(ax, df: pd.DataFrame, x: str, y: str, *, logx=False, logy=False, colored=False, title=None,
+            color=BLACK, size=12) -> None:
+    """One scatter panel, with the correlation of its points in the title (unless ``title`` is given)."""
+    pts = _plottable(df, x, y, logx, logy)
+    with rc_context(THEME):
+        if len(pts):
+            if colored:
+                kinds = point_kind(pts)
+                for kind, c in (("other", BLACK), ("skips", BLUE), ("high bias", RED)):
+                    part = pts[kinds == kind]
+                    if len(part):
+                        ax.scatter(part[x], part[y], s=size, color=c, linewidths=0, alpha=0.8, label=kind)
+                ax.legend(fontsize=7, loc="upper left", frameon=True)
+            else:
+                ax.scatter(pts[x], pts[y], s=size, color=color, linewidths=0, alpha=0.8)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+        if logx and len(pts):
+            set_log(ax, "x")
+        if logy and len(pts):
+            set_log(ax, "y")
+        ax.set_xlabel(label(x))
+        ax.set_ylabel(label(y))
+        ax.set_title(title if title is not None else correlation_title(pts, x, y, logx, logy), fontsize=8)
+
+
+# -- the NLC paper's figures -----------------------------------------------------------------------------------
+
+def fig2_nlc_vs_test_error(d: FigureData) -> Figure:
+    """Figure 2: NLC before training vs test error; red = high output bias, blue = skips; inset: the
+    magnified region 0.8 < NLC < 100."""
+    fig, (ax,) = new_figure(panel=(6.0, 4.4))
+    df = d.sample
+    scatter(ax, df, "nlc", "test_error", logx=True, colored=True)
+    inset = _plottable(df, "nlc", "test_error", True, False)
+    inset = inset[(inset["nlc"] > 0.8) & (inset["nlc"] < 100)]
+    if len(inset):
+        with rc_context(THEME):
+            sub = ax.inset_axes([0.62, 0.06, 0.36, 0.36])
+            kinds = point_kind(inset)
+            sub.scatter(inset["nlc"], inset["test_error"], s=5, linewidths=0,
+                        c=kinds.map({"other": BLACK, "skips": BLUE, "high bias": RED}).to_list())
+            set_log(sub, "x")
+            sub.set_xlim(0.8, 100)
+            sub.tick_params(labelsize=6)
+            sub.set_title("0.8 < NLC < 100", fontsize=6)
+    return fig
+
+
+def fig3a_bias_vs_test_error(d: FigureData) -> Figure:
+    fig, (ax,) = new_figure()
+    scatter(ax, d.sample, "bias", "test_error", logx=True)
+    return fig
+
+
+def fig3b_nlc_before_after(d: FigureData) -> Figure:
+    fig, (ax,) = new_figure()
+    scatter(ax, d.sample, "nlc", "nlc_after", logx=True, logy=True)
+    _diagonal(ax)
+    return fig
+
+
+def fig3c_nlc_after_vs_test_error(d: FigureData) -> Figure:
+    fig, (ax,) = new_figure()
+    scatter(ax, d.sample, "nlc_after", "test_error", logx=True)
+    return fig
+
+
+def fig4_depth_vs_test_error(d: FigureData) -> Figure:
+    fig, (ax,) = new_figure()
+    scatter(ax, d.sample, "depth", "test_error")
+    return fig
+
+
+def _trained(d: FigureData) -> pd.DataFrame:
+    """Figures 7 and 8 omit architectures "which did not achieve a better-than-random test error"."""
+    df = d.sample
+    return df[df["test_error"] < d.threshold]
+
+
+def fig7_lr_index_histogram(d: FigureData) -> Figure:
+    """Figure 7: how often each run (1 = lowest starting rate) was selected, better-than-random only."""
+    fig, (ax,) = new_figure(panel=(6.0, 3.3))
+    df = _trained(d)
+    idx = df["lr_index"].dropna().astype(int).to_numpy() + 1
+    n_runs = int(d.arch["n_runs"].max()) if d.arch["n_runs"].notna().any() else 40
+    with rc_context(THEME):
+        if len(idx):
+            sns.histplot(x=idx, bins=np.arange(0.5, n_runs + 1.5), ax=ax, color=BLACK, edgecolor="white")
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+        for edge in (5.5, n_runs - 4.5):  # the paper's check: never the lowest or highest five
+            ax.axvline(edge, color=RED, lw=0.8, ls="--")
+        ax.set_xlim(0.5, n_runs + 0.5)
+        ax.set_xlabel(label("lr_index"))
+        ax.set_ylabel("architectures")
+        ax.set_title(f"{len(idx)} architectures with test error < {d.threshold:.2f}", fontsize=8)
+    return fig
+
+
+def fig8_lr_vs_nlc(d: FigureData) -> Figure:
+    fig, (ax,) = new_figure()
+    scatter(ax, _trained(d), "nlc", "lr", logx=True, logy=True)
+    return fig
+
+
+def fig9_bias(d: FigureData) -> Figure:
+    """Figure 9: bias before vs after training (A), bias after training vs test error (B), NLC vs bias
+    before training (C)."""
+    fig, axes = new_figure(ncols=3)
+    df = d.sample
+    scatter(axes[0], df, "bias", "bias_after", logx=True, logy=True)
+    _diagonal(axes[0])
+    scatter(axes[1], df, "bias_after", "test_error", logx=True)
+    scatter(axes[2], df, "nlc", "bias", logx=True, logy=True)
+    return fig
+
+
+def fig10_skips_side_by_side(d: FigureData) -> Figure:
+    """Figure 10: figure 2 split into architectures without (left) and with (right) skip connections."""
+    fig, axes = new_figure(ncols=2)
+    df = d.sample
+    for ax, has, name in ((axes[0], False, "without skips"), (axes[1], True, "with skips")):
+        part = df[(df["skip"].astype(str) != "none") == has]
+        pts = _plottable(part, "nlc", "test_error", True, False)
+        scatter(ax, part, "nlc", "test_error", logx=True, colored=True,
+                title=f"{name}: {correlation_title(pts, 'nlc', 'test_error', True)}")
+    _share_limits(axes)
+    return fig
+
+
+def _diagonal(ax) -> None:
+    lo, hi = ax.get_xlim()
+    ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.8, ls="--", zorder=0)
+
+
+def _share_limits(axes) -> None:
+    have = [a for a in axes if a.collections]
+    if len(have) < 2:
+        return
+    xs = [a.get_xlim() for a in have]
+    ys = [a.get_ylim() for a in have]
+    for a in have:
+        a.set_xlim(min(x[0] for x in xs), max(x[1] for x in xs))
+        a.set_ylim(min(y[0] for y in ys), max(y[1] for y in ys))
+
+
+# -- more: other predictors vs test error ------------------------------------------------------------------------
+
+def _grid(d: FigureData, columns: tuple[str, ...], ncols: int = 3) -> Figure:
+    present = [c for c in columns if c in d.sample.columns]
+    nrows = max(1, math.ceil(len(present) / ncols))
+    fig, axes = new_figure(ncols=ncols, nrows=nrows)
+    for ax, col in zip(axes, present):
+        p = PREDICTOR_BY_COLUMN.get(col)
+        scatter(ax, d.sample, col, "test_error", logx=bool(p and p.log))
+    for ax in axes[len(present):]:
+        ax.set_visible(False)
+    return fig
+
+
+def fig_metrics(d: FigureData) -> Figure:
+    """Activation ratio (seed 000 eq. 5), variability (seed 001 eq. 3) and the gradient confounders of
+    the NLC paper's section 6 vs test error."""
+    return _grid(d, ("ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error"))
+
+
+def fig_proxies(d: FigureData) -> Figure:
+    """Zero-cost proxies at initialization vs test error."""
+    return _grid(d, ("grad_norm", "snip", "synflow", "jacob_cov", "nwot"))
+
+
+def fig_baselines(d: FigureData) -> Figure:
+    """Trivial baselines vs test error (depth is figure 4)."""
+    return _grid(d, ("num_params", "width", "flops"))
+
+
+def sibling_figure(d: FigureData, axis: str) -> Figure:
+    """Paired panels of one sibling axis: for each pair of levels (A, B), the test error of B against A
+    for the sibling pairs (below the diagonal: B is better), with the median difference and the sign
+    test in the title; last panel: NLC vs test error of all architectures, coloured by level."""
+
+    levels = SIBLING_LEVELS[axis]
+    combos = [(a, b) for i, a in enumerate(levels) for b in levels[i + 1:]]
+    fig, axes = new_figure(ncols=len(combos) + 1)
+    for ax, (a, b) in zip(axes, combos):
+        pairs = sibling_pairs(d.arch, axis, a, b)
+        if not len(pairs):
+            _unpaired(ax, d.sample, axis, a, b)
+            continue
+        t = sign_test((pairs["test_error_b"] - pairs["test_error_a"]).to_numpy(np.float64))
+        title = f"{t['n_pairs']} sibling pairs: median Δ = {t['median']:.3f}, sign test p = {fmt_p(t['p_sign'])}"
+        scatter(ax, pairs, "test_error_a", "test_error_b", title=title, color=BLUE)
+        ax.set_xlabel(f"test error, {a}")
+        ax.set_ylabel(f"test error, {b}")
+        lo = min(ax.get_xlim()[0], ax.get_ylim()[0])
+        hi = max(ax.get_xlim()[1], ax.get_ylim()[1])
+        ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.8, ls="--", zorder=0)
+    ax = axes[-1]
+    df = _plottable(d.arch, "nlc", "test_error", True, False)
+    level = df["skip"].where(df["skip"] == "none", "skips") if axis == "skip" else df[axis]
+    with rc_context(THEME):
+        if len(df):
+            for value, c in zip(levels, sns.color_palette("deep")):
+                part = df[level == value]
+                if len(part):
+                    ax.scatter(part["nlc"], part["test_error"], s=10, color=c, linewidths=0, alpha=0.8, label=value)
+            set_log(ax, "x")
+            ax.legend(fontsize=7, title=axis, title_fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+        ax.set_xlabel(label("nlc"))
+        ax.set_ylabel(label("test_error"))
+        ax.set_title(f"all architectures (siblings included) by {axis}", fontsize=8)
+    return fig
+
+
+def _unpaired(ax, sample: pd.DataFrame, axis: str, a: str, b: str) -> None:
+    """Without sibling pairs: the test error of the random draws at level a and at level b side by side,
+    with the Mann-Whitney U test (unpaired, so confounded by every other axis)."""
+    level = sample["skip"].where(sample["skip"] == "none", "skips") if axis == "skip" else sample[axis]
+    groups = [sample.loc[(level == v) & sample["test_error"].notna(), "test_error"].to_numpy(np.float64)
+              for v in (a, b)]
+    with rc_context(THEME):
+        if all(len(g) for g in groups):
+            ax.boxplot(groups, widths=0.5, medianprops={"color": RED}, flierprops={"markersize": 2})
+            ax.set_xticks([1, 2], [f"{a} (n={len(groups[0])})", f"{b} (n={len(groups[1])})"])
+            p = sps.mannwhitneyu(groups[0], groups[1]).pvalue if min(map(len, groups)) > 1 else math.nan
+            ax.set_title(f"no sibling pairs; random draws: median Δ = "
+                         f"{np.median(groups[1]) - np.median(groups[0]):.3f}, Mann-Whitney p = {fmt_p(p)}", fontsize=7)
+        else:
+            ax.text(0.5, 0.5, "no sibling pairs, and not both levels\namong the random draws", ha="center",
+                    va="center", transform=ax.transAxes, color=GREY)
+            ax.set_title(f"{a} vs {b}", fontsize=8)
+        ax.set_ylabel("test error")
+
+
+def abs_interval(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The interval [lo, hi] of tau mapped through |.|: [0, max(|lo|, |hi|)] when it straddles 0."""
+    straddle = (lo < 0) & (hi > 0)
+    a, b = np.abs(lo), np.abs(hi)
+    return np.where(straddle, 0.0, np.minimum(a, b)), np.maximum(a, b)
+
+
+def fig_ranking(d: FigureData) -> Figure:
+    """Every predictor's |Kendall tau| with test error and its bootstrap interval, best first; trivial
+    baselines in grey, the best baseline's level as a dashed line."""
+    c = d.corr[np.isfinite(d.corr["kendall"])] if len(d.corr) else d.corr
+    fig, (ax,) = new_figure(panel=(6.0, max(2.5, 0.28 * len(c) + 1.0)), left=2.2)
+    with rc_context(THEME):
+        if len(c):
+            c = c.assign(abs_tau=c["kendall"].abs()).sort_values("abs_tau", ascending=False)
+            colors = [GREY if k == "baseline" else (BLUE if k == "proxy" else BLACK) for k in c["kind"]]
+            y = np.arange(len(c))
+            ax.barh(y, c["abs_tau"], color=colors)
+            lo, hi = abs_interval(c["kendall_lo"].to_numpy(float), c["kendall_hi"].to_numpy(float))
+            err = np.vstack([np.clip(c["abs_tau"] - lo, 0, None), np.clip(hi - c["abs_tau"], 0, None)])
+            ax.errorbar(c["abs_tau"], y, xerr=np.nan_to_num(err), fmt="none", ecolor=RED, lw=0.8, capsize=2)
+            ax.set_yticks(y, [f"{lbl} ({'+' if t >= 0 else '−'})" for lbl, t in zip(c["label"], c["kendall"])],
+                          fontsize=7)
+            ax.invert_yaxis()
+            base = c[c["kind"] == "baseline"]
+            if len(base):
+                ax.axvline(base["abs_tau"].max(), color=GREY, ls="--", lw=0.8)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+        ax.set_xlabel("|Kendall τ| with test error (sign in brackets; bars: bootstrap interval)")
+        ax.set_title("black: init metrics, blue: proxies, grey: trivial baselines", fontsize=8)
+    return fig
+
+
+def fig_pruning(d: FigureData) -> Figure:
+    """NLC pruning trade-off: keeping only architectures with NLC in [lo, hi], as hi grows, the share of
+    training time saved and the best test error lost (regret)."""
+    fig, axes = new_figure(ncols=2)
+    curve = pruning_curve(d.arch, lo=d.window[0])
+    with rc_context(THEME):
+        for ax, col, name in ((axes[0], "saved_fraction", "share of compute saved"),
+                              (axes[1], "regret", "regret (best test error lost)")):
+            ok = curve[np.isfinite(curve[col])]
+            if len(ok):
+                ax.plot(ok["hi"], ok[col], color=BLACK, marker="o", ms=3, lw=1)
+                set_log(ax, "x")
+                ax.axvline(d.window[1], color=RED, ls="--", lw=0.8)
+            else:
+                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+            ax.set_xlabel(f"upper end of the NLC window [{d.window[0]:g}, hi]")
+            ax.set_ylabel(name)
+            ax.set_title(f"{name} (dashed: hi = {d.window[1]:g})", fontsize=8)
+    return fig
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    key: str
+    caption: str
+    draw: Callable[[FigureData], Figure]
+    group: str  # "paper" | "more"
+
+
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("fig2", "Figure 2: NLC before training vs test error. Red: high output bias "
+               "(bias > 1000); blue: skip connections. Inset: 0.8 < NLC < 100.", fig2_nlc_vs_test_error, "paper"),
+    FigureSpec("fig3a", "Figure 3A: output bias before training vs test error.", fig3a_bias_vs_test_error, "paper"),
+    FigureSpec("fig3b", "Figure 3B: NLC before vs after training (dashed: equal).", fig3b_nlc_before_after, "paper"),
+    FigureSpec("fig3c", "Figure 3C: NLC after training vs test error.", fig3c_nlc_after_vs_test_error, "paper"),
+    FigureSpec("fig4", "Figure 4: depth vs test error.", fig4_depth_vs_test_error, "paper"),
+    FigureSpec("fig7", "Figure 7: how often each training run (1 = lowest starting learning rate) gave the "
+               "lowest validation error; architectures with a random test error omitted. Dashed: the five "
+               "lowest and highest runs, which should never be chosen.", fig7_lr_index_histogram, "paper"),
+    FigureSpec("fig8", "Figure 8: starting learning rate of the selected run vs NLC; architectures with a "
+               "random test error omitted.", fig8_lr_vs_nlc, "paper"),
+    FigureSpec("fig9", "Figure 9: bias before vs after training (A), bias after training vs test error (B), "
+               "NLC vs bias before training (C).", fig9_bias, "paper"),
+    FigureSpec("fig10", "Figure 10: figure 2 for architectures without (left) and with (right) skip "
+               "connections; red: high output bias.", fig10_skips_side_by_side, "paper"),
+    FigureSpec("ranking", "Predictor ranking by |Kendall τ| with test error, with bootstrap intervals.",
+               fig_ranking, "more"),
+    FigureSpec("metrics", "Activation ratio, variability, gradient confounders and the activation's NLC_τ(1) "
+               "and linear-approximation error vs test error.", fig_metrics, "more"),
+    FigureSpec("proxies", "Zero-cost proxies at initialization vs test error.", fig_proxies, "more"),
+    FigureSpec("baselines", "Trivial baselines vs test error.", fig_baselines, "more"),
+    FigureSpec("weights", "Householder vs dense: paired siblings and all architectures.",
+               lambda d: sibling_figure(d, "weights"), "more"),
+    FigureSpec("param", "GmP vs SP: paired siblings and all architectures.",
+               lambda d: sibling_figure(d, "param"), "more"),
+    FigureSpec("norm", "Normalization kinds: paired siblings and all architectures.",
+               lambda d: sibling_figure(d, "norm"), "more"),
+    FigureSpec("skip", "Skips vs no skips: paired siblings and all architectures.",
+               lambda d: sibling_figure(d, "skip"), "more"),
+    FigureSpec("pruning", "NLC-guided pruning: compute saved and best test error lost as the NLC window widens.",
+               fig_pruning, "more"),
+)

@@ -1,0 +1,424 @@
+"""The HTML report: one self-contained file (images inline as base64 PNG, CSS inline, no scripts, no
+network) with a section per study (dataset): status, provenance and config, what predicts test error
+(correlations, granulated Kendall, lift over trivial baselines), paired sibling effects, NLC pruning,
+the NLC paper's figures and more.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import platform
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from sampling import SpecError
+from sampling.constraints import Integer, check
+
+from .columns import AXES, PREDICTOR_BY_COLUMN
+from .figures import FIGURES, FigureData, png_base64
+from .pruning import PAPER_WINDOW, check_window, nlc_pruning
+from .results import Results, load_results
+from .stats import correlations, paired_effects, psi_table
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto; max-width: 1280px;
+       padding: 16px 24px; color: #222; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #ccc; margin-top: 2em; }
+h3 { margin-top: 1.5em; } .muted { color: #777; font-size: 0.9em; }
+table { border-collapse: collapse; font-size: 0.82em; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; white-space: nowrap; }
+th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+tr.baseline td { background: #f7f7f7; color: #555; }
+.box { padding: 8px 12px; border-radius: 4px; margin: 0.6em 0; }
+.partial { background: #fff4e0; border: 1px solid #f0b060; } .done { background: #eaf6ea; border: 1px solid #8c8; }
+.error { background: #fde8e8; border: 1px solid #d88; }
+figure { display: inline-block; margin: 8px 8px 16px 0; vertical-align: top; max-width: 100%; }
+figure img { max-width: 100%; border: 1px solid #eee; } figcaption { font-size: 0.82em; color: #444; max-width: 900px; }
+.ci { font-size: 0.85em; color: #666; }
+pre { background: #f7f7f7; padding: 8px; font-size: 0.8em; overflow-x: auto; }
+nav a { margin-right: 1em; }
+"""
+
+
+def fmt(x, digits: int = 3) -> str:
+    """A number for a table cell: ``digits`` decimals (fewer from 10 up), scientific when tiny or huge,
+    thousands separated, a dash when missing."""
+    if x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and not math.isfinite(x)):
+        return "–"
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    x = float(x)
+    if x != 0 and (abs(x) < 0.5 * 10 ** -digits or abs(x) >= 1e6):
+        return f"{x:.2e}"
+    return f"{x:.{digits}f}" if abs(x) < 10 else f"{x:,.{max(digits - 2, 0)}f}"
+
+
+def fmt_p(p) -> str:
+    if p is None or not np.isfinite(p):
+        return "–"
+    return "< 1e-300" if p == 0 else (f"{p:.1e}" if p < 1e-3 else f"{p:.3f}")
+
+
+def interval(lo, hi, digits: int = 2) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    return f'<span class="ci">[{lo:.{digits}f}, {hi:.{digits}f}]</span>'
+
+
+def with_interval(value, lo, hi, digits: int = 2) -> str:
+    """A correlation-like value in fixed point, and below it its interval in small type."""
+    ci = interval(lo, hi, digits)
+    text = f"{value:.{digits}f}" if value is not None and np.isfinite(value) else "–"
+    return text + (f"<br>{ci}" if ci else "")
+
+
+def esc(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def table(headers: list[str] | None, rows: list[list[str]], left: int = 1, row_classes: list[str] | None = None) -> str:
+    """An HTML table; cells are already escaped/formatted strings; the first ``left`` columns align left;
+    ``headers=None``: a key-value table without a header row."""
+    if headers is None:
+        head = ""
+    else:
+        head = "<thead><tr>" + "".join(
+            f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(headers)) + "</tr></thead>"
+    body = []
+    for k, r in enumerate(rows):
+        cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
+        cells = "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r))
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table>{head}<tbody>{''.join(body)}</tbody></table>"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "study"
+
+
+# -- what a study section holds ------------------------------------------------------------------------------
+
+@dataclass
+class Section:
+    """One study's numbers, computed once and rendered into HTML."""
+
+    results: Results
+    anchor: str
+    corr: pd.DataFrame
+    psi: pd.DataFrame
+    paired: pd.DataFrame
+    pruning: pd.DataFrame
+    window: tuple[float, float]
+
+    @property
+    def arch(self) -> pd.DataFrame:
+        return self.results.architectures
+
+
+def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) -> Section:
+    arch = results.architectures
+    if len(arch):
+        corr = correlations(arch, n_boot=n_boot, seed=seed)
+        psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
+        paired = paired_effects(arch)
+        pruning = nlc_pruning(arch, window)
+    else:
+        corr = psi = paired = pruning = pd.DataFrame()
+    return Section(results, anchor, corr, psi, paired, pruning, window)
+
+
+# -- rendering ------------------------------------------------------------------------------------------------
+
+def flag(arch: pd.DataFrame, column: str) -> pd.Series:
+    """A boolean column with missing values read as False."""
+    return arch[column].fillna(False).astype(bool)
+
+
+def status_html(s: Section) -> str:
+    r, arch = s.results, s.arch
+    n = r.n_finished
+    edge, nonfinite = flag(arch, "lr_edge"), flag(arch, "nonfinite_init")
+    planned = "unknown" if r.planned is None else f"{r.planned:,}"
+    if r.complete:
+        head = (f'<div class="box done"><b>Complete:</b> all {planned} planned architectures are finished or '
+                "failed.</div>")
+    else:
+        why = "" if r.planned is not None else f" ({esc(r.planned_note)})"
+        head = (f'<div class="box partial"><b>Partial study:</b> {n:,} of {planned} planned architectures finished'
+                f"{why}, {r.n_failed:,} failed, {r.in_progress:,} in progress. Every number below covers the "
+                f"finished architectures only.</div>")
+    rows = [
+        ["planned", planned], ["finished", fmt(n)], ["failed (after retries)", fmt(r.n_failed)],
+        ["in progress (checkpoint present)", fmt(r.in_progress)],
+        ["diverged (every run)", fmt(int(flag(arch, "all_diverged").sum()))],
+        ["flagged", fmt(int((edge | nonfinite).sum()))],
+        ["&nbsp;&nbsp;selected run among the 5 lowest/highest rates", fmt(int(edge.sum()))],
+        ["&nbsp;&nbsp;non-finite output at initialization", fmt(int(nonfinite.sum()))],
+        ["high output bias (> 1000) at initialization", fmt(int(flag(arch, "high_bias").sum()))],
+    ]
+    note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
+    return head + table(["architectures", "count"], rows) + note
+
+
+def provenance_html(s: Section) -> str:
+    r, arch, cfg = s.results, s.arch, s.results.config
+
+    def distinct(col: str) -> str:
+        if col not in arch.columns or not arch[col].notna().any():
+            return "–"
+        counts = arch[col].astype(str).value_counts()
+        return ", ".join(f"{esc(k)} ({v})" for k, v in counts.items())
+
+    finished = arch["finished_at"].dropna() if "finished_at" in arch.columns else pd.Series(dtype=object)
+    def value(key: str) -> str:  # a config value; a mapping (e.g. a custom protocol) as compact JSON
+        v = cfg.get(key, "–")
+        return esc(json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
+
+    rows = [
+        ["study", esc(r.study_dir)], ["dataset", esc(r.dataset)], ["study seed", value("seed")],
+        ["preset", value("preset")], ["parameter budget", value("param_budget")],
+        ["protocol", value("protocol")], ["siblings", value("siblings")],
+        ["package version (study.yaml)", value("package_version")],
+        ["package version (architectures)", distinct("package_version")],
+        ["created", value("created")],
+        ["finished between", f"{esc(finished.min())} and {esc(finished.max())}" if len(finished) else "–"],
+        ["machines (host)", distinct("host")], ["devices", distinct("device")],
+        ["recorded compute", f"{fmt(float(arch['total_s'].sum()) / 3600)} h" if len(arch) else "–"],
+    ]
+    return table(None, rows, left=2)
+
+
+def config_html(cfg: dict) -> str:
+    text = yaml.safe_dump(cfg, sort_keys=False, default_flow_style=False)
+    return f"<details><summary>study.yaml</summary><pre>{esc(text)}</pre></details>"
+
+
+def correlations_html(s: Section) -> str:
+    c = s.corr
+    if not len(c):
+        return "<p>No finished architectures yet.</p>"
+    measured = c[c["n"] >= 3].sort_values(["rank", "predictor"])
+    missing = c[c["n"] < 3]
+    rows, classes = [], []
+    for _, r in measured.iterrows():
+        p = PREDICTOR_BY_COLUMN.get(r["predictor"])
+        rows.append([
+            fmt(r["rank"]), esc(r["label"]), esc(r["kind"]), "log" if r["log"] else "linear", fmt(int(r["n"])),
+            with_interval(r["pearson"], r["pearson_lo"], r["pearson_hi"]), fmt_p(r["pearson_p"]),
+            with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]), fmt_p(r["spearman_p"]),
+            with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]), fmt_p(r["kendall_p"]),
+            fmt(r["psi"], 2) + (f'<br><span class="ci">{int(r["psi_axes"])} axes, {int(r["psi_cells"])} cells</span>'
+                                if r["psi_cells"] else ""),
+            with_interval(r["lift"], r["lift_lo"], r["lift_hi"]),
+        ])
+        classes.append("baseline" if p is not None and p.kind == "baseline" else "")
+    best = measured["best_baseline"].dropna()
+    out = table(["rank", "predictor", "kind", "scale", "n", "Pearson r", "p", "Spearman ρ", "p",
+                 "Kendall τ", "p", "granulated Kendall Ψ", "lift over best baseline"], rows, left=4,
+                row_classes=classes)
+    notes = [
+        "Pearson on log10 of the predictor where the scale says log (the NLC paper correlates on the log of "
+        "what it plots on a log axis); intervals: percentile bootstrap over architectures "
+        f"(the random draws, n above); rank by |τ|. Lift = |τ| − |τ| of the best trivial baseline "
+        f"({esc(best.iloc[0]) if len(best) else '–'}), with its paired bootstrap interval.",
+        "Ψ (Jiang et al. 2020): the mean over sampled axes of the mean τ within cells of architectures that "
+        "differ only along that axis; such cells come from sibling architectures (a random draw almost never "
+        "repeats every other axis), so without siblings Ψ is undefined (–).",
+    ]
+    if len(missing):
+        notes.append("Not measured in this study: " + ", ".join(esc(v) for v in missing["label"]) + ".")
+    return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
+
+
+def psi_html(s: Section) -> str:
+    t = s.psi
+    if not len(t) or not (t["cells"] > 0).any():
+        return "<p>No cells: no two architectures differ along exactly one sampled axis (turn siblings on).</p>"
+    axes = [a for a in AXES if (t[t["axis"] == a]["cells"] > 0).any()]
+    order = s.corr[s.corr["n"] >= 3].sort_values("rank")["predictor"].tolist()
+    rows = []
+    for pred in order:
+        sub = t[t["predictor"] == pred].set_index("axis")
+        label = PREDICTOR_BY_COLUMN[pred].label if pred in PREDICTOR_BY_COLUMN else pred
+        rows.append([esc(label)] + [
+            f"{fmt(sub.at[a, 'psi'], 2)} ({int(sub.at[a, 'cells'])})" if sub.at[a, "cells"] else "–" for a in axes])
+    return table(["predictor"] + [esc(a) for a in axes], rows) + (
+        '<p class="muted">ψ of each axis: mean Kendall τ between predictor and test error within the cells where '
+        "only that axis varies (number of cells in brackets; a cell where the predictor is constant has no τ).</p>")
+
+
+def paired_html(s: Section) -> str:
+    p = s.paired
+    if not len(p) or not (p["n_pairs"] > 0).any():
+        return "<p>No sibling pairs in this study (siblings are off, or none finished yet).</p>"
+    rows = []
+    for _, r in p[p["n_pairs"] > 0].iterrows():
+        level = "–" if not np.isfinite(r["ci_level"]) else f"{100 * r['ci_level']:.1f}%"
+        rows.append([esc(r["axis"]), f"{esc(r['a'])} → {esc(r['b'])}", fmt(int(r["n_pairs"])),
+                     fmt(r["median"], 4), f"{interval(r['ci_lo'], r['ci_hi'], 4) or '–'} ({level})",
+                     f"{int(r['n_pos'])} / {int(r['n_neg'])} / {int(r['n_zero'])}", fmt_p(r["p_sign"])])
+    return table(["axis", "A → B", "pairs", "median Δ test error (B − A)", "interval for the median (coverage)",
+                  "B worse / better / equal", "sign test p"], rows, left=2) + (
+        '<p class="muted">Pairs: architectures of the same draw that differ only along the axis (everything else, '
+        "the seed included, shared; the width re-solved to the parameter budget). Interval: the distribution-free "
+        "order-statistic interval that inverts the sign test (at least 95%; – with fewer than 6 pairs).</p>")
+
+
+def pruning_html(s: Section) -> str:
+    p = s.pruning
+    if not len(p):
+        return "<p>No finished architectures yet.</p>"
+    r = p.iloc[0]
+    rows = [[f"[{r['lo']:g}, {r['hi']:g}]", fmt(int(r["n"])), fmt(int(r["n_kept"])), fmt(int(r["n_skipped"])),
+             f"{fmt(r['saved_s'] / 3600)} h of {fmt(r['total_s'] / 3600)} h ({fmt(100 * r['saved_fraction'], 1)}%)",
+             fmt(r["best_error"], 4), fmt(r["best_error_kept"], 4), fmt(r["regret"], 4)]]
+    return table(["NLC window", "architectures", "kept", "skipped", "training time saved", "best test error",
+                  "best kept", "regret"], rows) + (
+        '<p class="muted">An architecture is trained only if its NLC at initialization lies in the window (the '
+        "NLC paper: optimal test error needs an initial NLC of about 1 to 3). The NLC is measured before training, "
+        "so skipping saves the recorded training time; regret = best test error among the kept − best overall. "
+        "All finished architectures count, siblings included.</p>")
+
+
+def failed_html(s: Section) -> str:
+    f = s.results.failed
+    if not f:
+        return ""
+    rows = [[fmt(int(x.get("index", -1))), esc(x.get("arch_id", "")), esc(x.get("reason", "")),
+             esc(x.get("attempts", "–"))] for x in f]
+    return "<h3>Failed architectures</h3>" + table(["index", "arch_id", "reason", "attempts"], rows, left=3)
+
+
+def figure_html(s: Section, key: str, caption: str, draw) -> str:
+    """One embedded figure; a figure that cannot be drawn shows its error instead of sinking the report."""
+    fid = f"{s.anchor}-{key}"
+    data = FigureData(s.results.dataset, s.arch, s.corr, s.window)
+    try:
+        fig = draw(data)
+        src = png_base64(fig)
+    except Exception as e:  # noqa: BLE001 - shown in the report, with the figure named
+        print(f"archstudy report: figure {key} of {s.results.study_dir} failed: {e!r}", file=sys.stderr)
+        return (f'<figure id="{fid}" data-figure="{key}"><div class="box error">Figure {esc(key)} could not be drawn: '
+                f"{esc(repr(e))}</div><figcaption>{esc(caption)}</figcaption></figure>")
+    return (f'<figure id="{fid}" data-figure="{key}"><img alt="{esc(caption)}" src="data:image/png;base64,{src}">'
+            f"<figcaption>{esc(caption)}</figcaption></figure>")
+
+
+def section_html(s: Section) -> str:
+    r = s.results
+    parts = [f'<section id="{s.anchor}"><h2>{esc(r.dataset)} <span class="muted">{esc(r.study_dir)}</span></h2>',
+             status_html(s), "<h3>Provenance</h3>", provenance_html(s), config_html(r.config), failed_html(s)]
+    if r.n_finished:
+        figs = {f.key: f for f in FIGURES}
+
+        def fig(key):
+            return figure_html(s, key, figs[key].caption, figs[key].draw)
+
+        parts += [
+            "<h3>What predicts test error</h3>", correlations_html(s), fig("ranking"),
+            "<h3>Granulated Kendall coefficient by axis</h3>", psi_html(s),
+            "<h3>Paired effects of sibling architectures</h3>", paired_html(s),
+            fig("weights"), fig("param"), fig("norm"), fig("skip"),
+            "<h3>NLC-guided pruning</h3>", pruning_html(s), fig("pruning"),
+            "<h3>The NLC paper's figures</h3>",
+            *[fig(f.key) for f in FIGURES if f.group == "paper"],
+            "<h3>More predictors</h3>", fig("metrics"), fig("proxies"), fig("baselines"),
+        ]
+    else:
+        parts.append("<p>No architecture has finished yet: no statistics or figures.</p>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def overview_html(sections: list[Section]) -> str:
+    rows = []
+    for s in sections:
+        r, c = s.results, s.corr
+        nlc = c[c["predictor"] == "nlc"] if len(c) else c
+        top = c[(c["n"] >= 3)].sort_values("rank").head(1) if len(c) else c
+        regret = s.pruning["regret"].iloc[0] if len(s.pruning) else math.nan
+        rows.append([
+            f'<a href="#{s.anchor}">{esc(r.dataset)}</a>', esc(r.study_dir),
+            f"{r.n_finished:,} / {'?' if r.planned is None else f'{r.planned:,}'}", "yes" if r.complete else "no",
+            with_interval(nlc["kendall"].iloc[0], math.nan, math.nan) if len(nlc) else "–",
+            esc(top["label"].iloc[0]) if len(top) else "–",
+            with_interval(top["kendall"].iloc[0], math.nan, math.nan) if len(top) else "–",
+            fmt(regret, 4),
+        ])
+    return table(["dataset", "study", "finished / planned", "complete", "Kendall τ of NLC", "best predictor",
+                  "its τ", "regret of NLC window"], rows, left=2)
+
+
+def package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("archstudy")
+    except Exception:  # noqa: BLE001 - not installed (run from a source tree)
+        return "source tree"
+
+
+def render(sections: list[Section]) -> str:
+    """The whole HTML document."""
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    nav = "".join(f'<a href="#{s.anchor}">{esc(s.results.dataset)}</a>' for s in sections)
+    body = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>archstudy report</title>", f"<style>{CSS}</style></head><body>",
+        "<h1>archstudy report: what predicts test error</h1>",
+        f'<p class="muted">Drawn {now} by archstudy {esc(package_version())} on {esc(platform.node())} '
+        f"(Python {platform.python_version()}).</p>",
+        f"<nav>{nav}</nav>", "<h2>Overview</h2>", overview_html(sections),
+        *[section_html(s) for s in sections], "</body></html>",
+    ]
+    return "\n".join(body)
+
+
+def _unique_anchors(results: list[Results]) -> list[str]:
+    out, seen = [], set()
+    for r in results:
+        base = slug(r.dataset)
+        a, k = base, 2
+        while a in seen:
+            a, k = f"{base}-{k}", k + 1
+        seen.add(a)
+        out.append(a)
+    return out
+
+
+def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=PAPER_WINDOW) -> Path:
+    """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
+
+    ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path
+    (written whole, then renamed). ``n_boot`` / ``seed``: the bootstrap; ``window``: the NLC window of the
+    pruning analysis (default the paper's [1, 3]). Works on partly finished studies and says so."""
+    dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
+    if not dirs:
+        raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
+    n_boot = check("write_report", "n_boot", Integer(0), n_boot)
+    seed = check("write_report", "seed", Integer(0), seed)
+    window = check_window(window, "write_report")
+    results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
+    sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window)
+                for r, a in zip(results, _unique_anchors(results))]
+    text = render(sections)
+    out = Path(out)
+    if out.parent and not out.parent.exists():
+        raise SpecError("write_report", "out", str(out), "must be in an existing directory")
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return out

@@ -1,0 +1,346 @@
+"""Reading a study from disk (docs/results.md): the architectures and runs tables, typed, with the
+schema version of every file checked, the failed architectures, and how far the study has come.
+
+A study is a local directory or an object-storage prefix (``s3://``, ``gs://``: read through
+``pyarrow.fs``). Only whole files are read: the runner writes each file under a temporary name and
+renames it, so a name that is not ``<index>-<arch_id>.<ext>`` is a file in flight and is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import yaml
+
+from sampling import SIBLING_AXES, SpecError, UserError, sample_spec, siblings
+from sampling.constraints import Choice, Integer, check
+
+from .columns import (
+    ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY,
+)
+
+_NAME = re.compile(r"^(?P<index>\d{6})-(?P<arch_id>[0-9a-f]{16})\.(?P<ext>parquet|json|pt)$")
+HIGH_BIAS = 1000.0  # NLC paper figure 2: "1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)"
+
+
+@dataclass(frozen=True)
+class Results:
+    """One study as read from disk.
+
+    ``planned`` is the number of architectures the study will train: ``architectures`` of study.yaml,
+    times one plus the siblings of each when siblings are on (re-sampled from the config, see
+    ``planned_count``); ``None`` when it cannot be known yet, and ``planned_note`` says why.
+    """
+
+    study_dir: str
+    config: dict[str, Any]
+    architectures: pd.DataFrame
+    runs: pd.DataFrame
+    failed: list[dict[str, Any]]
+    in_progress: int
+    planned: int | None
+    planned_note: str = ""
+    files: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_finished(self) -> int:
+        return len(self.architectures)
+
+    @property
+    def n_failed(self) -> int:
+        return len(self.failed)
+
+    @property
+    def complete(self) -> bool:
+        """finished + failed == planned."""
+        return self.planned is not None and self.n_finished + self.n_failed == self.planned
+
+    @property
+    def dataset(self) -> str:
+        ds = self.config.get("dataset")
+        if isinstance(ds, str) and ds:
+            return ds
+        if len(self.architectures) and self.architectures["dataset"].notna().any():
+            return str(self.architectures["dataset"].dropna().iloc[0])
+        return "unknown"
+
+
+# -- reading files -----------------------------------------------------------------------------------
+
+def _filesystem(study_dir) -> tuple[pafs.FileSystem, str, str]:
+    """(filesystem, root path within it, the name to show the user)."""
+    text = str(study_dir)
+    if "://" in text:
+        try:
+            fs, root = pafs.FileSystem.from_uri(text)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
+            raise SpecError("load_results", "study_dir", text, f"cannot be opened: {e}") from None
+        return fs, root.rstrip("/"), text
+    return pafs.LocalFileSystem(), os.path.abspath(text), text
+
+
+def _list(fs: pafs.FileSystem, root: str, sub: str, ext: str) -> list[tuple[str, re.Match]]:
+    """Whole files ``<root>/<sub>/<index>-<arch_id>.<ext>``, sorted by name (so by index)."""
+    infos = fs.get_file_info(pafs.FileSelector(f"{root}/{sub}", allow_not_found=True))
+    out = []
+    for info in infos:
+        m = _NAME.match(info.base_name)
+        if info.type == pafs.FileType.File and m and m["ext"] == ext:
+            out.append((info.path, m))
+    return sorted(out, key=lambda t: t[0])
+
+
+def _read_text(fs: pafs.FileSystem, path: str) -> str:
+    with fs.open_input_stream(path) as f:
+        return f.read().decode("utf-8")
+
+
+def read_config(fs: pafs.FileSystem, root: str, shown: str) -> dict[str, Any]:
+    info = fs.get_file_info(f"{root}/study.yaml")
+    if info.type != pafs.FileType.File:
+        raise SpecError("load_results", "study_dir", shown, "must be a study directory (it has no study.yaml)")
+    try:
+        config = yaml.safe_load(_read_text(fs, info.path))
+    except yaml.YAMLError as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise SpecError(f"{shown}/study.yaml", "(file)", "...", f"must be valid YAML ({first})") from None
+    if not isinstance(config, dict):
+        raise SpecError(f"{shown}/study.yaml", "(file)", type(config).__name__, "must be a mapping of keys to values")
+    return config
+
+
+def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str) -> pa.Table:
+    """One Parquet file, after checking its key-value metadata: ``archstudy.schema_version`` must be
+    the version this package reads and ``archstudy.table`` the table its directory holds."""
+    try:
+        with fs.open_input_file(path) as f:
+            t = pq.ParquetFile(f).read(use_threads=False)  # files are read in parallel instead
+    except (pa.ArrowInvalid, OSError) as e:
+        raise SpecError(shown, "(file)", "...", f"must be a readable Parquet file ({str(e).splitlines()[0]})") from None
+    meta = t.schema.metadata or {}
+    version = meta.get(SCHEMA_KEY.encode())
+    version = None if version is None else version.decode()
+    if version != SCHEMA_VERSION:
+        raise SpecError(shown, SCHEMA_KEY, version,
+                        f"must be {SCHEMA_VERSION!r} (the results layout this archstudy reads, docs/results.md)")
+    kind = meta.get(TABLE_KEY.encode())
+    kind = None if kind is None else kind.decode()
+    if kind != table:
+        raise SpecError(shown, TABLE_KEY, kind, f"must be {table!r} for a file under {table}/")
+    # pandas' own metadata would turn columns into an index; the contract has none.
+    t = t.replace_schema_metadata(None)
+    return t.drop_columns([c for c in t.column_names if c.startswith("__index_level_")])
+
+
+def _read_table(fs, root: str, shown: str, table: str) -> tuple[pd.DataFrame, int]:
+    files = _list(fs, root, table, "parquet")
+    # One small file per architecture: the per-file overhead dominates, so read several at once.
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        tables = list(pool.map(lambda pm: read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}"),
+                               files))
+    if not tables:
+        return pd.DataFrame(), 0
+    try:
+        joined = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise SpecError(f"{shown}/{table}", "(columns)", "...",
+                        f"must have one type per column across files ({str(e).splitlines()[0]})") from None
+    return joined.to_pandas(), len(files)
+
+
+# -- typing --------------------------------------------------------------------------------------------
+
+def _empty(dtype: str, n: int) -> pd.Series:
+    kind = {"int64": "Int64", "bool": "boolean"}.get(dtype, dtype)
+    if dtype == "str":
+        return pd.Series([None] * n, dtype="str")
+    return pd.Series(pd.array([pd.NA] * n, dtype=kind) if kind in ("Int64", "boolean") else [None] * n,
+                     dtype=kind)
+
+
+def _typed_column(s: pd.Series, dtype: str, where: str, name: str) -> pd.Series:
+    try:
+        if dtype == "float64":
+            return pd.to_numeric(s, errors="raise").astype("float64")
+        if dtype == "int64":
+            v = pd.to_numeric(s, errors="raise")
+            if v.isna().any():
+                return v.astype("Int64")
+            if (v.astype("float64") % 1 != 0).any():
+                raise ValueError("non-integer values")
+            return v.astype("int64")
+        if dtype == "bool":
+            if s.isna().any():
+                return s.astype("boolean")
+            if not pd.api.types.is_bool_dtype(s):
+                if not s.isin([0, 1, True, False]).all():
+                    raise ValueError("non-boolean values")
+            return s.astype("bool")
+        if dtype == "str":
+            return s.astype("str")
+        if dtype.startswith("datetime64"):
+            return pd.to_datetime(s, utc=True, format="ISO8601")
+    except (ValueError, TypeError) as e:
+        raise SpecError(where, name, str(s.dtype), f"must hold {dtype} values (docs/results.md): {e}") from None
+    raise AssertionError(dtype)  # pragma: no cover - the dtype tables hold only the kinds above
+
+
+def typed(df: pd.DataFrame, dtypes: dict[str, str], required: tuple[str, ...], where: str) -> pd.DataFrame:
+    """The table with every contract column present and of its declared type.
+
+    A required column missing is an error; any other missing column is added empty (NaN / NA), so an
+    analysis of a column some runner did not write shows "not measured" instead of failing. Columns
+    beyond the contract are kept as they are (the runner's columns may grow)."""
+    n = len(df)
+    for name in required:
+        if n and name not in df.columns:
+            raise SpecError(where, name, None, "is a required column (docs/results.md)")
+    out = {}
+    for name, dtype in dtypes.items():
+        out[name] = _typed_column(df[name], dtype, where, name) if name in df.columns else _empty(dtype, n)
+    extra = {c: df[c] for c in df.columns if c not in dtypes}
+    return pd.DataFrame({**out, **extra}, index=pd.RangeIndex(n))
+
+
+def _fill_derived(arch: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """Fill what the contract defines from other columns when a file lacks it."""
+    if arch["variant"].isna().any():
+        arch["variant"] = arch["variant"].fillna("base")
+    ds = config.get("dataset")
+    if isinstance(ds, str) and arch["dataset"].isna().any():
+        arch["dataset"] = arch["dataset"].fillna(ds)
+    if arch["high_bias"].isna().any():
+        derived = (arch["bias"] > HIGH_BIAS).where(arch["bias"].notna())
+        arch["high_bias"] = arch["high_bias"].fillna(derived.astype("boolean"))
+        if not arch["high_bias"].isna().any():
+            arch["high_bias"] = arch["high_bias"].astype("bool")
+    return arch
+
+
+# -- planned count ---------------------------------------------------------------------------------------
+
+def sibling_axes(value: Any) -> tuple[str, ...] | None:
+    """The sibling axes a study's ``siblings`` setting turns on: ``true`` = all of ``SIBLING_AXES``,
+    ``false``/absent = none, a list (or one name) = those. ``None`` when the setting is unreadable."""
+    if value is None or value is False:
+        return ()
+    if value is True:
+        return tuple(SIBLING_AXES)
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, dict):  # e.g. {axes: [...]} or {enabled: true}
+        if "axes" in value:
+            return sibling_axes(value["axes"])
+        if "enabled" in value:
+            return sibling_axes(bool(value["enabled"]))
+        return None
+    if isinstance(value, (list, tuple)):
+        try:
+            return tuple(check("study.yaml", "siblings", Choice(tuple(SIBLING_AXES)), v) for v in value)
+        except SpecError:
+            return None
+    return None
+
+
+def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[int | None, str]:
+    """(planned number of architectures, how it was found).
+
+    Without siblings it is ``architectures`` of study.yaml. With siblings, the number of siblings of
+    each drawn architecture varies (a variant that would be invalid is left out by ``sampling.siblings``),
+    so every architecture of the study is re-drawn from the config exactly as the runner draws it
+    (``sample_spec`` is deterministic in (seed, index)) and its siblings counted. The re-drawn content ids
+    must contain every finished base draw's, else the config does not describe what ran and the count is
+    unknown."""
+    try:
+        n = check("study.yaml", "architectures", Integer(0), config.get("architectures"))
+    except SpecError as e:
+        return None, str(e)
+    axes = sibling_axes(config.get("siblings"))
+    if axes is None:
+        return None, f"study.yaml.siblings = {config.get('siblings')!r} is not a setting this analysis reads"
+    if not axes:
+        return n, "architectures in study.yaml (no siblings)"
+    dims = {}
+    for key in ("d_in", "d_out"):
+        if key in config:
+            dims[key] = config[key]
+        elif len(architectures) and architectures[key].notna().any():
+            dims[key] = int(architectures[key].dropna().iloc[0])
+        else:
+            return None, ("unknown until an architecture finishes (siblings are on, and the input and output sizes "
+                          "come from it)")
+    budget = config.get("param_budget", 1_000_000)  # the sampler's default budget
+    try:
+        ids: set[str] = set()
+        total = 0
+        for i in range(n):
+            spec = sample_spec(config.get("seed", 0), i, dims["d_in"], dims["d_out"],
+                               config.get("preset", "extended"), budget)
+            ids.add(spec.content_id)
+            # Whether a sibling is valid does not depend on the width it is re-solved to, so they are
+            # counted without solving it (18x faster).
+            total += 1 + sum(len(siblings(spec, axis)) for axis in axes)
+    except (UserError, TypeError, ValueError) as e:
+        return None, f"the config cannot be re-sampled ({e})"
+    base = architectures[architectures["variant"] == "base"] if len(architectures) else architectures
+    if len(base):
+        missing = set(base["arch_id"].astype(str)) - ids
+        if missing:
+            return None, (f"{len(missing)} finished base architecture(s) are not among those re-sampled from "
+                          "study.yaml, so the planned count is unknown")
+    return total, f"architectures in study.yaml with their siblings along {', '.join(axes)}"
+
+
+# -- the entry point ----------------------------------------------------------------------------------
+
+def load_results(study_dir, *, runs: bool = True) -> Results:
+    """Read a study: ``study.yaml``, ``architectures/*.parquet``, ``runs/*.parquet``, ``failed/*.json``
+    and the count of ``checkpoints/*.pt`` (architectures in progress), per docs/results.md.
+
+    Every Parquet file's key-value metadata must say ``archstudy.schema_version = "1"`` and name its
+    table; anything else is a one-line ``sampling.UserError``. Columns are typed as the contract says.
+    ``runs=False`` skips the per-run table (half the files; ``Results.runs`` is then empty).
+    """
+    fs, root, shown = _filesystem(study_dir)
+    info = fs.get_file_info(root)
+    if info.type != pafs.FileType.Directory:
+        raise SpecError("load_results", "study_dir", shown, "must be an existing study directory")
+    config = read_config(fs, root, shown)
+
+    raw_arch, n_arch_files = _read_table(fs, root, shown, "architectures")
+    raw_runs, n_run_files = _read_table(fs, root, shown, "runs") if runs else (pd.DataFrame(), 0)
+    arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
+    arch = _fill_derived(arch, config)
+    runs = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
+    arch = arch.sort_values(["index", "variant", "arch_id"], kind="stable").reset_index(drop=True)
+    runs = runs.sort_values(["index", "arch_id", "lr_index"], kind="stable").reset_index(drop=True)
+
+    finished = set(arch["arch_id"].astype(str))
+    failed = []
+    for path, m in _list(fs, root, "failed", "json"):
+        if m["arch_id"] in finished:
+            continue  # failed once, then finished on a resume
+        try:
+            payload = json.loads(_read_text(fs, path))
+        except json.JSONDecodeError:
+            payload = {"reason": "unreadable failure record"}
+        if not isinstance(payload, dict):
+            payload = {"reason": str(payload)}
+        failed.append({"index": int(m["index"]), "arch_id": m["arch_id"], **payload})
+    in_progress = sum(1 for _, m in _list(fs, root, "checkpoints", "pt") if m["arch_id"] not in finished)
+
+    planned, note = planned_count(config, arch)
+    return Results(
+        study_dir=shown, config=config, architectures=arch, runs=runs, failed=failed, in_progress=in_progress,
+        planned=planned, planned_note=note,
+        files={"architectures": n_arch_files, "runs": n_run_files},
+    )

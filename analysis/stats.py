@@ -1,0 +1,506 @@
+"""How well each initialization metric, proxy and trivial baseline predicts test error.
+
+* ``correlations``: Pearson (on log10 where the NLC paper plots on a log axis, see ``columns.PREDICTORS``),
+  Spearman and Kendall tau-b with p-values and percentile-bootstrap intervals over architectures, the
+  granulated Kendall coefficient Psi over the sampled axes, and each predictor's lift over the best
+  trivial baseline; one row per predictor and dataset.
+* ``granulated_kendall``: Psi of Jiang et al. (2020), "Fantastic generalization measures and where to
+  find them", section 6.1, eq. 4-5.
+* ``paired_effects``: median test-error difference of sibling architectures with a sign test.
+
+The bootstrap resamples architectures with replacement. A resample is a vector of counts c (how often
+each architecture was drawn), and every statistic of the resample is a weighted statistic of the
+original points, which turns B resamples into a few matrix products (see ``boot_kendall``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
+
+from sampling import SpecError
+from sampling.constraints import Choice, Integer, Real, check
+
+from .columns import AXES, BASELINES, PREDICTOR_BY_COLUMN, PREDICTORS, SIBLING_LEVELS, Predictor
+
+# Up to this many architectures per dataset the bootstrap uses n x n matrices (18 MB each at 1500);
+# beyond it, one explicit resample at a time with scipy (O(n log n) each).
+MATRIX_BOOTSTRAP_MAX = 1500
+
+
+# -- bootstrap machinery ---------------------------------------------------------------------------------
+
+def bootstrap_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n) indices of resamples with replacement, seeded."""
+    return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def counts(indices: np.ndarray, n: int) -> np.ndarray:
+    """(B, n) float counts: how often each point is in each resample (negative entries are skipped)."""
+    b = indices.shape[0]
+    valid = indices >= 0
+    rows = np.broadcast_to(np.arange(b)[:, None], indices.shape)[valid]
+    return np.bincount(rows * n + indices[valid], minlength=b * n).reshape(b, n).astype(np.float64)
+
+
+def _local(indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Resamples of the whole sample as indices into its points where ``mask`` holds (-1 elsewhere)."""
+    remap = np.full(len(mask), -1)
+    remap[mask] = np.arange(int(mask.sum()))
+    return remap[indices]
+
+
+def weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Row-wise Pearson r of (x, y) with weights w (B, n): Pearson of the points repeated w times."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sw = w.sum(axis=-1, keepdims=True)
+        dx = x - (w * x).sum(axis=-1, keepdims=True) / sw
+        dy = y - (w * y).sum(axis=-1, keepdims=True) / sw
+        cov = (w * dx * dy).sum(axis=-1)
+        var = (w * dx * dx).sum(axis=-1) * (w * dy * dy).sum(axis=-1)
+        # A constant resample has no correlation (scipy gives NaN too).
+        return np.where(var > 0, cov / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
+
+
+def _signs(v: np.ndarray) -> np.ndarray:
+    """s_ij = sign(v_i - v_j), as float32: the sums below are of small integers, exact in float32 up to
+    2^24 (n^2 <= 2.25e6 at ``MATRIX_BOOTSTRAP_MAX``), and float32 products are twice as fast."""
+    return np.sign(v[:, None] - v[None, :]).astype(np.float32)
+
+
+def _quadratic(c: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """c_b^T M c_b for every row b of c."""
+    return ((c @ m) * c).sum(axis=1, dtype=np.float64)
+
+
+def _tau(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1.0)), np.nan)
+
+
+def boot_kendall(x: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Kendall tau-b of each resample given by counts c (B, n).
+
+    tau_b = sum_{a,b} s_x s_y / sqrt(sum |s_x| * sum |s_y|) over ordered pairs, s = sign of the pair's
+    difference (ties and a point paired with a copy of itself give 0). For a resample the pairs are
+    weighted by c_i c_j, so the sums are quadratic forms c^T S c."""
+    c = c.astype(np.float32)
+    sx, sy = _signs(x), _signs(y)
+    return _tau(_quadratic(c, sx * sy), _quadratic(c, np.abs(sx)) * _quadratic(c, np.abs(sy)))
+
+
+def _midranks(v: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Rank of each point within each resample (ties, copies included, share their mid rank):
+    r_i = sum_j c_j [v_j < v_i] + (sum_j c_j [v_j = v_i] + 1) / 2."""
+    step = (v[:, None] < v[None, :]) + 0.5 * (v[:, None] == v[None, :])
+    return (c.astype(np.float32) @ step.astype(np.float32)).astype(np.float64) + 0.5
+
+
+def boot_spearman(x: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Spearman rho of each resample: the weighted Pearson r of its mid ranks."""
+    return weighted_pearson(_midranks(x, c), _midranks(y, c), c)
+
+
+def boot_pearson(x: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
+    return weighted_pearson(np.broadcast_to(x, c.shape), np.broadcast_to(y, c.shape), c)
+
+
+class SharedResamples:
+    """The bootstrap resamples of one dataset's sample, shared by every predictor (so the lift over a
+    baseline has a paired interval). What depends only on the target and on which points a predictor
+    has (counts, the target's sign matrix and ranks) is computed once per set of points."""
+
+    def __init__(self, y_all: np.ndarray, indices: np.ndarray, method: str = "auto"):
+        self.y_all, self.indices, self.method = y_all, indices, method
+        self._cache: dict[bytes, dict] = {}
+
+    def _points(self, mask: np.ndarray) -> dict:
+        key = mask.tobytes()
+        if key not in self._cache:
+            y = self.y_all[mask]
+            local = _local(self.indices, mask)
+            entry = {"y": y, "local": local}
+            if self._matrix(len(y)):
+                c = counts(local, len(y))
+                sy = _signs(y)
+                entry.update(c=c, c32=c.astype(np.float32), sy=sy, ay=_quadratic(c.astype(np.float32), np.abs(sy)),
+                             ry=_midranks(y, c))
+            self._cache[key] = entry
+        return self._cache[key]
+
+    def _matrix(self, n: int) -> bool:
+        return self.method == "matrix" or (self.method == "auto" and n <= MATRIX_BOOTSTRAP_MAX)
+
+    def statistic(self, kind: str, x_all: np.ndarray, mask: np.ndarray, transform=None) -> np.ndarray:
+        """``kind`` of (x, target) on every resample, keeping the points where ``mask`` holds;
+        ``transform`` (e.g. log10) is applied to those x first."""
+        t = self._points(mask)
+        x = x_all[mask] if transform is None else transform(x_all[mask])
+        if len(x) < 3:
+            return np.full(len(self.indices), np.nan)
+        if not self._matrix(len(x)):
+            return bootstrap_statistic(kind, x, t["y"], t["local"], "explicit")
+        if kind == "kendall":
+            sx = _signs(x)
+            return _tau(_quadratic(t["c32"], sx * t["sy"]), _quadratic(t["c32"], np.abs(sx)) * t["ay"])
+        if kind == "spearman":
+            return weighted_pearson(_midranks(x, t["c"]), t["ry"], t["c"])
+        return boot_pearson(x, t["y"], t["c"])
+
+
+def _scipy_pearson(x, y):
+    return sps.pearsonr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else np.nan
+
+
+def _scipy_spearman(x, y):
+    return sps.spearmanr(x, y).statistic
+
+
+def _scipy_kendall(x, y):
+    return sps.kendalltau(x, y).statistic
+
+
+_MATRIX = {"pearson": boot_pearson, "spearman": boot_spearman, "kendall": boot_kendall}
+_SCIPY = {"pearson": _scipy_pearson, "spearman": _scipy_spearman, "kendall": _scipy_kendall}
+METHODS = Choice(("auto", "matrix", "explicit"))
+
+
+def bootstrap_statistic(kind: str, x: np.ndarray, y: np.ndarray, indices: np.ndarray,
+                        method: str = "auto") -> np.ndarray:
+    """The statistic ``kind`` ("pearson" | "spearman" | "kendall") of every resample.
+
+    ``indices`` (B, m): one resample per row, as indices into x and y; a negative entry is a drawn
+    architecture without a value for this pair, left out of that resample. ``method``: "matrix" (counts
+    and n x n matrices), "explicit" (scipy on each resample; the two agree to rounding) or "auto"
+    (matrix up to ``MATRIX_BOOTSTRAP_MAX`` points)."""
+    n = len(x)
+    if method == "auto":
+        method = "matrix" if n <= MATRIX_BOOTSTRAP_MAX else "explicit"
+    if method == "matrix":
+        return _MATRIX[kind](x, y, counts(indices, n))
+    out = np.full(len(indices), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for b, row in enumerate(indices):
+            keep = row[row >= 0]
+            if len(keep) >= 2:
+                out[b] = _SCIPY[kind](x[keep], y[keep])
+    return out
+
+
+def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Percentile bootstrap interval; resamples where the statistic is undefined are left out."""
+    v = values[np.isfinite(values)]
+    if len(v) == 0:
+        return math.nan, math.nan
+    a = (1.0 - confidence) / 2.0
+    lo, hi = np.quantile(v, [a, 1.0 - a])
+    return float(lo), float(hi)
+
+
+# -- correlations -------------------------------------------------------------------------------------------
+
+def statistic_and_p(fn, x, y) -> tuple[float, float]:
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return math.nan, math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = fn(x, y)
+    return float(r.statistic), float(r.pvalue)
+
+
+def pearson_on_scale(x: np.ndarray, y: np.ndarray, log: bool) -> tuple[float, float, int]:
+    """(r, p, n) of Pearson on log10(x) when ``log`` (points with x <= 0 have no log and are left out),
+    else on x. The NLC paper: "if any quantity is plotted in log-scale, the correlation is also using the
+    log of that quantity" (section 4)."""
+    ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) if log else True)
+    xs = np.log10(x[ok]) if log else x[ok]
+    r, p = statistic_and_p(sps.pearsonr, xs, y[ok])
+    return r, p, int(ok.sum())
+
+
+def _random_sample(df: pd.DataFrame, variants: Iterable[str] | None) -> pd.DataFrame:
+    if variants is None or "variant" not in df.columns:
+        return df
+    return df[df["variant"].isin(list(variants))]
+
+
+def _predictor_list(df: pd.DataFrame, predictors) -> list[Predictor]:
+    if predictors is None:
+        return [p for p in PREDICTORS if p.column in df.columns]
+    out = []
+    for name in predictors:
+        if name not in df.columns or not pd.api.types.is_numeric_dtype(df[name]):
+            raise SpecError("correlations", "predictors", name, "must name numeric columns of the table")
+        out.append(PREDICTOR_BY_COLUMN.get(name) or Predictor(name, name, "other", False, "not in the catalog: linear"))
+    return out
+
+
+def _groups(df: pd.DataFrame):
+    if "dataset" not in df.columns:
+        yield "", df
+        return
+    for ds, g in df.groupby(df["dataset"].astype(str).fillna(""), sort=True):
+        yield ds, g
+
+
+def correlations(df: pd.DataFrame, target: str = "test_error", predictors: Iterable[str] | None = None, *,
+                 variants: Iterable[str] | None = ("base",), n_boot: int = 1000, seed: int = 0,
+                 confidence: float = 0.95, axes: dict[str, tuple[str, ...]] | None = None,
+                 method: str = "auto") -> pd.DataFrame:
+    """One row per predictor and dataset: how well it predicts ``target`` across architectures.
+
+    Columns: ``pearson`` (on log10 of the predictor where ``log``; ``n_pearson`` points), ``spearman``,
+    ``kendall`` (tau-b), each with ``_p`` (scipy's two-sided p-value) and ``_lo``/``_hi`` (percentile
+    bootstrap interval at ``confidence`` over ``n_boot`` resamples of architectures, seeded by ``seed``;
+    every predictor of a dataset sees the same resamples); ``psi`` (granulated Kendall over ``axes``,
+    all variants, with ``psi_axes`` / ``psi_cells`` used); ``lift`` = |tau| - |tau of the best trivial
+    baseline| (``best_baseline``) with its paired bootstrap interval; ``rank`` by |tau| (1 = best).
+
+    The random sample for the pooled statistics is the rows whose ``variant`` is in ``variants``
+    (default: the base draws; siblings are conditioned on them and would count an architecture twice).
+    Psi uses every row: its cells are mostly sibling groups. Rows where the predictor or the target is
+    not finite are left out of that predictor's statistics.
+    """
+    if target not in df.columns:
+        raise SpecError("correlations", "target", target, "must be a column of the table")
+    n_boot = check("correlations", "n_boot", Integer(0), n_boot)
+    confidence = check("correlations", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
+    method = check("correlations", "method", METHODS, method)
+    preds = _predictor_list(df, predictors)
+    axes = AXES if axes is None else axes
+    rows = []
+    # The bootstrap's products are small: BLAS threads waking up for each cost more than they save
+    # (10x slower on a busy 2-core machine).
+    with _blas_threads().limit(limits=1, user_api="blas"):
+        for ds, group in _groups(df):
+            rows += _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, method, axes)
+    out = pd.DataFrame(rows, columns=_CORRELATION_COLUMNS)
+    out["rank"] = out.groupby("dataset")["kendall"].transform(lambda t: t.abs().rank(ascending=False, method="min"))
+    out["rank"] = out["rank"].astype("Int64")
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_threads() -> ThreadpoolController:
+    return ThreadpoolController()  # finding the BLAS libraries reads /proc: once per process
+
+
+def _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, method, axes) -> list[dict]:
+    """The correlation rows of one dataset."""
+    sample = _random_sample(group, variants)
+    y_all = sample[target].to_numpy(np.float64)
+    idx = bootstrap_indices(len(sample), n_boot, seed) if len(sample) else np.zeros((n_boot, 0), int)
+    boot = SharedResamples(y_all, idx, method)
+    psi = psi_table(group, [p.column for p in preds], target, axes)
+    rows, abs_tau_boot = [], {}
+    for p in preds:
+        row, abs_tau_boot[p.column] = _one_predictor(p, sample[p.column].to_numpy(np.float64), y_all, boot,
+                                                     confidence)
+        used = psi[(psi["predictor"] == p.column) & (psi["cells"] > 0)]
+        rows.append({
+            "dataset": ds, "predictor": p.column, "label": p.label, "kind": p.kind, "log": p.log, "target": target,
+            **row,
+            "psi": float(used["psi"].mean()) if len(used) else math.nan,
+            "psi_axes": int(len(used)), "psi_cells": int(used["cells"].sum()),
+        })
+    _add_lift(rows, ds, abs_tau_boot, confidence)
+    return rows
+
+
+_CORRELATION_COLUMNS = [
+    "dataset", "predictor", "label", "kind", "log", "target", "n", "n_pearson",
+    "pearson", "pearson_p", "pearson_lo", "pearson_hi",
+    "spearman", "spearman_p", "spearman_lo", "spearman_hi",
+    "kendall", "kendall_p", "kendall_lo", "kendall_hi",
+    "psi", "psi_axes", "psi_cells", "best_baseline", "lift", "lift_lo", "lift_hi",
+]
+
+
+def _one_predictor(p: Predictor, x_all: np.ndarray, y_all: np.ndarray, boot: SharedResamples,
+                   confidence: float) -> tuple[dict, np.ndarray]:
+    """The statistics of one predictor, and |tau| of every resample (for the paired lift interval).
+    Each statistic keeps only its own points: finite x and y, and x > 0 for Pearson on a log scale."""
+    ok = np.isfinite(x_all) & np.isfinite(y_all)
+    x, y = x_all[ok], y_all[ok]
+    pearson, pearson_p, n_pearson = pearson_on_scale(x_all, y_all, p.log)
+    spearman, spearman_p = statistic_and_p(sps.spearmanr, x, y)
+    kendall, kendall_p = statistic_and_p(sps.kendalltau, x, y)
+    row = {"n": int(ok.sum()), "n_pearson": n_pearson, "pearson": pearson, "pearson_p": pearson_p,
+           "spearman": spearman, "spearman_p": spearman_p, "kendall": kendall, "kendall_p": kendall_p}
+    ok_p = ok & (x_all > 0) if p.log else ok
+    values = {
+        "pearson": boot.statistic("pearson", x_all, ok_p, np.log10 if p.log else None),
+        "spearman": boot.statistic("spearman", x_all, ok),
+        "kendall": boot.statistic("kendall", x_all, ok),
+    }
+    for kind, v in values.items():
+        row[f"{kind}_lo"], row[f"{kind}_hi"] = percentile_interval(v, confidence)
+    return row, np.abs(values["kendall"])
+
+
+def _add_lift(rows: list[dict], ds: str, abs_tau_boot: dict[str, np.ndarray], confidence: float) -> None:
+    """lift = |tau| - |tau of the best trivial baseline| (chosen on the full sample), with the interval of
+    the same difference over the paired resamples."""
+    mine = [r for r in rows if r["dataset"] == ds]
+    base = [r for r in mine if r["predictor"] in BASELINES and np.isfinite(r["kendall"])]
+    best = max(base, key=lambda r: abs(r["kendall"]), default=None)
+    for r in mine:
+        if best is None or not np.isfinite(r["kendall"]):
+            r.update(best_baseline=None if best is None else best["predictor"], lift=math.nan,
+                     lift_lo=math.nan, lift_hi=math.nan)
+            continue
+        diff = abs_tau_boot[r["predictor"]] - abs_tau_boot[best["predictor"]]
+        lo, hi = percentile_interval(diff, confidence)
+        r.update(best_baseline=best["predictor"], lift=abs(r["kendall"]) - abs(best["kendall"]), lift_lo=lo, lift_hi=hi)
+
+
+# -- granulated Kendall ---------------------------------------------------------------------------------------
+
+def _cells(df: pd.DataFrame, axis: str, axes: dict[str, tuple[str, ...]]) -> np.ndarray:
+    """Cell id of each row for ``axis``: rows sharing the dataset and every other axis' fields."""
+    others = [f for a, group in axes.items() if a != axis for f in group if f in df.columns]
+    if "dataset" in df.columns:
+        others = ["dataset"] + others
+    if not others:
+        return np.zeros(len(df), dtype=np.int64)
+    return df.groupby(others, dropna=False, sort=False).ngroup().to_numpy()
+
+
+def _pairs(cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All pairs i < j of rows in the same cell: (i, j, cell index of the pair)."""
+    order = np.argsort(cell, kind="stable")
+    sorted_cells = cell[order]
+    bounds = np.flatnonzero(np.diff(sorted_cells)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(cell)]])
+    ii, jj, cc = [], [], []
+    for s, e in zip(starts, ends):
+        m = e - s
+        if m < 2:
+            continue
+        a, b = np.triu_indices(m, k=1)
+        ii.append(order[s + a])
+        jj.append(order[s + b])
+        cc.append(np.full(len(a), sorted_cells[s]))
+    if not ii:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    return np.concatenate(ii), np.concatenate(jj), np.concatenate(cc)
+
+
+def _cell_taus(x: np.ndarray, y: np.ndarray, i, j, cell) -> np.ndarray:
+    """Kendall tau-b within every cell that has a defined one (>= 2 points, neither x nor y constant)."""
+    ok = np.isfinite(x[i]) & np.isfinite(x[j]) & np.isfinite(y[i]) & np.isfinite(y[j])
+    i, j, cell = i[ok], j[ok], cell[ok]
+    if len(i) == 0:
+        return np.zeros(0)
+    sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+    ids, inv = np.unique(cell, return_inverse=True)
+    num = np.bincount(inv, sx * sy, len(ids))
+    den = np.bincount(inv, np.abs(sx), len(ids)) * np.bincount(inv, np.abs(sy), len(ids))
+    return num[den > 0] / np.sqrt(den[den > 0])
+
+
+def psi_table(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_error",
+              axes: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+    """psi_i for every predictor and axis i: the mean Kendall tau-b between predictor and target over
+    the cells of axis i, a cell being the architectures that agree on every other axis (so only axis i
+    varies in it). Cells with fewer than 2 architectures, or where predictor or target is constant
+    (tau undefined), are skipped; ``cells`` counts those used. Columns: predictor, axis, psi, cells."""
+    axes = AXES if axes is None else axes
+    y = df[target].to_numpy(np.float64)
+    rows = []
+    pairs = {axis: _pairs(_cells(df, axis, axes)) for axis in axes}
+    for name in predictors:
+        x = df[name].to_numpy(np.float64)
+        for axis, (i, j, cell) in pairs.items():
+            taus = _cell_taus(x, y, i, j, cell)
+            rows.append({"predictor": name, "axis": axis, "psi": float(taus.mean()) if len(taus) else math.nan,
+                         "cells": int(len(taus))})
+    return pd.DataFrame(rows, columns=["predictor", "axis", "psi", "cells"])
+
+
+def granulated_kendall(df: pd.DataFrame, predictor: str, target: str = "test_error",
+                       axes: dict[str, tuple[str, ...]] | None = None) -> float:
+    """Psi = (1/n) sum_i psi_i over the axes i with at least one usable cell, psi_i the mean tau within
+    the cells where only axis i varies (Jiang et al. 2020, eq. 5). NaN when no axis has a cell."""
+    t = psi_table(df, [predictor], target, axes)
+    used = t[t["cells"] > 0]
+    return float(used["psi"].mean()) if len(used) else math.nan
+
+
+# -- paired effects of siblings ----------------------------------------------------------------------------------
+
+def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict:
+    """Median of the paired differences d, the two-sided sign test of median 0 (zeros dropped, exact
+    binomial), and the distribution-free interval for the median that inverts it: [d_(k), d_(n+1-k)]
+    with the largest k whose coverage 1 - 2 P(Bin(n, 1/2) <= k - 1) is at least ``confidence``
+    (``ci_level`` is the exact coverage; NaN when even k = 1 falls short, i.e. too few pairs)."""
+    d = np.sort(np.asarray(d, dtype=np.float64)[np.isfinite(d)])
+    n = len(d)
+    pos, neg = int((d > 0).sum()), int((d < 0).sum())
+    out = {"n_pairs": n, "n_pos": pos, "n_neg": neg, "n_zero": n - pos - neg,
+           "median": float(np.median(d)) if n else math.nan,
+           "p_sign": float(sps.binomtest(pos, pos + neg, 0.5).pvalue) if pos + neg else math.nan,
+           "ci_lo": math.nan, "ci_hi": math.nan, "ci_level": math.nan}
+    k_best = 0
+    for k in range(1, n // 2 + 1):
+        if 1.0 - 2.0 * sps.binom.cdf(k - 1, n, 0.5) >= confidence:
+            k_best = k
+        else:
+            break
+    if k_best:
+        out.update(ci_lo=float(d[k_best - 1]), ci_hi=float(d[n - k_best]),
+                   ci_level=float(1.0 - 2.0 * sps.binom.cdf(k_best - 1, n, 0.5)))
+    return out
+
+
+def _level(df: pd.DataFrame, axis: str) -> pd.Series:
+    if axis == "skip":
+        return df["skip"].where(df["skip"] == "none", "skips")
+    return df[axis]
+
+
+def sibling_pairs(df: pd.DataFrame, axis: str, a: str, b: str, target: str = "test_error") -> pd.DataFrame:
+    """Pairs of architectures of the same dataset and index that differ only along ``axis`` (level a vs
+    b): the base draw and its sibling, or two siblings of the same axis (e.g. batch vs layer norm).
+    Columns: dataset, index, arch_a, arch_b, <target>_a, <target>_b, nlc_a, nlc_b."""
+    others = [f for ax, group in AXES.items() if ax != axis for f in group if f in df.columns]
+    keep = df[df["variant"].isin(["base", axis])] if "variant" in df.columns else df
+    keep = keep.assign(_level=_level(keep, axis))
+    left = keep[keep["_level"] == a]
+    right = keep[keep["_level"] == b]
+    key = (["dataset"] if "dataset" in df.columns else []) + ["index"] + others
+    cols = key + ["arch_id", target, "nlc"]
+    merged = left[cols].merge(right[cols], on=key, suffixes=("_a", "_b"))
+    return merged[[c for c in merged.columns if c not in others]]
+
+
+def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: float = 0.95) -> pd.DataFrame:
+    """For every sibling axis and pair of its levels (dense vs householder, sp vs gmp, each two norm
+    kinds, no skips vs skips), per dataset: the pairs' median difference ``target``(B) - ``target``(A),
+    with the sign test and the interval of ``sign_test``. A positive median: B has the higher error."""
+    confidence = check("paired_effects", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
+    rows = []
+    if "index" not in df.columns:
+        return pd.DataFrame(columns=_PAIRED_COLUMNS)
+    for ds, group in _groups(df):
+        for axis, levels in SIBLING_LEVELS.items():
+            for ia, a in enumerate(levels):
+                for b in levels[ia + 1:]:
+                    pairs = sibling_pairs(group, axis, a, b, target)
+                    d = (pairs[f"{target}_b"] - pairs[f"{target}_a"]).to_numpy(np.float64)
+                    rows.append({"dataset": ds, "axis": axis, "a": a, "b": b, **sign_test(d, confidence)})
+    return pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
+
+
+_PAIRED_COLUMNS = ["dataset", "axis", "a", "b", "n_pairs", "n_pos", "n_neg", "n_zero", "median", "p_sign",
+                   "ci_lo", "ci_hi", "ci_level"]

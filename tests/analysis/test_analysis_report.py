@@ -1,0 +1,172 @@
+"""The HTML report: every figure and table, self-contained, partial and multi-study, the command line, and
+rendering in headless Chromium."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import numpy as np
+import pytest
+
+from analysis import correlations, load_results, write_report
+from analysis.figures import FIGURES, FigureData, correlation_title
+from study.cli import main
+
+IMG = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
+
+
+@pytest.fixture(scope="module")
+def report(tiny_study_dir, tmp_path_factory) -> str:
+    out = write_report(tiny_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
+    return out.read_text(encoding="utf-8")
+
+
+def test_report_has_every_figure_as_an_inline_png(report):
+    keys = re.findall(r'<figure id="[^"]+" data-figure="([^"]+)"><img', report)
+    assert sorted(keys) == sorted(f.key for f in FIGURES)
+    assert "could not be drawn" not in report
+    pngs = IMG.findall(report)
+    assert len(pngs) == len(FIGURES)
+    for b64 in pngs:
+        assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_is_self_contained(report):
+    refs = re.findall(r'(?:src|href)="([^"]*)"', report)
+    assert refs and all(r.startswith(("data:image/png;base64,", "#")) for r in refs)
+    assert "http://" not in report and "https://" not in report
+    assert "<script" not in report and "@import" not in report and "url(" not in report
+
+
+def test_report_has_the_tables_status_and_provenance(report, tiny_study_dir):
+    r = load_results(tiny_study_dir)
+    for text in ("What predicts test error", "Kendall τ", "granulated Kendall Ψ", "lift over best baseline",
+                 "Granulated Kendall coefficient by axis", "Paired effects of sibling architectures",
+                 "sign test p", "NLC-guided pruning", "regret", "Provenance", "study.yaml", "Overview"):
+        assert text in report, text
+    assert "<b>Complete:</b>" in report and "Partial study" not in report
+    assert f"all {r.planned:,} planned architectures" in report
+    # provenance: the study's own values (the synthetic study's host is "testhost"; a runner's is the machine's)
+    a = r.architectures
+    assert f"{a['host'].iloc[0]} ({(a['host'] == a['host'].iloc[0]).sum()})" in report
+    assert f"<td class=\"l\">{r.config['package_version']}</td>" in report and r.dataset in report
+    # every measured predictor has a row; the unmeasured ones are named as such
+    c = correlations(a, n_boot=10)
+    for label in c[c["n"] >= 3]["label"]:
+        assert f"<td class=\"l\">{label}</td>" in report, label
+    unmeasured = c[c["n"] < 3]["label"].tolist()
+    if unmeasured:
+        assert "Not measured in this study: " + ", ".join(unmeasured) + "." in report
+
+
+def test_figure_titles_agree_with_the_correlation_table(tiny_study_dir):
+    arch = load_results(tiny_study_dir).architectures
+    c = correlations(arch, n_boot=10).set_index("predictor")
+    d = FigureData("waveform-noise", arch, c.reset_index())
+    title = correlation_title(d.sample, "nlc", "test_error", logx=True)
+    assert title.startswith(f"r = {c.loc['nlc', 'pearson']:.2f} ") and f"τ = {c.loc['nlc', 'kendall']:.2f}" in title
+    assert title.endswith(f"n = {c.loc['nlc', 'n_pearson']}")
+
+
+def test_partial_and_several_studies_in_one_report(tmp_path, synth, tiny_study_dir):
+    partial = synth.write_study(tmp_path / "digits", n=10, dataset="digits", study_seed=3, failed=(1,),
+                                in_progress=(2, 3), finished=[0, 4, 5, 6, 7, 8])
+    html = write_report([tiny_study_dir, partial], tmp_path / "both.html", n_boot=50).read_text(encoding="utf-8")
+    assert "<b>Partial study:</b> 6 of 10 planned architectures finished, 1 failed, 2 in progress" in html
+    assert "<b>Complete:</b>" in html
+    assert html.count('<section id="') == 2
+    assert '<section id="waveform-noise">' in html and '<section id="digits">' in html
+    assert '<a href="#digits">digits</a>' in html and "worker lost" in html
+    assert len(IMG.findall(html)) == 2 * len(FIGURES)
+    # a study where nothing has finished still gets its section
+    empty = synth.write_study(tmp_path / "empty", n=4, dataset="checkerboard", finished=[])
+    html = write_report([empty], tmp_path / "empty.html", n_boot=10).read_text(encoding="utf-8")
+    assert "0 of 4 planned architectures finished" in html and "No architecture has finished yet" in html
+
+
+def test_cli_report_writes_the_file_and_reports_user_errors_in_one_line(tiny_study_dir, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "20", "--nlc-window", "0.5", "4"]) == 0
+    assert out.exists() and "NLC window" in out.read_text(encoding="utf-8") and "[0.5, 4]" in out.read_text()
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("archstudy report: error: load_results.study_dir = ")
+    assert main(["report", str(tiny_study_dir), "--out", str(out), "--nlc-window", "3", "1"]) == 2
+    assert "write_report.window = (3.0, 1.0): must be two finite numbers 0 <= lo < hi" in capsys.readouterr().err
+
+
+def test_report_command_imports_only_analysis_sampling_and_the_standard_library():
+    source = Path(__file__).resolve().parents[2] / "study" / "cli" / "report.py"
+    modules = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            modules |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules.add(node.module.split(".")[0])
+    allowed = {"analysis", "sampling"} | set(sys.stdlib_module_names)
+    assert modules and modules <= allowed, modules - allowed
+    # and analysis itself never imports torch
+    code = "import sys, analysis, analysis.report; print('torch' in sys.modules)"
+    root = str(Path(__file__).resolve().parents[2])
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         env={"PYTHONPATH": root, "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0 and res.stdout.strip() == "False", res.stderr
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+# Appended to a copy of the report (the report itself has no script): after load, write into the DOM how
+# many images decoded with a size.
+PROBE = ('<script>window.addEventListener("load", () => { const i = [...document.images]; '
+         'document.body.setAttribute("data-images", i.filter(x => x.complete && x.naturalWidth > 0).length '
+         '+ "/" + i.length); });</script>')
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian package 'chromium')")
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text(report.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    url = page.resolve().as_uri()
+    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    m = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
+    assert m, dom.stderr[-2000:]
+    assert int(m[1]) == int(m[2]) == len(FIGURES)
+    shot = tmp_path / "shot.png"
+    subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,3000", url], capture_output=True,
+                   timeout=120)
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[:2] == (3000, 1200)
+    assert pixels[..., :3].std() > 0.05  # not blank: text, tables and plots
+    assert (pixels[..., :3].mean(axis=-1) < 0.5).mean() > 0.005  # some dark ink
+
+
+def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_path, synth):
+    """What a real study holds besides clean rows: architectures whose every run diverged (no test error),
+    a non-finite NLC at initialization, metrics that were not measured (NaN)."""
+    def rows(i, variant, spec, rng):
+        row = synth.synthetic_row(i, variant, spec, "checkerboard", 0, rng)
+        row.update(nlc_after=np.nan, bias_after=np.nan, snip=np.nan, synflow=np.nan)
+        if i % 3 == 0:
+            row.update(test_error=np.nan, val_error=np.nan, train_error=np.nan, all_diverged=True, n_diverged=40)
+        if i % 4 == 1:
+            row.update(nlc=np.inf, bias=np.nan, nonfinite_init=True)
+        return row
+
+    root = synth.write_study(tmp_path / "s", n=9, dataset="checkerboard", rows=rows)
+    html = write_report(root, tmp_path / "r.html", n_boot=20).read_text(encoding="utf-8")
+    assert "could not be drawn" not in html and len(IMG.findall(html)) == len(FIGURES)
+    status = re.search(r"diverged \(every run\)</td><td>(\d+)</td>", html)
+    assert status and int(status[1]) == 3
+    assert re.search(r"non-finite output at initialization</td><td>(\d+)</td>", html)[1] == "2"
