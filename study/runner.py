@@ -87,15 +87,16 @@ class Progress:
         return (f"archstudy: {self.done_before + t.done}/{self.total} done, {t.running} running, "
                 f"{t.failed} failed, ETA {eta}")
 
-    def update(self, t: Tally, final: bool = False) -> None:
+    def update(self, t: Tally) -> None:
         if self.stream is None:
             return
         now = time.monotonic()
         counts = (t.done, t.failed)
+        final = t.done + t.failed == t.total
         if self.tty:
             self.stream.write("\r" + self.line(t) + "\x1b[K")
             self.dirty = True
-        elif final or (counts != self.last_counts and now - self.last_print >= 2.0) or now - self.last_print >= 60.0:
+        elif (counts != self.last_counts and (final or now - self.last_print >= 2.0)) or now - self.last_print >= 60.0:
             self.stream.write(self.line(t) + "\n")
             self.last_print, self.last_counts = now, counts
         self.stream.flush()
@@ -324,9 +325,8 @@ def _run_units(store: Store, config: StudyConfig, todo: list[Unit], state: Study
 
         heartbeat(None)
         try:
-            tally = engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick,
-                               first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
-            progress.update(tally, final=True)
+            engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick,
+                       first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
             stop = "finished"
         except KeyboardInterrupt:
             stop = "interrupted"

@@ -16,8 +16,8 @@ import yaml
 from sampling import PRESETS, SIBLING_AXES, SpecError, UserError
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
-EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 4000, "preset": "extended",
-           "protocol": "quick", "seed": 0}
+EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
+           "protocol": {"preset": "quick", "max_epochs": 15}, "seed": 0}
 EXAMPLE_OUT = os.path.join("studies", "example")
 REPORT_NAME = "report.html"
 
