@@ -233,6 +233,15 @@ def test_a_worker_killed_mid_architecture_is_retried_and_the_study_completes(clu
     box = {}
     thread = threading.Thread(target=lambda: box.setdefault("result", run_study(KEYS, study, progress=None)))
     thread.start()
+    # While it runs, status sees the driver and what it has in flight.
+    def in_progress():
+        state = survey(Store(study)) if Store(study).is_study() else None
+        return state if state is not None and state.in_progress else None
+
+    state = _wait_for(in_progress, what="architectures in progress")
+    assert state.driver_running and state.driver["pid"] == os.getpid()
+    assert set(state.in_progress) <= {u.name for u in state.units} and len(state.in_progress) <= 2
+    assert len(state.finished) + len(state.in_progress) + len(state.remaining) == 4
     pid, _ = _wait_for(lambda: _unit_workers(_raylets(cluster)), what="a worker running an architecture")[0]
     os.kill(pid, signal.SIGKILL)
     thread.join(timeout=300)
