@@ -209,6 +209,17 @@ def test_a_larger_architecture_count_extends_a_study_and_leaves_the_finished_fil
     assert arch.set_index("index").loc[4, "arch_id"] == sample_spec(11, 4, 40, 3, get_space(SPACE), 3000).content_id
 
 
+def test_a_study_at_a_file_uri_runs_through_the_filesystem_abstraction(reference, tmp_path, capsys):
+    uri = f"file://{tmp_path}/u"
+    result = run_study({**KEYS, "architectures": 2}, uri, progress=None)
+    assert result.complete and result.location == uri
+    arch = pd.read_parquet(tmp_path / "u" / "architectures")
+    ref = reference["arch"][reference["arch"]["index"] < 2]
+    pd.testing.assert_frame_equal(_values(arch), _values(ref), check_exact=True)
+    assert main(["status", uri, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["finished"] == 2
+
+
 def test_a_truncated_file_is_reported_by_status_and_redone_by_resume(reference, tmp_path, capsys):
     study = tmp_path / "s"
     shutil.copytree(reference["path"], study)
