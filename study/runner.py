@@ -27,6 +27,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TextIO
@@ -124,6 +125,7 @@ def ray_session(address: str | None = None):
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
+    sigterm = signal.getsignal(signal.SIGTERM)
     try:
         if address:
             ray.init(address=address, **kwargs)
@@ -132,6 +134,10 @@ def ray_session(address: str | None = None):
     except (ConnectionError, RuntimeError, ValueError) as e:
         where = f"at {address!r}" if address else "locally"
         raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
+    if callable(sigterm) and threading.current_thread() is threading.main_thread():
+        # ray.init installs its own SIGTERM handler, which aborts the process: keep the caller's (the CLI's
+        # sigterm_as_interrupt), so `kill` or `ray job stop` shuts the study down cleanly.
+        signal.signal(signal.SIGTERM, sigterm)
     try:
         yield
     finally:
