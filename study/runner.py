@@ -237,16 +237,17 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     units = plan_units(config)
 
     with store.driver_lock():
+        state = survey(store, config, units, driver=False)
+        if state.foreign:
+            name, problem = next(iter(state.foreign.items()))
+            raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
+        # From here on the driver writes.
         if note:
             out.say(note)
         if write_config:
             store.write_config(config)
         for path in store.remove_temp_files():
             out.say(f"removed the temporary file {path} of an interrupted write")
-        state = survey(store, config, units)
-        if state.foreign:
-            name, problem = next(iter(state.foreign.items()))
-            raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
         result = StudyRun(store.location, len(units), len(state.finished), redone=dict(state.corrupt))
         for name, problem in state.corrupt.items():
             out.say(f"{name}: {problem}: removed, it will be redone")

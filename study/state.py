@@ -52,8 +52,10 @@ class StudyState:
         }
 
 
-def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | None = None) -> StudyState:
-    """Compare the study's files with its plan (read-only)."""
+def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | None = None, *,
+           driver: bool = True) -> StudyState:
+    """Compare the study's files with its plan (read-only). ``driver=False`` skips asking whether a driver is
+    running (the driver itself surveys while holding the lock)."""
     config = config or store.read_config()
     units = units if units is not None else plan_units(config)
     state = StudyState(config=config, units=units)
@@ -85,6 +87,8 @@ def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | 
     state.extra = sorted(arch_names - planned_set)
     state.checkpoints = [n for n in store.names(CHECKPOINTS, ".pt") if n in planned_set]
     state.driver = store.read_driver_state()
+    if not driver:
+        return state
     running = store.driver_running()
     if running is None:  # object storage: judge by the heartbeat
         d = state.driver or {}
