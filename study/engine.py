@@ -128,12 +128,18 @@ class Engine:
 
     # -- capacity ------------------------------------------------------------------------------------
     def capacity(self) -> int:
-        """How many jobs the cluster can run at once now (from its total resources; nodes come and go)."""
-        res = ray.cluster_resources()
-        slots = math.floor(res.get("CPU", 0.0) / self.cpus + 1e-9) if self.cpus > 0 else 10**9
-        if self.gpus > 0:
-            slots = min(slots, math.floor(res.get("GPU", 0.0) / self.gpus + 1e-9))
-        return max(0, slots)
+        """How many jobs the cluster's live nodes can run at once now, node by node (a job's CPUs and GPUs must
+        fit on one node); re-read every tick, since nodes come and go."""
+        slots = 0
+        for node in ray.nodes():
+            if not node.get("Alive"):
+                continue
+            res = node.get("Resources", {})
+            n = math.floor(res.get("CPU", 0.0) / self.cpus + 1e-9) if self.cpus > 0 else 10**6
+            if self.gpus > 0:
+                n = min(n, math.floor(res.get("GPU", 0.0) / self.gpus + 1e-9))
+            slots += n
+        return slots
 
     def limit(self) -> int:
         """The bound on jobs in flight: ``max_in_flight`` if set, else the capacity (at least 1, so a cluster that

@@ -117,11 +117,12 @@ class Progress:
 def ray_session(address: str | None = None):
     """Ray for one study: the caller's session if one is up (tests, notebooks), else an embedded local Ray
     (``address=None``) or the cluster at ``address`` (``"auto"`` on a cluster node), quiet: no dashboard,
-    no worker logs on the console, only Ray's errors. Shut down on the way out if started here."""
+    no worker logs on the console, only Ray's errors. Shut down on the way out if started here. Yields
+    whether it is an embedded Ray started here (a machine whose resources are all there will ever be)."""
     import ray
 
     if ray.is_initialized():
-        yield
+        yield False
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
@@ -139,7 +140,7 @@ def ray_session(address: str | None = None):
         # sigterm_as_interrupt), so `kill` or `ray job stop` shuts the study down cleanly.
         signal.signal(signal.SIGTERM, sigterm)
     try:
-        yield
+        yield not address
     finally:
         ray.shutdown()
 
@@ -236,11 +237,36 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     config = config.replace(d_in=d_in, d_out=d_out)
     units = plan_units(config)
 
-    with store.driver_lock():
+    res = config.resources
+    engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,
+                    max_in_flight=max_in_flight, name="execute_unit")
+    with contextlib.ExitStack() as held:
+        reached: list[bool] = []
+
+        def reach_ray() -> None:
+            """Start or join Ray (once), and check that it can run one architecture."""
+            if not reached:
+                reached.append(True)
+                _check_capacity(engine, held.enter_context(ray_session(address)), out)
+
+        if not store.is_study():
+            reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
+        held.enter_context(store.driver_lock())
         state = survey(store, config, units, driver=False)
         if state.foreign:
             name, problem = next(iter(state.foreign.items()))
             raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
+        finished = set(state.finished)
+        todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
+        result = StudyRun(store.location, len(units), len(state.finished), redone=dict(state.corrupt),
+                          skipped_failed=0 if retry_failed else len(state.failed))
+        if not todo and not state.corrupt:
+            what = f"all {len(units)} architectures are finished"
+            if state.failed and not retry_failed:
+                what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
+            out.say(f"nothing to do: {what} in {store.location}")
+            return result
+        reach_ray()
         # From here on the driver writes.
         if note:
             out.say(note)
@@ -248,24 +274,13 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             store.write_config(config)
         for path in store.remove_temp_files():
             out.say(f"removed the temporary file {path} of an interrupted write")
-        result = StudyRun(store.location, len(units), len(state.finished), redone=dict(state.corrupt))
         for name, problem in state.corrupt.items():
             out.say(f"{name}: {problem}: removed, it will be redone")
             store.delete(ARCHITECTURES, f"{name}.parquet")
             store.delete(RUNS, f"{name}.parquet")
-        finished = set(state.finished)
-        todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
-        result.skipped_failed = 0 if retry_failed else len(state.failed)
-        if not todo:
-            what = f"all {len(units)} architectures are finished"
-            if state.failed and not retry_failed:
-                what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
-            out.say(f"nothing to do: {what} in {store.location}")
-            return result
         out.say(f"{store.location}: {len(todo)} of {len(units)} architectures to run"
                 + (f" ({len(finished)} finished earlier)" if finished else ""))
-        _run_units(store, config, todo, state, result, address=address, max_in_flight=max_in_flight,
-                   progress=out, data=data)
+        _run_units(store, config, engine, todo, state, result, address=address, progress=out, data=data)
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
     summary = f"{done}/{result.total} architectures finished in {store.location}"
@@ -275,8 +290,24 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     return result
 
 
-def _run_units(store: Store, config: StudyConfig, todo: list[Unit], state: StudyState, result: StudyRun, *,
-               address: str | None, max_in_flight: int | None, progress: Progress, data) -> None:
+def _check_capacity(engine: Engine, embedded: bool, out: Progress) -> None:
+    """Refuse, on an embedded Ray, resources per architecture that no node has; on a cluster, say that the
+    work waits for a node that can run it (an autoscaler may add one)."""
+    import ray
+
+    if engine.capacity() > 0:
+        return
+    need = f"{engine.cpus:g} CPU" + (f" and {engine.gpus:g} GPU" if engine.gpus else "")
+    total = ray.cluster_resources()
+    if embedded:
+        raise UserError(f"this machine cannot run one architecture (each needs {need}; Ray sees "
+                        f"{total.get('CPU', 0):g} CPU, {total.get('GPU', 0):g} GPU): lower --cpus-per-arch or "
+                        "--gpus-per-arch, or use a cluster with --address")
+    out.say(f"no node can run an architecture now (each needs {need}); waiting for the cluster to add one")
+
+
+def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Unit], state: StudyState,
+               result: StudyRun, *, address: str | None, progress: Progress, data) -> None:
     import ray
 
     by_name = {u.name: u for u in todo}
@@ -319,30 +350,27 @@ def _run_units(store: Store, config: StudyConfig, todo: list[Unit], state: Study
 
     progress.total, progress.done_before = result.total, result.finished_before
     res = config.resources
+    data_ref = ray.put(data)
+    base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
+            "threads": res.threads, "gpus": res.gpus_per_arch}
+    jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
+
+    def on_tick(tally: Tally) -> None:
+        progress.update(tally)
+        heartbeat(tally)
+
     stop = "error"
-    with ray_session(address):
-        data_ref = ray.put(data)
-        base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
-                "threads": res.threads, "gpus": res.gpus_per_arch}
-        jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
-        engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch,
-                        max_retries=config.max_retries, max_in_flight=max_in_flight, name="execute_unit")
-
-        def on_tick(tally: Tally) -> None:
-            progress.update(tally)
-            heartbeat(tally)
-
-        heartbeat(None)
-        try:
-            engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick,
-                       first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
-            stop = "finished"
-        except KeyboardInterrupt:
-            stop = "interrupted"
-            progress.say(f"interrupted: `archstudy resume {store.location}` continues the study")
-            raise
-        finally:
-            heartbeat(None, running=False, stopped=stop)
+    heartbeat(None)
+    try:
+        engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick,
+                   first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
+        stop = "finished"
+    except KeyboardInterrupt:
+        stop = "interrupted"
+        progress.say(f"interrupted: `archstudy resume {store.location}` continues the study")
+        raise
+    finally:
+        heartbeat(None, running=False, stopped=stop)
 
 
 @contextlib.contextmanager

@@ -26,12 +26,13 @@ import ray
 import yaml
 from ray.cluster_utils import Cluster
 
-from sampling import EXTENDED, get_space, sample_spec, siblings
+from sampling import EXTENDED, UserError, get_space, sample_spec, siblings
 from study.cli import main
-from study.runner import resume_study, run_study
+from study.engine import Engine
+from study.runner import Progress, _check_capacity, resume_study, run_study
 from study.state import survey
 from study.store import Store
-from study.unit import init_seed
+from study.unit import execute_unit, init_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
@@ -180,6 +181,18 @@ def test_the_table_equals_the_same_units_computed_in_this_process(reference):
     for k, v in arch.items():
         if k not in VOLATILE and k != "arch_id":
             assert (v != v and stored[k] != stored[k]) or v == stored[k], k
+
+
+def test_capacity_is_counted_node_by_node_and_resources_no_node_has_are_refused_on_an_embedded_ray(cluster):
+    assert Engine(execute_unit, cpus=1).capacity() == 2
+    assert Engine(execute_unit, cpus=0.5, gpus=0.5).capacity() == 2  # both on the head, the node with the GPU
+    assert Engine(execute_unit, cpus=2).capacity() == 0  # two CPUs in the cluster, never two on one node
+    with pytest.raises(UserError, match=r"^this machine cannot run one architecture \(each needs 2 CPU; Ray sees "
+                                        r"2 CPU, 1 GPU\): lower --cpus-per-arch"):
+        _check_capacity(Engine(execute_unit, cpus=2), True, Progress(None, 0, 0))
+    log = io.StringIO()
+    _check_capacity(Engine(execute_unit, cpus=2), False, Progress(log, 0, 0))  # a cluster may still grow
+    assert "waiting for the cluster to add one" in log.getvalue()
 
 
 def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path):
