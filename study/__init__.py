@@ -4,6 +4,7 @@ trainer, the Ray runner, the Parquet store and the command line."""
 from .activations import Activation, linear_approx_error, nlc_tau
 from .datasets import DATASETS, Dataset, Split, load_dataset
 from .network import Network, build_network, frozen_statistics, output_scale
+from .metrics.measure import MetricOptions, measure
 
 __all__ = [
     "Activation", "DATASETS", "Dataset", "Network", "Split", "build_network", "frozen_statistics",

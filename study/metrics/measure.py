@@ -1,0 +1,189 @@
+"""``study.measure``: every metric of an architecture at initialization, as one flat row of floats.
+
+    row = measure(net, data, spec, options=MetricOptions(), seed=0)
+
+The keys are the Parquet columns of ``docs/results.md`` ("init metrics", "zero-cost proxies",
+"optional", ``flops``) plus ``measure_s``, the seconds the call took (``MEASURE_COLUMNS``). Every value is a
+float, NaN where it was not computed (the optional E.1 / E.3 metrics unless switched on) or is not
+finite (a network whose output overflows gets NaNs; ``measure`` never raises on a pathological network);
+``high_bias`` is a bool, true when the bias exceeds ``HIGH_BIAS`` = 1000 (an infinite bias, i.e. a
+constant output, counts as high).
+
+What is measured on which data:
+
+* training set, in minibatches of ``batch_size`` = 250: NLC and its factors (section G), bias, output_q,
+  c_out (= output_q, the trainer's output scale), GVCS and gradient length (``gradient_batches``
+  minibatches), variability (planes through the training data), E.1 (``region_batches`` minibatches);
+* one random training minibatch of ``proxy_batch_size`` = 128: grad_norm, snip, jacob_cov, NWOT; synflow
+  takes an all-ones input;
+* test set: E.3 (the paper's "test error over the path");
+* the spec alone: AR, FLOPs, NLC_tau(1) and the linear approximation error of the activation variant.
+
+The network is never changed: every pass runs with batch statistics and running statistics untouched
+(``frozen_statistics``), gradients are taken with ``torch.autograd.grad`` (no ``.grad`` is written), and
+the metrics that need another mode (synflow, variability of a batchnorm net) work on a deep copy. A
+stack of R runs (identical at initialization) is measured on its first copy. Every random draw comes
+from ``seed``; the global random state is neither used nor advanced.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+from torch import nn
+
+from sampling import ArchSpec, SpecError
+from sampling.constraints import Boolean, Integer, Real, check
+
+from ..activations import linear_approx_error, nlc_tau
+from .architecture import activation_ratio, flops
+from .gradients import finite_or_nan, grad_length_of, gvcs_of, input_gradients
+from .nlc import HIGH_BIAS, nlc_parts
+from .proxies import (
+    PROXY_BATCH, activation_codes, grad_norm_terms, jacob_cov_of, loss_gradients, nwot_of,
+    output_sum_jacobian, snip_terms, synflow,
+)
+from .regions import K_MAX, K_MIN, PERTURBATION_TOLERANCE, error_perturbation, lar_diameter
+from .variability import variability
+
+INIT_COLUMNS = (
+    "nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q", "high_bias", "ar",
+    "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error", "c_out",
+)
+PROXY_COLUMNS = ("grad_norm", "snip", "synflow", "jacob_cov", "nwot")
+OPTIONAL_COLUMNS = ("lar_diameter", "error_perturbation")
+MEASURE_COLUMNS = INIT_COLUMNS + PROXY_COLUMNS + OPTIONAL_COLUMNS + ("flops", "measure_s")
+
+# Streams of the seeded draws, so that switching one metric on or off never changes another's numbers.
+_NLC, _GRADIENTS, _PROXIES, _VARIABILITY, _LAR, _PERTURBATION = range(6)
+
+
+def _opt(constraint, default, doc):
+    return field(default=default, metadata={"constraint": constraint, "doc": doc})
+
+
+@dataclass(frozen=True)
+class MetricOptions:
+    """How much work ``measure`` does; the defaults are the paper's where it has them."""
+
+    nlc_batches: int = _opt(Integer(1), 100, "minibatches with one Gaussian backward each for Q_x|J| (section G)")
+    batch_size: int = _opt(Integer(2), 250, "minibatch size of every batch-mode pass (the paper's 250)")
+    gradient_batches: int = _opt(Integer(1), 10, "training minibatches for GVCS and gradient length")
+    proxy_batch_size: int = _opt(Integer(2), PROXY_BATCH, "minibatch of grad_norm, snip, jacob_cov, NWOT")
+    variability_grid: int = _opt(Integer(4), 65, "grid points per side of each variability plane")
+    variability_planes: int = _opt(Integer(1), 4, "random planes through the data (inputs of > 2 dims)")
+    lar: bool = _opt(Boolean(), False, "compute the E.1 relative diameter of linearly approximable regions")
+    perturbation: bool = _opt(Boolean(), False, "compute the E.3 maximal error-preserving perturbation")
+    region_batches: int = _opt(Integer(1), 10, "minibatches of E.1 / E.3 (the paper's 10)")
+    region_directions: int = _opt(Integer(1), 10, "Gaussian direction matrices U (and V) per minibatch (10)")
+    region_k_max: float = _opt(Real(K_MIN), K_MAX, "largest step k of E.1 / E.3, in diameters of the data")
+    perturbation_tolerance: float = _opt(Real(0.0, 1.0, lo_open=True), PERTURBATION_TOLERANCE,
+                                         "E.3: allowed increase of the error over the path (absolute)")
+
+    def __post_init__(self):
+        for f in fields(self):
+            object.__setattr__(self, f.name, check("MetricOptions", f.name, f.metadata["constraint"],
+                                                   getattr(self, f.name)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "MetricOptions":
+        d = dict(d or {})
+        names = {f.name for f in fields(cls)}
+        for key in d:
+            if key not in names:
+                raise SpecError("MetricOptions", key, d[key], "is not an option; options: " + ", ".join(sorted(names)))
+        return cls(**d)
+
+
+def _tensor(a, dtype, device) -> torch.Tensor:
+    return torch.as_tensor(a, dtype=dtype).to(device)
+
+
+def _split(data, name: str, device) -> tuple[torch.Tensor, torch.Tensor]:
+    split = getattr(data, name)
+    return _tensor(split.x, torch.float64, device), _tensor(split.y, torch.int64, device)
+
+
+def _check_inputs(net: nn.Module, data, spec: ArchSpec) -> None:
+    if not isinstance(spec, ArchSpec):
+        raise SpecError("measure", "spec", type(spec).__name__, "must be an ArchSpec")
+    net_spec = getattr(net, "spec", None)
+    if net_spec is not None and net_spec != spec:
+        raise SpecError("measure", "spec", spec.content_id, f"must be the network's own spec {net_spec.content_id}")
+    if data.d_in != spec.d_in:
+        raise SpecError("measure", "data.d_in", data.d_in, f"must equal spec.d_in = {spec.d_in}")
+    if data.n_classes != spec.d_out:
+        raise SpecError("measure", "data.n_classes", data.n_classes, f"must equal spec.d_out = {spec.d_out}")
+
+
+def _generator_seed(seed: int, stream: int) -> int:
+    """An independent 63-bit seed for each metric's draws (numpy's SeedSequence hashing of (seed, stream))."""
+    return int(np.random.SeedSequence([seed, stream]).generate_state(1, np.uint64)[0]) >> 1
+
+
+def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | None = None, seed: int = 0) -> dict:
+    """All metrics of ``net`` (built from ``spec``) on ``data`` (a ``study.load_dataset`` result); see the
+    module docstring. Returns ``{column: value}`` with exactly the keys ``MEASURE_COLUMNS``."""
+    start = time.perf_counter()
+    opts = MetricOptions() if options is None else options
+    if not isinstance(opts, MetricOptions):
+        raise SpecError("measure", "options", type(opts).__name__, "must be a MetricOptions or None")
+    seed = check("measure", "seed", Integer(0), seed)
+    _check_inputs(net, data, spec)
+    if getattr(net, "runs", 1) > 1:
+        net = net.select(0)
+    device = next(net.parameters()).device
+    x, y = _split(data, "train", device)
+    b = opts.batch_size
+
+    parts = nlc_parts(net, x, opts.nlc_batches, b, _generator_seed(seed, _NLC))
+    c_out = parts.output_q
+    row: dict[str, Any] = {
+        "nlc": parts.nlc, "nlc_jacobian_q": parts.jacobian_q, "nlc_input_sd_q": parts.input_sd_q,
+        "nlc_output_sd_q": parts.output_sd_q, "bias": parts.bias, "output_q": parts.output_q,
+        "high_bias": bool(parts.bias > HIGH_BIAS), "ar": activation_ratio(spec),
+        "nlc_tau": nlc_tau(spec), "linear_approx_error": linear_approx_error(spec), "c_out": c_out,
+        "flops": flops(spec),
+    }
+
+    g = input_gradients(net, x, y, c_out, opts.gradient_batches, b, _generator_seed(seed, _GRADIENTS))
+    row["gvcs"], row["grad_length"] = gvcs_of(g), grad_length_of(g)
+
+    gen = torch.Generator().manual_seed(_generator_seed(seed, _PROXIES))
+    idx = torch.randperm(x.shape[0], generator=gen)[:opts.proxy_batch_size].to(device)
+    xp, yp = x.index_select(0, idx), y.index_select(0, idx)
+    grads = loss_gradients(net, xp, yp, c_out)
+    row["grad_norm"] = sum(grad_norm_terms(grads).values())
+    row["snip"] = sum(snip_terms(grads).values())
+    row["synflow"] = synflow(net, spec.d_in)
+    row["jacob_cov"] = jacob_cov_of(output_sum_jacobian(net, xp))
+    row["nwot"] = nwot_of(activation_codes(net, xp))
+
+    row["variability"] = (
+        variability(net, x, opts.variability_grid, opts.variability_planes, _generator_seed(seed, _VARIABILITY), b)
+        if spec.d_in >= 2 else math.nan
+    )
+    row["lar_diameter"] = (
+        lar_diameter(net, x, opts.region_batches, opts.region_directions, b, opts.region_k_max,
+                     _generator_seed(seed, _LAR))
+        if opts.lar else math.nan
+    )
+    if opts.perturbation:
+        xt, yt = _split(data, "test", device)
+        row["error_perturbation"] = error_perturbation(
+            net, xt, yt, opts.region_batches, opts.region_directions, b, opts.perturbation_tolerance,
+            opts.region_k_max, _generator_seed(seed, _PERTURBATION))
+    else:
+        row["error_perturbation"] = math.nan
+
+    out = {k: (row[k] if k == "high_bias" else finite_or_nan(row[k])) for k in MEASURE_COLUMNS[:-1]}
+    out["measure_s"] = time.perf_counter() - start
+    return out

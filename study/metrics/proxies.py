@@ -1,0 +1,206 @@
+"""Zero-cost proxies at initialization, over EVERY trainable tensor.
+
+The NAS literature computes these over ``nn.Linear.weight`` / ``nn.Conv2d.weight`` only; here every tensor
+of ``net.named_parameters()`` counts: dense weights and biases, Householder vectors ``u`` (seed 001),
+GmP angles ``theta``, offsets ``lam`` and radii ``r`` (seed 002). Each ``*_by_tensor`` function returns one
+term per tensor, so a test can see that none is silently skipped; the proxy is the sum of the terms.
+
+The loss is the study's training loss, softmax cross-entropy of f(x) / c_out, averaged over the
+minibatch; networks run in batch mode with their running statistics untouched (NLC paper, section G).
+
+* grad_norm (Abdelfattah et al. 2021, "Zero-cost proxies for lightweight NAS"):
+      sum_t |dL/dtheta_t|_2
+* snip (Lee et al. 2019, as a proxy in Abdelfattah et al. 2021):
+      sum_t sum |theta_t * dL/dtheta_t|
+* synflow (Tanaka et al. 2020, eq. 8 with the "linearized" network of their Algorithm 1):
+      sum_t sum theta_t * dR/dtheta_t,  R = 1^T f_|theta|(1)
+  every parameter and buffer replaced by its absolute value (Abdelfattah et al.'s reference code makes
+  the whole ``state_dict`` positive: this also covers the fixed skip projection), evaluated in float64
+  and evaluation mode (batchnorm and GmP's input mean use their running statistics; a single all-ones
+  input has no batch statistics) on one all-ones input, theta_t the positive values.
+* jacob_cov (Mellor et al. 2021, v1): J = d(sum_j f(x, j))/dx per example of a minibatch, Sigma_J its
+  correlation matrix across examples with eigenvalues lambda_1..lambda_B,
+      -sum_i [log(lambda_i + k) + 1 / (lambda_i + k)],  k = 1e-5.
+* NWOT (Mellor et al. 2021, v2): binary code c_x over all N_A activation units,
+      K_H[a, b] = N_A - Hamming(c_a, c_b),  score = log|det K_H|.
+  The code bit of a unit is which side of tau's kink its argument d s + t lies on (s the pre-activation,
+  d and t the dilation and shift of c tau(d s + t) + b): for relu active / inactive as in the paper; for
+  abs, selu, even_tanh and odd_square the kink; for the smooth activations (tanh, sigmoid, gaussian,
+  square) the sign of d s + t, the point of symmetry of each. torch's own activation modules, if a
+  foreign network uses them, give the sign of their input.
+
+Mellor et al. use minibatches of 128 (``PROXY_BATCH``). A non-finite score (a network whose output or
+gradients overflow, a singular kernel, a constant Jacobian) is reported as NaN by ``study.measure``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..layers import DTYPE, ActivationLayer
+from .gradients import scaled_cross_entropy
+from .nlc import batch_mode
+
+PROXY_BATCH = 128  # Mellor et al. (2021), both versions
+JACOB_COV_K = 1e-5  # Mellor et al. (2021) v1, the regularizer of the eigenvalues
+
+# torch's activation modules, for networks not built by ``study.network``: the code bit is the input's sign.
+_TORCH_ACTIVATIONS = (nn.ReLU, nn.LeakyReLU, nn.ELU, nn.SELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
+                      nn.Softplus, nn.Hardtanh, nn.Mish)
+
+
+def _single(net: nn.Module) -> nn.Module:
+    if getattr(net, "runs", 1) != 1:
+        raise ValueError(f"the proxies take one network, this one stacks {net.runs}: use net.select(k)")
+    return net
+
+
+def _trainable(net: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    return [(name, p) for name, p in net.named_parameters() if p.requires_grad]
+
+
+def loss_gradients(net: nn.Module, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0
+                   ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(name, theta, dL/dtheta) for every trainable tensor, L the mean scaled cross-entropy on (x, y)."""
+    params = _trainable(_single(net))
+    with batch_mode(net), torch.enable_grad():
+        loss = scaled_cross_entropy(net(x), y, c_out)
+        grads = torch.autograd.grad(loss, [p for _, p in params])
+    return [(name, p.detach(), g) for (name, p), g in zip(params, grads)]
+
+
+def grad_norm_terms(grads) -> dict[str, float]:
+    """|dL/dtheta_t|_2 per tensor, from ``loss_gradients``."""
+    return {name: float(torch.linalg.vector_norm(g)) for name, _, g in grads}
+
+
+def snip_terms(grads) -> dict[str, float]:
+    """sum |theta_t * dL/dtheta_t| per tensor, from ``loss_gradients``."""
+    return {name: float((p * g).abs().sum()) for name, p, g in grads}
+
+
+def grad_norm_by_tensor(net: nn.Module, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0) -> dict[str, float]:
+    return grad_norm_terms(loss_gradients(net, x, y, c_out))
+
+
+def snip_by_tensor(net: nn.Module, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0) -> dict[str, float]:
+    return snip_terms(loss_gradients(net, x, y, c_out))
+
+
+def grad_norm(net: nn.Module, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0) -> float:
+    """grad_norm = sum over trainable tensors of |dL/dtheta_t|_2 (Abdelfattah et al. 2021)."""
+    return sum(grad_norm_by_tensor(net, x, y, c_out).values())
+
+
+def snip(net: nn.Module, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0) -> float:
+    """snip = sum over trainable tensors of sum |theta_t * dL/dtheta_t| (Lee et al. 2019)."""
+    return sum(snip_by_tensor(net, x, y, c_out).values())
+
+
+def synflow_by_tensor(net: nn.Module, d_in: int | None = None) -> dict[str, float]:
+    """sum theta_t * dR/dtheta_t per tensor on the all-positive copy of ``net`` (see the module docstring)."""
+    _single(net)
+    if d_in is None:
+        if not hasattr(net, "spec"):
+            raise ValueError("synflow needs d_in for a network without an ArchSpec")
+        d_in = net.spec.d_in
+    twin = copy.deepcopy(net)  # the network itself is never touched
+    with torch.no_grad():
+        for t in twin.state_dict(keep_vars=True).values():
+            if t.is_floating_point():
+                t.abs_()
+    twin.eval()
+    params = _trainable(twin)
+    ones = torch.ones(1, d_in, dtype=DTYPE, device=params[0][1].device)
+    with torch.enable_grad():
+        r = twin(ones).sum()
+        grads = torch.autograd.grad(r, [p for _, p in params])
+    return {name: float((p.detach() * g).sum()) for (name, p), g in zip(params, grads)}
+
+
+def synflow(net: nn.Module, d_in: int | None = None) -> float:
+    """synflow = sum_t sum |theta_t| * dR/d|theta_t|, R the output sum of the all-positive net on ones (Tanaka
+    et al. 2020), in float64."""
+    return sum(synflow_by_tensor(net, d_in).values())
+
+
+def output_sum_jacobian(f: Callable, x: torch.Tensor) -> torch.Tensor:
+    """Rows d(sum_j f(x_b, j))/dx_b of a minibatch ``x`` (batch mode): [B, d_in]."""
+    xb = x.detach().clone().requires_grad_(True)
+    with batch_mode(f), torch.enable_grad():
+        out = f(xb)
+        (g,) = torch.autograd.grad(out.sum(), xb)
+    return g
+
+
+def jacob_cov_of(jac: torch.Tensor, k: float = JACOB_COV_K) -> float:
+    """-sum_i [log(lambda_i + k) + 1/(lambda_i + k)], lambda the eigenvalues of the rows' correlation matrix."""
+    j = jac.detach().cpu().numpy()
+    if not np.isfinite(j).all():
+        return math.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.corrcoef(j)  # a constant row has no correlation: NaN
+    if not np.isfinite(corr).all():
+        return math.nan
+    ev = np.linalg.eigvalsh(corr)
+    return float(-np.sum(np.log(ev + k) + 1.0 / (ev + k)))
+
+
+def jacob_cov(f: Callable, x: torch.Tensor, k: float = JACOB_COV_K) -> float:
+    """Mellor et al. (2021) v1 score of the input Jacobians of a minibatch ``x`` (see the module docstring)."""
+    return jacob_cov_of(output_sum_jacobian(f, x), k)
+
+
+def activation_codes(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Binary codes [B, N_A] of a minibatch: 1 where a unit's argument d s + t is past tau's kink (> 0)."""
+    _single(net)
+    codes, hooks = [], []
+
+    def study_hook(module, args):
+        s = args[0]
+        act = module.act
+        codes.append((s * act.dilation + act.shift > 0).reshape(-1, s.shape[-2], s.shape[-1])[0])
+
+    def torch_hook(module, args):
+        s = args[0]
+        codes.append((s > 0).reshape(-1, s.shape[-2], s.shape[-1])[0])
+
+    for m in net.modules():
+        if isinstance(m, ActivationLayer):
+            hooks.append(m.register_forward_pre_hook(study_hook))
+        elif isinstance(m, _TORCH_ACTIVATIONS):
+            hooks.append(m.register_forward_pre_hook(torch_hook))
+    try:
+        with batch_mode(net), torch.no_grad():
+            net(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    if not codes:
+        raise ValueError("NWOT needs activation units: the network has no activation layer")
+    return torch.cat(codes, dim=1)
+
+
+def nwot_of(codes: torch.Tensor) -> float:
+    """log|det K_H|, K_H[a, b] = N_A - Hamming(c_a, c_b) = c_a.c_b + (1 - c_a).(1 - c_b); NaN if singular.
+
+    K_H is an integer matrix, so a nonsingular one has |det| >= 1: a computed log-determinant below
+    log(1/2) is the rounding noise of a singular kernel (two examples with one code, or fewer units than
+    examples: rank K_H <= N_A + 1), not a score."""
+    c = codes.to(DTYPE)
+    kernel = c @ c.T + (1 - c) @ (1 - c).T
+    sign, logdet = torch.linalg.slogdet(kernel)
+    if float(sign) <= 0 or not float(logdet) >= math.log(0.5):
+        return math.nan
+    return float(logdet)
+
+
+def nwot(net: nn.Module, x: torch.Tensor) -> float:
+    """NWOT (Mellor et al. 2021 v2): log-determinant of the activation-pattern kernel of a minibatch ``x``."""
+    return nwot_of(activation_codes(net, x))
