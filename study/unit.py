@@ -17,7 +17,6 @@ import socket
 import tempfile
 import threading
 import time
-import traceback
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -26,7 +25,7 @@ import numpy as np
 from sampling import ArchSpec, sample_spec, siblings
 
 from .config import StudyConfig, package_version, utc_now
-from .store import MEASURED, Store, to_table, unit_name, ARCHITECTURES, RUNS
+from .store import ARCHITECTURES, MEASURED, RUNS, Store, to_table, unit_name
 
 BASE = "base"
 
@@ -245,12 +244,3 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
         arch, runs = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt)
     return {"architecture": arch, "runs": runs}
 
-
-def one_line(exc: BaseException) -> str:
-    """``Type: first line of the message``: the reason a failure record gives."""
-    msg = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {msg[0]}" if msg else type(exc).__name__
-
-
-def format_traceback(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
