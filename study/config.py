@@ -9,9 +9,11 @@ Two kinds of keys:
 
 * science keys decide what the results are (``SCIENCE_KEYS``): a resumed study must use the same ones,
   or the rows would mix two experiments. ``differences`` lists the ones that differ;
-* execution keys (``resources``, ``max_retries``, ``checkpoint_every_s``) decide only how the work is
-  spread and retried; a resume may override them for its own session (they are not rewritten), and the
-  rows record the host and device that computed them.
+* execution keys (``root``, ``resources``, ``max_retries``, ``checkpoint_every_s``) decide only where the
+  data is read from and how the work is spread and retried; a resume may override them for its own
+  session (they are not rewritten), and the rows record the host and device that computed them. The data
+  itself is pinned by ``data_fingerprint`` (a hash of the loaded splits): a resume whose data differs is
+  refused, wherever it was read from.
 
 Every value is validated with the declared constraints of ``sampling.constraints``, so a mistake reads
 ``study.<key> = <value>: <what is allowed>`` in one line.
@@ -35,7 +37,7 @@ from sampling.constraints import Choice, Constraint, Integer, Real, Text, check
 
 WHERE = "study"
 CONFIG_NAME = "study.yaml"
-EXECUTION_KEYS = ("resources", "max_retries", "checkpoint_every_s")
+EXECUTION_KEYS = ("root", "resources", "max_retries", "checkpoint_every_s")
 PROVENANCE_KEYS = ("package_version", "created")
 
 
@@ -250,6 +252,8 @@ class StudyConfig:
     checkpoint_every_s: float = _f(Real(0.0, lo_open=True), 300.0, doc="seconds between trainer checkpoints")
     d_in: int | None = _f(None, None, doc="input dimension of the dataset")
     d_out: int | None = _f(None, None, doc="number of classes of the dataset")
+    data_fingerprint: str | None = _f(None, None, doc="sha256 (16 hex digits) of the loaded train/val/test "
+                                      "tensors: a resume must see the same data")
     package_version: str = _f(Text(), doc="archstudy version that created the study", factory=package_version)
     created: str = _f(Text(), doc="creation time, ISO 8601 UTC", factory=utc_now)
 
@@ -275,6 +279,8 @@ class StudyConfig:
         for name in ("d_in", "d_out"):
             if getattr(self, name) is not None:
                 set_(name, check(WHERE, name, Integer(1), getattr(self, name)))
+        if self.data_fingerprint is not None:
+            set_("data_fingerprint", check(WHERE, "data_fingerprint", Text(), self.data_fingerprint))
 
     # -- derived -------------------------------------------------------------------------------------
     @property
@@ -329,7 +335,7 @@ class StudyConfig:
     def replace(self, **changes) -> "StudyConfig":
         return replace(self, **changes)
 
-    def with_execution(self, *, cpus_per_arch=None, gpus_per_arch=None, max_retries=None,
+    def with_execution(self, *, root=None, cpus_per_arch=None, gpus_per_arch=None, max_retries=None,
                        checkpoint_every_s=None) -> "StudyConfig":
         """This config with the given execution settings changed (None keeps the stored value)."""
         res = self.resources.to_dict()
@@ -342,6 +348,8 @@ class StudyConfig:
             changes["max_retries"] = max_retries
         if checkpoint_every_s is not None:
             changes["checkpoint_every_s"] = checkpoint_every_s
+        if root is not None:
+            changes["root"] = root
         return replace(self, **changes)
 
 

@@ -22,6 +22,7 @@ its checkpoint): the next resume sees exactly the committed files.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import signal
@@ -161,6 +162,17 @@ def _load_data(config: StudyConfig):
     return load_dataset(config.dataset, seed=config.dataset_seed, root=config.root, **config.dataset_options)
 
 
+def data_fingerprint(data) -> str:
+    """16 hex digits of the sha256 of the dataset's splits (shapes, dtypes and bytes of x and y, in order)."""
+    h = hashlib.sha256()
+    for split in (data.train, data.val, data.test):
+        for t in (split.x, split.y):
+            a = t.detach().cpu().contiguous().numpy()
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
 def _execution(config: StudyConfig, overrides: Mapping[str, Any]) -> StudyConfig:
     return config.with_execution(**{k: v for k, v in overrides.items() if v is not None})
 
@@ -173,7 +185,8 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
     ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``. A larger
     ``architectures`` alone extends the study (architecture i does not depend on the count).
-    ``execution`` may override ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``."""
+    ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
+    ``checkpoint_every_s``."""
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
     config = _execution(config, execution)
@@ -196,16 +209,20 @@ def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig, force: boo
     """The config to run an existing study with, whether to rewrite its study.yaml, and what to tell the user.
 
     Same science keys: the stored config with this command's execution settings. A larger ``architectures``
-    alone: the study grows. Anything else is refused unless ``force``."""
-    mine = asked.replace(d_in=stored.d_in, d_out=stored.d_out, created=stored.created)
+    alone: the study grows. Anything else is refused unless ``force``, which rewrites study.yaml with this
+    command's config and the fingerprint of the data loaded now."""
+    mine = asked.replace(d_in=stored.d_in, d_out=stored.d_out, data_fingerprint=stored.data_fingerprint,
+                         created=stored.created)
     diff = stored.differences(mine)
-    if not diff:
-        return stored.replace(resources=mine.resources, max_retries=mine.max_retries,
+    if not diff and not force:
+        return stored.replace(root=mine.root, resources=mine.resources, max_retries=mine.max_retries,
                               checkpoint_every_s=mine.checkpoint_every_s), False, None
-    if diff == ["architectures"] and mine.architectures > stored.architectures:
+    if diff == ["architectures"] and mine.architectures > stored.architectures and not force:
         return mine, True, f"extending the study from {stored.architectures} to {mine.architectures} architectures"
     if force:
-        return mine, True, f"replacing the study's config (--force-config): {', '.join(diff)} changed"
+        # The data may have changed too: the fingerprint of what is loaded now is recorded.
+        return mine.replace(data_fingerprint=None), True, \
+            f"replacing the study's config (--force-config): {', '.join(diff) or 'the data'} changed"
     k, more = diff[0], f" and {len(diff) - 1} more key(s)" if len(diff) > 1 else ""
     raise UserError(f"{store.location} is a study with a different {k} ({_short(stored.to_dict()[k])}, asked "
                     f"{_short(mine.to_dict()[k])}){more}: `archstudy resume {store.location}` continues it as it is; "
@@ -215,7 +232,7 @@ def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig, force: boo
 def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
                  max_in_flight: int | None = None, progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
-    session: ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
+    session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
     store = Store(out)
     config = _execution(store.read_config(), execution)
     return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
@@ -230,11 +247,15 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     if max_in_flight is not None and max_in_flight < 1:
         raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
     data = _load_data(config)
-    d_in, d_out = int(data.d_in), int(data.n_classes)
+    d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
     if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
         raise UserError(f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
                         f"with d_in = {config.d_in}, {config.d_out} classes")
-    config = config.replace(d_in=d_in, d_out=d_out)
+    if config.data_fingerprint is not None and config.data_fingerprint != fingerprint:
+        raise UserError(f"{config.dataset}: the data loaded now (fingerprint {fingerprint}) is not the study's "
+                        f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
+                        "`archstudy run` accepts it")
+    config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
     units = plan_units(config)
 
     res = config.resources
@@ -264,6 +285,10 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             what = f"all {len(units)} architectures are finished"
             if state.failed and not retry_failed:
                 what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
+            if write_config:  # --force-config on a finished study: record the config (and the data) asked
+                if note:
+                    out.say(note)
+                store.write_config(config)
             out.say(f"nothing to do: {what} in {store.location}")
             return result
         reach_ray()

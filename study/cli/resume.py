@@ -21,6 +21,8 @@ def register(sub) -> None:
     one_line_errors(p)
     p.add_argument("study", metavar="STUDY", help="the study directory or URI")
     p.add_argument("--skip-failed", action="store_true", help="do not try the failed architectures again")
+    p.add_argument("--root", metavar="DIR", help="read the dataset's files from DIR this time (the data must be "
+                   "the study's: its fingerprint is checked)")
     add_execution_arguments(p)
     p.set_defaults(func=run)
 
@@ -30,5 +32,6 @@ def run(args) -> int:
 
     with sigterm_as_interrupt():
         result = resume_study(args.study, address=args.address, retry_failed=not args.skip_failed,
-                              max_in_flight=args.max_in_flight, progress=sys.stderr, **execution_of(args))
+                              max_in_flight=args.max_in_flight, progress=sys.stderr, root=args.root,
+                              **execution_of(args))
     return finish(result, args.study, args, example=False)

@@ -91,8 +91,8 @@ def test_siblings_forms_and_resources():
 def test_science_keys_decide_a_resume_execution_keys_do_not():
     a = StudyConfig(**BASE, protocol="quick")
     assert set(SCIENCE_KEYS) | set(EXECUTION_KEYS) | {"package_version", "created"} == {f.name for f in fields(a)}
-    assert a.differences(a.with_execution(cpus_per_arch=2, gpus_per_arch=0.5, max_retries=5,
-                                          checkpoint_every_s=10)) == []
+    assert a.differences(a.with_execution(root="/data/elsewhere", cpus_per_arch=2, gpus_per_arch=0.5,
+                                          max_retries=5, checkpoint_every_s=10)) == []
     assert a.differences(a.replace(package_version="9.9", created="2000-01-01T00:00:00Z")) == []
     assert a.differences(StudyConfig(**{**BASE, "architectures": 4}, protocol="quick")) == ["architectures"]
     assert a.differences(StudyConfig(**BASE, protocol="paper", seed=1)) == ["seed", "protocol"]

@@ -29,7 +29,8 @@ from ray.cluster_utils import Cluster
 from sampling import EXTENDED, UserError, get_space, sample_spec, siblings
 from study.cli import main
 from study.engine import Engine
-from study.runner import Progress, _check_capacity, resume_study, run_study
+from study import load_dataset
+from study.runner import Progress, _check_capacity, data_fingerprint, resume_study, run_study
 from study.state import survey
 from study.store import Store
 from study.unit import execute_unit, init_seed
@@ -204,6 +205,24 @@ def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path)
     assert result.finished == 0 and result.complete
     assert "nothing to do: all 4 architectures are finished" in log.getvalue()
     assert _snapshot(study) == before
+
+
+def test_a_resume_that_loads_other_data_is_refused_unless_the_config_is_forced(reference, tmp_path):
+    study = tmp_path / "s"
+    shutil.copytree(reference["path"], study)
+    text = (study / "study.yaml").read_text()
+    real = Store(study).read_config().data_fingerprint
+    assert real == data_fingerprint(load_dataset("waveform-noise")) and f"data_fingerprint: {real}" in text
+    (study / "study.yaml").write_text(text.replace(real, "0123456789abcdef"))
+    before = _snapshot(study)
+    with pytest.raises(UserError, match=r"the data loaded now \(fingerprint [0-9a-f]{16}\) is not the study's "
+                                        r"\(0123456789abcdef\)"):
+        resume_study(study, progress=None)
+    assert _snapshot(study) == before
+    log = io.StringIO()
+    result = run_study(KEYS, study, force_config=True, progress=log)
+    assert result.complete and result.finished == 0 and "--force-config" in log.getvalue()
+    assert Store(study).read_config().data_fingerprint == real
 
 
 def test_a_larger_architecture_count_extends_a_study_and_leaves_the_finished_files_alone(reference, tmp_path):
