@@ -40,7 +40,9 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-in-flight", type=int, metavar="N",
                    help="architectures submitted at once (default: what the cluster can run now; set it to the "
                         "cluster's maximum size to let an autoscaler grow at once)")
-    p.add_argument("--report", action="store_true", help="write the HTML report into the study when it is complete")
+    p.add_argument("--report", action="store_true",
+                   help=f"write the HTML report when the study is complete (STUDY/{REPORT_NAME}; ./{REPORT_NAME} for "
+                        "an s3:// or gs:// study)")
 
 
 def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -123,16 +125,15 @@ def finish(result, location: str, args, example: bool) -> int:
     """After run/resume: the report when asked (and the study is complete); exit 0 when every architecture
     is finished, 1 when some failed."""
     if example or (args.report and result.complete):
+        os.environ.setdefault("MPLBACKEND", "Agg")  # the report only renders to PNG
         from analysis import write_report
 
         from ..store import Store
 
         store = Store(location)
-        if not store.local:
-            raise UserError(f"--report writes a local file; run `archstudy report` on a copy of {location}")
-        path = os.path.join(store.root, REPORT_NAME)
-        written = write_report([store.root], path)
-        print(os.fspath(written or path))
+        # Beside the study's files when it is local; in the current directory for an s3:// or gs:// study.
+        path = os.path.join(store.root, REPORT_NAME) if store.local else REPORT_NAME
+        print(write_report([store.uri], path))
     elif args.report:
         print(f"archstudy: no report: {result.total - result.finished_before - result.finished} architectures are "
               "not finished", file=sys.stderr)

@@ -196,7 +196,7 @@ def test_capacity_is_counted_node_by_node_and_resources_no_node_has_are_refused_
     assert "waiting for the cluster to add one" in log.getvalue()
 
 
-def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path):
+def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path, capsys):
     study = tmp_path / "s"
     shutil.copytree(reference["path"], study)
     before = _snapshot(study)
@@ -205,6 +205,12 @@ def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path)
     assert result.finished == 0 and result.complete
     assert "nothing to do: all 4 architectures are finished" in log.getvalue()
     assert _snapshot(study) == before
+    # The same through the command line, which also draws the report of the (complete) study when asked.
+    assert main(["resume", str(study), "--report"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == str(study / "report.html") and "nothing to do" in err
+    assert "waveform-noise" in (study / "report.html").read_text()
+    assert {k: v for k, v in _snapshot(study).items() if k != "report.html"} == before
 
 
 def test_a_resume_that_loads_other_data_is_refused_unless_the_config_is_forced(reference, tmp_path):
