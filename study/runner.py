@@ -35,10 +35,10 @@ from typing import Any, Mapping, TextIO
 
 from sampling import UserError
 
-from .config import CONFIG_NAME, StudyConfig, utc_now
+from .config import CONFIG_NAME, StudyConfig, package_version, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
 from .state import HEARTBEAT_S, StudyState, survey
-from .store import ARCHITECTURES, RUNS, SchemaError, Store
+from .store import ARCHITECTURES, FAILED, RUNS, SchemaError, Store
 from .unit import Unit, execute_unit, plan_units
 
 
@@ -360,7 +360,7 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         except SchemaError as e:
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(job.key))
-        store.delete("failed", f"{job.key}.json")
+        store.delete(FAILED, f"{job.key}.json")
         result.finished += 1
 
     def on_failed(job: Job, failure: Failure, attempt: int) -> None:
@@ -368,7 +368,7 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         store.write_failure(job.key, {
             "index": unit.index, "arch_id": unit.arch_id, "variant": unit.variant, "reason": failure.reason,
             "attempts": attempt, "detail": failure.detail[-20000:], "host": host, "failed_at": utc_now(),
-            "package_version": config.package_version,
+            "package_version": package_version(),
         })
         result.failed[job.key] = failure.reason
         progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
