@@ -117,7 +117,8 @@ class _NameOrOptions(Constraint):
 
 @dataclass(frozen=True)
 class _Axes(Constraint):
-    """Sibling axes: a list of distinct names among ``SIBLING_AXES``; ``all``/``true`` = every axis, ``none``/``false``/empty = off."""
+    """Sibling axes: a list of distinct names among ``SIBLING_AXES``; ``all``/``true`` = every axis,
+    ``none``/``false``/empty = off."""
 
     def normalize(self, value):
         if value is None or value is False or value == "none" or value == "":
@@ -196,7 +197,8 @@ class Resources:
         names = {f.name for f in fields(cls)}
         for k in value:
             if k not in names:
-                raise SpecError(f"{WHERE}.resources", k, value[k], "is not a resource; allowed: " + ", ".join(sorted(names)))
+                raise SpecError(f"{WHERE}.resources", k, value[k],
+                                "is not a resource; allowed: " + ", ".join(sorted(names)))
         return cls(**value)
 
 

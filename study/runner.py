@@ -177,6 +177,21 @@ def _execution(config: StudyConfig, overrides: Mapping[str, Any]) -> StudyConfig
     return config.with_execution(**{k: v for k, v in overrides.items() if v is not None})
 
 
+def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The execution settings a call names explicitly: every one of a StudyConfig, those a mapping holds, and
+    the non-None ``overrides`` (as ``StudyConfig.with_execution`` keywords)."""
+    if isinstance(config, StudyConfig):
+        named = {"root": config.root, "max_retries": config.max_retries,
+                 "checkpoint_every_s": config.checkpoint_every_s, **config.resources.to_dict()}
+    else:
+        resources = config.get("resources") or {}
+        named = {k: config[k] for k in ("root", "max_retries", "checkpoint_every_s") if k in config}
+        if isinstance(resources, Mapping):
+            named.update(resources)
+    named.update({k: v for k, v in overrides.items() if v is not None})
+    return named
+
+
 def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
               force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
               progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
@@ -186,13 +201,18 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``. A larger
     ``architectures`` alone extends the study (architecture i does not depend on the count).
     ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
-    ``checkpoint_every_s``."""
+    ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
+    ``execution`` or in a ``config`` mapping) are the study's own."""
+    named = _named_execution(config, execution)
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
     config = _execution(config, execution)
     store = Store(out)
     if store.is_study():
-        config, rewrite, note = _reconcile(store, store.read_config(), config, force_config)
+        stored = store.read_config()
+        config, rewrite, note = _reconcile(store, stored, config, force_config)
+        if not rewrite:
+            config = stored.with_execution(**named)
     else:
         _check_new_location(store)
         rewrite, note = True, None
@@ -205,18 +225,18 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig, force: bool) -> tuple[StudyConfig, bool, str | None]:
+def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
+               force: bool) -> tuple[StudyConfig, bool, str | None]:
     """The config to run an existing study with, whether to rewrite its study.yaml, and what to tell the user.
 
-    Same science keys: the stored config with this command's execution settings. A larger ``architectures``
-    alone: the study grows. Anything else is refused unless ``force``, which rewrites study.yaml with this
-    command's config and the fingerprint of the data loaded now."""
+    Same science keys: the stored config. A larger ``architectures`` alone: the study grows. Anything else is
+    refused unless ``force``, which rewrites study.yaml with this command's config and the fingerprint of
+    the data loaded now."""
     mine = asked.replace(d_in=stored.d_in, d_out=stored.d_out, data_fingerprint=stored.data_fingerprint,
                          created=stored.created)
     diff = stored.differences(mine)
     if not diff and not force:
-        return stored.replace(root=mine.root, resources=mine.resources, max_retries=mine.max_retries,
-                              checkpoint_every_s=mine.checkpoint_every_s), False, None
+        return stored, False, None
     if diff == ["architectures"] and mine.architectures > stored.architectures and not force:
         return mine, True, f"extending the study from {stored.architectures} to {mine.architectures} architectures"
     if force:

@@ -27,7 +27,7 @@ class StudyState:
     corrupt: dict[str, str] = field(default_factory=dict)  # name -> problem; redone by resume
     foreign: dict[str, str] = field(default_factory=dict)  # name -> another schema version (never touched)
     failed: dict[str, dict] = field(default_factory=dict)  # name -> failure record (not finished)
-    remaining: list[str] = field(default_factory=list)  # not finished (corrupt ones included), not failed, not in progress
+    remaining: list[str] = field(default_factory=list)  # not finished (corrupt included), failed or in progress
     in_progress: list[str] = field(default_factory=list)  # in flight in a running driver
     extra: list[str] = field(default_factory=list)  # architecture files that are no unit of the plan
     checkpoints: list[str] = field(default_factory=list)  # units with trainer state saved

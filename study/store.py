@@ -238,7 +238,8 @@ class Store:
         return sorted(i.base_name for i in info)
 
     def root_kind(self) -> str:
-        """"missing", "dir" or "file" for the study location itself (object storage: "dir" once anything is under it)."""
+        """"missing", "dir" or "file" for the study location itself (object storage: "dir" once anything is
+        under it)."""
         t = self.fs.get_file_info(self.root).type
         if t == pafs.FileType.NotFound:
             return "dir" if not self.local and self.listing() else "missing"

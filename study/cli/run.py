@@ -31,12 +31,15 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--address", metavar="ADDR",
                    help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
                         "default: an embedded local Ray on this machine")
-    g.add_argument("--cpus-per-arch", type=float, metavar="N", help="CPUs per architecture (torch threads; default 1)")
+    g.add_argument("--cpus-per-arch", type=float, metavar="N",
+                   help="CPUs per architecture (torch threads; default 1, or the study's own)")
     g.add_argument("--gpus-per-arch", type=float, metavar="G",
-                   help="GPUs per architecture: 0 (default), a fraction such as 0.25 (four per GPU), or a whole number")
-    g.add_argument("--max-retries", type=int, metavar="N", help="retries of a failing architecture (default 2)")
+                   help="GPUs per architecture: 0 (default, or the study's own), a fraction such as 0.25 (four "
+                        "per GPU), or a whole number")
+    g.add_argument("--max-retries", type=int, metavar="N",
+                   help="retries of a failing architecture (default 2, or the study's own)")
     g.add_argument("--checkpoint-every", type=float, metavar="S", dest="checkpoint_every_s",
-                   help="seconds between trainer checkpoints of a long architecture (default 300)")
+                   help="seconds between trainer checkpoints of a long architecture (default 300, or the study's own)")
     g.add_argument("--max-in-flight", type=int, metavar="N",
                    help="architectures submitted at once (default: what the cluster can run now; set it to the "
                         "cluster's maximum size to let an autoscaler grow at once)")
@@ -74,7 +77,8 @@ def register(sub) -> None:
     p.add_argument("--architectures", type=int, metavar="N", help="number of architectures to sample")
     p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI")
     p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default extended)")
-    p.add_argument("--param-budget", type=int, metavar="N", help="trainable parameters per architecture (default 1,000,000)")
+    p.add_argument("--param-budget", type=int, metavar="N",
+                   help="trainable parameters per architecture (default 1,000,000)")
     p.add_argument("--protocol", help="training protocol: a name (paper, quick, ...) or a YAML file of its fields "
                    "(default paper)")
     p.add_argument("--seed", type=int, help="study seed (default 0)")
@@ -141,7 +145,6 @@ def finish(result, location: str, args, example: bool) -> int:
 
 
 def run(args) -> int:
-    from ..config import StudyConfig
     from ..runner import run_study, sigterm_as_interrupt
 
     keys, out, example = config_of(args)
@@ -149,8 +152,9 @@ def run(args) -> int:
         raise SpecError("study", "dataset", None, "is required (--dataset or the config file)")
     if "architectures" not in keys:
         raise SpecError("study", "architectures", None, "is required (--architectures or the config file)")
-    config = StudyConfig.from_dict(keys)
     with sigterm_as_interrupt():
-        result = run_study(config, out, address=args.address, force_config=args.force_config,
+        # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name
+        # stay the study's own.
+        result = run_study(keys, out, address=args.address, force_config=args.force_config,
                            max_in_flight=args.max_in_flight, progress=sys.stderr, **execution_of(args))
     return finish(result, out, args, example)

@@ -53,7 +53,8 @@ def run(args) -> int:
     rows = [("finished", len(state.finished), ""),
             ("in progress", len(state.in_progress), driver),
             ("failed", len(state.failed), "tried again by `archstudy resume`" if state.failed else ""),
-            ("remaining", len(state.remaining), f"{len(state.checkpoints)} with a checkpoint" if state.checkpoints else "")]
+            ("remaining", len(state.remaining),
+             f"{len(state.checkpoints)} with a checkpoint" if state.checkpoints else "")]
     if state.corrupt:
         rows.append(("corrupt", len(state.corrupt), "removed and redone by `archstudy resume` (counted in remaining)"))
     if state.foreign:

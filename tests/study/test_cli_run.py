@@ -41,14 +41,17 @@ def _new(d, *extra):
 CASES = {
     "unknown dataset": (lambda d: ["run", "--dataset", "nope", "--architectures", "2", "--out", str(d["new"])],
                         "study.dataset = 'nope': must be one of 'waveform-noise'"),
-    "negative architectures": (lambda d: ["run", "--dataset", "digits", "--architectures", "-3", "--out", str(d["new"])],
-                               "study.architectures = -3: must be an integer >= 1"),
+    "negative architectures": (
+        lambda d: ["run", "--dataset", "digits", "--architectures", "-3", "--out", str(d["new"])],
+        "study.architectures = -3: must be an integer >= 1"),
     "negative budget": (lambda d: _new(d, "--param-budget", "-5"), "study.param_budget = -5: must be an integer >= 1"),
     "negative retries": (lambda d: _new(d, "--max-retries", "-1"), "study.max_retries = -1: must be an integer >= 0"),
     "zero cpus": (lambda d: _new(d, "--cpus-per-arch", "0"), "study.resources.cpus_per_arch = 0.0: must be"),
-    "1.5 gpus": (lambda d: _new(d, "--gpus-per-arch", "1.5"), "study.resources.gpus_per_arch = 1.5: must be 0, a fraction"),
+    "1.5 gpus": (lambda d: _new(d, "--gpus-per-arch", "1.5"),
+                 "study.resources.gpus_per_arch = 1.5: must be 0, a fraction"),
     "zero in flight": (lambda d: _new(d, "--max-in-flight", "0"), "max_in_flight = 0: must be an integer >= 1"),
-    "unknown preset": (lambda d: _new(d, "--preset", "huge"), "study.preset = 'huge': must be one of 'paper', 'extended'"),
+    "unknown preset": (lambda d: _new(d, "--preset", "huge"),
+                       "study.preset = 'huge': must be one of 'paper', 'extended'"),
     "unknown siblings": (lambda d: _new(d, "--siblings", "colour"), "study.siblings = 'colour': must be a list"),
     "missing data root": (lambda d: ["run", "--dataset", "mnist", "--root", str(d["tmp"] / "no-mnist"),
                                      "--architectures", "2", "--out", str(d["new"])], "mnist"),
@@ -57,7 +60,8 @@ CASES = {
     "no out": (lambda d: ["run", "--dataset", "digits", "--architectures", "2"], "run: --out is required"),
     "missing config file": (lambda d: ["run", "--config", str(d["tmp"] / "none.yaml"), "--out", str(d["new"])],
                             "run.config = "),
-    "no dataset": (lambda d: ["run", "--architectures", "2", "--out", str(d["new"])], "study.dataset = None: is required"),
+    "no dataset": (lambda d: ["run", "--architectures", "2", "--out", str(d["new"])],
+                   "study.dataset = None: is required"),
     "out is no study": (lambda d: _new(d)[:-1] + [str(d["other"])], "exists and is not a study (no study.yaml)"),
     "out is a file": (lambda d: _new(d)[:-1] + [str(d["other"] / "notes.txt")], "is a file, not a study directory"),
     "other config": (lambda d: ["run", *sum(([f"--{k.replace('_', '-')}", str(v)] for k, v in KEYS.items()), []),
@@ -116,3 +120,17 @@ def test_argument_errors_are_one_line_too(argv, capsys):
         main(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.count("\n") == 1 and err.startswith(f"archstudy {argv[0]}: error: ")
+
+
+def test_on_an_existing_study_a_command_overrides_only_the_execution_settings_it_names():
+    from study.runner import _named_execution
+
+    assert _named_execution({"dataset": "digits", "architectures": 2}, {"cpus_per_arch": None}) == {}
+    assert _named_execution({**KEYS, "resources": {"gpus_per_arch": 0.5}, "max_retries": 4},
+                            {"cpus_per_arch": 2.0, "root": None}) == {
+        "gpus_per_arch": 0.5, "max_retries": 4, "cpus_per_arch": 2.0}
+    stored = StudyConfig(**KEYS, resources={"cpus_per_arch": 3}, max_retries=5).replace(d_in=40, d_out=3)
+    kept = stored.with_execution(**_named_execution(KEYS, {"gpus_per_arch": 0.5}))
+    assert kept.resources.cpus_per_arch == 3 and kept.resources.gpus_per_arch == 0.5 and kept.max_retries == 5
+    assert _named_execution(StudyConfig(**KEYS), {}) == {
+        "root": None, "max_retries": 2, "checkpoint_every_s": 300.0, "cpus_per_arch": 1.0, "gpus_per_arch": 0.0}

@@ -351,8 +351,8 @@ def test_failing_architectures_are_recorded_with_their_reason_and_resume_redoes_
         assert mine.loc[axis, "arch_id"] == siblings(base, axis, 3000)[0].content_id
     assert mine.loc["base", "arch_id"] == base.content_id
     assert (arch["seed"] == init_seed(11, 0)).all()  # siblings share the initialization seed
-    assert mine.loc["param", "param"] != mine.loc["base", "param"] and mine.loc["param", "skip"] == mine.loc["base", "skip"]
-    assert mine.loc["skip", "skip"] != mine.loc["base", "skip"] and mine.loc["skip", "param"] == mine.loc["base", "param"]
+    for axis, other in (("param", "skip"), ("skip", "param")):  # each sibling differs in its own axis only
+        assert mine.loc[axis, axis] != mine.loc["base", axis] and mine.loc[axis, other] == mine.loc["base", other]
 
 
 def _launch(args, env_extra=None):
@@ -371,7 +371,8 @@ def _kill(proc):
         pass
 
 
-def test_the_driver_killed_at_different_moments_then_resumed_gives_the_uninterrupted_study(cluster, reference, tmp_path):
+def test_the_driver_killed_at_different_moments_then_resumed_gives_the_uninterrupted_study(cluster, reference,
+                                                                                         tmp_path):
     study = tmp_path / "s"
     cfg = tmp_path / "study-keys.yaml"
     cfg.write_text(yaml.safe_dump(KEYS))
