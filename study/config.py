@@ -312,8 +312,8 @@ class StudyConfig:
 
     def to_yaml(self) -> str:
         header = ("# archstudy study config: written once when the study was created; `archstudy resume` reads it.\n"
-                  "# Science keys must not change on resume; resources, max_retries and checkpoint_every_s may be\n"
-                  "# overridden for one session on the command line.\n")
+                  "# Science keys must not change on resume; root, resources, max_retries and checkpoint_every_s\n"
+                  "# may be overridden for one session on the command line. data_fingerprint pins the data.\n")
         return header + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=100)
 
     @classmethod
