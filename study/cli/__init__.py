@@ -13,7 +13,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("sample", "datasets", "bench", "report")
+COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

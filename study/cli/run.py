@@ -1,0 +1,160 @@
+"""``archstudy run``: start a study (or continue it: the same command on the same directory).
+
+With no arguments at all it runs the README's small example: 8 architectures on waveform-noise with a
+small parameter budget and the quick protocol, into ``studies/example``, and ends by writing the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import yaml
+
+from sampling import PRESETS, SIBLING_AXES, SpecError, UserError
+
+# The README's end-to-end example: a few minutes on 2 CPU cores.
+EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
+           "protocol": {"preset": "quick", "max_epochs": 15}, "seed": 0}
+EXAMPLE_OUT = os.path.join("studies", "example")
+REPORT_NAME = "report.html"
+
+_STUDY_FLAGS = ("config", "dataset", "root", "architectures", "out", "preset", "param_budget", "protocol", "seed",
+                "siblings")
+
+
+def add_execution_arguments(p: argparse.ArgumentParser) -> None:
+    """Flags that decide how the work is spread, not what it computes (shared by run and resume)."""
+    g = p.add_argument_group("execution (not part of the science: a resume may change them)")
+    g.add_argument("--address", metavar="ADDR",
+                   help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
+                        "default: an embedded local Ray on this machine")
+    g.add_argument("--cpus-per-arch", type=float, metavar="N",
+                   help="CPUs per architecture (torch threads; default 1, or the study's own)")
+    g.add_argument("--gpus-per-arch", type=float, metavar="G",
+                   help="GPUs per architecture: 0 (default, or the study's own), a fraction such as 0.25 (four "
+                        "per GPU), or a whole number")
+    g.add_argument("--max-retries", type=int, metavar="N",
+                   help="retries of a failing architecture (default 2, or the study's own)")
+    g.add_argument("--checkpoint-every", type=float, metavar="S", dest="checkpoint_every_s",
+                   help="seconds between trainer checkpoints of a long architecture (default 300, or the study's own)")
+    g.add_argument("--max-in-flight", type=int, metavar="N",
+                   help="architectures submitted at once (default: what the cluster can run now; set it to the "
+                        "cluster's maximum size to let an autoscaler grow at once)")
+    p.add_argument("--report", action="store_true",
+                   help=f"write the HTML report when the study is complete (STUDY/{REPORT_NAME}; ./{REPORT_NAME} for "
+                        "an s3:// or gs:// study)")
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Argument errors (``--architectures abc``) as one line, like every other error, not usage + error."""
+    def error(message: str):
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+    parser.error = error
+    return parser
+
+
+def execution_of(args) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in ("cpus_per_arch", "gpus_per_arch", "max_retries", "checkpoint_every_s")}
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "run", help="run a study (no arguments: the small example on waveform-noise)",
+        description="Sample architectures, measure each at initialization, train each at all its learning rates "
+        "(stacked, float64), and store one Parquet row per architecture in OUT/architectures (and one per "
+        "learning rate in OUT/runs). Ray spreads the architectures over this machine's cores, or over a cluster "
+        "with --address auto. Running it again on the same OUT continues the study (the same config is "
+        "required). With no arguments: the README's example (8 architectures on waveform-noise, quick protocol, "
+        f"into {EXAMPLE_OUT}, ending with the report).")
+    one_line_errors(p)
+    p.add_argument("--config", metavar="FILE", help="YAML file of study keys (those of study.yaml); flags override it")
+    p.add_argument("--dataset", help="dataset name (see `archstudy datasets`)")
+    p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")
+    p.add_argument("--architectures", type=int, metavar="N", help="number of architectures to sample")
+    p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI")
+    p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default extended)")
+    p.add_argument("--param-budget", type=int, metavar="N",
+                   help="trainable parameters per architecture (default 1,000,000)")
+    p.add_argument("--protocol", help="training protocol: a name (paper, quick, ...) or a YAML file of its fields "
+                   "(default paper)")
+    p.add_argument("--seed", type=int, help="study seed (default 0)")
+    p.add_argument("--siblings", nargs="?", const="all", metavar="AXES",
+                   help=f"also run each architecture's siblings along AXES (comma-separated among "
+                        f"{', '.join(SIBLING_AXES)}; alone: all)")
+    p.add_argument("--force-config", action="store_true",
+                   help="OUT holds a study with another config: replace its study.yaml (finished rows stay)")
+    add_execution_arguments(p)
+    p.set_defaults(func=run)
+
+
+def _read_yaml(path: str, what: str) -> Any:
+    try:
+        with open(path) as f:
+            return yaml.safe_load(f)
+    except FileNotFoundError:
+        raise SpecError("run", what, path, "no such file") from None
+    except yaml.YAMLError:
+        raise SpecError("run", what, path, "is not valid YAML") from None
+
+
+def config_of(args) -> tuple[dict, str, bool]:
+    """The study keys from --config and the flags, the output location, and whether this is the example."""
+    if all(getattr(args, k) is None for k in _STUDY_FLAGS):
+        return dict(EXAMPLE), EXAMPLE_OUT, True
+    keys: dict[str, Any] = {}
+    if args.config is not None:
+        loaded = _read_yaml(args.config, "config")
+        if not isinstance(loaded, dict):
+            raise SpecError("run", "config", args.config, "must be a YAML mapping of study keys")
+        keys.update(loaded)
+    for k in ("dataset", "root", "architectures", "preset", "param_budget", "seed", "siblings"):
+        if getattr(args, k) is not None:
+            keys[k] = getattr(args, k)
+    if args.protocol is not None:
+        is_file = args.protocol.endswith((".yaml", ".yml")) or os.path.isfile(args.protocol)
+        keys["protocol"] = _read_yaml(args.protocol, "protocol") if is_file else args.protocol
+    if args.preset is not None and args.config is not None:
+        keys.pop("space", None)  # --preset names the space; drop a space dict from the file
+    if args.out is None:
+        raise UserError("run: --out is required (the study directory or URI); `archstudy run` with no arguments "
+                        "runs the example")
+    return keys, args.out, False
+
+
+def finish(result, location: str, args, example: bool) -> int:
+    """After run/resume: the report when asked (and the study is complete); exit 0 when every architecture
+    is finished, 1 when some failed."""
+    if example or (args.report and result.complete):
+        os.environ.setdefault("MPLBACKEND", "Agg")  # the report only renders to PNG
+        from analysis import write_report
+
+        from ..store import Store
+
+        store = Store(location)
+        # Beside the study's files when it is local; in the current directory for an s3:// or gs:// study.
+        path = os.path.join(store.root, REPORT_NAME) if store.local else REPORT_NAME
+        print(write_report([store.uri], path))
+    elif args.report:
+        print(f"archstudy: no report: {result.total - result.finished_before - result.finished} architectures are "
+              "not finished", file=sys.stderr)
+    return 0 if result.complete else 1
+
+
+def run(args) -> int:
+    from ..runner import run_study, sigterm_as_interrupt
+
+    keys, out, example = config_of(args)
+    if "dataset" not in keys:
+        raise SpecError("study", "dataset", None, "is required (--dataset or the config file)")
+    if "architectures" not in keys:
+        raise SpecError("study", "architectures", None, "is required (--architectures or the config file)")
+    with sigterm_as_interrupt():
+        # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name
+        # stay the study's own.
+        result = run_study(keys, out, address=args.address, force_config=args.force_config,
+                           max_in_flight=args.max_in_flight, progress=sys.stderr, **execution_of(args))
+    return finish(result, out, args, example)

@@ -1,0 +1,74 @@
+"""``archstudy status STUDY``: finished / in progress / failed / remaining, and each failure's reason.
+
+Read-only: it reads the study's files (validating every result file, as a resume would) and the
+driver's heartbeat, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from .run import one_line_errors
+
+
+def register(sub) -> None:
+    p = sub.add_parser("status", help="how far a study is: finished, in progress, failed, remaining",
+                       description="Show how far the study in STUDY is: architectures finished, in progress (in a "
+                       "running driver), failed (with the one-line reason of each), remaining, and result files "
+                       "that are corrupt (a resume redoes them). Changes nothing.")
+    one_line_errors(p)
+    p.add_argument("study", metavar="STUDY", help="the study directory or URI")
+    p.add_argument("--json", action="store_true", help="print the counts and lists as one JSON object")
+    p.set_defaults(func=run)
+
+
+def _ago(unix: float | None) -> str:
+    if not unix:
+        return "never"
+    return f"{max(0, int(time.time() - float(unix)))}s ago"
+
+
+def run(args) -> int:
+    from ..state import survey
+    from ..store import Store
+
+    store = Store(args.study)
+    state = survey(store)
+    if args.json:
+        print(json.dumps({"study": store.location, **state.to_dict()}, indent=1))
+        return 0
+    c = state.config
+    sib = f", siblings along {', '.join(c.siblings)}" if c.siblings else ""
+    print(f"{store.location}: {c.dataset}, seed {c.seed}, {c.architectures} architectures{sib} = {state.total} "
+          f"units; preset {c.preset}, budget {c.param_budget:,} parameters; archstudy {c.package_version}")
+    d = state.driver or {}
+    if state.driver_running:
+        driver = f"driver pid {d.get('pid')} on {d.get('host')}, heartbeat {_ago(d.get('heartbeat_unix'))}"
+    elif d:
+        how = f"stopped ({d['stopped']})" if d.get("stopped") else "was killed or lost"
+        driver = f"no driver running; the last one {how}, last heartbeat {_ago(d.get('heartbeat_unix'))}"
+    else:
+        driver = "no driver has run"
+    rows = [("finished", len(state.finished), ""),
+            ("in progress", len(state.in_progress), driver),
+            ("failed", len(state.failed), "tried again by `archstudy resume`" if state.failed else ""),
+            ("remaining", len(state.remaining),
+             f"{len(state.checkpoints)} with a checkpoint" if state.checkpoints else "")]
+    if state.corrupt:
+        rows.append(("corrupt", len(state.corrupt), "removed and redone by `archstudy resume` (counted in remaining)"))
+    if state.foreign:
+        rows.append(("other schema", len(state.foreign), "written by another archstudy version; left alone"))
+    if state.extra:
+        rows.append(("not in plan", len(state.extra), "architecture files that are no unit of this config"))
+    for label, n, note in rows:
+        print(f"  {label:<12} {n:>6}" + (f"   ({note})" if note else ""))
+    if state.failed:
+        print("failed:")
+        for name, rec in state.failed.items():
+            print(f"  {name}  {rec.get('reason', '')}  ({rec.get('attempts', '?')} attempts)")
+    if state.corrupt:
+        print("corrupt:")
+        for name, problem in state.corrupt.items():
+            print(f"  {name}  {problem}")
+    return 0

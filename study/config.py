@@ -1,0 +1,359 @@
+"""``StudyConfig``: everything that defines a study, written once into ``<study>/study.yaml``.
+
+A study is self-describing: its file holds the full architecture space (not only the preset's name), the
+full training protocol and metric options, the dataset and its seed, the study seed, the parameter
+budget, the sibling axes, the resources per architecture, the package version and when it was created.
+Presets may change between versions of the package; a study's file does not.
+
+Two kinds of keys:
+
+* science keys decide what the results are (``SCIENCE_KEYS``): a resumed study must use the same ones,
+  or the rows would mix two experiments. ``differences`` lists the ones that differ;
+* execution keys (``root``, ``resources``, ``max_retries``, ``checkpoint_every_s``) decide only where the
+  data is read from and how the work is spread and retried; a resume may override them for its own
+  session (they are not rewritten), and the rows record the host and device that computed them. The data
+  itself is pinned by ``data_fingerprint`` (a hash of the loaded splits): a resume whose data differs is
+  refused, wherever it was read from.
+
+Every value is validated with the declared constraints of ``sampling.constraints``, so a mistake reads
+``study.<key> = <value>: <what is allowed>`` in one line.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from dataclasses import dataclass, field, fields, replace
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import yaml
+
+from sampling import PRESETS, SIBLING_AXES, SpecError, Space, get_space
+from sampling.constraints import Choice, Constraint, Integer, Real, Text, check
+
+WHERE = "study"
+CONFIG_NAME = "study.yaml"
+EXECUTION_KEYS = ("root", "resources", "max_retries", "checkpoint_every_s")
+PROVENANCE_KEYS = ("package_version", "created")
+
+
+def package_version() -> str:
+    """The installed archstudy version, or the source tree's ``pyproject.toml`` version when not installed."""
+    try:
+        return metadata.version("archstudy")
+    except metadata.PackageNotFoundError:
+        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+        m = re.search(r'^version\s*=\s*"([^"]+)"', pyproject.read_text(), re.M) if pyproject.is_file() else None
+        return f"{m.group(1)}+source" if m else "unknown"
+
+
+def utc_now() -> str:
+    """ISO 8601 UTC time to the second, e.g. ``2026-01-31T12:00:00Z``."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def plain(value: Any) -> Any:
+    """A YAML/JSON-able copy: tuples to lists, numpy scalars to Python, mappings to dicts (recursively)."""
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# -- constraints the study needs beyond sampling's -------------------------------------------------------
+@dataclass(frozen=True)
+class _OptionalText(Constraint):
+    def normalize(self, value):
+        if value is None:
+            return None
+        if isinstance(value, Path):
+            value = str(value)
+        return Text().normalize(value)
+
+    def describe(self):
+        return "must be a path (a non-empty one-line string) or null"
+
+
+@dataclass(frozen=True)
+class _Options(Constraint):
+    """A mapping with string keys and YAML-able values (passed on as keyword options)."""
+
+    def normalize(self, value):
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in value):
+            self.fail()
+        return plain(dict(value))
+
+    def describe(self):
+        return "must be a mapping of option names to values"
+
+    def invalid_examples(self):
+        return ([1, 2], {3: "x"})
+
+
+@dataclass(frozen=True)
+class _NameOrOptions(Constraint):
+    """A preset's name, or a mapping of its fields (the training protocol)."""
+
+    def normalize(self, value):
+        if isinstance(value, str):
+            return Text().normalize(value)
+        return _Options().normalize(value)
+
+    def describe(self):
+        return "must be a name or a mapping of fields"
+
+    def invalid_examples(self):
+        return (3, [1, 2])
+
+
+@dataclass(frozen=True)
+class _Axes(Constraint):
+    """Sibling axes: a list of distinct names among ``SIBLING_AXES``; ``all``/``true`` = every axis,
+    ``none``/``false``/empty = off."""
+
+    def normalize(self, value):
+        if value is None or value is False or value == "none" or value == "":
+            return ()
+        if value is True or value == "all":
+            return SIBLING_AXES
+        if isinstance(value, str):
+            value = [v.strip() for v in value.split(",") if v.strip()]
+        try:
+            out = tuple(Choice(SIBLING_AXES).normalize(v) for v in value)
+        except (TypeError, ValueError):
+            self.fail()
+        if len(set(out)) != len(out):
+            self.fail()
+        return tuple(a for a in SIBLING_AXES if a in out)  # canonical order
+
+    def describe(self):
+        return "must be a list of distinct sibling axes among " + ", ".join(SIBLING_AXES) + " (or 'all', or empty)"
+
+    def invalid_examples(self):
+        return (["colour"], ["norm", "norm"], 7)
+
+
+@dataclass(frozen=True)
+class _GPUs(Constraint):
+    """GPUs per architecture: 0 (CPU), a fraction in (0, 1] (several architectures share a GPU), or a whole number."""
+
+    def normalize(self, value):
+        v = Real(0.0).normalize(value)
+        if v > 1 and v != int(v):
+            self.fail()
+        return v
+
+    def describe(self):
+        return "must be 0, a fraction in (0, 1], or a whole number of GPUs"
+
+    def invalid_examples(self):
+        return (-1, 1.5, "1")
+
+
+def _f(constraint: Constraint, default=None, *, doc: str, factory=None):
+    meta = {"constraint": constraint, "doc": doc}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one architecture gets: CPUs (torch's thread count is set to this) and GPUs (fractions share a GPU)."""
+
+    cpus_per_arch: float = _f(Real(0.0, lo_open=True), 1.0, doc="CPUs per architecture (Ray num_cpus; torch threads)")
+    gpus_per_arch: float = _f(_GPUs(), 0.0, doc="GPUs per architecture (Ray num_gpus); > 0 runs on an actor pool")
+
+    def __post_init__(self):
+        for f in fields(self):
+            object.__setattr__(self, f.name, check(f"{WHERE}.resources", f.name, f.metadata["constraint"],
+                                                   getattr(self, f.name)))
+
+    @property
+    def threads(self) -> int:
+        """torch's intra-op thread count for one architecture: its whole CPUs, at least 1."""
+        return max(1, int(math.floor(self.cpus_per_arch)))
+
+    def to_dict(self) -> dict:
+        return {"cpus_per_arch": self.cpus_per_arch, "gpus_per_arch": self.gpus_per_arch}
+
+    @classmethod
+    def of(cls, value: "Resources | Mapping | None") -> "Resources":
+        if value is None:
+            return cls()
+        if isinstance(value, Resources):
+            return value
+        if not isinstance(value, Mapping):
+            raise SpecError(WHERE, "resources", value, "must be a mapping with cpus_per_arch and gpus_per_arch")
+        names = {f.name for f in fields(cls)}
+        for k in value:
+            if k not in names:
+                raise SpecError(f"{WHERE}.resources", k, value[k],
+                                "is not a resource; allowed: " + ", ".join(sorted(names)))
+        return cls(**value)
+
+
+def _protocol(value: Any) -> dict:
+    from . import Protocol  # imported when needed: the trainer imports torch
+
+    return plain(Protocol.of(value).to_dict())
+
+
+def _metric_options(value: Any) -> dict:
+    from . import MetricOptions
+
+    if value is None:
+        return plain(MetricOptions().to_dict())
+    if isinstance(value, MetricOptions):
+        return plain(value.to_dict())
+    if not isinstance(value, Mapping):
+        raise SpecError(WHERE, "metrics", value, "must be a mapping of metric options")
+    return plain(MetricOptions.from_dict(dict(value)).to_dict())
+
+
+def _dataset_names() -> tuple:
+    from .datasets import DATASETS
+
+    return tuple(DATASETS)
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A study: what to sample, on which data, how to train and measure, with what resources.
+
+    ``space`` and ``protocol`` and ``metrics`` may be given by name (``preset``, ``"quick"``) or as full
+    dicts; they are stored in full. ``d_in``/``d_out`` are the dataset's, filled in when the study is
+    created (the sampler needs them; a resume checks them).
+    """
+
+    dataset: str = _f(Text(), doc="dataset name (study.datasets.DATASETS)")
+    architectures: int = _f(Integer(1), doc="number of sampled architectures (indices 0 .. n-1)")
+    root: str | None = _f(_OptionalText(), None, doc="directory of the dataset's files (mnist, cifar10)")
+    dataset_options: dict = _f(_Options(), doc="keyword options for study.load_dataset", factory=dict)
+    dataset_seed: int = _f(Integer(0), 0, doc="seed of the dataset's generation/split/projection; fixed across "
+                           "studies by default so studies with different seeds see the same data")
+    seed: int = _f(Integer(0), 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
+    preset: str = _f(Text(), "extended", doc="name of the architecture space (its full dict is `space`)")
+    space: dict = _f(_Options(), doc="the full architecture space (sampling.Space fields)", factory=dict)
+    param_budget: int = _f(Integer(1), 1_000_000, doc="trainable parameters each architecture is solved for")
+    protocol: dict = _f(_NameOrOptions(), "paper", doc="the training protocol: a name of study.PROTOCOLS or its "
+                        "fields; stored in full")
+    metrics: dict = _f(_Options(), doc="metric options (study.MetricOptions fields)", factory=dict)
+    siblings: tuple = _f(_Axes(), (), doc="sibling axes; each architecture also runs its siblings along these")
+    resources: Resources = _f(None, doc="per-architecture CPUs and GPUs", factory=Resources)
+    max_retries: int = _f(Integer(0), 2, doc="retries of a failing architecture before it is recorded as failed")
+    checkpoint_every_s: float = _f(Real(0.0, lo_open=True), 300.0, doc="seconds between trainer checkpoints")
+    d_in: int | None = _f(None, None, doc="input dimension of the dataset")
+    d_out: int | None = _f(None, None, doc="number of classes of the dataset")
+    data_fingerprint: str | None = _f(None, None, doc="sha256 (16 hex digits) of the loaded train/val/test "
+                                      "tensors: a resume must see the same data")
+    package_version: str = _f(Text(), doc="archstudy version that created the study", factory=package_version)
+    created: str = _f(Text(), doc="creation time, ISO 8601 UTC", factory=utc_now)
+
+    def __post_init__(self):
+        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
+        for f in fields(self):
+            constraint = f.metadata["constraint"]
+            if constraint is not None:
+                set_(f.name, check(WHERE, f.name, constraint, getattr(self, f.name)))
+        set_("dataset", check(WHERE, "dataset", Choice(_dataset_names()), self.dataset))
+        # The space: a full dict wins and names the preset (``preset`` is then its name); else the named preset.
+        if self.space:
+            space = get_space(dict(self.space))
+        else:
+            if self.preset not in PRESETS:
+                raise SpecError(WHERE, "preset", self.preset, "must be one of " + ", ".join(map(repr, PRESETS)))
+            space = get_space(self.preset)
+        set_("preset", space.name)
+        set_("space", plain(space.to_dict()))
+        set_("protocol", _protocol(self.protocol))
+        set_("metrics", _metric_options(self.metrics or None))
+        set_("resources", Resources.of(self.resources))
+        for name in ("d_in", "d_out"):
+            if getattr(self, name) is not None:
+                set_(name, check(WHERE, name, Integer(1), getattr(self, name)))
+        if self.data_fingerprint is not None:
+            set_("data_fingerprint", check(WHERE, "data_fingerprint", Text(), self.data_fingerprint))
+
+    # -- derived -------------------------------------------------------------------------------------
+    @property
+    def space_obj(self) -> Space:
+        return get_space(self.space)
+
+    # -- serialization ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = v.to_dict() if isinstance(v, Resources) else plain(v)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "StudyConfig":
+        if not isinstance(d, Mapping):
+            raise SpecError(WHERE, "config", d, "must be a mapping of study keys")
+        names = [f.name for f in fields(cls)]
+        for k in d:
+            if k not in names:
+                raise SpecError(WHERE, str(k), d[k], "is not a study key; allowed: " + ", ".join(names))
+        for k in ("dataset", "architectures"):
+            if k not in d:
+                raise SpecError(WHERE, k, None, "is required")
+        return cls(**d)
+
+    def to_yaml(self) -> str:
+        header = ("# archstudy study config: written once when the study was created; `archstudy resume` reads it.\n"
+                  "# Science keys must not change on resume; root, resources, max_retries and checkpoint_every_s\n"
+                  "# may be overridden for one session on the command line. data_fingerprint pins the data.\n")
+        return header + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=100)
+
+    @classmethod
+    def from_yaml(cls, text: str, where: str = CONFIG_NAME) -> "StudyConfig":
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            raise SpecError(WHERE, "config", where, f"is not valid YAML{at}") from None
+        if not isinstance(data, Mapping):
+            raise SpecError(WHERE, "config", where, "must be a YAML mapping of study keys")
+        return cls.from_dict(data)
+
+    # -- comparison ------------------------------------------------------------------------------------
+    def differences(self, other: "StudyConfig") -> list[str]:
+        """Science keys whose values differ (execution and provenance keys are ignored)."""
+        a, b = self.to_dict(), other.to_dict()
+        return [k for k in SCIENCE_KEYS if a[k] != b[k]]
+
+    def replace(self, **changes) -> "StudyConfig":
+        return replace(self, **changes)
+
+    def with_execution(self, *, root=None, cpus_per_arch=None, gpus_per_arch=None, max_retries=None,
+                       checkpoint_every_s=None) -> "StudyConfig":
+        """This config with the given execution settings changed (None keeps the stored value)."""
+        res = self.resources.to_dict()
+        if cpus_per_arch is not None:
+            res["cpus_per_arch"] = cpus_per_arch
+        if gpus_per_arch is not None:
+            res["gpus_per_arch"] = gpus_per_arch
+        changes: dict[str, Any] = {"resources": Resources.of(res)}
+        if max_retries is not None:
+            changes["max_retries"] = max_retries
+        if checkpoint_every_s is not None:
+            changes["checkpoint_every_s"] = checkpoint_every_s
+        if root is not None:
+            changes["root"] = root
+        return replace(self, **changes)
+
+
+SCIENCE_KEYS = tuple(f.name for f in fields(StudyConfig) if f.name not in EXECUTION_KEYS + PROVENANCE_KEYS)
+

@@ -1,0 +1,435 @@
+"""The study driver: create or resume a study, run its unfinished architectures on Ray, commit each result once.
+
+``run_study(config, out)`` starts a study (or resumes it, when ``out`` already holds the same study);
+``resume_study(out)`` continues one from its own ``study.yaml``. Either way:
+
+1. everything is checked before anything is written (the config, the location, the dataset): a refused
+   command leaves the study directory exactly as it was;
+2. the driver takes the study's lock (local stores), writes ``study.yaml`` once (new studies), removes
+   temporary files of writes a killed driver left, and reports and removes result files that are
+   truncated or unreadable (they are redone);
+3. every unit whose two result files are there and valid is skipped; the others (failed ones too,
+   unless ``retry_failed=False``) go to the engine (``study.engine``): Ray tasks on CPUs, an actor pool
+   on GPUs, one architecture per job, the dataset shared through Ray's object store;
+4. each result comes back to the driver, the only writer, which writes the ``runs`` file and then the
+   ``architectures`` file (the commit point), each whole or not at all, then drops the unit's checkpoint
+   and any earlier failure record. A unit that keeps failing is recorded in ``failed/`` with its reason.
+
+Killing the driver at any moment loses at most the work in flight (and a long architecture restarts from
+its checkpoint): the next resume sees exactly the committed files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, TextIO
+
+from sampling import UserError
+
+from .config import CONFIG_NAME, StudyConfig, package_version, utc_now
+from .engine import Engine, Failure, Job, Rejected, Tally
+from .state import HEARTBEAT_S, StudyState, survey
+from .store import ARCHITECTURES, FAILED, RUNS, SchemaError, Store
+from .unit import Unit, execute_unit, plan_units
+
+
+@dataclass
+class StudyRun:
+    """What one ``run_study``/``resume_study`` call did."""
+
+    location: str
+    total: int
+    finished_before: int
+    finished: int = 0  # in this call
+    failed: dict[str, str] = field(default_factory=dict)  # name -> reason, in this call
+    redone: dict[str, str] = field(default_factory=dict)  # corrupt files removed (name -> problem)
+    skipped_failed: int = 0  # failed earlier and not retried (retry_failed=False)
+    wall_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.finished_before + self.finished == self.total
+
+
+# -- messages --------------------------------------------------------------------------------------------
+class Progress:
+    """The one progress line on stderr: architectures done / total, running, failed, ETA.
+
+    On a terminal it is rewritten in place; in a log (not a terminal) a line is printed when something
+    finished (at most every 2 s) and at least once a minute."""
+
+    def __init__(self, stream: TextIO | None, total: int, done_before: int):
+        self.stream, self.total, self.done_before = stream, total, done_before
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self.t0 = time.monotonic()
+        self.last_print, self.last_counts, self.dirty = 0.0, None, False
+
+    @staticmethod
+    def duration(seconds: float) -> str:
+        s = int(round(seconds))
+        if s < 60:
+            return f"{s}s"
+        if s < 3600:
+            return f"{s // 60}m{s % 60:02d}s"
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+    def line(self, t: Tally) -> str:
+        elapsed = time.monotonic() - self.t0
+        left = t.total - t.done - t.failed
+        eta = self.duration(left * elapsed / t.done) if t.done and left else ("0s" if not left else "--")
+        return (f"archstudy: {self.done_before + t.done}/{self.total} done, {t.running} running, "
+                f"{t.failed} failed, ETA {eta}")
+
+    def update(self, t: Tally) -> None:
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        counts = (t.done, t.failed)
+        final = t.done + t.failed == t.total
+        if self.tty:
+            self.stream.write("\r" + self.line(t) + "\x1b[K")
+            self.dirty = True
+        elif (counts != self.last_counts and (final or now - self.last_print >= 2.0)) or now - self.last_print >= 60.0:
+            self.stream.write(self.line(t) + "\n")
+            self.last_print, self.last_counts = now, counts
+        self.stream.flush()
+
+    def say(self, message: str) -> None:
+        if self.stream is None:
+            return
+        if self.dirty:
+            self.stream.write("\n")
+            self.dirty = False
+        self.stream.write(f"archstudy: {message}\n")
+        self.stream.flush()
+
+
+# -- Ray ---------------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def ray_session(address: str | None = None):
+    """Ray for one study: the caller's session if one is up (tests, notebooks), else an embedded local Ray
+    (``address=None``) or the cluster at ``address`` (``"auto"`` on a cluster node), quiet: no dashboard,
+    no worker logs on the console, only Ray's errors. Shut down on the way out if started here. Yields
+    whether it is an embedded Ray started here (a machine whose resources are all there will ever be)."""
+    import ray
+
+    if ray.is_initialized():
+        yield False
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
+    sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        if address:
+            ray.init(address=address, **kwargs)
+        else:
+            ray.init(include_dashboard=False, **kwargs)
+    except (ConnectionError, RuntimeError, ValueError) as e:
+        where = f"at {address!r}" if address else "locally"
+        raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
+    if callable(sigterm) and threading.current_thread() is threading.main_thread():
+        # ray.init installs its own SIGTERM handler, which aborts the process: keep the caller's (the CLI's
+        # sigterm_as_interrupt), so `kill` or `ray job stop` shuts the study down cleanly.
+        signal.signal(signal.SIGTERM, sigterm)
+    try:
+        yield not address
+    finally:
+        ray.shutdown()
+
+
+# -- the driver ------------------------------------------------------------------------------------------
+def _check_new_location(store: Store) -> None:
+    kind = store.root_kind()
+    if kind == "file":
+        raise UserError(f"{store.location} is a file, not a study directory")
+    if kind == "dir" and store.listing():
+        raise UserError(f"{store.location} exists and is not a study (no {CONFIG_NAME}); choose a new or empty "
+                        "directory, or `archstudy resume` a study")
+
+
+def _load_data(config: StudyConfig):
+    from . import load_dataset
+
+    return load_dataset(config.dataset, seed=config.dataset_seed, root=config.root, **config.dataset_options)
+
+
+def data_fingerprint(data) -> str:
+    """16 hex digits of the sha256 of the dataset's splits (shapes, dtypes and bytes of x and y, in order)."""
+    h = hashlib.sha256()
+    for split in (data.train, data.val, data.test):
+        for t in (split.x, split.y):
+            a = t.detach().cpu().contiguous().numpy()
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def _execution(config: StudyConfig, overrides: Mapping[str, Any]) -> StudyConfig:
+    return config.with_execution(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The execution settings a call names explicitly: every one of a StudyConfig, those a mapping holds, and
+    the non-None ``overrides`` (as ``StudyConfig.with_execution`` keywords)."""
+    if isinstance(config, StudyConfig):
+        named = {"root": config.root, "max_retries": config.max_retries,
+                 "checkpoint_every_s": config.checkpoint_every_s, **config.resources.to_dict()}
+    else:
+        resources = config.get("resources") or {}
+        named = {k: config[k] for k in ("root", "max_retries", "checkpoint_every_s") if k in config}
+        if isinstance(resources, Mapping):
+            named.update(resources)
+    named.update({k: v for k, v in overrides.items() if v is not None})
+    return named
+
+
+def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
+              force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
+              progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+    """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
+
+    If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
+    ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``. A larger
+    ``architectures`` alone extends the study (architecture i does not depend on the count).
+    ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
+    ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
+    ``execution`` or in a ``config`` mapping) are the study's own."""
+    named = _named_execution(config, execution)
+    if not isinstance(config, StudyConfig):
+        config = StudyConfig.from_dict(config)
+    config = _execution(config, execution)
+    store = Store(out)
+    if store.is_study():
+        stored = store.read_config()
+        config, rewrite, note = _reconcile(store, stored, config, force_config)
+        if not rewrite:
+            config = stored.with_execution(**named)
+    else:
+        _check_new_location(store)
+        rewrite, note = True, None
+    return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
+                  max_in_flight=max_in_flight, progress=progress, note=note)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
+               force: bool) -> tuple[StudyConfig, bool, str | None]:
+    """The config to run an existing study with, whether to rewrite its study.yaml, and what to tell the user.
+
+    Same science keys: the stored config. A larger ``architectures`` alone: the study grows. Anything else is
+    refused unless ``force``, which rewrites study.yaml with this command's config and the fingerprint of
+    the data loaded now."""
+    mine = asked.replace(d_in=stored.d_in, d_out=stored.d_out, data_fingerprint=stored.data_fingerprint,
+                         created=stored.created)
+    diff = stored.differences(mine)
+    if not diff and not force:
+        return stored, False, None
+    if diff == ["architectures"] and mine.architectures > stored.architectures and not force:
+        return mine, True, f"extending the study from {stored.architectures} to {mine.architectures} architectures"
+    if force:
+        # The data may have changed too: the fingerprint of what is loaded now is recorded.
+        return mine.replace(data_fingerprint=None), True, \
+            f"replacing the study's config (--force-config): {', '.join(diff) or 'the data'} changed"
+    k, more = diff[0], f" and {len(diff) - 1} more key(s)" if len(diff) > 1 else ""
+    raise UserError(f"{store.location} is a study with a different {k} ({_short(stored.to_dict()[k])}, asked "
+                    f"{_short(mine.to_dict()[k])}){more}: `archstudy resume {store.location}` continues it as it is; "
+                    "--force-config replaces its config")
+
+
+def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
+                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+    """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
+    session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
+    store = Store(out)
+    config = _execution(store.read_config(), execution)
+    return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
+                  max_in_flight=max_in_flight, progress=progress)
+
+
+def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
+           max_in_flight: int | None, progress: TextIO | None, note: str | None = None) -> StudyRun:
+    t0 = time.monotonic()
+    out = Progress(progress, 0, 0)
+    # Everything that can refuse the command runs before the first write.
+    if max_in_flight is not None and max_in_flight < 1:
+        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
+    data = _load_data(config)
+    d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
+    if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
+        raise UserError(f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
+                        f"with d_in = {config.d_in}, {config.d_out} classes")
+    if config.data_fingerprint is not None and config.data_fingerprint != fingerprint:
+        raise UserError(f"{config.dataset}: the data loaded now (fingerprint {fingerprint}) is not the study's "
+                        f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
+                        "`archstudy run` accepts it")
+    config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
+    units = plan_units(config)
+
+    res = config.resources
+    engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,
+                    max_in_flight=max_in_flight, name="execute_unit")
+    with contextlib.ExitStack() as held:
+        reached: list[bool] = []
+
+        def reach_ray() -> None:
+            """Start or join Ray (once), and check that it can run one architecture."""
+            if not reached:
+                reached.append(True)
+                _check_capacity(engine, held.enter_context(ray_session(address)), out)
+
+        if not store.is_study():
+            reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
+        held.enter_context(store.driver_lock())
+        state = survey(store, config, units, driver=False)
+        if state.foreign:
+            name, problem = next(iter(state.foreign.items()))
+            raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
+        finished = set(state.finished)
+        todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
+        result = StudyRun(store.location, len(units), len(state.finished), redone=dict(state.corrupt),
+                          skipped_failed=0 if retry_failed else len(state.failed))
+        if not todo and not state.corrupt:
+            what = f"all {len(units)} architectures are finished"
+            if state.failed and not retry_failed:
+                what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
+            if write_config:  # --force-config on a finished study: record the config (and the data) asked
+                if note:
+                    out.say(note)
+                store.write_config(config)
+            out.say(f"nothing to do: {what} in {store.location}")
+            return result
+        reach_ray()
+        # From here on the driver writes.
+        if note:
+            out.say(note)
+        if write_config:
+            store.write_config(config)
+        for path in store.remove_temp_files():
+            out.say(f"removed the temporary file {path} of an interrupted write")
+        for name, problem in state.corrupt.items():
+            out.say(f"{name}: {problem}: removed, it will be redone")
+            store.delete(ARCHITECTURES, f"{name}.parquet")
+            store.delete(RUNS, f"{name}.parquet")
+        out.say(f"{store.location}: {len(todo)} of {len(units)} architectures to run"
+                + (f" ({len(finished)} finished earlier)" if finished else ""))
+        _run_units(store, config, engine, todo, state, result, address=address, progress=out, data=data)
+    result.wall_s = time.monotonic() - t0
+    done = result.finished_before + result.finished
+    summary = f"{done}/{result.total} architectures finished in {store.location}"
+    if result.failed:
+        summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
+    out.say(summary + f" ({Progress.duration(result.wall_s)})")
+    return result
+
+
+def _check_capacity(engine: Engine, embedded: bool, out: Progress) -> None:
+    """Refuse, on an embedded Ray, resources per architecture that no node has; on a cluster, say that the
+    work waits for a node that can run it (an autoscaler may add one)."""
+    import ray
+
+    if engine.capacity() > 0:
+        return
+    need = f"{engine.cpus:g} CPU" + (f" and {engine.gpus:g} GPU" if engine.gpus else "")
+    total = ray.cluster_resources()
+    if embedded:
+        raise UserError(f"this machine cannot run one architecture (each needs {need}; Ray sees "
+                        f"{total.get('CPU', 0):g} CPU, {total.get('GPU', 0):g} GPU): lower --cpus-per-arch or "
+                        "--gpus-per-arch, or use a cluster with --address")
+    out.say(f"no node can run an architecture now (each needs {need}); waiting for the cluster to add one")
+
+
+def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Unit], state: StudyState,
+               result: StudyRun, *, address: str | None, progress: Progress, data) -> None:
+    import ray
+
+    by_name = {u.name: u for u in todo}
+    earlier_attempts = {n: int(r.get("attempts", 0) or 0) for n, r in state.failed.items()}
+    host, started = socket.gethostname(), utc_now()
+    last_beat: list = [0.0, None]  # when driver.json was last written, and the in-flight list it holds
+
+    def heartbeat(tally: Tally | None, running: bool = True, stopped: str | None = None) -> None:
+        """driver.json, rewritten when what is in flight changes, and at least every HEARTBEAT_S."""
+        now = time.time()
+        flying = list(tally.in_flight) if tally and running else []
+        if running and tally is not None and flying == last_beat[1] and now - last_beat[0] < HEARTBEAT_S:
+            return
+        last_beat[:] = [now, flying]
+        store.write_driver_state({
+            "pid": os.getpid(), "host": host, "started": started, "heartbeat": utc_now(), "heartbeat_unix": now,
+            "running": running, "stopped": stopped, "address": address or "embedded",
+            "in_flight": flying,
+            "done": result.finished_before + result.finished, "failed": len(result.failed), "total": result.total,
+        })
+
+    def on_done(job: Job, rows: dict, attempt: int) -> None:
+        try:
+            store.write_result(job.key, rows["architecture"], rows["runs"])
+        except SchemaError as e:
+            raise Rejected(f"SchemaError: {e}") from None
+        store.delete(*store.checkpoint_parts(job.key))
+        store.delete(FAILED, f"{job.key}.json")
+        result.finished += 1
+
+    def on_failed(job: Job, failure: Failure, attempt: int) -> None:
+        unit = by_name[job.key]
+        store.write_failure(job.key, {
+            "index": unit.index, "arch_id": unit.arch_id, "variant": unit.variant, "reason": failure.reason,
+            "attempts": attempt, "detail": failure.detail[-20000:], "host": host, "failed_at": utc_now(),
+            "package_version": package_version(),
+        })
+        result.failed[job.key] = failure.reason
+        progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
+
+    progress.total, progress.done_before = result.total, result.finished_before
+    res = config.resources
+    data_ref = ray.put(data)
+    base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
+            "threads": res.threads, "gpus": res.gpus_per_arch}
+    jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
+
+    def on_tick(tally: Tally) -> None:
+        progress.update(tally)
+        heartbeat(tally)
+
+    stop = "error"
+    heartbeat(None)
+    try:
+        engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick,
+                   first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
+        stop = "finished"
+    except KeyboardInterrupt:
+        stop = "interrupted"
+        progress.say(f"interrupted: `archstudy resume {store.location}` continues the study")
+        raise
+    finally:
+        heartbeat(None, running=False, stopped=stop)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C, so the driver shuts Ray down cleanly."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

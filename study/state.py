@@ -1,0 +1,103 @@
+"""Where a study stands: which of its planned architectures are finished, failed, corrupt, in progress, left.
+
+The study's files are the only truth (docs/results.md): an architecture is finished when its
+``architectures`` and ``runs`` files are both there and valid. ``survey`` reads them all (concurrently)
+and compares them with the plan (``study.unit.plan_units``), so ``archstudy status`` and a resume see
+the same thing. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .config import StudyConfig
+from .store import ARCHITECTURES, CHECKPOINTS, RUNS, Store
+from .unit import Unit, plan_units
+
+HEARTBEAT_S = 10.0  # the driver rewrites driver.json at least this often
+STALE_S = 6 * HEARTBEAT_S  # a heartbeat older than this means the driver is gone (object storage, no lock)
+
+
+@dataclass
+class StudyState:
+    config: StudyConfig
+    units: list[Unit]
+    finished: list[str] = field(default_factory=list)
+    corrupt: dict[str, str] = field(default_factory=dict)  # name -> problem; redone by resume
+    foreign: dict[str, str] = field(default_factory=dict)  # name -> another schema version (never touched)
+    failed: dict[str, dict] = field(default_factory=dict)  # name -> failure record (not finished)
+    remaining: list[str] = field(default_factory=list)  # not finished (corrupt included), failed or in progress
+    in_progress: list[str] = field(default_factory=list)  # in flight in a running driver
+    extra: list[str] = field(default_factory=list)  # architecture files that are no unit of the plan
+    checkpoints: list[str] = field(default_factory=list)  # units with trainer state saved
+    driver: dict | None = None  # driver.json
+    driver_running: bool = False
+
+    @property
+    def total(self) -> int:
+        return len(self.units)
+
+    @property
+    def done(self) -> bool:
+        return len(self.finished) == self.total
+
+    def to_dict(self) -> dict:
+        return {
+            "total": self.total, "finished": len(self.finished), "in_progress": len(self.in_progress),
+            "failed": len(self.failed), "remaining": len(self.remaining), "corrupt": dict(self.corrupt),
+            "foreign": dict(self.foreign), "extra": list(self.extra), "checkpoints": len(self.checkpoints),
+            "driver_running": self.driver_running, "in_progress_names": list(self.in_progress),
+            "failures": {n: r.get("reason", "") for n, r in self.failed.items()},
+        }
+
+
+def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | None = None, *,
+           driver: bool = True) -> StudyState:
+    """Compare the study's files with its plan (read-only). ``driver=False`` skips asking whether a driver is
+    running (the driver itself surveys while holding the lock)."""
+    config = config or store.read_config()
+    units = units if units is not None else plan_units(config)
+    state = StudyState(config=config, units=units)
+    planned = [u.name for u in units]
+    planned_set = set(planned)
+    arch_names = set(store.names(ARCHITECTURES, ".parquet"))
+    runs_names = set(store.names(RUNS, ".parquet"))
+    present = [n for n in planned if n in arch_names]
+    arch_checks = store.check_files(ARCHITECTURES, present)
+    runs_checks = store.check_files(RUNS, [n for n in present if arch_checks[n].ok and n in runs_names])
+    failures = store.failures()
+    for name in planned:
+        if name in arch_names:
+            a = arch_checks[name]
+            r = runs_checks.get(name)
+            if a.ok and r is not None and r.ok:
+                state.finished.append(name)
+                continue
+            bad, kind = (a, ARCHITECTURES) if not a.ok else (r, RUNS)
+            problem = bad.problem if bad is not None else "missing"
+            if bad is not None and bad.foreign:
+                state.foreign[name] = f"{kind} file: {problem}"
+                continue
+            state.corrupt[name] = f"{kind} file: {problem}"
+        if name in failures:
+            state.failed[name] = failures[name]
+        else:
+            state.remaining.append(name)
+    state.extra = sorted(arch_names - planned_set)
+    state.checkpoints = [n for n in store.names(CHECKPOINTS, ".pt") if n in planned_set]
+    state.driver = store.read_driver_state()
+    if not driver:
+        return state
+    running = store.driver_running()
+    if running is None:  # object storage: judge by the heartbeat
+        d = state.driver or {}
+        running = bool(d.get("running")) and time.time() - float(d.get("heartbeat_unix", 0)) < STALE_S
+    state.driver_running = bool(running)
+    if state.driver_running and state.driver:
+        unfinished = set(state.remaining) | set(state.failed) | set(state.corrupt)
+        state.in_progress = [n for n in state.driver.get("in_flight", []) if n in unfinished]
+        busy = set(state.in_progress)  # counted once: in progress, not also remaining or failed
+        state.remaining = [n for n in state.remaining if n not in busy]
+        state.failed = {n: r for n, r in state.failed.items() if n not in busy}
+    return state

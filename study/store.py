@@ -1,0 +1,424 @@
+"""The study's storage: Parquet results written exactly once, through ``pyarrow.fs``.
+
+A study lives in a local directory or under an object-storage prefix (``s3://bucket/prefix``,
+``gs://...``, ``file:///abs/path``); every operation goes through one ``pyarrow.fs.FileSystem`` and a
+root path, so a local path and a URI take the same code. The layout (docs/results.md)::
+
+    study.yaml                          the config (``study.config.StudyConfig``)
+    architectures/<index>-<arch_id>.parquet   one row per finished architecture
+    runs/<index>-<arch_id>.parquet            one row per learning rate of it
+    failed/<index>-<arch_id>.json             an architecture that failed after its retries
+    checkpoints/<index>-<arch_id>.pt          trainer state of an architecture in progress
+    driver.json                         the running driver's heartbeat (pid, host, what is in flight)
+    .lock                               (local studies) held by the running driver
+
+Exactly once, by construction: a unit's file name is its index and content id, the driver is the only
+writer of results, and each file appears whole or not at all: on a local filesystem it is written to a
+hidden temporary name in the same directory (``.<name>.tmp-...``, which Parquet dataset readers skip) and
+renamed; on object storage it is put whole (an object becomes visible only when its upload completes).
+A unit is finished when both of its Parquet files are there and valid; the ``architectures`` file is
+written last, so it is the commit point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import math
+import os
+import re
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from sampling import SPEC_FIELDS, ArchSpec, UserError
+
+from .config import CONFIG_NAME, StudyConfig
+
+SCHEMA_VERSION = "1"
+ARCHITECTURES, RUNS, FAILED, CHECKPOINTS = "architectures", "runs", "failed", "checkpoints"
+DRIVER_STATE = "driver.json"
+LOCK_NAME = ".lock"
+NAME_RE = re.compile(r"^(\d{6})-([0-9a-f]{16})$")
+TEMP_MARK = ".tmp-"
+
+
+def unit_name(index: int, arch_id: str) -> str:
+    """``<index:06d>-<arch_id>``: the file stem of one architecture of a study (docs/results.md)."""
+    return f"{index:06d}-{arch_id}"
+
+
+# -- the schemas (docs/results.md, schema version 1) ------------------------------------------------------
+_SPEC_TYPES = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
+
+IDENTITY = [("arch_id", pa.string()), ("index", pa.int64()), ("variant", pa.string()), ("dataset", pa.string()),
+            ("study_seed", pa.int64()), ("seed", pa.int64())]
+SPEC = [(f.name, _SPEC_TYPES[f.type]) for f in fields(ArchSpec)]
+BASELINES = [("num_params", pa.int64()), ("activation_units", pa.int64()), ("flops", pa.float64())]
+INIT_METRICS = ["nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q", "high_bias", "ar",
+                "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error", "c_out"]
+PROXIES = ["grad_norm", "snip", "synflow", "jacob_cov", "nwot"]
+OPTIONAL = ["lar_diameter", "error_perturbation"]
+BOOL_METRICS = {"high_bias"}
+MEASURED = INIT_METRICS + PROXIES + OPTIONAL  # the columns ``study.measure`` returns (plus flops and measure_s)
+SELECTED = [("lr_min", pa.float64()), ("lr", pa.float64()), ("lr_index", pa.int64()), ("epochs", pa.int64()),
+            ("divisions", pa.int64()), ("val_error", pa.float64()), ("train_error", pa.float64()),
+            ("test_error", pa.float64()), ("nlc_after", pa.float64()), ("bias_after", pa.float64()),
+            ("lr_edge", pa.bool_())]
+SUMMARY = [("n_runs", pa.int64()), ("n_diverged", pa.int64())]
+HEALTH = [("nonfinite_init", pa.bool_()), ("all_diverged", pa.bool_())]
+TIMINGS = [("build_s", pa.float64()), ("measure_s", pa.float64()), ("train_s", pa.float64()), ("total_s", pa.float64())]
+PROVENANCE = [("package_version", pa.string()), ("host", pa.string()), ("device", pa.string()),
+              ("finished_at", pa.string()), ("attempt", pa.int64())]
+
+
+def _metadata(table: str) -> dict[bytes, bytes]:
+    return {b"archstudy.schema_version": SCHEMA_VERSION.encode(), b"archstudy.table": table.encode()}
+
+
+ARCHITECTURES_SCHEMA = pa.schema(
+    IDENTITY + SPEC + BASELINES
+    + [(m, pa.bool_() if m in BOOL_METRICS else pa.float64()) for m in MEASURED]
+    + SELECTED + SUMMARY + HEALTH + TIMINGS + PROVENANCE,
+    metadata=_metadata(ARCHITECTURES),
+)
+RUNS_SCHEMA = pa.schema(
+    [("arch_id", pa.string()), ("index", pa.int64()), ("variant", pa.string()), ("lr_index", pa.int64()),
+     ("lr", pa.float64()), ("epochs", pa.int64()), ("divisions", pa.int64()), ("val_error", pa.float64()),
+     ("train_error", pa.float64()), ("test_error", pa.float64()), ("diverged", pa.bool_()), ("wall_s", pa.float64()),
+     ("selected", pa.bool_())],
+    metadata=_metadata(RUNS),
+)
+SCHEMAS = {ARCHITECTURES: ARCHITECTURES_SCHEMA, RUNS: RUNS_SCHEMA}
+assert set(SPEC_FIELDS) <= set(ARCHITECTURES_SCHEMA.names)
+
+
+class SchemaError(ValueError):
+    """Rows that do not fit the results schema (a missing or unknown column, a value of the wrong type)."""
+
+
+def _coerce(value: Any, type_: pa.DataType, column: str) -> Any:
+    """One value as the column's Python type; None/NaN rules: floats become NaN, other types must be set."""
+    try:
+        if pa.types.is_floating(type_):
+            return math.nan if value is None else float(value)
+        if value is None:
+            raise SchemaError(f"column {column!r} is None; a {type_} column needs a value")
+        if pa.types.is_boolean(type_):
+            if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
+                return bool(value)
+            raise SchemaError(f"column {column!r} = {value!r}: not a boolean")
+        if pa.types.is_integer(type_):
+            if isinstance(value, float) and value != int(value) or isinstance(value, bool):
+                raise SchemaError(f"column {column!r} = {value!r}: not an integer")
+            return int(value)
+        if not isinstance(value, str):
+            raise SchemaError(f"column {column!r} = {value!r}: not a string")
+        return value
+    except (TypeError, ValueError) as e:
+        if isinstance(e, SchemaError):
+            raise
+        raise SchemaError(f"column {column!r} = {value!r}: {e}") from None
+
+
+def to_table(kind: str, rows: list[Mapping[str, Any]]) -> pa.Table:
+    """Rows as a table of the ``kind`` schema; the columns must be exactly the schema's (else ``SchemaError``)."""
+    schema = SCHEMAS[kind]
+    if not rows:
+        raise SchemaError(f"{kind}: no rows")
+    names = set(schema.names)
+    columns: dict[str, list] = {n: [] for n in schema.names}
+    for row in rows:
+        keys = set(row)
+        if keys != names:
+            missing, extra = sorted(names - keys), sorted(keys - names)
+            raise SchemaError(f"{kind} row: missing columns {missing}, unknown columns {extra}")
+        for f in schema:
+            columns[f.name].append(_coerce(row[f.name], f.type, f.name))
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue().to_pybytes()
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """What validating one result file found: ``ok``, or the one-line ``problem``; ``foreign`` when the file is
+    a readable archstudy file of another schema version (never deleted: another version of archstudy wrote it)."""
+
+    ok: bool
+    problem: str = ""
+    foreign: bool = False
+
+
+def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
+    """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit."""
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except Exception as e:  # noqa: BLE001 - any failure to read is the finding
+        return FileCheck(False, f"unreadable Parquet ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+    meta = table.schema.metadata or {}
+    version = meta.get(b"archstudy.schema_version", b"").decode()
+    if meta.get(b"archstudy.table", b"").decode() != kind:
+        return FileCheck(False, f"not an archstudy {kind} file (metadata archstudy.table missing or different)")
+    if version != SCHEMA_VERSION:
+        return FileCheck(False, f"schema version {version!r}; this archstudy reads {SCHEMA_VERSION!r}", foreign=True)
+    if not table.schema.equals(SCHEMAS[kind], check_metadata=False):
+        return FileCheck(False, "columns differ from the schema of docs/results.md")
+    m = NAME_RE.match(name)
+    if kind == ARCHITECTURES and table.num_rows != 1:
+        return FileCheck(False, f"{table.num_rows} rows; an architectures file has exactly 1")
+    if table.num_rows < 1:
+        return FileCheck(False, "no rows")
+    ids = set(table.column("arch_id").to_pylist())
+    idx = set(table.column("index").to_pylist())
+    if m is None or ids != {m.group(2)} or idx != {int(m.group(1))}:
+        return FileCheck(False, f"its rows name arch_id {sorted(ids)} / index {sorted(idx)}, not the file's {name}")
+    if kind == RUNS and sum(table.column("selected").to_pylist()) != 1:
+        return FileCheck(False, "not exactly one selected run")
+    return FileCheck(True)
+
+
+class Store:
+    """One study's files, on a local filesystem or object storage (see the module docstring)."""
+
+    def __init__(self, location: str | os.PathLike | None = None, *, filesystem: pafs.FileSystem | None = None,
+                 root: str | None = None):
+        if filesystem is not None:  # an already-open filesystem (tests use pyarrow's in-memory one)
+            self.fs, self.root, self.location = filesystem, (root or "").rstrip("/"), f"{filesystem.type_name}:{root}"
+            return
+        location = os.fspath(location)
+        if "://" in location:
+            try:
+                self.fs, root = pafs.FileSystem.from_uri(location)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, OSError) as e:
+                raise UserError(f"study location {location!r}: {str(e).splitlines()[0]}") from None
+        else:
+            self.fs, root = pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(location))
+        self.root = root.rstrip("/") or "/"
+        self.location = location
+
+    @property
+    def uri(self) -> str:
+        """The location as any process on any node can open it: the absolute path of a local study, else the URI."""
+        return self.root if self.local and "://" not in self.location else self.location
+
+    def __repr__(self):
+        return f"Store({self.location!r})"
+
+    # -- paths -----------------------------------------------------------------------------------------
+    @property
+    def local(self) -> bool:
+        """True on a local filesystem: writes go through a temporary name and a rename; a driver lock works."""
+        return self.fs.type_name == "local"
+
+    def path(self, *parts: str) -> str:
+        return "/".join([self.root, *parts]) if self.root else "/".join(parts)
+
+    def exists(self, *parts: str) -> bool:
+        return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
+
+    def is_study(self) -> bool:
+        return self.fs.get_file_info(self.path(CONFIG_NAME)).type == pafs.FileType.File
+
+    def listing(self) -> list[str]:
+        """Names of the study root's entries (for the 'is it empty' check before creating a study)."""
+        info = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
+        return sorted(i.base_name for i in info)
+
+    def root_kind(self) -> str:
+        """"missing", "dir" or "file" for the study location itself (object storage: "dir" once anything is
+        under it)."""
+        t = self.fs.get_file_info(self.root).type
+        if t == pafs.FileType.NotFound:
+            return "dir" if not self.local and self.listing() else "missing"
+        return "dir" if t == pafs.FileType.Directory else "file"
+
+    # -- bytes -----------------------------------------------------------------------------------------
+    def read_bytes(self, *parts: str) -> bytes:
+        with self.fs.open_input_stream(self.path(*parts)) as f:
+            return f.read()
+
+    def write_bytes(self, parts: Iterable[str], data: bytes) -> None:
+        """Write a file so it appears whole or not at all (temporary name + rename, or one object put)."""
+        parts = tuple(parts)
+        final = self.path(*parts)
+        parent = final.rsplit("/", 1)[0]
+        self.fs.create_dir(parent, recursive=True)
+        if not self.local:
+            with self.fs.open_output_stream(final) as f:  # the object is visible once the upload completes
+                f.write(data)
+            return
+        tmp = f"{parent}/.{parts[-1]}{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            with self.fs.open_output_stream(tmp) as f:
+                f.write(data)
+            self.fs.move(tmp, final)  # rename(2): atomic, replaces a file of the same name
+        except BaseException:
+            with contextlib.suppress(OSError):
+                self.fs.delete_file(tmp)
+            raise
+
+    def delete(self, *parts: str) -> bool:
+        try:
+            self.fs.delete_file(self.path(*parts))
+            return True
+        except (FileNotFoundError, OSError):
+            return False
+
+    def names(self, folder: str, suffix: str) -> list[str]:
+        """Unit names (``<index>-<arch_id>``) of the visible files ``<folder>/*<suffix>``, sorted."""
+        info = self.fs.get_file_info(pafs.FileSelector(self.path(folder), allow_not_found=True))
+        out = []
+        for i in info:
+            if i.type == pafs.FileType.File and i.base_name.endswith(suffix) and not i.base_name.startswith("."):
+                stem = i.base_name[: -len(suffix)]
+                if NAME_RE.match(stem):
+                    out.append(stem)
+        return sorted(out)
+
+    def temp_files(self) -> list[str]:
+        """Leftover temporary files of writes that a killed process did not finish: the driver's hidden
+        ``.<name>.tmp-...`` files, and the trainer's ``checkpoints/<name>.pt.<random>.tmp`` files."""
+        out = []
+        for folder in ("", ARCHITECTURES, RUNS, FAILED, CHECKPOINTS):
+            base = self.path(folder) if folder else self.root
+            for i in self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
+                if i.type != pafs.FileType.File:
+                    continue
+                mine = i.base_name.startswith(".") and TEMP_MARK in i.base_name
+                trainers = folder == CHECKPOINTS and i.base_name.endswith(".tmp")
+                if mine or trainers:
+                    out.append(i.path)
+        return sorted(out)
+
+    def remove_temp_files(self) -> list[str]:
+        """Delete leftover temporary files; only the driver, holding the lock before it starts any work, may
+        call this (no process of the study is writing then)."""
+        removed = self.temp_files()
+        for p in removed:
+            with contextlib.suppress(OSError):
+                self.fs.delete_file(p)
+        return removed
+
+    # -- config ----------------------------------------------------------------------------------------
+    def read_config(self) -> StudyConfig:
+        if not self.is_study():
+            raise UserError(f"{self.location} is not a study (no {CONFIG_NAME}); start one with `archstudy run`")
+        return StudyConfig.from_yaml(self.read_bytes(CONFIG_NAME).decode(), where=self.path(CONFIG_NAME))
+
+    def write_config(self, config: StudyConfig) -> None:
+        self.write_bytes([CONFIG_NAME], config.to_yaml().encode())
+
+    # -- results ---------------------------------------------------------------------------------------
+    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]]) -> None:
+        """Commit one finished architecture: its runs file, then its architectures file (the commit point).
+
+        Both tables are built (and checked against the schema) before anything is written."""
+        arch_table = to_table(ARCHITECTURES, [architecture])
+        runs_table = to_table(RUNS, list(runs))
+        self.write_bytes([RUNS, f"{name}.parquet"], parquet_bytes(runs_table))
+        self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table))
+
+    def check_file(self, kind: str, name: str) -> FileCheck:
+        try:
+            data = self.read_bytes(kind, f"{name}.parquet")
+        except FileNotFoundError:
+            return FileCheck(False, "missing")
+        except OSError as e:
+            return FileCheck(False, f"unreadable ({e})")
+        return check_table_bytes(data, kind, name)
+
+    def check_files(self, kind: str, names: Iterable[str], threads: int = 16) -> dict[str, FileCheck]:
+        """``check_file`` for many files, concurrently (object storage answers each read with latency)."""
+        names = list(names)
+        if not names:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(threads, len(names))) as pool:
+            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n), names)))
+
+    def read_table(self, kind: str = ARCHITECTURES):
+        """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""
+        tables = [pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet")))
+                  for n in self.names(kind, ".parquet")]
+        return (pa.concat_tables(tables) if tables else SCHEMAS[kind].empty_table()).to_pandas()
+
+    # -- failures --------------------------------------------------------------------------------------
+    def write_failure(self, name: str, record: Mapping[str, Any]) -> None:
+        self.write_bytes([FAILED, f"{name}.json"], (json.dumps(dict(record), indent=1, sort_keys=True) + "\n").encode())
+
+    def read_failure(self, name: str) -> dict | None:
+        try:
+            return json.loads(self.read_bytes(FAILED, f"{name}.json"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            return {"reason": f"(unreadable failure record: {e})", "attempts": 0}
+
+    def failures(self) -> dict[str, dict]:
+        return {n: self.read_failure(n) for n in self.names(FAILED, ".json")}
+
+    # -- checkpoints -----------------------------------------------------------------------------------
+    def checkpoint_parts(self, name: str) -> tuple[str, str]:
+        return CHECKPOINTS, f"{name}.pt"
+
+    # -- the driver's heartbeat and lock ---------------------------------------------------------------
+    def write_driver_state(self, state: Mapping[str, Any]) -> None:
+        self.write_bytes([DRIVER_STATE], (json.dumps(dict(state), indent=1) + "\n").encode())
+
+    def read_driver_state(self) -> dict | None:
+        try:
+            return json.loads(self.read_bytes(DRIVER_STATE))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    @contextlib.contextmanager
+    def driver_lock(self):
+        """Hold the study's driver lock (local stores: ``flock`` on ``<study>/.lock``, released when the process
+        ends, however it ends). A second driver on the same study is refused. On object storage there is no
+        lock: run one driver per study."""
+        if not self.local:
+            yield
+            return
+        self.fs.create_dir(self.root, recursive=True)
+        fd = os.open(self.path(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            for attempt in range(5):  # `archstudy status` holds a shared lock for a moment: let it pass
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if attempt == 4:
+                        raise UserError(f"{self.location}: another archstudy driver is running on this study "
+                                        "(see `archstudy status`)") from None
+                    time.sleep(0.1)
+            yield
+        finally:
+            os.close(fd)
+
+    def driver_running(self) -> bool | None:
+        """Whether a driver holds the lock now (local stores); None where it cannot be known (object storage)."""
+        if not self.local:
+            return None
+        try:
+            fd = os.open(self.path(LOCK_NAME), os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)

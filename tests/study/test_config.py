@@ -1,0 +1,99 @@
+"""StudyConfig: self-describing (full space, protocol, metric options), exact YAML round trip, one-line errors from
+the declared constraints, science vs execution keys."""
+
+from dataclasses import fields
+
+import pytest
+import yaml
+
+from sampling import PRESETS, SIBLING_AXES, SpecError
+from study import MetricOptions, Protocol
+from study.config import EXECUTION_KEYS, SCIENCE_KEYS, Resources, StudyConfig
+
+BASE = {"dataset": "waveform-noise", "architectures": 3}
+
+
+def test_a_config_holds_the_full_space_protocol_and_metric_options_and_round_trips_exactly():
+    c = StudyConfig(**BASE, preset="paper", protocol="quick", siblings="norm,skip", param_budget=5000, seed=4)
+    assert c.space == yaml.safe_load(yaml.safe_dump(PRESETS["paper"].to_dict()))
+    assert c.protocol == Protocol.of("quick").to_dict() or c.protocol == yaml.safe_load(
+        yaml.safe_dump(Protocol.of("quick").to_dict()))
+    assert MetricOptions.from_dict(c.metrics) == MetricOptions()
+    assert c.siblings == ("norm", "skip") and c.resources == Resources(1.0, 0.0)
+    assert c.package_version and c.created.endswith("Z")
+    text = c.to_yaml()
+    back = StudyConfig.from_yaml(text)
+    assert back == c and back.to_yaml() == text
+    # The space is stored in full: a study written with a changed space reads back with that space.
+    custom = PRESETS["paper"].replace(name="mine", p_debias=0.25)
+    c2 = StudyConfig(**BASE, space=custom.to_dict())
+    assert c2.preset == "mine" and StudyConfig.from_yaml(c2.to_yaml()).space_obj == custom
+
+
+def _invalid_cases():
+    for f in fields(StudyConfig):
+        constraint = f.metadata["constraint"]
+        if constraint is None:
+            continue
+        for bad in constraint.invalid_examples():
+            yield pytest.param(f.name, bad, id=f"{f.name}={bad!r}")
+
+
+@pytest.mark.parametrize("name,bad", list(_invalid_cases()))
+def test_every_declared_constraint_gives_a_one_line_error(name, bad):
+    with pytest.raises(SpecError) as e:
+        StudyConfig(**{**BASE, name: bad})
+    msg = str(e.value)
+    assert msg.startswith(f"study.{name} = {bad!r}: ") and "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"dataset": "no-such-data"}, "study.dataset = 'no-such-data': must be one of 'waveform-noise'"),
+        ({"architectures": -3}, "study.architectures = -3: must be an integer >= 1"),
+        ({"param_budget": 0}, "study.param_budget = 0: must be an integer >= 1"),
+        ({"preset": "huge"}, "study.preset = 'huge': must be one of 'paper', 'extended'"),
+        ({"siblings": ["colour"]}, "study.siblings = ['colour']: must be a list of distinct sibling axes"),
+        ({"resources": {"gpus_per_arch": 1.5}}, "study.resources.gpus_per_arch = 1.5: must be 0, a fraction"),
+        ({"resources": {"cpus_per_arch": 0}},
+         "study.resources.cpus_per_arch = 0: must be a finite number in (0.0, inf)"),
+        ({"resources": {"tpus": 1}}, "study.resources.tpus = 1: is not a resource"),
+        ({"max_retries": -1}, "study.max_retries = -1: must be an integer >= 0"),
+        ({"colour": "red"}, "study.colour = 'red': is not a study key; allowed: dataset, architectures"),
+    ],
+)
+def test_named_mistakes(change, message):
+    with pytest.raises(SpecError) as e:
+        StudyConfig.from_dict({**BASE, **change})
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_required_keys_and_bad_yaml_are_one_line_errors():
+    with pytest.raises(SpecError, match=r"^study.architectures = None: is required$"):
+        StudyConfig.from_dict({"dataset": "digits"})
+    with pytest.raises(SpecError, match=r"^study.config = 'x.yaml': is not valid YAML at line 3$"):
+        StudyConfig.from_yaml("dataset: digits\narchitectures: [1,\n", where="x.yaml")
+    with pytest.raises(SpecError, match="must be a YAML mapping"):
+        StudyConfig.from_yaml("- 1\n- 2\n")
+    with pytest.raises(SpecError, match="MetricOptions.nlc_batches = 0"):
+        StudyConfig(**BASE, metrics={"nlc_batches": 0})
+
+
+def test_siblings_forms_and_resources():
+    assert StudyConfig(**BASE, siblings="all").siblings == SIBLING_AXES
+    assert StudyConfig(**BASE, siblings=True).siblings == SIBLING_AXES
+    assert StudyConfig(**BASE, siblings=["skip", "weights"]).siblings == ("weights", "skip")  # canonical order
+    assert StudyConfig(**BASE, siblings=[]).siblings == () == StudyConfig(**BASE, siblings="none").siblings
+    assert Resources(2.5, 0.25).threads == 2 and Resources(0.5, 0).threads == 1
+    assert Resources.of({"gpus_per_arch": 2}).gpus_per_arch == 2.0
+
+
+def test_science_keys_decide_a_resume_execution_keys_do_not():
+    a = StudyConfig(**BASE, protocol="quick")
+    assert set(SCIENCE_KEYS) | set(EXECUTION_KEYS) | {"package_version", "created"} == {f.name for f in fields(a)}
+    assert a.differences(a.with_execution(root="/data/elsewhere", cpus_per_arch=2, gpus_per_arch=0.5,
+                                          max_retries=5, checkpoint_every_s=10)) == []
+    assert a.differences(a.replace(package_version="9.9", created="2000-01-01T00:00:00Z")) == []
+    assert a.differences(StudyConfig(**{**BASE, "architectures": 4}, protocol="quick")) == ["architectures"]
+    assert a.differences(StudyConfig(**BASE, protocol="paper", seed=1)) == ["seed", "protocol"]
