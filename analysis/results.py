@@ -283,8 +283,9 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
         ids: set[str] = set()
         total = 0
         for i in range(n):
+            # the stored space (a study is self-describing even when presets change), else the preset name
             spec = sample_spec(config.get("seed", 0), i, dims["d_in"], dims["d_out"],
-                               config.get("preset", "extended"), budget)
+                               config.get("space") or config.get("preset", "extended"), budget)
             ids.add(spec.content_id)
             # Whether a sibling is valid does not depend on the width it is re-solved to, so they are
             # counted without solving it (18x faster).

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import numpy as np
 import pytest
 
 from analysis import correlations, load_results, write_report
@@ -23,8 +22,9 @@ IMG = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)
 
 
 @pytest.fixture(scope="module")
-def report(tiny_study_dir, tmp_path_factory) -> str:
-    out = write_report(tiny_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
+def report(real_study_dir, tmp_path_factory) -> str:
+    """The report of a real tiny study, run by the runner (conftest ``real_study_dir``)."""
+    out = write_report(real_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
     return out.read_text(encoding="utf-8")
 
 
@@ -45,8 +45,8 @@ def test_report_is_self_contained(report):
     assert "<script" not in report and "@import" not in report and "url(" not in report
 
 
-def test_report_has_the_tables_status_and_provenance(report, tiny_study_dir):
-    r = load_results(tiny_study_dir)
+def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
+    r = load_results(real_study_dir)
     for text in ("What predicts test error", "Kendall τ", "granulated Kendall Ψ", "lift over best baseline",
                  "Granulated Kendall coefficient by axis", "Paired effects of sibling architectures",
                  "sign test p", "NLC-guided pruning", "regret", "Provenance", "study.yaml", "Overview"):
