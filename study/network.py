@@ -214,6 +214,16 @@ def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | to
     return net.to(device) if device is not None else net
 
 
+def minibatches(n: int, batch_size: int) -> list[slice]:
+    """Consecutive slices of ``batch_size`` rows ("dividing the dataset once into minibatches", section G).
+
+    A last slice of a single row joins the one before it: batchnorm has no batch statistics for one example."""
+    edges = list(range(0, n, batch_size)) + [n]
+    if len(edges) > 2 and edges[-1] - edges[-2] == 1:
+        del edges[-2]
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
 @torch.no_grad()
 def output_scale(net: nn.Module, x: torch.Tensor, batch_size: int = 250):
     """c_out = Q_{x,j} f(x, j) over the inputs ``x`` (appendix C), in minibatches of ``batch_size`` with batch
@@ -221,8 +231,8 @@ def output_scale(net: nn.Module, x: torch.Tensor, batch_size: int = 250):
     tensor [R] for a stack. The loss divides the output by it for the whole study of the architecture."""
     total, count = None, 0
     with frozen_statistics(net):
-        for i in range(0, x.shape[0], batch_size):
-            f = net(x[i:i + batch_size])
+        for rows in minibatches(x.shape[0], batch_size):
+            f = net(x[rows])
             sq = (f * f).sum(dim=(-2, -1)) if f.dim() == 3 else (f * f).sum()
             total = sq if total is None else total + sq
             count += f.shape[-2] * f.shape[-1]

@@ -10,8 +10,6 @@ the training split (always blank corners) are only centred, so they stay 0 (d_in
 from __future__ import annotations
 
 import numpy as np
-import sklearn
-from sklearn.datasets import load_digits
 
 from .dataset import Dataset, fifths, jsonable, make_split, split_indices, standardize, stream
 
@@ -20,6 +18,9 @@ N_POINTS, D_IN, N_CLASSES = 1797, 64, 10
 
 
 def load(seed: int = 0) -> Dataset:
+    import sklearn  # here, not at module level: importing scikit-learn costs every worker and command 2-3 s
+    from sklearn.datasets import load_digits
+
     bunch = load_digits()
     x = np.asarray(bunch.data, dtype=np.float64)
     y = np.asarray(bunch.target, dtype=np.int64)

@@ -29,7 +29,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..network import frozen_statistics
+from ..network import frozen_statistics, minibatches
 
 HIGH_BIAS = 1000.0  # "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2)
 
@@ -58,16 +58,6 @@ def _as_output(out: float | torch.Tensor):
 def input_sd_q(x: torch.Tensor) -> float:
     """Q_i S_x x(i) = sqrt(mean_i Var_x x(i)) (population variance over the rows of ``x``)."""
     return float(torch.sqrt(x.var(dim=0, unbiased=False).mean()))
-
-
-def minibatches(n: int, batch_size: int) -> list[slice]:
-    """Consecutive slices of ``batch_size`` rows ("dividing the dataset once into minibatches", section G).
-
-    A last slice of a single row joins the one before it: batchnorm has no batch statistics for one example."""
-    edges = list(range(0, n, batch_size)) + [n]
-    if len(edges) > 2 and edges[-1] - edges[-2] == 1:
-        del edges[-2]
-    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
 
 
 @torch.no_grad()

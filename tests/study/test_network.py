@@ -221,7 +221,7 @@ def test_output_scale_is_the_quadratic_mean_and_leaves_statistics_alone():
     net.eval()
     c = output_scale(net, x)
     assert all(torch.equal(a, b) for a, b in zip(before, net.buffers())) and not net.training
-    with frozen_statistics(net):
+    with frozen_statistics(net), torch.no_grad():
         f = torch.cat([net(x[i:i + 250]) for i in range(0, 600, 250)])
     assert math.isclose(c, float(torch.sqrt((f * f).mean())), rel_tol=1e-13)
     stack = build_network(spec, seed=1, runs=3)
@@ -248,3 +248,13 @@ def test_training_mode_updates_running_statistics_and_eval_uses_them():
     assert net.training is False
     # evaluation uses the running statistics: close to the batch statistics, not equal (unbiased variance)
     assert torch.allclose(y_eval, y_batch, atol=0.05) and not torch.allclose(y_eval, y_batch, atol=1e-6)
+
+
+def test_output_scale_on_a_batchnorm_net_whose_last_minibatch_would_hold_one_example():
+    spec = ArchSpec(depth=3, width=8, d_in=3, d_out=2, norm="batch")
+    net = build_network(spec, seed=0)
+    x = torch.randn(501, 3, dtype=torch.float64)  # 250 + 250 + 1: the single row joins the batch before it
+    c = output_scale(net, x)
+    with frozen_statistics(net), torch.no_grad():
+        f = torch.cat([net(x[:250]), net(x[250:])])
+    assert math.isclose(c, float(torch.sqrt((f * f).mean())), rel_tol=1e-13)
