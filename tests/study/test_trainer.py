@@ -84,18 +84,20 @@ def test_chunks_of_the_stack_train_like_the_whole_stack(spec):
 
 def test_divergence_is_recorded_and_leaves_the_other_runs_alone():
     # Without normalization a huge rate overflows within a few steps (with batchnorm it would not: the
-    # forward is scale-invariant up to the last layer and the loss stays finite).
+    # forward is scale-invariant up to the last layer and the loss stays finite). A linear activation, so no
+    # unit can die and leave a finite, constant output instead.
+    lin = PLAIN.replace(activation="linear")
     p = SHORT.replace(lrs=[0.03, 0.3, 1e8])
-    three = train_architecture(PLAIN, DATA, seed=3, protocol=p)
-    two = train_architecture(PLAIN, DATA, seed=3, protocol=p.replace(lrs=[0.03, 0.3]))
+    three = train_architecture(lin, DATA, seed=3, protocol=p)
+    two = train_architecture(lin, DATA, seed=3, protocol=p.replace(lrs=[0.03, 0.3]))
     for k in range(2):
         assert_same_run(two.runs[k], three.runs[k])
         assert not three.runs[k].diverged
     huge = three.runs[2]
     # every window ends at once: one epoch per window, 2 divisions, rewound to the initialization
     assert huge.diverged and huge.epochs == 3 and huge.divisions == 2
-    splits = check_splits(DATA, PLAIN, torch.device("cpu"))
-    init = build_network(PLAIN, seed=3)
+    splits = check_splits(DATA, lin, torch.device("cpu"))
+    init = build_network(lin, seed=3)
     for f, split in zip(ERRORS, (splits.val, splits.train, splits.test)):
         assert getattr(huge, f) == float(errors(init, split.x, split.y, 40, 1)[0])
     assert three.best.lr_index != 2 and three.n_diverged == 1
