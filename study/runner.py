@@ -298,9 +298,14 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             name, problem = next(iter(state.foreign.items()))
             raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
         finished = set(state.finished)
+        # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
+        stale = [name for name in state.checkpoints if name in finished]
         todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
         result = StudyRun(store.location, len(units), len(state.finished), redone=dict(state.corrupt),
                           skipped_failed=0 if retry_failed else len(state.failed))
+        for name in stale:
+            store.delete(*store.checkpoint_parts(name))
+            out.say(f"{name}: removed the checkpoint of an architecture that had finished")
         if not todo and not state.corrupt:
             what = f"all {len(units)} architectures are finished"
             if state.failed and not retry_failed:

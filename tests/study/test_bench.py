@@ -10,12 +10,7 @@ from study.bench import CASES, FIELDS, BenchCase, bench_case, gemm_ops, step_flo
 from study.cli import main
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_step_flops_by_hand():

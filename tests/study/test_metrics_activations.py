@@ -13,13 +13,7 @@ from study.activations import Activation
 from study.metrics import linear_approx_error, nlc, nlc_tau
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny nets run faster on one thread, and the suite's two cores are shared.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # Table 1, lines A (NLC_tau(1)) and E (linear approximation error).

@@ -18,12 +18,7 @@ FAST = MetricOptions(nlc_batches=5, gradient_batches=2, proxy_batch_size=32, var
                      variability_planes=2)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def stand_in_data(n=400, d_in=5, classes=3, seed=0):

@@ -13,12 +13,7 @@ from study.metrics.nlc import minibatches
 from study.network import orthogonal_submatrix
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def gaussian(n, d, seed=0, scale=1.0):

@@ -14,12 +14,7 @@ from study.metrics import (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def batch(n=16, d_in=8, k=3, seed=0):

@@ -14,12 +14,7 @@ from study.metrics.regions import (
 )
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_k_ladder_is_the_papers_geometric_series():

@@ -11,12 +11,7 @@ from study.metrics import calibrated, variability
 from study.metrics.variability import geometric_mean, third_difference_variability
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def gaussian(n, d, seed=0):

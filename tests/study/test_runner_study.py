@@ -213,6 +213,20 @@ def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path,
     assert {k: v for k, v in _snapshot(study).items() if k != "report.html"} == before
 
 
+def test_a_checkpoint_left_by_a_driver_killed_right_after_a_commit_is_removed_by_resume(reference, tmp_path):
+    study = tmp_path / "s"
+    shutil.copytree(reference["path"], study)
+    name = Store(study).names("architectures", ".parquet")[0]
+    (study / "checkpoints").mkdir(exist_ok=True)
+    (study / "checkpoints" / f"{name}.pt").write_bytes(b"trainer state of a unit that went on to commit")
+    log = io.StringIO()
+    result = resume_study(study, progress=log)
+    assert result.finished == 0 and result.complete
+    assert f"{name}: removed the checkpoint of an architecture that had finished" in log.getvalue()
+    assert not (study / "checkpoints" / f"{name}.pt").exists()
+    assert_same_study(study, reference)
+
+
 def test_a_resume_that_loads_other_data_is_refused_unless_the_config_is_forced(reference, tmp_path):
     study = tmp_path / "s"
     shutil.copytree(reference["path"], study)

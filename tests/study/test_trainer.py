@@ -29,13 +29,7 @@ def _load(name):  # a helper module next to this file (test modules are not a pa
 standins = _load("trainer_standins")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # The machine is shared: one thread per process is both faster and steadier for these tiny nets.
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 DATA = standins.waveform_noise(400, 200, 200, seed=1)

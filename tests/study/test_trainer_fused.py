@@ -19,12 +19,7 @@ assert {s.norm for s in SPECS} >= {"none", "batch", "layer"} and {s.skip for s i
 assert {s.param for s in SPECS} == {"sp", "gmp"} and {s.weights for s in SPECS} == {"dense", "householder"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _close(a, b, scale, what):

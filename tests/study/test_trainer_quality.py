@@ -8,12 +8,7 @@ from sampling import ArchSpec
 from study import load_dataset, train_architecture
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def relu_depth3(d_in: int) -> ArchSpec:
