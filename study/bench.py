@@ -1,15 +1,18 @@
 """``archstudy bench``: the stacked trainer against the same runs trained one after another, and against
 bare float64 GEMMs at the same shapes, timed side by side in one process.
 
-For each case (a dense batchnorm-relu net of a given parameter count, 40 runs, minibatch 250) three
+For each case (a dense batchnorm-relu net of a given parameter count, 40 runs, minibatch 250) four
 things are timed, interleaved, ``repeats`` times, and the best time of each is kept (the machine may be
 shared; interleaving makes the ratios fair, the minimum is the least disturbed measurement):
 
 * stacked:    ``steps`` training steps of the R-run stack, exactly as ``train_architecture`` does them
               (``study.training.stack.train_step``: automatic chunking, folded forward, in-place SGD);
-* sequential: the same R runs one after another, a plain per-run loop: each run its own R = 1 network
-              trained ``steps`` steps through the same step function (so every optimization of the step
-              helps both sides alike; only the stacking differs);
+* sequential: the same R runs one after another, a plain per-run loop: each run its own ``nn.Sequential``
+              of ``nn.Linear`` / ``nn.BatchNorm1d`` / activation and its own ``torch.optim.SGD``
+              (``time_plain``; the prototypes' baseline in notes/stacked-training.md);
+* same step:  the R runs one after another through the trainer's own optimized step on R = 1 networks
+              (``time_sequential``): every optimization of the step helps both sides alike, so the ratio is
+              what stacking alone buys;
 * gemm:       the matrix products of one stacked step (``gemm_ops``: forward, weight gradient and input
               gradient of every linear layer, batched over all R runs) on preallocated operands, nothing
               else: the roofline of the step.
@@ -29,11 +32,16 @@ import time
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from sampling import ArchSpec, solve_width
 
+from .activations import Activation
+from .layers import ActivationLayer
 from .network import build_network
 from .protocol import Protocol
+from .training.allocator import keep_freed_memory
 from .training.stack import new_stack, train_step
 from .training.trainer import auto_chunk
 
@@ -145,6 +153,47 @@ def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int,
     return wall / steps, cpu / steps
 
 
+def plain_model(spec: ArchSpec, device: torch.device) -> nn.Sequential:
+    """The architecture as anyone would write it for one run: ``nn.Linear`` layers, ``nn.BatchNorm1d`` /
+    ``nn.LayerNorm`` without affine parameters, the activation module; float64 (dense, skip-free specs: the
+    bench's cases)."""
+    if spec.weights != "dense" or spec.param != "sp" or spec.skip != "none":
+        raise ValueError("the plain baseline builds dense, skip-free SP networks only")
+    layers: list[nn.Module] = []
+    for layer in spec.layers():
+        layers.append(nn.Linear(layer.fan_in, layer.fan_out, dtype=torch.float64, device=device))
+        if layer.norm == "batch":
+            layers.append(nn.BatchNorm1d(layer.fan_out, affine=False, dtype=torch.float64, device=device))
+        elif layer.norm == "layer":
+            layers.append(nn.LayerNorm(layer.fan_out, elementwise_affine=False, dtype=torch.float64, device=device))
+        if layer.activation:
+            layers.append(ActivationLayer(Activation.of(spec)))
+    return nn.Sequential(*layers)
+
+
+def time_plain(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
+    """(wall, CPU) seconds per training step of all R runs trained one after another by a plain per-run
+    loop: each run its own ``plain_model`` and ``torch.optim.SGD``, ``loss.backward()``, ``opt.step()``
+    (the baseline of the prototypes in notes/stacked-training.md)."""
+    data = _batches(spec, batch, device)
+    wall = cpu = 0.0
+    for r in range(runs + 1):  # run 0 warms up (allocator, kernels) and is not timed
+        model = plain_model(spec, device).train()
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        _sync(device)
+        t = _clock()
+        for i in range(steps):
+            x, y = data[i % len(data)]
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+        _sync(device)
+        if r:
+            w, c = _since(t)
+            wall, cpu = wall + w, cpu + c
+    return wall / steps, cpu / steps
+
+
 def gemm_ops(spec: ArchSpec, runs: int, batch: int, device: torch.device) -> list[tuple]:
     """The matrix products of one stacked training step, as (function, a, b, out) with preallocated
     operands: per dense layer the forward product (one GEMM for all runs on the shared input of layer 1,
@@ -189,23 +238,27 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
                device: str | torch.device = "cpu", steps: int | None = None) -> dict:
     """One row of the bench table (see the module docstring)."""
     device = torch.device(device)
+    keep_freed_memory()  # as train_architecture does: the stacked trainer and the baselines alike
     steps = steps or case.steps
     spec = case.spec
-    stacked, sequential, gemm = [], [], []
-    for _ in range(repeats):  # interleaved, so a burst of load hits all three alike
+    stacked, plain, same_step, gemm = [], [], [], []
+    for _ in range(repeats):  # interleaved, so a burst of load hits all four alike
         stacked.append(time_stacked(spec, runs, steps, batch, device))
-        sequential.append(time_sequential(spec, runs, steps, batch, device))
+        plain.append(time_plain(spec, runs, steps, batch, device))
+        same_step.append(time_sequential(spec, runs, steps, batch, device))
         gemm.append(time_gemm(spec, runs, steps, batch, device))
     per_epoch = max(1, case.samples // batch)
     flops = step_flops(spec, runs, batch)
     best = lambda times, i: min(t[i] for t in times)  # noqa: E731
-    t_stack, t_seq, t_gemm = best(stacked, 0), best(sequential, 0), best(gemm, 0)
-    c_stack, c_seq, c_gemm = best(stacked, 1), best(sequential, 1), best(gemm, 1)
+    t_stack, t_seq, t_same, t_gemm = best(stacked, 0), best(plain, 0), best(same_step, 0), best(gemm, 0)
+    c_stack, c_seq, c_same, c_gemm = best(stacked, 1), best(plain, 1), best(same_step, 1), best(gemm, 1)
     return {
         "case": case.name, "params": case.params, "runs": runs,
         "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
         "speedup": t_seq / t_stack, "gflops": flops / t_stack / 1e9, "gemm_gflops": flops / t_gemm / 1e9,
         "gemm_fraction": t_gemm / t_stack,
+        # the runs one after another through the trainer's own optimized step: what stacking alone buys
+        "same_step_s_per_epoch": t_same * per_epoch, "speedup_same_step": t_same / t_stack,
         # the same from CPU time (all threads of the process): steadier when the machine is shared
         "stacked_cpu_s_per_epoch": c_stack * per_epoch, "sequential_cpu_s_per_epoch": c_seq * per_epoch,
         "speedup_cpu": c_seq / c_stack, "gemm_fraction_cpu": c_gemm / c_stack,
@@ -221,13 +274,13 @@ def run_bench(cases=DEFAULT_CASES, runs: int = 40, repeats: int = 3, device="cpu
 
 
 def format_table(rows: list[dict]) -> str:
-    head = ("case", "params", "runs", "chunk", "stacked s/epoch", "sequential s/epoch", "speedup", "GFLOP/s",
-            "GEMM GFLOP/s", "of GEMM")
+    head = ("case", "params", "runs", "chunk", "stacked s/epoch", "sequential s/epoch", "speedup",
+            "same-step s/epoch", "speedup", "GFLOP/s", "GEMM GFLOP/s", "of GEMM")
     lines = [head]
     for r in rows:
         lines.append((r["case"], f"{r['params']:,}", str(r["runs"]), str(r["chunk"]),
                       f"{r['stacked_s_per_epoch']:.3g}", f"{r['sequential_s_per_epoch']:.3g}",
-                      f"{r['speedup']:.2f}x", f"{r['gflops']:.1f}", f"{r['gemm_gflops']:.1f}",
-                      f"{r['gemm_fraction']:.2f}"))
+                      f"{r['speedup']:.2f}x", f"{r['same_step_s_per_epoch']:.3g}", f"{r['speedup_same_step']:.2f}x",
+                      f"{r['gflops']:.1f}", f"{r['gemm_gflops']:.1f}", f"{r['gemm_fraction']:.2f}"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from sampling import ArchSpec
-from study.bench import CASES, FIELDS, BenchCase, bench_case, gemm_ops, step_flops
+from study import build_network, frozen_statistics
+from study.bench import CASES, FIELDS, BenchCase, bench_case, gemm_ops, plain_model, step_flops
 from study.cli import main
 
 
@@ -40,11 +41,30 @@ def test_a_row_is_consistent():
     assert set(FIELDS) <= set(row)
     per_epoch = 1_000 // 50
     assert row["speedup"] == pytest.approx(row["sequential_s_per_epoch"] / row["stacked_s_per_epoch"], rel=1e-12)
+    assert row["speedup_same_step"] == pytest.approx(row["same_step_s_per_epoch"] / row["stacked_s_per_epoch"],
+                                                     rel=1e-12)
     assert row["gflops"] == pytest.approx(step_flops(case.spec, 3, 50) * per_epoch / row["stacked_s_per_epoch"] / 1e9,
                                           rel=1e-12)
     assert row["gemm_fraction"] == pytest.approx(row["gflops"] / row["gemm_gflops"], rel=1e-12)
     assert row["params"] == case.spec.num_params and row["runs"] == 3 and row["chunk"] >= 1
     assert all(row[k] > 0 for k in ("stacked_s_per_epoch", "sequential_s_per_epoch", "gemm_gflops"))
+
+
+def test_the_plain_baseline_computes_what_the_stacked_network_computes():
+    """The plain per-run loop trains the same function: the same layers, initialized from a stacked copy,
+    give the same output."""
+    spec = CASES["small-d3"].spec
+    stack = build_network(spec, seed=0, runs=2)
+    model = plain_model(spec, torch.device("cpu"))
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for lin, layer in zip(linears, stack.select(1).linears):
+            lin.weight.copy_(layer.weight[0])
+            lin.bias.copy_(layer.bias[0])
+    x = torch.randn(30, spec.d_in, dtype=torch.float64)
+    with frozen_statistics(stack):
+        expected = stack(x)[1]
+    assert torch.allclose(model.train()(x), expected, rtol=1e-12, atol=1e-12)
 
 
 def test_command_prints_json_rows(capsys):
@@ -68,3 +88,23 @@ def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_freed_memory_stays_in_the_heap():
+    """glibc keeps freed blocks below the raised mmap threshold for reuse: allocating the same 4 MB block
+    again touches no new pages (no minor page faults), which is what makes repeated training steps cheap."""
+    import resource
+    import sys
+
+    from study.training.allocator import keep_freed_memory
+
+    if not sys.platform.startswith("linux") or not keep_freed_memory():
+        pytest.skip("not glibc's malloc")
+    for _ in range(20):  # warm-up: the first blocks are new memory (and torch's first fills set up threads)
+        x = torch.empty(512 * 1024, dtype=torch.float64).fill_(1.0)  # 4 MB, touched
+        del x
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(20):
+        y = torch.empty(512 * 1024, dtype=torch.float64).fill_(2.0)
+        del y
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 100  # 20 fresh mmaps: ~20,000 faults
