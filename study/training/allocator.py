@@ -20,7 +20,7 @@ import sys
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc malloc.h
 MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's largest (HEAP_MAX_SIZE / 2 on 64-bit)
-TRIM_THRESHOLD = 1 << 40
+TRIM_THRESHOLD = 2**31 - 1  # mallopt takes a C int: a larger value would wrap (1 << 40 wraps to 0: trim always)
 
 _done: list[bool] = []
 

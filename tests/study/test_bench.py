@@ -90,6 +90,16 @@ def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert message in err and err.count("\n") == 1
 
 
+def test_malloc_thresholds_fit_a_c_int():
+    """mallopt takes a C int and ctypes wraps larger values silently (1 << 40 arrives as 0: trim on every free)."""
+    import ctypes
+
+    from study.training.allocator import MMAP_THRESHOLD, TRIM_THRESHOLD
+
+    for value in (MMAP_THRESHOLD, TRIM_THRESHOLD):
+        assert ctypes.c_int(value).value == value
+
+
 def test_freed_memory_stays_in_the_heap():
     """glibc keeps freed blocks below the raised mmap threshold for reuse: allocating the same 4 MB block
     again touches no new pages (no minor page faults), which is what makes repeated training steps cheap."""
