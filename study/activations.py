@@ -12,8 +12,8 @@ so there is one definition of each activation.
 Also here, because they are properties of an activation alone (NLC paper section 5 and E.4):
 
 * ``nlc_tau(act, sigma)`` = sigma * Q tau'(s) / S tau(s), s ~ N(0, sigma^2)   (section 5; Table 1 line A)
-* ``linear_approx_error(act)`` = (Q(tau - taubar) / Q taubar)^2 with taubar the best affine fit of tau
-  under s ~ N(0, 1)                                                           (E.4; Table 1 line E)
+* ``linear_approx_error(act)`` = (Q(tau - taubar) / Q taubar)^2 with taubar the best affine fit of
+  tau(d s + t) under s ~ N(0, 1)                                             (E.4; Table 1 line E)
 """
 
 from __future__ import annotations
@@ -154,13 +154,12 @@ def linear_approx_error(activation: "ArchSpec | Activation | str") -> float:
         (Q(tau(s) - taubar(s)) / Q taubar(s))^2,  s ~ N(0, 1),
 
     taubar the best affine fit ``alpha + beta s``: beta = E[s tau], alpha = E[tau], so
-    Q(taubar)^2 = alpha^2 + beta^2 and Q(tau - taubar)^2 = E[tau^2] - alpha^2 - beta^2. Computed for the
-    variant ``c tau(d s + t) + b`` as the network applies it (Table 1 is the plain tau).
+    Q(taubar)^2 = alpha^2 + beta^2 and Q(tau - taubar)^2 = E[tau^2] - alpha^2 - beta^2. Computed on
+    ``tau(d s + t)``, the activation's shape with its dilation and shift; the output scale c cancels, and the
+    debiasing offset b is left out as Table 1 leaves it out: an offset is no nonlinearity, yet it would enter
+    Q(taubar), and for an even tau with t = 0 (beta = 0) debiasing would leave 0 / 0.
     """
     act = Activation.of(activation)
     m = act.moments(1.0)
-    c, b = act.constants
-    alpha = c * m["mean"] + b
-    beta = c * m["x_moment"]
-    second = c * c * m["second"] + 2 * b * c * m["mean"] + b * b
-    return (second - alpha**2 - beta**2) / (alpha**2 + beta**2)
+    alpha, beta = m["mean"], m["x_moment"]
+    return (m["second"] - alpha**2 - beta**2) / (alpha**2 + beta**2)

@@ -163,18 +163,27 @@ class Network(nn.Module):
 
 @contextlib.contextmanager
 def frozen_statistics(net: nn.Module):
-    """Batch statistics (training-mode forward) without touching running statistics; restores the mode."""
-    stateful = [m for m in net.modules() if hasattr(m, "track")]
-    saved = [m.track for m in stateful]
+    """Batch statistics (training-mode forward) without touching running statistics; restores the mode.
+
+    Covers this package's norms (their ``track`` flag) and torch's own ``nn.BatchNorm*`` (whose training
+    forward updates running statistics unless ``track_running_stats`` is off), so the metrics can be used
+    on any module."""
+    ours = [m for m in net.modules() if hasattr(m, "track")]
+    torchs = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    saved = [m.track for m in ours], [m.track_running_stats for m in torchs]
     was_training = net.training
-    for m in stateful:
+    for m in ours:
         m.track = False
+    for m in torchs:
+        m.track_running_stats = False  # training forward: batch statistics, running buffers left alone
     net.train(True)
     try:
         yield net
     finally:
-        for m, t in zip(stateful, saved):
+        for m, t in zip(ours, saved[0]):
             m.track = t
+        for m, t in zip(torchs, saved[1]):
+            m.track_running_stats = t
         net.train(was_training)
 
 
@@ -214,14 +223,24 @@ def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | to
     return net.to(device) if device is not None else net
 
 
-def minibatches(n: int, batch_size: int) -> list[slice]:
-    """Consecutive slices of ``batch_size`` rows ("dividing the dataset once into minibatches", section G).
+def minibatches(n: int, batch_size: int, seed: int = 0) -> list[torch.Tensor]:
+    """Row indices of ``batch_size``-row minibatches ("dividing the dataset once into minibatches", section G).
 
-    A last slice of a single row joins the one before it: batchnorm has no batch statistics for one example."""
+    The rows are taken in one fixed seeded permutation, not in file order: a split stored in order (the
+    checkerboard's raster order, a user file sorted by class) would otherwise give batches that are strips
+    or single classes, and every batch statistic would be that strip's. The same ``n`` and ``seed`` give the
+    same batches on every machine. A last batch of a single row joins the one before it: batchnorm has no
+    batch statistics for one example."""
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
     edges = list(range(0, n, batch_size)) + [n]
     if len(edges) > 2 and edges[-1] - edges[-2] == 1:
         del edges[-2]
-    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+    return [order[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+
+def take(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``x[rows]`` for index tensors from ``minibatches`` (kept on the CPU), on ``x``'s device."""
+    return x.index_select(0, rows.to(x.device))
 
 
 @torch.no_grad()
@@ -232,7 +251,7 @@ def output_scale(net: nn.Module, x: torch.Tensor, batch_size: int = 250):
     total, count = None, 0
     with frozen_statistics(net):
         for rows in minibatches(x.shape[0], batch_size):
-            f = net(x[rows])
+            f = net(take(x, rows))
             sq = (f * f).sum(dim=(-2, -1)) if f.dim() == 3 else (f * f).sum()
             total = sq if total is None else total + sq
             count += f.shape[-2] * f.shape[-1]

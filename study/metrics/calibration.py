@@ -8,10 +8,10 @@ running statistics are the data's own, measured exactly rather than as a momentu
     running_mean = mean over minibatches of the batch mean of the layer input,
     running_var  = mean over minibatches of the (biased) batch variance of the layer input,
 
-each minibatch propagated in batch mode (section G's batch form), in the same in-order minibatches of
-250 as the NLC's output statistics. The biased variance is the one batch mode divides by, so each
-layer of the copy normalizes as the batch-mode network does on a typical minibatch ("precise
-batchnorm" statistics). The network itself is never touched.
+each minibatch propagated in batch mode (section G's batch form), in the same minibatches of 250 (one
+fixed seeded permutation of the rows) as the NLC's output statistics. The biased variance is the one
+batch mode divides by, so each layer of the copy normalizes as the batch-mode network does on a typical
+minibatch ("precise batchnorm" statistics). The network itself is never touched.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from torch import nn
 
 from ..gmp import GmP
 from ..layers import BatchNorm
-from ..network import frozen_statistics
-from .nlc import minibatches
+from ..network import frozen_statistics, minibatches, take
 
 
 def has_batch_statistics(net: nn.Module) -> bool:
@@ -52,7 +51,7 @@ def calibrated(net: nn.Module, x: torch.Tensor, batch_size: int = 250) -> nn.Mod
     try:
         with frozen_statistics(twin):
             for rows in minibatches(x.shape[0], batch_size):
-                twin(x[rows])
+                twin(take(x, rows))
     finally:
         for h in handles:
             h.remove()

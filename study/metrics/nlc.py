@@ -10,9 +10,10 @@ for every network (it equals the plain form when no batchnorm is present):
   ``batches`` random minibatches X of b = ``batch_size`` inputs, a unit-Gaussian matrix U is clamped at
   the output and back-propagated; |U J(X)|^2 / b, i.e. |grad_X <U, f(X)>|_F^2 / b, has expectation
   |J(X)|_F^2 / b (section G's proposition).
-* S_x f(x, j) is taken over one pass through the data in minibatches of b, in order ("dividing the
-  dataset once into minibatches of size 250 and then taking the standard deviation of all output
-  activation values observed during this single pass"); S_x x(i) exactly over the data.
+* S_x f(x, j) is taken over one pass through the data in minibatches of b ("dividing the dataset once
+  into minibatches of size 250 and then taking the standard deviation of all output activation values
+  observed during this single pass"), the rows in one fixed seeded permutation (``network.minibatches``)
+  so a split stored in order still gives iid batches; S_x x(i) exactly over the data.
 
 Networks run with batch statistics and their running statistics untouched (``frozen_statistics``).
 A stacked network (outputs [R, B, d_out]) gets one value per run; every run sees the same minibatches
@@ -29,7 +30,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..network import frozen_statistics, minibatches
+from ..network import frozen_statistics, minibatches, take
 
 HIGH_BIAS = 1000.0  # "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2)
 
@@ -62,7 +63,7 @@ def input_sd_q(x: torch.Tensor) -> float:
 
 @torch.no_grad()
 def output_moments(f: Callable, x: torch.Tensor, batch_size: int = 250) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """(Q_j S_x f(x, j), Q_{x,j} f(x, j), d_out) from one in-order pass in minibatches (per run for a stack).
+    """(Q_j S_x f(x, j), Q_{x,j} f(x, j), d_out) from one pass in minibatches (per run for a stack).
 
     The variance is accumulated with Chan et al.'s pairwise update of (count, mean, sum of squared
     deviations), never as E[f^2] - E[f]^2: that difference cancels catastrophically for the high-bias
@@ -70,7 +71,7 @@ def output_moments(f: Callable, x: torch.Tensor, batch_size: int = 250) -> tuple
     count, mean, m2, sq = 0, None, None, None
     with batch_mode(f):
         for rows in minibatches(x.shape[0], batch_size):
-            out = f(x[rows])
+            out = f(take(x, rows))
             nb = out.shape[-2]
             mb = out.mean(dim=-2)  # [.., d_out]
             m2b = ((out - mb.unsqueeze(-2)) ** 2).sum(dim=-2)

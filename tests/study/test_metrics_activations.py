@@ -63,11 +63,16 @@ def test_variants_agree_with_scipy_quadrature(name, dilation, shift, debias, sig
     deriv = _expect(lambda z: df(sigma * z) ** 2, points=[k / sigma for k in kink])
     expected = sigma * math.sqrt(deriv) / math.sqrt(var)
     assert nlc_tau(act, sigma) == pytest.approx(expected, rel=1e-6)
-    # linear approximation error of c tau(ds+t) + b under N(0, 1)
-    a = _expect(f, points=kink)
-    b = _expect(lambda s: s * f(s), points=kink)
-    m2 = _expect(lambda s: f(s) ** 2, points=kink)
+    # linear approximation error of tau(ds+t) (c cancels; the debiasing offset b is no nonlinearity) under N(0, 1)
+    c, offset = act.constants
+    g = lambda s: (f(s) - offset) / c  # noqa: E731
+    a = _expect(g, points=kink)
+    b = _expect(lambda s: s * g(s), points=kink)
+    m2 = _expect(lambda s: g(s) ** 2, points=kink)
     assert linear_approx_error(act) == pytest.approx((m2 - a * a - b * b) / (a * a + b * b), rel=1e-8)
+    assert linear_approx_error(act) == pytest.approx(linear_approx_error(Activation(name, dilation, shift, False)),
+                                                     rel=1e-12)
+    assert math.isfinite(linear_approx_error(act)) and linear_approx_error(act) < 25  # never 0/0
 
 
 def test_linear_activation_has_nlc_one_at_every_scale():

@@ -114,18 +114,28 @@ def test_output_moments_are_single_pass_batch_statistics_and_match_output_scale(
     x = gaussian(730, 4, seed=3)
     sd, q, _ = output_moments(net, x, batch_size=250)
     with frozen_statistics(net), torch.no_grad():
-        out = torch.cat([net(x[s]) for s in (slice(0, 250), slice(250, 500), slice(500, 730))]).numpy()
+        out = torch.cat([net(x[r]) for r in minibatches(730, 250)]).numpy()
     assert float(sd) == pytest.approx(math.sqrt(out.var(axis=0).mean()), rel=1e-12)
     assert float(q) == pytest.approx(output_scale(net, x), rel=1e-12)
 
 
 def test_minibatches_never_leave_a_single_row():
-    assert minibatches(500, 250) == [slice(0, 250), slice(250, 500)]
-    assert minibatches(501, 250) == [slice(0, 250), slice(250, 501)]
-    assert minibatches(502, 250) == [slice(0, 250), slice(250, 500), slice(500, 502)]
-    assert minibatches(1, 250) == [slice(0, 1)]
-    spec = ArchSpec(depth=3, width=8, d_in=3, d_out=2, norm="batch")
-    assert math.isfinite(output_bias(build_network(spec), gaussian(251, 3)))
+    sizes = lambda n: [len(r) for r in minibatches(n, 250)]  # noqa: E731
+    assert sizes(500) == [250, 250] and sizes(501) == [250, 251] and sizes(502) == [250, 250, 2]
+    assert sizes(1) == [1]
+
+
+def test_minibatches_partition_the_rows_in_one_fixed_shuffled_order():
+    """Every row exactly once; the same batches on every call; not file order, so a split stored sorted
+    (the checkerboard's raster order) still gives batches that look like the whole data."""
+    batches = minibatches(1640, 250)
+    rows = torch.cat(batches)
+    assert torch.equal(rows.sort().values, torch.arange(1640))
+    assert all(torch.equal(a, b) for a, b in zip(batches, minibatches(1640, 250)))
+    assert not torch.equal(rows, torch.arange(1640))
+    # sorted labels (820 zeros then 820 ones): every batch holds both classes near half and half
+    y = (torch.arange(1640) >= 820).double()
+    assert all(abs(float(y[r].mean()) - 0.5) < 0.12 for r in batches)
 
 
 def test_stack_gets_the_nlc_of_each_copy():

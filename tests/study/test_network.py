@@ -10,6 +10,7 @@ from scipy import stats
 
 from sampling import ArchSpec, sample_specs
 from study import build_network, frozen_statistics, output_scale
+from study.network import minibatches
 from study.gmp import angles_from_direction, direction_from_angles
 
 EPS = 1e-5
@@ -222,7 +223,7 @@ def test_output_scale_is_the_quadratic_mean_and_leaves_statistics_alone():
     c = output_scale(net, x)
     assert all(torch.equal(a, b) for a, b in zip(before, net.buffers())) and not net.training
     with frozen_statistics(net), torch.no_grad():
-        f = torch.cat([net(x[i:i + 250]) for i in range(0, 600, 250)])
+        f = torch.cat([net(x[r]) for r in minibatches(600, 250)])
     assert math.isclose(c, float(torch.sqrt((f * f).mean())), rel_tol=1e-13)
     stack = build_network(spec, seed=1, runs=3)
     cs = output_scale(stack, x)
@@ -255,6 +256,24 @@ def test_output_scale_on_a_batchnorm_net_whose_last_minibatch_would_hold_one_exa
     net = build_network(spec, seed=0)
     x = torch.randn(501, 3, dtype=torch.float64)  # 250 + 250 + 1: the single row joins the batch before it
     c = output_scale(net, x)
+    order = torch.cat(minibatches(501, 250))
     with frozen_statistics(net), torch.no_grad():
-        f = torch.cat([net(x[:250]), net(x[250:])])
+        f = torch.cat([net(x[order[:250]]), net(x[order[250:]])])
     assert math.isclose(c, float(torch.sqrt((f * f).mean())), rel_tol=1e-13)
+
+
+def test_frozen_statistics_also_freezes_torchs_own_batchnorm():
+    """The metrics take any module: torch's nn.BatchNorm1d runs on batch statistics inside and its running
+    buffers (and counter) come out unchanged, its mode and flag restored."""
+    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(),
+                              torch.nn.Linear(6, 2)).double().eval()
+    bn = net[1]
+    before = [b.clone() for b in bn.buffers()]
+    x = 5.0 + torch.randn(300, 4, dtype=torch.float64)
+    with frozen_statistics(net), torch.no_grad():
+        h = net[:2](x)
+    assert torch.allclose(h.mean(0), torch.zeros(6, dtype=torch.float64), atol=1e-12)  # batch statistics, not the (0, 1) buffers
+    assert all(torch.equal(a, b) for a, b in zip(before, bn.buffers()))
+    assert bn.track_running_stats and not net.training
+    c = output_scale(net, x)
+    assert all(torch.equal(a, b) for a, b in zip(before, bn.buffers())) and c > 0
