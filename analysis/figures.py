@@ -143,7 +143,8 @@ def correlation_title(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool =
 def label(column: str) -> str:
     extra = {"test_error": "test error", "nlc_after": "NLC after training", "bias_after": "bias after training",
              "lr": "selected starting learning rate", "lr_index": "selected run (1 = lowest rate)",
-             "nlc": "NLC before training", "bias": "bias before training", "train_error": "train error"}
+             "nlc": "NLC before training", "bias": "bias before training", "train_error": "train error",
+             "error_perturbation": "error-preserving perturbation (trained)"}
     if column in extra:
         return extra[column]
     p = PREDICTOR_BY_COLUMN.get(column)
@@ -233,6 +234,21 @@ def fig3b_nlc_before_after(d: FigureData) -> Figure:
 def fig3c_nlc_after_vs_test_error(d: FigureData) -> Figure:
     fig, (ax,) = new_figure()
     scatter(ax, d.sample, "nlc_after", "test_error", logx=True)
+    return fig
+
+
+def fig1_fig3e_regions(d: FigureData) -> Figure:
+    """Figure 1: NLC vs the relative diameter of linearly approximable regions (E.1; dashed: 1/NLC, the
+    relation section 3 derives); figure 3E: NLC vs the maximal error-preserving perturbation of the trained
+    network (E.3). Both are optional metrics: a panel says "no data" when the study did not compute it."""
+    fig, axes = new_figure(ncols=2)
+    scatter(axes[0], d.sample, "nlc", "lar_diameter", logx=True, logy=True)
+    pts = _plottable(d.sample, "nlc", "lar_diameter", True, True)
+    if len(pts):
+        lo, hi = axes[0].get_xlim()
+        grid = np.geomspace(lo, hi, 50)
+        axes[0].plot(grid, 1.0 / grid, color=GREY, lw=0.8, ls="--", zorder=0)
+    scatter(axes[1], d.sample, "nlc", "error_perturbation", logx=True, logy=True)
     return fig
 
 
@@ -474,6 +490,10 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("fig3a", "Figure 3A: output bias before training vs test error.", fig3a_bias_vs_test_error, "paper"),
     FigureSpec("fig3b", "Figure 3B: NLC before vs after training (dashed: equal).", fig3b_nlc_before_after, "paper"),
     FigureSpec("fig3c", "Figure 3C: NLC after training vs test error.", fig3c_nlc_after_vs_test_error, "paper"),
+    FigureSpec("fig1-3e", "Figure 1: NLC vs relative diameter of linearly approximable regions (dashed: 1/NLC); "
+               "figure 3E: NLC vs maximal error-preserving perturbation of the trained network. Optional "
+               "metrics (MetricOptions lar / perturbation): \"no data\" when the study did not compute them.",
+               fig1_fig3e_regions, "paper"),
     FigureSpec("fig4", "Figure 4: depth vs test error.", fig4_depth_vs_test_error, "paper"),
     FigureSpec("fig7", "Figure 7: how often each training run (1 = lowest starting learning rate) gave the "
                "lowest validation error; architectures with a random test error omitted. Dashed: the five "

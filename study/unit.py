@@ -109,7 +109,7 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     them draws the same numbers whichever worker runs the unit, and after whatever ran there before."""
     import torch
 
-    from . import MetricOptions, Protocol, build_network, measure, train_architecture
+    from . import MetricOptions, Protocol, build_network, measure, measure_trained, train_architecture
 
     t0 = time.perf_counter()
     torch.manual_seed(unit.seed)
@@ -117,7 +117,8 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     spec = unit.spec
     net = build_network(spec, seed=unit.seed, device=device)
     build_s = time.perf_counter() - t0
-    measured = measure(net, data, spec, options=MetricOptions.from_dict(config.metrics), seed=unit.seed)
+    options = MetricOptions.from_dict(config.metrics)
+    measured = measure(net, data, spec, options=options, seed=unit.seed)
     del net
     expected = set(MEASURED) | {"flops", "measure_s"}
     if set(measured) != expected:
@@ -126,6 +127,9 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     outcome = train_architecture(spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol),
                                  device=device, checkpoint_path=checkpoint_path,
                                  checkpoint_every_s=config.checkpoint_every_s)
+    t_after = time.perf_counter()
+    measured.update(measure_trained(outcome.network, data, spec, options=options, seed=unit.seed))  # E.3
+    measured["measure_s"] += time.perf_counter() - t_after
     total_s = time.perf_counter() - t0
 
     ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}

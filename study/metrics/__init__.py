@@ -7,7 +7,7 @@ from ..activations import linear_approx_error, nlc_tau
 from .architecture import activation_ratio, flops, multiply_adds
 from .calibration import calibrated
 from .gradients import grad_length, gvcs, input_gradients, scaled_cross_entropy
-from .measure import MEASURE_COLUMNS, MetricOptions  # ``measure`` itself: ``study.measure``
+from .measure import MEASURE_COLUMNS, MetricOptions, nlc_seed  # ``measure`` itself: ``study.measure``
 from .nlc import HIGH_BIAS, NLCParts, jacobian_q, nlc, nlc_parts, output_bias, output_moments
 from .proxies import (
     activation_codes, grad_norm, grad_norm_by_tensor, jacob_cov, nwot, snip, snip_by_tensor, synflow,
@@ -20,6 +20,6 @@ __all__ = [
     "HIGH_BIAS", "MEASURE_COLUMNS", "MetricOptions", "NLCParts", "activation_codes", "activation_ratio",
     "calibrated", "error_perturbation", "flops", "grad_length", "grad_norm", "grad_norm_by_tensor", "gvcs",
     "input_gradients", "jacob_cov", "jacobian_q", "lar_diameter", "linear_approx_error", "multiply_adds", "nlc",
-    "nlc_parts", "nlc_tau", "nwot", "output_bias", "output_moments", "scaled_cross_entropy", "snip",
+    "nlc_parts", "nlc_seed", "nlc_tau", "nwot", "output_bias", "output_moments", "scaled_cross_entropy", "snip",
     "snip_by_tensor", "synflow", "synflow_by_tensor", "variability",
 ]

@@ -1,10 +1,11 @@
 """``study.measure``: every metric of an architecture at initialization, as one flat row of floats.
 
     row = measure(net, data, spec, options=MetricOptions(), seed=0)
+    row.update(measure_trained(trained_net, data, spec, options=..., seed=0))   # E.3, after training
 
 The keys are the Parquet columns of ``docs/results.md`` ("init metrics", "zero-cost proxies",
 "optional", ``flops``) plus ``measure_s``, the seconds the call took (``MEASURE_COLUMNS``). Every value is a
-float, NaN where it was not computed (the optional E.1 / E.3 metrics unless switched on) or is not
+float, NaN where it was not computed (the optional E.1 unless switched on; E.3 always, see below) or is not
 finite (a network whose output overflows gets NaNs; ``measure`` never raises on a pathological network);
 ``high_bias`` is a bool, true when the bias exceeds ``HIGH_BIAS`` = 1000 (an infinite bias, i.e. a
 constant output, counts as high).
@@ -16,7 +17,6 @@ What is measured on which data:
   minibatches), variability (planes through the training data), E.1 (``region_batches`` minibatches);
 * one random training minibatch of ``proxy_batch_size`` = 128: grad_norm, snip, jacob_cov, NWOT; synflow
   takes an all-ones input;
-* test set: E.3 (the paper's "test error over the path");
 * the spec alone: AR, FLOPs, NLC_tau(1) and the linear approximation error of the activation variant.
 
 The network is never changed: every pass runs with batch statistics and running statistics untouched
@@ -24,6 +24,13 @@ The network is never changed: every pass runs with batch statistics and running 
 the metrics that need another mode (synflow, variability of a batchnorm net) work on a deep copy. A
 stack of R runs (identical at initialization) is measured on its first copy. Every random draw comes
 from ``seed``; the global random state is neither used nor advanced.
+
+E.3, the maximal error-preserving perturbation, is a property of the trained network (figure 3E: "we
+corrupted the test set with small random perturbations and measured how large these perturbations
+could be before the test error increased significantly"; at initialization the error is chance and the
+number means nothing). ``measure`` leaves it NaN; ``measure_trained`` computes it on the test set for the
+network training selected (the runner calls it when ``perturbation`` is on), in evaluation mode as the
+test error itself is measured (running statistics of batchnorm).
 """
 
 from __future__ import annotations
@@ -78,7 +85,8 @@ class MetricOptions:
     variability_grid: int = _opt(Integer(4), 65, "grid points per side of each variability plane")
     variability_planes: int = _opt(Integer(1), 4, "random planes through the data (inputs of > 2 dims)")
     lar: bool = _opt(Boolean(), False, "compute the E.1 relative diameter of linearly approximable regions")
-    perturbation: bool = _opt(Boolean(), False, "compute the E.3 maximal error-preserving perturbation")
+    perturbation: bool = _opt(Boolean(), False, "compute the E.3 maximal error-preserving perturbation "
+                                                    "(after training: measure_trained)")
     region_batches: int = _opt(Integer(1), 10, "minibatches of E.1 / E.3 (the paper's 10)")
     region_directions: int = _opt(Integer(1), 10, "Gaussian direction matrices U (and V) per minibatch (10)")
     region_k_max: float = _opt(Real(K_MIN), K_MAX, "largest step k of E.1 / E.3, in diameters of the data")
@@ -129,6 +137,12 @@ def _generator_seed(seed: int, stream: int) -> int:
     return int(np.random.SeedSequence([seed, stream]).generate_state(1, np.uint64)[0]) >> 1
 
 
+def nlc_seed(seed: int) -> int:
+    """The seed of the NLC's draws in ``measure(..., seed=seed)``: the trainer's NLC after training uses it
+    too, so before and after see the same minibatches and Gaussian matrices (common random numbers)."""
+    return _generator_seed(seed, _NLC)
+
+
 def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | None = None, seed: int = 0) -> dict:
     """All metrics of ``net`` (built from ``spec``) on ``data`` (a ``study.load_dataset`` result); see the
     module docstring. Returns ``{column: value}`` with exactly the keys ``MEASURE_COLUMNS``."""
@@ -144,7 +158,7 @@ def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | No
     x, y = _split(data, "train", device)
     b = opts.batch_size
 
-    parts = nlc_parts(net, x, opts.nlc_batches, b, _generator_seed(seed, _NLC))
+    parts = nlc_parts(net, x, opts.nlc_batches, b, nlc_seed(seed))
     c_out = parts.output_q
     row: dict[str, Any] = {
         "nlc": parts.nlc, "nlc_jacobian_q": parts.jacobian_q, "nlc_input_sd_q": parts.input_sd_q,
@@ -176,14 +190,34 @@ def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | No
                      _generator_seed(seed, _LAR))
         if opts.lar else math.nan
     )
-    if opts.perturbation:
-        xt, yt = _split(data, "test", device)
-        row["error_perturbation"] = error_perturbation(
-            net, xt, yt, opts.region_batches, opts.region_directions, b, opts.perturbation_tolerance,
-            opts.region_k_max, _generator_seed(seed, _PERTURBATION))
-    else:
-        row["error_perturbation"] = math.nan
+    row["error_perturbation"] = math.nan  # a property of the trained network: ``measure_trained``
 
     out = {k: (row[k] if k == "high_bias" else finite_or_nan(row[k])) for k in MEASURE_COLUMNS[:-1]}
     out["measure_s"] = time.perf_counter() - start
     return out
+
+
+def measure_trained(net: nn.Module | None, data, spec: ArchSpec, *, options: MetricOptions | None = None,
+                    seed: int = 0) -> dict:
+    """The metrics of a trained network (the selected run's, ``outcome.network``): ``{"error_perturbation":
+    value}``, E.3 on the test set in evaluation mode, NaN when ``options.perturbation`` is off, the
+    network is None (nothing was trained) or its output is not finite. The network is not changed."""
+    opts = MetricOptions() if options is None else options
+    if not isinstance(opts, MetricOptions):
+        raise SpecError("measure_trained", "options", type(opts).__name__, "must be a MetricOptions or None")
+    seed = check("measure_trained", "seed", Integer(0), seed)
+    if not opts.perturbation or net is None:
+        return {"error_perturbation": math.nan}
+    _check_inputs(net, data, spec)
+    if getattr(net, "runs", 1) > 1:
+        net = net.select(0)
+    xt, yt = _split(data, "test", next(net.parameters()).device)
+    was_training = net.training
+    net.eval()  # the test error's own mode; a plain callable, so error_perturbation adds no batch mode
+    try:
+        value = error_perturbation(lambda v: net(v), xt, yt, opts.region_batches, opts.region_directions,
+                                   opts.batch_size, opts.perturbation_tolerance, opts.region_k_max,
+                                   _generator_seed(seed, _PERTURBATION))
+    finally:
+        net.train(was_training)
+    return {"error_perturbation": finite_or_nan(value)}

@@ -18,6 +18,8 @@ minibatch; networks run in batch mode with their running statistics untouched (N
   the whole ``state_dict`` positive: this also covers the fixed skip projection), evaluated in float64
   and evaluation mode (batchnorm and GmP's input mean use their running statistics; a single all-ones
   input has no batch statistics) on one all-ones input, theta_t the positive values.
+  Householder vectors enter only through their direction (u . dR/du = 0 exactly) and GmP's |theta| does
+  not make u(theta) positive (the score can be negative): docs/metrics.md.
 * jacob_cov (Mellor et al. 2021, v1): J = d(sum_j f(x, j))/dx per example of a minibatch, Sigma_J its
   correlation matrix across examples with eigenvalues lambda_1..lambda_B,
       -sum_i [log(lambda_i + k) + 1 / (lambda_i + k)],  k = 1e-5.

@@ -42,6 +42,7 @@ import torch
 from sampling import ArchSpec, SpecError
 from sampling.constraints import Integer, Real, check
 
+from ..metrics.measure import nlc_seed
 from ..metrics.nlc import nlc, output_bias
 from ..network import Network, build_network, output_scale
 from ..protocol import Protocol
@@ -347,9 +348,10 @@ def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:
 
 
 def _outcome(runs, chosen, network, splits, seed, protocol, lr_min, c_out, elapsed) -> Outcome:
-    """The outcome, with the selected network's NLC and output bias on the training set."""
+    """The outcome, with the selected network's NLC and output bias on the training set (the NLC from the
+    same seeded draws as ``measure``'s at initialization: common random numbers for before vs after)."""
     x = splits.train.x
-    best = BestRecord(**vars(chosen), nlc_after=float(nlc(network, x, seed=seed)),
+    best = BestRecord(**vars(chosen), nlc_after=float(nlc(network, x, seed=nlc_seed(seed))),
                       bias_after=float(output_bias(network, x)), lr_edge=protocol.is_edge(chosen.lr_index))
     return Outcome(runs=runs, best=best, lr_min=float(lr_min), c_out=float(c_out), train_s=float(elapsed()),
                    protocol=protocol, network=network)

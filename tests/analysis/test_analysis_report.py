@@ -170,3 +170,24 @@ def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_pat
     status = re.search(r"diverged \(every run\)</td><td>(\d+)</td>", html)
     assert status and int(status[1]) == 3
     assert re.search(r"non-finite output at initialization</td><td>(\d+)</td>", html)[1] == "2"
+
+
+def test_the_regions_figure_draws_the_optional_metrics_and_the_one_over_nlc_line(tiny_study_dir):
+    """Figures 1 and 3E: scatter points where E.1 / E.3 were measured (here set to exactly 1/NLC and 2/NLC,
+    which the dashed line and the titles' Pearson r = -1 on logs must reflect), "no data" where not."""
+    from analysis.figures import fig1_fig3e_regions
+
+    arch = load_results(tiny_study_dir).architectures.copy()
+    blank = fig1_fig3e_regions(FigureData("waveform-noise", arch))
+    assert all(not ax.collections and any(t.get_text() == "no data" for t in ax.texts) for ax in blank.axes)
+    arch["lar_diameter"] = 1.0 / arch["nlc"]
+    arch["error_perturbation"] = 2.0 / arch["nlc"]
+    d = FigureData("waveform-noise", arch)
+    fig = fig1_fig3e_regions(d)
+    left, right = fig.axes
+    n = int((np.isfinite(d.sample["nlc"]) & (d.sample["nlc"] > 0)).sum())  # base architectures, as figure 2
+    assert len(left.collections[0].get_offsets()) == n == len(right.collections[0].get_offsets())
+    (line,) = left.lines
+    x, y = line.get_data()
+    assert np.allclose(np.asarray(x) * np.asarray(y), 1.0)
+    assert left.get_title().startswith("r = -1.00") and right.get_title().startswith("r = -1.00")

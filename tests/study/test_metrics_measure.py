@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sampling import ArchSpec, SpecError, sample_specs
-from study import MetricOptions, build_network, frozen_statistics, measure, output_scale
+from study import MetricOptions, build_network, frozen_statistics, measure, measure_trained, output_scale
 from study.metrics import activation_ratio, flops, linear_approx_error, nlc_tau
 from study.metrics.measure import MEASURE_COLUMNS
 
@@ -115,9 +115,38 @@ def test_optional_metrics_when_switched_on():
     spec = spec_of(activation="tanh")
     opts = MetricOptions.from_dict({**FAST.to_dict(), "lar": True, "perturbation": True, "region_batches": 1,
                                     "region_directions": 2})
-    row = measure(build_network(spec), stand_in_data(), spec, options=opts)
+    net = build_network(spec)
+    row = measure(net, stand_in_data(), spec, options=opts)
     assert 0 < row["lar_diameter"] < opts.region_k_max
-    assert 0 < row["error_perturbation"] <= opts.region_k_max
+    assert math.isnan(row["error_perturbation"])  # a trained network's metric: measure_trained
+    after = measure_trained(net, stand_in_data(), spec, options=opts)
+    assert set(after) == {"error_perturbation"} and 0 < after["error_perturbation"] <= opts.region_k_max
+    assert math.isnan(measure_trained(net, stand_in_data(), spec, options=FAST)["error_perturbation"])
+    assert math.isnan(measure_trained(None, stand_in_data(), spec, options=opts)["error_perturbation"])
+
+
+def test_error_perturbation_after_training_uses_evaluation_mode_and_changes_nothing():
+    """E.3 on a trained batchnorm net runs on its running statistics (as its test error does): equal to
+    error_perturbation of the evaluation-mode function with the same seeded draws; the net keeps its mode."""
+    from study.metrics import error_perturbation
+    from study.metrics.measure import _PERTURBATION, _generator_seed
+
+    spec = spec_of(activation="tanh", norm="batch")
+    data = stand_in_data()
+    net = build_network(spec, seed=3)
+    net.train()
+    with torch.no_grad():  # running statistics that differ from the initial (0, 1)
+        net(torch.as_tensor(data.train.x) * 3.0 + 1.0)
+    opts = MetricOptions.from_dict({**FAST.to_dict(), "perturbation": True, "region_batches": 1,
+                                    "region_directions": 2})
+    buffers = [b.clone() for b in net.buffers()]
+    value = measure_trained(net, data, spec, options=opts, seed=5)["error_perturbation"]
+    assert net.training and all(torch.equal(a, b) for a, b in zip(buffers, net.buffers()))
+    net.eval()
+    xt, yt = torch.as_tensor(data.test.x), torch.as_tensor(data.test.y)
+    expected = error_perturbation(lambda v: net(v), xt, yt, 1, 2, opts.batch_size, opts.perturbation_tolerance,
+                                  opts.region_k_max, _generator_seed(5, _PERTURBATION))
+    assert value == expected
 
 
 def test_an_overflowing_network_gives_nans_not_errors():

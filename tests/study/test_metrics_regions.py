@@ -10,7 +10,7 @@ from sampling import ArchSpec
 from study import build_network, frozen_statistics
 from study.metrics import error_perturbation, lar_diameter, nlc
 from study.metrics.regions import (
-    K_MAX, displacement, error_path_k, jacobian_vector_product, k_ladder, linear_region_k,
+    K_MAX, displacement, input_diameter, error_path_k, jacobian_vector_product, k_ladder, linear_region_k,
 )
 
 
@@ -26,8 +26,29 @@ def test_k_ladder_is_the_papers_geometric_series():
 
 def test_displacement_moves_each_input_by_k_diameters_in_quadratic_mean():
     u = torch.randn(250, 7, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    d = displacement(u, sd_in_q=1.5)
-    assert float(torch.sqrt((d * d).sum(dim=1).mean())) == pytest.approx(2 * 1.5, rel=1e-12)
+    d = displacement(u, diameter=1.5)
+    assert float(torch.sqrt((d * d).sum(dim=1).mean())) == pytest.approx(1.5, rel=1e-12)
+
+
+def test_input_diameter_is_the_quadratic_mean_distance_of_two_data_points():
+    """Section 3's proxy Q_{x,x'}|x - x'|, against all pairs of a small anisotropic sample."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(300, 5, generator=g, dtype=torch.float64) * torch.tensor([1.0, 2, 3, 0.5, 7], dtype=torch.float64)
+    pairs = torch.cdist(x, x) ** 2  # i = j pairs are 0, as in the biased variance
+    assert input_diameter(x) == pytest.approx(float(pairs.mean().sqrt()), rel=1e-12)
+
+
+def test_relative_diameter_times_nlc_does_not_grow_with_the_input_dimension():
+    """Section 3: relative diameter ~ 1/NLC whatever d_in. With E.1's printed 2 Q_i S x(i) as the diameter
+    the product grows like sqrt(d_in) (measured 0.23 at d_in = 2, 4.1 at 160)."""
+    products = []
+    for d_in in (2, 32):
+        spec = ArchSpec(depth=4, width=32, d_in=d_in, d_out=4, norm="batch", activation="tanh")
+        net = build_network(spec, seed=0)
+        x = torch.randn(500, d_in, generator=torch.Generator().manual_seed(d_in), dtype=torch.float64)
+        products.append(lar_diameter(net, x, batches=2, directions=2) * nlc(net, x, batches=10))
+    assert 0.1 < products[0] < 1.0 and 0.1 < products[1] < 1.0
+    assert 0.5 < products[1] / products[0] < 2.0  # measured 0.72; x sqrt(32 / 2) = 2.9 with 2 Q_i S x(i)
 
 
 @pytest.mark.parametrize("kw", [dict(norm="batch", activation="tanh"), dict(param="gmp", norm="layer"),

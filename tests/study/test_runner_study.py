@@ -184,6 +184,34 @@ def test_the_table_equals_the_same_units_computed_in_this_process(reference):
             assert (v != v and stored[k] != stored[k]) or v == stored[k], k
 
 
+def test_error_perturbation_is_measured_on_the_trained_network_when_switched_on(reference):
+    """E.3 (figure 3E) belongs to the trained network: with ``perturbation`` on, the unit's row holds
+    measure_trained of the network training selected, the same number an independent retraining gives;
+    the init metrics are unchanged by the switch."""
+    import torch
+
+    from study import MetricOptions, Protocol, measure_trained, train_architecture
+    from study.unit import plan_units, run_unit
+
+    base = Store(reference["path"]).read_config()
+    metrics = {**CHEAP_METRICS, "perturbation": True, "region_batches": 1, "region_directions": 2}
+    config = base.replace(metrics=metrics)
+    unit = plan_units(config)[1]
+    data = load_dataset("waveform-noise")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        arch, _ = run_unit(unit, data, config)
+        outcome = train_architecture(unit.spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol))
+    finally:
+        torch.set_num_threads(threads)
+    expected = measure_trained(outcome.network, data, unit.spec, options=MetricOptions.from_dict(metrics),
+                               seed=unit.seed)["error_perturbation"]
+    assert 0 < arch["error_perturbation"] <= 1e3 and arch["error_perturbation"] == expected
+    stored = reference["arch"].set_index("arch_id").loc[unit.arch_id]
+    assert arch["nlc"] == stored["nlc"] and stored["error_perturbation"] != stored["error_perturbation"]  # NaN
+
+
 def test_capacity_is_counted_node_by_node_and_resources_no_node_has_are_refused_on_an_embedded_ray(cluster):
     assert Engine(execute_unit, cpus=1).capacity() == 2
     assert Engine(execute_unit, cpus=0.5, gpus=0.5).capacity() == 2  # both on the head, the node with the GPU
