@@ -12,8 +12,8 @@ import torch.nn.functional as F
 
 from sampling import ArchSpec, SpecError
 from study import Protocol, build_network, output_scale, train_architecture
-from study.metrics.nlc import nlc, output_bias
 from study.metrics.measure import nlc_seed
+from study.metrics.nlc import nlc, output_bias
 from study.training.loss import errors, run_losses
 from study.training.lr_min import measure_lr_min, relative_terms
 from study.training.splits import LR_MIN_ORDER, check_splits, epoch_order
