@@ -16,6 +16,8 @@ import pandas as pd
 
 from sampling import SpecError
 
+from .results import architectures_table
+
 PAPER_WINDOW = (1.0, 3.0)
 
 
@@ -56,6 +58,7 @@ def nlc_pruning(df: pd.DataFrame, window=PAPER_WINDOW, target: str = "test_error
     [1, 3]), the training time that skipping saves (``saved_s``, ``saved_fraction`` of all recorded
     time) and the ``regret``: best test error among the kept minus the best overall (NaN when nothing
     is kept). Every finished architecture counts, siblings included: each is a candidate."""
+    df = architectures_table(df, "nlc_pruning")
     check_window(window)
     rows = []
     groups = df.groupby(df["dataset"].astype(str), sort=True) if "dataset" in df.columns else [("", df)]

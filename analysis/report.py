@@ -169,7 +169,29 @@ def status_html(s: Section) -> str:
         ["high output bias (> 1000) at initialization", fmt(int(flag(arch, "high_bias").sum()))],
     ]
     note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
-    return head + table(["architectures", "count"], rows) + note
+    return head + caveats_html(arch) + table(["architectures", "count"], rows) + note
+
+
+FEW = 10  # below this many architectures a correlation's p-value cannot be small: say so up front
+
+
+def caveats_html(arch: pd.DataFrame) -> str:
+    """Warnings that change how every number below reads: no architecture trained (every run of every
+    architecture diverged: the test errors are an untrained network's), or too few architectures."""
+    n = len(arch)
+    boxes = []
+    diverged = int(flag(arch, "all_diverged").sum())
+    if n and diverged == n:
+        boxes.append(f"<b>No architecture trained:</b> every run of all {n:,} finished architectures diverged, so "
+                     "each test error is that of the untrained network and the statistics below say nothing about "
+                     "what predicts the error of a trained one. Check the protocol's learning rates.")
+    elif n and diverged / n > 0.5:
+        boxes.append(f"<b>Most architectures did not train:</b> {diverged:,} of {n:,} diverged at every learning "
+                     "rate.")
+    if 0 < n < FEW:
+        boxes.append(f"<b>Few architectures:</b> {n} finished; with fewer than {FEW} no correlation is "
+                     "significant and the intervals are wide. Read the p-values, not the coefficients.")
+    return "".join(f'<div class="box partial">{b}</div>' for b in boxes)
 
 
 def provenance_html(s: Section) -> str:
@@ -238,7 +260,8 @@ def correlations_html(s: Section) -> str:
         "repeats every other axis), so without siblings Ψ is undefined (–).",
     ]
     if len(missing):
-        notes.append("Not measured in this study: " + ", ".join(esc(v) for v in missing["label"]) + ".")
+        notes.append("Fewer than 3 finite values (not switched on, or not finite where measured): "
+                     + ", ".join(esc(v) for v in missing["label"]) + ".")
     return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
 
 
@@ -347,13 +370,15 @@ def overview_html(sections: list[Section]) -> str:
     for s in sections:
         r, c = s.results, s.corr
         nlc = c[c["predictor"] == "nlc"] if len(c) else c
-        top = c[(c["n"] >= 3)].sort_values("rank").head(1) if len(c) else c
+        measured = c[c["n"] >= 3] if len(c) else c
+        top = measured[measured["rank"] == 1] if len(measured) else measured  # every predictor tied for first
         regret = s.pruning["regret"].iloc[0] if len(s.pruning) else math.nan
         rows.append([
             f'<a href="#{s.anchor}">{esc(r.dataset)}</a>', esc(r.study_dir),
             f"{r.n_finished:,} / {'?' if r.planned is None else f'{r.planned:,}'}", "yes" if r.complete else "no",
             with_interval(nlc["kendall"].iloc[0], math.nan, math.nan) if len(nlc) else "–",
-            esc(top["label"].iloc[0]) if len(top) else "–",
+            (esc(top["label"].iloc[0]) if len(top) == 1 else f"tie of {len(top)}: "
+             + ", ".join(esc(v) for v in top.sort_values("predictor")["label"])) if len(top) else "–",
             with_interval(top["kendall"].iloc[0], math.nan, math.nan) if len(top) else "–",
             fmt(regret, 4),
         ])
@@ -408,17 +433,69 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=P
     dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
     if not dirs:
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
+    seen = set()
+    for d in dirs:
+        key = _local_dir(d).resolve() if _local_dir(d) is not None else os.fspath(d).rstrip("/")
+        if key in seen:
+            raise SpecError("write_report", "study_dirs", os.fspath(d), "is given twice: each study once")
+        seen.add(key)
     n_boot = check("write_report", "n_boot", Integer(0), n_boot)
     seed = check("write_report", "seed", Integer(0), seed)
     window = check_window(window, "write_report")
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
     sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window)
                 for r, a in zip(results, _unique_anchors(results))]
+    out = check_out(out, dirs)  # before the work: a bad path should not cost the analysis
     text = render(sections)
-    out = Path(out)
-    if out.parent and not out.parent.exists():
-        raise SpecError("write_report", "out", str(out), "must be in an existing directory")
     tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
+    finally:
+        tmp.unlink(missing_ok=True)
     return out
+
+
+REPORT_NAME = "report.html"  # the one file a report may write inside a study (``archstudy run --report``)
+
+
+def _local_dir(location) -> Path | None:
+    text = os.fspath(location)
+    if text.startswith("file://"):
+        return Path(text[len("file://"):])
+    return None if "://" in text else Path(text)
+
+
+def _is_html(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(512).lstrip().lower()
+    return head.startswith(b"<!doctype html") or head.startswith(b"<html")
+
+
+def check_out(out, study_dirs) -> Path:
+    """The report's path, refused where writing it could lose something: a directory, no name, a file
+    inside a study other than ``STUDY/report.html`` (the study's files are never overwritten, and a stray
+    file in ``architectures/`` would break ``pandas.read_parquet`` of it), or an existing file that is not
+    an HTML page."""
+    text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
+    if not text or not Path(text).name or Path(text).name in (".", ".."):
+        raise SpecError("write_report", "out", text if text is not None else out, "must be a file path such as "
+                        "report.html")
+    path = Path(text)
+    if path.is_dir():
+        raise SpecError("write_report", "out", text, "is a directory: give a file path such as "
+                        f"{path / REPORT_NAME}")
+    if not path.parent.is_dir():
+        raise SpecError("write_report", "out", text, "must be in an existing directory")
+    target = path.resolve()
+    for d in study_dirs:
+        root = _local_dir(d)
+        if root is None:
+            continue
+        root = root.resolve()
+        if target.is_relative_to(root) and target != root / REPORT_NAME:
+            raise SpecError("write_report", "out", text, f"is inside the study {d}: there a report may only be "
+                            f"{Path(d) / REPORT_NAME} (the study's own files are never overwritten)")
+    if path.exists() and not _is_html(path):
+        raise SpecError("write_report", "out", text, "exists and is not an HTML file: it is not overwritten")
+    return path

@@ -345,3 +345,13 @@ def load_results(study_dir, *, runs: bool = True) -> Results:
         planned=planned, planned_note=note,
         files={"architectures": n_arch_files, "runs": n_run_files},
     )
+
+
+def architectures_table(table, where: str) -> pd.DataFrame:
+    """The architectures DataFrame of ``table``: a ``Results`` (``load_results``) or the DataFrame itself,
+    so ``correlations(load_results(d))`` works as ``correlations(load_results(d).architectures)``."""
+    if isinstance(table, Results):
+        return table.architectures
+    if isinstance(table, pd.DataFrame):
+        return table
+    raise SpecError(where, "df", type(table).__name__, "must be a pandas DataFrame or an analysis.Results")

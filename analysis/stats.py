@@ -29,6 +29,7 @@ from sampling import SpecError
 from sampling.constraints import Choice, Integer, Real, check
 
 from .columns import AXES, BASELINES, PREDICTOR_BY_COLUMN, PREDICTORS, SIBLING_LEVELS, Predictor
+from .results import architectures_table
 
 # Up to this many architectures per dataset the bootstrap uses n x n matrices (18 MB each at 1500);
 # beyond it, one explicit resample at a time with scipy (O(n log n) each).
@@ -267,8 +268,9 @@ def correlations(df: pd.DataFrame, target: str = "test_error", predictors: Itera
     The random sample for the pooled statistics is the rows whose ``variant`` is in ``variants``
     (default: the base draws; siblings are conditioned on them and would count an architecture twice).
     Psi uses every row: its cells are mostly sibling groups. Rows where the predictor or the target is
-    not finite are left out of that predictor's statistics.
+    not finite are left out of that predictor's statistics. ``df`` may also be a ``Results``.
     """
+    df = architectures_table(df, "correlations")
     if target not in df.columns:
         raise SpecError("correlations", "target", target, "must be a column of the table")
     n_boot = check("correlations", "n_boot", Integer(0), n_boot)
@@ -415,6 +417,7 @@ def psi_table(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_e
     the cells of axis i, a cell being the architectures that agree on every other axis (so only axis i
     varies in it). Cells with fewer than 2 architectures, or where predictor or target is constant
     (tau undefined), are skipped; ``cells`` counts those used. Columns: predictor, axis, psi, cells."""
+    df = architectures_table(df, "psi_table")
     axes = AXES if axes is None else axes
     y = df[target].to_numpy(np.float64)
     rows = []
@@ -488,6 +491,7 @@ def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: flo
     """For every sibling axis and pair of its levels (dense vs householder, sp vs gmp, each two norm
     kinds, no skips vs skips), per dataset: the pairs' median difference ``target``(B) - ``target``(A),
     with the sign test and the interval of ``sign_test``. A positive median: B has the higher error."""
+    df = architectures_table(df, "paired_effects")
     confidence = check("paired_effects", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
     rows = []
     if "index" not in df.columns:

@@ -39,6 +39,8 @@ WHERE = "study"
 CONFIG_NAME = "study.yaml"
 EXECUTION_KEYS = ("root", "resources", "max_retries", "checkpoint_every_s")
 PROVENANCE_KEYS = ("package_version", "created")
+# What archstudy records when it creates a study (from the data and the installation), never a user's choice.
+RECORDED_KEYS = ("d_in", "d_out", "data_fingerprint") + PROVENANCE_KEYS
 
 
 def package_version() -> str:

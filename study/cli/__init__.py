@@ -25,6 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
+    from .run import one_line_errors
+
+    for p in (parser, *sub.choices.values()):  # every argument error is one line, as every other error
+        one_line_errors(p)
     return parser
 
 

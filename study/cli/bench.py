@@ -36,6 +36,9 @@ def run(args) -> int:
 
     if args.cases is not None:
         cases = tuple(c for c in args.cases.split(",") if c)
+        if not cases:
+            raise SpecError("bench", "cases", args.cases, "must name at least one of "
+                            + ", ".join(repr(k) for k in CASES))
         for c in cases:
             if c not in CASES:
                 raise SpecError("bench", "cases", c, "must be one of " + ", ".join(repr(k) for k in CASES))

@@ -15,6 +15,8 @@ import yaml
 
 from sampling import PRESETS, SIBLING_AXES, SpecError, UserError
 
+from ..config import RECORDED_KEYS
+
 # The README's end-to-end example: a few minutes on 2 CPU cores.
 EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
            "protocol": {"preset": "quick", "max_epochs": 15}, "seed": 0}
@@ -97,6 +99,12 @@ def _read_yaml(path: str, what: str) -> Any:
             return yaml.safe_load(f)
     except FileNotFoundError:
         raise SpecError("run", what, path, "no such file") from None
+    except IsADirectoryError:
+        raise SpecError("run", what, path, "is a directory, not a YAML file") from None
+    except UnicodeDecodeError:
+        raise SpecError("run", what, path, "is not a UTF-8 text (YAML) file") from None
+    except OSError as e:
+        raise SpecError("run", what, path, f"cannot be read ({e.strerror or e})") from None
     except yaml.YAMLError:
         raise SpecError("run", what, path, "is not valid YAML") from None
 
@@ -110,7 +118,9 @@ def config_of(args) -> tuple[dict, str, bool]:
         loaded = _read_yaml(args.config, "config")
         if not isinstance(loaded, dict):
             raise SpecError("run", "config", args.config, "must be a YAML mapping of study keys")
-        keys.update(loaded)
+        # A study's own study.yaml is a fine template for a new one: what archstudy recorded about that
+        # study (its data's shape and fingerprint, version, creation time) is recorded afresh for this one.
+        keys.update({k: v for k, v in loaded.items() if k not in RECORDED_KEYS})
     for k in ("dataset", "root", "architectures", "preset", "param_budget", "seed", "siblings"):
         if getattr(args, k) is not None:
             keys[k] = getattr(args, k)

@@ -63,7 +63,8 @@ def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
         assert f"<td class=\"l\">{label}</td>" in report, label
     unmeasured = c[c["n"] < 3]["label"].tolist()
     if unmeasured:
-        assert "Not measured in this study: " + ", ".join(unmeasured) + "." in report
+        assert ("Fewer than 3 finite values (not switched on, or not finite where measured): "
+                + ", ".join(unmeasured) + ".") in report
 
 
 def test_figure_titles_agree_with_the_correlation_table(tiny_study_dir):
@@ -101,6 +102,39 @@ def test_cli_report_writes_the_file_and_reports_user_errors_in_one_line(tiny_stu
     assert "\n" not in err and err.startswith("archstudy report: error: load_results.study_dir = ")
     assert main(["report", str(tiny_study_dir), "--out", str(out), "--nlc-window", "3", "1"]) == 2
     assert "write_report.window = (3.0, 1.0): must be two finite numbers 0 <= lo < hi" in capsys.readouterr().err
+
+
+def test_the_report_never_overwrites_a_studys_files_or_a_non_html_file(tiny_study_dir, tmp_path, capsys):
+    """``--out`` inside the study (other than STUDY/report.html), a directory, no name, or an existing
+    non-HTML file: one line, exit 2, nothing written, no temporary file left; STUDY/report.html is allowed."""
+    from analysis.report import REPORT_NAME
+    from study.cli.run import REPORT_NAME as RUN_REPORT_NAME
+
+    assert REPORT_NAME == RUN_REPORT_NAME  # the file ``archstudy run --report`` writes
+    victim = next((tiny_study_dir / "architectures").glob("*.parquet"))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    before = {p: p.read_bytes() for p in tiny_study_dir.rglob("*") if p.is_file()}
+    cases = [
+        (tiny_study_dir / "study.yaml", "is inside the study"),
+        (victim, "is inside the study"),
+        (tiny_study_dir / "architectures" / "report.html", "is inside the study"),
+        (tmp_path, "is a directory: give a file path"),
+        ("", "must be a file path"),
+        (notes, "exists and is not an HTML file"),
+    ]
+    for out, expected in cases:
+        assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "5"]) == 2, out
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and expected in err, err
+    assert {p: p.read_bytes() for p in tiny_study_dir.rglob("*") if p.is_file()} == before
+    assert notes.read_text() == "mine\n" and not list(tmp_path.glob(".*.tmp"))
+    inside = tiny_study_dir / REPORT_NAME
+    try:
+        assert main(["report", str(tiny_study_dir), "--out", str(inside), "--n-boot", "5"]) == 0
+        assert main(["report", str(tiny_study_dir), "--out", str(inside), "--n-boot", "5"]) == 0  # HTML: replaced
+    finally:
+        inside.unlink(missing_ok=True)
 
 
 def test_report_command_imports_only_analysis_sampling_and_the_standard_library():
@@ -191,3 +225,46 @@ def test_the_regions_figure_draws_the_optional_metrics_and_the_one_over_nlc_line
     x, y = line.get_data()
     assert np.allclose(np.asarray(x) * np.asarray(y), 1.0)
     assert left.get_title().startswith("r = -1.00") and right.get_title().startswith("r = -1.00")
+
+
+def test_a_study_where_nothing_trained_or_too_few_finished_says_so_first(tmp_path, synth):
+    """Every run diverged: a warning before any statistic; fewer than 10 architectures: another. A tie for
+    the best predictor is shown as a tie, not as whichever name sorted first."""
+    def diverged(i, v, s, rng):
+        row = synth.synthetic_row(i, v, s, "waveform-noise", 0, rng)
+        return {**row, "all_diverged": True, "n_diverged": row["n_runs"]}
+
+    dead = synth.write_study(tmp_path / "dead", n=12, rows=diverged)
+    html = write_report(dead, tmp_path / "dead.html", n_boot=5).read_text(encoding="utf-8")
+    assert "No architecture trained:" in html and "every run of all 12 finished architectures diverged" in html
+    assert "Few architectures" not in html
+    few = synth.write_study(tmp_path / "few", n=4)
+    html = write_report(few, tmp_path / "few.html", n_boot=5).read_text(encoding="utf-8")
+    assert "Few architectures:</b> 4 finished" in html and "No architecture trained" not in html
+    # with 4 points several predictors share |tau| = 1 or another top value: the overview names them all
+    c = correlations(load_results(few).architectures, n_boot=5)
+    top = c[(c["n"] >= 3) & (c["rank"] == 1)]
+    if len(top) > 1:
+        assert f"tie of {len(top)}: " in html
+    else:
+        assert f"<td>{top['label'].iloc[0]}</td>" in html or top["label"].iloc[0] in html
+    healthy = write_report(synth.write_study(tmp_path / "ok", n=12), tmp_path / "ok.html", n_boot=5)
+    text = healthy.read_text(encoding="utf-8")
+    assert "No architecture trained" not in text and "Few architectures" not in text
+
+
+def test_the_analysis_functions_take_a_results_as_well_as_its_table(tiny_study_dir):
+    import pandas as pd
+
+    from analysis import nlc_pruning, paired_effects
+    from sampling import SpecError
+
+    results = load_results(tiny_study_dir)
+    pd.testing.assert_frame_equal(correlations(results, n_boot=5), correlations(results.architectures, n_boot=5))
+    pd.testing.assert_frame_equal(paired_effects(results), paired_effects(results.architectures))
+    pd.testing.assert_frame_equal(nlc_pruning(results), nlc_pruning(results.architectures))
+    with pytest.raises(SpecError, match="is given twice: each study once"):
+        write_report([tiny_study_dir, str(tiny_study_dir) + "/"], tiny_study_dir.parent / "twice.html", n_boot=5)
+    with pytest.raises(SpecError, match=r"^correlations\.df = 'list': must be a pandas DataFrame or an "
+                                        r"analysis\.Results$"):
+        correlations([1, 2])

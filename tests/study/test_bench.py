@@ -81,6 +81,7 @@ def test_command_prints_a_table(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--cases", "huge"], "bench.cases = 'huge': must be one of"),
+    (["--cases", ","], "bench.cases = ',': must name at least one of"),
     (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
     (["--device", "nowhere"], "bench.device = 'nowhere'"),
 ])

@@ -38,7 +38,19 @@ def _new(d, *extra):
     return ["run", "--dataset", "waveform-noise", "--architectures", "2", "--out", str(d["new"]), *extra]
 
 
+def _binary(d, name="binary.yaml"):
+    path = d["tmp"] / name
+    path.write_bytes(b"\xff\xfe\x00\x01 not text")
+    return str(path)
+
+
 CASES = {
+    "config is a directory": (lambda d: ["run", "--config", str(d["other"]), "--out", str(d["new"])],
+                              "is a directory, not a YAML file"),
+    "config is not text": (lambda d: ["run", "--config", _binary(d), "--out", str(d["new"])],
+                           "is not a UTF-8 text (YAML) file"),
+    "protocol file is not text": (lambda d: _new(d, "--protocol", _binary(d, "p.yaml")),
+                                  "is not a UTF-8 text (YAML) file"),
     "unknown dataset": (lambda d: ["run", "--dataset", "nope", "--architectures", "2", "--out", str(d["new"])],
                         "study.dataset = 'nope': must be one of 'waveform-noise'"),
     "negative architectures": (
@@ -89,6 +101,23 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(case, dirs, capsys):
     assert not dirs["new"].exists()
 
 
+@pytest.mark.parametrize("argv, prog, expected", [
+    (["sample", "--n", "abc"], "archstudy sample", "argument --n: invalid int value: 'abc'"),
+    (["bench", "--runs", "x"], "archstudy bench", "argument --runs: invalid int value: 'x'"),
+    (["report", "s", "--nlc-window", "x", "1"], "archstudy report", "argument --nlc-window: invalid float value"),
+    (["datasets", "extra"], "archstudy", "unrecognized arguments: extra"),
+    (["run", "extra", "--out", "x"], "archstudy", "unrecognized arguments: extra"),
+    ([], "archstudy", "the following arguments are required: COMMAND"),
+    (["bogus"], "archstudy", "argument COMMAND: invalid choice: 'bogus'"),
+])
+def test_argument_errors_of_every_command_are_one_line(argv, prog, expected, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and err == f"{prog}: error: {err.split(': error: ', 1)[1]}"
+    assert expected in err
+
+
 def test_the_command_line_itself_prints_no_traceback(tmp_path):
     p = subprocess.run([sys.executable, "-m", "study.cli", "run", "--dataset", "nope", "--architectures", "2",
                         "--out", str(tmp_path / "s")], cwd=ROOT, capture_output=True, text=True,
@@ -112,6 +141,20 @@ def test_no_arguments_is_the_example_and_flags_override_a_config_file(tmp_path):
     # --execution flags do not make a run leave the example: only study flags do.
     keys, out, example = config_of(parser.parse_args(["run", "--cpus-per-arch", "2"]))
     assert example
+
+
+def test_a_studys_own_yaml_is_a_template_for_a_new_study(dirs, tmp_path):
+    """What archstudy recorded about the old study (data shape and fingerprint, version, creation time) is
+    dropped from --config, so copying study.yaml and changing the seed starts a new study cleanly."""
+    old = yaml.safe_load((dirs["study"] / "study.yaml").read_text())
+    recorded = {"d_in": 7, "d_out": 9, "data_fingerprint": "0123456789abcdef", "package_version": "0.0.1",
+                "created": "2020-01-01T00:00:00+00:00"}
+    cfg = tmp_path / "template.yaml"
+    cfg.write_text(yaml.safe_dump({**old, **recorded}))
+    keys, out, _ = config_of(build_parser().parse_args(["run", "--config", str(cfg), "--seed", "5", "--out", "n"]))
+    assert not set(recorded) & set(keys) and keys["seed"] == 5 and keys["dataset"] == old["dataset"]
+    config = StudyConfig.from_dict(keys)
+    assert config.d_in is None and config.data_fingerprint is None
 
 
 @pytest.mark.parametrize("argv", [["run", "--architectures", "abc"], ["resume", "s", "--max-retries", "z"], ["status"]])
