@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TextIO
 
-from sampling import UserError
+from sampling import SpecError, UserError
 
 from .config import CONFIG_NAME, StudyConfig, package_version, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
@@ -220,6 +220,17 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
                   max_in_flight=max_in_flight, progress=progress, note=note)
 
 
+def _check_budget(config: StudyConfig, units, d_in: int, d_out: int) -> None:
+    """Refuse a budget no architecture can come near: the width solver stops at its smallest width, so a
+    budget below what that width needs would silently give nets many times larger than asked."""
+    over = [u.spec.num_params for u in units if u.spec.num_params > 1.5 * config.param_budget]
+    if over:
+        raise SpecError("study", "param_budget", config.param_budget,
+                        f"is too small for {config.dataset} (d_in {d_in}, {d_out} classes): {len(over)} of "
+                        f"{len(units)} architectures need more than 1.5 times it even at the smallest width (up "
+                        f"to {max(over):,} parameters); use at least {max(over):,}")
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -277,6 +288,8 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                         "`archstudy run` accepts it")
     config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
     units = plan_units(config)
+    if write_config:
+        _check_budget(config, units, d_in, d_out)
 
     res = config.resources
     engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,

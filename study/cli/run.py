@@ -129,6 +129,8 @@ def config_of(args) -> tuple[dict, str, bool]:
         keys["protocol"] = _read_yaml(args.protocol, "protocol") if is_file else args.protocol
     if args.preset is not None and args.config is not None:
         keys.pop("space", None)  # --preset names the space; drop a space dict from the file
+    if args.out is not None and not args.out.strip():
+        raise SpecError("run", "out", args.out, "must be a directory or a URI (s3://, gs://, file://)")
     if args.out is None:
         raise UserError("run: --out is required (the study directory or URI); `archstudy run` with no arguments "
                         "runs the example")

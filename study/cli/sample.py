@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from sampling import PRESETS, SIBLING_AXES, SpecError, sample_spec, siblings
+from sampling import PRESETS, SIBLING_AXES, sample_spec, siblings
+from sampling.constraints import Integer, check
 
 
 def register(sub) -> None:
@@ -26,8 +27,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     out = sys.stdout
-    if args.n < 0:
-        raise SpecError("sample", "n", args.n, "must be an integer >= 0")
+    # the flags by their own names (sample_spec would name its parameters, study_seed and index)
+    check("sample", "n", Integer(0), args.n)
+    check("sample", "start", Integer(0), args.start)
+    check("sample", "seed", Integer(0), args.seed)
+    for flag in ("d_in", "d_out", "param_budget"):
+        check("sample", flag, Integer(1), getattr(args, flag))
     for i in range(args.start, args.start + args.n):
         spec = sample_spec(args.seed, i, args.d_in, args.d_out, args.preset, args.param_budget)
         rows = [("base", spec)]

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from sampling import ArchSpec, SPEC_FIELDS, sample_spec, siblings
 from study.cli import main
 
@@ -29,3 +31,14 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
     assert main(["sample", "--d-in", "0"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "archstudy sample: error: sample.d_in = 0: must be an integer >= 1"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--seed", "-1"], "sample.seed = -1: must be an integer >= 0"),
+    (["--start", "-1"], "sample.start = -1: must be an integer >= 0"),
+    (["--n", "-2"], "sample.n = -2: must be an integer >= 0"),
+    (["--param-budget", "0"], "sample.param_budget = 0: must be an integer >= 1"),
+])
+def test_flags_are_named_as_the_user_typed_them(argv, message, capsys):
+    assert main(["sample", *argv]) == 2
+    assert capsys.readouterr().err == f"archstudy sample: error: {message}\n"
