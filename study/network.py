@@ -238,7 +238,7 @@ def minibatches(n: int, batch_size: int, seed: int = 0) -> list[torch.Tensor]:
     return [order[a:b] for a, b in zip(edges[:-1], edges[1:])]
 
 
-def take(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+def rows_of(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     """``x[rows]`` for index tensors from ``minibatches`` (kept on the CPU), on ``x``'s device."""
     return x.index_select(0, rows.to(x.device))
 
@@ -251,7 +251,7 @@ def output_scale(net: nn.Module, x: torch.Tensor, batch_size: int = 250):
     total, count = None, 0
     with frozen_statistics(net):
         for rows in minibatches(x.shape[0], batch_size):
-            f = net(take(x, rows))
+            f = net(rows_of(x, rows))
             sq = (f * f).sum(dim=(-2, -1)) if f.dim() == 3 else (f * f).sum()
             total = sq if total is None else total + sq
             count += f.shape[-2] * f.shape[-1]

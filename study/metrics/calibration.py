@@ -23,7 +23,7 @@ from torch import nn
 
 from ..gmp import GmP
 from ..layers import BatchNorm
-from ..network import frozen_statistics, minibatches, take
+from ..network import frozen_statistics, minibatches, rows_of
 
 
 def has_batch_statistics(net: nn.Module) -> bool:
@@ -51,7 +51,7 @@ def calibrated(net: nn.Module, x: torch.Tensor, batch_size: int = 250) -> nn.Mod
     try:
         with frozen_statistics(twin):
             for rows in minibatches(x.shape[0], batch_size):
-                twin(take(x, rows))
+                twin(rows_of(x, rows))
     finally:
         for h in handles:
             h.remove()

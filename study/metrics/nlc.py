@@ -30,7 +30,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..network import frozen_statistics, minibatches, take
+from ..network import frozen_statistics, minibatches, rows_of
 
 HIGH_BIAS = 1000.0  # "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2)
 
@@ -71,7 +71,7 @@ def output_moments(f: Callable, x: torch.Tensor, batch_size: int = 250) -> tuple
     count, mean, m2, sq = 0, None, None, None
     with batch_mode(f):
         for rows in minibatches(x.shape[0], batch_size):
-            out = f(take(x, rows))
+            out = f(rows_of(x, rows))
             nb = out.shape[-2]
             mb = out.mean(dim=-2)  # [.., d_out]
             m2b = ((out - mb.unsqueeze(-2)) ** 2).sum(dim=-2)
