@@ -27,7 +27,7 @@ from sampling.constraints import Integer, check
 from .columns import AXES, PREDICTOR_BY_COLUMN
 from .figures import FIGURES, FigureData, png_base64
 from .pruning import PAPER_WINDOW, check_window, nlc_pruning
-from .results import Results, load_results
+from .results import Results, load_results, local_root
 from .stats import correlations, paired_effects, psi_table
 
 CSS = """
@@ -435,7 +435,8 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=P
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
     seen = set()
     for d in dirs:
-        key = _local_dir(d).resolve() if _local_dir(d) is not None else os.fspath(d).rstrip("/")
+        root = local_root(d)
+        key = Path(root).resolve() if root is not None else os.fspath(d).rstrip("/")
         if key in seen:
             raise SpecError("write_report", "study_dirs", os.fspath(d), "is given twice: each study once")
         seen.add(key)
@@ -457,13 +458,6 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=P
 
 
 REPORT_NAME = "report.html"  # the one file a report may write inside a study (``archstudy run --report``)
-
-
-def _local_dir(location) -> Path | None:
-    text = os.fspath(location)
-    if text.startswith("file://"):
-        return Path(text[len("file://"):])
-    return None if "://" in text else Path(text)
 
 
 def _is_html(path: Path) -> bool:
@@ -489,10 +483,10 @@ def check_out(out, study_dirs) -> Path:
         raise SpecError("write_report", "out", text, "must be in an existing directory")
     target = path.resolve()
     for d in study_dirs:
-        root = _local_dir(d)
+        root = local_root(d)
         if root is None:
             continue
-        root = root.resolve()
+        root = Path(root).resolve()
         if target.is_relative_to(root) and target != root / REPORT_NAME:
             raise SpecError("write_report", "out", text, f"is inside the study {d}: there a report may only be "
                             f"{Path(d) / REPORT_NAME} (the study's own files are never overwritten)")

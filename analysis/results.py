@@ -88,6 +88,12 @@ def _filesystem(study_dir) -> tuple[pafs.FileSystem, str, str]:
     return pafs.LocalFileSystem(), os.path.abspath(text), text
 
 
+def local_root(study_dir) -> str | None:
+    """The study's absolute local path (a plain path or a file:// URI), None on object storage."""
+    fs, root, _ = _filesystem(study_dir)
+    return root if isinstance(fs, pafs.LocalFileSystem) else None
+
+
 def _list(fs: pafs.FileSystem, root: str, sub: str, ext: str) -> list[tuple[str, re.Match]]:
     """Whole files ``<root>/<sub>/<index>-<arch_id>.<ext>``, sorted by name (so by index)."""
     infos = fs.get_file_info(pafs.FileSelector(f"{root}/{sub}", allow_not_found=True))

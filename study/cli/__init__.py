@@ -16,6 +16,15 @@ from sampling import UserError
 COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench")
 
 
+def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Argument errors (``--architectures abc``) as one line, like every other error, not usage + error."""
+    def error(message: str):
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+    parser.error = error
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="archstudy",
@@ -25,8 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
-    from .run import one_line_errors
-
     for p in (parser, *sub.choices.values()):  # every argument error is one line, as every other error
         one_line_errors(p)
     return parser

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from .run import add_execution_arguments, execution_of, finish, one_line_errors
+from .run import add_execution_arguments, execution_of, finish
 
 
 def register(sub) -> None:
@@ -18,7 +18,6 @@ def register(sub) -> None:
         description="Continue the study in STUDY with its own study.yaml: skip every architecture whose result "
         "files are there and valid, redo truncated or unreadable ones, run the rest (from their checkpoints). "
         "Execution settings (--address, --cpus-per-arch, --gpus-per-arch, ...) may differ from the first run.")
-    one_line_errors(p)
     p.add_argument("study", metavar="STUDY", help="the study directory or URI")
     p.add_argument("--skip-failed", action="store_true", help="do not try the failed architectures again")
     p.add_argument("--root", metavar="DIR", help="read the dataset's files from DIR this time (the data must be "

@@ -50,15 +50,6 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
                         "an s3:// or gs:// study)")
 
 
-def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Argument errors (``--architectures abc``) as one line, like every other error, not usage + error."""
-    def error(message: str):
-        parser.exit(2, f"{parser.prog}: error: {message}\n")
-
-    parser.error = error
-    return parser
-
-
 def execution_of(args) -> dict[str, Any]:
     return {k: getattr(args, k) for k in ("cpus_per_arch", "gpus_per_arch", "max_retries", "checkpoint_every_s")}
 
@@ -72,7 +63,6 @@ def register(sub) -> None:
         "with --address auto. Running it again on the same OUT continues the study (the same config is "
         "required). With no arguments: the README's example (8 architectures on waveform-noise, quick protocol, "
         f"into {EXAMPLE_OUT}, ending with the report).")
-    one_line_errors(p)
     p.add_argument("--config", metavar="FILE", help="YAML file of study keys (those of study.yaml); flags override it")
     p.add_argument("--dataset", help="dataset name (see `archstudy datasets`)")
     p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")

@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 import time
 
-from .run import one_line_errors
-
 
 def register(sub) -> None:
     p = sub.add_parser("status", help="how far a study is: finished, in progress, failed, remaining",
                        description="Show how far the study in STUDY is: architectures finished, in progress (in a "
                        "running driver), failed (with the one-line reason of each), remaining, and result files "
                        "that are corrupt (a resume redoes them). Changes nothing.")
-    one_line_errors(p)
     p.add_argument("study", metavar="STUDY", help="the study directory or URI")
     p.add_argument("--json", action="store_true", help="print the counts and lists as one JSON object")
     p.set_defaults(func=run)

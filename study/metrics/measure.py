@@ -132,6 +132,20 @@ def _check_inputs(net: nn.Module, data, spec: ArchSpec) -> None:
         raise SpecError("measure", "data.n_classes", data.n_classes, f"must equal spec.d_out = {spec.d_out}")
 
 
+def _checked(where: str, options: MetricOptions | None, seed: int) -> tuple[MetricOptions, int]:
+    opts = MetricOptions() if options is None else options
+    if not isinstance(opts, MetricOptions):
+        raise SpecError(where, "options", type(opts).__name__, "must be a MetricOptions or None")
+    return opts, check(where, "seed", Integer(0), seed)
+
+
+def _first_run(net: nn.Module, data, spec: ArchSpec) -> nn.Module:
+    """``net`` checked against ``spec`` and ``data``; a stack of R runs (identical at initialization, or
+    the selected run after training) is measured on its first copy."""
+    _check_inputs(net, data, spec)
+    return net.select(0) if getattr(net, "runs", 1) > 1 else net
+
+
 def _generator_seed(seed: int, stream: int) -> int:
     """An independent 63-bit seed for each metric's draws (numpy's SeedSequence hashing of (seed, stream))."""
     return int(np.random.SeedSequence([seed, stream]).generate_state(1, np.uint64)[0]) >> 1
@@ -147,13 +161,8 @@ def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | No
     """All metrics of ``net`` (built from ``spec``) on ``data`` (a ``study.load_dataset`` result); see the
     module docstring. Returns ``{column: value}`` with exactly the keys ``MEASURE_COLUMNS``."""
     start = time.perf_counter()
-    opts = MetricOptions() if options is None else options
-    if not isinstance(opts, MetricOptions):
-        raise SpecError("measure", "options", type(opts).__name__, "must be a MetricOptions or None")
-    seed = check("measure", "seed", Integer(0), seed)
-    _check_inputs(net, data, spec)
-    if getattr(net, "runs", 1) > 1:
-        net = net.select(0)
+    opts, seed = _checked("measure", options, seed)
+    net = _first_run(net, data, spec)
     device = next(net.parameters()).device
     x, y = _split(data, "train", device)
     b = opts.batch_size
@@ -202,15 +211,10 @@ def measure_trained(net: nn.Module | None, data, spec: ArchSpec, *, options: Met
     """The metrics of a trained network (the selected run's, ``outcome.network``): ``{"error_perturbation":
     value}``, E.3 on the test set in evaluation mode, NaN when ``options.perturbation`` is off, the
     network is None (nothing was trained) or its output is not finite. The network is not changed."""
-    opts = MetricOptions() if options is None else options
-    if not isinstance(opts, MetricOptions):
-        raise SpecError("measure_trained", "options", type(opts).__name__, "must be a MetricOptions or None")
-    seed = check("measure_trained", "seed", Integer(0), seed)
+    opts, seed = _checked("measure_trained", options, seed)
     if not opts.perturbation or net is None:
         return {"error_perturbation": math.nan}
-    _check_inputs(net, data, spec)
-    if getattr(net, "runs", 1) > 1:
-        net = net.select(0)
+    net = _first_run(net, data, spec)
     xt, yt = _split(data, "test", next(net.parameters()).device)
     was_training = net.training
     net.eval()  # the test error's own mode; a plain callable, so error_perturbation adds no batch mode

@@ -133,26 +133,34 @@ def _finite_output(f: Callable, x: torch.Tensor) -> torch.Tensor | None:
     return out if bool(torch.isfinite(out).all()) else None
 
 
+def _displaced_batches(x: torch.Tensor, batches: int, directions: int, batch_size: int, gen: torch.Generator):
+    """For each of ``batches`` random minibatches: its row indices and the ``directions`` displacement
+    matrices D of unit-Gaussian U (module docstring), drawn from ``gen`` in that order."""
+    n, d_in = x.shape
+    b = min(batch_size, n)
+    diameter = input_diameter(x)
+    for _ in range(batches):
+        idx = torch.randperm(n, generator=gen)[:b].to(x.device)
+        us = torch.randn(directions, b, d_in, generator=gen, dtype=x.dtype).to(x.device)
+        yield idx, [displacement(u, diameter) for u in us]
+
+
 def lar_diameter(f: Callable, x: torch.Tensor, batches: int = 10, directions: int = 10, batch_size: int = 250,
                  k_max: float = K_MAX, seed: int = 0) -> float:
     """Relative diameter of linearly approximable regions (E.1): the median over ``batches`` minibatches x
     ``directions`` U x ``directions`` V of the largest k (module docstring). NaN if f(X) is not finite."""
     gen = torch.Generator().manual_seed(seed)
-    n, d_in = x.shape
-    b = min(batch_size, n)
-    diameter = input_diameter(x)
     ks = k_ladder(K_MIN, k_max)
     values = []
     with batch_mode(f):
-        for _ in range(batches):
-            xb = x.index_select(0, torch.randperm(n, generator=gen)[:b].to(x.device))
+        for idx, ds in _displaced_batches(x, batches, directions, batch_size, gen):
+            xb = x.index_select(0, idx)
             f0 = _finite_output(f, xb)
-            us = torch.randn(directions, b, d_in, generator=gen, dtype=x.dtype).to(x.device)
             if f0 is None:
                 return math.nan
-            vs = torch.randn(directions, b, f0.shape[-1], generator=gen, dtype=x.dtype).to(x.device)
-            for u in us:
-                values.extend(linear_region_k(f, xb, f0, displacement(u, diameter), vs, ks))
+            vs = torch.randn(directions, len(idx), f0.shape[-1], generator=gen, dtype=x.dtype).to(x.device)
+            for d in ds:
+                values.extend(linear_region_k(f, xb, f0, d, vs, ks))
     return float(np.median(values))
 
 
@@ -163,18 +171,13 @@ def error_perturbation(f: Callable, x: torch.Tensor, y: torch.Tensor, batches: i
     test set in the paper) x ``directions`` U of the largest k (module docstring). NaN if f(X) is not
     finite."""
     gen = torch.Generator().manual_seed(seed)
-    n, d_in = x.shape
-    b = min(batch_size, n)
-    diameter = input_diameter(x)
     ks = k_ladder(K_MIN, k_max)
     values = []
     with batch_mode(f):
-        for _ in range(batches):
-            idx = torch.randperm(n, generator=gen)[:b].to(x.device)
+        for idx, ds in _displaced_batches(x, batches, directions, batch_size, gen):
             xb, yb = x.index_select(0, idx), y.index_select(0, idx)
-            us = torch.randn(directions, b, d_in, generator=gen, dtype=x.dtype).to(x.device)
             if _finite_output(f, xb) is None:
                 return math.nan
-            for u in us:
-                values.append(error_path_k(f, xb, yb, displacement(u, diameter), ks, tolerance))
+            for d in ds:
+                values.append(error_path_k(f, xb, yb, d, ks, tolerance))
     return float(np.median(values))
