@@ -4,7 +4,9 @@ Reads Parquet and study.yaml only; never imports torch. ``write_report`` (and ``
 load matplotlib and seaborn on first use, so loading results and computing statistics stays light.
 """
 
-from .columns import AXES, BASELINES, PREDICTORS, SCHEMA_VERSION, Predictor
+from study.schema import SCHEMA_VERSION
+
+from .columns import AXES, BASELINES, PREDICTORS, Predictor
 from .pruning import PAPER_WINDOW, nlc_pruning, pruning_curve
 from .results import Results, load_results, planned_count
 from .stats import correlations, granulated_kendall, paired_effects, psi_table, sign_test

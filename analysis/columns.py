@@ -1,59 +1,28 @@
-"""The columns of a study's results (docs/results.md, schema version 1): their types, which of them
-predict test error and on which scale, and the sampled axes of the architecture space.
+"""The columns of a study's results as the analysis uses them: their pandas types (from the one
+declaration of every column, ``study.schema``; docs/results.md), which of them predict test error and on
+which scale, and the sampled axes of the architecture space.
 
-Everything the analysis knows about the layout is declared here once; ``analysis.results`` types the
-tables with it, ``analysis.stats`` and ``analysis.figures`` pick predictors and axes from it.
+``analysis.results`` types the tables with the dtypes, ``analysis.stats`` and ``analysis.figures`` pick
+predictors and axes from here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
-from sampling import ArchSpec, SPEC_FIELDS
+from sampling import SPEC_FIELDS
+from study.schema import ARCHITECTURES, RUNS, columns
 
-SCHEMA_VERSION = "1"
-SCHEMA_KEY = "archstudy.schema_version"
-TABLE_KEY = "archstudy.table"
-
-# pandas dtypes of the contract's columns. Integers and booleans become pandas' nullable kinds only
-# where a value is missing (e.g. a column an older runner did not write); see ``results.typed``.
-_PY_TO_DTYPE = {"int": "int64", "float": "float64", "str": "str", "bool": "bool"}
-SPEC_DTYPES = {f.name: _PY_TO_DTYPE[str(f.type)] for f in fields(ArchSpec)}
-
-ARCHITECTURE_DTYPES: dict[str, str] = {
-    # identity
-    "arch_id": "str", "index": "int64", "variant": "str", "dataset": "str", "study_seed": "int64", "seed": "int64",
-    # spec (every ArchSpec field under its own name)
-    **SPEC_DTYPES,
-    # trivial baselines
-    "num_params": "int64", "activation_units": "int64", "flops": "float64",
-    # init metrics
-    **{c: "float64" for c in ("nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q")},
-    "high_bias": "bool",
-    **{c: "float64" for c in ("ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error", "c_out")},
-    # zero-cost proxies and optional metrics
-    **{c: "float64" for c in ("grad_norm", "snip", "synflow", "jacob_cov", "nwot", "lar_diameter",
-                              "error_perturbation")},
-    # the selected run
-    "lr_min": "float64", "lr": "float64", "lr_index": "int64", "epochs": "int64", "divisions": "int64",
-    **{c: "float64" for c in ("val_error", "train_error", "test_error", "nlc_after", "bias_after")},
-    "lr_edge": "bool",
-    # runs summary, health, timings, provenance
-    "n_runs": "int64", "n_diverged": "int64", "nonfinite_init": "bool", "all_diverged": "bool",
-    **{c: "float64" for c in ("build_s", "measure_s", "train_s", "total_s")},
-    "package_version": "str", "host": "str", "device": "str", "finished_at": "datetime64[ns, UTC]",
-    "attempt": "int64",
-}
-
-RUN_DTYPES: dict[str, str] = {
-    "arch_id": "str", "index": "int64", "variant": "str", "lr_index": "int64", "lr": "float64",
-    "epochs": "int64", "divisions": "int64", "val_error": "float64", "train_error": "float64",
-    "test_error": "float64", "diverged": "bool", "wall_s": "float64", "selected": "bool",
-}
+# pandas dtypes of the schema's types. Integers and booleans become pandas' nullable kinds only where a
+# value is missing (e.g. a column an older runner did not write); see ``results.typed``.
+PANDAS_DTYPES = {"int64": "int64", "float64": "float64", "bool": "bool", "str": "str",
+                 "timestamp": "datetime64[ns, UTC]"}
+ARCHITECTURE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(ARCHITECTURES)}
+RUN_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(RUNS)}
 
 # Without these a table cannot be analysed at all; every other column may be missing (it is then NaN).
-ARCHITECTURE_REQUIRED = ("arch_id", "index", "test_error")
-RUN_REQUIRED = ("arch_id", "lr_index")
+ARCHITECTURE_REQUIRED = tuple(c.name for c in columns(ARCHITECTURES) if c.required)
+RUN_REQUIRED = tuple(c.name for c in columns(RUNS) if c.required)
 
 
 @dataclass(frozen=True)

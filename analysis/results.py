@@ -24,9 +24,9 @@ import yaml
 from sampling import SIBLING_AXES, SpecError, UserError, sample_spec, siblings
 from sampling.constraints import Choice, Integer, check
 
-from .columns import (
-    ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY,
-)
+from study.schema import SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY
+
+from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED
 
 _NAME = re.compile(r"^(?P<index>\d{6})-(?P<arch_id>[0-9a-f]{16})\.(?P<ext>parquet|json|pt)$")
 HIGH_BIAS = 1000.0  # NLC paper figure 2: "1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)"

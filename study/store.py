@@ -31,7 +31,7 @@ import re
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -39,12 +39,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sampling import SPEC_FIELDS, ArchSpec, UserError
+from sampling import UserError
 
+from . import schema
 from .config import CONFIG_NAME, StudyConfig
+from .schema import ARCHITECTURES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY, TABLES
 
-SCHEMA_VERSION = "1"
-ARCHITECTURES, RUNS, FAILED, CHECKPOINTS = "architectures", "runs", "failed", "checkpoints"
+FAILED, CHECKPOINTS = "failed", "checkpoints"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
 NAME_RE = re.compile(r"^(\d{6})-([0-9a-f]{16})$")
@@ -56,49 +57,20 @@ def unit_name(index: int, arch_id: str) -> str:
     return f"{index:06d}-{arch_id}"
 
 
-# -- the schemas (docs/results.md, schema version 1) ------------------------------------------------------
-_SPEC_TYPES = {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}
-
-IDENTITY = [("arch_id", pa.string()), ("index", pa.int64()), ("variant", pa.string()), ("dataset", pa.string()),
-            ("study_seed", pa.int64()), ("seed", pa.int64())]
-SPEC = [(f.name, _SPEC_TYPES[f.type]) for f in fields(ArchSpec)]
-BASELINES = [("num_params", pa.int64()), ("activation_units", pa.int64()), ("flops", pa.float64())]
-INIT_METRICS = ["nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q", "high_bias", "ar",
-                "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error", "c_out"]
-PROXIES = ["grad_norm", "snip", "synflow", "jacob_cov", "nwot"]
-OPTIONAL = ["lar_diameter", "error_perturbation"]
-BOOL_METRICS = {"high_bias"}
-MEASURED = INIT_METRICS + PROXIES + OPTIONAL  # the columns ``study.measure`` returns (plus flops and measure_s)
-SELECTED = [("lr_min", pa.float64()), ("lr", pa.float64()), ("lr_index", pa.int64()), ("epochs", pa.int64()),
-            ("divisions", pa.int64()), ("val_error", pa.float64()), ("train_error", pa.float64()),
-            ("test_error", pa.float64()), ("nlc_after", pa.float64()), ("bias_after", pa.float64()),
-            ("lr_edge", pa.bool_())]
-SUMMARY = [("n_runs", pa.int64()), ("n_diverged", pa.int64())]
-HEALTH = [("nonfinite_init", pa.bool_()), ("all_diverged", pa.bool_())]
-TIMINGS = [("build_s", pa.float64()), ("measure_s", pa.float64()), ("train_s", pa.float64()), ("total_s", pa.float64())]
-PROVENANCE = [("package_version", pa.string()), ("host", pa.string()), ("device", pa.string()),
-              ("finished_at", pa.string()), ("attempt", pa.int64())]
+# -- the Parquet schemas, from the one declaration of every column (study.schema) ---------------------------
+# A timestamp is ISO 8601 UTC text in the file (``config.utc_now``).
+_ARROW_TYPES = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(),
+                "timestamp": pa.string()}
 
 
-def _metadata(table: str) -> dict[bytes, bytes]:
-    return {b"archstudy.schema_version": SCHEMA_VERSION.encode(), b"archstudy.table": table.encode()}
+def arrow_schema(table: str) -> pa.Schema:
+    """The pyarrow schema of ``table`` with its key-value metadata (schema version and table name)."""
+    return pa.schema([(c.name, _ARROW_TYPES[c.type]) for c in schema.columns(table)],
+                     metadata={SCHEMA_KEY.encode(): SCHEMA_VERSION.encode(), TABLE_KEY.encode(): table.encode()})
 
 
-ARCHITECTURES_SCHEMA = pa.schema(
-    IDENTITY + SPEC + BASELINES
-    + [(m, pa.bool_() if m in BOOL_METRICS else pa.float64()) for m in MEASURED]
-    + SELECTED + SUMMARY + HEALTH + TIMINGS + PROVENANCE,
-    metadata=_metadata(ARCHITECTURES),
-)
-RUNS_SCHEMA = pa.schema(
-    [("arch_id", pa.string()), ("index", pa.int64()), ("variant", pa.string()), ("lr_index", pa.int64()),
-     ("lr", pa.float64()), ("epochs", pa.int64()), ("divisions", pa.int64()), ("val_error", pa.float64()),
-     ("train_error", pa.float64()), ("test_error", pa.float64()), ("diverged", pa.bool_()), ("wall_s", pa.float64()),
-     ("selected", pa.bool_())],
-    metadata=_metadata(RUNS),
-)
-SCHEMAS = {ARCHITECTURES: ARCHITECTURES_SCHEMA, RUNS: RUNS_SCHEMA}
-assert set(SPEC_FIELDS) <= set(ARCHITECTURES_SCHEMA.names)
+SCHEMAS = {table: arrow_schema(table) for table in TABLES}
+ARCHITECTURES_SCHEMA, RUNS_SCHEMA = SCHEMAS[ARCHITECTURES], SCHEMAS[RUNS]
 
 
 class SchemaError(ValueError):
@@ -169,8 +141,8 @@ def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
         return FileCheck(False, f"unreadable Parquet ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
     meta = table.schema.metadata or {}
-    version = meta.get(b"archstudy.schema_version", b"").decode()
-    if meta.get(b"archstudy.table", b"").decode() != kind:
+    version = meta.get(SCHEMA_KEY.encode(), b"").decode()
+    if meta.get(TABLE_KEY.encode(), b"").decode() != kind:
         return FileCheck(False, f"not an archstudy {kind} file (metadata archstudy.table missing or different)")
     if version != SCHEMA_VERSION:
         return FileCheck(False, f"schema version {version!r}; this archstudy reads {SCHEMA_VERSION!r}", foreign=True)

@@ -25,7 +25,8 @@ import numpy as np
 from sampling import ArchSpec, sample_spec, siblings
 
 from .config import StudyConfig, package_version, utc_now
-from .store import ARCHITECTURES, MEASURED, RUNS, Store, to_table, unit_name
+from .schema import ARCHITECTURES, MEASURED, RUNS
+from .store import Store, to_table, unit_name
 
 BASE = "base"
 

@@ -1,7 +1,12 @@
 """Shared test fixtures."""
 
+import io
+from pathlib import Path
+
 import pytest
 import torch
+
+from sampling import EXTENDED
 
 
 @pytest.fixture
@@ -12,3 +17,26 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+# A real study, run by the runner on built-in data (embedded Ray, tiny budgets, siblings on so the paired
+# effects and the granulated Kendall Psi have cells): what the report's end-to-end tests render and the
+# schema test checks the files of. Run once per session.
+REAL_STUDY = {
+    "dataset": "waveform-noise", "architectures": 3, "param_budget": 2000, "seed": 5,
+    "space": {**EXTENDED.to_dict(), "name": "extended-shallow", "depths": [3, 5]},
+    "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
+    "metrics": {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
+                "proxy_batch_size": 32},
+    "siblings": ["weights", "param", "skip"], "max_retries": 1,
+}
+
+
+@pytest.fixture(scope="session")
+def real_study_dir(tmp_path_factory) -> Path:
+    from study.runner import run_study
+
+    out = tmp_path_factory.mktemp("real") / "study"
+    result = run_study(REAL_STUDY, out, progress=io.StringIO())
+    assert result.complete, result
+    return out

@@ -48,6 +48,7 @@ from sampling import ArchSpec, SpecError
 from sampling.constraints import Boolean, Integer, Real, check
 
 from ..activations import linear_approx_error, nlc_tau
+from ..schema import MEASURED
 from .architecture import activation_ratio, flops
 from .gradients import finite_or_nan, grad_length_of, gvcs_of, input_gradients
 from .nlc import HIGH_BIAS, nlc_parts
@@ -58,13 +59,8 @@ from .proxies import (
 from .regions import K_MAX, K_MIN, PERTURBATION_TOLERANCE, error_perturbation, lar_diameter
 from .variability import variability
 
-INIT_COLUMNS = (
-    "nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q", "high_bias", "ar",
-    "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error", "c_out",
-)
-PROXY_COLUMNS = ("grad_norm", "snip", "synflow", "jacob_cov", "nwot")
-OPTIONAL_COLUMNS = ("lar_diameter", "error_perturbation")
-MEASURE_COLUMNS = INIT_COLUMNS + PROXY_COLUMNS + OPTIONAL_COLUMNS + ("flops", "measure_s")
+# The columns of the results schema this returns (``study.schema.MEASURED``), plus flops and the time taken.
+MEASURE_COLUMNS = MEASURED + ("flops", "measure_s")
 
 # Streams of the seeded draws, so that switching one metric on or off never changes another's numbers.
 _NLC, _GRADIENTS, _PROXIES, _VARIABILITY, _LAR, _PERTURBATION = range(6)

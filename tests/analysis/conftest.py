@@ -156,27 +156,3 @@ def synth():
 def tiny_study_dir(tmp_path_factory) -> Path:
     """A small finished study with siblings, in the runner's layout (see the module docstring)."""
     return write_study(tmp_path_factory.mktemp("tiny") / "study", n=8, with_siblings=True)
-
-
-# A real study, run by the runner on built-in data (embedded Ray, tiny budgets, siblings on so the paired
-# effects and the granulated Kendall Psi have cells): what the report's end-to-end tests render.
-REAL_STUDY = {
-    "dataset": "waveform-noise", "architectures": 3, "param_budget": 2000, "seed": 5,
-    "space": {**__import__("sampling").EXTENDED.to_dict(), "name": "extended-shallow", "depths": [3, 5]},
-    "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
-    "metrics": {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
-                "proxy_batch_size": 32},
-    "siblings": ["weights", "param", "skip"], "max_retries": 1,
-}
-
-
-@pytest.fixture(scope="session")
-def real_study_dir(tmp_path_factory) -> Path:
-    import io
-
-    from study.runner import run_study
-
-    out = tmp_path_factory.mktemp("real") / "study"
-    result = run_study(REAL_STUDY, out, progress=io.StringIO())
-    assert result.complete, result
-    return out

@@ -1,9 +1,7 @@
 """study.measure: the flat row of init metrics, its contract with docs/results.md, and its side effects."""
 
 import math
-import re
 import types
-from pathlib import Path
 
 import pytest
 import torch
@@ -12,8 +10,8 @@ from sampling import ArchSpec, SpecError, sample_specs
 from study import MetricOptions, build_network, frozen_statistics, measure, measure_trained, output_scale
 from study.metrics import activation_ratio, flops, linear_approx_error, nlc_tau
 from study.metrics.measure import MEASURE_COLUMNS
+from study.schema import ARCHITECTURES, names
 
-ROOT = Path(__file__).resolve().parents[2]
 FAST = MetricOptions(nlc_batches=5, gradient_batches=2, proxy_batch_size=32, variability_grid=9,
                      variability_planes=2)
 
@@ -37,20 +35,11 @@ def spec_of(**kw):
     return ArchSpec(**{**dict(depth=4, width=40, d_in=5, d_out=3, bias_init="gaussian"), **kw})
 
 
-def results_columns(*groups):
-    """The backticked column names of the given groups of the `architectures` table in docs/results.md."""
-    names = []
-    for line in (ROOT / "docs" / "results.md").read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 2 and any(cells[0].startswith(g) for g in groups):
-            names += re.findall(r"`([a-z_0-9]+)`", cells[1])
-    return names
-
-
 def test_keys_are_the_results_columns():
-    documented = results_columns("init metrics", "zero-cost proxies", "optional")
-    assert len(documented) == 21
-    assert set(MEASURE_COLUMNS) == set(documented) | {"flops", "measure_s"}
+    """The row is the results schema's measured columns (init metrics, proxies, optional), flops and the time."""
+    measured = names(ARCHITECTURES, "init metrics", "proxies", "optional")
+    assert len(measured) == 21 and MEASURE_COLUMNS == measured + ("flops", "measure_s")
+    assert {"flops", "measure_s"} <= set(names(ARCHITECTURES))
     row = measure(build_network(spec_of()), stand_in_data(), spec_of(), options=FAST)
     assert list(row) == list(MEASURE_COLUMNS)
     for key, value in row.items():
