@@ -21,9 +21,9 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import yaml
 
-from sampling import SIBLING_AXES, SpecError, UserError, sample_spec, siblings
-from sampling.constraints import Choice, Integer, check
-
+from sampling import BASE, SpecError, UserError, plan_study
+from sampling.constraints import Integer, check
+from study.config import StudyConfig
 from study.schema import SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY
 
 from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED
@@ -235,26 +235,19 @@ def _fill_derived(arch: pd.DataFrame, config: dict) -> pd.DataFrame:
 # -- planned count ---------------------------------------------------------------------------------------
 
 def sibling_axes(value: Any) -> tuple[str, ...] | None:
-    """The sibling axes a study's ``siblings`` setting turns on: ``true`` = all of ``SIBLING_AXES``,
-    ``false``/absent = none, a list (or one name) = those. ``None`` when the setting is unreadable."""
-    if value is None or value is False:
-        return ()
-    if value is True:
-        return tuple(SIBLING_AXES)
-    if isinstance(value, str):
-        value = [value]
-    if isinstance(value, dict):  # e.g. {axes: [...]} or {enabled: true}
+    """The sibling axes a study's ``siblings`` setting turns on, read as ``StudyConfig`` reads it (``true`` =
+    all, ``false``/absent = none, a list or one name = those), plus a mapping ``{axes: [...]}`` or
+    ``{enabled: ...}``. ``None`` when the setting is unreadable."""
+    if isinstance(value, dict):
         if "axes" in value:
             return sibling_axes(value["axes"])
         if "enabled" in value:
             return sibling_axes(bool(value["enabled"]))
         return None
-    if isinstance(value, (list, tuple)):
-        try:
-            return tuple(check("study.yaml", "siblings", Choice(tuple(SIBLING_AXES)), v) for v in value)
-        except SpecError:
-            return None
-    return None
+    try:
+        return StudyConfig.normalize("siblings", value)
+    except SpecError:
+        return None
 
 
 def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[int | None, str]:
@@ -262,8 +255,8 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
 
     Without siblings it is ``architectures`` of study.yaml. With siblings, the number of siblings of
     each drawn architecture varies (a variant that would be invalid is left out by ``sampling.siblings``),
-    so every architecture of the study is re-drawn from the config exactly as the runner draws it
-    (``sample_spec`` is deterministic in (seed, index)) and its siblings counted. The re-drawn content ids
+    so the study's plan is re-drawn from the config exactly as the runner draws it (``sampling.plan_study``;
+    a key study.yaml lacks means ``StudyConfig``'s declared default) and counted. The re-drawn content ids
     must contain every finished base draw's, else the config does not describe what ran and the count is
     unknown."""
     try:
@@ -277,28 +270,26 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
         return n, "architectures in study.yaml (no siblings)"
     dims = {}
     for key in ("d_in", "d_out"):
-        if key in config:
+        if config.get(key) is not None:
             dims[key] = config[key]
         elif len(architectures) and architectures[key].notna().any():
             dims[key] = int(architectures[key].dropna().iloc[0])
         else:
             return None, ("unknown until an architecture finishes (siblings are on, and the input and output sizes "
                           "come from it)")
-    budget = config.get("param_budget", 1_000_000)  # the sampler's default budget
+    # The stored space (a study is self-describing even when presets change), else the preset's name.
+    space = config.get("space") or config.get("preset", StudyConfig.default("preset"))
     try:
         ids: set[str] = set()
         total = 0
-        for i in range(n):
-            # the stored space (a study is self-describing even when presets change), else the preset name
-            spec = sample_spec(config.get("seed", 0), i, dims["d_in"], dims["d_out"],
-                               config.get("space") or config.get("preset", "extended"), budget)
-            ids.add(spec.content_id)
-            # Whether a sibling is valid does not depend on the width it is re-solved to, so they are
-            # counted without solving it (18x faster).
-            total += 1 + sum(len(siblings(spec, axis)) for axis in axes)
+        for planned in plan_study(config.get("seed", StudyConfig.default("seed")), n, dims["d_in"], dims["d_out"],
+                                  space, config.get("param_budget", StudyConfig.default("param_budget")), axes):
+            total += 1
+            if planned.variant == BASE:
+                ids.add(planned.spec.content_id)
     except (UserError, TypeError, ValueError) as e:
         return None, f"the config cannot be re-sampled ({e})"
-    base = architectures[architectures["variant"] == "base"] if len(architectures) else architectures
+    base = architectures[architectures["variant"] == BASE] if len(architectures) else architectures
     if len(base):
         missing = set(base["arch_id"].astype(str)) - ids
         if missing:

@@ -150,6 +150,10 @@ EXTENDED = PAPER.replace(
     params=(("sp", 0.5), ("gmp", 0.5)),
 )
 PRESETS: dict[str, Space] = {"paper": PAPER, "extended": EXTENDED}
+DEFAULT_PRESET = "extended"
+# Appendix C: width "chosen automatically as a function of depth so that the number of trainable parameters
+# in the network is approximately 1 million".
+DEFAULT_PARAM_BUDGET = 1_000_000
 
 
 def get_space(preset: str | Space | Mapping) -> Space:
@@ -178,8 +182,8 @@ def sample_spec(
     index: int,
     d_in: int,
     d_out: int,
-    preset: str | Space | Mapping = "extended",
-    param_budget: int = 1_000_000,
+    preset: str | Space | Mapping = DEFAULT_PRESET,
+    param_budget: int = DEFAULT_PARAM_BUDGET,
 ) -> ArchSpec:
     """Architecture ``index`` of the study with seed ``study_seed``, drawn from ``preset``.
 
@@ -249,8 +253,8 @@ def sample_specs(
     study_seed: int,
     d_in: int,
     d_out: int,
-    preset: str | Space | Mapping = "extended",
-    param_budget: int = 1_000_000,
+    preset: str | Space | Mapping = DEFAULT_PRESET,
+    param_budget: int = DEFAULT_PARAM_BUDGET,
     start: int = 0,
 ) -> list[ArchSpec]:
     """Architectures ``start .. start + n - 1`` of the study (each one as ``sample_spec`` draws it)."""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
@@ -32,7 +32,7 @@ from typing import Any, Mapping
 import numpy as np
 import yaml
 
-from sampling import PRESETS, SIBLING_AXES, SpecError, Space, get_space
+from sampling import DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, PRESETS, SIBLING_AXES, SpecError, Space, get_space
 from sampling.constraints import Choice, Constraint, Integer, Real, Text, check
 
 WHERE = "study"
@@ -244,9 +244,10 @@ class StudyConfig:
     dataset_seed: int = _f(Integer(0), 0, doc="seed of the dataset's generation/split/projection; fixed across "
                            "studies by default so studies with different seeds see the same data")
     seed: int = _f(Integer(0), 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
-    preset: str = _f(Text(), "extended", doc="name of the architecture space (its full dict is `space`)")
+    preset: str = _f(Text(), DEFAULT_PRESET, doc="name of the architecture space (its full dict is `space`)")
     space: dict = _f(_Options(), doc="the full architecture space (sampling.Space fields)", factory=dict)
-    param_budget: int = _f(Integer(1), 1_000_000, doc="trainable parameters each architecture is solved for")
+    param_budget: int = _f(Integer(1), DEFAULT_PARAM_BUDGET, doc="trainable parameters each architecture is solved "
+                           "for")
     protocol: dict = _f(_NameOrOptions(), "paper", doc="the training protocol: a name of study.PROTOCOLS or its "
                         "fields; stored in full")
     metrics: dict = _f(_Options(), doc="metric options (study.MetricOptions fields)", factory=dict)
@@ -290,6 +291,19 @@ class StudyConfig:
     @property
     def space_obj(self) -> Space:
         return get_space(self.space)
+
+    # -- the declarations, for readers of a study.yaml (``analysis``) ------------------------------------
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The declared default of key ``name``: what a study.yaml without the key means."""
+        f = _declared(name)
+        return f.default_factory() if f.default is MISSING else f.default
+
+    @classmethod
+    def normalize(cls, name: str, value: Any) -> Any:
+        """``value`` of key ``name`` as a StudyConfig holds it, under the key's declared constraint
+        (``SpecError`` when it is not allowed)."""
+        return check(WHERE, name, _declared(name).metadata["constraint"], value)
 
     # -- serialization ---------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -359,3 +373,9 @@ class StudyConfig:
 
 SCIENCE_KEYS = tuple(f.name for f in fields(StudyConfig) if f.name not in EXECUTION_KEYS + PROVENANCE_KEYS)
 
+
+def _declared(name: str):
+    for f in fields(StudyConfig):
+        if f.name == name:
+            return f
+    raise KeyError(f"{name!r} is not a study key")

@@ -3,10 +3,10 @@
 sample (from the study seed and the index) -> build -> measure at initialization -> train all learning rates
 as one stacked model (measuring again after training) -> the rows of docs/results.md.
 
-``plan_units`` lists a study's units in order; it is pure (sampling is seeded by (study seed, index)), so
-the driver, ``archstudy status`` and every resume agree on the same names. ``run_unit`` does one unit in
-the calling process; ``execute_unit`` is the body Ray runs on a worker (threads, device, the dataset from
-the object store, the checkpoint in the study's storage).
+``plan_units`` lists a study's units in order (the study plan, ``sampling.plan_study``, of its config): it is
+pure (sampling is seeded by (study seed, index)), so the driver, ``archstudy status`` and every resume agree
+on the same names. ``run_unit`` does one unit in the calling process; ``execute_unit`` is the body Ray runs
+on a worker (threads, device, the dataset from the object store, the checkpoint in the study's storage).
 """
 
 from __future__ import annotations
@@ -22,22 +22,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from sampling import ArchSpec, sample_spec, siblings
+from sampling import ArchSpec, plan_study
 
 from .config import StudyConfig, package_version, utc_now
 from .schema import ARCHITECTURES, MEASURED, RUNS
 from .store import Store, to_table, unit_name
-
-BASE = "base"
-
-
-def init_seed(study_seed: int, index: int) -> int:
-    """The initialization (and data-order) seed of architecture ``index`` of a study, shared by its siblings.
-
-    Drawn from ``SeedSequence([study_seed, index])`` on a child branch (``spawn_key=(1,)``), so it is
-    independent of the draws that chose the architecture, the same on every machine, in any order."""
-    ss = np.random.SeedSequence([study_seed, index], spawn_key=(1,))
-    return int(ss.generate_state(1, dtype=np.uint32)[0])
 
 
 @dataclass(frozen=True)
@@ -70,19 +59,8 @@ def plan_units(config: StudyConfig) -> list[Unit]:
     """Every unit of the study, in order: index 0 (base, then its siblings along each axis), index 1, ..."""
     if config.d_in is None or config.d_out is None:
         raise ValueError("the config's d_in/d_out are filled in from the dataset when the study is created")
-    space = config.space_obj
-    units: list[Unit] = []
-    for i in range(config.architectures):
-        base = sample_spec(config.seed, i, config.d_in, config.d_out, space, config.param_budget)
-        seed = init_seed(config.seed, i)
-        units.append(Unit(i, BASE, base, seed))
-        seen = {base.content_id}
-        for axis in config.siblings:
-            for sib in siblings(base, axis, config.param_budget):
-                if sib.content_id not in seen:
-                    seen.add(sib.content_id)
-                    units.append(Unit(i, axis, sib, seed))
-    return units
+    return [Unit(*planned) for planned in plan_study(config.seed, config.architectures, config.d_in, config.d_out,
+                                                      config.space_obj, config.param_budget, config.siblings)]
 
 
 # -- one unit, in this process --------------------------------------------------------------------------

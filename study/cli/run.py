@@ -15,7 +15,7 @@ import yaml
 
 from sampling import PRESETS, SIBLING_AXES, SpecError, UserError
 
-from ..config import RECORDED_KEYS
+from ..config import RECORDED_KEYS, StudyConfig
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
 EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
@@ -68,9 +68,10 @@ def register(sub) -> None:
     p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")
     p.add_argument("--architectures", type=int, metavar="N", help="number of architectures to sample")
     p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI")
-    p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default extended)")
+    p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default "
+                   f"{StudyConfig.default('preset')})")
     p.add_argument("--param-budget", type=int, metavar="N",
-                   help="trainable parameters per architecture (default 1,000,000)")
+                   help=f"trainable parameters per architecture (default {StudyConfig.default('param_budget'):,})")
     p.add_argument("--protocol", help="training protocol: a name (paper, quick, ...) or a YAML file of its fields "
                    "(default paper)")
     p.add_argument("--seed", type=int, help="study seed (default 0)")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from sampling import PRESETS, SIBLING_AXES, sample_spec, siblings
+from sampling import PRESETS, SIBLING_AXES, plan_study
 from sampling.constraints import Integer, check
+
+from ..config import StudyConfig
 
 
 def register(sub) -> None:
@@ -15,11 +17,12 @@ def register(sub) -> None:
                        "line, with its index and content id). Architecture i is the same on every machine.")
     p.add_argument("--n", type=int, default=5, help="how many architectures (default 5)")
     p.add_argument("--start", type=int, default=0, help="index of the first one (default 0)")
-    p.add_argument("--seed", type=int, default=0, help="study seed (default 0)")
-    p.add_argument("--preset", default="extended", choices=sorted(PRESETS), help="architecture space (default extended)")
+    seed, preset, budget = (StudyConfig.default(k) for k in ("seed", "preset", "param_budget"))  # a study's defaults
+    p.add_argument("--seed", type=int, default=seed, help=f"study seed (default {seed})")
+    p.add_argument("--preset", default=preset, choices=sorted(PRESETS), help=f"architecture space (default {preset})")
     p.add_argument("--d-in", type=int, default=40, help="input dimension (default 40, waveform-noise)")
     p.add_argument("--d-out", type=int, default=3, help="output dimension / classes (default 3)")
-    p.add_argument("--param-budget", type=int, default=1_000_000, help="trainable parameters (default 1,000,000)")
+    p.add_argument("--param-budget", type=int, default=budget, help=f"trainable parameters (default {budget:,})")
     p.add_argument("--siblings", action="store_true",
                    help=f"also print each one's siblings along {', '.join(SIBLING_AXES)}")
     p.set_defaults(func=run)
@@ -33,12 +36,11 @@ def run(args) -> int:
     check("sample", "seed", Integer(0), args.seed)
     for flag in ("d_in", "d_out", "param_budget"):
         check("sample", flag, Integer(1), getattr(args, flag))
-    for i in range(args.start, args.start + args.n):
-        spec = sample_spec(args.seed, i, args.d_in, args.d_out, args.preset, args.param_budget)
-        rows = [("base", spec)]
-        if args.siblings:
-            rows += [(axis, s) for axis in SIBLING_AXES for s in siblings(spec, axis, args.param_budget)]
-        for variant, s in rows:
-            line = {"index": i, "variant": variant, "arch_id": s.content_id, "num_params": s.num_params, **s.to_dict()}
-            out.write(json.dumps(line) + "\n")
+    plan = plan_study(args.seed, args.start + args.n, args.d_in, args.d_out, args.preset, args.param_budget,
+                      SIBLING_AXES if args.siblings else (), start=args.start)
+    for planned in plan:  # the study's own plan: each draw, then its siblings (as `archstudy run` trains them)
+        s = planned.spec
+        line = {"index": planned.index, "variant": planned.variant, "arch_id": s.content_id,
+                "num_params": s.num_params, **s.to_dict()}
+        out.write(json.dumps(line) + "\n")
     return 0

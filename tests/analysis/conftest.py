@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from sampling import SIBLING_AXES, sample_spec, siblings
+from sampling import SIBLING_AXES, plan_study
 
 # NLC_tau(1) of the NLC paper, Table 1 line A (abs: |s| is as nonlinear as relu around a kink of +-1;
 # linear: 1). The synthetic NLC compounds it over the hidden layers, as the paper finds (section 5).
@@ -30,14 +30,9 @@ BUDGET = 20_000
 
 
 def specs_of(n: int, study_seed: int, d_in: int, d_out: int, with_siblings: bool, preset="extended"):
-    """[(index, variant, spec)] in the runner's order: each base draw, then its siblings."""
-    out = []
-    for i in range(n):
-        spec = sample_spec(study_seed, i, d_in, d_out, preset, BUDGET)
-        out.append((i, "base", spec))
-        if with_siblings:
-            out += [(i, axis, s) for axis in SIBLING_AXES for s in siblings(spec, axis, BUDGET)]
-    return out
+    """[(index, variant, spec)] in the runner's order (the study plan): each base draw, then its siblings."""
+    axes = SIBLING_AXES if with_siblings else ()
+    return [(p.index, p.variant, p.spec) for p in plan_study(study_seed, n, d_in, d_out, preset, BUDGET, axes)]
 
 
 def synthetic_row(index: int, variant: str, spec, dataset: str, study_seed: int, rng: np.random.Generator) -> dict:

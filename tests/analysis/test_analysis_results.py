@@ -10,7 +10,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import correlations, load_results
+from analysis import correlations, load_results, planned_count
 from analysis.columns import ARCHITECTURE_DTYPES, RUN_DTYPES
 from analysis.results import sibling_axes
 from sampling import SIBLING_AXES, UserError
@@ -175,3 +175,19 @@ def test_a_study_can_be_named_by_uri(tiny_study_dir):
     """Object-storage prefixes go through pyarrow.fs; a file:// URI takes the same path."""
     r = load_results(Path(tiny_study_dir).resolve().as_uri())
     assert r.n_finished == load_results(tiny_study_dir).n_finished and r.complete
+
+
+def test_planned_count_is_the_runners_plan_with_the_configs_declared_defaults():
+    """A study.yaml without seed, preset or param_budget means StudyConfig's declared defaults, exactly as the
+    runner reads it: the analysis counts the runner's own plan (``study.unit.plan_units``)."""
+    from study.config import StudyConfig
+    from study.unit import plan_units
+
+    config = {"dataset": "waveform-noise", "architectures": 5, "siblings": True, "d_in": 40, "d_out": 3}
+    runner = plan_units(StudyConfig.from_dict(config))
+    finished = pd.DataFrame({"arch_id": [u.arch_id for u in runner], "variant": [u.variant for u in runner]})
+    planned, note = planned_count(config, finished)
+    assert planned == len(runner) > 5 and "siblings along weights, param, norm, skip" in note
+    # Every default is part of what is drawn: another seed, space or budget re-draws other architectures.
+    for change in ({"seed": 1}, {"preset": "paper"}, {"param_budget": 500_000}):
+        assert planned_count({**config, **change}, finished)[0] is None, change

@@ -97,3 +97,18 @@ def test_science_keys_decide_a_resume_execution_keys_do_not():
     assert a.differences(a.replace(package_version="9.9", created="2000-01-01T00:00:00Z")) == []
     assert a.differences(StudyConfig(**{**BASE, "architectures": 4}, protocol="quick")) == ["architectures"]
     assert a.differences(StudyConfig(**BASE, protocol="paper", seed=1)) == ["seed", "protocol"]
+
+
+def test_declared_defaults_and_constraints_read_as_a_config_does():
+    """``StudyConfig.default``/``normalize``: what a study.yaml key means when absent or as written (the
+    analysis reads a study.yaml through them)."""
+    c = StudyConfig(**BASE)
+    for key in ("seed", "preset", "param_budget", "siblings", "max_retries", "metrics"):
+        value = StudyConfig.default(key)
+        assert value == (getattr(c, key) if key != "metrics" else {}), key
+    assert StudyConfig.normalize("siblings", "skip,norm") == ("norm", "skip")
+    assert StudyConfig.normalize("param_budget", 5000) == 5000
+    with pytest.raises(SpecError, match=r"^study\.param_budget = 0: "):
+        StudyConfig.normalize("param_budget", 0)
+    with pytest.raises(KeyError, match="'colour' is not a study key"):
+        StudyConfig.default("colour")

@@ -26,14 +26,14 @@ import ray
 import yaml
 from ray.cluster_utils import Cluster
 
-from sampling import EXTENDED, UserError, get_space, sample_spec, siblings
+from sampling import EXTENDED, UserError, get_space, init_seed, sample_spec, siblings
 from study.cli import main
 from study.engine import Engine
 from study import load_dataset
 from study.runner import Progress, _check_capacity, data_fingerprint, resume_study, run_study
 from study.state import survey
 from study.store import Store
-from study.unit import execute_unit, init_seed
+from study.unit import execute_unit
 
 ROOT = Path(__file__).resolve().parents[2]
 CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
