@@ -24,6 +24,9 @@ their products are smaller batches, which run faster in cache than the batch of 
 clock; the ``*_cpu`` fields repeat them in CPU time of the process (steadier on a shared machine, equal
 to wall time with one thread). Per-epoch evaluation (a forward pass over the validation set) is not
 timed: it is the same for both ways of training.
+
+``archstudy bench`` configures glibc's malloc first, as every study worker does
+(``study.training.allocator.keep_freed_memory``); from Python, call it first for the same conditions.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ from .activations import Activation
 from .layers import ActivationLayer
 from .network import build_network
 from .protocol import Protocol
-from .training.allocator import keep_freed_memory
 from .training.stack import new_stack, train_step
 from .training.trainer import auto_chunk
 
@@ -238,7 +240,6 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
                device: str | torch.device = "cpu", steps: int | None = None) -> dict:
     """One row of the bench table (see the module docstring)."""
     device = torch.device(device)
-    keep_freed_memory()  # as train_architecture does: the stacked trainer and the baselines alike
     steps = steps or case.steps
     spec = case.spec
     stacked, plain, same_step, gemm = [], [], [], []

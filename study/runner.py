@@ -119,31 +119,38 @@ def ray_session(address: str | None = None):
     """Ray for one study: the caller's session if one is up (tests, notebooks), else an embedded local Ray
     (``address=None``) or the cluster at ``address`` (``"auto"`` on a cluster node), quiet: no dashboard,
     no worker logs on the console, only Ray's errors. Shut down on the way out if started here. Yields
-    whether it is an embedded Ray started here (a machine whose resources are all there will ever be)."""
+    whether it is an embedded Ray started here (a machine whose resources are all there will ever be).
+
+    ``ray.init`` replaces the process's SIGTERM handler with its own (which exits): a Python handler the
+    caller had (the CLI's, ``study.cli.main``: SIGTERM as Ctrl-C, so `kill` or `ray job stop` shuts the study
+    down cleanly) is put back at once, and whatever the caller had is put back when the session ends. (Ray
+    itself turns usage statistics off for a local Ray it starts; nothing else here touches the process.)"""
     import ray
 
     if ray.is_initialized():
         yield False
         return
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
+    main_thread = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM)
     try:
-        if address:
-            ray.init(address=address, **kwargs)
-        else:
-            ray.init(include_dashboard=False, **kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        where = f"at {address!r}" if address else "locally"
-        raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
-    if callable(sigterm) and threading.current_thread() is threading.main_thread():
-        # ray.init installs its own SIGTERM handler, which aborts the process: keep the caller's (the CLI's
-        # sigterm_as_interrupt), so `kill` or `ray job stop` shuts the study down cleanly.
-        signal.signal(signal.SIGTERM, sigterm)
-    try:
-        yield not address
+        try:
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(include_dashboard=False, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            where = f"at {address!r}" if address else "locally"
+            raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
+        if callable(sigterm) and main_thread:
+            signal.signal(signal.SIGTERM, sigterm)
+        try:
+            yield not address
+        finally:
+            ray.shutdown()
     finally:
-        ray.shutdown()
+        if sigterm is not None and main_thread:
+            signal.signal(signal.SIGTERM, sigterm)
 
 
 # -- the driver ------------------------------------------------------------------------------------------
@@ -434,20 +441,3 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         raise
     finally:
         heartbeat(None, running=False, stopped=stop)
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt():
-    """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C, so the driver shuts Ray down cleanly."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -20,8 +20,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-import numpy as np
-
 from sampling import ArchSpec, plan_study
 
 from .config import StudyConfig, package_version, utc_now
@@ -84,15 +82,12 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
              checkpoint_path: str | None = None) -> tuple[dict, list[dict]]:
     """Do one architecture in this process; return its ``architectures`` row and its ``runs`` rows.
 
-    The global torch and numpy generators are seeded from the unit's seed first, so whatever draws from
-    them draws the same numbers whichever worker runs the unit, and after whatever ran there before."""
-    import torch
-
+    Every random draw comes from the unit's seed through explicit generators (the builder, the metrics,
+    the trainer's data order), so the rows are the same whichever process runs the unit and whatever it ran
+    before; the process's global random state is neither used nor changed (tests check it)."""
     from . import MetricOptions, Protocol, build_network, measure, measure_trained, train_architecture
 
     t0 = time.perf_counter()
-    torch.manual_seed(unit.seed)
-    np.random.seed(unit.seed)
     spec = unit.spec
     net = build_network(spec, seed=unit.seed, device=device)
     build_s = time.perf_counter() - t0
@@ -210,12 +205,25 @@ def _dataset(ref_box: list, device: str):
     return _DATA_CACHE[key]
 
 
-def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
-    """Run one unit on a Ray worker: fix torch's thread count to the unit's CPUs, pick the device, fetch the
-    dataset, train with the checkpoint in the study's storage; return the rows (the driver writes them)."""
+def prepare_worker(threads: int) -> None:
+    """What a worker process sets for itself, once, before it runs units (process-wide; library code never
+    does): torch's intra-op thread count (the unit's CPUs) and glibc's malloc policy (freed training memory
+    stays in the process, ``study.training.allocator``). Idempotent: a reused worker calls it per unit."""
     import torch
 
-    torch.set_num_threads(int(payload["threads"]))
+    from .training.allocator import keep_freed_memory
+
+    torch.set_num_threads(threads)
+    keep_freed_memory()
+
+
+def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
+    """Run one unit on a Ray worker (the entry point of a worker's work: ``prepare_worker`` sets the process
+    up), pick the device, fetch the dataset, train with the checkpoint in the study's storage; return the rows
+    (the driver writes them)."""
+    import torch
+
+    prepare_worker(int(payload["threads"]))
     device = "cuda" if payload["gpus"] > 0 else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"gpus_per_arch = {payload['gpus']} but torch sees no CUDA device on {socket.gethostname()}")
@@ -226,4 +234,3 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     with CheckpointSpot(store, unit.name) as ckpt:
         arch, runs = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt)
     return {"architecture": arch, "runs": runs}
-

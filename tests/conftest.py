@@ -1,8 +1,10 @@
 """Shared test fixtures."""
 
 import io
+import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -17,6 +19,18 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+def _global_random_state() -> tuple:
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return (torch.get_rng_state().tolist(), (name, keys.tolist(), pos, has_gauss, cached), random.getstate())
+
+
+@pytest.fixture
+def global_random_state():
+    """A function giving the state of the process's global random generators (torch's CPU generator, numpy's
+    legacy global one, Python's ``random``): equal before and after a call when the call drew from none."""
+    return _global_random_state
 
 
 # A real study, run by the runner on built-in data (embedded Ray, tiny budgets, siblings on so the paired

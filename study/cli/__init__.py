@@ -1,14 +1,23 @@
 """``archstudy``: the command line. One module per subcommand, each with ``register(subparsers)``.
 
 A user's mistake (``sampling.UserError``: bad input, missing files, a non-study directory) is printed as
-one line on stderr with exit code 2, never as a traceback.
+one line on stderr with exit code 2, never as a traceback; so is an argument error (``OneLineParser``).
+
+``main`` is the command line's entry point, and the one place that changes the process for the command's
+duration: SIGTERM (``kill``, ``ray job stop``) is turned into Ctrl-C (``sigterm_as_interrupt``), so a
+study driver shuts Ray down cleanly and every command says "interrupted". The other process-wide settings
+belong to the entry points that need them: a study worker (``study.unit.prepare_worker``: torch threads,
+glibc malloc) and ``archstudy bench`` (the same). The report needs no matplotlib backend: its figures are
+``matplotlib.figure.Figure`` objects rendered straight to PNG, never through pyplot.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
 
 from sampling import UserError
@@ -16,17 +25,16 @@ from sampling import UserError
 COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench")
 
 
-def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Argument errors (``--architectures abc``) as one line, like every other error, not usage + error."""
-    def error(message: str):
-        parser.exit(2, f"{parser.prog}: error: {message}\n")
+class OneLineParser(argparse.ArgumentParser):
+    """Argument errors (``--architectures abc``) as one line, like every other error, not usage + error.
+    Subcommand parsers are of the same class (``add_subparsers`` builds them with the parent's)."""
 
-    parser.error = error
-    return parser
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="archstudy",
         description="Random-architecture studies of fully-connected networks: sample architectures, measure "
         "them at initialization (NLC, bias, ...), train each at many learning rates in float64, report.",
@@ -34,16 +42,33 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
-    for p in (parser, *sub.choices.values()):  # every argument error is one line, as every other error
-        one_line_errors(p)
     return parser
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C while the command runs; the previous handler is
+    put back afterwards."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        with sigterm_as_interrupt():
+            return int(args.func(args) or 0)
     except UserError as e:
         print(f"archstudy {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -30,9 +30,12 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    """The bench command, an entry point: like a study worker (``study.unit.execute_unit``) it keeps freed
+    memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
     import torch
 
     from study.bench import CASES, DEFAULT_CASES, format_table, run_bench
+    from study.training.allocator import keep_freed_memory
 
     if args.cases is not None:
         cases = tuple(c for c in args.cases.split(",") if c)
@@ -54,6 +57,7 @@ def run(args) -> int:
         torch.empty(0, device=device)
     except (RuntimeError, AssertionError):
         raise SpecError("bench", "device", args.device, "must be an available torch device (cpu, cuda, ...)") from None
+    keep_freed_memory()  # process-wide: the conditions of the trainer on a study worker
     rows = run_bench(cases, runs=runs, repeats=repeats, device=device, steps=steps)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)

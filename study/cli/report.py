@@ -5,7 +5,6 @@ Imports only ``analysis``, ``sampling`` and the standard library: drawing a repo
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
@@ -27,7 +26,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    os.environ["MPLBACKEND"] = "Agg"  # no display: the report only ever renders to PNG
     from analysis import write_report
 
     t0 = time.perf_counter()

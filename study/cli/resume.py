@@ -27,10 +27,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..runner import resume_study, sigterm_as_interrupt
+    from ..runner import resume_study
 
-    with sigterm_as_interrupt():
-        result = resume_study(args.study, address=args.address, retry_failed=not args.skip_failed,
-                              max_in_flight=args.max_in_flight, progress=sys.stderr, root=args.root,
-                              **execution_of(args))
+    result = resume_study(args.study, address=args.address, retry_failed=not args.skip_failed,
+                          max_in_flight=args.max_in_flight, progress=sys.stderr, root=args.root,
+                          **execution_of(args))
     return finish(result, args.study, args, example=False)

@@ -132,7 +132,6 @@ def finish(result, location: str, args, example: bool) -> int:
     """After run/resume: the report when asked (and the study is complete); exit 0 when every architecture
     is finished, 1 when some failed."""
     if example or (args.report and result.complete):
-        os.environ.setdefault("MPLBACKEND", "Agg")  # the report only renders to PNG
         from analysis import write_report
 
         from ..store import Store
@@ -148,16 +147,15 @@ def finish(result, location: str, args, example: bool) -> int:
 
 
 def run(args) -> int:
-    from ..runner import run_study, sigterm_as_interrupt
+    from ..runner import run_study
 
     keys, out, example = config_of(args)
     if "dataset" not in keys:
         raise SpecError("study", "dataset", None, "is required (--dataset or the config file)")
     if "architectures" not in keys:
         raise SpecError("study", "architectures", None, "is required (--architectures or the config file)")
-    with sigterm_as_interrupt():
-        # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name
-        # stay the study's own.
-        result = run_study(keys, out, address=args.address, force_config=args.force_config,
-                           max_in_flight=args.max_in_flight, progress=sys.stderr, **execution_of(args))
+    # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name stay
+    # the study's own.
+    result = run_study(keys, out, address=args.address, force_config=args.force_config,
+                       max_in_flight=args.max_in_flight, progress=sys.stderr, **execution_of(args))
     return finish(result, out, args, example)

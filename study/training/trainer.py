@@ -47,7 +47,6 @@ from ..metrics.nlc import nlc, output_bias
 from ..network import Network, build_network, output_scale
 from ..protocol import Protocol
 from . import checkpoint as ckpt
-from .allocator import keep_freed_memory
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
@@ -163,7 +162,6 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
-    keep_freed_memory()
     protocol = Protocol.of(protocol)
     seed = check("train_architecture", "seed", Integer(0), seed)
     checkpoint_every_s = check("train_architecture", "checkpoint_every_s", Real(0.0), checkpoint_every_s)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import os
 import re
 import shutil
 import subprocess
@@ -153,6 +154,20 @@ def test_report_command_imports_only_analysis_sampling_and_the_standard_library(
     res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                          env={"PYTHONPATH": root, "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0 and res.stdout.strip() == "False", res.stderr
+
+
+def test_the_report_needs_no_matplotlib_backend(tiny_study_dir, tmp_path):
+    """The figures are ``Figure`` objects rendered straight to PNG, never through pyplot: with no MPLBACKEND
+    and a display that does not exist, the report is written and matplotlib never chose a backend."""
+    out = tmp_path / "report.html"
+    code = ("import matplotlib; from analysis import write_report; "
+            f"write_report({str(tiny_study_dir)!r}, {str(out)!r}, n_boot=10); "
+            "print(matplotlib.rcParams._get_backend_or_none())")
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | {"DISPLAY": ":99"}
+    res = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).resolve().parents[2]),
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0 and res.stdout.strip() == "None", res.stderr[-2000:]
+    assert len(IMG.findall(out.read_text(encoding="utf-8"))) == len(FIGURES)
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")

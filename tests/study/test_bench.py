@@ -89,33 +89,3 @@ def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
-
-
-def test_malloc_thresholds_fit_a_c_int():
-    """mallopt takes a C int and ctypes wraps larger values silently (1 << 40 arrives as 0: trim on every free)."""
-    import ctypes
-
-    from study.training.allocator import MMAP_THRESHOLD, TRIM_THRESHOLD
-
-    for value in (MMAP_THRESHOLD, TRIM_THRESHOLD):
-        assert ctypes.c_int(value).value == value
-
-
-def test_freed_memory_stays_in_the_heap():
-    """glibc keeps freed blocks below the raised mmap threshold for reuse: allocating the same 4 MB block
-    again touches no new pages (no minor page faults), which is what makes repeated training steps cheap."""
-    import resource
-    import sys
-
-    from study.training.allocator import keep_freed_memory
-
-    if not sys.platform.startswith("linux") or not keep_freed_memory():
-        pytest.skip("not glibc's malloc")
-    for _ in range(20):  # warm-up: the first blocks are new memory (and torch's first fills set up threads)
-        x = torch.empty(512 * 1024, dtype=torch.float64).fill_(1.0)  # 4 MB, touched
-        del x
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(20):
-        y = torch.empty(512 * 1024, dtype=torch.float64).fill_(2.0)
-        del y
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 100  # 20 fresh mmaps: ~20,000 faults

@@ -65,17 +65,17 @@ def test_values_agree_with_their_definitions():
     assert row["high_bias"] is False
 
 
-def test_measure_never_changes_the_network():
+def test_measure_never_changes_the_network_or_the_global_random_state(global_random_state):
     spec = spec_of(norm="batch", param="gmp")
     net = build_network(spec, seed=0)
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    rng_state = torch.get_rng_state()
+    rng_state = global_random_state()
     everything = MetricOptions.from_dict({**FAST.to_dict(), "lar": True, "perturbation": True, "region_batches": 1,
                                           "region_directions": 1})
     measure(net, stand_in_data(), spec, options=everything)
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
     assert net.training and all(p.grad is None for p in net.parameters())
-    assert torch.equal(torch.get_rng_state(), rng_state)
+    assert global_random_state() == rng_state
     net.eval()
     measure(net, stand_in_data(), spec, options=FAST)
     assert not net.training

@@ -58,6 +58,14 @@ def test_stacked_equals_each_rate_trained_alone():
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12, msg=name)
 
 
+def test_training_leaves_the_global_random_state_alone(global_random_state):
+    """Every draw of training (initialization, data orders, lr_min's epoch, the NLC after training) comes from
+    ``seed`` through its own generators; the process's global generators are neither used nor advanced."""
+    before = global_random_state()
+    outcome = train_architecture(SPEC, DATA, seed=3, protocol=SHORT.replace(lrs=[0.03, 0.3], max_epochs=3))
+    assert global_random_state() == before and outcome.best.nlc_after > 0
+
+
 @pytest.mark.parametrize("spec", [
     SPEC,
     # GmP with input mean normalization (a per-run buffer), layernorm, skips after the norm op
