@@ -24,12 +24,11 @@ import yaml
 from sampling import BASE, SpecError, UserError, plan_study
 from sampling.constraints import Integer, check
 from study.config import StudyConfig
-from study.schema import SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY
+from study.schema import HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY
 
 from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED
 
 _NAME = re.compile(r"^(?P<index>\d{6})-(?P<arch_id>[0-9a-f]{16})\.(?P<ext>parquet|json|pt)$")
-HIGH_BIAS = 1000.0  # NLC paper figure 2: "1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)"
 
 
 @dataclass(frozen=True)

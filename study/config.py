@@ -35,6 +35,10 @@ import yaml
 from sampling import DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, PRESETS, SIBLING_AXES, SpecError, Space, get_space
 from sampling.constraints import Choice, Constraint, Integer, Real, Text, check
 
+from .dataset_names import DATASET_NAMES
+from .metric_options import MetricOptions
+from .protocol import Protocol
+
 WHERE = "study"
 CONFIG_NAME = "study.yaml"
 EXECUTION_KEYS = ("root", "resources", "max_retries", "checkpoint_every_s")
@@ -205,14 +209,10 @@ class Resources:
 
 
 def _protocol(value: Any) -> dict:
-    from . import Protocol  # imported when needed: the trainer imports torch
-
     return plain(Protocol.of(value).to_dict())
 
 
 def _metric_options(value: Any) -> dict:
-    from . import MetricOptions
-
     if value is None:
         return plain(MetricOptions().to_dict())
     if isinstance(value, MetricOptions):
@@ -220,12 +220,6 @@ def _metric_options(value: Any) -> dict:
     if not isinstance(value, Mapping):
         raise SpecError(WHERE, "metrics", value, "must be a mapping of metric options")
     return plain(MetricOptions.from_dict(dict(value)).to_dict())
-
-
-def _dataset_names() -> tuple:
-    from .datasets import DATASETS
-
-    return tuple(DATASETS)
 
 
 @dataclass(frozen=True)
@@ -237,7 +231,7 @@ class StudyConfig:
     created (the sampler needs them; a resume checks them).
     """
 
-    dataset: str = _f(Text(), doc="dataset name (study.datasets.DATASETS)")
+    dataset: str = _f(Text(), doc="dataset name (study.dataset_names.DATASET_NAMES)")
     architectures: int = _f(Integer(1), doc="number of sampled architectures (indices 0 .. n-1)")
     root: str | None = _f(_OptionalText(), None, doc="directory of the dataset's files (mnist, cifar10)")
     dataset_options: dict = _f(_Options(), doc="keyword options for study.load_dataset", factory=dict)
@@ -268,7 +262,7 @@ class StudyConfig:
             constraint = f.metadata["constraint"]
             if constraint is not None:
                 set_(f.name, check(WHERE, f.name, constraint, getattr(self, f.name)))
-        set_("dataset", check(WHERE, "dataset", Choice(_dataset_names()), self.dataset))
+        set_("dataset", check(WHERE, "dataset", Choice(DATASET_NAMES), self.dataset))
         # The space: a full dict wins and names the preset (``preset`` is then its name); else the named preset.
         if self.space:
             space = get_space(dict(self.space))

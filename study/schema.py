@@ -50,6 +50,8 @@ GROUPS: dict[str, str] = {
 
 NLC_PAPER = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
 ERROR = "fraction in [0, 1]"
+# The NLC paper's "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2): ``high_bias``.
+HIGH_BIAS = 1000.0
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor"),
         Column("bias", "float64", "", f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)"),
         Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output"),
-        Column("high_bias", "bool", "", f"bias > 1000 ({NLC_PAPER}, figure 2)"),
+        Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)"),
         Column("ar", "float64", "", "activation ratio: activation units / trainable parameters (the variability "
                "paper, eq. 5)"),
         Column("variability", "float64", "", "variability of the squared output norm on 2-D planes through the "

@@ -7,8 +7,10 @@ from ..activations import linear_approx_error, nlc_tau
 from .architecture import activation_ratio, flops, multiply_adds
 from .calibration import calibrated
 from .gradients import grad_length, gvcs, input_gradients, scaled_cross_entropy
-from .measure import MEASURE_COLUMNS, MetricOptions, nlc_seed  # ``measure`` itself: ``study.measure``
-from .nlc import HIGH_BIAS, NLCParts, jacobian_q, nlc, nlc_parts, output_bias, output_moments
+from ..metric_options import MetricOptions
+from .measure import MEASURE_COLUMNS, nlc_seed  # ``measure`` itself: ``study.measure``
+from ..schema import HIGH_BIAS
+from .nlc import NLCParts, jacobian_q, nlc, nlc_parts, output_bias, output_moments
 from .proxies import (
     activation_codes, grad_norm, grad_norm_by_tensor, jacob_cov, nwot, snip, snip_by_tensor, synflow,
     synflow_by_tensor,

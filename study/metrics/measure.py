@@ -37,26 +37,26 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from sampling import ArchSpec, SpecError
-from sampling.constraints import Boolean, Integer, Real, check
+from sampling.constraints import Integer, check
 
 from ..activations import linear_approx_error, nlc_tau
-from ..schema import MEASURED
+from ..metric_options import MetricOptions
+from ..schema import HIGH_BIAS, MEASURED
 from .architecture import activation_ratio, flops
 from .gradients import finite_or_nan, grad_length_of, gvcs_of, input_gradients
-from .nlc import HIGH_BIAS, nlc_parts
+from .nlc import nlc_parts
 from .proxies import (
-    PROXY_BATCH, activation_codes, grad_norm_terms, jacob_cov_of, loss_gradients, nwot_of,
-    output_sum_jacobian, snip_terms, synflow,
+    activation_codes, grad_norm_terms, jacob_cov_of, loss_gradients, nwot_of, output_sum_jacobian, snip_terms,
+    synflow,
 )
-from .regions import K_MAX, K_MIN, PERTURBATION_TOLERANCE, error_perturbation, lar_diameter
+from .regions import error_perturbation, lar_diameter
 from .variability import variability
 
 # The columns of the results schema this returns (``study.schema.MEASURED``), plus flops and the time taken.
@@ -64,47 +64,6 @@ MEASURE_COLUMNS = MEASURED + ("flops", "measure_s")
 
 # Streams of the seeded draws, so that switching one metric on or off never changes another's numbers.
 _NLC, _GRADIENTS, _PROXIES, _VARIABILITY, _LAR, _PERTURBATION = range(6)
-
-
-def _opt(constraint, default, doc):
-    return field(default=default, metadata={"constraint": constraint, "doc": doc})
-
-
-@dataclass(frozen=True)
-class MetricOptions:
-    """How much work ``measure`` does; the defaults are the paper's where it has them."""
-
-    nlc_batches: int = _opt(Integer(1), 100, "minibatches with one Gaussian backward each for Q_x|J| (section G)")
-    batch_size: int = _opt(Integer(2), 250, "minibatch size of every batch-mode pass (the paper's 250)")
-    gradient_batches: int = _opt(Integer(1), 10, "training minibatches for GVCS and gradient length")
-    proxy_batch_size: int = _opt(Integer(2), PROXY_BATCH, "minibatch of grad_norm, snip, jacob_cov, NWOT")
-    variability_grid: int = _opt(Integer(4), 65, "grid points per side of each variability plane")
-    variability_planes: int = _opt(Integer(1), 4, "random planes through the data (inputs of > 2 dims)")
-    lar: bool = _opt(Boolean(), False, "compute the E.1 relative diameter of linearly approximable regions")
-    perturbation: bool = _opt(Boolean(), False, "compute the E.3 maximal error-preserving perturbation "
-                                                    "(after training: measure_trained)")
-    region_batches: int = _opt(Integer(1), 10, "minibatches of E.1 / E.3 (the paper's 10)")
-    region_directions: int = _opt(Integer(1), 10, "Gaussian direction matrices U (and V) per minibatch (10)")
-    region_k_max: float = _opt(Real(K_MIN), K_MAX, "largest step k of E.1 / E.3, in diameters of the data")
-    perturbation_tolerance: float = _opt(Real(0.0, 1.0, lo_open=True), PERTURBATION_TOLERANCE,
-                                         "E.3: allowed increase of the error over the path (absolute)")
-
-    def __post_init__(self):
-        for f in fields(self):
-            object.__setattr__(self, f.name, check("MetricOptions", f.name, f.metadata["constraint"],
-                                                   getattr(self, f.name)))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any] | None) -> "MetricOptions":
-        d = dict(d or {})
-        names = {f.name for f in fields(cls)}
-        for key in d:
-            if key not in names:
-                raise SpecError("MetricOptions", key, d[key], "is not an option; options: " + ", ".join(sorted(names)))
-        return cls(**d)
 
 
 def _tensor(a, dtype, device) -> torch.Tensor:

@@ -32,7 +32,6 @@ from torch import nn
 
 from ..network import frozen_statistics, minibatches, rows_of
 
-HIGH_BIAS = 1000.0  # "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2)
 
 
 @dataclass(frozen=True)
@@ -129,6 +128,6 @@ def nlc(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250,
 
 
 def output_bias(f: Callable, x: torch.Tensor, batch_size: int = 250):
-    """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``HIGH_BIAS`` the study flags it."""
+    """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``study.schema.HIGH_BIAS`` the study flags it."""
     sd_out, q_out, _ = output_moments(f, x, batch_size)
     return _as_output(q_out / sd_out)

@@ -46,10 +46,10 @@ import torch
 from torch import nn
 
 from ..layers import DTYPE, ActivationLayer
+from ..metric_options import PROXY_BATCH  # Mellor et al. (2021): 128, declared with the options
 from .gradients import scaled_cross_entropy
 from .nlc import batch_mode
 
-PROXY_BATCH = 128  # Mellor et al. (2021), both versions
 JACOB_COV_K = 1e-5  # Mellor et al. (2021) v1, the regularizer of the eigenvalues
 
 # torch's activation modules, for networks not built by ``study.network``: the code bit is the input's sign.

@@ -49,12 +49,10 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..metric_options import K_MAX, K_MIN, PERTURBATION_TOLERANCE  # declared with the options they default
 from .nlc import batch_mode, input_sd_q
 
-K_MIN = 1e-9
-K_MAX = 1e3
 K_PER_DECADE = 10  # spacing factor 10^(1/10)
-PERTURBATION_TOLERANCE = 0.05
 
 
 def k_ladder(k_min: float = K_MIN, k_max: float = K_MAX) -> np.ndarray:

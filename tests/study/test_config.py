@@ -1,7 +1,10 @@
 """StudyConfig: self-describing (full space, protocol, metric options), exact YAML round trip, one-line errors from
 the declared constraints, science vs execution keys."""
 
+import subprocess
+import sys
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 import yaml
@@ -112,3 +115,16 @@ def test_declared_defaults_and_constraints_read_as_a_config_does():
         StudyConfig.normalize("param_budget", 0)
     with pytest.raises(KeyError, match="'colour' is not a study key"):
         StudyConfig.default("colour")
+
+
+def test_a_config_is_built_and_read_without_torch():
+    """study.config, the analysis and the sampler never import torch: building a StudyConfig (its protocol,
+    metric options and dataset name checked) and loading the analysis leave torch out of sys.modules."""
+    code = ("import sys, study.config; "
+            "c = study.config.StudyConfig(dataset='digits', architectures=2, protocol='quick', metrics={'lar': True}); "
+            "study.config.StudyConfig.from_yaml(c.to_yaml()); "
+            "import analysis, sampling, study.schema; from study import MetricOptions; MetricOptions(); "
+            "print(sorted(m for m in ('torch', 'ray') if m in sys.modules))")
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stderr[-2000:]
