@@ -346,7 +346,8 @@ def _grid(d: FigureData, columns: tuple[str, ...], ncols: int = 3) -> Figure:
 
 
 def fig_metrics(d: FigureData) -> Figure:
-    """Activation ratio (seed 000 eq. 5), variability (seed 001 eq. 3) and the gradient confounders of
+    """Activation ratio (the variability paper, *Variability of Neural Networks and Han-Layer*, eq. 5),
+    variability (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3) and the gradient confounders of
     the NLC paper's section 6 vs test error."""
     return _grid(d, ("ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error"))
 

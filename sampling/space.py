@@ -4,9 +4,10 @@
 them (in Python or in a study's YAML). Two presets:
 
 * ``paper``: appendix C of the NLC paper, exactly, post-processing included.
-* ``extended`` (the default): the paper's space plus Householder (Han) layers (seed 001), geometric
-  parameterization (seed 002), the abs activation (seed 001), shortcut lengths 1/2/3 and near-zero
-  residual-branch initialization (seed 003).
+* ``extended`` (the default): the paper's space plus Householder (Han) layers and the abs activation (Yu
+  and Zhang, *Householder-Absolute Neural Layers*), geometric parameterization (Chen and Ge, *Neural
+  Characteristic Activation Value Analysis*), shortcut lengths 1/2/3 and near-zero residual-branch
+  initialization (Li, Jiao, Han and Weissman, *Demystifying ResNet*).
 
 ``sample_spec(study_seed, index, ...)`` draws architecture ``index`` from
 ``numpy.random.Generator(PCG64(SeedSequence([study_seed, index])))``, so it is the same on every machine
@@ -102,7 +103,7 @@ class Space:
                                (("after_linear", 0.5), ("after_norm", 0.5)), "where skips start")
     skip_lengths: tuple = _dist(Integer(1), ((2, 1.0),), "layers a skip bypasses")
     branch_scales: tuple = _dist(Real(0.0, lo_open=True), ((1.0, 1.0),),
-                                 "residual-branch init factor (0.01: near-zero, seed 003)")
+                                 "residual-branch init factor (0.01: near-zero, Demystifying ResNet)")
     weights: tuple = _dist(Choice(("dense", "householder")), (("dense", 1.0),), "weight kind of width-to-width layers")
     params: tuple = _dist(Choice(("sp", "gmp")), (("sp", 1.0),), "parameterization of dense hidden layers")
     stabilize: bool = _field(Boolean(), True, "apply appendix C's post-processing")

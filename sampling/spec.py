@@ -13,16 +13,16 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   1, 1 + k, 1 + 2k, ... (k = ``skip_length``; the paper uses k = 2) and end after the linear op k layers
   later: ``h_{l+k} += skip_strength * start value``. The last one ends at the output through a fixed,
   untrained orthogonal projection, so ``depth - 1`` must be a multiple of ``skip_length``.
-* ``weights = "householder"`` makes every width-to-width layer a Han-layer (seed 001, Algorithm 1,
-  eq. 5): ``x -> x - 2 u (u^T x) / |u|^2 + b`` with trainable ``u`` and ``b``; input and output layers
-  stay dense.
+* ``weights = "householder"`` makes every width-to-width layer a Han-layer (Yu and Zhang,
+  *Householder-Absolute Neural Layers*, Algorithm 1, eq. 5): ``x -> x - 2 u (u^T x) / |u|^2 + b`` with
+  trainable ``u`` and ``b``; input and output layers stay dense.
 * ``param = "gmp"`` makes every dense hidden neuron ``r * tau(u(theta)^T (x - E[x]) + lambda)``
-  (seed 002, eq. 10, 15, 16; the mean is subtracted on intermediate layers only, and the output layer
-  stays a plain linear layer, as in seed 002 section 4.1).
+  (Chen and Ge, *Neural Characteristic Activation Value Analysis*, eq. 10, 15, 16; the mean is subtracted
+  on intermediate layers only, and the output layer stays a plain linear layer, as in their section 4.1).
 * init: ``bias_init`` "zero" or "gaussian" (N(0, 0.05), weights then times sqrt(0.95));
   ``init_scale`` multiplies all weights and biases (0.9 / 1 / 1.1 in the paper);
   ``branch_scale`` multiplies the weights and biases of the layers inside residual branches
-  (0.01 = the near-zero residual-branch initialization of seed 003).
+  (0.01 = the near-zero residual-branch initialization of Li, Jiao, Han and Weissman, *Demystifying ResNet*).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 
 from .constraints import Boolean, Choice, Integer, Real, SpecError, Text, check
 
-# Activations of the NLC paper (Table 1), the Han activation abs (seed 001), and the identity
+# Activations of the NLC paper (Table 1), the Han activation abs (Yu and Zhang), and the identity
 # ("linear", not sampled by any preset) for linear baselines and sanity checks.
 PAPER_ACTIVATIONS = ("relu", "selu", "tanh", "sigmoid", "even_tanh", "gaussian", "square", "odd_square")
 ACTIVATIONS = PAPER_ACTIVATIONS + ("abs", "linear")
@@ -67,14 +67,14 @@ class Layer:
     fan_out: int
     norm: str  # "none" | "batch" | "layer" (always "none" for the output layer)
     activation: bool  # False for the output layer
-    imn: bool  # GmP input mean normalization (seed 002 eq. 16), intermediate GmP layers only
+    imn: bool  # GmP input mean normalization (Chen and Ge, eq. 16), intermediate GmP layers only
     in_branch: bool  # inside a residual branch: ``branch_scale`` applies to its init
 
     @property
     def num_params(self) -> int:
         if self.kind == "householder":
-            return 2 * self.fan_in  # u and b (seed 001, Algorithm 1)
-        # dense: W and b; gmp: theta (fan_in - 1), lambda and r per neuron: the same count (seed 002 sec. 4.1)
+            return 2 * self.fan_in  # u and b (Yu and Zhang, Algorithm 1)
+        # dense: W and b; gmp: theta (fan_in - 1), lambda and r per neuron: the same count (Chen and Ge, 4.1)
         return self.fan_out * (self.fan_in + 1)
 
 
@@ -101,7 +101,7 @@ class ArchSpec:
     norm: str = _f(Choice(NORMS), "none", doc="normalization between linear op and activation")
     skip: str = _f(Choice(SKIPS), "none", doc="where skip connections start")
     skip_strength: float = _f(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")
-    skip_length: int = _f(Integer(1), 2, doc="layers a skip bypasses (k); seed 003 shortcut depth")
+    skip_length: int = _f(Integer(1), 2, doc="layers a skip bypasses (k): the shortcut depth of Demystifying ResNet")
     weights: str = _f(Choice(WEIGHTS), "dense", doc="dense, or Householder for width-to-width layers")
     param: str = _f(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
     bias_init: str = _f(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
@@ -131,7 +131,7 @@ class ArchSpec:
         if self.weights == "householder" and self.depth < 3:
             raise SpecError(where, "weights", self.weights, "'householder' needs depth >= 3 (a width-to-width layer)")
         if self.param == "gmp":
-            # A unit direction in R^1 is +-1, which the hyperspherical angles of seed 002 eq. 10 cannot hold.
+            # A unit direction in R^1 is +-1, which the hyperspherical angles of Chen and Ge's eq. 10 cannot hold.
             if self.d_in < 2:
                 raise SpecError(where, "d_in", self.d_in, "must be >= 2 when param = 'gmp'")
             if self.width < 2:

@@ -4,7 +4,7 @@ NLC paper, appendix C: "If the initial activation function is tau(s), we replace
 [...] with a 50% probability, we set b so that if s follows a unit Gaussian distribution, tau(s) is
 unbiased [...] Finally, we always set c so that if s is a unit Gaussian, then Q_s tau(s) = 1."
 
-Every base ``tau`` is one torch expression (Table 1 of the NLC paper; abs from seed 001; selu with the
+Every base ``tau`` is one torch expression (Table 1 of the NLC paper; abs from Yu and Zhang; selu with the
 constants of the paper's footnote 1). The constants ``c`` and ``b`` are Gaussian expectations computed
 once per variant by quadrature (``study.gaussian``), and the network evaluates the very same expression,
 so there is one definition of each activation.

@@ -9,7 +9,7 @@ shared; interleaving makes the ratios fair, the minimum is the least disturbed m
               (``study.training.stack.train_step``: automatic chunking, folded forward, in-place SGD);
 * sequential: the same R runs one after another, a plain per-run loop: each run its own ``nn.Sequential``
               of ``nn.Linear`` / ``nn.BatchNorm1d`` / activation and its own ``torch.optim.SGD``
-              (``time_plain``; the prototypes' baseline in notes/stacked-training.md);
+              (``time_plain``; the baseline the stacked trainer was prototyped against);
 * same step:  the R runs one after another through the trainer's own optimized step on R = 1 networks
               (``time_sequential``): every optimization of the step helps both sides alike, so the ratio is
               what stacking alone buys;
@@ -176,7 +176,7 @@ def plain_model(spec: ArchSpec, device: torch.device) -> nn.Sequential:
 def time_plain(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
     """(wall, CPU) seconds per training step of all R runs trained one after another by a plain per-run
     loop: each run its own ``plain_model`` and ``torch.optim.SGD``, ``loss.backward()``, ``opt.step()``
-    (the baseline of the prototypes in notes/stacked-training.md)."""
+    (the baseline the stacked trainer was prototyped against)."""
     data = _batches(spec, batch, device)
     wall = cpu = 0.0
     for r in range(runs + 1):  # run 0 warms up (allocator, kernels) and is not timed

@@ -1,4 +1,5 @@
-"""Geometric parameterization (GmP) with input mean normalization (IMN), seed 002 section 4.
+"""Geometric parameterization (GmP) with input mean normalization (IMN): Chen and Ge, *Neural Characteristic
+Activation Value Analysis*, section 4.
 
 A GmP neuron computes (eq. 15, 16)
 

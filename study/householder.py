@@ -1,4 +1,4 @@
-"""Householder (Han) layers, seed 001 Algorithm 1.
+"""Householder (Han) layers: Yu and Zhang, *Householder-Absolute Neural Layers*, Algorithm 1.
 
     z = x - 2 (u^T x / |u|^2) u + b        (Algorithm 1, line 2; H(u) = I - 2 u u^T / |u|^2, eq. 5)
 

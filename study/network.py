@@ -10,10 +10,10 @@ Initialization (appendix C), all in float64 from numpy generators keyed by (seed
 architecture siblings built with the same seed share every draw they can:
 
 * linear op: a d_out x d_in submatrix of a uniformly random orthogonal max x max matrix, times
-  max(1, sqrt(d_out / d_in)); Householder layers: u ~ N(0, I) (seed 001);
+  max(1, sqrt(d_out / d_in)); Householder layers: u ~ N(0, I) (Yu and Zhang);
 * bias: zero, or N(0, 0.05) and then the weights times sqrt(0.95);
 * all weights and biases times ``init_scale``; inside residual branches also times ``branch_scale``;
-* GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (seed 002).
+* GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (Chen and Ge).
 
 With ``runs=R`` the module holds R identical copies as one stack (parameters [R, ...]); it takes a shared
 input [B, d_in] or one per run [R, B, d_in] and returns [R, B, d_out]. With R = 1 (the default) it

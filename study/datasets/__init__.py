@@ -1,4 +1,4 @@
-"""The study's datasets (DESIGN.md section 2, NLC paper appendix D): ``load_dataset(name, seed, root)``.
+"""The study's datasets (NLC paper appendix D; the Han papers' checkerboard): ``load_dataset(name, seed, root)``.
 
 Built in, offline: ``waveform-noise`` (Breiman's generator), ``checkerboard`` (the Han papers' grid),
 ``digits`` (scikit-learn's bundled copy). From a user's files, with the paper's preprocessing (D.2):

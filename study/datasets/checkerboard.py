@@ -1,10 +1,11 @@
-"""``checkerboard``: the Han papers' synthetic grid (seed 000, appendix B.1 and D.1; seed 001, section 3.1).
+"""``checkerboard``: the Han papers' synthetic grid (the variability paper, *Variability of Neural Networks
+and Han-Layer*, appendix B.1 and D.1; Yu and Zhang, *Householder-Absolute Neural Layers*, section 3.1).
 
 The 6561 mesh points of an 81 x 81 grid over [-1, 1]^2, x = -1 + i / 40 for i = 0 .. 80 on each axis,
 split into ``blocks`` x ``blocks`` squares labelled 0 / 1 alternately; points ON a block edge (the
 border of the square included) are labelled 0. With 8 x 8 blocks every square holds 9 x 9 = 81 interior
-points and the edges hold 6561 - 64 * 81 = 1377 (seed 000, B.1); the harder 12 x 12 board (seed 000 D.1,
-seed 001) is the default, as in DESIGN.md section 2.
+points and the edges hold 6561 - 64 * 81 = 1377 (the variability paper, B.1); the harder 12 x 12 board
+(the variability paper, D.1; Yu and Zhang, section 3.1) is the default.
 
 Edges are decided in exact integer arithmetic: grid index i lies on an edge iff i * blocks / 80 is an
 integer (floating point could put a point on either side of an edge at random). With 12 blocks only the

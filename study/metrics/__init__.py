@@ -1,4 +1,5 @@
-"""Metrics of a network at initialization and after training (NLC paper sections 3-6, G, E; seeds 000/001).
+"""Metrics of a network at initialization and after training (NLC paper sections 3-6, G, E; the variability
+of the variability paper and of Yu and Zhang, *Householder-Absolute Neural Layers*).
 
 ``study.measure`` (``study.metrics.measure``) computes all of them for one architecture as a flat row.
 """

@@ -1,13 +1,14 @@
 """Metrics of an architecture alone, read off its ``ArchSpec`` (no network, no data).
 
-* activation ratio (seed 000 eq. 5, seed 001 eq. 4):
+* activation ratio (the variability paper, *Variability of Neural Networks and Han-Layer*, eq. 5; Yu and
+  Zhang, *Householder-Absolute Neural Layers*, eq. 4):
 
       AR = total number of individual activations / total number of model parameters
 
   "individual activations" are the activation units, one per neuron of every hidden layer
   (``ArchSpec.activation_units``); the parameters are the trainable ones (``ArchSpec.num_params``: the
   fixed skip projection and the affine-free norms hold none). A Householder layer has 2n parameters for n
-  activations, which is why Han-layers raise the AR (seed 000 section 4.1).
+  activations, which is why Han-layers raise the AR (the variability paper, section 4.1).
 
 * FLOPs per sample: 2 x the multiply-adds of one forward pass, the convention of the NAS literature's
   trivial baselines. Counted: a dense (or GmP) layer fan_in * fan_out, a Householder layer 2n
@@ -22,7 +23,7 @@ from sampling import ArchSpec
 
 
 def activation_ratio(spec: ArchSpec) -> float:
-    """AR = activation units / trainable parameters (seed 000 eq. 5)."""
+    """AR = activation units / trainable parameters (the variability paper, eq. 5)."""
     return spec.activation_units / spec.num_params
 
 

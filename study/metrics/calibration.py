@@ -1,6 +1,6 @@
 """A pointwise function from a network with batch statistics.
 
-A batchnorm network (and a GmP network with input mean normalization, seed 002 eq. 16) computes f(X)
+A batchnorm network (and a GmP network with input mean normalization, Chen and Ge eq. 16) computes f(X)
 jointly for a minibatch: in batch mode it has no value at a single point x. Metrics that need one (the
 variability, evaluated on a grid that is not a sample of the data) use an evaluation-mode copy whose
 running statistics are the data's own, measured exactly rather than as a momentum average:

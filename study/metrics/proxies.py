@@ -1,8 +1,8 @@
 """Zero-cost proxies at initialization, over EVERY trainable tensor.
 
 The NAS literature computes these over ``nn.Linear.weight`` / ``nn.Conv2d.weight`` only; here every tensor
-of ``net.named_parameters()`` counts: dense weights and biases, Householder vectors ``u`` (seed 001),
-GmP angles ``theta``, offsets ``lam`` and radii ``r`` (seed 002). Each ``*_by_tensor`` function returns one
+of ``net.named_parameters()`` counts: dense weights and biases, Householder vectors ``u`` (Yu and Zhang),
+GmP angles ``theta``, offsets ``lam`` and radii ``r`` (Chen and Ge). Each ``*_by_tensor`` function returns one
 term per tensor, so a test can see that none is silently skipped; the proxy is the sum of the terms.
 
 The loss is the study's training loss, softmax cross-entropy of f(x) / c_out, averaged over the

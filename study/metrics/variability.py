@@ -1,8 +1,10 @@
-"""Variability of a network function (seed 001 eq. 3; seed 000 eq. 4 and appendix A.2).
+"""Variability of a network function (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3; the
+variability paper, *Variability of Neural Networks and Han-Layer*, eq. 4 and appendix A.2).
 
     V = |f|^-2 * integral over Omega of sum_i |d^3 f / dx_i^3|^2 dx,     f = |F(x)|_2^2
 
-f is the least-squares function of the output (seed 000 A.2: "f(.) := |.|^2"), Omega a 2-D square.
+f is the least-squares function of the output (the variability paper, A.2: "f(.) := |.|^2"), Omega a 2-D
+square.
 On a ``grid`` x ``grid`` lattice with spacing h the integrals become means (the area cancels):
 
     V = [mean (Delta_1^3 f / h^3)^2 + mean (Delta_2^3 f / h^3)^2] / mean f^2,
@@ -10,29 +12,29 @@ On a ``grid`` x ``grid`` lattice with spacing h the integrals become means (the 
 Delta_a^3 f the third forward difference along axis a (f[i+3] - 3 f[i+2] + 3 f[i+1] - f[i]). V does not
 change when F is scaled, converges as the grid refines, and vanishes when F is affine (f is then
 quadratic): "once F_L(x; W, b) becomes a constant (or linear for that matter) on Omega, variability as
-measured by V3 vanishes" (seed 000 A.2).
+measured by V3 vanishes" (the variability paper, A.2).
 
-The domain (decisions where the seeds, which study 2-D inputs only, are silent):
+The domain (decisions where the Han papers, which study 2-D inputs only, are silent):
 
-* 2-D inputs: Omega is the data's bounding box (for Checkerboard, the seeds' own [-1, 1]^2).
+* 2-D inputs: Omega is the data's bounding box (for Checkerboard, the Han papers' own [-1, 1]^2).
 * more dimensions: ``planes`` random 2-D planes through the data. Each passes through a random training
   point p, spanned by the orthonormal pair that Gram-Schmidt makes of the directions to two other random
   training points; Omega is the bounding box of the projections of ALL training points onto the plane,
   so it spans the data's extent in those directions. The result is the geometric mean over planes, which
-  vanishes when one plane is flat, as the seeds' geometric mean over parameter samples does.
-* derivatives are taken in coordinates that map each side of Omega to [-1, 1] (the seeds' Omega), so V
+  vanishes when one plane is flat, as the Han papers' geometric mean over parameter samples does.
+* derivatives are taken in coordinates that map each side of Omega to [-1, 1] (the Han papers' Omega), so V
   describes the function relative to the data's extent, independently of the data's units.
 * batch statistics: a grid is not a sample of the data, so a network with batchnorm (or GmP's input
   mean normalization) is evaluated pointwise, in evaluation mode, on a copy whose running statistics are
   measured exactly on the training data (``study.metrics.calibration``).
 
-The seeds' expectation over parameter samples E_(W, b) is the study's own: one value per architecture
+The Han papers' expectation over parameter samples E_(W, b) is the study's own: one value per architecture
 and initialization seed.
 
 Resolution: for a smooth network V converges as the grid refines (O(h)). For a piecewise-linear one
 (relu, abs; any kinked activation) f is piecewise quadratic, its third derivative a sum of Dirac masses
 on the kinks, and the lattice value grows like 1 / h^2 ~ grid^2: V then compares architectures at one
-fixed grid only (the study's default 65, i.e. 4225 points a plane), as the seeds' fixed grid does.
+fixed grid only (the study's default 65, i.e. 4225 points a plane), as the Han papers' fixed grid does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The stacked multi-learning-rate float64 trainer (NLC paper, appendix E.2; DESIGN.md section 3).
+"""The stacked multi-learning-rate float64 trainer (NLC paper, appendix E.2).
 
 ``train_architecture(spec, data, seed, protocol)`` trains all starting learning rates of one
 architecture as one stacked model and returns an ``Outcome``. The parts, each a small module:

@@ -1,8 +1,8 @@
 """The training forward: the function ``Network.forward`` computes, with fewer passes over [R, B, n].
 
 The trainer's time goes to the matrix products and to element-wise passes over the activations of the
-stack (notes/stacked-training.md). Around a normalization, three of those passes are foldable without
-changing the function (only the rounding):
+stack (as measured when the trainer was prototyped). Around a normalization, three of those passes are
+foldable without changing the function (only the rounding):
 
 * the bias of a linear op followed by batchnorm (Dense b, GmP lambda, Householder b) cancels in the
   normalized output, ``BN(s + b) = BN(s)``; it only shifts the running mean. In training mode it is left

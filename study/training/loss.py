@@ -1,7 +1,7 @@
 """The training loss of a stack and the classification errors that drive the schedule.
 
-Loss (appendix C's output-scale normalization, DESIGN.md section 3): run r's loss on a minibatch is the
-mean cross-entropy of softmax(f_r(x) / c_out), with c_out = Q_{x,j} f(x, j) of the initial network on
+Loss (NLC paper appendix C's output-scale normalization): run r's loss on a minibatch is the mean
+cross-entropy of softmax(f_r(x) / c_out), with c_out = Q_{x,j} f(x, j) of the initial network on
 the training set, fixed for the whole training. The stack minimizes
 
     L = sum_r mean_b CE(f_r(x_b) / c_out, y_b)

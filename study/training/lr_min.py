@@ -1,4 +1,4 @@
-"""The smallest starting learning rate (NLC paper, appendix E.2; DESIGN.md section 3).
+"""The smallest starting learning rate (NLC paper, appendix E.2).
 
 "We ran the SGD optimizer for 1 epoch with a learning rate of 1 without actually applying the updates
 computed. For the weight matrix in each layer, we thus obtained one update per minibatch. Let dW_lb

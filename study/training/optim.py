@@ -1,9 +1,8 @@
 """Stacked optimizers: one learning rate per run, explicit state, in-place updates of [R, ...] tensors.
 
 ``torch.optim`` is not used: it keeps references to parameter tensors that go stale when finished runs
-drop out of the stack, and it has no per-run learning rate (notes/stacked-training.md). Each run r has
-its own rate ``lr[r]``; its gradient is its own because the loss is the sum over runs of each run's
-mean loss (``study.training.loss``).
+drop out of the stack, and it has no per-run learning rate. Each run r has its own rate ``lr[r]``; its
+gradient is its own because the loss is the sum over runs of each run's mean loss (``study.training.loss``).
 
 SGD (the paper):      W_r <- W_r - lr_r g_r
 Adam (Kingma & Ba 2015, Algorithm 1; figure 3F of the NLC paper), per run with its own step count t_r:

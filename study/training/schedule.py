@@ -13,7 +13,7 @@ Read as a state machine, per run, after every epoch e = 1, 2, ... with error ``e
   epoch 0, so a run that never improves rewinds to its initialization;
 * ``wait`` counts the epochs of the current window since the last improvement; the window ends when
   ``wait`` reaches the patience (``patience_first`` before the first division, ``patience`` after), or
-  at once when the run's loss turned non-finite during the epoch (DESIGN.md section 3);
+  at once when the run's loss turned non-finite during the epoch (our choice: E.2 does not say);
 * at the end of a window the run is rewound to its best state; if it has had ``divisions`` divisions
   this is the final rewind and the run is finished, else its rate is divided by ``division_factor``
   and a new window starts from the rewound state;

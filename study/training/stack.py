@@ -1,13 +1,14 @@
 """The live stack: the runs still training, as one stacked network plus per-run state, and its step.
 
-All runs of an architecture train as ONE model (DESIGN.md section 3): parameters [R, ...], one shared
-minibatch per step, per-run learning rates. The per-run bookkeeping of the schedule is done on the
+All runs of an architecture train as ONE model: parameters [R, ...], one shared minibatch per step,
+per-run learning rates. The per-run bookkeeping of the schedule is done on the
 stacked tensors with index_select / index_copy_:
 
 * ``save_best``: the best state of the improved runs <- their current state;
 * ``rewind``: the current state of the rewound runs <- their best state;
 * ``keep``: the finished runs leave the stack (``Network.take``), so they cost nothing afterwards
-  (notes: 20 of 40 live runs cost 0.585 of a full step; masking them with lr = 0 gives nothing back).
+  (measured when prototyping: 20 of 40 live runs cost 0.585 of a full step; masking them with lr = 0 gives
+  nothing back).
 
 "State" is everything a rewind must restore: the parameters, the per-run buffers (batchnorm running
 statistics, GmP running input means: ``Network.stacked_tensors``) and the optimizer state (Adam moments
@@ -25,9 +26,9 @@ backward and update touch only its slice of every stacked tensor. Each chunk is 
 parameters and buffers are views of the stack's tensors (built once per stack, ``parts``), so updates,
 rewinds and running statistics go straight to the stack. The result is the same up to round-off; what
 changes is that a chunk's intermediate activations are small enough to stay in the CPU caches and to be
-recycled by malloc (notes: on wide nets stacks of 4-10 runs beat one of 40). Measured on this machine:
-an out-of-place op on a [40, 74, 250] float64 stack (5.9 MB) took 4.7 ms and ~970 page faults (each
-new tensor is fresh mmap'd memory), on [4, 74, 250] 0.077 ms and 10 faults: 6x less per element.
+recycled by malloc (when prototyping, on wide nets stacks of 4-10 runs beat one of 40). Measured on this
+machine: an out-of-place op on a [40, 74, 250] float64 stack (5.9 MB) took 4.7 ms and ~970 page faults
+(each new tensor is fresh mmap'd memory), on [4, 74, 250] 0.077 ms and 10 faults: 6x less per element.
 """
 
 from __future__ import annotations

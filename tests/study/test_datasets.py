@@ -194,7 +194,7 @@ def test_checkerboard_grid_edges_and_alternating_blocks(blocks, edge_points):
         for nb in [(bx + 1, by), (bx, by + 1)]:
             if nb in labels:
                 assert labels[nb] != label
-    if blocks == 8:  # seed 000 B.1: each of the 64 squares contains 81 grid points
+    if blocks == 8:  # the variability paper, B.1: each of the 64 squares contains 81 grid points
         counts = np.unique(block[inside], axis=0, return_counts=True)[1]
         assert np.all(counts == 81)
 

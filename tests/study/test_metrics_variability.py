@@ -1,4 +1,5 @@
-"""Variability (seed 001 eq. 3) and the calibrated pointwise copy of batch-statistics networks."""
+"""Variability (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3) and the calibrated pointwise copy of
+batch-statistics networks."""
 
 import math
 

@@ -1,4 +1,5 @@
-"""The float64 builder against an independent numpy reference of appendix C, seeds 001/002/003, and its invariants."""
+"""The float64 builder against an independent numpy reference of the NLC paper's appendix C, the Householder
+layers of Yu and Zhang, the GmP of Chen and Ge and the shortcuts of Demystifying ResNet, and its invariants."""
 
 import itertools
 import math
@@ -18,7 +19,7 @@ EPS = 1e-5
 
 # ---------------------------------------------------------------- an independent reference forward, in numpy
 def _unit_from_angles(theta: np.ndarray) -> np.ndarray:
-    """Seed 002 eq. 10, coordinate by coordinate."""
+    """Chen and Ge, eq. 10, coordinate by coordinate."""
     n = theta.shape[-1] + 1
     u = np.empty(theta.shape[:-1] + (n,))
     for k in range(n):
