@@ -71,12 +71,6 @@ PREDICTORS: tuple[Predictor, ...] = (
 PREDICTOR_BY_COLUMN = {p.column: p for p in PREDICTORS}
 BASELINES = tuple(p.column for p in PREDICTORS if p.kind == "baseline")
 
-# Other columns plotted on log axes (NLC paper figures 3B, 3C, 8, 9).
-# error_perturbation (E.3) is measured on the trained network: like nlc_after it is not a predictor at
-# initialization, and the report shows it against the NLC (figure 3E) instead of ranking it.
-LOG_COLUMNS = frozenset({p.column for p in PREDICTORS if p.log}
-                        | {"nlc_after", "bias_after", "lr", "lr_min", "error_perturbation"})
-
 # The sampled axes of the architecture space, for the granulated Kendall coefficient and the paired
 # sibling effects. An axis is a group of spec fields that vary together: the skip axis holds where skips
 # start, their strength, length and branch scale, which are all fixed when there are no skips. ``width``
@@ -103,3 +97,12 @@ SIBLING_LEVELS: dict[str, tuple[str, ...]] = {
     "norm": ("none", "batch", "layer"),
     "skip": ("none", "skips"),
 }
+
+
+def axis_level(df, axis: str):
+    """Each architecture's level along a sibling axis (the values of ``SIBLING_LEVELS[axis]``): its spec
+    field, except for skips, whose level is "none" or "skips" (where they start is one of the skip axis'
+    fields, not a level)."""
+    if axis == "skip":
+        return df["skip"].where(df["skip"] == "none", "skips")
+    return df[axis]

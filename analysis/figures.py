@@ -26,7 +26,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 import seaborn as sns
 
-from .columns import PREDICTOR_BY_COLUMN, SIBLING_LEVELS
+from .columns import PREDICTOR_BY_COLUMN, SIBLING_LEVELS, axis_level
 from .pruning import PAPER_WINDOW, pruning_curve
 from .stats import pearson_on_scale, sibling_pairs, sign_test, statistic_and_p
 from scipy import stats as sps
@@ -116,9 +116,10 @@ def png_base64(fig: Figure, dpi: int = DPI) -> str:
     return base64.b64encode(to_png(fig, dpi)).decode("ascii")
 
 
-def fmt_p(p: float) -> str:
-    if not np.isfinite(p):
-        return "n/a"
+def fmt_p(p) -> str:
+    """A p-value for a table cell or a figure title: 3 decimals, scientific below 1e-3, a dash when missing."""
+    if p is None or not np.isfinite(p):
+        return "–"
     if p == 0:
         return "< 1e-300"  # below the smallest double scipy resolves
     return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
@@ -385,7 +386,7 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
         ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.8, ls="--", zorder=0)
     ax = axes[-1]
     df = _plottable(d.arch, "nlc", "test_error", True, False)
-    level = df["skip"].where(df["skip"] == "none", "skips") if axis == "skip" else df[axis]
+    level = axis_level(df, axis)
     with rc_context(THEME):
         if len(df):
             for value, c in zip(levels, sns.color_palette("deep")):
@@ -405,7 +406,7 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
 def _unpaired(ax, sample: pd.DataFrame, axis: str, a: str, b: str) -> None:
     """Without sibling pairs: the test error of the random draws at level a and at level b side by side,
     with the Mann-Whitney U test (unpaired, so confounded by every other axis)."""
-    level = sample["skip"].where(sample["skip"] == "none", "skips") if axis == "skip" else sample[axis]
+    level = axis_level(sample, axis)
     groups = [sample.loc[(level == v) & sample["test_error"].notna(), "test_error"].to_numpy(np.float64)
               for v in (a, b)]
     with rc_context(THEME):

@@ -25,7 +25,7 @@ from sampling import SpecError
 from sampling.constraints import Integer, check
 
 from .columns import AXES, PREDICTOR_BY_COLUMN
-from .figures import FIGURES, FigureData, png_base64
+from .figures import FIGURES, FigureData, fmt_p, png_base64
 from .pruning import PAPER_WINDOW, check_window, nlc_pruning
 from .results import Results, load_results, local_root
 from .stats import correlations, paired_effects, psi_table
@@ -63,12 +63,6 @@ def fmt(x, digits: int = 3) -> str:
     if x != 0 and (abs(x) < 0.5 * 10 ** -digits or abs(x) >= 1e6):
         return f"{x:.2e}"
     return f"{x:.{digits}f}" if abs(x) < 10 else f"{x:,.{max(digits - 2, 0)}f}"
-
-
-def fmt_p(p) -> str:
-    if p is None or not np.isfinite(p):
-        return "–"
-    return "< 1e-300" if p == 0 else (f"{p:.1e}" if p < 1e-3 else f"{p:.3f}")
 
 
 def interval(lo, hi, digits: int = 2) -> str:
@@ -443,10 +437,10 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=P
     n_boot = check("write_report", "n_boot", Integer(0), n_boot)
     seed = check("write_report", "seed", Integer(0), seed)
     window = check_window(window, "write_report")
+    out = check_out(out, dirs)  # before the work: a bad path should not cost the analysis
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
     sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window)
                 for r, a in zip(results, _unique_anchors(results))]
-    out = check_out(out, dirs)  # before the work: a bad path should not cost the analysis
     text = render(sections)
     tmp = out.with_name(f".{out.name}.tmp")
     try:

@@ -28,7 +28,7 @@ from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 from sampling import SpecError
 from sampling.constraints import Choice, Integer, Real, check
 
-from .columns import AXES, BASELINES, PREDICTOR_BY_COLUMN, PREDICTORS, SIBLING_LEVELS, Predictor
+from .columns import AXES, BASELINES, PREDICTOR_BY_COLUMN, PREDICTORS, SIBLING_LEVELS, Predictor, axis_level
 from .results import architectures_table
 
 # Up to this many architectures per dataset the bootstrap uses n x n matrices (18 MB each at 1500);
@@ -466,19 +466,13 @@ def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict:
     return out
 
 
-def _level(df: pd.DataFrame, axis: str) -> pd.Series:
-    if axis == "skip":
-        return df["skip"].where(df["skip"] == "none", "skips")
-    return df[axis]
-
-
 def sibling_pairs(df: pd.DataFrame, axis: str, a: str, b: str, target: str = "test_error") -> pd.DataFrame:
     """Pairs of architectures of the same dataset and index that differ only along ``axis`` (level a vs
     b): the base draw and its sibling, or two siblings of the same axis (e.g. batch vs layer norm).
     Columns: dataset, index, arch_a, arch_b, <target>_a, <target>_b, nlc_a, nlc_b."""
     others = [f for ax, group in AXES.items() if ax != axis for f in group if f in df.columns]
     keep = df[df["variant"].isin(["base", axis])] if "variant" in df.columns else df
-    keep = keep.assign(_level=_level(keep, axis))
+    keep = keep.assign(_level=axis_level(keep, axis))
     left = keep[keep["_level"] == a]
     right = keep[keep["_level"] == b]
     key = (["dataset"] if "dataset" in df.columns else []) + ["index"] + others

@@ -13,7 +13,7 @@ _EXPORTS = {
     "Activation": "activations", "linear_approx_error": "activations", "nlc_tau": "activations",
     "DATASETS": "datasets", "Dataset": "datasets", "Split": "datasets", "load_dataset": "datasets",
     "Network": "network", "build_network": "network", "frozen_statistics": "network", "output_scale": "network",
-    "MetricOptions": "metric_options", "measure": "metrics.measure", "measure_trained": "metrics.measure",
+    "MetricOptions": "metric_options", "measure": "metrics.row", "measure_trained": "metrics.row",
     "PROTOCOLS": "protocol", "Protocol": "protocol",
     "Outcome": "training", "train_architecture": "training",
     "StudyConfig": "config", "run_study": "runner", "resume_study": "runner",

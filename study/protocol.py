@@ -133,10 +133,6 @@ class Protocol:
             return list(self.lrs)
         return [lr_min * self.lr_factor ** k for k in range(self.num_lrs)]
 
-    def patience_after(self, divisions: int) -> int:
-        """The patience of the window that follows ``divisions`` divisions (10, then 5)."""
-        return self.patience_first if divisions == 0 else self.patience
-
     def is_edge(self, index: int) -> bool:
         """Whether run ``index`` is among the ``edge_runs`` lowest or highest rates (E.2's heuristic check)."""
         return index < self.edge_runs or index >= self.num_lrs - self.edge_runs
@@ -178,7 +174,6 @@ class Protocol:
         return replace(self, **changes)
 
 
-PROTOCOL_FIELDS = tuple(f.name for f in fields(Protocol))
 assert all(f.default is not MISSING for f in fields(Protocol))
 
 PROTOCOLS: dict[str, Protocol] = {

@@ -1,7 +1,8 @@
 """Metrics of a network at initialization and after training (NLC paper sections 3-6, G, E; the variability
 of the variability paper and of Yu and Zhang, *Householder-Absolute Neural Layers*).
 
-``study.measure`` (``study.metrics.measure``) computes all of them for one architecture as a flat row.
+``measure`` (also ``study.measure``; module ``study.metrics.row``) computes all of them for one architecture as
+one flat row, ``measure_trained`` those of the trained network.
 """
 
 from ..activations import linear_approx_error, nlc_tau
@@ -9,7 +10,7 @@ from .architecture import activation_ratio, flops, multiply_adds
 from .calibration import calibrated
 from .gradients import grad_length, gvcs, input_gradients, scaled_cross_entropy
 from ..metric_options import MetricOptions
-from .measure import MEASURE_COLUMNS, nlc_seed  # ``measure`` itself: ``study.measure``
+from .row import MEASURE_COLUMNS, measure, measure_trained, nlc_seed
 from ..schema import HIGH_BIAS
 from .nlc import NLCParts, jacobian_q, nlc, nlc_parts, output_bias, output_moments
 from .proxies import (
@@ -22,7 +23,8 @@ from .variability import variability
 __all__ = [
     "HIGH_BIAS", "MEASURE_COLUMNS", "MetricOptions", "NLCParts", "activation_codes", "activation_ratio",
     "calibrated", "error_perturbation", "flops", "grad_length", "grad_norm", "grad_norm_by_tensor", "gvcs",
-    "input_gradients", "jacob_cov", "jacobian_q", "lar_diameter", "linear_approx_error", "multiply_adds", "nlc",
+    "input_gradients", "jacob_cov", "jacobian_q", "lar_diameter", "linear_approx_error", "measure",
+    "measure_trained", "multiply_adds", "nlc",
     "nlc_parts", "nlc_seed", "nlc_tau", "nwot", "output_bias", "output_moments", "scaled_cross_entropy", "snip",
     "snip_by_tensor", "synflow", "synflow_by_tensor", "variability",
 ]

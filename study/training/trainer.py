@@ -42,7 +42,7 @@ import torch
 from sampling import ArchSpec, SpecError
 from sampling.constraints import Integer, Real, check
 
-from ..metrics.measure import nlc_seed
+from ..metrics.row import nlc_seed
 from ..metrics.nlc import nlc, output_bias
 from ..network import Network, build_network, output_scale
 from ..protocol import Protocol

@@ -9,7 +9,7 @@ import torch
 from sampling import ArchSpec, SpecError, sample_specs
 from study import MetricOptions, build_network, frozen_statistics, measure, measure_trained, output_scale
 from study.metrics import activation_ratio, flops, linear_approx_error, nlc_tau
-from study.metrics.measure import MEASURE_COLUMNS
+from study.metrics.row import MEASURE_COLUMNS
 from study.schema import ARCHITECTURES, names
 
 FAST = MetricOptions(nlc_batches=5, gradient_batches=2, proxy_batch_size=32, variability_grid=9,
@@ -118,7 +118,7 @@ def test_error_perturbation_after_training_uses_evaluation_mode_and_changes_noth
     """E.3 on a trained batchnorm net runs on its running statistics (as its test error does): equal to
     error_perturbation of the evaluation-mode function with the same seeded draws; the net keeps its mode."""
     from study.metrics import error_perturbation
-    from study.metrics.measure import _PERTURBATION, _generator_seed
+    from study.metrics.row import _PERTURBATION, _generator_seed
 
     spec = spec_of(activation="tanh", norm="batch")
     data = stand_in_data()

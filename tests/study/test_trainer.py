@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 from sampling import ArchSpec, SpecError
 from study import Protocol, build_network, output_scale, train_architecture
-from study.metrics.measure import nlc_seed
+from study.metrics.row import nlc_seed
 from study.metrics.nlc import nlc, output_bias
 from study.training.loss import errors, run_losses
 from study.training.lr_min import measure_lr_min, relative_terms

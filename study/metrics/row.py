@@ -1,4 +1,5 @@
-"""``study.measure``: every metric of an architecture at initialization, as one flat row of floats.
+"""``measure``: every metric of an architecture at initialization, as one flat row of floats (``study.measure``,
+``study.metrics.measure``; this module is the row, ``study.metrics.row``).
 
     row = measure(net, data, spec, options=MetricOptions(), seed=0)
     row.update(measure_trained(trained_net, data, spec, options=..., seed=0))   # E.3, after training
