@@ -12,6 +12,8 @@ from analysis.pruning import pruning_curve
 from analysis.stats import sibling_pairs
 from sampling import SpecError
 
+import synthetic_study as synth
+
 
 def test_sign_test_and_median_interval_by_hand():
     d = np.array([0.3, -0.1, 0.2, 0.5, 0.0, 0.4, 0.1, 0.6, 0.7, -0.2])
@@ -34,7 +36,7 @@ def test_too_few_pairs_have_no_interval():
     assert empty["n_pairs"] == 0 and np.isnan(empty["median"]) and np.isnan(empty["p_sign"])
 
 
-def test_paired_effects_of_a_known_householder_penalty(tmp_path, synth):
+def test_paired_effects_of_a_known_householder_penalty(tmp_path):
     """Householder siblings get exactly +0.05 test error over their dense twin, GmP exactly -0.02 over SP,
     so every pair of those axes has that difference."""
     def rows(i, variant, spec, rng):

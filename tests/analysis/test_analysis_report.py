@@ -19,6 +19,8 @@ from analysis import correlations, load_results, write_report
 from analysis.figures import FIGURES, FigureData, correlation_title
 from study.cli import main
 
+import synthetic_study as synth
+
 IMG = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
 
 
@@ -77,7 +79,7 @@ def test_figure_titles_agree_with_the_correlation_table(tiny_study_dir):
     assert title.endswith(f"n = {c.loc['nlc', 'n_pearson']}")
 
 
-def test_partial_and_several_studies_in_one_report(tmp_path, synth, tiny_study_dir):
+def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
     partial = synth.write_study(tmp_path / "digits", n=10, dataset="digits", study_seed=3, failed=(1,),
                                 in_progress=(2, 3), finished=[0, 4, 5, 6, 7, 8])
     html = write_report([tiny_study_dir, partial], tmp_path / "both.html", n_boot=50).read_text(encoding="utf-8")
@@ -201,7 +203,7 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert (pixels[..., :3].mean(axis=-1) < 0.5).mean() > 0.005  # some dark ink
 
 
-def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_path, synth):
+def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_path):
     """What a real study holds besides clean rows: architectures whose every run diverged (no test error),
     a non-finite NLC at initialization, metrics that were not measured (NaN)."""
     def rows(i, variant, spec, rng):
@@ -242,7 +244,7 @@ def test_the_regions_figure_draws_the_optional_metrics_and_the_one_over_nlc_line
     assert left.get_title().startswith("r = -1.00") and right.get_title().startswith("r = -1.00")
 
 
-def test_a_study_where_nothing_trained_or_too_few_finished_says_so_first(tmp_path, synth):
+def test_a_study_where_nothing_trained_or_too_few_finished_says_so_first(tmp_path):
     """Every run diverged: a warning before any statistic; fewer than 10 architectures: another. A tie for
     the best predictor is shown as a tie, not as whichever name sorted first."""
     def diverged(i, v, s, rng):

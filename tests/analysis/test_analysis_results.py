@@ -15,6 +15,8 @@ from analysis.columns import ARCHITECTURE_DTYPES, RUN_DTYPES
 from analysis.results import sibling_axes
 from sampling import SIBLING_AXES, UserError
 
+import synthetic_study as synth
+
 
 def _expected_dtype(declared: str) -> str:
     return {"str": "str"}.get(declared, declared)
@@ -33,7 +35,7 @@ def test_tables_are_typed_as_the_contract_says(tiny_study_dir):
                 assert str(got) == declared, (col, got, declared)
 
 
-def test_values_round_trip_and_runs_select_one_per_architecture(tiny_study_dir, synth):
+def test_values_round_trip_and_runs_select_one_per_architecture(tiny_study_dir):
     r = load_results(tiny_study_dir)
     items = synth.specs_of(8, 0, 40, 3, with_siblings=True)
     assert sorted(r.architectures["arch_id"]) == sorted(s.content_id for _, _, s in items)
@@ -50,7 +52,7 @@ def test_values_round_trip_and_runs_select_one_per_architecture(tiny_study_dir, 
     assert r.files == {"architectures": len(items), "runs": len(items)}
 
 
-def test_planned_count_with_siblings_counts_each_draws_siblings(tiny_study_dir, synth):
+def test_planned_count_with_siblings_counts_each_draws_siblings(tiny_study_dir):
     r = load_results(tiny_study_dir)
     from sampling import sample_spec, siblings
 
@@ -62,7 +64,7 @@ def test_planned_count_with_siblings_counts_each_draws_siblings(tiny_study_dir, 
     assert r.complete
 
 
-def test_partly_finished_study_counts_failed_and_in_progress(tmp_path, synth):
+def test_partly_finished_study_counts_failed_and_in_progress(tmp_path):
     root = synth.write_study(tmp_path / "s", n=6, with_siblings=True, failed=(2, 9), in_progress=(4,),
                         finished=[0, 1, 3, 5, 6, 7, 8])
     r = load_results(root)
@@ -77,7 +79,7 @@ def test_partly_finished_study_counts_failed_and_in_progress(tmp_path, synth):
     assert (r2.planned, r2.n_finished, r2.n_failed, r2.complete) == (3, 2, 1, True)
 
 
-def test_failed_then_finished_is_not_counted_failed_and_files_in_flight_are_ignored(tmp_path, synth):
+def test_failed_then_finished_is_not_counted_failed_and_files_in_flight_are_ignored(tmp_path):
     root = synth.write_study(tmp_path / "s", n=3)
     name = sorted((root / "architectures").glob("*.parquet"))[0].stem
     (root / "failed" / f"{name}.json").write_text(json.dumps({"reason": "oom", "attempts": 1}))
@@ -87,7 +89,7 @@ def test_failed_then_finished_is_not_counted_failed_and_files_in_flight_are_igno
     assert (r.n_finished, r.n_failed, r.complete) == (3, 0, True)
 
 
-def test_planned_without_siblings_is_the_configured_count(tmp_path, synth):
+def test_planned_without_siblings_is_the_configured_count(tmp_path):
     r = load_results(synth.write_study(tmp_path / "s", n=5, finished=[0, 1]))
     assert (r.planned, r.n_finished, r.complete) == (5, 2, False)
 
@@ -100,7 +102,7 @@ def test_sibling_setting_is_read_defensively(value, expected):
     assert sibling_axes(value) == expected
 
 
-def test_planned_is_unknown_when_the_config_does_not_describe_what_ran(tmp_path, synth):
+def test_planned_is_unknown_when_the_config_does_not_describe_what_ran(tmp_path):
     root = synth.write_study(tmp_path / "s", n=3, with_siblings=True)
     text = (root / "study.yaml").read_text().replace("seed: 0", "seed: 99")
     (root / "study.yaml").write_text(text)
@@ -110,7 +112,7 @@ def test_planned_is_unknown_when_the_config_does_not_describe_what_ran(tmp_path,
 
 
 @pytest.mark.parametrize("version", ["2", None])
-def test_wrong_or_missing_schema_version_is_one_line_error(tmp_path, synth, version):
+def test_wrong_or_missing_schema_version_is_one_line_error(tmp_path, version):
     root = synth.write_study(tmp_path / "s", n=2)
     target = sorted((root / "architectures").glob("*.parquet"))[1]
     df = pq.read_table(target).to_pandas()
@@ -123,7 +125,7 @@ def test_wrong_or_missing_schema_version_is_one_line_error(tmp_path, synth, vers
     assert f"{target.name}.archstudy.schema_version = {version!r}: must be '1'" in msg
 
 
-def test_file_of_the_wrong_table_is_an_error(tmp_path, synth):
+def test_file_of_the_wrong_table_is_an_error(tmp_path):
     root = synth.write_study(tmp_path / "s", n=2)
     run = sorted((root / "runs").glob("*.parquet"))[0]
     (root / "architectures" / run.name).unlink()
@@ -140,7 +142,7 @@ def test_not_a_study_directory(tmp_path):
         load_results(tmp_path / "empty")
 
 
-def test_missing_optional_column_reads_as_not_measured(tmp_path, synth):
+def test_missing_optional_column_reads_as_not_measured(tmp_path):
     def rows(i, v, spec, rng):
         row = synth.synthetic_row(i, v, spec, "digits", 0, rng)
         del row["synflow"], row["high_bias"]
@@ -157,7 +159,7 @@ def test_missing_optional_column_reads_as_not_measured(tmp_path, synth):
     assert c.set_index("predictor").loc["synflow", "n"] == 0
 
 
-def test_several_datasets_give_one_row_per_predictor_and_dataset(tmp_path, synth):
+def test_several_datasets_give_one_row_per_predictor_and_dataset(tmp_path):
     a = load_results(synth.write_study(tmp_path / "a", n=10, dataset="waveform-noise")).architectures
     b = load_results(synth.write_study(tmp_path / "b", n=10, dataset="digits", study_seed=1)).architectures
     c = correlations(pd.concat([a, b], ignore_index=True), n_boot=50)

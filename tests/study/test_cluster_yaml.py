@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = yaml.safe_load((ROOT / "cluster.yaml").read_text())
 FAST_FP64 = {"p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en"}  # V100, A100, H100 (H200) families
 SLOW_FP64 = {"g4dn", "g4ad", "g5", "g5g", "g6", "g6e", "gr6"}  # T4, A10G, L4, L40S: FP64 at 1/32-1/64 of FP32
+# The GPUs of the worker instance types (AWS), and FP64 rates without tensor cores (NVIDIA data sheets, TFLOP/s).
+INSTANCE_GPUS = {"p3.2xlarge": ("V100", 1), "p3.8xlarge": ("V100", 4), "p4d.24xlarge": ("A100", 8),
+                 "p5.48xlarge": ("H100", 8)}
+FP64_TFLOPS = {"V100": 7.8, "A100": 9.7, "H100": 34.0}
 
 
 def _family(instance_type: str) -> str:
@@ -38,9 +42,9 @@ def test_aws_with_a_cpu_head_and_gpu_workers_with_fast_fp64_only():
     assert families & FAST_FP64 and not families & SLOW_FP64
     assert {"p3", "p4d", "p5"} <= families  # V100, A100, H100
     assert sum(t.get("max_workers", 0) for t in workers.values()) >= CONFIG["max_workers"] > 0
-    text = (ROOT / "cluster.yaml").read_text()
-    for gpu in ("V100", "A100", "H100", "T4", "A10G", "L4"):
-        assert gpu in text  # the FP64 comparison is spelled out
+    for name, t in workers.items():  # each worker type is named for its GPU, and that GPU is fast in FP64
+        gpu, count = INSTANCE_GPUS[t["node_config"]["InstanceType"]]
+        assert name == f"gpu.{gpu.lower()}" and count >= 1 and FP64_TFLOPS[gpu] >= 5, (name, gpu)
 
 
 def test_setup_installs_the_project_as_the_readme_does_with_the_pinned_ray():

@@ -1,8 +1,6 @@
 """study.train_architecture: stacked equals separate, divergence, lr_min, c_out, selection, the outcome."""
 
-import importlib.util
 import math
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,15 +17,7 @@ from study.training.lr_min import measure_lr_min, relative_terms
 from study.training.splits import LR_MIN_ORDER, check_splits, epoch_order
 from study.training.stack import keep, new_stack, rewind, save_best, train_step
 
-
-def _load(name):  # a helper module next to this file (test modules are not a package)
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-standins = _load("trainer_standins")
+import trainer_standins as standins
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

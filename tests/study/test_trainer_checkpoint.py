@@ -1,7 +1,6 @@
 """Checkpoints: a training killed mid-epoch (or at an epoch boundary) and resumed in a FRESH process
 finishes with exactly the outcome of an uninterrupted run."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import torch
 from sampling import ArchSpec
 from study import Protocol, train_architecture
 from study.training import checkpoint as ckpt
+from trainer_standins import waveform_noise
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -53,7 +53,7 @@ torch.save({{"runs": [vars(r) for r in o.runs], "best": vars(o.best), "lr_min": 
 
 
 def run_fresh(kill: int, path: Path, out: Path) -> int:
-    script = SCRIPT.format(here=str(HERE), spec=SPEC.to_dict(), protocol=PROTOCOL.to_dict(), seed=SEED)
+    script = SCRIPT.format(here=str(ROOT / "tests"), spec=SPEC.to_dict(), protocol=PROTOCOL.to_dict(), seed=SEED)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-c", script, str(kill), str(path), str(out)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
@@ -67,13 +67,10 @@ def without_wall(records):
 
 @pytest.fixture(scope="module")
 def uninterrupted():
-    spec = importlib.util.spec_from_file_location("trainer_standins", HERE / "trainer_standins.py")
-    standins = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(standins)
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return train_architecture(SPEC, standins.waveform_noise(400, 200, 200, seed=1), seed=SEED, protocol=PROTOCOL)
+        return train_architecture(SPEC, waveform_noise(400, 200, 200, seed=1), seed=SEED, protocol=PROTOCOL)
     finally:
         torch.set_num_threads(n)
 

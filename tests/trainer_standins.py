@@ -1,6 +1,6 @@
 """Small slices of the real waveform-noise data for the trainer's tests (fast, yet the real generator).
 
-Test modules load it by path (they are not a package).
+Test modules import it by name (``pythonpath`` in the pytest config holds tests/).
 """
 
 from __future__ import annotations
