@@ -154,7 +154,7 @@ def test_report_command_imports_only_analysis_sampling_and_the_standard_library(
     code = "import sys, analysis, analysis.report; print('torch' in sys.modules)"
     root = str(Path(__file__).resolve().parents[2])
     res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                         env={"PYTHONPATH": root, "MPLBACKEND": "Agg", "PATH": "/usr/bin:/bin"})
+                         env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"})
     assert res.returncode == 0 and res.stdout.strip() == "False", res.stderr
 
 

@@ -9,6 +9,7 @@ from sampling import ArchSpec
 from study import build_network, frozen_statistics
 from study.bench import CASES, FIELDS, BenchCase, bench_case, gemm_ops, plain_model, step_flops
 from study.cli import main
+from study.training import allocator
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -67,16 +68,28 @@ def test_the_plain_baseline_computes_what_the_stacked_network_computes():
     assert torch.allclose(model.train()(x), expected, rtol=1e-12, atol=1e-12)
 
 
-def test_command_prints_json_rows(capsys):
+@pytest.fixture
+def malloc_settings(monkeypatch):
+    """The command is an entry point: it sets glibc's malloc up as a study worker does. Recorded here instead
+    of done, so this test process stays as it was (tests/study/test_training_allocator.py checks the real
+    thing in fresh interpreters)."""
+    calls = []
+    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append(True) or True)
+    return calls
+
+
+def test_command_prints_json_rows(capsys, malloc_settings):
     assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["case"] for r in rows] == ["small"] and set(FIELDS) <= set(rows[0]) and rows[0]["runs"] == 2
+    assert malloc_settings == [True]
 
 
-def test_command_prints_a_table(capsys):
+def test_command_prints_a_table(capsys, malloc_settings):
     assert main(["bench", "--quick", "--runs", "2", "--steps", "1", "--repeats", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split()[:3] == ["case", "params", "runs"] and out[1].split()[0] == "small"
+    assert malloc_settings == [True]
 
 
 @pytest.mark.parametrize("argv, message", [
