@@ -31,8 +31,9 @@ minibatch; networks run in batch mode with their running statistics untouched (N
   square) the sign of d s + t, the point of symmetry of each. torch's own activation modules, if a
   foreign network uses them, give the sign of their input.
 
-Mellor et al. use minibatches of 128 (``PROXY_BATCH``). A non-finite score (a network whose output or
-gradients overflow, a singular kernel, a constant Jacobian) is reported as NaN by ``study.measure``.
+Mellor et al. use minibatches of 128 (``study.metric_options.PROXY_BATCH``, the default ``proxy_batch_size``).
+A non-finite score (a network whose output or gradients overflow, a singular kernel, a constant Jacobian)
+is reported as NaN by ``study.measure``.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ import torch
 from torch import nn
 
 from ..layers import DTYPE, ActivationLayer
-from ..metric_options import PROXY_BATCH  # Mellor et al. (2021): 128, declared with the options
 from .gradients import scaled_cross_entropy
 from .nlc import batch_mode
 
