@@ -56,8 +56,13 @@ def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
         assert text in report, text
     assert "<b>Complete:</b>" in report and "Partial study" not in report
     assert f"all {r.planned:,} planned architectures" in report
-    # provenance: the study's own values (the synthetic study's host is "testhost"; a runner's is the machine's)
+    # no window given: the study's own where the study is large enough for it; 3 random draws are not
     a = r.architectures
+    n = int(((a["variant"] == "base") & (a["nlc"] > 0) & np.isfinite(a["nlc"]) & np.isfinite(a["test_error"])).sum())
+    assert 2 <= n < 20
+    assert (f"Window: the NLC paper's [1, 3]. The study is not large enough for its own window: {n} architectures: "
+            f"a bootstrap subsample holds {max(1, n // 4)} (&lt; 5)") in report
+    # provenance: the study's own values (the synthetic study's host is "testhost"; a runner's is the machine's)
     assert f"{a['host'].iloc[0]} ({(a['host'] == a['host'].iloc[0]).sum()})" in report
     assert f"<td class=\"l\">{r.config['package_version']}</td>" in report and r.dataset in report
     # every measured predictor has a row; the unmeasured ones are named as such
@@ -91,7 +96,7 @@ def test_partial_and_several_studies_in_one_report(tmp_path, synth, tiny_study_d
     # the two studies side by side: good ranges of the same factors, EDFs of the same axes
     assert '<section id="compare"><h2>Studies side by side</h2>' in html and '<a href="#compare">' in html
     compare = html[html.index('<section id="compare">'):html.index("</section>", html.index('<section id="compare">'))]
-    assert "<th>waveform-noise</th><th>digits</th>" in compare and "<td class=\"l\">NLC before training</td>" in compare
+    assert "<th>waveform-noise</th><th>digits</th>" in compare and "<td class=\"l\">NLC</td>" in compare
     assert re.findall(r'data-figure="([^"]+)"><img', compare) == [c.key for c in COMPARISON_FIGURES][::-1]
     assert len(IMG.findall(html)) == 2 * len(FIGURES) + len(COMPARISON_FIGURES)
     # a study where nothing has finished still gets its section
@@ -106,11 +111,6 @@ def test_cli_report_writes_the_file_and_reports_user_errors_in_one_line(tiny_stu
     assert out.exists() and "NLC window" in out.read_text(encoding="utf-8") and "[0.5, 4]" in out.read_text()
     assert "Window [0.5, 4]: given" in out.read_text()
     assert f"wrote {out}" in capsys.readouterr().out
-    # no window given: the study's own where it is large enough; 8 architectures are not
-    assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "20"]) == 0
-    assert ("Window: the NLC paper's [1, 3]. The study is not large enough for its own window: 8 architectures: a "
-            "bootstrap subsample holds 2 (&lt; 5)") in out.read_text()
-    capsys.readouterr()
     assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("archstudy report: error: load_results.study_dir = ")
