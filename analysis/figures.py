@@ -1,6 +1,8 @@
 """The report's figures: the NLC paper's (figures 2, 3A-C, 4, 7, 8, 9, 10; appendix E.2 says what each
 plots) and more (other metrics, proxies and baselines vs test error, sibling panels, predictor ranking,
-NLC pruning).
+NLC pruning), the design space (error EDFs per axis, good ranges as shaded bands, window scores in the
+ranking), several studies side by side (``COMPARISON_FIGURES``, drawn from a list of ``FigureData``), and
+training curves from a ``curves`` table (``fig_curves``).
 
 Each figure function takes a ``FigureData`` (one dataset) and returns a ``matplotlib.figure.Figure``
 drawn without pyplot (no display, no global state; rendering to PNG uses Agg). As in the paper, each

@@ -199,7 +199,7 @@ def activation_codes(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
 # below 2^21 (``det_mod``). One nonzero residue proves det != 0. Zero residues for primes whose product exceeds
 # Hadamard's bound |det K| <= prod_a |k_a|_2 prove det = 0, by the Chinese remainder theorem: det is then a
 # multiple of that product and smaller than it in absolute value. Cost: one O(B^3) elimination for a
-# nonsingular kernel; about B log2(|k_a|) / 20 of them for a singular one (128 examples, 128 units: 69).
+# nonsingular kernel; about B log2(|k_a|) / 20 of them for a singular one (128 examples, 128 units: 65).
 
 _MODULUS_BITS = 21
 
