@@ -7,14 +7,21 @@ load matplotlib and seaborn on first use, so loading results and computing stati
 from study.schema import SCHEMA_VERSION
 
 from .columns import AXES, BASELINES, PREDICTORS, Predictor
+from .edf import ErrorEDF, edf
+from .good_ranges import good_ranges, nlc_window
 from .pruning import PAPER_WINDOW, nlc_pruning, pruning_curve
 from .results import Results, load_results, planned_count
-from .stats import correlations, granulated_kendall, paired_effects, psi_table, sign_test
+from .stats import (
+    correlations, granulated_kendall, granulated_kendall_interval, granulated_kendall_tau_b, paired_effects, psi_table,
+    psi_table_tau_b, sign_test,
+)
+from .windows import window_predictors
 
 __all__ = [
-    "AXES", "BASELINES", "PAPER_WINDOW", "PREDICTORS", "Predictor", "Results", "SCHEMA_VERSION", "correlations",
-    "granulated_kendall", "load_results", "nlc_pruning", "paired_effects", "planned_count", "pruning_curve",
-    "psi_table", "sign_test", "write_report",
+    "AXES", "BASELINES", "ErrorEDF", "PAPER_WINDOW", "PREDICTORS", "Predictor", "Results", "SCHEMA_VERSION",
+    "correlations", "edf", "good_ranges", "nlc_window", "window_predictors",
+    "granulated_kendall", "granulated_kendall_interval", "granulated_kendall_tau_b", "load_results", "nlc_pruning", "paired_effects", "planned_count", "pruning_curve",
+    "psi_table", "psi_table_tau_b", "sign_test", "write_report",
 ]
 
 

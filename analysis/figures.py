@@ -1,6 +1,8 @@
 """The report's figures: the NLC paper's (figures 2, 3A-C, 4, 7, 8, 9, 10; appendix E.2 says what each
 plots) and more (other metrics, proxies and baselines vs test error, sibling panels, predictor ranking,
-NLC pruning).
+NLC pruning), the design space (error EDFs per axis, good ranges as shaded bands, window scores in the
+ranking), several studies side by side (``COMPARISON_FIGURES``, drawn from a list of ``FigureData``), and
+training curves from a ``curves`` table (``fig_curves``).
 
 Each figure function takes a ``FigureData`` (one dataset) and returns a ``matplotlib.figure.Figure``
 drawn without pyplot (no display, no global state; rendering to PNG uses Agg). As in the paper, each
@@ -27,6 +29,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 import seaborn as sns
 
 from .columns import PREDICTOR_BY_COLUMN, SIBLING_LEVELS, axis_level
+from .edf import ErrorEDF
 from .pruning import PAPER_WINDOW, pruning_curve
 from .stats import pearson_on_scale, sibling_pairs, sign_test, statistic_and_p
 from scipy import stats as sps
@@ -34,7 +37,7 @@ from scipy import stats as sps
 # A fixed title height: matplotlib otherwise measures every tick label of every panel to place titles,
 # which took most of the drawing time.
 THEME = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook", font_scale=0.75), "axes.titley": 1.0}
-RED, BLUE, BLACK, GREY = "#d62728", "#1f77b4", "#222222", "#999999"
+RED, BLUE, BLACK, GREY, GREEN = "#d62728", "#1f77b4", "#222222", "#999999", "#2ca02c"
 DPI = 80
 PANEL = (4.2, 3.3)  # inches per panel
 
@@ -55,12 +58,16 @@ def random_threshold(dataset: str, d_out: int | None) -> float:
 @dataclass
 class FigureData:
     """What one dataset's figures draw from: every finished architecture (``arch``), the correlation
-    table rows of the dataset (``corr``) and the NLC window of the pruning analysis."""
+    table rows of the dataset (``corr``), the NLC window of the pruning analysis, and the design-space
+    analysis (error EDFs, good ranges, window predictors)."""
 
     dataset: str
     arch: pd.DataFrame
     corr: pd.DataFrame = field(default_factory=pd.DataFrame)
     window: tuple[float, float] = PAPER_WINDOW
+    edf: ErrorEDF | None = None  # ``analysis.edf`` of the dataset
+    good: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.good_ranges``
+    windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.window_predictors``
 
     @property
     def sample(self) -> pd.DataFrame:
@@ -334,6 +341,11 @@ def _share_limits(axes) -> None:
 
 # -- more: other predictors vs test error ------------------------------------------------------------------------
 
+METRIC_GRID = ("ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error")
+PROXY_GRID = ("grad_norm", "snip", "synflow", "jacob_cov", "nwot")
+BASELINE_GRID = ("num_params", "width", "flops")
+
+
 def _grid(d: FigureData, columns: tuple[str, ...], ncols: int = 3) -> Figure:
     present = [c for c in columns if c in d.sample.columns]
     nrows = max(1, math.ceil(len(present) / ncols))
@@ -341,6 +353,7 @@ def _grid(d: FigureData, columns: tuple[str, ...], ncols: int = 3) -> Figure:
     for ax, col in zip(axes, present):
         p = PREDICTOR_BY_COLUMN.get(col)
         scatter(ax, d.sample, col, "test_error", logx=bool(p and p.log))
+        good_band(ax, d, col)
     for ax in axes[len(present):]:
         ax.set_visible(False)
     return fig
@@ -350,17 +363,17 @@ def fig_metrics(d: FigureData) -> Figure:
     """Activation ratio (the variability paper, *Variability of Neural Networks and Han-Layer*, eq. 5),
     variability (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3) and the gradient confounders of
     the NLC paper's section 6 vs test error."""
-    return _grid(d, ("ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error"))
+    return _grid(d, METRIC_GRID)
 
 
 def fig_proxies(d: FigureData) -> Figure:
     """Zero-cost proxies at initialization vs test error."""
-    return _grid(d, ("grad_norm", "snip", "synflow", "jacob_cov", "nwot"))
+    return _grid(d, PROXY_GRID)
 
 
 def fig_baselines(d: FigureData) -> Figure:
     """Trivial baselines vs test error (depth is figure 4)."""
-    return _grid(d, ("num_params", "width", "flops"))
+    return _grid(d, BASELINE_GRID)
 
 
 def sibling_figure(d: FigureData, axis: str) -> Figure:
@@ -432,13 +445,16 @@ def abs_interval(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def fig_ranking(d: FigureData) -> Figure:
     """Every predictor's |Kendall tau| with test error and its bootstrap interval, best first; trivial
-    baselines in grey, the best baseline's level as a dashed line."""
+    baselines in grey, the best baseline's level as a dashed line; the window scores of the U-shaped
+    metrics (``window_rows``) in green beside them."""
     c = d.corr[np.isfinite(d.corr["kendall"])] if len(d.corr) else d.corr
+    c = pd.concat([c, window_rows(d.windows)], ignore_index=True) if len(c) else c
     fig, (ax,) = new_figure(panel=(6.0, max(2.5, 0.28 * len(c) + 1.0)), left=2.2)
     with rc_context(THEME):
         if len(c):
             c = c.assign(abs_tau=c["kendall"].abs()).sort_values("abs_tau", ascending=False)
-            colors = [GREY if k == "baseline" else (BLUE if k == "proxy" else BLACK) for k in c["kind"]]
+            colors = [GREY if k == "baseline" else (BLUE if k == "proxy" else (GREEN if k == "window" else BLACK))
+                      for k in c["kind"]]
             y = np.arange(len(c))
             ax.barh(y, c["abs_tau"], color=colors)
             lo, hi = abs_interval(c["kendall_lo"].to_numpy(float), c["kendall_hi"].to_numpy(float))
@@ -453,7 +469,8 @@ def fig_ranking(d: FigureData) -> Figure:
         else:
             ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
         ax.set_xlabel("|Kendall τ| with test error (sign in brackets; bars: bootstrap interval)")
-        ax.set_title("black: init metrics, blue: proxies, grey: trivial baselines", fontsize=8)
+        ax.set_title("black: init metrics, blue: proxies, grey: trivial baselines,\ngreen: window scores "
+                     "(out of sample; bars: spread over splits)", fontsize=7)
     return fig
 
 
@@ -509,9 +526,11 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("ranking", "Predictor ranking by |Kendall τ| with test error, with bootstrap intervals.",
                fig_ranking, "more"),
     FigureSpec("metrics", "Activation ratio, variability, gradient confounders and the activation's NLC_τ(1) "
-               "and linear-approximation error vs test error.", fig_metrics, "more"),
-    FigureSpec("proxies", "Zero-cost proxies at initialization vs test error.", fig_proxies, "more"),
-    FigureSpec("baselines", "Trivial baselines vs test error.", fig_baselines, "more"),
+               "and linear-approximation error vs test error (shaded: good range, black line: its best value).",
+               fig_metrics, "more"),
+    FigureSpec("proxies", "Zero-cost proxies at initialization vs test error (shaded: good range).", fig_proxies,
+               "more"),
+    FigureSpec("baselines", "Trivial baselines vs test error (shaded: good range).", fig_baselines, "more"),
     FigureSpec("weights", "Householder vs dense: paired siblings and all architectures.",
                lambda d: sibling_figure(d, "weights"), "more"),
     FigureSpec("param", "GmP vs SP: paired siblings and all architectures.",
@@ -522,4 +541,269 @@ FIGURES: tuple[FigureSpec, ...] = (
                lambda d: sibling_figure(d, "skip"), "more"),
     FigureSpec("pruning", "NLC-guided pruning: compute saved and best test error lost as the NLC window widens.",
                fig_pruning, "more"),
+    FigureSpec("edf", "Error EDFs per level of every sampled axis (Radosavovic et al. 2019, section 3): the share "
+               "of architectures with test error at most e. Legend: level, n | min | mean. Dashed: the "
+               "complexity-normalized EDF, where the levels differ in size.", lambda d: fig_edf(d), "design"),
+    FigureSpec("good-ranges", "Good ranges (pycls's empirical bootstrap) of the NLC, bias, depth and the numeric "
+               "axes against test error; shaded: where the best architectures of 25% subsamples fall (2.5th to 97.5th "
+               "percentile), black line: their median; red dashes on the NLC: the NLC paper's window [1, 3]. The "
+               "other factors' bands are on their own scatters below (more predictors).", lambda d: fig_good_ranges(d),
+               "design"),
 )
+
+
+# -- the design space: error EDFs, good ranges, window scores, several studies, training curves ------------------
+
+def window_rows(windows: pd.DataFrame) -> pd.DataFrame:
+    """The window scores that join the predictor ranking: those of the U-shaped metrics (and always the
+    NLC's), as rows shaped like the correlation table's (``kendall`` = the mean out-of-sample tau, its
+    interval the spread over the splits), of kind "window"."""
+    if not len(windows):
+        return pd.DataFrame()
+    w = windows[(windows["u_shaped"] | (windows["metric"] == "nlc")) & np.isfinite(windows["tau"])]
+    return pd.DataFrame({"predictor": w["metric"] + ":window", "label": "window: " + w["label"],
+                         "kind": "window", "kendall": w["tau"], "kendall_lo": w["tau_lo"],
+                         "kendall_hi": w["tau_hi"]})
+
+
+def _edf_panel(ax, e: ErrorEDF, dataset: str, axis: str, *, normalized: bool = True, title: str | None = None,
+               colors: dict | None = None, legend: str = "stats") -> None:
+    """One axis' EDFs: a step line per level; dashed, the normalized EDF where the axis has more than one
+    shared complexity bin (the levels differ in size). ``colors``: level -> colour (default: in order);
+    ``legend``: "stats" (level: n | min | mean), "levels" (the names) or "none"."""
+    lv = e.levels[(e.levels["dataset"] == dataset) & (e.levels["axis"] == axis)]
+    cv = e.curves[(e.curves["dataset"] == dataset) & (e.curves["axis"] == axis)]
+    ks = e.ks[(e.ks["dataset"] == dataset) & (e.ks["axis"] == axis)]
+    differ = normalized and len(lv) and int(lv["bins"].max()) > 1
+    colors = colors or dict(zip(lv["level"], sns.color_palette("deep", len(lv))))
+    with rc_context(THEME):
+        for _, row in lv.iterrows():
+            c = cv[cv["level"] == row["level"]].sort_values("error")
+            x = np.concatenate([[c["error"].iloc[0]], c["error"].to_numpy()])
+            text = (f"{row['level']}: {int(row['n'])} | {row['min']:.3f} | {row['mean']:.3f}" if legend == "stats"
+                    else row["level"])
+            ax.plot(x, np.concatenate([[0.0], c["cdf"].to_numpy()]), drawstyle="steps-post",
+                    color=colors[row["level"]], lw=1.2, label=text)
+            if differ and np.isfinite(c["normalized_cdf"]).any():
+                ax.plot(x, np.concatenate([[0.0], c["normalized_cdf"].to_numpy()]), drawstyle="steps-post",
+                        color=colors[row["level"]], lw=0.9, ls="--")
+        if legend != "none":
+            ax.legend(fontsize=6, title="n | min | mean" if legend == "stats" else None, title_fontsize=6,
+                      loc="lower right")
+        ax.set_xlabel("test error")
+        ax.set_ylabel("cumulative share")
+        ax.set_ylim(0, 1.02)
+        if title is None:
+            top = ks.loc[ks["ks"].idxmax()] if len(ks) else None
+            title = axis if top is None else (f"{axis}: largest KS {top['ks']:.2f} ({top['a']} vs {top['b']}, "
+                                              f"p = {fmt_p(top['p'])})")
+        ax.set_title(title, fontsize=7)
+
+
+def _edf_axes(e: ErrorEDF | None, dataset: str) -> list[str]:
+    if e is None or not len(e.levels):
+        return []
+    return list(dict.fromkeys(e.levels.loc[e.levels["dataset"] == dataset, "axis"]))
+
+
+def fig_edf(d: FigureData) -> Figure:
+    """Error EDFs per level of every sampled axis with at least two levels (``analysis.edf``)."""
+    axes_names = _edf_axes(d.edf, d.dataset)
+    ncols = 3
+    fig, axes = new_figure(ncols=ncols, nrows=max(1, math.ceil(len(axes_names) / ncols)))
+    for ax, axis in zip(axes, axes_names):
+        _edf_panel(ax, d.edf, d.dataset, axis)
+    if not axes_names:
+        axes[0].text(0.5, 0.5, "no axis has two levels among the random draws", ha="center", va="center",
+                     transform=axes[0].transAxes, color=GREY)
+    for ax in axes[max(1, len(axes_names)):]:
+        ax.set_visible(False)
+    return fig
+
+
+def _band(ax, low: float, best: float, high: float, log: bool) -> None:
+    if np.isfinite(low) and np.isfinite(high):
+        ax.axvspan(low, high, color=BLUE, alpha=0.15, lw=0, zorder=0)
+    if np.isfinite(best):
+        ax.axvline(best, color=BLACK, lw=0.9, zorder=1)
+
+
+def _ranged(good: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
+    g = good if dataset is None or not len(good) else good[good["dataset"] == dataset]
+    return g[(g["n"] >= 3) & np.isfinite(g["low"]) & (g["min"] < g["max"])] if len(g) else g
+
+
+def good_band(ax, d: FigureData, column: str) -> None:
+    """The good range of ``column`` (``analysis.good_ranges``) shaded on a factor-vs-error scatter, its best
+    value as a black line (pycls's ``plot_values``), the range in the title; on the NLC, the paper's
+    window [1, 3] dashed in red."""
+    g = _ranged(d.good, d.dataset)
+    r = g[g["factor"] == column] if len(g) else g
+    if not len(r):
+        return
+    r = r.iloc[0]
+    _band(ax, r["low"], r["best"], r["high"], bool(r["log"]))
+    if column == "nlc":
+        for edge in PAPER_WINDOW:
+            ax.axvline(edge, color=RED, lw=0.8, ls="--", zorder=1)
+    ax.set_title(f"{ax.get_title()}\ngood range [{r['low']:.3g}, {r['high']:.3g}], best {r['best']:.3g}"
+                 + (" (U-shaped)" if r["u_shaped"] else ""), fontsize=7)
+
+
+def fig_good_ranges(d: FigureData) -> Figure:
+    """The factors with a good range (``analysis.good_ranges``) that no other scatter of the report shows
+    (the NLC, bias, depth, the numeric axes: the metric, proxy and baseline grids carry their own bands)
+    against test error, the random draws as points, the good range shaded (``good_band``)."""
+    g = _ranged(d.good, d.dataset)
+    g = g[~g["factor"].isin(METRIC_GRID + PROXY_GRID + BASELINE_GRID)] if len(g) else g
+    ncols = 4
+    fig, axes = new_figure(ncols=ncols, nrows=max(1, math.ceil(len(g) / ncols)), panel=(4.2, 3.5))
+    for ax, (_, r) in zip(axes, g.iterrows()):
+        scatter(ax, d.sample, r["factor"], "test_error", logx=bool(r["log"]), size=8, title=label(r["factor"]))
+        good_band(ax, d, r["factor"])
+    if not len(g):
+        axes[0].text(0.5, 0.5, "no factor has a good range", ha="center", va="center", transform=axes[0].transAxes,
+                     color=GREY)
+    for ax in axes[max(1, len(g)):]:
+        ax.set_visible(False)
+    return fig
+
+
+# Several studies (one per dataset) side by side, as pycls compares sweeps (``plot_edf``, ``plot_trends``).
+
+def fig_edf_compare(datas: list[FigureData]) -> Figure:
+    """Rows: the axes with two levels in at least one study; columns: the studies; each panel the axis'
+    error EDFs in that study (plain), one colour per level across the row, the x range shared along it
+    (the levels' n | min | mean are in each study's own EDF figure)."""
+    names = list(dict.fromkeys(a for d in datas for a in _edf_axes(d.edf, d.dataset)))
+    fig, axes = new_figure(ncols=len(datas), nrows=max(1, len(names)), panel=(4.2, 3.0))
+    grid = np.asarray(axes).reshape(max(1, len(names)), len(datas))
+    for i, axis in enumerate(names):
+        levels = list(dict.fromkeys(lv for d in datas if d.edf is not None
+                                    for lv in d.edf.levels.loc[(d.edf.levels["dataset"] == d.dataset)
+                                                               & (d.edf.levels["axis"] == axis), "level"]))
+        colors = dict(zip(levels, sns.color_palette("deep", len(levels))))
+        for j, d in enumerate(datas):
+            ax = grid[i, j]
+            if axis in _edf_axes(d.edf, d.dataset):
+                _edf_panel(ax, d.edf, d.dataset, axis, normalized=False, title=f"{d.dataset}: {axis}", colors=colors,
+                           legend="levels" if j == 0 else "none")
+            else:
+                ax.text(0.5, 0.5, f"{axis}: fewer than two levels", ha="center", va="center",
+                        transform=ax.transAxes, color=GREY)
+                ax.set_title(f"{d.dataset}: {axis}", fontsize=7)
+        lo = min(ax.get_xlim()[0] for ax in grid[i])
+        hi = max(ax.get_xlim()[1] for ax in grid[i])
+        for ax in grid[i]:
+            ax.set_xlim(lo, hi)
+    if not names:
+        grid[0, 0].text(0.5, 0.5, "no axis has two levels", ha="center", va="center", transform=grid[0, 0].transAxes,
+                        color=GREY)
+    return fig
+
+
+def fig_good_ranges_compare(datas: list[FigureData]) -> Figure:
+    """Per factor, one column per study (pycls's ``plot_trends``): the factor's observed range (light band),
+    its good range (darker band) and the best value (points), so where the good architectures lie can be
+    compared across datasets."""
+    ranged = [_ranged(d.good, d.dataset).set_index("factor") for d in datas]
+    factors = list(dict.fromkeys(f for g in ranged for f in g.index))
+    ncols = 4
+    fig, axes = new_figure(ncols=ncols, nrows=max(1, math.ceil(len(factors) / ncols)))
+    xs = np.arange(len(datas))
+    with rc_context(THEME):
+        for ax, factor in zip(axes, factors):
+            rows = [g.loc[factor] if factor in g.index else None for g in ranged]
+            get = lambda key: np.array([r[key] if r is not None else np.nan for r in rows], dtype=float)  # noqa: E731
+            ax.fill_between(xs, get("min"), get("max"), color=GREY, alpha=0.15, lw=0, step="mid")
+            ax.fill_between(xs, get("low"), get("high"), color=BLUE, alpha=0.3, lw=0, step="mid")
+            ax.plot(xs, get("best"), "o-", color=BLACK, ms=4, lw=0.8)
+            if factor == "nlc":
+                for edge in PAPER_WINDOW:
+                    ax.axhline(edge, color=RED, lw=0.8, ls="--")
+            log = any(r is not None and bool(r["log"]) for r in rows)
+            if log and np.nanmin(get("min")) > 0:
+                set_log(ax, "y")
+            ax.set_xticks(xs, [d.dataset for d in datas], fontsize=7)
+            ax.set_xlim(-0.5, len(datas) - 0.5)
+            ax.set_title(label(factor), fontsize=8)
+    if not factors:
+        axes[0].text(0.5, 0.5, "no factor has a good range", ha="center", va="center", transform=axes[0].transAxes,
+                     color=GREY)
+    for ax in axes[max(1, len(factors)):]:
+        ax.set_visible(False)
+    return fig
+
+
+@dataclass(frozen=True)
+class ComparisonSpec:
+    key: str
+    caption: str
+    draw: Callable[[list[FigureData]], Figure]
+
+
+COMPARISON_FIGURES: tuple[ComparisonSpec, ...] = (
+    ComparisonSpec("compare-edf", "Error EDFs of the same axes side by side across studies (one column per study).",
+                   fig_edf_compare),
+    ComparisonSpec("compare-good-ranges", "Good ranges across studies: per factor, the observed range (light), the "
+                   "good range (dark) and the best value (points) of each study; on the NLC, the paper's [1, 3] "
+                   "dashed in red.", fig_good_ranges_compare),
+)
+
+
+# Training curves (pycls's ``plot_curves``), drawn from a ``curves`` table: one row per architecture, run and
+# epoch with the columns below. The trainer does not write that table yet; this draws any DataFrame of that
+# shape, and the report will add it when studies carry one.
+CURVE_COLUMNS = ("arch_id", "lr_index", "epoch", "train_loss", "val_error", "lr")
+
+
+def curve_architectures(arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3,
+                        target: str = "test_error") -> list[tuple[str, str]]:
+    """(arch_id, why) of the ``n_best`` lowest-``target`` architectures and the ``n_typical`` closest to the
+    median ``target`` (the others), best first."""
+    a = arch[np.isfinite(arch[target].to_numpy(np.float64))].sort_values([target, "arch_id"], kind="stable")
+    best = a.head(n_best)
+    rest = a.iloc[n_best:]
+    typical = rest.iloc[np.argsort(np.abs(rest[target].to_numpy(np.float64) - a[target].median()),
+                                   kind="stable")[:n_typical]] if len(rest) else rest
+    return ([(i, f"best #{k + 1}") for k, i in enumerate(best["arch_id"])]
+            + [(i, "typical") for i in typical.sort_values(target, kind="stable")["arch_id"]])
+
+
+def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3) -> Figure:
+    """The selected run's training curves of the best and of typical architectures (``curve_architectures``),
+    one panel each: validation error (solid) and training loss (dashed) per epoch, the learning rate as
+    steps on a log axis at the right (its divisions by 3 show where the patience ran out), the best
+    validation error as a dotted line."""
+    missing = [c for c in CURVE_COLUMNS if c not in curves.columns]
+    if missing:
+        raise ValueError(f"fig_curves: the curves table lacks {', '.join(missing)} (needs {', '.join(CURVE_COLUMNS)})")
+    chosen = curve_architectures(arch, n_best, n_typical)
+    ncols = 3
+    fig, axes = new_figure(ncols=ncols, nrows=max(1, math.ceil(len(chosen) / ncols)))
+    selected = arch.set_index("arch_id")["lr_index"]
+    for ax, (arch_id, why) in zip(axes, chosen):
+        run = curves[(curves["arch_id"] == arch_id) & (curves["lr_index"] == selected.get(arch_id))]
+        run = run.sort_values("epoch")
+        with rc_context(THEME):
+            if len(run):
+                ax.plot(run["epoch"], run["val_error"], color=BLUE, lw=1.2, label="validation error")
+                ax.plot(run["epoch"], run["train_loss"], color=BLACK, lw=0.9, ls="--", label="training loss")
+                ax.axhline(run["val_error"].min(), color=BLUE, lw=0.7, ls=":")
+                lr_ax = ax.twinx()
+                lr_ax.plot(run["epoch"], run["lr"], color=RED, lw=0.8, drawstyle="steps-post", label="learning rate")
+                lr_ax.set_yscale("log")
+                lr_ax.set_ylabel("learning rate", color=RED, fontsize=7)
+                lr_ax.tick_params(labelsize=6, colors=RED)
+                lr_ax.grid(False)
+                ax.legend(fontsize=6, loc="upper right")
+            else:
+                ax.text(0.5, 0.5, "no curve of the selected run", ha="center", va="center", transform=ax.transAxes,
+                        color=GREY)
+            err = arch.loc[arch["arch_id"] == arch_id, "test_error"]
+            ax.set_title(f"{why}: {arch_id} (test error {float(err.iloc[0]):.3f})", fontsize=7)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("error / loss")
+    for ax in axes[max(1, len(chosen)):]:
+        ax.set_visible(False)
+    return fig

@@ -1,7 +1,8 @@
 """The HTML report: one self-contained file (images inline as base64 PNG, CSS inline, no scripts, no
 network) with a section per study (dataset): status, provenance and config, what predicts test error
-(correlations, granulated Kendall, lift over trivial baselines), paired sibling effects, NLC pruning,
-the NLC paper's figures and more.
+(correlations, granulated Kendall, lift over trivial baselines, window scores), the design space (error
+EDFs, good ranges, the study's own NLC window), paired sibling effects, NLC pruning, the NLC paper's
+figures and more; with several studies, their EDFs and good ranges side by side.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import os
 import platform
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -25,10 +26,13 @@ from sampling import SpecError
 from sampling.constraints import Integer, check
 
 from .columns import AXES, PREDICTOR_BY_COLUMN
-from .figures import FIGURES, FigureData, fmt_p, png_base64
+from .edf import ErrorEDF, edf
+from .figures import COMPARISON_FIGURES, FIGURES, FigureData, fmt_p, png_base64
+from .good_ranges import good_ranges, nlc_window
 from .pruning import PAPER_WINDOW, check_window, nlc_pruning
 from .results import Results, load_results, local_root
 from .stats import correlations, paired_effects, psi_table
+from .windows import window_predictors
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto; max-width: 1280px;
@@ -113,24 +117,53 @@ class Section:
     corr: pd.DataFrame
     psi: pd.DataFrame
     paired: pd.DataFrame
-    pruning: pd.DataFrame
-    window: tuple[float, float]
+    pruning: pd.DataFrame  # one row per window compared, ``label`` naming it (the first is the one used)
+    window: tuple[float, float]  # the pruning window used: given, or the study's own NLC window, or the paper's
+    edf: ErrorEDF | None = None
+    good: pd.DataFrame = field(default_factory=pd.DataFrame)
+    nlc_window: pd.DataFrame = field(default_factory=pd.DataFrame)
+    windows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    window_given: bool = True
 
     @property
     def arch(self) -> pd.DataFrame:
         return self.results.architectures
 
+    def figure_data(self) -> FigureData:
+        return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows)
+
 
 def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) -> Section:
+    """The section's numbers. ``window``: the pruning window, or None for the study's own NLC window where
+    the study is large enough for it (``good_ranges.nlc_window``), else the NLC paper's [1, 3]."""
     arch = results.architectures
-    if len(arch):
-        corr = correlations(arch, n_boot=n_boot, seed=seed)
-        psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
-        paired = paired_effects(arch)
-        pruning = nlc_pruning(arch, window)
-    else:
-        corr = psi = paired = pruning = pd.DataFrame()
-    return Section(results, anchor, corr, psi, paired, pruning, window)
+    if not len(arch):
+        empty = pd.DataFrame()
+        return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
+                       window_given=window is not None)
+    corr = correlations(arch, n_boot=n_boot, seed=seed)
+    psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
+    paired = paired_effects(arch)
+    own = nlc_window(arch, seed=seed)
+    used = window if window is not None else (
+        (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
+    return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
+                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
+                   windows=window_predictors(arch, seed=seed), window_given=window is not None)
+
+
+def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:
+    """``nlc_pruning`` for the window used and, beside it, the NLC paper's [1, 3] and the study's own good
+    range where each is not the one used; ``label`` names each."""
+    windows = [("given" if given else ("the study's own" if len(own) and own["source"].iloc[0] == "study"
+                                        else "the NLC paper's"), used)]
+    if tuple(used) != tuple(PAPER_WINDOW):
+        windows.append(("the NLC paper's", PAPER_WINDOW))
+    if len(own) and np.isfinite(own["low"].iloc[0]) and own["low"].iloc[0] < own["high"].iloc[0]:
+        band = (float(own["low"].iloc[0]), float(own["high"].iloc[0]))
+        if band != tuple(used):
+            windows.append(("the study's own" + ("" if bool(own["large_enough"].iloc[0]) else " (not stable)"), band))
+    return pd.concat([nlc_pruning(arch, w).assign(label=name) for name, w in windows], ignore_index=True)
 
 
 # -- rendering ------------------------------------------------------------------------------------------------
@@ -235,28 +268,41 @@ def correlations_html(s: Section) -> str:
             with_interval(r["pearson"], r["pearson_lo"], r["pearson_hi"]), fmt_p(r["pearson_p"]),
             with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]), fmt_p(r["spearman_p"]),
             with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]), fmt_p(r["kendall_p"]),
-            fmt(r["psi"], 2) + (f'<br><span class="ci">{int(r["psi_axes"])} axes, {int(r["psi_cells"])} cells</span>'
-                                if r["psi_cells"] else ""),
+            psi_cell(r), fmt(r["psi_tau_b"], 2),
             with_interval(r["lift"], r["lift_lo"], r["lift_hi"]),
         ])
         classes.append("baseline" if p is not None and p.kind == "baseline" else "")
     best = measured["best_baseline"].dropna()
     out = table(["rank", "predictor", "kind", "scale", "n", "Pearson r", "p", "Spearman ρ", "p",
-                 "Kendall τ", "p", "granulated Kendall Ψ", "lift over best baseline"], rows, left=4,
-                row_classes=classes)
+                 "Kendall τ", "p", "granulated Kendall Ψ", "Ψ over defined cells (τ-b)", "lift over best baseline"],
+                rows, left=4, row_classes=classes)
     notes = [
         "Pearson on log10 of the predictor where the scale says log (the NLC paper correlates on the log of "
         "what it plots on a log axis); intervals: percentile bootstrap over architectures "
         f"(the random draws, n above); rank by |τ|. Lift = |τ| − |τ| of the best trivial baseline "
         f"({esc(best.iloc[0]) if len(best) else '–'}), with its paired bootstrap interval.",
-        "Ψ (Jiang et al. 2020): the mean over sampled axes of the mean τ within cells of architectures that "
-        "differ only along that axis; such cells come from sibling architectures (a random draw almost never "
-        "repeats every other axis), so without siblings Ψ is undefined (–).",
+        "Ψ (Jiang et al. 2020, section 6.1, eq. 4-5, as defined there): the mean over sampled axes of the mean, "
+        "over the cells of architectures that differ only along that axis, of τ = the average sign agreement of "
+        "all pairs in the cell (ties count 0); every cell counts, one where the predictor is constant scores 0. "
+        "Interval: cells resampled within each axis. Such cells come from sibling architectures (a random draw "
+        "almost never repeats every other axis), so without siblings Ψ is undefined (–). The τ-b column is "
+        "another statistic: it averages τ-b over the cells where τ-b is defined, so it skips the cells where the "
+        "predictor is constant (a trivial baseline such as depth is constant in every sibling cell but the depth "
+        "axis', and there the two differ most).",
     ]
     if len(missing):
         notes.append("Fewer than 3 finite values (not switched on, or not finite where measured): "
                      + ", ".join(esc(v) for v in missing["label"]) + ".")
     return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
+
+
+def psi_cell(r) -> str:
+    """Jiang et al.'s Ψ with its interval and what it averages."""
+    if not r["psi_cells"]:
+        return "–"
+    ci = interval(r["psi_lo"], r["psi_hi"])
+    return (f"{fmt(r['psi'], 2)}{'<br>' + ci if ci else ''}<br><span class=\"ci\">{int(r['psi_axes'])} axes, "
+            f"{int(r['psi_cells'])} cells ({int(r['psi_constant_cells'])} constant)</span>")
 
 
 def psi_html(s: Section) -> str:
@@ -270,10 +316,13 @@ def psi_html(s: Section) -> str:
         sub = t[t["predictor"] == pred].set_index("axis")
         label = PREDICTOR_BY_COLUMN[pred].label if pred in PREDICTOR_BY_COLUMN else pred
         rows.append([esc(label)] + [
-            f"{fmt(sub.at[a, 'psi'], 2)} ({int(sub.at[a, 'cells'])})" if sub.at[a, "cells"] else "–" for a in axes])
+            f"{fmt(sub.at[a, 'psi'], 2)} ({int(sub.at[a, 'cells'])}"
+            + (f", {int(sub.at[a, 'constant_cells'])} constant)" if sub.at[a, "constant_cells"] else ")")
+            if sub.at[a, "cells"] else "–" for a in axes])
     return table(["predictor"] + [esc(a) for a in axes], rows) + (
-        '<p class="muted">ψ of each axis: mean Kendall τ between predictor and test error within the cells where '
-        "only that axis varies (number of cells in brackets; a cell where the predictor is constant has no τ).</p>")
+        '<p class="muted">ψ of each axis (Jiang et al. 2020, eq. 4): the mean over the cells where only that axis '
+        "varies of τ, the average sign agreement of predictor and test error over the cell's pairs (number of "
+        "cells in brackets; a cell where the predictor is constant scores 0 and is counted as constant).</p>")
 
 
 def paired_html(s: Section) -> str:
@@ -297,16 +346,126 @@ def pruning_html(s: Section) -> str:
     p = s.pruning
     if not len(p):
         return "<p>No finished architectures yet.</p>"
-    r = p.iloc[0]
-    rows = [[f"[{r['lo']:g}, {r['hi']:g}]", fmt(int(r["n"])), fmt(int(r["n_kept"])), fmt(int(r["n_skipped"])),
+    rows = [[esc(r["label"]) + (" (used)" if k == 0 else ""), window_text(r["lo"], r["hi"]), fmt(int(r["n"])),
+             fmt(int(r["n_kept"])), fmt(int(r["n_skipped"])),
              f"{fmt(r['saved_s'] / 3600)} h of {fmt(r['total_s'] / 3600)} h ({fmt(100 * r['saved_fraction'], 1)}%)",
-             fmt(r["best_error"], 4), fmt(r["best_error_kept"], 4), fmt(r["regret"], 4)]]
-    return table(["NLC window", "architectures", "kept", "skipped", "training time saved", "best test error",
-                  "best kept", "regret"], rows) + (
+             fmt(r["best_error"], 4), fmt(r["best_error_kept"], 4), fmt(r["regret"], 4)]
+            for k, (_, r) in enumerate(p.iterrows())]
+    return window_choice_html(s) + table(
+        ["window", "NLC window", "architectures", "kept", "skipped", "training time saved", "best test error",
+         "best kept", "regret"], rows, left=2) + (
         '<p class="muted">An architecture is trained only if its NLC at initialization lies in the window (the '
         "NLC paper: optimal test error needs an initial NLC of about 1 to 3). The NLC is measured before training, "
         "so skipping saves the recorded training time; regret = best test error among the kept − best overall. "
         "All finished architectures count, siblings included.</p>")
+
+
+def window_text(lo: float, hi: float) -> str:
+    """[lo, hi] with 3 significant digits ("[0.912, 3.47]"; the paper's "[1, 3]")."""
+    return f"[{lo:.3g}, {hi:.3g}]"
+
+
+def window_choice_html(s: Section) -> str:
+    """Which window the pruning analysis uses, and why."""
+    w = s.nlc_window
+    if s.window_given:
+        return f'<p>Window {window_text(*s.window)}: given (<code>--nlc-window</code>).</p>'
+    if not len(w):
+        return "<p>Window: the NLC paper's [1, 3] (no finite NLC and test error to find the study's own).</p>"
+    r = w.iloc[0]
+    if r["large_enough"]:
+        return (f"<p>Window: the study's own {window_text(r['lo'], r['hi'])}, its NLC's good range (the paper's "
+                f"is [1, 3]): the study is large enough, each end moving by at most {fmt(max(r['sd_low'], r['sd_high']), 2)} "
+                "decades over resamples of the study (see Good ranges).</p>")
+    return (f"<p>Window: the NLC paper's [1, 3]. The study is not large enough for its own window: "
+            f"{esc(r['reason'])}.</p>")
+
+
+def windows_html(s: Section) -> str:
+    """The window scores beside the raw metrics, out of sample."""
+    w = s.windows
+    if not len(w):
+        return "<p>Too few architectures to fit a window (at least 8 with a finite metric and test error).</p>"
+    w = w.assign(key=(~w["u_shaped"]).astype(int)).sort_values(["key", "gain"], ascending=[True, False])
+    rows = [[esc(r["label"]), "yes" if r["u_shaped"] else "no", fmt(int(r["n"])), fmt(r["centre"], 3),
+             f"{fmt(r['tau'], 2)} ± {fmt(r['tau_sd'], 2)}<br>{interval(r['tau_lo'], r['tau_hi'])}",
+             f"{fmt(r['raw_tau'], 2)} ± {fmt(r['raw_tau_sd'], 2)}", with_interval(r["gain"], r["gain_lo"], r["gain_hi"]),
+             fmt(r["kendall_full"], 2)] for _, r in w.iterrows()]
+    splits = int(w["splits"].max()) if len(w) else 0
+    return table(["metric", "U-shaped", "n", "window centre", "τ of the window distance (held out)",
+                  "τ of the raw metric (same halves)", "gain |τ| − |τ raw|", "τ raw, all"], rows) + (
+        '<p class="muted">Window distance: |log10 x − centre| (linear for metrics not on a log scale), the centre '
+        "being the middle of the metric's good range fitted on a random half of the architectures; Kendall τ with "
+        f"test error on the other half; {splits} random splits: mean ± sd, bracket: the central 95% of splits. "
+        "The raw metric's τ is taken on the same held-out halves. U-shaped: at least 10% of the architectures lie "
+        "on each side of the metric's good range; those, and the NLC, join the predictor ranking above (green).</p>")
+
+
+def edf_html(s: Section) -> str:
+    e = s.edf
+    if e is None or not len(e.levels):
+        return "<p>No sampled axis has two levels among the finished random draws.</p>"
+    ks = e.ks
+    rows = []
+    for axis in dict.fromkeys(e.levels["axis"]):
+        lv = e.levels[e.levels["axis"] == axis]
+        k = ks[ks["axis"] == axis]
+        top = k.loc[k["ks"].idxmax()] if len(k) else None
+        differ = int(lv["bins"].max()) > 1
+        rows.append([
+            esc(axis), "<br>".join(f"{esc(r['level'])}: {int(r['n'])} | {fmt(r['min'], 3)} | {fmt(r['mean'], 3)}"
+                                   for _, r in lv.iterrows()),
+            "–" if top is None else f"{fmt(top['ks'], 2)} ({esc(top['a'])} vs {esc(top['b'])})",
+            "–" if top is None else fmt_p(top["p"]),
+            "levels of one size" if not differ else
+            "–" if top is None else f"{fmt(k['ks_normalized'].max(), 2)} (p ≈ {fmt_p(k.loc[k['ks_normalized'].idxmax(), 'p_normalized'])})",
+        ])
+    return table(["axis", "level: n | min | mean test error", "largest KS", "p (KS test)",
+                  f"largest KS, normalized by {esc(e.complexity)}"], rows, left=2) + (
+        '<p class="muted">Error EDFs (Radosavovic et al. 2019, section 3) of the random draws per level of each '
+        "sampled axis (depth in bins). KS: the largest distance between two levels' EDFs, with scipy's two-sample "
+        "p-value. Normalized: each level reweighted so that its distribution of the complexity column is uniform "
+        "over the complexity bins (a tenth of a decade) that every level occupies; levels of one size (all in "
+        "one bin, as at one parameter budget) have normalized EDFs equal to their EDFs. Its p-value is "
+        "asymptotic with Kish's effective sample sizes (approximate).</p>")
+
+
+def good_ranges_html(s: Section) -> str:
+    g = s.good
+    if not len(g):
+        return "<p>No finished architectures yet.</p>"
+    g = g[(g["n"] >= 3) & np.isfinite(g["low"])]
+    rows, classes = [], []
+    for _, r in g.iterrows():
+        p = PREDICTOR_BY_COLUMN.get(r["factor"])
+        rows.append([esc(r["label"]), fmt(int(r["n"])), fmt(r["low"], 3), fmt(r["best"], 3), fmt(r["high"], 3),
+                     f"{fmt(r['min'], 3)} – {fmt(r['max'], 3)}", f"{fmt(100 * r['below'], 0)}% / {fmt(100 * r['above'], 0)}%",
+                     "yes" if r["u_shaped"] else "no"])
+        classes.append("baseline" if p is not None and p.kind == "baseline" else "")
+    return nlc_window_html(s) + table(
+        ["factor", "n", "low", "best", "high", "observed range", "below / above", "U-shaped"], rows,
+        row_classes=classes) + (
+        '<p class="muted">pycls\'s empirical bootstrap (Radosavovic et al. 2020, section 3.1): 2,500 subsamples of '
+        "25% of the random draws (with replacement), the factor's value at each subsample's lowest test error; low "
+        "and high are the 2.5th and 97.5th percentiles of those values and best their median (on a log scale "
+        "where the factor is plotted on one). Below / above: the share of all architectures outside the range.</p>")
+
+
+def nlc_window_html(s: Section) -> str:
+    w = s.nlc_window
+    if not len(w):
+        return ""
+    r = w.iloc[0]
+    if not np.isfinite(r["low"]):
+        return ""
+    verdict = ("large enough: it is the pruning analysis' default window" if r["large_enough"] else
+               f"not large enough to replace the paper's window: {esc(r['reason'])}")
+    sd = (f", each end moving by {fmt(r['sd_low'], 2)} / {fmt(r['sd_high'], 2)} decades over 50 resamples of the "
+          "study" if np.isfinite(r["sd_low"]) else "")
+    return (f'<div class="box {"done" if r["large_enough"] else "partial"}"><b>The study\'s own NLC window:</b> '
+            f"{window_text(r['low'], r['high'])} (best {r['best']:.3g}), beside the NLC paper's [1, 3]; "
+            f"{fmt(int(r['n']))} architectures{sd}; {verdict}.</div>")
+
 
 
 def failed_html(s: Section) -> str:
@@ -320,13 +479,15 @@ def failed_html(s: Section) -> str:
 
 def figure_html(s: Section, key: str, caption: str, draw) -> str:
     """One embedded figure; a figure that cannot be drawn shows its error instead of sinking the report."""
-    fid = f"{s.anchor}-{key}"
-    data = FigureData(s.results.dataset, s.arch, s.corr, s.window)
+    return embed(f"{s.anchor}-{key}", key, caption, lambda: draw(s.figure_data()), s.results.study_dir)
+
+
+def embed(fid: str, key: str, caption: str, draw, where: str) -> str:
+    """An inline PNG figure, or the error that kept it from being drawn."""
     try:
-        fig = draw(data)
-        src = png_base64(fig)
+        src = png_base64(draw())
     except Exception as e:  # noqa: BLE001 - shown in the report, with the figure named
-        print(f"archstudy report: figure {key} of {s.results.study_dir} failed: {e!r}", file=sys.stderr)
+        print(f"archstudy report: figure {key} of {where} failed: {e!r}", file=sys.stderr)
         return (f'<figure id="{fid}" data-figure="{key}"><div class="box error">Figure {esc(key)} could not be drawn: '
                 f"{esc(repr(e))}</div><figcaption>{esc(caption)}</figcaption></figure>")
     return (f'<figure id="{fid}" data-figure="{key}"><img alt="{esc(caption)}" src="data:image/png;base64,{src}">'
@@ -345,7 +506,10 @@ def section_html(s: Section) -> str:
 
         parts += [
             "<h3>What predicts test error</h3>", correlations_html(s), fig("ranking"),
+            "<h3>Window predictors</h3>", windows_html(s),
             "<h3>Granulated Kendall coefficient by axis</h3>", psi_html(s),
+            "<h3>Error distributions by axis (EDFs)</h3>", edf_html(s), fig("edf"),
+            "<h3>Good ranges</h3>", good_ranges_html(s), fig("good-ranges"),
             "<h3>Paired effects of sibling architectures</h3>", paired_html(s),
             fig("weights"), fig("param"), fig("norm"), fig("skip"),
             "<h3>NLC-guided pruning</h3>", pruning_html(s), fig("pruning"),
@@ -367,6 +531,7 @@ def overview_html(sections: list[Section]) -> str:
         measured = c[c["n"] >= 3] if len(c) else c
         top = measured[measured["rank"] == 1] if len(measured) else measured  # every predictor tied for first
         regret = s.pruning["regret"].iloc[0] if len(s.pruning) else math.nan
+        own = s.nlc_window.iloc[0] if len(s.nlc_window) else None
         rows.append([
             f'<a href="#{s.anchor}">{esc(r.dataset)}</a>', esc(r.study_dir),
             f"{r.n_finished:,} / {'?' if r.planned is None else f'{r.planned:,}'}", "yes" if r.complete else "no",
@@ -374,10 +539,39 @@ def overview_html(sections: list[Section]) -> str:
             (esc(top["label"].iloc[0]) if len(top) == 1 else f"tie of {len(top)}: "
              + ", ".join(esc(v) for v in top.sort_values("predictor")["label"])) if len(top) else "–",
             with_interval(top["kendall"].iloc[0], math.nan, math.nan) if len(top) else "–",
-            fmt(regret, 4),
+            "–" if own is None or not np.isfinite(own["low"]) else
+            window_text(own["low"], own["high"]) + ("" if own["large_enough"] else " (not stable)"),
+            f"{window_text(*s.window)}: {fmt(regret, 4)}",
         ])
     return table(["dataset", "study", "finished / planned", "complete", "Kendall τ of NLC", "best predictor",
-                  "its τ", "regret of NLC window"], rows, left=2)
+                  "its τ", "the study's NLC window", "regret of the pruning window"], rows, left=2)
+
+
+def comparison_html(sections: list[Section]) -> str:
+    """Several studies side by side (pycls compares sweeps): the good ranges of the same factors, the EDFs
+    of the same axes."""
+    have = [s for s in sections if s.results.n_finished]
+    if len(have) < 2:
+        return ""
+    factors = list(dict.fromkeys(f for s in have for f in s.good.loc[(s.good["n"] >= 3)
+                                                                     & np.isfinite(s.good["low"]), "factor"]))
+    rows = []
+    for f in factors:
+        cells = []
+        for s in have:
+            r = s.good[s.good["factor"] == f]
+            cells.append("–" if not len(r) or not np.isfinite(r["low"].iloc[0]) else
+                         f"[{r['low'].iloc[0]:.3g}, {r['high'].iloc[0]:.3g}]<br><span class=\"ci\">best "
+                         f"{r['best'].iloc[0]:.3g}</span>")
+        label = PREDICTOR_BY_COLUMN[f].label if f in PREDICTOR_BY_COLUMN else f
+        rows.append([esc(label)] + cells)
+    datas = [s.figure_data() for s in have]
+    figs = [embed(f"compare-{c.key}", c.key, c.caption, lambda c=c: c.draw(datas), "the comparison")
+            for c in COMPARISON_FIGURES]
+    return "\n".join([
+        '<section id="compare"><h2>Studies side by side</h2>',
+        "<h3>Good ranges</h3>", table(["factor"] + [esc(s.results.dataset) for s in have], rows), figs[1],
+        "<h3>Error EDFs</h3>", figs[0], "</section>"])
 
 
 def package_version() -> str:
@@ -393,6 +587,8 @@ def render(sections: list[Section]) -> str:
     """The whole HTML document."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     nav = "".join(f'<a href="#{s.anchor}">{esc(s.results.dataset)}</a>' for s in sections)
+    if sum(1 for s in sections if s.results.n_finished) > 1:
+        nav += '<a href="#compare">side by side</a>'
     body = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -400,7 +596,7 @@ def render(sections: list[Section]) -> str:
         "<h1>archstudy report: what predicts test error</h1>",
         f'<p class="muted">Drawn {now} by archstudy {esc(package_version())} on {esc(platform.node())} '
         f"(Python {platform.python_version()}).</p>",
-        f"<nav>{nav}</nav>", "<h2>Overview</h2>", overview_html(sections),
+        f"<nav>{nav}</nav>", "<h2>Overview</h2>", overview_html(sections), comparison_html(sections),
         *[section_html(s) for s in sections], "</body></html>",
     ]
     return "\n".join(body)
@@ -418,12 +614,13 @@ def _unique_anchors(results: list[Results]) -> list[str]:
     return out
 
 
-def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=PAPER_WINDOW) -> Path:
+def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=None) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
     ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path
     (written whole, then renamed). ``n_boot`` / ``seed``: the bootstrap; ``window``: the NLC window of the
-    pruning analysis (default the paper's [1, 3]). Works on partly finished studies and says so."""
+    pruning analysis (default None: each study's own NLC window where the study is large enough for it,
+    else the NLC paper's [1, 3]; ``good_ranges.nlc_window``). Works on partly finished studies and says so."""
     dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
     if not dirs:
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
@@ -436,7 +633,7 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=P
         seen.add(key)
     n_boot = check("write_report", "n_boot", Integer(0), n_boot)
     seed = check("write_report", "seed", Integer(0), seed)
-    window = check_window(window, "write_report")
+    window = None if window is None else check_window(window, "write_report")
     out = check_out(out, dirs)  # before the work: a bad path should not cost the analysis
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
     sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window)

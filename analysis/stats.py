@@ -5,7 +5,9 @@
   granulated Kendall coefficient Psi over the sampled axes, and each predictor's lift over the best
   trivial baseline; one row per predictor and dataset.
 * ``granulated_kendall``: Psi of Jiang et al. (2020), "Fantastic generalization measures and where to
-  find them", section 6.1, eq. 4-5.
+  find them", section 6.1, eq. 4-5, exactly as written (every cell counts, tau over all pairs), with
+  ``granulated_kendall_interval``; ``granulated_kendall_tau_b``: the variant that averages tau-b over
+  the cells where it is defined (a cell where the measure is constant is skipped instead of scoring 0).
 * ``paired_effects``: median test-error difference of sibling architectures with a sign test.
 
 The bootstrap resamples architectures with replacement. A resample is a vector of counts c (how often
@@ -261,8 +263,11 @@ def correlations(df: pd.DataFrame, target: str = "test_error", predictors: Itera
     Columns: ``pearson`` (on log10 of the predictor where ``log``; ``n_pearson`` points), ``spearman``,
     ``kendall`` (tau-b), each with ``_p`` (scipy's two-sided p-value) and ``_lo``/``_hi`` (percentile
     bootstrap interval at ``confidence`` over ``n_boot`` resamples of architectures, seeded by ``seed``;
-    every predictor of a dataset sees the same resamples); ``psi`` (granulated Kendall over ``axes``,
-    all variants, with ``psi_axes`` / ``psi_cells`` used); ``lift`` = |tau| - |tau of the best trivial
+    every predictor of a dataset sees the same resamples); ``psi`` (granulated Kendall of Jiang et al. over
+    ``axes``, all variants: ``granulated_kendall``, with ``psi_lo``/``psi_hi`` from resampled cells and
+    ``psi_axes`` / ``psi_cells`` / ``psi_constant_cells`` used); ``psi_tau_b`` (the variant averaging tau-b
+    over defined cells, ``granulated_kendall_tau_b``, with ``psi_tau_b_axes`` / ``psi_tau_b_cells``);
+    ``lift`` = |tau| - |tau of the best trivial
     baseline| (``best_baseline``) with its paired bootstrap interval; ``rank`` by |tau| (1 = best).
 
     The random sample for the pooled statistics is the rows whose ``variant`` is in ``variants``
@@ -301,20 +306,33 @@ def _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, 
     y_all = sample[target].to_numpy(np.float64)
     idx = bootstrap_indices(len(sample), n_boot, seed) if len(sample) else np.zeros((n_boot, 0), int)
     boot = SharedResamples(y_all, idx, method)
-    psi = psi_table(group, [p.column for p in preds], target, axes)
+    psi_b = psi_table_tau_b(group, [p.column for p in preds], target, axes)
+    cells = _axis_cells(group, axes)
     rows, abs_tau_boot = [], {}
     for p in preds:
         row, abs_tau_boot[p.column] = _one_predictor(p, sample[p.column].to_numpy(np.float64), y_all, boot,
                                                      confidence)
-        used = psi[(psi["predictor"] == p.column) & (psi["cells"] > 0)]
         rows.append({
             "dataset": ds, "predictor": p.column, "label": p.label, "kind": p.kind, "log": p.log, "target": target,
-            **row,
-            "psi": float(used["psi"].mean()) if len(used) else math.nan,
-            "psi_axes": int(len(used)), "psi_cells": int(used["cells"].sum()),
+            **row, **_psi_columns(_jiang_axes(group, p.column, target, axes, cells), n_boot, seed, confidence),
+            **_psi_tau_b_columns(psi_b[psi_b["predictor"] == p.column]),
         })
     _add_lift(rows, ds, abs_tau_boot, confidence)
     return rows
+
+
+def _psi_columns(per_axis: dict, n_boot: int, seed: int, confidence: float) -> dict:
+    """Jiang et al.'s Psi with its cell-bootstrap interval, and what it averages."""
+    lo, hi = percentile_interval(_psi_bootstrap(per_axis, n_boot, seed), confidence) if n_boot else (math.nan,) * 2
+    used = [(taus, constant) for taus, constant in per_axis.values() if len(taus)]
+    return {"psi": _psi_of(per_axis), "psi_lo": lo, "psi_hi": hi, "psi_axes": len(used),
+            "psi_cells": int(sum(len(t) for t, _ in used)), "psi_constant_cells": int(sum(c.sum() for _, c in used))}
+
+
+def _psi_tau_b_columns(t: pd.DataFrame) -> dict:
+    used = t[t["cells"] > 0]
+    return {"psi_tau_b": float(used["psi"].mean()) if len(used) else math.nan, "psi_tau_b_axes": int(len(used)),
+            "psi_tau_b_cells": int(used["cells"].sum())}
 
 
 _CORRELATION_COLUMNS = [
@@ -322,7 +340,8 @@ _CORRELATION_COLUMNS = [
     "pearson", "pearson_p", "pearson_lo", "pearson_hi",
     "spearman", "spearman_p", "spearman_lo", "spearman_hi",
     "kendall", "kendall_p", "kendall_lo", "kendall_hi",
-    "psi", "psi_axes", "psi_cells", "best_baseline", "lift", "lift_lo", "lift_hi",
+    "psi", "psi_lo", "psi_hi", "psi_axes", "psi_cells", "psi_constant_cells",
+    "psi_tau_b", "psi_tau_b_axes", "psi_tau_b_cells", "best_baseline", "lift", "lift_lo", "lift_hi",
 ]
 
 
@@ -411,13 +430,14 @@ def _cell_taus(x: np.ndarray, y: np.ndarray, i, j, cell) -> np.ndarray:
     return num[den > 0] / np.sqrt(den[den > 0])
 
 
-def psi_table(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_error",
-              axes: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
-    """psi_i for every predictor and axis i: the mean Kendall tau-b between predictor and target over
-    the cells of axis i, a cell being the architectures that agree on every other axis (so only axis i
-    varies in it). Cells with fewer than 2 architectures, or where predictor or target is constant
-    (tau undefined), are skipped; ``cells`` counts those used. Columns: predictor, axis, psi, cells."""
-    df = architectures_table(df, "psi_table")
+def psi_table_tau_b(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_error",
+                    axes: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+    """The tau-b variant of ``psi_table`` (not Jiang et al.'s definition): psi_i for every predictor and
+    axis i is the mean Kendall tau-b between predictor and target over the cells of axis i, a cell being
+    the architectures that agree on every other axis (so only axis i varies in it). Cells with fewer than
+    2 architectures, or where predictor or target is constant (tau-b undefined), are skipped; ``cells``
+    counts those used. Columns: predictor, axis, psi, cells."""
+    df = architectures_table(df, "psi_table_tau_b")
     axes = AXES if axes is None else axes
     y = df[target].to_numpy(np.float64)
     rows = []
@@ -431,13 +451,110 @@ def psi_table(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_e
     return pd.DataFrame(rows, columns=["predictor", "axis", "psi", "cells"])
 
 
-def granulated_kendall(df: pd.DataFrame, predictor: str, target: str = "test_error",
-                       axes: dict[str, tuple[str, ...]] | None = None) -> float:
-    """Psi = (1/n) sum_i psi_i over the axes i with at least one usable cell, psi_i the mean tau within
-    the cells where only axis i varies (Jiang et al. 2020, eq. 5). NaN when no axis has a cell."""
-    t = psi_table(df, [predictor], target, axes)
+def granulated_kendall_tau_b(df: pd.DataFrame, predictor: str, target: str = "test_error",
+                             axes: dict[str, tuple[str, ...]] | None = None) -> float:
+    """The tau-b variant of ``granulated_kendall``: the mean over axes of ``psi_table_tau_b``'s psi_i, over
+    the axes with at least one cell where tau-b is defined. NaN when no axis has one."""
+    t = psi_table_tau_b(df, [predictor], target, axes)
     used = t[t["cells"] > 0]
     return float(used["psi"].mean()) if len(used) else math.nan
+
+
+# Jiang et al. (2020), section 6.1. For the measure mu and the generalization g of a set T of models,
+#     tau(T) = 1 / (|T| (|T| - 1)) * sum_{(mu1, g1) in T} sum_{(mu2, g2) in T, != (mu1, g1)}
+#                  sign(mu1 - mu2) sign(g1 - g2)                        (their Kendall coefficient)
+# (ties count 0 and stay in the denominator: not tau-b). A cell of axis i is the set of models that share
+# every other axis' value; psi_i = (1 / m_i) sum over the m_i cells of tau(cell) (eq. 4), and
+# Psi = (1 / n) sum_i psi_i (eq. 5). Every cell counts: one where the measure (or g) is constant scores 0.
+# Here a cell is the finished architectures of one dataset agreeing on every other axis' fields that have
+# at least 2 architectures with a finite measure and target (Jiang et al.'s grid is full, so each of their
+# cells holds |Theta_i| >= 2 models; in a random study only sibling groups, and rare coincidences, do); an
+# axis without such a cell has no psi_i and is left out of the mean (eq. 5 over the axes that have one).
+
+def _jiang_cell_taus(x: np.ndarray, y: np.ndarray, cell: np.ndarray, i, j, pair_cell) -> tuple[np.ndarray, np.ndarray]:
+    """tau (Jiang et al.'s, above) of every cell with >= 2 rows where x and y are finite, and whether x is
+    constant there."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    size = np.bincount(cell[ok], minlength=int(cell.max()) + 1 if len(cell) else 0)
+    keep = ok[i] & ok[j]
+    i, j, pair_cell = i[keep], j[keep], pair_cell[keep]
+    sx = np.sign(x[i] - x[j])
+    agree = np.bincount(pair_cell, sx * np.sign(y[i] - y[j]), len(size))
+    varies = np.bincount(pair_cell, np.abs(sx), len(size)) > 0
+    cells = np.flatnonzero(size >= 2)
+    m = size[cells].astype(np.float64)
+    return agree[cells] / (m * (m - 1) / 2), ~varies[cells]  # unordered pairs: the same ratio as ordered ones
+
+
+def _axis_cells(df: pd.DataFrame, axes) -> dict[str, tuple]:
+    """{axis: (cell id of each row, and the pairs i, j, cell of ``_pairs``)}: what every predictor shares."""
+    out = {}
+    for axis in axes:
+        cell = _cells(df, axis, axes)
+        out[axis] = (cell, *_pairs(cell))
+    return out
+
+
+def _jiang_axes(df: pd.DataFrame, predictor: str, target: str, axes,
+                cells: dict[str, tuple] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{axis: (tau of each cell, whether the measure is constant in it)} for ``predictor``."""
+    x = df[predictor].to_numpy(np.float64)
+    y = df[target].to_numpy(np.float64)
+    cells = _axis_cells(df, axes) if cells is None else cells
+    return {axis: _jiang_cell_taus(x, y, *cells[axis]) for axis in axes}
+
+
+def psi_table(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_error",
+              axes: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+    """psi_i of Jiang et al. (2020), section 6.1, eq. 4, for every predictor and axis i: the mean over the
+    cells of axis i of tau (the average sign agreement over all pairs, ties counting 0), every cell
+    counting (see the comment above). Columns: predictor, axis, psi (NaN without cells), cells,
+    constant_cells (cells where the predictor is constant, each scoring 0)."""
+    df = architectures_table(df, "psi_table")
+    axes = AXES if axes is None else axes
+    cells = _axis_cells(df, axes)
+    rows = []
+    for name in predictors:
+        for axis, (taus, constant) in _jiang_axes(df, name, target, axes, cells).items():
+            rows.append({"predictor": name, "axis": axis, "psi": float(taus.mean()) if len(taus) else math.nan,
+                         "cells": int(len(taus)), "constant_cells": int(constant.sum())})
+    return pd.DataFrame(rows, columns=["predictor", "axis", "psi", "cells", "constant_cells"])
+
+
+def _psi_of(per_axis: dict[str, tuple[np.ndarray, np.ndarray]]) -> float:
+    means = [taus.mean() for taus, _ in per_axis.values() if len(taus)]
+    return float(np.mean(means)) if means else math.nan
+
+
+def _psi_bootstrap(per_axis: dict[str, tuple[np.ndarray, np.ndarray]], n_boot: int, seed: int) -> np.ndarray:
+    """Psi of ``n_boot`` resamples: within each axis its cells drawn with replacement (cells are the units
+    that eq. 4 averages; an architecture is in one cell per axis, so the axes' resamples are independent
+    draws, which ignores that a base draw's cells of different axes share it)."""
+    rng = np.random.default_rng(seed)
+    psis = [taus[rng.integers(0, len(taus), size=(n_boot, len(taus)))].mean(axis=1)
+            for taus, _ in per_axis.values() if len(taus)]
+    return np.mean(psis, axis=0) if psis else np.full(n_boot, math.nan)
+
+
+def granulated_kendall(df: pd.DataFrame, predictor: str, target: str = "test_error",
+                       axes: dict[str, tuple[str, ...]] | None = None) -> float:
+    """Psi = (1/n) sum_i psi_i (Jiang et al. 2020, section 6.1, eq. 5) over the axes i that have a cell,
+    psi_i from ``psi_table``. NaN when no axis has a cell."""
+    df = architectures_table(df, "granulated_kendall")
+    return _psi_of(_jiang_axes(df, predictor, target, AXES if axes is None else axes))
+
+
+def granulated_kendall_interval(df: pd.DataFrame, predictor: str, target: str = "test_error",
+                                axes: dict[str, tuple[str, ...]] | None = None, *, n_boot: int = 1000,
+                                seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``granulated_kendall``: cells resampled with replacement within
+    each axis (``_psi_bootstrap``). NaN when no axis has a cell."""
+    df = architectures_table(df, "granulated_kendall_interval")
+    n_boot = check("granulated_kendall_interval", "n_boot", Integer(1), n_boot)
+    confidence = check("granulated_kendall_interval", "confidence",
+                       Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
+    per_axis = _jiang_axes(df, predictor, target, AXES if axes is None else axes)
+    return percentile_interval(_psi_bootstrap(per_axis, n_boot, seed), confidence)
 
 
 # -- paired effects of siblings ----------------------------------------------------------------------------------

@@ -14,14 +14,16 @@ def register(sub) -> None:
         "report", help="draw the HTML report of one or more studies",
         description="Analyse one or more study directories (one per dataset, say) and write one self-contained "
         "HTML file: what predicts test error (Pearson, Spearman, Kendall with bootstrap intervals, granulated "
-        "Kendall, lift over trivial baselines), paired sibling effects, NLC pruning, and the NLC paper's "
-        "figures. Works on a study that is still running (it says so).")
+        "Kendall, lift over trivial baselines, window scores), error EDFs and good ranges of the design space (the "
+        "study's own NLC window among them), paired sibling effects, NLC pruning, and the NLC paper's figures; "
+        "several studies side by side. Works on a study that is still running (it says so).")
     p.add_argument("study_dirs", nargs="+", metavar="STUDY_DIR", help="study directory (or s3:// / gs:// prefix)")
     p.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per statistic (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-    p.add_argument("--nlc-window", type=float, nargs=2, default=(1.0, 3.0), metavar=("LO", "HI"),
-                   help="NLC window of the pruning analysis (default 1 3, the NLC paper's range)")
+    p.add_argument("--nlc-window", type=float, nargs=2, default=None, metavar=("LO", "HI"),
+                   help="NLC window of the pruning analysis (default: the study's own NLC window, its good range, "
+                   "where the study is large enough for it, else 1 3, the NLC paper's range)")
     p.set_defaults(func=run)
 
 
@@ -29,7 +31,8 @@ def run(args) -> int:
     from analysis import write_report
 
     t0 = time.perf_counter()
-    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=tuple(args.nlc_window))
+    window = None if args.nlc_window is None else tuple(args.nlc_window)
+    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=window)
     print(f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
           f"{time.perf_counter() - t0:.1f} s)", file=sys.stdout)
     return 0

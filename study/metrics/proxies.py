@@ -24,7 +24,8 @@ minibatch; networks run in batch mode with their running statistics untouched (N
   correlation matrix across examples with eigenvalues lambda_1..lambda_B,
       -sum_i [log(lambda_i + k) + 1 / (lambda_i + k)],  k = 1e-5.
 * NWOT (Mellor et al. 2021, v2): binary code c_x over all N_A activation units,
-      K_H[a, b] = N_A - Hamming(c_a, c_b),  score = log|det K_H|.
+      K_H[a, b] = N_A - Hamming(c_a, c_b),  score = log|det K_H|,
+  NaN when K_H is singular (rank below the batch size), decided exactly (``integer_det_is_zero``).
   The code bit of a unit is which side of tau's kink its argument d s + t lies on (s the pre-activation,
   d and t the dilation and shift of c tau(d s + t) + b): for relu active / inactive as in the paper; for
   abs, selu, even_tanh and odd_square the kink; for the smooth activations (tanh, sigmoid, gaussian,
@@ -189,17 +190,133 @@ def activation_codes(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return torch.cat(codes, dim=1)
 
 
-def nwot_of(codes: torch.Tensor) -> float:
-    """log|det K_H|, K_H[a, b] = N_A - Hamming(c_a, c_b) = c_a.c_b + (1 - c_a).(1 - c_b); NaN if singular.
+# -- exact singularity of the NWOT kernel ------------------------------------------------------------------------
+#
+# K_H = A A^T with A = [C, 1 - C] a 0/1 matrix, so K_H is an integer Gram matrix: rank K_H = rank A <= N_A + 1
+# (the columns of A span 1 and the N_A columns of C), and det K_H is an integer >= 0. Floating point cannot tell
+# an exactly singular K_H from a nonsingular one: slogdet of a rank-126 kernel of 128 examples returns a finite
+# "score". The determinant is decided exactly instead, by modular arithmetic: det K_H mod p for primes p just
+# below 2^21 (``det_mod``). One nonzero residue proves det != 0. Zero residues for primes whose product exceeds
+# Hadamard's bound |det K| <= prod_a |k_a|_2 prove det = 0, by the Chinese remainder theorem: det is then a
+# multiple of that product and smaller than it in absolute value. Cost: one O(B^3) elimination for a
+# nonsingular kernel; about B log2(|k_a|) / 20 of them for a singular one (128 examples, 128 units: 65).
 
-    K_H is an integer matrix, so a nonsingular one has |det| >= 1: a computed log-determinant below
-    log(1/2) is the rounding noise of a singular kernel (two examples with one code, or fewer units than
-    examples: rank K_H <= N_A + 1), not a score."""
-    c = codes.to(DTYPE)
-    kernel = c @ c.T + (1 - c) @ (1 - c).T
-    sign, logdet = torch.linalg.slogdet(kernel)
-    if float(sign) <= 0 or not float(logdet) >= math.log(0.5):
+_MODULUS_BITS = 21
+
+
+def _is_prime(n: int) -> bool:
+    """Miller-Rabin with bases 2, 3, 5, 7: deterministic below 3,215,031,751."""
+    if n < 2:
+        return False
+    for p in (2, 3, 5, 7):
+        if n % p == 0:
+            return n == p
+    d, r = n - 1, 0
+    while d % 2 == 0:
+        d, r = d // 2, r + 1
+    for a in (2, 3, 5, 7):
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(r - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _primes(count: int) -> list[int]:
+    """The ``count`` largest primes below 2^21, largest first (each above 2^20)."""
+    out, n = [], (1 << _MODULUS_BITS) - 1
+    while len(out) < count:
+        if _is_prime(n):
+            out.append(n)
+        n -= 2
+    return out
+
+
+def det_mod(k: np.ndarray, p: int) -> int:
+    """det k mod p (in [0, p)) of a square integer matrix, by Gaussian elimination over GF(p) for a prime
+    p < 2^21. Only the pivot row and column are reduced at each step: an update subtracts products below
+    p^2 < 2^42, so after all n steps an entry stays below (n + 1) 2^42 < 2^63 (n < 2^20), and the n^2 work
+    of a step is one multiply-subtract (a modulo of the whole block would cost three times as much)."""
+    m = np.mod(np.asarray(k, dtype=np.int64), p)
+    n, det = m.shape[0], 1
+    if n >= 1 << 20:
+        raise ValueError(f"det_mod: a {n} x {n} matrix could overflow int64")
+    for i in range(n):
+        col = m[i:, i] % p
+        nonzero = np.flatnonzero(col)
+        if not len(nonzero):
+            return 0
+        j = int(nonzero[0])
+        if j:
+            m[[i, i + j]] = m[[i + j, i]]
+            col[[0, j]] = col[[j, 0]]
+            det = p - det
+        pivot = int(col[0])
+        det = det * pivot % p
+        row = m[i, i:] % p * pow(pivot, p - 2, p) % p
+        m[i + 1:, i:] -= np.outer(col[1:], row)
+    return det
+
+
+def hadamard_bits(k: np.ndarray) -> float:
+    """log2 of Hadamard's bound prod_a |k_a|_2 >= |det k| (the squared row norms summed exactly in int64)."""
+    sq = (np.asarray(k, dtype=np.int64) ** 2).sum(axis=1)
+    return float(sum(0.5 * math.log2(int(v)) if v > 0 else -math.inf for v in sq))
+
+
+def _crt_primes(k: np.ndarray) -> list[int]:
+    """Primes whose product exceeds twice Hadamard's bound of k (each prime > 2^20; one spare for the
+    rounding of log2)."""
+    return _primes(math.ceil((hadamard_bits(k) + 1.0) / (_MODULUS_BITS - 1)) + 1)
+
+
+def integer_det_is_zero(k: np.ndarray) -> bool:
+    """Exactly whether det k = 0 for a square integer matrix whose squared row norms fit in int64 (see above)."""
+    if hadamard_bits(k) == -math.inf:
+        return True  # a zero row
+    # Stops at the first nonzero residue: one prime settles a nonsingular matrix (a prime that divides a
+    # nonzero det only costs the next one).
+    return all(det_mod(k, p) == 0 for p in _crt_primes(k))
+
+
+def integer_det(k: np.ndarray) -> int:
+    """det k exactly, as a Python int: its residues modulo ``_crt_primes(k)`` combined by the Chinese
+    remainder theorem, read as the symmetric residue (|det k| is below half the product)."""
+    if hadamard_bits(k) == -math.inf:
+        return 0
+    residue, modulus = 0, 1
+    for p in _crt_primes(k):
+        t = (det_mod(k, p) - residue) * pow(modulus, -1, p) % p
+        residue, modulus = residue + modulus * t, modulus * p
+    return residue if 2 * residue < modulus else residue - modulus
+
+
+def hamming_kernel(codes: torch.Tensor) -> np.ndarray:
+    """K_H[a, b] = N_A - Hamming(c_a, c_b) = c_a.c_b + (1 - c_a).(1 - c_b), exactly, as int64."""
+    c = codes.detach().cpu().numpy().astype(np.int64)
+    return c @ c.T + (1 - c) @ (1 - c).T
+
+
+def nwot_of(codes: torch.Tensor) -> float:
+    """log det K_H, K_H[a, b] = N_A - Hamming(c_a, c_b); NaN when K_H is singular (rank < batch size).
+
+    K_H is an integer Gram matrix, so it is singular or positive definite with det >= 1. Singularity is
+    decided exactly (``integer_det_is_zero``): the cheap certain cases first (two examples with one code,
+    or fewer than batch - 1 units: rank K_H <= N_A + 1), then modular determinants. A nonsingular kernel
+    scores its float64 log-determinant, or the log of its exact determinant where rounding gives a sign
+    other than +1 (it is positive definite)."""
+    kernel = hamming_kernel(codes)
+    b, n_units = codes.shape
+    if n_units + 1 < b or len(np.unique(codes.detach().cpu().numpy(), axis=0)) < b or integer_det_is_zero(kernel):
         return math.nan
+    sign, logdet = np.linalg.slogdet(kernel.astype(np.float64))
+    if sign <= 0 or not math.isfinite(logdet):
+        return math.log(integer_det(kernel))  # rounding beat a nonsingular kernel: its exact determinant
     return float(logdet)
 
 

@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import correlations, load_results, write_report
-from analysis.figures import FIGURES, FigureData, correlation_title
+from analysis.figures import COMPARISON_FIGURES, FIGURES, FigureData, correlation_title
 from study.cli import main
 
 import synthetic_study as synth
@@ -51,13 +52,20 @@ def test_report_is_self_contained(report):
 def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
     r = load_results(real_study_dir)
     for text in ("What predicts test error", "Kendall τ", "granulated Kendall Ψ", "lift over best baseline",
-                 "Granulated Kendall coefficient by axis", "Paired effects of sibling architectures",
-                 "sign test p", "NLC-guided pruning", "regret", "Provenance", "study.yaml", "Overview"):
+                 "Ψ over defined cells (τ-b)", "Window predictors", "Granulated Kendall coefficient by axis",
+                 "Error distributions by axis (EDFs)", "largest KS", "Good ranges", "U-shaped",
+                 "Paired effects of sibling architectures", "sign test p", "NLC-guided pruning", "regret",
+                 "Provenance", "study.yaml", "Overview"):
         assert text in report, text
     assert "<b>Complete:</b>" in report and "Partial study" not in report
     assert f"all {r.planned:,} planned architectures" in report
-    # provenance: the study's own values (the synthetic study's host is "testhost"; a runner's is the machine's)
+    # no window given: the study's own where the study is large enough for it; 3 random draws are not
     a = r.architectures
+    n = int(((a["variant"] == "base") & (a["nlc"] > 0) & np.isfinite(a["nlc"]) & np.isfinite(a["test_error"])).sum())
+    assert 2 <= n < 20
+    assert (f"Window: the NLC paper's [1, 3]. The study is not large enough for its own window: {n} architectures: "
+            f"a bootstrap subsample holds {max(1, n // 4)} (&lt; 5)") in report
+    # provenance: the study's own values (the synthetic study's host is "testhost"; a runner's is the machine's)
     assert f"{a['host'].iloc[0]} ({(a['host'] == a['host'].iloc[0]).sum()})" in report
     assert f"<td class=\"l\">{r.config['package_version']}</td>" in report and r.dataset in report
     # every measured predictor has a row; the unmeasured ones are named as such
@@ -85,10 +93,15 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
     html = write_report([tiny_study_dir, partial], tmp_path / "both.html", n_boot=50).read_text(encoding="utf-8")
     assert "<b>Partial study:</b> 6 of 10 planned architectures finished, 1 failed, 2 in progress" in html
     assert "<b>Complete:</b>" in html
-    assert html.count('<section id="') == 2
+    assert html.count('<section id="') == 3
     assert '<section id="waveform-noise">' in html and '<section id="digits">' in html
     assert '<a href="#digits">digits</a>' in html and "worker lost" in html
-    assert len(IMG.findall(html)) == 2 * len(FIGURES)
+    # the two studies side by side: good ranges of the same factors, EDFs of the same axes
+    assert '<section id="compare"><h2>Studies side by side</h2>' in html and '<a href="#compare">' in html
+    compare = html[html.index('<section id="compare">'):html.index("</section>", html.index('<section id="compare">'))]
+    assert "<th>waveform-noise</th><th>digits</th>" in compare and "<td class=\"l\">NLC</td>" in compare
+    assert re.findall(r'data-figure="([^"]+)"><img', compare) == [c.key for c in COMPARISON_FIGURES][::-1]
+    assert len(IMG.findall(html)) == 2 * len(FIGURES) + len(COMPARISON_FIGURES)
     # a study where nothing has finished still gets its section
     empty = synth.write_study(tmp_path / "empty", n=4, dataset="checkerboard", finished=[])
     html = write_report([empty], tmp_path / "empty.html", n_boot=10).read_text(encoding="utf-8")
@@ -99,6 +112,7 @@ def test_cli_report_writes_the_file_and_reports_user_errors_in_one_line(tiny_stu
     out = tmp_path / "r.html"
     assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "20", "--nlc-window", "0.5", "4"]) == 0
     assert out.exists() and "NLC window" in out.read_text(encoding="utf-8") and "[0.5, 4]" in out.read_text()
+    assert "Window [0.5, 4]: given" in out.read_text()
     assert f"wrote {out}" in capsys.readouterr().out
     assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "x.html")]) == 2
     err = capsys.readouterr().err.strip()
@@ -285,3 +299,58 @@ def test_the_analysis_functions_take_a_results_as_well_as_its_table(tiny_study_d
     with pytest.raises(SpecError, match=r"^correlations\.df = 'list': must be a pandas DataFrame or an "
                                         r"analysis\.Results$"):
         correlations([1, 2])
+
+
+def test_the_pruning_analysis_defaults_to_the_studys_own_window_when_it_is_large_enough():
+    """The section's numbers without figures (``analyse``) on a 120-architecture windowed population: the
+    study's own NLC window is stable, so pruning uses it, with the paper's [1, 3] beside it; the HTML says
+    which window is used and why, prints the study's window beside the paper's, and lists the NLC's window
+    score in the window-predictor table. A 30-architecture one keeps the paper's window."""
+    from analysis import Results
+    from analysis.report import (
+        analyse, good_ranges_html, nlc_window_html, pruning_html, window_text, windows_html,
+    )
+
+    from analysis.columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED
+    from analysis.results import typed
+
+    def results(n):  # every other column of the contract present and empty, as for an older runner's files
+        arch = typed(synth.window_population(n, seed=0).assign(train_s=10.0, total_s=11.0), ARCHITECTURE_DTYPES,
+                     ARCHITECTURE_REQUIRED, "synthetic")
+        return Results(study_dir="synthetic", config={"dataset": "waveform-noise"}, architectures=arch,
+                       runs=pd.DataFrame(), failed=[], in_progress=0, planned=n)
+
+    s = analyse(results(120), "w", n_boot=20, seed=0, window=None)
+    own = s.nlc_window.iloc[0]
+    assert own["large_enough"] and s.window == (own["low"], own["high"]) and not s.window_given
+    assert s.pruning["label"].tolist() == ["the study's own", "the NLC paper's"]
+    assert s.pruning[["lo", "hi"]].to_numpy().tolist() == [list(s.window), [1.0, 3.0]]
+    html = pruning_html(s)
+    assert f"Window: the study's own {window_text(*s.window)}, its NLC's good range (the paper's is [1, 3])" in html
+    assert "the study&#x27;s own (used)" in html  # the label, HTML-escaped
+    box = nlc_window_html(s)
+    assert f"<b>The study's own NLC window:</b> {window_text(own['low'], own['high'])}" in box
+    assert "beside the NLC paper's [1, 3]" in box and "it is the pruning analysis' default window" in box
+    assert box in good_ranges_html(s)
+    nlc_row = s.windows.set_index("metric").loc["nlc"]
+    assert nlc_row["u_shaped"] and nlc_row["tau"] > nlc_row["raw_tau"]
+    assert f"{nlc_row['tau']:.2f} ± {nlc_row['tau_sd']:.2f}" in windows_html(s)
+
+    small = analyse(results(30), "w", n_boot=20, seed=0, window=None)
+    assert small.window == (1.0, 3.0) and small.pruning["label"].tolist()[:1] == ["the NLC paper's"]
+    assert small.pruning["label"].tolist()[1:] == ["the study's own (not stable)"]
+    assert "The study is not large enough for its own window: the band is not stable" in pruning_html(small)
+    given = analyse(results(120), "w", n_boot=20, seed=0, window=(0.5, 4.0))
+    assert given.window == (0.5, 4.0) and given.pruning["label"].tolist() == [
+        "given", "the NLC paper's", "the study's own"]
+
+
+def test_the_report_shows_both_granulated_kendalls_of_depth(report, real_study_dir):
+    """Depth is constant in every sibling cell: Jiang's Ψ counts those cells as 0, the τ-b variant skips them."""
+    c = correlations(load_results(real_study_dir).architectures, n_boot=10).set_index("predictor")
+    row = re.search(r'<td class="l">depth</td>.*?</tr>', report, re.S)[0]
+    cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+    psi_cell, tau_b_cell = cells[7], cells[8]  # after n, Pearson, p, Spearman, p, Kendall, p
+    assert psi_cell.startswith(f"{c.loc['depth', 'psi']:.2f}") and c.loc["depth", "psi_constant_cells"] > 0
+    assert f"{int(c.loc['depth', 'psi_cells'])} cells ({int(c.loc['depth', 'psi_constant_cells'])} constant)" in psi_cell
+    assert tau_b_cell == ("–" if np.isnan(c.loc["depth", "psi_tau_b"]) else f"{c.loc['depth', 'psi_tau_b']:.2f}")

@@ -10,7 +10,10 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from analysis import correlations, granulated_kendall, psi_table
+from analysis import (
+    correlations, granulated_kendall, granulated_kendall_interval, granulated_kendall_tau_b, psi_table,
+    psi_table_tau_b,
+)
 from analysis.columns import AXES
 from analysis.stats import (
     boot_kendall, boot_pearson, boot_spearman, bootstrap_indices, bootstrap_statistic, counts, pearson_on_scale,
@@ -146,29 +149,90 @@ def test_bootstrap_is_seeded():
 
 # -- granulated Kendall --------------------------------------------------------------------------------------------
 
-def test_granulated_psi_matches_a_hand_computation():
-    """depth x norm grid. Depth cells (norm fixed): none: x (1,2,3), y (.1,.3,.2): 2 concordant, 1
-    discordant pair, tau = 1/3; batch: x (1,5,4), y (.5,.4,.6): 1 concordant, 2 discordant, tau = -1/3;
-    psi_depth = 0. Norm cells (depth fixed): depth 3: x tied (1, 1), no tau, skipped; depth 5 and 7:
-    x and y both increase, tau = 1; psi_norm = 1. Psi = (0 + 1) / 2 = 0.5. Every other axis: one
-    architecture per cell, skipped."""
+def test_granulated_psi_matches_a_hand_computation_of_jiangs_equations():
+    """Jiang et al. (2020), section 6.1 (tau over all pairs, eq. 4-5) by hand on a depth x norm grid. Depth cells (norm fixed):
+    none: x (1,2,3), y (.1,.3,.2): 2 concordant, 1 discordant of 3 pairs, tau = 1/3; batch: x (1,5,4),
+    y (.5,.4,.6): 1 concordant, 2 discordant, tau = -1/3; psi_depth = 0. Norm cells (depth fixed): depth 3:
+    x constant (1, 1): the cell scores 0 and counts; depth 5 and 7: x and y both increase, tau = 1;
+    psi_norm = (0 + 1 + 1) / 3. Psi = (0 + 2/3) / 2 = 1/3. Every other axis: one architecture per cell,
+    so no cell."""
     g = grid({"norm": ["none", "batch"], "depth": [3, 5, 7]})
     g["x"] = [1, 2, 3, 1, 5, 4]
     g["test_error"] = [0.1, 0.3, 0.2, 0.5, 0.4, 0.6]
     t = psi_table(g, ["x"]).set_index("axis")
     assert t.loc["depth", "psi"] == pytest.approx(0.0) and t.loc["depth", "cells"] == 2
-    assert t.loc["norm", "psi"] == pytest.approx(1.0) and t.loc["norm", "cells"] == 2
-    assert (t.drop(["depth", "norm"])["cells"] == 0).all()
-    assert granulated_kendall(g, "x") == pytest.approx(0.5)
-    # the same numbers with only the two axes declared
-    two = {"depth": ("depth",), "norm": ("norm",)}
-    assert granulated_kendall(g, "x", axes=two) == pytest.approx(0.5)
-    # a cell's tau is tau-b of scipy: a tie in the target inside the depth/none cell
+    assert t.loc["norm", "psi"] == pytest.approx(2 / 3) and t.loc["norm", "cells"] == 3
+    assert t.loc["norm", "constant_cells"] == 1 and t.loc["depth", "constant_cells"] == 0
+    assert (t.drop(["depth", "norm"])["cells"] == 0).all() and t.drop(["depth", "norm"])["psi"].isna().all()
+    assert granulated_kendall(g, "x") == pytest.approx(1 / 3)
+    two = {"depth": ("depth",), "norm": ("norm",)}  # the same numbers with only the two axes declared
+    assert granulated_kendall(g, "x", axes=two) == pytest.approx(1 / 3)
+    # Jiang's tau is not tau-b: a tie in the target inside the depth/none cell, x (1,2,3), y (.1,.3,.3): pairs
+    # (1,2) +1, (1,3) +1, (2,3) 0: tau = 2/3 (tau-b would be 2 / sqrt(3 * 2) = 0.816)
     g2 = g.copy()
     g2.loc[2, "test_error"] = 0.3
-    t2 = psi_table(g2, ["x"]).set_index("axis")
+    assert psi_table(g2, ["x"]).set_index("axis").loc["depth", "psi"] == pytest.approx((2 / 3 - 1 / 3) / 2)
+    # a non-finite measure leaves its row out of its cells: depth 3 / batch gone, so the norm cell of depth 3
+    # has one architecture and no longer counts
+    g3 = g.copy()
+    g3.loc[3, "x"] = np.nan
+    t3 = psi_table(g3, ["x"]).set_index("axis")
+    assert t3.loc["norm", "cells"] == 2 and t3.loc["norm", "psi"] == pytest.approx(1.0)
+    # depth cells: none (1,2,3) keeps tau = 1/3; batch is left with x (5, 4), y (.4, .6): tau = -1
+    assert t3.loc["depth", "psi"] == pytest.approx((1 / 3 - 1) / 2)
+
+
+def test_the_tau_b_variant_skips_cells_where_the_measure_is_constant():
+    """The same grid with the variant averaging tau-b over defined cells: the norm cell of depth 3 (x
+    constant) is skipped, psi_norm = 1 and Psi = (0 + 1) / 2 = 0.5; a tie in the target gives scipy's tau-b."""
+    g = grid({"norm": ["none", "batch"], "depth": [3, 5, 7]})
+    g["x"] = [1, 2, 3, 1, 5, 4]
+    g["test_error"] = [0.1, 0.3, 0.2, 0.5, 0.4, 0.6]
+    t = psi_table_tau_b(g, ["x"]).set_index("axis")
+    assert t.loc["depth", "psi"] == pytest.approx(0.0) and t.loc["depth", "cells"] == 2
+    assert t.loc["norm", "psi"] == pytest.approx(1.0) and t.loc["norm", "cells"] == 2
+    assert (t.drop(["depth", "norm"])["cells"] == 0).all()
+    assert granulated_kendall_tau_b(g, "x") == pytest.approx(0.5)
+    g2 = g.copy()
+    g2.loc[2, "test_error"] = 0.3
     want = (sps.kendalltau([1, 2, 3], [0.1, 0.3, 0.3]).statistic + (-1 / 3)) / 2
-    assert t2.loc["depth", "psi"] == pytest.approx(want)
+    assert psi_table_tau_b(g2, ["x"]).set_index("axis").loc["depth", "psi"] == pytest.approx(want)
+    c = correlations(g, predictors=["x"], n_boot=50).iloc[0]
+    assert c["psi"] == pytest.approx(1 / 3) and c["psi_tau_b"] == pytest.approx(0.5)
+    assert (c["psi_cells"], c["psi_constant_cells"], c["psi_tau_b_cells"]) == (5, 1, 4)
+
+
+def test_a_baseline_constant_in_most_cells_separates_the_two_definitions():
+    """``depth`` as a predictor on a depth x norm grid: constant in every norm cell. Jiang's Psi counts those
+    cells as 0; the tau-b variant skips them and averages the depth axis alone."""
+    g = grid({"norm": ["none", "batch", "layer"], "depth": [3, 5, 7, 9]})
+    g["test_error"] = 0.01 * g["depth"] + np.where(g["norm"] == "none", 0.0, 0.1) + [0.001 * k for k in range(12)]
+    # depth axis: within each norm, error increases with depth: tau = 1 in its 3 cells; norm axis: 4 cells, 0 each
+    assert granulated_kendall(g, "depth") == pytest.approx((1.0 + 0.0) / 2)
+    assert granulated_kendall_tau_b(g, "depth") == pytest.approx(1.0)
+
+
+def test_the_interval_of_psi_resamples_cells_within_axes():
+    """Two axes with cell taus known: depth cells all +1 (psi_depth = 1 in every resample), norm cells +1 and
+    -1 in equal numbers: Psi* = (1 + mean of resampled norm taus) / 2, whose 95% interval is that of a
+    binomial mean of m = 8 cells; checked against the same draws made by hand."""
+    g = grid({"norm": ["none", "batch"], "depth": [3, 5, 7, 9, 11, 13, 15, 17]})
+    # norm cells (one per depth): y increases with x in 4 depths, decreases in 4
+    sign = np.where(g["depth"].isin([3, 7, 11, 15]), 1.0, -1.0)
+    g["x"] = np.where(g["norm"] == "none", 0.0, 1.0) + 0.01 * g["depth"]
+    g["test_error"] = sign * np.where(g["norm"] == "none", 0.0, 0.01) + 0.1 * g["depth"]
+    # depth cells (one per norm): both increase with depth: tau = 1
+    t = psi_table(g, ["x"]).set_index("axis")
+    assert t.loc["depth", "psi"] == pytest.approx(1.0) and t.loc["norm", "psi"] == pytest.approx(0.0)
+    lo, hi = granulated_kendall_interval(g, "x", n_boot=4000, seed=3)
+    # by hand: the depth axis' 2 cells, then the norm axis' 8 cells (dict order of AXES), from one generator
+    rng = np.random.default_rng(3)
+    norm_taus = np.array([1.0 if d in (3, 7, 11, 15) else -1.0 for d in sorted(set(g["depth"]))])
+    depth_draw = np.ones(2)[rng.integers(0, 2, size=(4000, 2))].mean(axis=1)
+    norm_draw = norm_taus[rng.integers(0, 8, size=(4000, 8))].mean(axis=1)
+    want = np.quantile((depth_draw + norm_draw) / 2, [0.025, 0.975])
+    assert (lo, hi) == pytest.approx(tuple(want))
+    assert -0.5 < lo < 0.5 < hi <= 1.0
 
 
 def test_psi_cells_are_per_dataset_and_skip_axis_groups_its_fields():
@@ -178,6 +242,7 @@ def test_psi_cells_are_per_dataset_and_skip_axis_groups_its_fields():
     # skip_strength changes together with skip (part of the skip axis): still one cell per depth
     g.loc[g["skip"] != "none", "skip_strength"] = 0.5
     assert psi_table(g, ["x"]).set_index("axis").loc["skip", "cells"] == 2
+    assert psi_table_tau_b(g, ["x"]).set_index("axis").loc["skip", "cells"] == 2
     other = g.assign(dataset="other", test_error=-g["test_error"])
     both = pd.concat([g, other], ignore_index=True)
     t = psi_table(both, ["x"]).set_index("axis")

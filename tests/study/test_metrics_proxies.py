@@ -128,6 +128,86 @@ def test_nwot_of_a_singular_kernel_is_nan():
     assert math.isnan(nwot(build_network(spec, seed=3), x))
 
 
+def exact_rank(codes: np.ndarray) -> int:
+    """rank over the rationals of A = [C, 1 - C] (= rank K_H, K_H = A A^T), by sympy's exact elimination over
+    the integers: independent of the modular determinants of ``nwot_of``."""
+    from sympy import ZZ, Matrix
+    from sympy.polys.matrices import DomainMatrix
+
+    a = np.hstack([codes, 1 - codes]).astype(int)
+    return DomainMatrix.from_Matrix(Matrix(a.tolist())).convert_to(ZZ).rank()
+
+
+@pytest.mark.parametrize("norm, draw, rank", [
+    # relu depth 5, width 32, d_in 20, Gaussian bias, network seed 0, 128 Gaussian inputs (torch, seed 0)
+    ("none", lambda: torch.randn(128, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64), 126),
+    # the same with layernorm and numpy's generator: rank 123 of 128
+    ("layer", lambda: torch.from_numpy(np.random.default_rng(0).standard_normal((20, 128)).T.copy()), 123),
+])
+def test_nwot_of_an_exactly_singular_kernel_of_distinct_codes_is_nan(norm, draw, rank):
+    """128 distinct codes of 128 units (so no shortcut applies), rank below 128: floating point gives a finite,
+    positive-signed log-determinant (``nwot`` returned 238.7 and 163.6), the exact decision gives NaN."""
+    from study.metrics.proxies import hamming_kernel
+
+    net = build_network(ArchSpec(depth=5, width=32, d_in=20, d_out=3, activation="relu", bias_init="gaussian",
+                                 norm=norm), seed=0)
+    x = draw()
+    codes = activation_codes(net, x).numpy().astype(np.int64)
+    assert len(np.unique(codes, axis=0)) == 128 and codes.shape[1] + 1 >= 128
+    assert exact_rank(codes) == rank
+    # what ``nwot`` computed before: torch's float64 slogdet, rounding noise that looks like a score
+    sign, logdet = torch.linalg.slogdet(torch.from_numpy(hamming_kernel(torch.from_numpy(codes))).double())
+    assert sign > 0 and math.isfinite(logdet) and logdet > 100
+    assert math.isnan(nwot(net, x))
+
+
+def test_nwot_of_a_full_rank_kernel_is_its_log_determinant(monkeypatch):
+    """Width 64: the score equals numpy's log-determinant of the kernel built by hand from Hamming distances
+    and the log of its exact determinant (so nonzero: full rank), and the exact one is what is returned where
+    rounding is taken to have missed the sign (the fallback)."""
+    from study.metrics.proxies import integer_det, nwot_of
+
+    net = build_network(ArchSpec(depth=5, width=64, d_in=20, d_out=3, activation="relu", bias_init="gaussian"),
+                        seed=0)
+    x = torch.randn(128, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    codes = activation_codes(net, x).numpy()
+    n_units = codes.shape[1]
+    kernel = n_units - (codes[:, None, :] != codes[None, :, :]).sum(axis=-1)  # N_A - Hamming distance
+    sign, logdet = np.linalg.slogdet(kernel.astype(float))
+    assert sign > 0
+    assert nwot(net, x) == pytest.approx(logdet, rel=1e-12)
+    assert math.log(integer_det(kernel)) == pytest.approx(logdet, rel=1e-12)
+    monkeypatch.setattr(np.linalg, "slogdet", lambda k: (-1.0, 0.0))
+    assert nwot_of(torch.from_numpy(codes)) == pytest.approx(logdet, rel=1e-12)
+
+
+def test_integer_determinants_are_exact():
+    """``integer_det`` and ``integer_det_is_zero`` against sympy's exact determinant: random integer matrices,
+    the same with one row a combination of two others, and Gram matrices of 0/1 matrices of either rank."""
+    from sympy import Matrix
+
+    from study.metrics.proxies import det_mod, integer_det, integer_det_is_zero
+
+    rng = np.random.default_rng(0)
+    cases = []
+    for n in (1, 2, 3, 7, 15):
+        m = rng.integers(-60, 60, (n, n))
+        cases.append(m)
+        if n > 2:
+            dependent = m.copy()
+            dependent[-1] = 3 * m[0] - 2 * m[1]
+            cases.append(dependent)
+    for rows, cols in ((12, 20), (12, 8)):  # full rank / rank <= 8 < 12
+        a = rng.integers(0, 2, (rows, cols))
+        cases.append(a @ a.T)
+    for m in cases:
+        want = int(Matrix(m.tolist()).det())
+        assert integer_det(m) == want
+        assert integer_det_is_zero(m) == (want == 0)
+        assert det_mod(m, 1_048_573) == want % 1_048_573
+    assert any(integer_det(m) == 0 for m in cases) and any(integer_det(m) != 0 for m in cases)
+
+
 def test_gvcs_and_grad_length_equal_their_formulas(two_layer):
     x, y = batch(n=250, seed=5)
     hand = TwoLayer(two_layer)

@@ -1,0 +1,239 @@
+"""Good ranges: where the best architectures lie, for every numeric factor and initialization metric, by the
+empirical bootstrap of pycls's sweep analysis; and the study's own ideal NLC window.
+
+The empirical bootstrap (Radosavovic, Kosaraju, Girshick, He and Dollár, *Designing Network Design Spaces*,
+2020, section 3.1; pycls's ``pycls/sweep/analysis.py``, ``get_filters``): draw a subsample of 25% of the n
+architectures with replacement, keep the factor's value x of its lowest-error architecture, repeat B times;
+the good range is the central 95% of those B values (its 2.5th and 97.5th percentiles: ``low``, ``high``)
+and ``best`` their median. Percentiles are taken on the scale the report plots the factor on (log10 for the
+NLC, bias, proxies, ...: ``columns.PREDICTORS``), so the interpolation is geometric there.
+
+The NLC's good range is the data's answer to an open question of the NLC paper (section 4: "we do not
+currently have a way to detect the ideal NLC range for a given dataset, except through observation"); the
+paper's own window is [1, 3] (section 4, figure 2). ``nlc_window`` decides whether the study is large enough for its band to be
+used instead, from the bootstrap itself: the band must not move much if the study were drawn again. The
+study's architectures are resampled with replacement R = 50 times, the band recomputed each time, and the
+standard deviation of each end (in decades of NLC) required to be at most a third of the band's own width
+and of the paper's window's (log10 3 = 0.48 decades):
+
+    large enough  <=>  subsample >= 5 architectures  and  sd(log10 low), sd(log10 high) <= min(width, log10 3) / 3
+
+(width = log10 high - log10 low > 0). With fewer than 5 architectures per subsample the "best of a subsample"
+is close to a random architecture (pycls's 25% of n < 20). An end whose resampling spread is above a third
+of the window puts the keep/skip decision of the architectures near it at the mercy of which architectures
+the study happened to draw; a band wide because the best architectures are not concentrated has ends in
+the population's thin tails, which move by more than the absolute limit. On synthetic windowed populations
+(tests/analysis, ``window_population``: error flat at 0.15 inside NLC [1, 3], rising to 0.64 outside) the
+criterion holds for 0 of 8 seeds at n = 20 to 40, 1 of 8 at 60 and 8 of 8 at 90, 120, 250 and 500, where the
+band lies around [1, 3] and its ends move by 0.03 to 0.15 decades (docs/analysis.md).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from sampling import SpecError
+from sampling.constraints import Integer, Real, check
+
+from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS
+from .pruning import PAPER_WINDOW
+from .results import architectures_table
+
+SUBSAMPLE = 0.25  # pycls get_filters(sample=0.25): a quarter of the architectures per bootstrap draw
+N_BOOT = 2500  # pycls get_filters(b=2500)
+CONFIDENCE = 0.95  # pycls get_filters(alpha=5): the 2.5th and 97.5th percentiles
+U_TAIL = 0.10  # U-shaped: at least this share of the architectures below the good range and above it
+STABILITY_DRAWS = 50  # resamples of the whole study for the band's stability (``nlc_window``)
+STABILITY_RATIO = 1 / 3  # an end may move (one sd) by at most this share of the band's width and ...
+STABILITY_DECADES = math.log10(PAPER_WINDOW[1] / PAPER_WINDOW[0]) / 3  # ... of the paper's [1, 3], in decades
+MIN_SUBSAMPLE = 5  # architectures per bootstrap subsample for a best-of-subsample to mean anything
+
+
+def subsample_size(n: int, sample: float = SUBSAMPLE) -> int:
+    """pycls's rule: ``sample`` architectures if it is above 1, else that share of n (at least 1)."""
+    return int(sample) if sample > 1 else max(1, int(n * sample))
+
+
+def best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
+    """Index of the lowest-``y`` point in each of ``n_boot`` subsamples drawn with replacement (ties: the
+    first drawn)."""
+    n = len(y)
+    idx = rng.integers(0, n, size=(n_boot, subsample_size(n, sample)))
+    return idx[np.arange(n_boot), np.argmin(y[idx], axis=1)]
+
+
+def good_range(x: np.ndarray, y: np.ndarray, *, log: bool = False, sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
+               confidence: float = CONFIDENCE, seed: int | np.random.Generator = 0) -> tuple[float, float, float]:
+    """(low, best, high) of factor ``x`` for target ``y`` (lower is better) by the empirical bootstrap (see
+    the module docstring); points where x or y is not finite (or x <= 0 on a log scale) are left out. NaN
+    without points."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) if log else True)
+    if not ok.any():
+        return math.nan, math.nan, math.nan
+    t = np.log10(x[ok]) if log else x[ok]
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    best = t[best_of_subsamples(y[ok], n_boot, sample, rng)]
+    a = 100 * (1 - confidence) / 2
+    lo, mid, hi = np.percentile(best, [a, 50, 100 - a])
+    back = (lambda v: float(10.0 ** v)) if log else float
+    return back(lo), back(mid), back(hi)
+
+
+def tails(x: np.ndarray, low: float, high: float) -> tuple[float, float]:
+    """Shares of the points below ``low`` and above ``high``."""
+    x = np.asarray(x, dtype=np.float64)
+    return (float((x < low).mean()), float((x > high).mean())) if len(x) else (math.nan, math.nan)
+
+
+def is_u_shaped(below: float, above: float) -> bool:
+    """The best architectures lie inside the factor's range: at least ``U_TAIL`` of all on each side."""
+    return bool(below >= U_TAIL and above >= U_TAIL)
+
+
+def _scale(column: str) -> tuple[str, bool]:
+    p = PREDICTOR_BY_COLUMN.get(column)
+    return (p.label, p.log) if p else (column, False)
+
+
+def default_factors(df: pd.DataFrame) -> list[str]:
+    """Every predictor of ``columns.PREDICTORS`` (init metrics, proxies, trivial baselines), then every
+    numeric field of a sampled axis (dilation, shift, init_scale, skip strength, ...), present in ``df``."""
+    out = [p.column for p in PREDICTORS if p.column in df.columns]
+    for group in AXES.values():
+        for f in group:
+            if f in df.columns and f not in out and pd.api.types.is_numeric_dtype(df[f]) \
+                    and not pd.api.types.is_bool_dtype(df[f]):
+                out.append(f)
+    return out
+
+
+def _sample(df: pd.DataFrame, variants) -> pd.DataFrame:
+    if variants is None or "variant" not in df.columns:
+        return df
+    return df[df["variant"].isin(list(variants))]
+
+
+def _groups(df: pd.DataFrame):
+    if "dataset" not in df.columns:
+        return [("", df)]
+    return list(df.groupby(df["dataset"].astype(str), sort=True))
+
+
+def _check(where: str, sample, n_boot, confidence):
+    sample = check(where, "sample", Real(0.0, lo_open=True), sample)
+    n_boot = check(where, "n_boot", Integer(1), n_boot)
+    confidence = check(where, "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
+    return sample, n_boot, confidence
+
+
+GOOD_RANGE_COLUMNS = ["dataset", "factor", "label", "log", "n", "subsample", "low", "best", "high", "min", "max",
+                      "below", "above", "u_shaped"]
+
+
+def good_ranges(results, factors: Iterable[str] | None = None, *, target: str = "test_error",
+                variants: Iterable[str] | None = ("base",), sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
+                confidence: float = CONFIDENCE, seed: int = 0) -> pd.DataFrame:
+    """One row per dataset and factor: the good range (``low``, ``best``, ``high``; see ``good_range``) of
+    each factor (default ``default_factors``) over the random draws (``variants``) with a finite target and
+    factor, the factor's observed ``min`` / ``max``, the share of architectures ``below`` low and ``above``
+    high, and ``u_shaped``: both shares at least ``U_TAIL`` (the best architectures lie inside the range,
+    not at an end of it). Every factor draws from the same seeded stream, so factors measured on the same
+    architectures share their subsamples. ``results``: a ``Results`` or its architectures table."""
+    df = architectures_table(results, "good_ranges")
+    sample, n_boot, confidence = _check("good_ranges", sample, n_boot, confidence)
+    if target not in df.columns:
+        raise SpecError("good_ranges", "target", target, "must be a column of the table")
+    names = default_factors(df) if factors is None else list(factors)
+    for name in names:
+        if name not in df.columns or not pd.api.types.is_numeric_dtype(df[name]):
+            raise SpecError("good_ranges", "factors", name, "must name numeric columns of the table")
+    rows = []
+    for ds, g in _groups(_sample(df, variants)):
+        y_all = g[target].to_numpy(np.float64)
+        for name in names:
+            label, log = _scale(name)
+            x_all = g[name].to_numpy(np.float64)
+            ok = np.isfinite(x_all) & np.isfinite(y_all) & ((x_all > 0) if log else True)
+            x = x_all[ok]
+            low, best, high = good_range(x, y_all[ok], log=log, sample=sample, n_boot=n_boot,
+                                         confidence=confidence, seed=seed)
+            n = int(ok.sum())
+            below, above = tails(x, low, high)
+            rows.append({"dataset": ds, "factor": name, "label": label, "log": log, "n": n,
+                         "subsample": subsample_size(n, sample) if n else 0, "low": low, "best": best, "high": high,
+                         "min": float(x.min()) if n else math.nan, "max": float(x.max()) if n else math.nan,
+                         "below": below, "above": above, "u_shaped": is_u_shaped(below, above)})
+    return pd.DataFrame(rows, columns=GOOD_RANGE_COLUMNS)
+
+
+# -- the study's own NLC window ----------------------------------------------------------------------------------
+
+NLC_WINDOW_COLUMNS = ["dataset", "n", "subsample", "low", "best", "high", "sd_low", "sd_high", "width",
+                      "large_enough", "reason", "lo", "hi", "source"]
+
+
+def band_stability(x: np.ndarray, y: np.ndarray, *, log: bool = True, sample: float = SUBSAMPLE,
+                   n_boot: int = N_BOOT, confidence: float = CONFIDENCE, draws: int = STABILITY_DRAWS,
+                   seed: int = 0) -> tuple[float, float]:
+    """Standard deviations of the good range's two ends (in decades on a log scale) over ``draws``
+    resamples of the points with replacement, each resample's band from ``good_range``."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    rng = np.random.default_rng([seed, 1])  # a stream of its own: the band itself is unchanged by this
+    ends = []
+    for _ in range(draws):
+        i = rng.integers(0, len(x), len(x))
+        lo, _, hi = good_range(x[i], y[i], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng)
+        ends.append((lo, hi))
+    e = np.log10(np.array(ends)) if log else np.array(ends)
+    return float(np.std(e[:, 0], ddof=1)), float(np.std(e[:, 1], ddof=1))
+
+
+def nlc_window(results, *, target: str = "test_error", variants: Iterable[str] | None = ("base",),
+               sample: float = SUBSAMPLE, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0,
+               draws: int = STABILITY_DRAWS, fallback=PAPER_WINDOW) -> pd.DataFrame:
+    """One row per dataset: the NLC's good range (``low``, ``best``, ``high``, as ``good_ranges``), the
+    standard deviations of its ends over ``draws`` resamples of the study (``sd_low``, ``sd_high``, in
+    decades) and its ``width`` in decades, whether the study is ``large_enough`` for it to serve as the
+    pruning window (module docstring) and if not the ``reason``; ``lo``, ``hi``: the window to use, the
+    study's own band when large enough, else ``fallback`` (the NLC paper's [1, 3]), named by ``source``
+    ("study" or "paper")."""
+    df = architectures_table(results, "nlc_window")
+    sample, n_boot, confidence = _check("nlc_window", sample, n_boot, confidence)
+    draws = check("nlc_window", "draws", Integer(2), draws)
+    rows = []
+    if "nlc" not in df.columns or target not in df.columns:
+        return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)
+    for ds, g in _groups(_sample(df, variants)):
+        x, y = g["nlc"].to_numpy(np.float64), g[target].to_numpy(np.float64)
+        ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
+        x, y = x[ok], y[ok]
+        n = len(x)
+        m = subsample_size(n, sample) if n else 0
+        low, best, high = good_range(x, y, log=True, sample=sample, n_boot=n_boot, confidence=confidence, seed=seed)
+        width = math.log10(high / low) if n else math.nan
+        sd_low = sd_high = math.nan
+        if n < 2:
+            reason = f"{n} architecture(s) with a finite NLC and test error"
+        elif m < MIN_SUBSAMPLE:
+            reason = (f"{n} architectures: a bootstrap subsample holds {m} (< {MIN_SUBSAMPLE}), so its best is "
+                      "nearly a random architecture")
+        elif not width > 0:
+            reason = "the band has no width: one NLC is the best of nearly every subsample"
+        else:
+            sd_low, sd_high = band_stability(x, y, sample=sample, n_boot=n_boot, confidence=confidence,
+                                             draws=draws, seed=seed)
+            worst, limit = max(sd_low, sd_high), min(STABILITY_RATIO * width, STABILITY_DECADES)
+            reason = "" if worst <= limit else (
+                f"the band is not stable: an end moves by {worst:.2f} decades (sd over {draws} resamples of the "
+                f"study), more than {limit:.2f} (a third of its width {width:.2f} or of the paper's window's)")
+        large = reason == ""
+        lo, hi = (low, high) if large else tuple(float(v) for v in fallback)
+        rows.append({"dataset": ds, "n": n, "subsample": m, "low": low, "best": best, "high": high,
+                     "sd_low": sd_low, "sd_high": sd_high, "width": width, "large_enough": large, "reason": reason,
+                     "lo": lo, "hi": hi, "source": "study" if large else "paper"})
+    return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)
