@@ -20,7 +20,8 @@ def solve_width(spec: ArchSpec, param_budget: int, min_width: int = 2) -> ArchSp
     For every layer kind the count is a quadratic in the width, ``a w^2 + b w + c`` with ``a, b >= 0``
     (dense width-to-width layers give the ``w^2`` term, Householder ones ``2 w``, input and output
     layers ``(d_in + 1 + d_out) w``): three exact counts give ``a, b, c``, the quadratic formula gives
-    the real root, and the exact counts of the integers around it decide; ties go to the smaller width.
+    the real root, and the counts of the integers around it (from the same exact integer coefficients)
+    decide; ties go to the smaller width.
     """
     param_budget = check("solve_width", "param_budget", Integer(1), param_budget)
 
@@ -38,5 +39,7 @@ def solve_width(spec: ArchSpec, param_budget: int, min_width: int = 2) -> ArchSp
         root = (param_budget - c0) / b1
     w0 = max(min_width, int(math.floor(root)))
     candidates = {max(min_width, w) for w in (w0 - 1, w0, w0 + 1, w0 + 2)}
-    best = min(sorted(candidates), key=lambda w: abs(count(w) - param_budget))
+    # The quadratic is exact in integers (a2 is even: each dense width-to-width layer adds w^2 + w), so the
+    # candidates are counted without building a spec for each (building one validates every field).
+    best = min(sorted(candidates), key=lambda w: abs(a2 // 2 * w * w + b1 * w + c0 - param_budget))
     return spec.replace(width=best)
