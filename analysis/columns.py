@@ -37,7 +37,7 @@ ARCHITECTURE_DTYPES: dict[str, str] = {
     # the selected run
     "lr_min": "float64", "lr": "float64", "lr_index": "int64", "epochs": "int64", "divisions": "int64",
     **{c: "float64" for c in ("val_error", "train_error", "test_error", "nlc_after", "bias_after")},
-    "lr_edge": "bool",
+    "lr_edge": "bool", "selected_by": "str",
     # runs summary, health, timings, provenance
     "n_runs": "int64", "n_diverged": "int64", "nonfinite_init": "bool", "all_diverged": "bool",
     **{c: "float64" for c in ("build_s", "measure_s", "train_s", "total_s")},

@@ -40,6 +40,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from sampling import SPEC_FIELDS, ArchSpec, UserError
+from sampling.constraints import added_later
 
 from .config import CONFIG_NAME, StudyConfig
 
@@ -72,7 +73,7 @@ MEASURED = INIT_METRICS + PROXIES + OPTIONAL  # the columns ``study.measure`` re
 SELECTED = [("lr_min", pa.float64()), ("lr", pa.float64()), ("lr_index", pa.int64()), ("epochs", pa.int64()),
             ("divisions", pa.int64()), ("val_error", pa.float64()), ("train_error", pa.float64()),
             ("test_error", pa.float64()), ("nlc_after", pa.float64()), ("bias_after", pa.float64()),
-            ("lr_edge", pa.bool_())]
+            ("lr_edge", pa.bool_()), ("selected_by", pa.string())]
 SUMMARY = [("n_runs", pa.int64()), ("n_diverged", pa.int64())]
 HEALTH = [("nonfinite_init", pa.bool_()), ("all_diverged", pa.bool_())]
 TIMINGS = [("build_s", pa.float64()), ("measure_s", pa.float64()), ("train_s", pa.float64()), ("total_s", pa.float64())]
@@ -99,6 +100,26 @@ RUNS_SCHEMA = pa.schema(
 )
 SCHEMAS = {ARCHITECTURES: ARCHITECTURES_SCHEMA, RUNS: RUNS_SCHEMA}
 assert set(SPEC_FIELDS) <= set(ARCHITECTURES_SCHEMA.names)
+# Columns added to schema version 1 after files of it were written: the ArchSpec fields declared with
+# ``sampling.constraints.added`` and the split that selected the run. A file without some of them is an
+# older file of the same study, whole and valid (a study created before them must resume without redoing
+# its finished units); readers fill them (``analysis.results``: a spec field's default, and the protocol's
+# monitor, the only selection there was).
+ADDED_COLUMNS = {
+    ARCHITECTURES: tuple(f.name for f in fields(ArchSpec) if added_later(f)) + ("selected_by",),
+    RUNS: (),
+}
+assert all(set(cols) <= set(SCHEMAS[kind].names) for kind, cols in ADDED_COLUMNS.items())
+
+
+def schema_fits(schema: pa.Schema, kind: str) -> bool:
+    """Whether a file's schema is the ``kind`` schema, or the schema an older writer gave it: the same columns
+    in the same order, without some of ``ADDED_COLUMNS``."""
+    full = SCHEMAS[kind]
+    present = set(schema.names)
+    if not set(full.names) - present <= set(ADDED_COLUMNS[kind]):
+        return False
+    return schema.equals(pa.schema([f for f in full if f.name in present]), check_metadata=False)
 
 
 class SchemaError(ValueError):
@@ -174,7 +195,7 @@ def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
         return FileCheck(False, f"not an archstudy {kind} file (metadata archstudy.table missing or different)")
     if version != SCHEMA_VERSION:
         return FileCheck(False, f"schema version {version!r}; this archstudy reads {SCHEMA_VERSION!r}", foreign=True)
-    if not table.schema.equals(SCHEMAS[kind], check_metadata=False):
+    if not schema_fits(table.schema, kind):
         return FileCheck(False, "columns differ from the schema of docs/results.md")
     m = NAME_RE.match(name)
     if kind == ARCHITECTURES and table.num_rows != 1:
@@ -352,7 +373,9 @@ class Store:
         """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""
         tables = [pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet")))
                   for n in self.names(kind, ".parquet")]
-        return (pa.concat_tables(tables) if tables else SCHEMAS[kind].empty_table()).to_pandas()
+        # files from before an added column lack it: it is null there
+        return (pa.concat_tables(tables, promote_options="default") if tables
+                else SCHEMAS[kind].empty_table()).to_pandas()
 
     # -- failures --------------------------------------------------------------------------------------
     def write_failure(self, name: str, record: Mapping[str, Any]) -> None:
