@@ -68,7 +68,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from sampling.constraints import (
-    Choice, Constraint, Integer, Real, SpecError, Text, added, canonical, check, is_real,
+    Choice, Constraint, Integer, Real, SpecError, Text, added, canonical, check,
 )
 
 OPTIMIZERS = ("sgd", "adam")
@@ -98,35 +98,13 @@ class Maybe(Constraint):
 
 
 @dataclass(frozen=True)
-class Rates(Constraint):
-    """``None`` or a non-empty strictly increasing sequence of finite positive learning rates."""
+class Increasing(Constraint):
+    """A strictly increasing sequence of numbers, each under ``element`` (learning rates, fractions of a
+    training); ``what`` names them, ``empty`` allows none."""
 
-    def normalize(self, value):
-        if value is None:
-            return None
-        if isinstance(value, (str, bytes, Mapping)):
-            self.fail()
-        try:
-            rates = tuple(value)
-        except TypeError:
-            self.fail()
-        if not rates or not all(is_real(r) and math.isfinite(r) and r > 0 for r in rates):
-            self.fail()
-        rates = tuple(float(r) for r in rates)
-        if any(b <= a for a, b in zip(rates, rates[1:])):
-            self.fail()
-        return rates
-
-    def describe(self):
-        return "must be null or a non-empty, strictly increasing list of finite positive learning rates"
-
-    def invalid_examples(self):
-        return ([], [1e-3, 1e-4], [0.0, 1.0], "0.1")
-
-
-@dataclass(frozen=True)
-class Fractions(Constraint):
-    """A strictly increasing (possibly empty) sequence of fractions in (0, 1)."""
+    element: Real
+    what: str
+    empty: bool = False
 
     def normalize(self, value):
         if isinstance(value, (str, bytes, Mapping)):
@@ -135,18 +113,26 @@ class Fractions(Constraint):
             out = tuple(value)
         except TypeError:
             self.fail()
-        if not all(is_real(f) and 0.0 < f < 1.0 for f in out):
+        if not out and not self.empty:
             self.fail()
-        out = tuple(float(f) for f in out)
+        try:
+            out = tuple(self.element.normalize(v) for v in out)
+        except ValueError:
+            self.fail()
         if any(b <= a for a, b in zip(out, out[1:])):
             self.fail()
         return out
 
     def describe(self):
-        return "must be a strictly increasing list of fractions in (0, 1) (may be empty)"
+        return (f"must be a {'' if self.empty else 'non-empty, '}strictly increasing list of {self.what}, each "
+                + self.element.describe().replace("must be ", ""))
 
     def invalid_examples(self):
-        return ([0.0], [1.0], [0.7, 0.5], [0.5, 0.5], [float("nan")], "0.5")
+        lo = 0.0 if self.element.lo is None else self.element.lo
+        hi = lo + 3.0 if self.element.hi is None else self.element.hi
+        a, b = lo + (hi - lo) / 3, lo + 2 * (hi - lo) / 3  # two allowed values
+        out = [[b, a], [a, a], "0.5"] + [[a, v] for v in self.element.invalid_examples()]
+        return tuple(out if self.empty else [[]] + out)
 
 
 def _f(constraint: Constraint, default: Any, doc: str, since: int | None = None):
@@ -160,7 +146,8 @@ class Protocol:
 
     preset: str = _f(Text(), "custom", "the preset this protocol started from")
     optimizer: str = _f(Choice(OPTIMIZERS), "sgd", "sgd (the paper) or adam (figure 3F)")
-    lrs: tuple | None = _f(Rates(), None, "explicit starting learning rates (increasing); null: the series")
+    lrs: tuple | None = _f(Maybe(Increasing(Real(0.0, lo_open=True), "learning rates")), None,
+                           "explicit starting learning rates (increasing); null: the series")
     num_lrs: int = _f(Integer(1), 40, "number of starting rates lr_min * lr_factor^k (len(lrs) when given)")
     lr_factor: float = _f(Real(1.0, lo_open=True), 3.0, "spacing factor of the series")
     lr_min_scale: float = _f(Real(0.0, lo_open=True), 1e-8,
@@ -188,7 +175,8 @@ class Protocol:
                        "step_at)", since=2)
     iterations: int | None = _f(Maybe(Integer(1)), None, "steps: training steps (minibatches) of every run",
                                 since=2)
-    step_at: tuple = _f(Fractions(), (), "steps: fractions of the iterations where the rate is divided by "
+    step_at: tuple = _f(Increasing(Real(0.0, 1.0, lo_open=True, hi_open=True), "fractions", empty=True), (),
+                        "steps: fractions of the iterations where the rate is divided by "
                         "division_factor", since=2)
     selection: str = _f(Choice(SELECTIONS), "monitor",
                         "the selected run: lowest monitored error (E.2), or lowest test error (only to "

@@ -170,10 +170,6 @@ class _State:
     def n_rates(self) -> int:
         return len(self.lrs) // len(self.seeds)
 
-    def seed_of(self, run: int) -> int:
-        """The initialization seed of run ``run``."""
-        return self.seeds[run // self.n_rates]
-
 
 def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
                        device=None, checkpoint_path: str | os.PathLike | None = None,
@@ -197,7 +193,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
         chunk_runs = check("train_architecture", "chunk_runs", Integer(1), chunk_runs)
     seeds = [seed] if init_seeds is None else list(check("train_architecture", "init_seeds", Seeds(), init_seeds))
     if len(seeds) > 1 and protocol.lrs is None:
-        raise SpecError("train_architecture", "init_seeds", list(init_seeds),
+        raise SpecError("train_architecture", "init_seeds", seeds,
                         "more than one initialization needs the protocol's explicit lrs (each would measure "
                         "its own lr_min and so its own rates)")
     device = _device(device)
@@ -298,7 +294,7 @@ class _Trainer:
         self.checkpoint_path, self.every_s, self.progress, self.key = checkpoint_path, checkpoint_every_s, progress, key
         self.last_save = time.perf_counter()
         self.chunk_runs = chunk_runs
-        self._scales: tuple[Stack, torch.Tensor] | None = None
+        self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -348,9 +344,10 @@ class _Trainer:
             return 1.0  # unused
         if len(s.seeds) == 1:
             return s.c_out[0]
-        if self._scales is None or self._scales[0] is not stack:
+        live = stack.runs.tobytes()
+        if self._scales is None or self._scales[0] != live:
             per_run = [s.c_out[r // s.n_rates] for r in stack.runs]
-            self._scales = (stack, torch.tensor(per_run, dtype=torch.float64, device=self.device))
+            self._scales = (live, torch.tensor(per_run, dtype=torch.float64, device=self.device))
         return self._scales[1]
 
     def _give_up_runs(self) -> None:

@@ -5,13 +5,12 @@ options existed still resumes."""
 
 import importlib.util
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 import torch
 
 from sampling import ArchSpec
-from study import Protocol, load_dataset, train_architecture
+from study import Protocol, train_architecture
 from study.training import checkpoint as ckpt
 
 
@@ -25,13 +24,8 @@ def _load(name):  # a helper module next to this file (test modules are not a pa
 standins = _load("trainer_standins")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-_BOARD = load_dataset("checkerboard", seed=0)
-BOARD = SimpleNamespace(**{name: SimpleNamespace(x=getattr(_BOARD, name).x[:n].clone(), y=getattr(_BOARD, name).y[:n].clone())
-                           for name, n in (("train", 120), ("val", 60), ("test", 60))})
-HAN = ArchSpec(depth=5, width=6, d_in=2, d_out=1, activation="abs", weights="householder", dense_ends=1)
-# 6 steps per epoch, 23 steps, divisions before steps 6, 12 and 21; the rate 1e6 diverges in epoch 1.
-STEPS = Protocol(loss="mse", momentum=0.9, batch_size=20, schedule="steps", iterations=23,
-                 step_at=(0.25, 0.5, 0.9), division_factor=5.0, selection="test", lrs=(0.005, 0.02, 1e6))
+BOARD, HAN = standins.checkerboard(), standins.HAN
+STEPS = standins.STEPS.replace(lrs=(0.005, 0.02, 1e6))  # 6 steps per epoch; the rate 1e6 diverges in epoch 1
 SEEDS = [3, 8]
 
 

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from sampling import ArchSpec, SpecError
-from study import Protocol, build_network, load_dataset, train_architecture
+from study import Protocol, build_network, train_architecture
 from study.training import trainer as trainer_module
 from study.training.loss import errors, predictions, run_losses, targets
 from study.training.splits import TRAIN_ORDER, check_splits, epoch_order
@@ -29,17 +29,8 @@ def _load(name):  # a helper module next to this file (test modules are not a pa
 standins = _load("trainer_standins")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-# A head of the real checkerboard (2 inputs, labels 0/1): 6 minibatches of 20 per epoch.
-_BOARD = load_dataset("checkerboard", seed=0)
-BOARD = SimpleNamespace(**{name: SimpleNamespace(x=getattr(_BOARD, name).x[:n].clone(), y=getattr(_BOARD, name).y[:n].clone())
-                           for name, n in (("train", 120), ("val", 60), ("test", 60))})
-# The HanNet of the Householder paper's checkerboard experiment in small: dense input layer, one dense
-# width-to-width layer, a Householder layer, one dense width-to-width layer, one output; abs activations.
-HAN = ArchSpec(depth=5, width=6, d_in=2, d_out=1, activation="abs", weights="householder", dense_ends=1)
-# 23 steps = 3 epochs of 6 and 5 steps of a fourth; the rate is divided by 5 before steps 6, 12 and 21
-# (floor(f * 23 + 1/2) for f = 1/4, 1/2, 9/10): two at an epoch's start, one within an epoch.
-STEPS = Protocol(loss="mse", momentum=0.9, batch_size=20, schedule="steps", iterations=23,
-                 step_at=(0.25, 0.5, 0.9), division_factor=5.0, selection="test", lrs=(0.005, 0.02, 0.08))
+BOARD = standins.checkerboard()
+HAN, STEPS = standins.HAN, standins.STEPS
 SEEDS = [3, 8]
 DATA_SEED = 5
 
