@@ -19,6 +19,7 @@ PANDAS_DTYPES = {"int64": "int64", "float64": "float64", "bool": "bool", "str": 
                  "timestamp": "datetime64[ns, UTC]"}
 ARCHITECTURE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(ARCHITECTURES)}
 RUN_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(RUNS)}
+SPEC_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(ARCHITECTURES, "spec")}
 
 # Without these a table cannot be analysed at all; every other column may be missing (it is then NaN).
 ARCHITECTURE_REQUIRED = tuple(c.name for c in columns(ARCHITECTURES) if c.required)

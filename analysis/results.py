@@ -12,7 +12,7 @@ import json
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import pandas as pd
@@ -21,12 +21,12 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import yaml
 
-from sampling import BASE, SpecError, UserError, plan_study
-from sampling.constraints import Integer, check
+from sampling import BASE, ArchSpec, SpecError, UserError, plan_study
+from sampling.constraints import Integer, added_later, check
 from study.config import StudyConfig
 from study.schema import HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY
 
-from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED
+from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SPEC_DTYPES
 
 _NAME = re.compile(r"^(?P<index>\d{6})-(?P<arch_id>[0-9a-f]{16})\.(?P<ext>parquet|json|pt)$")
 
@@ -217,9 +217,18 @@ def typed(df: pd.DataFrame, dtypes: dict[str, str], required: tuple[str, ...], w
 
 
 def _fill_derived(arch: pd.DataFrame, config: dict) -> pd.DataFrame:
-    """Fill what the contract defines from other columns when a file lacks it."""
+    """Fill what the contract defines from other columns when a file lacks it: also the columns added after
+    the first files of the schema (``study.schema.ADDED_COLUMNS``), with what every older row was: a spec
+    field's default, and the protocol's monitored split as the split that selected the run."""
     if arch["variant"].isna().any():
         arch["variant"] = arch["variant"].fillna("base")
+    for f in fields(ArchSpec):
+        if added_later(f) and arch[f.name].isna().any():
+            arch[f.name] = arch[f.name].fillna(f.default).astype(SPEC_DTYPES[f.name])
+    protocol = config.get("protocol")
+    monitor = protocol.get("monitor", "val") if isinstance(protocol, dict) else "val"
+    if arch["selected_by"].isna().any() and monitor in ("val", "train"):
+        arch["selected_by"] = arch["selected_by"].fillna(monitor)
     ds = config.get("dataset")
     if isinstance(ds, str) and arch["dataset"].isna().any():
         arch["dataset"] = arch["dataset"].fillna(ds)

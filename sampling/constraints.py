@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Iterable
 
 import numpy as np
@@ -235,3 +235,35 @@ def check(where: str, field: str, constraint: Constraint, value: Any) -> Any:
         return constraint.normalize(value)
     except ValueError as e:
         raise SpecError(where, field, value, str(e)) from None
+
+
+# -- fields added after an object's first schema ------------------------------------------------------------
+# A plain spec's canonical form (the JSON an id is hashed from, a checkpoint key) must not change when a
+# later version adds a field: a study's file names hold its architectures' ids, and a study created before
+# the field existed must still resume. So a field added later is declared with the schema version that added
+# it (``since`` in its metadata; ``added`` below), and the canonical form leaves it out while it holds its
+# default, which is the behaviour every object had before the field existed. With any other value it is
+# written, so objects that differ always have different canonical forms.
+FIRST_SCHEMA = 1
+
+
+def added(since: int) -> dict:
+    """Field metadata declaring that the field was added in schema version ``since`` (> FIRST_SCHEMA)."""
+    if not (is_int(since) and since > FIRST_SCHEMA):
+        raise ValueError(f"added(since={since!r}): a field added later has a schema version > {FIRST_SCHEMA}")
+    return {"since": since}
+
+
+def added_later(f) -> bool:
+    """Whether the dataclass field ``f`` was declared with ``added`` (it is absent from older objects)."""
+    return f.metadata.get("since", FIRST_SCHEMA) > FIRST_SCHEMA
+
+
+def canonical(obj, d: dict) -> dict:
+    """``d`` (the dict form of the dataclass ``obj``) without the fields added after the first schema that
+    hold their default: the dict an older version wrote for the same object."""
+    out = dict(d)
+    for f in fields(obj):
+        if added_later(f) and getattr(obj, f.name) == f.default:
+            out.pop(f.name, None)
+    return out

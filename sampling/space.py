@@ -25,7 +25,7 @@ import numpy as np
 from .constraints import (
     PROBABILITY, Boolean, Choice, Constraint, Distribution, Integer, Real, SpecError, Text, check,
 )
-from .spec import ACTIVATIONS, NORMS, ArchSpec
+from .spec import ACTIVATIONS, INITS, NORMS, ArchSpec
 from .width import solve_width
 
 SKIP_STRENGTH_KINDS = ("none", "one", "uniform")  # no skips / strength 1 / one U(0, 1) strength for all
@@ -106,6 +106,8 @@ class Space:
                                  "residual-branch init factor (0.01: near-zero, Demystifying ResNet)")
     weights: tuple = _dist(Choice(("dense", "householder")), (("dense", 1.0),), "weight kind of width-to-width layers")
     params: tuple = _dist(Choice(("sp", "gmp")), (("sp", 1.0),), "parameterization of dense hidden layers")
+    inits: tuple = _dist(Choice(INITS), (("orthogonal", 1.0),),
+                         "weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)")
     stabilize: bool = _field(Boolean(), True, "apply appendix C's post-processing")
     unstable_activations: tuple = _field(_Activations(), ("square", "odd_square"),
                                          "activations that force a norm in post-processing")
@@ -190,7 +192,9 @@ def sample_spec(
 
     The draws follow appendix C in order: activation, dilation d, shift t, debias, bias init, joint
     init scale, norm, skips (strength kind and value, start, length, branch init), weight kind,
-    parameterization, depth; then the post-processing ("All networks that have square or odd square
+    parameterization, depth, the stabilizing norm, and last the weight init scheme (orthogonal with
+    probability 1 in both presets; "zero" falls back to orthogonal where a spec has no dense SP residual
+    branches, and replaces the branch scale); then the post-processing ("All networks that have square or odd square
     activation functions, or skip connections, that also do not have normalization were assigned
     either batch normalization or layer normalization with 50% probability each"); then the width
     is solved for the parameter budget.
@@ -219,6 +223,7 @@ def sample_spec(
     param = _pick(rng, space.params)
     depth_u = rng.random()
     stabilizer = _pick(rng, space.stabilize_norms)
+    init = _pick(rng, space.inits)  # drawn last: the draws above are those of a space without this field
 
     has_skips = strength_kind != "none"
     # Depth: uniform over the space's depths that the shortcut length fits (depth - 1 divisible by it,
@@ -237,14 +242,18 @@ def sample_spec(
     if has_skips and skip_start == "after_norm" and norm == "none":
         skip_start = "after_linear"  # only reachable with stabilize=False
 
+    param = param if d_in >= 2 else "sp"
+    if init == "zero" and not (has_skips and weights == "dense" and param == "sp"):
+        init = "orthogonal"  # zero applies to dense SP residual branches only (ArchSpec)
     spec = ArchSpec(
         depth=depth, width=2, d_in=d_in, d_out=d_out, activation=activation, dilation=dilation, shift=shift,
         debias=debias, norm=norm,
         skip=skip_start if has_skips else "none",
         skip_strength=(1.0 if strength_kind == "one" else strength_u) if has_skips else 1.0,
         skip_length=skip_length if has_skips else 2,
-        weights=weights, param=param if d_in >= 2 else "sp", bias_init=bias_init, init_scale=init_scale,
-        branch_scale=branch_scale if has_skips and weights == "dense" else 1.0, preset=space.name,
+        weights=weights, param=param, init=init, bias_init=bias_init, init_scale=init_scale,
+        branch_scale=branch_scale if has_skips and weights == "dense" and init != "zero" else 1.0,
+        preset=space.name,
     )
     return solve_width(spec, param_budget)
 
@@ -280,7 +289,8 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
     axis = check("siblings", "axis", Choice(SIBLING_AXES), axis)
     changes: list[dict] = []
     if axis == "weights":
-        changes.append({"weights": "householder" if spec.weights == "dense" else "dense"})
+        # a dense twin has no dense ends to keep; a Householder twin of a dense net has none either
+        changes.append({"weights": "householder" if spec.weights == "dense" else "dense", "dense_ends": 0})
     elif axis == "param":
         changes.append({"param": "gmp" if spec.param == "sp" else "sp"})
     elif axis == "norm":

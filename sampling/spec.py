@@ -15,14 +15,30 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   untrained orthogonal projection, so ``depth - 1`` must be a multiple of ``skip_length``.
 * ``weights = "householder"`` makes every width-to-width layer a Han-layer (Yu and Zhang,
   *Householder-Absolute Neural Layers*, Algorithm 1, eq. 5): ``x -> x - 2 u (u^T x) / |u|^2 + b`` with
-  trainable ``u`` and ``b``; input and output layers stay dense.
+  trainable ``u`` and ``b``; input and output layers stay dense. ``dense_ends = k`` keeps the first k and
+  the last k width-to-width layers dense: the HanNet of that paper's checkerboard experiment (section
+  3.2.1: "the first and the last hidden layers are fully connected") is ``dense_ends = 1``. Its "20 x 30"
+  (20 hidden layers of width 30) is ``depth = 21``: a dense input layer, one dense 30 x 30 layer, 17
+  Householder layers, one dense 30 x 30 layer and the output layer; with 2 outputs that is the paper's
+  3032 parameters exactly (Table 3), with 1 output 3001.
 * ``param = "gmp"`` makes every dense hidden neuron ``r * tau(u(theta)^T (x - E[x]) + lambda)``
   (Chen and Ge, *Neural Characteristic Activation Value Analysis*, eq. 10, 15, 16; the mean is subtracted
   on intermediate layers only, and the output layer stays a plain linear layer, as in their section 4.1).
-* init: ``bias_init`` "zero" or "gaussian" (N(0, 0.05), weights then times sqrt(0.95));
+* init: ``init`` is the distribution of the dense (and GmP) weight matrices: "orthogonal" (appendix C:
+  a d_out x d_in submatrix of a Haar-random orthogonal matrix times max(1, sqrt(d_out / d_in))),
+  "kaiming" (He et al. 2015, normal, fan_in mode, gain sqrt(2): W_ij ~ N(0, 2 / fan_in)), "xavier"
+  (Glorot and Bengio 2010, normal: W_ij ~ N(0, 2 / (fan_in + fan_out))) or "zero" (Li, Jiao, Han and
+  Weissman, *Demystifying ResNet*, section 4: the layers inside residual branches start exactly at zero,
+  weights and biases, the zero initial point of Theorem 2; the other layers as "orthogonal"). Householder
+  vectors are u ~ N(0, I) under every scheme (a reflection does not depend on the length of u);
+  ``bias_init`` "zero" or "gaussian" (N(0, 0.05), weights then times sqrt(0.95));
   ``init_scale`` multiplies all weights and biases (0.9 / 1 / 1.1 in the paper);
   ``branch_scale`` multiplies the weights and biases of the layers inside residual branches
   (0.01 = the near-zero residual-branch initialization of Li, Jiao, Han and Weissman, *Demystifying ResNet*).
+
+Fields added after the first schema (``init``, ``dense_ends``; declared with ``sampling.constraints.added``)
+are left out of the canonical JSON while they hold their default, so every spec that could be written
+before they existed keeps its ``content_id`` (a study's unit names hold it).
 """
 
 from __future__ import annotations
@@ -32,7 +48,7 @@ import json
 from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from typing import Any
 
-from .constraints import Boolean, Choice, Integer, Real, SpecError, Text, check
+from .constraints import Boolean, Choice, Integer, Real, SpecError, Text, added, canonical, check
 
 # Activations of the NLC paper (Table 1), the Han activation abs (Yu and Zhang), and the identity
 # ("linear", not sampled by any preset) for linear baselines and sanity checks.
@@ -43,15 +59,16 @@ SKIPS = ("none", "after_linear", "after_norm")
 WEIGHTS = ("dense", "householder")
 PARAMS = ("sp", "gmp")
 BIAS_INITS = ("zero", "gaussian")
+INITS = ("orthogonal", "kaiming", "xavier", "zero")
 
 # Variance of the Gaussian bias init, from Schoenholz et al. (2017), as used in appendix C.
 BIAS_VARIANCE = 0.05
 
-SCHEMA_VERSION = 1  # of the spec's dict form; bump when a field changes meaning
+SCHEMA_VERSION = 2  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends)
 
 
-def _f(constraint, default=None, *, doc: str):
-    meta = {"constraint": constraint, "doc": doc}
+def _f(constraint, default=None, *, doc: str, since: int | None = None):
+    meta = {"constraint": constraint, "doc": doc, **(added(since) if since is not None else {})}
     if default is None:
         return field(metadata=meta)
     return field(default=default, metadata=meta)
@@ -103,7 +120,11 @@ class ArchSpec:
     skip_strength: float = _f(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")
     skip_length: int = _f(Integer(1), 2, doc="layers a skip bypasses (k): the shortcut depth of Demystifying ResNet")
     weights: str = _f(Choice(WEIGHTS), "dense", doc="dense, or Householder for width-to-width layers")
+    dense_ends: int = _f(Integer(0), 0, since=2,
+                         doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)")
     param: str = _f(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
+    init: str = _f(Choice(INITS), "orthogonal", since=2,
+                   doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches")
     bias_init: str = _f(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
     init_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
     branch_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
@@ -130,6 +151,21 @@ class ArchSpec:
             raise SpecError(where, "branch_scale", self.branch_scale, "must stay 1.0 when weights = 'householder'")
         if self.weights == "householder" and self.depth < 3:
             raise SpecError(where, "weights", self.weights, "'householder' needs depth >= 3 (a width-to-width layer)")
+        if self.dense_ends:
+            if self.weights != "householder":
+                raise SpecError(where, "dense_ends", self.dense_ends, "must stay 0 unless weights = 'householder'")
+            if 2 * self.dense_ends > self.depth - 3:
+                raise SpecError(where, "dense_ends", self.dense_ends,
+                                f"must leave a Householder layer: 2 * dense_ends <= depth - 3 = {self.depth - 3}")
+        if self.init == "zero":
+            # Only a residual branch can start at zero (elsewhere a zero layer cuts the signal for good), and
+            # only a dense SP layer can be zero (a reflector cannot; a GmP direction is undefined at w = 0).
+            needs = {"skip connections (it zeroes the residual branches)": self.skip != "none",
+                     "weights = 'dense'": self.weights == "dense", "param = 'sp'": self.param == "sp",
+                     "branch_scale = 1.0 (a zero branch has no scale)": self.branch_scale == 1.0}
+            missing = [what for what, ok in needs.items() if not ok]
+            if missing:
+                raise SpecError(where, "init", self.init, "'zero' needs " + missing[0])
         if self.param == "gmp":
             # A unit direction in R^1 is +-1, which the hyperspherical angles of Chen and Ge's eq. 10 cannot hold.
             if self.d_in < 2:
@@ -147,7 +183,7 @@ class ArchSpec:
             fan_out = self.d_out if last else self.width
             if last:
                 kind = "dense"
-            elif l > 1 and self.weights == "householder":
+            elif self.weights == "householder" and 1 + self.dense_ends < l < self.depth - self.dense_ends:
                 kind = "householder"
             else:
                 kind = "gmp" if self.param == "gmp" else "dense"
@@ -193,7 +229,8 @@ class ArchSpec:
         return cls(**d)
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        """The canonical JSON (sorted keys; fields added later left out at their default, see above)."""
+        return json.dumps(canonical(self, self.to_dict()), sort_keys=True, separators=(",", ":"))
 
     @property
     def content_id(self) -> str:

@@ -6,30 +6,40 @@ after the linear op k layers later (``h_{l+k} += strength * start``); the last o
 through a fixed, untrained projection: a d_out x width submatrix of a uniformly random orthogonal matrix
 times max(1, sqrt(d_out / width)).
 
-Initialization (appendix C), all in float64 from numpy generators keyed by (seed, layer, purpose), so
-architecture siblings built with the same seed share every draw they can:
+Initialization (appendix C, or the spec's ``init``), all in float64 from numpy generators keyed by
+(seed, layer, purpose), so architecture siblings built with the same seed share every draw they can:
 
-* linear op: a d_out x d_in submatrix of a uniformly random orthogonal max x max matrix, times
-  max(1, sqrt(d_out / d_in)); Householder layers: u ~ N(0, I) (Yu and Zhang);
+* linear op, ``init = "orthogonal"`` (appendix C): a d_out x d_in submatrix of a uniformly random
+  orthogonal max x max matrix, times max(1, sqrt(d_out / d_in)); ``"kaiming"``: W_ij ~ N(0, 2 / d_in)
+  (He et al. 2015, normal, fan_in, gain sqrt(2)); ``"xavier"``: W_ij ~ N(0, 2 / (d_in + d_out)) (Glorot and
+  Bengio 2010, normal); ``"zero"``: the layers inside residual branches are exactly zero, weights and
+  biases (Li, Jiao, Han and Weissman, *Demystifying ResNet*, the zero initial point of section 4), the
+  others orthogonal. Householder layers: u ~ N(0, I) (Yu and Zhang, *Householder-Absolute Neural Layers*);
 * bias: zero, or N(0, 0.05) and then the weights times sqrt(0.95);
 * all weights and biases times ``init_scale``; inside residual branches also times ``branch_scale``;
 * GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (Chen and Ge).
 
 With ``runs=R`` the module holds R identical copies as one stack (parameters [R, ...]); it takes a shared
 input [B, d_in] or one per run [R, B, d_in] and returns [R, B, d_out]. With R = 1 (the default) it
-takes [B, d_in] and returns [B, d_out] like any torch module.
+takes [B, d_in] and returns [B, d_out] like any torch module. With ``seeds=[s_1, ..., s_R]`` run r is
+initialized from seed s_r instead: R different initializations as one stack, each exactly the network
+``build_network(spec, s_r)`` builds (a test checks this). The fixed skip projection is then one per run,
+[R, d_out, width] (it is [d_out, width], shared, when every run has the same seed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
+from typing import Iterable
 
 import numpy as np
 import torch
 from torch import nn
 
-from sampling import BIAS_VARIANCE, ArchSpec
+from sampling import BIAS_VARIANCE, ArchSpec, Layer, SpecError
+from sampling.constraints import Constraint, check, is_int
 
 from .activations import Activation
 from .gmp import GmP, angles_from_direction
@@ -117,7 +127,8 @@ class Network(nn.Module):
         return (h.squeeze(0) if squeeze else h).contiguous()
 
     def _project(self, start: torch.Tensor) -> torch.Tensor:
-        """``start @ P^T`` computed as ``P @ start^T``, which reads feature-major memory without a copy."""
+        """``start @ P^T`` computed as ``P @ start^T``, which reads feature-major memory without a copy (``P``
+        [d_out, width] shared by the runs, or [R, d_out, width] one per run: the product broadcasts)."""
         return torch.matmul(self.projection, start.transpose(-1, -2)).transpose(-1, -2)
 
     # -- stacks ----------------------------------------------------------------------------------
@@ -129,7 +140,11 @@ class Network(nn.Module):
             for (name, dst), (_, src) in zip(out.stacked_tensors(), self.stacked_tensors()):
                 dst.copy_(src.index_select(0, idx))
             if self.projection is not None:
-                out.projection.copy_(self.projection)
+                p = self.projection
+                if p.dim() == 3:  # one per run: the taken runs' own (a single run's is its shared one)
+                    p = p.index_select(0, idx)
+                    p = p[0] if len(idx) == 1 else p
+                out.projection = p.clone()
         out.train(self.training)
         return out
 
@@ -187,39 +202,89 @@ def frozen_statistics(net: nn.Module):
         net.train(was_training)
 
 
-def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | torch.device | None = None) -> Network:
-    """The float64 network ``spec`` describes, initialized as appendix C says; R identical copies with ``runs``."""
-    net = Network(spec, runs)
-    scale = spec.init_scale
+def layer_init(spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
+    """The initial tensors of one linear layer (without the runs dimension), by parameter name, drawn from
+    the generators of ``seed`` as the module docstring says."""
+    scale, branch = spec.init_scale, spec.branch_scale if layer.in_branch else 1.0  # applied in this order
     gaussian_bias = spec.bias_init == "gaussian"
+    zero = spec.init == "zero" and layer.in_branch
+    if gaussian_bias and not zero:
+        b = init_rng(seed, layer.index, _BIAS).standard_normal(layer.fan_out) * math.sqrt(BIAS_VARIANCE)
+    else:
+        b = np.zeros(layer.fan_out)
+    b = b * scale * branch
+    rng = init_rng(seed, layer.index, _WEIGHT)
+    if layer.kind == "householder":
+        return {"u": torch.from_numpy(rng.standard_normal(layer.fan_in)), "bias": torch.from_numpy(b)}
+    shape = (layer.fan_out, layer.fan_in)
+    if zero:
+        w = np.zeros(shape)
+    elif spec.init == "kaiming":
+        w = rng.standard_normal(shape) * math.sqrt(2.0 / layer.fan_in)
+    elif spec.init == "xavier":
+        w = rng.standard_normal(shape) * math.sqrt(2.0 / (layer.fan_in + layer.fan_out))
+    else:
+        w = orthogonal_submatrix(rng, *shape) * max(1.0, math.sqrt(layer.fan_out / layer.fan_in))
+    if gaussian_bias:
+        w = w * math.sqrt(1.0 - BIAS_VARIANCE)
+    w = w * scale * branch
+    if layer.kind == "gmp":
+        norm = np.linalg.norm(w, axis=1)
+        return {"theta": angles_from_direction(torch.from_numpy(w / norm[:, None])),
+                "lam": torch.from_numpy(b / norm), "r": torch.from_numpy(norm)}
+    return {"weight": torch.from_numpy(w), "bias": torch.from_numpy(b)}
+
+
+def projection_init(spec: ArchSpec, seed: int) -> torch.Tensor:
+    """The fixed skip projection into the output: [d_out, width] (module docstring)."""
+    p = orthogonal_submatrix(init_rng(seed, 0, _PROJECTION), spec.d_out, spec.width)
+    return torch.from_numpy(p * max(1.0, math.sqrt(spec.d_out / spec.width)))
+
+
+@dataclass(frozen=True)
+class Seeds(Constraint):
+    """A non-empty list of initialization seeds (integers >= 0)."""
+
+    def normalize(self, value):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            self.fail()
+        out = tuple(value)
+        if not out or not all(is_int(s) and s >= 0 for s in out):
+            self.fail()
+        return tuple(int(s) for s in out)
+
+    def describe(self):
+        return "must be a non-empty list of integer seeds >= 0"
+
+    def invalid_examples(self):
+        return ([], [-1], [1.5], "3", 3)
+
+
+def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | torch.device | None = None, *,
+                  seeds=None) -> Network:
+    """The float64 network ``spec`` describes, initialized as appendix C (or ``spec.init``) says; R identical
+    copies with ``runs``; with ``seeds`` one run per seed, run r initialized from ``seeds[r]`` (``runs`` then
+    must be 1 or ``len(seeds)``; ``seed`` is not used)."""
+    if seeds is None:
+        net = Network(spec, runs)
+        groups = [(slice(None), seed)]  # one draw, broadcast to every run
+    else:
+        seeds = check("build_network", "seeds", Seeds(), seeds)
+        if runs not in (1, len(seeds)):
+            raise SpecError("build_network", "runs", runs, f"must be 1 or len(seeds) = {len(seeds)} when seeds are given")
+        net = Network(spec, len(seeds))
+        groups = [(slice(r, r + 1), s) for r, s in enumerate(seeds)]
     with torch.no_grad():
-        for layer, module in zip(spec.layers(), net.linears):
-            branch = spec.branch_scale if layer.in_branch else 1.0
-            if gaussian_bias:
-                b = init_rng(seed, layer.index, _BIAS).standard_normal(layer.fan_out) * math.sqrt(BIAS_VARIANCE)
-            else:
-                b = np.zeros(layer.fan_out)
-            b = b * scale * branch
-            if layer.kind == "householder":
-                module.u.copy_(torch.from_numpy(init_rng(seed, layer.index, _WEIGHT).standard_normal(layer.fan_in)))
-                module.bias.copy_(torch.from_numpy(b))
-                continue
-            w = orthogonal_submatrix(init_rng(seed, layer.index, _WEIGHT), layer.fan_out, layer.fan_in)
-            w = w * max(1.0, math.sqrt(layer.fan_out / layer.fan_in))
-            if gaussian_bias:
-                w = w * math.sqrt(1.0 - BIAS_VARIANCE)
-            w = w * scale * branch
-            if layer.kind == "gmp":
-                norm = np.linalg.norm(w, axis=1)
-                module.theta.copy_(angles_from_direction(torch.from_numpy(w / norm[:, None])))
-                module.lam.copy_(torch.from_numpy(b / norm))
-                module.r.copy_(torch.from_numpy(norm))
-            else:
-                module.weight.copy_(torch.from_numpy(w))
-                module.bias.copy_(torch.from_numpy(b))
+        for runs_of, s in groups:
+            for layer, module in zip(spec.layers(), net.linears):
+                for name, value in layer_init(spec, layer, s).items():
+                    getattr(module, name)[runs_of].copy_(value)
         if net.projection is not None:
-            p = orthogonal_submatrix(init_rng(seed, 0, _PROJECTION), spec.d_out, spec.width)
-            net.projection.copy_(torch.from_numpy(p * max(1.0, math.sqrt(spec.d_out / spec.width))))
+            distinct = sorted({s for _, s in groups})
+            if len(distinct) == 1:
+                net.projection.copy_(projection_init(spec, distinct[0]))
+            else:
+                net.projection = torch.stack([projection_init(spec, s) for _, s in groups])
     return net.to(device) if device is not None else net
 
 

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, fields, replace
 
 from sampling import ArchSpec
+from sampling.constraints import added_later
 
 SCHEMA_VERSION = "1"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
 SCHEMA_KEY = "archstudy.schema_version"
@@ -58,14 +59,17 @@ HIGH_BIAS = 1000.0
 class Column:
     """One column: ``name``, ``type`` (one of ``TYPES``), ``unit`` ("" for a plain number or a label),
     ``meaning`` (one sentence, with the paper it comes from), ``table`` and ``group`` (set by ``_group``),
-    and ``required``: an analysis cannot read a table without it (every other column may be missing from
-    an older file and is then read as NaN)."""
+    ``required``: an analysis cannot read a table without it (every other column may be missing from an
+    older file and is then read as NaN), and ``added``: declared after files of this schema version were
+    written, so a file without it is an older file of the same study, whole and valid (a study created
+    before it must resume without redoing its finished units); readers fill it (``analysis.results``)."""
 
     name: str
     type: str
     unit: str
     meaning: str
     required: bool = False
+    added: bool = False
     table: str = ""
     group: str = ""
 
@@ -90,8 +94,8 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
                "`SeedSequence([study_seed, index])`"),
         Column("seed", "int64", "", "initialization and data-order seed (`sampling.init_seed`), shared by siblings"),
     ),
-    *_group(ARCHITECTURES, "spec", *(Column(f.name, _SPEC_TYPES[str(f.type)], "", f.metadata["doc"])
-                                     for f in fields(ArchSpec))),
+    *_group(ARCHITECTURES, "spec", *(Column(f.name, _SPEC_TYPES[str(f.type)], "", f.metadata["doc"],
+                                            added=added_later(f)) for f in fields(ArchSpec))),
     *_group(
         ARCHITECTURES, "baselines",
         Column("num_params", "int64", "parameters", "trainable parameters (exact count)"),
@@ -155,6 +159,8 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         Column("bias_after", "float64", "", "output bias of the selected run after training"),
         Column("lr_edge", "bool", "", "the selected rate is among the protocol's `edge_runs` lowest or highest "
                "(five in the paper protocol)"),
+        Column("selected_by", "str", "", "the split whose error selected the run: `val` (appendix E.2), `train` "
+               "(the long protocol of figure 3D) or `test` (only to reproduce papers that selected so)", added=True),
     ),
     *_group(
         ARCHITECTURES, "summary",
@@ -197,9 +203,9 @@ RUN_COLUMNS: tuple[Column, ...] = (
         Column("lr", "float64", "learning rate", "starting rate of the run"),
         Column("epochs", "int64", "epochs", "epochs the run trained"),
         Column("divisions", "int64", "", "learning-rate divisions of the run"),
-        Column("val_error", "float64", ERROR, "validation error at the run's best state"),
-        Column("train_error", "float64", ERROR, "training error at the run's best state"),
-        Column("test_error", "float64", ERROR, "test error at the run's best state"),
+        Column("val_error", "float64", ERROR, "validation error at the run's best state (under a `steps` schedule: its final state)"),
+        Column("train_error", "float64", ERROR, "training error at the run's best state (under a `steps` schedule: its final state)"),
+        Column("test_error", "float64", ERROR, "test error at the run's best state (under a `steps` schedule: its final state)"),
         Column("diverged", "bool", "", "the run's loss was not finite at least once"),
         Column("wall_s", "float64", "s", "the run's share of the training time"),
         Column("selected", "bool", "", "the selected run (exactly one per architecture)"),
@@ -217,6 +223,9 @@ def columns(table: str, *groups: str) -> tuple[Column, ...]:
 def names(table: str, *groups: str) -> tuple[str, ...]:
     return tuple(c.name for c in columns(table, *groups))
 
+
+# Columns a file of this schema version may lack (``Column.added``), per table.
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {t: tuple(c.name for c in cols if c.added) for t, cols in COLUMNS.items()}
 
 # What ``study.measure`` returns besides ``flops`` and ``measure_s``: the metrics at initialization.
 MEASURED = names(ARCHITECTURES, "init metrics", "proxies", "optional")
@@ -242,7 +251,8 @@ def markdown(table: str) -> str:
     for c in COLUMNS[table]:
         group = GROUPS[c.group] if c.group != previous else ""
         previous = c.group
-        cells = [group, f"`{c.name}`", c.type, c.unit, c.meaning + (" (required)" if c.required else "")]
+        cells = [group, f"`{c.name}`", c.type, c.unit,
+                 c.meaning + (" (required)" if c.required else "") + (" (added later: older files lack it)" if c.added else "")]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
 

@@ -73,6 +73,16 @@ SCHEMAS = {table: arrow_schema(table) for table in TABLES}
 ARCHITECTURES_SCHEMA, RUNS_SCHEMA = SCHEMAS[ARCHITECTURES], SCHEMAS[RUNS]
 
 
+def schema_fits(found: pa.Schema, kind: str) -> bool:
+    """Whether a file's schema is the ``kind`` schema, or the schema an older writer gave it: the same columns
+    in the same order, without some of the columns added later (``study.schema.ADDED_COLUMNS``)."""
+    full = SCHEMAS[kind]
+    present = set(found.names)
+    if not set(full.names) - present <= set(schema.ADDED_COLUMNS[kind]):
+        return False
+    return found.equals(pa.schema([f for f in full if f.name in present]), check_metadata=False)
+
+
 class SchemaError(ValueError):
     """Rows that do not fit the results schema (a missing or unknown column, a value of the wrong type)."""
 
@@ -146,7 +156,7 @@ def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
         return FileCheck(False, f"not an archstudy {kind} file (metadata archstudy.table missing or different)")
     if version != SCHEMA_VERSION:
         return FileCheck(False, f"schema version {version!r}; this archstudy reads {SCHEMA_VERSION!r}", foreign=True)
-    if not table.schema.equals(SCHEMAS[kind], check_metadata=False):
+    if not schema_fits(table.schema, kind):
         return FileCheck(False, "columns differ from the schema of docs/results.md")
     m = NAME_RE.match(name)
     if kind == ARCHITECTURES and table.num_rows != 1:
@@ -324,7 +334,9 @@ class Store:
         """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""
         tables = [pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet")))
                   for n in self.names(kind, ".parquet")]
-        return (pa.concat_tables(tables) if tables else SCHEMAS[kind].empty_table()).to_pandas()
+        # files from before an added column lack it: it is null there
+        return (pa.concat_tables(tables, promote_options="default") if tables
+                else SCHEMAS[kind].empty_table()).to_pandas()
 
     # -- failures --------------------------------------------------------------------------------------
     def write_failure(self, name: str, record: Mapping[str, Any]) -> None:

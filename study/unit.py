@@ -112,8 +112,9 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
         **spec.to_dict(),
         "num_params": spec.num_params, "activation_units": spec.activation_units, "flops": measured["flops"],
         **{k: measured[k] for k in MEASURED},
-        # The selected run, the runs summary, all_diverged, train_s, and c_out: the output scale the loss
-        # actually divided by (the trainer's; study.measure computes the same quantity on the same data).
+        # The selected run (with the split that selected it), the runs summary, all_diverged, train_s, and
+        # c_out: the trainer's output scale (the cross-entropy loss divides by it; study.measure computes the
+        # same quantity on the same data).
         **outcome.selected_row(),
         "nonfinite_init": not all(_finite(measured[k]) for k in ("nlc", "bias", "output_q", "c_out")),
         "build_s": build_s, "measure_s": measured["measure_s"], "total_s": total_s,

@@ -1,4 +1,5 @@
-"""Small slices of the real waveform-noise data for the trainer's tests (fast, yet the real generator).
+"""Small slices of the real datasets for the trainer's tests (fast, yet the real generators), and the
+Householder paper's checkerboard setup in small.
 
 Test modules import it by name (``pythonpath`` in the pytest config holds tests/).
 """
@@ -7,15 +8,35 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from study import load_dataset
+from sampling import ArchSpec
+from study import Protocol, load_dataset
 
 
-def waveform_noise(n_train=3000, n_val=1000, n_test=1000, seed=0):
-    """The first ``n_train`` / ``n_val`` / ``n_test`` points of the built-in splits of ``load_dataset``."""
-    data = load_dataset("waveform-noise", seed=seed)
-
+def _heads(data, n_train, n_val, n_test):
     def head(split, n):
         return SimpleNamespace(x=split.x[:n].clone(), y=split.y[:n].clone())
 
     return SimpleNamespace(train=head(data.train, n_train), val=head(data.val, n_val), test=head(data.test, n_test),
                            d_in=data.d_in, n_classes=data.n_classes)
+
+
+def waveform_noise(n_train=3000, n_val=1000, n_test=1000, seed=0):
+    """The first ``n_train`` / ``n_val`` / ``n_test`` points of the built-in splits of ``load_dataset``."""
+    return _heads(load_dataset("waveform-noise", seed=seed), n_train, n_val, n_test)
+
+
+def checkerboard(n_train=120, n_val=60, n_test=60, seed=0):
+    """The same for the 12 x 12 checkerboard (2 inputs, labels 0 / 1)."""
+    return _heads(load_dataset("checkerboard", seed=seed), n_train, n_val, n_test)
+
+
+# The HanNet of the Householder paper's checkerboard experiment in small (Yu and Zhang, section 3.2.1): a
+# dense input layer, one dense width-to-width layer, a Householder layer, one dense width-to-width layer,
+# one output; abs activations.
+HAN = ArchSpec(depth=5, width=6, d_in=2, d_out=1, activation="abs", weights="householder", dense_ends=1)
+# Its protocol (section 3.1, Table 2) in small: mse on the 0/1 label, momentum 0.9, the steps schedule.
+# With 120 training points, 6 minibatches of 20 per epoch; 23 steps = 3 epochs of 6 and 5 steps of a
+# fourth; the rate is divided by 5 before steps 6, 12 and 21 (floor(f * 23 + 1/2) for f = 1/4, 1/2, 9/10):
+# two at an epoch's start, one within an epoch.
+STEPS = Protocol(loss="mse", momentum=0.9, batch_size=20, schedule="steps", iterations=23,
+                 step_at=(0.25, 0.5, 0.9), division_factor=5.0, selection="test", lrs=(0.005, 0.02, 0.08))

@@ -2,9 +2,10 @@
 
 ``train_architecture(spec, data, seed, protocol)`` trains all starting learning rates of one
 architecture as one stacked model and returns an ``Outcome``. The parts, each a small module:
-``schedule`` (the per-run patience / rewind / division state machine), ``lr_min`` (the smallest starting
-rate), ``optim`` (stacked SGD and Adam), ``loss`` (per-run losses and errors), ``splits`` (checked data,
-minibatch orders), ``stack`` (the live stack and its step), ``checkpoint`` and ``outcome``.
+``schedule`` (the per-run patience / rewind / division state machine, and the steps schedule),
+``lr_min`` (the smallest starting rate), ``optim`` (stacked SGD, with momentum, and Adam), ``loss``
+(per-run losses, cross-entropy or mse, and errors), ``splits`` (checked data, minibatch orders),
+``stack`` (the live stack and its step), ``checkpoint`` and ``outcome``.
 """
 
 from .outcome import BestRecord, Outcome, RunRecord

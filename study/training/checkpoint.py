@@ -1,9 +1,12 @@
 """Trainer checkpoints: the whole training state in one file, written atomically.
 
 The file holds everything an uninterrupted trainer would still have in memory: the live stack's stacked
-tensors (parameters, per-run buffers, optimizer state), every live run's best state, the schedule of all
-runs, the records of the finished runs and the selected-so-far network, the epoch and the step within
-it, the per-run non-finite flags of the current epoch, lr_min, c_out and the elapsed time. The minibatch
+tensors (parameters, per-run buffers, optimizer state: Adam moments or SGD momentum buffers), every live
+run's best state, the schedule of all runs (the current rates and divisions, also of a step schedule
+stopped between two of its steps), the records of the finished runs and the selected-so-far network, the
+epoch and the step within it, the per-run non-finite flags of the current epoch, the initialization seeds,
+lr_min and c_out (one per initialization) and the elapsed time. Files written before there could be
+several initializations (one lr_min and c_out, no seeds) are read as one initialization. The minibatch
 order of an epoch is a function of (seed, epoch) (``study.training.splits``), so no generator state is
 needed: a resumed trainer continues with exactly the minibatches and tensors it would have had.
 
@@ -24,8 +27,14 @@ import torch
 FORMAT = 1
 
 
-def checkpoint_key(arch_id: str, seed: int, protocol: dict, data: str) -> dict:
-    return {"format": FORMAT, "arch_id": arch_id, "seed": int(seed), "protocol": protocol, "data": data}
+def checkpoint_key(arch_id: str, seed: int, protocol: dict, data: str, init_seeds=None) -> dict:
+    """What a checkpoint must match: ``protocol`` is the protocol's canonical dict (``Protocol.canonical``),
+    and ``init_seeds`` is in the key only when the initializations were given (so a training from ``seed``
+    alone keys what it keyed before initializations could be given)."""
+    key = {"format": FORMAT, "arch_id": arch_id, "seed": int(seed), "protocol": protocol, "data": data}
+    if init_seeds is not None:
+        key["init_seeds"] = [int(s) for s in init_seeds]
+    return key
 
 
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:

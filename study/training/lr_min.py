@@ -21,6 +21,10 @@ without applying updates, in order to warm-start the running averages. Only then
 another epoch where we actually gathered values for dW_lb": dW_lb is then Adam's step at rate 1,
 (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps). The warmed averages serve the measurement only;
 training starts Adam from zero moments, as Algorithm 1 of Kingma & Ba does.
+
+SGD with momentum mu (``Protocol.momentum``): dW_lb is the step SGD with momentum would take at rate 1,
+the buffer b_b = mu b_{b-1} + g_b accumulated over the measuring epoch from b_0 = 0 (updates not applied);
+with mu = 0 it is the gradient, as above. The loss is the protocol's (``Protocol.loss``).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ def relative_terms(net: Network, train: Split, c_out: float, protocol: Protocol,
     names = list(weights)
     tensors = [weights[n] for n in names]
     adam = protocol.optimizer == "adam"
+    bufs = [torch.zeros_like(w) for w in tensors] if protocol.momentum else None
     if adam:
         ms = [torch.zeros_like(w) for w in tensors]
         vs = [torch.zeros_like(w) for w in tensors]
@@ -60,16 +65,21 @@ def relative_terms(net: Network, train: Split, c_out: float, protocol: Protocol,
         for epoch in range(protocol.warmup_epochs + 1):
             measuring = epoch == protocol.warmup_epochs
             for idx in epoch_order(len(train), protocol.batch_size, seed, LR_MIN_ORDER, epoch, train.x.device):
-                loss = run_losses(stack_output(net, train.x[idx]), train.y[idx], c_out).sum()
+                loss = run_losses(stack_output(net, train.x[idx]), train.y[idx], c_out, protocol.loss).sum()
                 grads = torch.autograd.grad(loss, tensors)
                 if adam:
                     adam_moments(ms, vs, t, grads, protocol.adam_beta1, protocol.adam_beta2)
                 if not measuring:
                     continue
                 for i, g in enumerate(grads):
-                    # SGD's update at rate 1 is -g; Adam's is its bias-corrected direction.
-                    d = adam_direction(ms[i], vs[i], t, protocol.adam_beta1, protocol.adam_beta2,
-                                       protocol.adam_eps) if adam else g
+                    # SGD's update at rate 1 is -g (with momentum -b); Adam's is its bias-corrected direction.
+                    if adam:
+                        d = adam_direction(ms[i], vs[i], t, protocol.adam_beta1, protocol.adam_beta2,
+                                           protocol.adam_eps)
+                    elif bufs is not None:
+                        d = bufs[i].mul_(protocol.momentum).add_(g)
+                    else:
+                        d = g
                     sq[i] += (d * d).sum()
                 batches += 1
     terms = {}

@@ -5,14 +5,18 @@ drop out of the stack, and it has no per-run learning rate. Each run r has its o
 gradient is its own because the loss is the sum over runs of each run's mean loss (``study.training.loss``).
 
 SGD (the paper):      W_r <- W_r - lr_r g_r
+SGD with momentum mu (``torch.optim.SGD``'s convention: dampening 0, no Nesterov; the buffer starts at
+zero, so the first step is b = g exactly as torch's clone of the first gradient):
+
+    b_r <- mu b_r + g_r,   W_r <- W_r - lr_r b_r
 Adam (Kingma & Ba 2015, Algorithm 1; figure 3F of the NLC paper), per run with its own step count t_r:
 
     m <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2,   t <- t + 1
     W <- W - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
 
 The functions take lists of tensors (a whole stack, or views of a chunk of its runs) and update them in
-place; the Adam state is a dict of stacked tensors so that best-state saving, rewinding and dropping
-treat it like the parameters.
+place; the Adam and momentum state is a dict of stacked tensors so that best-state saving, rewinding,
+dropping and checkpoints treat it like the parameters.
 """
 
 from __future__ import annotations
@@ -30,6 +34,20 @@ def sgd_step(params: list[torch.Tensor], grads: list[torch.Tensor], lr: torch.Te
     """``p <- p - lr_r g`` for every tensor, in place."""
     for p, g in zip(params, grads):
         p.addcmul_(g, per_run(lr, p), value=-1.0)
+
+
+def momentum_state(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A zero momentum buffer ``b.<name>`` for every parameter."""
+    return {f"b.{name}": torch.zeros_like(p) for name, p in params.items()}
+
+
+@torch.no_grad()
+def momentum_step(params: list[torch.Tensor], grads: list[torch.Tensor], bufs: list[torch.Tensor],
+                  lr: torch.Tensor, momentum: float) -> None:
+    """``b <- mu b + g; p <- p - lr_r b`` for every tensor, in place (buffers and parameters)."""
+    for p, g, b in zip(params, grads, bufs):
+        b.mul_(momentum).add_(g)
+        p.addcmul_(b, per_run(lr, p), value=-1.0)
 
 
 def adam_state(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -3,9 +3,17 @@
 "Henceforth, we refer to the 'trained network' as the network that was obtained during the training run
 that yielded the lowest validation classification error": the selected run is the one with the lowest
 monitored error at its best state (the VCE; the training error under the ``long`` protocol, as figure 3D
-reports the lowest training error across rates). Ties go to the lower learning-rate index, the smaller
-rate. Its ``lr_edge`` flag says whether its index is among the ``edge_runs`` (5) lowest or highest, E.2's
-check that the range of rates contained the optimum.
+reports the lowest training error across rates), or with ``Protocol.selection = "test"`` the lowest test
+error (only to reproduce papers that selected so). ``BestRecord.selected_by`` names the split that
+selected it ("val", "train" or "test"), and so does every row made from it. Ties go to the lower run
+index, the smaller rate. Its ``lr_edge`` flag says whether its index is among the ``edge_runs`` (5)
+lowest or highest, E.2's check that the range of rates contained the optimum.
+
+Several initializations in one stack (``train_architecture(..., init_seeds=[...])``): the runs are
+seed-major, ``runs[j * n_rates + k]`` is initialization ``init_seeds[j]`` at rate index k (``lr_index`` =
+k); ``best`` is the selected run over all of them, ``best_per_seed()`` the selected run of each
+initialization (the best rate per seed, what a paper's mean over seeds averages), and ``lr_min`` / ``c_out``
+are those of the selected run's initialization.
 
 Column names follow docs/results.md ("selected run" and "runs").
 """
@@ -41,6 +49,7 @@ class BestRecord(RunRecord):
     nlc_after: float = float("nan")
     bias_after: float = float("nan")
     lr_edge: bool = False
+    selected_by: str = "val"  # the split whose error selected it: "val" (E.2), "train" (figure 3D) or "test"
 
 
 RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
@@ -48,17 +57,33 @@ RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
 
 @dataclass
 class Outcome:
-    runs: list[RunRecord]  # in the order of the rates
+    runs: list[RunRecord]  # in the order of the rates (seed-major with several initializations)
     best: BestRecord
     lr_min: float  # the measured smallest starting rate of the series (NaN when not measurable)
-    c_out: float  # output scale the loss divides by, measured once at initialization
+    c_out: float  # output scale Q f at initialization (cross-entropy divides the output by it; mse does not)
     train_s: float  # seconds, lr_min measurement and final metrics included, over resumed sessions
     protocol: Protocol
     network: nn.Module | None = field(default=None, repr=False, compare=False)  # the selected run, R = 1
+    init_seeds: tuple = (0,)  # the initialization seed of each group of runs
+    selected: int = 0  # position of the selected run in ``runs``
 
     @property
     def n_diverged(self) -> int:
         return sum(r.diverged for r in self.runs)
+
+    @property
+    def n_rates(self) -> int:
+        return len(self.runs) // len(self.init_seeds)
+
+    def seed_runs(self, j: int) -> list[RunRecord]:
+        """The runs of initialization ``init_seeds[j]``, one per rate."""
+        n = self.n_rates
+        return self.runs[j * n:(j + 1) * n]
+
+    def best_per_seed(self) -> list[RunRecord]:
+        """The selected run of each initialization (by ``best.selected_by``, ties to the lower rate)."""
+        return [self.seed_runs(j)[select(self.seed_runs(j), self.best.selected_by)]
+                for j in range(len(self.init_seeds))]
 
     def selected_row(self) -> dict:
         """The ``architectures`` columns this outcome fills (docs/results.md: selected run, runs summary,
@@ -68,22 +93,31 @@ class Outcome:
             "lr_min": float(self.lr_min), "lr": b.lr, "lr_index": b.lr_index, "epochs": b.epochs,
             "divisions": b.divisions, "val_error": b.val_error, "train_error": b.train_error,
             "test_error": b.test_error, "nlc_after": b.nlc_after, "bias_after": b.bias_after,
-            "lr_edge": b.lr_edge, "n_runs": len(self.runs), "n_diverged": self.n_diverged,
+            "lr_edge": b.lr_edge, "selected_by": b.selected_by, "n_runs": len(self.runs), "n_diverged": self.n_diverged,
             "all_diverged": self.n_diverged == len(self.runs), "c_out": float(self.c_out),
             "train_s": float(self.train_s),
         }
 
     def run_rows(self) -> list[dict]:
-        """The ``runs`` table's rows (without the architecture's identity columns)."""
-        return [{**asdict(r), "selected": r.lr_index == self.best.lr_index} for r in self.runs]
+        """The ``runs`` table's rows (without the architecture's identity columns): one initialization, one
+        row per rate (a study trains each architecture from its own seed)."""
+        if len(self.init_seeds) != 1:
+            raise ValueError(f"the runs table holds one initialization per architecture; this outcome has "
+                             f"{len(self.init_seeds)} (use seed_runs / best_per_seed)")
+        return [{**asdict(r), "selected": k == self.selected} for k, r in enumerate(self.runs)]
 
     def to_dict(self) -> dict:
         """A JSON-friendly form (everything but the network)."""
         return {"runs": [asdict(r) for r in self.runs], "best": asdict(self.best), "lr_min": float(self.lr_min),
-                "c_out": float(self.c_out), "train_s": float(self.train_s), "protocol": self.protocol.to_dict()}
+                "c_out": float(self.c_out), "train_s": float(self.train_s), "protocol": self.protocol.to_dict(),
+                "init_seeds": list(self.init_seeds), "selected": self.selected}
 
 
-def select(runs: list[RunRecord], monitor: str) -> RunRecord:
-    """The run with the lowest monitored error (``val`` or ``train``); ties: the lower index."""
-    key = "val_error" if monitor == "val" else "train_error"
-    return min(runs, key=lambda r: (getattr(r, key), r.lr_index))
+SPLITS = ("val", "train", "test")
+
+
+def select(runs: list[RunRecord], split: str) -> int:
+    """The position in ``runs`` of the run with the lowest error on ``split`` ("val", "train" or "test");
+    ties: the lower position (the smaller rate)."""
+    key = f"{split}_error"
+    return min(range(len(runs)), key=lambda i: (getattr(runs[i], key), i))

@@ -22,6 +22,14 @@ Read as a state machine, per run, after every epoch e = 1, 2, ... with error ``e
 The functions here are pure: ``start`` makes the state, ``after_epoch`` returns the next state and the
 decisions (which runs improved: save their state; which to rewind; which are finished). The trainer
 applies the decisions to the stacked tensors; a test drives this module with scripted error curves.
+
+The ``steps`` schedule (``Protocol.schedule``; Yu and Zhang, *Householder-Absolute Neural Layers*,
+section 3.1: "the initial learning rate is annealed by a factor of 5 at the fractions 1/2, 7/10 and 9/10
+of the training durations") uses the same state: ``divide`` divides the rates at the steps of
+``Protocol.step_boundaries`` (it counts them in ``divisions``), and ``after_steps_epoch`` ends an epoch
+without any error: every run is finished when the iterations are done, and a run whose loss or parameters
+turned non-finite is finished at once, rewound to its initial state (the only state kept) and marked
+diverged. ``best`` and ``best_epoch`` are not used.
 """
 
 from __future__ import annotations
@@ -115,3 +123,39 @@ def after_epoch(state: Schedule, protocol: Protocol, runs, errors, nonfinite) ->
     s["done"][runs[finished]] = True
     decision = Decision(improved=runs[improved], rewind=runs[window_end | finished], finished=runs[finished])
     return replace(state, **s), decision
+
+
+def divide(state: Schedule, protocol: Protocol, runs, times: int = 1) -> Schedule:
+    """The state with the rates of runs ``runs`` divided ``times`` times by ``protocol.division_factor``."""
+    runs = np.asarray(runs, dtype=np.int64)
+    lr, divisions = state.lr.copy(), state.divisions.copy()
+    for _ in range(times):  # one division at a time: the rounding of the rates is that of repeated division
+        lr[runs] /= protocol.division_factor
+    divisions[runs] += times
+    return replace(state, lr=lr, divisions=divisions)
+
+
+def after_steps_epoch(state: Schedule, runs, nonfinite, done: bool) -> tuple[Schedule, Decision]:
+    """Advance runs ``runs`` by one epoch of the ``steps`` schedule: ``nonfinite`` runs are finished (and
+    rewound to their initial state), all of them when ``done`` (the iterations are over)."""
+    runs = np.asarray(runs, dtype=np.int64)
+    bad = np.asarray(nonfinite, dtype=bool)
+    if np.any(state.done[runs]):
+        raise ValueError("after_steps_epoch: a finished run was trained")
+    epochs, diverged, finished_mask = state.epochs.copy(), state.diverged.copy(), state.done.copy()
+    epochs[runs] += 1
+    diverged[runs] |= bad
+    finished = runs if done else runs[bad]
+    finished_mask[finished] = True
+    decision = Decision(improved=runs[:0], rewind=runs[bad], finished=finished)
+    return replace(state, epochs=epochs, diverged=diverged, done=finished_mask), decision
+
+
+def give_up(state: Schedule, runs) -> Schedule:
+    """The state with runs ``runs`` finished before training, diverged (an initialization that cannot be
+    trained: its output scale is not finite)."""
+    runs = np.asarray(runs, dtype=np.int64)
+    done, diverged = state.done.copy(), state.diverged.copy()
+    done[runs] = True
+    diverged[runs] = True
+    return replace(state, done=done, diverged=diverged)

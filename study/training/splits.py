@@ -55,8 +55,9 @@ def _as_tensor(value, dtype, where, name) -> torch.Tensor:
         raise SpecError(where, name, type(value).__name__, "must be an array or tensor") from None
 
 
-def check_split(split, name: str, spec: ArchSpec, device: torch.device) -> Split:
-    """``split.x`` as float64 [N, d_in] and ``split.y`` as int64 [N] with labels in [0, d_out), on ``device``."""
+def check_split(split, name: str, spec: ArchSpec, device: torch.device, classes: int | None = None) -> Split:
+    """``split.x`` as float64 [N, d_in] and ``split.y`` as int64 [N] with labels in [0, classes), on ``device``;
+    ``classes`` defaults to d_out (``Protocol.classes``: a 1-output mse net tells 2 classes apart)."""
     where = "data"
     if not (hasattr(split, "x") and hasattr(split, "y")):
         raise SpecError(where, name, type(split).__name__, "must have .x (inputs) and .y (labels)")
@@ -71,18 +72,22 @@ def check_split(split, name: str, spec: ArchSpec, device: torch.device) -> Split
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
         raise SpecError(where, f"{name}.y", str(y.dtype), "must hold integer class labels")
     lo, hi = int(y.min()), int(y.max())
-    if lo < 0 or hi >= spec.d_out:
-        raise SpecError(where, f"{name}.y", f"labels in [{lo}, {hi}]", f"must be in [0, d_out = {spec.d_out})")
+    if classes is None or classes == spec.d_out:
+        if lo < 0 or hi >= spec.d_out:
+            raise SpecError(where, f"{name}.y", f"labels in [{lo}, {hi}]", f"must be in [0, d_out = {spec.d_out})")
+    elif lo < 0 or hi >= classes:
+        raise SpecError(where, f"{name}.y", f"labels in [{lo}, {hi}]",
+                        f"must be in [0, {classes}) (the classes {spec.d_out} output(s) tell apart under this loss)")
     return Split(x.to(device=device, dtype=torch.float64).contiguous(),
                  y.to(device=device, dtype=torch.int64).contiguous())
 
 
-def check_splits(data, spec: ArchSpec, device: torch.device) -> Splits:
+def check_splits(data, spec: ArchSpec, device: torch.device, classes: int | None = None) -> Splits:
     """The ``.train``, ``.val`` and ``.test`` splits of ``data``, checked (``check_split``)."""
     for name in ("train", "val", "test"):
         if not hasattr(data, name):
             raise SpecError("data", name, type(data).__name__, "must have .train, .val and .test splits")
-    return Splits(*(check_split(getattr(data, n), n, spec, device) for n in ("train", "val", "test")))
+    return Splits(*(check_split(getattr(data, n), n, spec, device, classes) for n in ("train", "val", "test")))
 
 
 def steps_per_epoch(n: int, batch_size: int) -> int:

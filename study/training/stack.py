@@ -12,7 +12,7 @@ stacked tensors with index_select / index_copy_:
 
 "State" is everything a rewind must restore: the parameters, the per-run buffers (batchnorm running
 statistics, GmP running input means: ``Network.stacked_tensors``) and the optimizer state (Adam moments
-and step counts).
+and step counts, or SGD's momentum buffers; plain SGD has none).
 
 A step (``train_step``): the folded forward (``study.training.fused``), each run's mean loss, the
 gradient of their sum (each run's gradient is its own), the in-place update at each run's rate. A run
@@ -43,7 +43,7 @@ from ..network import Network
 from ..protocol import Protocol
 from . import fused
 from .loss import run_losses
-from .optim import adam_state, adam_step, sgd_step
+from .optim import adam_state, adam_step, momentum_state, momentum_step, sgd_step
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Stack:
     net: Network  # the live runs, in increasing run index
     runs: np.ndarray  # run index (learning-rate index) of each stack position
     lr: torch.Tensor  # float64 [R] current learning rates
-    opt: dict[str, torch.Tensor]  # optimizer state, stacked (empty for SGD)
+    opt: dict[str, torch.Tensor]  # optimizer state, stacked (empty for SGD without momentum)
     best: dict[str, torch.Tensor]  # best state of every stacked tensor (net and optimizer)
     nonfinite: torch.Tensor  # bool [R]: the run's loss turned non-finite during the current epoch
     _parts: dict = field(default_factory=dict, repr=False)  # chunk size -> [Part], views of this stack
@@ -70,7 +70,8 @@ class Stack:
 def new_stack(net: Network, lrs, protocol: Protocol) -> Stack:
     """The stack of all runs at their starting rates; the initial state is every run's best."""
     device = net.device
-    opt = adam_state(dict(net.named_parameters())) if protocol.optimizer == "adam" else {}
+    params = dict(net.named_parameters())
+    opt = adam_state(params) if protocol.optimizer == "adam" else momentum_state(params) if protocol.momentum else {}
     stack = Stack(net=net, runs=np.arange(net.runs), lr=torch.tensor(lrs, dtype=torch.float64, device=device),
                   opt=opt, best={}, nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device))
     stack.best = {k: t.detach().clone() for k, t in stack.tensors().items()}
@@ -142,6 +143,8 @@ class Part:
     ms: list[torch.Tensor]  # Adam moments (empty for SGD)
     vs: list[torch.Tensor]
     t: torch.Tensor | None
+    bufs: list[torch.Tensor]  # SGD momentum buffers (empty without momentum)
+    positions: slice  # the chunk's stack positions
 
 
 def view_network(net: Network, sl: slice) -> Network:
@@ -153,8 +156,8 @@ def view_network(net: Network, sl: slice) -> Network:
             module = part.get_submodule(prefix)
             view = t.detach()[sl]
             setattr(module, leaf, nn.Parameter(view) if isinstance(t, nn.Parameter) else view)
-        if net.projection is not None:
-            part.projection = net.projection
+        if net.projection is not None:  # one per run, or shared by all
+            part.projection = net.projection[sl] if net.projection.dim() == 3 else net.projection
     part.train(net.training)
     return part
 
@@ -166,33 +169,38 @@ def parts(stack: Stack, chunk: int | None) -> list[Part]:
         for sl in chunks(stack.size, chunk):
             net = stack.net if sl.stop - sl.start == stack.size else view_network(stack.net, sl)
             names = [name for name, _ in net.named_parameters()]
-            adam = bool(stack.opt)
+            adam, momentum = "t" in stack.opt, any(k.startswith("b.") for k in stack.opt)
             out.append(Part(
                 net=net, params=[p for _, p in net.named_parameters()], lr=stack.lr[sl],
                 nonfinite=stack.nonfinite[sl],
                 ms=[stack.opt[f"m.{n}"][sl] for n in names] if adam else [],
                 vs=[stack.opt[f"v.{n}"][sl] for n in names] if adam else [],
-                t=stack.opt["t"][sl] if adam else None))
+                t=stack.opt["t"][sl] if adam else None,
+                bufs=[stack.opt[f"b.{n}"][sl] for n in names] if momentum else [], positions=sl))
         stack._parts[chunk] = out
     return stack._parts[chunk]
 
 
-def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, protocol: Protocol,
+def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: Protocol,
                chunk: int | None = None) -> None:
-    """One step of every run on the shared minibatch (x, y): forward, per-run losses, backward, update;
-    ``stack.nonfinite`` marks the runs whose loss was not finite."""
+    """One step of every run on the shared minibatch (x, y): forward, per-run losses (``protocol.loss``;
+    ``c_out`` a number, or one per stack position), backward, update; ``stack.nonfinite`` marks the runs
+    whose loss was not finite."""
     for part in parts(stack, chunk):
-        losses = run_losses(fused.forward(part.net, x), y, c_out)
+        scale = c_out[part.positions] if isinstance(c_out, torch.Tensor) else c_out
+        losses = run_losses(fused.forward(part.net, x), y, scale, protocol.loss)
         grads = torch.autograd.grad(losses.sum(), part.params, allow_unused=True)
         # A bias folded into batchnorm has no gradient (exactly zero): its SGD update and, with its Adam
         # moments staying zero, its Adam update are nothing.
         used = [i for i, g in enumerate(grads) if g is not None]
         params, grads = [part.params[i] for i in used], [grads[i] for i in used]
-        if part.t is None:
-            sgd_step(params, grads, part.lr)
-        else:
+        if part.t is not None:
             adam_step(params, grads, [part.ms[i] for i in used], [part.vs[i] for i in used], part.t, part.lr,
                       protocol.adam_beta1, protocol.adam_beta2, protocol.adam_eps)
+        elif part.bufs:
+            momentum_step(params, grads, [part.bufs[i] for i in used], part.lr, protocol.momentum)
+        else:
+            sgd_step(params, grads, part.lr)
         part.nonfinite |= ~torch.isfinite(losses.detach())
 
 

@@ -16,8 +16,21 @@ The protocol is NLC paper appendix E.2 (``study.protocol``); in order:
 4. The selected run (lowest VCE, ties to the lower rate) gives ``outcome.best`` and ``outcome.network``,
    with its NLC and output bias after training on the training set (``study.metrics``).
 
+The protocol's other options (``study.protocol``) change only their step: the loss (cross-entropy or mse),
+the optimizer's update (SGD, SGD with momentum, Adam), the schedule (E.2's plateau schedule, or a fixed
+number of iterations with divisions at given fractions of them: then nothing is evaluated during training
+and every run's result is its final state) and the split that selects the run (``selected_by``).
+
+Several initializations in one stack (``init_seeds=[s_1, ..., s_J]``, with the protocol's explicit rates):
+run j * n_rates + k (seed-major) starts from ``build_network(spec, s_j)`` at rate k; c_out and lr_min are
+measured on each initialization (the cross-entropy of run j * n_rates + k divides by its own c_out), and
+``seed`` still fixes the minibatch order and the measurements, so every run follows the trajectory it
+follows trained alone with ``init_seeds=[s_j]`` (a test checks this). ``Outcome.best_per_seed()`` gives each
+initialization's selected run.
+
 A network whose output scale or lr_min is not finite at initialization cannot be trained at any rate:
-every run is recorded as diverged at its initial state (epoch 0), without training.
+every run is recorded as diverged at its initial state (epoch 0), without training (in a stack of several
+initializations, the runs of such an initialization; the others train).
 
 Reproducible: the initialization, the minibatch orders and the measurement depend on ``seed`` alone,
 and a run trained inside a stack follows the same trajectory as the run trained alone (up to
@@ -33,6 +46,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Callable
 
@@ -44,13 +58,13 @@ from sampling.constraints import Integer, Real, check
 
 from ..metrics.row import nlc_seed
 from ..metrics.nlc import nlc, output_bias
-from ..network import Network, build_network, output_scale
+from ..network import Network, Seeds, build_network, output_scale
 from ..protocol import Protocol
 from . import checkpoint as ckpt
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
-from .schedule import Schedule, after_epoch, start
+from .schedule import Schedule, after_epoch, after_steps_epoch, divide, give_up, start
 from .splits import TRAIN_ORDER, Splits, check_splits, epoch_order, steps_per_epoch
 from .stack import Stack, keep, new_stack, nonfinite_parameters, rewind, save_best, set_rates, train_step
 
@@ -126,7 +140,7 @@ def _state_dict(net: Network) -> dict[str, torch.Tensor]:
 
 @dataclass
 class _Candidate:
-    """The best finished run so far: its index, monitored error and trained network (R = 1)."""
+    """The best finished run so far: its index, selection error and trained network (R = 1)."""
 
     index: int
     error: float
@@ -137,8 +151,9 @@ class _Candidate:
 class _State:
     """Everything training has in memory between two steps (what a checkpoint holds)."""
 
-    lr_min: float
-    c_out: float
+    seeds: list[int]  # initialization seed of each group of runs (runs are seed-major)
+    lr_min: list[float]  # per initialization
+    c_out: list[float]  # per initialization
     lrs: list[float]  # starting rate of each run
     schedule: Schedule  # of all runs
     stack: Stack | None  # the live runs; None when all are finished
@@ -150,14 +165,21 @@ class _State:
     candidate: _Candidate | None  # the selected-so-far finished run
     elapsed_s: float  # seconds of earlier sessions
 
+    @property
+    def n_rates(self) -> int:
+        return len(self.lrs) // len(self.seeds)
+
 
 def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
                        device=None, checkpoint_path: str | os.PathLike | None = None,
                        checkpoint_every_s: float = 300.0, progress: Callable[[TrainingProgress], None] | None = None,
-                       chunk_runs: int | None = None) -> Outcome:
+                       chunk_runs: int | None = None, init_seeds=None) -> Outcome:
     """Train ``spec`` on ``data`` (``.train/.val/.test`` with ``.x`` [N, d_in] and ``.y`` [N]) at all the
     protocol's learning rates as one stacked float64 model; see the module docstring.
 
+    ``init_seeds``: train one group of runs (one per rate) from each of these initializations, all in one
+    stack (seed-major: run j * n_rates + k is seed j at rate k); ``seed`` still fixes the minibatch order
+    and the measurements. More than one needs the protocol's explicit ``lrs``. None: one group from ``seed``.
     ``chunk_runs`` (a speed knob only): runs per forward/backward chunk; None chooses (``auto_chunk``)."""
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
@@ -167,14 +189,20 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     checkpoint_every_s = check("train_architecture", "checkpoint_every_s", Real(0.0), checkpoint_every_s)
     if chunk_runs is not None:
         chunk_runs = check("train_architecture", "chunk_runs", Integer(1), chunk_runs)
+    seeds = [seed] if init_seeds is None else list(check("train_architecture", "init_seeds", Seeds(), init_seeds))
+    if len(seeds) > 1 and protocol.lrs is None:
+        raise SpecError("train_architecture", "init_seeds", seeds,
+                        "more than one initialization needs the protocol's explicit lrs (each would measure "
+                        "its own lr_min and so its own rates)")
     device = _device(device)
-    splits = check_splits(data, spec, device)
-    key = ckpt.checkpoint_key(spec.content_id, seed, protocol.to_dict(), splits.fingerprint())
+    splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
+    key = ckpt.checkpoint_key(spec.content_id, seed, protocol.canonical(), splits.fingerprint(),
+                              init_seeds=None if init_seeds is None else seeds)
     saved = ckpt.load_checkpoint(checkpoint_path, key, device) if checkpoint_path is not None else None
     if saved is None:
-        state = _fresh(spec, splits, seed, protocol, device)
+        state = _fresh(spec, splits, seed, seeds, protocol, device)
         if state is None:
-            return _untrainable(spec, splits, seed, protocol, device, session_start)
+            return _untrainable(spec, splits, seed, seeds, protocol, device, session_start)
     else:
         state = _restore(spec, seed, saved, device)
     trainer = _Trainer(spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
@@ -182,36 +210,71 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     return trainer.run()
 
 
-def _fresh(spec, splits, seed, protocol, device) -> _State | None:
-    """The state before the first epoch; None when the network cannot be trained at all."""
-    base = build_network(spec, seed, runs=1, device=device)
-    c_out = float(output_scale(base, splits.train.x, batch_size=protocol.batch_size))
-    if not (math.isfinite(c_out) and c_out > 0):
+def _trainable(c_out: float, protocol: Protocol) -> bool:
+    """Whether a network with output scale ``c_out`` can be trained: a finite scale, positive where the loss
+    divides by it (cross-entropy)."""
+    return math.isfinite(c_out) and (c_out > 0 or protocol.loss == "mse")
+
+
+def _stack_network(spec, seeds: list[int], runs_per_seed: int, device) -> Network:
+    """The stack of ``runs_per_seed`` copies of each initialization, seed-major."""
+    if len(seeds) == 1:
+        return build_network(spec, seeds[0], runs=runs_per_seed, device=device)
+    return build_network(spec, seeds=[s for s in seeds for _ in range(runs_per_seed)], device=device)
+
+
+def _fresh(spec, splits, seed, seeds, protocol, device) -> _State | None:
+    """The state before the first epoch; None when no initialization can be trained at all."""
+    c_outs, lr_mins = [], []
+    for s in seeds:
+        base = build_network(spec, s, runs=1, device=device)
+        c_out = float(output_scale(base, splits.train.x, batch_size=protocol.batch_size))
+        c_outs.append(c_out)
+        lr_mins.append(measure_lr_min(base, splits.train, c_out, protocol, seed) if _trainable(c_out, protocol)
+                       else math.nan)
+    untrainable = [j for j, c in enumerate(c_outs) if not _trainable(c, protocol)]
+    if len(untrainable) == len(seeds) or (protocol.lrs is None and math.isnan(lr_mins[0])):
         return None
-    lr_min = measure_lr_min(base, splits.train, c_out, protocol, seed)
-    if protocol.lrs is None and math.isnan(lr_min):
-        return None
-    lrs = protocol.rates(lr_min)
-    net = build_network(spec, seed, runs=len(lrs), device=device)
-    monitored = _monitored(splits, protocol)
-    initial = errors(net, monitored.x, monitored.y, _widest(spec), net.runs).cpu().numpy()
-    return _State(lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=start(lrs, initial),
+    rates = protocol.rates(lr_mins[0])  # several initializations have explicit lrs (train_architecture)
+    n = len(rates)
+    lrs = rates * len(seeds)
+    net = _stack_network(spec, seeds, n, device)
+    if protocol.schedule == "plateau":
+        monitored = _monitored(splits, protocol)
+        initial = errors(net, monitored.x, monitored.y, _widest(spec), net.runs, protocol.loss).cpu().numpy()
+    else:
+        initial = math.nan  # a step schedule keeps no best error
+    schedule = start(lrs, initial)
+    if untrainable:
+        schedule = give_up(schedule, [j * n + k for j in untrainable for k in range(n)])
+    return _State(seeds=list(seeds), lr_min=lr_mins, c_out=c_outs, lrs=lrs, schedule=schedule,
                   stack=new_stack(net, lrs, protocol), epoch=0, step=0, epoch_s=0.0, wall=np.zeros(len(lrs)),
                   records={}, candidate=None, elapsed_s=0.0)
 
 
 def _restore(spec, seed, saved: dict, device) -> _State:
+    # Checkpoints written before several initializations existed hold one lr_min and c_out and no seeds.
+    lrs = saved["lrs"]
+    seeds = list(saved.get("seeds", [seed]))
+    lr_min = saved["lr_min"] if isinstance(saved["lr_min"], list) else [saved["lr_min"]]
+    c_out = saved["c_out"] if isinstance(saved["c_out"], list) else [saved["c_out"]]
+    n = len(lrs) // len(seeds)
     live = np.asarray(saved["live"], dtype=np.int64)
     stack = None
     if len(live):
-        net = _load_tensors(build_network(spec, seed, runs=len(live), device=device), saved["net"])
+        if len(seeds) == 1:
+            net = build_network(spec, seeds[0], runs=len(live), device=device)
+        else:
+            net = build_network(spec, seeds=[seeds[r // n] for r in live], device=device)
+        net = _load_tensors(net, saved["net"])
         stack = Stack(net=net, runs=live, lr=saved["lr"].to(device), opt=dict(saved["opt"]),
                       best=dict(saved["best"]), nonfinite=saved["nonfinite"].to(device))
     candidate = None
     if saved["candidate"] is not None:
         c = saved["candidate"]
-        candidate = _Candidate(c["index"], c["error"], _load_tensors(build_network(spec, seed, 1, device), c["net"]))
-    return _State(lr_min=saved["lr_min"], c_out=saved["c_out"], lrs=saved["lrs"],
+        net = build_network(spec, seeds[c["index"] // n], 1, device)
+        candidate = _Candidate(c["index"], c["error"], _load_tensors(net, c["net"]))
+    return _State(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs,
                   schedule=Schedule.from_dict(saved["schedule"]), stack=stack, epoch=saved["epoch"],
                   step=saved["step"], epoch_s=saved["epoch_s"], wall=np.asarray(saved["wall"]),
                   records={int(k): RunRecord(**v) for k, v in saved["records"].items()}, candidate=candidate,
@@ -229,26 +292,40 @@ class _Trainer:
         self.checkpoint_path, self.every_s, self.progress, self.key = checkpoint_path, checkpoint_every_s, progress, key
         self.last_save = time.perf_counter()
         self.chunk_runs = chunk_runs
+        self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> Outcome:
         s, p = self.s, self.protocol
         train = self.splits.train
         steps = steps_per_epoch(len(train), p.batch_size)
+        self._give_up_runs()
+        divide_at = Counter(p.step_boundaries()) if p.schedule == "steps" else Counter()
         while s.stack is not None:
             stack: Stack = s.stack
             chunk = self.chunk_runs or auto_chunk(self.spec, stack.size, p.batch_size, self.device)
             order = epoch_order(len(train), p.batch_size, self.seed, TRAIN_ORDER, s.epoch + 1, self.device)
+            # A step schedule stops after its iterations, possibly within an epoch.
+            last = steps if p.schedule == "plateau" else min(steps, p.iterations - s.epoch * steps)
+            c_out = self._loss_scale(stack)
             mark = time.perf_counter()
-            for i in range(s.step, steps):
+            for i in range(s.step, last):
+                times = divide_at.get(s.epoch * steps + i, 0)
+                if times:  # the rate of this step and the later ones is divided (steps schedule)
+                    s.schedule = divide(s.schedule, p, stack.runs, times)
+                    set_rates(stack, s.schedule.lr)
                 idx = order[i]
-                train_step(stack, train.x[idx], train.y[idx], s.c_out, p, chunk)
+                train_step(stack, train.x[idx], train.y[idx], c_out, p, chunk)
                 if self._due():
                     s.step = i + 1
                     s.epoch_s += time.perf_counter() - mark
                     mark = time.perf_counter()
                     self._save()
-            self._end_epoch(stack, s.epoch_s + time.perf_counter() - mark)
+            epoch_s = s.epoch_s + time.perf_counter() - mark
+            if p.schedule == "plateau":
+                self._end_epoch(stack, epoch_s)
+            else:
+                self._end_steps_epoch(stack, epoch_s, done=s.epoch * steps + last >= p.iterations)
             if self._due():
                 self._save()
             if self.progress is not None:
@@ -257,13 +334,54 @@ class _Trainer:
                 self.progress(TrainingProgress(s.epoch, live, n - live, n, self._elapsed()))
         return self._finish()
 
+    def _loss_scale(self, stack: Stack):
+        """What the loss divides the output by: c_out (a number), or with several initializations each live
+        run's own c_out ([R], made once per stack)."""
+        s = self.s
+        if self.protocol.loss == "mse":
+            return 1.0  # unused
+        if len(s.seeds) == 1:
+            return s.c_out[0]
+        live = stack.runs.tobytes()
+        if self._scales is None or self._scales[0] != live:
+            per_run = [s.c_out[r // s.n_rates] for r in stack.runs]
+            self._scales = (live, torch.tensor(per_run, dtype=torch.float64, device=self.device))
+        return self._scales[1]
+
+    def _give_up_runs(self) -> None:
+        """Record the runs of initializations that cannot be trained (finished in the schedule before the
+        first step) from the initial stack, and drop them from it."""
+        s = self.s
+        stack = s.stack
+        if stack is None:
+            return
+        gone = np.asarray([r for r in stack.runs if s.schedule.done[r]], dtype=np.int64)
+        if len(gone) == 0:
+            return
+        self._record(stack, gone)
+        remaining = np.asarray([r for r in stack.runs if not s.schedule.done[r]], dtype=np.int64)
+        s.stack = keep(stack, remaining) if len(remaining) else None
+
     def _end_epoch(self, stack: Stack, epoch_s: float) -> None:
         s, p = self.s, self.protocol
         bad = stack.nonfinite | nonfinite_parameters(stack)
         monitored = _monitored(self.splits, p)
-        errs = errors(stack.net, monitored.x, monitored.y, _widest(self.spec), stack.size)
+        errs = errors(stack.net, monitored.x, monitored.y, _widest(self.spec), stack.size, p.loss)
         s.schedule, decision = after_epoch(s.schedule, p, stack.runs, errs.cpu().numpy(), bad.cpu().numpy())
         save_best(stack, decision.improved)
+        self._apply(stack, decision, epoch_s)
+
+    def _end_steps_epoch(self, stack: Stack, epoch_s: float, done: bool) -> None:
+        """The end of an epoch of the steps schedule: nothing is evaluated; finished runs are recorded at
+        their final state (diverged ones at their initial state, see ``study.training.schedule``)."""
+        s = self.s
+        bad = stack.nonfinite | nonfinite_parameters(stack)
+        s.schedule, decision = after_steps_epoch(s.schedule, stack.runs, bad.cpu().numpy(), done)
+        self._apply(stack, decision, epoch_s)
+
+    def _apply(self, stack: Stack, decision, epoch_s: float) -> None:
+        """Rewinds, rates, time shares and finished runs after an epoch's schedule decision."""
+        s = self.s
         rewind(stack, decision.rewind)
         set_rates(stack, s.schedule.lr)
         stack.nonfinite.zero_()
@@ -277,27 +395,28 @@ class _Trainer:
         s.epoch_s = 0.0
 
     def _record(self, stack: Stack, finished: np.ndarray) -> None:
-        """Errors of the finished runs at their best (rewound) state; the best of them may become the
-        candidate for selection."""
+        """Errors of the finished runs at their final state (the best, rewound one under E.2's schedule);
+        the best of them may become the candidate for selection."""
         s, spec, splits, p = self.s, self.spec, self.splits, self.protocol
         pos = np.searchsorted(stack.runs, finished)
         sub = stack.net.take(pos)
         width = _widest(spec)
-        measured = {name: errors(sub, split.x, split.y, width, len(pos)).cpu().numpy()
+        measured = {name: errors(sub, split.x, split.y, width, len(pos), p.loss).cpu().numpy()
                     for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
-        # The monitored error is the one the schedule kept (measured in the stack that chose the state).
-        measured[p.monitor] = s.schedule.best[finished]
+        if p.schedule == "plateau":
+            # The monitored error is the one the schedule kept (measured in the stack that chose the state).
+            measured[p.monitor] = s.schedule.best[finished]
         sched = s.schedule
         for j, run in enumerate(finished):
             run = int(run)
             rec = RunRecord(
-                lr=float(s.lrs[run]), lr_index=run, epochs=int(sched.epochs[run]),
+                lr=float(s.lrs[run]), lr_index=run % s.n_rates, epochs=int(sched.epochs[run]),
                 divisions=int(sched.divisions[run]), val_error=float(measured["val"][j]),
                 train_error=float(measured["train"][j]), test_error=float(measured["test"][j]),
                 diverged=bool(sched.diverged[run]), wall_s=0.0,
             )
             s.records[run] = rec
-            score = float(sched.best[run])
+            score = float(measured[p.selected_by][j])
             c = s.candidate
             if c is None or (score, run) < (c.error, c.index):
                 s.candidate = _Candidate(run, score, sub.take([j]))
@@ -307,11 +426,12 @@ class _Trainer:
         if self.checkpoint_path is not None:
             self._save()  # a crash before the caller stores the outcome loses only the final metrics
         runs = [_with_wall(s.records[k], s.wall[k]) for k in range(len(s.lrs))]
-        chosen = select(runs, p.monitor)
-        assert chosen.lr_index == s.candidate.index
+        chosen = select(runs, p.selected_by)
+        assert chosen == s.candidate.index
         network = s.candidate.net
         network.eval()
-        return _outcome(runs, chosen, network, self.splits, self.seed, p, s.lr_min, s.c_out,
+        j = chosen // s.n_rates
+        return _outcome(runs, chosen, network, self.splits, self.seed, s.seeds, p, s.lr_min[j], s.c_out[j],
                         self._elapsed)
 
     # -- checkpoints -----------------------------------------------------------------------------
@@ -326,8 +446,8 @@ class _Trainer:
         stack: Stack | None = s.stack
         c = s.candidate
         state = {
-            "key": self.key, "lr_min": s.lr_min, "c_out": s.c_out, "lrs": list(s.lrs),
-            "schedule": s.schedule.to_dict(), "epoch": s.epoch, "step": s.step,
+            "key": self.key, "seeds": list(s.seeds), "lr_min": list(s.lr_min), "c_out": list(s.c_out),
+            "lrs": list(s.lrs), "schedule": s.schedule.to_dict(), "epoch": s.epoch, "step": s.step,
             "epoch_s": s.epoch_s, "wall": s.wall.tolist(),
             "records": {k: vars(r) for k, r in s.records.items()},
             "candidate": None if c is None else {"index": c.index, "error": c.error, "net": _state_dict(c.net)},
@@ -345,30 +465,37 @@ def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:
     return RunRecord(**{**vars(rec), "wall_s": float(wall_s)})
 
 
-def _outcome(runs, chosen, network, splits, seed, protocol, lr_min, c_out, elapsed) -> Outcome:
+def _outcome(runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed) -> Outcome:
     """The outcome, with the selected network's NLC and output bias on the training set (the NLC from the
     same seeded draws as ``measure``'s at initialization: common random numbers for before vs after)."""
     x = splits.train.x
-    best = BestRecord(**vars(chosen), nlc_after=float(nlc(network, x, seed=nlc_seed(seed))),
-                      bias_after=float(output_bias(network, x)), lr_edge=protocol.is_edge(chosen.lr_index))
+    run = runs[chosen]
+    best = BestRecord(**vars(run), nlc_after=float(nlc(network, x, seed=nlc_seed(seed))),
+                      bias_after=float(output_bias(network, x)), lr_edge=protocol.is_edge(run.lr_index),
+                      selected_by=protocol.selected_by)
     return Outcome(runs=runs, best=best, lr_min=float(lr_min), c_out=float(c_out), train_s=float(elapsed()),
-                   protocol=protocol, network=network)
+                   protocol=protocol, network=network, init_seeds=tuple(seeds), selected=chosen)
 
 
-def _untrainable(spec, splits, seed, protocol, device, session_start) -> Outcome:
-    """A network whose output or gradients are not finite at initialization (or whose output is zero):
-    no learning rate can be derived or used. Every run is recorded as diverged at its initial state,
-    epoch 0, which is where the schedule would rewind it to."""
-    base = build_network(spec, seed, runs=1, device=device)
+def _untrainable(spec, splits, seed, seeds, protocol, device, session_start) -> Outcome:
+    """No initialization can be trained: its output or gradients are not finite at initialization (or, under
+    cross-entropy, its output is zero), so no learning rate can be derived or used. Every run is recorded as
+    diverged at its initial state, epoch 0, which is where the schedule would rewind it to."""
     width = _widest(spec)
-    err = {name: float(errors(base, split.x, split.y, width, 1)[0])
-           for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
-    c_out = float(output_scale(base, splits.train.x, batch_size=protocol.batch_size))
     lrs = protocol.rates(math.nan)
-    runs = [RunRecord(lr=float(lr), lr_index=k, epochs=0, divisions=0, val_error=err["val"],
-                      train_error=err["train"], test_error=err["test"], diverged=True, wall_s=0.0)
-            for k, lr in enumerate(lrs)]
-    chosen = select(runs, protocol.monitor)
+    runs, c_outs, bases = [], [], []
+    for s in seeds:
+        base = build_network(spec, s, runs=1, device=device)
+        err = {name: float(errors(base, split.x, split.y, width, 1, protocol.loss)[0])
+               for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
+        c_outs.append(float(output_scale(base, splits.train.x, batch_size=protocol.batch_size)))
+        bases.append(base)
+        runs += [RunRecord(lr=float(lr), lr_index=k, epochs=0, divisions=0, val_error=err["val"],
+                           train_error=err["train"], test_error=err["test"], diverged=True, wall_s=0.0)
+                 for k, lr in enumerate(lrs)]
+    chosen = select(runs, protocol.selected_by)
+    j = chosen // len(lrs)
+    base = bases[j]
     base.eval()
-    return _outcome(runs, chosen, base, splits, seed, protocol, math.nan, c_out,
+    return _outcome(runs, chosen, base, splits, seed, seeds, protocol, math.nan, c_outs[j],
                     lambda: time.perf_counter() - session_start)
