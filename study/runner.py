@@ -116,10 +116,15 @@ class Progress:
 # -- Ray ---------------------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def ray_session(address: str | None = None):
-    """Ray for one study: the caller's session if one is up (tests, notebooks), else an embedded local Ray
-    (``address=None``) or the cluster at ``address`` (``"auto"`` on a cluster node), quiet: no dashboard,
-    no worker logs on the console, only Ray's errors. Shut down on the way out if started here. Yields
-    whether it is an embedded Ray started here (a machine whose resources are all there will ever be).
+    """Ray for one study: the caller's session if one is up (tests, notebooks), else the cluster at
+    ``address`` (``"auto"`` on a cluster node), else the cluster a Ray job's driver is given in
+    ``RAY_ADDRESS``, else a new embedded local Ray; quiet: no dashboard, no worker logs on the console, only
+    Ray's errors. Shut down on the way out if started here. Yields whether it is an embedded Ray started
+    here (a machine whose resources are all there will ever be).
+
+    The embedded Ray is always a new one (``address="local"``): a plain ``ray.init()`` would attach to the
+    latest cluster any ``ray start`` on this machine recorded (``/tmp/ray/ray_current_cluster``), so a study
+    meant to run here would silently run on, and share, someone else's Ray.
 
     ``ray.init`` replaces the process's SIGTERM handler with its own (which exits): a Python handler the
     caller had (the CLI's, ``study.cli.main``: SIGTERM as Ctrl-C, so `kill` or `ray job stop` shuts the study
@@ -133,12 +138,13 @@ def ray_session(address: str | None = None):
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
     main_thread = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM)
+    address = address or os.environ.get("RAY_ADDRESS") or None
     try:
         try:
             if address:
                 ray.init(address=address, **kwargs)
             else:
-                ray.init(include_dashboard=False, **kwargs)
+                ray.init(address="local", include_dashboard=False, **kwargs)
         except (ConnectionError, RuntimeError, ValueError) as e:
             where = f"at {address!r}" if address else "locally"
             raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
