@@ -145,6 +145,24 @@ def test_gpu_jobs_run_on_a_reused_actor_pool_packed_by_fractional_gpus_and_dead_
     assert engine.pool_size() == 0  # the pool is torn down when the run ends
 
 
+def test_an_actor_no_queued_job_can_take_is_ended_so_its_gpu_goes_back_and_every_job_says_where_it_runs():
+    engine = Engine(_span, cpus=0.5, gpus=0.5, tick_s=0.05)
+    jobs = [Job("short", {"sleep": 0.2, "value": 1}), Job("long", {"sleep": 4.0, "value": 2})]
+    samples = []
+
+    def on_tick(t):
+        samples.append((t.done, engine.pool_size(), ray.available_resources().get("GPU", 0.0), dict(t.nodes)))
+
+    engine.run(jobs, on_done=lambda j, r, a: None, on_failed=lambda j, f, a: None, on_tick=on_tick)
+    # While "long" still runs, the actor of "short" is gone (nothing queued could take it) and its half GPU is
+    # free again: under an autoscaler its node could be removed instead of waiting for the end of the run.
+    during = [s for s in samples if s[0] == 1]
+    assert during and during[-1][1] == 1 and during[-1][2] == 0.5
+    here = {"node_id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "type": None}
+    assert during[-1][3] == {"long": here}
+    assert any(s[3] == {"short": here, "long": here} for s in samples if s[0] == 0)
+
+
 def test_failure_of_classifies_task_errors_by_their_cause():
     @ray.remote(max_retries=0)
     def raises():
