@@ -17,8 +17,10 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
-    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             object_store_memory=100 * 2**20)
+    # address="local": a Ray of this module's own, even where `ray start` or a ray.cluster_utils.Cluster has
+    # written /tmp/ray/ray_current_cluster (which a plain ray.init() would join).
+    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR, object_store_memory=100 * 2**20)
     yield
     ray.shutdown()
 
