@@ -19,8 +19,9 @@ a reclaimed spot instance is no longer listed by EC2. What is scaled down to fit
 
 It never touches a Ray it did not start. It refuses to start while its state file names a live rehearsal, or
 when its ports are taken; its head listens on its own port (default 6390, not Ray's 6379) and keeps its files
-in its own temp dir (not /tmp/ray), so a plain ``ray.init()`` or ``--address auto`` on this machine never
-finds it by accident (``export RAY_ADDRESS=<address>`` makes ``--address auto`` reach it, as on a head node).
+in its own temp dir (not /tmp/ray), so it is not the cluster that /tmp/ray/ray_current_cluster announces: a
+plain ``ray.init()`` on this machine never joins it, and ``--address auto`` reaches it through
+``export RAY_ADDRESS=<address>`` (as on a head node; without it Ray's "auto" takes any Ray it finds running).
 ``stop`` and ``lose_node`` end only processes of its own session: those whose Ray flags name its session
 directory, and their descendants (the workers, whose titles Ray rewrites).
 
@@ -360,6 +361,14 @@ def load_state(path: Path | None = None) -> Rehearsal | None:
     return None
 
 
+def refuse_if_running(state: Path | None = None) -> None:
+    """One rehearsal at a time (per state file): a second is refused, naming the first."""
+    running = load_state(state)
+    if running is not None:
+        raise UserError(f"a rehearsal is already running at {running.address} (of {running.cluster_file}, started "
+                        f"{running.started}): `archstudy cluster stop` ends it")
+
+
 def _port_free(port: int) -> bool:
     """Whether nothing listens on ``port`` (connections of a Ray just stopped, in TIME_WAIT, do not count:
     Ray's servers bind with SO_REUSEADDR too)."""
@@ -394,10 +403,7 @@ def start(cluster: ClusterFile, scale: Scale = Scale(), *, port: int = DEFAULT_P
     it in the state file, and return it. ``dashboard`` None: when ray[default] is installed.
     ``update_interval_s`` overrides the autoscaler's update interval (Ray's default 5 s)."""
     state = state or state_path()
-    running = load_state(state)
-    if running is not None:
-        raise UserError(f"a rehearsal is already running at {running.address} (of {running.cluster_file}, started "
-                        f"{running.started}): `archstudy cluster stop` ends it")
+    refuse_if_running(state)
     with_dashboard = _installed("dashboard") if dashboard is None else dashboard
     for what, p in (("port", port), ("dashboard_port", dashboard_port if with_dashboard else None)):
         if p is not None and not _port_free(p):

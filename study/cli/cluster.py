@@ -73,10 +73,11 @@ def _running():
 def rehearse(args) -> int:
     import ray
 
-    from ..cluster import Scale, describe, read_cluster_file, start
+    from ..cluster import Scale, describe, read_cluster_file, refuse_if_running, start
 
     scale = Scale(node_cpus=args.node_cpus, max_nodes=args.max_nodes, idle_timeout_minutes=args.idle_timeout_minutes)
     cluster = read_cluster_file(args.cluster_file)
+    refuse_if_running()
     print(f"archstudy cluster: {cluster.path} under Ray {ray.__version__}'s autoscaler, with its fake multi-node "
           "provider, on this machine:")
     for line in describe(cluster, scale):
