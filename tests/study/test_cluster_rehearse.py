@@ -9,6 +9,7 @@ import copy
 import importlib
 import logging
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -270,6 +271,7 @@ def test_a_study_from_zero_gpu_nodes_under_the_autoscaler_equals_the_embedded_ru
         watcher.join()
         state = tmp_path / "cache" / "cluster-rehearsal.json"
         stopped = stop(state)
+        shutil.rmtree(rehearsal.temp_dir, ignore_errors=True)  # its logs (kept by `archstudy cluster stop`)
     assert stopped is not None and not state.exists()
     # Everything it started has ended: no process names its session, no raylet it had is alive.
     assert not session_processes(rehearsal.session_dir)
