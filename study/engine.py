@@ -7,7 +7,10 @@ Ray Core directly, and nothing of Ray's decides what is finished (the caller's s
 * CPU jobs are Ray tasks (``num_cpus`` each); CPU workers are reused between tasks, so torch and the
   dataset are loaded once per worker process.
 * GPU jobs go to a pool of long-lived actors (``num_gpus`` each, fractions allowed: 0.25 = four jobs per
-  GPU), since Ray's GPU tasks default to a fresh process per task. A dead actor is replaced.
+  GPU), since Ray's GPU tasks default to a fresh process per task. A dead actor is replaced. An actor is
+  kept only while a queued job can take it at once: one left idle is ended, so that it gives back its GPU
+  and an autoscaler can remove the node (the tail of a study, a lower limit) instead of keeping it until the
+  run ends. Each actor reports its node once, so progress can say where every job runs.
 * At most ``limit`` jobs are in flight (the cluster's capacity for one job's resources, re-read every tick
   so added or lost nodes count; or ``max_in_flight``); ``ray.wait`` returns whichever finishes first.
 * A job that raises, whose worker dies, or whose node is lost is retried up to ``max_retries`` times,
@@ -57,6 +60,7 @@ class Tally:
     running: int = 0
     retried: int = 0
     in_flight: list = field(default_factory=list)
+    nodes: dict = field(default_factory=dict)  # key -> where it runs (_PoolWorker.node), for the actor pool's jobs
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -108,6 +112,12 @@ class _PoolWorker:
     def pid(self) -> int:
         return os.getpid()
 
+    def node(self) -> dict:
+        """Where this actor runs: Ray's node id, the node's IP, and its node type where the autoscaler's node
+        provider tells the node (``RAY_NODE_TYPE_NAME``: the fake multi-node provider, KubeRay; else None)."""
+        return {"node_id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(),
+                "type": os.environ.get("RAY_NODE_TYPE_NAME")}
+
 
 class Engine:
     """Runs ``fn(payload, attempt)`` for each job on Ray (see the module docstring).
@@ -125,6 +135,7 @@ class Engine:
         self._actor_cls = None
         self._idle: list = []  # pool actors without a job
         self._actors: list = []  # every live pool actor
+        self._node_of: dict = {}  # pool actor -> its node (_PoolWorker.node), or the ref that will tell it
 
     # -- capacity ------------------------------------------------------------------------------------
     def capacity(self) -> int:
@@ -163,15 +174,32 @@ class Engine:
         actor = self._actor_cls.options(num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=0,
                                         max_task_retries=0).remote(self.fn)
         self._actors.append(actor)
+        self._node_of[actor] = actor.node.remote()  # runs first on the actor, resolved when it has started
         return actor
 
     def _drop_actor(self, actor) -> None:
+        self._node_of.pop(actor, None)
         if actor in self._actors:
             self._actors.remove(actor)
         try:
             ray.kill(actor, no_restart=True)
         except Exception:  # noqa: BLE001 - already gone
             pass
+
+    def _nodes(self, in_flight: dict) -> dict:
+        """key -> node of the in-flight jobs whose actor has reported it (never waits)."""
+        asked = [ref for ref in self._node_of.values() if isinstance(ref, ray.ObjectRef)]
+        if asked:
+            told, _ = ray.wait(asked, num_returns=len(asked), timeout=0)
+            told = set(told)
+            for actor, ref in list(self._node_of.items()):
+                if isinstance(ref, ray.ObjectRef) and ref in told:
+                    try:
+                        self._node_of[actor] = ray.get(ref)
+                    except rex.RayError:  # the actor died before it could say; its job fails on its own
+                        self._node_of.pop(actor)
+        return {job.key: self._node_of[actor] for job, _, actor in in_flight.values()
+                if actor is not None and isinstance(self._node_of.get(actor), dict)}
 
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job], *, on_done: Callable[[Job, Any, int], None],
@@ -197,10 +225,13 @@ class Engine:
                     job, attempt = queue.popleft()
                     ref, actor = self._submit(job, attempt)
                     in_flight[ref] = (job, attempt, actor)
+                while self._idle:  # no queued job can take it now: give its resources back
+                    self._drop_actor(self._idle.pop())
                 now = time.monotonic()
                 if on_tick is not None and (changed or now - last_tick >= self.tick_s):
                     tally.running = min(len(in_flight), max(1, self.capacity()))
                     tally.in_flight = [job.key for job, _, _ in in_flight.values()]
+                    tally.nodes = self._nodes(in_flight)
                     on_tick(tally)
                     last_tick, changed = now, False
                 ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=self.tick_s)
@@ -232,7 +263,7 @@ class Engine:
                     else:
                         tally.failed += 1
                         on_failed(job, failure, attempt)
-            tally.running, tally.in_flight = 0, []
+            tally.running, tally.in_flight, tally.nodes = 0, [], {}
             if on_tick is not None:
                 on_tick(tally)
             return tally

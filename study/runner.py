@@ -389,19 +389,20 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
     by_name = {u.name: u for u in todo}
     earlier_attempts = {n: int(r.get("attempts", 0) or 0) for n, r in state.failed.items()}
     host, started = socket.gethostname(), utc_now()
-    last_beat: list = [0.0, None]  # when driver.json was last written, and the in-flight list it holds
+    last_beat: list = [0.0, None]  # when driver.json was last written, and what was in flight where
 
     def heartbeat(tally: Tally | None, running: bool = True, stopped: str | None = None) -> None:
-        """driver.json, rewritten when what is in flight changes, and at least every HEARTBEAT_S."""
+        """driver.json, rewritten when what is in flight (or where) changes, and at least every HEARTBEAT_S."""
         now = time.time()
         flying = list(tally.in_flight) if tally and running else []
-        if running and tally is not None and flying == last_beat[1] and now - last_beat[0] < HEARTBEAT_S:
+        where = dict(tally.nodes) if tally and running else {}
+        if running and tally is not None and (flying, where) == last_beat[1] and now - last_beat[0] < HEARTBEAT_S:
             return
-        last_beat[:] = [now, flying]
+        last_beat[:] = [now, (flying, where)]
         store.write_driver_state({
             "pid": os.getpid(), "host": host, "started": started, "heartbeat": utc_now(), "heartbeat_unix": now,
             "running": running, "stopped": stopped, "address": address or "embedded",
-            "in_flight": flying,
+            "in_flight": flying, "nodes": where,
             "done": result.finished_before + result.finished, "failed": len(result.failed), "total": result.total,
         })
 

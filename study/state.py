@@ -29,6 +29,7 @@ class StudyState:
     failed: dict[str, dict] = field(default_factory=dict)  # name -> failure record (not finished)
     remaining: list[str] = field(default_factory=list)  # not finished (corrupt included), failed or in progress
     in_progress: list[str] = field(default_factory=list)  # in flight in a running driver
+    nodes: dict[str, dict] = field(default_factory=dict)  # in progress -> its node (node_id, ip, type), where known
     extra: list[str] = field(default_factory=list)  # architecture files that are no unit of the plan
     checkpoints: list[str] = field(default_factory=list)  # units with trainer state saved
     driver: dict | None = None  # driver.json
@@ -48,6 +49,7 @@ class StudyState:
             "failed": len(self.failed), "remaining": len(self.remaining), "corrupt": dict(self.corrupt),
             "foreign": dict(self.foreign), "extra": list(self.extra), "checkpoints": len(self.checkpoints),
             "driver_running": self.driver_running, "in_progress_names": list(self.in_progress),
+            "in_progress_nodes": dict(self.nodes),
             "failures": {n: r.get("reason", "") for n, r in self.failed.items()},
         }
 
@@ -97,6 +99,7 @@ def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | 
     if state.driver_running and state.driver:
         unfinished = set(state.remaining) | set(state.failed) | set(state.corrupt)
         state.in_progress = [n for n in state.driver.get("in_flight", []) if n in unfinished]
+        state.nodes = {n: d for n, d in (state.driver.get("nodes") or {}).items() if n in state.in_progress}
         busy = set(state.in_progress)  # counted once: in progress, not also remaining or failed
         state.remaining = [n for n in state.remaining if n not in busy]
         state.failed = {n: r for n, r in state.failed.items() if n not in busy}

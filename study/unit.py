@@ -22,6 +22,7 @@ from typing import Any, Mapping
 
 from sampling import ArchSpec, plan_study
 
+from .cluster import LOGICAL_GPUS_ENV
 from .config import StudyConfig, package_version, utc_now
 from .schema import ARCHITECTURES, MEASURED, RUNS
 from .store import Store, to_table, unit_name
@@ -218,16 +219,26 @@ def prepare_worker(threads: int) -> None:
     keep_freed_memory()
 
 
+def unit_device(gpus: float) -> str:
+    """The torch device of a unit holding ``gpus`` GPUs on this worker: ``cpu`` for 0, or on a rehearsal's node
+    (``study.cluster.LOGICAL_GPUS_ENV`` = 1: its GPUs are logical); else ``cuda``, which torch must see (never a
+    silent fallback to the CPU on a real cluster)."""
+    import torch
+
+    if gpus <= 0 or os.environ.get(LOGICAL_GPUS_ENV) == "1":
+        return "cpu"
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"gpus_per_arch = {gpus} but torch sees no CUDA device on {socket.gethostname()} "
+                           f"(only a rehearsal's nodes, with {LOGICAL_GPUS_ENV}=1, train on CPU under a logical GPU)")
+    return "cuda"
+
+
 def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     """Run one unit on a Ray worker (the entry point of a worker's work: ``prepare_worker`` sets the process
     up), pick the device, fetch the dataset, train with the checkpoint in the study's storage; return the rows
     (the driver writes them)."""
-    import torch
-
     prepare_worker(int(payload["threads"]))
-    device = "cuda" if payload["gpus"] > 0 else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"gpus_per_arch = {payload['gpus']} but torch sees no CUDA device on {socket.gethostname()}")
+    device = unit_device(payload["gpus"])
     unit = Unit.from_dict(payload["unit"])
     config = StudyConfig.from_dict(payload["config"])
     data = _dataset(payload["data"], device)

@@ -22,7 +22,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench")
+COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench", "cluster")
 
 
 class OneLineParser(argparse.ArgumentParser):

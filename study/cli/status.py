@@ -1,7 +1,7 @@
 """``archstudy status STUDY``: finished / in progress / failed / remaining, and each failure's reason.
 
 Read-only: it reads the study's files (validating every result file, as a resume would) and the
-driver's heartbeat, and changes nothing.
+driver's heartbeat (what is in flight, and on which node where the driver knows it), and changes nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +60,13 @@ def run(args) -> int:
         rows.append(("not in plan", len(state.extra), "architecture files that are no unit of this config"))
     for label, n, note in rows:
         print(f"  {label:<12} {n:>6}" + (f"   ({note})" if note else ""))
+    if state.nodes:
+        print("in progress on:")
+        for name in state.in_progress:
+            node = state.nodes.get(name)
+            if node:
+                kind = f"{node['type']}, " if node.get("type") else ""
+                print(f"  {name}  node {node.get('ip') or '?'} ({kind}{node['node_id']})")
     if state.failed:
         print("failed:")
         for name, rec in state.failed.items():

@@ -17,8 +17,10 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
-    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             object_store_memory=100 * 2**20)
+    # address="local": a Ray of this module's own, even where `ray start` or a ray.cluster_utils.Cluster has
+    # written /tmp/ray/ray_current_cluster (which a plain ray.init() would join).
+    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False,
+             logging_level=logging.ERROR, object_store_memory=100 * 2**20)
     yield
     ray.shutdown()
 
@@ -143,6 +145,24 @@ def test_gpu_jobs_run_on_a_reused_actor_pool_packed_by_fractional_gpus_and_dead_
     pids = [r["pid"] for r, _ in done.values()]
     assert len(set(pids)) <= 3 and max(pids.count(p) for p in set(pids)) >= 2
     assert engine.pool_size() == 0  # the pool is torn down when the run ends
+
+
+def test_an_actor_no_queued_job_can_take_is_ended_so_its_gpu_goes_back_and_every_job_says_where_it_runs():
+    engine = Engine(_span, cpus=0.5, gpus=0.5, tick_s=0.05)
+    jobs = [Job("short", {"sleep": 0.2, "value": 1}), Job("long", {"sleep": 4.0, "value": 2})]
+    samples = []
+
+    def on_tick(t):
+        samples.append((t.done, engine.pool_size(), ray.available_resources().get("GPU", 0.0), dict(t.nodes)))
+
+    engine.run(jobs, on_done=lambda j, r, a: None, on_failed=lambda j, f, a: None, on_tick=on_tick)
+    # While "long" still runs, the actor of "short" is gone (nothing queued could take it) and its half GPU is
+    # free again: under an autoscaler its node could be removed instead of waiting for the end of the run.
+    during = [s for s in samples if s[0] == 1]
+    assert during and during[-1][1] == 1 and during[-1][2] == 0.5
+    here = {"node_id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(), "type": None}
+    assert during[-1][3] == {"long": here}
+    assert any(s[3] == {"short": here, "long": here} for s in samples if s[0] == 0)
 
 
 def test_failure_of_classifies_task_errors_by_their_cause():
