@@ -393,6 +393,8 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         })
 
     def on_done(job: Job, rows: dict, attempt: int) -> None:
+        for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
+            progress.say(f"{job.key}: {note}")
         try:
             store.write_result(job.key, rows["architecture"], rows["runs"])
         except SchemaError as e:

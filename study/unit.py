@@ -102,11 +102,12 @@ def device_name(device: Any) -> str:
 
 
 def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int = 1,
-             checkpoint_path: str | None = None) -> tuple[dict, list[dict]]:
+             checkpoint_path: str | None = None, notes: list[str] | None = None) -> tuple[dict, list[dict]]:
     """Do one architecture in this process; return its ``architectures`` row and its ``runs`` rows.
 
     The global torch and numpy generators are seeded from the unit's seed first, so whatever draws from
-    them draws the same numbers whichever worker runs the unit, and after whatever ran there before."""
+    them draws the same numbers whichever worker runs the unit, and after whatever ran there before.
+    ``notes`` collects one-line messages for the user (a discarded checkpoint file)."""
     import torch
 
     from . import MetricOptions, Protocol, build_network, measure, measure_trained, train_architecture
@@ -126,7 +127,8 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
                        f"not define and lacks {sorted(expected - set(measured))}")
     outcome = train_architecture(spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol),
                                  device=device, checkpoint_path=checkpoint_path,
-                                 checkpoint_every_s=config.checkpoint_every_s)
+                                 checkpoint_every_s=config.checkpoint_every_s,
+                                 report=None if notes is None else notes.append)
     t_after = time.perf_counter()
     measured.update(measure_trained(outcome.network, data, spec, options=options, seed=unit.seed))  # E.3
     measured["measure_s"] += time.perf_counter() - t_after
@@ -233,7 +235,8 @@ def _dataset(ref_box: list, device: str):
 
 def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     """Run one unit on a Ray worker: fix torch's thread count to the unit's CPUs, pick the device, fetch the
-    dataset, train with the checkpoint in the study's storage; return the rows (the driver writes them)."""
+    dataset, train with the checkpoint in the study's storage; return the rows (the driver writes them) and
+    the unit's notes (the driver prints them)."""
     import torch
 
     torch.set_num_threads(int(payload["threads"]))
@@ -244,7 +247,8 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     config = StudyConfig.from_dict(payload["config"])
     data = _dataset(payload["data"], device)
     store = Store(payload["store"])
+    notes: list[str] = []
     with CheckpointSpot(store, unit.name) as ckpt:
-        arch, runs = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt)
-    return {"architecture": arch, "runs": runs}
+        arch, runs = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt, notes=notes)
+    return {"architecture": arch, "runs": runs, "notes": notes}
 
