@@ -19,9 +19,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-import yaml
 
-from sampling import SIBLING_AXES, SpecError, UserError, sample_spec, siblings
+from sampling import SIBLING_AXES, SpecError, UserError, config_yaml, sample_spec, siblings
 from sampling.constraints import Choice, Integer, check
 
 from .columns import (
@@ -114,11 +113,9 @@ def read_config(fs: pafs.FileSystem, root: str, shown: str) -> dict[str, Any]:
     info = fs.get_file_info(f"{root}/study.yaml")
     if info.type != pafs.FileType.File:
         raise SpecError("load_results", "study_dir", shown, "must be a study directory (it has no study.yaml)")
-    try:
-        config = yaml.safe_load(_read_text(fs, info.path))
-    except yaml.YAMLError as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise SpecError(f"{shown}/study.yaml", "(file)", "...", f"must be valid YAML ({first})") from None
+    with fs.open_input_stream(info.path) as f:
+        text = f.read(config_yaml.MAX_BYTES + 1)
+    config = config_yaml.parse(text, "load_results", "study.yaml", f"{shown}/study.yaml")
     if not isinstance(config, dict):
         raise SpecError(f"{shown}/study.yaml", "(file)", type(config).__name__, "must be a mapping of keys to values")
     return config

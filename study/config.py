@@ -30,9 +30,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-import yaml
 
-from sampling import PRESETS, SIBLING_AXES, SpecError, Space, get_space
+from sampling import PRESETS, SIBLING_AXES, SpecError, Space, config_yaml, get_space
 from sampling.constraints import Choice, Constraint, Integer, Real, Text, check
 
 WHERE = "study"
@@ -316,16 +315,12 @@ class StudyConfig:
         header = ("# archstudy study config: written once when the study was created; `archstudy resume` reads it.\n"
                   "# Science keys must not change on resume; root, resources, max_retries and checkpoint_every_s\n"
                   "# may be overridden for one session on the command line. data_fingerprint pins the data.\n")
-        return header + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=100)
+        return header + config_yaml.dump(self.to_dict())
 
     @classmethod
-    def from_yaml(cls, text: str, where: str = CONFIG_NAME) -> "StudyConfig":
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            at = f" at line {mark.line + 1}" if mark is not None else ""
-            raise SpecError(WHERE, "config", where, f"is not valid YAML{at}") from None
+    def from_yaml(cls, text: str | bytes, where: str = CONFIG_NAME) -> "StudyConfig":
+        """The config in ``text`` (a study.yaml), read with the bounds of ``sampling.config_yaml``."""
+        data = config_yaml.parse(text, WHERE, "config", where)
         if not isinstance(data, Mapping):
             raise SpecError(WHERE, "config", where, "must be a YAML mapping of study keys")
         return cls.from_dict(data)

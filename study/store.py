@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sampling import SPEC_FIELDS, ArchSpec, UserError
+from sampling import SPEC_FIELDS, ArchSpec, UserError, config_yaml
 
 from .config import CONFIG_NAME, StudyConfig
 
@@ -250,6 +250,11 @@ class Store:
         with self.fs.open_input_stream(self.path(*parts)) as f:
             return f.read()
 
+    def read_head(self, *parts: str, limit: int) -> bytes:
+        """At most the first ``limit`` bytes of a file (a config is read so: a huge file is refused, not loaded)."""
+        with self.fs.open_input_stream(self.path(*parts)) as f:
+            return f.read(limit)
+
     def write_bytes(self, parts: Iterable[str], data: bytes) -> None:
         """Write a file so it appears whole or not at all (temporary name + rename, or one object put)."""
         parts = tuple(parts)
@@ -316,7 +321,8 @@ class Store:
     def read_config(self) -> StudyConfig:
         if not self.is_study():
             raise UserError(f"{self.location} is not a study (no {CONFIG_NAME}); start one with `archstudy run`")
-        return StudyConfig.from_yaml(self.read_bytes(CONFIG_NAME).decode(), where=self.path(CONFIG_NAME))
+        text = self.read_head(CONFIG_NAME, limit=config_yaml.MAX_BYTES + 1)
+        return StudyConfig.from_yaml(text, where=self.path(CONFIG_NAME))
 
     def write_config(self, config: StudyConfig) -> None:
         self.write_bytes([CONFIG_NAME], config.to_yaml().encode())

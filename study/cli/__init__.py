@@ -12,6 +12,7 @@ import os
 import sys
 
 from sampling import UserError
+from sampling.constraints import shorten
 
 COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench")
 
@@ -19,10 +20,16 @@ COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench")
 def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Argument errors (``--architectures abc``) as one line, like every other error, not usage + error."""
     def error(message: str):
-        parser.exit(2, f"{parser.prog}: error: {message}\n")
+        parser.exit(2, f"{parser.prog}: error: {one_line(message)}\n")
 
     parser.error = error
     return parser
+
+
+def one_line(message: str, limit: int = 1000) -> str:
+    """An error message as one line of at most ``limit`` characters, whatever it echoes (a value the user
+    typed, a path): the last guard of "one line, no traceback"."""
+    return shorten(" ".join(str(message).splitlines()), limit)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except UserError as e:
-        print(f"archstudy {args.command}: error: {e}", file=sys.stderr)
+        print(f"archstudy {args.command}: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"archstudy {args.command}: interrupted", file=sys.stderr)

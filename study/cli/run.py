@@ -11,9 +11,7 @@ import os
 import sys
 from typing import Any
 
-import yaml
-
-from sampling import PRESETS, SIBLING_AXES, SpecError, UserError
+from sampling import PRESETS, SIBLING_AXES, SpecError, UserError, config_yaml
 
 from ..config import RECORDED_KEYS
 
@@ -83,29 +81,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _read_yaml(path: str, what: str) -> Any:
-    try:
-        with open(path) as f:
-            return yaml.safe_load(f)
-    except FileNotFoundError:
-        raise SpecError("run", what, path, "no such file") from None
-    except IsADirectoryError:
-        raise SpecError("run", what, path, "is a directory, not a YAML file") from None
-    except UnicodeDecodeError:
-        raise SpecError("run", what, path, "is not a UTF-8 text (YAML) file") from None
-    except OSError as e:
-        raise SpecError("run", what, path, f"cannot be read ({e.strerror or e})") from None
-    except yaml.YAMLError:
-        raise SpecError("run", what, path, "is not valid YAML") from None
-
-
 def config_of(args) -> tuple[dict, str, bool]:
     """The study keys from --config and the flags, the output location, and whether this is the example."""
     if all(getattr(args, k) is None for k in _STUDY_FLAGS):
         return dict(EXAMPLE), EXAMPLE_OUT, True
     keys: dict[str, Any] = {}
     if args.config is not None:
-        loaded = _read_yaml(args.config, "config")
+        loaded = config_yaml.read(args.config, "run", "config")
         if not isinstance(loaded, dict):
             raise SpecError("run", "config", args.config, "must be a YAML mapping of study keys")
         # A study's own study.yaml is a fine template for a new one: what archstudy recorded about that
@@ -116,7 +98,7 @@ def config_of(args) -> tuple[dict, str, bool]:
             keys[k] = getattr(args, k)
     if args.protocol is not None:
         is_file = args.protocol.endswith((".yaml", ".yml")) or os.path.isfile(args.protocol)
-        keys["protocol"] = _read_yaml(args.protocol, "protocol") if is_file else args.protocol
+        keys["protocol"] = config_yaml.read(args.protocol, "run", "protocol") if is_file else args.protocol
     if args.preset is not None and args.config is not None:
         keys.pop("space", None)  # --preset names the space; drop a space dict from the file
     if args.out is not None and not args.out.strip():

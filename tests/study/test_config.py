@@ -1,6 +1,7 @@
 """StudyConfig: self-describing (full space, protocol, metric options), exact YAML round trip, one-line errors from
 the declared constraints, science vs execution keys."""
 
+import time
 from dataclasses import fields
 
 import pytest
@@ -97,3 +98,46 @@ def test_science_keys_decide_a_resume_execution_keys_do_not():
     assert a.differences(a.replace(package_version="9.9", created="2000-01-01T00:00:00Z")) == []
     assert a.differences(StudyConfig(**{**BASE, "architectures": 4}, protocol="quick")) == ["architectures"]
     assert a.differences(StudyConfig(**BASE, protocol="paper", seed=1)) == ["seed", "protocol"]
+
+
+HEAD = "dataset: waveform-noise\narchitectures: 3\n"
+
+
+def _hostile(case: str, alias_bomb) -> str:
+    if case.startswith("bomb "):
+        levels, under = case.split()[1:]
+        return alias_bomb(int(levels), None if under == "-" else under, head=HEAD)
+    if case == "larger than 1 MiB":
+        return HEAD + "# " + "x" * (1 << 20) + "\n"
+    if case == "nested 100000 deep":
+        return HEAD + "dataset_options: {x: " + "[" * 100_000 + "]" * 100_000 + "}\n"
+    if case == "a long value":
+        return HEAD + "seed: '" + "9" * 100_000 + "'\n"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("bomb 6 seed", "uses a YAML alias (*a) at line 5; an archstudy config takes none"),  # the echo was 3 MB
+    ("bomb 9 seed", "uses a YAML alias"),
+    ("bomb 9 dataset_options", "uses a YAML alias"),
+    ("bomb 9 space", "uses a YAML alias"),
+    ("bomb 9 -", "uses a YAML alias"),
+    ("larger than 1 MiB", "is larger than 1 MiB (1048576 bytes); a config is small"),
+    ("nested 100000 deep", "nests deeper than"),
+    ("a long value", "study.seed = '99999999"),
+])
+def test_a_hostile_study_yaml_is_refused_at_once_in_one_short_line(case, message, alias_bomb):
+    text = _hostile(case, alias_bomb)
+    t0 = time.perf_counter()
+    with pytest.raises(SpecError) as e:
+        StudyConfig.from_yaml(text, where="x/study.yaml")
+    elapsed = time.perf_counter() - t0
+    msg = str(e.value)
+    assert message in msg and "\n" not in msg and len(msg) <= 400, msg[:1000]
+    assert elapsed < 1.0, elapsed  # the 9-level bomb took 37 s and 3.7 GB before aliases were refused
+
+
+def test_study_yaml_is_written_without_aliases_so_it_reads_back():
+    shared = [1.0, 2.0]
+    c = StudyConfig(**BASE, dataset_options={"a": {"w": shared}, "b": {"w": shared}})
+    assert "&" not in c.to_yaml() and StudyConfig.from_yaml(c.to_yaml()) == c
