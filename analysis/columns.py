@@ -14,6 +14,10 @@ from sampling import ArchSpec, SPEC_FIELDS
 SCHEMA_VERSION = "1"
 SCHEMA_KEY = "archstudy.schema_version"
 TABLE_KEY = "archstudy.table"
+# The science config a file's rows were computed under (canonical JSON of study.yaml's science keys but
+# ``architectures``) and its 16-hex-digit sha256 (study.store writes them).
+SCIENCE_KEY = "archstudy.science"
+SCIENCE_FINGERPRINT_KEY = "archstudy.science_fingerprint"
 
 # pandas dtypes of the contract's columns. Integers and booleans become pandas' nullable kinds only
 # where a value is missing (e.g. a column an older runner did not write); see ``results.typed``.

@@ -22,6 +22,7 @@ Every value is validated with the declared constraints of ``sampling.constraints
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import math
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -32,7 +33,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from sampling import PRESETS, SIBLING_AXES, SpecError, Space, config_yaml, get_space
-from sampling.constraints import Choice, Constraint, Integer, Real, Text, check
+from sampling.spec import canonical_json, content_hash
+from sampling.constraints import Choice, Constraint, Integer, Real, Text, bounded_repr, check
 
 WHERE = "study"
 CONFIG_NAME = "study.yaml"
@@ -326,6 +328,22 @@ class StudyConfig:
         return cls.from_dict(data)
 
     # -- comparison ------------------------------------------------------------------------------------
+    def science(self) -> dict[str, Any]:
+        """The science keys every row of the study is computed under (``ROW_SCIENCE_KEYS``), as plain values."""
+        d = self.to_dict()
+        return {k: d[k] for k in ROW_SCIENCE_KEYS}
+
+    @property
+    def science_json(self) -> str:
+        """``science()`` as canonical JSON (sorted keys, no spaces): what each result file records."""
+        return science_json(self.science())
+
+    @property
+    def science_fingerprint(self) -> str:
+        """16 hex digits of the sha256 of ``science_json``: equal for two configs exactly when every row of one
+        could be a row of the other."""
+        return science_fingerprint(self.science_json)
+
     def differences(self, other: "StudyConfig") -> list[str]:
         """Science keys whose values differ (execution and provenance keys are ignored)."""
         a, b = self.to_dict(), other.to_dict()
@@ -353,4 +371,36 @@ class StudyConfig:
 
 
 SCIENCE_KEYS = tuple(f.name for f in fields(StudyConfig) if f.name not in EXECUTION_KEYS + PROVENANCE_KEYS)
+# What every row of a study shares: the science keys but ``architectures`` (a larger count extends a study,
+# and architecture i does not depend on the count). Each result file records them (study.store).
+ROW_SCIENCE_KEYS = tuple(k for k in SCIENCE_KEYS if k != "architectures")
+
+
+def science_json(science: Mapping[str, Any]) -> str:
+    """The science keys as a result file records them (``sampling.spec.canonical_json``)."""
+    return canonical_json(plain(science))
+
+
+science_fingerprint = content_hash  # of ``science_json``
+
+
+def science_differences(recorded: Mapping[str, Any] | None, science: Mapping[str, Any], limit: int = 3) -> str:
+    """The keys where a file's recorded science (parsed JSON) differs from ``science``, as one short phrase:
+    ``seed (11 in the results, 12 here)``; what a file without a record lacks when ``recorded`` is None."""
+    if recorded is None:
+        return "they do not record the config they were computed under"
+    science = json.loads(science_json(science))  # as JSON reads it back (mapping keys become strings)
+
+    def flat(d: Mapping, prefix: str = "") -> dict:  # nested mappings as dotted keys: protocol.lr_factor
+        out = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, Mapping) and v else {f"{prefix}{k}": v})
+        return out
+
+    a, b = flat(recorded), flat(science)
+    diff = [k for k in sorted(set(a) | set(b)) if a.get(k, ...) != b.get(k, ...)]
+    missing = lambda d, k: "(none)" if k not in d else bounded_repr(d[k], 40)  # noqa: E731
+    shown = [f"{k} ({missing(a, k)} in the results, {missing(b, k)} here)" for k in diff[:limit]]
+    more = f" and {len(diff) - limit} more key(s)" if len(diff) > limit else ""
+    return ", ".join(shown) + more if shown else "the same keys, another fingerprint"
 

@@ -35,7 +35,7 @@ from typing import Any, Mapping, TextIO
 
 from sampling import SpecError, UserError
 
-from .config import CONFIG_NAME, StudyConfig, package_version, utc_now
+from .config import CONFIG_NAME, StudyConfig, package_version, science_differences, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
 from .state import HEARTBEAT_S, StudyState, survey
 from .store import ARCHITECTURES, FAILED, RUNS, SchemaError, Store
@@ -310,6 +310,7 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
         if state.foreign:
             name, problem = next(iter(state.foreign.items()))
             raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
+        _refuse_mixed(store, state, config)
         finished = set(state.finished)
         # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
         stale = [name for name in state.checkpoints if name in finished]
@@ -351,6 +352,24 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
         summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
     out.say(summary + f" ({Progress.duration(result.wall_s)})")
     return result
+
+
+def _refuse_mixed(store: Store, state: StudyState, config: StudyConfig) -> None:
+    """One study, one science config: refuse to run ``config`` beside result files computed under another one
+    (study.yaml edited, or --force-config over finished rows) or that are no unit of its plan."""
+    n = len(state.other_config) + len(state.extra)
+    if not n:
+        return
+    science = config.science()
+    recorded = next(iter(state.recorded.values()), None)
+    if state.other_config or recorded != science:
+        what = (f"were computed under another science config than this one "
+                f"({science_differences(recorded, science)})")
+    else:
+        what = "are no architecture of this config's plan"
+    raise UserError(f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
+                    f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
+                    "run this config in a new directory")
 
 
 def _check_capacity(engine: Engine, embedded: bool, out: Progress) -> None:
@@ -396,7 +415,7 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
             progress.say(f"{job.key}: {note}")
         try:
-            store.write_result(job.key, rows["architecture"], rows["runs"])
+            store.write_result(job.key, rows["architecture"], rows["runs"], science=config.science_json)
         except SchemaError as e:
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(job.key))

@@ -30,6 +30,10 @@ class StudyState:
     remaining: list[str] = field(default_factory=list)  # not finished (corrupt included), failed or in progress
     in_progress: list[str] = field(default_factory=list)  # in flight in a running driver
     extra: list[str] = field(default_factory=list)  # architecture files that are no unit of the plan
+    # planned units whose valid files were computed under another science config (never counted, never deleted)
+    other_config: dict[str, str] = field(default_factory=dict)
+    # the science config recorded by the files of another config or of no plan (name -> dict, None: no record)
+    recorded: dict[str, dict | None] = field(default_factory=dict)
     checkpoints: list[str] = field(default_factory=list)  # units with trainer state saved
     driver: dict | None = None  # driver.json
     driver_running: bool = False
@@ -46,7 +50,8 @@ class StudyState:
         return {
             "total": self.total, "finished": len(self.finished), "in_progress": len(self.in_progress),
             "failed": len(self.failed), "remaining": len(self.remaining), "corrupt": dict(self.corrupt),
-            "foreign": dict(self.foreign), "extra": list(self.extra), "checkpoints": len(self.checkpoints),
+            "foreign": dict(self.foreign), "extra": list(self.extra), "other_config": dict(self.other_config),
+            "checkpoints": len(self.checkpoints),
             "driver_running": self.driver_running, "in_progress_names": list(self.in_progress),
             "failures": {n: r.get("reason", "") for n, r in self.failed.items()},
         }
@@ -64,8 +69,10 @@ def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | 
     arch_names = set(store.names(ARCHITECTURES, ".parquet"))
     runs_names = set(store.names(RUNS, ".parquet"))
     present = [n for n in planned if n in arch_names]
-    arch_checks = store.check_files(ARCHITECTURES, present)
-    runs_checks = store.check_files(RUNS, [n for n in present if arch_checks[n].ok and n in runs_names])
+    fingerprint = config.science_fingerprint
+    arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint)
+    runs_checks = store.check_files(RUNS, [n for n in present if arch_checks[n].ok and n in runs_names],
+                                    fingerprint=fingerprint)
     failures = store.failures()
     for name in planned:
         if name in arch_names:
@@ -79,12 +86,19 @@ def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | 
             if bad is not None and bad.foreign:
                 state.foreign[name] = f"{kind} file: {problem}"
                 continue
+            if bad is not None and bad.other_config:
+                state.other_config[name] = f"{kind} file: {problem}"
+                state.recorded[name] = bad.science
+                state.remaining.append(name)  # to do, once the study holds only its own config's files
+                continue
             state.corrupt[name] = f"{kind} file: {problem}"
         if name in failures:
             state.failed[name] = failures[name]
         else:
             state.remaining.append(name)
     state.extra = sorted(arch_names - planned_set)
+    for name in state.extra[:1]:  # what the first of them was computed under (for the one-line messages)
+        state.recorded[name] = store.science_of(ARCHITECTURES, name)[1]
     state.checkpoints = [n for n in store.names(CHECKPOINTS, ".pt") if n in planned_set]
     state.driver = store.read_driver_state()
     if not driver:

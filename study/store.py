@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 
 from sampling import SPEC_FIELDS, ArchSpec, UserError, config_yaml
 
-from .config import CONFIG_NAME, StudyConfig
+from .config import CONFIG_NAME, StudyConfig, science_fingerprint
 
 SCHEMA_VERSION = "1"
 ARCHITECTURES, RUNS, FAILED, CHECKPOINTS = "architectures", "runs", "failed", "checkpoints"
@@ -80,8 +80,32 @@ PROVENANCE = [("package_version", pa.string()), ("host", pa.string()), ("device"
               ("finished_at", pa.string()), ("attempt", pa.int64())]
 
 
+# Key-value metadata each result file records besides its schema's: the science config its rows were
+# computed under (``StudyConfig.science_json``) and its fingerprint. A study holds one science config: a
+# file of another is never counted as finished, and a driver refuses to run beside it (study.runner).
+SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY = b"archstudy.science", b"archstudy.science_fingerprint"
+
+
 def _metadata(table: str) -> dict[bytes, bytes]:
     return {b"archstudy.schema_version": SCHEMA_VERSION.encode(), b"archstudy.table": table.encode()}
+
+
+def with_science(table: pa.Table, science: str) -> pa.Table:
+    """``table`` with the science config ``science`` (canonical JSON) and its fingerprint in its metadata."""
+    meta = {**(table.schema.metadata or {}), SCIENCE_KEY: science.encode(),
+            SCIENCE_FINGERPRINT_KEY: science_fingerprint(science).encode()}
+    return table.replace_schema_metadata(meta)
+
+
+def recorded_science(metadata: Mapping[bytes, bytes] | None) -> tuple[str | None, dict | None]:
+    """(fingerprint, science dict) a result file's metadata records; None for what it lacks or garbles."""
+    meta = metadata or {}
+    fp = meta.get(SCIENCE_FINGERPRINT_KEY)
+    try:
+        science = json.loads(meta[SCIENCE_KEY])
+    except (KeyError, ValueError):
+        science = None
+    return (fp.decode(errors="replace") if fp is not None else None), (science if isinstance(science, dict) else None)
 
 
 ARCHITECTURES_SCHEMA = pa.schema(
@@ -160,10 +184,13 @@ class FileCheck:
     ok: bool
     problem: str = ""
     foreign: bool = False
+    other_config: bool = False  # a valid file of another science config (never deleted: not this study's)
+    science: dict | None = None  # the science config such a file records (None: it records none)
 
 
-def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
-    """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit."""
+def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
+    """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit,
+    and (when ``fingerprint`` is given) computed under the science config of that fingerprint."""
     try:
         table = pq.read_table(pa.BufferReader(data))
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
@@ -187,6 +214,12 @@ def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
         return FileCheck(False, f"its rows name arch_id {sorted(ids)} / index {sorted(idx)}, not the file's {name}")
     if kind == RUNS and sum(table.column("selected").to_pylist()) != 1:
         return FileCheck(False, "not exactly one selected run")
+    if fingerprint is not None:
+        fp, science = recorded_science(meta)
+        if fp != fingerprint:
+            what = f"science fingerprint {fp}" if fp else "no science config recorded"
+            return FileCheck(False, f"computed under another science config ({what}; this study's is {fingerprint})",
+                             other_config=True, science=science)
     return FileCheck(True)
 
 
@@ -328,31 +361,44 @@ class Store:
         self.write_bytes([CONFIG_NAME], config.to_yaml().encode())
 
     # -- results ---------------------------------------------------------------------------------------
-    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]]) -> None:
+    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]], *,
+                     science: str | None = None) -> None:
         """Commit one finished architecture: its runs file, then its architectures file (the commit point).
 
-        Both tables are built (and checked against the schema) before anything is written."""
+        Both tables are built (and checked against the schema) before anything is written. ``science``: the
+        science config the rows were computed under (``StudyConfig.science_json``; the driver always gives
+        it), recorded in both files' metadata."""
         arch_table = to_table(ARCHITECTURES, [architecture])
         runs_table = to_table(RUNS, list(runs))
+        if science is not None:
+            arch_table, runs_table = with_science(arch_table, science), with_science(runs_table, science)
         self.write_bytes([RUNS, f"{name}.parquet"], parquet_bytes(runs_table))
         self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table))
 
-    def check_file(self, kind: str, name: str) -> FileCheck:
+    def check_file(self, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
         try:
             data = self.read_bytes(kind, f"{name}.parquet")
         except FileNotFoundError:
             return FileCheck(False, "missing")
         except OSError as e:
             return FileCheck(False, f"unreadable ({e})")
-        return check_table_bytes(data, kind, name)
+        return check_table_bytes(data, kind, name, fingerprint)
 
-    def check_files(self, kind: str, names: Iterable[str], threads: int = 16) -> dict[str, FileCheck]:
+    def check_files(self, kind: str, names: Iterable[str], threads: int = 16,
+                    fingerprint: str | None = None) -> dict[str, FileCheck]:
         """``check_file`` for many files, concurrently (object storage answers each read with latency)."""
         names = list(names)
         if not names:
             return {}
         with ThreadPoolExecutor(max_workers=min(threads, len(names))) as pool:
-            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n), names)))
+            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n, fingerprint), names)))
+
+    def science_of(self, kind: str, name: str) -> tuple[str | None, dict | None]:
+        """(fingerprint, science dict) the result file records; (None, None) when it cannot be read."""
+        try:
+            return recorded_science(pq.read_schema(pa.BufferReader(self.read_bytes(kind, f"{name}.parquet"))).metadata)
+        except (OSError, pa.ArrowException):
+            return None, None
 
     def read_table(self, kind: str = ARCHITECTURES):
         """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""

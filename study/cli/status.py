@@ -27,6 +27,7 @@ def _ago(unix: float | None) -> str:
 
 
 def run(args) -> int:
+    from ..config import science_differences
     from ..state import survey
     from ..store import Store
 
@@ -56,8 +57,11 @@ def run(args) -> int:
         rows.append(("corrupt", len(state.corrupt), "removed and redone by `archstudy resume` (counted in remaining)"))
     if state.foreign:
         rows.append(("other schema", len(state.foreign), "written by another archstudy version; left alone"))
+    if state.other_config:
+        rows.append(("other config", len(state.other_config), "computed under another science config: never counted "
+                     "as finished (counted in remaining)"))
     if state.extra:
-        rows.append(("not in plan", len(state.extra), "architecture files that are no unit of this config"))
+        rows.append(("not in plan", len(state.extra), "architecture files that are no unit of this config; not counted"))
     for label, n, note in rows:
         print(f"  {label:<12} {n:>6}" + (f"   ({note})" if note else ""))
     if state.failed:
@@ -68,4 +72,9 @@ def run(args) -> int:
         print("corrupt:")
         for name, problem in state.corrupt.items():
             print(f"  {name}  {problem}")
+    if state.other_config or state.extra:
+        recorded = next(iter(state.recorded.values()), None)
+        print(f"not this study's (a resume refuses to run beside them): {science_differences(recorded, c.science())}")
+        for name in list(state.other_config)[:20] + state.extra[:20]:
+            print(f"  {name}")
     return 0

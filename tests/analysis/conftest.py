@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from sampling import SIBLING_AXES, sample_spec, siblings
+from sampling.spec import canonical_json, content_hash
 
 # NLC_tau(1) of the NLC paper, Table 1 line A (abs: |s| is as nonlinear as relu around a kink of +-1;
 # linear: 1). The synthetic NLC compounds it over the hidden layers, as the paper finds (section 5).
@@ -96,12 +97,21 @@ def run_rows(row: dict, rng: np.random.Generator) -> pd.DataFrame:
     })
 
 
-def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None = "1") -> None:
+# The study.yaml keys the synthetic studies record in each file as their science config (the runner records
+# every science key of its study.yaml but ``architectures``).
+SCIENCE = ("dataset", "seed", "preset", "param_budget", "protocol", "siblings")
+
+
+def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None = "1",
+                  science: dict | None = None) -> None:
     t = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(t.schema.metadata or {})
     if version is not None:
         meta[b"archstudy.schema_version"] = version.encode()
     meta[b"archstudy.table"] = table.encode()
+    if science is not None:
+        meta[b"archstudy.science"] = canonical_json(science).encode()
+        meta[b"archstudy.science_fingerprint"] = content_hash(canonical_json(science)).encode()
     t = t.replace_schema_metadata(meta)
     tmp = path.with_name("." + path.name + ".tmp")  # written whole, then renamed, as the runner does
     pq.write_table(t, tmp)
@@ -139,8 +149,10 @@ def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", stu
         elif pos in finished:
             make = rows or (lambda i, v, s, r: synthetic_row(i, v, s, dataset, study_seed, r))
             row = make(index, variant, spec, rng)
-            write_parquet(pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version)
-            write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version)
+            science = {k: config[k] for k in SCIENCE}
+            write_parquet(pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version,
+                          science)
+            write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version, science)
     return root
 
 
@@ -149,7 +161,7 @@ def synth():
     """This module's helpers, for tests that write their own studies (a conftest is not importable by
     name under pytest's importlib mode)."""
     return SimpleNamespace(write_study=write_study, specs_of=specs_of, synthetic_row=synthetic_row,
-                           write_parquet=write_parquet, run_rows=run_rows, BUDGET=BUDGET)
+                           write_parquet=write_parquet, run_rows=run_rows, BUDGET=BUDGET, SCIENCE=SCIENCE)
 
 
 @pytest.fixture(scope="session")

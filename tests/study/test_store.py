@@ -1,6 +1,7 @@
 """The Parquet store: exact schema, whole-or-nothing writes, validation of truncated/foreign files, listing,
 the object-storage path (pyarrow's in-memory filesystem), file:// URIs, the driver lock."""
 
+import json
 import math
 import os
 
@@ -184,3 +185,31 @@ def test_the_driver_lock_is_exclusive_and_released_with_its_holder(tmp_path):
                 pass
     assert store.driver_running() is False
     assert (tmp_path / "s" / ".lock").read_bytes() == b""  # the lock is the flock, the file stays empty
+
+
+def test_each_result_file_records_its_science_config_and_a_file_of_another_is_found(tmp_path):
+    from study.config import StudyConfig
+
+    config = StudyConfig(dataset="waveform-noise", architectures=3, seed=4).replace(d_in=40, d_out=3,
+                                                                                   data_fingerprint="00ff")
+    other = config.replace(seed=5)
+    store = Store(tmp_path / "s")
+    arch, runs = rows()
+    store.write_result(NAME, arch, runs, science=config.science_json)
+    for kind in (ARCHITECTURES, RUNS):
+        meta = pq.read_schema(tmp_path / "s" / kind / f"{NAME}.parquet").metadata
+        assert meta[b"archstudy.science_fingerprint"] == config.science_fingerprint.encode()
+        assert meta[b"archstudy.science"].decode() == config.science_json
+        assert json.loads(config.science_json)["seed"] == 4 and set(json.loads(config.science_json)) == set(
+            config.science())
+        assert store.check_file(kind, NAME, config.science_fingerprint).ok
+        c = store.check_file(kind, NAME, other.science_fingerprint)
+        assert not c.ok and c.other_config and not c.foreign and c.science == json.loads(config.science_json)
+        assert c.problem == (f"computed under another science config (science fingerprint {config.science_fingerprint}"
+                             f"; this study's is {other.science_fingerprint})")
+    assert config.replace(architectures=30).science_fingerprint == config.science_fingerprint  # it may grow
+    assert len({config.replace(**change).science_fingerprint for change in (
+        {}, {"seed": 5}, {"param_budget": 7}, {"data_fingerprint": "00fe"}, {"protocol": "quick"})}) == 5
+    store.write_result(NAME, arch, runs)  # a file that records no science config is not this study's either
+    c = store.check_file(ARCHITECTURES, NAME, config.science_fingerprint)
+    assert c.other_config and c.science is None and "no science config recorded" in c.problem

