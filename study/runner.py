@@ -208,7 +208,8 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
         config = StudyConfig.from_dict(config)
     config = _execution(config, execution)
     store = Store(out)
-    if store.is_study():
+    new = not store.is_study()
+    if not new:
         stored = store.read_config()
         config, rewrite, note = _reconcile(store, stored, config, force_config)
         if not rewrite:
@@ -217,7 +218,7 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
         _check_new_location(store)
         rewrite, note = True, None
     return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress, note=note)
+                  max_in_flight=max_in_flight, progress=progress, note=note, new=new)
 
 
 def _check_budget(config: StudyConfig, units, d_in: int, d_out: int) -> None:
@@ -270,8 +271,22 @@ def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_fa
                   max_in_flight=max_in_flight, progress=progress)
 
 
+def _check_still_new(store: Store) -> None:
+    """Refuse to create a study where another driver created one since this command checked (between the
+    check and the lock: while Ray started, say). Called with the driver lock held, so no other driver
+    writes study.yaml between this check and this driver's write."""
+    if store.is_study():
+        try:
+            seed = f" (seed {store.read_config().seed} in its study.yaml)"
+        except UserError:
+            seed = ""
+        raise UserError(f"{store.location}: another driver created a study here while this one started{seed}; nothing "
+                        "was changed: run the command again to continue that study, or choose another directory")
+
+
 def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
-           max_in_flight: int | None, progress: TextIO | None, note: str | None = None) -> StudyRun:
+           max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False) -> StudyRun:
+    """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
     t0 = time.monotonic()
     out = Progress(progress, 0, 0)
     # Everything that can refuse the command runs before the first write.
@@ -303,9 +318,11 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                 reached.append(True)
                 _check_capacity(engine, held.enter_context(ray_session(address)), out)
 
-        if not store.is_study():
+        if new:
             reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
         held.enter_context(store.driver_lock())
+        if new:
+            _check_still_new(store)  # with the lock held: create the lock, check, then write
         state = survey(store, config, units, driver=False)
         if state.foreign:
             name, problem = next(iter(state.foreign.items()))

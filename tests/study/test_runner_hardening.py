@@ -5,6 +5,7 @@ never executed; two drivers racing for a new directory cannot mix two studies.""
 import io
 import json
 import logging
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -111,3 +112,76 @@ def test_force_config_never_mixes_a_new_config_into_finished_rows(reference, tmp
     line = one_line_error(["run", "--config", str(cfg), "--out", str(study), "--force-config"], capsys, "run")
     assert "seed (11 in the results, 12 here)" in line
     assert snapshot(study) == before
+
+
+# -- no code from study files ------------------------------------------------------------------------------
+class Planted:
+    """Unpickling it creates the marker file (``open(marker, "w")``): what a planted checkpoint could do instead.
+    The pickle names only ``builtins.open``, so any process could unpickle it."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_planted_checkpoint_is_never_executed_on_resume_and_the_study_ends_as_an_uninterrupted_one(
+        reference, tmp_path, capsys):
+    import torch
+
+    study = copy_of(reference, tmp_path)
+    name = Store(study).names("architectures", ".parquet")[1]
+    for kind in ("architectures", "runs"):  # unit 1 is not finished: resume runs it, from its "checkpoint"
+        (study / kind / f"{name}.parquet").unlink()
+    marker = tmp_path / "marker"
+    (study / "checkpoints").mkdir(exist_ok=True)
+    torch.save({"key": "anything", "state": Planted(marker)}, study / "checkpoints" / f"{name}.pt")
+    assert main(["resume", str(study)]) == 0
+    err = capsys.readouterr().err
+    assert not marker.exists()
+    assert re.search(rf"^archstudy: {name}: checkpoint \S+{name}\.pt: not a valid checkpoint \(UnpicklingError: "
+                     r".*\); discarded; training starts afresh$", err, re.M), err
+    for mine, ref in zip(values(study), values(reference)):
+        pd.testing.assert_frame_equal(mine, ref, check_exact=True)
+    assert Store(study).names("checkpoints", ".pt") == []
+
+
+# -- two drivers racing for a new directory ------------------------------------------------------------------
+def test_a_driver_that_finds_a_study_created_while_it_started_refuses_instead_of_overwriting_it(
+        local_ray, tmp_path, monkeypatch):
+    """B checks that the directory is new, then pauses (as in a slow Ray start) before it takes the lock; A
+    creates the study with another seed and finishes. B, continued, must not rewrite study.yaml or mix seeds."""
+    from study import runner
+
+    study = tmp_path / "new"
+    paused, go = threading.Event(), threading.Event()
+    capacity = runner._check_capacity
+
+    def slow_start(*args, **kwargs):  # between B's new-directory check and its lock
+        if threading.current_thread().name == "driver-B":
+            paused.set()
+            assert go.wait(120)
+        return capacity(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_check_capacity", slow_start)
+    box = {}
+
+    def driver_b():
+        try:
+            box["result"] = runner.run_study({**KEYS, "architectures": 1, "seed": 6}, study, progress=None)
+        except UserError as e:
+            box["error"] = e
+
+    b = threading.Thread(target=driver_b, name="driver-B")
+    b.start()
+    assert paused.wait(120)
+    a = runner.run_study({**KEYS, "architectures": 1, "seed": 5}, study, progress=None)
+    assert a.complete
+    before = snapshot(study)
+    go.set()
+    b.join(120)
+    assert "result" not in box and str(box["error"]) == (
+        f"{study}: another driver created a study here while this one started (seed 5 in its study.yaml); "
+        "nothing was changed: run the command again to continue that study, or choose another directory")
+    assert snapshot(study) == before and Store(study).read_config().seed == 5
