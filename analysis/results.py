@@ -23,13 +23,14 @@ import pyarrow.parquet as pq
 from sampling import SIBLING_AXES, SpecError, UserError, config_yaml, sample_spec, siblings
 from sampling.constraints import Choice, Integer, check
 from sampling.spec import canonical_json, content_hash
+from sampling.unit_names import UNIT_STEM
 
 from .columns import (
     ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SCHEMA_KEY, SCHEMA_VERSION,
     SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY,
 )
 
-_NAME = re.compile(r"^(?P<index>\d{6})-(?P<arch_id>[0-9a-f]{16})\.(?P<ext>parquet|json|pt)$")
+_NAME = re.compile(rf"^{UNIT_STEM}\.(?P<ext>parquet|json|pt)$")
 HIGH_BIAS = 1000.0  # NLC paper figure 2: "1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)"
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from sampling import PRESETS, SIBLING_AXES, SpecError, Space, config_yaml, get_space
 from sampling.spec import canonical_json, content_hash
+from sampling.unit_names import MAX_ARCHITECTURES
 from sampling.constraints import Choice, Constraint, Integer, Real, Text, bounded_repr, check
 
 WHERE = "study"
@@ -239,7 +240,8 @@ class StudyConfig:
     """
 
     dataset: str = _f(Text(), doc="dataset name (study.datasets.DATASETS)")
-    architectures: int = _f(Integer(1), doc="number of sampled architectures (indices 0 .. n-1)")
+    architectures: int = _f(Integer(1, MAX_ARCHITECTURES), doc="number of sampled architectures (indices 0 .. n-1; "
+                            "at most what the unit names hold, sampling.unit_names)")
     root: str | None = _f(_OptionalText(), None, doc="directory of the dataset's files (mnist, cifar10)")
     dataset_options: dict = _f(_Options(), doc="keyword options for study.load_dataset", factory=dict)
     dataset_seed: int = _f(Integer(0), 0, doc="seed of the dataset's generation/split/projection; fixed across "

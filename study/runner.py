@@ -37,9 +37,9 @@ from sampling import SpecError, UserError
 
 from .config import CONFIG_NAME, StudyConfig, package_version, science_differences, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
-from .state import HEARTBEAT_S, StudyState, survey
+from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
 from .store import ARCHITECTURES, FAILED, RUNS, SchemaError, Store
-from .unit import Unit, execute_unit, plan_units
+from .unit import Unit, execute_unit
 
 
 @dataclass
@@ -302,7 +302,7 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                         f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
                         "`archstudy run` accepts it")
     config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
-    units = plan_units(config)
+    units = plan_with_progress(config, out.say)
     if write_config:
         _check_budget(config, units, d_in, d_out)
 

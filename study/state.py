@@ -15,6 +15,27 @@ from .config import StudyConfig
 from .store import ARCHITECTURES, CHECKPOINTS, RUNS, Store
 from .unit import Unit, plan_units
 
+PLAN_PROGRESS_S = 2.0  # planning says how far it is after this long, and again every this long
+
+
+def plan_with_progress(config: StudyConfig, say) -> list:
+    """``plan_units``, saying how far it is (``say(line)``) when planning takes more than ``PLAN_PROGRESS_S``:
+    a large study samples for minutes before its first unit can start."""
+    t0 = last = time.monotonic()
+    n = config.architectures
+
+    def on_index(done: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PLAN_PROGRESS_S:
+            last = now
+            eta = (now - t0) * (n - done) / done
+            say(f"planning: {done:,}/{n:,} architectures sampled, about {eta / 60:.0f} min left" if eta >= 60 else
+                f"planning: {done:,}/{n:,} architectures sampled, about {eta:.0f} s left")
+
+    return plan_units(config, on_index)
+
+
 HEARTBEAT_S = 10.0  # the driver rewrites driver.json at least this often
 STALE_S = 6 * HEARTBEAT_S  # a heartbeat older than this means the driver is gone (object storage, no lock)
 

@@ -40,6 +40,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from sampling import SPEC_FIELDS, ArchSpec, UserError, config_yaml
+from sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - unit_name: part of this module's API
 
 from .config import CONFIG_NAME, StudyConfig, science_fingerprint
 
@@ -47,13 +48,8 @@ SCHEMA_VERSION = "1"
 ARCHITECTURES, RUNS, FAILED, CHECKPOINTS = "architectures", "runs", "failed", "checkpoints"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
-NAME_RE = re.compile(r"^(\d{6})-([0-9a-f]{16})$")
+NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"
-
-
-def unit_name(index: int, arch_id: str) -> str:
-    """``<index:06d>-<arch_id>``: the file stem of one architecture of a study (docs/results.md)."""
-    return f"{index:06d}-{arch_id}"
 
 
 # -- the schemas (docs/results.md, schema version 1) ------------------------------------------------------
@@ -210,7 +206,7 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
         return FileCheck(False, "no rows")
     ids = set(table.column("arch_id").to_pylist())
     idx = set(table.column("index").to_pylist())
-    if m is None or ids != {m.group(2)} or idx != {int(m.group(1))}:
+    if m is None or ids != {m["arch_id"]} or idx != {int(m["index"])}:
         return FileCheck(False, f"its rows name arch_id {sorted(ids)} / index {sorted(idx)}, not the file's {name}")
     if kind == RUNS and sum(table.column("selected").to_pylist()) != 1:
         return FileCheck(False, "not exactly one selected run")

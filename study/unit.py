@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -65,22 +65,31 @@ class Unit:
         return cls(int(d["index"]), str(d["variant"]), ArchSpec.from_dict(dict(d["spec"])), int(d["seed"]))
 
 
-def plan_units(config: StudyConfig) -> list[Unit]:
+def iter_units(config: StudyConfig) -> Iterator[Unit]:
     """Every unit of the study, in order: index 0 (base, then its siblings along each axis), index 1, ..."""
     if config.d_in is None or config.d_out is None:
         raise ValueError("the config's d_in/d_out are filled in from the dataset when the study is created")
     space = config.space_obj
-    units: list[Unit] = []
     for i in range(config.architectures):
         base = sample_spec(config.seed, i, config.d_in, config.d_out, space, config.param_budget)
         seed = init_seed(config.seed, i)
-        units.append(Unit(i, BASE, base, seed))
+        yield Unit(i, BASE, base, seed)
         seen = {base.content_id}
         for axis in config.siblings:
             for sib in siblings(base, axis, config.param_budget):
                 if sib.content_id not in seen:
                     seen.add(sib.content_id)
-                    units.append(Unit(i, axis, sib, seed))
+                    yield Unit(i, axis, sib, seed)
+
+
+def plan_units(config: StudyConfig, on_index: Callable[[int], None] | None = None) -> list[Unit]:
+    """``iter_units`` as a list; ``on_index(i)`` after the units of each index i (progress: sampling and
+    solving the widths takes milliseconds per architecture)."""
+    units: list[Unit] = []
+    for unit in iter_units(config):
+        if on_index is not None and unit.variant == BASE and unit.index:
+            on_index(unit.index)  # the units of index - 1 are planned
+        units.append(unit)
     return units
 
 

@@ -7,6 +7,7 @@ driver's heartbeat, and changes nothing.
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 
@@ -28,11 +29,13 @@ def _ago(unix: float | None) -> str:
 
 def run(args) -> int:
     from ..config import science_differences
-    from ..state import survey
+    from ..state import plan_with_progress, survey
     from ..store import Store
 
     store = Store(args.study)
-    state = survey(store)
+    config = store.read_config()
+    say = lambda line: print(f"archstudy: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    state = survey(store, config, plan_with_progress(config, say))
     if args.json:
         print(json.dumps({"study": store.location, **state.to_dict()}, indent=1))
         return 0

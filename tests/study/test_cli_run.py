@@ -55,7 +55,7 @@ CASES = {
                         "study.dataset = 'nope': must be one of 'waveform-noise'"),
     "negative architectures": (
         lambda d: ["run", "--dataset", "digits", "--architectures", "-3", "--out", str(d["new"])],
-        "study.architectures = -3: must be an integer >= 1"),
+        "study.architectures = -3: must be an integer in [1, 1000000]"),
     "negative budget": (lambda d: _new(d, "--param-budget", "-5"), "study.param_budget = -5: must be an integer >= 1"),
     "budget below the smallest net": (lambda d: _new(d, "--param-budget", "10"),
                                       "study.param_budget = 10: is too small for waveform-noise (d_in 40, 3 classes)"),

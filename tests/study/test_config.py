@@ -52,7 +52,7 @@ def test_every_declared_constraint_gives_a_one_line_error(name, bad):
     "change,message",
     [
         ({"dataset": "no-such-data"}, "study.dataset = 'no-such-data': must be one of 'waveform-noise'"),
-        ({"architectures": -3}, "study.architectures = -3: must be an integer >= 1"),
+        ({"architectures": -3}, "study.architectures = -3: must be an integer in [1, 1000000]"),
         ({"param_budget": 0}, "study.param_budget = 0: must be an integer >= 1"),
         ({"preset": "huge"}, "study.preset = 'huge': must be one of 'paper', 'extended'"),
         ({"siblings": ["colour"]}, "study.siblings = ['colour']: must be a list of distinct sibling axes"),

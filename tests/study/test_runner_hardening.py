@@ -185,3 +185,22 @@ def test_a_driver_that_finds_a_study_created_while_it_started_refuses_instead_of
         f"{study}: another driver created a study here while this one started (seed 5 in its study.yaml); "
         "nothing was changed: run the command again to continue that study, or choose another directory")
     assert snapshot(study) == before and Store(study).read_config().seed == 5
+
+
+# -- a large study says how far planning is before its first unit --------------------------------------------
+def test_planning_says_how_far_it_is_and_plans_the_same_units(monkeypatch):
+    from study import state
+    from study.config import StudyConfig
+    from study.unit import plan_units
+
+    config = StudyConfig(**{**KEYS, "architectures": 6, "siblings": ["param"]}).replace(d_in=40, d_out=3)
+    lines = []
+    monkeypatch.setattr(state, "PLAN_PROGRESS_S", 0.0)
+    units = state.plan_with_progress(config, lines.append)
+    assert [u.to_dict() for u in units] == [u.to_dict() for u in plan_units(config)]
+    assert [line.split(",")[0] for line in lines] == [f"planning: {i}/6 architectures sampled" for i in range(1, 6)]
+    assert all(re.fullmatch(r"planning: \d/6 architectures sampled, about \d+ s left", line) for line in lines)
+    monkeypatch.setattr(state, "PLAN_PROGRESS_S", 60.0)
+    lines.clear()
+    state.plan_with_progress(config, lines.append)
+    assert lines == []  # a plan of seconds says nothing

@@ -213,3 +213,24 @@ def test_each_result_file_records_its_science_config_and_a_file_of_another_is_fo
     store.write_result(NAME, arch, runs)  # a file that records no science config is not this study's either
     c = store.check_file(ARCHITECTURES, NAME, config.science_fingerprint)
     assert c.other_config and c.science is None and "no science config recorded" in c.problem
+
+
+def test_unit_names_fit_the_patterns_for_every_index_a_study_allows():
+    """``<index:06d>-<arch_id>``: the width, the driver's pattern and the analysis reader's pattern agree for
+    every index a config allows (0 .. architectures - 1), and a config allows no index the width cannot hold."""
+    from analysis.results import _NAME as ANALYSIS_NAME
+    from sampling.constraints import SpecError
+    from study.config import StudyConfig
+    from study.store import NAME_RE
+
+    allowed = StudyConfig.__dataclass_fields__["architectures"].metadata["constraint"]
+    assert allowed.hi is not None, "the architecture count must be bounded by what the names hold"
+    for index in (0, 1, 99_999, allowed.hi - 1):
+        name = unit_name(index, SPEC.content_id)
+        m = NAME_RE.match(name)
+        assert m and int(m.group(1)) == index and m.group(2) == SPEC.content_id, name
+        a = ANALYSIS_NAME.match(f"{name}.parquet")
+        assert a and int(a["index"]) == index and a["arch_id"] == SPEC.content_id, name
+    StudyConfig(dataset="waveform-noise", architectures=allowed.hi)
+    with pytest.raises(SpecError, match=rf"^study.architectures = {allowed.hi + 1}: must be an integer in \[1, "):
+        StudyConfig(dataset="waveform-noise", architectures=allowed.hi + 1)
