@@ -205,6 +205,8 @@ class Text(Constraint):
 
 
 PROBABILITY = Real(0.0, 1.0)
+# A seed: what numpy's SeedSequence takes (any int >= 0) and a Parquet int64 column (study_seed, seed) holds.
+SEED = Integer(0, 2**63 - 1)
 
 
 @dataclass(frozen=True)

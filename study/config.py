@@ -35,7 +35,7 @@ import numpy as np
 from sampling import PRESETS, SIBLING_AXES, SpecError, Space, config_yaml, get_space
 from sampling.spec import canonical_json, content_hash
 from sampling.unit_names import MAX_ARCHITECTURES
-from sampling.constraints import Choice, Constraint, Integer, Real, Text, bounded_repr, check
+from sampling.constraints import SEED, Choice, Constraint, Integer, Real, Text, bounded_repr, check
 
 WHERE = "study"
 CONFIG_NAME = "study.yaml"
@@ -43,6 +43,8 @@ EXECUTION_KEYS = ("root", "resources", "max_retries", "checkpoint_every_s")
 PROVENANCE_KEYS = ("package_version", "created")
 # What archstudy records when it creates a study (from the data and the installation), never a user's choice.
 RECORDED_KEYS = ("d_in", "d_out", "data_fingerprint") + PROVENANCE_KEYS
+# How long a driver waits for a cluster's address to answer (--connect-timeout; a session's setting, not stored).
+CONNECT_TIMEOUT_S = 60.0
 
 
 def package_version() -> str:
@@ -244,9 +246,9 @@ class StudyConfig:
                             "at most what the unit names hold, sampling.unit_names)")
     root: str | None = _f(_OptionalText(), None, doc="directory of the dataset's files (mnist, cifar10)")
     dataset_options: dict = _f(_Options(), doc="keyword options for study.load_dataset", factory=dict)
-    dataset_seed: int = _f(Integer(0), 0, doc="seed of the dataset's generation/split/projection; fixed across "
+    dataset_seed: int = _f(SEED, 0, doc="seed of the dataset's generation/split/projection; fixed across "
                            "studies by default so studies with different seeds see the same data")
-    seed: int = _f(Integer(0), 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
+    seed: int = _f(SEED, 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
     preset: str = _f(Text(), "extended", doc="name of the architecture space (its full dict is `space`)")
     space: dict = _f(_Options(), doc="the full architecture space (sampling.Space fields)", factory=dict)
     param_budget: int = _f(Integer(1), 1_000_000, doc="trainable parameters each architecture is solved for")

@@ -27,15 +27,18 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TextIO
 
-from sampling import SpecError, UserError
+from sampling import UserError
+from sampling.width import check_budget
+from sampling.constraints import Real, check
 
-from .config import CONFIG_NAME, StudyConfig, package_version, science_differences, utc_now
+from .config import CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, package_version, science_differences, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
 from .store import ARCHITECTURES, FAILED, RUNS, SchemaError, Store
@@ -114,12 +117,148 @@ class Progress:
 
 
 # -- Ray ---------------------------------------------------------------------------------------------------
+def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse, within about ``timeout_s``, a Ray address where no Ray cluster answers (``ray.init`` would retry
+    for minutes, printing only Ray's log lines): a TCP connection to the head (host:port, ``ray://host:port``,
+    or what ``auto`` finds on this node) must open, and there (but for ``ray://``, Ray Client's own protocol)
+    a Ray GCS must give its cluster id (asked from a separate process, killed at the deadline)."""
+    if not address:
+        return
+    from ray._private.services import canonicalize_bootstrap_address
+
+    deadline = time.monotonic() + timeout_s
+    client = address.startswith("ray://")
+    try:
+        target = address[len("ray://"):] if client else canonicalize_bootstrap_address(address)
+    except ConnectionError as e:  # auto: no cluster on this node
+        raise UserError(f"--address {address}: {_first_line(e)}") from None
+    except ValueError:
+        target = None
+    host, _, port = (target or "").rpartition(":")
+    host = host.strip("[]")  # an IPv6 literal, [::1]:6379
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--address {address!r}: must be 'auto', host:port or ray://host:port")
+
+    def unreachable(why: str) -> UserError:
+        resolved = "" if target == address else f" ({host}:{port})"
+        return UserError(f"cannot reach Ray at {address}{resolved} within {timeout_s:g} s: {why}; is the cluster "
+                         "up (`ray up`, `ray start --head`) and is this its head's address? (--connect-timeout waits "
+                         "longer)")
+
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise unreachable("no answer" if isinstance(e, TimeoutError) else (e.strerror or _first_line(e))) from None
+    if client:
+        return
+    probe = "import sys, ray._raylet as r; r.GcsClient(address=sys.argv[1])"
+    try:
+        p = subprocess.run([sys.executable, "-c", probe, f"{host}:{port}"], capture_output=True, text=True,
+                           timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise unreachable("no Ray cluster answered") from None
+    if p.returncode != 0:
+        last = [line for line in p.stderr.strip().splitlines() if "Error" in line][-1:] or ["no Ray cluster there"]
+        raise unreachable(f"not a Ray cluster ({last[0].strip()[:200]})")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]
+
+
+def _ray_processes_below(root: int) -> set[tuple[int, str]]:
+    """(pid, start time) of the Ray processes descending from process ``root`` (its raylet, GCS, agents and
+    workers), read from /proc; empty where there is none (not Linux)."""
+    parent: dict[int, int] = {}
+    start: dict[int, str] = {}
+    try:
+        entries = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return set()
+    for d in entries:
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            parent[int(d)], start[int(d)] = int(fields[1]), fields[19].decode()
+        except (OSError, IndexError, ValueError):
+            continue
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if cmd.startswith(b"ray::") or b"/ray/" in cmd:
+            found.add((pid, start[pid]))
+    return found
+
+
+def _alive(pid: int, started: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode() == started and fields[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _end_processes(procs: set[tuple[int, str]], grace_s: float = 5.0) -> None:
+    """SIGTERM, then after ``grace_s`` SIGKILL, those of ``procs`` still alive (the same process: pid and start
+    time). For the Ray processes this driver started whose parent died before them (an interrupted start)."""
+    procs = {p for p in procs if _alive(*p)}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid, _ in procs:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while procs and time.monotonic() < deadline:
+            time.sleep(0.05)
+            procs = {p for p in procs if _alive(*p)}
+        if not procs:
+            return
+
+
+def _shut_down(ray, before: set[tuple[int, str]]) -> None:
+    """Shut down the Ray this driver started, whatever state its start reached: ``ray.shutdown`` for what Ray
+    knows of, then the Ray processes below this one that were not there before (agents outlive a raylet
+    killed mid-start)."""
+    mine = _ray_processes_below(os.getpid()) - before
+    try:
+        ray.shutdown()
+    finally:
+        _end_processes(mine)
+
+
+@contextlib.contextmanager
+def _caller_keeps_sigterm(handler):
+    """During ``ray.init``, keep the caller's SIGTERM handler (the CLI's ``sigterm_as_interrupt``): Ray's own
+    exits the process at once (``sys.exit(15)``), leaving the half-started Ray running and saying nothing."""
+    import ray._private.utils as ray_utils
+
+    if not callable(handler) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    installer = ray_utils.set_sigterm_handler
+    ray_utils.set_sigterm_handler = lambda _handler: None
+    try:
+        yield
+    finally:
+        ray_utils.set_sigterm_handler = installer
+
+
 @contextlib.contextmanager
 def ray_session(address: str | None = None):
     """Ray for one study: the caller's session if one is up (tests, notebooks), else an embedded local Ray
     (``address=None``) or the cluster at ``address`` (``"auto"`` on a cluster node), quiet: no dashboard,
-    no worker logs on the console, only Ray's errors. Shut down on the way out if started here. Yields
-    whether it is an embedded Ray started here (a machine whose resources are all there will ever be)."""
+    no worker logs on the console, only Ray's errors. Shut down on the way out if started here, on every way
+    out (an interrupt during the start included). Yields whether it is an embedded Ray started here (a
+    machine whose resources are all there will ever be)."""
     import ray
 
     if ray.is_initialized():
@@ -128,22 +267,27 @@ def ray_session(address: str | None = None):
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
     sigterm = signal.getsignal(signal.SIGTERM)
+    before = _ray_processes_below(os.getpid())  # never touched: not this session's
     try:
-        if address:
-            ray.init(address=address, **kwargs)
-        else:
-            ray.init(include_dashboard=False, **kwargs)
-    except (ConnectionError, RuntimeError, ValueError) as e:
-        where = f"at {address!r}" if address else "locally"
-        raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
+        with _caller_keeps_sigterm(sigterm):
+            if address:
+                ray.init(address=address, **kwargs)
+            else:
+                ray.init(include_dashboard=False, **kwargs)
+    except BaseException as e:  # an interrupt (SIGINT, or SIGTERM as the CLI's KeyboardInterrupt) included
+        _shut_down(ray, before)
+        if isinstance(e, (ConnectionError, RuntimeError, ValueError)):
+            where = f"at {address!r}" if address else "locally"
+            raise UserError(f"cannot start or reach Ray {where}: {_first_line(e)}") from None
+        raise
     if callable(sigterm) and threading.current_thread() is threading.main_thread():
-        # ray.init installs its own SIGTERM handler, which aborts the process: keep the caller's (the CLI's
-        # sigterm_as_interrupt), so `kill` or `ray job stop` shuts the study down cleanly.
+        # (kept during ray.init above; Ray may set it on later calls too) `kill` or `ray job stop` shuts the
+        # study down cleanly through the caller's handler.
         signal.signal(signal.SIGTERM, sigterm)
     try:
         yield not address
     finally:
-        ray.shutdown()
+        _shut_down(ray, before)
 
 
 # -- the driver ------------------------------------------------------------------------------------------
@@ -194,7 +338,8 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
 
 def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
               force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
-              progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+              progress: TextIO | None = sys.stderr, connect_timeout_s: float = CONNECT_TIMEOUT_S,
+              **execution) -> StudyRun:
     """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
@@ -202,7 +347,8 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     ``architectures`` alone extends the study (architecture i does not depend on the count).
     ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
-    ``execution`` or in a ``config`` mapping) are the study's own."""
+    ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
+    may take to answer (``check_address``)."""
     named = _named_execution(config, execution)
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
@@ -218,18 +364,8 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
         _check_new_location(store)
         rewrite, note = True, None
     return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress, note=note, new=new)
-
-
-def _check_budget(config: StudyConfig, units, d_in: int, d_out: int) -> None:
-    """Refuse a budget no architecture can come near: the width solver stops at its smallest width, so a
-    budget below what that width needs would silently give nets many times larger than asked."""
-    over = [u.spec.num_params for u in units if u.spec.num_params > 1.5 * config.param_budget]
-    if over:
-        raise SpecError("study", "param_budget", config.param_budget,
-                        f"is too small for {config.dataset} (d_in {d_in}, {d_out} classes): {len(over)} of "
-                        f"{len(units)} architectures need more than 1.5 times it even at the smallest width (up "
-                        f"to {max(over):,} parameters); use at least {max(over):,}")
+                  max_in_flight=max_in_flight, progress=progress, note=note, new=new,
+                  connect_timeout_s=connect_timeout_s)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -262,13 +398,14 @@ def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
 
 
 def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
-                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S, **execution) -> StudyRun:
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
     session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
     store = Store(out)
     config = _execution(store.read_config(), execution)
     return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress)
+                  max_in_flight=max_in_flight, progress=progress, connect_timeout_s=connect_timeout_s)
 
 
 def _check_still_new(store: Store) -> None:
@@ -285,13 +422,19 @@ def _check_still_new(store: Store) -> None:
 
 
 def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
-           max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False) -> StudyRun:
+           max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False,
+           connect_timeout_s: float = CONNECT_TIMEOUT_S) -> StudyRun:
     """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
     t0 = time.monotonic()
     out = Progress(progress, 0, 0)
-    # Everything that can refuse the command runs before the first write.
+    # Everything that can refuse the command runs before the first write, the cheap checks first.
     if max_in_flight is not None and max_in_flight < 1:
         raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
+    connect_timeout_s = check("run", "connect_timeout", Real(0.0, lo_open=True), connect_timeout_s)
+    problem = store.write_problem()
+    if problem:
+        raise UserError(f"{store.location}: {problem}")
+    check_address(address, connect_timeout_s)
     data = _load_data(config)
     d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
     if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
@@ -304,7 +447,8 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
     units = plan_with_progress(config, out.say)
     if write_config:
-        _check_budget(config, units, d_in, d_out)
+        check_budget("study", (u.spec for u in units), config.param_budget,
+                     f"{config.dataset} (d_in {d_in}, {d_out} classes)")
 
     res = config.resources
     engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,

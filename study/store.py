@@ -274,6 +274,32 @@ class Store:
             return "dir" if not self.local and self.listing() else "missing"
         return "dir" if t == pafs.FileType.Directory else "file"
 
+    def write_problem(self) -> str | None:
+        """Why a driver could not write this study, or None: checked before anything starts (Ray, the data),
+        so a read-only location is one line, not a traceback after minutes. Local: the study directory (or
+        the nearest existing parent, which it would be created in) and its existing folders must be writable
+        directories. Object storage: a probe object is put and deleted (a hidden temporary name)."""
+        if not self.local:
+            probe = f".write-check{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                with self.fs.open_output_stream(self.path(probe)) as f:
+                    f.write(b"")
+                self.fs.delete_file(self.path(probe))
+            except (OSError, pa.ArrowException) as e:
+                return f"cannot write there ({(str(e).strip().splitlines() or [type(e).__name__])[0][:200]})"
+            return None
+        path = self.root
+        while not os.path.lexists(path):
+            path = os.path.dirname(path)
+        if not os.path.isdir(path):
+            return f"{path} is not a directory"
+        folders = [path] + [p for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS))
+                            if path == self.root and os.path.isdir(p)]
+        for folder in folders:
+            if not os.access(folder, os.W_OK | os.X_OK):
+                return f"cannot write there ({folder} is not writable)"
+        return None
+
     # -- bytes -----------------------------------------------------------------------------------------
     def read_bytes(self, *parts: str) -> bytes:
         with self.fs.open_input_stream(self.path(*parts)) as f:

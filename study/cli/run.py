@@ -13,7 +13,7 @@ from typing import Any
 
 from sampling import PRESETS, SIBLING_AXES, SpecError, UserError, config_yaml
 
-from ..config import RECORDED_KEYS
+from ..config import CONNECT_TIMEOUT_S, RECORDED_KEYS
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
 EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
@@ -31,6 +31,8 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--address", metavar="ADDR",
                    help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
                         "default: an embedded local Ray on this machine")
+    g.add_argument("--connect-timeout", type=float, metavar="S", default=CONNECT_TIMEOUT_S, dest="connect_timeout_s",
+                   help=f"seconds to wait for --address to answer before giving up (default {CONNECT_TIMEOUT_S:g})")
     g.add_argument("--cpus-per-arch", type=float, metavar="N",
                    help="CPUs per architecture (torch threads; default 1, or the study's own)")
     g.add_argument("--gpus-per-arch", type=float, metavar="G",
@@ -140,5 +142,6 @@ def run(args) -> int:
         # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name
         # stay the study's own.
         result = run_study(keys, out, address=args.address, force_config=args.force_config,
-                           max_in_flight=args.max_in_flight, progress=sys.stderr, **execution_of(args))
+                           max_in_flight=args.max_in_flight, progress=sys.stderr,
+                           connect_timeout_s=args.connect_timeout_s, **execution_of(args))
     return finish(result, out, args, example)

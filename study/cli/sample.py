@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from sampling import PRESETS, SIBLING_AXES, sample_spec, siblings
-from sampling.constraints import Integer, check
+from sampling import PRESETS, SIBLING_AXES, get_space, sample_spec, siblings
+from sampling.constraints import SEED, Integer, check
+from sampling.unit_names import MAX_ARCHITECTURES
+from sampling.width import check_budget
 
 
 def register(sub) -> None:
@@ -25,20 +27,28 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+CHUNK = 1000  # architectures sampled (and their budget checked) before they are printed
+
+
 def run(args) -> int:
     out = sys.stdout
-    # the flags by their own names (sample_spec would name its parameters, study_seed and index)
-    check("sample", "n", Integer(0), args.n)
-    check("sample", "start", Integer(0), args.start)
-    check("sample", "seed", Integer(0), args.seed)
+    # The flags by their own names (sample_spec would name its parameters, study_seed and index), under the
+    # constraints a study's config declares, and the budget checked as `archstudy run` checks it.
+    check("sample", "start", Integer(0, MAX_ARCHITECTURES - 1), args.start)
+    check("sample", "n", Integer(0, MAX_ARCHITECTURES - args.start), args.n)
+    check("sample", "seed", SEED, args.seed)
     for flag in ("d_in", "d_out", "param_budget"):
         check("sample", flag, Integer(1), getattr(args, flag))
-    for i in range(args.start, args.start + args.n):
-        spec = sample_spec(args.seed, i, args.d_in, args.d_out, args.preset, args.param_budget)
-        rows = [("base", spec)]
-        if args.siblings:
-            rows += [(axis, s) for axis in SIBLING_AXES for s in siblings(spec, axis, args.param_budget)]
-        for variant, s in rows:
+    space = get_space(args.preset)
+    for first in range(args.start, args.start + args.n, CHUNK):
+        rows = []
+        for i in range(first, min(first + CHUNK, args.start + args.n)):
+            spec = sample_spec(args.seed, i, args.d_in, args.d_out, space, args.param_budget)
+            rows.append((i, "base", spec))
+            if args.siblings:
+                rows += [(i, axis, s) for axis in SIBLING_AXES for s in siblings(spec, axis, args.param_budget)]
+        check_budget("sample", (s for _, _, s in rows), args.param_budget, f"d_in {args.d_in}, d_out {args.d_out}")
+        for i, variant, s in rows:
             line = {"index": i, "variant": variant, "arch_id": s.content_id, "num_params": s.num_params, **s.to_dict()}
             out.write(json.dumps(line) + "\n")
     return 0

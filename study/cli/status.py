@@ -64,7 +64,8 @@ def run(args) -> int:
         rows.append(("other config", len(state.other_config), "computed under another science config: never counted "
                      "as finished (counted in remaining)"))
     if state.extra:
-        rows.append(("not in plan", len(state.extra), "architecture files that are no unit of this config; not counted"))
+        rows.append(("not in plan", len(state.extra),
+                     "architecture files that are no unit of this config; not counted"))
     for label, n, note in rows:
         print(f"  {label:<12} {n:>6}" + (f"   ({note})" if note else ""))
     if state.failed:

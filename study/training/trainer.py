@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from sampling import ArchSpec, SpecError
-from sampling.constraints import Integer, Real, check
+from sampling.constraints import SEED, Integer, Real, check
 
 from ..metrics.measure import nlc_seed
 from ..metrics.nlc import nlc, output_bias
@@ -168,7 +168,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
     keep_freed_memory()
     protocol = Protocol.of(protocol)
-    seed = check("train_architecture", "seed", Integer(0), seed)
+    seed = check("train_architecture", "seed", SEED, seed)
     checkpoint_every_s = check("train_architecture", "checkpoint_every_s", Real(0.0), checkpoint_every_s)
     if chunk_runs is not None:
         chunk_runs = check("train_architecture", "chunk_runs", Integer(1), chunk_runs)

@@ -3,6 +3,7 @@ study directory exactly as it was. (Runs that do work are tested in test_runner_
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,33 @@ def dirs(tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("not a study\n")
-    return {"study": study, "other": other, "new": tmp_path / "new", "tmp": tmp_path}
+    bomb = tmp_path / "bomb"  # a study whose study.yaml was replaced by an alias bomb
+    bomb.mkdir()
+    (bomb / "study.yaml").write_text(BOMB)
+    return {"study": study, "other": other, "new": tmp_path / "new", "tmp": tmp_path, "bomb": bomb}
 
 
 def _new(d, *extra):
     return ["run", "--dataset", "waveform-noise", "--architectures", "2", "--out", str(d["new"]), *extra]
+
+
+def _bomb_levels(levels: int, under: str | None) -> str:
+    """A 'billion laughs' YAML document (as tests/conftest.py's ``alias_bomb``): 9 levels are 341 bytes."""
+    names = "abcdefghi"[:levels]
+    lines = [f'{names[0]}: &{names[0]} ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"{b}: &{b} [" + ",".join([f"*{a}"] * 9) + "]" for a, b in zip(names, names[1:])]
+    if under:
+        lines = [f"{under}:"] + ["  " + line for line in lines]
+    return "\n".join(lines) + "\n"
+
+
+BOMB = "dataset: waveform-noise\narchitectures: 2\n" + _bomb_levels(9, "dataset_options")
+
+
+def _file(d, name: str, text: str) -> str:
+    path = d["tmp"] / name
+    path.write_text(text)
+    return str(path)
 
 
 def _binary(d, name="binary.yaml"):
@@ -88,21 +111,95 @@ CASES = {
     "resume bad override": (lambda d: ["resume", str(d["study"]), "--gpus-per-arch", "-1"],
                             "study.resources.gpus_per_arch = -1.0"),
     "status no study": (lambda d: ["status", str(d["other"])], "is not a study (no study.yaml)"),
+    # issue 11: every bad input refused before anything starts
+    "seed beyond int64": (lambda d: _new(d, "--seed", str(10**40)),
+                          f"study.seed = {10**40}: must be an integer in [0, 9223372036854775807]"),
+    "a billion architectures": (lambda d: _new(d)[:4] + ["1000000000", "--out", str(d["new"])],
+                                "study.architectures = 1000000000: must be an integer in [1, 1000000]"),
+    "address refused": (lambda d: _new(d, "--address", "127.0.0.1:1"), "cannot reach Ray at 127.0.0.1:1"),
+    "address refused, named": (lambda d: _new(d, "--address", "127.0.0.1:1"),
+                               "within 60 s: Connection refused; is the cluster up"),
+    "address unanswered": (lambda d: _new(d, "--address", "10.255.255.1:6379", "--connect-timeout", "0.5"),
+                           "cannot reach Ray at 10.255.255.1:6379 within 0.5 s: "),
+    "address malformed": (lambda d: _new(d, "--address", "headnode"),
+                          "--address 'headnode': must be 'auto', host:port or ray://host:port"),
+    "connect timeout zero": (lambda d: _new(d, "--address", "127.0.0.1:1", "--connect-timeout", "0"),
+                             "run.connect_timeout = 0.0: must be a finite number in (0.0, inf)"),
+    "resume address refused": (lambda d: ["resume", str(d["study"]), "--address", "127.0.0.1:1"],
+                               "cannot reach Ray at 127.0.0.1:1"),
+    "config alias bomb": (lambda d: ["run", "--config", _file(d, "bomb.yaml", BOMB), "--out", str(d["new"])],
+                          "uses a YAML alias (*a) at line 5; an archstudy config takes none"),
+    "protocol alias bomb": (lambda d: _new(d, "--protocol", _file(d, "p.yaml", _bomb_levels(9, None))),
+                            "run.protocol = "),
+    "config over 1 MiB": (lambda d: ["run", "--config", _file(d, "big.yaml", "# " + "x" * (1 << 20) + "\n"),
+                                     "--out", str(d["new"])], "is larger than 1 MiB"),
+    "resume alias-bomb study": (lambda d: ["resume", str(d["bomb"])], "uses a YAML alias"),
+    "status alias-bomb study": (lambda d: ["status", str(d["bomb"])], "uses a YAML alias"),
+    "report alias-bomb study": (lambda d: ["report", str(d["bomb"]), "--out", str(d["tmp"] / "r.html")],
+                                "uses a YAML alias"),
+    "sample budget below the smallest net": (lambda d: ["sample", "--param-budget", "1"],
+                                             "sample.param_budget = 1: is too small for d_in 40, d_out 3"),
+    "sample a billion classes": (lambda d: ["sample", "--d-out", "1000000000"], "is too small for d_in 40, d_out "
+                                                                                "1000000000"),
+    "sample seed beyond int64": (lambda d: ["sample", "--seed", str(10**40)], "sample.seed = "),
 }
+
+
+def _exit_code(argv) -> int:
+    try:
+        return main(argv)
+    except SystemExit as e:  # argparse's own refusals (a value its type= cannot parse)
+        return e.code
+
+
+def _refused(argv, dirs, capsys, expected: str = "") -> str:
+    """``argv`` exits 2 with one short line on stderr (no traceback), nothing on stdout, and every study
+    directory byte for byte as it was."""
+    before = {k: _snapshot(dirs[k]) for k in ("study", "other", "bomb")}
+    t0 = time.perf_counter()
+    assert _exit_code(argv) == 2
+    elapsed = time.perf_counter() - t0
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in captured.err and len(lines[0]) <= 1000, captured.err[:2000]
+    assert lines[0].startswith(f"archstudy {argv[0]}: error: ") and expected in lines[0], lines[0]
+    assert captured.out == ""
+    assert {k: _snapshot(dirs[k]) for k in ("study", "other", "bomb")} == before
+    assert not dirs["new"].exists()
+    assert elapsed < 30, elapsed  # refused up front: nothing (Ray, training) started
+    return lines[0]
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(case, dirs, capsys):
     argv, expected = CASES[case]
-    argv = argv(dirs)
-    before = {k: _snapshot(dirs[k]) for k in ("study", "other")}
-    assert main(argv) == 2
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in captured.err, captured.err
-    assert lines[0].startswith(f"archstudy {argv[0]}: error: ") and expected in lines[0], lines[0]
-    assert {k: _snapshot(dirs[k]) for k in ("study", "other")} == before
-    assert not dirs["new"].exists()
+    _refused(argv(dirs), dirs, capsys, expected)
+
+
+# Every flag of `run` that sets a declared field, with each invalid example its constraint declares (those a
+# command line can type), generated from the declarations as the spec's own tests are.
+FLAGS = {"--architectures": ("architectures",), "--seed": ("seed",), "--param-budget": ("param_budget",),
+         "--max-retries": ("max_retries",), "--checkpoint-every": ("checkpoint_every_s",),
+         "--cpus-per-arch": ("resources", "cpus_per_arch"), "--gpus-per-arch": ("resources", "gpus_per_arch")}
+
+
+def _declared_cases():
+    from dataclasses import fields
+
+    from study.config import Resources
+
+    declared = {f.name: f.metadata["constraint"] for f in fields(StudyConfig)}
+    declared.update({f"resources.{f.name}": f.metadata["constraint"] for f in fields(Resources)})
+    for flag, path in FLAGS.items():
+        for bad in declared[".".join(path)].invalid_examples():
+            if isinstance(bad, (int, float)) and not isinstance(bad, bool):
+                yield pytest.param(flag, path[-1], bad, id=f"{flag}={bad!r}")
+
+
+@pytest.mark.parametrize("flag, field, bad", list(_declared_cases()))
+def test_every_declared_constraint_of_a_run_flag_is_refused_up_front(flag, field, bad, dirs, capsys):
+    line = _refused(_new(dirs, flag, str(bad)), dirs, capsys)
+    assert f"{field} = " in line or f"argument {flag}: invalid int value: '{bad}'" in line, line
 
 
 @pytest.mark.parametrize("argv, prog, expected", [

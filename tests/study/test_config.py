@@ -141,3 +141,20 @@ def test_study_yaml_is_written_without_aliases_so_it_reads_back():
     shared = [1.0, 2.0]
     c = StudyConfig(**BASE, dataset_options={"a": {"w": shared}, "b": {"w": shared}})
     assert "&" not in c.to_yaml() and StudyConfig.from_yaml(c.to_yaml()) == c
+
+
+@pytest.mark.parametrize("key", ["seed", "dataset_seed"])
+def test_a_seed_is_what_numpy_and_the_parquet_int64_column_both_take(key):
+    """The largest seed a config allows seeds numpy's SeedSequence and fits the results' int64 study_seed
+    column; one more is refused up front (it used to train every architecture, then fail writing its row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    top = 2**63 - 1
+    assert StudyConfig(**BASE, **{key: top}).to_dict()[key] == top
+    np.random.SeedSequence([top, 0]).generate_state(1)
+    assert pa.array([top], pa.int64()).to_pylist() == [top]
+    with pytest.raises(OverflowError):
+        pa.array([top + 1], pa.int64())
+    with pytest.raises(SpecError, match=rf"^study\.{key} = {top + 1}: must be an integer in \[0, {top}\]$"):
+        StudyConfig(**BASE, **{key: top + 1})

@@ -2,12 +2,16 @@
 science config (an edited study.yaml is refused, rows of another config never count); a planted checkpoint is
 never executed; two drivers racing for a new directory cannot mix two studies."""
 
-import io
 import json
 import logging
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -204,3 +208,61 @@ def test_planning_says_how_far_it_is_and_plans_the_same_units(monkeypatch):
     lines.clear()
     state.plan_with_progress(config, lines.append)
     assert lines == []  # a plan of seconds says nothing
+
+
+# -- an interrupt while the embedded Ray starts --------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _session(sid: int) -> list[tuple[int, bytes]]:
+    """(pid, command line) of the processes of session ``sid`` (the driver's: it was started as its leader)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{d}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != b"Z":
+            out.append((int(d), cmd))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, moment", [
+    (signal.SIGINT, b"gcs_server"),  # the first process of the head
+    (signal.SIGTERM, b"raylet"),
+    (signal.SIGTERM, b"ray::DashboardAgent"),  # the raylet's agents are up
+    (signal.SIGINT, b"ray::RuntimeEnvAgent"),
+])
+def test_an_interrupt_while_ray_starts_shuts_it_all_down_and_says_interrupted(signum, moment, tmp_path):
+    """SIGINT (Ctrl-C) or SIGTERM (`kill`, `ray job stop`) at a moment of the embedded Ray's start: the driver
+    says "interrupted" (exit 130), writes nothing, and leaves no Ray process behind (its session is empty)."""
+    out = tmp_path / "s"
+    proc = subprocess.Popen([sys.executable, "-m", "study.cli", "run", "--dataset", "waveform-noise",
+                             "--architectures", "1", "--param-budget", "3000", "--protocol", "quick", "--out", str(out)],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not any(moment in cmd for _, cmd in _session(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, "Ray did not start"
+            time.sleep(0.01)
+        os.kill(proc.pid, signum)
+        _, err = proc.communicate(timeout=120)
+        err = err.decode()
+        deadline = time.monotonic() + 30
+        while _session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _session(proc.pid)
+    finally:
+        for pid, _ in _session(proc.pid):  # only this test's driver's session: never anyone else's processes
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert left == [], [cmd[:80] for _, cmd in left]
+    assert proc.returncode == 130 and err.rstrip().splitlines()[-1] == "archstudy run: interrupted", err[-3000:]
+    assert "Traceback" not in err and not out.exists()
