@@ -210,29 +210,52 @@ def _alive(pid: int, started: str) -> bool:
 
 def _end_processes(procs: set[tuple[int, str]], grace_s: float = 5.0) -> None:
     """SIGTERM, then after ``grace_s`` SIGKILL, those of ``procs`` still alive (the same process: pid and start
-    time). For the Ray processes this driver started whose parent died before them (an interrupted start)."""
-    procs = {p for p in procs if _alive(*p)}
+    time), and reap those that became this process's children (``_adopting_orphans``)."""
+    live = {p for p in procs if _alive(*p)}
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid, _ in procs:
+        for pid, _ in live:
             with contextlib.suppress(OSError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + grace_s
-        while procs and time.monotonic() < deadline:
+        while live and time.monotonic() < deadline:
             time.sleep(0.05)
-            procs = {p for p in procs if _alive(*p)}
-        if not procs:
-            return
+            live = {p for p in live if _alive(*p)}
+        if not live:
+            break
+    for pid, _ in procs:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def _shut_down(ray, before: set[tuple[int, str]]) -> None:
     """Shut down the Ray this driver started, whatever state its start reached: ``ray.shutdown`` for what Ray
-    knows of, then the Ray processes below this one that were not there before (agents outlive a raylet
-    killed mid-start)."""
-    mine = _ray_processes_below(os.getpid()) - before
+    knows of, then every Ray process below this one that was not there before (a raylet killed mid-start
+    leaves its agents running; ``_adopting_orphans`` keeps them below this process)."""
     try:
         ray.shutdown()
     finally:
-        _end_processes(mine)
+        _end_processes(_ray_processes_below(os.getpid()) - before)
+
+
+@contextlib.contextmanager
+def _adopting_orphans():
+    """Make this process the reaper of its orphaned descendants while the embedded Ray runs (Linux
+    ``PR_SET_CHILD_SUBREAPER``): an agent whose raylet died is re-parented here, not to init, so the shutdown
+    still finds it. Elsewhere, or where prctl is refused, nothing changes."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+    set_subreaper = 36  # PR_SET_CHILD_SUBREAPER, <linux/prctl.h>
+    if prctl is not None and prctl(set_subreaper, 1, 0, 0, 0) != 0:
+        prctl = None
+    try:
+        yield
+    finally:
+        if prctl is not None:
+            prctl(set_subreaper, 0, 0, 0, 0)
 
 
 @contextlib.contextmanager
@@ -268,26 +291,29 @@ def ray_session(address: str | None = None):
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
     sigterm = signal.getsignal(signal.SIGTERM)
     before = _ray_processes_below(os.getpid())  # never touched: not this session's
-    try:
-        with _caller_keeps_sigterm(sigterm):
-            if address:
-                ray.init(address=address, **kwargs)
-            else:
-                ray.init(include_dashboard=False, **kwargs)
-    except BaseException as e:  # an interrupt (SIGINT, or SIGTERM as the CLI's KeyboardInterrupt) included
-        _shut_down(ray, before)
-        if isinstance(e, (ConnectionError, RuntimeError, ValueError)):
-            where = f"at {address!r}" if address else "locally"
-            raise UserError(f"cannot start or reach Ray {where}: {_first_line(e)}") from None
-        raise
-    if callable(sigterm) and threading.current_thread() is threading.main_thread():
-        # (kept during ray.init above; Ray may set it on later calls too) `kill` or `ray job stop` shuts the
-        # study down cleanly through the caller's handler.
-        signal.signal(signal.SIGTERM, sigterm)
-    try:
-        yield not address
-    finally:
-        _shut_down(ray, before)
+    with contextlib.ExitStack() as stack:
+        if not address:
+            stack.enter_context(_adopting_orphans())
+        try:
+            with _caller_keeps_sigterm(sigterm):
+                if address:
+                    ray.init(address=address, **kwargs)
+                else:  # "local": a new Ray of its own, even where `ray start` left a cluster this node would join
+                    ray.init(address="local", include_dashboard=False, **kwargs)
+        except BaseException as e:  # an interrupt (SIGINT, or SIGTERM as the CLI's KeyboardInterrupt) included
+            _shut_down(ray, before)
+            if isinstance(e, (ConnectionError, RuntimeError, ValueError)):
+                where = f"at {address!r}" if address else "locally"
+                raise UserError(f"cannot start or reach Ray {where}: {_first_line(e)}") from None
+            raise
+        if callable(sigterm) and threading.current_thread() is threading.main_thread():
+            # (kept during ray.init above; Ray may set it on later calls too) `kill` or `ray job stop` shuts the
+            # study down cleanly through the caller's handler.
+            signal.signal(signal.SIGTERM, sigterm)
+        try:
+            yield not address
+        finally:
+            _shut_down(ray, before)
 
 
 # -- the driver ------------------------------------------------------------------------------------------

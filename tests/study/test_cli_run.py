@@ -1,6 +1,8 @@
 """``archstudy run / resume / status`` refuse bad input with one line, exit code 2, no traceback, and leave every
 study directory exactly as it was. (Runs that do work are tested in test_runner_study.py.)"""
 
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -278,3 +280,41 @@ def test_on_an_existing_study_a_command_overrides_only_the_execution_settings_it
     assert kept.resources.cpus_per_arch == 3 and kept.resources.gpus_per_arch == 0.5 and kept.max_retries == 5
     assert _named_execution(StudyConfig(**KEYS), {}) == {
         "root": None, "max_retries": 2, "checkpoint_every_s": 300.0, "cpus_per_arch": 1.0, "gpus_per_arch": 0.0}
+
+
+def _run_on_read_only(directory: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    """The command line with ``directory`` read-only: chmod for a user; for root (whom permissions do not stop)
+    a read-only bind mount of it in a private mount namespace. Skips where neither can be had."""
+    cli = [sys.executable, "-m", "study.cli", *argv]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if os.geteuid() != 0:
+        mode = directory.stat().st_mode
+        directory.chmod(0o555)
+        try:
+            return subprocess.run(cli, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        finally:
+            directory.chmod(mode)
+    if shutil.which("unshare") is None:
+        pytest.skip("root, and no unshare(1) to mount a read-only directory")
+    script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+    probe = subprocess.run(["unshare", "--mount", "sh", "-c", script, str(directory), "sh", "-c",
+                            'touch "$0/.probe" 2>/dev/null && exit 1 || exit 0', str(directory)],
+                           capture_output=True, text=True, timeout=60)
+    if probe.returncode != 0:
+        pytest.skip(f"root, and no read-only mount here ({probe.stderr.strip()[:200]})")
+    return subprocess.run(["unshare", "--mount", "sh", "-c", script, str(directory), *cli], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("where", ["new study in it", "study it holds"])
+def test_a_location_that_cannot_be_written_is_refused_before_anything_starts(where, dirs):
+    """A read-only --out (or study) is one line, exit 2, before Ray or the data start: it was an OSError
+    traceback after Ray had started."""
+    ro = dirs["study"] if where == "study it holds" else dirs["other"]
+    argv = ["resume", str(ro)] if where == "study it holds" else _new(dirs)[:-1] + [str(ro / "new")]
+    before = _snapshot(ro)
+    p = _run_on_read_only(ro, argv)
+    assert p.returncode == 2 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr[-3000:]
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(
+        f"archstudy {argv[0]}: error: {argv[-1]}: cannot write there ({ro} is not writable)"), p.stderr
+    assert _snapshot(ro) == before
