@@ -234,7 +234,13 @@ def _shut_down(ray, before: set[tuple[int, str]]) -> None:
     try:
         ray.shutdown()
     finally:
-        _end_processes(_ray_processes_below(os.getpid()) - before)
+        ended: set[tuple[int, str]] = set()
+        for _ in range(10):  # a raylet may start an agent until it dies: look again until nothing is new
+            new = {p for p in _ray_processes_below(os.getpid()) - before - ended if _alive(*p)}
+            if not new:
+                break
+            _end_processes(new)
+            ended |= new
 
 
 @contextlib.contextmanager
