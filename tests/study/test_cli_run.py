@@ -25,7 +25,7 @@ def _snapshot(path: Path) -> dict:
 
 
 @pytest.fixture
-def dirs(tmp_path):
+def dirs(tmp_path, alias_bomb):
     """A study (its study.yaml, a finished-looking runs folder) and a folder that is no study."""
     study = tmp_path / "study"
     Store(study).write_config(StudyConfig(**KEYS).replace(d_in=40, d_out=3))
@@ -36,25 +36,14 @@ def dirs(tmp_path):
     (other / "notes.txt").write_text("not a study\n")
     bomb = tmp_path / "bomb"  # a study whose study.yaml was replaced by an alias bomb
     bomb.mkdir()
-    (bomb / "study.yaml").write_text(BOMB)
-    return {"study": study, "other": other, "new": tmp_path / "new", "tmp": tmp_path, "bomb": bomb}
+    config_bomb = alias_bomb(9, "dataset_options", head="dataset: waveform-noise\narchitectures: 2\n")
+    (bomb / "study.yaml").write_text(config_bomb)
+    return {"study": study, "other": other, "new": tmp_path / "new", "tmp": tmp_path, "bomb": bomb,
+            "config bomb": config_bomb, "plain bomb": alias_bomb(9)}
 
 
 def _new(d, *extra):
     return ["run", "--dataset", "waveform-noise", "--architectures", "2", "--out", str(d["new"]), *extra]
-
-
-def _bomb_levels(levels: int, under: str | None) -> str:
-    """A 'billion laughs' YAML document (as tests/conftest.py's ``alias_bomb``): 9 levels are 341 bytes."""
-    names = "abcdefghi"[:levels]
-    lines = [f'{names[0]}: &{names[0]} ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
-    lines += [f"{b}: &{b} [" + ",".join([f"*{a}"] * 9) + "]" for a, b in zip(names, names[1:])]
-    if under:
-        lines = [f"{under}:"] + ["  " + line for line in lines]
-    return "\n".join(lines) + "\n"
-
-
-BOMB = "dataset: waveform-noise\narchitectures: 2\n" + _bomb_levels(9, "dataset_options")
 
 
 def _file(d, name: str, text: str) -> str:
@@ -129,9 +118,10 @@ CASES = {
                              "run.connect_timeout = 0.0: must be a finite number in (0.0, inf)"),
     "resume address refused": (lambda d: ["resume", str(d["study"]), "--address", "127.0.0.1:1"],
                                "cannot reach Ray at 127.0.0.1:1"),
-    "config alias bomb": (lambda d: ["run", "--config", _file(d, "bomb.yaml", BOMB), "--out", str(d["new"])],
+    "config alias bomb": (lambda d: ["run", "--config", _file(d, "bomb.yaml", d["config bomb"]),
+                                     "--out", str(d["new"])],
                           "uses a YAML alias (*a) at line 5; an archstudy config takes none"),
-    "protocol alias bomb": (lambda d: _new(d, "--protocol", _file(d, "p.yaml", _bomb_levels(9, None))),
+    "protocol alias bomb": (lambda d: _new(d, "--protocol", _file(d, "p.yaml", d["plain bomb"])),
                             "run.protocol = "),
     "config over 1 MiB": (lambda d: ["run", "--config", _file(d, "big.yaml", "# " + "x" * (1 << 20) + "\n"),
                                      "--out", str(d["new"])], "is larger than 1 MiB"),

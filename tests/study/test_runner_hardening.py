@@ -251,8 +251,9 @@ def test_an_interrupt_while_ray_starts_shuts_it_all_down_and_says_interrupted(si
     """SIGINT (Ctrl-C) or SIGTERM (`kill`, `ray job stop`) at a moment of the embedded Ray's start: the driver
     says "interrupted" (exit 130), writes nothing, and leaves no Ray process behind (its session is empty)."""
     out = tmp_path / "s"
-    proc = subprocess.Popen([sys.executable, "-m", "study.cli", "run", "--dataset", "waveform-noise",
-                             "--architectures", "1", "--param-budget", "3000", "--protocol", "quick", "--out", str(out)],
+    argv = ["run", "--dataset", "waveform-noise", "--architectures", "1", "--param-budget", "3000", "--protocol",
+            "quick", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "study.cli", *argv],
                             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
