@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import signal
@@ -555,7 +556,7 @@ def _refuse_mixed(store: Store, state: StudyState, config: StudyConfig) -> None:
         return
     science = config.science()
     recorded = next(iter(state.recorded.values()), None)
-    if state.other_config or recorded != science:
+    if state.other_config or recorded != json.loads(config.science_json):  # as a file records it
         what = (f"were computed under another science config than this one "
                 f"({science_differences(recorded, science)})")
     else:

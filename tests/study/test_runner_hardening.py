@@ -129,6 +129,20 @@ def test_force_config_never_mixes_a_new_config_into_finished_rows(reference, tmp
     assert snapshot(study) == before
 
 
+
+def test_result_files_of_this_config_that_no_unit_of_its_plan_names_are_refused_too(reference, tmp_path, capsys):
+    """(What a sampler of another archstudy version could leave: the same science keys, other architectures.)"""
+    study = copy_of(reference, tmp_path)
+    name = Store(study).names("architectures", ".parquet")[0]
+    stray = name[:7] + "0123456789abcdef"
+    for kind in ("architectures", "runs"):
+        (study / kind / f"{name}.parquet").rename(study / kind / f"{stray}.parquet")
+    before = snapshot(study)
+    line = one_line_error(["resume", str(study)], capsys)
+    assert "1 result file(s) are no architecture of this config's plan" in line, line
+    assert snapshot(study) == before
+
+
 # -- no code from study files ------------------------------------------------------------------------------
 class Planted:
     """Unpickling it creates the marker file (``open(marker, "w")``): what a planted checkpoint could do instead.
