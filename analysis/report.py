@@ -196,7 +196,18 @@ def status_html(s: Section) -> str:
         ["high output bias (> 1000) at initialization", fmt(int(flag(arch, "high_bias").sum()))],
     ]
     note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
-    return head + caveats_html(arch) + table(["architectures", "count"], rows) + note
+    return head + excluded_html(r) + caveats_html(arch) + table(["architectures", "count"], rows) + note
+
+
+def excluded_html(r) -> str:
+    """Result files left out of every number (``Results.excluded``): a study holds one science config."""
+    if not r.excluded:
+        return ""
+    reasons = sorted(set(r.excluded.values()))
+    n = sum(1 for k in r.excluded if k.startswith("architectures/"))
+    return (f'<div class="box partial"><b>Left out:</b> {len(r.excluded):,} result file(s) ({n:,} architecture(s)) '
+            f"that do not belong to this study: {esc('; '.join(reasons))}. They are in none of the numbers below "
+            "(`archstudy status` lists them; a resume refuses to run beside them).</div>")
 
 
 FEW = 10  # below this many architectures a correlation's p-value cannot be small: say so up front

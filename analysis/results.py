@@ -19,16 +19,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-import yaml
 
-from sampling import BASE, ArchSpec, SpecError, UserError, plan_study
+from sampling import BASE, ArchSpec, SpecError, UserError, config_yaml, plan_study
 from sampling.constraints import Integer, added_later, check
-from study.config import StudyConfig
-from study.schema import HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY
+from sampling.spec import canonical_json, content_hash
+from sampling.unit_names import UNIT_STEM
+from study.config import StudyConfig, same_science
+from study.schema import HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY
 
 from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SPEC_DTYPES
 
-_NAME = re.compile(r"^(?P<index>\d{6})-(?P<arch_id>[0-9a-f]{16})\.(?P<ext>parquet|json|pt)$")
+_NAME = re.compile(rf"^{UNIT_STEM}\.(?P<ext>parquet|json|pt)$")
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ class Results:
     planned: int | None
     planned_note: str = ""
     files: dict[str, int] = field(default_factory=dict)
+    # result files left out of both tables ("architectures/<name>" -> why): computed under another science
+    # config than study.yaml's (or recording none), or an index beyond the study's architectures
+    excluded: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_finished(self) -> int:
@@ -113,19 +117,42 @@ def read_config(fs: pafs.FileSystem, root: str, shown: str) -> dict[str, Any]:
     info = fs.get_file_info(f"{root}/study.yaml")
     if info.type != pafs.FileType.File:
         raise SpecError("load_results", "study_dir", shown, "must be a study directory (it has no study.yaml)")
-    try:
-        config = yaml.safe_load(_read_text(fs, info.path))
-    except yaml.YAMLError as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise SpecError(f"{shown}/study.yaml", "(file)", "...", f"must be valid YAML ({first})") from None
+    with fs.open_input_stream(info.path) as f:
+        text = f.read(config_yaml.MAX_BYTES + 1)
+    config = config_yaml.parse(text, "load_results", "study.yaml", f"{shown}/study.yaml")
     if not isinstance(config, dict):
         raise SpecError(f"{shown}/study.yaml", "(file)", type(config).__name__, "must be a mapping of keys to values")
     return config
 
 
+def not_of_config(metadata: dict | None, config: dict[str, Any]) -> str | None:
+    """Why a result file is not one of the study described by ``config`` (study.yaml), or None when it is: the
+    science config a file records (``archstudy.science`` and its fingerprint) must be study.yaml's, as
+    ``study.config.same_science`` reads them (a file of a version that recorded none is the study's own)."""
+    meta = metadata or {}
+    fp, text = meta.get(SCIENCE_FINGERPRINT_KEY.encode()), meta.get(SCIENCE_KEY.encode())
+    fp = None if fp is None else fp.decode(errors="replace")
+    text = None if text is None else text.decode(errors="replace")
+    try:
+        mine = StudyConfig.from_dict(config).science_fingerprint
+    except (UserError, TypeError, ValueError):
+        # a study.yaml this version cannot read as a whole: its values of the recorded keys, as they are
+        try:
+            recorded = json.loads(text) if text is not None else None
+        except ValueError:
+            recorded = None
+        if not isinstance(recorded, dict):
+            return None if fp is None and text is None else "it records no readable science config"
+        mine = content_hash(canonical_json({k: config.get(k) for k in recorded}))
+    if not same_science(fp, text, mine):
+        return "computed under another science config than study.yaml's"
+    return None
+
+
 def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str) -> pa.Table:
     """One Parquet file, after checking its key-value metadata: ``archstudy.schema_version`` must be
-    the version this package reads and ``archstudy.table`` the table its directory holds."""
+    the version this package reads and ``archstudy.table`` the table its directory holds. The metadata is
+    kept (``_read_table`` drops it after reading the science config from it)."""
     try:
         with fs.open_input_file(path) as f:
             t = pq.ParquetFile(f).read(use_threads=False)  # files are read in parallel instead
@@ -141,17 +168,29 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
     kind = None if kind is None else kind.decode()
     if kind != table:
         raise SpecError(shown, TABLE_KEY, kind, f"must be {table!r} for a file under {table}/")
-    # pandas' own metadata would turn columns into an index; the contract has none.
-    t = t.replace_schema_metadata(None)
     return t.drop_columns([c for c in t.column_names if c.startswith("__index_level_")])
 
 
-def _read_table(fs, root: str, shown: str, table: str) -> tuple[pd.DataFrame, int]:
+def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any],
+                excluded: dict[str, str]) -> tuple[pd.DataFrame, int]:
+    """The rows of ``<root>/<table>/*.parquet`` that belong to the study ``config`` describes; the files that
+    do not are added to ``excluded`` (name -> why) and left out."""
     files = _list(fs, root, table, "parquet")
     # One small file per architecture: the per-file overhead dominates, so read several at once.
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        tables = list(pool.map(lambda pm: read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}"),
-                               files))
+        read = list(pool.map(lambda pm: read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}"),
+                             files))
+    count = config.get("architectures")
+    tables = []
+    for (_, m), t in zip(files, read):
+        why = not_of_config(t.schema.metadata, config)
+        if why is None and isinstance(count, int) and int(m["index"]) >= count:
+            why = f"index {int(m['index'])} is beyond the study's {count} architectures"
+        if why is not None:
+            excluded[f"{table}/{m.group(0)}"] = why
+            continue
+        # pandas' own metadata would turn columns into an index; the contract has none.
+        tables.append(t.replace_schema_metadata(None))
     if not tables:
         return pd.DataFrame(), 0
     try:
@@ -159,7 +198,7 @@ def _read_table(fs, root: str, shown: str, table: str) -> tuple[pd.DataFrame, in
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise SpecError(f"{shown}/{table}", "(columns)", "...",
                         f"must have one type per column across files ({str(e).splitlines()[0]})") from None
-    return joined.to_pandas(), len(files)
+    return joined.to_pandas(), len(tables)
 
 
 # -- typing --------------------------------------------------------------------------------------------
@@ -313,7 +352,10 @@ def load_results(study_dir, *, runs: bool = True) -> Results:
     and the count of ``checkpoints/*.pt`` (architectures in progress), per docs/results.md.
 
     Every Parquet file's key-value metadata must say ``archstudy.schema_version = "1"`` and name its
-    table; anything else is a one-line ``sampling.UserError``. Columns are typed as the contract says.
+    table; anything else is a one-line ``sampling.UserError``. A file whose rows were computed under another
+    science config than study.yaml's (its ``archstudy.science`` metadata), or that records none, is left
+    out of both tables and listed in ``Results.excluded`` (a study holds one science config; ``archstudy
+    status`` reports such files and a resume refuses to run beside them). Columns are typed as the contract says.
     ``runs=False`` skips the per-run table (half the files; ``Results.runs`` is then empty).
     """
     fs, root, shown = _filesystem(study_dir)
@@ -322,8 +364,9 @@ def load_results(study_dir, *, runs: bool = True) -> Results:
         raise SpecError("load_results", "study_dir", shown, "must be an existing study directory")
     config = read_config(fs, root, shown)
 
-    raw_arch, n_arch_files = _read_table(fs, root, shown, "architectures")
-    raw_runs, n_run_files = _read_table(fs, root, shown, "runs") if runs else (pd.DataFrame(), 0)
+    excluded: dict[str, str] = {}
+    raw_arch, n_arch_files = _read_table(fs, root, shown, "architectures", config, excluded)
+    raw_runs, n_run_files = _read_table(fs, root, shown, "runs", config, excluded) if runs else (pd.DataFrame(), 0)
     arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
     arch = _fill_derived(arch, config)
     runs = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
@@ -348,7 +391,7 @@ def load_results(study_dir, *, runs: bool = True) -> Results:
     return Results(
         study_dir=shown, config=config, architectures=arch, runs=runs, failed=failed, in_progress=in_progress,
         planned=planned, planned_note=note,
-        files={"architectures": n_arch_files, "runs": n_run_files},
+        files={"architectures": n_arch_files, "runs": n_run_files}, excluded=excluded,
     )
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 from dataclasses import dataclass, fields
 from typing import Any, Iterable
 
@@ -30,7 +31,31 @@ class SpecError(UserError, ValueError):
 
     def __init__(self, where: str, field: str, value: Any, allowed: str):
         self.where, self.field, self.value, self.allowed = where, field, value, allowed
-        super().__init__(f"{where}.{field} = {value!r}: {allowed}")
+        super().__init__(f"{where}.{shorten(str(field), 80)} = {bounded_repr(value)}: {allowed}")
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """``text`` cut to ``limit`` characters (with "..." in the middle), so an error that echoes a user's value
+    stays one short line whatever the value."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 3) // 2
+    return text[:half] + "..." + text[len(text) - (limit - 3 - half):]
+
+
+_REPR = reprlib.Repr()  # keyword arguments need Python 3.12
+for _name, _n in (("maxlevel", 3), ("maxtuple", 8), ("maxlist", 8), ("maxarray", 8), ("maxdict", 8), ("maxset", 8),
+                  ("maxfrozenset", 8), ("maxdeque", 8), ("maxstring", 160), ("maxlong", 160), ("maxother", 160)):
+    setattr(_REPR, _name, _n)
+
+
+def bounded_repr(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` of at most ``limit`` characters, computed without ever building the whole repr (a
+    value of shared references can stand for billions of elements); small values read as ``repr``."""
+    try:
+        return shorten(_REPR.repr(value), limit)
+    except ValueError:  # an int of more than 4300 digits has no repr (sys.set_int_max_str_digits)
+        return f"<{type(value).__name__} of {value.bit_length() if isinstance(value, int) else '?'} bits>"
 
 
 def is_int(value: Any) -> bool:
@@ -180,6 +205,8 @@ class Text(Constraint):
 
 
 PROBABILITY = Real(0.0, 1.0)
+# A seed: what numpy's SeedSequence takes (any int >= 0) and a Parquet int64 column (study_seed, seed) holds.
+SEED = Integer(0, 2**63 - 1)
 
 
 @dataclass(frozen=True)

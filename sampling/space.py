@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .constraints import (
-    PROBABILITY, Boolean, Choice, Constraint, Distribution, Integer, Real, SpecError, Text, check,
+    PROBABILITY, SEED, Boolean, Choice, Constraint, Distribution, Integer, Real, SpecError, Text, check,
 )
 from .spec import ACTIVATIONS, INITS, NORMS, ArchSpec
 from .width import solve_width
@@ -199,7 +199,7 @@ def sample_spec(
     either batch normalization or layer normalization with 50% probability each"); then the width
     is solved for the parameter budget.
     """
-    study_seed = check("sample", "study_seed", Integer(0), study_seed)
+    study_seed = check("sample", "study_seed", SEED, study_seed)
     index = check("sample", "index", Integer(0), index)
     d_in = check("sample", "d_in", Integer(1), d_in)
     d_out = check("sample", "d_out", Integer(1), d_out)

@@ -230,15 +230,26 @@ class ArchSpec:
 
     def to_json(self) -> str:
         """The canonical JSON (sorted keys; fields added later left out at their default, see above)."""
-        return json.dumps(canonical(self, self.to_dict()), sort_keys=True, separators=(",", ":"))
+        return canonical_json(canonical(self, self.to_dict()))
 
     @property
     def content_id(self) -> str:
         """A stable 16-hex-digit id of the spec's content (sha256 of its canonical JSON)."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+        return content_hash(self.to_json())
 
     def replace(self, **changes) -> "ArchSpec":
         return replace(self, **changes)
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(ArchSpec))
+
+
+def canonical_json(value: Any) -> str:
+    """Plain data (dicts, lists, numbers, strings) as canonical JSON: sorted keys, no spaces, so equal data
+    gives equal text (a spec's ``to_json``; the science config a result file records)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def content_hash(text: str) -> str:
+    """16 hex digits of the sha256 of ``text``: a spec's content id, a study's science fingerprint."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .constraints import Integer, check
+from .constraints import Integer, SpecError, check
 from .spec import ArchSpec
 
 
@@ -43,3 +43,23 @@ def solve_width(spec: ArchSpec, param_budget: int, min_width: int = 2) -> ArchSp
     # candidates are counted without building a spec for each (building one validates every field).
     best = min(sorted(candidates), key=lambda w: abs(a2 // 2 * w * w + b1 * w + c0 - param_budget))
     return spec.replace(width=best)
+
+
+# An architecture may need at most this many times the budget: beyond, the budget is below what its smallest
+# width needs (the solver never goes below ``min_width``), and the study would get nets many times larger
+# than it asked for.
+OVER_BUDGET = 1.5
+
+
+def check_budget(where: str, specs, param_budget: int, shape: str) -> None:
+    """Refuse a parameter budget some of ``specs`` (solved for it) need more than ``OVER_BUDGET`` times even at
+    their smallest width, in one line naming the budget and ``shape`` (the data's: "d_in 40, 3 classes"):
+    ``archstudy run`` (every architecture of a new study) and ``archstudy sample`` refuse alike."""
+    specs = list(specs)
+    over = [s.num_params for s in specs if s.num_params > OVER_BUDGET * param_budget]
+    if over:
+        raise SpecError(where, "param_budget", param_budget,
+                        f"is too small for {shape}: {len(over)} of {len(specs)} architectures need more than "
+                        f"{OVER_BUDGET:g} times it even at the smallest width (up to {max(over):,} parameters); use "
+                        f"at least {max(over):,}")
+

@@ -22,6 +22,8 @@ Every value is validated with the declared constraints of ``sampling.constraints
 from __future__ import annotations
 
 import datetime as _dt
+import functools
+import json
 import math
 import re
 from dataclasses import MISSING, dataclass, field, fields, replace
@@ -30,10 +32,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
-import yaml
 
-from sampling import DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, PRESETS, SIBLING_AXES, SpecError, Space, get_space
-from sampling.constraints import Choice, Constraint, Integer, Real, Text, check
+from sampling import DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, PRESETS, SIBLING_AXES, SpecError, Space, UserError, config_yaml, get_space
+from sampling.constraints import SEED, Choice, Constraint, Integer, Real, Text, bounded_repr, check
+from sampling.spec import canonical_json, content_hash
+from sampling.unit_names import MAX_ARCHITECTURES
 
 from .dataset_names import DATASET_NAMES
 from .metric_options import MetricOptions
@@ -45,6 +48,8 @@ EXECUTION_KEYS = ("root", "resources", "max_retries", "checkpoint_every_s")
 PROVENANCE_KEYS = ("package_version", "created")
 # What archstudy records when it creates a study (from the data and the installation), never a user's choice.
 RECORDED_KEYS = ("d_in", "d_out", "data_fingerprint") + PROVENANCE_KEYS
+# How long a driver waits for a cluster's address to answer (--connect-timeout; a session's setting, not stored).
+CONNECT_TIMEOUT_S = 60.0
 
 
 def package_version() -> str:
@@ -232,12 +237,13 @@ class StudyConfig:
     """
 
     dataset: str = _f(Text(), doc="dataset name (study.dataset_names.DATASET_NAMES)")
-    architectures: int = _f(Integer(1), doc="number of sampled architectures (indices 0 .. n-1)")
+    architectures: int = _f(Integer(1, MAX_ARCHITECTURES), doc="number of sampled architectures (indices 0 .. n-1; "
+                            "at most what the unit names hold, sampling.unit_names)")
     root: str | None = _f(_OptionalText(), None, doc="directory of the dataset's files (mnist, cifar10)")
     dataset_options: dict = _f(_Options(), doc="keyword options for study.load_dataset", factory=dict)
-    dataset_seed: int = _f(Integer(0), 0, doc="seed of the dataset's generation/split/projection; fixed across "
+    dataset_seed: int = _f(SEED, 0, doc="seed of the dataset's generation/split/projection; fixed across "
                            "studies by default so studies with different seeds see the same data")
-    seed: int = _f(Integer(0), 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
+    seed: int = _f(SEED, 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
     preset: str = _f(Text(), DEFAULT_PRESET, doc="name of the architecture space (its full dict is `space`)")
     space: dict = _f(_Options(), doc="the full architecture space (sampling.Space fields)", factory=dict)
     param_budget: int = _f(Integer(1), DEFAULT_PARAM_BUDGET, doc="trainable parameters each architecture is solved "
@@ -324,21 +330,33 @@ class StudyConfig:
         header = ("# archstudy study config: written once when the study was created; `archstudy resume` reads it.\n"
                   "# Science keys must not change on resume; root, resources, max_retries and checkpoint_every_s\n"
                   "# may be overridden for one session on the command line. data_fingerprint pins the data.\n")
-        return header + yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=None, width=100)
+        return header + config_yaml.dump(self.to_dict())
 
     @classmethod
-    def from_yaml(cls, text: str, where: str = CONFIG_NAME) -> "StudyConfig":
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            at = f" at line {mark.line + 1}" if mark is not None else ""
-            raise SpecError(WHERE, "config", where, f"is not valid YAML{at}") from None
+    def from_yaml(cls, text: str | bytes, where: str = CONFIG_NAME) -> "StudyConfig":
+        """The config in ``text`` (a study.yaml), read with the bounds of ``sampling.config_yaml``."""
+        data = config_yaml.parse(text, WHERE, "config", where)
         if not isinstance(data, Mapping):
             raise SpecError(WHERE, "config", where, "must be a YAML mapping of study keys")
         return cls.from_dict(data)
 
     # -- comparison ------------------------------------------------------------------------------------
+    def science(self) -> dict[str, Any]:
+        """The science keys every row of the study is computed under (``ROW_SCIENCE_KEYS``), as plain values."""
+        d = self.to_dict()
+        return {k: d[k] for k in ROW_SCIENCE_KEYS}
+
+    @property
+    def science_json(self) -> str:
+        """``science()`` as canonical JSON (sorted keys, no spaces): what each result file records."""
+        return science_json(self.science())
+
+    @property
+    def science_fingerprint(self) -> str:
+        """16 hex digits of the sha256 of ``science_json``: equal for two configs exactly when every row of one
+        could be a row of the other."""
+        return science_fingerprint(self.science_json)
+
     def differences(self, other: "StudyConfig") -> list[str]:
         """Science keys whose values differ (execution and provenance keys are ignored)."""
         a, b = self.to_dict(), other.to_dict()
@@ -366,6 +384,81 @@ class StudyConfig:
 
 
 SCIENCE_KEYS = tuple(f.name for f in fields(StudyConfig) if f.name not in EXECUTION_KEYS + PROVENANCE_KEYS)
+# What every row of a study shares: the science keys but ``architectures`` (a larger count extends a study,
+# and architecture i does not depend on the count). Each result file records them (study.store).
+ROW_SCIENCE_KEYS = tuple(k for k in SCIENCE_KEYS if k != "architectures")
+
+
+def science_json(science: Mapping[str, Any]) -> str:
+    """The science keys as a result file records them (``sampling.spec.canonical_json``)."""
+    return canonical_json(plain(science))
+
+
+science_fingerprint = content_hash  # of ``science_json``
+
+
+@functools.lru_cache(maxsize=64)
+def read_science_fingerprint(science_text: str) -> str | None:
+    """The fingerprint of a file's science record (``archstudy.science``, canonical JSON) as this version reads
+    it: the record parsed as a StudyConfig, so that keys a later version added (at their defaults: a new
+    protocol option, say) compare equal to the record an earlier version wrote. None when this version
+    cannot read the record."""
+    try:
+        recorded = _numeric_keys(json.loads(science_text))
+        return StudyConfig.from_dict({**recorded, "architectures": 1}).science_fingerprint
+    except (UserError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _numeric_keys(value: Any) -> Any:
+    """JSON's mapping keys are strings: the space's numeric choices (dilation 0.8, skip length 2) come back
+    as "0.8" and "2"; give them their numbers again (a config's other keys are names, never numerals)."""
+    if isinstance(value, list):
+        return [_numeric_keys(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+
+    def key(k):
+        if isinstance(k, str) and re.fullmatch(r"-?\d+", k):
+            return int(k)
+        if isinstance(k, str) and re.fullmatch(r"-?(\d+\.\d*|\.\d+)(e-?\d+)?|-?\d+e-?\d+", k):
+            return float(k)
+        return k
+
+    return {key(k): _numeric_keys(v) for k, v in value.items()}
+
+
+def same_science(recorded_fingerprint: str | None, recorded_text: str | None, fingerprint: str) -> bool:
+    """Whether a result file recording (``recorded_fingerprint``, ``recorded_text``) holds rows of the study whose
+    science fingerprint is ``fingerprint``: the same record, or a record this version reads as the same config.
+    A file recording neither was written before archstudy recorded the science config of its rows (version
+    0.1.0): it is the study's own, as the study.yaml it was written under says (what that version assumed)."""
+    if recorded_fingerprint is None and recorded_text is None:
+        return True
+    if recorded_fingerprint == fingerprint:
+        return True
+    return recorded_text is not None and read_science_fingerprint(recorded_text) == fingerprint
+
+
+def science_differences(recorded: Mapping[str, Any] | None, science: Mapping[str, Any], limit: int = 3) -> str:
+    """The keys where a file's recorded science (parsed JSON) differs from ``science``, as one short phrase:
+    ``seed (11 in the results, 12 here)``; what a file without a record lacks when ``recorded`` is None."""
+    if recorded is None:
+        return "they do not record the config they were computed under"
+    science = json.loads(science_json(science))  # as JSON reads it back (mapping keys become strings)
+
+    def flat(d: Mapping, prefix: str = "") -> dict:  # nested mappings as dotted keys: protocol.lr_factor
+        out = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, Mapping) and v else {f"{prefix}{k}": v})
+        return out
+
+    a, b = flat(recorded), flat(science)
+    diff = [k for k in sorted(set(a) | set(b)) if a.get(k, ...) != b.get(k, ...)]
+    missing = lambda d, k: "(none)" if k not in d else bounded_repr(d[k], 40)  # noqa: E731
+    shown = [f"{k} ({missing(a, k)} in the results, {missing(b, k)} here)" for k in diff[:limit]]
+    more = f" and {len(diff) - limit} more key(s)" if len(diff) > limit else ""
+    return ", ".join(shown) + more if shown else "the same keys, another fingerprint"
 
 
 def _declared(name: str):

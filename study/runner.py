@@ -23,23 +23,27 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TextIO
 
-from sampling import SpecError, UserError
+from sampling import UserError
+from sampling.width import check_budget
+from sampling.constraints import Real, check
 
-from .config import CONFIG_NAME, StudyConfig, package_version, utc_now
+from .config import CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, package_version, science_differences, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
-from .state import HEARTBEAT_S, StudyState, survey
+from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
 from .store import ARCHITECTURES, FAILED, RUNS, SchemaError, Store
-from .unit import Unit, execute_unit, plan_units
+from .unit import Unit, execute_unit
 
 
 @dataclass
@@ -114,22 +118,188 @@ class Progress:
 
 
 # -- Ray ---------------------------------------------------------------------------------------------------
+def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse, within about ``timeout_s``, a Ray address where no Ray cluster answers (``ray.init`` would retry
+    for minutes, printing only Ray's log lines): a TCP connection to the head (host:port, ``ray://host:port``,
+    or what ``auto`` finds on this node) must open, and there (but for ``ray://``, Ray Client's own protocol)
+    a Ray GCS must give its cluster id (asked from a separate process, killed at the deadline)."""
+    if not address:
+        return
+    from ray._private.services import canonicalize_bootstrap_address
+
+    deadline = time.monotonic() + timeout_s
+    client = address.startswith("ray://")
+    try:
+        target = address[len("ray://"):] if client else canonicalize_bootstrap_address(address)
+    except ConnectionError as e:  # auto: no cluster on this node
+        raise UserError(f"--address {address}: {_first_line(e)}") from None
+    except ValueError:
+        target = None
+    host, _, port = (target or "").rpartition(":")
+    host = host.strip("[]")  # an IPv6 literal, [::1]:6379
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--address {address!r}: must be 'auto', host:port or ray://host:port")
+
+    def unreachable(why: str) -> UserError:
+        resolved = "" if target == address else f" ({host}:{port})"
+        return UserError(f"cannot reach Ray at {address}{resolved} within {timeout_s:g} s: {why}; is the cluster "
+                         "up (`ray up`, `ray start --head`) and is this its head's address? (--connect-timeout waits "
+                         "longer)")
+
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise unreachable("no answer" if isinstance(e, TimeoutError) else (e.strerror or _first_line(e))) from None
+    if client:
+        return
+    probe = "import sys, ray._raylet as r; r.GcsClient(address=sys.argv[1])"
+    try:
+        p = subprocess.run([sys.executable, "-c", probe, f"{host}:{port}"], capture_output=True, text=True,
+                           timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise unreachable("no Ray cluster answered") from None
+    if p.returncode != 0:
+        last = [line for line in p.stderr.strip().splitlines() if "Error" in line][-1:] or ["no Ray cluster there"]
+        raise unreachable(f"not a Ray cluster ({last[0].strip()[:200]})")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]
+
+
+def _ray_processes_below(root: int) -> set[tuple[int, str]]:
+    """(pid, start time) of the Ray processes descending from process ``root`` (its raylet, GCS, agents and
+    workers), read from /proc; empty where there is none (not Linux)."""
+    parent: dict[int, int] = {}
+    start: dict[int, str] = {}
+    try:
+        entries = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return set()
+    for d in entries:
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            parent[int(d)], start[int(d)] = int(fields[1]), fields[19].decode()
+        except (OSError, IndexError, ValueError):
+            continue
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if cmd.startswith(b"ray::") or b"/ray/" in cmd:
+            found.add((pid, start[pid]))
+    return found
+
+
+def _alive(pid: int, started: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode() == started and fields[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _end_processes(procs: set[tuple[int, str]], grace_s: float = 5.0) -> None:
+    """SIGTERM, then after ``grace_s`` SIGKILL, those of ``procs`` still alive (the same process: pid and start
+    time), and reap those that became this process's children (``_adopting_orphans``)."""
+    live = {p for p in procs if _alive(*p)}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid, _ in live:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while live and time.monotonic() < deadline:
+            time.sleep(0.05)
+            live = {p for p in live if _alive(*p)}
+        if not live:
+            break
+    for pid, _ in procs:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _shut_down(ray, before: set[tuple[int, str]]) -> None:
+    """Shut down the Ray this driver started, whatever state its start reached: ``ray.shutdown`` for what Ray
+    knows of, then every Ray process below this one that was not there before (a raylet killed mid-start
+    leaves its agents running; ``_adopting_orphans`` keeps them below this process)."""
+    try:
+        ray.shutdown()
+    finally:
+        ended: set[tuple[int, str]] = set()
+        for _ in range(10):  # a raylet may start an agent until it dies: look again until nothing is new
+            new = {p for p in _ray_processes_below(os.getpid()) - before - ended if _alive(*p)}
+            if not new:
+                break
+            _end_processes(new)
+            ended |= new
+
+
+@contextlib.contextmanager
+def _adopting_orphans():
+    """Make this process the reaper of its orphaned descendants while the embedded Ray runs (Linux
+    ``PR_SET_CHILD_SUBREAPER``): an agent whose raylet died is re-parented here, not to init, so the shutdown
+    still finds it. Elsewhere, or where prctl is refused, nothing changes."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+    set_subreaper = 36  # PR_SET_CHILD_SUBREAPER, <linux/prctl.h>
+    if prctl is not None and prctl(set_subreaper, 1, 0, 0, 0) != 0:
+        prctl = None
+    try:
+        yield
+    finally:
+        if prctl is not None:
+            prctl(set_subreaper, 0, 0, 0, 0)
+
+
+@contextlib.contextmanager
+def _caller_keeps_sigterm(handler):
+    """During ``ray.init``, keep the caller's SIGTERM handler (the CLI's ``sigterm_as_interrupt``): Ray's own
+    exits the process at once (``sys.exit(15)``), leaving the half-started Ray running and saying nothing."""
+    import ray._private.utils as ray_utils
+
+    if not callable(handler) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    installer = ray_utils.set_sigterm_handler
+    ray_utils.set_sigterm_handler = lambda _handler: None
+    try:
+        yield
+    finally:
+        ray_utils.set_sigterm_handler = installer
+
+
 @contextlib.contextmanager
 def ray_session(address: str | None = None):
     """Ray for one study: the caller's session if one is up (tests, notebooks), else the cluster at
     ``address`` (``"auto"`` on a cluster node), else the cluster a Ray job's driver is given in
     ``RAY_ADDRESS``, else a new embedded local Ray; quiet: no dashboard, no worker logs on the console, only
-    Ray's errors. Shut down on the way out if started here. Yields whether it is an embedded Ray started
-    here (a machine whose resources are all there will ever be).
+    Ray's errors. Shut down on the way out if started here, on every way out (an interrupt during the start
+    included). Yields whether it is an embedded Ray started here (a machine whose resources are all there
+    will ever be).
 
     The embedded Ray is always a new one (``address="local"``): a plain ``ray.init()`` would attach to the
     latest cluster any ``ray start`` on this machine recorded (``/tmp/ray/ray_current_cluster``), so a study
     meant to run here would silently run on, and share, someone else's Ray.
 
-    ``ray.init`` replaces the process's SIGTERM handler with its own (which exits): a Python handler the
-    caller had (the CLI's, ``study.cli.main``: SIGTERM as Ctrl-C, so `kill` or `ray job stop` shuts the study
-    down cleanly) is put back at once, and whatever the caller had is put back when the session ends. (Ray
-    itself turns usage statistics off for a local Ray it starts; nothing else here touches the process.)"""
+    ``ray.init`` replaces the process's SIGTERM handler with its own (which exits at once, leaving a
+    half-started Ray running): a Python handler the caller had (the CLI's, ``study.cli.main``: SIGTERM as
+    Ctrl-C, so `kill` or `ray job stop` shuts the study down cleanly) is kept during the start, and whatever
+    the caller had is put back when the session ends. (Ray itself turns usage statistics off for a local
+    Ray it starts; nothing else here touches the process.)"""
     import ray
 
     if ray.is_initialized():
@@ -139,21 +309,29 @@ def ray_session(address: str | None = None):
     main_thread = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM)
     address = address or os.environ.get("RAY_ADDRESS") or None
+    before = _ray_processes_below(os.getpid())  # never touched: not this session's
     try:
-        try:
-            if address:
-                ray.init(address=address, **kwargs)
-            else:
-                ray.init(address="local", include_dashboard=False, **kwargs)
-        except (ConnectionError, RuntimeError, ValueError) as e:
-            where = f"at {address!r}" if address else "locally"
-            raise UserError(f"cannot start or reach Ray {where}: {str(e).strip().splitlines()[0]}") from None
-        if callable(sigterm) and main_thread:
-            signal.signal(signal.SIGTERM, sigterm)
-        try:
-            yield not address
-        finally:
-            ray.shutdown()
+        with contextlib.ExitStack() as stack:
+            if not address:
+                stack.enter_context(_adopting_orphans())
+            try:
+                with _caller_keeps_sigterm(sigterm):
+                    if address:
+                        ray.init(address=address, **kwargs)
+                    else:
+                        ray.init(address="local", include_dashboard=False, **kwargs)
+            except BaseException as e:  # an interrupt (SIGINT, or SIGTERM as the CLI's KeyboardInterrupt) included
+                _shut_down(ray, before)
+                if isinstance(e, (ConnectionError, RuntimeError, ValueError)):
+                    where = f"at {address!r}" if address else "locally"
+                    raise UserError(f"cannot start or reach Ray {where}: {_first_line(e)}") from None
+                raise
+            if callable(sigterm) and main_thread:
+                signal.signal(signal.SIGTERM, sigterm)  # Ray may set its own on later calls too
+            try:
+                yield not address
+            finally:
+                _shut_down(ray, before)
     finally:
         if sigterm is not None and main_thread:
             signal.signal(signal.SIGTERM, sigterm)
@@ -207,7 +385,8 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
 
 def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
               force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
-              progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+              progress: TextIO | None = sys.stderr, connect_timeout_s: float = CONNECT_TIMEOUT_S,
+              **execution) -> StudyRun:
     """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
@@ -215,13 +394,15 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     ``architectures`` alone extends the study (architecture i does not depend on the count).
     ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
-    ``execution`` or in a ``config`` mapping) are the study's own."""
+    ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
+    may take to answer (``check_address``)."""
     named = _named_execution(config, execution)
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
     config = _execution(config, execution)
     store = Store(out)
-    if store.is_study():
+    new = not store.is_study()
+    if not new:
         stored = store.read_config()
         config, rewrite, note = _reconcile(store, stored, config, force_config)
         if not rewrite:
@@ -230,18 +411,8 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
         _check_new_location(store)
         rewrite, note = True, None
     return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress, note=note)
-
-
-def _check_budget(config: StudyConfig, units, d_in: int, d_out: int) -> None:
-    """Refuse a budget no architecture can come near: the width solver stops at its smallest width, so a
-    budget below what that width needs would silently give nets many times larger than asked."""
-    over = [u.spec.num_params for u in units if u.spec.num_params > 1.5 * config.param_budget]
-    if over:
-        raise SpecError("study", "param_budget", config.param_budget,
-                        f"is too small for {config.dataset} (d_in {d_in}, {d_out} classes): {len(over)} of "
-                        f"{len(units)} architectures need more than 1.5 times it even at the smallest width (up "
-                        f"to {max(over):,} parameters); use at least {max(over):,}")
+                  max_in_flight=max_in_flight, progress=progress, note=note, new=new,
+                  connect_timeout_s=connect_timeout_s)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -274,22 +445,43 @@ def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
 
 
 def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
-                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr, **execution) -> StudyRun:
+                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S, **execution) -> StudyRun:
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
     session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
     store = Store(out)
     config = _execution(store.read_config(), execution)
     return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress)
+                  max_in_flight=max_in_flight, progress=progress, connect_timeout_s=connect_timeout_s)
+
+
+def _check_still_new(store: Store) -> None:
+    """Refuse to create a study where another driver created one since this command checked (between the
+    check and the lock: while Ray started, say). Called with the driver lock held, so no other driver
+    writes study.yaml between this check and this driver's write."""
+    if store.is_study():
+        try:
+            seed = f" (seed {store.read_config().seed} in its study.yaml)"
+        except UserError:
+            seed = ""
+        raise UserError(f"{store.location}: another driver created a study here while this one started{seed}; nothing "
+                        "was changed: run the command again to continue that study, or choose another directory")
 
 
 def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
-           max_in_flight: int | None, progress: TextIO | None, note: str | None = None) -> StudyRun:
+           max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False,
+           connect_timeout_s: float = CONNECT_TIMEOUT_S) -> StudyRun:
+    """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
     t0 = time.monotonic()
     out = Progress(progress, 0, 0)
-    # Everything that can refuse the command runs before the first write.
+    # Everything that can refuse the command runs before the first write, the cheap checks first.
     if max_in_flight is not None and max_in_flight < 1:
         raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
+    connect_timeout_s = check("run", "connect_timeout", Real(0.0, lo_open=True), connect_timeout_s)
+    problem = store.write_problem()
+    if problem:
+        raise UserError(f"{store.location}: {problem}")
+    check_address(address, connect_timeout_s)
     data = _load_data(config)
     d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
     if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
@@ -300,9 +492,10 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                         f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
                         "`archstudy run` accepts it")
     config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
-    units = plan_units(config)
+    units = plan_with_progress(config, out.say)
     if write_config:
-        _check_budget(config, units, d_in, d_out)
+        check_budget("study", (u.spec for u in units), config.param_budget,
+                     f"{config.dataset} (d_in {d_in}, {d_out} classes)")
 
     res = config.resources
     engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,
@@ -316,13 +509,16 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                 reached.append(True)
                 _check_capacity(engine, held.enter_context(ray_session(address)), out)
 
-        if not store.is_study():
+        if new:
             reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
         held.enter_context(store.driver_lock())
+        if new:
+            _check_still_new(store)  # with the lock held: create the lock, check, then write
         state = survey(store, config, units, driver=False)
         if state.foreign:
             name, problem = next(iter(state.foreign.items()))
             raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
+        _refuse_mixed(store, state, config)
         finished = set(state.finished)
         # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
         stale = [name for name in state.checkpoints if name in finished]
@@ -366,6 +562,24 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     return result
 
 
+def _refuse_mixed(store: Store, state: StudyState, config: StudyConfig) -> None:
+    """One study, one science config: refuse to run ``config`` beside result files computed under another one
+    (study.yaml edited, or --force-config over finished rows) or that are no unit of its plan."""
+    n = len(state.other_config) + len(state.extra)
+    if not n:
+        return
+    science = config.science()
+    recorded = next(iter(state.recorded.values()), None)
+    if state.other_config or recorded != json.loads(config.science_json):  # as a file records it
+        what = (f"were computed under another science config than this one "
+                f"({science_differences(recorded, science)})")
+    else:
+        what = "are no architecture of this config's plan"
+    raise UserError(f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
+                    f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
+                    "run this config in a new directory")
+
+
 def _check_capacity(engine: Engine, embedded: bool, out: Progress) -> None:
     """Refuse, on an embedded Ray, resources per architecture that no node has; on a cluster, say that the
     work waits for a node that can run it (an autoscaler may add one)."""
@@ -407,8 +621,10 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         })
 
     def on_done(job: Job, rows: dict, attempt: int) -> None:
+        for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
+            progress.say(f"{job.key}: {note}")
         try:
-            store.write_result(job.key, rows["architecture"], rows["runs"])
+            store.write_result(job.key, rows["architecture"], rows["runs"], science=config.science_json)
         except SchemaError as e:
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(job.key))

@@ -29,6 +29,9 @@ from sampling.constraints import added_later
 SCHEMA_VERSION = "1"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
 SCHEMA_KEY = "archstudy.schema_version"
 TABLE_KEY = "archstudy.table"  # the table a file belongs to: one of ``TABLES``
+# The science config a file's rows were computed under (``StudyConfig.science_json``: canonical JSON of the
+# science keys but ``architectures``) and its fingerprint: a study holds one science config (study.runner).
+SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY = "archstudy.science", "archstudy.science_fingerprint"
 ARCHITECTURES, RUNS = "architectures", "runs"
 TABLES = (ARCHITECTURES, RUNS)
 TYPES = ("int64", "float64", "bool", "str", "timestamp")

@@ -15,6 +15,27 @@ from .config import StudyConfig
 from .store import ARCHITECTURES, CHECKPOINTS, RUNS, Store
 from .unit import Unit, plan_units
 
+PLAN_PROGRESS_S = 2.0  # planning says how far it is after this long, and again every this long
+
+
+def plan_with_progress(config: StudyConfig, say) -> list:
+    """``plan_units``, saying how far it is (``say(line)``) when planning takes more than ``PLAN_PROGRESS_S``:
+    a large study samples for minutes before its first unit can start."""
+    t0 = last = time.monotonic()
+    n = config.architectures
+
+    def on_index(done: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= PLAN_PROGRESS_S:
+            last = now
+            eta = (now - t0) * (n - done) / done
+            say(f"planning: {done:,}/{n:,} architectures sampled, about {eta / 60:.0f} min left" if eta >= 60 else
+                f"planning: {done:,}/{n:,} architectures sampled, about {eta:.0f} s left")
+
+    return plan_units(config, on_index)
+
+
 HEARTBEAT_S = 10.0  # the driver rewrites driver.json at least this often
 STALE_S = 6 * HEARTBEAT_S  # a heartbeat older than this means the driver is gone (object storage, no lock)
 
@@ -31,6 +52,10 @@ class StudyState:
     in_progress: list[str] = field(default_factory=list)  # in flight in a running driver
     nodes: dict[str, dict] = field(default_factory=dict)  # in progress -> its node (node_id, ip, type), where known
     extra: list[str] = field(default_factory=list)  # architecture files that are no unit of the plan
+    # planned units whose valid files were computed under another science config (never counted, never deleted)
+    other_config: dict[str, str] = field(default_factory=dict)
+    # the science config recorded by the files of another config or of no plan (name -> dict, None: no record)
+    recorded: dict[str, dict | None] = field(default_factory=dict)
     checkpoints: list[str] = field(default_factory=list)  # units with trainer state saved
     driver: dict | None = None  # driver.json
     driver_running: bool = False
@@ -47,7 +72,8 @@ class StudyState:
         return {
             "total": self.total, "finished": len(self.finished), "in_progress": len(self.in_progress),
             "failed": len(self.failed), "remaining": len(self.remaining), "corrupt": dict(self.corrupt),
-            "foreign": dict(self.foreign), "extra": list(self.extra), "checkpoints": len(self.checkpoints),
+            "foreign": dict(self.foreign), "extra": list(self.extra), "other_config": dict(self.other_config),
+            "checkpoints": len(self.checkpoints),
             "driver_running": self.driver_running, "in_progress_names": list(self.in_progress),
             "in_progress_nodes": dict(self.nodes),
             "failures": {n: r.get("reason", "") for n, r in self.failed.items()},
@@ -66,8 +92,10 @@ def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | 
     arch_names = set(store.names(ARCHITECTURES, ".parquet"))
     runs_names = set(store.names(RUNS, ".parquet"))
     present = [n for n in planned if n in arch_names]
-    arch_checks = store.check_files(ARCHITECTURES, present)
-    runs_checks = store.check_files(RUNS, [n for n in present if arch_checks[n].ok and n in runs_names])
+    fingerprint = config.science_fingerprint
+    arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint)
+    runs_checks = store.check_files(RUNS, [n for n in present if arch_checks[n].ok and n in runs_names],
+                                    fingerprint=fingerprint)
     failures = store.failures()
     for name in planned:
         if name in arch_names:
@@ -81,12 +109,19 @@ def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | 
             if bad is not None and bad.foreign:
                 state.foreign[name] = f"{kind} file: {problem}"
                 continue
+            if bad is not None and bad.other_config:
+                state.other_config[name] = f"{kind} file: {problem}"
+                state.recorded[name] = bad.science
+                state.remaining.append(name)  # to do, once the study holds only its own config's files
+                continue
             state.corrupt[name] = f"{kind} file: {problem}"
         if name in failures:
             state.failed[name] = failures[name]
         else:
             state.remaining.append(name)
     state.extra = sorted(arch_names - planned_set)
+    for name in state.extra[:1]:  # what the first of them was computed under (for the one-line messages)
+        state.recorded[name] = store.science_of(ARCHITECTURES, name)[1]
     state.checkpoints = [n for n in store.names(CHECKPOINTS, ".pt") if n in planned_set]
     state.driver = store.read_driver_state()
     if not driver:

@@ -39,22 +39,18 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sampling import UserError
+from sampling import UserError, config_yaml
+from sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - unit_name: part of this module's API
 
 from . import schema
-from .config import CONFIG_NAME, StudyConfig
-from .schema import ARCHITECTURES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY, TABLES
+from .config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
+from .schema import ARCHITECTURES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES
 
 FAILED, CHECKPOINTS = "failed", "checkpoints"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
-NAME_RE = re.compile(r"^(\d{6})-([0-9a-f]{16})$")
+NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"
-
-
-def unit_name(index: int, arch_id: str) -> str:
-    """``<index:06d>-<arch_id>``: the file stem of one architecture of a study (docs/results.md)."""
-    return f"{index:06d}-{arch_id}"
 
 
 # -- the Parquet schemas, from the one declaration of every column (study.schema) ---------------------------
@@ -81,6 +77,27 @@ def schema_fits(found: pa.Schema, kind: str) -> bool:
     if not set(full.names) - present <= set(schema.ADDED_COLUMNS[kind]):
         return False
     return found.equals(pa.schema([f for f in full if f.name in present]), check_metadata=False)
+
+
+# Key-value metadata each result file records besides its schema's: the science config its rows were
+# computed under (``StudyConfig.science_json``) and its fingerprint. A study holds one science config: a
+# file of another is never counted as finished, and a driver refuses to run beside it (study.runner).
+def with_science(table: pa.Table, science: str) -> pa.Table:
+    """``table`` with the science config ``science`` (canonical JSON) and its fingerprint in its metadata."""
+    meta = {**(table.schema.metadata or {}), SCIENCE_KEY.encode(): science.encode(),
+            SCIENCE_FINGERPRINT_KEY.encode(): science_fingerprint(science).encode()}
+    return table.replace_schema_metadata(meta)
+
+
+def recorded_science(metadata: Mapping[bytes, bytes] | None) -> tuple[str | None, dict | None]:
+    """(fingerprint, science dict) a result file's metadata records; None for what it lacks or garbles."""
+    meta = metadata or {}
+    fp = meta.get(SCIENCE_FINGERPRINT_KEY.encode())
+    try:
+        science = json.loads(meta[SCIENCE_KEY.encode()])
+    except (KeyError, ValueError):
+        science = None
+    return (fp.decode(errors="replace") if fp is not None else None), (science if isinstance(science, dict) else None)
 
 
 class SchemaError(ValueError):
@@ -142,10 +159,13 @@ class FileCheck:
     ok: bool
     problem: str = ""
     foreign: bool = False
+    other_config: bool = False  # a valid file of another science config (never deleted: not this study's)
+    science: dict | None = None  # the science config such a file records (None: it records none)
 
 
-def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
-    """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit."""
+def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
+    """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit,
+    and (when ``fingerprint`` is given) computed under the science config of that fingerprint."""
     try:
         table = pq.read_table(pa.BufferReader(data))
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
@@ -165,10 +185,17 @@ def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
         return FileCheck(False, "no rows")
     ids = set(table.column("arch_id").to_pylist())
     idx = set(table.column("index").to_pylist())
-    if m is None or ids != {m.group(2)} or idx != {int(m.group(1))}:
+    if m is None or ids != {m["arch_id"]} or idx != {int(m["index"])}:
         return FileCheck(False, f"its rows name arch_id {sorted(ids)} / index {sorted(idx)}, not the file's {name}")
     if kind == RUNS and sum(table.column("selected").to_pylist()) != 1:
         return FileCheck(False, "not exactly one selected run")
+    if fingerprint is not None:
+        text = meta.get(SCIENCE_KEY.encode())
+        fp, science = recorded_science(meta)
+        if not same_science(fp, None if text is None else text.decode(errors="replace"), fingerprint):
+            what = f"science fingerprint {fp}" if fp else "no science config recorded"
+            return FileCheck(False, f"computed under another science config ({what}; this study's is {fingerprint})",
+                             other_config=True, science=science)
     return FileCheck(True)
 
 
@@ -227,10 +254,41 @@ class Store:
             return "dir" if not self.local and self.listing() else "missing"
         return "dir" if t == pafs.FileType.Directory else "file"
 
+    def write_problem(self) -> str | None:
+        """Why a driver could not write this study, or None: checked before anything starts (Ray, the data),
+        so a read-only location is one line, not a traceback after minutes. Local: the study directory (or
+        the nearest existing parent, which it would be created in) and its existing folders must be writable
+        directories. Object storage: a probe object is put and deleted (a hidden temporary name)."""
+        if not self.local:
+            probe = f".write-check{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                with self.fs.open_output_stream(self.path(probe)) as f:
+                    f.write(b"")
+                self.fs.delete_file(self.path(probe))
+            except (OSError, pa.ArrowException) as e:
+                return f"cannot write there ({(str(e).strip().splitlines() or [type(e).__name__])[0][:200]})"
+            return None
+        path = self.root
+        while not os.path.lexists(path):
+            path = os.path.dirname(path)
+        if not os.path.isdir(path):
+            return f"{path} is not a directory"
+        folders = [path] + [p for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS))
+                            if path == self.root and os.path.isdir(p)]
+        for folder in folders:
+            if not os.access(folder, os.W_OK | os.X_OK):
+                return f"cannot write there ({folder} is not writable)"
+        return None
+
     # -- bytes -----------------------------------------------------------------------------------------
     def read_bytes(self, *parts: str) -> bytes:
         with self.fs.open_input_stream(self.path(*parts)) as f:
             return f.read()
+
+    def read_head(self, *parts: str, limit: int) -> bytes:
+        """At most the first ``limit`` bytes of a file (a config is read so: a huge file is refused, not loaded)."""
+        with self.fs.open_input_stream(self.path(*parts)) as f:
+            return f.read(limit)
 
     def write_bytes(self, parts: Iterable[str], data: bytes) -> None:
         """Write a file so it appears whole or not at all (temporary name + rename, or one object put)."""
@@ -298,37 +356,51 @@ class Store:
     def read_config(self) -> StudyConfig:
         if not self.is_study():
             raise UserError(f"{self.location} is not a study (no {CONFIG_NAME}); start one with `archstudy run`")
-        return StudyConfig.from_yaml(self.read_bytes(CONFIG_NAME).decode(), where=self.path(CONFIG_NAME))
+        text = self.read_head(CONFIG_NAME, limit=config_yaml.MAX_BYTES + 1)
+        return StudyConfig.from_yaml(text, where=self.path(CONFIG_NAME))
 
     def write_config(self, config: StudyConfig) -> None:
         self.write_bytes([CONFIG_NAME], config.to_yaml().encode())
 
     # -- results ---------------------------------------------------------------------------------------
-    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]]) -> None:
+    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]], *,
+                     science: str | None = None) -> None:
         """Commit one finished architecture: its runs file, then its architectures file (the commit point).
 
-        Both tables are built (and checked against the schema) before anything is written."""
+        Both tables are built (and checked against the schema) before anything is written. ``science``: the
+        science config the rows were computed under (``StudyConfig.science_json``; the driver always gives
+        it), recorded in both files' metadata."""
         arch_table = to_table(ARCHITECTURES, [architecture])
         runs_table = to_table(RUNS, list(runs))
+        if science is not None:
+            arch_table, runs_table = with_science(arch_table, science), with_science(runs_table, science)
         self.write_bytes([RUNS, f"{name}.parquet"], parquet_bytes(runs_table))
         self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table))
 
-    def check_file(self, kind: str, name: str) -> FileCheck:
+    def check_file(self, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
         try:
             data = self.read_bytes(kind, f"{name}.parquet")
         except FileNotFoundError:
             return FileCheck(False, "missing")
         except OSError as e:
             return FileCheck(False, f"unreadable ({e})")
-        return check_table_bytes(data, kind, name)
+        return check_table_bytes(data, kind, name, fingerprint)
 
-    def check_files(self, kind: str, names: Iterable[str], threads: int = 16) -> dict[str, FileCheck]:
+    def check_files(self, kind: str, names: Iterable[str], threads: int = 16,
+                    fingerprint: str | None = None) -> dict[str, FileCheck]:
         """``check_file`` for many files, concurrently (object storage answers each read with latency)."""
         names = list(names)
         if not names:
             return {}
         with ThreadPoolExecutor(max_workers=min(threads, len(names))) as pool:
-            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n), names)))
+            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n, fingerprint), names)))
+
+    def science_of(self, kind: str, name: str) -> tuple[str | None, dict | None]:
+        """(fingerprint, science dict) the result file records; (None, None) when it cannot be read."""
+        try:
+            return recorded_science(pq.read_schema(pa.BufferReader(self.read_bytes(kind, f"{name}.parquet"))).metadata)
+        except (OSError, pa.ArrowException):
+            return None, None
 
     def read_table(self, kind: str = ARCHITECTURES):
         """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""

@@ -18,9 +18,9 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
-from sampling import ArchSpec, plan_study
+from sampling import BASE, ArchSpec, plan_study
 
 from .cluster import LOGICAL_GPUS_ENV
 from .config import StudyConfig, package_version, utc_now
@@ -54,12 +54,23 @@ class Unit:
         return cls(int(d["index"]), str(d["variant"]), ArchSpec.from_dict(dict(d["spec"])), int(d["seed"]))
 
 
-def plan_units(config: StudyConfig) -> list[Unit]:
+def iter_units(config: StudyConfig) -> Iterator[Unit]:
     """Every unit of the study, in order: index 0 (base, then its siblings along each axis), index 1, ..."""
     if config.d_in is None or config.d_out is None:
         raise ValueError("the config's d_in/d_out are filled in from the dataset when the study is created")
-    return [Unit(*planned) for planned in plan_study(config.seed, config.architectures, config.d_in, config.d_out,
-                                                      config.space_obj, config.param_budget, config.siblings)]
+    return (Unit(*planned) for planned in plan_study(config.seed, config.architectures, config.d_in, config.d_out,
+                                                      config.space_obj, config.param_budget, config.siblings))
+
+
+def plan_units(config: StudyConfig, on_index: Callable[[int], None] | None = None) -> list[Unit]:
+    """``iter_units`` as a list; ``on_index(i)`` after the units of each index i (progress: sampling and
+    solving the widths takes milliseconds per architecture)."""
+    units: list[Unit] = []
+    for unit in iter_units(config):
+        if on_index is not None and unit.variant == BASE and unit.index:
+            on_index(unit.index)  # the units of index - 1 are planned
+        units.append(unit)
+    return units
 
 
 # -- one unit, in this process --------------------------------------------------------------------------
@@ -80,12 +91,13 @@ def device_name(device: Any) -> str:
 
 
 def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int = 1,
-             checkpoint_path: str | None = None) -> tuple[dict, list[dict]]:
+             checkpoint_path: str | None = None, notes: list[str] | None = None) -> tuple[dict, list[dict]]:
     """Do one architecture in this process; return its ``architectures`` row and its ``runs`` rows.
 
     Every random draw comes from the unit's seed through explicit generators (the builder, the metrics,
     the trainer's data order), so the rows are the same whichever process runs the unit and whatever it ran
-    before; the process's global random state is neither used nor changed (tests check it)."""
+    before; the process's global random state is neither used nor changed (tests check it)..
+    ``notes`` collects one-line messages for the user (a discarded checkpoint file)."""
     from . import MetricOptions, Protocol, build_network, measure, measure_trained, train_architecture
 
     t0 = time.perf_counter()
@@ -101,7 +113,8 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
                        f"not define and lacks {sorted(expected - set(measured))}")
     outcome = train_architecture(spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol),
                                  device=device, checkpoint_path=checkpoint_path,
-                                 checkpoint_every_s=config.checkpoint_every_s)
+                                 checkpoint_every_s=config.checkpoint_every_s,
+                                 report=None if notes is None else notes.append)
     t_after = time.perf_counter()
     measured.update(measure_trained(outcome.network, data, spec, options=options, seed=unit.seed))  # E.3
     measured["measure_s"] += time.perf_counter() - t_after
@@ -243,6 +256,7 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     config = StudyConfig.from_dict(payload["config"])
     data = _dataset(payload["data"], device)
     store = Store(payload["store"])
+    notes: list[str] = []
     with CheckpointSpot(store, unit.name) as ckpt:
-        arch, runs = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt)
-    return {"architecture": arch, "runs": runs}
+        arch, runs = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt, notes=notes)
+    return {"architecture": arch, "runs": runs, "notes": notes}

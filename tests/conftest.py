@@ -54,3 +54,20 @@ def real_study_dir(tmp_path_factory) -> Path:
     result = run_study(REAL_STUDY, out, progress=io.StringIO())
     assert result.complete, result
     return out
+
+
+def bomb(levels: int = 9, under: str | None = None, head: str = "") -> str:
+    """A 'billion laughs' YAML document: ``levels`` levels of 9 aliases each (9 levels: about 400 bytes,
+    9^9 = 387 million strings once expanded), as top-level keys or nested under the key ``under``."""
+    names = "abcdefghijklmnop"[:levels]
+    lines = [f'{names[0]}: &{names[0]} ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"{b}: &{b} [" + ",".join([f"*{a}"] * 9) + "]" for a, b in zip(names, names[1:])]
+    if under is not None:
+        lines = [f"{under}:"] + ["  " + line for line in lines]
+    return head + "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="session")
+def alias_bomb():
+    """``bomb`` (a conftest is not importable by name under pytest's importlib mode)."""
+    return bomb

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from sampling import SIBLING_AXES, plan_study
+from sampling.spec import canonical_json, content_hash
 
 # NLC_tau(1) of the NLC paper, Table 1 line A (abs: |s| is as nonlinear as relu around a kink of +-1;
 # linear: 1). The synthetic NLC compounds it over the hidden layers, as the paper finds (section 5).
@@ -87,12 +88,21 @@ def run_rows(row: dict, rng: np.random.Generator) -> pd.DataFrame:
     })
 
 
-def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None = "1") -> None:
+# The study.yaml keys the synthetic studies record in each file as their science config (the runner records
+# every science key of its study.yaml but ``architectures``; the analysis reads both as the same config).
+SCIENCE = ("dataset", "seed", "preset", "param_budget", "protocol", "siblings")
+
+
+def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None = "1",
+                  science: dict | None = None) -> None:
     t = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(t.schema.metadata or {})
     if version is not None:
         meta[b"archstudy.schema_version"] = version.encode()
     meta[b"archstudy.table"] = table.encode()
+    if science is not None:
+        meta[b"archstudy.science"] = canonical_json(science).encode()
+        meta[b"archstudy.science_fingerprint"] = content_hash(canonical_json(science)).encode()
     t = t.replace_schema_metadata(meta)
     tmp = path.with_name("." + path.name + ".tmp")  # written whole, then renamed, as the runner does
     pq.write_table(t, tmp)
@@ -101,7 +111,7 @@ def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None 
 
 def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", study_seed: int = 0,
                 with_siblings: bool = False, finished=None, failed=(), in_progress=(),
-                rows=None, version: str | None = "1") -> Path:
+                rows=None, version: str | None = "1", record_science: bool = True) -> Path:
     """A study directory per docs/results.md.
 
     ``finished``: positions (in ``specs_of`` order) that have finished (default all but ``failed`` and
@@ -130,8 +140,10 @@ def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", stu
         elif pos in finished:
             make = rows or (lambda i, v, s, r: synthetic_row(i, v, s, dataset, study_seed, r))
             row = make(index, variant, spec, rng)
-            write_parquet(pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version)
-            write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version)
+            science = {k: config[k] for k in SCIENCE} if record_science else None  # None: as archstudy 0.1.0 wrote
+            write_parquet(pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version,
+                          science)
+            write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version, science)
     return root
 
 def window_population(n: int = 120, seed: int = 0) -> pd.DataFrame:

@@ -21,6 +21,7 @@ import signal
 import sys
 
 from sampling import UserError
+from sampling.constraints import shorten
 
 COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench", "cluster")
 
@@ -30,7 +31,13 @@ class OneLineParser(argparse.ArgumentParser):
     Subcommand parsers are of the same class (``add_subparsers`` builds them with the parent's)."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
+
+
+def one_line(message: str, limit: int = 1000) -> str:
+    """An error message as one line of at most ``limit`` characters, whatever it echoes (a value the user
+    typed, a path): the last guard of "one line, no traceback"."""
+    return shorten(" ".join(str(message).splitlines()), limit)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -70,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():
             return int(args.func(args) or 0)
     except UserError as e:
-        print(f"archstudy {args.command}: error: {e}", file=sys.stderr)
+        print(f"archstudy {args.command}: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"archstudy {args.command}: interrupted", file=sys.stderr)

@@ -31,5 +31,5 @@ def run(args) -> int:
 
     result = resume_study(args.study, address=args.address, retry_failed=not args.skip_failed,
                           max_in_flight=args.max_in_flight, progress=sys.stderr, root=args.root,
-                          **execution_of(args))
+                          connect_timeout_s=args.connect_timeout_s, **execution_of(args))
     return finish(result, args.study, args, example=False)

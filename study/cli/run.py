@@ -11,11 +11,9 @@ import os
 import sys
 from typing import Any
 
-import yaml
+from sampling import PRESETS, SIBLING_AXES, SpecError, UserError, config_yaml
 
-from sampling import PRESETS, SIBLING_AXES, SpecError, UserError
-
-from ..config import RECORDED_KEYS, StudyConfig
+from ..config import CONNECT_TIMEOUT_S, RECORDED_KEYS, StudyConfig
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
 EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
@@ -33,6 +31,8 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--address", metavar="ADDR",
                    help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
                         "default: an embedded local Ray on this machine")
+    g.add_argument("--connect-timeout", type=float, metavar="S", default=CONNECT_TIMEOUT_S, dest="connect_timeout_s",
+                   help=f"seconds to wait for --address to answer before giving up (default {CONNECT_TIMEOUT_S:g})")
     g.add_argument("--cpus-per-arch", type=float, metavar="N",
                    help="CPUs per architecture (torch threads; default 1, or the study's own)")
     g.add_argument("--gpus-per-arch", type=float, metavar="G",
@@ -84,29 +84,13 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _read_yaml(path: str, what: str) -> Any:
-    try:
-        with open(path) as f:
-            return yaml.safe_load(f)
-    except FileNotFoundError:
-        raise SpecError("run", what, path, "no such file") from None
-    except IsADirectoryError:
-        raise SpecError("run", what, path, "is a directory, not a YAML file") from None
-    except UnicodeDecodeError:
-        raise SpecError("run", what, path, "is not a UTF-8 text (YAML) file") from None
-    except OSError as e:
-        raise SpecError("run", what, path, f"cannot be read ({e.strerror or e})") from None
-    except yaml.YAMLError:
-        raise SpecError("run", what, path, "is not valid YAML") from None
-
-
 def config_of(args) -> tuple[dict, str, bool]:
     """The study keys from --config and the flags, the output location, and whether this is the example."""
     if all(getattr(args, k) is None for k in _STUDY_FLAGS):
         return dict(EXAMPLE), EXAMPLE_OUT, True
     keys: dict[str, Any] = {}
     if args.config is not None:
-        loaded = _read_yaml(args.config, "config")
+        loaded = config_yaml.read(args.config, "run", "config")
         if not isinstance(loaded, dict):
             raise SpecError("run", "config", args.config, "must be a YAML mapping of study keys")
         # A study's own study.yaml is a fine template for a new one: what archstudy recorded about that
@@ -117,7 +101,7 @@ def config_of(args) -> tuple[dict, str, bool]:
             keys[k] = getattr(args, k)
     if args.protocol is not None:
         is_file = args.protocol.endswith((".yaml", ".yml")) or os.path.isfile(args.protocol)
-        keys["protocol"] = _read_yaml(args.protocol, "protocol") if is_file else args.protocol
+        keys["protocol"] = config_yaml.read(args.protocol, "run", "protocol") if is_file else args.protocol
     if args.preset is not None and args.config is not None:
         keys.pop("space", None)  # --preset names the space; drop a space dict from the file
     if args.out is not None and not args.out.strip():
@@ -157,5 +141,6 @@ def run(args) -> int:
     # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name stay
     # the study's own.
     result = run_study(keys, out, address=args.address, force_config=args.force_config,
-                       max_in_flight=args.max_in_flight, progress=sys.stderr, **execution_of(args))
+                       max_in_flight=args.max_in_flight, progress=sys.stderr,
+                       connect_timeout_s=args.connect_timeout_s, **execution_of(args))
     return finish(result, out, args, example)

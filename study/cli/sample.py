@@ -6,7 +6,9 @@ import json
 import sys
 
 from sampling import PRESETS, SIBLING_AXES, plan_study
-from sampling.constraints import Integer, check
+from sampling.constraints import SEED, Integer, check
+from sampling.unit_names import MAX_ARCHITECTURES
+from sampling.width import check_budget
 
 from ..config import StudyConfig
 
@@ -28,19 +30,27 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+CHUNK = 1000  # architectures sampled (and their budget checked) before they are printed
+
+
 def run(args) -> int:
     out = sys.stdout
-    # the flags by their own names (sample_spec would name its parameters, study_seed and index)
-    check("sample", "n", Integer(0), args.n)
-    check("sample", "start", Integer(0), args.start)
-    check("sample", "seed", Integer(0), args.seed)
+    # The flags by their own names (sample_spec would name its parameters, study_seed and index), under the
+    # constraints a study's config declares, and the budget checked as `archstudy run` checks it.
+    check("sample", "start", Integer(0, MAX_ARCHITECTURES - 1), args.start)
+    check("sample", "n", Integer(0, MAX_ARCHITECTURES - args.start), args.n)
+    check("sample", "seed", SEED, args.seed)
     for flag in ("d_in", "d_out", "param_budget"):
         check("sample", flag, Integer(1), getattr(args, flag))
-    plan = plan_study(args.seed, args.start + args.n, args.d_in, args.d_out, args.preset, args.param_budget,
-                      SIBLING_AXES if args.siblings else (), start=args.start)
-    for planned in plan:  # the study's own plan: each draw, then its siblings (as `archstudy run` trains them)
-        s = planned.spec
-        line = {"index": planned.index, "variant": planned.variant, "arch_id": s.content_id,
-                "num_params": s.num_params, **s.to_dict()}
-        out.write(json.dumps(line) + "\n")
+    end = args.start + args.n
+    for first in range(args.start, end, CHUNK):
+        # the study's own plan: each draw, then its siblings (as `archstudy run` trains them)
+        rows = list(plan_study(args.seed, min(first + CHUNK, end), args.d_in, args.d_out, args.preset,
+                               args.param_budget, SIBLING_AXES if args.siblings else (), start=first))
+        check_budget("sample", (p.spec for p in rows), args.param_budget, f"d_in {args.d_in}, d_out {args.d_out}")
+        for planned in rows:
+            s = planned.spec
+            line = {"index": planned.index, "variant": planned.variant, "arch_id": s.content_id,
+                    "num_params": s.num_params, **s.to_dict()}
+            out.write(json.dumps(line) + "\n")
     return 0

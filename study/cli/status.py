@@ -7,6 +7,7 @@ driver's heartbeat (what is in flight, and on which node where the driver knows 
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 
@@ -27,11 +28,14 @@ def _ago(unix: float | None) -> str:
 
 
 def run(args) -> int:
-    from ..state import survey
+    from ..config import science_differences
+    from ..state import plan_with_progress, survey
     from ..store import Store
 
     store = Store(args.study)
-    state = survey(store)
+    config = store.read_config()
+    say = lambda line: print(f"archstudy: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    state = survey(store, config, plan_with_progress(config, say))
     if args.json:
         print(json.dumps({"study": store.location, **state.to_dict()}, indent=1))
         return 0
@@ -56,8 +60,12 @@ def run(args) -> int:
         rows.append(("corrupt", len(state.corrupt), "removed and redone by `archstudy resume` (counted in remaining)"))
     if state.foreign:
         rows.append(("other schema", len(state.foreign), "written by another archstudy version; left alone"))
+    if state.other_config:
+        rows.append(("other config", len(state.other_config), "computed under another science config: never counted "
+                     "as finished (counted in remaining)"))
     if state.extra:
-        rows.append(("not in plan", len(state.extra), "architecture files that are no unit of this config"))
+        rows.append(("not in plan", len(state.extra),
+                     "architecture files that are no unit of this config; not counted"))
     for label, n, note in rows:
         print(f"  {label:<12} {n:>6}" + (f"   ({note})" if note else ""))
     if state.nodes:
@@ -75,4 +83,9 @@ def run(args) -> int:
         print("corrupt:")
         for name, problem in state.corrupt.items():
             print(f"  {name}  {problem}")
+    if state.other_config or state.extra:
+        recorded = next(iter(state.recorded.values()), None)
+        print(f"not this study's (a resume refuses to run beside them): {science_differences(recorded, c.science())}")
+        for name in list(state.other_config)[:20] + state.extra[:20]:
+            print(f"  {name}")
     return 0

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sampling.constraints import Boolean, Choice, Constraint, Integer, SpecError, check
+from sampling.constraints import SEED, Boolean, Choice, Constraint, Integer, SpecError, check
 
 from ..dataset_names import DATASET_NAMES
 from . import checkerboard, digits, images, waveform
@@ -143,7 +143,7 @@ def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None
     ``DataFilesMissing`` / ``DataFileMalformed`` (all ``sampling.UserError``)."""
     name = check("load_dataset", "name", Choice(tuple(DATASETS)), name)
     info = DATASETS[name]
-    seed = check("load_dataset", "seed", Integer(lo=0), seed)
+    seed = check("load_dataset", "seed", SEED, seed)
     root = check("load_dataset", "root", PathOption(), root)
     if root is not None and not info.reads_root:
         raise SpecError("load_dataset", "root", str(root), f"must be None: {name} is {info.source}, it reads no files")

@@ -5,13 +5,17 @@ directly in ``<root>``, or inside the distributed ``<root>/cifar-10-python.tar.g
 
 Each batch is a Python 2 pickle of a dict with bytes keys: ``b"data"`` a uint8 array [n, 3072] (the 1024
 red, then green, then blue pixels of a 32 x 32 image, row-major) and ``b"labels"`` a list of n ints in
-0..9. It is read with ``encoding="bytes"`` (as the dataset's page says) through an unpickler that only
-admits the few globals a numpy array needs, so a hostile file cannot run code.
+0..9. It is read with ``encoding="bytes"`` (as the dataset's page says) through an unpickler that admits
+only the globals an array's pickle names, and never lets numpy rebuild an array from the file: the
+array's pickle is captured as plain data (shape, dtype name, raw bytes) and the reader builds the one
+array the layout has, ``data``, itself, as uint8 from bytes. So a hostile file can neither run code nor
+make numpy take attacker bytes for object pointers (a dtype's pickled flags can turn an object array's
+raw bytes into pointers that ``np.asarray`` follows); anything but the documented layout is refused.
 """
 
 from __future__ import annotations
 
-import importlib
+import codecs
 import io
 import pickle
 import tarfile
@@ -29,29 +33,65 @@ TEST_BATCH = "test_batch"
 BATCHES = TRAIN_BATCHES + (TEST_BATCH,)
 PIXELS = 3 * 32 * 32
 
-try:  # numpy >= 2 moved the module; pickles written by either name it either way
-    _multiarray = importlib.import_module("numpy._core.multiarray")
-except ImportError:  # pragma: no cover - numpy 1.x
-    _multiarray = importlib.import_module("numpy.core.multiarray")
+class _PickledArray:
+    """What ``numpy.core.multiarray._reconstruct(ndarray, shape, typecode)`` and its ``__setstate__`` carry,
+    kept as data: ``state = (version, shape, dtype, is_fortran, raw bytes)``."""
+
+    def __init__(self, cls, shape, typecode):
+        self.cls, self.state = cls, None
+
+    def __setstate__(self, state):
+        self.state = state
+
+
+class _PickledDType:
+    """What ``numpy.dtype(name, align, copy)`` and its ``__setstate__`` carry, kept as data."""
+
+    def __init__(self, name, align=0, copy=0):
+        self.name, self.state = name, None
+
+    def __setstate__(self, state):
+        self.state = state
+
+
 _ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"): _multiarray._reconstruct,
-    ("numpy._core.multiarray", "_reconstruct"): _multiarray._reconstruct,
-    ("numpy.core.multiarray", "scalar"): _multiarray.scalar,
-    ("numpy._core.multiarray", "scalar"): _multiarray.scalar,
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-    ("_codecs", "encode"): importlib.import_module("_codecs").encode,  # bytes in protocol-2 pickles from Python 3
+    ("numpy.core.multiarray", "_reconstruct"): _PickledArray,
+    ("numpy._core.multiarray", "_reconstruct"): _PickledArray,  # numpy >= 2 names the module so
+    ("numpy", "ndarray"): "ndarray",
+    ("numpy", "dtype"): _PickledDType,
+    ("_codecs", "encode"): codecs.encode,  # bytes in protocol-2 pickles from Python 3
 }
 
 
 class BatchUnpickler(pickle.Unpickler):
-    """Unpickles plain containers and numpy arrays only."""
+    """Unpickles plain containers, and arrays as ``_PickledArray`` data (never as numpy objects)."""
 
     def find_class(self, module, name):
         try:
             return _ALLOWED[(module, name)]
         except KeyError:
             raise pickle.UnpicklingError(f"refusing to load global {module}.{name}") from None
+
+
+def _pixels(value) -> np.ndarray | None:
+    """The ``data`` array of a batch: a pickled C-order uint8 ndarray [n, 3072] whose bytes are exactly
+    n * 3072, built here from those bytes; None for anything else."""
+    if not isinstance(value, _PickledArray) or value.cls != "ndarray" or not isinstance(value.state, tuple):
+        return None
+    if len(value.state) != 5:
+        return None
+    _, shape, dtype, fortran, raw = value.state
+    if not (isinstance(dtype, _PickledDType) and dtype.name in (b"u1", "u1") and fortran is False):
+        return None
+    if dtype.state is not None and (not isinstance(dtype.state, tuple) or len(dtype.state) < 5
+                                    or any(v is not None for v in dtype.state[2:5])):
+        return None  # a subarray, field names or fields: not plain uint8
+    if isinstance(raw, str):  # Python 2 str read with encoding="latin1"-like decoders
+        raw = raw.encode("latin1")
+    if not (isinstance(shape, tuple) and len(shape) == 2 and all(type(n) is int for n in shape)
+            and shape[1] == PIXELS and shape[0] >= 0 and isinstance(raw, bytes) and len(raw) == shape[0] * PIXELS):
+        return None
+    return np.frombuffer(raw, dtype=np.uint8).reshape(shape)
 
 
 def expected_text(root: Path | None) -> str:
@@ -102,26 +142,28 @@ def batch_bytes(name: str, paths: dict[str, Path], expected: str) -> dict[str, t
 
 
 def parse_batch(raw: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(data uint8 [n, 3072], labels int64 [n]) of one pickled batch; ``ValueError`` saying what is wrong."""
+    """(data uint8 [n, 3072], labels int64 [n]) of one pickled batch; ``ValueError`` saying what is wrong.
+
+    The layout: a dict holding ``b"data"``, a uint8 array [n, 3072], and ``b"labels"``, a list of n Python
+    ints in 0..9 (other keys, such as ``b"filenames"``, are not read)."""
     try:
         batch = BatchUnpickler(io.BytesIO(raw), encoding="bytes").load()
     except Exception as e:  # any unpickling failure of a user's file is a malformed file
-        raise ValueError(f"not a CIFAR batch pickle ({type(e).__name__}: {e})") from None
+        raise ValueError(f"not a CIFAR batch pickle ({type(e).__name__}: {str(e)[:200]})") from None
     if not isinstance(batch, dict):
         raise ValueError(f"holds a {type(batch).__name__}, need a dict")
     batch = {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in batch.items()}
     if "data" not in batch or "labels" not in batch:
-        raise ValueError(f"keys {sorted(map(str, batch))} lack b'data' and b'labels'")
-    data, labels = batch["data"], np.asarray(batch["labels"])
-    if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != PIXELS:
-        shape = getattr(data, "shape", None)
-        raise ValueError(f"b'data' is {type(data).__name__} {getattr(data, 'dtype', '')} {shape}, "
-                         f"need uint8 [n, {PIXELS}]")
-    if labels.ndim != 1 or labels.shape[0] != data.shape[0] or labels.dtype.kind not in "iu":
-        raise ValueError(f"b'labels' holds {labels.shape} {labels.dtype}, need {data.shape[0]} integers")
-    if labels.size and (labels.min() < 0 or labels.max() > 9):
-        raise ValueError(f"label {labels.max() if labels.max() > 9 else labels.min()} outside 0..9")
-    return data, labels.astype(np.int64)
+        raise ValueError(f"keys {sorted(map(str, batch))[:10]} lack b'data' and b'labels'")
+    data, labels = _pixels(batch["data"]), batch["labels"]
+    if data is None:
+        raise ValueError(f"b'data' must be a uint8 array [n, {PIXELS}] (its bytes exactly n * {PIXELS})")
+    if type(labels) is not list or len(labels) != data.shape[0] or not all(type(v) is int for v in labels):
+        raise ValueError(f"b'labels' must be a list of {data.shape[0]} ints (one per image)")
+    bad = next((v for v in labels if not 0 <= v <= 9), None)
+    if bad is not None:
+        raise ValueError(f"label {bad if abs(bad) < 10**6 else '(a huge integer)'} outside 0..9")
+    return data, np.asarray(labels, dtype=np.int64)
 
 
 def read_images(name: str, paths: dict[str, Path], expected: str):

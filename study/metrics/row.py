@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from sampling import ArchSpec, SpecError
-from sampling.constraints import Integer, check
+from sampling.constraints import SEED, Integer, check
 
 from ..activations import linear_approx_error, nlc_tau
 from ..metric_options import MetricOptions
@@ -92,7 +92,7 @@ def _checked(where: str, options: MetricOptions | None, seed: int) -> tuple[Metr
     opts = MetricOptions() if options is None else options
     if not isinstance(opts, MetricOptions):
         raise SpecError(where, "options", type(opts).__name__, "must be a MetricOptions or None")
-    return opts, check(where, "seed", Integer(0), seed)
+    return opts, check(where, "seed", SEED, seed)
 
 
 def _first_run(net: nn.Module, data, spec: ArchSpec) -> nn.Module:

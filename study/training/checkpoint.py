@@ -10,9 +10,13 @@ several initializations (one lr_min and c_out, no seeds) are read as one initial
 order of an epoch is a function of (seed, epoch) (``study.training.splits``), so no generator state is
 needed: a resumed trainer continues with exactly the minibatches and tensors it would have had.
 
-A checkpoint belongs to one (architecture content id, seed, protocol, data fingerprint); a file that does
-not match is ignored (and overwritten). Writes go to a temporary file in the same directory, are flushed
-to disk and renamed over the target, so the file is always whole.
+The file is data only: tensors and plain containers (dicts, lists, str, int, float, bool, None), read
+with ``torch.load(weights_only=True)``, whose unpickler admits no other global, so a file planted in a
+study's ``checkpoints/`` (by anyone who can write there, an object-storage prefix included) cannot run
+code. A checkpoint belongs to one (architecture content id, seed, protocol, data fingerprint); a file
+that is not a checkpoint of this training (unreadable, not data only, another key) is discarded: deleted,
+and training starts afresh; the caller reports the one-line reason. Writes go to a temporary file in the
+same directory, are flushed to disk and renamed over the target, so the file is always whole.
 """
 
 from __future__ import annotations
@@ -54,16 +58,35 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
         raise
 
 
-def load_checkpoint(path: str | os.PathLike, key: dict, device: torch.device) -> dict | None:
-    """The state saved at ``path`` if it exists and matches ``key``; None otherwise."""
+def load_checkpoint(path: str | os.PathLike, key: dict, device: torch.device) -> tuple[dict | None, str]:
+    """``(state, "")`` for the checkpoint of this training (``key``) at ``path``; ``(None, "")`` when there is
+    no file; ``(None, problem)`` for a file that is not one: it is deleted (discarded) and ``problem`` says
+    why in one line. Nothing in the file is executed (``weights_only=True``)."""
     path = Path(path)
     if not path.is_file():
-        return None
+        return None, ""
     try:
-        state = torch.load(path, map_location=device, weights_only=False)
-    except Exception:  # a foreign or damaged file: start afresh (it is overwritten at the next save)
-        return None
-    if not isinstance(state, dict) or state.get("key") != key:
-        return None
-    return state
+        state = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:  # noqa: BLE001 - a damaged, foreign or hostile file: whatever failed is the reason
+        problem = f"not a valid checkpoint ({type(e).__name__}: {_first_line(e)})"
+    else:
+        if not isinstance(state, dict) or state.get("key") != key:
+            problem = "a checkpoint of another training (architecture, seed, protocol or data differ)"
+        else:
+            return state, ""
+    discard(path)
+    return None, problem
+
+
+def discard(path: str | os.PathLike) -> None:
+    """Delete a checkpoint file that is not a valid checkpoint of this training (the next save replaces it)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _first_line(e: BaseException, limit: int = 200) -> str:
+    """The first line of an exception's message, at most ``limit`` characters (torch's weights-only refusals
+    are a page long)."""
+    text = (str(e).strip().splitlines() or [""])[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 

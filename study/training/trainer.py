@@ -47,6 +47,7 @@ import math
 import os
 import time
 from collections import Counter
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -54,7 +55,7 @@ import numpy as np
 import torch
 
 from sampling import ArchSpec, SpecError
-from sampling.constraints import Integer, Real, check
+from sampling.constraints import SEED, Integer, Real, check
 
 from ..metrics.row import nlc_seed
 from ..metrics.nlc import nlc, output_bias
@@ -173,19 +174,22 @@ class _State:
 def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
                        device=None, checkpoint_path: str | os.PathLike | None = None,
                        checkpoint_every_s: float = 300.0, progress: Callable[[TrainingProgress], None] | None = None,
-                       chunk_runs: int | None = None, init_seeds=None) -> Outcome:
+                       chunk_runs: int | None = None, init_seeds=None,
+                       report: Callable[[str], None] | None = None) -> Outcome:
     """Train ``spec`` on ``data`` (``.train/.val/.test`` with ``.x`` [N, d_in] and ``.y`` [N]) at all the
     protocol's learning rates as one stacked float64 model; see the module docstring.
 
     ``init_seeds``: train one group of runs (one per rate) from each of these initializations, all in one
     stack (seed-major: run j * n_rates + k is seed j at rate k); ``seed`` still fixes the minibatch order
     and the measurements. More than one needs the protocol's explicit ``lrs``. None: one group from ``seed``.
-    ``chunk_runs`` (a speed knob only): runs per forward/backward chunk; None chooses (``auto_chunk``)."""
+    ``chunk_runs`` (a speed knob only): runs per forward/backward chunk; None chooses (``auto_chunk``).
+    ``report`` gets one line when the file at ``checkpoint_path`` is not a valid checkpoint of this
+    training and is discarded (default: a ``warnings.warn``)."""
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
     protocol = Protocol.of(protocol)
-    seed = check("train_architecture", "seed", Integer(0), seed)
+    seed = check("train_architecture", "seed", SEED, seed)
     checkpoint_every_s = check("train_architecture", "checkpoint_every_s", Real(0.0), checkpoint_every_s)
     if chunk_runs is not None:
         chunk_runs = check("train_architecture", "chunk_runs", Integer(1), chunk_runs)
@@ -198,13 +202,15 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
     key = ckpt.checkpoint_key(spec.content_id, seed, protocol.canonical(), splits.fingerprint(),
                               init_seeds=None if init_seeds is None else seeds)
-    saved = ckpt.load_checkpoint(checkpoint_path, key, device) if checkpoint_path is not None else None
-    if saved is None:
+    state = None
+    if checkpoint_path is not None:
+        state, problem = _resumed(spec, seed, protocol, checkpoint_path, key, device)
+        if problem:
+            (report or _warn)(f"checkpoint {checkpoint_path}: {problem}; discarded; training starts afresh")
+    if state is None:
         state = _fresh(spec, splits, seed, seeds, protocol, device)
         if state is None:
             return _untrainable(spec, splits, seed, seeds, protocol, device, session_start)
-    else:
-        state = _restore(spec, seed, saved, device)
     trainer = _Trainer(spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
                        checkpoint_every_s, progress, key, chunk_runs)
     return trainer.run()
@@ -252,33 +258,87 @@ def _fresh(spec, splits, seed, seeds, protocol, device) -> _State | None:
                   records={}, candidate=None, elapsed_s=0.0)
 
 
-def _restore(spec, seed, saved: dict, device) -> _State:
-    # Checkpoints written before several initializations existed hold one lr_min and c_out and no seeds.
-    lrs = saved["lrs"]
-    seeds = list(saved.get("seeds", [seed]))
-    lr_min = saved["lr_min"] if isinstance(saved["lr_min"], list) else [saved["lr_min"]]
-    c_out = saved["c_out"] if isinstance(saved["c_out"], list) else [saved["c_out"]]
+def _warn(message: str) -> None:
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _resumed(spec, seed, protocol, path, key, device) -> tuple[_State | None, str]:
+    """The training state saved at ``path`` for this training, or None and why the file (if any) was discarded:
+    not a data-only checkpoint of this key (``checkpoint.load_checkpoint``), or one whose contents do not fit
+    this architecture and protocol (names, shapes, dtypes of the stacked tensors; the run bookkeeping)."""
+    saved, problem = ckpt.load_checkpoint(path, key, device)
+    if saved is None:
+        return None, problem
+    try:
+        return _restore(spec, seed, saved, device, protocol), ""
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as e:
+        ckpt.discard(path)
+        return None, f"its contents do not fit this training ({type(e).__name__}: {ckpt._first_line(e)})"
+
+
+def _same_tensors(got, like: dict[str, torch.Tensor], what: str) -> None:
+    """``got`` holds exactly ``like``'s names, each a tensor of the same shape and dtype (else ValueError)."""
+    if not isinstance(got, dict) or set(got) != set(like):
+        raise ValueError(f"{what}: names differ")
+    for name, t in like.items():
+        g = got[name]
+        if not isinstance(g, torch.Tensor) or g.shape != t.shape or g.dtype != t.dtype:
+            raise ValueError(f"{what}.{name}: not a {t.dtype} tensor of shape {tuple(t.shape)}")
+
+
+def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
+    """The state a checkpoint holds, checked against what this architecture and protocol make: every stacked
+    tensor (parameters, buffers, optimizer state, best states) as a fresh stack of the live runs has it.
+    Checkpoints written before several initializations existed hold one lr_min and c_out and no seeds."""
+    lrs = [float(v) for v in saved["lrs"]]
+    seeds = [int(v) for v in saved.get("seeds", [seed])]
+    lr_min = [float(v) for v in (saved["lr_min"] if isinstance(saved["lr_min"], list) else [saved["lr_min"]])]
+    c_out = [float(v) for v in (saved["c_out"] if isinstance(saved["c_out"], list) else [saved["c_out"]])]
+    if not seeds or len(lrs) % len(seeds) or len(lr_min) != len(seeds) or len(c_out) != len(seeds):
+        raise ValueError("seeds: not one lr_min and c_out per initialization, and the rates per initialization")
     n = len(lrs) // len(seeds)
-    live = np.asarray(saved["live"], dtype=np.int64)
+    live_list = saved["live"]
+    if not isinstance(live_list, list) or not all(type(r) is int for r in live_list):
+        raise TypeError("live: not a list of run indices")
+    live = np.asarray(live_list, dtype=np.int64)
+    if len(live) and (np.any(np.diff(live) <= 0) or live[0] < 0 or live[-1] >= len(lrs)):
+        raise ValueError("live: not increasing run indices of the rates")
+    schedule = Schedule.from_dict(saved["schedule"])
+    if any(len(getattr(schedule, f)) != len(lrs) for f in ("lr", "best", "done", "epochs")):
+        raise ValueError("schedule: not one entry per rate")
+
     stack = None
     if len(live):
         if len(seeds) == 1:
             net = build_network(spec, seeds[0], runs=len(live), device=device)
         else:
             net = build_network(spec, seeds=[seeds[r // n] for r in live], device=device)
-        net = _load_tensors(net, saved["net"])
-        stack = Stack(net=net, runs=live, lr=saved["lr"].to(device), opt=dict(saved["opt"]),
-                      best=dict(saved["best"]), nonfinite=saved["nonfinite"].to(device))
+        fresh = new_stack(net, [lrs[r] for r in live], protocol)
+        _same_tensors(saved["net"], _state_dict(net), "net")
+        _same_tensors(saved["opt"], fresh.opt, "opt")
+        _same_tensors(saved["best"], fresh.best, "best")
+        _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"]},
+                      {"lr": fresh.lr, "nonfinite": fresh.nonfinite}, "stack")
+        stack = Stack(net=_load_tensors(net, saved["net"]), runs=live, lr=saved["lr"].to(device),
+                      opt=dict(saved["opt"]), best=dict(saved["best"]), nonfinite=saved["nonfinite"].to(device))
     candidate = None
     if saved["candidate"] is not None:
         c = saved["candidate"]
-        net = build_network(spec, seeds[c["index"] // n], 1, device)
-        candidate = _Candidate(c["index"], c["error"], _load_tensors(net, c["net"]))
-    return _State(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs,
-                  schedule=Schedule.from_dict(saved["schedule"]), stack=stack, epoch=saved["epoch"],
-                  step=saved["step"], epoch_s=saved["epoch_s"], wall=np.asarray(saved["wall"]),
-                  records={int(k): RunRecord(**v) for k, v in saved["records"].items()}, candidate=candidate,
-                  elapsed_s=saved["elapsed_s"])
+        index = int(c["index"])
+        if not 0 <= index < len(lrs):
+            raise ValueError("candidate: a run index outside the rates")
+        one = build_network(spec, seeds[index // n], 1, device)
+        _same_tensors(c["net"], _state_dict(one), "candidate.net")
+        candidate = _Candidate(index, float(c["error"]), _load_tensors(one, c["net"]))
+    records = {int(k): RunRecord(**v) for k, v in saved["records"].items()}
+    if any(not 0 <= k < len(lrs) for k in records):
+        raise ValueError("records: a run index outside the rates")
+    wall = np.asarray(saved["wall"], dtype=np.float64)
+    if wall.shape != (len(lrs),):
+        raise ValueError("wall: not one entry per rate")
+    return _State(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=schedule, stack=stack,
+                  epoch=int(saved["epoch"]), step=int(saved["step"]), epoch_s=float(saved["epoch_s"]), wall=wall,
+                  records=records, candidate=candidate, elapsed_s=float(saved["elapsed_s"]))
 
 
 class _Trainer:
@@ -445,20 +505,29 @@ class _Trainer:
         s = self.s
         stack: Stack | None = s.stack
         c = s.candidate
+        # Tensors and plain Python values only (checkpoint.py: it is read with weights_only=True); the
+        # stacked optimizer state is saved whatever tensors the optimizer keeps in it.
         state = {
-            "key": self.key, "seeds": list(s.seeds), "lr_min": list(s.lr_min), "c_out": list(s.c_out),
-            "lrs": list(s.lrs), "schedule": s.schedule.to_dict(), "epoch": s.epoch, "step": s.step,
-            "epoch_s": s.epoch_s, "wall": s.wall.tolist(),
-            "records": {k: vars(r) for k, r in s.records.items()},
-            "candidate": None if c is None else {"index": c.index, "error": c.error, "net": _state_dict(c.net)},
-            "elapsed_s": self._elapsed(),
+            "key": self.key, "seeds": [int(v) for v in s.seeds], "lr_min": [float(v) for v in s.lr_min],
+            "c_out": [float(v) for v in s.c_out], "lrs": [float(v) for v in s.lrs],
+            "schedule": s.schedule.to_dict(), "epoch": int(s.epoch), "step": int(s.step),
+            "epoch_s": float(s.epoch_s), "wall": s.wall.tolist(),
+            "records": {int(k): _plain_record(r) for k, r in s.records.items()},
+            "candidate": None if c is None else {"index": int(c.index), "error": float(c.error),
+                                                 "net": _state_dict(c.net)},
+            "elapsed_s": float(self._elapsed()),
             "live": [] if stack is None else stack.runs.tolist(),
         }
         if stack is not None:
-            state.update(net=_state_dict(stack.net), opt=stack.opt, best=stack.best, lr=stack.lr,
+            state.update(net=_state_dict(stack.net), opt=dict(stack.opt), best=dict(stack.best), lr=stack.lr,
                          nonfinite=stack.nonfinite)
         ckpt.save_checkpoint(self.checkpoint_path, state)
         self.last_save = time.perf_counter()
+
+
+def _plain_record(rec: RunRecord) -> dict:
+    """A run record as plain Python values (numpy scalars converted) for a data-only checkpoint."""
+    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in vars(rec).items()}
 
 
 def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:

@@ -354,3 +354,17 @@ def test_the_report_shows_both_granulated_kendalls_of_depth(report, real_study_d
     assert psi_cell.startswith(f"{c.loc['depth', 'psi']:.2f}") and c.loc["depth", "psi_constant_cells"] > 0
     assert f"{int(c.loc['depth', 'psi_cells'])} cells ({int(c.loc['depth', 'psi_constant_cells'])} constant)" in psi_cell
     assert tau_b_cell == ("–" if np.isnan(c.loc["depth", "psi_tau_b"]) else f"{c.loc['depth', 'psi_tau_b']:.2f}")
+def test_result_files_of_another_science_config_are_left_out_of_the_report_and_it_says_so(tmp_path):
+    import pyarrow.parquet as pq
+    import yaml
+
+    root = synth.write_study(tmp_path / "s", n=12)
+    config = yaml.safe_load((root / "study.yaml").read_text())
+    target = sorted((root / "architectures").glob("*.parquet"))[0]
+    df = pq.read_table(target).to_pandas()
+    target.unlink()
+    synth.write_parquet(df, target, "architectures", science={**{k: config[k] for k in synth.SCIENCE}, "seed": 9})
+    html = write_report(root, tmp_path / "r.html", n_boot=5).read_text(encoding="utf-8")
+    assert ("<b>Left out:</b> 1 result file(s) (1 architecture(s)) that do not belong to this study: computed under "
+            "another science config than study.yaml&#x27;s.") in html
+    assert "11 of 12 planned architectures finished" in html

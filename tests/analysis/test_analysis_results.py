@@ -9,11 +9,12 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+import yaml
 
 from analysis import correlations, load_results, planned_count
 from analysis.columns import ARCHITECTURE_DTYPES, RUN_DTYPES
 from analysis.results import sibling_axes
-from sampling import SIBLING_AXES, UserError
+from sampling import PAPER, SIBLING_AXES, UserError
 
 import synthetic_study as synth
 
@@ -103,12 +104,36 @@ def test_sibling_setting_is_read_defensively(value, expected):
 
 
 def test_planned_is_unknown_when_the_config_does_not_describe_what_ran(tmp_path):
-    root = synth.write_study(tmp_path / "s", n=3, with_siblings=True)
-    text = (root / "study.yaml").read_text().replace("seed: 0", "seed: 99")
-    (root / "study.yaml").write_text(text)
+    """Files that record no science config (written by archstudy 0.1.0: they are the study's own), yet the
+    space study.yaml gives does not re-sample them."""
+    root = synth.write_study(tmp_path / "s", n=3, with_siblings=True, record_science=False)
+    config = yaml.safe_load((root / "study.yaml").read_text())
+    (root / "study.yaml").write_text(yaml.safe_dump({**config, "space": PAPER.to_dict()}))
     r = load_results(root)
+    assert r.n_finished > 0 and not r.excluded
     assert r.planned is None and not r.complete
     assert "not among those re-sampled" in r.planned_note
+
+
+def test_rows_of_another_science_config_or_beyond_the_plan_are_left_out_and_listed(tmp_path):
+    root = synth.write_study(tmp_path / "s", n=4)
+    names = sorted(p.name for p in (root / "architectures").glob("*.parquet"))
+    config = yaml.safe_load((root / "study.yaml").read_text())
+    science = {k: config[k] for k in synth.SCIENCE}
+    # file 1: another seed; file 2: no science config recorded (as archstudy 0.1.0 wrote: the study's own)
+    for table in ("architectures", "runs"):
+        for name, recorded in ((names[1], {**science, "seed": 7}), (names[2], None)):
+            path = root / table / name
+            df = pq.read_table(path).to_pandas()
+            path.unlink()
+            synth.write_parquet(df, path, table, science=recorded)
+    (root / "study.yaml").write_text(yaml.safe_dump({**config, "architectures": 3}))  # index 3 is beyond the plan
+    r = load_results(root)
+    assert r.n_finished == 2 and sorted(r.architectures["index"]) == [0, 2] and set(r.runs["index"]) == {0, 2}
+    assert r.excluded == {
+        f"{t}/{names[1]}": "computed under another science config than study.yaml's" for t in ("architectures", "runs")
+    } | {f"{t}/{names[3]}": "index 3 is beyond the study's 3 architectures" for t in ("architectures", "runs")}
+    assert (r.planned, r.complete) == (3, False)
 
 
 @pytest.mark.parametrize("version", ["2", None])

@@ -34,11 +34,26 @@ def test_bad_input_is_one_line_and_exit_2(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--seed", "-1"], "sample.seed = -1: must be an integer >= 0"),
-    (["--start", "-1"], "sample.start = -1: must be an integer >= 0"),
-    (["--n", "-2"], "sample.n = -2: must be an integer >= 0"),
+    (["--seed", "-1"], "sample.seed = -1: must be an integer in [0, 9223372036854775807]"),
+    (["--start", "-1"], "sample.start = -1: must be an integer in [0, 999999]"),
+    (["--n", "-2"], "sample.n = -2: must be an integer in [0, 1000000]"),
     (["--param-budget", "0"], "sample.param_budget = 0: must be an integer >= 1"),
 ])
 def test_flags_are_named_as_the_user_typed_them(argv, message, capsys):
     assert main(["sample", *argv]) == 2
     assert capsys.readouterr().err == f"archstudy sample: error: {message}\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    # what `archstudy run` refuses for a study is refused here too (sampling.width.check_budget)
+    (["--param-budget", "1"], "sample.param_budget = 1: is too small for d_in 40, d_out 3: 5 of 5 architectures "
+                              "need more than 1.5 times it even at the smallest width"),
+    (["--d-out", "1000000000"], "sample.param_budget = 1000000: is too small for d_in 40, d_out 1000000000: 5 of 5"),
+    (["--seed", str(10**40)], "sample.seed = 10000000000000000000000000000000000000000: must be an integer in [0, "
+                              "9223372036854775807]"),
+    (["--start", "999999", "--n", "2"], "sample.n = 2: must be an integer in [0, 1]"),
+])
+def test_sample_refuses_what_a_study_refuses_and_prints_nothing(argv, message, capsys):
+    assert main(["sample", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"archstudy sample: error: {message}") and err.count("\n") == 1, err

@@ -3,6 +3,7 @@ the declared constraints, science vs execution keys."""
 
 import subprocess
 import sys
+import time
 from dataclasses import fields
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def test_every_declared_constraint_gives_a_one_line_error(name, bad):
     "change,message",
     [
         ({"dataset": "no-such-data"}, "study.dataset = 'no-such-data': must be one of 'waveform-noise'"),
-        ({"architectures": -3}, "study.architectures = -3: must be an integer >= 1"),
+        ({"architectures": -3}, "study.architectures = -3: must be an integer in [1, 1000000]"),
         ({"param_budget": 0}, "study.param_budget = 0: must be an integer >= 1"),
         ({"preset": "huge"}, "study.preset = 'huge': must be one of 'paper', 'extended'"),
         ({"siblings": ["colour"]}, "study.siblings = ['colour']: must be a list of distinct sibling axes"),
@@ -128,3 +129,63 @@ def test_a_config_is_built_and_read_without_torch():
     root = Path(__file__).resolve().parents[2]
     res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stderr[-2000:]
+
+
+HEAD = "dataset: waveform-noise\narchitectures: 3\n"
+
+
+def _hostile(case: str, alias_bomb) -> str:
+    if case.startswith("bomb "):
+        levels, under = case.split()[1:]
+        return alias_bomb(int(levels), None if under == "-" else under, head=HEAD)
+    if case == "larger than 1 MiB":
+        return HEAD + "# " + "x" * (1 << 20) + "\n"
+    if case == "nested 100000 deep":
+        return HEAD + "dataset_options: {x: " + "[" * 100_000 + "]" * 100_000 + "}\n"
+    if case == "a long value":
+        return HEAD + "seed: '" + "9" * 100_000 + "'\n"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("bomb 6 seed", "uses a YAML alias (*a) at line 5; an archstudy config takes none"),  # the echo was 3 MB
+    ("bomb 9 seed", "uses a YAML alias"),
+    ("bomb 9 dataset_options", "uses a YAML alias"),
+    ("bomb 9 space", "uses a YAML alias"),
+    ("bomb 9 -", "uses a YAML alias"),
+    ("larger than 1 MiB", "is larger than 1 MiB (1048576 bytes); a config is small"),
+    ("nested 100000 deep", "nests deeper than"),
+    ("a long value", "study.seed = '99999999"),
+])
+def test_a_hostile_study_yaml_is_refused_at_once_in_one_short_line(case, message, alias_bomb):
+    text = _hostile(case, alias_bomb)
+    t0 = time.perf_counter()
+    with pytest.raises(SpecError) as e:
+        StudyConfig.from_yaml(text, where="x/study.yaml")
+    elapsed = time.perf_counter() - t0
+    msg = str(e.value)
+    assert message in msg and "\n" not in msg and len(msg) <= 400, msg[:1000]
+    assert elapsed < 1.0, elapsed  # the 9-level bomb took 37 s and 3.7 GB before aliases were refused
+
+
+def test_study_yaml_is_written_without_aliases_so_it_reads_back():
+    shared = [1.0, 2.0]
+    c = StudyConfig(**BASE, dataset_options={"a": {"w": shared}, "b": {"w": shared}})
+    assert "&" not in c.to_yaml() and StudyConfig.from_yaml(c.to_yaml()) == c
+
+
+@pytest.mark.parametrize("key", ["seed", "dataset_seed"])
+def test_a_seed_is_what_numpy_and_the_parquet_int64_column_both_take(key):
+    """The largest seed a config allows seeds numpy's SeedSequence and fits the results' int64 study_seed
+    column; one more is refused up front (it used to train every architecture, then fail writing its row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    top = 2**63 - 1
+    assert StudyConfig(**BASE, **{key: top}).to_dict()[key] == top
+    np.random.SeedSequence([top, 0]).generate_state(1)
+    assert pa.array([top], pa.int64()).to_pylist() == [top]
+    with pytest.raises(OverflowError):
+        pa.array([top + 1], pa.int64())
+    with pytest.raises(SpecError, match=rf"^study\.{key} = {top + 1}: must be an integer in \[0, {top}\]$"):
+        StudyConfig(**BASE, **{key: top + 1})

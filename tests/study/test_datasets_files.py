@@ -13,6 +13,8 @@ import json
 import os
 import pickle
 import struct
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -278,7 +280,7 @@ class Boom:
 @pytest.mark.parametrize("corrupt, message", [
     (lambda b, m: {**b, "data_batch_3": {b"labels": [1]}}, r"keys \['labels'\] lack b'data' and b'labels'"),
     (lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}},
-     r"b'data' is ndarray uint8 \(2, 100\), need uint8 \[n, 3072\]"),
+     r"b'data' must be a uint8 array \[n, 3072\]"),
     (lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 12]}},
      "label 12 outside 0..9"),
     (lambda b, m: {**b, "data_batch_1": {b"data": Boom(m), b"labels": []}}, "refusing to load global posix.remove"),
@@ -291,6 +293,72 @@ def test_malformed_cifar_batches_are_rejected_without_running_code(tmp_path, cac
     with pytest.raises(DataFileMalformed, match=message) as e:
         load_dataset("cifar10", root=tmp_path)
     assert marker.exists() and "cifar-10-batches-py/{data_batch_1," in str(e.value) and "\n" not in str(e.value)
+
+
+
+def _py2_array(shape, dtype: bytes, raw: bytes, flags: int = 0) -> bytes:
+    """An ndarray pickled the way numpy does it, with any dtype name, dtype flags and raw bytes: only the
+    globals the CIFAR reader has always admitted (numpy.core.multiarray._reconstruct, numpy.ndarray,
+    numpy.dtype). With dtype 'O8' and flags 0 (numpy's "pickle as a list" flag cleared) numpy takes the raw
+    bytes as the array's object pointers."""
+    array = (b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + _py2_int(0) + b"\x85" + _py2_str(b"b")
+             + b"\x87R")
+    dt = (b"cnumpy\ndtype\n" + _py2_str(dtype) + _py2_int(0) + _py2_int(1) + b"\x87R(" + _py2_int(3)
+          + _py2_str(b"|") + b"NNN" + _py2_int(-1) + _py2_int(-1) + _py2_int(flags) + b"tb")
+    return (array + b"(" + _py2_int(1) + b"(" + b"".join(_py2_int(n) for n in shape) + b"t" + dt + b"\x89"
+            + _py2_str(raw) + b"tb")
+
+
+def _hostile_batch(kind: str) -> bytes:
+    good_data = _py2_array((2, 3072), b"u1", bytes(2 * 3072))
+    labels = b"](" + _py2_int(1) + _py2_int(2) + b"e"
+    pointers = _py2_array((2,), b"O8", b"\x41" * 16)  # two object "pointers" 0x4141414141414141
+    parts = {
+        # labels = [object array of attacker pointers]: np.asarray(labels) dereferences them (exit 139)
+        "object pointers in labels": (good_data, b"]" + pointers + b"a"),
+        "object array as labels": (good_data, pointers),
+        "object array as data": (_py2_array((1, 3072), b"O8", b"\x41" * 8), labels),
+        "labels an int array": (good_data, _py2_array((2,), b"<i8", bytes(16))),
+        "labels not ints": (good_data, b"](" + _py2_int(1) + b"G" + struct.pack(">d", 2.0) + b"e"),
+        "data of another length": (_py2_array((2, 3072), b"u1", bytes(100)), labels),
+    }
+    data, labels = parts[kind]
+    return b"\x80\x02}(" + _py2_str(b"data") + data + _py2_str(b"labels") + labels + b"u."
+
+
+# Run in a fresh interpreter: a crash (segfault) fails the test instead of killing pytest.
+READ_BATCHES = r"""
+import sys
+from study.datasets import DataFileMalformed, load_dataset
+try:
+    load_dataset("cifar10", root=sys.argv[1])
+except DataFileMalformed as e:
+    print(e)
+    sys.exit(0)
+sys.exit("accepted")
+"""
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("object pointers in labels", "b'labels' must be a list of"),
+    ("object array as labels", "b'labels' must be a list of"),
+    ("object array as data", "b'data' must be a uint8 array"),
+    ("labels an int array", "b'labels' must be a list of"),
+    ("labels not ints", "b'labels' must be a list of"),
+    ("data of another length", "b'data' must be a uint8 array"),
+])
+def test_hostile_cifar_batches_are_refused_in_one_line_naming_the_file(tmp_path, cache, kind, message):
+    batches = cifar_batches(np.random.default_rng(3))
+    folder = tmp_path / "cifar-10-batches-py"
+    write_cifar_folder(folder, batches, py2=True)
+    (folder / "data_batch_2").write_bytes(_hostile_batch(kind))
+    root = Path(__file__).resolve().parents[2]
+    p = subprocess.run([sys.executable, "-c", READ_BATCHES, str(tmp_path)], capture_output=True, text=True,
+                       timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": str(root),
+                                                   "ARCHSTUDY_CACHE": str(cache)})
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    line = p.stdout.strip()
+    assert "\n" not in line and line.startswith(f"cifar10: {folder / 'data_batch_2'}: ") and message in line, line
 
 
 def test_cifar_missing_and_bad_archive(tmp_path):

@@ -1,6 +1,7 @@
 """The Parquet store: exact schema, whole-or-nothing writes, validation of truncated/foreign files, listing,
 the object-storage path (pyarrow's in-memory filesystem), file:// URIs, the driver lock."""
 
+import json
 import math
 import os
 
@@ -184,3 +185,62 @@ def test_the_driver_lock_is_exclusive_and_released_with_its_holder(tmp_path):
                 pass
     assert store.driver_running() is False
     assert (tmp_path / "s" / ".lock").read_bytes() == b""  # the lock is the flock, the file stays empty
+
+
+def test_each_result_file_records_its_science_config_and_a_file_of_another_is_found(tmp_path):
+    from study.config import StudyConfig, science_fingerprint, science_json
+
+    config = StudyConfig(dataset="waveform-noise", architectures=3, seed=4).replace(d_in=40, d_out=3,
+                                                                                   data_fingerprint="00ff")
+    other = config.replace(seed=5)
+    store = Store(tmp_path / "s")
+    arch, runs = rows()
+    store.write_result(NAME, arch, runs, science=config.science_json)
+    for kind in (ARCHITECTURES, RUNS):
+        meta = pq.read_schema(tmp_path / "s" / kind / f"{NAME}.parquet").metadata
+        assert meta[b"archstudy.science_fingerprint"] == config.science_fingerprint.encode()
+        assert meta[b"archstudy.science"].decode() == config.science_json
+        assert json.loads(config.science_json)["seed"] == 4 and set(json.loads(config.science_json)) == set(
+            config.science())
+        assert store.check_file(kind, NAME, config.science_fingerprint).ok
+        c = store.check_file(kind, NAME, other.science_fingerprint)
+        assert not c.ok and c.other_config and not c.foreign and c.science == json.loads(config.science_json)
+        assert c.problem == (f"computed under another science config (science fingerprint {config.science_fingerprint}"
+                             f"; this study's is {other.science_fingerprint})")
+    assert config.replace(architectures=30).science_fingerprint == config.science_fingerprint  # it may grow
+    assert len({config.replace(**change).science_fingerprint for change in (
+        {}, {"seed": 5}, {"param_budget": 7}, {"data_fingerprint": "00fe"}, {"protocol": "quick"})}) == 5
+    # A file that records no science config was written by archstudy 0.1.0, under its study.yaml: the study's own.
+    store.write_result(NAME, arch, runs)
+    assert store.check_file(ARCHITECTURES, NAME, config.science_fingerprint).ok
+    # A record without the keys a later version added (here the protocol's options beyond E.2, at their
+    # defaults) is read as this version reads it: the same config, although its text and fingerprint differ.
+    older = config.science()
+    older["protocol"] = {k: v for k, v in older["protocol"].items()
+                         if k not in ("loss", "momentum", "schedule", "iterations", "step_at", "selection")}
+    older_json = science_json(older)
+    assert science_fingerprint(older_json) != config.science_fingerprint
+    store.write_result(NAME, arch, runs, science=older_json)
+    assert store.check_file(ARCHITECTURES, NAME, config.science_fingerprint).ok
+    assert not store.check_file(ARCHITECTURES, NAME, other.science_fingerprint).ok
+
+
+def test_unit_names_fit_the_patterns_for_every_index_a_study_allows():
+    """``<index:06d>-<arch_id>``: the width, the driver's pattern and the analysis reader's pattern agree for
+    every index a config allows (0 .. architectures - 1), and a config allows no index the width cannot hold."""
+    from analysis.results import _NAME as ANALYSIS_NAME
+    from sampling.constraints import SpecError
+    from study.config import StudyConfig
+    from study.store import NAME_RE
+
+    allowed = StudyConfig.__dataclass_fields__["architectures"].metadata["constraint"]
+    assert allowed.hi is not None, "the architecture count must be bounded by what the names hold"
+    for index in (0, 1, 99_999, allowed.hi - 1):
+        name = unit_name(index, SPEC.content_id)
+        m = NAME_RE.match(name)
+        assert m and int(m.group(1)) == index and m.group(2) == SPEC.content_id, name
+        a = ANALYSIS_NAME.match(f"{name}.parquet")
+        assert a and int(a["index"]) == index and a["arch_id"] == SPEC.content_id, name
+    StudyConfig(dataset="waveform-noise", architectures=allowed.hi)
+    with pytest.raises(SpecError, match=rf"^study.architectures = {allowed.hi + 1}: must be an integer in \[1, "):
+        StudyConfig(dataset="waveform-noise", architectures=allowed.hi + 1)

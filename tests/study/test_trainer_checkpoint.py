@@ -96,16 +96,104 @@ def test_killed_and_resumed_in_a_fresh_process_gives_the_uninterrupted_outcome(k
         assert torch.equal(got["net"][name], t), name
 
 
-def test_a_checkpoint_of_another_training_is_ignored(tmp_path):
+def test_a_checkpoint_of_another_training_is_discarded(tmp_path):
     state = {"key": ckpt.checkpoint_key("abc", 1, PROTOCOL.to_dict(), "d"), "x": torch.zeros(2)}
     ckpt.save_checkpoint(tmp_path / "c.pt", state)
-    assert ckpt.load_checkpoint(tmp_path / "c.pt", ckpt.checkpoint_key("abc", 1, PROTOCOL.to_dict(), "d"),
-                                torch.device("cpu"))["x"].shape == (2,)
-    for other in (("abd", 1, "d"), ("abc", 2, "d"), ("abc", 1, "e")):
-        key = ckpt.checkpoint_key(other[0], other[1], PROTOCOL.to_dict(), other[2])
-        assert ckpt.load_checkpoint(tmp_path / "c.pt", key, torch.device("cpu")) is None
-    key = ckpt.checkpoint_key("abc", 1, PROTOCOL.replace(max_epochs=3).to_dict(), "d")
-    assert ckpt.load_checkpoint(tmp_path / "c.pt", key, torch.device("cpu")) is None
+    loaded, problem = ckpt.load_checkpoint(tmp_path / "c.pt", ckpt.checkpoint_key("abc", 1, PROTOCOL.to_dict(), "d"),
+                                           torch.device("cpu"))
+    assert loaded["x"].shape == (2,) and problem == ""
+    assert ckpt.load_checkpoint(tmp_path / "none.pt", state["key"], torch.device("cpu")) == (None, "")
+    others = [ckpt.checkpoint_key(a, s, PROTOCOL.to_dict(), d) for a, s, d in (("abd", 1, "d"), ("abc", 2, "d"),
+                                                                               ("abc", 1, "e"))]
+    others.append(ckpt.checkpoint_key("abc", 1, PROTOCOL.replace(max_epochs=3).to_dict(), "d"))
+    for key in others:
+        ckpt.save_checkpoint(tmp_path / "c.pt", state)
+        loaded, problem = ckpt.load_checkpoint(tmp_path / "c.pt", key, torch.device("cpu"))
+        assert loaded is None and problem.startswith("a checkpoint of another training")
+        assert not (tmp_path / "c.pt").exists()
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    assert ckpt.load_checkpoint(tmp_path / "junk.pt", key, torch.device("cpu")) is None
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.pt", "junk.pt"]  # no temporary files left
+    loaded, problem = ckpt.load_checkpoint(tmp_path / "junk.pt", others[0], torch.device("cpu"))
+    assert loaded is None and problem.startswith("not a valid checkpoint (") and "\n" not in problem
+    assert list(tmp_path.iterdir()) == []  # discarded, and no temporary files left
+
+
+@pytest.mark.parametrize("damage", ["net shape", "opt name", "live", "candidate"])
+def test_a_checkpoint_of_this_key_whose_contents_do_not_fit_is_discarded_and_training_starts_afresh(
+        damage, tmp_path, uninterrupted, one_thread):
+    """A data-only file with the right key but tensors or bookkeeping this architecture does not make (a bug
+    or a hand-made file) is reported and discarded, never trained from."""
+    path = tmp_path / "c.pt"
+    data = waveform_noise(400, 200, 200, seed=1)
+    save, saved = ckpt.save_checkpoint, []
+
+    def first(p, state):  # keep the first checkpoint written (after step 1), then stop saving
+        if not saved:
+            saved.append(state)
+            save(p, state)
+
+    ckpt.save_checkpoint = first
+    try:
+        train_architecture(SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=0.0)
+    finally:
+        ckpt.save_checkpoint = save
+    state = torch.load(path, weights_only=True)
+    if damage == "net shape":
+        name = next(iter(state["net"]))
+        state["net"][name] = state["net"][name][:1]  # [1, ...] would broadcast into [R, ...] unnoticed
+    elif damage == "opt name":
+        state["opt"]["unknown"] = torch.zeros(3)
+    elif damage == "live":
+        state["live"] = [0, 7]
+    else:
+        state["candidate"] = {"index": 0, "error": 0.5, "net": {}}
+    torch.save(state, path)
+    lines = []
+    got = train_architecture(SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9,
+                             report=lines.append)
+    assert len(lines) == 1 and "its contents do not fit this training (" in lines[0], lines
+    assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
+
+class Planted:
+    """Unpickling this runs code: it creates the marker file (what a planted checkpoint could do instead)."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _plant(path: Path, marker: Path, form: str) -> None:
+    key = ckpt.checkpoint_key(SPEC.content_id, SEED, PROTOCOL.to_dict(), "d")
+    if form == "torch.save":  # the zip format, with the right key: only the loader itself can refuse it
+        torch.save({"key": key, "lr_min": Planted(marker)}, path)
+    else:  # a bare pickle, as torch.load's legacy format reads it
+        import pickle
+
+        path.write_bytes(pickle.dumps({"key": key, "lr_min": Planted(marker)}, protocol=2))
+
+
+@pytest.mark.parametrize("form", ["torch.save", "pickle"])
+def test_a_planted_pickle_is_never_executed_but_reported_and_discarded(form, tmp_path):
+    path, marker = tmp_path / "c.pt", tmp_path / "marker"
+    _plant(path, marker, form)
+    key = ckpt.checkpoint_key(SPEC.content_id, SEED, PROTOCOL.to_dict(), "d")
+    state, problem = ckpt.load_checkpoint(path, key, torch.device("cpu"))
+    assert state is None and not marker.exists()
+    assert problem.startswith("not a valid checkpoint (") and "\n" not in problem, problem
+    assert not path.exists()  # discarded: the unit starts afresh
+
+
+def test_training_over_a_planted_checkpoint_reports_it_and_gives_the_uninterrupted_outcome(tmp_path, uninterrupted,
+                                                                                       one_thread):
+    path, marker = tmp_path / "c.pt", tmp_path / "marker"
+    _plant(path, marker, "torch.save")
+    lines = []
+    got = train_architecture(SPEC, waveform_noise(400, 200, 200, seed=1), seed=SEED, protocol=PROTOCOL,
+                             checkpoint_path=path, checkpoint_every_s=1e9, report=lines.append)
+    assert not marker.exists()
+    assert len(lines) == 1 and lines[0].startswith(f"checkpoint {path}: not a valid checkpoint (") and \
+        lines[0].endswith("discarded; training starts afresh"), lines
+    assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
+    # what it saved instead is data only: it loads with weights_only=True
+    assert torch.load(path, weights_only=True)["key"]["arch_id"] == SPEC.content_id

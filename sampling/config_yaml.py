@@ -1,0 +1,94 @@
+"""Config files as YAML, bounded: what ``--config``, ``--protocol`` and a study's ``study.yaml`` are read with.
+
+A config is a small tree of plain values, so its reader refuses what only an attacker's file needs:
+more than ``MAX_BYTES``, YAML aliases (``*name``: a few hundred bytes of nested aliases expand to
+hundreds of millions of values, the "billion laughs"), and nesting deeper than ``MAX_DEPTH``. Every
+refusal is the one-line ``SpecError``, at once. ``dump`` writes a tree without anchors or aliases
+(PyYAML would otherwise emit them for a list that appears twice), so every file archstudy writes reads
+back under these rules.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import yaml
+
+from .constraints import SpecError
+
+MAX_BYTES = 1 << 20  # 1 MiB: a study.yaml is a few kilobytes
+MAX_DEPTH = 64  # a study.yaml nests 4 levels (study, space, a distribution, a pair)
+
+
+class _Refused(Exception):
+    """What the loader refuses, and why (one line)."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses aliases and bounds the nesting (the composer recurses per level)."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused(f"uses a YAML alias (*{event.anchor}) at line {event.start_mark.line + 1}; an archstudy "
+                           "config takes none")
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(f"nests deeper than {MAX_DEPTH} levels; an archstudy config is a small tree")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class _PlainDumper(yaml.SafeDumper):
+    def ignore_aliases(self, data):
+        return True
+
+
+def parse(text: str | bytes, where: str, field: str, shown: str) -> Any:
+    """The YAML document ``text`` (of the file ``shown``) as plain values, or ``SpecError(where, field, shown,
+    ...)`` saying in one line why not: too large, not UTF-8, not YAML, an alias, too deep."""
+    if len(text) > MAX_BYTES:
+        raise SpecError(where, field, shown, f"is larger than 1 MiB ({MAX_BYTES} bytes); a config is small")
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise SpecError(where, field, shown, "is not a UTF-8 text (YAML) file") from None
+    try:
+        return yaml.load(text, Loader=_BoundedLoader)  # noqa: S506 - a SafeLoader subclass
+    except _Refused as e:
+        raise SpecError(where, field, shown, str(e)) from None
+    except ValueError as e:  # a value PyYAML's constructors cannot build (an int of more than 4300 digits)
+        raise SpecError(where, field, shown, f"holds a value that cannot be read ({str(e)[:100]})") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise SpecError(where, field, shown, f"is not valid YAML{at}") from None
+
+
+def read(path: str | os.PathLike, where: str, field: str) -> Any:
+    """``parse`` of the local file ``path`` (at most ``MAX_BYTES`` + 1 bytes are read); a missing, unreadable
+    or directory path is the same one-line ``SpecError``."""
+    shown = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError(where, field, shown, "no such file") from None
+    except IsADirectoryError:
+        raise SpecError(where, field, shown, "is a directory, not a YAML file") from None
+    except OSError as e:
+        raise SpecError(where, field, shown, f"cannot be read ({e.strerror or e})") from None
+    return parse(data, where, field, shown)
+
+
+def dump(data: Any) -> str:
+    """``data`` (plain values) as block YAML without anchors or aliases, in the given key order."""
+    return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100)
