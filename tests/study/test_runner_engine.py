@@ -149,7 +149,8 @@ def test_gpu_jobs_run_on_a_reused_actor_pool_packed_by_fractional_gpus_and_dead_
 
 def test_an_actor_no_queued_job_can_take_is_ended_so_its_gpu_goes_back_and_every_job_says_where_it_runs():
     engine = Engine(_span, cpus=0.5, gpus=0.5, tick_s=0.05)
-    jobs = [Job("short", {"sleep": 0.2, "value": 1}), Job("long", {"sleep": 4.0, "value": 2})]
+    # "short" runs long enough for a few ticks to see where it runs (the node is asked of its actor once started)
+    jobs = [Job("short", {"sleep": 1.0, "value": 1}), Job("long", {"sleep": 4.0, "value": 2})]
     samples = []
 
     def on_tick(t):

@@ -13,7 +13,11 @@ import pytest
 
 from sampling import ArchSpec
 from study import schema
-from study.schema import ARCHITECTURES, REGENERATE, RUNS, TABLES, TYPES, columns, names, update_doc
+from study.schema import (
+    ARCHITECTURES, REGENERATE, RUNS, SCHEMA_KEY, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES, TYPES, columns,
+    names, update_doc,
+)
+from study.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "results.md"
@@ -55,6 +59,7 @@ def test_update_doc_rewrites_only_the_generated_tables_and_refuses_a_doc_without
 
 
 def test_a_real_study_writes_exactly_the_declared_columns_types_and_metadata(real_study_dir):
+    config = Store(real_study_dir).read_config()
     for table in TABLES:
         files = sorted((Path(real_study_dir) / table).glob("*.parquet"))
         assert files, table
@@ -63,7 +68,11 @@ def test_a_real_study_writes_exactly_the_declared_columns_types_and_metadata(rea
             assert t.column_names == list(names(table)), path.name
             for c in columns(table):
                 assert t.schema.field(c.name).type == ARROW[c.type], (path.name, c.name)
-            assert t.schema.metadata == {b"archstudy.schema_version": b"1", b"archstudy.table": table.encode()}
+            meta = t.schema.metadata
+            assert set(meta) == {k.encode() for k in (SCHEMA_KEY, TABLE_KEY, SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY)}
+            assert meta[SCHEMA_KEY.encode()] == b"1" and meta[TABLE_KEY.encode()] == table.encode()
+            assert meta[SCIENCE_KEY.encode()].decode() == config.science_json
+            assert meta[SCIENCE_FINGERPRINT_KEY.encode()].decode() == config.science_fingerprint
             for c in columns(table):
                 values = t.column(c.name).to_pylist()
                 if c.type == "timestamp":  # ISO 8601 UTC to the second
