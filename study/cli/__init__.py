@@ -13,7 +13,7 @@ import sys
 
 from sampling import UserError
 
-COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench")
+COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench", "reproduce")
 
 
 def one_line_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

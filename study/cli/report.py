@@ -23,6 +23,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--nlc-window", type=float, nargs=2, default=(1.0, 3.0), metavar=("LO", "HI"),
                    help="NLC window of the pruning analysis (default 1 3, the NLC paper's range)")
+    p.add_argument("--reproductions", metavar="DIR", help="also list the verdicts of the paper reproductions in DIR "
+                   "(the --out of `archstudy reproduce`), linked to their pages")
     p.set_defaults(func=run)
 
 
@@ -31,7 +33,8 @@ def run(args) -> int:
     from analysis import write_report
 
     t0 = time.perf_counter()
-    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=tuple(args.nlc_window))
+    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=tuple(args.nlc_window),
+                       reproductions=args.reproductions)
     print(f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
           f"{time.perf_counter() - t0:.1f} s)", file=sys.stdout)
     return 0
