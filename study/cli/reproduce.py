@@ -27,6 +27,8 @@ def register(sub) -> None:
                         "paper's own settings)")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu; e.g. cuda)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: the nets are small, one thread is faster than several)")
     p.add_argument("--root", metavar="DIR", help="directory of the paper's data where a reproduction reads it "
                    "(nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data and say so")
     p.set_defaults(func=run)
@@ -44,7 +46,8 @@ def run(args) -> int:
     if args.name is None:
         raise UserError("reproduce: name a reproduction (" + ", ".join(REPRODUCTIONS) + "), or --list")
     result, json_path, html_path = reproduce(args.name, args.out, scale=args.scale, seed=args.seed,
-                                             device=args.device, root=args.root, progress=sys.stderr)
+                                             device=args.device, root=args.root, threads=args.threads,
+                                             progress=sys.stderr)
     print(format_table(result))
     print(f"wrote {json_path} and {html_path}")
     return 0 if result.passed == len(result.rows) else 1

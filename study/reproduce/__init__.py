@@ -36,6 +36,7 @@ def get(name: str) -> Reproduction:
 
 
 def reproduce(name: str, out, *, scale: str = "quick", seed: int = 0, device: Any = "cpu", root=None,
-              progress: TextIO | None = sys.stderr):
+              threads: int = 1, progress: TextIO | None = sys.stderr):
     """Run reproduction ``name``; returns (``Result``, path of NAME.json, path of NAME.html)."""
-    return run_reproduction(get(name), out, scale=scale, seed=seed, device=device, root=root, progress=progress)
+    return run_reproduction(get(name), out, scale=scale, seed=seed, device=device, root=root, threads=threads,
+                            progress=progress)

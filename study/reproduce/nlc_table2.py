@@ -78,15 +78,13 @@ def figure(values: dict[int, list[float]]):
     from analysis.figures import BLACK, GREY, RED, new_figure, set_log
 
     from ..activations import nlc_tau
+    from .page import median_and_range
 
     fig, (ax,) = new_figure(panel=(5.2, 3.8))
     depths = np.array(list(values))
-    med = np.array([np.median(values[d]) for d in depths])
-    lo = np.array([min(values[d]) for d in depths])
-    hi = np.array([max(values[d]) for d in depths])
     grid = np.linspace(depths.min(), depths.max(), 100)
     ax.plot(grid, nlc_tau("relu") ** (grid - 1), color=GREY, ls="--", lw=0.8, label="NLC_relu(1)^(depth−1)")
-    ax.errorbar(depths, med, yerr=[med - lo, hi - med], fmt="o", color=BLACK, ms=4, label="here (median, range)")
+    median_and_range(ax, depths, [values[d] for d in depths], color=BLACK, label="here (median, range)")
     ax.scatter(depths, [float(TABLE2[d]) for d in depths], marker="x", color=RED, zorder=3, label="Table 2")
     set_log(ax, "y")
     ax.set_xlabel("depth")
@@ -99,4 +97,4 @@ def figure(values: dict[int, list[float]]):
 REPRODUCTION = Reproduction(
     name="nlc-table2", paper=PAPER, source="Table 2 (appendix A.2)",
     summary="NLC of batchnorm-ReLU nets at initialization vs depth 2-50, on CIFAR10 (--root) or waveform-noise",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "3 min", "paper": "6 min"}, run=run, reads_root="cifar10")
+    scales=SCALES, cost={"tiny": "30 s", "quick": "3 min", "paper": "6 min (estimated)"}, run=run, reads_root="cifar10")

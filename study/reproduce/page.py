@@ -9,6 +9,8 @@ import platform
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
+
 from analysis.figures import png_base64
 from analysis.report import CSS, esc, package_version, table
 
@@ -55,6 +57,13 @@ def render(result: Result, figures) -> str:
     body.append("<details><summary>settings and everything else in the JSON</summary>"
                 f"<pre>{esc(json.dumps(shown, indent=1, default=str))}</pre></details>")
     return "\n".join(head + body + ["</body></html>"])
+
+
+def median_and_range(ax, x, samples, **style) -> None:
+    """One point per x: the median of its samples, with a bar over their range (the reproductions' figures)."""
+    med = np.array([np.median(v) for v in samples])
+    lo, hi = np.array([min(v) for v in samples]), np.array([max(v) for v in samples])
+    ax.errorbar(x, med, yerr=[med - lo, hi - med], fmt="o", ms=4, **style)
 
 
 def write_page(result: Result, figures, path: Path) -> Path:

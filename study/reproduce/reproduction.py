@@ -9,6 +9,7 @@ arguments, times the run, writes ``OUT/NAME.json`` and ``OUT/NAME.html``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import time
@@ -72,7 +73,7 @@ class Reproduction:
     def line(self) -> str:
         """One line for ``archstudy reproduce --list``."""
         costs = "; ".join(f"{s}: {self.cost[s]}" for s in SCALES)
-        return f"{self.name}: {self.paper}, {self.source}. {self.summary} [{costs}]"
+        return f"{self.name}: {self.paper}, {self.source}: {self.summary} [{costs}]"
 
 
 def sub_seed(seed: int, *keys: int) -> int:
@@ -108,15 +109,35 @@ def check_out(out) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """torch's intra-op threads set to ``n`` for the block, then restored."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_reproduction(reproduction: Reproduction, out, *, scale: str = "quick", seed: int = 0,
-                     device: Any = "cpu", root=None, progress: TextIO | None = sys.stderr) -> tuple[Result, Path, Path]:
+                     device: Any = "cpu", root=None, threads: int = 1,
+                     progress: TextIO | None = sys.stderr) -> tuple[Result, Path, Path]:
     """Run ``reproduction`` at ``scale`` and write ``out/NAME.json`` and ``out/NAME.html``; returns the
-    result and both paths. Bad arguments raise ``SpecError`` before any work."""
+    result and both paths. Bad arguments and missing data files raise ``UserError`` before any work.
+
+    ``threads``: torch's CPU threads during the run (default 1: the nets here are small, and one thread is
+    faster and steadier than two: nlc-table2 at the tiny scale took 10 s with one and 41 s with two, best of 3
+    interleaved repeats on a busy 2-core machine, as thread wake-ups dominate small operations). A study
+    (nlc-figure2) gives each architecture its own one-thread worker whatever this says."""
     from .page import write_page
 
     name = reproduction.name
     scale = check(WHERE, "scale", Choice(SCALES), scale)
     seed = check(WHERE, "seed", Integer(0), seed)
+    threads = check(WHERE, "threads", Integer(1), threads)
     if root is not None:
         if reproduction.reads_root is None:
             raise SpecError(WHERE, "root", str(root), f"must not be given: {name} reads no data files")
@@ -129,9 +150,11 @@ def run_reproduction(reproduction: Reproduction, out, *, scale: str = "quick", s
     settings = reproduction.scales[scale]
     context = Context(scale, settings, seed, device, root, out, progress)
     t0 = time.perf_counter()
-    measured = reproduction.run(context)
+    with torch_threads(threads):
+        measured = reproduction.run(context)
     seconds = time.perf_counter() - t0
-    extra = {"source": reproduction.source, "seed": seed, "device": str(device), "data": measured.data,
+    extra = {"source": reproduction.source, "seed": seed, "device": str(device), "threads": threads,
+             "data": measured.data,
              "settings": dataclasses.asdict(settings), "note": measured.note, **measured.extra}
     result = Result(name, reproduction.paper, scale, seconds, measured.rows, extra)
     json_path = result.write_json(out)

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from ..config import plain
+
 ROW_KEYS = ("quantity", "paper", "measured", "tolerance", "ok")
 
 
@@ -108,7 +110,7 @@ class Result:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "paper": self.paper, "scale": self.scale, "seconds": round(self.seconds, 3),
-                "rows": [r.to_dict() for r in self.rows], **_jsonable(self.extra)}
+                "rows": [r.to_dict() for r in self.rows], **_null_nonfinite(plain(self.extra))}
 
     def write_json(self, directory: Path) -> Path:
         """``directory/NAME.json``, written whole (temporary name, then renamed)."""
@@ -117,17 +119,13 @@ class Result:
         return path
 
 
-def _jsonable(value: Any) -> Any:
-    """Plain JSON: numpy scalars to Python, non-finite floats to null (JSON has no NaN)."""
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def _null_nonfinite(value: Any) -> Any:
+    """JSON has no NaN: a non-finite float becomes null (``value`` already plain, ``study.config.plain``)."""
+    if isinstance(value, (dict, list)):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        out = {k: _null_nonfinite(v) for k, v in items}
+        return out if isinstance(value, dict) else list(out.values())
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def write_text(path: Path, text: str) -> None:

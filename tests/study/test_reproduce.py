@@ -63,12 +63,9 @@ def tiny(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("reproductions")
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the one_thread fixture: tiny nets run faster and steadier on a busy machine
-    try:
-        results = {name: reproduce(name, out, scale="tiny", seed=3 if name == "nlc-figure2" else 0, progress=None)[0]
-                   for name in REPRODUCTIONS}
-    finally:
-        torch.set_num_threads(threads)
+    results = {name: reproduce(name, out, scale="tiny", seed=3 if name == "nlc-figure2" else 0, progress=None)[0]
+               for name in REPRODUCTIONS}
+    assert torch.get_num_threads() == threads  # one thread (the default) during each run only
     return out, results
 
 
@@ -259,7 +256,8 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
         assert rows[f"condition_number:shortcut2:depth={L}"]["measured"] == pytest.approx(theorem, rel=0.02)
     for kind in ("shortcut1", "orthogonal", "xavier"):
         values = [rows[f"condition_number:{kind}:depth={L}"]["measured"] for L in resnet_hessian.depths(kind, 6)]
-        assert values == sorted(values)
+        assert values[-1] > 2 * values[0] and all(r["ok"] for q, r in rows.items() if f":{kind}:" in q)
+    assert d["largest_eigenvalue"]["shortcut3"]["3"][0] < 0.1 * d["largest_eigenvalue"]["shortcut2"]["2"][0]
 
 
 # -- the command line --------------------------------------------------------------------------------------------
@@ -274,7 +272,7 @@ def _cifar(folder):
     return folder
 
 
-def test_nlc_table2_reads_cifar10_from_root_and_says_so(tmp_path, monkeypatch, capsys, one_thread):
+def test_nlc_table2_reads_cifar10_from_root_and_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ARCHSTUDY_CACHE", str(tmp_path / "cache"))
     root = _cifar(tmp_path / "cifar")
     code = main(["reproduce", "nlc-table2", "--scale", "tiny", "--root", str(root), "--out", str(tmp_path / "out")])
@@ -300,6 +298,7 @@ def test_list_names_every_reproduction_with_its_paper_and_costs(capsys):
     (["reproduce", "nlc-table1", "--root", "/tmp"], "reproduce.root = '/tmp': must not be given: nlc-table1 reads"),
     (["reproduce", "nlc-table1", "--seed", "-1"], "reproduce.seed = -1"),
     (["reproduce", "nlc-table1", "--device", "nodevice"], "reproduce.device = 'nodevice'"),
+    (["reproduce", "nlc-table1", "--threads", "0"], "reproduce.threads = 0: must be an integer >= 1"),
     (["reproduce"], "name a reproduction"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, argv, message):
