@@ -17,10 +17,11 @@ if their NLC is small". The figures print correlations in their panels only, so 
   "better-than-random" threshold of waveform-noise (50%: ``analysis.figures.random_threshold``).
 
 Scales: ``paper`` is the paper's study (250 architectures of the ``paper`` space at 1,000,000 parameters, the
-E.2 protocol: a GPU job); ``quick`` (about 10 minutes on 2 cores) and ``tiny`` (the test suite's) draw fewer
-architectures at a small budget (``quick``: 40 at 20,000 parameters) and train them with the ``quick``
-protocol (8 starting rates), capped at 30 epochs (``tiny``: 2 rates, 2 epochs). The study stays in ``OUT/nlc-figure2-<scale>-seed<N>/`` for
-``archstudy report``; running the reproduction again resumes it (a finished study costs nothing).
+E.2 protocol: a GPU job); ``quick`` (10-15 minutes on an idle 2-core machine, estimated from a 120-architecture
+study's 53 minutes) and ``tiny`` (the test suite's) draw fewer architectures at a small budget (``quick``: 40 at
+20,000 parameters) and train them with the ``quick`` protocol (8 starting rates) capped at 30 epochs (``tiny``:
+2 rates, 2 epochs). The study stays in ``OUT/nlc-figure2-<scale>-seed<N>/`` for ``archstudy report``; running
+the reproduction again resumes it (a finished study costs nothing).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
 """What a reproduction produces: rows (quantity, the paper's value, ours, the tolerance, the verdict), the
 JSON file, and the table printed on the terminal.
 
-A row compares one quantity with the paper in one of two ways:
+A row compares one quantity with the paper in one of three ways:
 
 * ``Row.close``: the paper prints a number; ours agrees when ``|ours - paper| <= tolerance``. The tolerance
   comes from the paper's precision or reported spread; each reproduction says which, per row.
+* ``Row.ratio``: the paper's value (a printed number, or a formula of the paper evaluated on our data) against
+  ours within a factor, for a claim of that strength ("constant within 1.5x").
 * ``Row.claim``: the paper shows only a figure (``paper`` is null); ``tolerance`` states the qualitative
   claim checked and ``ok`` whether our numbers bear it out.
 
