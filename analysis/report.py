@@ -594,8 +594,39 @@ def package_version() -> str:
         return "source tree"
 
 
-def render(sections: list[Section]) -> str:
-    """The whole HTML document."""
+def reproductions_html(directory, out: Path) -> str:
+    """The verdicts of the paper reproductions (``archstudy reproduce``) whose ``NAME.json`` files lie in
+    ``directory``, each linked to its page; only when the user names the directory (``--reproductions``)."""
+    found = []
+    for path in sorted(Path(directory).glob("*.json")):
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+            rows = [(str(r["quantity"]), r["ok"] is True) for r in d["rows"]]
+            found.append((path, d, rows))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # another JSON file, not a reproduction's
+    if not found:
+        raise SpecError("write_report", "reproductions", os.fspath(directory), "holds no reproduction results "
+                        "(NAME.json files of `archstudy reproduce`)")
+    table_rows = []
+    for path, d, rows in found:
+        page = path.with_suffix(".html")
+        name = esc(d.get("name", path.stem))
+        if page.is_file():
+            name = f'<a href="{esc(Path(os.path.relpath(page.resolve(), out.resolve().parent)).as_posix())}">{name}</a>'
+        differ = [q for q, ok in rows if not ok]
+        table_rows.append([name, esc(d.get("paper", "")), esc(d.get("source", "")), esc(d.get("scale", "")),
+                           fmt(d.get("seconds")), f"{len(rows) - len(differ)} / {len(rows)}",
+                           esc(", ".join(differ)) or "–"])
+    return (f'<h2 id="reproductions">Reproductions <span class="muted">{esc(os.fspath(directory))}</span></h2>'
+            + table(["reproduction", "paper", "table or figure", "scale", "seconds", "rows agreeing",
+                     "rows that differ"], table_rows, left=4)
+            + '<p class="muted">Written by <code>archstudy reproduce</code> and linked here on request: the papers\' '
+            "own experiments run with this pipeline, their numbers beside the papers'.</p>")
+
+
+def render(sections: list[Section], extra: str = "") -> str:
+    """The whole HTML document (``extra``: HTML after the overview, e.g. the reproductions' verdicts)."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     nav = "".join(f'<a href="#{s.anchor}">{esc(s.results.dataset)}</a>' for s in sections)
     if sum(1 for s in sections if s.results.n_finished) > 1:
@@ -607,7 +638,7 @@ def render(sections: list[Section]) -> str:
         "<h1>archstudy report: what predicts test error</h1>",
         f'<p class="muted">Drawn {now} by archstudy {esc(package_version())} on {esc(platform.node())} '
         f"(Python {platform.python_version()}).</p>",
-        f"<nav>{nav}</nav>", "<h2>Overview</h2>", overview_html(sections), comparison_html(sections),
+        f"<nav>{nav}</nav>", "<h2>Overview</h2>", overview_html(sections), extra, comparison_html(sections),
         *[section_html(s) for s in sections], "</body></html>",
     ]
     return "\n".join(body)
@@ -625,13 +656,15 @@ def _unique_anchors(results: list[Results]) -> list[str]:
     return out
 
 
-def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=None) -> Path:
+def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=None,
+                 reproductions=None) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
     ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path
     (written whole, then renamed). ``n_boot`` / ``seed``: the bootstrap; ``window``: the NLC window of the
     pruning analysis (default None: each study's own NLC window where the study is large enough for it,
-    else the NLC paper's [1, 3]; ``good_ranges.nlc_window``). Works on partly finished studies and says so."""
+    else the NLC paper's [1, 3]; ``good_ranges.nlc_window``); ``reproductions``: a directory of ``archstudy
+    reproduce`` results to list with links (none unless given). Works on partly finished studies and says so."""
     dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
     if not dirs:
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
@@ -646,10 +679,13 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=N
     seed = check("write_report", "seed", Integer(0), seed)
     window = None if window is None else check_window(window, "write_report")
     out = check_out(out, dirs)  # before the work: a bad path should not cost the analysis
+    if reproductions is not None and not Path(reproductions).is_dir():
+        raise SpecError("write_report", "reproductions", os.fspath(reproductions), "must be a directory (the --out "
+                        "of `archstudy reproduce`)")
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
     sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window)
                 for r, a in zip(results, _unique_anchors(results))]
-    text = render(sections)
+    text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "")
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

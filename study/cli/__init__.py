@@ -23,7 +23,7 @@ import sys
 from sampling import UserError
 from sampling.constraints import shorten
 
-COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench", "cluster")
+COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench", "reproduce", "cluster")
 
 
 class OneLineParser(argparse.ArgumentParser):

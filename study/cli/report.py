@@ -24,6 +24,8 @@ def register(sub) -> None:
     p.add_argument("--nlc-window", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                    help="NLC window of the pruning analysis (default: the study's own NLC window, its good range, "
                    "where the study is large enough for it, else 1 3, the NLC paper's range)")
+    p.add_argument("--reproductions", metavar="DIR", help="also list the verdicts of the paper reproductions in DIR "
+                   "(the --out of `archstudy reproduce`), linked to their pages")
     p.set_defaults(func=run)
 
 
@@ -32,7 +34,8 @@ def run(args) -> int:
 
     t0 = time.perf_counter()
     window = None if args.nlc_window is None else tuple(args.nlc_window)
-    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=window)
+    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=window,
+                       reproductions=args.reproductions)
     print(f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
           f"{time.perf_counter() - t0:.1f} s)", file=sys.stdout)
     return 0

@@ -1,0 +1,53 @@
+"""``archstudy reproduce``: run one of the papers' experiments and print its numbers beside the paper's
+(``study.reproduce``); ``--list`` names them all with what each costs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from sampling import UserError
+
+DEFAULT_OUT = "reproductions"
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "reproduce", help="run a paper's experiment and compare with its published numbers",
+        description="Run one of the papers' experiments with this pipeline, print a table (quantity, the paper's "
+        "value, ours, the tolerance, the verdict), and write OUT/NAME.json and a self-contained OUT/NAME.html "
+        "(its figure beside the table). A row that differs is a finding: tolerances come from the papers' "
+        "precision or spread. Exit status 0 when every row agrees, 1 when some differ. `--list` names them.")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the reproduction (see --list)")
+    p.add_argument("--list", action="store_true", help="list the reproductions, each with its paper and cost here")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                   help=f"directory for NAME.json and NAME.html (default {DEFAULT_OUT}/)")
+    p.add_argument("--scale", default="quick",
+                   help="tiny (seconds: a smoke test), quick (minutes on 2 cores, the default) or paper (the "
+                        "paper's own settings)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
+    p.add_argument("--device", default="cpu", help="torch device (default cpu; e.g. cuda)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads (default 1: the nets are small, one thread is faster than several)")
+    p.add_argument("--root", metavar="DIR", help="directory of the paper's data where a reproduction reads it "
+                   "(nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data and say so")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
+    from study.reproduce import REPRODUCTIONS, format_table, reproduce
+
+    if args.list:
+        for r in REPRODUCTIONS.values():
+            print(r.line())
+        print("(costs: wall time on a shared 2-core machine without a GPU; paper scale estimated where not run)")
+        return 0
+    if args.name is None:
+        raise UserError("reproduce: name a reproduction (" + ", ".join(REPRODUCTIONS) + "), or --list")
+    result, json_path, html_path = reproduce(args.name, args.out, scale=args.scale, seed=args.seed,
+                                             device=args.device, root=args.root, threads=args.threads,
+                                             progress=sys.stderr)
+    print(format_table(result))
+    print(f"wrote {json_path} and {html_path}")
+    return 0 if result.passed == len(result.rows) else 1

@@ -1,0 +1,42 @@
+"""``archstudy reproduce``: the papers' own experiments, run by the pipeline, their numbers beside the papers'.
+
+Every reproduction is one module of this package holding ``REPRODUCTION`` (``reproduction.Reproduction``: name,
+paper, table or figure, settings and cost per scale, a ``run`` function) and one line in ``REPRODUCTIONS``
+below. ``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` runs one and writes ``out/NAME.json``
+(``result.Result``: the issue's fixed shape) and ``out/NAME.html`` (``page``: its figure beside the table).
+
+    >>> result, json_path, html_path = reproduce("nlc-table1", "reproductions", scale="quick")
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from sampling.constraints import Choice, check
+
+from . import nlc_figure2, nlc_table1, nlc_table2, resnet_hessian
+from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
+from .result import Result, Row, format_table
+
+REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
+    nlc_table1.REPRODUCTION,
+    nlc_table2.REPRODUCTION,
+    nlc_figure2.REPRODUCTION,
+    resnet_hessian.REPRODUCTION,
+)}
+
+__all__ = ["REPRODUCTIONS", "SCALES", "Context", "Measured", "Reproduction", "Result", "Row", "format_table",
+           "get", "reproduce"]
+
+
+def get(name: str) -> Reproduction:
+    """The reproduction ``name``, or a one-line ``SpecError`` listing the names."""
+    return REPRODUCTIONS[check("reproduce", "name", Choice(tuple(REPRODUCTIONS)), name)]
+
+
+def reproduce(name: str, out, *, scale: str = "quick", seed: int = 0, device: Any = "cpu", root=None,
+              threads: int = 1, progress: TextIO | None = sys.stderr):
+    """Run reproduction ``name``; returns (``Result``, path of NAME.json, path of NAME.html)."""
+    return run_reproduction(get(name), out, scale=scale, seed=seed, device=device, root=root, threads=threads,
+                            progress=progress)

@@ -1,0 +1,72 @@
+"""A reproduction's page: one self-contained HTML file (the figure as an inline PNG beside the table of the
+paper's numbers and ours; CSS inline, no scripts, no network), made with the study report's own pieces
+(``analysis.report``'s style and table, ``analysis.figures``' PNG encoding of matplotlib Figures)."""
+
+from __future__ import annotations
+
+import json
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from analysis.figures import png_base64
+from analysis.report import CSS, esc, package_version, table
+
+from .result import Result, number, write_text
+
+PAGE_CSS = CSS + """
+.side { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+tr.differs td:last-child { color: #b42318; font-weight: bold; } tr.agrees td:last-child { color: #1a7f37; }
+"""
+
+
+def rows_html(result: Result) -> str:
+    rows = [[esc(r.quantity), number(r.paper), number(r.measured), esc(r.tolerance),
+             "ok" if r.ok else "differs"] for r in result.rows]
+    return table(["quantity", "paper", "here", "tolerance", "verdict"], rows, left=1,
+                 row_classes=["agrees" if r.ok else "differs" for r in result.rows])
+
+
+def render(result: Result, figures) -> str:
+    extra = result.extra
+    n, ok = len(result.rows), result.passed
+    box = "done" if ok == n else "partial"
+    head = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>archstudy reproduce {esc(result.name)}</title>", f"<style>{PAGE_CSS}</style></head><body>",
+        f"<h1>{esc(result.name)}: {esc(result.paper)}, {esc(extra.get('source', ''))}</h1>",
+        f'<p class="muted">Scale {esc(result.scale)}, seed {esc(extra.get("seed", ""))}, device '
+        f'{esc(extra.get("device", ""))}, {result.seconds:.1f} s. Drawn '
+        f'{datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by archstudy {esc(package_version())} on '
+        f"{esc(platform.node())}.</p>",
+        f'<div class="box {box}"><b>{ok} of {n} rows agree with the paper.</b> A row that differs is a finding '
+        "(its tolerance comes from the paper's precision or spread and is never widened to pass).</div>",
+    ]
+    if extra.get("data"):
+        head.append(f"<p><b>Data:</b> {esc(extra['data'])}</p>")
+    figs = "".join(
+        f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,{png_base64(fig)}">'
+        f"<figcaption>{esc(caption)}</figcaption></figure>" for caption, fig in figures)
+    body = [f'<div class="side"><div>{figs}</div><div>{rows_html(result)}</div></div>']
+    if extra.get("note"):
+        body.append("<h2>Notes</h2>" + "".join(f"<p>{esc(p)}</p>" for p in str(extra["note"]).split("\n\n")))
+    shown = {k: v for k, v in extra.items() if k not in ("note", "data")}
+    body.append("<details><summary>settings and everything else in the JSON</summary>"
+                f"<pre>{esc(json.dumps(shown, indent=1, default=str))}</pre></details>")
+    return "\n".join(head + body + ["</body></html>"])
+
+
+def median_and_range(ax, x, samples, **style) -> None:
+    """One point per x: the median of its samples, with a bar over their range (the reproductions' figures)."""
+    med = np.array([np.median(v) for v in samples])
+    lo, hi = np.array([min(v) for v in samples]), np.array([max(v) for v in samples])
+    ax.errorbar(x, med, yerr=[med - lo, hi - med], fmt="o", ms=4, **style)
+
+
+def write_page(result: Result, figures, path: Path) -> Path:
+    """``path`` (NAME.html), written whole."""
+    write_text(path, render(result, figures))
+    return path

@@ -1,0 +1,162 @@
+"""A reproduction: one experiment of a paper, run by the pipeline, its numbers beside the paper's.
+
+Each reproduction is one module of this package defining ``REPRODUCTION = Reproduction(...)``: its name,
+the paper and the table or figure, its settings at each scale (``tiny``: seconds, for the test suite;
+``quick``: minutes on 2 cores; ``paper``: the paper's own settings), what each scale costs here, and a
+``run(context) -> Measured`` function. ``run_reproduction`` does the rest for all of them: checks the
+arguments, times the run, writes ``OUT/NAME.json`` and ``OUT/NAME.html``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, TextIO
+
+from sampling import SpecError
+from sampling.constraints import Choice, Integer, check
+
+from .result import Result, Row
+
+SCALES = ("tiny", "quick", "paper")
+WHERE = "reproduce"
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a reproduction's ``run`` gets: the settings of the chosen scale and where to work."""
+
+    scale: str
+    settings: Any  # the reproduction's own frozen dataclass for this scale
+    seed: int
+    device: Any  # torch.device
+    root: Path | None  # the user's data directory (``Reproduction.reads_root``), or None
+    out: Path  # the output directory (a reproduction may keep work there, e.g. a study)
+    progress: TextIO | None = None
+
+    def say(self, message: str) -> None:
+        if self.progress is not None:
+            print(message, file=self.progress, flush=True)
+
+
+@dataclass
+class Measured:
+    """What ``run`` returns: the rows, the figures of the page (caption, matplotlib Figure), and facts for
+    the JSON (``data``: which data was used; ``note``: findings and choices in words; anything else)."""
+
+    rows: list[Row]
+    figures: list[tuple[str, Any]] = field(default_factory=list)
+    data: str = ""
+    note: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    name: str
+    paper: str  # authors, *short title*
+    source: str  # which table or figure (and section)
+    summary: str  # one line: what is compared
+    scales: Mapping[str, Any]  # SCALES -> a frozen dataclass of settings
+    cost: Mapping[str, str]  # SCALES -> what it costs on the 2-core machine it was built on (measured or estimated)
+    run: Callable[[Context], Measured] = field(repr=False)
+    reads_root: str | None = None  # the image set --root supplies ("cifar10", "mnist"); None: --root is refused
+
+    def __post_init__(self):
+        if set(self.scales) != set(SCALES) or set(self.cost) != set(SCALES):
+            raise ValueError(f"reproduction {self.name}: settings and cost for exactly the scales {SCALES}")
+
+    def line(self) -> str:
+        """One line for ``archstudy reproduce --list``."""
+        costs = "; ".join(f"{s}: {self.cost[s]}" for s in SCALES)
+        return f"{self.name}: {self.paper}, {self.source}: {self.summary} [{costs}]"
+
+
+def sub_seed(seed: int, *keys: int) -> int:
+    """A 32-bit seed for draw ``keys`` of a reproduction run with ``seed`` (initialization k, run r, ...):
+    ``SeedSequence([seed, *keys])``, so every draw is the same on every machine and in any order."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, *keys]).generate_state(1)[0])
+
+
+def check_device(device: Any):
+    """A torch device that exists here, or a one-line error naming it."""
+    import torch
+
+    try:
+        d = torch.device(device)
+        torch.empty(0, device=d)
+    except (RuntimeError, AssertionError, TypeError):
+        raise SpecError(WHERE, "device", device, "must be an available torch device (cpu, cuda, ...)") from None
+    return d
+
+
+def check_out(out) -> Path:
+    """The output directory, created when missing; a file there is refused (nothing stored is replaced by a
+    directory)."""
+    text = str(out) if out is not None else ""
+    if not text.strip():
+        raise SpecError(WHERE, "out", out, "must be a directory")
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise SpecError(WHERE, "out", text, "is a file: give a directory (NAME.json and NAME.html go there)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def torch_threads(n: int):
+    """torch's intra-op threads set to ``n`` for the block, then restored."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_reproduction(reproduction: Reproduction, out, *, scale: str = "quick", seed: int = 0,
+                     device: Any = "cpu", root=None, threads: int = 1,
+                     progress: TextIO | None = sys.stderr) -> tuple[Result, Path, Path]:
+    """Run ``reproduction`` at ``scale`` and write ``out/NAME.json`` and ``out/NAME.html``; returns the
+    result and both paths. Bad arguments and missing data files raise ``UserError`` before any work.
+
+    ``threads``: torch's CPU threads during the run (default 1: the nets here are small, and one thread is
+    faster and steadier than two: nlc-table2 at the tiny scale took 10 s with one and 41 s with two, best of 3
+    interleaved repeats on a busy 2-core machine, as thread wake-ups dominate small operations). A study
+    (nlc-figure2) gives each architecture its own one-thread worker whatever this says."""
+    from .page import write_page
+
+    name = reproduction.name
+    scale = check(WHERE, "scale", Choice(SCALES), scale)
+    seed = check(WHERE, "seed", Integer(0), seed)
+    threads = check(WHERE, "threads", Integer(1), threads)
+    if root is not None:
+        if reproduction.reads_root is None:
+            raise SpecError(WHERE, "root", str(root), f"must not be given: {name} reads no data files")
+        from ..datasets.images import IMAGE_SETS
+
+        root = Path(root).expanduser()
+        IMAGE_SETS[reproduction.reads_root].locate(root)  # the files are there, or one line naming them
+    device = check_device(device)
+    out = check_out(out)
+    settings = reproduction.scales[scale]
+    context = Context(scale, settings, seed, device, root, out, progress)
+    t0 = time.perf_counter()
+    with torch_threads(threads):
+        measured = reproduction.run(context)
+    seconds = time.perf_counter() - t0
+    extra = {"source": reproduction.source, "seed": seed, "device": str(device), "threads": threads,
+             "data": measured.data,
+             "settings": dataclasses.asdict(settings), "note": measured.note, **measured.extra}
+    result = Result(name, reproduction.paper, scale, seconds, measured.rows, extra)
+    json_path = result.write_json(out)
+    html_path = write_page(result, measured.figures, out / f"{name}.html")
+    return result, json_path, html_path

@@ -1,0 +1,163 @@
+"""What a reproduction produces: rows (quantity, the paper's value, ours, the tolerance, the verdict), the
+JSON file, and the table printed on the terminal.
+
+A row compares one quantity with the paper in one of three ways:
+
+* ``Row.close``: the paper prints a number; ours agrees when ``|ours - paper| <= tolerance``. The tolerance
+  comes from the paper's precision or reported spread; each reproduction says which, per row.
+* ``Row.ratio``: the paper's value (a printed number, or a formula of the paper evaluated on our data) against
+  ours within a factor, for a claim of that strength ("constant within 1.5x").
+* ``Row.claim``: the paper shows only a figure (``paper`` is null); ``tolerance`` states the qualitative
+  claim checked and ``ok`` whether our numbers bear it out.
+
+A failing row is a finding, never a reason to widen its tolerance. The JSON shape is fixed (the issue's):
+``{"name", "paper", "scale", "seconds", "rows": [{"quantity", "paper", "measured", "tolerance", "ok"}], ...}``
+with further top-level keys per reproduction (``source``, ``data``, ``settings``, ``note``, ...), so results
+of different versions compare key by key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..config import plain
+
+ROW_KEYS = ("quantity", "paper", "measured", "tolerance", "ok")
+
+
+@dataclass(frozen=True)
+class Row:
+    quantity: str
+    paper: float | None
+    measured: float | None  # None (null in JSON) when nothing could be measured: the row then fails
+    tolerance: str
+    ok: bool
+
+    @classmethod
+    def close(cls, quantity: str, paper: float, measured: float, tolerance: float, why: str) -> "Row":
+        """The paper's number against ours: agreement within ``tolerance`` (absolute), ``why`` names its source."""
+        ok = bool(math.isfinite(measured) and abs(measured - paper) <= tolerance)
+        return cls(quantity, float(paper), _finite_or_none(measured), f"±{tolerance:.3g} ({why})", ok)
+
+    @classmethod
+    def ratio(cls, quantity: str, paper: float, measured: float, factor: float, why: str) -> "Row":
+        """The paper's number against ours: agreement within a factor (``paper / factor <= ours <= paper * factor``)."""
+        ok = bool(math.isfinite(measured) and paper / factor <= measured <= paper * factor)
+        return cls(quantity, float(paper), _finite_or_none(measured), f"within {factor:g}x ({why})", ok)
+
+    @classmethod
+    def claim(cls, quantity: str, measured: float | None, ok: bool, claim: str) -> "Row":
+        """A quantity the paper shows only in a figure: ``claim`` says what was checked, ``ok`` whether it holds."""
+        measured = None if measured is None else _finite_or_none(measured)
+        return cls(quantity, None, measured, claim, bool(ok) and measured is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in ROW_KEYS}
+
+
+def _finite_or_none(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def printed_precision(value: str) -> float:
+    """Half a unit in the last printed digit of a number as the paper prints it ("1.22" -> 0.005,
+    "95.8" -> 0.05, "9952" -> 0.5, "4.90e17" -> 5e14): how far the true value may lie from the print."""
+    exponent = Decimal(value).as_tuple().exponent
+    return 0.5 * 10.0 ** exponent
+
+
+def median_standard_error(values, n_boot: int = 2000, seed: int = 0) -> float:
+    """Bootstrap standard error of the median of ``values`` (seeded: the same values give the same number)."""
+    v = np.asarray(values, dtype=np.float64)
+    if len(v) < 2:
+        return math.inf
+    idx = np.random.default_rng(seed).integers(0, len(v), size=(n_boot, len(v)))
+    return float(np.std(np.median(v[idx], axis=1), ddof=1))
+
+
+def two_medians_tolerance(paper_text: str, values) -> tuple[float, str]:
+    """Tolerance for our median over seeds against the paper's median over as many seeds that it prints
+    without a spread: the print's precision plus two standard errors of the difference of two such medians
+    (2 * sqrt(2) * SE, SE the bootstrap standard error of ours: the paper reports none, so the spread of its
+    median is taken to be that of ours)."""
+    precision = printed_precision(paper_text)
+    se = median_standard_error(values)
+    return precision + 2.0 * math.sqrt(2.0) * se, (f"printed precision {precision:g} + 2·√2 × the median's "
+                                                   f"standard error {se:.2g} over {len(values)} seeds")
+
+
+@dataclass
+class Result:
+    """One reproduction's outcome, as written to ``NAME.json``."""
+
+    name: str
+    paper: str  # the paper cited by authors and title
+    scale: str
+    seconds: float
+    rows: list[Row]
+    extra: dict[str, Any] = field(default_factory=dict)  # source, data, settings, note, ...
+
+    @property
+    def passed(self) -> int:
+        return sum(r.ok for r in self.rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "paper": self.paper, "scale": self.scale, "seconds": round(self.seconds, 3),
+                "rows": [r.to_dict() for r in self.rows], **_null_nonfinite(plain(self.extra))}
+
+    def write_json(self, directory: Path) -> Path:
+        """``directory/NAME.json``, written whole (temporary name, then renamed)."""
+        path = Path(directory) / f"{self.name}.json"
+        write_text(path, json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
+        return path
+
+
+def _null_nonfinite(value: Any) -> Any:
+    """JSON has no NaN: a non-finite float becomes null (``value`` already plain, ``study.config.plain``)."""
+    if isinstance(value, (dict, list)):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        out = {k: _null_nonfinite(v) for k, v in items}
+        return out if isinstance(value, dict) else list(out.values())
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def number(x: float | None) -> str:
+    """A value for the terminal table: 4 significant digits, scientific when huge or tiny, "–" for none."""
+    if x is None or not math.isfinite(x):
+        return "–"
+    if x != 0 and (abs(x) >= 1e5 or abs(x) < 1e-3):
+        return f"{x:.3e}"
+    return f"{x:.4g}"
+
+
+def format_table(result: Result) -> str:
+    """The rows as a plain-text table (quantity, paper, here, tolerance, verdict) and a summary line."""
+    header = ("quantity", "paper", "here", "tolerance", "verdict")
+    lines = [(r.quantity, number(r.paper), number(r.measured), r.tolerance, "ok" if r.ok else "DIFFERS")
+             for r in result.rows]
+    widths = [max(len(str(x[i])) for x in [header, *lines]) for i in range(4)]
+    out = []
+    for row in [header, *lines]:
+        out.append("  ".join(str(c).ljust(w) if i in (0, 3) else str(c).rjust(w)
+                             for i, (c, w) in enumerate(zip(row[:4], widths))) + "  " + row[4])
+    out.append(f"{result.name} ({result.scale}): {result.passed} of {len(result.rows)} rows agree with the paper, "
+               f"{result.seconds:.1f} s")
+    return "\n".join(out)
