@@ -240,6 +240,10 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     device = "cuda" if payload["gpus"] > 0 else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(f"gpus_per_arch = {payload['gpus']} but torch sees no CUDA device on {socket.gethostname()}")
+    if device == "cuda":
+        from .training.determinism import deterministic_cuda
+
+        deterministic_cuda()  # before this process's first CUDA product (study.training.determinism)
     unit = Unit.from_dict(payload["unit"])
     config = StudyConfig.from_dict(payload["config"])
     data = _dataset(payload["data"], device)

@@ -4,7 +4,9 @@
 architecture as one stacked model and returns an ``Outcome``. The parts, each a small module:
 ``schedule`` (the per-run patience / rewind / division state machine), ``lr_min`` (the smallest starting
 rate), ``optim`` (stacked SGD and Adam), ``loss`` (per-run losses and errors), ``splits`` (checked data,
-minibatch orders), ``stack`` (the live stack and its step), ``checkpoint`` and ``outcome``.
+minibatch orders), ``stack`` (the live stack and its step), ``fused`` (the step's folded forward),
+``compiled`` (the same through ``torch.compile``, and the rule that picks one), ``timing``,
+``determinism`` (the CUDA flags a worker sets), ``checkpoint`` and ``outcome``.
 """
 
 from .outcome import BestRecord, Outcome, RunRecord

@@ -177,11 +177,12 @@ def parts(stack: Stack, chunk: int | None) -> list[Part]:
 
 
 def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, protocol: Protocol,
-               chunk: int | None = None) -> None:
+               chunk: int | None = None, forward=fused.forward) -> None:
     """One step of every run on the shared minibatch (x, y): forward, per-run losses, backward, update;
-    ``stack.nonfinite`` marks the runs whose loss was not finite."""
+    ``stack.nonfinite`` marks the runs whose loss was not finite. ``forward(net, x)`` is the training
+    forward: ``fused.forward`` eagerly, or the same through ``torch.compile`` (``study.training.compiled``)."""
     for part in parts(stack, chunk):
-        losses = run_losses(fused.forward(part.net, x), y, c_out)
+        losses = run_losses(forward(part.net, x), y, c_out)
         grads = torch.autograd.grad(losses.sum(), part.params, allow_unused=True)
         # A bias folded into batchnorm has no gradient (exactly zero): its SGD update and, with its Adam
         # moments staying zero, its Adam update are nothing.

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from sampling import ArchSpec, SpecError
-from sampling.constraints import Integer, Real, check
+from sampling.constraints import Choice, Integer, Real, check
 
 from ..metrics.measure import nlc_seed
 from ..metrics.nlc import nlc, output_bias
@@ -48,6 +48,7 @@ from ..network import Network, build_network, output_scale
 from ..protocol import Protocol
 from . import checkpoint as ckpt
 from .allocator import keep_freed_memory
+from .compiled import FORWARDS, select_forward
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
@@ -150,16 +151,20 @@ class _State:
     records: dict[int, RunRecord]  # finished runs
     candidate: _Candidate | None  # the selected-so-far finished run
     elapsed_s: float  # seconds of earlier sessions
+    forward: str | None = None  # "eager" or "compiled" once chosen: a resumed session keeps the choice
 
 
 def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
                        device=None, checkpoint_path: str | os.PathLike | None = None,
                        checkpoint_every_s: float = 300.0, progress: Callable[[TrainingProgress], None] | None = None,
-                       chunk_runs: int | None = None) -> Outcome:
+                       chunk_runs: int | None = None, forward: "str | Callable" = "auto") -> Outcome:
     """Train ``spec`` on ``data`` (``.train/.val/.test`` with ``.x`` [N, d_in] and ``.y`` [N]) at all the
     protocol's learning rates as one stacked float64 model; see the module docstring.
 
-    ``chunk_runs`` (a speed knob only): runs per forward/backward chunk; None chooses (``auto_chunk``)."""
+    Speed knobs only (the same function is computed, up to round-off): ``chunk_runs``, runs per
+    forward/backward chunk (None chooses: ``auto_chunk``); ``forward``, the training forward: "eager",
+    "compiled" (``torch.compile``), "auto" (the measured rule of ``study.training.compiled.choose``) or a
+    callable ``forward(net, x)``."""
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
@@ -169,6 +174,8 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     checkpoint_every_s = check("train_architecture", "checkpoint_every_s", Real(0.0), checkpoint_every_s)
     if chunk_runs is not None:
         chunk_runs = check("train_architecture", "chunk_runs", Integer(1), chunk_runs)
+    if not callable(forward):
+        forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = _device(device)
     splits = check_splits(data, spec, device)
     key = ckpt.checkpoint_key(spec.content_id, seed, protocol.to_dict(), splits.fingerprint())
@@ -180,7 +187,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     else:
         state = _restore(spec, seed, saved, device)
     trainer = _Trainer(spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
-                       checkpoint_every_s, progress, key, chunk_runs)
+                       checkpoint_every_s, progress, key, chunk_runs, forward)
     return trainer.run()
 
 
@@ -217,39 +224,37 @@ def _restore(spec, seed, saved: dict, device) -> _State:
                   schedule=Schedule.from_dict(saved["schedule"]), stack=stack, epoch=saved["epoch"],
                   step=saved["step"], epoch_s=saved["epoch_s"], wall=np.asarray(saved["wall"]),
                   records={int(k): RunRecord(**v) for k, v in saved["records"].items()}, candidate=candidate,
-                  elapsed_s=saved["elapsed_s"])
+                  elapsed_s=saved["elapsed_s"], forward=saved.get("forward"))
 
 
 class _Trainer:
     """The epoch loop over one training state."""
 
     def __init__(self, spec, splits, seed, protocol, device, state: _State, session_start, checkpoint_path,
-                 checkpoint_every_s, progress, key, chunk_runs):
+                 checkpoint_every_s, progress, key, chunk_runs, forward="auto"):
         self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
         self.s = state
         self.session_start = session_start
         self.checkpoint_path, self.every_s, self.progress, self.key = checkpoint_path, checkpoint_every_s, progress, key
         self.last_save = time.perf_counter()
         self.chunk_runs = chunk_runs
+        self.forward_option = forward
+        self.forward_choice = None  # ``study.training.compiled.ForwardChoice`` of this session
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> Outcome:
         s, p = self.s, self.protocol
         train = self.splits.train
         steps = steps_per_epoch(len(train), p.batch_size)
+        forward = None
         while s.stack is not None:
             stack: Stack = s.stack
             chunk = self.chunk_runs or auto_chunk(self.spec, stack.size, p.batch_size, self.device)
             order = epoch_order(len(train), p.batch_size, self.seed, TRAIN_ORDER, s.epoch + 1, self.device)
+            if forward is None:
+                forward = self._forward(stack, order, chunk, steps)
             mark = time.perf_counter()
-            for i in range(s.step, steps):
-                idx = order[i]
-                train_step(stack, train.x[idx], train.y[idx], s.c_out, p, chunk)
-                if self._due():
-                    s.step = i + 1
-                    s.epoch_s += time.perf_counter() - mark
-                    mark = time.perf_counter()
-                    self._save()
+            mark = self._steps(stack, order, chunk, forward, mark)
             self._end_epoch(stack, s.epoch_s + time.perf_counter() - mark)
             if self._due():
                 self._save()
@@ -258,6 +263,37 @@ class _Trainer:
                 n = len(s.lrs)
                 self.progress(TrainingProgress(s.epoch, live, n - live, n, self._elapsed()))
         return self._finish()
+
+    def _steps(self, stack: Stack, order: torch.Tensor, chunk: int | None, forward, mark: float) -> float:
+        """The rest of the epoch's steps; returns the time from which the epoch's time still counts. Nothing here waits for the device (no ``.item()``, no host copy,
+        no branch on a tensor's value; the minibatch is gathered on the device), so on a GPU the host
+        queues the whole epoch ahead of the kernels; the only exception is a checkpoint when one is due."""
+        s, train = self.s, self.splits.train
+        for i in range(s.step, order.shape[0]):
+            idx = order[i]
+            train_step(stack, train.x.index_select(0, idx), train.y.index_select(0, idx), s.c_out, self.protocol,
+                       chunk, forward)
+            if self._due():
+                s.step = i + 1
+                now = time.perf_counter()
+                s.epoch_s += now - mark
+                mark = now
+                self._save()
+        return mark
+
+    def _forward(self, stack: Stack, order: torch.Tensor, chunk: int | None, steps: int):
+        """The training forward of this session (``study.training.compiled.select_forward``); a choice
+        made by the rule is kept in the checkpoint, so a resumed training computes as it did."""
+        s, train = self.s, self.splits.train
+        option = self.forward_option
+        if option == "auto" and s.forward is not None:
+            option = s.forward
+        batches = [(train.x.index_select(0, order[i]), train.y.index_select(0, order[i]))
+                   for i in range(min(4, order.shape[0]))]
+        forward, self.forward_choice = select_forward(option, stack, batches, s.c_out, self.protocol, chunk, steps)
+        if self.forward_choice.kind in ("eager", "compiled"):
+            s.forward = self.forward_choice.kind
+        return forward
 
     def _end_epoch(self, stack: Stack, epoch_s: float) -> None:
         s, p = self.s, self.protocol
@@ -334,7 +370,7 @@ class _Trainer:
             "records": {k: vars(r) for k, r in s.records.items()},
             "candidate": None if c is None else {"index": c.index, "error": c.error, "net": _state_dict(c.net)},
             "elapsed_s": self._elapsed(),
-            "live": [] if stack is None else stack.runs.tolist(),
+            "live": [] if stack is None else stack.runs.tolist(), "forward": s.forward,
         }
         if stack is not None:
             state.update(net=_state_dict(stack.net), opt=stack.opt, best=stack.best, lr=stack.lr,
