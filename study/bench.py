@@ -10,8 +10,10 @@ interleaving makes the ratios fair, the minimum is the least disturbed measureme
               (``study.training.stack.train_step``: automatic chunking, folded forward, in-place SGD),
               with the eager forward;
 * compiled:   the same steps with the forward through ``torch.compile`` (``study.training.compiled``);
-              its compile (the first call, untimed in the step time) is reported as ``compile_s``, and
-              ``rule`` says which of the two the trainer's measured rule picks for this case;
+              its compile (the first call, untimed in the step time) is reported as ``compile_s``;
+              ``faster`` says which of the two this measurement shows faster (``decide``: compiled when
+              it takes at most 0.9 of the eager time), ``rule`` which one the trainer's rule
+              (``choose``) picks for this case, and ``work`` the quantity a GPU rule is set on;
 * sequential: the same R runs one after another, a plain per-run loop: each run its own ``nn.Sequential``
               of ``nn.Linear`` / ``nn.BatchNorm1d`` / activation and its own ``torch.optim.SGD``
               (``time_plain``; the prototypes' baseline); dense nets only (NaN for Householder ones);
@@ -54,7 +56,7 @@ from .network import build_network
 from .protocol import Protocol
 from .training import fused
 from .training.allocator import keep_freed_memory
-from .training.compiled import COMPILE_PAYBACK, CompiledForward, choose, decide
+from .training.compiled import CompiledForward, choose, decide, training_work
 from .training.stack import new_stack, train_step
 from .training.timing import synchronize, time_calls
 from .training.trainer import auto_chunk
@@ -289,15 +291,17 @@ def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.d
 
 def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int = 3,
                device: str | torch.device = "cpu", steps: int | None = None, compiled: bool = True,
-               compile_mode: str | None = None, plain: bool = True, compile_backend: str = "inductor") -> dict:
+               compile_mode: str | None = None, plain: bool = True, compile_backend: str = "inductor",
+               chunk: int | None = None) -> dict:
     """One row of the bench table (see the module docstring). ``compiled``: also time the compiled step
     (``compile_mode``, ``compile_backend``: ``torch.compile``'s); ``plain``: also time the two
-    one-run-after-another loops."""
+    one-run-after-another loops; ``chunk``: runs per chunk of the stacked steps (default: the trainer's
+    ``auto_chunk``)."""
     device = torch.device(device)
     keep_freed_memory()  # as train_architecture does: the stacked trainer and the baselines alike
     steps = steps or case.steps
     spec = case.spec
-    chunk = auto_chunk(spec, runs, batch, device)
+    chunk = chunk or auto_chunk(spec, runs, batch, device)
     nan = (math.nan, math.nan)
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in ("stacked", "compiled", "plain", "same", "gemm")}
     cf = None
@@ -320,7 +324,7 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
     name = device_name(device)
     peak, peak_source = fp64_peak(name)
     gflops = flops / t_stack / 1e9
-    rule = rule_pick(device, t_stack, t_comp, per_epoch)
+    rule = choose(spec, device, case.samples)
     return {
         "case": case.name, "params": case.params, "runs": runs,
         "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
@@ -332,7 +336,8 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
         "compiled_s_per_epoch": t_comp * per_epoch, "compiled_speedup": t_stack / t_comp,
         "compile_s": cf.stats.compile_s if cf is not None else math.nan,
         "compiled_graphs": cf.stats.graphs if cf is not None else 0,
-        "rule": rule[0], "rule_reason": rule[1],
+        "faster": "-" if cf is None else decide(t_stack, t_comp),
+        "rule": rule.kind, "rule_reason": rule.reason, "work": training_work(spec, case.samples),
         # the device's float64 peak (FP64_PEAKS)
         "peak_tflops": peak, "peak_fraction": gflops / 1e3 / peak, "peak_source": peak_source,
         # the same from CPU time (all threads of the process): steadier when the machine is shared
@@ -344,26 +349,13 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
     }
 
 
-def rule_pick(device: torch.device, eager_s: float, compiled_s: float, steps_per_epoch: int) -> tuple[str, str]:
-    """What the trainer's rule (``study.training.compiled.choose``, then ``decide`` as its trial does)
-    picks for a case whose eager and compiled steps took these seconds."""
-    from .projection import EXPECTED_STACK_EPOCHS
-
-    decided = choose(device, eager_s * steps_per_epoch * EXPECTED_STACK_EPOCHS)
-    if decided is not None:
-        return decided.kind, decided.reason
-    if math.isnan(compiled_s):
-        return "trial", "a trial at the start of training decides (the compiled step was not timed here)"
-    kind = decide(eager_s, compiled_s)
-    return kind, f"trial: compiled {compiled_s * 1e3:.3g} ms vs eager {eager_s * 1e3:.3g} ms per step"
-
-
 def run_bench(cases=None, runs: int = 40, repeats: int = 3, device="cpu", steps: int | None = None,
-              compiled: bool = True, compile_mode: str | None = None, plain: bool = True) -> list[dict]:
+              compiled: bool = True, compile_mode: str | None = None, plain: bool = True,
+              chunk: int | None = None) -> list[dict]:
     device = torch.device(device)
     cases = default_cases(device) if cases is None else cases
     return [bench_case(CASES[name], runs=runs, repeats=repeats, device=device, steps=steps, compiled=compiled,
-                       compile_mode=compile_mode, plain=plain) for name in cases]
+                       compile_mode=compile_mode, plain=plain, chunk=chunk) for name in cases]
 
 
 def _num(value: float, fmt: str) -> str:
@@ -373,32 +365,37 @@ def _num(value: float, fmt: str) -> str:
 def format_table(rows: list[dict]) -> str:
     """The table the README's Speed section shows, plus the compiled step and the rule's pick."""
     head = ("case", "params", "threads", "chunk", "stacked s/epoch", "plain loop s/epoch", "speedup",
-            "same-step speedup", "GFLOP/s", "of bare GEMM", "of peak", "compiled s/epoch", "compile s", "rule")
+            "same-step speedup", "GFLOP/s", "of bare GEMM", "of peak", "compiled s/epoch", "compile s", "faster",
+            "rule")
     lines = [head]
     for r in rows:
         lines.append((r["case"], f"{r['params']:,}", str(r["threads"]), str(r["chunk"]),
                       _num(r["stacked_s_per_epoch"], ".3g"), _num(r["sequential_s_per_epoch"], ".3g"),
                       _num(r["speedup"], ".2f") + "x", _num(r["speedup_same_step"], ".2f") + "x",
                       _num(r["gflops"], ".1f"), _num(r["gemm_fraction"], ".2f"), _num(r["peak_fraction"], ".2f"),
-                      _num(r["compiled_s_per_epoch"], ".3g"), _num(r["compile_s"], ".0f"), r["rule"]))
+                      _num(r["compiled_s_per_epoch"], ".3g"), _num(r["compile_s"], ".0f"), r["faster"], r["rule"]))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
 
 
 # -- several architectures per device ---------------------------------------------------------------------
-def _throughput_worker(case: str, runs: int, batch: int, device: str, threads: int, steps: int, barrier,
+def _case(case: "str | BenchCase") -> BenchCase:
+    return CASES[case] if isinstance(case, str) else case
+
+
+def _throughput_worker(case: BenchCase, runs: int, batch: int, device: str, threads: int, steps: int, barrier,
                        results) -> None:
     torch.set_num_threads(threads)
     keep_freed_memory()
     dev = torch.device(device)
-    step = stacked_runner(CASES[case].spec, runs, batch, dev)
+    step = stacked_runner(case.spec, runs, batch, dev)
     synchronize(dev)
     barrier.wait()
     wall, _ = time_calls(step, steps, dev)
     results.put(wall * steps)
 
 
-def throughput(case: str, processes: int, runs: int = 40, batch: int = 250, device: str = "cpu",
+def throughput(case: "str | BenchCase", processes: int, runs: int = 40, batch: int = 250, device: str = "cpu",
                threads: int | None = None, steps: int | None = None, timeout_s: float = 3600.0) -> dict:
     """Several architectures training at once on one device, each in its own process with its own R-run
     stack of ``case`` (what ``--gpus-per-arch 1/processes`` gives on a GPU, or one architecture per core
@@ -409,14 +406,14 @@ def throughput(case: str, processes: int, runs: int = 40, batch: int = 250, devi
     (``study.projection.EXPECTED_STACK_EPOCHS``; full-stack equivalents, as if every run stayed to the end)."""
     from .projection import EXPECTED_STACK_EPOCHS
 
-    c = CASES[case]
+    c = _case(case)
     steps = steps or max(2, c.steps)
     threads = threads or 1
     ctx = multiprocessing.get_context("spawn")  # a forked CUDA context is unusable; spawn works everywhere
 
     def run(n: int, threads_each: int) -> float:
         barrier, results = ctx.Barrier(n), ctx.Queue()
-        procs = [ctx.Process(target=_throughput_worker, args=(case, runs, batch, device, threads_each, steps, barrier,
+        procs = [ctx.Process(target=_throughput_worker, args=(c, runs, batch, device, threads_each, steps, barrier,
                                                               results)) for _ in range(n)]
         for p in procs:
             p.start()
@@ -433,7 +430,8 @@ def throughput(case: str, processes: int, runs: int = 40, batch: int = 250, devi
     shared = run(processes, threads)
     per_epoch = max(1, c.samples // batch)
     arch_per_hour = lambda rate: rate * 3600 / per_epoch / EXPECTED_STACK_EPOCHS  # noqa: E731
-    return {"case": case, "processes": processes, "threads_each": threads, "device": device,
+    return {"case": c.name, "processes": processes, "threads_each": threads, "device": device,
             "steps_per_s_alone": alone, "steps_per_s_shared": shared, "gain": shared / alone,
-            "architectures_per_hour_alone": arch_per_hour(alone), "architectures_per_hour_shared": arch_per_hour(shared),
+            "architectures_per_hour_alone": arch_per_hour(alone),
+            "architectures_per_hour_shared": arch_per_hour(shared),
             "stack_epochs": EXPECTED_STACK_EPOCHS, "cpu_count": os.cpu_count()}

@@ -23,10 +23,12 @@ def register(sub) -> None:
         "after another, and the bare float64 matrix products of the stacked step; report seconds per epoch, "
         "the speedup, GFLOP/s, the fraction of the GEMM throughput and of the device's float64 peak, the "
         "compile time and which step the trainer's rule picks. "
-        f"Cases: {', '.join(f'{k} ({c.params:,} parameters, depth {c.spec.depth}, {c.spec.weights})' for k, c in CASES.items())}. "
+        "Cases: " + ", ".join(f"{k} ({c.params:,} parameters, depth {c.spec.depth}, {c.spec.weights})"
+                              for k, c in CASES.items()) + ". "
         f"Default: {', '.join(CPU_CASES)} on a CPU; also {', '.join(c for c in GPU_CASES if c not in CPU_CASES)} "
         "on a GPU.")
-    p.add_argument("--quick", action="store_true", help="the small case only, without the compiled step (about a minute)")
+    p.add_argument("--quick", action="store_true",
+                   help="the small case only, without the compiled step (about a minute)")
     p.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
     p.add_argument("--cases", default=None, help=f"comma-separated cases ({', '.join(CASES)})")
     p.add_argument("--runs", type=int, default=40, help="runs in the stack (default 40)")
@@ -34,10 +36,13 @@ def register(sub) -> None:
     p.add_argument("--steps", type=int, default=None, help="timed steps per measurement (default: per case)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu; e.g. cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--no-compile", action="store_true", help="do not time the compiled step (it compiles once per case)")
+    p.add_argument("--no-compile", action="store_true",
+                   help="do not time the compiled step (it compiles once per case)")
     p.add_argument("--compile-mode", default=None,
                    help="torch.compile mode of the compiled step (default: its default; on a GPU e.g. reduce-overhead)")
     p.add_argument("--no-plain", action="store_true", help="do not time the one-run-after-another loops")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="runs per chunk of the stacked step (default: the trainer's choice, auto_chunk)")
     p.add_argument("--concurrent", type=int, default=None,
                    help="instead: N processes, each training its own stack of the case at once on the device, "
                    "against one process alone (architectures per hour)")
@@ -83,6 +88,7 @@ def run(args) -> int:
     runs = check("bench", "runs", Integer(1), args.runs)
     repeats = check("bench", "repeats", Integer(1), args.repeats)
     steps = None if args.steps is None else check("bench", "steps", Integer(1), args.steps)
+    chunk = None if args.chunk is None else check("bench", "chunk", Integer(1), args.chunk)
     if args.threads is not None:
         torch.set_num_threads(check("bench", "threads", Integer(1), args.threads))
     try:
@@ -109,7 +115,8 @@ def run(args) -> int:
             f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
             f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
             f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
-            f"{r['architectures_per_hour_alone']:.3g} architectures per hour ({r['stack_epochs']:.0f} stack epochs each)"))
+            f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
+            f"({r['stack_epochs']:.0f} stack epochs each)"))
         return 0
     if args.project:
         from study.projection import format_projection, measure_step_times, project
@@ -125,7 +132,7 @@ def run(args) -> int:
         return 0
     rows = run_bench(cases, runs=runs, repeats=repeats, device=device, steps=steps,
                      compiled=not args.no_compile and not args.quick, compile_mode=compile_mode,
-                     plain=not args.no_plain)
+                     plain=not args.no_plain, chunk=chunk)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")

@@ -26,13 +26,12 @@ What it takes to be correct and to compile once per architecture:
   architecture's graphs are not wanted again). Without the reset, the 9th architecture of a worker would
   hit dynamo's recompile limit and silently run eagerly.
 
-Whether the compiled forward is used is decided per architecture by ``choose_forward`` (a measured rule,
-see there); ``archstudy bench`` measures both per case and prints which one the rule picks.
+Whether the compiled forward is used is decided per architecture by ``choose`` (a measured rule, see
+there); ``archstudy bench`` measures both per case and prints which one the rule picks.
 """
 
 from __future__ import annotations
 
-import math
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -48,7 +47,6 @@ from ..network import Network
 from ..protocol import Protocol
 from . import fused
 from .stack import Stack, train_step
-from .timing import time_calls
 
 
 class _Fused(nn.Module):
@@ -86,8 +84,10 @@ class CompileStats:
 class CompiledForward:
     """``fused.forward`` for one architecture through ``torch.compile``; a drop-in ``forward`` for
     ``train_step``. ``mode`` is ``torch.compile``'s (None: default; on a GPU "reduce-overhead" adds CUDA
-    graphs, "max-autotune-no-cudagraphs" autotunes the products); ``backend`` too ("aot_eager" traces and
-    differentiates the same graph but runs it with ATen's kernels: the tests' cheap check of the capture)."""
+    graphs, "max-autotune-no-cudagraphs" autotunes the products); ``backend`` too
+    ("aot_eager_decomp_partition" traces, decomposes and differentiates the graph as inductor does but runs
+    it with ATen's kernels: the tests' cheap check of the capture; plain "aot_eager" fails on layernorm,
+    whose backward kernel returns other strides than its meta function says)."""
 
     kind = "compiled"
 
@@ -133,15 +133,15 @@ def _graphs() -> int:
 # -- which forward a training uses ---------------------------------------------------------------------
 FORWARDS = ("auto", "eager", "compiled")
 
-# On a GPU the compiled forward is tried (``trial``) only when the eager training is expected to take at
-# least this many times the compile time, so that compiling costs at most 1/COMPILE_PAYBACK of it.
-COMPILE_PAYBACK = 10.0
-# Seconds one compile is expected to take, before it is measured. Measured on the 2-core CPU (loaded by
-# other work), dense batchnorm-relu nets of 20k parameters: see ``CPU_COMPILE_S`` in the rule below.
-EXPECTED_COMPILE_S = 60.0
-# A trial keeps the compiled forward only when its steps take at most this fraction of the eager steps'.
-TRIAL_MARGIN = 0.9
-TRIAL_STEPS = 5  # timed steps of each kind in a trial (after one untimed step each), interleaved twice
+# The bench's verdict: the compiled step is "faster" when it takes at most this fraction of the eager
+# step's time (a margin over the timing noise of interleaved repeats on a shared machine).
+FASTER = 0.9
+# On a GPU, the compiled forward is used for architectures whose training work (trainable parameters x
+# training examples per epoch) is at least this; None: never. Not measured yet (no GPU where this was
+# built): set it from ``archstudy bench --device cuda``, whose rows give each case's work (``work``), its
+# eager and compiled epoch times and its compile time; the compile (tens of seconds, once per
+# architecture) must pay for itself over the ~100 stack epochs an architecture trains.
+CUDA_COMPILE_MIN_WORK: int | None = None
 
 
 @dataclass(frozen=True)
@@ -150,98 +150,77 @@ class ForwardChoice:
 
     kind: str  # "eager" or "compiled"
     reason: str
-    eager_s: float = float("nan")  # seconds per step in the trial (NaN: no trial)
-    compiled_s: float = float("nan")
-    compile_s: float = float("nan")
 
 
-def choose(device: torch.device, expected_eager_s: float) -> ForwardChoice | None:
-    """The measured rule, before any trial: a ``ForwardChoice`` when it decides, None when a trial must.
+def training_work(spec: ArchSpec, train_examples: int) -> int:
+    """Trainable parameters x training examples: the multiply-adds of one run's epoch, up to a factor 3."""
+    return spec.num_params * train_examples
 
-    On a CPU the eager forward, always. Measured with ``archstudy bench`` on this 2-core machine (CPU time
-    per step of 40 stacked runs, one thread, best of interleaved repeats, the machine shared with other
-    work; see README "Speed"): the compiled step was slower in every case, because inductor's float64
-    C++ code is no faster than ATen's already fused kernels (``F.batch_norm`` is one kernel, ``relu``
-    another) and stores each relu's backward mask as bools through a slow vectorized conversion; the
-    compile itself took about a minute per architecture.
 
-    On a GPU a trial (``trial``) decides, when the eager training is expected to take at least
-    ``COMPILE_PAYBACK`` x ``EXPECTED_COMPILE_S``; a shorter training keeps the eager forward (the
-    compile could not pay for itself)."""
+def choose(spec: ArchSpec, device: torch.device, train_examples: int) -> ForwardChoice:
+    """The measured rule: which forward trains ``spec`` on ``device``. A function of the architecture, the
+    device and the data size only, never of a timing taken at run time, so that training the same
+    architecture again computes the same numbers (the two forwards agree only to round-off, which a long
+    training can amplify into a different selected run).
+
+    On a CPU the eager forward, always. Measured with ``archstudy bench`` and by training on this 2-core
+    machine (shared with other work; CPU time, interleaved repeats): the compiled step was slower in every
+    case tried, e.g. 1.1x the eager step's time for a depth-9 tanh net and 2-3x for the depth-9 relu net of
+    20k parameters, because inductor's float64 C++ code is no faster than ATen's kernels, which the
+    eager step already fuses where it matters (``F.batch_norm`` with the folded activation), and it stores
+    each relu's backward mask as bools through a slow vectorized conversion; the compile itself took
+    about a minute of CPU per architecture (gcc included), on top.
+
+    On a GPU, the compiled forward from a training work of ``CUDA_COMPILE_MIN_WORK`` on (unset: eager)."""
     if device.type == "cpu":
-        return ForwardChoice("eager", "CPU: the compiled step measured slower than the eager one (study.training.compiled)")
-    if expected_eager_s < COMPILE_PAYBACK * EXPECTED_COMPILE_S:
-        return ForwardChoice("eager", f"expected training {expected_eager_s:.0f} s < {COMPILE_PAYBACK:g} x the "
-                      f"{EXPECTED_COMPILE_S:g} s a compile is expected to take")
-    return None
+        return ForwardChoice("eager", "CPU: the compiled step measured slower than the eager one "
+                             "(study.training.compiled.choose)")
+    if CUDA_COMPILE_MIN_WORK is None:
+        return ForwardChoice("eager", "GPU: the compiled step is not measured on a GPU yet "
+                             "(study.training.compiled.CUDA_COMPILE_MIN_WORK is unset)")
+    work = training_work(spec, train_examples)
+    if work >= CUDA_COMPILE_MIN_WORK:
+        return ForwardChoice("compiled", f"GPU: training work {work:.3g} >= {CUDA_COMPILE_MIN_WORK:.3g}")
+    return ForwardChoice("eager", f"GPU: training work {work:.3g} < {CUDA_COMPILE_MIN_WORK:.3g}")
 
 
 def decide(eager_s: float, compiled_s: float) -> str:
-    """The trial's verdict from the best step times: compiled when it takes at most ``TRIAL_MARGIN``."""
-    return "compiled" if compiled_s <= TRIAL_MARGIN * eager_s else "eager"
+    """Which step a measurement shows faster: "compiled" when it takes at most ``FASTER`` of the eager
+    step's time, else "eager"."""
+    return "compiled" if compiled_s <= FASTER * eager_s else "eager"
 
 
-def scratch_copy(stack: Stack) -> Stack:
-    """An independent copy of ``stack`` (same runs, state and rates) to time steps on."""
+def scratch_copy(stack: Stack, size: int | None = None) -> Stack:
+    """An independent copy of the first ``size`` runs (default all) of ``stack``, state and rates, to
+    compile steps on; the training state is untouched."""
+    n = stack.size if size is None else size
     with torch.no_grad():
-        net = stack.net.take(list(range(stack.size)))
-        return Stack(net=net, runs=stack.runs.copy(), lr=stack.lr.clone(),
-                     opt={k: t.clone() for k, t in stack.opt.items()}, best={}, nonfinite=stack.nonfinite.clone())
+        return Stack(net=stack.net.take(list(range(n))), runs=stack.runs[:n].copy(), lr=stack.lr[:n].clone(),
+                     opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
+                     nonfinite=stack.nonfinite[:n].clone())
 
 
-def trial(stack: Stack, batches, c_out: float, protocol: Protocol, chunk: int | None,
-          compiled: "CompiledForward") -> ForwardChoice:
-    """Time eager and compiled steps on copies of ``stack`` (the training state is untouched), interleaved:
-    one untimed step of each (the compile happens there), then twice ``TRIAL_STEPS`` of each; keep the
-    compiled forward when its best time is at most ``TRIAL_MARGIN`` of the eager one's."""
-    device = stack.lr.device
-    copies = {"eager": scratch_copy(stack), "compiled": scratch_copy(stack)}
-    forwards = {"eager": fused.forward, "compiled": compiled}
-    times: dict[str, list[float]] = {"eager": [], "compiled": []}
-
-    def steps(kind: str, n: int) -> float:
-        def one(i: int) -> None:
-            x, y = batches[i % len(batches)]
-            train_step(copies[kind], x, y, c_out, protocol, chunk, forwards[kind])
-        return time_calls(one, n, device)[0]
-
-    for kind in forwards:
-        steps(kind, 1)
-    for _ in range(2):
-        for kind in forwards:
-            times[kind].append(steps(kind, TRIAL_STEPS))
-    eager_s, compiled_s = min(times["eager"]), min(times["compiled"])
-    kind = decide(eager_s, compiled_s)
-    return ForwardChoice(kind, f"trial: compiled {compiled_s * 1e3:.3g} ms vs eager {eager_s * 1e3:.3g} ms per step",
-                  eager_s, compiled_s, compiled.stats.compile_s)
+def warm(forward, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float,
+         protocol: Protocol, chunk: int | None) -> None:
+    """Compile, before training, every graph the training will need: one step on a copy of ``stack`` and
+    one on a copy of a single run of it (the dynamic graph for 2 runs or more, and the graph of 1). No
+    compile then happens inside an epoch, where it would wait for the device and distort its time."""
+    for size in sorted({stack.size, 1}, reverse=True):
+        train_step(scratch_copy(stack, size), x, y, c_out, protocol, chunk, forward)
 
 
-def select_forward(option, stack: Stack, batches, c_out: float, protocol: Protocol, chunk: int | None,
-                   steps_per_epoch: int) -> tuple[Callable, ForwardChoice]:
-    """The training forward for ``option``: a callable (used as given), "eager", "compiled", or "auto"
-    (``choose``, then on a GPU a ``trial`` when the rule asks for one). ``batches``: a few minibatches
-    (x, y) for timing; the expected training time is the eager step's time x ``steps_per_epoch`` x
-    ``EXPECTED_STACK_EPOCHS``."""
+def select_forward(option, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, protocol: Protocol,
+                   chunk: int | None, train_examples: int) -> tuple[Callable, ForwardChoice]:
+    """The training forward for ``option``: a callable ``forward(net, x)`` (used as given), "eager",
+    "compiled", or "auto" (``choose``). A forward other than the eager one is run first on copies of the
+    stack (``warm``, on the minibatch (x, y)): a compiled one compiles there."""
     if callable(option):
-        return option, ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
-    if option == "eager":
-        return fused.forward, ForwardChoice("eager", "asked for")
-    if option == "compiled":
-        return CompiledForward(stack.net.spec), ForwardChoice("compiled", "asked for")
-    device = stack.lr.device
-    expected = math.inf
-    if device.type != "cpu":
-        copy = scratch_copy(stack)
-
-        def one(i: int) -> None:
-            x, y = batches[i % len(batches)]
-            train_step(copy, x, y, c_out, protocol, chunk)
-
-        one(0)
-        expected = time_calls(one, TRIAL_STEPS, device)[0] * steps_per_epoch * EXPECTED_STACK_EPOCHS
-    decided = choose(device, expected)
-    if decided is not None:
-        return fused.forward, decided
-    compiled = CompiledForward(stack.net.spec)
-    chosen = trial(stack, batches, c_out, protocol, chunk, compiled)
-    return (compiled if chosen.kind == "compiled" else fused.forward), chosen
+        choice = ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
+        forward = option
+    else:
+        choice = choose(stack.net.spec, stack.lr.device, train_examples) if option == "auto" else \
+            ForwardChoice(option, "asked for")
+        forward = fused.forward if choice.kind == "eager" else CompiledForward(stack.net.spec)
+    if forward is not fused.forward:  # a compiled forward compiles here, on copies
+        warm(forward, stack, x, y, c_out, protocol, chunk)
+    return forward, choice

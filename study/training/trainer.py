@@ -53,7 +53,7 @@ from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
 from .schedule import Schedule, after_epoch, start
-from .splits import TRAIN_ORDER, Splits, check_splits, epoch_order, steps_per_epoch
+from .splits import TRAIN_ORDER, Splits, check_splits, epoch_order
 from .stack import Stack, keep, new_stack, nonfinite_parameters, rewind, save_best, set_rates, train_step
 
 
@@ -245,16 +245,14 @@ class _Trainer:
     def run(self) -> Outcome:
         s, p = self.s, self.protocol
         train = self.splits.train
-        steps = steps_per_epoch(len(train), p.batch_size)
         forward = None
         while s.stack is not None:
             stack: Stack = s.stack
             chunk = self.chunk_runs or auto_chunk(self.spec, stack.size, p.batch_size, self.device)
             order = epoch_order(len(train), p.batch_size, self.seed, TRAIN_ORDER, s.epoch + 1, self.device)
             if forward is None:
-                forward = self._forward(stack, order, chunk, steps)
-            mark = time.perf_counter()
-            mark = self._steps(stack, order, chunk, forward, mark)
+                forward = self._forward(stack, order, chunk)
+            mark = self._steps(stack, order, chunk, forward, time.perf_counter())
             self._end_epoch(stack, s.epoch_s + time.perf_counter() - mark)
             if self._due():
                 self._save()
@@ -265,9 +263,12 @@ class _Trainer:
         return self._finish()
 
     def _steps(self, stack: Stack, order: torch.Tensor, chunk: int | None, forward, mark: float) -> float:
-        """The rest of the epoch's steps; returns the time from which the epoch's time still counts. Nothing here waits for the device (no ``.item()``, no host copy,
-        no branch on a tensor's value; the minibatch is gathered on the device), so on a GPU the host
-        queues the whole epoch ahead of the kernels; the only exception is a checkpoint when one is due."""
+        """The rest of the epoch's steps; returns the time from which the epoch's time still counts.
+
+        Nothing here waits for the device (no ``.item()``, no copy to the host, no branch on a tensor's
+        value, no index built on the host: the minibatch is gathered on the device from the epoch's order),
+        so on a GPU the host queues the epoch ahead of the kernels; only a checkpoint, when one is due,
+        waits."""
         s, train = self.s, self.splits.train
         for i in range(s.step, order.shape[0]):
             idx = order[i]
@@ -281,16 +282,15 @@ class _Trainer:
                 self._save()
         return mark
 
-    def _forward(self, stack: Stack, order: torch.Tensor, chunk: int | None, steps: int):
-        """The training forward of this session (``study.training.compiled.select_forward``); a choice
-        made by the rule is kept in the checkpoint, so a resumed training computes as it did."""
+    def _forward(self, stack: Stack, order: torch.Tensor, chunk: int | None):
+        """The training forward of this session (``study.training.compiled.select_forward``); the choice
+        is kept in the checkpoint, so a resumed training computes as it did (also if the rule changed)."""
         s, train = self.s, self.splits.train
         option = self.forward_option
         if option == "auto" and s.forward is not None:
             option = s.forward
-        batches = [(train.x.index_select(0, order[i]), train.y.index_select(0, order[i]))
-                   for i in range(min(4, order.shape[0]))]
-        forward, self.forward_choice = select_forward(option, stack, batches, s.c_out, self.protocol, chunk, steps)
+        x, y = train.x.index_select(0, order[0]), train.y.index_select(0, order[0])
+        forward, self.forward_choice = select_forward(option, stack, x, y, s.c_out, self.protocol, chunk, len(train))
         if self.forward_choice.kind in ("eager", "compiled"):
             s.forward = self.forward_choice.kind
         return forward

@@ -76,7 +76,8 @@ def test_the_plain_baseline_computes_what_the_stacked_network_computes():
 
 def test_a_row_times_the_compiled_step_and_says_what_the_rule_picks():
     case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2, 100)
-    row = bench_case(case, runs=3, batch=50, repeats=1, plain=False, compiled=True, compile_backend="aot_eager_decomp_partition")
+    row = bench_case(case, runs=3, batch=50, repeats=1, plain=False, compiled=True,
+                     compile_backend="aot_eager_decomp_partition")
     assert row["compiled_s_per_epoch"] > 0 and row["compile_s"] > 0 and row["compiled_graphs"] == 1
     assert row["compiled_speedup"] == pytest.approx(row["stacked_s_per_epoch"] / row["compiled_s_per_epoch"], rel=1e-12)
     assert row["rule"] == "eager" and math.isnan(row["sequential_s_per_epoch"])
@@ -99,7 +100,8 @@ def test_the_householder_case_is_a_1m_parameter_net_as_the_sampler_solves_it():
 
 
 def test_command_prints_json_rows(capsys):
-    assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json", "--no-compile"]) == 0
+    assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json",
+                 "--no-compile"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["case"] for r in rows] == ["small"] and set(FIELDS) <= set(rows[0]) and rows[0]["runs"] == 2
 

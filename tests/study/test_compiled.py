@@ -6,7 +6,6 @@ backend (dynamo's graph, AOTAutograd's backward and inductor's decompositions, r
 a few seconds per net), inductor's own code on one small net (marked ``inductor``: about 20-30 s of
 compiling on 2 cores, gcc included)."""
 
-import math
 from types import SimpleNamespace
 
 import pytest
@@ -42,8 +41,8 @@ LRS = [0.01, 0.1, 0.3]
 
 def _data(spec, n=20, count=3):
     g = torch.Generator().manual_seed(0)
-    return [(torch.randn(n, spec.d_in, generator=g, dtype=torch.float64), torch.randint(0, spec.d_out, (n,), generator=g))
-            for _ in range(count)]
+    return [(torch.randn(n, spec.d_in, generator=g, dtype=torch.float64),
+             torch.randint(0, spec.d_out, (n,), generator=g)) for _ in range(count)]
 
 
 def _relative(a, b) -> float:
@@ -115,16 +114,50 @@ def test_a_training_with_the_compiled_forward_is_the_eager_training_with_one_gra
     assert len(forward.stats.sizes) > 1 and forward.stats.graphs <= 1 + (1 in forward.stats.sizes)
 
 
-def test_the_rule_keeps_the_eager_forward_on_a_cpu_and_tries_the_compiled_one_on_a_long_gpu_training():
-    assert choose(torch.device("cpu"), math.inf).kind == "eager"
-    short = compiled.COMPILE_PAYBACK * compiled.EXPECTED_COMPILE_S * 0.99
-    assert choose(torch.device("cuda"), short).kind == "eager"
-    assert choose(torch.device("cuda"), short / 0.98) is None  # a trial decides
-    assert decide(1.0, compiled.TRIAL_MARGIN) == "compiled" and decide(1.0, compiled.TRIAL_MARGIN * 1.01) == "eager"
+def test_the_rule_is_eager_on_a_cpu_and_on_a_gpu_a_threshold_on_the_training_work(monkeypatch):
     spec = KINDS["dense-bn"]
+    assert choose(spec, torch.device("cpu"), 10**9).kind == "eager"
+    assert choose(spec, torch.device("cuda"), 10**9).kind == "eager"  # unset: not measured on a GPU
+    monkeypatch.setattr(compiled, "CUDA_COMPILE_MIN_WORK", spec.num_params * 1_000)
+    assert choose(spec, torch.device("cuda"), 1_000).kind == "compiled"
+    assert choose(spec, torch.device("cuda"), 999).kind == "eager"
+    assert choose(spec, torch.device("cpu"), 10**9).kind == "eager"
+    assert decide(1.0, compiled.FASTER) == "compiled" and decide(1.0, compiled.FASTER * 1.01) == "eager"
     stack = new_stack(build_network(spec, 0, runs=2), LRS[:2], PROTOCOL)
-    forward, choice = select_forward("auto", stack, _data(spec), 1.0, PROTOCOL, None, 10)
-    assert choice.kind == "eager" and forward is compiled.fused.forward
+    (x, y), = _data(spec, count=1)
+    forward, choice = select_forward("auto", stack, x, y, 1.0, PROTOCOL, None, 1_000)
+    assert choice.kind == "eager" and forward is compiled.fused.forward  # on this CPU
+
+
+def test_a_resumed_training_keeps_the_forward_it_started_with(tmp_path, monkeypatch):
+    """The choice is part of the checkpoint: a session resumed under "auto" uses the forward the first
+    session used (here "compiled", which the rule would not pick on a CPU)."""
+    from study.training import trainer
+
+    spec = KINDS["dense-bn"]
+    splits = zip(("train", "val", "test"), _data(spec, 40))
+    data = SimpleNamespace(**{k: SimpleNamespace(x=x, y=y) for k, (x, y) in splits})
+    protocol = Protocol(batch_size=20, max_epochs=4, lrs=[0.01, 0.1])
+    path = tmp_path / "ckpt.pt"
+    monkeypatch.setattr(compiled, "CompiledForward", lambda spec: CompiledForward(spec, backend=CAPTURE))
+    options = []
+
+    def spy(option, *args, **kwargs):
+        options.append(option)
+        return select_forward(option, *args, **kwargs)
+
+    monkeypatch.setattr(trainer, "select_forward", spy)
+
+    def stop(progress):
+        if progress.epoch == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_architecture(spec, data, seed=1, protocol=protocol, forward="compiled", checkpoint_path=path,
+                           checkpoint_every_s=0.0, progress=stop)
+    assert torch.load(path, weights_only=False)["forward"] == "compiled"
+    train_architecture(spec, data, seed=1, protocol=protocol, checkpoint_path=path)
+    assert options == ["compiled", "compiled"]
 
 
 def test_the_trainer_refuses_an_unknown_forward_in_one_line():
