@@ -243,6 +243,9 @@ def unit_device(gpus: float) -> str:
     if not torch.cuda.is_available():
         raise RuntimeError(f"gpus_per_arch = {gpus} but torch sees no CUDA device on {socket.gethostname()} "
                            f"(only a rehearsal's nodes, with {LOGICAL_GPUS_ENV}=1, train on CPU under a logical GPU)")
+    from .training.determinism import deterministic_cuda
+
+    deterministic_cuda()  # before this process's first CUDA product (study.training.determinism)
     return "cuda"
 
 

@@ -71,3 +71,24 @@ def bomb(levels: int = 9, under: str | None = None, head: str = "") -> str:
 def alias_bomb():
     """``bomb`` (a conftest is not importable by name under pytest's importlib mode)."""
     return bomb
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``cuda`` skip, with the reason, where torch sees no CUDA device."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device: torch.cuda.is_available() is False here")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def cuda():
+    """The CUDA device, with the flags a worker sets for reproducible float64 (study.training.determinism)."""
+    from study.training.determinism import deterministic_cuda
+
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    deterministic_cuda()
+    yield torch.device("cuda")
+    torch.use_deterministic_algorithms(before[0], warn_only=before[1])

@@ -1,4 +1,6 @@
-"""``archstudy bench``: the stacked trainer against sequential runs and bare GEMMs (``study.bench``)."""
+"""``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step
+(``study.bench``); several architectures per device (``--concurrent``, ``--gpus-per-arch``); the projected
+hours of the paper's studies (``--project``, ``study.projection``)."""
 
 from __future__ import annotations
 
@@ -6,27 +8,75 @@ import json
 import sys
 
 from sampling import SpecError
-from sampling.constraints import Integer, check
+from sampling.constraints import Choice, Integer, Real, check
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 
 
 def register(sub) -> None:
-    from study.bench import CASES
+    from study.bench import CASES, CPU_CASES, GPU_CASES
 
     p = sub.add_parser(
-        "bench", help="time the stacked trainer against sequential runs and bare GEMMs",
+        "bench", help="time the stacked trainer against sequential runs, bare GEMMs and its compiled step",
         description="Time, side by side in one process, one training step of R runs stacked (as the trainer "
-        "runs them), the same R runs trained one after another, and the bare float64 matrix products of the "
-        "stacked step; report seconds per epoch, the speedup, GFLOP/s and the fraction of the GEMM throughput. "
-        f"Cases: {', '.join(f'{k} ({c.params:,} parameters, depth {c.spec.depth})' for k, c in CASES.items())}.")
-    p.add_argument("--quick", action="store_true", help="the small case only (about a minute)")
+        "runs them), the same step with the forward compiled by torch.compile, the same R runs trained one "
+        "after another, and the bare float64 matrix products of the stacked step; report seconds per epoch, "
+        "the speedup, GFLOP/s, the fraction of the GEMM throughput and of the device's float64 peak, the "
+        "compile time and which step the trainer's rule picks. "
+        "Cases: " + ", ".join(f"{k} ({c.params:,} parameters, depth {c.spec.depth}, {c.spec.weights})"
+                              for k, c in CASES.items()) + ". "
+        f"Default: {', '.join(CPU_CASES)} on a CPU; also {', '.join(c for c in GPU_CASES if c not in CPU_CASES)} "
+        "on a GPU.")
+    p.add_argument("--quick", action="store_true",
+                   help="the small case only, without the compiled step (about a minute)")
     p.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
-    p.add_argument("--cases", default=None, help=f"comma-separated cases (default: all; {', '.join(CASES)})")
+    p.add_argument("--cases", default=None, help=f"comma-separated cases ({', '.join(CASES)})")
     p.add_argument("--runs", type=int, default=40, help="runs in the stack (default 40)")
     p.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the best of each is kept (default 3)")
     p.add_argument("--steps", type=int, default=None, help="timed steps per measurement (default: per case)")
     p.add_argument("--device", default="cpu", help="torch device (default cpu; e.g. cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    p.add_argument("--no-compile", action="store_true",
+                   help="do not time the compiled step (it compiles once per case)")
+    p.add_argument("--compile-mode", default=None,
+                   help="torch.compile mode of the compiled step (default: its default; on a GPU e.g. reduce-overhead)")
+    p.add_argument("--no-plain", action="store_true", help="do not time the one-run-after-another loops")
+    p.add_argument("--chunk", type=int, default=None,
+                   help="runs per chunk of the stacked step (default: the trainer's choice, auto_chunk)")
+    p.add_argument("--concurrent", type=int, default=None,
+                   help="instead: N processes, each training its own stack of the case at once on the device, "
+                   "against one process alone (architectures per hour)")
+    p.add_argument("--gpus-per-arch", type=float, default=None,
+                   help="instead: as --concurrent with N = 1 / this (0.25: four architectures per GPU)")
+    p.add_argument("--project", action="store_true",
+                   help="instead: measure the paper's 1M-parameter cases at several stack sizes and project the "
+                   "hours of the NLC paper's three studies (study.projection)")
+    p.add_argument("--devices", default="1,8,32", help="with --project: device counts to project for (default 1,8,32)")
+    p.add_argument("--gain", type=float, default=1.0,
+                   help="with --project: aggregate gain of several architectures per device (from --concurrent)")
     p.set_defaults(func=run)
+
+
+def _cases(args, CASES) -> tuple[str, ...] | None:
+    if args.cases is None:
+        return ("small",) if args.quick else None
+    cases = tuple(c for c in args.cases.split(",") if c)
+    if not cases:
+        raise SpecError("bench", "cases", args.cases, "must name at least one of " + ", ".join(repr(k) for k in CASES))
+    for c in cases:
+        if c not in CASES:
+            raise SpecError("bench", "cases", c, "must be one of " + ", ".join(repr(k) for k in CASES))
+    return cases
+
+
+def _devices(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(n) for n in text.split(",") if n.strip())
+    except ValueError:
+        counts = ()
+    if not counts or min(counts) < 1:
+        raise SpecError("bench", "devices", text, "must be a comma-separated list of integers >= 1")
+    return counts
 
 
 def run(args) -> int:
@@ -34,22 +84,14 @@ def run(args) -> int:
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
     import torch
 
-    from study.bench import CASES, DEFAULT_CASES, format_table, run_bench
+    from study.bench import CASES, format_table, run_bench, throughput
     from study.training.allocator import keep_freed_memory
 
-    if args.cases is not None:
-        cases = tuple(c for c in args.cases.split(",") if c)
-        if not cases:
-            raise SpecError("bench", "cases", args.cases, "must name at least one of "
-                            + ", ".join(repr(k) for k in CASES))
-        for c in cases:
-            if c not in CASES:
-                raise SpecError("bench", "cases", c, "must be one of " + ", ".join(repr(k) for k in CASES))
-    else:
-        cases = ("small",) if args.quick else DEFAULT_CASES
+    cases = _cases(args, CASES)
     runs = check("bench", "runs", Integer(1), args.runs)
     repeats = check("bench", "repeats", Integer(1), args.repeats)
     steps = None if args.steps is None else check("bench", "steps", Integer(1), args.steps)
+    chunk = None if args.chunk is None else check("bench", "chunk", Integer(1), args.chunk)
     if args.threads is not None:
         torch.set_num_threads(check("bench", "threads", Integer(1), args.threads))
     try:
@@ -58,13 +100,61 @@ def run(args) -> int:
     except (RuntimeError, AssertionError):
         raise SpecError("bench", "device", args.device, "must be an available torch device (cpu, cuda, ...)") from None
     keep_freed_memory()  # process-wide: the conditions of the trainer on a study worker
-    rows = run_bench(cases, runs=runs, repeats=repeats, device=device, steps=steps)
+    concurrent = None
+    if args.gpus_per_arch is not None:
+        share = check("bench", "gpus_per_arch", Real(0.0, 1.0, lo_open=True), args.gpus_per_arch)
+        concurrent = max(1, round(1 / share))
+    if args.concurrent is not None:
+        concurrent = check("bench", "concurrent", Integer(1), args.concurrent)
+    compile_mode = None
+    if args.compile_mode is not None:
+        compile_mode = check("bench", "compile_mode", Choice(COMPILE_MODES), args.compile_mode)
+    devices = _devices(args.devices)
+    gain = check("bench", "gain", Real(0.0, lo_open=True), args.gain)
+
+    if concurrent is not None:
+        rows = [throughput(name, concurrent, runs=runs, device=str(device), threads=args.threads, steps=steps)
+                for name in (cases or ("small",))]
+        _print(rows, args.json, lambda r: (
+            f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
+            f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
+            f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
+            f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
+            f"({r['stack_epochs']:.0f} stack epochs each)"))
+        return 0
+    if args.project:
+        from study.projection import format_projection, measure_step_times, project
+
+        rows = measure_step_times(cases, device=device, repeats=repeats, steps=steps or 2,
+                                  compiled=not args.no_compile and not args.quick)
+        result = project(rows, devices=devices, gain=gain)
+        if args.json:
+            json.dump({"step_times": rows, "projection": result}, sys.stdout, indent=1, default=str)
+            sys.stdout.write("\n")
+        else:
+            print(format_projection(rows, result, f"{device} ({torch.get_num_threads()} threads)"))
+        return 0
+    rows = run_bench(cases, runs=runs, repeats=repeats, device=device, steps=steps,
+                     compiled=not args.no_compile and not args.quick, compile_mode=compile_mode,
+                     plain=not args.no_plain, chunk=chunk)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print(format_table(rows))
         threads = torch.get_num_threads()
-        print(f"({threads} thread{'s' if threads > 1 else ''}, device {device}; best of {repeats} interleaved "
-              "repeats; per epoch = per step x samples // 250)")
+        name = rows[0]["device_name"] if rows else str(device)
+        print(f"({threads} thread{'s' if threads > 1 else ''}, device {name}; best of {repeats} interleaved "
+              f"repeats; per epoch = per step x samples // 250; of peak: {rows[0]['peak_source'] if rows else ''})")
+        for r in rows:
+            print(f"rule for {r['case']}: {r['rule']} ({r['rule_reason']})")
     return 0
+
+
+def _print(rows, as_json: bool, line) -> None:
+    if as_json:
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        for r in rows:
+            print(line(r))

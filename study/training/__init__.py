@@ -5,7 +5,9 @@ architecture as one stacked model and returns an ``Outcome``. The parts, each a 
 ``schedule`` (the per-run patience / rewind / division state machine, and the steps schedule),
 ``lr_min`` (the smallest starting rate), ``optim`` (stacked SGD, with momentum, and Adam), ``loss``
 (per-run losses, cross-entropy or mse, and errors), ``splits`` (checked data, minibatch orders),
-``stack`` (the live stack and its step), ``checkpoint`` and ``outcome``.
+``stack`` (the live stack and its step), ``fused`` (the step's folded forward), ``compiled`` (the same
+through ``torch.compile``, and the rule that picks one), ``timing``, ``determinism`` (the CUDA flags a
+worker sets), ``checkpoint`` and ``outcome``.
 """
 
 from .outcome import BestRecord, Outcome, RunRecord

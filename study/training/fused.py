@@ -73,11 +73,14 @@ def _batch_norm(norm: BatchNorm, s: torch.Tensor, folded_bias: torch.Tensor | No
     return y
 
 
-def forward(net: Network, x: torch.Tensor) -> torch.Tensor:
-    """``net(x)`` as [R, B, d_out] (also for R = 1), computed with the folds of the module docstring."""
+def forward(net: Network, x: torch.Tensor, constants: tuple[float, float] | None = None) -> torch.Tensor:
+    """``net(x)`` as [R, B, d_out] (also for R = 1), computed with the folds of the module docstring.
+
+    ``constants``: the activation's (c, b) when the caller has them (``study.training.compiled`` passes
+    them: ``torch.compile`` cannot trace the cached quadrature that ``Activation.constants`` runs)."""
     spec = net.spec
     act = net.act
-    c, b_act = act.constants
+    c, b_act = act.constants if constants is None else constants
     d, t = act.dilation, act.shift
     homogeneous = act.name in HOMOGENEOUS
     skip_from = {s.start: s for s in spec.skips()}
@@ -115,7 +118,11 @@ def forward(net: Network, x: torch.Tensor) -> torch.Tensor:
                 y = y * c
             if b_act != 0.0:
                 y = y + b_act
-        else:
-            y = net.activation(s)
+        else:  # net.activation(s), with the constants at hand (Activation.__call__ step by step)
+            y = act.inner(s)
+            if c != 1.0:
+                y = y * c
+            if b_act != 0.0:
+                y = y + b_act
         h = linear.scale(y) if isinstance(linear, GmP) else y
     return h

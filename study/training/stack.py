@@ -182,13 +182,14 @@ def parts(stack: Stack, chunk: int | None) -> list[Part]:
 
 
 def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: Protocol,
-               chunk: int | None = None) -> None:
+               chunk: int | None = None, forward=fused.forward) -> None:
     """One step of every run on the shared minibatch (x, y): forward, per-run losses (``protocol.loss``;
     ``c_out`` a number, or one per stack position), backward, update; ``stack.nonfinite`` marks the runs
-    whose loss was not finite."""
+    whose loss was not finite. ``forward(net, x)`` is the training forward: ``fused.forward`` eagerly, or the
+    same through ``torch.compile`` (``study.training.compiled``)."""
     for part in parts(stack, chunk):
         scale = c_out[part.positions] if isinstance(c_out, torch.Tensor) else c_out
-        losses = run_losses(fused.forward(part.net, x), y, scale, protocol.loss)
+        losses = run_losses(forward(part.net, x), y, scale, protocol.loss)
         grads = torch.autograd.grad(losses.sum(), part.params, allow_unused=True)
         # A bias folded into batchnorm has no gradient (exactly zero): its SGD update and, with its Adam
         # moments staying zero, its Adam update are nothing.

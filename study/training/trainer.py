@@ -55,13 +55,14 @@ import numpy as np
 import torch
 
 from sampling import ArchSpec, SpecError
-from sampling.constraints import SEED, Integer, Real, check
+from sampling.constraints import SEED, Choice, Integer, Real, check
 
 from ..metrics.row import nlc_seed
 from ..metrics.nlc import nlc, output_bias
 from ..network import Network, Seeds, build_network, output_scale
 from ..protocol import Protocol
 from . import checkpoint as ckpt
+from .compiled import FORWARDS, select_forward
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
@@ -165,6 +166,7 @@ class _State:
     records: dict[int, RunRecord]  # finished runs
     candidate: _Candidate | None  # the selected-so-far finished run
     elapsed_s: float  # seconds of earlier sessions
+    forward: str | None = None  # "eager" or "compiled" once chosen: a resumed session keeps the choice
 
     @property
     def n_rates(self) -> int:
@@ -175,16 +177,20 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
                        device=None, checkpoint_path: str | os.PathLike | None = None,
                        checkpoint_every_s: float = 300.0, progress: Callable[[TrainingProgress], None] | None = None,
                        chunk_runs: int | None = None, init_seeds=None,
-                       report: Callable[[str], None] | None = None) -> Outcome:
+                       report: Callable[[str], None] | None = None, forward: "str | Callable" = "auto") -> Outcome:
     """Train ``spec`` on ``data`` (``.train/.val/.test`` with ``.x`` [N, d_in] and ``.y`` [N]) at all the
     protocol's learning rates as one stacked float64 model; see the module docstring.
 
     ``init_seeds``: train one group of runs (one per rate) from each of these initializations, all in one
     stack (seed-major: run j * n_rates + k is seed j at rate k); ``seed`` still fixes the minibatch order
     and the measurements. More than one needs the protocol's explicit ``lrs``. None: one group from ``seed``.
-    ``chunk_runs`` (a speed knob only): runs per forward/backward chunk; None chooses (``auto_chunk``).
     ``report`` gets one line when the file at ``checkpoint_path`` is not a valid checkpoint of this
-    training and is discarded (default: a ``warnings.warn``)."""
+    training and is discarded (default: a ``warnings.warn``).
+
+    Speed knobs only (the same function is computed, up to round-off): ``chunk_runs``, runs per
+    forward/backward chunk (None chooses: ``auto_chunk``); ``forward``, the training forward: "eager",
+    "compiled" (``torch.compile``), "auto" (the measured rule of ``study.training.compiled.choose``) or a
+    callable ``forward(net, x)``."""
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
@@ -198,6 +204,8 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
         raise SpecError("train_architecture", "init_seeds", seeds,
                         "more than one initialization needs the protocol's explicit lrs (each would measure "
                         "its own lr_min and so its own rates)")
+    if not callable(forward):
+        forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = _device(device)
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
     key = ckpt.checkpoint_key(spec.content_id, seed, protocol.canonical(), splits.fingerprint(),
@@ -212,7 +220,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
         if state is None:
             return _untrainable(spec, splits, seed, seeds, protocol, device, session_start)
     trainer = _Trainer(spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
-                       checkpoint_every_s, progress, key, chunk_runs)
+                       checkpoint_every_s, progress, key, chunk_runs, forward)
     return trainer.run()
 
 
@@ -286,6 +294,14 @@ def _same_tensors(got, like: dict[str, torch.Tensor], what: str) -> None:
             raise ValueError(f"{what}.{name}: not a {t.dtype} tensor of shape {tuple(t.shape)}")
 
 
+def _saved_forward(value):
+    """The forward a checkpoint says its training used (None: not chosen yet, or a checkpoint from before
+    the choice was kept)."""
+    if value is not None and value not in ("eager", "compiled"):
+        raise ValueError(f"forward: {value!r} is not eager or compiled")
+    return value
+
+
 def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
     """The state a checkpoint holds, checked against what this architecture and protocol make: every stacked
     tensor (parameters, buffers, optimizer state, best states) as a fresh stack of the live runs has it.
@@ -338,14 +354,15 @@ def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
         raise ValueError("wall: not one entry per rate")
     return _State(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=schedule, stack=stack,
                   epoch=int(saved["epoch"]), step=int(saved["step"]), epoch_s=float(saved["epoch_s"]), wall=wall,
-                  records=records, candidate=candidate, elapsed_s=float(saved["elapsed_s"]))
+                  records=records, candidate=candidate, elapsed_s=float(saved["elapsed_s"]),
+                  forward=_saved_forward(saved.get("forward")))
 
 
 class _Trainer:
     """The epoch loop over one training state."""
 
     def __init__(self, spec, splits, seed, protocol, device, state: _State, session_start, checkpoint_path,
-                 checkpoint_every_s, progress, key, chunk_runs):
+                 checkpoint_every_s, progress, key, chunk_runs, forward="auto"):
         self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
         self.s = state
         self.session_start = session_start
@@ -353,6 +370,8 @@ class _Trainer:
         self.last_save = time.perf_counter()
         self.chunk_runs = chunk_runs
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
+        self.forward_option = forward
+        self.forward_choice = None  # ``study.training.compiled.ForwardChoice`` of this session
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -361,6 +380,7 @@ class _Trainer:
         steps = steps_per_epoch(len(train), p.batch_size)
         self._give_up_runs()
         divide_at = Counter(p.step_boundaries()) if p.schedule == "steps" else Counter()
+        forward = None
         while s.stack is not None:
             stack: Stack = s.stack
             chunk = self.chunk_runs or auto_chunk(self.spec, stack.size, p.batch_size, self.device)
@@ -368,19 +388,9 @@ class _Trainer:
             # A step schedule stops after its iterations, possibly within an epoch.
             last = steps if p.schedule == "plateau" else min(steps, p.iterations - s.epoch * steps)
             c_out = self._loss_scale(stack)
-            mark = time.perf_counter()
-            for i in range(s.step, last):
-                times = divide_at.get(s.epoch * steps + i, 0)
-                if times:  # the rate of this step and the later ones is divided (steps schedule)
-                    s.schedule = divide(s.schedule, p, stack.runs, times)
-                    set_rates(stack, s.schedule.lr)
-                idx = order[i]
-                train_step(stack, train.x[idx], train.y[idx], c_out, p, chunk)
-                if self._due():
-                    s.step = i + 1
-                    s.epoch_s += time.perf_counter() - mark
-                    mark = time.perf_counter()
-                    self._save()
+            if forward is None:
+                forward = self._forward(stack, order, chunk, c_out)
+            mark = self._steps(stack, order, last, divide_at, c_out, chunk, forward, time.perf_counter())
             epoch_s = s.epoch_s + time.perf_counter() - mark
             if p.schedule == "plateau":
                 self._end_epoch(stack, epoch_s)
@@ -421,6 +431,45 @@ class _Trainer:
         self._record(stack, gone)
         remaining = np.asarray([r for r in stack.runs if not s.schedule.done[r]], dtype=np.int64)
         s.stack = keep(stack, remaining) if len(remaining) else None
+
+    def _steps(self, stack: Stack, order: torch.Tensor, last: int, divide_at: Counter, c_out, chunk: int | None,
+               forward, mark: float) -> float:
+        """The epoch's steps from ``s.step`` to ``last`` (a steps schedule divides the rates at its
+        boundaries); returns the time from which the epoch's time still counts.
+
+        Nothing here waits for the device (no ``.item()``, no copy to the host, no branch on a tensor's
+        value, no index built on the host: the minibatch is gathered on the device from the epoch's order),
+        so on a GPU the host queues the epoch ahead of the kernels; only a checkpoint, when one is due,
+        waits. A division of the steps schedule copies the new rates from the host (no wait)."""
+        s, p, train = self.s, self.protocol, self.splits.train
+        steps = order.shape[0]
+        for i in range(s.step, last):
+            times = divide_at.get(s.epoch * steps + i, 0)
+            if times:  # the rate of this step and the later ones is divided (steps schedule)
+                s.schedule = divide(s.schedule, p, stack.runs, times)
+                set_rates(stack, s.schedule.lr)
+            idx = order[i]
+            train_step(stack, train.x.index_select(0, idx), train.y.index_select(0, idx), c_out, p, chunk, forward)
+            if self._due():
+                s.step = i + 1
+                now = time.perf_counter()
+                s.epoch_s += now - mark
+                mark = now
+                self._save()
+        return mark
+
+    def _forward(self, stack: Stack, order: torch.Tensor, chunk: int | None, c_out):
+        """The training forward of this session (``study.training.compiled.select_forward``); the choice
+        is kept in the checkpoint, so a resumed training computes as it did (also if the rule changed)."""
+        s, train = self.s, self.splits.train
+        option = self.forward_option
+        if option == "auto" and s.forward is not None:
+            option = s.forward
+        x, y = train.x.index_select(0, order[0]), train.y.index_select(0, order[0])
+        forward, self.forward_choice = select_forward(option, stack, x, y, c_out, self.protocol, chunk, len(train))
+        if self.forward_choice.kind in ("eager", "compiled"):
+            s.forward = self.forward_choice.kind
+        return forward
 
     def _end_epoch(self, stack: Stack, epoch_s: float) -> None:
         s, p = self.s, self.protocol
@@ -517,6 +566,7 @@ class _Trainer:
                                                  "net": _state_dict(c.net)},
             "elapsed_s": float(self._elapsed()),
             "live": [] if stack is None else stack.runs.tolist(),
+            "forward": s.forward,
         }
         if stack is not None:
             state.update(net=_state_dict(stack.net), opt=dict(stack.opt), best=dict(stack.best), lr=stack.lr,

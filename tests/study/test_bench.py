@@ -1,18 +1,22 @@
 """study.bench and ``archstudy bench``: the flop count, the GEMM list, the row's arithmetic, the command."""
 
 import json
+import math
 
 import pytest
 import torch
 
-from sampling import ArchSpec
+from sampling import ArchSpec, solve_width
 from study import build_network, frozen_statistics
-from study.bench import CASES, FIELDS, BenchCase, bench_case, gemm_ops, plain_model, step_flops
+from study.bench import (
+    CASES, FIELDS, PAPER_CASES, BenchCase, bench_case, fp64_peak, gemm_ops, plain_model, step_flops,
+)
 from study.cli import main
 from study.training import allocator
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")]
 
 
 def test_step_flops_by_hand():
@@ -37,8 +41,8 @@ def test_case_sizes_are_what_the_names_say():
 
 
 def test_a_row_is_consistent():
-    case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2)
-    row = bench_case(case, runs=3, batch=50, repeats=1)
+    case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2, 100)
+    row = bench_case(case, runs=3, batch=50, repeats=1, compiled=False)
     assert set(FIELDS) <= set(row)
     per_epoch = 1_000 // 50
     assert row["speedup"] == pytest.approx(row["sequential_s_per_epoch"] / row["stacked_s_per_epoch"], rel=1e-12)
@@ -49,6 +53,9 @@ def test_a_row_is_consistent():
     assert row["gemm_fraction"] == pytest.approx(row["gflops"] / row["gemm_gflops"], rel=1e-12)
     assert row["params"] == case.spec.num_params and row["runs"] == 3 and row["chunk"] >= 1
     assert all(row[k] > 0 for k in ("stacked_s_per_epoch", "sequential_s_per_epoch", "gemm_gflops"))
+    # a CPU is in no table of float64 peaks; the rule keeps the eager step on a CPU
+    assert math.isnan(row["peak_fraction"]) and "not in the table" in row["peak_source"] and row["rule"] == "eager"
+    assert math.isnan(row["compiled_s_per_epoch"]) and row["compiled_graphs"] == 0
 
 
 def test_the_plain_baseline_computes_what_the_stacked_network_computes():
@@ -78,8 +85,34 @@ def malloc_settings(monkeypatch):
     return calls
 
 
+def test_a_row_times_the_compiled_step_and_says_what_the_rule_picks():
+    case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2, 100)
+    row = bench_case(case, runs=3, batch=50, repeats=1, plain=False, compiled=True,
+                     compile_backend="aot_eager_decomp_partition")
+    assert row["compiled_s_per_epoch"] > 0 and row["compile_s"] > 0 and row["compiled_graphs"] == 1
+    assert row["compiled_speedup"] == pytest.approx(row["stacked_s_per_epoch"] / row["compiled_s_per_epoch"], rel=1e-12)
+    assert row["rule"] == "eager" and math.isnan(row["sequential_s_per_epoch"])
+
+
+def test_device_peaks_are_found_by_name():
+    assert fp64_peak("NVIDIA H100 80GB HBM3")[0] == 67.0 and fp64_peak("NVIDIA H100 PCIe")[0] == 51.0
+    assert fp64_peak("NVIDIA A100-SXM4-80GB")[0] == 19.5 and fp64_peak("Tesla V100-SXM2-16GB")[0] == 7.8
+    assert fp64_peak("NVIDIA H200")[0] == 67.0 and fp64_peak("Tesla V100-PCIE-32GB")[0] == 7.0
+    peak, why = fp64_peak("NVIDIA L4")
+    assert math.isnan(peak) and "'NVIDIA L4' is not in the table" in why
+
+
+def test_the_householder_case_is_a_1m_parameter_net_as_the_sampler_solves_it():
+    spec = CASES["1M-householder"].spec
+    assert spec.weights == "householder" and solve_width(spec.replace(width=8), 1_000_000) == spec
+    assert abs(spec.num_params - 1_000_000) < 3_000
+    assert [CASES[c].spec.depth for c in PAPER_CASES] == [3, 9, 25, 49]
+    assert all(abs(CASES[c].params - 1_000_000) < 5_000 for c in PAPER_CASES)
+
+
 def test_command_prints_json_rows(capsys, malloc_settings):
-    assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json"]) == 0
+    assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json",
+                 "--no-compile"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["case"] for r in rows] == ["small"] and set(FIELDS) <= set(rows[0]) and rows[0]["runs"] == 2
     assert malloc_settings == [True]
@@ -88,7 +121,8 @@ def test_command_prints_json_rows(capsys, malloc_settings):
 def test_command_prints_a_table(capsys, malloc_settings):
     assert main(["bench", "--quick", "--runs", "2", "--steps", "1", "--repeats", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split()[:3] == ["case", "params", "runs"] and out[1].split()[0] == "small"
+    assert out[0].split()[:3] == ["case", "params", "threads"] and out[1].split()[0] == "small"
+    assert out[-1].startswith("rule for small: eager (CPU")
     assert malloc_settings == [True]
 
 
@@ -97,6 +131,9 @@ def test_command_prints_a_table(capsys, malloc_settings):
     (["--cases", ","], "bench.cases = ',': must name at least one of"),
     (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
     (["--device", "nowhere"], "bench.device = 'nowhere'"),
+    (["--gpus-per-arch", "2"], "bench.gpus_per_arch = 2.0: must be"),
+    (["--compile-mode", "fastest"], "bench.compile_mode = 'fastest': must be one of"),
+    (["--project", "--devices", "0"], "bench.devices = '0': must be a comma-separated list of integers >= 1"),
 ])
 def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(["bench", *argv]) == 2

@@ -1,0 +1,226 @@
+"""The trainer's forward through ``torch.compile`` (inductor), for every stack size with one graph.
+
+``train_step`` (``study.training.stack``) takes the network's training forward as an argument; by default
+it is ``study.training.fused.forward`` run eagerly, op by op. ``CompiledForward(spec)`` is the same
+function traced once by dynamo and compiled by inductor: on a CPU into C++ loops that fuse the element-wise
+passes over [R, B, n] (batchnorm, activation, skip additions) with each other and, in the backward that
+AOTAutograd derives from the same trace, their gradients; on a GPU into Triton kernels, fewer launches per
+step. The loss, the gradient call and the in-place update stay ``train_step``'s own: the compiled part
+computes exactly what the eager one does, only with other kernels (the round-off differs; tests compare
+the two on every layer kind).
+
+What it takes to be correct and to compile once per architecture:
+
+* functional: the compiled function takes the network's tensors as a dict (``torch.func.functional_call``
+  on a template network of the spec), never a module, so one graph serves the whole stack, every chunk
+  of it and every later, smaller stack of the same architecture. Batchnorm running statistics and GmP
+  running means are mutated in place inside the graph; AOTAutograd writes them back to the stack's views;
+* dynamic in the runs dimension: dim 0 of every stacked tensor is marked dynamic before the first call
+  and parameters are not forced static, so stacks that shrink as runs finish (40, 39, ..., 2) reuse one
+  graph. A stack or chunk of one run is a second graph (dynamo specializes sizes 0 and 1); the input
+  minibatch [B, d_in] is static (a second graph only when the training set is smaller than a minibatch);
+* the activation's constants (c, b) are passed in: the cached quadrature behind ``Activation.constants``
+  runs numpy, which dynamo cannot trace;
+* one architecture per process at a time: dynamo caches graphs per code object, and every
+  ``CompiledForward`` shares this module's code, so a new one resets dynamo's caches (the previous
+  architecture's graphs are not wanted again). Without the reset, the 9th architecture of a worker would
+  hit dynamo's recompile limit and silently run eagerly.
+
+Whether the compiled forward is used is decided per architecture by ``choose`` (a measured rule, see
+there); ``archstudy bench`` measures both per case and prints which one the rule picks.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from sampling import ArchSpec
+
+from ..network import Network
+from ..protocol import Protocol
+from . import fused
+from .stack import Stack, train_step
+
+
+class _Fused(nn.Module):
+    """``fused.forward`` as a module of the spec's structure (what ``functional_call`` needs)."""
+
+    def __init__(self, spec: ArchSpec):
+        super().__init__()
+        self.net = Network(spec, runs=2)  # structure only: functional_call supplies every tensor
+        self.constants = self.net.act.constants
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # contiguous, as Network.forward returns it: the incoming gradient of the output is contiguous, and
+        # the backward graph is traced for the output's strides
+        return fused.forward(self.net, x, self.constants).contiguous()
+
+
+def _tensors(net: Network) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer of ``net`` by its name in ``_Fused`` (the projection included)."""
+    out = {f"net.{name}": p for name, p in net.named_parameters()}
+    out.update({f"net.{name}": b for name, b in net.named_buffers()})
+    return out
+
+
+@dataclass
+class CompileStats:
+    """What compiling cost so far: graphs compiled by dynamo for this forward, and the seconds spent in the
+    calls that compiled them (tracing, AOTAutograd, inductor's code generation and the C++/Triton build)."""
+
+    graphs: int = 0
+    compile_s: float = 0.0
+    calls: int = 0
+    sizes: set = field(default_factory=set)  # stack sizes seen
+
+
+class CompiledForward:
+    """``fused.forward`` for one architecture through ``torch.compile``; a drop-in ``forward`` for
+    ``train_step``. ``mode`` is ``torch.compile``'s (None: default; on a GPU "reduce-overhead" adds CUDA
+    graphs, "max-autotune-no-cudagraphs" autotunes the products); ``backend`` too
+    ("aot_eager_decomp_partition" traces, decomposes and differentiates the graph as inductor does but runs
+    it with ATen's kernels: the tests' cheap check of the capture; plain "aot_eager" fails on layernorm,
+    whose backward kernel returns other strides than its meta function says)."""
+
+    kind = "compiled"
+
+    def __init__(self, spec: ArchSpec, mode: str | None = None, backend: str = "inductor"):
+        torch._dynamo.reset()  # see the module docstring: one architecture's graphs at a time
+        self.spec, self.mode, self.backend = spec, mode, backend
+        self._module = _Fused(spec)
+        module = self._module
+
+        def forward(tensors: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+            return functional_call(module, tensors, (x,))
+
+        self._compiled = torch.compile(forward, mode=mode, backend=backend, dynamic=None)
+        self._tensors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.stats = CompileStats()
+
+    def __call__(self, net: Network, x: torch.Tensor) -> torch.Tensor:
+        tensors = self._tensors.get(net)
+        if tensors is None:
+            tensors = self._tensors[net] = _tensors(net)
+            for name, t in net.stacked_tensors():
+                torch._dynamo.maybe_mark_dynamic(t, 0)
+        self.stats.calls += 1
+        before = _graphs()
+        t0 = time.perf_counter()
+        with torch._dynamo.config.patch(force_parameter_static_shapes=False):
+            out = self._compiled(tensors, x)
+        compiled = _graphs() - before
+        if compiled:
+            self.stats.graphs += compiled
+            self.stats.compile_s += time.perf_counter() - t0
+        self.stats.sizes.add(net.runs)
+        return out
+
+
+def _graphs() -> int:
+    """Graphs dynamo has compiled in this process since its last reset."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+# -- which forward a training uses ---------------------------------------------------------------------
+FORWARDS = ("auto", "eager", "compiled")
+
+# The bench's verdict: the compiled step is "faster" when it takes at most this fraction of the eager
+# step's time (a margin over the timing noise of interleaved repeats on a shared machine).
+FASTER = 0.9
+# On a GPU, the compiled forward is used for architectures whose training work (trainable parameters x
+# training examples per epoch) is at least this; None: never. Not measured yet (no GPU where this was
+# built): set it from ``archstudy bench --device cuda``, whose rows give each case's work (``work``), its
+# eager and compiled epoch times and its compile time; the compile (tens of seconds, once per
+# architecture) must pay for itself over the ~100 stack epochs an architecture trains.
+CUDA_COMPILE_MIN_WORK: int | None = None
+
+
+@dataclass(frozen=True)
+class ForwardChoice:
+    """The forward a training uses and why."""
+
+    kind: str  # "eager" or "compiled"
+    reason: str
+
+
+def training_work(spec: ArchSpec, train_examples: int) -> int:
+    """Trainable parameters x training examples: the multiply-adds of one run's epoch, up to a factor 3."""
+    return spec.num_params * train_examples
+
+
+def choose(spec: ArchSpec, device: torch.device, train_examples: int) -> ForwardChoice:
+    """The measured rule: which forward trains ``spec`` on ``device``. A function of the architecture, the
+    device and the data size only, never of a timing taken at run time, so that training the same
+    architecture again computes the same numbers (the two forwards agree only to round-off, which a long
+    training can amplify into a different selected run).
+
+    On a CPU the eager forward, always. Measured with ``archstudy bench`` and by training on this 2-core
+    machine (shared with other work; CPU time, interleaved repeats): the compiled step was slower in every
+    case tried, e.g. 1.1x the eager step's time for a depth-9 tanh net and 2-3x for the depth-9 relu net of
+    20k parameters, because inductor's float64 C++ code is no faster than ATen's kernels, which the
+    eager step already fuses where it matters (``F.batch_norm`` with the folded activation), and it stores
+    each relu's backward mask as bools through a slow vectorized conversion; the compile itself took
+    about a minute of CPU per architecture (gcc included), on top.
+
+    On a GPU, the compiled forward from a training work of ``CUDA_COMPILE_MIN_WORK`` on (unset: eager)."""
+    if device.type == "cpu":
+        return ForwardChoice("eager", "CPU: the compiled step measured slower than the eager one "
+                             "(study.training.compiled.choose)")
+    if CUDA_COMPILE_MIN_WORK is None:
+        return ForwardChoice("eager", "GPU: the compiled step is not measured on a GPU yet "
+                             "(study.training.compiled.CUDA_COMPILE_MIN_WORK is unset)")
+    work = training_work(spec, train_examples)
+    if work >= CUDA_COMPILE_MIN_WORK:
+        return ForwardChoice("compiled", f"GPU: training work {work:.3g} >= {CUDA_COMPILE_MIN_WORK:.3g}")
+    return ForwardChoice("eager", f"GPU: training work {work:.3g} < {CUDA_COMPILE_MIN_WORK:.3g}")
+
+
+def decide(eager_s: float, compiled_s: float) -> str:
+    """Which step a measurement shows faster: "compiled" when it takes at most ``FASTER`` of the eager
+    step's time, else "eager"."""
+    return "compiled" if compiled_s <= FASTER * eager_s else "eager"
+
+
+def scratch_copy(stack: Stack, size: int | None = None) -> Stack:
+    """An independent copy of the first ``size`` runs (default all) of ``stack``, state and rates, to
+    compile steps on; the training state is untouched."""
+    n = stack.size if size is None else size
+    with torch.no_grad():
+        return Stack(net=stack.net.take(list(range(n))), runs=stack.runs[:n].copy(), lr=stack.lr[:n].clone(),
+                     opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
+                     nonfinite=stack.nonfinite[:n].clone())
+
+
+def warm(forward, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float,
+         protocol: Protocol, chunk: int | None) -> None:
+    """Compile, before training, every graph the training will need: one step on a copy of ``stack`` and
+    one on a copy of a single run of it (the dynamic graph for 2 runs or more, and the graph of 1). No
+    compile then happens inside an epoch, where it would wait for the device and distort its time."""
+    for size in sorted({stack.size, 1}, reverse=True):
+        train_step(scratch_copy(stack, size), x, y, c_out, protocol, chunk, forward)
+
+
+def select_forward(option, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, protocol: Protocol,
+                   chunk: int | None, train_examples: int) -> tuple[Callable, ForwardChoice]:
+    """The training forward for ``option``: a callable ``forward(net, x)`` (used as given), "eager",
+    "compiled", or "auto" (``choose``). A forward other than the eager one is run first on copies of the
+    stack (``warm``, on the minibatch (x, y)): a compiled one compiles there."""
+    if callable(option):
+        choice = ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
+        forward = option
+    else:
+        choice = choose(stack.net.spec, stack.lr.device, train_examples) if option == "auto" else \
+            ForwardChoice(option, "asked for")
+        forward = fused.forward if choice.kind == "eager" else CompiledForward(stack.net.spec)
+    if forward is not fused.forward:  # a compiled forward compiles here, on copies
+        warm(forward, stack, x, y, c_out, protocol, chunk)
+    return forward, choice
