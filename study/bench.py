@@ -13,7 +13,7 @@ interleaving makes the ratios fair, the minimum is the least disturbed measureme
               its compile (the first call, untimed in the step time) is reported as ``compile_s``;
               ``faster`` says which of the two this measurement shows faster (``decide``: compiled when
               it takes at most 0.9 of the eager time), ``rule`` which one the trainer's rule
-              (``choose``) picks for this case, and ``work`` the quantity a GPU rule is set on;
+              (``choose``) picks for this case, and ``layer_steps`` the quantity the GPU rule is set on;
 * sequential: the same R runs one after another, a plain per-run loop: each run its own ``nn.Sequential``
               of ``nn.Linear`` / ``nn.BatchNorm1d`` / activation and its own ``torch.optim.SGD``
               (``time_plain``; the prototypes' baseline); dense nets only (NaN for Householder ones);
@@ -58,7 +58,7 @@ from .layers import ActivationLayer
 from .network import build_network
 from .protocol import Protocol
 from .training import fused
-from .training.compiled import CompiledForward, choose, decide, training_work
+from .training.compiled import CompiledForward, choose, decide, layer_steps
 from .training.stack import new_stack, train_step
 from .training.timing import synchronize, time_calls
 from .training.trainer import auto_chunk
@@ -325,7 +325,7 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
     name = device_name(device)
     peak, peak_source = fp64_peak(name)
     gflops = flops / t_stack / 1e9
-    rule = choose(spec, device, case.samples)
+    rule = choose(spec, device, case.samples, batch)
     return {
         "case": case.name, "params": case.params, "runs": runs,
         "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
@@ -338,7 +338,7 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
         "compile_s": cf.stats.compile_s if cf is not None else math.nan,
         "compiled_graphs": cf.stats.graphs if cf is not None else 0,
         "faster": "-" if cf is None else decide(t_stack, t_comp),
-        "rule": rule.kind, "rule_reason": rule.reason, "work": training_work(spec, case.samples),
+        "rule": rule.kind, "rule_reason": rule.reason, "layer_steps": layer_steps(spec, case.samples, batch),
         # the device's float64 peak (FP64_PEAKS)
         "peak_tflops": peak, "peak_fraction": gflops / 1e3 / peak, "peak_source": peak_source,
         # the same from CPU time (all threads of the process): steadier when the machine is shared

@@ -29,10 +29,42 @@ from torch import nn
 from .layers import BN_MOMENTUM, DTYPE, stacked_linear
 
 
+def _reversed_cumsum(t: torch.Tensor) -> torch.Tensor:
+    """sum_{j >= k} t_j along the last dimension."""
+    return torch.flip(torch.cumsum(torch.flip(t, [-1]), -1), [-1])
+
+
+class _Cumprod(torch.autograd.Function):
+    """``torch.cumprod`` along the last dimension, with a backward that never waits for the device.
+
+    torch's own backward asks the host whether the input holds a zero (a ``.item()``: on a GPU the host
+    then waits for every queued kernel, once per GmP layer and step). This one computes both of torch's
+    cases and picks per element, on the device. With y_j = prod_{i <= j} x_i and z the first zero of a
+    row: dL/dx_k = (sum_{j >= k} g_j y_j) / x_k before z (torch's formula, the same operations, so the
+    same numbers); at z, sum_{j >= z} g_j y'_j with y' the cumulative product of x with x_z set to 1;
+    after z, 0 (every product through x_k also holds x_z)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.cumprod(x, dim=-1)
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        zero = x == 0
+        zeros_so_far = torch.cumsum(zero.to(torch.int32), -1)
+        first_zero = zero & (zeros_so_far == 1)
+        before = _reversed_cumsum(g * y) / torch.where(zero, torch.ones_like(x), x)
+        at_zero = _reversed_cumsum(g * torch.cumprod(torch.where(first_zero, torch.ones_like(x), x), -1))
+        return torch.where(zeros_so_far == 0, before, torch.where(first_zero, at_zero, torch.zeros_like(x)))
+
+
 def direction_from_angles(theta: torch.Tensor) -> torch.Tensor:
     """Eq. 10: angles [..., n-1] -> unit vectors [..., n]."""
     sin, cos = torch.sin(theta), torch.cos(theta)
-    prod = torch.cumprod(sin, dim=-1)  # prod[k] = sin t1 ... sin t_{k+1}
+    prod = _Cumprod.apply(sin)  # prod[k] = sin t1 ... sin t_{k+1}
     return torch.cat([cos[..., :1], prod[..., :-1] * cos[..., 1:], prod[..., -1:]], dim=-1)
 
 

@@ -166,8 +166,8 @@ def measure_step_times(cases=None, sizes=SIZES, device="cpu", repeats: int = 2, 
     """Per case (default ``study.bench.PAPER_CASES``): seconds per training step at each stack size (best of
     ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled
     one (the projection then uses, per case, the one ``study.training.compiled.decide`` picks at the
-    largest size),
-    and the evaluation seconds per example and run (``errors`` on random inputs, R = 40)."""
+    largest size, and adds its compile seconds to every architecture of that depth), and the evaluation
+    seconds per example and run (``errors`` on random inputs, R = 40)."""
     import torch
 
     from .bench import CASES, PAPER_CASES, stacked_runner
@@ -191,16 +191,17 @@ def measure_step_times(cases=None, sizes=SIZES, device="cpu", repeats: int = 2, 
             for key, step in runners.items():
                 t = time_calls(step, steps, device)[0]
                 best[key] = min(best.get(key, math.inf), t)
-        kind = "eager"
+        kind, compile_s = "eager", 0.0
         if compiled:
             kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
+            compile_s = forwards["compiled"].stats.compile_s if kind == "compiled" else 0.0
         net = build_network(spec, 0, runs=RUNS, device=device)
         x = torch.randn(eval_examples, spec.d_in, dtype=torch.float64, device=device)
         y = torch.randint(0, spec.d_out, (eval_examples,), device=device)
         width = max(spec.width, spec.d_in, spec.d_out)
         errors(net, x, y, width, RUNS)
         t_eval = min(time_calls(lambda i: errors(net, x, y, width, RUNS), 1, device)[0] for _ in range(repeats))
-        out.append({"case": name, "depth": spec.depth, "width": spec.width, "forward": kind,
+        out.append({"case": name, "depth": spec.depth, "width": spec.width, "forward": kind, "compile_s": compile_s,
                     "step_s": {r: best[(kind, r)] for r in sizes},
                     "eager_step_s": {r: best[("eager", r)] for r in sizes},
                     "eval_s_per_example_run": t_eval / (eval_examples * RUNS)})
@@ -229,6 +230,10 @@ class StepModel:
     def eval(self, depth: int) -> float:
         return _interp(depth, self.depths, [r["eval_s_per_example_run"] for r in self.rows])
 
+    def compile(self, depth: int) -> float:
+        """Seconds of compiling the forward once per architecture (0 where the eager one is used)."""
+        return _interp(depth, self.depths, [r.get("compile_s", 0.0) for r in self.rows])
+
 
 def architecture_seconds(model: StepModel, depth: int, epochs, study: PaperStudy) -> float:
     """The module docstring's cost of one architecture whose runs trained ``epochs`` epochs each."""
@@ -238,7 +243,7 @@ def architecture_seconds(model: StepModel, depth: int, epochs, study: PaperStudy
     training = sum(model.step(depth, r) * steps + t_eval * study.val * r for r in live)
     lr_min = model.step(depth, 1) * steps
     final = t_eval * (study.train + study.val + study.test) * len(epochs)
-    return training + lr_min + final
+    return training + lr_min + final + model.compile(depth)
 
 
 def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1.0) -> list[dict]:

@@ -136,12 +136,19 @@ FORWARDS = ("auto", "eager", "compiled")
 # The bench's verdict: the compiled step is "faster" when it takes at most this fraction of the eager
 # step's time (a margin over the timing noise of interleaved repeats on a shared machine).
 FASTER = 0.9
-# On a GPU, the compiled forward is used for architectures whose training work (trainable parameters x
-# training examples per epoch) is at least this; None: never. Not measured yet (no GPU where this was
-# built): set it from ``archstudy bench --device cuda``, whose rows give each case's work (``work``), its
-# eager and compiled epoch times and its compile time; the compile (tens of seconds, once per
-# architecture) must pay for itself over the ~100 stack epochs an architecture trains.
-CUDA_COMPILE_MIN_WORK: int | None = None
+# On a GPU, the compiled forward is used for architectures whose layer-steps per epoch (depth x minibatches
+# of an epoch, ``layer_steps``) are at least these; the compile, 12-57 s once per architecture, must pay
+# for itself over the ~75 stack epochs an architecture trains (``study.projection.EXPECTED_STACK_EPOCHS``).
+# Measured with ``archstudy bench --device cuda`` on one NVIDIA H100 80GB HBM3 (float64, 40 runs, batch
+# 250; eager -> compiled s/epoch, compile s, layer-steps): the step is launch-bound, so the compiled one
+# saves about 0.1-0.15 ms per dense layer and step, and 1.2 ms per Householder layer and step:
+#   small (depth 9, 12 steps) 0.048 -> 0.041, 17 s, 108: saves 0.5 s in 75 epochs, no
+#   small-d25 (12 steps)      0.081 -> 0.058, 27 s, 300: saves 1.7 s, no
+#   1M (depth 9, 160 steps)   0.83  -> 0.68,  12 s, 1,440: saves 12 s, even
+#   1M-d25 (160 steps)        1.44  -> 1.11,  33 s, 4,000: saves 25 s, no
+#   1M-d49 (160 steps)        3.07  -> 1.92,  57 s, 7,840: saves 86 s, yes
+#   1M-householder (depth 25) 10.9  -> 6.0,   37 s, 4,000: saves 370 s, yes
+CUDA_COMPILE_MIN_LAYER_STEPS = {"dense": 6_000, "householder": 400}
 
 
 @dataclass(frozen=True)
@@ -152,12 +159,12 @@ class ForwardChoice:
     reason: str
 
 
-def training_work(spec: ArchSpec, train_examples: int) -> int:
-    """Trainable parameters x training examples: the multiply-adds of one run's epoch, up to a factor 3."""
-    return spec.num_params * train_examples
+def layer_steps(spec: ArchSpec, train_examples: int, batch_size: int) -> int:
+    """Depth x minibatches per epoch: the launches of one epoch's steps, up to a factor per layer."""
+    return spec.depth * max(1, train_examples // batch_size)
 
 
-def choose(spec: ArchSpec, device: torch.device, train_examples: int) -> ForwardChoice:
+def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size: int) -> ForwardChoice:
     """The measured rule: which forward trains ``spec`` on ``device``. A function of the architecture, the
     device and the data size only, never of a timing taken at run time, so that training the same
     architecture again computes the same numbers (the two forwards agree only to round-off, which a long
@@ -171,17 +178,17 @@ def choose(spec: ArchSpec, device: torch.device, train_examples: int) -> Forward
     each relu's backward mask as bools through a slow vectorized conversion; the compile itself took
     about a minute of CPU per architecture (gcc included), on top.
 
-    On a GPU, the compiled forward from a training work of ``CUDA_COMPILE_MIN_WORK`` on (unset: eager)."""
+    On a GPU, the compiled forward from ``CUDA_COMPILE_MIN_LAYER_STEPS`` layer-steps per epoch on (see
+    there: measured on an H100, where it pays for its compile)."""
     if device.type == "cpu":
         return ForwardChoice("eager", "CPU: the compiled step measured slower than the eager one "
                              "(study.training.compiled.choose)")
-    if CUDA_COMPILE_MIN_WORK is None:
-        return ForwardChoice("eager", "GPU: the compiled step is not measured on a GPU yet "
-                             "(study.training.compiled.CUDA_COMPILE_MIN_WORK is unset)")
-    work = training_work(spec, train_examples)
-    if work >= CUDA_COMPILE_MIN_WORK:
-        return ForwardChoice("compiled", f"GPU: training work {work:.3g} >= {CUDA_COMPILE_MIN_WORK:.3g}")
-    return ForwardChoice("eager", f"GPU: training work {work:.3g} < {CUDA_COMPILE_MIN_WORK:.3g}")
+    n = layer_steps(spec, train_examples, batch_size)
+    least = CUDA_COMPILE_MIN_LAYER_STEPS[spec.weights]
+    if n >= least:
+        return ForwardChoice("compiled", f"GPU: {n:,} layer-steps per epoch >= {least:,} ({spec.weights})")
+    return ForwardChoice("eager", f"GPU: {n:,} layer-steps per epoch < {least:,} ({spec.weights}): "
+                         "the compile would not pay for itself")
 
 
 def decide(eager_s: float, compiled_s: float) -> str:
@@ -218,7 +225,7 @@ def select_forward(option, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out
         choice = ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
         forward = option
     else:
-        choice = choose(stack.net.spec, stack.lr.device, train_examples) if option == "auto" else \
+        choice = choose(stack.net.spec, stack.lr.device, train_examples, protocol.batch_size) if option == "auto" else \
             ForwardChoice(option, "asked for")
         forward = fused.forward if choice.kind == "eager" else CompiledForward(stack.net.spec)
     if forward is not fused.forward:  # a compiled forward compiles here, on copies

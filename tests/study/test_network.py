@@ -278,3 +278,28 @@ def test_frozen_statistics_also_freezes_torchs_own_batchnorm():
     assert bn.track_running_stats and not net.training
     c = output_scale(net, x)
     assert all(torch.equal(a, b) for a, b in zip(before, bn.buffers())) and c > 0
+
+
+def test_gmp_cumulative_product_has_torchs_gradient_without_asking_the_host():
+    """``study.gmp._Cumprod``: torch's gradient of ``cumprod`` exactly where no factor is zero (the same
+    operations), to round-off with zeros (one, several, a whole row; torch then uses another formula);
+    and double-differentiable. Its backward asks the host nothing (checked on a GPU by the ``cuda`` tests:
+    torch's own asks whether a factor is zero)."""
+    from study.gmp import _Cumprod
+
+    g = torch.Generator().manual_seed(0)
+    for trial in range(40):
+        x = torch.randn(4, 3, 9, generator=g, dtype=torch.float64)
+        if trial % 2:
+            x = torch.where(torch.rand(x.shape, generator=g) < 0.25, torch.zeros_like(x), x)
+            x[0, 0] = 0.0
+        w = torch.randn(x.shape, generator=g, dtype=torch.float64)
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        (torch.cumprod(a, -1) * w).sum().backward()
+        (_Cumprod.apply(b) * w).sum().backward()
+        if trial % 2:
+            assert torch.allclose(a.grad, b.grad, rtol=1e-12, atol=1e-12)
+        else:
+            assert torch.equal(a.grad, b.grad)
+    x = torch.randn(2, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(_Cumprod.apply, (x,))

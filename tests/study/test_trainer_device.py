@@ -34,7 +34,7 @@ def _data(n_train=400, n_val=200, n_test=200, seed=1):
         x = torch.randn(n, 40, generator=g, dtype=torch.float64)
         return SimpleNamespace(x=x, y=(x @ w + 0.5 * torch.randn(n, 3, generator=g, dtype=torch.float64)).argmax(1))
 
-    return SimpleNamespace(train=split(n_train), val=split(n_val), test=split(n_test))
+    return SimpleNamespace(train=split(n_train), val=split(n_val), test=split(n_test), d_in=40, n_classes=3)
 
 
 DATA = _data()
@@ -114,12 +114,11 @@ def test_the_spies_see_a_host_conversion(monkeypatch):
 # -- on a CUDA device ------------------------------------------------------------------------------------
 def _on(data, device):
     return SimpleNamespace(**{k: SimpleNamespace(x=getattr(data, k).x.to(device), y=getattr(data, k).y.to(device))
-                              for k in ("train", "val", "test")})
+                              for k in ("train", "val", "test")}, d_in=data.d_in, n_classes=data.n_classes)
 
 
-def _same_runs(a, b, tol):
+def _same_runs(a, b, tol, fields=("lr_index", "epochs", "divisions", "diverged")):
     for ra, rb in zip(a.runs, b.runs):
-        fields = ("lr_index", "epochs", "divisions", "diverged")
         assert [getattr(ra, f) for f in fields] == [getattr(rb, f) for f in fields]
         for f in ("val_error", "train_error", "test_error"):
             assert abs(getattr(ra, f) - getattr(rb, f)) <= tol, f
@@ -164,7 +163,9 @@ def test_cuda_stacked_equals_each_rate_trained_alone(cuda, spec):
     both = train_architecture(spec, data, seed=3, protocol=SHORT.replace(lrs=lrs), device=cuda)
     alone = [train_architecture(spec, data, seed=3, protocol=SHORT.replace(lrs=[lr]), device=cuda) for lr in lrs]
     for k in range(2):
-        _same_runs(SimpleNamespace(runs=[alone[k].runs[0]]), SimpleNamespace(runs=[both.runs[k]]), 1e-9)
+        # the same run: its index in the stack of one is 0, in the stack of two k
+        _same_runs(SimpleNamespace(runs=[alone[k].runs[0]]), SimpleNamespace(runs=[both.runs[k]]), 1e-9,
+                   fields=("epochs", "divisions", "diverged"))
     k = both.best.lr_index
     for (name, a), (_, b) in zip(alone[k].network.stacked_tensors(), both.network.stacked_tensors()):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12, msg=name)
