@@ -7,6 +7,7 @@ root path, so a local path and a URI take the same code. The layout (docs/result
     study.yaml                          the config (``study.config.StudyConfig``)
     architectures/<index>-<arch_id>.parquet   one row per finished architecture
     runs/<index>-<arch_id>.parquet            one row per learning rate of it
+    curves/<index>-<arch_id>.parquet          one row per learning rate and epoch of it
     failed/<index>-<arch_id>.json             an architecture that failed after its retries
     checkpoints/<index>-<arch_id>.pt          trainer state of an architecture in progress
     driver.json                         the running driver's heartbeat (pid, host, what is in flight)
@@ -16,8 +17,12 @@ Exactly once, by construction: a unit's file name is its index and content id, t
 writer of results, and each file appears whole or not at all: on a local filesystem it is written to a
 hidden temporary name in the same directory (``.<name>.tmp-...``, which Parquet dataset readers skip) and
 renamed; on object storage it is put whole (an object becomes visible only when its upload completes).
-A unit is finished when both of its Parquet files are there and valid; the ``architectures`` file is
-written last, so it is the commit point.
+The ``architectures`` file is written last, so it is the commit point, and it says which other files the
+unit has (``FileCheck.requires``): a trained architecture's ``runs`` file (and its ``curves`` file, which
+an architecture finished before curves were recorded, or resumed from a checkpoint that had none, lacks),
+none for an architecture pruned at launch (``trained`` false). A unit is finished when its
+``architectures`` file is valid, the files it requires are there and valid, and a ``curves`` file, if there,
+is valid: a write is never lost after the commit point, so an absent curves file means none was recorded.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from sampling import UserError
 
 from . import schema
 from .config import CONFIG_NAME, StudyConfig
-from .schema import ARCHITECTURES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY, TABLES
+from .schema import ARCHITECTURES, CURVES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, TABLE_KEY, TABLES
 
 FAILED, CHECKPOINTS = "failed", "checkpoints"
 DRIVER_STATE = "driver.json"
@@ -137,11 +142,25 @@ def parquet_bytes(table: pa.Table) -> bytes:
 @dataclass(frozen=True)
 class FileCheck:
     """What validating one result file found: ``ok``, or the one-line ``problem``; ``foreign`` when the file is
-    a readable archstudy file of another schema version (never deleted: another version of archstudy wrote it)."""
+    a readable archstudy file of another schema version (never deleted: another version of archstudy wrote it).
+    For a valid ``architectures`` file, ``trained`` (its row's; true in a file from before the column) and the
+    tables its unit ``requires`` besides it (``runs_required``)."""
 
     ok: bool
     problem: str = ""
     foreign: bool = False
+    trained: bool = True
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return runs_required(self.trained)
+
+
+def runs_required(trained: bool) -> tuple[str, ...]:
+    """The tables whose file a committed unit must have besides its ``architectures`` file: ``runs`` for a
+    trained architecture, nothing for one pruned at launch. (``curves`` is never required: see the module
+    docstring.)"""
+    return (RUNS,) if trained else ()
 
 
 def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
@@ -169,6 +188,8 @@ def check_table_bytes(data: bytes, kind: str, name: str) -> FileCheck:
         return FileCheck(False, f"its rows name arch_id {sorted(ids)} / index {sorted(idx)}, not the file's {name}")
     if kind == RUNS and sum(table.column("selected").to_pylist()) != 1:
         return FileCheck(False, "not exactly one selected run")
+    if kind == ARCHITECTURES and "trained" in table.column_names:
+        return FileCheck(True, trained=bool(table.column("trained")[0].as_py()))
     return FileCheck(True)
 
 
@@ -274,7 +295,7 @@ class Store:
         """Leftover temporary files of writes that a killed process did not finish: the driver's hidden
         ``.<name>.tmp-...`` files, and the trainer's ``checkpoints/<name>.pt.<random>.tmp`` files."""
         out = []
-        for folder in ("", ARCHITECTURES, RUNS, FAILED, CHECKPOINTS):
+        for folder in ("", ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS):
             base = self.path(folder) if folder else self.root
             for i in self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
                 if i.type != pafs.FileType.File:
@@ -304,13 +325,24 @@ class Store:
         self.write_bytes([CONFIG_NAME], config.to_yaml().encode())
 
     # -- results ---------------------------------------------------------------------------------------
-    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]]) -> None:
-        """Commit one finished architecture: its runs file, then its architectures file (the commit point).
+    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]],
+                     curves: list[Mapping[str, Any]] = ()) -> None:
+        """Commit one finished architecture: its runs file and its curves file (a trained architecture; the
+        curves when recorded), then its architectures file (the commit point).
 
-        Both tables are built (and checked against the schema) before anything is written."""
+        Every table is built (and checked against the schema) before anything is written; a pruned
+        architecture (``trained`` false) has neither runs nor curves, a trained one has runs."""
         arch_table = to_table(ARCHITECTURES, [architecture])
-        runs_table = to_table(RUNS, list(runs))
-        self.write_bytes([RUNS, f"{name}.parquet"], parquet_bytes(runs_table))
+        trained = bool(architecture["trained"])
+        if trained != bool(runs) or (curves and not trained):
+            raise SchemaError(f"{name}: an architecture with trained = {trained} and {len(runs)} runs rows, "
+                              f"{len(curves)} curves rows: a trained one has runs (and curves when recorded), a "
+                              "pruned one neither")
+        tables = [(RUNS, to_table(RUNS, list(runs)))] if runs else []
+        if curves:
+            tables.append((CURVES, to_table(CURVES, list(curves))))
+        for kind, table in tables:
+            self.write_bytes([kind, f"{name}.parquet"], parquet_bytes(table))
         self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table))
 
     def check_file(self, kind: str, name: str) -> FileCheck:
