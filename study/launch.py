@@ -37,9 +37,9 @@ _UNTRAINED = {"float64": math.nan, "int64": 0, "bool": False, "str": "none"}
 
 def untrained_row() -> dict:
     """The ``architectures`` columns of the selected run and the runs summary of an architecture not trained,
-    with ``trained`` false and ``train_s`` 0."""
+    with ``trained`` false, ``all_diverged`` false and ``train_s`` 0."""
     out = {c.name: _UNTRAINED[c.type] for c in columns(ARCHITECTURES, "selected run", "summary")}
-    out.update(lr_index=-1, trained=False, train_s=0.0)
+    out.update(lr_index=-1, trained=False, train_s=0.0, all_diverged=False)
     return out
 
 
