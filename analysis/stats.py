@@ -608,7 +608,7 @@ def pair_context(pairs: pd.DataFrame, axis: str, a: str, b: str) -> pd.Series:
     """For each pair along ``axis`` (level ``a`` vs ``b``), the factors its networks differ in beyond the axis'
     own, or share where the axis' name suggests otherwise: along ``param``, input mean normalization (a pair of
     specs with ``imn = auto``, every spec from before the field and both presets, switches IMN with GmP,
-    "IMN off -> on, as the parameterization implies"; an explicit ``imn`` stays, "IMN unchanged: off") and a
+    "IMN off → on, as the parameterization implies"; an explicit ``imn`` stays, "IMN unchanged: off") and a
     GmP side initialized by Chen and Ge's section 4.3 instead of from the SP weights; along ``imn``, the
     parameterization both share. Empty for the other axes (their pairs differ in the axis and the re-solved
     width only)."""
@@ -617,7 +617,7 @@ def pair_context(pairs: pd.DataFrame, axis: str, a: str, b: str) -> pd.Series:
         imn = pairs["imn"].astype(str) if "imn" in pairs.columns else pd.Series(["auto"] * n, index=pairs.index)
         on = {"sp": "off", "gmp": "on"}
         text = imn.where(imn != "auto", "").map(lambda v: f"IMN unchanged: {v}" if v else
-                                                f"IMN {on[a]} -> {on[b]}, as the parameterization implies")
+                                                f"IMN {on[a]} → {on[b]}, as the parameterization implies")
         side = f"gmp_init_{'b' if b == 'gmp' else 'a'}"
         if side in pairs.columns:
             text = text + (pairs[side] == "uniform").map({True: f"; {UNIFORM_GMP}", False: ""})

@@ -28,8 +28,6 @@ import pyarrow.parquet as pq
 from .config import StudyConfig
 from .schema import ARCHITECTURES, columns
 
-Window = tuple  # (lo, hi)
-
 # What a pruned architecture's row holds where a trained one has its selected run and runs summary (docs/results.md,
 # the ``trained`` column): nothing measured (NaN), no run (lr_index -1, counts 0, flags false, selected by "none").
 _UNTRAINED = {"float64": math.nan, "int64": 0, "bool": False, "str": "none"}
@@ -43,7 +41,7 @@ def untrained_row() -> dict:
     return out
 
 
-def inside(window: Window, nlc: float) -> bool:
+def inside(window: tuple[float, float], nlc: float) -> bool:
     """Whether an NLC is in the closed window [lo, hi] (a NaN or infinite NLC never is)."""
     lo, hi = window
     return math.isfinite(nlc) and lo <= nlc <= hi

@@ -201,13 +201,18 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
     ),
 )
 
-RUN_COLUMNS: tuple[Column, ...] = (
-    *_group(
-        RUNS, "identity",
+def _of_architecture(table: str) -> tuple[Column, ...]:
+    """The identity columns of a table of one architecture's rows (runs, curves): whose rows they are."""
+    return _group(
+        table, "identity",
         Column("arch_id", "str", "", "the architecture's `arch_id`", required=True),
         Column("index", "int64", "", "the architecture's `index`"),
         Column("variant", "str", "", "the architecture's `variant`"),
-    ),
+    )
+
+
+RUN_COLUMNS: tuple[Column, ...] = (
+    *_of_architecture(RUNS),
     *_group(
         RUNS, "run",
         Column("lr_index", "int64", "", "index of the run's starting rate (0-based, increasing rate)", required=True),
@@ -224,12 +229,7 @@ RUN_COLUMNS: tuple[Column, ...] = (
 )
 
 CURVE_COLUMNS: tuple[Column, ...] = (
-    *_group(
-        CURVES, "identity",
-        Column("arch_id", "str", "", "the architecture's `arch_id`", required=True),
-        Column("index", "int64", "", "the architecture's `index`"),
-        Column("variant", "str", "", "the architecture's `variant`"),
-    ),
+    *_of_architecture(CURVES),
     *_group(
         CURVES, "point",
         Column("lr_index", "int64", "", "the run: index of its starting rate (as in `runs`)", required=True),

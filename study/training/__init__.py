@@ -5,10 +5,12 @@ architecture as one stacked model and returns an ``Outcome``. The parts, each a 
 ``schedule`` (the per-run patience / rewind / division state machine, and the steps schedule),
 ``lr_min`` (the smallest starting rate), ``optim`` (stacked SGD, with momentum, and Adam), ``loss``
 (per-run losses, cross-entropy or mse, and errors), ``splits`` (checked data, minibatch orders),
-``stack`` (the live stack and its step), ``checkpoint`` and ``outcome``.
+``stack`` (the live stack and its step), ``curves`` (every run's points per epoch, and the NLC
+trajectory), ``checkpoint`` and ``outcome``.
 """
 
+from .curves import Trajectory
 from .outcome import BestRecord, Outcome, RunRecord
 from .trainer import TrainingProgress, train_architecture
 
-__all__ = ["BestRecord", "Outcome", "RunRecord", "TrainingProgress", "train_architecture"]
+__all__ = ["BestRecord", "Outcome", "RunRecord", "Trajectory", "TrainingProgress", "train_architecture"]

@@ -102,7 +102,7 @@ def test_paired_effects_are_labelled_by_exactly_the_factors_that_differ():
     rows += [_row(base, 7, "base", 0.4), _row(twin, 7, "imn", 0.45)]
     p = paired_effects(pd.DataFrame(rows))
     param = p[(p["axis"] == "param") & (p["n_pairs"] > 0)].set_index("context")
-    assert set(param.index) == {"IMN off -> on, as the parameterization implies", "IMN unchanged: off",
+    assert set(param.index) == {"IMN off → on, as the parameterization implies", "IMN unchanged: off",
                                 f"IMN unchanged: off; {UNIFORM_GMP}"}
     assert param["n_pairs"].tolist() == [1, 1, 1] and math.isclose(param.loc["IMN unchanged: off", "median"], -0.09)
     imn = p[(p["axis"] == "imn") & (p["n_pairs"] > 0)]

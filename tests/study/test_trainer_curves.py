@@ -102,10 +102,6 @@ def test_a_steps_schedule_records_loss_and_rate_and_no_error():
             assert r["lr"] == lr0 / 5.0 ** sum(b <= last_step for b in bounds)
 
 
-class Killed(Exception):
-    pass
-
-
 @pytest.mark.parametrize("kill", [6, 15])
 def test_a_resumed_training_gives_the_curves_of_an_uninterrupted_one(kill, tmp_path, monkeypatch):
     """Killed after the kill-th checkpoint (one after every step and every epoch: 9 per epoch of 8 steps),
@@ -113,19 +109,8 @@ def test_a_resumed_training_gives_the_curves_of_an_uninterrupted_one(kill, tmp_p
     protocol = SHORT.replace(lrs=[0.03, 0.3], max_epochs=4)
     train = dict(spec=SPEC, data=DATA, seed=3, protocol=protocol, trajectory=TRAJECTORY)
     uninterrupted = train_architecture(**train)
-    save, count = ckpt.save_checkpoint, [0]
-
-    def dying(p, state):
-        save(p, state)
-        count[0] += 1
-        if count[0] == kill:
-            raise Killed
-
-    monkeypatch.setattr(ckpt, "save_checkpoint", dying)
     path = tmp_path / "state.pt"
-    with pytest.raises(Killed):
-        train_architecture(**train, checkpoint_path=path, checkpoint_every_s=0.0)
-    monkeypatch.setattr(ckpt, "save_checkpoint", save)
+    standins.interrupted(monkeypatch, path, kill, **train)
     saved = torch.load(path, weights_only=False)
     assert saved["step"] > 0 and saved["curves"]["epoch"] and torch.any(saved["loss_sum"] != 0)
     assert saved["key"]["nlc_trajectory"] == [[0, 1, 4], 3, 50]
@@ -136,18 +121,7 @@ def test_a_resumed_training_gives_the_curves_of_an_uninterrupted_one(kill, tmp_p
 def test_a_checkpoint_from_before_the_curves_resumes_without_them(tmp_path, monkeypatch):
     protocol = SHORT.replace(lrs=[0.03], max_epochs=3)
     path = tmp_path / "state.pt"
-    save, count = ckpt.save_checkpoint, [0]
-
-    def dying(p, state):
-        save(p, state)
-        count[0] += 1
-        if count[0] == 12:
-            raise Killed
-
-    monkeypatch.setattr(ckpt, "save_checkpoint", dying)
-    with pytest.raises(Killed):
-        train_architecture(SPEC, DATA, seed=3, protocol=protocol, checkpoint_path=path, checkpoint_every_s=0.0)
-    monkeypatch.setattr(ckpt, "save_checkpoint", save)
+    standins.interrupted(monkeypatch, path, 12, spec=SPEC, data=DATA, seed=3, protocol=protocol)
     state = torch.load(path, weights_only=False)
     del state["curves"], state["loss_sum"]  # the layout before curves were recorded
     ckpt.save_checkpoint(path, state)
