@@ -8,7 +8,7 @@
 2. the driver takes the study's lock (local stores), writes ``study.yaml`` once (new studies), removes
    temporary files of writes a killed driver left, and reports and removes result files that are
    truncated or unreadable (they are redone);
-3. every unit whose two result files are there and valid is skipped; the others (failed ones too,
+3. every finished unit (its result files there and valid, ``study.state``) is skipped; the others (failed ones too,
    unless ``retry_failed=False``) go to the engine (``study.engine``): Ray tasks on CPUs, an actor pool
    on GPUs, one architecture per job, the dataset shared through Ray's object store;
 4. each result comes back to the driver, the only writer, which writes the ``runs`` and ``curves`` files and
@@ -394,7 +394,8 @@ def _launch(store: Store, config: StudyConfig, engine: Engine, units: list[Unit]
     pilot = [u for u in todo if is_pilot(config, u.index)]
     rest = [u for u in todo if not is_pilot(config, u.index)]
     if pilot:
-        progress.say(f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}) trained without a window")
+        progress.say(f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a "
+                     "window")
         _run_units(store, config, engine, pilot, state, result, address=address, progress=progress, data=data)
     if not rest:
         return

@@ -79,8 +79,9 @@ def test_curves_are_read_through_load_results(real_study_dir):
     nlc = arch.set_index("arch_id")["nlc"]
     assert (first["min"] == first["max"]).all() and (first["min"] == nlc.loc[first.index]).all()
     assert c.loc[~c["epoch"].isin([0, 2]), "nlc"].isna().all()
-    one = load_results(real_study_dir, runs=False, curves=[arch["arch_id"].iloc[0]]).curves
-    assert set(one["arch_id"]) == {arch["arch_id"].iloc[0]} and len(one) == (c["arch_id"] == arch["arch_id"].iloc[0]).sum()
+    first_id = arch["arch_id"].iloc[0]
+    one = load_results(real_study_dir, runs=False, curves=[first_id]).curves
+    assert set(one["arch_id"]) == {first_id} and len(one) == (c["arch_id"] == first_id).sum()
 
 
 def _row(spec: ArchSpec, index: int, variant: str, error: float) -> dict:
