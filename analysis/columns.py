@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sampling import SPEC_FIELDS
-from study.schema import ARCHITECTURES, RUNS, columns
+from study.schema import ARCHITECTURES, CURVES, RUNS, columns
 
 # pandas dtypes of the schema's types. Integers and booleans become pandas' nullable kinds only where a
 # value is missing (e.g. a column an older runner did not write); see ``results.typed``.
@@ -19,11 +19,13 @@ PANDAS_DTYPES = {"int64": "int64", "float64": "float64", "bool": "bool", "str": 
                  "timestamp": "datetime64[ns, UTC]"}
 ARCHITECTURE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(ARCHITECTURES)}
 RUN_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(RUNS)}
+CURVE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(CURVES)}
 SPEC_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(ARCHITECTURES, "spec")}
 
 # Without these a table cannot be analysed at all; every other column may be missing (it is then NaN).
 ARCHITECTURE_REQUIRED = tuple(c.name for c in columns(ARCHITECTURES) if c.required)
 RUN_REQUIRED = tuple(c.name for c in columns(RUNS) if c.required)
+CURVE_REQUIRED = tuple(c.name for c in columns(CURVES) if c.required)
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,10 @@ BASELINES = tuple(p.column for p in PREDICTORS if p.kind == "baseline")
 # The sampled axes of the architecture space, for the granulated Kendall coefficient and the paired
 # sibling effects. An axis is a group of spec fields that vary together: the skip axis holds where skips
 # start, their strength, length and branch scale, which are all fixed when there are no skips. ``width``
-# is no axis: it is solved from the others and the parameter budget, so siblings differ in it too.
+# is no axis: it is solved from the others and the parameter budget, so siblings differ in it too. ``imn``
+# is the spec field (``auto`` | ``off`` | ``on``): pairs along the other axes share it; its level as an axis
+# is the effective choice (``axis_level``), and a pair along ``param`` under ``auto`` switches IMN too
+# (``analysis.stats.pair_context`` labels it).
 AXES: dict[str, tuple[str, ...]] = {
     "depth": ("depth",),
     "activation": ("activation",),
@@ -86,6 +91,7 @@ AXES: dict[str, tuple[str, ...]] = {
     "skip": ("skip", "skip_strength", "skip_length", "branch_scale"),
     "weights": ("weights",),
     "param": ("param",),
+    "imn": ("imn",),
     "bias_init": ("bias_init",),
     "init_scale": ("init_scale",),
 }
@@ -97,13 +103,23 @@ SIBLING_LEVELS: dict[str, tuple[str, ...]] = {
     "param": ("sp", "gmp"),
     "norm": ("none", "batch", "layer"),
     "skip": ("none", "skips"),
+    "imn": ("off", "on"),
 }
+
+
+def input_mean_norm(df):
+    """Each architecture's effective input mean normalization, "on" or "off" (``ArchSpec.input_mean_norm``:
+    ``imn``, with ``auto`` as the parameterization implies: on for GmP, off for SP)."""
+    on = (df["imn"] == "on") | ((df["imn"] == "auto") & (df["param"] == "gmp"))
+    return on.map({True: "on", False: "off"})
 
 
 def axis_level(df, axis: str):
     """Each architecture's level along a sibling axis (the values of ``SIBLING_LEVELS[axis]``): its spec
     field, except for skips, whose level is "none" or "skips" (where they start is one of the skip axis'
-    fields, not a level)."""
+    fields, not a level), and IMN, whose level is the effective choice (``input_mean_norm``)."""
     if axis == "skip":
         return df["skip"].where(df["skip"] == "none", "skips")
+    if axis == "imn":
+        return input_mean_norm(df)
     return df[axis]

@@ -68,6 +68,7 @@ class FigureData:
     edf: ErrorEDF | None = None  # ``analysis.edf`` of the dataset
     good: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.good_ranges``
     windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.window_predictors``
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ``curves`` rows of the architectures drawn
 
     @property
     def sample(self) -> pd.DataFrame:
@@ -391,7 +392,17 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
             continue
         t = sign_test((pairs["test_error_b"] - pairs["test_error_a"]).to_numpy(np.float64))
         title = f"{t['n_pairs']} sibling pairs: median Δ = {t['median']:.3f}, sign test p = {fmt_p(t['p_sign'])}"
+        contexts = sorted(c for c in pairs["context"].unique() if c)
+        if len(contexts) == 1:
+            title += f"\n{contexts[0]}"
         scatter(ax, pairs, "test_error_a", "test_error_b", title=title, color=BLUE)
+        if len(contexts) > 1:  # pairs that differ in more than the axis: each kind in its own colour
+            with rc_context(THEME):
+                for context, c in zip(contexts, sns.color_palette("deep")[1:]):
+                    part = pairs[pairs["context"] == context]
+                    ax.scatter(part["test_error_a"], part["test_error_b"], s=12, color=c, linewidths=0,
+                               label=context)
+                ax.legend(fontsize=6)
         ax.set_xlabel(f"test error, {a}")
         ax.set_ylabel(f"test error, {b}")
         lo = min(ax.get_xlim()[0], ax.get_ylim()[0])
@@ -500,7 +511,7 @@ class FigureSpec:
     key: str
     caption: str
     draw: Callable[[FigureData], Figure]
-    group: str  # "paper" | "more"
+    group: str  # "paper" | "more" | "design" | "training"
 
 
 FIGURES: tuple[FigureSpec, ...] = (
@@ -533,12 +544,20 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("baselines", "Trivial baselines vs test error (shaded: good range).", fig_baselines, "more"),
     FigureSpec("weights", "Householder vs dense: paired siblings and all architectures.",
                lambda d: sibling_figure(d, "weights"), "more"),
-    FigureSpec("param", "GmP vs SP: paired siblings and all architectures.",
+    FigureSpec("param", "GmP vs SP: paired siblings (labelled by what input mean normalization does in the pair: "
+               "it switches with GmP under imn = auto) and all architectures.",
                lambda d: sibling_figure(d, "param"), "more"),
+    FigureSpec("imn", "Input mean normalization off vs on (Chen and Ge, eq. 16): paired siblings and all "
+               "architectures.", lambda d: sibling_figure(d, "imn"), "more"),
     FigureSpec("norm", "Normalization kinds: paired siblings and all architectures.",
                lambda d: sibling_figure(d, "norm"), "more"),
     FigureSpec("skip", "Skips vs no skips: paired siblings and all architectures.",
                lambda d: sibling_figure(d, "skip"), "more"),
+    FigureSpec("curves", "Training curves of the selected run of the best and of typical architectures (pycls's "
+               "plot_curves): the monitored error, the mean training loss and the learning rate per epoch.",
+               lambda d: fig_curves(d.curves, d.arch), "training"),
+    FigureSpec("nlc-trajectory", "The NLC during training of the same runs (metrics: nlc_trajectory), with the "
+               "NLC paper's window [1, 3] shaded.", lambda d: fig_nlc_trajectory(d.curves, d.arch), "training"),
     FigureSpec("pruning", "NLC-guided pruning: compute saved and best test error lost as the NLC window widens.",
                fig_pruning, "more"),
     FigureSpec("edf", "Error EDFs per level of every sampled axis (Radosavovic et al. 2019, section 3): the share "
@@ -754,7 +773,8 @@ COMPARISON_FIGURES: tuple[ComparisonSpec, ...] = (
 # Training curves (pycls's ``plot_curves``), drawn from a ``curves`` table: one row per architecture, run and
 # epoch with the columns below. The trainer does not write that table yet; this draws any DataFrame of that
 # shape, and the report will add it when studies carry one.
-CURVE_COLUMNS = ("arch_id", "lr_index", "epoch", "train_loss", "val_error", "lr")
+CURVE_COLUMNS = ("arch_id", "lr_index", "epoch", "train_loss", "monitored_error", "lr")
+_SPLIT_LABEL = {"val": "validation error", "train": "training error"}
 
 
 def curve_architectures(arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3,
@@ -770,26 +790,35 @@ def curve_architectures(arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3,
             + [(i, "typical") for i in typical.sort_values(target, kind="stable")["arch_id"]])
 
 
+def selected_curves(curves: pd.DataFrame, arch: pd.DataFrame, arch_id: str) -> pd.DataFrame:
+    """The curve of ``arch_id``'s selected run (its ``lr_index``), by epoch."""
+    selected = arch.set_index("arch_id")["lr_index"]
+    run = curves[(curves["arch_id"] == arch_id) & (curves["lr_index"] == selected.get(arch_id))]
+    return run.sort_values("epoch")
+
+
 def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3) -> Figure:
-    """The selected run's training curves of the best and of typical architectures (``curve_architectures``),
-    one panel each: validation error (solid) and training loss (dashed) per epoch, the learning rate as
-    steps on a log axis at the right (its divisions by 3 show where the patience ran out), the best
-    validation error as a dotted line."""
+    """The selected run's training curves of the best and of typical architectures (``curve_architectures``; the
+    ``curves`` table, docs/results.md), one panel each, as pycls's ``plot_curves``: the monitored error (solid;
+    the validation error, or the training error under the long protocol; absent under a steps schedule) and
+    the mean training loss (dashed) per epoch, the learning rate as steps on a log axis at the right (its
+    divisions show where the patience ran out), the best monitored error as a dotted line."""
     missing = [c for c in CURVE_COLUMNS if c not in curves.columns]
     if missing:
         raise ValueError(f"fig_curves: the curves table lacks {', '.join(missing)} (needs {', '.join(CURVE_COLUMNS)})")
     chosen = curve_architectures(arch, n_best, n_typical)
     ncols = 3
     fig, axes = new_figure(ncols=ncols, nrows=max(1, math.ceil(len(chosen) / ncols)))
-    selected = arch.set_index("arch_id")["lr_index"]
     for ax, (arch_id, why) in zip(axes, chosen):
-        run = curves[(curves["arch_id"] == arch_id) & (curves["lr_index"] == selected.get(arch_id))]
-        run = run.sort_values("epoch")
+        run = selected_curves(curves, arch, arch_id)
+        split = str(run["monitored"].iloc[0]) if len(run) and "monitored" in run.columns else "val"
         with rc_context(THEME):
             if len(run):
-                ax.plot(run["epoch"], run["val_error"], color=BLUE, lw=1.2, label="validation error")
+                if np.isfinite(run["monitored_error"].to_numpy(np.float64)).any():
+                    ax.plot(run["epoch"], run["monitored_error"], color=BLUE, lw=1.2,
+                            label=_SPLIT_LABEL.get(split, split))
+                    ax.axhline(run["monitored_error"].min(), color=BLUE, lw=0.7, ls=":")
                 ax.plot(run["epoch"], run["train_loss"], color=BLACK, lw=0.9, ls="--", label="training loss")
-                ax.axhline(run["val_error"].min(), color=BLUE, lw=0.7, ls=":")
                 lr_ax = ax.twinx()
                 lr_ax.plot(run["epoch"], run["lr"], color=RED, lw=0.8, drawstyle="steps-post", label="learning rate")
                 lr_ax.set_yscale("log")
@@ -806,4 +835,34 @@ def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typi
             ax.set_ylabel("error / loss")
     for ax in axes[max(1, len(chosen)):]:
         ax.set_visible(False)
+    return fig
+
+
+def fig_nlc_trajectory(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3) -> Figure:
+    """The NLC during training of the selected run of the best and of typical architectures: the points of the
+    ``nlc`` column (the epochs of ``metrics: {nlc_trajectory: [...]}``; epoch 0 is the initialization) on a log
+    axis, one line per architecture, with the NLC paper's window [1, 3] shaded."""
+    chosen = curve_architectures(arch, n_best, n_typical)
+    fig, axes = new_figure(ncols=1)
+    ax = axes[0]
+    with rc_context(THEME):
+        ax.axhspan(*PAPER_WINDOW, color=GREEN, alpha=0.12, lw=0, label="the NLC paper's [1, 3]")
+        drawn = 0
+        for (arch_id, why), c in zip(chosen, sns.color_palette("deep", len(chosen))):
+            run = selected_curves(curves, arch, arch_id)
+            run = run[np.isfinite(run["nlc"].to_numpy(np.float64)) & (run["nlc"] > 0)] if len(run) else run
+            if len(run):
+                err = float(arch.loc[arch["arch_id"] == arch_id, "test_error"].iloc[0])
+                ax.plot(run["epoch"], run["nlc"], marker="o", ms=3, lw=1.0, color=c,
+                        label=f"{why}: {arch_id} ({err:.3f})")
+                drawn += 1
+        if drawn:
+            ax.set_yscale("log")
+            ax.legend(fontsize=6)
+        else:
+            ax.text(0.5, 0.5, "no NLC trajectory recorded", ha="center", va="center", transform=ax.transAxes,
+                    color=GREY)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("NLC of the selected run")
+        ax.set_title("NLC during training (legend: test error)", fontsize=8)
     return fig

@@ -72,3 +72,20 @@ def pruning_curve(df: pd.DataFrame, lo: float = 1.0, his=None, target: str = "te
     between compute saved and best error lost as the window widens."""
     his = np.geomspace(1.5, 1e4, 25) if his is None else his
     return pd.DataFrame([prune(df, (lo, float(h)), target) for h in his if h > lo])
+
+
+def pilot_window(arch: pd.DataFrame, seed: int = 0) -> dict:
+    """The NLC window of pruning at launch with ``nlc_window: auto`` (``study.launch``), from the rows of the
+    study's pilot (every pilot architecture, siblings included): the study's own window ``nlc_window`` finds
+    for them, i.e. the NLC's good range where the pilot is large enough for a stable one, else the NLC paper's
+    [1, 3] (``source`` says which, ``reason`` why not the pilot's). A deterministic function of the rows and
+    ``seed``: the runner computes it to prune, the report again to say what was pruned by which window."""
+    from .good_ranges import nlc_window  # good_ranges imports this module
+
+    w = nlc_window(architectures_table(arch, "pilot_window"), variants=None, seed=seed)
+    if not len(w):
+        return {"lo": PAPER_WINDOW[0], "hi": PAPER_WINDOW[1], "source": "paper", "n": 0,
+                "reason": "no pilot architecture with a finite NLC and test error"}
+    r = w.iloc[0]
+    return {"lo": float(r["lo"]), "hi": float(r["hi"]), "source": str(r["source"]), "n": int(r["n"]),
+            "reason": str(r["reason"])}

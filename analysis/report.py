@@ -1,8 +1,10 @@
 """The HTML report: one self-contained file (images inline as base64 PNG, CSS inline, no scripts, no
 network) with a section per study (dataset): status, provenance and config, what predicts test error
 (correlations, granulated Kendall, lift over trivial baselines, window scores), the design space (error
-EDFs, good ranges, the study's own NLC window), paired sibling effects, NLC pruning, the NLC paper's
-figures and more; with several studies, their EDFs and good ranges side by side.
+EDFs, good ranges, the study's own NLC window), paired sibling effects, NLC pruning (and, for a study pruned at
+launch, what was pruned by which window), training curves, the NLC paper's figures and more; with several
+studies, their EDFs and good ranges side by side. Every statistic covers the trained architectures (a study
+pruned at launch measured the others at initialization only).
 """
 
 from __future__ import annotations
@@ -27,10 +29,10 @@ from sampling.constraints import Integer, check
 
 from .columns import AXES, PREDICTOR_BY_COLUMN
 from .edf import ErrorEDF, edf
-from .figures import COMPARISON_FIGURES, FIGURES, FigureData, fmt_p, png_base64
+from .figures import COMPARISON_FIGURES, FIGURES, FigureData, curve_architectures, fmt_p, png_base64
 from .good_ranges import good_ranges, nlc_window
-from .pruning import PAPER_WINDOW, check_window, nlc_pruning
-from .results import Results, load_results, local_root
+from .pruning import PAPER_WINDOW, check_window, nlc_pruning, pilot_window
+from .results import Results, load_results, local_root, read_curves
 from .stats import correlations, paired_effects, psi_table
 from .windows import window_predictors
 
@@ -124,32 +126,65 @@ class Section:
     nlc_window: pd.DataFrame = field(default_factory=pd.DataFrame)
     windows: pd.DataFrame = field(default_factory=pd.DataFrame)
     window_given: bool = True
+    launch: dict | None = None  # the window of pruning at launch (``launch_window``), None when the study has none
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the curves of the architectures drawn
 
     @property
     def arch(self) -> pd.DataFrame:
-        return self.results.architectures
+        """The trained architectures: what every statistic and figure covers."""
+        return self.results.trained
 
     def figure_data(self) -> FigureData:
-        return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows)
+        return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows,
+                          self.curves)
+
+
+def launch_window(results: Results) -> dict | None:
+    """The NLC window a study pruned at launch with (study.yaml's ``nlc_window``): the given one, or for ``auto``
+    the window of its pilot's rows, recomputed as the runner computed it (``pruning.pilot_window``); None
+    without one. ``lo``, ``hi``, ``how`` (one line)."""
+    from study.config import StudyConfig
+
+    cfg = results.config
+    try:
+        w = StudyConfig.normalize("nlc_window", cfg.get("nlc_window"))
+    except SpecError:
+        return None
+    if w is None:
+        return None
+    if w != "auto":
+        return {"lo": w[0], "hi": w[1], "how": "given (<code>nlc_window</code>, <code>--nlc-window</code>)"}
+    n = int(cfg.get("nlc_pilot", StudyConfig.default("nlc_pilot")))
+    arch = results.architectures
+    pilot = arch[arch["index"] < n] if len(arch) else arch
+    p = pilot_window(pilot, seed=int(cfg.get("seed", StudyConfig.default("seed"))))
+    why = ("its NLC good range" if p["source"] == "study" else
+           f"the NLC paper's, as the pilot's own band is not usable: {esc(p['reason'])}")
+    return {"lo": p["lo"], "hi": p["hi"], "how": f"<code>auto</code>: from the pilot, the {len(pilot):,} finished "
+            f"architectures of indices below {n:,}, all trained; {why}"}
 
 
 def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) -> Section:
-    """The section's numbers. ``window``: the pruning window, or None for the study's own NLC window where
-    the study is large enough for it (``good_ranges.nlc_window``), else the NLC paper's [1, 3]."""
-    arch = results.architectures
+    """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
+    study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
+    paper's [1, 3]."""
+    arch = results.trained
+    launch = launch_window(results)
     if not len(arch):
         empty = pd.DataFrame()
         return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
-                       window_given=window is not None)
+                       window_given=window is not None, launch=launch)
     corr = correlations(arch, n_boot=n_boot, seed=seed)
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     paired = paired_effects(arch)
     own = nlc_window(arch, seed=seed)
     used = window if window is not None else (
         (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
+    drawn = [i for i, _ in curve_architectures(arch)]
     return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
                    edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
-                   windows=window_predictors(arch, seed=seed), window_given=window is not None)
+                   windows=window_predictors(arch, seed=seed), window_given=window is not None, launch=launch,
+                   curves=read_curves(results.study_dir, drawn))
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:
@@ -186,8 +221,12 @@ def status_html(s: Section) -> str:
         head = (f'<div class="box partial"><b>Partial study:</b> {n:,} of {planned} planned architectures finished'
                 f"{why}, {r.n_failed:,} failed, {r.in_progress:,} in progress. Every number below covers the "
                 f"finished architectures only.</div>")
+    pruned = len(r.pruned)
     rows = [
-        ["planned", planned], ["finished", fmt(n)], ["failed (after retries)", fmt(r.n_failed)],
+        ["planned", planned], ["finished", fmt(n)],
+        *([["&nbsp;&nbsp;pruned at launch (measured, not trained)", fmt(pruned)],
+           ["&nbsp;&nbsp;trained", fmt(n - pruned)]] if s.launch is not None or pruned else []),
+        ["failed (after retries)", fmt(r.n_failed)],
         ["in progress (checkpoint present)", fmt(r.in_progress)],
         ["diverged (every run)", fmt(int(flag(arch, "all_diverged").sum()))],
         ["flagged", fmt(int((edge | nonfinite).sum()))],
@@ -196,6 +235,10 @@ def status_html(s: Section) -> str:
         ["high output bias (> 1000) at initialization", fmt(int(flag(arch, "high_bias").sum()))],
     ]
     note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
+    if pruned:
+        head += (f'<div class="box partial"><b>Pruned at launch:</b> {pruned:,} of {n:,} finished architectures were '
+                 "measured at initialization and not trained (their NLC lay outside the study's window, see NLC-guided "
+                 "pruning). Every statistic below covers the trained architectures only, all inside the window.</div>")
     return head + excluded_html(r) + caveats_html(arch) + table(["architectures", "count"], rows) + note
 
 
@@ -343,26 +386,57 @@ def paired_html(s: Section) -> str:
     rows = []
     for _, r in p[p["n_pairs"] > 0].iterrows():
         level = "–" if not np.isfinite(r["ci_level"]) else f"{100 * r['ci_level']:.1f}%"
-        rows.append([esc(r["axis"]), f"{esc(r['a'])} → {esc(r['b'])}", fmt(int(r["n_pairs"])),
+        effect = f"{esc(r['a'])} → {esc(r['b'])}" + (f" ({esc(r['context'])})" if r["context"] else "")
+        rows.append([esc(r["axis"]), effect, fmt(int(r["n_pairs"])),
                      fmt(r["median"], 4), f"{interval(r['ci_lo'], r['ci_hi'], 4) or '–'} ({level})",
                      f"{int(r['n_pos'])} / {int(r['n_neg'])} / {int(r['n_zero'])}", fmt_p(r["p_sign"])])
     return table(["axis", "A → B", "pairs", "median Δ test error (B − A)", "interval for the median (coverage)",
                   "B worse / better / equal", "sign test p"], rows, left=2) + (
         '<p class="muted">Pairs: architectures of the same draw that differ only along the axis (everything else, '
-        "the seed included, shared; the width re-solved to the parameter budget). Interval: the distribution-free "
-        "order-statistic interval that inverts the sign test (at least 95%; – with fewer than 6 pairs).</p>")
+        "the seed included, shared; the width re-solved to the parameter budget). In brackets, what else the pair "
+        "differs in or shares: a GmP sibling of a spec with <code>imn: auto</code> (every spec from before that "
+        "field, and both presets) also switches input mean normalization (Chen and Ge, eq. 16), as GmP always "
+        "did; with <code>imn</code> off, GmP from the SP weights is the same function as its SP twin at "
+        "initialization (for relu and abs without norms or skips). Interval: the distribution-free order-statistic "
+        "interval that inverts the sign test (at least 95%; – with fewer than 6 pairs).</p>")
+
+
+def launch_html(s: Section) -> str:
+    """What a study pruned at launch pruned, by which window, and the compute that saved (estimated)."""
+    w, r = s.launch, s.results
+    if w is None:
+        return ""
+    pruned, trained = r.pruned, r.trained
+    init_h = float(pruned["total_s"].sum()) / 3600 if len(pruned) else 0.0
+    flops_t = float(trained["flops"].sum()) if len(trained) else 0.0
+    per_flop = float(trained["train_s"].sum()) / flops_t if flops_t > 0 else math.nan
+    saved_h = float(pruned["flops"].sum()) * per_flop / 3600 if len(pruned) else 0.0
+    out = [f"<p><b>Pruned at launch</b> with the NLC window {window_text(w['lo'], w['hi'])}, {w['how']}: "
+           f"{len(pruned):,} of {r.n_finished:,} finished architectures were measured at initialization "
+           f"({fmt(init_h)} h to build and measure them) and not trained; {len(trained):,} trained. Training time "
+           f"saved, estimated: {fmt(saved_h)} h (their FLOPs per example times the trained architectures' training "
+           f"seconds per FLOP, {fmt(per_flop * 1e9, 3)} s per GFLOP: an estimate, since a pruned architecture might "
+           "have trained for more or fewer epochs than a trained one).</p>"]
+    if len(pruned):
+        show = pruned.sort_values(["index", "variant", "arch_id"]).head(100)
+        rows = [[fmt(int(x["index"])), esc(x["arch_id"]), esc(x["variant"]), fmt(x["nlc"], 3),
+                 "below" if x["nlc"] < w["lo"] else "above" if x["nlc"] > w["hi"] else "not finite"]
+                for _, x in show.iterrows()]
+        more = f"<p class=\"muted\">and {len(pruned) - len(show):,} more.</p>" if len(pruned) > len(show) else ""
+        out.append(table(["index", "arch_id", "variant", "NLC at init", "window"], rows, left=3) + more)
+    return "".join(out)
 
 
 def pruning_html(s: Section) -> str:
     p = s.pruning
     if not len(p):
-        return "<p>No finished architectures yet.</p>"
+        return launch_html(s) + "<p>No trained architectures yet.</p>"
     rows = [[esc(r["label"]) + (" (used)" if k == 0 else ""), window_text(r["lo"], r["hi"]), fmt(int(r["n"])),
              fmt(int(r["n_kept"])), fmt(int(r["n_skipped"])),
              f"{fmt(r['saved_s'] / 3600)} h of {fmt(r['total_s'] / 3600)} h ({fmt(100 * r['saved_fraction'], 1)}%)",
              fmt(r["best_error"], 4), fmt(r["best_error_kept"], 4), fmt(r["regret"], 4)]
             for k, (_, r) in enumerate(p.iterrows())]
-    return window_choice_html(s) + table(
+    return launch_html(s) + window_choice_html(s) + table(
         ["window", "NLC window", "architectures", "kept", "skipped", "training time saved", "best test error",
          "best kept", "regret"], rows, left=2) + (
         '<p class="muted">An architecture is trained only if its NLC at initialization lies in the window (the '
@@ -509,7 +583,7 @@ def section_html(s: Section) -> str:
     r = s.results
     parts = [f'<section id="{s.anchor}"><h2>{esc(r.dataset)} <span class="muted">{esc(r.study_dir)}</span></h2>',
              status_html(s), "<h3>Provenance</h3>", provenance_html(s), config_html(r.config), failed_html(s)]
-    if r.n_finished:
+    if len(s.arch):
         figs = {f.key: f for f in FIGURES}
 
         def fig(key):
@@ -522,16 +596,28 @@ def section_html(s: Section) -> str:
             "<h3>Error distributions by axis (EDFs)</h3>", edf_html(s), fig("edf"),
             "<h3>Good ranges</h3>", good_ranges_html(s), fig("good-ranges"),
             "<h3>Paired effects of sibling architectures</h3>", paired_html(s),
-            fig("weights"), fig("param"), fig("norm"), fig("skip"),
+            fig("weights"), fig("param"), fig("norm"), fig("skip"), fig("imn"),
             "<h3>NLC-guided pruning</h3>", pruning_html(s), fig("pruning"),
+            "<h3>Training curves</h3>", *curves_html(s, fig),
             "<h3>The NLC paper's figures</h3>",
             *[fig(f.key) for f in FIGURES if f.group == "paper"],
             "<h3>More predictors</h3>", fig("metrics"), fig("proxies"), fig("baselines"),
         ]
     else:
-        parts.append("<p>No architecture has finished yet: no statistics or figures.</p>")
+        parts.append("<p>No architecture has finished training yet: no statistics or figures.</p>" + launch_html(s))
     parts.append("</section>")
     return "\n".join(parts)
+
+
+def curves_html(s: Section, fig) -> list[str]:
+    """The training-curves figure (and the NLC trajectory where one was measured), or why there is none."""
+    if not len(s.curves):
+        return ["<p>No training curves recorded for these architectures (a study run before archstudy recorded "
+                "them).</p>"]
+    parts = [fig("curves")]
+    if s.curves["nlc"].notna().any():
+        parts.append(fig("nlc-trajectory"))
+    return parts
 
 
 def overview_html(sections: list[Section]) -> str:
@@ -561,7 +647,7 @@ def overview_html(sections: list[Section]) -> str:
 def comparison_html(sections: list[Section]) -> str:
     """Several studies side by side (pycls compares sweeps): the good ranges of the same factors, the EDFs
     of the same axes."""
-    have = [s for s in sections if s.results.n_finished]
+    have = [s for s in sections if len(s.arch)]
     if len(have) < 2:
         return ""
     factors = list(dict.fromkeys(f for s in have for f in s.good.loc[(s.good["n"] >= 3)
@@ -629,7 +715,7 @@ def render(sections: list[Section], extra: str = "") -> str:
     """The whole HTML document (``extra``: HTML after the overview, e.g. the reproductions' verdicts)."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     nav = "".join(f'<a href="#{s.anchor}">{esc(s.results.dataset)}</a>' for s in sections)
-    if sum(1 for s in sections if s.results.n_finished) > 1:
+    if sum(1 for s in sections if len(s.arch)) > 1:
         nav += '<a href="#compare">side by side</a>'
     body = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

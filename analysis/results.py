@@ -1,4 +1,4 @@
-"""Reading a study from disk (docs/results.md): the architectures and runs tables, typed, with the
+"""Reading a study from disk (docs/results.md): the architectures, runs and curves tables, typed, with the
 schema version of every file checked, the failed architectures, and how far the study has come.
 
 A study is a local directory or an object-storage prefix (``s3://``, ``gs://``: read through
@@ -13,7 +13,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Iterable
 
 import pandas as pd
 import pyarrow as pa
@@ -27,7 +27,9 @@ from sampling.unit_names import UNIT_STEM
 from study.config import StudyConfig, same_science
 from study.schema import HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY
 
-from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SPEC_DTYPES
+from .columns import (
+    ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, CURVE_DTYPES, CURVE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SPEC_DTYPES,
+)
 
 _NAME = re.compile(rf"^{UNIT_STEM}\.(?P<ext>parquet|json|pt)$")
 
@@ -38,7 +40,9 @@ class Results:
 
     ``planned`` is the number of architectures the study will train: ``architectures`` of study.yaml,
     times one plus the siblings of each when siblings are on (re-sampled from the config, see
-    ``planned_count``); ``None`` when it cannot be known yet, and ``planned_note`` says why.
+    ``planned_count``); ``None`` when it cannot be known yet, and ``planned_note`` says why. Finished
+    architectures include those pruned at launch (``trained`` false, ``pruned``). ``curves`` holds the
+    training curves when ``load_results`` was asked for them (else it is empty).
     """
 
     study_dir: str
@@ -53,10 +57,21 @@ class Results:
     # result files left out of both tables ("architectures/<name>" -> why): computed under another science
     # config than study.yaml's (or recording none), or an index beyond the study's architectures
     excluded: dict[str, str] = field(default_factory=dict)
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def n_finished(self) -> int:
         return len(self.architectures)
+
+    @property
+    def trained(self) -> pd.DataFrame:
+        """The finished architectures that were trained (all but those pruned at launch)."""
+        return self.architectures[_trained(self.architectures)]
+
+    @property
+    def pruned(self) -> pd.DataFrame:
+        """The architectures pruned at launch: measured at initialization, not trained (``nlc_window``)."""
+        return self.architectures[~_trained(self.architectures)]
 
     @property
     def n_failed(self) -> int:
@@ -75,6 +90,14 @@ class Results:
         if len(self.architectures) and self.architectures["dataset"].notna().any():
             return str(self.architectures["dataset"].dropna().iloc[0])
         return "unknown"
+
+
+def _trained(arch: pd.DataFrame) -> pd.Series:
+    """Whether each architecture was trained: its ``trained`` value, true where a row has none (every
+    architecture was trained before pruning at launch existed)."""
+    if "trained" not in arch.columns:
+        return pd.Series(True, index=arch.index, dtype=bool)
+    return arch["trained"].astype("boolean").fillna(True).astype(bool)
 
 
 # -- reading files -----------------------------------------------------------------------------------
@@ -171,11 +194,14 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
     return t.drop_columns([c for c in t.column_names if c.startswith("__index_level_")])
 
 
-def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any],
-                excluded: dict[str, str]) -> tuple[pd.DataFrame, int]:
-    """The rows of ``<root>/<table>/*.parquet`` that belong to the study ``config`` describes; the files that
-    do not are added to ``excluded`` (name -> why) and left out."""
+def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], excluded: dict[str, str],
+                arch_ids: set[str] | None = None) -> tuple[pd.DataFrame, int]:
+    """The rows of ``<root>/<table>/*.parquet`` (only the files of ``arch_ids`` when given) that belong to
+    the study ``config`` describes; the files that do not are added to ``excluded`` (name -> why) and left
+    out."""
     files = _list(fs, root, table, "parquet")
+    if arch_ids is not None:
+        files = [(p, m) for p, m in files if m["arch_id"] in arch_ids]
     # One small file per architecture: the per-file overhead dominates, so read several at once.
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
         read = list(pool.map(lambda pm: read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}"),
@@ -264,6 +290,8 @@ def _fill_derived(arch: pd.DataFrame, config: dict) -> pd.DataFrame:
     for f in fields(ArchSpec):
         if added_later(f) and arch[f.name].isna().any():
             arch[f.name] = arch[f.name].fillna(f.default).astype(SPEC_DTYPES[f.name])
+    if arch["trained"].isna().any():  # every architecture was trained before pruning at launch existed
+        arch["trained"] = arch["trained"].fillna(True).astype("bool")
     protocol = config.get("protocol")
     monitor = protocol.get("monitor", "val") if isinstance(protocol, dict) else "val"
     if arch["selected_by"].isna().any() and monitor in ("val", "train"):
@@ -347,16 +375,18 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
 
 # -- the entry point ----------------------------------------------------------------------------------
 
-def load_results(study_dir, *, runs: bool = True) -> Results:
+def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] = False) -> Results:
     """Read a study: ``study.yaml``, ``architectures/*.parquet``, ``runs/*.parquet``, ``failed/*.json``
-    and the count of ``checkpoints/*.pt`` (architectures in progress), per docs/results.md.
+    and the count of ``checkpoints/*.pt`` (architectures in progress), per docs/results.md; with ``curves``
+    also ``curves/*.parquet`` (True: every architecture's; a collection of arch_ids: only theirs, a few
+    files of what may be the largest table).
 
     Every Parquet file's key-value metadata must say ``archstudy.schema_version = "1"`` and name its
     table; anything else is a one-line ``sampling.UserError``. A file whose rows were computed under another
     science config than study.yaml's (its ``archstudy.science`` metadata), or that records none, is left
-    out of both tables and listed in ``Results.excluded`` (a study holds one science config; ``archstudy
+    out of every table and listed in ``Results.excluded`` (a study holds one science config; ``archstudy
     status`` reports such files and a resume refuses to run beside them). Columns are typed as the contract says.
-    ``runs=False`` skips the per-run table (half the files; ``Results.runs`` is then empty).
+    ``runs=False`` skips the per-run table (``Results.runs`` is then empty).
     """
     fs, root, shown = _filesystem(study_dir)
     info = fs.get_file_info(root)
@@ -370,6 +400,8 @@ def load_results(study_dir, *, runs: bool = True) -> Results:
     arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
     arch = _fill_derived(arch, config)
     runs = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
+    curve_table = read_curves(study_dir, None if curves is True else curves) if curves is not False else \
+        typed(pd.DataFrame(), CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")
     arch = arch.sort_values(["index", "variant", "arch_id"], kind="stable").reset_index(drop=True)
     runs = runs.sort_values(["index", "arch_id", "lr_index"], kind="stable").reset_index(drop=True)
 
@@ -391,8 +423,20 @@ def load_results(study_dir, *, runs: bool = True) -> Results:
     return Results(
         study_dir=shown, config=config, architectures=arch, runs=runs, failed=failed, in_progress=in_progress,
         planned=planned, planned_note=note,
-        files={"architectures": n_arch_files, "runs": n_run_files}, excluded=excluded,
+        files={"architectures": n_arch_files, "runs": n_run_files}, excluded=excluded, curves=curve_table,
     )
+
+
+def read_curves(study_dir, arch_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """The ``curves`` table of a study (docs/results.md), typed, sorted by architecture, run and epoch; only the
+    files of ``arch_ids`` when given. Architectures without a curves file (finished before curves were recorded,
+    or pruned at launch) have no rows."""
+    fs, root, shown = _filesystem(study_dir)
+    excluded: dict[str, str] = {}  # curves of another science config: left out, as load_results does
+    raw, _ = _read_table(fs, root, shown, "curves", read_config(fs, root, shown), excluded,
+                         None if arch_ids is None else {str(a) for a in arch_ids})
+    out = typed(raw, CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")
+    return out.sort_values(["index", "arch_id", "lr_index", "epoch"], kind="stable").reset_index(drop=True)
 
 
 def architectures_table(table, where: str) -> pd.DataFrame:

@@ -586,22 +586,53 @@ def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict:
 def sibling_pairs(df: pd.DataFrame, axis: str, a: str, b: str, target: str = "test_error") -> pd.DataFrame:
     """Pairs of architectures of the same dataset and index that differ only along ``axis`` (level a vs
     b): the base draw and its sibling, or two siblings of the same axis (e.g. batch vs layer norm).
-    Columns: dataset, index, arch_a, arch_b, <target>_a, <target>_b, nlc_a, nlc_b."""
+    Columns: dataset, index, arch_a, arch_b, <target>_a, <target>_b, nlc_a, nlc_b, and ``context``: what
+    else the pair's networks differ in, or share, that the axis' name does not say (``pair_context``)."""
     others = [f for ax, group in AXES.items() if ax != axis for f in group if f in df.columns]
     keep = df[df["variant"].isin(["base", axis])] if "variant" in df.columns else df
     keep = keep.assign(_level=axis_level(keep, axis))
     left = keep[keep["_level"] == a]
     right = keep[keep["_level"] == b]
     key = (["dataset"] if "dataset" in df.columns else []) + ["index"] + others
-    cols = key + ["arch_id", target, "nlc"]
+    extra = [c for c in ("gmp_init",) if c in df.columns and c not in key]
+    cols = key + ["arch_id", target, "nlc"] + extra
     merged = left[cols].merge(right[cols], on=key, suffixes=("_a", "_b"))
-    return merged[[c for c in merged.columns if c not in others]]
+    merged["context"] = pair_context(merged, axis, a, b)
+    return merged[[c for c in merged.columns if c not in others and not c.startswith(tuple(extra))]]
+
+
+UNIFORM_GMP = "GmP init: uniform angles, λ = 0, r = 1 (Chen and Ge 4.3)"
+
+
+def pair_context(pairs: pd.DataFrame, axis: str, a: str, b: str) -> pd.Series:
+    """For each pair along ``axis`` (level ``a`` vs ``b``), the factors its networks differ in beyond the axis'
+    own, or share where the axis' name suggests otherwise: along ``param``, input mean normalization (a pair of
+    specs with ``imn = auto``, every spec from before the field and both presets, switches IMN with GmP,
+    "IMN off → on, as the parameterization implies"; an explicit ``imn`` stays, "IMN unchanged: off") and a
+    GmP side initialized by Chen and Ge's section 4.3 instead of from the SP weights; along ``imn``, the
+    parameterization both share. Empty for the other axes (their pairs differ in the axis and the re-solved
+    width only)."""
+    n = len(pairs)
+    if axis == "param":
+        imn = pairs["imn"].astype(str) if "imn" in pairs.columns else pd.Series(["auto"] * n, index=pairs.index)
+        on = {"sp": "off", "gmp": "on"}
+        text = imn.where(imn != "auto", "").map(lambda v: f"IMN unchanged: {v}" if v else
+                                                f"IMN {on[a]} → {on[b]}, as the parameterization implies")
+        side = f"gmp_init_{'b' if b == 'gmp' else 'a'}"
+        if side in pairs.columns:
+            text = text + (pairs[side] == "uniform").map({True: f"; {UNIFORM_GMP}", False: ""})
+        return text
+    if axis == "imn" and "param" in pairs.columns:
+        return "param: " + pairs["param"].map({"sp": "SP", "gmp": "GmP"}).fillna(pairs["param"].astype(str))
+    return pd.Series([""] * n, index=pairs.index, dtype=object)
 
 
 def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: float = 0.95) -> pd.DataFrame:
     """For every sibling axis and pair of its levels (dense vs householder, sp vs gmp, each two norm
-    kinds, no skips vs skips), per dataset: the pairs' median difference ``target``(B) - ``target``(A),
-    with the sign test and the interval of ``sign_test``. A positive median: B has the higher error."""
+    kinds, no skips vs skips, IMN off vs on), per dataset and ``context`` (what else the pairs differ in or
+    share, ``pair_context``: an effect is labelled by exactly the factors that differ): the pairs' median
+    difference ``target``(B) - ``target``(A), with the sign test and the interval of ``sign_test``. A
+    positive median: B has the higher error."""
     df = architectures_table(df, "paired_effects")
     confidence = check("paired_effects", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
     rows = []
@@ -612,10 +643,13 @@ def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: flo
             for ia, a in enumerate(levels):
                 for b in levels[ia + 1:]:
                     pairs = sibling_pairs(group, axis, a, b, target)
-                    d = (pairs[f"{target}_b"] - pairs[f"{target}_a"]).to_numpy(np.float64)
-                    rows.append({"dataset": ds, "axis": axis, "a": a, "b": b, **sign_test(d, confidence)})
+                    for context in sorted(pairs["context"].unique()) or [""]:
+                        part = pairs[pairs["context"] == context]
+                        d = (part[f"{target}_b"] - part[f"{target}_a"]).to_numpy(np.float64)
+                        rows.append({"dataset": ds, "axis": axis, "a": a, "b": b, "context": context,
+                                     **sign_test(d, confidence)})
     return pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
 
 
-_PAIRED_COLUMNS = ["dataset", "axis", "a", "b", "n_pairs", "n_pos", "n_neg", "n_zero", "median", "p_sign",
-                   "ci_lo", "ci_hi", "ci_level"]
+_PAIRED_COLUMNS = ["dataset", "axis", "a", "b", "context", "n_pairs", "n_pos", "n_neg", "n_zero", "median",
+                   "p_sign", "ci_lo", "ci_hi", "ci_level"]

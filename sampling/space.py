@@ -25,7 +25,7 @@ import numpy as np
 from .constraints import (
     PROBABILITY, SEED, Boolean, Choice, Constraint, Distribution, Integer, Real, SpecError, Text, check,
 )
-from .spec import ACTIVATIONS, INITS, NORMS, ArchSpec
+from .spec import ACTIVATIONS, GMP_INITS, IMNS, INITS, NORMS, ArchSpec
 from .width import solve_width
 
 SKIP_STRENGTH_KINDS = ("none", "one", "uniform")  # no skips / strength 1 / one U(0, 1) strength for all
@@ -108,6 +108,10 @@ class Space:
     params: tuple = _dist(Choice(("sp", "gmp")), (("sp", 1.0),), "parameterization of dense hidden layers")
     inits: tuple = _dist(Choice(INITS), (("orthogonal", 1.0),),
                          "weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)")
+    imns: tuple = _dist(Choice(IMNS), (("auto", 1.0),),
+                        "input mean normalization of the intermediate dense layers (auto: as param implies)")
+    gmp_inits: tuple = _dist(Choice(GMP_INITS), (("from_sp", 1.0),),
+                             "GmP parameters: from_sp (the SP weights) or uniform (Chen and Ge 4.3); GmP specs only")
     stabilize: bool = _field(Boolean(), True, "apply appendix C's post-processing")
     unstable_activations: tuple = _field(_Activations(), ("square", "odd_square"),
                                          "activations that force a norm in post-processing")
@@ -192,9 +196,13 @@ def sample_spec(
 
     The draws follow appendix C in order: activation, dilation d, shift t, debias, bias init, joint
     init scale, norm, skips (strength kind and value, start, length, branch init), weight kind,
-    parameterization, depth, the stabilizing norm, and last the weight init scheme (orthogonal with
-    probability 1 in both presets; "zero" falls back to orthogonal where a spec has no dense SP residual
-    branches, and replaces the branch scale); then the post-processing ("All networks that have square or odd square
+    parameterization, depth, the stabilizing norm, and last the fields added later, each after the ones
+    before it so that a space without a field draws everything else as before: the weight init scheme
+    (orthogonal with probability 1 in both presets; "zero" falls back to orthogonal where a spec has no
+    dense SP residual branches, and replaces the branch scale), input mean normalization (``auto`` with
+    probability 1 in both presets: as the parameterization implies, today's and the paper's behaviour) and
+    the GmP initialization (``from_sp`` with probability 1; a drawn ``uniform`` applies to GmP specs only,
+    the others keep ``from_sp``); then the post-processing ("All networks that have square or odd square
     activation functions, or skip connections, that also do not have normalization were assigned
     either batch normalization or layer normalization with 50% probability each"); then the width
     is solved for the parameter budget.
@@ -223,7 +231,9 @@ def sample_spec(
     param = _pick(rng, space.params)
     depth_u = rng.random()
     stabilizer = _pick(rng, space.stabilize_norms)
-    init = _pick(rng, space.inits)  # drawn last: the draws above are those of a space without this field
+    init = _pick(rng, space.inits)  # drawn after the others: the draws above are those of a space without it
+    imn = _pick(rng, space.imns)  # likewise, after init
+    gmp_init = _pick(rng, space.gmp_inits)  # likewise, after imn
 
     has_skips = strength_kind != "none"
     # Depth: uniform over the space's depths that the shortcut length fits (depth - 1 divisible by it,
@@ -245,13 +255,16 @@ def sample_spec(
     param = param if d_in >= 2 else "sp"
     if init == "zero" and not (has_skips and weights == "dense" and param == "sp"):
         init = "orthogonal"  # zero applies to dense SP residual branches only (ArchSpec)
+    if param != "gmp":
+        gmp_init = "from_sp"  # a GmP initialization applies to GmP specs only (ArchSpec)
     spec = ArchSpec(
         depth=depth, width=2, d_in=d_in, d_out=d_out, activation=activation, dilation=dilation, shift=shift,
         debias=debias, norm=norm,
         skip=skip_start if has_skips else "none",
         skip_strength=(1.0 if strength_kind == "one" else strength_u) if has_skips else 1.0,
         skip_length=skip_length if has_skips else 2,
-        weights=weights, param=param, init=init, bias_init=bias_init, init_scale=init_scale,
+        weights=weights, param=param, imn=imn, init=init, gmp_init=gmp_init, bias_init=bias_init,
+        init_scale=init_scale,
         branch_scale=branch_scale if has_skips and weights == "dense" and init != "zero" else 1.0,
         preset=space.name,
     )
@@ -272,7 +285,7 @@ def sample_specs(
     return [sample_spec(study_seed, i, d_in, d_out, preset, param_budget) for i in range(start, start + n)]
 
 
-SIBLING_AXES = ("weights", "param", "norm", "skip")
+SIBLING_AXES = ("weights", "param", "norm", "skip", "imn")  # new axes go last: a study's plan keeps its order
 
 
 def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list[ArchSpec]:
@@ -280,11 +293,17 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
 
     * ``weights``: dense <-> householder; ``param``: sp <-> gmp; ``norm``: each other norm kind;
       ``skip``: skips removed, or, for a spec without skips, added with strength 1 after the linear op
-      (length 2 where the depth allows, else 1).
+      (length 2 where the depth allows, else 1); ``imn``: input mean normalization switched (the spec's
+      effective choice, ``ArchSpec.input_mean_norm``, flipped and written explicitly: ``"on"`` or ``"off"``).
+    * ``param`` changes the parameterization only: the ``imn`` field is kept, so with an explicit ``"off"``
+      (or ``"on"``) the twins differ in nothing else, while with ``"auto"`` (every spec from before the field,
+      and both presets) IMN switches with it, as it always did (``analysis`` labels such pairs so). A GmP
+      spec's SP twin has ``gmp_init = "from_sp"`` (the field has no meaning for SP).
     * Everything else (activation, init, depth, the seed the study builds it with) is shared. With
       ``param_budget`` the width is re-solved so every sibling has the study's parameter budget
       (a Householder sibling is then much wider); without it the width is kept.
-    * Variants that would be invalid (e.g. no norm for skips that start after the norm) are left out.
+    * Variants that would be invalid (e.g. no norm for skips that start after the norm), or the same network
+      (an ``imn`` twin of a net without an intermediate dense layer), are left out.
     """
     axis = check("siblings", "axis", Choice(SIBLING_AXES), axis)
     changes: list[dict] = []
@@ -292,7 +311,9 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
         # a dense twin has no dense ends to keep; a Householder twin of a dense net has none either
         changes.append({"weights": "householder" if spec.weights == "dense" else "dense", "dense_ends": 0})
     elif axis == "param":
-        changes.append({"param": "gmp" if spec.param == "sp" else "sp"})
+        changes.append({"param": "gmp"} if spec.param == "sp" else {"param": "sp", "gmp_init": "from_sp"})
+    elif axis == "imn":
+        changes.append({"imn": "off" if spec.input_mean_norm else "on"})
     elif axis == "norm":
         changes.extend({"norm": n} for n in NORMS if n != spec.norm)
     elif spec.skip != "none":
@@ -306,5 +327,7 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
             sib = spec.replace(**change)
         except SpecError:
             continue
+        if axis == "imn" and [l.imn for l in sib.layers()] == [l.imn for l in spec.layers()]:
+            continue  # no layer can subtract its input mean (no intermediate dense layer): the same network
         out.append(solve_width(sib, param_budget) if param_budget is not None else sib)
     return out

@@ -21,9 +21,17 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   (20 hidden layers of width 30) is ``depth = 21``: a dense input layer, one dense 30 x 30 layer, 17
   Householder layers, one dense 30 x 30 layer and the output layer; with 2 outputs that is the paper's
   3032 parameters exactly (Table 3), with 1 output 3001.
-* ``param = "gmp"`` makes every dense hidden neuron ``r * tau(u(theta)^T (x - E[x]) + lambda)``
-  (Chen and Ge, *Neural Characteristic Activation Value Analysis*, eq. 10, 15, 16; the mean is subtracted
-  on intermediate layers only, and the output layer stays a plain linear layer, as in their section 4.1).
+* ``param = "gmp"`` makes every dense hidden neuron ``r * tau(u(theta)^T x + lambda)`` (Chen and Ge,
+  *Neural Characteristic Activation Value Analysis*, eq. 10, 15); the output layer stays a plain linear
+  layer, as in their section 4.1.
+* ``imn``: input mean normalization (Chen and Ge, eq. 16): an intermediate dense hidden layer (layers
+  2 .. L-1, SP or GmP, never a Householder layer) takes ``x - E[x]`` instead of ``x`` (the batch mean in
+  training, a running mean in evaluation). ``"auto"`` (the default) is what a spec meant before the field
+  existed: on for GmP, off for SP ("for ReLU units in the intermediate layers", their section 4.2, as a
+  part of GmP); ``"off"`` and ``"on"`` decide it apart from ``param``, so a GmP net with ``imn = "off"``
+  is an exact reparameterization of its SP twin at init (for a positively homogeneous tau without norms
+  or skips: ``r tau(u^T x + lambda) = tau(w^T x + b)`` with ``w = r u``, ``b = r lambda``).
+  ``input_mean_norm`` is the effective choice.
 * init: ``init`` is the distribution of the dense (and GmP) weight matrices: "orthogonal" (appendix C:
   a d_out x d_in submatrix of a Haar-random orthogonal matrix times max(1, sqrt(d_out / d_in))),
   "kaiming" (He et al. 2015, normal, fan_in mode, gain sqrt(2): W_ij ~ N(0, 2 / fan_in)), "xavier"
@@ -34,9 +42,19 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   ``bias_init`` "zero" or "gaussian" (N(0, 0.05), weights then times sqrt(0.95));
   ``init_scale`` multiplies all weights and biases (0.9 / 1 / 1.1 in the paper);
   ``branch_scale`` multiplies the weights and biases of the layers inside residual branches
-  (0.01 = the near-zero residual-branch initialization of Li, Jiao, Han and Weissman, *Demystifying ResNet*).
+  (0.01 = the near-zero residual-branch initialization of Li, Jiao, Han and Weissman, *Demystifying ResNet*);
+  ``gmp_init``, the GmP layers' parameters: ``"from_sp"`` (the default) takes them from the SP weights the
+  scheme above draws (u = w / |w|, lambda = b / |w|, r = |w|: a GmP net starts as its SP twin's function,
+  see ``imn``); ``"uniform"`` is Chen and Ge's own section 4.3: every angle theta_k uniform on its range
+  ([0, pi] for k < n-1, (-pi, pi] for the last), lambda = 0 and r = 1 (times ``init_scale`` and, inside
+  residual branches, ``branch_scale``; ``bias_init`` does not apply to lambda). Uniform angles do NOT give
+  a uniformly distributed direction (a uniform direction has theta_k with density proportional to
+  sin^(n-1-k) theta_k, concentrated near pi/2), so the two differ beyond the scale: under "uniform" the
+  direction leans towards the first input coordinates (|u_1| = |cos theta_1| has mean 2/pi whatever n,
+  against about sqrt(2 / (pi n)) for a uniform direction).
 
-Fields added after the first schema (``init``, ``dense_ends``; declared with ``sampling.constraints.added``)
+Fields added after the first schema (``init``, ``dense_ends``, ``imn``, ``gmp_init``; declared with
+``sampling.constraints.added``)
 are left out of the canonical JSON while they hold their default, so every spec that could be written
 before they existed keeps its ``content_id`` (a study's unit names hold it).
 """
@@ -60,11 +78,14 @@ WEIGHTS = ("dense", "householder")
 PARAMS = ("sp", "gmp")
 BIAS_INITS = ("zero", "gaussian")
 INITS = ("orthogonal", "kaiming", "xavier", "zero")
+IMNS = ("auto", "off", "on")  # input mean normalization: as ``param`` implies (GmP on, SP off), or decided
+GMP_INITS = ("from_sp", "uniform")  # GmP parameters from the SP weights, or Chen and Ge's section 4.3
 
 # Variance of the Gaussian bias init, from Schoenholz et al. (2017), as used in appendix C.
 BIAS_VARIANCE = 0.05
 
-SCHEMA_VERSION = 2  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends)
+SCHEMA_VERSION = 3  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
+# 3: imn, gmp_init)
 
 
 def _f(constraint, default=None, *, doc: str, since: int | None = None):
@@ -84,7 +105,7 @@ class Layer:
     fan_out: int
     norm: str  # "none" | "batch" | "layer" (always "none" for the output layer)
     activation: bool  # False for the output layer
-    imn: bool  # GmP input mean normalization (Chen and Ge, eq. 16), intermediate GmP layers only
+    imn: bool  # input mean normalization (Chen and Ge, eq. 16): intermediate dense (SP or GmP) layers only
     in_branch: bool  # inside a residual branch: ``branch_scale`` applies to its init
 
     @property
@@ -123,8 +144,14 @@ class ArchSpec:
     dense_ends: int = _f(Integer(0), 0, since=2,
                          doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)")
     param: str = _f(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
+    imn: str = _f(Choice(IMNS), "auto", since=3,
+                  doc="input mean normalization of the intermediate dense layers: auto (as param implies: GmP on, "
+                      "SP off), off or on")
     init: str = _f(Choice(INITS), "orthogonal", since=2,
                    doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches")
+    gmp_init: str = _f(Choice(GMP_INITS), "from_sp", since=3,
+                       doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge 4.3: "
+                           "uniform angles, lambda = 0, r = 1)")
     bias_init: str = _f(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
     init_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
     branch_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
@@ -166,6 +193,8 @@ class ArchSpec:
             missing = [what for what, ok in needs.items() if not ok]
             if missing:
                 raise SpecError(where, "init", self.init, "'zero' needs " + missing[0])
+        if self.gmp_init != "from_sp" and self.param != "gmp":
+            raise SpecError(where, "gmp_init", self.gmp_init, "must stay 'from_sp' unless param = 'gmp'")
         if self.param == "gmp":
             # A unit direction in R^1 is +-1, which the hyperspherical angles of Chen and Ge's eq. 10 cannot hold.
             if self.d_in < 2:
@@ -188,8 +217,8 @@ class ArchSpec:
             else:
                 kind = "gmp" if self.param == "gmp" else "dense"
             in_branch = self.skip != "none" and l > 1  # skips chain from layer 1 to the output
-            out.append(Layer(l, kind, fan_in, fan_out, "none" if last else self.norm, not last,
-                             kind == "gmp" and l > 1, in_branch))
+            imn = self.input_mean_norm and kind != "householder" and 1 < l < self.depth
+            out.append(Layer(l, kind, fan_in, fan_out, "none" if last else self.norm, not last, imn, in_branch))
         return tuple(out)
 
     def skips(self) -> tuple[Skip, ...]:
@@ -198,6 +227,12 @@ class ArchSpec:
         at = "linear" if self.skip == "after_linear" else "norm"
         k = self.skip_length
         return tuple(Skip(s, s + k, at, s + k == self.depth) for s in range(1, self.depth, k))
+
+    @property
+    def input_mean_norm(self) -> bool:
+        """Whether the intermediate dense layers subtract their input's mean: ``imn``, with ``"auto"`` read as
+        ``param`` implies (GmP: on, SP: off; what every spec meant before ``imn`` existed)."""
+        return self.imn == "on" or (self.imn == "auto" and self.param == "gmp")
 
     @property
     def num_params(self) -> int:

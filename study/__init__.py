@@ -15,7 +15,7 @@ _EXPORTS = {
     "Network": "network", "build_network": "network", "frozen_statistics": "network", "output_scale": "network",
     "MetricOptions": "metric_options", "measure": "metrics.row", "measure_trained": "metrics.row",
     "PROTOCOLS": "protocol", "Protocol": "protocol",
-    "Outcome": "training", "train_architecture": "training",
+    "Outcome": "training", "Trajectory": "training", "train_architecture": "training",
     "StudyConfig": "config", "run_study": "runner", "resume_study": "runner",
 }
 

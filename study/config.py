@@ -154,6 +154,40 @@ class _Axes(Constraint):
 
 
 @dataclass(frozen=True)
+class _Window(Constraint):
+    """The NLC window of pruning at launch: null (off), ``auto`` (from the pilot) or two numbers 0 <= lo < hi,
+    as a list or as the command line's ``LO,HI``; held as a tuple."""
+
+    def normalize(self, value):
+        if value is None or value == "auto":
+            return value
+        if isinstance(value, str):
+            parts = value.split(",")
+            try:
+                value = [float(p) for p in parts]
+            except ValueError:
+                self.fail()
+        if isinstance(value, (bytes, Mapping)) or not isinstance(value, (list, tuple)) or len(value) != 2:
+            self.fail()
+        try:
+            lo, hi = (Real(0.0).normalize(v) for v in value)
+        except ValueError:
+            self.fail()
+        if not lo < hi:
+            self.fail()
+        return (lo, hi)
+
+    def describe(self):
+        return "must be null, 'auto' or two numbers lo < hi (lo >= 0), as [lo, hi] or 'LO,HI'"
+
+    def invalid_examples(self):
+        return ("automatic", [3.0, 1.0], [1.0], "1,x", [-1.0, 2.0], [1.0, float("inf")])
+
+
+DEFAULT_PILOT = 100  # the NLC window's stability rule held on 8 of 8 synthetic populations from 90 on (analysis)
+
+
+@dataclass(frozen=True)
 class _GPUs(Constraint):
     """GPUs per architecture: 0 (CPU), a fraction in (0, 1] (several architectures share a GPU), or a whole number."""
 
@@ -252,6 +286,10 @@ class StudyConfig:
                         "fields; stored in full")
     metrics: dict = _f(_Options(), doc="metric options (study.MetricOptions fields)", factory=dict)
     siblings: tuple = _f(_Axes(), (), doc="sibling axes; each architecture also runs its siblings along these")
+    nlc_window: Any = _f(_Window(), None, doc="prune at launch: train only the architectures whose NLC at "
+                         "initialization lies in [lo, hi]; auto: the NLC good range of the pilot; null: train all")
+    nlc_pilot: int = _f(Integer(1), DEFAULT_PILOT, doc="with nlc_window auto: the architectures of indices 0 .. "
+                        "N-1 (with their siblings), all trained, whose NLC good range is the window")
     resources: Resources = _f(None, doc="per-architecture CPUs and GPUs", factory=Resources)
     max_retries: int = _f(Integer(0), 2, doc="retries of a failing architecture before it is recorded as failed")
     checkpoint_every_s: float = _f(Real(0.0, lo_open=True), 300.0, doc="seconds between trainer checkpoints")
@@ -281,6 +319,8 @@ class StudyConfig:
         set_("protocol", _protocol(self.protocol))
         set_("metrics", _metric_options(self.metrics or None))
         set_("resources", Resources.of(self.resources))
+        if self.nlc_pilot != DEFAULT_PILOT and self.nlc_window != "auto":
+            raise SpecError(WHERE, "nlc_pilot", self.nlc_pilot, f"must stay {DEFAULT_PILOT} unless nlc_window = 'auto'")
         for name in ("d_in", "d_out"):
             if getattr(self, name) is not None:
                 set_(name, check(WHERE, name, Integer(1), getattr(self, name)))

@@ -10,23 +10,33 @@ with ``u(theta)`` the unit vector of hyperspherical angles theta_1..theta_{n-1} 
     u = [cos t1, sin t1 cos t2, sin t1 sin t2 cos t3, ..., sin t1 ... sin t_{n-2} cos t_{n-1},
          sin t1 ... sin t_{n-1}]
 
-``E[x]`` is the batch mean of the layer input in training and its running mean in evaluation; it is
-subtracted on intermediate layers only ("for ReLU units in the intermediate layers", sec. 4.2).
+``E[x]`` is the batch mean of the layer input in training and its running mean in evaluation
+(``study.layers.centered``, which dense SP layers share); it is subtracted on intermediate layers only ("for
+ReLU units in the intermediate layers", sec. 4.2) and only where the spec asks for it
+(``ArchSpec.imn``; ``"auto"``, every spec from before that field, means on for GmP).
 Parameters per neuron: n - 1 angles, lambda and r: n + 1, the same as SP.
 
-Initialization (section 4.3's invariance, applied to the spec's SP weights): u = w / |w|,
-lambda = b / |w|, r = |w|, so a GmP net and its SP twin differ only in the geometry of their parameters;
-with a positively homogeneous tau (relu, abs) and no IMN they compute the same function at init. The
-angles come from the sampled vector (``angles_from_direction``); the angles of a random unit vector are
-not uniform, so they are never drawn uniformly.
+Initialization (``ArchSpec.gmp_init``; ``study.network.layer_init``):
+
+* ``"from_sp"`` (the default): section 4.3's invariance applied to the spec's SP weights: u = w / |w|,
+  lambda = b / |w|, r = |w|, so a GmP net and its SP twin differ only in the geometry of their parameters;
+  with a positively homogeneous tau (relu, abs), no IMN, no norms and no skips they compute the same
+  function at init. The angles come from the sampled vector (``angles_from_direction``): they follow the
+  distribution of a random direction's angles, which is not uniform.
+* ``"uniform"``: section 4.3 as written: "initialize the angular parameter theta uniformly at random",
+  lambda = 0, r = 1; theta_k ~ U[0, pi] for k < n-1 and theta_{n-1} ~ U(-pi, pi] (``uniform_angles``). The
+  paper argues from the uniform direction of a Gaussian w, but uniform angles are not that: a uniform
+  direction's theta_k has density proportional to sin^(n-1-k) theta_k.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
-from .layers import BN_MOMENTUM, DTYPE, stacked_linear
+from .layers import DTYPE, centered, stacked_linear
 
 
 def _reversed_cumsum(t: torch.Tensor) -> torch.Tensor:
@@ -68,6 +78,15 @@ def direction_from_angles(theta: torch.Tensor) -> torch.Tensor:
     return torch.cat([cos[..., :1], prod[..., :-1] * cos[..., 1:], prod[..., -1:]], dim=-1)
 
 
+def uniform_angles(rng, fan_out: int, fan_in: int) -> torch.Tensor:
+    """Chen and Ge, section 4.3: angles [fan_out, fan_in - 1] uniform on their ranges, theta_k ~ U[0, pi] for
+    k < n-1 and the last ~ U(-pi, pi] (drawn as U[-pi, pi), which differs only on a null set), from the
+    numpy generator ``rng``."""
+    theta = rng.uniform(0.0, math.pi, (fan_out, fan_in - 1))
+    theta[:, -1] = rng.uniform(-math.pi, math.pi, fan_out)
+    return torch.from_numpy(theta)
+
+
 def angles_from_direction(u: torch.Tensor) -> torch.Tensor:
     """Inverse of eq. 10 for unit (or any nonzero) vectors [..., n] -> angles [..., n-1].
 
@@ -100,18 +119,8 @@ class GmP(nn.Module):
         return direction_from_angles(self.theta)
 
     def centered(self, x):
-        """``x - E[x]`` with IMN (batch mean in training, updating the running mean; the running mean in
-        evaluation), ``x`` otherwise."""
-        if not self.imn:
-            return x
-        if self.training:
-            mean = x.mean(dim=1)
-            if self.track:
-                with torch.no_grad():
-                    self.running_mean.lerp_(mean.detach(), BN_MOMENTUM)
-        else:
-            mean = self.running_mean
-        return x - mean.unsqueeze(1)
+        """``x - E[x]`` with IMN (``study.layers.centered``), ``x`` otherwise."""
+        return centered(self, x)
 
     def forward(self, x):
         return stacked_linear(self.centered(x), self.direction(), self.lam)

@@ -4,8 +4,9 @@ One implementation serves a single network (R = 1) and the trainer's stack of R 
 learning rates: activations are ``[R, B, n]``; a shared input ``[B, n]`` (the same minibatch for every
 run) is multiplied in one GEMM against all R weight matrices at once.
 
-Dense: ``s = x W^T + b`` (``W`` [R, out, in], ``b`` [R, out]). Normalizations have no trainable scale or
-shift (NLC paper, appendix C).
+Dense: ``s = x W^T + b`` (``W`` [R, out, in], ``b`` [R, out]), or with input mean normalization
+``s = (x - E[x]) W^T + b`` (Chen and Ge, *Neural Characteristic Activation Value Analysis*, eq. 16;
+``centered``). Normalizations have no trainable scale or shift (NLC paper, appendix C).
 
 Memory layout (a speed choice, invisible in shapes and values). An activation is the tensor [R, B, n]
 every caller sees, but ``stacked_linear`` returns it on *feature-major* memory, [R, n, B] transposed
@@ -62,19 +63,41 @@ def feature_major(x: torch.Tensor) -> bool:
     return x.dim() == 3 and x.transpose(1, 2).is_contiguous()
 
 
+def centered(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """Input mean normalization (Chen and Ge, eq. 16) of a layer with ``imn``: ``x - E[x]``, the batch mean in
+    training (updating the layer's running mean with momentum ``BN_MOMENTUM`` unless ``track`` is off) and the
+    running mean in evaluation; ``x`` itself for a layer without it. ``x``: [R, B, n] or shared [B, n]."""
+    if not layer.imn:
+        return x
+    if layer.training:
+        mean = x.mean(dim=-2)
+        if layer.track:
+            with torch.no_grad():
+                layer.running_mean.lerp_(mean.detach(), BN_MOMENTUM)  # a shared input's [n] mean broadcasts
+    else:
+        mean = layer.running_mean
+    return x - mean.unsqueeze(-2)
+
+
 class Dense(nn.Module):
-    """A fully-connected layer ``s = W x + b``."""
+    """A fully-connected layer ``s = W x + b``, or ``s = W (x - E[x]) + b`` with ``imn`` (``centered``)."""
 
     kind = "dense"
 
-    def __init__(self, fan_in: int, fan_out: int, runs: int = 1):
+    def __init__(self, fan_in: int, fan_out: int, runs: int = 1, imn: bool = False):
         super().__init__()
-        self.fan_in, self.fan_out = fan_in, fan_out
+        self.fan_in, self.fan_out, self.imn = fan_in, fan_out, imn
         self.weight = nn.Parameter(torch.empty(runs, fan_out, fan_in, dtype=DTYPE))
         self.bias = nn.Parameter(torch.empty(runs, fan_out, dtype=DTYPE))
+        if imn:
+            self.register_buffer("running_mean", torch.zeros(runs, fan_in, dtype=DTYPE))
+        self.track = True  # update the running mean in training mode (off inside ``frozen_statistics``)
+
+    def centered(self, x):
+        return centered(self, x)
 
     def forward(self, x):
-        return stacked_linear(x, self.weight, self.bias)
+        return stacked_linear(self.centered(x), self.weight, self.bias)
 
     def roles(self) -> dict[str, str]:
         return {"weight": "weight", "bias": "bias"}

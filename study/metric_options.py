@@ -13,6 +13,8 @@ from typing import Any, Mapping
 from sampling import SpecError
 from sampling.constraints import Boolean, Integer, Real, check
 
+from .protocol import Increasing
+
 PROXY_BATCH = 128  # Mellor et al. (2021), both versions: the minibatch of the zero-cost proxies
 # E.1 / E.3 (``study.metrics.regions``): the ladder of steps k starts at 1e-9 ("starting with k = 10^-9 and
 # then checking the condition for increasing k until it fails") and stops at a thousand diameters of the
@@ -44,6 +46,10 @@ class MetricOptions:
     region_k_max: float = _opt(Real(K_MIN), K_MAX, "largest step k of E.1 / E.3, in diameters of the data")
     perturbation_tolerance: float = _opt(Real(0.0, 1.0, lo_open=True), PERTURBATION_TOLERANCE,
                                          "E.3: allowed increase of the error over the path (absolute)")
+    nlc_trajectory: tuple = _opt(Increasing(Integer(0), "epochs", empty=True), (),
+                                 "epochs (0: the initialization) at which every run's NLC is measured during "
+                                 "training, into the curves table; empty: off (the cost: one NLC measurement of "
+                                 "the live stack per epoch listed)")
 
     def __post_init__(self):
         for f in fields(self):
@@ -51,7 +57,7 @@ class MetricOptions:
                                                    getattr(self, f.name)))
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> "MetricOptions":

@@ -17,7 +17,9 @@ Initialization (appendix C, or the spec's ``init``), all in float64 from numpy g
   others orthogonal. Householder layers: u ~ N(0, I) (Yu and Zhang, *Householder-Absolute Neural Layers*);
 * bias: zero, or N(0, 0.05) and then the weights times sqrt(0.95);
 * all weights and biases times ``init_scale``; inside residual branches also times ``branch_scale``;
-* GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (Chen and Ge).
+* GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (``gmp_init = "from_sp"``),
+  or Chen and Ge's section 4.3 (``"uniform"``): uniform angles from a generator of their own, lambda = 0,
+  r = 1 times ``init_scale`` (and ``branch_scale`` inside residual branches).
 
 With ``runs=R`` the module holds R identical copies as one stack (parameters [R, ...]); it takes a shared
 input [B, d_in] or one per run [R, B, d_in] and returns [R, B, d_out]. With R = 1 (the default) it
@@ -42,11 +44,11 @@ from sampling import BIAS_VARIANCE, ArchSpec, Layer, SpecError
 from sampling.constraints import Constraint, check, is_int
 
 from .activations import Activation
-from .gmp import GmP, angles_from_direction
+from .gmp import GmP, angles_from_direction, uniform_angles
 from .householder import Householder
 from .layers import DTYPE, ActivationLayer, BatchNorm, Dense, LayerNorm
 
-_WEIGHT, _BIAS, _PROJECTION = 0, 1, 2  # purposes of the init generators
+_WEIGHT, _BIAS, _PROJECTION, _ANGLES = 0, 1, 2, 3  # purposes of the init generators
 
 
 def init_rng(seed: int, layer: int, purpose: int) -> np.random.Generator:
@@ -82,7 +84,7 @@ class Network(nn.Module):
             elif layer.kind == "gmp":
                 self.linears.append(GmP(layer.fan_in, layer.fan_out, runs, imn=layer.imn))
             else:
-                self.linears.append(Dense(layer.fan_in, layer.fan_out, runs))
+                self.linears.append(Dense(layer.fan_in, layer.fan_out, runs, imn=layer.imn))
             if layer.norm == "batch":
                 self.norms.append(BatchNorm(layer.fan_out, runs))
             elif layer.norm == "layer":
@@ -206,6 +208,10 @@ def layer_init(spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tenso
     """The initial tensors of one linear layer (without the runs dimension), by parameter name, drawn from
     the generators of ``seed`` as the module docstring says."""
     scale, branch = spec.init_scale, spec.branch_scale if layer.in_branch else 1.0  # applied in this order
+    if layer.kind == "gmp" and spec.gmp_init == "uniform":  # Chen and Ge, section 4.3
+        r = np.full(layer.fan_out, 1.0) * scale * branch
+        return {"theta": uniform_angles(init_rng(seed, layer.index, _ANGLES), layer.fan_out, layer.fan_in),
+                "lam": torch.zeros(layer.fan_out, dtype=torch.float64), "r": torch.from_numpy(r)}
     gaussian_bias = spec.bias_init == "gaussian"
     zero = spec.init == "zero" and layer.in_branch
     if gaussian_bias and not zero:

@@ -8,12 +8,17 @@
 2. the driver takes the study's lock (local stores), writes ``study.yaml`` once (new studies), removes
    temporary files of writes a killed driver left, and reports and removes result files that are
    truncated or unreadable (they are redone);
-3. every unit whose two result files are there and valid is skipped; the others (failed ones too,
+3. every finished unit (its result files there and valid, ``study.state``) is skipped; the others (failed ones too,
    unless ``retry_failed=False``) go to the engine (``study.engine``): Ray tasks on CPUs, an actor pool
    on GPUs, one architecture per job, the dataset shared through Ray's object store;
-4. each result comes back to the driver, the only writer, which writes the ``runs`` file and then the
-   ``architectures`` file (the commit point), each whole or not at all, then drops the unit's checkpoint
-   and any earlier failure record. A unit that keeps failing is recorded in ``failed/`` with its reason.
+4. each result comes back to the driver, the only writer, which writes the ``runs`` and ``curves`` files and
+   then the ``architectures`` file (the commit point), each whole or not at all, then drops the unit's
+   checkpoint and any earlier failure record. A unit that keeps failing is recorded in ``failed/`` with its
+   reason.
+
+With an NLC window (``nlc_window``; pruning at launch, ``study.launch``) the workers train only the units
+whose NLC at initialization lies in it. With ``auto`` the pilot's units run first, then the window is
+computed from their stored rows and the other units run with it (``_launch``).
 
 Killing the driver at any moment loses at most the work in flight (and a long architecture restarts from
 its checkpoint): the next resume sees exactly the committed files.
@@ -41,8 +46,9 @@ from sampling.constraints import Real, check
 
 from .config import CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, package_version, science_differences, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
+from .launch import is_pilot, pilot_rows, pilot_window
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
-from .store import ARCHITECTURES, FAILED, RUNS, SchemaError, Store
+from .store import ARCHITECTURES, CURVES, FAILED, RUNS, SchemaError, Store
 from .unit import Unit, execute_unit
 
 
@@ -548,11 +554,11 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             out.say(f"removed the temporary file {path} of an interrupted write")
         for name, problem in state.corrupt.items():
             out.say(f"{name}: {problem}: removed, it will be redone")
-            store.delete(ARCHITECTURES, f"{name}.parquet")
-            store.delete(RUNS, f"{name}.parquet")
+            for kind in (ARCHITECTURES, RUNS, CURVES):
+                store.delete(kind, f"{name}.parquet")
         out.say(f"{store.location}: {len(todo)} of {len(units)} architectures to run"
                 + (f" ({len(finished)} finished earlier)" if finished else ""))
-        _run_units(store, config, engine, todo, state, result, address=address, progress=out, data=data)
+        _launch(store, config, engine, units, todo, state, result, address=address, progress=out, data=data)
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
     summary = f"{done}/{result.total} architectures finished in {store.location}"
@@ -596,8 +602,40 @@ def _check_capacity(engine: Engine, embedded: bool, out: Progress) -> None:
     out.say(f"no node can run an architecture now (each needs {need}); waiting for the cluster to add one")
 
 
+def _launch(store: Store, config: StudyConfig, engine: Engine, units: list[Unit], todo: list[Unit],
+            state: StudyState, result: StudyRun, *, address: str | None, progress: Progress, data) -> None:
+    """Run ``todo`` with the study's NLC window: none, the given one, or (``auto``) the pilot's units first, then
+    the others with the window of the pilot's stored rows, once every pilot unit is finished."""
+    window = config.nlc_window
+    if window != "auto":
+        _run_units(store, config, engine, todo, state, result, address=address, progress=progress, data=data,
+                   window=window)
+        return
+    pilot = [u for u in todo if is_pilot(config, u.index)]
+    rest = [u for u in todo if not is_pilot(config, u.index)]
+    if pilot:
+        progress.say(f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a "
+                     "window")
+        _run_units(store, config, engine, pilot, state, result, address=address, progress=progress, data=data)
+    if not rest:
+        return
+    names = [u.name for u in units if is_pilot(config, u.index)]
+    ran, done_before = {u.name for u in pilot}, set(state.finished)
+    unfinished = [n for n in names if n not in done_before and (n not in ran or n in result.failed)]
+    if unfinished:
+        progress.say(f"the pilot is not complete ({len(unfinished)} failed, e.g. {unfinished[0]}): its window needs "
+                     f"every pilot architecture; {len(rest)} architectures wait (`archstudy resume` retries the pilot)")
+        return
+    w = pilot_window(config, pilot_rows(store, names))
+    why = "its good range" if w["source"] == "study" else f"the NLC paper's, not the pilot's: {w['reason']}"
+    progress.say(f"NLC window [{w['lo']:.3g}, {w['hi']:.3g}] from the pilot's {len(names)} architectures ({why}); "
+                 f"{len(rest)} architectures to measure, the ones inside it to train")
+    _run_units(store, config, engine, rest, state, result, address=address, progress=progress, data=data,
+               window=(w["lo"], w["hi"]))
+
+
 def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Unit], state: StudyState,
-               result: StudyRun, *, address: str | None, progress: Progress, data) -> None:
+               result: StudyRun, *, address: str | None, progress: Progress, data, window=None) -> None:
     import ray
 
     by_name = {u.name: u for u in todo}
@@ -624,7 +662,8 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
             progress.say(f"{job.key}: {note}")
         try:
-            store.write_result(job.key, rows["architecture"], rows["runs"], science=config.science_json)
+            store.write_result(job.key, rows["architecture"], rows["runs"], rows.get("curves", ()),
+                               science=config.science_json)
         except SchemaError as e:
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(job.key))
@@ -641,11 +680,11 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         result.failed[job.key] = failure.reason
         progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
 
-    progress.total, progress.done_before = result.total, result.finished_before
+    progress.total, progress.done_before = result.total, result.finished_before + result.finished
     res = config.resources
     data_ref = ray.put(data)
     base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
-            "threads": res.threads, "gpus": res.gpus_per_arch}
+            "threads": res.threads, "gpus": res.gpus_per_arch, "window": None if window is None else list(window)}
     jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
 
     def on_tick(tally: Tally) -> None:

@@ -1,7 +1,8 @@
 """The results schema: every column of every table a study writes, declared once.
 
-A study's results are two tables, one Parquet file per architecture each (``docs/results.md``):
-``architectures`` (one row per architecture) and ``runs`` (one row per starting learning rate of it).
+A study's results are three tables, one Parquet file per architecture each (``docs/results.md``):
+``architectures`` (one row per architecture), ``runs`` (one row per starting learning rate of it) and
+``curves`` (one row per learning rate and epoch: the training curves, ``study.training.curves``).
 Each column is one ``Column`` below: name, type, unit, meaning, table and group. Everything else is
 derived from this declaration: the store's pyarrow schemas (``study.store``), the columns ``measure``
 returns (``MEASURED``), the analysis' pandas dtypes and required columns (``analysis.columns``) and the
@@ -9,7 +10,11 @@ column tables of ``docs/results.md`` (``update_doc``; ``python -m study.schema d
 them, and a test fails while the file differs).
 
 Adding a column is one line in its group below (plus the code that computes its value); the store then
-refuses rows without it. Changing or removing a column changes the files: raise ``SCHEMA_VERSION``.
+refuses rows without it. A column added after files of this schema version exist is declared
+``added=True`` (older files lack it and stay valid; ``analysis.results`` fills it with what the older rows
+were). Adding a table is a name in ``TABLES``, its columns and an entry of ``COLUMNS`` (the store, the
+generated docs and the analysis' dtypes follow); the store and ``study.state`` decide which of a unit's
+files its commit needs. Changing or removing a column changes the files: raise ``SCHEMA_VERSION``.
 
 Types are a small vocabulary (``TYPES``): ``int64``, ``float64`` (NaN where not computed), ``bool``,
 ``str`` and ``timestamp`` (ISO 8601 UTC text in the file, ``datetime64[ns, UTC]`` in the analysis).
@@ -32,8 +37,8 @@ TABLE_KEY = "archstudy.table"  # the table a file belongs to: one of ``TABLES``
 # The science config a file's rows were computed under (``StudyConfig.science_json``: canonical JSON of the
 # science keys but ``architectures``) and its fingerprint: a study holds one science config (study.runner).
 SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY = "archstudy.science", "archstudy.science_fingerprint"
-ARCHITECTURES, RUNS = "architectures", "runs"
-TABLES = (ARCHITECTURES, RUNS)
+ARCHITECTURES, RUNS, CURVES = "architectures", "runs", "curves"
+TABLES = (ARCHITECTURES, RUNS, CURVES)
 TYPES = ("int64", "float64", "bool", "str", "timestamp")
 
 # The groups of each table, in their order, with the title docs/results.md gives them.
@@ -50,6 +55,7 @@ GROUPS: dict[str, str] = {
     "timings": "timings",
     "provenance": "provenance",
     "run": "the run",
+    "point": "the point (one run, one epoch)",
 }
 
 NLC_PAPER = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
@@ -91,7 +97,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         Column("index", "int64", "", "index of the architecture in the study (0-based); siblings share it",
                required=True),
         Column("variant", "str", "", "`base` (the random draw) or the sibling axis it differs along: `weights`, "
-               "`param`, `norm`, `skip`"),
+               "`param`, `norm`, `skip`, `imn`"),
         Column("dataset", "str", "", "dataset name"),
         Column("study_seed", "int64", "", "the study seed: architecture `index` is drawn from "
                "`SeedSequence([study_seed, index])`"),
@@ -169,6 +175,11 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         ARCHITECTURES, "summary",
         Column("n_runs", "int64", "runs", "runs trained (one per starting rate)"),
         Column("n_diverged", "int64", "runs", "runs whose loss was not finite at least once"),
+        Column("trained", "bool", "", "trained at its learning rates; false: pruned at launch, its NLC at "
+               "initialization outside the study's `nlc_window`: the row holds what was measured at initialization "
+               "(the selected-run columns NaN, `lr_index` -1, `epochs`, `divisions`, `n_runs`, `n_diverged` 0, "
+               "`selected_by` `none`, `lr_edge` and `all_diverged` false, `train_s` 0) and it has no runs or curves "
+               "file", added=True),
     ),
     *_group(
         ARCHITECTURES, "health",
@@ -193,13 +204,18 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
     ),
 )
 
-RUN_COLUMNS: tuple[Column, ...] = (
-    *_group(
-        RUNS, "identity",
+def _of_architecture(table: str) -> tuple[Column, ...]:
+    """The identity columns of a table of one architecture's rows (runs, curves): whose rows they are."""
+    return _group(
+        table, "identity",
         Column("arch_id", "str", "", "the architecture's `arch_id`", required=True),
         Column("index", "int64", "", "the architecture's `index`"),
         Column("variant", "str", "", "the architecture's `variant`"),
-    ),
+    )
+
+
+RUN_COLUMNS: tuple[Column, ...] = (
+    *_of_architecture(RUNS),
     *_group(
         RUNS, "run",
         Column("lr_index", "int64", "", "index of the run's starting rate (0-based, increasing rate)", required=True),
@@ -215,7 +231,28 @@ RUN_COLUMNS: tuple[Column, ...] = (
     ),
 )
 
-COLUMNS: dict[str, tuple[Column, ...]] = {ARCHITECTURES: ARCHITECTURE_COLUMNS, RUNS: RUN_COLUMNS}
+CURVE_COLUMNS: tuple[Column, ...] = (
+    *_of_architecture(CURVES),
+    *_group(
+        CURVES, "point",
+        Column("lr_index", "int64", "", "the run: index of its starting rate (as in `runs`)", required=True),
+        Column("epoch", "int64", "epochs", "epochs the run had trained (rewound ones included, as `epochs`); 0: "
+               "the initialization", required=True),
+        Column("lr", "float64", "learning rate", "the rate of the epoch's last step (epoch 0: the starting rate)"),
+        Column("train_loss", "float64", "", "mean of the run's minibatch losses over the epoch (the loss it "
+               "minimized; NaN at epoch 0)"),
+        Column("monitored_error", "float64", ERROR, "the error of the split E.2's schedule monitors (`monitored`) at "
+               "the end of the epoch, before the schedule rewinds; NaN under a `steps` schedule (nothing is "
+               "evaluated during training)"),
+        Column("monitored", "str", "", "that split: `val` (appendix E.2), `train` (the long protocol) or `none` "
+               "(a `steps` schedule)"),
+        Column("nlc", "float64", "", f"NLC of the run's network on the training set at the epochs of "
+               f"`metrics: {{nlc_trajectory: [...]}}` (the draws of `nlc`), NaN at the others ({NLC_PAPER}, "
+               "section 3)"),
+    ),
+)
+
+COLUMNS: dict[str, tuple[Column, ...]] = {ARCHITECTURES: ARCHITECTURE_COLUMNS, RUNS: RUN_COLUMNS, CURVES: CURVE_COLUMNS}
 
 
 def columns(table: str, *groups: str) -> tuple[Column, ...]:

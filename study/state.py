@@ -1,7 +1,10 @@
 """Where a study stands: which of its planned architectures are finished, failed, corrupt, in progress, left.
 
 The study's files are the only truth (docs/results.md): an architecture is finished when its
-``architectures`` and ``runs`` files are both there and valid. ``survey`` reads them all (concurrently)
+``architectures`` file (the commit point) is there and valid, with the files it requires (``study.store``:
+a trained architecture's ``runs`` file; none for one pruned at launch) and its ``curves`` file valid where
+there is one (a unit finished before curves were recorded has none and stays finished). Finished units that
+were pruned at launch (``trained`` false) are listed apart (``pruned``). ``survey`` reads them all (concurrently)
 and compares them with the plan (``study.unit.plan_units``), so ``archstudy status`` and a resume see
 the same thing. Nothing here writes.
 """
@@ -12,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from .config import StudyConfig
-from .store import ARCHITECTURES, CHECKPOINTS, RUNS, Store
+from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, Store
 from .unit import Unit, plan_units
 
 PLAN_PROGRESS_S = 2.0  # planning says how far it is after this long, and again every this long
@@ -45,6 +48,7 @@ class StudyState:
     config: StudyConfig
     units: list[Unit]
     finished: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)  # finished, not trained: NLC outside the study's window
     corrupt: dict[str, str] = field(default_factory=dict)  # name -> problem; redone by resume
     foreign: dict[str, str] = field(default_factory=dict)  # name -> another schema version (never touched)
     failed: dict[str, dict] = field(default_factory=dict)  # name -> failure record (not finished)
@@ -70,7 +74,8 @@ class StudyState:
 
     def to_dict(self) -> dict:
         return {
-            "total": self.total, "finished": len(self.finished), "in_progress": len(self.in_progress),
+            "total": self.total, "finished": len(self.finished), "pruned": len(self.pruned),
+            "in_progress": len(self.in_progress),
             "failed": len(self.failed), "remaining": len(self.remaining), "corrupt": dict(self.corrupt),
             "foreign": dict(self.foreign), "extra": list(self.extra), "other_config": dict(self.other_config),
             "checkpoints": len(self.checkpoints),
@@ -90,21 +95,30 @@ def survey(store: Store, config: StudyConfig | None = None, units: list[Unit] | 
     planned = [u.name for u in units]
     planned_set = set(planned)
     arch_names = set(store.names(ARCHITECTURES, ".parquet"))
-    runs_names = set(store.names(RUNS, ".parquet"))
     present = [n for n in planned if n in arch_names]
     fingerprint = config.science_fingerprint
     arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint)
-    runs_checks = store.check_files(RUNS, [n for n in present if arch_checks[n].ok and n in runs_names],
-                                    fingerprint=fingerprint)
+    committed = [n for n in present if arch_checks[n].ok]
+    # The other files of the committed units: absent where a unit does not require them, else checked.
+    others = {}
+    for kind in (RUNS, CURVES):
+        listed = set(store.names(kind, ".parquet"))
+        others[kind] = store.check_files(kind, [n for n in committed if n in listed], fingerprint=fingerprint)
     failures = store.failures()
     for name in planned:
         if name in arch_names:
             a = arch_checks[name]
-            r = runs_checks.get(name)
-            if a.ok and r is not None and r.ok:
+            bad, kind = (a, ARCHITECTURES) if not a.ok else (None, None)
+            for k in (RUNS, CURVES) if a.ok else ():
+                c = others[k].get(name)
+                if (c is None and k in a.requires) or (c is not None and not c.ok):
+                    bad, kind = c, k
+                    break
+            if bad is None and kind is None:
                 state.finished.append(name)
+                if not a.trained:
+                    state.pruned.append(name)
                 continue
-            bad, kind = (a, ARCHITECTURES) if not a.ok else (r, RUNS)
             problem = bad.problem if bad is not None else "missing"
             if bad is not None and bad.foreign:
                 state.foreign[name] = f"{kind} file: {problem}"

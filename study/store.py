@@ -7,6 +7,7 @@ root path, so a local path and a URI take the same code. The layout (docs/result
     study.yaml                          the config (``study.config.StudyConfig``)
     architectures/<index>-<arch_id>.parquet   one row per finished architecture
     runs/<index>-<arch_id>.parquet            one row per learning rate of it
+    curves/<index>-<arch_id>.parquet          one row per learning rate and epoch of it
     failed/<index>-<arch_id>.json             an architecture that failed after its retries
     checkpoints/<index>-<arch_id>.pt          trainer state of an architecture in progress
     driver.json                         the running driver's heartbeat (pid, host, what is in flight)
@@ -16,8 +17,12 @@ Exactly once, by construction: a unit's file name is its index and content id, t
 writer of results, and each file appears whole or not at all: on a local filesystem it is written to a
 hidden temporary name in the same directory (``.<name>.tmp-...``, which Parquet dataset readers skip) and
 renamed; on object storage it is put whole (an object becomes visible only when its upload completes).
-A unit is finished when both of its Parquet files are there and valid; the ``architectures`` file is
-written last, so it is the commit point.
+The ``architectures`` file is written last, so it is the commit point, and it says which other files the
+unit has (``FileCheck.requires``): a trained architecture's ``runs`` file (and its ``curves`` file, which
+an architecture finished before curves were recorded, or resumed from a checkpoint that had none, lacks),
+none for an architecture pruned at launch (``trained`` false). A unit is finished when its
+``architectures`` file is valid, the files it requires are there and valid, and a ``curves`` file, if there,
+is valid: a write is never lost after the commit point, so an absent curves file means none was recorded.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - unit_name: 
 
 from . import schema
 from .config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
-from .schema import ARCHITECTURES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES
+from .schema import ARCHITECTURES, CURVES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES
 
 FAILED, CHECKPOINTS = "failed", "checkpoints"
 DRIVER_STATE = "driver.json"
@@ -154,13 +159,27 @@ def parquet_bytes(table: pa.Table) -> bytes:
 @dataclass(frozen=True)
 class FileCheck:
     """What validating one result file found: ``ok``, or the one-line ``problem``; ``foreign`` when the file is
-    a readable archstudy file of another schema version (never deleted: another version of archstudy wrote it)."""
+    a readable archstudy file of another schema version (never deleted: another version of archstudy wrote it).
+    For a valid ``architectures`` file, ``trained`` (its row's; true in a file from before the column) and the
+    tables its unit ``requires`` besides it (``runs_required``)."""
 
     ok: bool
     problem: str = ""
     foreign: bool = False
     other_config: bool = False  # a valid file of another science config (never deleted: not this study's)
     science: dict | None = None  # the science config such a file records (None: it records none)
+    trained: bool = True
+
+    @property
+    def requires(self) -> tuple[str, ...]:
+        return runs_required(self.trained)
+
+
+def runs_required(trained: bool) -> tuple[str, ...]:
+    """The tables whose file a committed unit must have besides its ``architectures`` file: ``runs`` for a
+    trained architecture, nothing for one pruned at launch. (``curves`` is never required: see the module
+    docstring.)"""
+    return (RUNS,) if trained else ()
 
 
 def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
@@ -196,6 +215,8 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
             what = f"science fingerprint {fp}" if fp else "no science config recorded"
             return FileCheck(False, f"computed under another science config ({what}; this study's is {fingerprint})",
                              other_config=True, science=science)
+    if kind == ARCHITECTURES and "trained" in table.column_names:
+        return FileCheck(True, trained=bool(table.column("trained")[0].as_py()))
     return FileCheck(True)
 
 
@@ -332,7 +353,7 @@ class Store:
         """Leftover temporary files of writes that a killed process did not finish: the driver's hidden
         ``.<name>.tmp-...`` files, and the trainer's ``checkpoints/<name>.pt.<random>.tmp`` files."""
         out = []
-        for folder in ("", ARCHITECTURES, RUNS, FAILED, CHECKPOINTS):
+        for folder in ("", ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS):
             base = self.path(folder) if folder else self.root
             for i in self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
                 if i.type != pafs.FileType.File:
@@ -363,18 +384,29 @@ class Store:
         self.write_bytes([CONFIG_NAME], config.to_yaml().encode())
 
     # -- results ---------------------------------------------------------------------------------------
-    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]], *,
-                     science: str | None = None) -> None:
-        """Commit one finished architecture: its runs file, then its architectures file (the commit point).
+    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]],
+                     curves: list[Mapping[str, Any]] = (), *, science: str | None = None) -> None:
+        """Commit one finished architecture: its runs file and its curves file (a trained architecture; the
+        curves when recorded), then its architectures file (the commit point).
 
-        Both tables are built (and checked against the schema) before anything is written. ``science``: the
-        science config the rows were computed under (``StudyConfig.science_json``; the driver always gives
-        it), recorded in both files' metadata."""
+        Every table is built (and checked against the schema) before anything is written; a pruned
+        architecture (``trained`` false) has neither runs nor curves, a trained one has runs. ``science``:
+        the science config the rows were computed under (``StudyConfig.science_json``; the driver always
+        gives it), recorded in every file's metadata."""
         arch_table = to_table(ARCHITECTURES, [architecture])
-        runs_table = to_table(RUNS, list(runs))
+        trained = bool(architecture["trained"])
+        if trained != bool(runs) or (curves and not trained):
+            raise SchemaError(f"{name}: an architecture with trained = {trained} and {len(runs)} runs rows, "
+                              f"{len(curves)} curves rows: a trained one has runs (and curves when recorded), a "
+                              "pruned one neither")
+        tables = [(RUNS, to_table(RUNS, list(runs)))] if runs else []
+        if curves:
+            tables.append((CURVES, to_table(CURVES, list(curves))))
         if science is not None:
-            arch_table, runs_table = with_science(arch_table, science), with_science(runs_table, science)
-        self.write_bytes([RUNS, f"{name}.parquet"], parquet_bytes(runs_table))
+            arch_table = with_science(arch_table, science)
+            tables = [(kind, with_science(table, science)) for kind, table in tables]
+        for kind, table in tables:
+            self.write_bytes([kind, f"{name}.parquet"], parquet_bytes(table))
         self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table))
 
     def check_file(self, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:

@@ -1,7 +1,9 @@
 """One unit of work: one architecture (an index of the study, and a variant: ``base`` or a sibling axis).
 
 sample (from the study seed and the index) -> build -> measure at initialization -> train all learning rates
-as one stacked model (measuring again after training) -> the rows of docs/results.md.
+as one stacked model (measuring again after training) -> the rows of docs/results.md. With an NLC window
+(pruning at launch, ``study.launch``) an architecture whose NLC at initialization lies outside it is not
+trained: its row holds the measurements at initialization and ``trained`` false.
 
 ``plan_units`` lists a study's units in order (the study plan, ``sampling.plan_study``, of its config): it is
 pure (sampling is seeded by (study seed, index)), so the driver, ``archstudy status`` and every resume agree
@@ -24,7 +26,7 @@ from sampling import BASE, ArchSpec, plan_study
 
 from .cluster import LOGICAL_GPUS_ENV
 from .config import StudyConfig, package_version, utc_now
-from .schema import ARCHITECTURES, MEASURED, RUNS
+from .schema import ARCHITECTURES, CURVES, MEASURED, RUNS
 from .store import Store, to_table, unit_name
 
 
@@ -91,14 +93,19 @@ def device_name(device: Any) -> str:
 
 
 def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int = 1,
-             checkpoint_path: str | None = None, notes: list[str] | None = None) -> tuple[dict, list[dict]]:
-    """Do one architecture in this process; return its ``architectures`` row and its ``runs`` rows.
+             checkpoint_path: str | None = None, notes: list[str] | None = None,
+             window=None) -> tuple[dict, list[dict], list[dict]]:
+    """Do one architecture in this process; return its ``architectures`` row, its ``runs`` rows and its
+    ``curves`` rows. With ``window`` (lo, hi) the architecture is trained only if lo <= NLC <= hi at
+    initialization (``study.launch.inside``); else its row says ``trained`` false and it has no runs or curves.
 
     Every random draw comes from the unit's seed through explicit generators (the builder, the metrics,
     the trainer's data order), so the rows are the same whichever process runs the unit and whatever it ran
     before; the process's global random state is neither used nor changed (tests check it)..
     ``notes`` collects one-line messages for the user (a discarded checkpoint file)."""
     from . import MetricOptions, Protocol, build_network, measure, measure_trained, train_architecture
+    from .launch import inside, untrained_row
+    from .training.curves import Trajectory
 
     t0 = time.perf_counter()
     spec = unit.spec
@@ -111,35 +118,44 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     if set(measured) != expected:
         raise KeyError(f"study.measure returned columns {sorted(set(measured) - expected)} that docs/results.md does "
                        f"not define and lacks {sorted(expected - set(measured))}")
+    ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}
+    head = {**ident, "dataset": config.dataset, "study_seed": config.seed, "seed": unit.seed, **spec.to_dict(),
+            "num_params": spec.num_params, "activation_units": spec.activation_units, "flops": measured["flops"]}
+    tail = {"package_version": package_version(), "host": socket.gethostname(), "device": device_name(device),
+            "attempt": attempt}
+    nonfinite = not all(_finite(measured[k]) for k in ("nlc", "bias", "output_q", "c_out"))
+    if window is not None and not inside(window, measured["nlc"]):
+        arch = {**head, **{k: measured[k] for k in MEASURED}, **untrained_row(), "nonfinite_init": nonfinite,
+                "build_s": build_s, "measure_s": measured["measure_s"], "total_s": time.perf_counter() - t0,
+                **tail, "finished_at": utc_now()}
+        to_table(ARCHITECTURES, [arch])
+        return arch, [], []
+    trajectory = Trajectory(options.nlc_trajectory, options.nlc_batches, options.batch_size)
     outcome = train_architecture(spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol),
                                  device=device, checkpoint_path=checkpoint_path,
-                                 checkpoint_every_s=config.checkpoint_every_s,
+                                 checkpoint_every_s=config.checkpoint_every_s, trajectory=trajectory,
                                  report=None if notes is None else notes.append)
     t_after = time.perf_counter()
     measured.update(measure_trained(outcome.network, data, spec, options=options, seed=unit.seed))  # E.3
     measured["measure_s"] += time.perf_counter() - t_after
     total_s = time.perf_counter() - t0
 
-    ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}
     arch = {
-        **ident, "dataset": config.dataset, "study_seed": config.seed, "seed": unit.seed,
-        **spec.to_dict(),
-        "num_params": spec.num_params, "activation_units": spec.activation_units, "flops": measured["flops"],
-        **{k: measured[k] for k in MEASURED},
+        **head, **{k: measured[k] for k in MEASURED},
         # The selected run (with the split that selected it), the runs summary, all_diverged, train_s, and
         # c_out: the trainer's output scale (the cross-entropy loss divides by it; study.measure computes the
         # same quantity on the same data).
-        **outcome.selected_row(),
-        "nonfinite_init": not all(_finite(measured[k]) for k in ("nlc", "bias", "output_q", "c_out")),
-        "build_s": build_s, "measure_s": measured["measure_s"], "total_s": total_s,
-        "package_version": package_version(), "host": socket.gethostname(), "device": device_name(device),
-        "finished_at": utc_now(), "attempt": attempt,
+        **outcome.selected_row(), "trained": True, "nonfinite_init": nonfinite,
+        "build_s": build_s, "measure_s": measured["measure_s"], "total_s": total_s, **tail, "finished_at": utc_now(),
     }
     run_rows = [{**ident, **row} for row in outcome.run_rows()]
+    curve_rows = [{**ident, **row} for row in outcome.curve_rows()]
     # Check the rows against the schema here, on the worker: a mismatch is this attempt's error, not the driver's.
     to_table(ARCHITECTURES, [arch])
     to_table(RUNS, run_rows)
-    return arch, run_rows
+    if curve_rows:
+        to_table(CURVES, curve_rows)
+    return arch, run_rows, curve_rows
 
 
 # -- the checkpoint of a unit in the study's storage --------------------------------------------------------
@@ -260,6 +276,8 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     data = _dataset(payload["data"], device)
     store = Store(payload["store"])
     notes: list[str] = []
+    window = payload.get("window")
     with CheckpointSpot(store, unit.name) as ckpt:
-        arch, runs = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt, notes=notes)
-    return {"architecture": arch, "runs": runs, "notes": notes}
+        arch, runs, curves = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt,
+                                      notes=notes, window=None if window is None else tuple(window))
+    return {"architecture": arch, "runs": runs, "curves": curves, "notes": notes}

@@ -111,12 +111,13 @@ def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None 
 
 def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", study_seed: int = 0,
                 with_siblings: bool = False, finished=None, failed=(), in_progress=(),
-                rows=None, version: str | None = "1", record_science: bool = True) -> Path:
+                rows=None, version: str | None = "1", record_science: bool = True, extra=None) -> Path:
     """A study directory per docs/results.md.
 
     ``finished``: positions (in ``specs_of`` order) that have finished (default all but ``failed`` and
     ``in_progress``); ``failed``: positions with a failed/*.json; ``in_progress``: positions with a
-    checkpoint. ``rows``: a function (index, variant, spec, rng) -> row dict replacing ``synthetic_row``."""
+    checkpoint. ``rows``: a function (index, variant, spec, rng) -> row dict replacing ``synthetic_row``.
+    ``extra``: more keys of study.yaml (recorded in the files' science record like the others)."""
     root = Path(root)
     d_in, d_out = DIMS[dataset]
     items = specs_of(n, study_seed, d_in, d_out, with_siblings)
@@ -125,7 +126,7 @@ def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", stu
     config = {
         "dataset": dataset, "seed": study_seed, "architectures": n, "preset": "extended", "param_budget": BUDGET,
         "protocol": "paper", "siblings": with_siblings, "package_version": "0.1.0",
-        "created": "2025-01-01T00:00:00+00:00",
+        "created": "2025-01-01T00:00:00+00:00", **(extra or {}),
     }
     (root / "study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     rng = np.random.default_rng(study_seed + 1000)
@@ -140,7 +141,7 @@ def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", stu
         elif pos in finished:
             make = rows or (lambda i, v, s, r: synthetic_row(i, v, s, dataset, study_seed, r))
             row = make(index, variant, spec, rng)
-            science = {k: config[k] for k in SCIENCE} if record_science else None  # None: as archstudy 0.1.0 wrote
+            science = {k: config[k] for k in SCIENCE + tuple(extra or ())} if record_science else None  # None: as archstudy 0.1.0 wrote
             write_parquet(pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version,
                           science)
             write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version, science)

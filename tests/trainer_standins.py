@@ -1,15 +1,19 @@
-"""Small slices of the real datasets for the trainer's tests (fast, yet the real generators), and the
-Householder paper's checkerboard setup in small.
+"""Small slices of the real datasets for the trainer's tests (fast, yet the real generators), the
+Householder paper's checkerboard setup in small, and a training interrupted after its n-th checkpoint.
 
 Test modules import it by name (``pythonpath`` in the pytest config holds tests/).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from sampling import ArchSpec
-from study import Protocol, load_dataset
+from study import Protocol, load_dataset, train_architecture
+from study.training import checkpoint as ckpt
 
 
 def _heads(data, n_train, n_val, n_test):
@@ -40,3 +44,23 @@ HAN = ArchSpec(depth=5, width=6, d_in=2, d_out=1, activation="abs", weights="hou
 # two at an epoch's start, one within an epoch.
 STEPS = Protocol(loss="mse", momentum=0.9, batch_size=20, schedule="steps", iterations=23,
                  step_at=(0.25, 0.5, 0.9), division_factor=5.0, selection="test", lrs=(0.005, 0.02, 0.08))
+
+
+class Killed(Exception):
+    """What ``interrupted`` raises to stop a training right after a checkpoint is on disk."""
+
+
+def interrupted(monkeypatch, path: Path, kill: int, **train) -> None:
+    """Train with a checkpoint after every step and epoch; die right after the ``kill``-th is on disk."""
+    save, count = ckpt.save_checkpoint, [0]
+
+    def dying(p, state):
+        save(p, state)
+        count[0] += 1
+        if count[0] == kill:
+            raise Killed
+
+    monkeypatch.setattr(ckpt, "save_checkpoint", dying)
+    with pytest.raises(Killed):
+        train_architecture(checkpoint_path=path, checkpoint_every_s=0.0, **train)
+    monkeypatch.setattr(ckpt, "save_checkpoint", save)

@@ -22,7 +22,7 @@ EXAMPLE_OUT = os.path.join("studies", "example")
 REPORT_NAME = "report.html"
 
 _STUDY_FLAGS = ("config", "dataset", "root", "architectures", "out", "preset", "param_budget", "protocol", "seed",
-                "siblings")
+                "siblings", "nlc_window", "nlc_pilot")
 
 
 def add_execution_arguments(p: argparse.ArgumentParser) -> None:
@@ -78,6 +78,13 @@ def register(sub) -> None:
     p.add_argument("--siblings", nargs="?", const="all", metavar="AXES",
                    help=f"also run each architecture's siblings along AXES (comma-separated among "
                         f"{', '.join(SIBLING_AXES)}; alone: all)")
+    p.add_argument("--nlc-window", metavar="LO,HI|auto",
+                   help="prune at launch: measure every architecture at initialization and train only those whose NLC "
+                        "lies in [LO, HI]; 'auto': the NLC good range of a pilot (the first --nlc-pilot architectures, "
+                        "all trained); the others are stored untrained (default: train all)")
+    p.add_argument("--nlc-pilot", type=int, metavar="N",
+                   help=f"with --nlc-window auto: the pilot's size in architectures (default "
+                        f"{StudyConfig.default('nlc_pilot')})")
     p.add_argument("--force-config", action="store_true",
                    help="OUT holds a study with another config: replace its study.yaml (finished rows stay)")
     add_execution_arguments(p)
@@ -96,7 +103,8 @@ def config_of(args) -> tuple[dict, str, bool]:
         # A study's own study.yaml is a fine template for a new one: what archstudy recorded about that
         # study (its data's shape and fingerprint, version, creation time) is recorded afresh for this one.
         keys.update({k: v for k, v in loaded.items() if k not in RECORDED_KEYS})
-    for k in ("dataset", "root", "architectures", "preset", "param_budget", "seed", "siblings"):
+    for k in ("dataset", "root", "architectures", "preset", "param_budget", "seed", "siblings", "nlc_window",
+              "nlc_pilot"):
         if getattr(args, k) is not None:
             keys[k] = getattr(args, k)
     if args.protocol is not None:

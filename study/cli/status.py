@@ -1,4 +1,5 @@
-"""``archstudy status STUDY``: finished / in progress / failed / remaining, and each failure's reason.
+"""``archstudy status STUDY``: finished (trained, and pruned at launch) / in progress / failed / remaining, and each
+failure's reason.
 
 Read-only: it reads the study's files (validating every result file, as a resume would) and the
 driver's heartbeat (what is in flight, and on which node where the driver knows it), and changes nothing.
@@ -51,7 +52,15 @@ def run(args) -> int:
         driver = f"no driver running; the last one {how}, last heartbeat {_ago(d.get('heartbeat_unix'))}"
     else:
         driver = "no driver has run"
+    window, pruning = c.nlc_window, "an NLC window the config no longer holds"
+    if window == "auto":
+        pruning = f"NLC window auto, from a pilot of the first {c.nlc_pilot} architectures"
+    elif window is not None:
+        pruning = f"NLC window [{window[0]:g}, {window[1]:g}]"
     rows = [("finished", len(state.finished), ""),
+            *([("  trained", len(state.finished) - len(state.pruned), ""),
+               ("  pruned", len(state.pruned), f"{pruning}: NLC at initialization outside it, not trained")]
+              if window is not None or state.pruned else []),
             ("in progress", len(state.in_progress), driver),
             ("failed", len(state.failed), "tried again by `archstudy resume`" if state.failed else ""),
             ("remaining", len(state.remaining),

@@ -1,6 +1,6 @@
 """A pointwise function from a network with batch statistics.
 
-A batchnorm network (and a GmP network with input mean normalization, Chen and Ge eq. 16) computes f(X)
+A batchnorm network (and a network with input mean normalization, Chen and Ge eq. 16) computes f(X)
 jointly for a minibatch: in batch mode it has no value at a single point x. Metrics that need one (the
 variability, evaluated on a grid that is not a sample of the data) use an evaluation-mode copy whose
 running statistics are the data's own, measured exactly rather than as a momentum average:
@@ -22,20 +22,25 @@ import torch
 from torch import nn
 
 from ..gmp import GmP
-from ..layers import BatchNorm
+from ..layers import BatchNorm, Dense
 from ..network import frozen_statistics, minibatches, rows_of
 
 
 def has_batch_statistics(net: nn.Module) -> bool:
-    """Whether some layer of ``net`` normalizes with statistics of the batch (batchnorm, GmP's IMN)."""
-    return any(isinstance(m, BatchNorm) or (isinstance(m, GmP) and m.imn) for m in net.modules())
+    """Whether some layer of ``net`` normalizes with statistics of the batch (batchnorm, IMN)."""
+    return any(_batch_statistics(m) for m in net.modules())
+
+
+def _batch_statistics(m: nn.Module) -> bool:
+    """A batchnorm layer, or a (dense or GmP) layer with input mean normalization."""
+    return isinstance(m, BatchNorm) or (isinstance(m, (Dense, GmP)) and m.imn)
 
 
 @torch.no_grad()
 def calibrated(net: nn.Module, x: torch.Tensor, batch_size: int = 250) -> nn.Module:
     """An evaluation-mode deep copy of ``net`` whose running statistics are measured on ``x`` (see above)."""
     twin = copy.deepcopy(net)
-    layers = [m for m in twin.modules() if isinstance(m, BatchNorm) or (isinstance(m, GmP) and m.imn)]
+    layers = [m for m in twin.modules() if _batch_statistics(m)]
     sums: dict[nn.Module, list] = {m: [0, 0.0, 0.0] for m in layers}  # examples, sum of b*mean, sum of b*var
 
     def hook(module, args):

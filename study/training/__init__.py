@@ -7,10 +7,12 @@ architecture as one stacked model and returns an ``Outcome``. The parts, each a 
 (per-run losses, cross-entropy or mse, and errors), ``splits`` (checked data, minibatch orders),
 ``stack`` (the live stack and its step), ``fused`` (the step's folded forward), ``compiled`` (the same
 through ``torch.compile``, and the rule that picks one), ``timing``, ``determinism`` (the CUDA flags a
-worker sets), ``checkpoint`` and ``outcome``.
+worker sets), ``curves`` (every run's points per epoch, and the NLC trajectory), ``checkpoint`` and
+``outcome``.
 """
 
+from .curves import Trajectory
 from .outcome import BestRecord, Outcome, RunRecord
 from .trainer import TrainingProgress, train_architecture
 
-__all__ = ["BestRecord", "Outcome", "RunRecord", "TrainingProgress", "train_architecture"]
+__all__ = ["BestRecord", "Outcome", "RunRecord", "Trajectory", "TrainingProgress", "train_architecture"]

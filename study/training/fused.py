@@ -46,7 +46,7 @@ def _linear(linear, h: torch.Tensor, with_bias: bool) -> tuple[torch.Tensor, tor
     if isinstance(linear, Householder):
         s = reflect(h, linear.u)
         return (s + linear.bias.unsqueeze(1) if with_bias else s), linear.bias
-    return stacked_linear(h, linear.weight, linear.bias if with_bias else None), linear.bias
+    return stacked_linear(linear.centered(h), linear.weight, linear.bias if with_bias else None), linear.bias
 
 
 def _affine(value: float, size: int, like: torch.Tensor) -> torch.Tensor | None:

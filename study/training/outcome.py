@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, fields
 from torch import nn
 
 from ..protocol import Protocol
+from .curves import Curves
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Outcome:
     network: nn.Module | None = field(default=None, repr=False, compare=False)  # the selected run, R = 1
     init_seeds: tuple = (0,)  # the initialization seed of each group of runs
     selected: int = 0  # position of the selected run in ``runs``
+    # Every run's training curves (``study.training.curves``: columns of points, ``run`` = position in ``runs``);
+    # None when a training resumed from a checkpoint written before curves were recorded.
+    curves: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_diverged(self) -> int:
@@ -105,6 +109,23 @@ class Outcome:
             raise ValueError(f"the runs table holds one initialization per architecture; this outcome has "
                              f"{len(self.init_seeds)} (use seed_runs / best_per_seed)")
         return [{**asdict(r), "selected": k == self.selected} for k, r in enumerate(self.runs)]
+
+    @property
+    def monitored(self) -> str:
+        """The split of the curves' ``monitored_error``: the protocol's monitor, "none" under ``steps``."""
+        return self.protocol.monitor if self.protocol.schedule == "plateau" else "none"
+
+    def curve_rows(self) -> list[dict]:
+        """The ``curves`` table's rows (without the architecture's identity columns), one per run and epoch,
+        by rate and epoch; [] when the curves were not recorded. One initialization, as ``run_rows``."""
+        if len(self.init_seeds) != 1:
+            raise ValueError(f"the curves table holds one initialization per architecture; this outcome has "
+                             f"{len(self.init_seeds)} (use Outcome.curves)")
+        if self.curves is None:
+            return []
+        return [{"lr_index": p["run"], "epoch": p["epoch"], "lr": p["lr"], "train_loss": p["train_loss"],
+                 "monitored_error": p["monitored_error"], "monitored": self.monitored, "nlc": p["nlc"]}
+                for p in Curves.from_dict(self.curves).rows()]
 
     def to_dict(self) -> dict:
         """A JSON-friendly form (everything but the network)."""

@@ -15,7 +15,9 @@ statistics, GmP running input means: ``Network.stacked_tensors``) and the optimi
 and step counts, or SGD's momentum buffers; plain SGD has none).
 
 A step (``train_step``): the folded forward (``study.training.fused``), each run's mean loss, the
-gradient of their sum (each run's gradient is its own), the in-place update at each run's rate. A run
+gradient of their sum (each run's gradient is its own), the in-place update at each run's rate; each run's
+loss is added to ``loss_sum`` on the device (no host synchronization per step: the trainer reads the sum
+once per epoch for the training curves, ``study.training.curves``). A run
 whose loss is not finite is marked in ``nonfinite`` (per run, from its own loss, never from the sum,
 which is NaN as soon as one run's is); the trainer ends that run's patience window at the end of the
 epoch. Meanwhile its NaNs stay in its own slices: every op of the stack is per run (batched products,
@@ -54,6 +56,7 @@ class Stack:
     opt: dict[str, torch.Tensor]  # optimizer state, stacked (empty for SGD without momentum)
     best: dict[str, torch.Tensor]  # best state of every stacked tensor (net and optimizer)
     nonfinite: torch.Tensor  # bool [R]: the run's loss turned non-finite during the current epoch
+    loss_sum: torch.Tensor  # float64 [R]: the sum of the run's minibatch losses in the current epoch
     _parts: dict = field(default_factory=dict, repr=False)  # chunk size -> [Part], views of this stack
 
     @property
@@ -73,7 +76,8 @@ def new_stack(net: Network, lrs, protocol: Protocol) -> Stack:
     params = dict(net.named_parameters())
     opt = adam_state(params) if protocol.optimizer == "adam" else momentum_state(params) if protocol.momentum else {}
     stack = Stack(net=net, runs=np.arange(net.runs), lr=torch.tensor(lrs, dtype=torch.float64, device=device),
-                  opt=opt, best={}, nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device))
+                  opt=opt, best={}, nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device),
+                  loss_sum=torch.zeros(net.runs, dtype=torch.float64, device=device))
     stack.best = {k: t.detach().clone() for k, t in stack.tensors().items()}
     return stack
 
@@ -120,7 +124,7 @@ def keep(stack: Stack, runs) -> Stack:
         opt = {k: t.index_select(0, pos) for k, t in stack.opt.items()}
         best = {k: t.index_select(0, pos) for k, t in stack.best.items()}
     return Stack(net=net, runs=runs, lr=stack.lr.index_select(0, pos), opt=opt, best=best,
-                 nonfinite=stack.nonfinite.index_select(0, pos))
+                 nonfinite=stack.nonfinite.index_select(0, pos), loss_sum=stack.loss_sum.index_select(0, pos))
 
 
 def chunks(size: int, chunk: int | None) -> list[slice]:
@@ -140,6 +144,7 @@ class Part:
     params: list[torch.Tensor]
     lr: torch.Tensor
     nonfinite: torch.Tensor
+    loss_sum: torch.Tensor
     ms: list[torch.Tensor]  # Adam moments (empty for SGD)
     vs: list[torch.Tensor]
     t: torch.Tensor | None
@@ -172,7 +177,7 @@ def parts(stack: Stack, chunk: int | None) -> list[Part]:
             adam, momentum = "t" in stack.opt, any(k.startswith("b.") for k in stack.opt)
             out.append(Part(
                 net=net, params=[p for _, p in net.named_parameters()], lr=stack.lr[sl],
-                nonfinite=stack.nonfinite[sl],
+                nonfinite=stack.nonfinite[sl], loss_sum=stack.loss_sum[sl],
                 ms=[stack.opt[f"m.{n}"][sl] for n in names] if adam else [],
                 vs=[stack.opt[f"v.{n}"][sl] for n in names] if adam else [],
                 t=stack.opt["t"][sl] if adam else None,
@@ -185,8 +190,9 @@ def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: 
                chunk: int | None = None, forward=fused.forward) -> None:
     """One step of every run on the shared minibatch (x, y): forward, per-run losses (``protocol.loss``;
     ``c_out`` a number, or one per stack position), backward, update; ``stack.nonfinite`` marks the runs
-    whose loss was not finite. ``forward(net, x)`` is the training forward: ``fused.forward`` eagerly, or the
-    same through ``torch.compile`` (``study.training.compiled``)."""
+    whose loss was not finite and ``stack.loss_sum`` adds every run's loss. ``forward(net, x)`` is the
+    training forward: ``fused.forward`` eagerly, or the same through ``torch.compile``
+    (``study.training.compiled``)."""
     for part in parts(stack, chunk):
         scale = c_out[part.positions] if isinstance(c_out, torch.Tensor) else c_out
         losses = run_losses(forward(part.net, x), y, scale, protocol.loss)
@@ -203,6 +209,7 @@ def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: 
         else:
             sgd_step(params, grads, part.lr)
         part.nonfinite |= ~torch.isfinite(losses.detach())
+        part.loss_sum += losses.detach()
 
 
 @torch.no_grad()

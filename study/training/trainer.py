@@ -16,6 +16,10 @@ The protocol is NLC paper appendix E.2 (``study.protocol``); in order:
 4. The selected run (lowest VCE, ties to the lower rate) gives ``outcome.best`` and ``outcome.network``,
    with its NLC and output bias after training on the training set (``study.metrics``).
 
+Every run's training curves are recorded on the way (``study.training.curves``): after every epoch its
+learning rate, mean minibatch loss and monitored error, and with ``trajectory`` its NLC at the listed
+epochs; ``outcome.curves``.
+
 The protocol's other options (``study.protocol``) change only their step: the loss (cross-entropy or mse),
 the optimizer's update (SGD, SGD with momentum, Adam), the schedule (E.2's plateau schedule, or a fixed
 number of iterations with divisions at given fractions of them: then nothing is evaluated during training
@@ -63,6 +67,7 @@ from ..network import Network, Seeds, build_network, output_scale
 from ..protocol import Protocol
 from . import checkpoint as ckpt
 from .compiled import FORWARDS, select_forward
+from .curves import Curves, Trajectory
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
@@ -166,6 +171,7 @@ class _State:
     records: dict[int, RunRecord]  # finished runs
     candidate: _Candidate | None  # the selected-so-far finished run
     elapsed_s: float  # seconds of earlier sessions
+    curves: Curves | None  # every run's points so far; None when resumed from a checkpoint that had none
     forward: str | None = None  # "eager" or "compiled" once chosen: a resumed session keeps the choice
 
     @property
@@ -176,7 +182,7 @@ class _State:
 def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
                        device=None, checkpoint_path: str | os.PathLike | None = None,
                        checkpoint_every_s: float = 300.0, progress: Callable[[TrainingProgress], None] | None = None,
-                       chunk_runs: int | None = None, init_seeds=None,
+                       chunk_runs: int | None = None, init_seeds=None, trajectory: Trajectory | None = None,
                        report: Callable[[str], None] | None = None, forward: "str | Callable" = "auto") -> Outcome:
     """Train ``spec`` on ``data`` (``.train/.val/.test`` with ``.x`` [N, d_in] and ``.y`` [N]) at all the
     protocol's learning rates as one stacked float64 model; see the module docstring.
@@ -184,6 +190,8 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     ``init_seeds``: train one group of runs (one per rate) from each of these initializations, all in one
     stack (seed-major: run j * n_rates + k is seed j at rate k); ``seed`` still fixes the minibatch order
     and the measurements. More than one needs the protocol's explicit ``lrs``. None: one group from ``seed``.
+    ``trajectory``: the epochs at which every run's NLC is measured for the curves (``study.training.curves``);
+    None: none (the cost: one NLC measurement of the whole stack per listed epoch).
     ``report`` gets one line when the file at ``checkpoint_path`` is not a valid checkpoint of this
     training and is discarded (default: a ``warnings.warn``).
 
@@ -210,17 +218,20 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
     key = ckpt.checkpoint_key(spec.content_id, seed, protocol.canonical(), splits.fingerprint(),
                               init_seeds=None if init_seeds is None else seeds)
+    trajectory = trajectory if trajectory is not None and trajectory.epochs else None
+    if trajectory is not None:  # the curves hold its NLCs: a checkpoint without them cannot continue them
+        key["nlc_trajectory"] = [list(trajectory.epochs), trajectory.batches, trajectory.batch_size]
     state = None
     if checkpoint_path is not None:
         state, problem = _resumed(spec, seed, protocol, checkpoint_path, key, device)
         if problem:
             (report or _warn)(f"checkpoint {checkpoint_path}: {problem}; discarded; training starts afresh")
     if state is None:
-        state = _fresh(spec, splits, seed, seeds, protocol, device)
+        state = _fresh(spec, splits, seed, seeds, protocol, device, trajectory)
         if state is None:
-            return _untrainable(spec, splits, seed, seeds, protocol, device, session_start)
+            return _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory)
     trainer = _Trainer(spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
-                       checkpoint_every_s, progress, key, chunk_runs, forward)
+                       checkpoint_every_s, progress, key, chunk_runs, trajectory, forward)
     return trainer.run()
 
 
@@ -237,11 +248,21 @@ def _stack_network(spec, seeds: list[int], runs_per_seed: int, device) -> Networ
     return build_network(spec, seeds=[s for s in seeds for _ in range(runs_per_seed)], device=device)
 
 
-def _fresh(spec, splits, seed, seeds, protocol, device) -> _State | None:
+def _trajectory_nlc(net, splits, seed, trajectory: Trajectory | None, epoch: int):
+    """The NLC of every run of ``net`` on the training set when ``epoch`` is a trajectory epoch, else None;
+    the draws of ``measure``'s NLC (``nlc_seed``), running statistics untouched."""
+    if trajectory is None or epoch not in trajectory:
+        return None
+    value = nlc(net, splits.train.x, trajectory.batches, trajectory.batch_size, seed=nlc_seed(seed))
+    return value.cpu().numpy() if isinstance(value, torch.Tensor) else value
+
+
+def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> _State | None:
     """The state before the first epoch; None when no initialization can be trained at all."""
-    c_outs, lr_mins = [], []
+    c_outs, lr_mins, nlc0 = [], [], []
     for s in seeds:
         base = build_network(spec, s, runs=1, device=device)
+        nlc0.append(_trajectory_nlc(base, splits, seed, trajectory, 0))
         c_out = float(output_scale(base, splits.train.x, batch_size=protocol.batch_size))
         c_outs.append(c_out)
         lr_mins.append(measure_lr_min(base, splits.train, c_out, protocol, seed) if _trainable(c_out, protocol)
@@ -261,9 +282,12 @@ def _fresh(spec, splits, seed, seeds, protocol, device) -> _State | None:
     schedule = start(lrs, initial)
     if untrainable:
         schedule = give_up(schedule, [j * n + k for j in untrainable for k in range(n)])
+    curves = Curves()
+    curves.add(range(len(lrs)), 0, lrs, None, initial,
+               None if trajectory is None or 0 not in trajectory else [nlc0[r // n] for r in range(len(lrs))])
     return _State(seeds=list(seeds), lr_min=lr_mins, c_out=c_outs, lrs=lrs, schedule=schedule,
                   stack=new_stack(net, lrs, protocol), epoch=0, step=0, epoch_s=0.0, wall=np.zeros(len(lrs)),
-                  records={}, candidate=None, elapsed_s=0.0)
+                  records={}, candidate=None, elapsed_s=0.0, curves=curves)
 
 
 def _warn(message: str) -> None:
@@ -333,10 +357,15 @@ def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
         _same_tensors(saved["net"], _state_dict(net), "net")
         _same_tensors(saved["opt"], fresh.opt, "opt")
         _same_tensors(saved["best"], fresh.best, "best")
-        _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"]},
-                      {"lr": fresh.lr, "nonfinite": fresh.nonfinite}, "stack")
+        # A checkpoint from before the curves holds no epoch's loss sum: its curves are not continued anyway.
+        loss_sum = saved.get("loss_sum")
+        if loss_sum is None:
+            loss_sum = torch.zeros(len(live), dtype=torch.float64, device=device)
+        _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"], "loss_sum": loss_sum},
+                      {"lr": fresh.lr, "nonfinite": fresh.nonfinite, "loss_sum": fresh.loss_sum}, "stack")
         stack = Stack(net=_load_tensors(net, saved["net"]), runs=live, lr=saved["lr"].to(device),
-                      opt=dict(saved["opt"]), best=dict(saved["best"]), nonfinite=saved["nonfinite"].to(device))
+                      opt=dict(saved["opt"]), best=dict(saved["best"]), nonfinite=saved["nonfinite"].to(device),
+                      loss_sum=loss_sum.to(device))
     candidate = None
     if saved["candidate"] is not None:
         c = saved["candidate"]
@@ -355,6 +384,7 @@ def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
     return _State(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=schedule, stack=stack,
                   epoch=int(saved["epoch"]), step=int(saved["step"]), epoch_s=float(saved["epoch_s"]), wall=wall,
                   records=records, candidate=candidate, elapsed_s=float(saved["elapsed_s"]),
+                  curves=Curves.from_dict(saved["curves"]) if saved.get("curves") is not None else None,
                   forward=_saved_forward(saved.get("forward")))
 
 
@@ -362,13 +392,15 @@ class _Trainer:
     """The epoch loop over one training state."""
 
     def __init__(self, spec, splits, seed, protocol, device, state: _State, session_start, checkpoint_path,
-                 checkpoint_every_s, progress, key, chunk_runs, forward="auto"):
+                 checkpoint_every_s, progress, key, chunk_runs, trajectory=None, forward="auto"):
         self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
         self.s = state
         self.session_start = session_start
         self.checkpoint_path, self.every_s, self.progress, self.key = checkpoint_path, checkpoint_every_s, progress, key
         self.last_save = time.perf_counter()
         self.chunk_runs = chunk_runs
+        self.trajectory = trajectory
+        self._errors = None  # the monitored errors of the epoch just trained (plateau schedule)
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
         self.forward_option = forward
         self.forward_choice = None  # ``study.training.compiled.ForwardChoice`` of this session
@@ -392,6 +424,7 @@ class _Trainer:
                 forward = self._forward(stack, order, chunk, c_out)
             mark = self._steps(stack, order, last, divide_at, c_out, chunk, forward, time.perf_counter())
             epoch_s = s.epoch_s + time.perf_counter() - mark
+            self._record_curves(stack, last)
             if p.schedule == "plateau":
                 self._end_epoch(stack, epoch_s)
             else:
@@ -471,12 +504,27 @@ class _Trainer:
             s.forward = self.forward_choice.kind
         return forward
 
+    def _record_curves(self, stack: Stack, steps: int) -> None:
+        """The epoch's points of the live runs (``study.training.curves``), before the schedule acts: the rate,
+        the mean loss of the epoch's ``steps`` steps, the NLC at trajectory epochs; the monitored error is
+        measured once here and kept for the schedule (``_end_epoch``). The loss sums restart at zero."""
+        s, p = self.s, self.protocol
+        self._errors = None
+        if p.schedule == "plateau":
+            monitored = _monitored(self.splits, p)
+            self._errors = errors(stack.net, monitored.x, monitored.y, _widest(self.spec), stack.size,
+                                  p.loss).cpu().numpy()
+        if s.curves is not None:
+            epoch = s.epoch + 1
+            loss = (stack.loss_sum / steps).cpu().numpy()
+            s.curves.add(stack.runs, epoch, stack.lr.cpu().numpy(), loss, self._errors,
+                         _trajectory_nlc(stack.net, self.splits, self.seed, self.trajectory, epoch))
+        stack.loss_sum.zero_()
+
     def _end_epoch(self, stack: Stack, epoch_s: float) -> None:
         s, p = self.s, self.protocol
         bad = stack.nonfinite | nonfinite_parameters(stack)
-        monitored = _monitored(self.splits, p)
-        errs = errors(stack.net, monitored.x, monitored.y, _widest(self.spec), stack.size, p.loss)
-        s.schedule, decision = after_epoch(s.schedule, p, stack.runs, errs.cpu().numpy(), bad.cpu().numpy())
+        s.schedule, decision = after_epoch(s.schedule, p, stack.runs, self._errors, bad.cpu().numpy())
         save_best(stack, decision.improved)
         self._apply(stack, decision, epoch_s)
 
@@ -541,7 +589,7 @@ class _Trainer:
         network.eval()
         j = chosen // s.n_rates
         return _outcome(runs, chosen, network, self.splits, self.seed, s.seeds, p, s.lr_min[j], s.c_out[j],
-                        self._elapsed)
+                        self._elapsed, s.curves)
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _elapsed(self) -> float:
@@ -567,10 +615,11 @@ class _Trainer:
             "elapsed_s": float(self._elapsed()),
             "live": [] if stack is None else stack.runs.tolist(),
             "forward": s.forward,
+            "curves": None if s.curves is None else s.curves.to_dict(),
         }
         if stack is not None:
             state.update(net=_state_dict(stack.net), opt=dict(stack.opt), best=dict(stack.best), lr=stack.lr,
-                         nonfinite=stack.nonfinite)
+                         nonfinite=stack.nonfinite, loss_sum=stack.loss_sum)
         ckpt.save_checkpoint(self.checkpoint_path, state)
         self.last_save = time.perf_counter()
 
@@ -584,7 +633,8 @@ def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:
     return RunRecord(**{**vars(rec), "wall_s": float(wall_s)})
 
 
-def _outcome(runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed) -> Outcome:
+def _outcome(runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed,
+             curves: Curves | None) -> Outcome:
     """The outcome, with the selected network's NLC and output bias on the training set (the NLC from the
     same seeded draws as ``measure``'s at initialization: common random numbers for before vs after)."""
     x = splits.train.x
@@ -593,22 +643,28 @@ def _outcome(runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, 
                       bias_after=float(output_bias(network, x)), lr_edge=protocol.is_edge(run.lr_index),
                       selected_by=protocol.selected_by)
     return Outcome(runs=runs, best=best, lr_min=float(lr_min), c_out=float(c_out), train_s=float(elapsed()),
-                   protocol=protocol, network=network, init_seeds=tuple(seeds), selected=chosen)
+                   protocol=protocol, network=network, init_seeds=tuple(seeds), selected=chosen,
+                   curves=None if curves is None else curves.to_dict())
 
 
-def _untrainable(spec, splits, seed, seeds, protocol, device, session_start) -> Outcome:
+def _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory=None) -> Outcome:
     """No initialization can be trained: its output or gradients are not finite at initialization (or, under
     cross-entropy, its output is zero), so no learning rate can be derived or used. Every run is recorded as
-    diverged at its initial state, epoch 0, which is where the schedule would rewind it to."""
+    diverged at its initial state, epoch 0, which is where the schedule would rewind it to (its curves: that
+    one point)."""
     width = _widest(spec)
     lrs = protocol.rates(math.nan)
     runs, c_outs, bases = [], [], []
-    for s in seeds:
+    curves = Curves()
+    for j, s in enumerate(seeds):
         base = build_network(spec, s, runs=1, device=device)
         err = {name: float(errors(base, split.x, split.y, width, 1, protocol.loss)[0])
                for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
         c_outs.append(float(output_scale(base, splits.train.x, batch_size=protocol.batch_size)))
         bases.append(base)
+        curves.add(range(j * len(lrs), (j + 1) * len(lrs)), 0, lrs, None,
+                   err[protocol.monitor] if protocol.schedule == "plateau" else None,
+                   _trajectory_nlc(base, splits, seed, trajectory, 0))
         runs += [RunRecord(lr=float(lr), lr_index=k, epochs=0, divisions=0, val_error=err["val"],
                            train_error=err["train"], test_error=err["test"], diverged=True, wall_s=0.0)
                  for k, lr in enumerate(lrs)]
@@ -617,4 +673,4 @@ def _untrainable(spec, splits, seed, seeds, protocol, device, session_start) -> 
     base = bases[j]
     base.eval()
     return _outcome(runs, chosen, base, splits, seed, seeds, protocol, math.nan, c_outs[j],
-                    lambda: time.perf_counter() - session_start)
+                    lambda: time.perf_counter() - session_start, curves)

@@ -258,7 +258,8 @@ def test_the_curves_figure_draws_the_selected_run_of_the_best_and_typical_archit
         for run in range(3):
             for epoch in range(1, 11):
                 rows.append({"arch_id": a, "lr_index": run, "epoch": epoch, "train_loss": 2.0 / epoch + run,
-                             "val_error": 0.5 / epoch + 0.1 * run, "lr": 0.1 / 3 ** (epoch // 5)})
+                             "monitored_error": 0.5 / epoch + 0.1 * run, "monitored": "val",
+                             "lr": 0.1 / 3 ** (epoch // 5)})
     curves = pd.DataFrame(rows)
     fig = fig_curves(curves, arch, n_best=2, n_typical=2)
     panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
@@ -267,7 +268,7 @@ def test_the_curves_figure_draws_the_selected_run_of_the_best_and_typical_archit
     assert sorted(t.split(":")[1].split()[0] for t in titles[2:]) == ["a2", "a6"]  # 0.30, 0.35 around 0.35
     first = panels[0]
     val = first.lines[0].get_ydata()
-    want = curves[(curves["arch_id"] == "a1") & (curves["lr_index"] == arch.loc[1, "lr_index"])]["val_error"]
-    assert np.allclose(val, want)
+    want = curves[(curves["arch_id"] == "a1") & (curves["lr_index"] == arch.loc[1, "lr_index"])]["monitored_error"]
+    assert np.allclose(val, want) and first.lines[0].get_label() == "validation error"
     with pytest.raises(ValueError, match="lacks lr"):
         fig_curves(curves.drop(columns="lr"), arch)

@@ -64,6 +64,9 @@ def test_every_declared_constraint_gives_a_one_line_error(name, bad):
          "study.resources.cpus_per_arch = 0: must be a finite number in (0.0, inf)"),
         ({"resources": {"tpus": 1}}, "study.resources.tpus = 1: is not a resource"),
         ({"max_retries": -1}, "study.max_retries = -1: must be an integer >= 0"),
+        ({"nlc_window": [3, 1]}, "study.nlc_window = [3, 1]: must be null, 'auto' or two numbers lo < hi"),
+        ({"nlc_window": "1,3", "nlc_pilot": 20}, "study.nlc_pilot = 20: must stay 100 unless nlc_window = 'auto'"),
+        ({"metrics": {"nlc_trajectory": [5, 2]}}, "MetricOptions.nlc_trajectory = [5, 2]: must be a strictly"),
         ({"colour": "red"}, "study.colour = 'red': is not a study key; allowed: dataset, architectures"),
     ],
 )
@@ -101,6 +104,23 @@ def test_science_keys_decide_a_resume_execution_keys_do_not():
     assert a.differences(a.replace(package_version="9.9", created="2000-01-01T00:00:00Z")) == []
     assert a.differences(StudyConfig(**{**BASE, "architectures": 4}, protocol="quick")) == ["architectures"]
     assert a.differences(StudyConfig(**BASE, protocol="paper", seed=1)) == ["seed", "protocol"]
+
+
+def test_a_study_yaml_from_before_the_pruning_keys_and_the_added_options_is_the_same_study():
+    """study.yaml written before ``nlc_window``, ``nlc_pilot``, ``metrics.nlc_trajectory`` and the space's ``imns``
+    and ``gmp_inits`` existed: read now, it has their defaults and no science key differs from the same study
+    asked now (a resume goes on); the windows normalize from both of their forms."""
+    new = StudyConfig(**BASE, preset="extended", protocol="quick")
+    old = new.to_dict()
+    for key in ("nlc_window", "nlc_pilot"):
+        del old[key]
+    del old["metrics"]["nlc_trajectory"], old["space"]["imns"], old["space"]["gmp_inits"]
+    read = StudyConfig.from_dict(old)
+    assert read.differences(new) == [] and (read.nlc_window, read.nlc_pilot) == (None, 100)
+    assert StudyConfig(**BASE, nlc_window="0.5,2").nlc_window == (0.5, 2.0) == \
+        StudyConfig(**BASE, nlc_window=[0.5, 2]).nlc_window
+    auto = new.replace(nlc_window="auto", nlc_pilot=20)
+    assert StudyConfig.from_yaml(auto.to_yaml()) == auto and new.differences(auto) == ["nlc_window", "nlc_pilot"]
 
 
 def test_declared_defaults_and_constraints_read_as_a_config_does():

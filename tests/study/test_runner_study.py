@@ -175,7 +175,7 @@ def test_the_table_equals_the_same_units_computed_in_this_process(reference):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        arch, runs = run_unit(unit, load_dataset("waveform-noise"), config)
+        arch, runs, _ = run_unit(unit, load_dataset("waveform-noise"), config)
     finally:
         torch.set_num_threads(threads)
     stored = reference["arch"].set_index("arch_id").loc[unit.arch_id]
@@ -201,7 +201,7 @@ def test_error_perturbation_is_measured_on_the_trained_network_when_switched_on(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        arch, _ = run_unit(unit, data, config)
+        arch, _, _ = run_unit(unit, data, config)
         outcome = train_architecture(unit.spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol))
     finally:
         torch.set_num_threads(threads)

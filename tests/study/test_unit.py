@@ -11,7 +11,7 @@ import torch
 from sampling import plan_study
 from study import load_dataset
 from study.config import StudyConfig
-from study.schema import ARCHITECTURES, RUNS, names
+from study.schema import ARCHITECTURES, CURVES, RUNS, names
 from study.store import unit_name
 from study.unit import Unit, plan_units, run_unit
 
@@ -61,14 +61,19 @@ def test_a_unit_gives_the_same_rows_whatever_the_global_random_state_and_leaves_
     unit = plan_units(CONFIG)[1]
     torch.manual_seed(1), np.random.seed(1), random.seed(1)
     before = global_random_state()
-    arch_a, runs_a = _run(unit, data)
+    arch_a, runs_a, curves_a = _run(unit, data)
     assert global_random_state() == before
     torch.manual_seed(99), np.random.seed(99), random.seed(99)
     torch.rand(5), np.random.rand(5)
-    arch_b, runs_b = _run(unit, data)
+    arch_b, runs_b, curves_b = _run(unit, data)
     assert _same(arch_a, arch_b) and len(runs_a) == len(runs_b) and all(map(_same, runs_a, runs_b))
+    assert len(curves_a) == len(curves_b) and all(map(_same, curves_a, curves_b))
     # the rows are the schema's, and say which unit they are
     assert set(arch_a) == set(names(ARCHITECTURES)) and all(set(r) == set(names(RUNS)) for r in runs_a)
+    assert all(set(r) == set(names(CURVES)) for r in curves_a) and arch_a["trained"]
+    # every run has its curve from epoch 0 to its last epoch
+    assert sorted({(r["lr_index"], r["epoch"]) for r in curves_a}) == sorted(
+        (r["lr_index"], e) for r in runs_a for e in range(r["epochs"] + 1))
     assert (arch_a["arch_id"], arch_a["index"], arch_a["variant"], arch_a["seed"]) == (
         unit.arch_id, unit.index, unit.variant, unit.seed)
     assert arch_a["study_seed"] == 2 and arch_a["n_runs"] == len(runs_a) == 2
