@@ -432,9 +432,11 @@ def read_curves(study_dir, arch_ids: Iterable[str] | None = None) -> pd.DataFram
     files of ``arch_ids`` when given. Architectures without a curves file (finished before curves were recorded,
     or pruned at launch) have no rows."""
     fs, root, shown = _filesystem(study_dir)
-    excluded: dict[str, str] = {}  # curves of another science config: left out, as load_results does
-    raw, _ = _read_table(fs, root, shown, "curves", read_config(fs, root, shown), excluded,
-                         None if arch_ids is None else {str(a) for a in arch_ids})
+    ids = None if arch_ids is None else {str(a) for a in arch_ids}
+    raw = pd.DataFrame()
+    if any(ids is None or m["arch_id"] in ids for _, m in _list(fs, root, "curves", "parquet")):
+        excluded: dict[str, str] = {}  # curves of another science config: left out, as load_results does
+        raw, _ = _read_table(fs, root, shown, "curves", read_config(fs, root, shown), excluded, ids)
     out = typed(raw, CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")
     return out.sort_values(["index", "arch_id", "lr_index", "epoch"], kind="stable").reset_index(drop=True)
 
