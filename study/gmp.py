@@ -54,11 +54,15 @@ class _Cumprod(torch.autograd.Function):
     same numbers); at z, sum_{j >= z} g_j y'_j with y' the cumulative product of x with x_z set to 1;
     after z, 0 (every product through x_k also holds x_z)."""
 
+    generate_vmap_rule = True  # torch.func transforms (vmap, jacrev) of a GmP net: every op below is batchable
+
     @staticmethod
-    def forward(ctx, x):
-        y = torch.cumprod(x, dim=-1)
-        ctx.save_for_backward(x, y)
-        return y
+    def forward(x):
+        return torch.cumprod(x, dim=-1)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], output)
 
     @staticmethod
     def backward(ctx, g):

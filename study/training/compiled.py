@@ -204,7 +204,7 @@ def scratch_copy(stack: Stack, size: int | None = None) -> Stack:
     with torch.no_grad():
         return Stack(net=stack.net.take(list(range(n))), runs=stack.runs[:n].copy(), lr=stack.lr[:n].clone(),
                      opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
-                     nonfinite=stack.nonfinite[:n].clone())
+                     nonfinite=stack.nonfinite[:n].clone(), loss_sum=stack.loss_sum[:n].clone())
 
 
 def warm(forward, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float,
