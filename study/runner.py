@@ -46,6 +46,7 @@ from sampling.constraints import Real, check
 
 from .config import CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, package_version, science_differences, utc_now
 from .engine import Engine, Failure, Job, Rejected, Tally
+from . import interrupts
 from .launch import is_pilot, pilot_rows, pilot_window
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
 from .store import ARCHITECTURES, CURVES, FAILED, RUNS, SchemaError, Store
@@ -335,6 +336,7 @@ def ray_session(address: str | None = None):
             if callable(sigterm) and main_thread:
                 signal.signal(signal.SIGTERM, sigterm)  # Ray may set its own on later calls too
             try:
+                interrupts.check()  # one that Ray's start swallowed (study.interrupts)
                 yield not address
             finally:
                 _shut_down(ray, before)
@@ -688,6 +690,7 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
     jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
 
     def on_tick(tally: Tally) -> None:
+        interrupts.check()
         progress.update(tally)
         heartbeat(tally)
 

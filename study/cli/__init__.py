@@ -54,20 +54,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C while the command runs; the previous handler is
-    put back afterwards."""
-    def handler(signum, frame):
-        raise KeyboardInterrupt
+    """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C while the command runs, and never lose either
+    (``study.interrupts``); the previous handlers are put back afterwards."""
+    from study import interrupts
 
+    interrupts.clear()
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        previous = {s: signal.signal(s, interrupts.handler) for s in (signal.SIGINT, signal.SIGTERM)}
     except ValueError:  # not the main thread
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
+        interrupts.clear()
 
 
 def main(argv: list[str] | None = None) -> int:
