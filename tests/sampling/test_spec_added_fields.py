@@ -1,5 +1,6 @@
-"""Spec fields added after the first schema (``init``, ``dense_ends``, ``scale_activation``): existing ids unchanged, the new options
-validated, the HanNet structure of the Householder paper, and a sampler that draws them only when asked."""
+"""Spec fields added after the first schema (``init``, ``dense_ends``, ``scale_activation``): existing ids
+unchanged, the new options validated, the HanNet structure of the Householder paper, and a sampler that draws
+them only when asked."""
 
 import json
 from collections import Counter

@@ -73,7 +73,8 @@ def tiny(tmp_path_factory):
     return out, results
 
 
-@pytest.mark.parametrize("name", ["nlc-table1", "nlc-table2", "nlc-figure2", "resnet-hessian", "han-checkerboard"])
+@pytest.mark.parametrize("name", ["nlc-table1", "nlc-table2", "nlc-figure2", "resnet-hessian",
+                                  "han-checkerboard"])
 def test_every_reproduction_writes_every_key_with_finite_values(tiny, name):
     out, results = tiny
     d = check_outputs(name, out)
