@@ -8,7 +8,9 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
 * ``depth`` linear layers, layer ``l`` = linear -> [norm] -> activation; the last layer has neither.
   Every hidden layer has the same ``width``.
 * activation ``c * tau(d s + t) + b`` with ``d = dilation``, ``t = shift``; ``b`` debiases when
-  ``debias`` (E[.] = 0 for s ~ N(0, 1)) and ``c`` always makes the quadratic mean 1 (``study.activations``).
+  ``debias`` (E[.] = 0 for s ~ N(0, 1)) and ``c`` makes the quadratic mean 1 (``study.activations``), as
+  appendix C always does; ``scale_activation = False`` sets c = 1, the activation as papers without that
+  rescaling write it (Yu and Zhang's ReLU and ABS nets: plain relu(s) = c relu(s) / sqrt(2)).
 * skips start after the linear op (``after_linear``) or after the norm op (``after_norm``) of layers
   1, 1 + k, 1 + 2k, ... (k = ``skip_length``; the paper uses k = 2) and end after the linear op k layers
   later: ``h_{l+k} += skip_strength * start value``. The last one ends at the output through a fixed,
@@ -53,10 +55,10 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   direction leans towards the first input coordinates (|u_1| = |cos theta_1| has mean 2/pi whatever n,
   against about sqrt(2 / (pi n)) for a uniform direction).
 
-Fields added after the first schema (``init``, ``dense_ends``, ``imn``, ``gmp_init``; declared with
-``sampling.constraints.added``)
-are left out of the canonical JSON while they hold their default, so every spec that could be written
-before they existed keeps its ``content_id`` (a study's unit names hold it).
+Fields added after the first schema (``init``, ``dense_ends``, ``imn``, ``gmp_init``, ``scale_activation``;
+declared with ``sampling.constraints.added``) are left out of the canonical JSON while they hold their
+default, so every spec that could be written before they existed keeps its ``content_id`` (a study's unit
+names hold it).
 """
 
 from __future__ import annotations
@@ -84,8 +86,8 @@ GMP_INITS = ("from_sp", "uniform")  # GmP parameters from the SP weights, or Che
 # Variance of the Gaussian bias init, from Schoenholz et al. (2017), as used in appendix C.
 BIAS_VARIANCE = 0.05
 
-SCHEMA_VERSION = 3  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
-# 3: imn, gmp_init)
+SCHEMA_VERSION = 4  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
+# 3: imn, gmp_init; 4: scale_activation)
 
 
 def _f(constraint, default=None, *, doc: str, since: int | None = None):
@@ -136,6 +138,8 @@ class ArchSpec:
     dilation: float = _f(Real(0.0, lo_open=True), 1.0, doc="d in c*tau(d s + t) + b")
     shift: float = _f(Real(), 0.0, doc="t in c*tau(d s + t) + b")
     debias: bool = _f(Boolean(), False, doc="b makes E[c tau(d s + t) + b] = 0 for s ~ N(0,1)")
+    scale_activation: bool = _f(Boolean(), True, since=4,
+                                doc="c makes Q[c tau(d s + t) + b] = 1 for s ~ N(0,1) (appendix C); false: c = 1")
     norm: str = _f(Choice(NORMS), "none", doc="normalization between linear op and activation")
     skip: str = _f(Choice(SKIPS), "none", doc="where skip connections start")
     skip_strength: float = _f(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")

@@ -7,7 +7,8 @@ unbiased [...] Finally, we always set c so that if s is a unit Gaussian, then Q_
 Every base ``tau`` is one torch expression (Table 1 of the NLC paper; abs from Yu and Zhang; selu with the
 constants of the paper's footnote 1). The constants ``c`` and ``b`` are Gaussian expectations computed
 once per variant by quadrature (``study.gaussian``), and the network evaluates the very same expression,
-so there is one definition of each activation.
+so there is one definition of each activation. ``scaled = False`` (``ArchSpec.scale_activation``) keeps
+c = 1: the activation as papers without appendix C's rescaling write it (Yu and Zhang's plain ReLU and ABS).
 
 Also here, because they are properties of an activation alone (NLC paper section 5 and E.4):
 
@@ -58,12 +59,14 @@ class Activation:
     dilation: float = 1.0
     shift: float = 0.0
     debias: bool = False
+    scaled: bool = True  # c from Q = 1 (appendix C); False: c = 1 (``ArchSpec.scale_activation``)
 
     def __post_init__(self):
         object.__setattr__(self, "name", check("Activation", "name", Choice(ACTIVATIONS), self.name))
         object.__setattr__(self, "dilation", check("Activation", "dilation", Real(0.0, lo_open=True), self.dilation))
         object.__setattr__(self, "shift", check("Activation", "shift", Real(), self.shift))
         object.__setattr__(self, "debias", check("Activation", "debias", Boolean(), self.debias))
+        object.__setattr__(self, "scaled", check("Activation", "scaled", Boolean(), self.scaled))
 
     @classmethod
     def of(cls, spec_or_name: "ArchSpec | Activation | str") -> "Activation":
@@ -71,7 +74,7 @@ class Activation:
             return spec_or_name
         if isinstance(spec_or_name, ArchSpec):
             s = spec_or_name
-            return cls(s.activation, s.dilation, s.shift, s.debias)
+            return cls(s.activation, s.dilation, s.shift, s.debias, s.scale_activation)
         return cls(spec_or_name)
 
     @property
@@ -92,7 +95,8 @@ class Activation:
 
     @property
     def constants(self) -> tuple[float, float]:
-        """``(c, b)``: Q[c tau(ds+t) + b] = 1, and E[.] = 0 when debiased, under s ~ N(0, 1)."""
+        """``(c, b)``: Q[c tau(ds+t) + b] = 1 (c = 1 when not ``scaled``), and E[.] = 0 when debiased, under
+        s ~ N(0, 1)."""
         return _constants(self)
 
     def __call__(self, s: torch.Tensor) -> torch.Tensor:
@@ -128,6 +132,8 @@ def _moments(act: Activation, sigma: float) -> dict[str, float]:
 @lru_cache(maxsize=None)
 def _constants(act: Activation) -> tuple[float, float]:
     m = act.moments(1.0)
+    if not act.scaled:
+        return 1.0, -m["mean"] if act.debias else 0.0
     if act.debias:
         c = 1.0 / math.sqrt(m["second"] - m["mean"] ** 2)
         return c, -c * m["mean"]

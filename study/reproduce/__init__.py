@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 from sampling.constraints import Choice, check
 
-from . import nlc_figure2, nlc_table1, nlc_table2, resnet_hessian
+from . import han_checkerboard, nlc_figure2, nlc_table1, nlc_table2, resnet_hessian
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
 from .result import Result, Row, format_table
 
@@ -24,6 +24,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     nlc_table2.REPRODUCTION,
     nlc_figure2.REPRODUCTION,
     resnet_hessian.REPRODUCTION,
+    han_checkerboard.REPRODUCTION,
 )}
 
 __all__ = ["REPRODUCTIONS", "SCALES", "Context", "Measured", "Reproduction", "Result", "Row", "format_table",

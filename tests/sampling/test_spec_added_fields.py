@@ -1,5 +1,6 @@
-"""Spec fields added after the first schema (``init``, ``dense_ends``): existing ids unchanged, the new options
-validated, the HanNet structure of the Householder paper, and a sampler that draws them only when asked."""
+"""Spec fields added after the first schema (``init``, ``dense_ends``, ``scale_activation``): existing ids
+unchanged, the new options validated, the HanNet structure of the Householder paper, and a sampler that draws
+them only when asked."""
 
 import json
 from collections import Counter
@@ -31,13 +32,13 @@ HAN = ArchSpec(depth=21, width=30, d_in=2, d_out=1, activation="abs", weights="h
 @pytest.mark.parametrize("spec, arch_id", PINNED, ids=[i for _, i in PINNED])
 def test_ids_of_specs_from_before_the_added_fields_are_unchanged(spec, arch_id):
     assert spec.content_id == arch_id
-    assert set(ADDED) >= {"init", "dense_ends"} and not set(ADDED) & set(json.loads(spec.to_json()))
+    assert set(ADDED) >= {"init", "dense_ends", "scale_activation"} and not set(ADDED) & set(json.loads(spec.to_json()))
 
 
 def test_an_added_field_away_from_its_default_is_in_the_canonical_json_and_the_id():
     base = ArchSpec(depth=5, width=12, d_in=40, d_out=3, skip="after_linear")
     for change in ({"init": "kaiming"}, {"init": "xavier"}, {"init": "zero"},
-                   {"weights": "householder", "dense_ends": 1}):
+                   {"weights": "householder", "dense_ends": 1}, {"scale_activation": False}):
         spec = base.replace(**change)
         written = json.loads(spec.to_json())
         assert all(written[k] == v for k, v in change.items()) and spec.content_id != base.content_id
@@ -85,7 +86,7 @@ def test_hannet_structure_and_the_paper_parameter_counts():
 
 def test_the_presets_never_draw_the_added_options():
     for spec in sample_specs(300, 1, 40, 3, "extended") + sample_specs(300, 1, 40, 3, "paper"):
-        assert spec.init == "orthogonal" and spec.dense_ends == 0
+        assert spec.init == "orthogonal" and spec.dense_ends == 0 and spec.scale_activation
     assert PAPER.inits == EXTENDED.inits == (("orthogonal", 1.0),)
 
 

@@ -37,6 +37,18 @@ def test_variant_has_unit_rms_and_zero_mean_when_debiased(act):
         assert act.constants[1] == 0.0
 
 
+@pytest.mark.parametrize("name", ["relu", "abs", "tanh", "selu"])
+def test_unscaled_variant_is_tau_itself_and_debiased_by_its_mean(name):
+    """``scaled=False`` (``ArchSpec.scale_activation``): c = 1, so relu is relu(s), not sqrt(2) relu(s); the
+    debiased one subtracts E[tau(d s + t)], checked by scipy's integrator."""
+    s = torch.linspace(-3, 3, 61, dtype=torch.float64)
+    assert torch.equal(Activation(name, scaled=False)(s), TAU[name](s))
+    act = Activation(name, 1.2, 0.2, True, scaled=False)
+    mean = _quad_gauss(lambda v: float(TAU[name](torch.tensor(1.2 * v + 0.2, dtype=torch.float64))))
+    assert act.constants[0] == 1.0 and abs(act.constants[1] + mean) < 1e-8
+    assert Activation("relu").constants[0] == pytest.approx(math.sqrt(2))  # appendix C's scaled relu
+
+
 def test_quadrature_is_exact_for_gaussian_moments():
     for k, m in ((2, 1.0), (4, 3.0), (6, 15.0), (8, 105.0)):
         assert abs(expect(lambda x: x**k, sigma=1.0) - m) < 1e-11 * m

@@ -16,7 +16,7 @@ import pytest
 from sampling import PAPER_ACTIVATIONS, SpecError, UserError
 from study.cli import main
 from study.reproduce import REPRODUCTIONS, SCALES, Row, reproduce
-from study.reproduce import nlc_figure2, nlc_table1, nlc_table2, resnet_hessian
+from study.reproduce import han_checkerboard, nlc_figure2, nlc_table1, nlc_table2, resnet_hessian
 from study.reproduce.result import ROW_KEYS, format_table, printed_precision, two_medians_tolerance
 
 TOP_KEYS = ("name", "paper", "scale", "seconds", "rows")
@@ -31,6 +31,10 @@ def expected_keys(name: str, settings) -> set[str]:
     if name == "nlc-figure2":
         return {"spearman:nlc_vs_test_error", "median_test_error:nlc_in_1_3", "median_test_error:nlc_above_100",
                 "median_test_error:high_bias"}
+    if name == "han-checkerboard":
+        return ({f"test_accuracy:{layers}+{act}:{frame}" for layers in ("H", "FC") for act in ("ABS", "ReLU")
+                 for frame in ("20x30", "100x17")}
+                | {"test_accuracy:FCNet1:6x100", "test_accuracy:FCNet2:10x100", "test_accuracy:FCNet3:6x300"})
     assert name == "resnet-hessian"
     return {f"condition_number:{k}:depth={d}" for k in resnet_hessian.KINDS
             for d in resnet_hessian.depths(k, settings.max_depth)}
@@ -69,7 +73,8 @@ def tiny(tmp_path_factory):
     return out, results
 
 
-@pytest.mark.parametrize("name", ["nlc-table1", "nlc-table2", "nlc-figure2", "resnet-hessian"])
+@pytest.mark.parametrize("name", ["nlc-table1", "nlc-table2", "nlc-figure2", "resnet-hessian",
+                                  "han-checkerboard"])
 def test_every_reproduction_writes_every_key_with_finite_values(tiny, name):
     out, results = tiny
     d = check_outputs(name, out)
@@ -258,6 +263,96 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
         values = [rows[f"condition_number:{kind}:depth={L}"]["measured"] for L in resnet_hessian.depths(kind, 6)]
         assert values[-1] > 2 * values[0] and all(r["ok"] for q, r in rows.items() if f":{kind}:" in q)
     assert d["largest_eigenvalue"]["shortcut3"]["3"][0] < 0.1 * d["largest_eigenvalue"]["shortcut2"]["2"][0]
+
+
+# -- han-checkerboard ------------------------------------------------------------------------------------------
+
+def test_han_checkerboard_splits_the_12_block_board_25_75_with_its_closed_form_labels():
+    """Blocks span 6 2/3 grid steps: per axis the interior columns of blocks 0..11 are 6, 7, 6, 6, 7, 6, ...
+    (38 in even blocks, 38 in odd ones) and 5 columns lie on edges (i = 0, 20, 40, 60, 80), so the label-1
+    points (an odd block sum) are 2 * 38 * 38 and the edges 81^2 - 76^2."""
+    data = han_checkerboard.checkerboard_data(seed=0)
+    assert (len(data.train), len(data.test)) == (1640, 4921) and data.val is data.test  # 25% / 75%
+    x = np.concatenate([data.train.x.numpy(), data.test.x.numpy()])
+    y = np.concatenate([data.train.y.numpy(), data.test.y.numpy()])
+    assert len(np.unique(x, axis=0)) == 81 * 81  # train and test partition the grid
+    assert y.sum() == 2 * 38 * 38 and data.meta["source"]["edge_points"] == 81**2 - 76**2
+    assert data.train.y.numpy().mean() == pytest.approx(2888 / 6561, abs=0.03)  # a random quarter
+
+
+def _hand_forward(net, x):
+    """The paper's net written out: Algorithm 1's x - 2 u (u^T x) / |u|^2 + b with H(u) formed, plain relu or
+    abs (no rescaling), dense layers W x + b; from the parameters of ``net`` (one run)."""
+    import torch
+
+    act = {"relu": torch.relu, "abs": torch.abs}[net.spec.activation]
+    h = x
+    for l, linear in enumerate(net.linears, start=1):
+        if linear.kind == "householder":
+            u = linear.u[0]
+            h = h @ (torch.eye(len(u), dtype=u.dtype) - 2 * torch.outer(u, u) / (u @ u)).T + linear.bias[0]
+        else:
+            h = h @ linear.weight[0].T + linear.bias[0]
+        if l < net.spec.depth:
+            h = act(h)
+    return h
+
+
+@pytest.mark.parametrize("quantity", ["test_accuracy:H+ABS:20x30", "test_accuracy:H+ReLU:100x17",
+                                      "test_accuracy:FC+ReLU:20x30", "test_accuracy:FCNet1:6x100"])
+def test_han_checkerboard_nets_are_the_papers_nets(quantity):
+    import torch
+
+    from study.network import build_network
+
+    net = han_checkerboard.BY_QUANTITY[quantity]
+    spec = net.spec()
+    built = build_network(spec, seed=3)
+    x = torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 2 - 1
+    assert torch.allclose(built(x), _hand_forward(built, x), rtol=1e-12, atol=1e-12)
+    assert sum(p.numel() for p in built.parameters()) == spec.num_params
+    kinds = [layer.kind for layer in spec.layers()]
+    w, L = net.width, net.hidden
+    if net.householder:  # dense input and first hidden layer, L - 3 Householder layers, dense last hidden and output
+        assert kinds == ["dense"] * 2 + ["householder"] * (L - 3) + ["dense"] * 2
+    else:
+        assert kinds == ["dense"] * (L + 1)
+    assert (spec.norm, spec.skip, spec.debias, spec.scale_activation) == ("none", "none", False, False)
+
+
+def test_han_checkerboard_nets_have_table_3s_parameter_counts_with_two_outputs():
+    """Table 3 counts 2 outputs: input (2 + 1) w, hidden w (w + 1) each (a Householder layer 2 w), output 2 (w + 1)."""
+    def hand(hidden, w, householder):
+        squares = hidden - 1
+        h = squares - 2 if householder else 0
+        return 3 * w + (squares - h) * w * (w + 1) + h * 2 * w + 2 * (w + 1)
+
+    assert hand(20, 30, True) == 3032 and hand(6, 100, False) == 51002  # the printed counts, by hand
+    for quantity, printed in han_checkerboard.TABLE3_PARAMS.items():
+        net = han_checkerboard.BY_QUANTITY[quantity]
+        assert net.spec(d_out=2).num_params == printed == hand(net.hidden, net.width, net.householder)
+        assert net.spec().num_params == printed - (net.width + 1)  # ours: one output
+
+
+def test_han_checkerboard_tolerance_is_two_standard_errors_of_the_difference_of_means():
+    nets = han_checkerboard.BY_QUANTITY
+    tol, why = han_checkerboard.mean_tolerance(nets["test_accuracy:FCNet1:6x100"], [85.0, 86.0])
+    assert tol == pytest.approx(0.005 + 2 * 0.35 * math.sqrt(1 / 5 + 1 / 2)) and "±0.35" in why
+    tol, why = han_checkerboard.mean_tolerance(nets["test_accuracy:H+ReLU:20x30"], [70.0, 74.0, 78.0])
+    assert tol == pytest.approx(0.05 + 2 * 4.0 * math.sqrt(1 / 5 + 1 / 3)) and "our sd 4" in why
+    tol, _ = han_checkerboard.mean_tolerance(nets["test_accuracy:H+ReLU:20x30"], [70.0])
+    assert tol == pytest.approx(0.05)  # one run and no printed spread: the precision alone
+
+
+def test_han_checkerboard_rows_are_each_initializations_best_rate_by_test_accuracy(tiny):
+    out, _ = tiny
+    d = json.loads((out / "han-checkerboard.json").read_text())
+    assert d["selected_by"] == "test" and d["protocol"]["loss"] == "mse" and d["protocol"]["momentum"] == 0.9
+    assert "TEST accuracy" in d["note"] and d["cut_at_this_scale"] == []
+    for r in d["rows"]:
+        per_rate = np.array(d["results"][r["quantity"]]["test_accuracy_per_rate"])
+        assert r["measured"] == pytest.approx(per_rate.max(axis=1).mean(), abs=1e-9)
+    assert set(han_checkerboard.SCALES["quick"].nets) < set(han_checkerboard.SCALES["paper"].nets)
 
 
 # -- the command line --------------------------------------------------------------------------------------------

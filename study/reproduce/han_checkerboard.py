@@ -1,0 +1,358 @@
+"""``han-checkerboard``: Yu and Zhang, *Householder-Absolute Neural Layers*, Tables 3 and 4 (section 3.2.1), and
+the variability paper (*Variability of Neural Networks and Han-Layer*, ICLR 2022 submission), Table 7 (appendix
+D.2): HanNets against fully-connected nets on the 12 x 12 checkerboard, and the ablation of Householder weights
+and ABS activations.
+
+The data (Yu and Zhang, section 3.1; the variability paper, B.1 and D.1): "6561 mesh points in a 12 x 12 block
+checkerboard over the square [-1, 1]^2 [...] endowed with 0 or 1 labels according to their locations. We
+randomly pick 25% mesh points, about 1640, as our training set"; the test set is the other 75% (4921, the
+variability paper's Table 4). ``study.datasets.checkerboard`` draws the board (points on a block edge labelled
+0, as B.1 does for its 8 x 8 board); the training set here is its seeded training split (1640 points) and the
+test set everything else.
+
+The networks. "Depth x width" counts hidden layers (Table 3: FCNet1, 6 x 100, has 51002 parameters = a
+2 -> 100 input layer, five 100 x 100 layers and a 100 -> 2 output layer), so "20 x 30" is
+``ArchSpec(depth=21, width=30)``. The HanNet's "first and the last hidden layers are fully connected" with
+"orthogonal initialization" and Householder layers (Algorithm 1) between them: ``dense_ends=1``, 17 Householder
+layers, 3032 parameters with two outputs as Table 3 counts them. The FCNets use "Kaiming initialization [6]"
+(He et al.: normal, fan_in, gain sqrt(2)). The ablation (Table 4, 20 x 30; Table 7, 100 x 17) swaps the layer
+type (H: the HanNet's structure; FC: every layer dense, Kaiming-initialized under ReLU as the FCNets,
+orthogonal under ABS: ``_ablation`` says why) and the activation (ABS, ReLU) of that framework. Every
+net is exactly the paper's: plain relu(s) and |s| (``scale_activation=False``: appendix C of the NLC paper would
+use sqrt(2) relu(s)), no normalization, no skips, no debiasing, zero biases, Householder vectors u ~ N(0, I).
+
+The protocol (Yu and Zhang, section 3.1 and Table 2): mean squared error, SGD with momentum 0.9, batches of
+100, 40,000 iterations, each of the 10 starting rates {0.001, ..., 1} (one stacked model), "the initial
+learning rate is annealed by a factor of 5 at the fractions 1/2, 7/10 and 9/10 of the training durations", and
+"select the best result as the output": the best of the 10 rates by TEST accuracy (``Protocol.selection =
+"test"``; no validation split exists), and "for each test instance, we always run 5 times starting from 5
+different random initializations [...] the average of 5 runs" (the initializations in one stack,
+``train_architecture(init_seeds=...)``, and each one's best rate, ``Outcome.best_per_seed``). Accuracy is the
+fraction of points whose output rounds to their label (f > 1/2: "rounding computed function to 0 or 1").
+
+Rows ``test_accuracy:<H|FC>+<ABS|ReLU>:<depth>x<width>`` and ``test_accuracy:FCNet<k>:<depth>x<width>``, in
+percent as the papers print them. Tolerance (``mean_tolerance``): the printed precision plus two standard errors
+of the difference between the paper's mean over 5 runs and ours over n, each run spread by the paper's printed
+"±" (Table 3), or, where the paper prints no spread (Tables 4 and 7), by the standard deviation of ours. The
+variability paper has no FC + ReLU run at 100 x 17: that row is a claim (``paper`` null), Table 7's conclusion
+that both components are needed: below H + ABS at 100 x 17.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+from sampling import ArchSpec
+
+from .reproduction import Context, Measured, Reproduction, sub_seed
+from .result import Row, printed_precision
+
+PAPER = ("Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural "
+         "Networks and Han-Layer*)")
+RATES = (0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0)  # section 3.1
+ITERATIONS, BATCH, MOMENTUM = 40_000, 100, 0.9  # Table 2 (weight decay 0)
+STEP_AT, DIVISION = (0.5, 0.7, 0.9), 5.0  # "annealed by a factor of 5 at the fractions 1/2, 7/10 and 9/10"
+PAPER_RUNS = 5  # "we always run 5 times starting from 5 different random initializations"
+BLOCKS = 12
+
+
+@dataclass(frozen=True)
+class Net:
+    """One network of the tables: ``name`` (H+ABS, ..., FCNet1), hidden layers x width, and the paper's number."""
+
+    name: str
+    hidden: int  # hidden layers ("depth" in the papers' "depth x width")
+    width: int
+    householder: bool
+    activation: str  # "abs" | "relu"
+    init: str  # of the dense layers: "orthogonal" | "kaiming"
+    paper: str | None  # the printed test accuracy in percent; None: the paper ran no such net
+    spread: str | None  # the printed "±" of Table 3; None: none printed
+    source: str  # the table (and row) the number comes from
+
+    @property
+    def quantity(self) -> str:
+        return f"test_accuracy:{self.name}:{self.hidden}x{self.width}"
+
+    def spec(self, d_out: int = 1) -> ArchSpec:
+        """The net as an ``ArchSpec`` (``d_out=2``: as Table 3 counts its parameters)."""
+        return ArchSpec(depth=self.hidden + 1, width=self.width, d_in=2, d_out=d_out, activation=self.activation,
+                        weights="householder" if self.householder else "dense",
+                        dense_ends=1 if self.householder else 0, init=self.init, scale_activation=False,
+                        preset="han-checkerboard")
+
+
+def _ablation(layers: str, act: str, hidden: int, width: int, paper: str | None, spread: str | None,
+              source: str) -> Net:
+    # The H nets are the HanNet's structure (its dense layers orthogonal). The FC nets are FCNets: ReLU ones
+    # Kaiming-initialized as the FCNets of section 3.2.1; ABS ones orthogonal, since Kaiming's gain sqrt(2) would
+    # double an ABS layer's second moment (2^19 over 20 x 30) where the authors' own multiplier for ABS keeps it
+    # (sqrt(1/d), the variability paper's appendix A), as orthogonal weights do.
+    init = "kaiming" if layers == "FC" and act == "ReLU" else "orthogonal"
+    return Net(f"{layers}+{act}", hidden, width, layers == "H", act.lower(), init, paper, spread, source)
+
+
+TABLE4 = "Yu and Zhang, Table 4"
+TABLE7 = "the variability paper, Table 7"
+NETS: tuple[Net, ...] = (
+    # Table 4's (a) is Table 3's HanNet, printed there with its spread over the 5 runs
+    _ablation("H", "ABS", 20, 30, "99.52", "0.27", "Yu and Zhang, Table 3 (HanNet; Table 4 (a): 99.5)"),
+    _ablation("H", "ReLU", 20, 30, "76.8", None, f"{TABLE4} (b)"),
+    _ablation("FC", "ABS", 20, 30, "82.6", None, f"{TABLE4} (c)"),
+    _ablation("FC", "ReLU", 20, 30, "82.3", None, f"{TABLE4} (d)"),
+    _ablation("H", "ABS", 100, 17, "99.2", None, f"{TABLE7} (a)"),
+    _ablation("H", "ReLU", 100, 17, "66.2", None, f"{TABLE7} (b)"),
+    _ablation("FC", "ABS", 100, 17, "85.3", None, f"{TABLE7} (c)"),
+    _ablation("FC", "ReLU", 100, 17, None, None, f"{TABLE7}: not run (three configurations only)"),
+    Net("FCNet1", 6, 100, False, "relu", "kaiming", "85.27", "0.35", "Yu and Zhang, Table 3"),
+    Net("FCNet2", 10, 100, False, "relu", "kaiming", "85.34", "0.38", "Yu and Zhang, Table 3"),
+    Net("FCNet3", 6, 300, False, "relu", "kaiming", "85.61", "0.17", "Yu and Zhang, Table 3"),
+)
+BY_QUANTITY = {n.quantity: n for n in NETS}
+# Table 3's parameter counts (two outputs; ours have one, ``Net.spec``): a test checks them against the specs.
+TABLE3_PARAMS = {"test_accuracy:H+ABS:20x30": 3032, "test_accuracy:FCNet1:6x100": 51002,
+                 "test_accuracy:FCNet2:10x100": 91402, "test_accuracy:FCNet3:6x300": 453002}
+CLAIM_AGAINST = {"test_accuracy:FC+ReLU:100x17": "test_accuracy:H+ABS:100x17"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    seeds: int  # initializations per net (the paper: 5), stacked with the rates
+    iterations: int  # SGD steps of every run (the paper: 40,000)
+    rates: tuple  # starting learning rates (the paper: the 10 of RATES)
+    nets: tuple  # the quantity keys trained at this scale (the paper: all of NETS)
+
+
+QUICK_NETS = ("test_accuracy:H+ABS:20x30", "test_accuracy:H+ReLU:20x30", "test_accuracy:FC+ABS:20x30",
+              "test_accuracy:FC+ReLU:20x30", "test_accuracy:FCNet1:6x100")
+SCALES = {
+    # every net, 2 rates for 32 steps: checks that everything runs, nothing of the paper's numbers
+    "tiny": Settings(seeds=1, iterations=32, rates=(0.01, 0.025), nets=tuple(BY_QUANTITY)),
+    # the full protocol (10,000 iterations do not reproduce the HanNet's accuracy: a prototype reached 77% at
+    # 10,000 and 97% at 40,000), two initializations, and the 20 x 30 ablation and FCNet1 only
+    "quick": Settings(seeds=2, iterations=ITERATIONS, rates=RATES, nets=QUICK_NETS),
+    "paper": Settings(seeds=PAPER_RUNS, iterations=ITERATIONS, rates=RATES, nets=tuple(BY_QUANTITY)),
+}
+
+
+# -- data ---------------------------------------------------------------------------------------------------
+
+def checkerboard_data(seed: int):
+    """The 12 x 12 board split as the papers split it: ``train`` the 1640 points of ``load_dataset("checkerboard",
+    seed)``'s training split, ``test`` the other 4921; ``val`` is ``test`` (the papers have no validation split,
+    and the step schedule evaluates none during training)."""
+    import torch
+
+    from ..datasets import checkerboard
+    from ..datasets.dataset import Split
+
+    data = checkerboard.load(seed, BLOCKS)
+    test = Split(torch.cat([data.val.x, data.test.x]), torch.cat([data.val.y, data.test.y]))
+    return SimpleNamespace(train=data.train, val=test, test=test, d_in=2, meta=data.meta)
+
+
+# -- tolerance ------------------------------------------------------------------------------------------------
+
+def mean_tolerance(net: Net, ours: list[float]) -> tuple[float, str]:
+    """The printed precision plus two standard errors of (paper's mean over 5 runs) - (ours over n), the runs of
+    both spread by sigma: Table 3's printed "±" where it has one, else the standard deviation of ours (none with
+    one run: the precision alone)."""
+    precision = printed_precision(net.paper)
+    n = len(ours)
+    if net.spread is not None:
+        sigma, what = float(net.spread), f"the paper's ±{net.spread}"
+    elif n >= 2:
+        sigma = float(np.std(ours, ddof=1))
+        what = f"our sd {sigma:.2g} (none printed)"
+    else:
+        return precision, f"{net.source}: printed precision (no spread printed, one run here)"
+    se = sigma * math.sqrt(1.0 / PAPER_RUNS + 1.0 / n)
+    return precision + 2.0 * se, (f"{net.source}: precision {precision:g} + 2 SE of mean({PAPER_RUNS}) - "
+                                  f"mean({n}), runs spread by {what}")
+
+
+# -- the reproduction -----------------------------------------------------------------------------------------
+
+def protocol(settings: Settings):
+    from ..protocol import Protocol
+
+    return Protocol(preset="han-checkerboard", loss="mse", momentum=MOMENTUM, batch_size=BATCH, schedule="steps",
+                    iterations=settings.iterations, step_at=STEP_AT, division_factor=DIVISION, selection="test",
+                    lrs=settings.rates)
+
+
+def net_seeds(seed: int, net: Net, count: int) -> tuple[int, list[int]]:
+    """(data-order seed, initialization seeds) of ``net``: keyed by its name, so a net draws the same whatever
+    else a scale runs."""
+    key = zlib.crc32(net.quantity.encode())
+    return sub_seed(seed, key), [sub_seed(seed, key, k) for k in range(count)]
+
+
+def run(ctx: Context) -> Measured:
+    from ..training import train_architecture
+
+    s: Settings = ctx.settings
+    data = checkerboard_data(ctx.seed)
+    p = protocol(s)
+    results: dict[str, dict] = {}
+    networks = {}
+    for q in s.nets:
+        net = BY_QUANTITY[q]
+        spec = net.spec()
+        order_seed, init_seeds = net_seeds(ctx.seed, net, s.seeds)
+        ctx.say(f"han-checkerboard: {q} ({spec.num_params:,} parameters): {s.seeds} initialization(s) x "
+                f"{len(s.rates)} rates, {s.iterations:,} iterations")
+        out = train_architecture(spec, data, seed=order_seed, protocol=p, device=ctx.device, init_seeds=init_seeds)
+        best = out.best_per_seed()
+        results[q] = {
+            "params": spec.num_params, "seconds": out.train_s, "init_seeds": init_seeds,
+            "test_accuracy": [100.0 * (1.0 - r.test_error) for r in best],  # per initialization, its best rate
+            "train_accuracy": [100.0 * (1.0 - r.train_error) for r in best],
+            "best_lr": [r.lr for r in best],
+            # every run: [initialization][rate]
+            "test_accuracy_per_rate": [[100.0 * (1.0 - r.test_error) for r in out.seed_runs(j)]
+                                       for j in range(len(init_seeds))],
+            "diverged_per_rate": [[r.diverged for r in out.seed_runs(j)] for j in range(len(init_seeds))],
+        }
+        networks[q] = out.network
+        mean = float(np.mean(results[q]["test_accuracy"]))
+        ctx.say(f"han-checkerboard: {q}: test accuracy {mean:.2f}% ({out.train_s:.0f} s)")
+    rows = []
+    for q in s.nets:
+        net, ours = BY_QUANTITY[q], results[q]["test_accuracy"]
+        mean = float(np.mean(ours))
+        if net.paper is None:
+            other = CLAIM_AGAINST[q]
+            below = other in results and mean < float(np.mean(results[other]["test_accuracy"]))
+            rows.append(Row.claim(q, mean, below, f"below {other} ({net.source}; its conclusion: both Householder "
+                                                  "weights and ABS are needed)"))
+        else:
+            tol, why = mean_tolerance(net, ours)
+            rows.append(Row.close(q, float(net.paper), mean, tol, why))
+    cut = [q for q in BY_QUANTITY if q not in s.nets]
+    figures = [("Test accuracy of each net, its best rate by test accuracy (mean and range over initializations; "
+                "crosses: the papers); right: test accuracy against the starting rate (mean over initializations).",
+                figure(results, s.rates))]
+    views = [q for q in ("test_accuracy:FCNet1:6x100", "test_accuracy:H+ABS:20x30") if q in networks]
+    if views:
+        figures.append(("As the paper's figure 1: the board, and the function learnt by the selected run of "
+                        + " and ".join(views) + " rounded to 0 or 1, on a grid four times finer than the data's.",
+                        top_views({q: networks[q] for q in views}, results, ctx.device)))
+    return Measured(rows, figures=figures, data=_data_text(data, ctx.seed), note=_note(s, cut),
+                    extra={"cut_at_this_scale": cut, "nets": {q: _describe(BY_QUANTITY[q]) for q in s.nets},
+                           "protocol": p.to_dict(), "selected_by": p.selected_by, "results": results})
+
+
+def _describe(net: Net) -> dict:
+    spec = net.spec()
+    kinds = [layer.kind for layer in spec.layers()]
+    return {"spec": spec.to_dict(), "params": spec.num_params, "params_with_2_outputs": net.spec(2).num_params,
+            "householder_layers": kinds.count("householder"), "dense_layers": kinds.count("dense"),
+            "paper": net.paper, "paper_spread": net.spread, "source": net.source}
+
+
+def _data_text(data, seed: int) -> str:
+    src = data.meta["source"]
+    return (f"the 12 x 12 checkerboard: the {src['points']:,} points of the 81 x 81 grid on [-1, 1]^2, "
+            f"{src['label_1_points']:,} labelled 1, {src['edge_points']:,} on block edges labelled 0; "
+            f"{len(data.train):,} (25%) for training, drawn with seed {seed}, the other {len(data.test):,} for testing")
+
+
+def _note(s: Settings, cut: list[str]) -> str:
+    scale = (f"This scale: {s.seeds} initialization(s) per net (the paper: {PAPER_RUNS}), {s.iterations:,} "
+             f"iterations (the paper: {ITERATIONS:,}), {len(s.rates)} starting rates (the paper: {len(RATES)}).")
+    if cut:
+        scale += " Not run at this scale (their rows are absent): " + ", ".join(cut) + "."
+    return "\n\n".join([
+        "Selection: each initialization's best starting rate by TEST accuracy, as the papers select (\"select the "
+        "best result as the output\"); the row is the mean over initializations. There is no validation split. "
+        "Each run counts at its final state (the step schedule evaluates nothing during training); the papers may "
+        "have kept the best point of a run's trajectory: the variability paper's B.1 outputs \"the best result [...] "
+        "regardless of where it occurs during training\", and Yu and Zhang's figure 5 shows a HanNet's best and "
+        "last-iteration test accuracies (96.5% and about 90%). Always predicting 0 scores about 56% (3673 of the 6561 "
+        "points).",
+        "Outputs: one, trained on the 0/1 label with the mean squared error; accuracy counts the output rounded to "
+        "the label (f > 1/2). The parameter counts of Yu and Zhang's Table 3 (3032, 51002, 91402, 453002) are "
+        "those of the same nets with two outputs (the variability paper's B.1 regresses two copies of the label, "
+        "(0, 0) or (1, 1)); ours have one, 31 to 301 parameters fewer (JSON 'nets').",
+        "Initialization: FCNet1-3 Kaiming (normal, fan_in, gain √2) as section 3.2.1; the HanNet's dense layers "
+        "orthogonal (the input layer a Haar-orthogonal 30 x 2 block times √15, appendix C's rule of the NLC "
+        "paper: the papers name no init for the input and output layers). The ablation's FC nets (the papers "
+        "name no init for them): ReLU ones Kaiming like the FCNets; ABS ones orthogonal, since Kaiming's gain "
+        "would double an ABS layer's second moment (2^19 over 20 layers) and the authors' own multiplier for ABS, "
+        "√(1/d) (the variability paper, appendix A), keeps it as orthogonal weights do. Biases start at zero.",
+        scale,
+    ])
+
+
+# -- figures ---------------------------------------------------------------------------------------------------
+
+def figure(results: dict[str, dict], rates):
+    from analysis.figures import BLACK, RED, new_figure, set_log
+
+    fig, (ax, ax_lr) = new_figure(ncols=2, panel=(4.8, 3.8), left=1.3)
+    names = list(results)
+    y = -np.arange(len(names))  # the first net on top
+    acc = [np.asarray(results[q]["test_accuracy"]) for q in names]
+    mean = np.array([a.mean() for a in acc])
+    ax.errorbar(mean, y, xerr=[mean - [a.min() for a in acc], [a.max() for a in acc] - mean], fmt="o", ms=4,
+                color=BLACK, label="here (mean, range)")
+    printed = [(float(BY_QUANTITY[q].paper), y[i]) for i, q in enumerate(names) if BY_QUANTITY[q].paper]
+    if printed:
+        ax.scatter(*zip(*printed), marker="x", color=RED, zorder=3, label="the papers")
+    ax.set_yticks(y, [q.split(":", 1)[1] for q in names], fontsize=7)
+    ax.set_xlabel("test accuracy (%)")
+    ax.legend(fontsize=7)
+    ax.set_title("best rate per initialization, by test accuracy", fontsize=8)
+    for q in names:
+        ax_lr.plot(rates, np.mean(results[q]["test_accuracy_per_rate"], axis=0), marker="o", ms=3, lw=1,
+                   label=q.split(":", 1)[1])
+    set_log(ax_lr, "x")
+    ax_lr.set_xlabel("starting learning rate")
+    ax_lr.set_ylabel("test accuracy (%)")
+    ax_lr.legend(fontsize=6)
+    ax_lr.set_title("every rate (mean over initializations)", fontsize=8)
+    return fig
+
+
+def top_views(networks: dict, results: dict[str, dict], device):
+    """The board's labels and each network's output rounded to 0 or 1, on a 321 x 321 grid of [-1, 1]^2."""
+    import torch
+
+    from analysis.figures import new_figure
+
+    from ..datasets import checkerboard
+
+    fig, axes = new_figure(ncols=1 + len(networks), panel=(3.0, 3.0))
+    x, y, _ = checkerboard.board(BLOCKS)
+    side = checkerboard.GRID
+    extent = (-1, 1, -1, 1)
+    axes[0].imshow(y.reshape(side, side).T, origin="lower", extent=extent, cmap="coolwarm", vmin=0, vmax=1)
+    axes[0].set_title("the board (all 6561 points)", fontsize=8)
+    fine = torch.linspace(-1.0, 1.0, 321, dtype=torch.float64)
+    grid = torch.cartesian_prod(fine, fine).to(device)
+    for ax, (q, net) in zip(axes[1:], networks.items()):
+        with torch.no_grad():
+            f = net(grid).reshape(321, 321).cpu().numpy()
+        ax.imshow((f > 0.5).T, origin="lower", extent=extent, cmap="coolwarm", vmin=0, vmax=1)
+        best = max(results[q]["test_accuracy"])
+        ax.set_title(f"{q.split(':', 1)[1]}: test {best:.1f}%", fontsize=8)
+    for ax in axes:
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.grid(False)
+    return fig
+
+
+REPRODUCTION = Reproduction(
+    name="han-checkerboard", paper=PAPER,
+    source="Yu and Zhang's Tables 3 and 4 (section 3.2.1), the variability paper's Table 7 (appendix D.2)",
+    summary="test accuracy on the 12x12 checkerboard of HanNet 20x30, FCNets 6x100, 10x100, 6x300 and the H/FC x "
+            "ABS/ReLU ablation at 20x30 and 100x17, the papers' protocol, best rate by test accuracy as the papers",
+    scales=SCALES, cost={"tiny": "15 s", "quick": "32 min (2 initializations; the 20x30 ablation and FCNet1)",
+                         "paper": "about 6 h (estimated from 200 iterations of each net)"}, run=run)
