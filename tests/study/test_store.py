@@ -45,7 +45,7 @@ class _Proxy:
 def rows(index=7, spec=SPEC, n_runs=3):
     """An architectures row and its runs rows, every column set (storage tests: the values are arbitrary)."""
     arch = {f.name: _value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
-    arch.update(spec.to_dict(), arch_id=spec.content_id, index=index, variant="base", nlc=math.nan)
+    arch.update(spec.to_dict(), arch_id=spec.content_id, index=index, variant="base", nlc=math.nan, trained=True)
     runs = [{**{f.name: _value(f, k) for f in RUNS_SCHEMA}, "arch_id": spec.content_id, "index": index,
              "lr_index": k, "selected": k == 1} for k in range(n_runs)]
     return arch, runs

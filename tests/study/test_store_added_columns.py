@@ -26,7 +26,7 @@ def rows(index, spec):
 
     arch = {f.name: value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
     arch.update(spec.to_dict(), arch_id=spec.content_id, index=index, variant="base", nlc=math.nan,
-                selected_by="test", finished_at="2025-01-01T00:00:00Z")
+                selected_by="test", finished_at="2025-01-01T00:00:00Z", trained=True)
     runs = [{**{f.name: value(f, k) for f in RUNS_SCHEMA}, "arch_id": spec.content_id, "index": index,
              "lr_index": k, "selected": k == 1} for k in range(3)]
     return arch, runs
