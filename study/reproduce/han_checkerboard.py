@@ -14,7 +14,8 @@ The networks. "Depth x width" counts hidden layers (Table 3: FCNet1, 6 x 100, ha
 2 -> 100 input layer, five 100 x 100 layers and a 100 -> 2 output layer), so "20 x 30" is
 ``ArchSpec(depth=21, width=30)``. The HanNet's "first and the last hidden layers are fully connected" with
 "orthogonal initialization" and Householder layers (Algorithm 1) between them: ``dense_ends=1``, 17 Householder
-layers, 3032 parameters with two outputs as Table 3 counts them. The FCNets use "Kaiming initialization [6]"
+layers, 3032 parameters with two outputs as Table 3 counts them (ours have one output regressing the 0/1 label
+of section 3.1: 3001). The FCNets use "Kaiming initialization [6]"
 (He et al.: normal, fan_in, gain sqrt(2)). The ablation (Table 4, 20 x 30; Table 7, 100 x 17) swaps the layer
 type (H: the HanNet's structure; FC: every layer dense, Kaiming-initialized under ReLU as the FCNets,
 orthogonal under ABS: ``_ablation`` says why) and the activation (ABS, ReLU) of that framework. Every
@@ -36,6 +37,11 @@ of the difference between the paper's mean over 5 runs and ours over n, each run
 "±" (Table 3), or, where the paper prints no spread (Tables 4 and 7), by the standard deviation of ours. The
 variability paper has no FC + ReLU run at 100 x 17: that row is a claim (``paper`` null), Table 7's conclusion
 that both components are needed: below H + ABS at 100 x 17.
+
+Scales: ``paper`` is all of it (11 nets, 5 initializations; hours on a CPU); ``quick`` keeps the protocol whole
+(10,000 iterations do not reproduce the HanNet) and cuts the initializations to 2 and the nets to the 20 x 30
+ablation and FCNet1; ``tiny`` (the test suite's) trains every net for 32 steps at 2 rates. The JSON and the page
+say what a scale cut.
 """
 
 from __future__ import annotations

@@ -34,7 +34,9 @@ libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
 
 def heap_kept(blocks=2000, size=100 * 1024):
-    ps = [libc.malloc(size) for _ in range(blocks)]
+    ps = [0] * blocks  # the list first: growing it between the blocks would leave its buffer above some of them
+    for i in range(blocks):
+        ps[i] = libc.malloc(size)
     for p in reversed(ps):
         libc.free(p)
     # free bytes the heap keeps (fordblks), not only its top chunk (keepcost): an allocation made meanwhile
