@@ -3,7 +3,6 @@ after a division, within an epoch), with momentum buffers, several initializatio
 the stack, resumes to exactly the uninterrupted outcome; and a checkpoint in the layout written before these
 options existed still resumes."""
 
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,24 +20,7 @@ STEPS = standins.STEPS.replace(lrs=(0.005, 0.02, 1e6))  # 6 steps per epoch; the
 SEEDS = [3, 8]
 
 
-class Killed(Exception):
-    pass
-
-
-def interrupted(monkeypatch, path: Path, kill: int, **train) -> None:
-    """Train with a checkpoint after every step and epoch; die right after the ``kill``-th is on disk."""
-    save, count = ckpt.save_checkpoint, [0]
-
-    def dying(p, state):
-        save(p, state)
-        count[0] += 1
-        if count[0] == kill:
-            raise Killed
-
-    monkeypatch.setattr(ckpt, "save_checkpoint", dying)
-    with pytest.raises(Killed):
-        train_architecture(checkpoint_path=path, checkpoint_every_s=0.0, **train)
-    monkeypatch.setattr(ckpt, "save_checkpoint", save)
+Killed, interrupted = standins.Killed, standins.interrupted  # the shared helper (tests/trainer_standins.py)
 
 
 def assert_same_outcome(a, b):
