@@ -4,16 +4,19 @@ Reads Parquet and study.yaml only; never imports torch. ``write_report`` (and ``
 load matplotlib and seaborn on first use, so loading results and computing statistics stays light.
 """
 
-from study.schema import SCHEMA_VERSION
+if __name__ != "archstudy.analysis":  # one module object per file: the packages are imported as archstudy.analysis
+    raise ImportError(f"import archstudy.analysis, not {__name__} (archstudy's packages live under archstudy)")
+
+from archstudy.study.experiment.schema import SCHEMA_VERSION
 
 from .columns import AXES, BASELINES, PREDICTORS, Predictor
 from .edf import ErrorEDF, edf
 from .good_ranges import good_ranges, nlc_window
 from .pruning import PAPER_WINDOW, nlc_pruning, pruning_curve
-from .results import Results, load_results, planned_count
+from .results import Results, load_results, planned_count, read_curves
 from .stats import (
-    correlations, granulated_kendall, granulated_kendall_interval, granulated_kendall_tau_b, paired_effects, psi_table,
-    psi_table_tau_b, sign_test,
+    correlations, granulated_kendall, granulated_kendall_interval, granulated_kendall_tau_b, paired_effects,
+    psi_table, psi_table_tau_b, sign_test,
 )
 from .windows import window_predictors
 
@@ -21,7 +24,7 @@ __all__ = [
     "AXES", "BASELINES", "ErrorEDF", "PAPER_WINDOW", "PREDICTORS", "Predictor", "Results", "SCHEMA_VERSION",
     "correlations", "edf", "good_ranges", "nlc_window", "window_predictors",
     "granulated_kendall", "granulated_kendall_interval", "granulated_kendall_tau_b", "load_results", "nlc_pruning", "paired_effects", "planned_count", "pruning_curve",
-    "psi_table", "psi_table_tau_b", "sign_test", "write_report",
+    "psi_table", "psi_table_tau_b", "read_curves", "sign_test", "write_report",
 ]
 
 

@@ -1,5 +1,5 @@
 """The columns of a study's results as the analysis uses them: their pandas types (from the one
-declaration of every column, ``study.schema``; docs/results.md), which of them predict test error and on
+declaration of every column, ``study.experiment.schema``; docs/results.md), which of them predict test error and on
 which scale, and the sampled axes of the architecture space.
 
 ``analysis.results`` types the tables with the dtypes, ``analysis.stats`` and ``analysis.figures`` pick
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sampling import SPEC_FIELDS
-from study.schema import ARCHITECTURES, CURVES, RUNS, columns
+from archstudy.sampling import SPEC_FIELDS
+from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, columns
 
 # pandas dtypes of the schema's types. Integers and booleans become pandas' nullable kinds only where a
 # value is missing (e.g. a column an older runner did not write); see ``results.typed``.

@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from sampling import SpecError
-from sampling.constraints import Integer, Real, check
+from archstudy.sampling import SpecError
+from archstudy.sampling.constraints import Integer, Real, check
 
 from .columns import AXES
 from .results import architectures_table

@@ -36,52 +36,18 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from sampling import SpecError
-from sampling.constraints import Integer, Real, check
+from archstudy.sampling import SpecError
+from archstudy.sampling.constraints import Integer, Real, check
+
+from archstudy.study.experiment.nlc_window import (
+    CONFIDENCE, N_BOOT, PAPER_WINDOW, STABILITY_DRAWS, SUBSAMPLE, good_range, subsample_size, window_of,
+)
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS
-from .pruning import PAPER_WINDOW
 from .results import architectures_table
 
-SUBSAMPLE = 0.25  # pycls get_filters(sample=0.25): a quarter of the architectures per bootstrap draw
-N_BOOT = 2500  # pycls get_filters(b=2500)
-CONFIDENCE = 0.95  # pycls get_filters(alpha=5): the 2.5th and 97.5th percentiles
 U_TAIL = 0.10  # U-shaped: at least this share of the architectures below the good range and above it
-STABILITY_DRAWS = 50  # resamples of the whole study for the band's stability (``nlc_window``)
-STABILITY_RATIO = 1 / 3  # an end may move (one sd) by at most this share of the band's width and ...
-STABILITY_DECADES = math.log10(PAPER_WINDOW[1] / PAPER_WINDOW[0]) / 3  # ... of the paper's [1, 3], in decades
-MIN_SUBSAMPLE = 5  # architectures per bootstrap subsample for a best-of-subsample to mean anything
 
-
-def subsample_size(n: int, sample: float = SUBSAMPLE) -> int:
-    """pycls's rule: ``sample`` architectures if it is above 1, else that share of n (at least 1)."""
-    return int(sample) if sample > 1 else max(1, int(n * sample))
-
-
-def best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
-    """Index of the lowest-``y`` point in each of ``n_boot`` subsamples drawn with replacement (ties: the
-    first drawn)."""
-    n = len(y)
-    idx = rng.integers(0, n, size=(n_boot, subsample_size(n, sample)))
-    return idx[np.arange(n_boot), np.argmin(y[idx], axis=1)]
-
-
-def good_range(x: np.ndarray, y: np.ndarray, *, log: bool = False, sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
-               confidence: float = CONFIDENCE, seed: int | np.random.Generator = 0) -> tuple[float, float, float]:
-    """(low, best, high) of factor ``x`` for target ``y`` (lower is better) by the empirical bootstrap (see
-    the module docstring); points where x or y is not finite (or x <= 0 on a log scale) are left out. NaN
-    without points."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) if log else True)
-    if not ok.any():
-        return math.nan, math.nan, math.nan
-    t = np.log10(x[ok]) if log else x[ok]
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    best = t[best_of_subsamples(y[ok], n_boot, sample, rng)]
-    a = 100 * (1 - confidence) / 2
-    lo, mid, hi = np.percentile(best, [a, 50, 100 - a])
-    back = (lambda v: float(10.0 ** v)) if log else float
-    return back(lo), back(mid), back(hi)
 
 
 def tails(x: np.ndarray, low: float, high: float) -> tuple[float, float]:
@@ -177,22 +143,6 @@ NLC_WINDOW_COLUMNS = ["dataset", "n", "subsample", "low", "best", "high", "sd_lo
                       "large_enough", "reason", "lo", "hi", "source"]
 
 
-def band_stability(x: np.ndarray, y: np.ndarray, *, log: bool = True, sample: float = SUBSAMPLE,
-                   n_boot: int = N_BOOT, confidence: float = CONFIDENCE, draws: int = STABILITY_DRAWS,
-                   seed: int = 0) -> tuple[float, float]:
-    """Standard deviations of the good range's two ends (in decades on a log scale) over ``draws``
-    resamples of the points with replacement, each resample's band from ``good_range``."""
-    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    rng = np.random.default_rng([seed, 1])  # a stream of its own: the band itself is unchanged by this
-    ends = []
-    for _ in range(draws):
-        i = rng.integers(0, len(x), len(x))
-        lo, _, hi = good_range(x[i], y[i], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng)
-        ends.append((lo, hi))
-    e = np.log10(np.array(ends)) if log else np.array(ends)
-    return float(np.std(e[:, 0], ddof=1)), float(np.std(e[:, 1], ddof=1))
-
-
 def nlc_window(results, *, target: str = "test_error", variants: Iterable[str] | None = ("base",),
                sample: float = SUBSAMPLE, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0,
                draws: int = STABILITY_DRAWS, fallback=PAPER_WINDOW) -> pd.DataFrame:
@@ -209,31 +159,7 @@ def nlc_window(results, *, target: str = "test_error", variants: Iterable[str] |
     if "nlc" not in df.columns or target not in df.columns:
         return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)
     for ds, g in _groups(_sample(df, variants)):
-        x, y = g["nlc"].to_numpy(np.float64), g[target].to_numpy(np.float64)
-        ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
-        x, y = x[ok], y[ok]
-        n = len(x)
-        m = subsample_size(n, sample) if n else 0
-        low, best, high = good_range(x, y, log=True, sample=sample, n_boot=n_boot, confidence=confidence, seed=seed)
-        width = math.log10(high / low) if n else math.nan
-        sd_low = sd_high = math.nan
-        if n < 2:
-            reason = f"{n} architecture(s) with a finite NLC and test error"
-        elif m < MIN_SUBSAMPLE:
-            reason = (f"{n} architectures: a bootstrap subsample holds {m} (< {MIN_SUBSAMPLE}), so its best is "
-                      "nearly a random architecture")
-        elif not width > 0:
-            reason = "the band has no width: one NLC is the best of nearly every subsample"
-        else:
-            sd_low, sd_high = band_stability(x, y, sample=sample, n_boot=n_boot, confidence=confidence,
-                                             draws=draws, seed=seed)
-            worst, limit = max(sd_low, sd_high), min(STABILITY_RATIO * width, STABILITY_DECADES)
-            reason = "" if worst <= limit else (
-                f"the band is not stable: an end moves by {worst:.2f} decades (sd over {draws} resamples of the "
-                f"study), more than {limit:.2f} (a third of its width {width:.2f} or of the paper's window's)")
-        large = reason == ""
-        lo, hi = (low, high) if large else tuple(float(v) for v in fallback)
-        rows.append({"dataset": ds, "n": n, "subsample": m, "low": low, "best": best, "high": high,
-                     "sd_low": sd_low, "sd_high": sd_high, "width": width, "large_enough": large, "reason": reason,
-                     "lo": lo, "hi": hi, "source": "study" if large else "paper"})
+        rows.append({"dataset": ds, **window_of(g["nlc"].to_numpy(np.float64), g[target].to_numpy(np.float64),
+                                                sample=sample, n_boot=n_boot, confidence=confidence, seed=seed,
+                                                draws=draws, fallback=fallback)})
     return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)

@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from sampling import SpecError
+from archstudy.sampling import SpecError
+from archstudy.study.experiment import nlc_window as rule
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW
 
 from .results import architectures_table
-
-PAPER_WINDOW = (1.0, 3.0)
 
 
 def check_window(window, where: str = "nlc_pruning") -> tuple[float, float]:
@@ -75,17 +75,11 @@ def pruning_curve(df: pd.DataFrame, lo: float = 1.0, his=None, target: str = "te
 
 
 def pilot_window(arch: pd.DataFrame, seed: int = 0) -> dict:
-    """The NLC window of pruning at launch with ``nlc_window: auto`` (``study.launch``), from the rows of the
-    study's pilot (every pilot architecture, siblings included): the study's own window ``nlc_window`` finds
-    for them, i.e. the NLC's good range where the pilot is large enough for a stable one, else the NLC paper's
-    [1, 3] (``source`` says which, ``reason`` why not the pilot's). A deterministic function of the rows and
-    ``seed``: the runner computes it to prune, the report again to say what was pruned by which window."""
-    from .good_ranges import nlc_window  # good_ranges imports this module
-
-    w = nlc_window(architectures_table(arch, "pilot_window"), variants=None, seed=seed)
-    if not len(w):
-        return {"lo": PAPER_WINDOW[0], "hi": PAPER_WINDOW[1], "source": "paper", "n": 0,
-                "reason": "no pilot architecture with a finite NLC and test error"}
-    r = w.iloc[0]
-    return {"lo": float(r["lo"]), "hi": float(r["hi"]), "source": str(r["source"]), "n": int(r["n"]),
-            "reason": str(r["reason"])}
+    """The NLC window of pruning at launch with ``nlc_window: auto`` from the rows of the study's pilot (every
+    pilot architecture, siblings included), as the driver computed it: ``study.experiment.nlc_window.pilot_window``
+    (the NLC's good range where the pilot is large enough for a stable one, else the NLC paper's [1, 3];
+    ``source`` says which, ``reason`` why not the pilot's)."""
+    df = architectures_table(arch, "pilot_window")
+    if "nlc" not in df.columns or "test_error" not in df.columns:
+        return rule.pilot_window([], [], seed=seed)
+    return rule.pilot_window(df["nlc"].to_numpy(np.float64), df["test_error"].to_numpy(np.float64), seed=seed)

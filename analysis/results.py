@@ -20,12 +20,14 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from sampling import BASE, ArchSpec, SpecError, UserError, config_yaml, plan_study
-from sampling.constraints import Integer, added_later, check
-from sampling.spec import canonical_json, content_hash
-from sampling.unit_names import UNIT_STEM
-from study.config import StudyConfig, same_science
-from study.schema import HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY
+from archstudy.sampling import BASE, ArchSpec, SpecError, UserError, config_yaml, plan_study
+from archstudy.sampling.constraints import Integer, added_later, check
+from archstudy.sampling.spec import canonical_json, content_hash
+from archstudy.sampling.unit_names import UNIT_STEM
+from archstudy.study.experiment.config import StudyConfig, same_science
+from archstudy.study.experiment.schema import (
+    HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY,
+)
 
 from .columns import (
     ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, CURVE_DTYPES, CURVE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SPEC_DTYPES,
@@ -151,7 +153,7 @@ def read_config(fs: pafs.FileSystem, root: str, shown: str) -> dict[str, Any]:
 def not_of_config(metadata: dict | None, config: dict[str, Any]) -> str | None:
     """Why a result file is not one of the study described by ``config`` (study.yaml), or None when it is: the
     science config a file records (``archstudy.science`` and its fingerprint) must be study.yaml's, as
-    ``study.config.same_science`` reads them (a file of a version that recorded none is the study's own)."""
+    ``study.experiment.config.same_science`` reads them (a file of a version that recorded none is the study's own)."""
     meta = metadata or {}
     fp, text = meta.get(SCIENCE_FINGERPRINT_KEY.encode()), meta.get(SCIENCE_KEY.encode())
     fp = None if fp is None else fp.decode(errors="replace")
@@ -283,7 +285,7 @@ def typed(df: pd.DataFrame, dtypes: dict[str, str], required: tuple[str, ...], w
 
 def _fill_derived(arch: pd.DataFrame, config: dict) -> pd.DataFrame:
     """Fill what the contract defines from other columns when a file lacks it: also the columns added after
-    the first files of the schema (``study.schema.ADDED_COLUMNS``), with what every older row was: a spec
+    the first files of the schema (``study.experiment.schema.ADDED_COLUMNS``), with what every older row was: a spec
     field's default, and the protocol's monitored split as the split that selected the run."""
     if arch["variant"].isna().any():
         arch["variant"] = arch["variant"].fillna("base")

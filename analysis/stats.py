@@ -27,8 +27,8 @@ import pandas as pd
 from scipy import stats as sps
 from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
-from sampling import SpecError
-from sampling.constraints import Choice, Integer, Real, check
+from archstudy.sampling import SpecError
+from archstudy.sampling.constraints import Choice, Integer, Real, check
 
 from .columns import AXES, BASELINES, PREDICTOR_BY_COLUMN, PREDICTORS, SIBLING_LEVELS, Predictor, axis_level
 from .results import architectures_table

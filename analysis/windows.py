@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from sampling import SpecError
-from sampling.constraints import Integer, Real, check
+from archstudy.sampling import SpecError
+from archstudy.sampling.constraints import Integer, Real, check
 
 from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
 from .good_ranges import CONFIDENCE, N_BOOT, SUBSAMPLE, _groups, _sample, good_range, is_u_shaped, tails

@@ -3,15 +3,16 @@
 Never imports torch: a spec is plain data. ``study`` builds and trains it; ``analysis`` reads results.
 """
 
+if __name__ != "archstudy.sampling":  # one module object per file: the packages are imported as archstudy.sampling
+    raise ImportError(f"import archstudy.sampling, not {__name__} (archstudy's packages live under archstudy)")
+
 from .constraints import SpecError, UserError
 from .plan import BASE, Planned, init_seed, plan_study
 from .space import (
     DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, EXTENDED, PAPER, PRESETS, SIBLING_AXES, Space, get_space, sample_spec,
     sample_specs, siblings,
 )
-from .spec import (
-    ACTIVATIONS, BIAS_VARIANCE, NORMS, PAPER_ACTIVATIONS, SPEC_FIELDS, ArchSpec, Layer, Skip,
-)
+from .spec import ACTIVATIONS, BIAS_VARIANCE, NORMS, PAPER_ACTIVATIONS, SPEC_FIELDS, ArchSpec, Layer, Skip
 from .width import solve_width
 
 __all__ = [

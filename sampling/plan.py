@@ -5,7 +5,7 @@ is followed by its siblings along each axis in turn (``siblings``, width re-solv
 out a sibling whose content is already planned for that index. Each planned architecture is a ``Planned``
 (index, variant, spec, init seed); ``variant`` is ``"base"`` for the draw, else the sibling's axis.
 
-``plan_study`` is the one place this is computed: the runner (``study.unit.plan_units``), ``archstudy
+``plan_study`` is the one place this is computed: the runner (``study.run.unit.plan_units``), ``archstudy
 status``, the analysis' planned count (``analysis.results.planned_count``) and the tests all use it. It is
 pure (everything is seeded by (study seed, index)), so every machine, every resume and every reader
 agrees on the same units, and lazy: it yields one architecture at a time, so a caller can stop early or

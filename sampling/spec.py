@@ -8,7 +8,7 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
 * ``depth`` linear layers, layer ``l`` = linear -> [norm] -> activation; the last layer has neither.
   Every hidden layer has the same ``width``.
 * activation ``c * tau(d s + t) + b`` with ``d = dilation``, ``t = shift``; ``b`` debiases when
-  ``debias`` (E[.] = 0 for s ~ N(0, 1)) and ``c`` makes the quadratic mean 1 (``study.activations``), as
+  ``debias`` (E[.] = 0 for s ~ N(0, 1)) and ``c`` makes the quadratic mean 1 (``study.nn.activations``), as
   appendix C always does; ``scale_activation = False`` sets c = 1, the activation as papers without that
   rescaling write it (Yu and Zhang's ReLU and ABS nets: plain relu(s) = c relu(s) / sqrt(2)).
 * skips start after the linear op (``after_linear``) or after the norm op (``after_norm``) of layers

@@ -5,18 +5,25 @@ Names are imported on first use (PEP 562), so ``import study`` is cheap and a co
 torch nor Ray (``archstudy report``) loads neither.
 """
 
+
+
 from __future__ import annotations
+
+if __name__ != "archstudy.study":  # one module object per file: the packages are imported as archstudy.study
+    raise ImportError(f"import archstudy.study, not {__name__} (archstudy's packages live under archstudy)")
 
 import importlib
 
 _EXPORTS = {
-    "Activation": "activations", "linear_approx_error": "activations", "nlc_tau": "activations",
+    "Activation": "nn.activations", "linear_approx_error": "nn.activations", "nlc_tau": "nn.activations",
     "DATASETS": "datasets", "Dataset": "datasets", "Split": "datasets", "load_dataset": "datasets",
-    "Network": "network", "build_network": "network", "frozen_statistics": "network", "output_scale": "network",
-    "MetricOptions": "metric_options", "measure": "metrics.row", "measure_trained": "metrics.row",
-    "PROTOCOLS": "protocol", "Protocol": "protocol",
+    "Network": "nn.network", "build_network": "nn.network", "frozen_statistics": "nn.network",
+    "output_scale": "nn.network",
+    "MetricOptions": "experiment.metric_options", "measure": "metrics.measurement",
+    "measure_trained": "metrics.measurement",
+    "PROTOCOLS": "experiment.protocol", "Protocol": "experiment.protocol",
     "Outcome": "training", "Trajectory": "training", "train_architecture": "training",
-    "StudyConfig": "config", "run_study": "runner", "resume_study": "runner",
+    "StudyConfig": "experiment.config", "run_study": "run.driver", "resume_study": "run.driver",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -24,7 +31,7 @@ __all__ = sorted(_EXPORTS)
 
 def __getattr__(name: str):
     if name not in _EXPORTS:
-        raise AttributeError(f"module 'study' has no attribute {name!r}")
+        raise AttributeError(f"module 'archstudy.study' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     globals()[name] = value
     return value

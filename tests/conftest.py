@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sampling import EXTENDED
+from archstudy.sampling import EXTENDED
 
 
 @pytest.fixture
@@ -48,7 +48,7 @@ REAL_STUDY = {
 
 @pytest.fixture(scope="session")
 def real_study_dir(tmp_path_factory) -> Path:
-    from study.runner import run_study
+    from archstudy.study.run.driver import run_study
 
     out = tmp_path_factory.mktemp("real") / "study"
     result = run_study(REAL_STUDY, out, progress=io.StringIO())
@@ -86,7 +86,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def cuda():
     """The CUDA device, with the flags a worker sets for reproducible float64 (study.training.determinism)."""
-    from study.training.determinism import deterministic_cuda
+    from archstudy.study.training.determinism import deterministic_cuda
 
     before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     deterministic_cuda()

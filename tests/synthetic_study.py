@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from sampling import SIBLING_AXES, plan_study
-from sampling.spec import canonical_json, content_hash
+from archstudy.sampling import SIBLING_AXES, plan_study
+from archstudy.sampling.spec import canonical_json, content_hash
 
 # NLC_tau(1) of the NLC paper, Table 1 line A (abs: |s| is as nonlinear as relu around a kink of +-1;
 # linear: 1). The synthetic NLC compounds it over the hidden layers, as the paper finds (section 5).

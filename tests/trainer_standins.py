@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from sampling import ArchSpec
-from study import Protocol, load_dataset, train_architecture
-from study.training import checkpoint as ckpt
+from archstudy.sampling import ArchSpec
+from archstudy.study import Protocol, load_dataset, train_architecture
+from archstudy.study.training import checkpoint as ckpt
 
 
 def _heads(data, n_train, n_val, n_test):

@@ -1,20 +1,20 @@
 """``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step
-(``study.bench``); several architectures per device (``--concurrent``, ``--gpus-per-arch``); the projected
-hours of the paper's studies (``--project``, ``study.projection``)."""
+(``study.perf.bench``); several architectures per device (``--concurrent``, ``--gpus-per-arch``); the projected
+hours of the paper's studies (``--project``, ``study.perf.projection``)."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from sampling import SpecError
-from sampling.constraints import Choice, Integer, Real, check
+from archstudy.sampling import SpecError
+from archstudy.sampling.constraints import Choice, Integer, Real, check
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 
 
 def register(sub) -> None:
-    from study.bench import CASES, CPU_CASES, GPU_CASES
+    from ..perf.bench import CASES, CPU_CASES, GPU_CASES
 
     p = sub.add_parser(
         "bench", help="time the stacked trainer against sequential runs, bare GEMMs and its compiled step",
@@ -50,7 +50,7 @@ def register(sub) -> None:
                    help="instead: as --concurrent with N = 1 / this (0.25: four architectures per GPU)")
     p.add_argument("--project", action="store_true",
                    help="instead: measure the paper's 1M-parameter cases at several stack sizes and project the "
-                   "hours of the NLC paper's three studies (study.projection)")
+                   "hours of the NLC paper's three studies (study.perf.projection)")
     p.add_argument("--devices", default="1,8,32", help="with --project: device counts to project for (default 1,8,32)")
     p.add_argument("--gain", type=float, default=1.0,
                    help="with --project: aggregate gain of several architectures per device (from --concurrent)")
@@ -80,12 +80,12 @@ def _devices(text: str) -> tuple[int, ...]:
 
 
 def run(args) -> int:
-    """The bench command, an entry point: like a study worker (``study.unit.execute_unit``) it keeps freed
+    """The bench command, an entry point: like a study worker (``study.run.unit.execute_unit``) it keeps freed
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
     import torch
 
-    from study.bench import CASES, format_table, run_bench, throughput
-    from study.training.allocator import keep_freed_memory
+    from ..perf.bench import CASES, format_table, run_bench, throughput
+    from ..training.allocator import keep_freed_memory
 
     cases = _cases(args, CASES)
     runs = check("bench", "runs", Integer(1), args.runs)
@@ -123,7 +123,7 @@ def run(args) -> int:
             f"({r['stack_epochs']:.0f} stack epochs each)"))
         return 0
     if args.project:
-        from study.projection import format_projection, measure_step_times, project
+        from ..perf.projection import format_projection, measure_step_times, project
 
         rows = measure_step_times(cases, device=device, repeats=repeats, steps=steps or 2,
                                   compiled=not args.no_compile and not args.quick)

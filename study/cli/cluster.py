@@ -1,6 +1,6 @@
 """``archstudy cluster``: rehearse the cluster file on this machine under Ray's own autoscaler.
 
-``rehearse [CLUSTER_YAML]`` starts it (study.cluster: the node types scaled down, GPUs logical) and prints the
+``rehearse [CLUSTER_YAML]`` starts it (study.run.cluster: the node types scaled down, GPUs logical) and prints the
 addresses to use; ``lose-node`` loses a worker node as a reclaimed spot instance is lost; ``stop`` ends it.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import fields
 
 
 def register(sub) -> None:
-    from ..cluster import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT, Scale
+    from ..run.cluster import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT, Scale
 
     p = sub.add_parser(
         "cluster", help="rehearse cluster.yaml on this machine under Ray's autoscaler",
@@ -57,9 +57,9 @@ def register(sub) -> None:
 
 
 def _running():
-    from sampling import UserError
+    from archstudy.sampling import UserError
 
-    from ..cluster import load_state
+    from ..run.cluster import load_state
 
     rehearsal = load_state()
     if rehearsal is None:
@@ -70,7 +70,7 @@ def _running():
 def rehearse(args) -> int:
     import ray
 
-    from ..cluster import Scale, describe, read_cluster_file, refuse_if_running, start
+    from ..run.cluster import Scale, describe, read_cluster_file, refuse_if_running, start
 
     scale = Scale(node_cpus=args.node_cpus, max_nodes=args.max_nodes, idle_timeout_minutes=args.idle_timeout_minutes)
     cluster = read_cluster_file(args.cluster_file)
@@ -97,7 +97,7 @@ def rehearse(args) -> int:
 
 
 def stop(args) -> int:
-    from ..cluster import stop as stop_rehearsal
+    from ..run.cluster import stop as stop_rehearsal
 
     stopped = stop_rehearsal()
     if stopped is None:
@@ -109,7 +109,7 @@ def stop(args) -> int:
 
 
 def lose_node(args) -> int:
-    from ..cluster import lose_node as lose
+    from ..run.cluster import lose_node as lose
 
     node = lose(_running(), args.node)
     print(f"archstudy cluster: lost node {node['node_id']} ({node['type']}): {node['processes']} processes killed; "

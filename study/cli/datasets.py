@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from study.datasets import CACHE_ENV, DATASETS
-from study.datasets.cache import cache_dir
+from ..datasets import CACHE_ENV, DATASETS
+from ..datasets.cache import cache_dir
 
 
 def register(sub) -> None:

@@ -30,7 +30,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from analysis import write_report
+    from archstudy.analysis import write_report
 
     t0 = time.perf_counter()
     window = None if args.nlc_window is None else tuple(args.nlc_window)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from sampling import UserError
+from archstudy.sampling import UserError
 
 DEFAULT_OUT = "reproductions"
 
@@ -36,7 +36,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
-    from study.reproduce import REPRODUCTIONS, format_table, reproduce
+    from ..reproduce import REPRODUCTIONS, format_table, reproduce
 
     if args.list:
         for r in REPRODUCTIONS.values():

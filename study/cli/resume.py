@@ -27,7 +27,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..runner import resume_study
+    from ..run.driver import resume_study
 
     result = resume_study(args.study, address=args.address, retry_failed=not args.skip_failed,
                           max_in_flight=args.max_in_flight, progress=sys.stderr, root=args.root,

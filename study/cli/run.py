@@ -11,15 +11,14 @@ import os
 import sys
 from typing import Any
 
-from sampling import PRESETS, SIBLING_AXES, SpecError, UserError, config_yaml
+from archstudy.sampling import PRESETS, SIBLING_AXES, SpecError, UserError, config_yaml
 
-from ..config import CONNECT_TIMEOUT_S, RECORDED_KEYS, StudyConfig
+from ..experiment.config import CONNECT_TIMEOUT_S, RECORDED_KEYS, REPORT_NAME, StudyConfig
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
 EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
            "protocol": {"preset": "quick", "max_epochs": 15}, "seed": 0}
 EXAMPLE_OUT = os.path.join("studies", "example")
-REPORT_NAME = "report.html"
 
 _STUDY_FLAGS = ("config", "dataset", "root", "architectures", "out", "preset", "param_budget", "protocol", "seed",
                 "siblings", "nlc_window", "nlc_pilot")
@@ -124,9 +123,9 @@ def finish(result, location: str, args, example: bool) -> int:
     """After run/resume: the report when asked (and the study is complete); exit 0 when every architecture
     is finished, 1 when some failed."""
     if example or (args.report and result.complete):
-        from analysis import write_report
+        from archstudy.analysis import write_report
 
-        from ..store import Store
+        from ..run.store import Store
 
         store = Store(location)
         # Beside the study's files when it is local; in the current directory for an s3:// or gs:// study.
@@ -139,7 +138,7 @@ def finish(result, location: str, args, example: bool) -> int:
 
 
 def run(args) -> int:
-    from ..runner import run_study
+    from ..run.driver import run_study
 
     keys, out, example = config_of(args)
     if "dataset" not in keys:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import sys
 
-from sampling import PRESETS, SIBLING_AXES, plan_study
-from sampling.constraints import SEED, Integer, check
-from sampling.unit_names import MAX_ARCHITECTURES
-from sampling.width import check_budget
+from archstudy.sampling import PRESETS, SIBLING_AXES, plan_study
+from archstudy.sampling.constraints import SEED, Integer, check
+from archstudy.sampling.unit_names import MAX_ARCHITECTURES
+from archstudy.sampling.width import check_budget
 
-from ..config import StudyConfig
+from ..experiment.config import StudyConfig
 
 
 def register(sub) -> None:

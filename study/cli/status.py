@@ -29,9 +29,9 @@ def _ago(unix: float | None) -> str:
 
 
 def run(args) -> int:
-    from ..config import science_differences
-    from ..state import plan_with_progress, survey
-    from ..store import Store
+    from ..experiment.config import science_differences
+    from ..run.state import plan_with_progress, survey
+    from ..run.store import Store
 
     store = Store(args.study)
     config = store.read_config()

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sampling.constraints import SEED, Boolean, Choice, Constraint, Integer, SpecError, check
+from archstudy.sampling.constraints import SEED, Boolean, Choice, Constraint, SpecError, check
 
-from ..dataset_names import DATASET_NAMES
+from ..experiment.datasets import DATASET_NAMES
 from . import checkerboard, digits, images, waveform
 from .dataset import DataFileMalformed, DataFilesMissing, Dataset, Split
 from .cache import CACHE_ENV
@@ -129,7 +129,7 @@ DATASETS: dict[str, DatasetInfo] = {
         "cifar10", "files", "CIFAR-10 python batches, paper preprocessing (D.2)", 10, None, "40000/10000/10000",
         _image_loader("cifar10"), reads_root=True),
 }
-assert tuple(DATASETS) == DATASET_NAMES, "study.dataset_names lists the datasets of DATASETS, in its order"
+assert tuple(DATASETS) == DATASET_NAMES, "study.experiment.datasets lists the datasets of DATASETS, in its order"
 
 
 def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None, **options: Any) -> Dataset:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sampling import UserError
+from archstudy.sampling import UserError
 
 DTYPE = torch.float64
 
@@ -121,10 +121,6 @@ def standardize(train: np.ndarray, *others: np.ndarray) -> tuple[list[np.ndarray
 def make_split(x: np.ndarray, y: np.ndarray) -> Split:
     return Split(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
                  torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)))
-
-
-def check_labels(y: np.ndarray, n_classes: int) -> bool:
-    return y.ndim == 1 and y.size > 0 and int(y.min()) >= 0 and int(y.max()) < n_classes
 
 
 def jsonable(value: Any) -> Any:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..network import orthogonal_submatrix
+from ..nn.network import orthogonal_submatrix
 
 VARIANCE_HELD = 0.99
 

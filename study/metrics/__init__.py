@@ -1,17 +1,17 @@
 """Metrics of a network at initialization and after training (NLC paper sections 3-6, G, E; the variability
 of the variability paper and of Yu and Zhang, *Householder-Absolute Neural Layers*).
 
-``measure`` (also ``study.measure``; module ``study.metrics.row``) computes all of them for one architecture as
+``measure`` (also ``study.measure``; module ``study.metrics.measurement``) computes all of them for one architecture as
 one flat row, ``measure_trained`` those of the trained network.
 """
 
-from ..activations import linear_approx_error, nlc_tau
+from ..nn.activations import linear_approx_error, nlc_tau
 from .architecture import activation_ratio, flops, multiply_adds
 from .calibration import calibrated
 from .gradients import grad_length, gvcs, input_gradients, scaled_cross_entropy
-from ..metric_options import MetricOptions
-from .row import MEASURE_COLUMNS, measure, measure_trained, nlc_seed
-from ..schema import HIGH_BIAS
+from ..experiment.metric_options import MetricOptions
+from .measurement import MEASURE_COLUMNS, measure, measure_trained, nlc_seed
+from ..experiment.schema import HIGH_BIAS
 from .nlc import NLCParts, jacobian_q, nlc, nlc_parts, output_bias, output_moments
 from .proxies import (
     activation_codes, grad_norm, grad_norm_by_tensor, jacob_cov, nwot, snip, snip_by_tensor, synflow,

@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from sampling import ArchSpec
+from archstudy.sampling import ArchSpec
 
 
 def activation_ratio(spec: ArchSpec) -> float:

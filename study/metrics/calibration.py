@@ -21,9 +21,9 @@ import copy
 import torch
 from torch import nn
 
-from ..gmp import GmP
-from ..layers import BatchNorm, Dense
-from ..network import frozen_statistics, minibatches, rows_of
+from ..nn.gmp import GmP
+from ..nn.layers import BatchNorm, Dense
+from ..nn.network import frozen_statistics, minibatches, rows_of
 
 
 def has_batch_statistics(net: nn.Module) -> bool:

@@ -30,7 +30,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from ..network import frozen_statistics, minibatches, rows_of
+from ..nn.network import frozen_statistics, minibatches, rows_of
 
 
 
@@ -128,6 +128,6 @@ def nlc(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250,
 
 
 def output_bias(f: Callable, x: torch.Tensor, batch_size: int = 250):
-    """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``study.schema.HIGH_BIAS`` the study flags it."""
+    """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``study.experiment.schema.HIGH_BIAS`` the study flags it."""
     sd_out, q_out, _ = output_moments(f, x, batch_size)
     return _as_output(q_out / sd_out)

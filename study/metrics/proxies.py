@@ -32,7 +32,7 @@ minibatch; networks run in batch mode with their running statistics untouched (N
   square) the sign of d s + t, the point of symmetry of each. torch's own activation modules, if a
   foreign network uses them, give the sign of their input.
 
-Mellor et al. use minibatches of 128 (``study.metric_options.PROXY_BATCH``, the default ``proxy_batch_size``).
+Mellor et al. use minibatches of 128 (``study.experiment.metric_options.PROXY_BATCH``, the default ``proxy_batch_size``).
 A non-finite score (a network whose output or gradients overflow, a singular kernel, a constant Jacobian)
 is reported as NaN by ``study.measure``.
 """
@@ -47,13 +47,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..layers import DTYPE, ActivationLayer
+from ..nn.layers import DTYPE, ActivationLayer
 from .gradients import scaled_cross_entropy
 from .nlc import batch_mode
 
 JACOB_COV_K = 1e-5  # Mellor et al. (2021) v1, the regularizer of the eigenvalues
 
-# torch's activation modules, for networks not built by ``study.network``: the code bit is the input's sign.
+# torch's activation modules, for networks not built by ``study.nn.network``: the code bit is the input's sign.
 _TORCH_ACTIVATIONS = (nn.ReLU, nn.LeakyReLU, nn.ELU, nn.SELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
                       nn.Softplus, nn.Hardtanh, nn.Mish)
 

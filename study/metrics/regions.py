@@ -49,7 +49,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from ..metric_options import K_MAX, K_MIN, PERTURBATION_TOLERANCE  # declared with the options they default
+from ..experiment.metric_options import K_MAX, K_MIN, PERTURBATION_TOLERANCE  # declared with the options they default
 from .nlc import batch_mode, input_sd_q
 
 K_PER_DECADE = 10  # spacing factor 10^(1/10)

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from sampling.constraints import Integer, check
+from archstudy.sampling.constraints import Integer, check
 
 from .calibration import calibrated, has_batch_statistics
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from sampling.constraints import Choice, check
+from archstudy.sampling.constraints import Choice, check
 
 from . import han_checkerboard, nlc_figure2, nlc_table1, nlc_table2, resnet_hessian
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction

@@ -53,7 +53,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from sampling import ArchSpec
+from archstudy.sampling import ArchSpec
 
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row, printed_precision
@@ -185,7 +185,7 @@ def mean_tolerance(net: Net, ours: list[float]) -> tuple[float, str]:
 # -- the reproduction -----------------------------------------------------------------------------------------
 
 def protocol(settings: Settings):
-    from ..protocol import Protocol
+    from ..experiment.protocol import Protocol
 
     return Protocol(preset="han-checkerboard", loss="mse", momentum=MOMENTUM, batch_size=BATCH, schedule="steps",
                     iterations=settings.iterations, step_at=STEP_AT, division_factor=DIVISION, selection="test",
@@ -299,7 +299,7 @@ def _note(s: Settings, cut: list[str]) -> str:
 # -- figures ---------------------------------------------------------------------------------------------------
 
 def figure(results: dict[str, dict], rates):
-    from analysis.figures import BLACK, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, RED, new_figure, set_log
 
     fig, (ax, ax_lr) = new_figure(ncols=2, panel=(4.8, 3.8), left=1.3)
     names = list(results)
@@ -330,7 +330,7 @@ def top_views(networks: dict, results: dict[str, dict], device):
     """The board's labels and each network's output rounded to 0 or 1, on a 321 x 321 grid of [-1, 1]^2."""
     import torch
 
-    from analysis.figures import new_figure
+    from archstudy.analysis.plotting import new_figure
 
     from ..datasets import checkerboard
 

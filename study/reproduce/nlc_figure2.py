@@ -106,10 +106,12 @@ def claims(arch, threshold: float) -> tuple[list[Row], dict]:
 
 
 def run(ctx: Context) -> Measured:
-    from analysis import load_results
-    from analysis.figures import FigureData, fig2_nlc_vs_test_error, fig3a_bias_vs_test_error, random_threshold
+    from archstudy.analysis import load_results
+    from archstudy.analysis.figures import (
+        FigureData, fig2_nlc_vs_test_error, fig3a_bias_vs_test_error, random_threshold,
+    )
 
-    from ..runner import run_study
+    from ..run.driver import run_study
 
     s: Settings = ctx.settings
     where = study_dir(ctx)

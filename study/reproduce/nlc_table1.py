@@ -2,9 +2,9 @@
 appendix E.4), for the eight activations of the paper.
 
 * Line A, ``nlc_tau:<act>``: NLC_tau(1) = Q tau'(s) / S tau(s), s ~ N(0, 1) (section 5), by quadrature
-  (``study.activations.nlc_tau``).
+  (``study.nn.activations.nlc_tau``).
 * Line E, ``linear_approx_error:<act>``: (Q(tau - taubar) / Q taubar)^2 with taubar the best linear fit under
-  N(0, 1) (E.4), by quadrature (``study.activations.linear_approx_error``).
+  N(0, 1) (E.4), by quadrature (``study.nn.activations.linear_approx_error``).
 * Line B, ``nlc_depth2_bn:<act>``: "the median empirical NLC over 10 random initializations of the 2-layer
   network" with batchnorm, "which contains a single copy of tau at the single hidden layer" (section 5): a
   depth-2 net linear -> batchnorm -> tau -> linear, its NLC in section G's batch form (minibatches of 250,
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sampling import PAPER_ACTIVATIONS, ArchSpec
+from archstudy.sampling import PAPER_ACTIVATIONS, ArchSpec
 
-from ..activations import linear_approx_error, nlc_tau
+from ..nn.activations import linear_approx_error, nlc_tau
 from ..metrics import nlc
-from ..network import build_network
+from ..nn.network import build_network
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row, printed_precision, two_medians_tolerance
 
@@ -93,7 +93,7 @@ def run(ctx: Context) -> Measured:
 
 
 def figure(line_b: dict[str, list[float]]):
-    from analysis.figures import BLACK, GREY, RED, new_figure
+    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure
 
     from .page import median_and_range
 

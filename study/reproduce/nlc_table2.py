@@ -22,11 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sampling import ArchSpec
+from archstudy.sampling import ArchSpec
 
 from ..datasets import load_dataset
 from ..metrics import nlc
-from ..network import build_network
+from ..nn.network import build_network
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row, two_medians_tolerance
 from .nlc_table1 import PAPER
@@ -75,9 +75,9 @@ def run(ctx: Context) -> Measured:
 
 
 def figure(values: dict[int, list[float]]):
-    from analysis.figures import BLACK, GREY, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log
 
-    from ..activations import nlc_tau
+    from ..nn.activations import nlc_tau
     from .page import median_and_range
 
     fig, (ax,) = new_figure(panel=(5.2, 3.8))

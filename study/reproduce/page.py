@@ -1,6 +1,6 @@
 """A reproduction's page: one self-contained HTML file (the figure as an inline PNG beside the table of the
-paper's numbers and ours; CSS inline, no scripts, no network), made with the study report's own pieces
-(``analysis.report``'s style and table, ``analysis.figures``' PNG encoding of matplotlib Figures)."""
+paper's numbers and ours; CSS inline, no scripts, no network), made with the pieces every page shares
+(``analysis.html``'s style and tables, ``analysis.plotting``'s PNG encoding of matplotlib Figures)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.figures import png_base64
-from analysis.report import CSS, esc, package_version, table
+from archstudy.analysis.html import CSS, esc, table
+from archstudy.analysis.plotting import png_base64
+
+from ..experiment.config import package_version
 
 from .result import Result, number, write_text
 

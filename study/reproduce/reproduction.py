@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO
 
-from sampling import SpecError
-from sampling.constraints import Choice, Integer, check
+from archstudy.sampling import SpecError
+from archstudy.sampling.constraints import Choice, Integer, check
 
 from .result import Result, Row
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..network import orthogonal_submatrix
+from ..nn.network import orthogonal_submatrix
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
 
@@ -230,7 +230,7 @@ def run(ctx: Context) -> Measured:
 
 
 def figure(cond, largest, theorem: float):
-    from analysis.figures import BLACK, GREY, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, GREY, new_figure, set_log
 
     colors = {"shortcut1": "#ff7f0e", "shortcut2": BLACK, "shortcut3": "#9467bd", "orthogonal": "#1f77b4",
               "xavier": "#d62728"}

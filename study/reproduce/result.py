@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..config import plain
+from ..experiment.config import plain
 
 ROW_KEYS = ("quantity", "paper", "measured", "tolerance", "ok")
 
@@ -122,7 +122,7 @@ class Result:
 
 
 def _null_nonfinite(value: Any) -> Any:
-    """JSON has no NaN: a non-finite float becomes null (``value`` already plain, ``study.config.plain``)."""
+    """JSON has no NaN: a non-finite float becomes null (``value`` already plain, ``study.experiment.config.plain``)."""
     if isinstance(value, (dict, list)):
         items = value.items() if isinstance(value, dict) else enumerate(value)
         out = {k: _null_nonfinite(v) for k, v in items}

@@ -8,7 +8,7 @@ op on a [40, 74, 250] float64 stack took 4.7 ms and ~970 page faults, on memory 
 trimming the heap top keeps those blocks in the heap, where the next step reuses them: a 40-run stack of
 the bench's 20k-parameter nets stepped 11% (depth 9) to 21% (depth 25) faster on one thread.
 
-Process-wide, so only an entry point calls it, once: a study worker (``study.unit.execute_unit``) and
+Process-wide, so only an entry point calls it, once: a study worker (``study.run.unit.execute_unit``) and
 ``archstudy bench``; ``train_architecture`` itself leaves malloc as it finds it. Idempotent; a no-op where
 malloc is not glibc's. Blocks above 32 MB (the stacks of 1M parameter nets) keep glibc's own policy.
 """

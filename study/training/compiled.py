@@ -41,10 +41,10 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from sampling import ArchSpec
+from archstudy.sampling import ArchSpec
 
-from ..network import Network
-from ..protocol import Protocol
+from ..nn.network import Network
+from ..experiment.protocol import Protocol
 from . import fused
 from .stack import Stack, train_step
 
@@ -138,7 +138,7 @@ FORWARDS = ("auto", "eager", "compiled")
 FASTER = 0.9
 # On a GPU, the compiled forward is used for architectures whose layer-steps per epoch (depth x minibatches
 # of an epoch, ``layer_steps``) are at least these; the compile, 12-57 s once per architecture, must pay
-# for itself over the ~75 stack epochs an architecture trains (``study.projection.EXPECTED_STACK_EPOCHS``).
+# for itself over the ~75 stack epochs an architecture trains (``study.perf.projection.EXPECTED_STACK_EPOCHS``).
 # Measured with ``archstudy bench --device cuda`` on one NVIDIA H100 80GB HBM3 (float64, 40 runs, batch
 # 250; eager -> compiled s/epoch, compile s, layer-steps): the step is launch-bound, so the compiled one
 # saves about 0.1-0.15 ms per dense layer and step, and 1.2 ms per Householder layer and step:

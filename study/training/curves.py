@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sampling.constraints import Integer, check
+from archstudy.sampling.constraints import Integer, check
 
 POINT_FIELDS = ("run", "epoch", "lr", "train_loss", "monitored_error", "nlc")
 

@@ -31,10 +31,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..gmp import GmP
-from ..householder import Householder, reflect
-from ..layers import BN_MOMENTUM, NORM_EPS, BatchNorm, LayerNorm, feature_major, stacked_linear
-from ..network import Network
+from ..nn.gmp import GmP
+from ..nn.householder import Householder, reflect
+from ..nn.layers import BN_MOMENTUM, NORM_EPS, BatchNorm, LayerNorm, feature_major, stacked_linear
+from ..nn.network import Network
 
 HOMOGENEOUS = frozenset({"relu", "abs", "linear"})  # tau(k u) = k tau(u) for k > 0
 

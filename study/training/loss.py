@@ -5,7 +5,7 @@ normalization): run r's loss on a minibatch is the mean cross-entropy of softmax
 Q_{x,j} f(x, j) of the initial network on the training set, fixed for the whole training (one per run
 when the runs start from different initializations). ``mse``: the mean over the minibatch and the d_out
 outputs of (f_rj(x) - t_j)^2, t the one-hot label (d_out >= 2) or the label itself, 0 or 1, for one
-output (Yu and Zhang, *Householder-Absolute Neural Layers*, section 3.1; ``study.protocol``). The stack
+output (Yu and Zhang, *Householder-Absolute Neural Layers*, section 3.1; ``study.experiment.protocol``). The stack
 minimizes
 
     L = sum_r loss_r

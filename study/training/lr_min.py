@@ -33,8 +33,8 @@ import math
 
 import torch
 
-from ..network import Network, frozen_statistics
-from ..protocol import Protocol
+from ..nn.network import Network, frozen_statistics
+from ..experiment.protocol import Protocol
 from .loss import run_losses, stack_output
 from .optim import adam_direction, adam_moments
 from .splits import LR_MIN_ORDER, Split, epoch_order

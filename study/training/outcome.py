@@ -20,11 +20,11 @@ Column names follow docs/results.md ("selected run" and "runs").
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 from torch import nn
 
-from ..protocol import Protocol
+from ..experiment.protocol import Protocol
 from .curves import Curves
 
 
@@ -52,8 +52,6 @@ class BestRecord(RunRecord):
     lr_edge: bool = False
     selected_by: str = "val"  # the split whose error selected it: "val" (E.2), "train" (figure 3D) or "test"
 
-
-RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
 
 
 @dataclass

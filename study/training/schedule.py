@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ..protocol import Protocol
+from ..experiment.protocol import Protocol
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from sampling import ArchSpec, SpecError
+from archstudy.sampling import ArchSpec, SpecError
 
 TRAIN_ORDER, LR_MIN_ORDER = 1, 2  # purposes of the minibatch-order streams
 

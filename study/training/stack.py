@@ -41,8 +41,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..network import Network
-from ..protocol import Protocol
+from ..nn.network import Network
+from ..experiment.protocol import Protocol
 from . import fused
 from .loss import run_losses
 from .optim import adam_state, adam_step, momentum_state, momentum_step, sgd_step

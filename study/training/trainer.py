@@ -1,6 +1,6 @@
 """``train_architecture``: all learning rates of one architecture, trained as one stacked float64 model.
 
-The protocol is NLC paper appendix E.2 (``study.protocol``); in order:
+The protocol is NLC paper appendix E.2 (``study.experiment.protocol``); in order:
 
 1. c_out = Q_{x,j} f(x, j) of the initial network on the training set (appendix C); the loss divides the
    output by it for the whole training (``study.training.loss``).
@@ -20,7 +20,7 @@ Every run's training curves are recorded on the way (``study.training.curves``):
 learning rate, mean minibatch loss and monitored error, and with ``trajectory`` its NLC at the listed
 epochs; ``outcome.curves``.
 
-The protocol's other options (``study.protocol``) change only their step: the loss (cross-entropy or mse),
+The protocol's other options (``study.experiment.protocol``) change only their step: the loss (cross-entropy or mse),
 the optimizer's update (SGD, SGD with momentum, Adam), the schedule (E.2's plateau schedule, or a fixed
 number of iterations with divisions at given fractions of them: then nothing is evaluated during training
 and every run's result is its final state) and the split that selects the run (``selected_by``).
@@ -58,13 +58,13 @@ from typing import Callable
 import numpy as np
 import torch
 
-from sampling import ArchSpec, SpecError
-from sampling.constraints import SEED, Choice, Integer, Real, check
+from archstudy.sampling import ArchSpec, SpecError
+from archstudy.sampling.constraints import SEED, Choice, Integer, Real, check
 
-from ..metrics.row import nlc_seed
+from ..metrics.measurement import nlc_seed
 from ..metrics.nlc import nlc, output_bias
-from ..network import Network, Seeds, build_network, output_scale
-from ..protocol import Protocol
+from ..nn.network import Network, Seeds, build_network, output_scale
+from ..experiment.protocol import Protocol
 from . import checkpoint as ckpt
 from .compiled import FORWARDS, select_forward
 from .curves import Curves, Trajectory

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-import sampling.plan
-from sampling import BASE, SIBLING_AXES, SpecError, init_seed, plan_study, sample_spec, siblings
+from archstudy.sampling import plan as sampling_plan
+from archstudy.sampling import BASE, SIBLING_AXES, SpecError, init_seed, plan_study, sample_spec, siblings
 
 D_IN, D_OUT, BUDGET = 40, 3, 5000
 
@@ -55,7 +55,7 @@ def test_init_seed_is_seedsequence_of_the_study_seed_and_index_on_a_child_branch
 
 def test_a_sibling_whose_content_is_already_planned_is_left_out(monkeypatch):
     """Two variants with the same content would be one unit (one file name): the plan keeps the first."""
-    monkeypatch.setattr(sampling.plan, "siblings", lambda spec, axis, budget: [spec, spec.replace(norm="layer")]
+    monkeypatch.setattr(sampling_plan, "siblings", lambda spec, axis, budget: [spec, spec.replace(norm="layer")]
                         if axis == "norm" else [spec.replace(norm="layer")])
     planned = list(plan_study(2, 1, D_IN, D_OUT, "paper", BUDGET, ("norm", "skip")))
     base = sample_spec(2, 0, D_IN, D_OUT, "paper", BUDGET)

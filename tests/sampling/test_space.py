@@ -1,7 +1,6 @@
 """The sampler: appendix C frequencies, reproducibility, widths, siblings, space validation."""
 
 import collections
-import json
 import subprocess
 import sys
 from dataclasses import fields
@@ -11,7 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sampling import EXTENDED, PAPER, PRESETS, ArchSpec, Space, SpecError, sample_spec, sample_specs, siblings
+from archstudy.sampling import (
+    EXTENDED, PAPER, PRESETS, Space, SpecError, sample_spec, sample_specs, siblings,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 5000
@@ -104,7 +105,7 @@ def test_extended_space_draws_every_extension():
 
 def test_same_seed_and_index_give_the_same_spec_in_a_fresh_process():
     here = [sample_spec(7, i, 40, 3, "extended").to_json() for i in (0, 17, 4242)]
-    code = ("from sampling import sample_spec\n"
+    code = ("from archstudy.sampling import sample_spec\n"
             "for i in (0, 17, 4242): print(sample_spec(7, i, 40, 3, 'extended').to_json())")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
@@ -119,7 +120,7 @@ def test_order_does_not_matter():
 
 
 def test_sampling_never_imports_torch():
-    code = "import sys, sampling; sampling.sample_specs(5, 0, 40, 3); print('torch' in sys.modules)"
+    code = "import sys, archstudy.sampling as s; s.sample_specs(5, 0, 40, 3); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "False"

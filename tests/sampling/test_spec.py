@@ -6,8 +6,8 @@ from dataclasses import fields
 
 import pytest
 
-from sampling import ArchSpec, SpecError, sample_specs
-from sampling.constraints import Choice, Distribution, Integer, Real
+from archstudy.sampling import ArchSpec, SpecError, sample_specs
+from archstudy.sampling.constraints import Choice, Distribution, Integer, Real
 
 BASE = dict(depth=9, width=100, d_in=40, d_out=3)
 

@@ -9,8 +9,8 @@ from dataclasses import fields
 import pytest
 import yaml
 
-from sampling import EXTENDED, PAPER, ArchSpec, SpecError, sample_spec, sample_specs, siblings
-from sampling.constraints import added, added_later, canonical
+from archstudy.sampling import EXTENDED, PAPER, ArchSpec, SpecError, sample_spec, sample_specs, siblings
+from archstudy.sampling.constraints import added, added_later, canonical
 
 # Ids computed by the version before these fields existed: a study's unit names hold them, so a study it
 # created must find its finished units under the same names.

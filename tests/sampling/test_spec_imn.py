@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from sampling import EXTENDED, PAPER, SIBLING_AXES, ArchSpec, SpecError, plan_study, sample_spec, siblings
+from archstudy.sampling import EXTENDED, PAPER, SIBLING_AXES, ArchSpec, SpecError, plan_study, sample_spec, siblings
 
 # Ids computed before ``imn`` and ``gmp_init`` existed (by the code of the previous commit): a study's unit names
 # hold them. GmP specs had IMN on their intermediate layers and SP specs none: "auto" keeps exactly that.

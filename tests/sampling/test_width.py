@@ -2,7 +2,7 @@
 
 import pytest
 
-from sampling import ArchSpec, SpecError, solve_width
+from archstudy.sampling import ArchSpec, SpecError, solve_width
 
 SPECS = {
     "dense": ArchSpec(depth=9, width=2, d_in=40, d_out=3),

@@ -1,0 +1,82 @@
+"""The HTML pieces every page of archstudy shares (the study report, each reproduction's page, their index): the
+style sheet, number formats, escaping and tables. Pages are self-contained: CSS inline, no scripts, no network."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto; max-width: 1280px;
+       padding: 16px 24px; color: #222; line-height: 1.4; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #ccc; margin-top: 2em; }
+h3 { margin-top: 1.5em; } .muted { color: #777; font-size: 0.9em; }
+table { border-collapse: collapse; font-size: 0.82em; margin: 0.5em 0 1em; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; white-space: nowrap; }
+th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+tr.baseline td { background: #f7f7f7; color: #555; }
+.box { padding: 8px 12px; border-radius: 4px; margin: 0.6em 0; }
+.partial { background: #fff4e0; border: 1px solid #f0b060; } .done { background: #eaf6ea; border: 1px solid #8c8; }
+.error { background: #fde8e8; border: 1px solid #d88; }
+figure { display: inline-block; margin: 8px 8px 16px 0; vertical-align: top; max-width: 100%; }
+figure img { max-width: 100%; border: 1px solid #eee; } figcaption { font-size: 0.82em; color: #444; max-width: 900px; }
+.ci { font-size: 0.85em; color: #666; }
+pre { background: #f7f7f7; padding: 8px; font-size: 0.8em; overflow-x: auto; }
+nav a { margin-right: 1em; }
+"""
+
+
+def fmt(x, digits: int = 3) -> str:
+    """A number for a table cell: ``digits`` decimals (fewer from 10 up), scientific when tiny or huge,
+    thousands separated, a dash when missing."""
+    if x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and not math.isfinite(x)):
+        return "–"
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    x = float(x)
+    if x != 0 and (abs(x) < 0.5 * 10 ** -digits or abs(x) >= 1e6):
+        return f"{x:.2e}"
+    return f"{x:.{digits}f}" if abs(x) < 10 else f"{x:,.{max(digits - 2, 0)}f}"
+
+
+def interval(lo, hi, digits: int = 2) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    return f'<span class="ci">[{lo:.{digits}f}, {hi:.{digits}f}]</span>'
+
+
+def with_interval(value, lo, hi, digits: int = 2) -> str:
+    """A correlation-like value in fixed point, and below it its interval in small type."""
+    ci = interval(lo, hi, digits)
+    text = f"{value:.{digits}f}" if value is not None and np.isfinite(value) else "–"
+    return text + (f"<br>{ci}" if ci else "")
+
+
+def esc(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def table(headers: list[str] | None, rows: list[list[str]], left: int = 1, row_classes: list[str] | None = None) -> str:
+    """An HTML table; cells are already escaped/formatted strings; the first ``left`` columns align left;
+    ``headers=None``: a key-value table without a header row."""
+    if headers is None:
+        head = ""
+    else:
+        head = "<thead><tr>" + "".join(
+            f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(headers)) + "</tr></thead>"
+    body = []
+    for k, r in enumerate(rows):
+        cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
+        cells = "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r))
+        body.append(f"<tr{cls}>{cells}</tr>")
+    return f"<table>{head}<tbody>{''.join(body)}</tbody></table>"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "study"

@@ -1,0 +1,138 @@
+"""The NLC window of pruning at launch: the study's own ideal NLC range, by the empirical bootstrap of pycls.
+
+A rule of the experiment, not of its report: with ``nlc_window: auto`` (``StudyConfig``) it decides which
+architectures a study trains, so it is declared here once, beside the config, and the run machinery
+(``study.run.pruning``) and the analysis (``analysis.good_ranges``, which shows every factor's good range the same
+way) both compute with it. A resumed study recomputes the same window from the same rows and seed.
+
+The empirical bootstrap (Radosavovic, Kosaraju, Girshick, He and Dollar, *Designing Network Design Spaces*,
+2020, section 3.1; pycls's ``pycls/sweep/analysis.py``, ``get_filters``): draw a subsample of 25% of the n
+architectures with replacement, keep the factor's value x of its lowest-error architecture, repeat B times;
+the good range is the central 95% of those B values (its 2.5th and 97.5th percentiles: ``low``, ``high``)
+and ``best`` their median, on the scale the factor is plotted on (log10 for the NLC).
+
+The NLC paper's own window is [1, 3] (Philipp and Carbonell, *The Nonlinearity Coefficient*, section 4,
+figure 2; section 7 proposes discarding architectures before training). ``window_of`` decides whether the
+pilot is large enough for its own band to be used instead, from the bootstrap itself: the band must not move
+much if the study were drawn again. The points are resampled with replacement R = 50 times, the band
+recomputed each time, and the standard deviation of each end (in decades of NLC) required to be at most a
+third of the band's own width and of the paper's window's (log10 3 = 0.48 decades):
+
+    large enough  <=>  subsample >= 5 architectures  and  sd(log10 low), sd(log10 high) <= min(width, log10 3) / 3
+
+(width = log10 high - log10 low > 0). With fewer than 5 architectures per subsample the "best of a subsample"
+is close to a random architecture (pycls's 25% of n < 20). docs/analysis.md gives how the criterion behaves on
+synthetic windowed populations.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+PAPER_WINDOW = (1.0, 3.0)
+SUBSAMPLE = 0.25  # pycls get_filters(sample=0.25): a quarter of the architectures per bootstrap draw
+N_BOOT = 2500  # pycls get_filters(b=2500)
+CONFIDENCE = 0.95  # pycls get_filters(alpha=5): the 2.5th and 97.5th percentiles
+STABILITY_DRAWS = 50  # resamples of the whole study for the band's stability (``nlc_window``)
+STABILITY_RATIO = 1 / 3  # an end may move (one sd) by at most this share of the band's width and ...
+STABILITY_DECADES = math.log10(PAPER_WINDOW[1] / PAPER_WINDOW[0]) / 3  # ... of the paper's [1, 3], in decades
+MIN_SUBSAMPLE = 5  # architectures per bootstrap subsample for a best-of-subsample to mean anything
+
+
+def subsample_size(n: int, sample: float = SUBSAMPLE) -> int:
+    """pycls's rule: ``sample`` architectures if it is above 1, else that share of n (at least 1)."""
+    return int(sample) if sample > 1 else max(1, int(n * sample))
+
+
+def best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
+    """Index of the lowest-``y`` point in each of ``n_boot`` subsamples drawn with replacement (ties: the
+    first drawn)."""
+    n = len(y)
+    idx = rng.integers(0, n, size=(n_boot, subsample_size(n, sample)))
+    return idx[np.arange(n_boot), np.argmin(y[idx], axis=1)]
+
+
+def good_range(x: np.ndarray, y: np.ndarray, *, log: bool = False, sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
+               confidence: float = CONFIDENCE, seed: int | np.random.Generator = 0) -> tuple[float, float, float]:
+    """(low, best, high) of factor ``x`` for target ``y`` (lower is better) by the empirical bootstrap (see
+    the module docstring); points where x or y is not finite (or x <= 0 on a log scale) are left out. NaN
+    without points."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    ok = np.isfinite(x) & np.isfinite(y) & ((x > 0) if log else True)
+    if not ok.any():
+        return math.nan, math.nan, math.nan
+    t = np.log10(x[ok]) if log else x[ok]
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    best = t[best_of_subsamples(y[ok], n_boot, sample, rng)]
+    a = 100 * (1 - confidence) / 2
+    lo, mid, hi = np.percentile(best, [a, 50, 100 - a])
+    back = (lambda v: float(10.0 ** v)) if log else float
+    return back(lo), back(mid), back(hi)
+
+
+def band_stability(x: np.ndarray, y: np.ndarray, *, log: bool = True, sample: float = SUBSAMPLE,
+                   n_boot: int = N_BOOT, confidence: float = CONFIDENCE, draws: int = STABILITY_DRAWS,
+                   seed: int = 0) -> tuple[float, float]:
+    """Standard deviations of the good range's two ends (in decades on a log scale) over ``draws``
+    resamples of the points with replacement, each resample's band from ``good_range``."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    rng = np.random.default_rng([seed, 1])  # a stream of its own: the band itself is unchanged by this
+    ends = []
+    for _ in range(draws):
+        i = rng.integers(0, len(x), len(x))
+        lo, _, hi = good_range(x[i], y[i], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng)
+        ends.append((lo, hi))
+    e = np.log10(np.array(ends)) if log else np.array(ends)
+    return float(np.std(e[:, 0], ddof=1)), float(np.std(e[:, 1], ddof=1))
+
+
+def window_of(nlc, error, *, sample: float = SUBSAMPLE, n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
+              seed: int = 0, draws: int = STABILITY_DRAWS, fallback=PAPER_WINDOW) -> dict:
+    """The NLC window of the architectures with NLC ``nlc`` and test error ``error`` (one dataset): their NLC good
+    range (``low``, ``best``, ``high``), the standard deviations of its ends over ``draws`` resamples (``sd_low``,
+    ``sd_high``, in decades) and its ``width`` in decades, whether they are ``large_enough`` for it to be the
+    window (module docstring) and if not the ``reason``; ``lo``, ``hi``: the window to use, the band when large
+    enough, else ``fallback`` (the NLC paper's [1, 3]), named by ``source`` ("study" or "paper"). Points whose NLC
+    or error is not finite, or whose NLC is not positive, are left out; ``n`` counts the others."""
+    x, y = np.asarray(nlc, dtype=np.float64), np.asarray(error, dtype=np.float64)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
+    x, y = x[ok], y[ok]
+    n = len(x)
+    m = subsample_size(n, sample) if n else 0
+    low, best, high = good_range(x, y, log=True, sample=sample, n_boot=n_boot, confidence=confidence, seed=seed)
+    width = math.log10(high / low) if n else math.nan
+    sd_low = sd_high = math.nan
+    if n < 2:
+        reason = f"{n} architecture(s) with a finite NLC and test error"
+    elif m < MIN_SUBSAMPLE:
+        reason = (f"{n} architectures: a bootstrap subsample holds {m} (< {MIN_SUBSAMPLE}), so its best is "
+                  "nearly a random architecture")
+    elif not width > 0:
+        reason = "the band has no width: one NLC is the best of nearly every subsample"
+    else:
+        sd_low, sd_high = band_stability(x, y, sample=sample, n_boot=n_boot, confidence=confidence,
+                                         draws=draws, seed=seed)
+        worst, limit = max(sd_low, sd_high), min(STABILITY_RATIO * width, STABILITY_DECADES)
+        reason = "" if worst <= limit else (
+            f"the band is not stable: an end moves by {worst:.2f} decades (sd over {draws} resamples of the "
+            f"study), more than {limit:.2f} (a third of its width {width:.2f} or of the paper's window's)")
+    large = reason == ""
+    lo, hi = (low, high) if large else tuple(float(v) for v in fallback)
+    return {"n": n, "subsample": m, "low": low, "best": best, "high": high, "sd_low": sd_low, "sd_high": sd_high,
+            "width": width, "large_enough": large, "reason": reason, "lo": lo, "hi": hi,
+            "source": "study" if large else "paper"}
+
+
+def pilot_window(nlc, error, seed: int = 0) -> dict:
+    """The window of pruning at launch with ``nlc_window: auto``, from the NLC and test error of every pilot
+    architecture (siblings included): ``window_of`` (lo, hi, source, n, reason). A deterministic function of the
+    points and ``seed``: the driver computes it to prune, the report again to say what was pruned by which
+    window."""
+    w = window_of(nlc, error, seed=seed)
+    if not w["n"]:
+        return {"lo": PAPER_WINDOW[0], "hi": PAPER_WINDOW[1], "source": "paper", "n": 0,
+                "reason": "no pilot architecture with a finite NLC and test error"}
+    return {"lo": float(w["lo"]), "hi": float(w["hi"]), "source": str(w["source"]), "n": int(w["n"]),
+            "reason": str(w["reason"])}

@@ -1,0 +1,339 @@
+"""The results schema: every column of every table a study writes, declared once.
+
+A study's results are three tables, one Parquet file per architecture each (``docs/results.md``):
+``architectures`` (one row per architecture), ``runs`` (one row per starting learning rate of it) and
+``curves`` (one row per learning rate and epoch: the training curves, ``study.training.curves``).
+Each column is one ``Column`` below: name, type, unit, meaning, table and group. Everything else is
+derived from this declaration: the store's pyarrow schemas (``study.run.store``), the columns ``measure``
+returns (``MEASURED``), the analysis' pandas dtypes and required columns (``analysis.columns``) and the
+column tables of ``docs/results.md`` (``update_doc``; ``python -m archstudy.study.experiment.schema docs/results.md`` rewrites
+them, and a test fails while the file differs).
+
+Adding a column is one line in its group below (plus the code that computes its value); the store then
+refuses rows without it. A column added after files of this schema version exist is declared
+``added=True`` (older files lack it and stay valid; ``analysis.results`` fills it with what the older rows
+were). Adding a table is a name in ``TABLES``, its columns and an entry of ``COLUMNS`` (the store, the
+generated docs and the analysis' dtypes follow); the store and ``study.run.state`` decide which of a unit's
+files its commit needs. Changing or removing a column changes the files: raise ``SCHEMA_VERSION``.
+
+Types are a small vocabulary (``TYPES``): ``int64``, ``float64`` (NaN where not computed), ``bool``,
+``str`` and ``timestamp`` (ISO 8601 UTC text in the file, ``datetime64[ns, UTC]`` in the analysis).
+
+Imports only the standard library and ``sampling`` (no torch, no pyarrow, no pandas).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, fields, replace
+
+from archstudy.sampling import ArchSpec
+from archstudy.sampling.constraints import added_later
+
+SCHEMA_VERSION = "1"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
+SCHEMA_KEY = "archstudy.schema_version"
+TABLE_KEY = "archstudy.table"  # the table a file belongs to: one of ``TABLES``
+# The science config a file's rows were computed under (``StudyConfig.science_json``: canonical JSON of the
+# science keys but ``architectures``) and its fingerprint: a study holds one science config (study.run.driver).
+SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY = "archstudy.science", "archstudy.science_fingerprint"
+ARCHITECTURES, RUNS, CURVES = "architectures", "runs", "curves"
+TABLES = (ARCHITECTURES, RUNS, CURVES)
+TYPES = ("int64", "float64", "bool", "str", "timestamp")
+
+# The groups of each table, in their order, with the title docs/results.md gives them.
+GROUPS: dict[str, str] = {
+    "identity": "identity",
+    "spec": "spec (every `ArchSpec` field under its own name)",
+    "baselines": "trivial baselines",
+    "init metrics": "init metrics (`study.measure`)",
+    "proxies": "zero-cost proxies at init",
+    "optional": "optional (flag-controlled; NaN when off)",
+    "selected run": "selected run",
+    "summary": "runs summary",
+    "health": "health",
+    "timings": "timings",
+    "provenance": "provenance",
+    "run": "the run",
+    "point": "the point (one run, one epoch)",
+}
+
+NLC_PAPER = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
+ERROR = "fraction in [0, 1]"
+# The NLC paper's "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2): ``high_bias``.
+HIGH_BIAS = 1000.0
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``name``, ``type`` (one of ``TYPES``), ``unit`` ("" for a plain number or a label),
+    ``meaning`` (one sentence, with the paper it comes from), ``table`` and ``group`` (set by ``_group``),
+    ``required``: an analysis cannot read a table without it (every other column may be missing from an
+    older file and is then read as NaN), and ``added``: declared after files of this schema version were
+    written, so a file without it is an older file of the same study, whole and valid (a study created
+    before it must resume without redoing its finished units); readers fill it (``analysis.results``)."""
+
+    name: str
+    type: str
+    unit: str
+    meaning: str
+    required: bool = False
+    added: bool = False
+    table: str = ""
+    group: str = ""
+
+
+def _group(table: str, group: str, *columns: Column) -> tuple[Column, ...]:
+    return tuple(replace(c, table=table, group=group) for c in columns)
+
+
+_SPEC_TYPES = {"int": "int64", "float": "float64", "bool": "bool", "str": "str"}
+
+ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
+    *_group(
+        ARCHITECTURES, "identity",
+        Column("arch_id", "str", "", "`ArchSpec.content_id` (16 hex digits); the files are `<index>-<arch_id>`",
+               required=True),
+        Column("index", "int64", "", "index of the architecture in the study (0-based); siblings share it",
+               required=True),
+        Column("variant", "str", "", "`base` (the random draw) or the sibling axis it differs along: `weights`, "
+               "`param`, `norm`, `skip`, `imn`"),
+        Column("dataset", "str", "", "dataset name"),
+        Column("study_seed", "int64", "", "the study seed: architecture `index` is drawn from "
+               "`SeedSequence([study_seed, index])`"),
+        Column("seed", "int64", "", "initialization and data-order seed (`sampling.init_seed`), shared by siblings"),
+    ),
+    *_group(ARCHITECTURES, "spec", *(Column(f.name, _SPEC_TYPES[str(f.type)], "", f.metadata["doc"],
+                                            added=added_later(f)) for f in fields(ArchSpec))),
+    *_group(
+        ARCHITECTURES, "baselines",
+        Column("num_params", "int64", "parameters", "trainable parameters (exact count)"),
+        Column("activation_units", "int64", "units", "activation units (width x hidden layers)"),
+        Column("flops", "float64", "FLOP per example", "2 x multiply-adds of one forward pass"),
+    ),
+    *_group(
+        ARCHITECTURES, "init metrics",
+        Column("nlc", "float64", "", f"nonlinearity coefficient at initialization ({NLC_PAPER}, section 3 and "
+               "appendix G)"),
+        Column("nlc_jacobian_q", "float64", "", "Q_x of the Frobenius norm of the input-output Jacobian: the "
+               "NLC's numerator factor"),
+        Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor"),
+        Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor"),
+        Column("bias", "float64", "", f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)"),
+        Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output"),
+        Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)"),
+        Column("ar", "float64", "", "activation ratio: activation units / trainable parameters (the variability "
+               "paper, eq. 5)"),
+        Column("variability", "float64", "", "variability of the squared output norm on 2-D planes through the "
+               "data, geometric mean over planes (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3)"),
+        Column("gvcs", "float64", "", f"gradient vector component size of the loss' input gradient ({NLC_PAPER}, "
+               "section 6)"),
+        Column("grad_length", "float64", "", f"length of the loss' input gradient ({NLC_PAPER}, section 6)"),
+        Column("nlc_tau", "float64", "", f"NLC_tau(1) of the activation ({NLC_PAPER}, Table 1 line A)"),
+        Column("linear_approx_error", "float64", "", f"linear approximation error of the activation ({NLC_PAPER}, "
+               "Table 1 line E)"),
+        Column("c_out", "float64", "", f"the trainer's output scale Q_(x,j) f(x,j): the loss divides the output by "
+               f"it ({NLC_PAPER}, appendix C)"),
+    ),
+    *_group(
+        ARCHITECTURES, "proxies",
+        Column("grad_norm", "float64", "", "sum over trainable tensors of the loss gradient's 2-norm "
+               "(Abdelfattah et al. 2021)"),
+        Column("snip", "float64", "", "sum of the absolute values of parameter x loss gradient (Lee et al. 2019)"),
+        Column("synflow", "float64", "", "sum of parameter x gradient of the all-positive network's output on an "
+               "all-ones input (Tanaka et al. 2020)"),
+        Column("jacob_cov", "float64", "", "the Jacobian covariance score (Mellor et al. 2021, v1)"),
+        Column("nwot", "float64", "", "log-determinant of the activation-code kernel (Mellor et al. 2021, v2)"),
+    ),
+    *_group(
+        ARCHITECTURES, "optional",
+        Column("lar_diameter", "float64", "data diameters", "relative diameter of the linearly approximable "
+               f"regions at initialization ({NLC_PAPER}, appendix E.1); `metrics: {{lar: true}}`"),
+        Column("error_perturbation", "float64", "data diameters", "largest error-preserving perturbation of the "
+               f"selected run's trained network, on the test set ({NLC_PAPER}, appendix E.3); "
+               "`metrics: {perturbation: true}`"),
+    ),
+    *_group(
+        ARCHITECTURES, "selected run",
+        Column("lr_min", "float64", "learning rate", f"smallest starting rate, from one epoch without updates "
+               f"({NLC_PAPER}, appendix E.2)"),
+        Column("lr", "float64", "learning rate", "starting rate of the selected run"),
+        Column("lr_index", "int64", "", "index of the selected run's starting rate (0-based, increasing rate)"),
+        Column("epochs", "int64", "epochs", "epochs the selected run trained"),
+        Column("divisions", "int64", "", "learning-rate divisions of the selected run"),
+        Column("val_error", "float64", ERROR, "validation error of the selected run (the lowest of all runs)"),
+        Column("train_error", "float64", ERROR, "training error of the selected run"),
+        Column("test_error", "float64", ERROR, "test error of the selected run", required=True),
+        Column("nlc_after", "float64", "", "NLC of the selected run after training (the same draws as `nlc`)"),
+        Column("bias_after", "float64", "", "output bias of the selected run after training"),
+        Column("lr_edge", "bool", "", "the selected rate is among the protocol's `edge_runs` lowest or highest "
+               "(five in the paper protocol)"),
+        Column("selected_by", "str", "", "the split whose error selected the run: `val` (appendix E.2), `train` "
+               "(the long protocol of figure 3D) or `test` (only to reproduce papers that selected so)", added=True),
+    ),
+    *_group(
+        ARCHITECTURES, "summary",
+        Column("n_runs", "int64", "runs", "runs trained (one per starting rate)"),
+        Column("n_diverged", "int64", "runs", "runs whose loss was not finite at least once"),
+        Column("trained", "bool", "", "trained at its learning rates; false: pruned at launch, its NLC at "
+               "initialization outside the study's `nlc_window`: the row holds what was measured at initialization "
+               "(the selected-run columns NaN, `lr_index` -1, `epochs`, `divisions`, `n_runs`, `n_diverged` 0, "
+               "`selected_by` `none`, `lr_edge` and `all_diverged` false, `train_s` 0) and it has no runs or curves "
+               "file", added=True),
+    ),
+    *_group(
+        ARCHITECTURES, "health",
+        Column("nonfinite_init", "bool", "", "one of `nlc`, `bias`, `output_q`, `c_out` is NaN: the output or its "
+               "statistics overflowed at initialization"),
+        Column("all_diverged", "bool", "", "every run diverged"),
+    ),
+    *_group(
+        ARCHITECTURES, "timings",
+        Column("build_s", "float64", "s", "building the network"),
+        Column("measure_s", "float64", "s", "the metrics at initialization, plus E.3 after training when on"),
+        Column("train_s", "float64", "s", "training all runs"),
+        Column("total_s", "float64", "s", "the whole architecture"),
+    ),
+    *_group(
+        ARCHITECTURES, "provenance",
+        Column("package_version", "str", "", "archstudy version that computed the row"),
+        Column("host", "str", "", "host name of the worker"),
+        Column("device", "str", "", "torch device: `cpu` or `cuda:<name>`"),
+        Column("finished_at", "timestamp", "UTC", "when the architecture finished"),
+        Column("attempt", "int64", "", "the attempt that computed the row (1: the first)"),
+    ),
+)
+
+def _of_architecture(table: str) -> tuple[Column, ...]:
+    """The identity columns of a table of one architecture's rows (runs, curves): whose rows they are."""
+    return _group(
+        table, "identity",
+        Column("arch_id", "str", "", "the architecture's `arch_id`", required=True),
+        Column("index", "int64", "", "the architecture's `index`"),
+        Column("variant", "str", "", "the architecture's `variant`"),
+    )
+
+
+RUN_COLUMNS: tuple[Column, ...] = (
+    *_of_architecture(RUNS),
+    *_group(
+        RUNS, "run",
+        Column("lr_index", "int64", "", "index of the run's starting rate (0-based, increasing rate)", required=True),
+        Column("lr", "float64", "learning rate", "starting rate of the run"),
+        Column("epochs", "int64", "epochs", "epochs the run trained"),
+        Column("divisions", "int64", "", "learning-rate divisions of the run"),
+        Column("val_error", "float64", ERROR, "validation error at the run's best state (under a `steps` schedule: its final state)"),
+        Column("train_error", "float64", ERROR, "training error at the run's best state (under a `steps` schedule: its final state)"),
+        Column("test_error", "float64", ERROR, "test error at the run's best state (under a `steps` schedule: its final state)"),
+        Column("diverged", "bool", "", "the run's loss was not finite at least once"),
+        Column("wall_s", "float64", "s", "the run's share of the training time"),
+        Column("selected", "bool", "", "the selected run (exactly one per architecture)"),
+    ),
+)
+
+CURVE_COLUMNS: tuple[Column, ...] = (
+    *_of_architecture(CURVES),
+    *_group(
+        CURVES, "point",
+        Column("lr_index", "int64", "", "the run: index of its starting rate (as in `runs`)", required=True),
+        Column("epoch", "int64", "epochs", "epochs the run had trained (rewound ones included, as `epochs`); 0: "
+               "the initialization", required=True),
+        Column("lr", "float64", "learning rate", "the rate of the epoch's last step (epoch 0: the starting rate)"),
+        Column("train_loss", "float64", "", "mean of the run's minibatch losses over the epoch (the loss it "
+               "minimized; NaN at epoch 0)"),
+        Column("monitored_error", "float64", ERROR, "the error of the split E.2's schedule monitors (`monitored`) at "
+               "the end of the epoch, before the schedule rewinds; NaN under a `steps` schedule (nothing is "
+               "evaluated during training)"),
+        Column("monitored", "str", "", "that split: `val` (appendix E.2), `train` (the long protocol) or `none` "
+               "(a `steps` schedule)"),
+        Column("nlc", "float64", "", f"NLC of the run's network on the training set at the epochs of "
+               f"`metrics: {{nlc_trajectory: [...]}}` (the draws of `nlc`), NaN at the others ({NLC_PAPER}, "
+               "section 3)"),
+    ),
+)
+
+COLUMNS: dict[str, tuple[Column, ...]] = {ARCHITECTURES: ARCHITECTURE_COLUMNS, RUNS: RUN_COLUMNS, CURVES: CURVE_COLUMNS}
+
+
+def columns(table: str, *groups: str) -> tuple[Column, ...]:
+    """The columns of ``table`` in file order; only those of ``groups`` when given."""
+    return tuple(c for c in COLUMNS[table] if not groups or c.group in groups)
+
+
+def names(table: str, *groups: str) -> tuple[str, ...]:
+    return tuple(c.name for c in columns(table, *groups))
+
+
+# Columns a file of this schema version may lack (``Column.added``), per table.
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {t: tuple(c.name for c in cols if c.added) for t, cols in COLUMNS.items()}
+
+# What ``study.measure`` returns besides ``flops`` and ``measure_s``: the metrics at initialization.
+MEASURED = names(ARCHITECTURES, "init metrics", "proxies", "optional")
+
+
+def _check() -> None:
+    for table, cols in COLUMNS.items():
+        seen = [c.name for c in cols]
+        assert len(set(seen)) == len(seen), f"{table}: a column is declared twice"
+        assert all(c.type in TYPES and c.group in GROUPS and c.table == table for c in cols), table
+        order = list(dict.fromkeys(c.group for c in cols))
+        assert [c.group for c in cols] == [g for g in order for c in cols if c.group == g], f"{table}: groups split"
+
+
+_check()
+
+
+# -- docs/results.md ------------------------------------------------------------------------------------------
+def markdown(table: str) -> str:
+    """The Markdown table of ``table``'s columns: group, column, type, unit, meaning."""
+    lines = ["| group | column | type | unit | meaning |", "|---|---|---|---|---|"]
+    previous = None
+    for c in COLUMNS[table]:
+        group = GROUPS[c.group] if c.group != previous else ""
+        previous = c.group
+        cells = [group, f"`{c.name}`", c.type, c.unit,
+                 c.meaning + (" (required)" if c.required else "") + (" (added later: older files lack it)" if c.added else "")]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
+REGENERATE = "python -m archstudy.study.experiment.schema docs/results.md"
+# A generated block: its first line, the table (no other "<!--" inside), the end line.
+_BLOCK = re.compile(r"<!-- columns of (\w+): generated by `[^`]*` from study/experiment/schema.py -->\n"
+                    r"(?:(?!<!--).)*?<!-- end -->", re.S)
+
+
+def update_doc(text: str) -> str:
+    """``text`` (docs/results.md) with every generated column table replaced by the current one. A block is
+    ``<!-- columns of TABLE: generated by `...` from study/experiment/schema.py -->``, the table, ``<!-- end -->``."""
+    def block(m: re.Match) -> str:
+        table = m.group(1)
+        if table not in COLUMNS:
+            raise ValueError(f"docs/results.md: no table {table!r}; tables: {', '.join(TABLES)}")
+        return (f"<!-- columns of {table}: generated by `{REGENERATE}` from study/experiment/schema.py -->\n"
+                + markdown(table) + "\n<!-- end -->")
+
+    out, n = _BLOCK.subn(block, text)
+    if n != len(TABLES):
+        raise ValueError(f"docs/results.md has {n} generated column tables; expected one per table ({len(TABLES)})")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m archstudy.study.experiment.schema PATH``: rewrite the generated column tables of PATH (docs/results.md)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(f"usage: {REGENERATE}", file=sys.stderr)
+        return 2
+    with open(args[0], encoding="utf-8") as f:
+        text = f.read()
+    new = update_doc(text)
+    if new != text:
+        with open(args[0], "w", encoding="utf-8") as f:
+            f.write(new)
+    print(f"{args[0]}: {'updated' if new != text else 'up to date'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,330 @@
+"""``build_network(spec, seed, runs=R)``: the float64 network an ``ArchSpec`` describes.
+
+Layer ``l`` = linear op -> [norm] -> activation (NLC paper, appendix C), the last layer linear only.
+Skips (``ArchSpec.skips``) start after the linear op or after the norm op of layers 1, 1 + k, ... and end
+after the linear op k layers later (``h_{l+k} += strength * start``); the last one ends at the output
+through a fixed, untrained projection: a d_out x width submatrix of a uniformly random orthogonal matrix
+times max(1, sqrt(d_out / width)).
+
+Initialization (appendix C, or the spec's ``init``), all in float64 from numpy generators keyed by
+(seed, layer, purpose), so architecture siblings built with the same seed share every draw they can:
+
+* linear op, ``init = "orthogonal"`` (appendix C): a d_out x d_in submatrix of a uniformly random
+  orthogonal max x max matrix, times max(1, sqrt(d_out / d_in)); ``"kaiming"``: W_ij ~ N(0, 2 / d_in)
+  (He et al. 2015, normal, fan_in, gain sqrt(2)); ``"xavier"``: W_ij ~ N(0, 2 / (d_in + d_out)) (Glorot and
+  Bengio 2010, normal); ``"zero"``: the layers inside residual branches are exactly zero, weights and
+  biases (Li, Jiao, Han and Weissman, *Demystifying ResNet*, the zero initial point of section 4), the
+  others orthogonal. Householder layers: u ~ N(0, I) (Yu and Zhang, *Householder-Absolute Neural Layers*);
+* bias: zero, or N(0, 0.05) and then the weights times sqrt(0.95);
+* all weights and biases times ``init_scale``; inside residual branches also times ``branch_scale``;
+* GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (``gmp_init = "from_sp"``),
+  or Chen and Ge's section 4.3 (``"uniform"``): uniform angles from a generator of their own, lambda = 0,
+  r = 1 times ``init_scale`` (and ``branch_scale`` inside residual branches).
+
+With ``runs=R`` the module holds R identical copies as one stack (parameters [R, ...]); it takes a shared
+input [B, d_in] or one per run [R, B, d_in] and returns [R, B, d_out]. With R = 1 (the default) it
+takes [B, d_in] and returns [B, d_out] like any torch module. With ``seeds=[s_1, ..., s_R]`` run r is
+initialized from seed s_r instead: R different initializations as one stack, each exactly the network
+``build_network(spec, s_r)`` builds (a test checks this). The fixed skip projection is then one per run,
+[R, d_out, width] (it is [d_out, width], shared, when every run has the same seed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+import torch
+from torch import nn
+
+from archstudy.sampling import BIAS_VARIANCE, ArchSpec, Layer, SpecError
+from archstudy.sampling.constraints import Constraint, check, is_int
+
+from .activations import Activation
+from .gmp import GmP, angles_from_direction, uniform_angles
+from .householder import Householder
+from .layers import DTYPE, ActivationLayer, BatchNorm, Dense, LayerNorm
+
+_WEIGHT, _BIAS, _PROJECTION, _ANGLES = 0, 1, 2, 3  # purposes of the init generators
+
+
+def init_rng(seed: int, layer: int, purpose: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, layer, purpose])))
+
+
+def orthogonal_submatrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+    """A rows x cols submatrix of a uniformly (Haar) random max x max orthogonal matrix.
+
+    Its leading min(rows, cols) columns (or rows) form a Haar-random orthonormal frame, which is the QR
+    factor of an m x k Gaussian matrix with the signs of R's diagonal fixed (Mezzadri 2007); forming the
+    whole m x m matrix is never needed."""
+    m, k = max(rows, cols), min(rows, cols)
+    q, r = np.linalg.qr(rng.standard_normal((m, k)))
+    q = q * np.sign(np.diag(r))
+    return q.T.copy() if rows < cols else q
+
+
+class Network(nn.Module):
+    """R stacked copies of the architecture ``spec``; see the module docstring."""
+
+    def __init__(self, spec: ArchSpec, runs: int = 1):
+        super().__init__()
+        if runs < 1:
+            raise ValueError(f"runs = {runs!r}: must be >= 1")
+        self.spec, self.runs = spec, runs
+        self.act = Activation.of(spec)
+        self.linears = nn.ModuleList()
+        self.norms = nn.ModuleList()
+        for layer in spec.layers():
+            if layer.kind == "householder":
+                self.linears.append(Householder(layer.fan_in, runs))
+            elif layer.kind == "gmp":
+                self.linears.append(GmP(layer.fan_in, layer.fan_out, runs, imn=layer.imn))
+            else:
+                self.linears.append(Dense(layer.fan_in, layer.fan_out, runs, imn=layer.imn))
+            if layer.norm == "batch":
+                self.norms.append(BatchNorm(layer.fan_out, runs))
+            elif layer.norm == "layer":
+                self.norms.append(LayerNorm(layer.fan_out))
+            else:
+                self.norms.append(nn.Identity())
+        self.activation = ActivationLayer(self.act)
+        skips = spec.skips()
+        self._skip_from = {s.start: s for s in skips}
+        self._skip_to = {s.end: s for s in skips}
+        if skips and skips[-1].project:
+            self.register_buffer("projection", torch.empty(spec.d_out, spec.width, dtype=DTYPE))
+        else:
+            self.projection = None
+
+    # -- forward ---------------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        squeeze = x.dim() == 2 and self.runs == 1
+        if x.dim() == 3 and x.shape[0] != self.runs:
+            raise ValueError(f"input has {x.shape[0]} runs, the network {self.runs}")
+        h, start = x, None
+        strength = self.spec.skip_strength
+        depth = self.spec.depth
+        for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
+            s = linear(h)
+            if l in self._skip_to:
+                carried = self._project(start) if self._skip_to[l].project else start
+                s = s + carried if strength == 1.0 else s + strength * carried
+            skip = self._skip_from.get(l)
+            if skip is not None and skip.at == "linear":
+                start = s
+            s = norm(s)
+            if skip is not None and skip.at == "norm":
+                start = s
+            if l == depth:
+                h = s
+            else:
+                h = self.activation(s)
+                if isinstance(linear, GmP):
+                    h = linear.scale(h)
+        # contiguous: the layers leave the output on feature-major memory (study.nn.layers); it is small
+        return (h.squeeze(0) if squeeze else h).contiguous()
+
+    def _project(self, start: torch.Tensor) -> torch.Tensor:
+        """``start @ P^T`` computed as ``P @ start^T``, which reads feature-major memory without a copy (``P``
+        [d_out, width] shared by the runs, or [R, d_out, width] one per run: the product broadcasts)."""
+        return torch.matmul(self.projection, start.transpose(-1, -2)).transpose(-1, -2)
+
+    # -- stacks ----------------------------------------------------------------------------------
+    def take(self, runs) -> "Network":
+        """A new network holding copies ``runs`` (indices into this stack), parameters and statistics."""
+        idx = torch.as_tensor(runs, dtype=torch.long, device=self.device).reshape(-1)
+        out = Network(self.spec, runs=len(idx)).to(self.device)
+        with torch.no_grad():
+            for (name, dst), (_, src) in zip(out.stacked_tensors(), self.stacked_tensors()):
+                dst.copy_(src.index_select(0, idx))
+            if self.projection is not None:
+                p = self.projection
+                if p.dim() == 3:  # one per run: the taken runs' own (a single run's is its shared one)
+                    p = p.index_select(0, idx)
+                    p = p[0] if len(idx) == 1 else p
+                out.projection = p.clone()
+        out.train(self.training)
+        return out
+
+    def select(self, k: int) -> "Network":
+        """Copy ``k`` of the stack as its own network (R = 1)."""
+        return self.take([k])
+
+    def stacked_tensors(self):
+        """(name, tensor) for every parameter and per-run buffer, in a fixed order: all carry dim 0 = runs."""
+        for name, p in self.named_parameters():
+            yield name, p
+        for name, b in self.named_buffers():
+            if name != "projection":
+                yield name, b
+
+    def param_roles(self) -> dict[str, str]:
+        """``name -> "weight" | "bias"`` for every trainable tensor (the lr_min sum runs over the weights)."""
+        roles = {}
+        for i, linear in enumerate(self.linears):
+            for pname, role in linear.roles().items():
+                roles[f"linears.{i}.{pname}"] = role
+        return roles
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def extra_repr(self):
+        return f"runs={self.runs}, spec={self.spec.content_id}"
+
+
+@contextlib.contextmanager
+def frozen_statistics(net: nn.Module):
+    """Batch statistics (training-mode forward) without touching running statistics; restores the mode.
+
+    Covers this package's norms (their ``track`` flag) and torch's own ``nn.BatchNorm*`` (whose training
+    forward updates running statistics unless ``track_running_stats`` is off), so the metrics can be used
+    on any module."""
+    ours = [m for m in net.modules() if hasattr(m, "track")]
+    torchs = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    saved = [m.track for m in ours], [m.track_running_stats for m in torchs]
+    was_training = net.training
+    for m in ours:
+        m.track = False
+    for m in torchs:
+        m.track_running_stats = False  # training forward: batch statistics, running buffers left alone
+    net.train(True)
+    try:
+        yield net
+    finally:
+        for m, t in zip(ours, saved[0]):
+            m.track = t
+        for m, t in zip(torchs, saved[1]):
+            m.track_running_stats = t
+        net.train(was_training)
+
+
+def layer_init(spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
+    """The initial tensors of one linear layer (without the runs dimension), by parameter name, drawn from
+    the generators of ``seed`` as the module docstring says."""
+    scale, branch = spec.init_scale, spec.branch_scale if layer.in_branch else 1.0  # applied in this order
+    if layer.kind == "gmp" and spec.gmp_init == "uniform":  # Chen and Ge, section 4.3
+        r = np.full(layer.fan_out, 1.0) * scale * branch
+        return {"theta": uniform_angles(init_rng(seed, layer.index, _ANGLES), layer.fan_out, layer.fan_in),
+                "lam": torch.zeros(layer.fan_out, dtype=torch.float64), "r": torch.from_numpy(r)}
+    gaussian_bias = spec.bias_init == "gaussian"
+    zero = spec.init == "zero" and layer.in_branch
+    if gaussian_bias and not zero:
+        b = init_rng(seed, layer.index, _BIAS).standard_normal(layer.fan_out) * math.sqrt(BIAS_VARIANCE)
+    else:
+        b = np.zeros(layer.fan_out)
+    b = b * scale * branch
+    rng = init_rng(seed, layer.index, _WEIGHT)
+    if layer.kind == "householder":
+        return {"u": torch.from_numpy(rng.standard_normal(layer.fan_in)), "bias": torch.from_numpy(b)}
+    shape = (layer.fan_out, layer.fan_in)
+    if zero:
+        w = np.zeros(shape)
+    elif spec.init == "kaiming":
+        w = rng.standard_normal(shape) * math.sqrt(2.0 / layer.fan_in)
+    elif spec.init == "xavier":
+        w = rng.standard_normal(shape) * math.sqrt(2.0 / (layer.fan_in + layer.fan_out))
+    else:
+        w = orthogonal_submatrix(rng, *shape) * max(1.0, math.sqrt(layer.fan_out / layer.fan_in))
+    if gaussian_bias:
+        w = w * math.sqrt(1.0 - BIAS_VARIANCE)
+    w = w * scale * branch
+    if layer.kind == "gmp":
+        norm = np.linalg.norm(w, axis=1)
+        return {"theta": angles_from_direction(torch.from_numpy(w / norm[:, None])),
+                "lam": torch.from_numpy(b / norm), "r": torch.from_numpy(norm)}
+    return {"weight": torch.from_numpy(w), "bias": torch.from_numpy(b)}
+
+
+def projection_init(spec: ArchSpec, seed: int) -> torch.Tensor:
+    """The fixed skip projection into the output: [d_out, width] (module docstring)."""
+    p = orthogonal_submatrix(init_rng(seed, 0, _PROJECTION), spec.d_out, spec.width)
+    return torch.from_numpy(p * max(1.0, math.sqrt(spec.d_out / spec.width)))
+
+
+@dataclass(frozen=True)
+class Seeds(Constraint):
+    """A non-empty list of initialization seeds (integers >= 0)."""
+
+    def normalize(self, value):
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            self.fail()
+        out = tuple(value)
+        if not out or not all(is_int(s) and s >= 0 for s in out):
+            self.fail()
+        return tuple(int(s) for s in out)
+
+    def describe(self):
+        return "must be a non-empty list of integer seeds >= 0"
+
+    def invalid_examples(self):
+        return ([], [-1], [1.5], "3", 3)
+
+
+def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | torch.device | None = None, *,
+                  seeds=None) -> Network:
+    """The float64 network ``spec`` describes, initialized as appendix C (or ``spec.init``) says; R identical
+    copies with ``runs``; with ``seeds`` one run per seed, run r initialized from ``seeds[r]`` (``runs`` then
+    must be 1 or ``len(seeds)``; ``seed`` is not used)."""
+    if seeds is None:
+        net = Network(spec, runs)
+        groups = [(slice(None), seed)]  # one draw, broadcast to every run
+    else:
+        seeds = check("build_network", "seeds", Seeds(), seeds)
+        if runs not in (1, len(seeds)):
+            raise SpecError("build_network", "runs", runs, f"must be 1 or len(seeds) = {len(seeds)} when seeds are given")
+        net = Network(spec, len(seeds))
+        groups = [(slice(r, r + 1), s) for r, s in enumerate(seeds)]
+    with torch.no_grad():
+        for runs_of, s in groups:
+            for layer, module in zip(spec.layers(), net.linears):
+                for name, value in layer_init(spec, layer, s).items():
+                    getattr(module, name)[runs_of].copy_(value)
+        if net.projection is not None:
+            distinct = sorted({s for _, s in groups})
+            if len(distinct) == 1:
+                net.projection.copy_(projection_init(spec, distinct[0]))
+            else:
+                net.projection = torch.stack([projection_init(spec, s) for _, s in groups])
+    return net.to(device) if device is not None else net
+
+
+def minibatches(n: int, batch_size: int, seed: int = 0) -> list[torch.Tensor]:
+    """Row indices of ``batch_size``-row minibatches ("dividing the dataset once into minibatches", section G).
+
+    The rows are taken in one fixed seeded permutation, not in file order: a split stored in order (the
+    checkerboard's raster order, a user file sorted by class) would otherwise give batches that are strips
+    or single classes, and every batch statistic would be that strip's. The same ``n`` and ``seed`` give the
+    same batches on every machine. A last batch of a single row joins the one before it: batchnorm has no
+    batch statistics for one example."""
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    edges = list(range(0, n, batch_size)) + [n]
+    if len(edges) > 2 and edges[-1] - edges[-2] == 1:
+        del edges[-2]
+    return [order[a:b] for a, b in zip(edges[:-1], edges[1:])]
+
+
+def rows_of(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``x[rows]`` for index tensors from ``minibatches`` (kept on the CPU), on ``x``'s device."""
+    return x.index_select(0, rows.to(x.device))
+
+
+@torch.no_grad()
+def output_scale(net: nn.Module, x: torch.Tensor, batch_size: int = 250):
+    """c_out = Q_{x,j} f(x, j) over the inputs ``x`` (appendix C), in minibatches of ``batch_size`` with batch
+    statistics and running statistics untouched (section G's batch form). A float for one network, a
+    tensor [R] for a stack. The loss divides the output by it for the whole study of the architecture."""
+    total, count = None, 0
+    with frozen_statistics(net):
+        for rows in minibatches(x.shape[0], batch_size):
+            f = net(rows_of(x, rows))
+            sq = (f * f).sum(dim=(-2, -1)) if f.dim() == 3 else (f * f).sum()
+            total = sq if total is None else total + sq
+            count += f.shape[-2] * f.shape[-1]
+    q = torch.sqrt(total / count)
+    return float(q) if q.dim() == 0 else q

@@ -1,0 +1,440 @@
+"""``archstudy bench``: the stacked trainer against the same runs trained one after another, against bare
+float64 GEMMs at the same shapes, and its compiled step against its eager one, timed side by side in one
+process.
+
+For each case (a batchnorm-relu net of a given parameter count, 40 runs, minibatch 250) these are timed,
+interleaved, ``repeats`` times, and the best time of each is kept (the machine may be shared;
+interleaving makes the ratios fair, the minimum is the least disturbed measurement):
+
+* stacked:    ``steps`` training steps of the R-run stack, exactly as ``train_architecture`` does them
+              (``study.training.stack.train_step``: automatic chunking, folded forward, in-place SGD),
+              with the eager forward;
+* compiled:   the same steps with the forward through ``torch.compile`` (``study.training.compiled``);
+              its compile (the first call, untimed in the step time) is reported as ``compile_s``;
+              ``faster`` says which of the two this measurement shows faster (``decide``: compiled when
+              it takes at most 0.9 of the eager time), ``rule`` which one the trainer's rule
+              (``choose``) picks for this case, and ``layer_steps`` the quantity the GPU rule is set on;
+* sequential: the same R runs one after another, a plain per-run loop: each run its own ``nn.Sequential``
+              of ``nn.Linear`` / ``nn.BatchNorm1d`` / activation and its own ``torch.optim.SGD``
+              (``time_plain``; the prototypes' baseline); dense nets only (NaN for Householder ones);
+* same step:  the R runs one after another through the trainer's own optimized step on R = 1 networks
+              (``time_sequential``): every optimization of the step helps both sides alike, so the ratio is
+              what stacking alone buys;
+* gemm:       the matrix products of one stacked step (``gemm_ops``: forward, weight gradient and input
+              gradient of every linear layer, batched over all R runs) on preallocated operands, nothing
+              else: the roofline of the step.
+
+Per epoch = per step x (samples // batch). ``gflops`` = matrix-product flops of the step (``step_flops``)
+/ stacked step time; ``gemm_fraction`` = stacked GFLOP/s / bare-GEMM GFLOP/s = bare GEMM time / stacked
+step time (chunked steps can exceed 1: their products are smaller batches, which run faster in cache
+than the batch of R); ``peak_fraction`` = stacked GFLOP/s / the device's float64 peak (``FP64_PEAKS``;
+NaN for a device not in the table). On a CPU times are wall clock, and the ``*_cpu`` fields repeat them
+in CPU time of the process (steadier on a shared machine); on a GPU they are CUDA-event times with one
+synchronization after the timed steps (``study.training.timing``). Per-epoch evaluation is not timed
+here: it is the same for every way of training (``study.perf.projection`` measures it).
+
+``archstudy bench`` configures glibc's malloc first, as every study worker does
+(``study.training.allocator.keep_freed_memory``); from Python, call it first for the same conditions.
+
+``throughput`` measures several architectures sharing one device (``--gpus-per-arch 0.25``: four
+processes on one GPU; on a CPU one process per core), as architectures per hour.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archstudy.sampling import ArchSpec, solve_width
+
+from ..nn.activations import Activation
+from ..nn.layers import ActivationLayer
+from ..nn.network import build_network
+from ..experiment.protocol import Protocol
+from ..training import fused
+from ..training.compiled import CompiledForward, choose, decide, layer_steps
+from ..training.stack import new_stack, train_step
+from ..training.timing import synchronize, time_calls
+from ..training.trainer import auto_chunk
+from .profiles import EXPECTED_STACK_EPOCHS
+
+FIELDS = ("case", "params", "runs", "stacked_s_per_epoch", "sequential_s_per_epoch", "speedup", "gflops",
+          "gemm_gflops", "gemm_fraction", "compiled_s_per_epoch", "compile_s", "rule", "peak_fraction")
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    name: str
+    spec: ArchSpec
+    samples: int  # training examples per epoch
+    steps: int  # timed steps per measurement
+    eval_samples: int  # validation examples (evaluated once per epoch)
+
+    @property
+    def params(self) -> int:
+        return self.spec.num_params
+
+
+def _solved(depth: int, d_in: int, d_out: int, budget: int, weights: str = "dense") -> ArchSpec:
+    return solve_width(ArchSpec(depth=depth, width=8, d_in=d_in, d_out=d_out, activation="relu", norm="batch",
+                                weights=weights), budget)
+
+
+def _cifar(depth: int, weights: str = "dense") -> ArchSpec:
+    # CIFAR10 sized: a PCA input of 334 dimensions, 10 classes; the paper's budget of 1,000,000 parameters
+    return _solved(depth, 334, 10, 1_000_000, weights)
+
+
+CASES = {
+    # waveform-noise sized (40 inputs, 3 classes, 3,000 training examples, 1,000 validation), 20k parameters
+    # at three of the depths the sampler draws (3 .. 49): the speedup depends on the shape far more than on
+    # the size
+    "small": BenchCase("small", _solved(9, 40, 3, 20_000), 3_000, 12, 1_000),
+    "small-d3": BenchCase("small-d3", _solved(3, 40, 3, 20_000), 3_000, 12, 1_000),
+    "small-d25": BenchCase("small-d25", _solved(25, 40, 3, 20_000), 3_000, 12, 1_000),
+    # CIFAR10 sized (40,000 training examples, 10,000 validation), the paper's 1M-parameter nets at depths
+    # 3, 9, 25 and 49 of the 3 .. 49 that appendix C draws, and a Householder net of the extended space
+    # at the middle depth, its width solved for 1M parameters as the sampler solves it (2 per reflector)
+    "1M": BenchCase("1M", _cifar(9), 40_000, 2, 10_000),
+    "1M-d3": BenchCase("1M-d3", _cifar(3), 40_000, 2, 10_000),
+    "1M-d25": BenchCase("1M-d25", _cifar(25), 40_000, 2, 10_000),
+    "1M-d49": BenchCase("1M-d49", _cifar(49), 40_000, 2, 10_000),
+    "1M-householder": BenchCase("1M-householder", _cifar(25, "householder"), 40_000, 2, 10_000),
+}
+CPU_CASES = ("small-d3", "small", "small-d25", "1M")
+GPU_CASES = CPU_CASES + ("1M-d3", "1M-d25", "1M-d49", "1M-householder")
+PAPER_CASES = ("1M-d3", "1M", "1M-d25", "1M-d49")  # the depths the projection interpolates between
+
+
+def default_cases(device: torch.device) -> tuple[str, ...]:
+    return CPU_CASES if device.type == "cpu" else GPU_CASES
+
+
+# Float64 peak of a device, TFLOP/s: (substring of torch.cuda.get_device_name, peak, source). First match
+# wins, so the specific names come before the general ones. The peaks are NVIDIA's data sheets' FP64
+# Tensor Core numbers where the GPU has FP64 tensor cores (cuBLAS uses them for DGEMM), else plain FP64.
+FP64_PEAKS = (
+    ("H100 PCIe", 51.0, "NVIDIA H100 Tensor Core GPU data sheet: H100 PCIe, FP64 Tensor Core"),
+    ("H100 NVL", 60.0, "NVIDIA H100 Tensor Core GPU data sheet: H100 NVL, FP64 Tensor Core"),
+    ("H100", 67.0, "NVIDIA H100 Tensor Core GPU data sheet: H100 SXM, FP64 Tensor Core"),
+    ("H200 NVL", 60.0, "NVIDIA H200 Tensor Core GPU data sheet: H200 NVL, FP64 Tensor Core"),
+    ("H200", 67.0, "NVIDIA H200 Tensor Core GPU data sheet: H200 SXM, FP64 Tensor Core"),
+    ("A100", 19.5, "NVIDIA A100 Tensor Core GPU data sheet: FP64 Tensor Core (SXM and PCIe)"),
+    ("V100S", 8.2, "NVIDIA V100S data sheet: FP64 (no FP64 tensor cores)"),
+    ("V100-PCIE", 7.0, "NVIDIA V100 data sheet: V100 PCIe, FP64 (no FP64 tensor cores)"),
+    ("V100", 7.8, "NVIDIA V100 data sheet: V100 SXM2, FP64 (no FP64 tensor cores)"),
+)
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return device.type
+
+
+def fp64_peak(name: str) -> tuple[float, str]:
+    """(TFLOP/s, source) of a device by name (``device_name``); (NaN, why) when it is not in ``FP64_PEAKS``."""
+    for pattern, peak, source in FP64_PEAKS:
+        if pattern.lower() in name.lower():
+            return peak, source
+    return math.nan, f"{name!r} is not in the table of known float64 peaks (study.perf.bench.FP64_PEAKS)"
+
+
+def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
+    """Matrix-product flops of one training step of ``runs`` runs on minibatches of ``batch``: per dense
+    layer (fan_in -> fan_out) and run, 2 B fan_in fan_out each for the forward product, the weight
+    gradient and the input gradient (none for the first layer: the data needs no gradient). Householder
+    layers (two rank-one products per example and direction) are counted the same way."""
+    total = 0
+    for layer in spec.layers():
+        products = 2 if layer.index == 1 else 3
+        if layer.kind == "householder":
+            total += products * 2 * 2 * batch * layer.fan_in
+        else:
+            total += products * 2 * batch * layer.fan_in * layer.fan_out
+    return float(total * runs)
+
+
+def _batches(spec: ArchSpec, batch: int, device: torch.device, count: int = 4):
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(batch, spec.d_in, generator=g, dtype=torch.float64).to(device) for _ in range(count)]
+    ys = [torch.randint(0, spec.d_out, (batch,), generator=g).to(device) for _ in range(count)]
+    return list(zip(xs, ys))
+
+
+PROTOCOL = Protocol()
+LR = 1e-4  # small: timing must not depend on where training goes
+
+
+def stacked_runner(spec: ArchSpec, runs: int, batch: int, device: torch.device, chunk: int | None = None,
+                   forward=fused.forward):
+    """A function ``step(i)`` doing training step i of a fresh R-run stack, after one untimed step (the
+    allocator's first blocks, a compile)."""
+    stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
+    data = _batches(spec, batch, device)
+    chunk = chunk or auto_chunk(spec, runs, batch, device)
+
+    def step(i: int) -> None:
+        train_step(stack, *data[i % len(data)], 1.0, PROTOCOL, chunk, forward)
+
+    step(0)
+    return step
+
+
+def time_stacked(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device,
+                 chunk: int | None = None, forward=fused.forward) -> tuple[float, float]:
+    """(wall, CPU) seconds per training step of the R-run stack (``chunk``: as the trainer chooses it)."""
+    return time_calls(stacked_runner(spec, runs, batch, device, chunk, forward), steps, device)
+
+
+def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int,
+                    device: torch.device) -> tuple[float, float]:
+    """(wall, CPU) seconds per training step of all R runs, one after another with R = 1 networks."""
+    wall = cpu = 0.0
+    stacked_runner(spec, 1, batch, device)  # warm-up
+    for _ in range(runs):
+        w, c = time_stacked(spec, 1, steps, batch, device)
+        wall, cpu = wall + w, cpu + c
+    return wall, cpu
+
+
+def plain_model(spec: ArchSpec, device: torch.device) -> nn.Sequential:
+    """The architecture as anyone would write it for one run: ``nn.Linear`` layers, ``nn.BatchNorm1d`` /
+    ``nn.LayerNorm`` without affine parameters, the activation module; float64 (dense, skip-free specs: the
+    bench's cases)."""
+    if not plain_possible(spec):
+        raise ValueError("the plain baseline builds dense, skip-free SP networks only")
+    layers: list[nn.Module] = []
+    for layer in spec.layers():
+        layers.append(nn.Linear(layer.fan_in, layer.fan_out, dtype=torch.float64, device=device))
+        if layer.norm == "batch":
+            layers.append(nn.BatchNorm1d(layer.fan_out, affine=False, dtype=torch.float64, device=device))
+        elif layer.norm == "layer":
+            layers.append(nn.LayerNorm(layer.fan_out, elementwise_affine=False, dtype=torch.float64, device=device))
+        if layer.activation:
+            layers.append(ActivationLayer(Activation.of(spec)))
+    return nn.Sequential(*layers)
+
+
+def plain_possible(spec: ArchSpec) -> bool:
+    return spec.weights == "dense" and spec.param == "sp" and spec.skip == "none"
+
+
+def time_plain(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
+    """(wall, CPU) seconds per training step of all R runs trained one after another by a plain per-run
+    loop: each run its own ``plain_model`` and ``torch.optim.SGD``, ``loss.backward()``, ``opt.step()``
+    (the baseline the stacked trainer was prototyped against)."""
+    data = _batches(spec, batch, device)
+    wall = cpu = 0.0
+    for r in range(runs + 1):  # run 0 warms up (allocator, kernels) and is not timed
+        model = plain_model(spec, device).train()
+        opt = torch.optim.SGD(model.parameters(), lr=LR)
+
+        def step(i: int) -> None:
+            x, y = data[i % len(data)]
+            opt.zero_grad(set_to_none=True)
+            F.cross_entropy(model(x), y).backward()
+            opt.step()
+
+        w, c = time_calls(step, steps, device)
+        if r:
+            wall, cpu = wall + w, cpu + c
+    return wall, cpu
+
+
+def gemm_ops(spec: ArchSpec, runs: int, batch: int, device: torch.device) -> list[tuple]:
+    """The matrix products of one stacked training step, as (function, a, b, out) with preallocated
+    operands: per dense layer the forward product (one GEMM for all runs on the shared input of layer 1,
+    a batched one after), the weight gradient, and the input gradient (not for layer 1); per Householder
+    layer its two batched rank-one products, forward and backward, at the flops ``step_flops`` counts."""
+    dt = torch.float64
+    ops = []
+    for layer in spec.layers():
+        i, o = layer.fan_in, layer.fan_out
+        if layer.kind == "householder":  # c = u^T X [R, 1, B] and X - v c [R, n, B], and their gradients
+            u = torch.randn(runs, 1, i, dtype=dt, device=device)
+            x = torch.randn(runs, i, batch, dtype=dt, device=device)
+            c = torch.randn(runs, 1, batch, dtype=dt, device=device)
+            for _ in range(3):
+                ops.append((torch.bmm, u, x, torch.empty(runs, 1, batch, dtype=dt, device=device)))
+                ops.append((torch.bmm, u.transpose(1, 2), c, torch.empty(runs, i, batch, dtype=dt, device=device)))
+            continue
+        w = torch.randn(runs, o, i, dtype=dt, device=device)
+        if layer.index == 1:
+            x = torch.randn(i, batch, dtype=dt, device=device)
+            ops.append((torch.mm, w.view(runs * o, i), x, torch.empty(runs * o, batch, dtype=dt, device=device)))
+            g = torch.randn(runs * o, batch, dtype=dt, device=device)
+            ops.append((torch.mm, g, x.T, torch.empty(runs * o, i, dtype=dt, device=device)))
+            continue
+        x = torch.randn(runs, i, batch, dtype=dt, device=device)
+        g = torch.randn(runs, o, batch, dtype=dt, device=device)
+        ops.append((torch.bmm, w, x, torch.empty(runs, o, batch, dtype=dt, device=device)))
+        ops.append((torch.bmm, g, x.transpose(1, 2), torch.empty(runs, o, i, dtype=dt, device=device)))
+        ops.append((torch.bmm, w.transpose(1, 2), g, torch.empty(runs, i, batch, dtype=dt, device=device)))
+    return ops
+
+
+def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
+    """(wall, CPU) seconds for the bare matrix products of one stacked training step (``gemm_ops``)."""
+    ops = gemm_ops(spec, runs, batch, device)
+
+    def once(i: int) -> None:
+        for f, a, b, out in ops:
+            f(a, b, out=out)
+
+    once(0)
+    return time_calls(once, steps, device)
+
+
+def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int = 3,
+               device: str | torch.device = "cpu", steps: int | None = None, compiled: bool = True,
+               compile_mode: str | None = None, plain: bool = True, compile_backend: str = "inductor",
+               chunk: int | None = None) -> dict:
+    """One row of the bench table (see the module docstring). ``compiled``: also time the compiled step
+    (``compile_mode``, ``compile_backend``: ``torch.compile``'s); ``plain``: also time the two
+    one-run-after-another loops; ``chunk``: runs per chunk of the stacked steps (default: the trainer's
+    ``auto_chunk``)."""
+    device = torch.device(device)
+    steps = steps or case.steps
+    spec = case.spec
+    chunk = chunk or auto_chunk(spec, runs, batch, device)
+    nan = (math.nan, math.nan)
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in ("stacked", "compiled", "plain", "same", "gemm")}
+    cf = None
+    if compiled:
+        cf = CompiledForward(spec, mode=compile_mode, backend=compile_backend)
+        compiled_step = stacked_runner(spec, runs, batch, device, chunk, cf)  # compiles here
+    eager_step = stacked_runner(spec, runs, batch, device, chunk)
+    with_plain = plain and plain_possible(spec)
+    for _ in range(repeats):  # interleaved, so a burst of load hits every measurement alike
+        times["stacked"].append(time_calls(eager_step, steps, device))
+        times["compiled"].append(time_calls(compiled_step, steps, device) if cf is not None else nan)
+        times["plain"].append(time_plain(spec, runs, steps, batch, device) if with_plain else nan)
+        times["same"].append(time_sequential(spec, runs, steps, batch, device) if plain else nan)
+        times["gemm"].append(time_gemm(spec, runs, steps, batch, device))
+    best = {k: (min(t[0] for t in v), min(t[1] for t in v)) for k, v in times.items()}
+    per_epoch = max(1, case.samples // batch)
+    flops = step_flops(spec, runs, batch)
+    (t_stack, c_stack), (t_comp, _), (t_seq, c_seq), (t_same, _), (t_gemm, c_gemm) = (
+        best[k] for k in ("stacked", "compiled", "plain", "same", "gemm"))
+    name = device_name(device)
+    peak, peak_source = fp64_peak(name)
+    gflops = flops / t_stack / 1e9
+    rule = choose(spec, device, case.samples, batch)
+    return {
+        "case": case.name, "params": case.params, "runs": runs,
+        "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
+        "speedup": t_seq / t_stack, "gflops": gflops, "gemm_gflops": flops / t_gemm / 1e9,
+        "gemm_fraction": t_gemm / t_stack,
+        # the runs one after another through the trainer's own optimized step: what stacking alone buys
+        "same_step_s_per_epoch": t_same * per_epoch, "speedup_same_step": t_same / t_stack,
+        # the compiled step (study.training.compiled) and what the trainer's rule picks
+        "compiled_s_per_epoch": t_comp * per_epoch, "compiled_speedup": t_stack / t_comp,
+        "compile_s": cf.stats.compile_s if cf is not None else math.nan,
+        "compiled_graphs": cf.stats.graphs if cf is not None else 0,
+        "faster": "-" if cf is None else decide(t_stack, t_comp),
+        "rule": rule.kind, "rule_reason": rule.reason, "layer_steps": layer_steps(spec, case.samples, batch),
+        # the device's float64 peak (FP64_PEAKS)
+        "peak_tflops": peak, "peak_fraction": gflops / 1e3 / peak, "peak_source": peak_source,
+        # the same from CPU time (all threads of the process): steadier when the machine is shared
+        "stacked_cpu_s_per_epoch": c_stack * per_epoch, "sequential_cpu_s_per_epoch": c_seq * per_epoch,
+        "speedup_cpu": c_seq / c_stack, "gemm_fraction_cpu": c_gemm / c_stack,
+        "depth": spec.depth, "width": spec.width, "weights": spec.weights, "samples": case.samples, "batch": batch,
+        "chunk": chunk or runs, "threads": torch.get_num_threads(), "device": str(device), "device_name": name,
+        "repeats": repeats, "steps": steps,
+    }
+
+
+def run_bench(cases=None, runs: int = 40, repeats: int = 3, device="cpu", steps: int | None = None,
+              compiled: bool = True, compile_mode: str | None = None, plain: bool = True,
+              chunk: int | None = None) -> list[dict]:
+    device = torch.device(device)
+    cases = default_cases(device) if cases is None else cases
+    return [bench_case(CASES[name], runs=runs, repeats=repeats, device=device, steps=steps, compiled=compiled,
+                       compile_mode=compile_mode, plain=plain, chunk=chunk) for name in cases]
+
+
+def _num(value: float, fmt: str) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
+
+
+def format_table(rows: list[dict]) -> str:
+    """The table the README's Speed section shows, plus the compiled step and the rule's pick."""
+    head = ("case", "params", "threads", "chunk", "stacked s/epoch", "plain loop s/epoch", "speedup",
+            "same-step speedup", "GFLOP/s", "of bare GEMM", "of peak", "compiled s/epoch", "compile s", "faster",
+            "rule")
+    lines = [head]
+    for r in rows:
+        lines.append((r["case"], f"{r['params']:,}", str(r["threads"]), str(r["chunk"]),
+                      _num(r["stacked_s_per_epoch"], ".3g"), _num(r["sequential_s_per_epoch"], ".3g"),
+                      _num(r["speedup"], ".2f") + "x", _num(r["speedup_same_step"], ".2f") + "x",
+                      _num(r["gflops"], ".1f"), _num(r["gemm_fraction"], ".2f"), _num(r["peak_fraction"], ".2f"),
+                      _num(r["compiled_s_per_epoch"], ".3g"), _num(r["compile_s"], ".0f"), r["faster"], r["rule"]))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
+
+
+# -- several architectures per device ---------------------------------------------------------------------
+def _case(case: "str | BenchCase") -> BenchCase:
+    return CASES[case] if isinstance(case, str) else case
+
+
+def _throughput_worker(case: BenchCase, runs: int, batch: int, device: str, threads: int, steps: int, barrier,
+                       results) -> None:
+    from ..training.allocator import keep_freed_memory
+
+    # the entry point of a spawned process: it sets itself up as a study worker does
+    torch.set_num_threads(threads)
+    keep_freed_memory()
+    dev = torch.device(device)
+    step = stacked_runner(case.spec, runs, batch, dev)
+    synchronize(dev)
+    barrier.wait()
+    wall, _ = time_calls(step, steps, dev)
+    results.put(wall * steps)
+
+
+def throughput(case: "str | BenchCase", processes: int, runs: int = 40, batch: int = 250, device: str = "cpu",
+               threads: int | None = None, steps: int | None = None, timeout_s: float = 3600.0) -> dict:
+    """Several architectures training at once on one device, each in its own process with its own R-run
+    stack of ``case`` (what ``--gpus-per-arch 1/processes`` gives on a GPU, or one architecture per core
+    on a CPU): every process does ``steps`` steps after a common start; the aggregate rate is
+    processes x steps / the slowest process's time. Compared with one process alone on the device (on a
+    CPU with all ``processes x threads`` threads), it gives how much sharing buys, and architectures per
+    hour = aggregate epochs per hour / the stack epochs of an architecture
+    (``study.perf.profiles.EXPECTED_STACK_EPOCHS``; full-stack equivalents, as if every run stayed to the end)."""
+    c = _case(case)
+    steps = steps or max(2, c.steps)
+    threads = threads or 1
+    ctx = multiprocessing.get_context("spawn")  # a forked CUDA context is unusable; spawn works everywhere
+
+    def run(n: int, threads_each: int) -> float:
+        barrier, results = ctx.Barrier(n), ctx.Queue()
+        procs = [ctx.Process(target=_throughput_worker, args=(c, runs, batch, device, threads_each, steps, barrier,
+                                                              results)) for _ in range(n)]
+        for p in procs:
+            p.start()
+        try:
+            times = [results.get(timeout=timeout_s) for _ in procs]
+        finally:
+            for p in procs:
+                p.join(timeout=60)
+                if p.is_alive():
+                    p.terminate()
+        return n * steps / max(times)  # steps per second, all processes together
+
+    alone = run(1, threads * processes if torch.device(device).type == "cpu" else threads)
+    shared = run(processes, threads)
+    per_epoch = max(1, c.samples // batch)
+    arch_per_hour = lambda rate: rate * 3600 / per_epoch / EXPECTED_STACK_EPOCHS  # noqa: E731
+    return {"case": c.name, "processes": processes, "threads_each": threads, "device": device,
+            "steps_per_s_alone": alone, "steps_per_s_shared": shared, "gain": shared / alone,
+            "architectures_per_hour_alone": arch_per_hour(alone),
+            "architectures_per_hour_shared": arch_per_hour(shared),
+            "stack_epochs": EXPECTED_STACK_EPOCHS, "cpu_count": os.cpu_count()}

@@ -1,0 +1,200 @@
+"""Paper scale on paper: the hours of the NLC paper's studies, from measured step times and measured epochs.
+
+The studies (Philipp and Carbonell, *The Nonlinearity Coefficient*, section 4 and appendices C-E): 250
+architectures each on waveform-noise, MNIST and CIFAR10 (3,000 / 50,000 / 40,000 training examples,
+1,000 / 10,000 / 10,000 validation), 1,000,000 parameters, depth uniform over the odd numbers 3..49
+(appendix C), 40 starting learning rates trained with the E.2 schedule. One architecture costs
+
+    sum over its stack's epochs e of   t_step(depth, live(e)) x (train // 250)          (training)
+                                     + t_eval(depth) x val x live(e)                    (the VCE of each live run)
+    + t_step(depth, 1) x (train // 250)                                                 (lr_min: one epoch)
+    + t_eval(depth) x (train + val + test) x 40                                         (each run's final errors)
+
+where live(e) is the number of runs still training in epoch e (finished runs leave the stack), t_step(d, R)
+the measured time of one training step of an R-run stack of the 1M-parameter net of depth d (the bench's
+CIFAR10-shaped cases at depths 3, 9, 25, 49, linearly interpolated in depth and in R between the measured
+stack sizes), and t_eval the measured evaluation time per example and run. The initialization metrics are
+left out (the NLC of a 1M-parameter net costs about half of one run's epoch, well under 1% of its
+training).
+
+live(e) comes from real trainings: ``measure_epoch_profiles`` trains architectures of the paper's space
+with the paper protocol and records every run's epochs (``PROFILES`` holds what was measured, and the
+command that measured it). The epochs of a run are mostly fixed by the schedule itself: a run that never
+improves again still trains 10 + 10 x 5 = 60 epochs before it ends (the first window of 10, then a window
+of 5 after each of the 10 divisions), a run that diverges at every window about 11, and a run trains
+longer only by the epochs in which it still improves. Those improving epochs are what depends on the
+dataset and the net; the projection takes them from the small-scale measurements as they are (the same
+live-run profile for every depth and dataset), which is the main uncertainty of the projection: the paper's
+1M-parameter nets on MNIST and CIFAR10 take 160-200 steps per epoch instead of 12, and may keep
+improving for more (or fewer) epochs. ``project`` therefore also reports the schedule's floor (every
+run exactly 60 epochs, diverging ones included) as a lower bound.
+
+On N devices the architectures are independent: the hours divide by N, and the longest single
+architecture is the bound below which the study cannot finish. Several architectures per device
+(``--gpus-per-arch 0.25``) divide the one-device hours by the aggregate gain ``study.perf.bench.throughput``
+measures.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .profiles import PROFILES, live_runs
+
+# -- the projection ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PaperStudy:
+    name: str
+    train: int
+    val: int
+    test: int
+    architectures: int = 250
+
+
+PAPER_STUDIES = (
+    PaperStudy("waveform-noise", 3_000, 1_000, 1_000),
+    PaperStudy("mnist", 50_000, 10_000, 10_000),
+    PaperStudy("cifar10", 40_000, 10_000, 10_000),
+)
+PAPER_DEPTHS = tuple(range(3, 50, 2))  # appendix C: depth uniform over the odd numbers 3..49
+SIZES = (40, 20, 10, 5, 2, 1)  # stack sizes at which the step time is measured
+RUNS = 40
+BATCH = 250
+SCHEDULE_FLOOR = 60  # epochs of a run that never improves: 10 + 10 x 5 (E.2)
+
+
+def measure_step_times(cases=None, sizes=SIZES, device="cpu", repeats: int = 2, steps: int = 2,
+                       compiled: bool = False, eval_examples: int = 1_000) -> list[dict]:
+    """Per case (default ``study.perf.bench.PAPER_CASES``): seconds per training step at each stack size (best of
+    ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled
+    one (the projection then uses, per case, the one ``study.training.compiled.decide`` picks at the
+    largest size, and adds its compile seconds to every architecture of that depth), and the evaluation
+    seconds per example and run (``errors`` on random inputs, R = 40)."""
+    import torch
+
+    from .bench import CASES, PAPER_CASES, stacked_runner
+    from ..nn.network import build_network
+    from ..training.compiled import CompiledForward, decide
+    from ..training.loss import errors
+    from ..training.timing import time_calls
+
+    device = torch.device(device)
+    out = []
+    for case in cases or PAPER_CASES:
+        case = CASES[case] if isinstance(case, str) else case
+        name, spec = case.name, case.spec
+        forwards = {"eager": None}
+        if compiled:
+            forwards["compiled"] = CompiledForward(spec)
+        runners = {(kind, r): stacked_runner(spec, r, BATCH, device, **({} if f is None else {"forward": f}))
+                   for kind, f in forwards.items() for r in sizes}
+        best: dict = {}
+        for _ in range(repeats):
+            for key, step in runners.items():
+                t = time_calls(step, steps, device)[0]
+                best[key] = min(best.get(key, math.inf), t)
+        kind, compile_s = "eager", 0.0
+        if compiled:
+            kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
+            compile_s = forwards["compiled"].stats.compile_s if kind == "compiled" else 0.0
+        net = build_network(spec, 0, runs=RUNS, device=device)
+        x = torch.randn(eval_examples, spec.d_in, dtype=torch.float64, device=device)
+        y = torch.randint(0, spec.d_out, (eval_examples,), device=device)
+        width = max(spec.width, spec.d_in, spec.d_out)
+        errors(net, x, y, width, RUNS)
+        t_eval = min(time_calls(lambda i: errors(net, x, y, width, RUNS), 1, device)[0] for _ in range(repeats))
+        out.append({"case": name, "depth": spec.depth, "width": spec.width, "forward": kind, "compile_s": compile_s,
+                    "step_s": {r: best[(kind, r)] for r in sizes},
+                    "eager_step_s": {r: best[("eager", r)] for r in sizes},
+                    "eval_s_per_example_run": t_eval / (eval_examples * RUNS)})
+    return out
+
+
+def _interp(x: float, xs, ys) -> float:
+    return float(np.interp(x, np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)))
+
+
+class StepModel:
+    """t_step(depth, R) and t_eval(depth) from ``measure_step_times``' rows, linear in depth and in R."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows = sorted(rows, key=lambda r: r["depth"])
+        self.depths = [r["depth"] for r in self.rows]
+
+    def step(self, depth: int, runs: float) -> float:
+        per_case = []
+        for r in self.rows:
+            sizes = sorted(int(k) for k in r["step_s"])
+            per_case.append(_interp(runs, sizes, [r["step_s"][k] if k in r["step_s"] else r["step_s"][str(k)]
+                                                  for k in sizes]))
+        return _interp(depth, self.depths, per_case)
+
+    def eval(self, depth: int) -> float:
+        return _interp(depth, self.depths, [r["eval_s_per_example_run"] for r in self.rows])
+
+    def compile(self, depth: int) -> float:
+        """Seconds of compiling the forward once per architecture (0 where the eager one is used)."""
+        return _interp(depth, self.depths, [r.get("compile_s", 0.0) for r in self.rows])
+
+
+def architecture_seconds(model: StepModel, depth: int, epochs, study: PaperStudy) -> float:
+    """The module docstring's cost of one architecture whose runs trained ``epochs`` epochs each."""
+    steps = max(1, study.train // BATCH)
+    live = live_runs(epochs)
+    t_eval = model.eval(depth)
+    training = sum(model.step(depth, r) * steps + t_eval * study.val * r for r in live)
+    lr_min = model.step(depth, 1) * steps
+    final = t_eval * (study.train + study.val + study.test) * len(epochs)
+    return training + lr_min + final + model.compile(depth)
+
+
+def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1.0) -> list[dict]:
+    """Hours of each study of ``PAPER_STUDIES`` on one device and on each of ``devices`` devices, from step
+    times (``measure_step_times``) and epoch profiles (default ``PROFILES``), averaged over the paper's
+    depths and the profiles; ``gain``: the aggregate gain of several architectures per device
+    (``study.perf.bench.throughput``; 1: one at a time). Also the schedule floor (every run 60 epochs)."""
+    profiles = PROFILES if profiles is None else profiles
+    if not profiles:
+        raise ValueError("no epoch profiles: run measure_epoch_profiles first")
+    model = StepModel(rows)
+    out = []
+    for study in PAPER_STUDIES:
+        costs = [architecture_seconds(model, d, p["epochs"], study) for d in PAPER_DEPTHS for p in profiles]
+        floor = [architecture_seconds(model, d, [SCHEDULE_FLOOR] * RUNS, study) for d in PAPER_DEPTHS]
+        hours = study.architectures * float(np.mean(costs)) / 3600 / gain
+        longest = max(costs) / 3600
+        out.append({
+            "study": study.name, "architectures": study.architectures, "train": study.train,
+            "hours_one_device": hours,
+            "floor_hours_one_device": study.architectures * float(np.mean(floor)) / 3600 / gain,
+            "mean_architecture_h": float(np.mean(costs)) / 3600, "longest_architecture_h": longest,
+            "hours_on": {n: max(hours / n, longest) for n in devices},
+        })
+    total = sum(r["hours_one_device"] for r in out)
+    out.append({"study": "all three", "architectures": sum(s.architectures for s in PAPER_STUDIES),
+                "hours_one_device": total,
+                "floor_hours_one_device": sum(r["floor_hours_one_device"] for r in out),
+                "longest_architecture_h": max(r["longest_architecture_h"] for r in out),
+                "hours_on": {n: max(total / n, max(r["longest_architecture_h"] for r in out)) for n in devices}})
+    return out
+
+
+def format_projection(rows: list[dict], projection: list[dict], device: str) -> str:
+    lines = [f"Measured step times on {device} (seconds per step of an R-run stack, batch {BATCH}):"]
+    sizes = sorted({int(k) for r in rows for k in r["step_s"]}, reverse=True)
+    lines.append("  case       depth  forward  " + "  ".join(f"R={s:<6}" for s in sizes) + "  eval s/(example*run)")
+    for r in rows:
+        lines.append(f"  {r['case']:<10} {r['depth']:>5}  {r['forward']:<7}  "
+                     + "  ".join(f"{r['step_s'][s]:<8.3g}" for s in sizes) + f"  {r['eval_s_per_example_run']:.3g}")
+    devices = list(projection[0]["hours_on"])
+    lines.append(f"Projected hours ({len(PAPER_DEPTHS)} depths x {len(PROFILES) or 'the given'} epoch profiles; "
+                 f"floor: every run {SCHEDULE_FLOOR} epochs):")
+    lines.append("  study            archs  one device  (floor)  "
+                 + "  ".join(f"{n} device{'s' if n > 1 else ' '}" for n in devices))
+    for p in projection:
+        lines.append(f"  {p['study']:<15} {p['architectures']:>6}  {p['hours_one_device']:>10.1f}  "
+                     f"({p['floor_hours_one_device']:.1f})  " + "  ".join(f"{p['hours_on'][n]:>9.1f}" for n in devices))
+    return "\n".join(lines)

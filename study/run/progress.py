@@ -1,0 +1,60 @@
+"""The one progress line a study's driver shows on stderr, and its messages."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from .engine import Tally
+
+
+class Progress:
+    """The one progress line on stderr: architectures done / total, running, failed, ETA.
+
+    On a terminal it is rewritten in place; in a log (not a terminal) a line is printed when something
+    finished (at most every 2 s) and at least once a minute."""
+
+    def __init__(self, stream: TextIO | None, total: int, done_before: int):
+        self.stream, self.total, self.done_before = stream, total, done_before
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self.t0 = time.monotonic()
+        self.last_print, self.last_counts, self.dirty = 0.0, None, False
+
+    @staticmethod
+    def duration(seconds: float) -> str:
+        s = int(round(seconds))
+        if s < 60:
+            return f"{s}s"
+        if s < 3600:
+            return f"{s // 60}m{s % 60:02d}s"
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+    def line(self, t: Tally) -> str:
+        elapsed = time.monotonic() - self.t0
+        left = t.total - t.done - t.failed
+        eta = self.duration(left * elapsed / t.done) if t.done and left else ("0s" if not left else "--")
+        return (f"archstudy: {self.done_before + t.done}/{self.total} done, {t.running} running, "
+                f"{t.failed} failed, ETA {eta}")
+
+    def update(self, t: Tally) -> None:
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        counts = (t.done, t.failed)
+        final = t.done + t.failed == t.total
+        if self.tty:
+            self.stream.write("\r" + self.line(t) + "\x1b[K")
+            self.dirty = True
+        elif (counts != self.last_counts and (final or now - self.last_print >= 2.0)) or now - self.last_print >= 60.0:
+            self.stream.write(self.line(t) + "\n")
+            self.last_print, self.last_counts = now, counts
+        self.stream.flush()
+
+    def say(self, message: str) -> None:
+        if self.stream is None:
+            return
+        if self.dirty:
+            self.stream.write("\n")
+            self.dirty = False
+        self.stream.write(f"archstudy: {message}\n")
+        self.stream.flush()

@@ -1,0 +1,372 @@
+"""The HTML report: every figure and table, self-contained, partial and multi-study, the command line, and
+rendering in headless Chromium."""
+
+from __future__ import annotations
+
+import ast
+import base64
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from archstudy.analysis import correlations, load_results, write_report
+from archstudy.analysis.figures import COMPARISON_FIGURES, FIGURES, FigureData, correlation_title
+from archstudy.study.cli import main
+
+import synthetic_study as synth
+
+IMG = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
+# The figures of a study without training curves (the synthetic studies write none): the others.
+WITHOUT_CURVES = [f for f in FIGURES if f.group != "training"]
+
+
+@pytest.fixture(scope="module")
+def report(real_study_dir, tmp_path_factory) -> str:
+    """The report of a real tiny study, run by the runner (conftest ``real_study_dir``)."""
+    out = write_report(real_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
+    return out.read_text(encoding="utf-8")
+
+
+def test_report_has_every_figure_as_an_inline_png(report):
+    keys = re.findall(r'<figure id="[^"]+" data-figure="([^"]+)"><img', report)
+    assert sorted(keys) == sorted(f.key for f in FIGURES)
+    assert "could not be drawn" not in report
+    pngs = IMG.findall(report)
+    assert len(pngs) == len(FIGURES)
+    for b64 in pngs:
+        assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_is_self_contained(report):
+    refs = re.findall(r'(?:src|href)="([^"]*)"', report)
+    assert refs and all(r.startswith(("data:image/png;base64,", "#")) for r in refs)
+    assert "http://" not in report and "https://" not in report
+    assert "<script" not in report and "@import" not in report and "url(" not in report
+
+
+def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
+    r = load_results(real_study_dir)
+    for text in ("What predicts test error", "Kendall τ", "granulated Kendall Ψ", "lift over best baseline",
+                 "Ψ over defined cells (τ-b)", "Window predictors", "Granulated Kendall coefficient by axis",
+                 "Error distributions by axis (EDFs)", "largest KS", "Good ranges", "U-shaped",
+                 "Paired effects of sibling architectures", "sign test p", "NLC-guided pruning", "regret",
+                 "Provenance", "study.yaml", "Overview"):
+        assert text in report, text
+    assert "<b>Complete:</b>" in report and "Partial study" not in report
+    assert f"all {r.planned:,} planned architectures" in report
+    # no window given: the study's own where the study is large enough for it; 3 random draws are not
+    a = r.architectures
+    n = int(((a["variant"] == "base") & (a["nlc"] > 0) & np.isfinite(a["nlc"]) & np.isfinite(a["test_error"])).sum())
+    assert 2 <= n < 20
+    assert (f"Window: the NLC paper's [1, 3]. The study is not large enough for its own window: {n} architectures: "
+            f"a bootstrap subsample holds {max(1, n // 4)} (&lt; 5)") in report
+    # provenance: the study's own values (the synthetic study's host is "testhost"; a runner's is the machine's)
+    assert f"{a['host'].iloc[0]} ({(a['host'] == a['host'].iloc[0]).sum()})" in report
+    assert f"<td class=\"l\">{r.config['package_version']}</td>" in report and r.dataset in report
+    # every measured predictor has a row; the unmeasured ones are named as such
+    c = correlations(a, n_boot=10)
+    for label in c[c["n"] >= 3]["label"]:
+        assert f"<td class=\"l\">{label}</td>" in report, label
+    unmeasured = c[c["n"] < 3]["label"].tolist()
+    if unmeasured:
+        assert ("Fewer than 3 finite values (not switched on, or not finite where measured): "
+                + ", ".join(unmeasured) + ".") in report
+
+
+def test_figure_titles_agree_with_the_correlation_table(tiny_study_dir):
+    arch = load_results(tiny_study_dir).architectures
+    c = correlations(arch, n_boot=10).set_index("predictor")
+    d = FigureData("waveform-noise", arch, c.reset_index())
+    title = correlation_title(d.sample, "nlc", "test_error", logx=True)
+    assert title.startswith(f"r = {c.loc['nlc', 'pearson']:.2f} ") and f"τ = {c.loc['nlc', 'kendall']:.2f}" in title
+    assert title.endswith(f"n = {c.loc['nlc', 'n_pearson']}")
+
+
+def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
+    partial = synth.write_study(tmp_path / "digits", n=10, dataset="digits", study_seed=3, failed=(1,),
+                                in_progress=(2, 3), finished=[0, 4, 5, 6, 7, 8])
+    html = write_report([tiny_study_dir, partial], tmp_path / "both.html", n_boot=50).read_text(encoding="utf-8")
+    assert "<b>Partial study:</b> 6 of 10 planned architectures finished, 1 failed, 2 in progress" in html
+    assert "<b>Complete:</b>" in html
+    assert html.count('<section id="') == 3
+    assert '<section id="waveform-noise">' in html and '<section id="digits">' in html
+    assert '<a href="#digits">digits</a>' in html and "worker lost" in html
+    # the two studies side by side: good ranges of the same factors, EDFs of the same axes
+    assert '<section id="compare"><h2>Studies side by side</h2>' in html and '<a href="#compare">' in html
+    compare = html[html.index('<section id="compare">'):html.index("</section>", html.index('<section id="compare">'))]
+    assert "<th>waveform-noise</th><th>digits</th>" in compare and "<td class=\"l\">NLC</td>" in compare
+    assert re.findall(r'data-figure="([^"]+)"><img', compare) == [c.key for c in COMPARISON_FIGURES][::-1]
+    # the synthetic studies recorded no training curves: those figures are replaced by a note
+    assert len(IMG.findall(html)) == 2 * len(WITHOUT_CURVES) + len(COMPARISON_FIGURES)
+    assert html.count("No training curves recorded") == 2
+    # a study where nothing has finished still gets its section
+    empty = synth.write_study(tmp_path / "empty", n=4, dataset="checkerboard", finished=[])
+    html = write_report([empty], tmp_path / "empty.html", n_boot=10).read_text(encoding="utf-8")
+    assert "0 of 4 planned architectures finished" in html and "No architecture has finished training yet" in html
+
+
+def test_cli_report_writes_the_file_and_reports_user_errors_in_one_line(tiny_study_dir, tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "20", "--nlc-window", "0.5", "4"]) == 0
+    assert out.exists() and "NLC window" in out.read_text(encoding="utf-8") and "[0.5, 4]" in out.read_text()
+    assert "Window [0.5, 4]: given" in out.read_text()
+    assert f"wrote {out}" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "missing"), "--out", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("archstudy report: error: load_results.study_dir = ")
+    assert main(["report", str(tiny_study_dir), "--out", str(out), "--nlc-window", "3", "1"]) == 2
+    assert "write_report.window = (3.0, 1.0): must be two finite numbers 0 <= lo < hi" in capsys.readouterr().err
+
+
+def test_the_report_never_overwrites_a_studys_files_or_a_non_html_file(tiny_study_dir, tmp_path, capsys):
+    """``--out`` inside the study (other than STUDY/report.html), a directory, no name, or an existing
+    non-HTML file: one line, exit 2, nothing written, no temporary file left; STUDY/report.html is allowed."""
+    from archstudy.study.experiment.config import REPORT_NAME  # the file ``archstudy run --report`` writes
+    victim = next((tiny_study_dir / "architectures").glob("*.parquet"))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    before = {p: p.read_bytes() for p in tiny_study_dir.rglob("*") if p.is_file()}
+    cases = [
+        (tiny_study_dir / "study.yaml", "is inside the study"),
+        (victim, "is inside the study"),
+        (tiny_study_dir / "architectures" / "report.html", "is inside the study"),
+        (tmp_path, "is a directory: give a file path"),
+        ("", "must be a file path"),
+        (notes, "exists and is not an HTML file"),
+    ]
+    for out, expected in cases:
+        assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "5"]) == 2, out
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and expected in err, err
+    assert {p: p.read_bytes() for p in tiny_study_dir.rglob("*") if p.is_file()} == before
+    assert notes.read_text() == "mine\n" and not list(tmp_path.glob(".*.tmp"))
+    inside = tiny_study_dir / REPORT_NAME
+    try:
+        assert main(["report", str(tiny_study_dir), "--out", str(inside), "--n-boot", "5"]) == 0
+        assert main(["report", str(tiny_study_dir), "--out", str(inside), "--n-boot", "5"]) == 0  # HTML: replaced
+    finally:
+        inside.unlink(missing_ok=True)
+
+
+def test_report_command_imports_only_analysis_sampling_and_the_standard_library():
+    source = Path(__file__).resolve().parents[2] / "study" / "cli" / "report.py"
+    modules = set()
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            modules |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            modules.add(".".join(node.module.split(".")[:2]) if node.module.startswith("archstudy.") else
+                        node.module.split(".")[0])
+    allowed = {"archstudy.analysis", "archstudy.sampling"} | set(sys.stdlib_module_names)
+    assert modules and modules <= allowed, modules - allowed
+    # and analysis itself never imports torch
+    code = "import sys, archstudy.analysis, archstudy.analysis.report; print('torch' in sys.modules)"
+    root = str(Path(__file__).resolve().parents[2])
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                         env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0 and res.stdout.strip() == "False", res.stderr
+
+
+def test_the_report_needs_no_matplotlib_backend(tiny_study_dir, tmp_path):
+    """The figures are ``Figure`` objects rendered straight to PNG, never through pyplot: with no MPLBACKEND
+    and a display that does not exist, the report is written and matplotlib never chose a backend."""
+    out = tmp_path / "report.html"
+    code = ("import matplotlib; from archstudy.analysis import write_report; "
+            f"write_report({str(tiny_study_dir)!r}, {str(out)!r}, n_boot=10); "
+            "print(matplotlib.rcParams._get_backend_or_none())")
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | {"DISPLAY": ":99"}
+    res = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).resolve().parents[2]),
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert res.returncode == 0 and res.stdout.strip() == "None", res.stderr[-2000:]
+    assert len(IMG.findall(out.read_text(encoding="utf-8"))) == len(WITHOUT_CURVES)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+# Appended to a copy of the report (the report itself has no script): after load, write into the DOM how
+# many images decoded with a size.
+PROBE = ('<script>window.addEventListener("load", () => { const i = [...document.images]; '
+         'document.body.setAttribute("data-images", i.filter(x => x.complete && x.naturalWidth > 0).length '
+         '+ "/" + i.length); });</script>')
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian package 'chromium')")
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text(report.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    url = page.resolve().as_uri()
+    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    m = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
+    assert m, dom.stderr[-2000:]
+    assert int(m[1]) == int(m[2]) == len(FIGURES)
+    shot = tmp_path / "shot.png"
+    subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,3000", url], capture_output=True,
+                   timeout=120)
+    from matplotlib.image import imread
+
+    pixels = imread(shot)
+    assert pixels.shape[:2] == (3000, 1200)
+    assert pixels[..., :3].std() > 0.05  # not blank: text, tables and plots
+    assert (pixels[..., :3].mean(axis=-1) < 0.5).mean() > 0.005  # some dark ink
+
+
+def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_path):
+    """What a real study holds besides clean rows: architectures whose every run diverged (no test error),
+    a non-finite NLC at initialization, metrics that were not measured (NaN)."""
+    def rows(i, variant, spec, rng):
+        row = synth.synthetic_row(i, variant, spec, "checkerboard", 0, rng)
+        row.update(nlc_after=np.nan, bias_after=np.nan, snip=np.nan, synflow=np.nan)
+        if i % 3 == 0:
+            row.update(test_error=np.nan, val_error=np.nan, train_error=np.nan, all_diverged=True, n_diverged=40)
+        if i % 4 == 1:
+            row.update(nlc=np.inf, bias=np.nan, nonfinite_init=True)
+        return row
+
+    root = synth.write_study(tmp_path / "s", n=9, dataset="checkerboard", rows=rows)
+    html = write_report(root, tmp_path / "r.html", n_boot=20).read_text(encoding="utf-8")
+    assert "could not be drawn" not in html and len(IMG.findall(html)) == len(WITHOUT_CURVES)
+    status = re.search(r"diverged \(every run\)</td><td>(\d+)</td>", html)
+    assert status and int(status[1]) == 3
+    assert re.search(r"non-finite output at initialization</td><td>(\d+)</td>", html)[1] == "2"
+
+
+def test_the_regions_figure_draws_the_optional_metrics_and_the_one_over_nlc_line(tiny_study_dir):
+    """Figures 1 and 3E: scatter points where E.1 / E.3 were measured (here set to exactly 1/NLC and 2/NLC,
+    which the dashed line and the titles' Pearson r = -1 on logs must reflect), "no data" where not."""
+    from archstudy.analysis.figures import fig1_fig3e_regions
+
+    arch = load_results(tiny_study_dir).architectures.copy()
+    blank = fig1_fig3e_regions(FigureData("waveform-noise", arch))
+    assert all(not ax.collections and any(t.get_text() == "no data" for t in ax.texts) for ax in blank.axes)
+    arch["lar_diameter"] = 1.0 / arch["nlc"]
+    arch["error_perturbation"] = 2.0 / arch["nlc"]
+    d = FigureData("waveform-noise", arch)
+    fig = fig1_fig3e_regions(d)
+    left, right = fig.axes
+    n = int((np.isfinite(d.sample["nlc"]) & (d.sample["nlc"] > 0)).sum())  # base architectures, as figure 2
+    assert len(left.collections[0].get_offsets()) == n == len(right.collections[0].get_offsets())
+    (line,) = left.lines
+    x, y = line.get_data()
+    assert np.allclose(np.asarray(x) * np.asarray(y), 1.0)
+    assert left.get_title().startswith("r = -1.00") and right.get_title().startswith("r = -1.00")
+
+
+def test_a_study_where_nothing_trained_or_too_few_finished_says_so_first(tmp_path):
+    """Every run diverged: a warning before any statistic; fewer than 10 architectures: another. A tie for
+    the best predictor is shown as a tie, not as whichever name sorted first."""
+    def diverged(i, v, s, rng):
+        row = synth.synthetic_row(i, v, s, "waveform-noise", 0, rng)
+        return {**row, "all_diverged": True, "n_diverged": row["n_runs"]}
+
+    dead = synth.write_study(tmp_path / "dead", n=12, rows=diverged)
+    html = write_report(dead, tmp_path / "dead.html", n_boot=5).read_text(encoding="utf-8")
+    assert "No architecture trained:" in html and "every run of all 12 finished architectures diverged" in html
+    assert "Few architectures" not in html
+    few = synth.write_study(tmp_path / "few", n=4)
+    html = write_report(few, tmp_path / "few.html", n_boot=5).read_text(encoding="utf-8")
+    assert "Few architectures:</b> 4 finished" in html and "No architecture trained" not in html
+    # with 4 points several predictors share |tau| = 1 or another top value: the overview names them all
+    c = correlations(load_results(few).architectures, n_boot=5)
+    top = c[(c["n"] >= 3) & (c["rank"] == 1)]
+    if len(top) > 1:
+        assert f"tie of {len(top)}: " in html
+    else:
+        assert f"<td>{top['label'].iloc[0]}</td>" in html or top["label"].iloc[0] in html
+    healthy = write_report(synth.write_study(tmp_path / "ok", n=12), tmp_path / "ok.html", n_boot=5)
+    text = healthy.read_text(encoding="utf-8")
+    assert "No architecture trained" not in text and "Few architectures" not in text
+
+
+def test_the_analysis_functions_take_a_results_as_well_as_its_table(tiny_study_dir):
+    import pandas as pd
+
+    from archstudy.analysis import nlc_pruning, paired_effects
+    from archstudy.sampling import SpecError
+
+    results = load_results(tiny_study_dir)
+    pd.testing.assert_frame_equal(correlations(results, n_boot=5), correlations(results.architectures, n_boot=5))
+    pd.testing.assert_frame_equal(paired_effects(results), paired_effects(results.architectures))
+    pd.testing.assert_frame_equal(nlc_pruning(results), nlc_pruning(results.architectures))
+    with pytest.raises(SpecError, match="is given twice: each study once"):
+        write_report([tiny_study_dir, str(tiny_study_dir) + "/"], tiny_study_dir.parent / "twice.html", n_boot=5)
+    with pytest.raises(SpecError, match=r"^correlations\.df = 'list': must be a pandas DataFrame or an "
+                                        r"analysis\.Results$"):
+        correlations([1, 2])
+
+
+def test_the_pruning_analysis_defaults_to_the_studys_own_window_when_it_is_large_enough():
+    """The section's numbers without figures (``analyse``) on a 120-architecture windowed population: the
+    study's own NLC window is stable, so pruning uses it, with the paper's [1, 3] beside it; the HTML says
+    which window is used and why, prints the study's window beside the paper's, and lists the NLC's window
+    score in the window-predictor table. A 30-architecture one keeps the paper's window."""
+    from archstudy.analysis import Results
+    from archstudy.analysis.report import (
+        analyse, good_ranges_html, nlc_window_html, pruning_html, window_text, windows_html,
+    )
+
+    from archstudy.analysis.columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED
+    from archstudy.analysis.results import typed
+
+    def results(n):  # every other column of the contract present and empty, as for an older runner's files
+        arch = typed(synth.window_population(n, seed=0).assign(train_s=10.0, total_s=11.0), ARCHITECTURE_DTYPES,
+                     ARCHITECTURE_REQUIRED, "synthetic")
+        return Results(study_dir="synthetic", config={"dataset": "waveform-noise"}, architectures=arch,
+                       runs=pd.DataFrame(), failed=[], in_progress=0, planned=n)
+
+    s = analyse(results(120), "w", n_boot=20, seed=0, window=None)
+    own = s.nlc_window.iloc[0]
+    assert own["large_enough"] and s.window == (own["low"], own["high"]) and not s.window_given
+    assert s.pruning["label"].tolist() == ["the study's own", "the NLC paper's"]
+    assert s.pruning[["lo", "hi"]].to_numpy().tolist() == [list(s.window), [1.0, 3.0]]
+    html = pruning_html(s)
+    assert f"Window: the study's own {window_text(*s.window)}, its NLC's good range (the paper's is [1, 3])" in html
+    assert "the study&#x27;s own (used)" in html  # the label, HTML-escaped
+    box = nlc_window_html(s)
+    assert f"<b>The study's own NLC window:</b> {window_text(own['low'], own['high'])}" in box
+    assert "beside the NLC paper's [1, 3]" in box and "it is the pruning analysis' default window" in box
+    assert box in good_ranges_html(s)
+    nlc_row = s.windows.set_index("metric").loc["nlc"]
+    assert nlc_row["u_shaped"] and nlc_row["tau"] > nlc_row["raw_tau"]
+    assert f"{nlc_row['tau']:.2f} ± {nlc_row['tau_sd']:.2f}" in windows_html(s)
+
+    small = analyse(results(30), "w", n_boot=20, seed=0, window=None)
+    assert small.window == (1.0, 3.0) and small.pruning["label"].tolist()[:1] == ["the NLC paper's"]
+    assert small.pruning["label"].tolist()[1:] == ["the study's own (not stable)"]
+    assert "The study is not large enough for its own window: the band is not stable" in pruning_html(small)
+    given = analyse(results(120), "w", n_boot=20, seed=0, window=(0.5, 4.0))
+    assert given.window == (0.5, 4.0) and given.pruning["label"].tolist() == [
+        "given", "the NLC paper's", "the study's own"]
+
+
+def test_the_report_shows_both_granulated_kendalls_of_depth(report, real_study_dir):
+    """Depth is constant in every sibling cell: Jiang's Ψ counts those cells as 0, the τ-b variant skips them."""
+    c = correlations(load_results(real_study_dir).architectures, n_boot=10).set_index("predictor")
+    row = re.search(r'<td class="l">depth</td>.*?</tr>', report, re.S)[0]
+    cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+    psi_cell, tau_b_cell = cells[7], cells[8]  # after n, Pearson, p, Spearman, p, Kendall, p
+    assert psi_cell.startswith(f"{c.loc['depth', 'psi']:.2f}") and c.loc["depth", "psi_constant_cells"] > 0
+    assert f"{int(c.loc['depth', 'psi_cells'])} cells ({int(c.loc['depth', 'psi_constant_cells'])} constant)" in psi_cell
+    assert tau_b_cell == ("–" if np.isnan(c.loc["depth", "psi_tau_b"]) else f"{c.loc['depth', 'psi_tau_b']:.2f}")
+def test_result_files_of_another_science_config_are_left_out_of_the_report_and_it_says_so(tmp_path):
+    import pyarrow.parquet as pq
+    import yaml
+
+    root = synth.write_study(tmp_path / "s", n=12)
+    config = yaml.safe_load((root / "study.yaml").read_text())
+    target = sorted((root / "architectures").glob("*.parquet"))[0]
+    df = pq.read_table(target).to_pandas()
+    target.unlink()
+    synth.write_parquet(df, target, "architectures", science={**{k: config[k] for k in synth.SCIENCE}, "seed": 9})
+    html = write_report(root, tmp_path / "r.html", n_boot=5).read_text(encoding="utf-8")
+    assert ("<b>Left out:</b> 1 result file(s) (1 architecture(s)) that do not belong to this study: computed under "
+            "another science config than study.yaml&#x27;s.") in html
+    assert "11 of 12 planned architectures finished" in html

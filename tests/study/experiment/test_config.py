@@ -1,0 +1,212 @@
+"""StudyConfig: self-describing (full space, protocol, metric options), exact YAML round trip, one-line errors from
+the declared constraints, science vs execution keys."""
+
+import subprocess
+import sys
+import time
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+import yaml
+
+from archstudy.sampling import PRESETS, SIBLING_AXES, SpecError
+from archstudy.study import MetricOptions, Protocol
+from archstudy.study.experiment.config import EXECUTION_KEYS, SCIENCE_KEYS, Resources, StudyConfig
+
+BASE = {"dataset": "waveform-noise", "architectures": 3}
+
+
+def test_a_config_holds_the_full_space_protocol_and_metric_options_and_round_trips_exactly():
+    c = StudyConfig(**BASE, preset="paper", protocol="quick", siblings="norm,skip", param_budget=5000, seed=4)
+    assert c.space == yaml.safe_load(yaml.safe_dump(PRESETS["paper"].to_dict()))
+    assert c.protocol == Protocol.of("quick").to_dict() or c.protocol == yaml.safe_load(
+        yaml.safe_dump(Protocol.of("quick").to_dict()))
+    assert MetricOptions.from_dict(c.metrics) == MetricOptions()
+    assert c.siblings == ("norm", "skip") and c.resources == Resources(1.0, 0.0)
+    assert c.package_version and c.created.endswith("Z")
+    text = c.to_yaml()
+    back = StudyConfig.from_yaml(text)
+    assert back == c and back.to_yaml() == text
+    # The space is stored in full: a study written with a changed space reads back with that space.
+    custom = PRESETS["paper"].replace(name="mine", p_debias=0.25)
+    c2 = StudyConfig(**BASE, space=custom.to_dict())
+    assert c2.preset == "mine" and StudyConfig.from_yaml(c2.to_yaml()).space_obj == custom
+
+
+def _invalid_cases():
+    for f in fields(StudyConfig):
+        constraint = f.metadata["constraint"]
+        if constraint is None:
+            continue
+        for bad in constraint.invalid_examples():
+            yield pytest.param(f.name, bad, id=f"{f.name}={bad!r}")
+
+
+@pytest.mark.parametrize("name,bad", list(_invalid_cases()))
+def test_every_declared_constraint_gives_a_one_line_error(name, bad):
+    with pytest.raises(SpecError) as e:
+        StudyConfig(**{**BASE, name: bad})
+    msg = str(e.value)
+    assert msg.startswith(f"study.{name} = {bad!r}: ") and "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"dataset": "no-such-data"}, "study.dataset = 'no-such-data': must be one of 'waveform-noise'"),
+        ({"architectures": -3}, "study.architectures = -3: must be an integer in [1, 1000000]"),
+        ({"param_budget": 0}, "study.param_budget = 0: must be an integer >= 1"),
+        ({"preset": "huge"}, "study.preset = 'huge': must be one of 'paper', 'extended'"),
+        ({"siblings": ["colour"]}, "study.siblings = ['colour']: must be a list of distinct sibling axes"),
+        ({"resources": {"gpus_per_arch": 1.5}}, "study.resources.gpus_per_arch = 1.5: must be 0, a fraction"),
+        ({"resources": {"cpus_per_arch": 0}},
+         "study.resources.cpus_per_arch = 0: must be a finite number in (0.0, inf)"),
+        ({"resources": {"tpus": 1}}, "study.resources.tpus = 1: is not a resource"),
+        ({"max_retries": -1}, "study.max_retries = -1: must be an integer >= 0"),
+        ({"nlc_window": [3, 1]}, "study.nlc_window = [3, 1]: must be null, 'auto' or two numbers lo < hi"),
+        ({"nlc_window": "1,3", "nlc_pilot": 20}, "study.nlc_pilot = 20: must stay 100 unless nlc_window = 'auto'"),
+        ({"metrics": {"nlc_trajectory": [5, 2]}}, "MetricOptions.nlc_trajectory = [5, 2]: must be a strictly"),
+        ({"colour": "red"}, "study.colour = 'red': is not a study key; allowed: dataset, architectures"),
+    ],
+)
+def test_named_mistakes(change, message):
+    with pytest.raises(SpecError) as e:
+        StudyConfig.from_dict({**BASE, **change})
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_required_keys_and_bad_yaml_are_one_line_errors():
+    with pytest.raises(SpecError, match=r"^study.architectures = None: is required$"):
+        StudyConfig.from_dict({"dataset": "digits"})
+    with pytest.raises(SpecError, match=r"^study.config = 'x.yaml': is not valid YAML at line 3$"):
+        StudyConfig.from_yaml("dataset: digits\narchitectures: [1,\n", where="x.yaml")
+    with pytest.raises(SpecError, match="must be a YAML mapping"):
+        StudyConfig.from_yaml("- 1\n- 2\n")
+    with pytest.raises(SpecError, match="MetricOptions.nlc_batches = 0"):
+        StudyConfig(**BASE, metrics={"nlc_batches": 0})
+
+
+def test_siblings_forms_and_resources():
+    assert StudyConfig(**BASE, siblings="all").siblings == SIBLING_AXES
+    assert StudyConfig(**BASE, siblings=True).siblings == SIBLING_AXES
+    assert StudyConfig(**BASE, siblings=["skip", "weights"]).siblings == ("weights", "skip")  # canonical order
+    assert StudyConfig(**BASE, siblings=[]).siblings == () == StudyConfig(**BASE, siblings="none").siblings
+    assert Resources(2.5, 0.25).threads == 2 and Resources(0.5, 0).threads == 1
+    assert Resources.of({"gpus_per_arch": 2}).gpus_per_arch == 2.0
+
+
+def test_science_keys_decide_a_resume_execution_keys_do_not():
+    a = StudyConfig(**BASE, protocol="quick")
+    assert set(SCIENCE_KEYS) | set(EXECUTION_KEYS) | {"package_version", "created"} == {f.name for f in fields(a)}
+    assert a.differences(a.with_execution(root="/data/elsewhere", cpus_per_arch=2, gpus_per_arch=0.5,
+                                          max_retries=5, checkpoint_every_s=10)) == []
+    assert a.differences(a.replace(package_version="9.9", created="2000-01-01T00:00:00Z")) == []
+    assert a.differences(StudyConfig(**{**BASE, "architectures": 4}, protocol="quick")) == ["architectures"]
+    assert a.differences(StudyConfig(**BASE, protocol="paper", seed=1)) == ["seed", "protocol"]
+
+
+def test_a_study_yaml_from_before_the_pruning_keys_and_the_added_options_is_the_same_study():
+    """study.yaml written before ``nlc_window``, ``nlc_pilot``, ``metrics.nlc_trajectory`` and the space's ``imns``
+    and ``gmp_inits`` existed: read now, it has their defaults and no science key differs from the same study
+    asked now (a resume goes on); the windows normalize from both of their forms."""
+    new = StudyConfig(**BASE, preset="extended", protocol="quick")
+    old = new.to_dict()
+    for key in ("nlc_window", "nlc_pilot"):
+        del old[key]
+    del old["metrics"]["nlc_trajectory"], old["space"]["imns"], old["space"]["gmp_inits"]
+    read = StudyConfig.from_dict(old)
+    assert read.differences(new) == [] and (read.nlc_window, read.nlc_pilot) == (None, 100)
+    assert StudyConfig(**BASE, nlc_window="0.5,2").nlc_window == (0.5, 2.0) == \
+        StudyConfig(**BASE, nlc_window=[0.5, 2]).nlc_window
+    auto = new.replace(nlc_window="auto", nlc_pilot=20)
+    assert StudyConfig.from_yaml(auto.to_yaml()) == auto and new.differences(auto) == ["nlc_window", "nlc_pilot"]
+
+
+def test_declared_defaults_and_constraints_read_as_a_config_does():
+    """``StudyConfig.default``/``normalize``: what a study.yaml key means when absent or as written (the
+    analysis reads a study.yaml through them)."""
+    c = StudyConfig(**BASE)
+    for key in ("seed", "preset", "param_budget", "siblings", "max_retries", "metrics"):
+        value = StudyConfig.default(key)
+        assert value == (getattr(c, key) if key != "metrics" else {}), key
+    assert StudyConfig.normalize("siblings", "skip,norm") == ("norm", "skip")
+    assert StudyConfig.normalize("param_budget", 5000) == 5000
+    with pytest.raises(SpecError, match=r"^study\.param_budget = 0: "):
+        StudyConfig.normalize("param_budget", 0)
+    with pytest.raises(KeyError, match="'colour' is not a study key"):
+        StudyConfig.default("colour")
+
+
+def test_a_config_is_built_and_read_without_torch():
+    """study.experiment.config, the analysis and the sampler never import torch: building a StudyConfig (its protocol,
+    metric options and dataset name checked) and loading the analysis leave torch out of sys.modules."""
+    code = ("import sys; from archstudy.study.experiment.config import StudyConfig; "
+            "c = StudyConfig(dataset='digits', architectures=2, protocol='quick', metrics={'lar': True}); "
+            "StudyConfig.from_yaml(c.to_yaml()); "
+            "import archstudy.analysis, archstudy.sampling, archstudy.study.experiment.schema; "
+            "from archstudy.study import MetricOptions; MetricOptions(); "
+            "print(sorted(m for m in ('torch', 'ray') if m in sys.modules))")
+    root = Path(__file__).resolve().parents[3]
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0 and res.stdout.strip() == "[]", res.stderr[-2000:]
+
+
+HEAD = "dataset: waveform-noise\narchitectures: 3\n"
+
+
+def _hostile(case: str, alias_bomb) -> str:
+    if case.startswith("bomb "):
+        levels, under = case.split()[1:]
+        return alias_bomb(int(levels), None if under == "-" else under, head=HEAD)
+    if case == "larger than 1 MiB":
+        return HEAD + "# " + "x" * (1 << 20) + "\n"
+    if case == "nested 100000 deep":
+        return HEAD + "dataset_options: {x: " + "[" * 100_000 + "]" * 100_000 + "}\n"
+    if case == "a long value":
+        return HEAD + "seed: '" + "9" * 100_000 + "'\n"
+    raise AssertionError(case)
+
+
+@pytest.mark.parametrize("case, message", [
+    ("bomb 6 seed", "uses a YAML alias (*a) at line 5; an archstudy config takes none"),  # the echo was 3 MB
+    ("bomb 9 seed", "uses a YAML alias"),
+    ("bomb 9 dataset_options", "uses a YAML alias"),
+    ("bomb 9 space", "uses a YAML alias"),
+    ("bomb 9 -", "uses a YAML alias"),
+    ("larger than 1 MiB", "is larger than 1 MiB (1048576 bytes); a config is small"),
+    ("nested 100000 deep", "nests deeper than"),
+    ("a long value", "study.seed = '99999999"),
+])
+def test_a_hostile_study_yaml_is_refused_at_once_in_one_short_line(case, message, alias_bomb):
+    text = _hostile(case, alias_bomb)
+    t0 = time.perf_counter()
+    with pytest.raises(SpecError) as e:
+        StudyConfig.from_yaml(text, where="x/study.yaml")
+    elapsed = time.perf_counter() - t0
+    msg = str(e.value)
+    assert message in msg and "\n" not in msg and len(msg) <= 400, msg[:1000]
+    assert elapsed < 1.0, elapsed  # the 9-level bomb took 37 s and 3.7 GB before aliases were refused
+
+
+def test_study_yaml_is_written_without_aliases_so_it_reads_back():
+    shared = [1.0, 2.0]
+    c = StudyConfig(**BASE, dataset_options={"a": {"w": shared}, "b": {"w": shared}})
+    assert "&" not in c.to_yaml() and StudyConfig.from_yaml(c.to_yaml()) == c
+
+
+@pytest.mark.parametrize("key", ["seed", "dataset_seed"])
+def test_a_seed_is_what_numpy_and_the_parquet_int64_column_both_take(key):
+    """The largest seed a config allows seeds numpy's SeedSequence and fits the results' int64 study_seed
+    column; one more is refused up front (it used to train every architecture, then fail writing its row)."""
+    import numpy as np
+    import pyarrow as pa
+
+    top = 2**63 - 1
+    assert StudyConfig(**BASE, **{key: top}).to_dict()[key] == top
+    np.random.SeedSequence([top, 0]).generate_state(1)
+    assert pa.array([top], pa.int64()).to_pylist() == [top]
+    with pytest.raises(OverflowError):
+        pa.array([top + 1], pa.int64())
+    with pytest.raises(SpecError, match=rf"^study\.{key} = {top + 1}: must be an integer in \[0, {top}\]$"):
+        StudyConfig(**BASE, **{key: top + 1})

@@ -1,0 +1,141 @@
+"""study.perf.bench and ``archstudy bench``: the flop count, the GEMM list, the row's arithmetic, the command."""
+
+import json
+import math
+
+import pytest
+import torch
+
+from archstudy.sampling import ArchSpec, solve_width
+from archstudy.study import build_network, frozen_statistics
+from archstudy.study.perf.bench import (
+    CASES, FIELDS, PAPER_CASES, BenchCase, bench_case, fp64_peak, gemm_ops, plain_model, step_flops,
+)
+from archstudy.study.cli import main
+from archstudy.study.training import allocator
+
+
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")]
+
+
+def test_step_flops_by_hand():
+    spec = ArchSpec(depth=3, width=5, d_in=4, d_out=2)
+    # layer 1 (4 -> 5): forward and weight gradient; layers 2 (5 -> 5) and 3 (5 -> 2): also the input
+    # gradient; 2 flops per multiply-add, minibatch 7, 3 runs
+    assert step_flops(spec, 3, 7) == 3 * (2 * 2 * 7 * 4 * 5 + 3 * 2 * 7 * 5 * 5 + 3 * 2 * 7 * 5 * 2)
+
+
+def test_the_timed_gemms_are_the_products_of_a_step():
+    for case in CASES.values():
+        ops = gemm_ops(case.spec, 3, 11, torch.device("cpu"))
+        flops = sum(2 * out.numel() * a.shape[-1] for _, a, _, out in ops)
+        assert flops == step_flops(case.spec, 3, 11)
+        for f, a, b, out in ops[:3]:
+            assert f(a, b).shape == out.shape
+
+
+def test_case_sizes_are_what_the_names_say():
+    assert abs(CASES["small"].params - 20_000) < 200 and abs(CASES["1M"].params - 1_000_000) < 5_000
+    assert {c.spec.depth for k, c in CASES.items() if k.startswith("small")} == {3, 9, 25}
+
+
+def test_a_row_is_consistent():
+    case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2, 100)
+    row = bench_case(case, runs=3, batch=50, repeats=1, compiled=False)
+    assert set(FIELDS) <= set(row)
+    per_epoch = 1_000 // 50
+    assert row["speedup"] == pytest.approx(row["sequential_s_per_epoch"] / row["stacked_s_per_epoch"], rel=1e-12)
+    assert row["speedup_same_step"] == pytest.approx(row["same_step_s_per_epoch"] / row["stacked_s_per_epoch"],
+                                                     rel=1e-12)
+    assert row["gflops"] == pytest.approx(step_flops(case.spec, 3, 50) * per_epoch / row["stacked_s_per_epoch"] / 1e9,
+                                          rel=1e-12)
+    assert row["gemm_fraction"] == pytest.approx(row["gflops"] / row["gemm_gflops"], rel=1e-12)
+    assert row["params"] == case.spec.num_params and row["runs"] == 3 and row["chunk"] >= 1
+    assert all(row[k] > 0 for k in ("stacked_s_per_epoch", "sequential_s_per_epoch", "gemm_gflops"))
+    # a CPU is in no table of float64 peaks; the rule keeps the eager step on a CPU
+    assert math.isnan(row["peak_fraction"]) and "not in the table" in row["peak_source"] and row["rule"] == "eager"
+    assert math.isnan(row["compiled_s_per_epoch"]) and row["compiled_graphs"] == 0
+
+
+def test_the_plain_baseline_computes_what_the_stacked_network_computes():
+    """The plain per-run loop trains the same function: the same layers, initialized from a stacked copy,
+    give the same output."""
+    spec = CASES["small-d3"].spec
+    stack = build_network(spec, seed=0, runs=2)
+    model = plain_model(spec, torch.device("cpu"))
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for lin, layer in zip(linears, stack.select(1).linears):
+            lin.weight.copy_(layer.weight[0])
+            lin.bias.copy_(layer.bias[0])
+    x = torch.randn(30, spec.d_in, dtype=torch.float64)
+    with frozen_statistics(stack):
+        expected = stack(x)[1]
+    assert torch.allclose(model.train()(x), expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.fixture
+def malloc_settings(monkeypatch):
+    """The command is an entry point: it sets glibc's malloc up as a study worker does. Recorded here instead
+    of done, so this test process stays as it was (tests/study/training/test_allocator.py checks the real
+    thing in fresh interpreters)."""
+    calls = []
+    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append(True) or True)
+    return calls
+
+
+def test_a_row_times_the_compiled_step_and_says_what_the_rule_picks():
+    case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2, 100)
+    row = bench_case(case, runs=3, batch=50, repeats=1, plain=False, compiled=True,
+                     compile_backend="aot_eager_decomp_partition")
+    assert row["compiled_s_per_epoch"] > 0 and row["compile_s"] > 0 and row["compiled_graphs"] == 1
+    assert row["compiled_speedup"] == pytest.approx(row["stacked_s_per_epoch"] / row["compiled_s_per_epoch"], rel=1e-12)
+    assert row["rule"] == "eager" and math.isnan(row["sequential_s_per_epoch"])
+
+
+def test_device_peaks_are_found_by_name():
+    assert fp64_peak("NVIDIA H100 80GB HBM3")[0] == 67.0 and fp64_peak("NVIDIA H100 PCIe")[0] == 51.0
+    assert fp64_peak("NVIDIA A100-SXM4-80GB")[0] == 19.5 and fp64_peak("Tesla V100-SXM2-16GB")[0] == 7.8
+    assert fp64_peak("NVIDIA H200")[0] == 67.0 and fp64_peak("Tesla V100-PCIE-32GB")[0] == 7.0
+    peak, why = fp64_peak("NVIDIA L4")
+    assert math.isnan(peak) and "'NVIDIA L4' is not in the table" in why
+
+
+def test_the_householder_case_is_a_1m_parameter_net_as_the_sampler_solves_it():
+    spec = CASES["1M-householder"].spec
+    assert spec.weights == "householder" and solve_width(spec.replace(width=8), 1_000_000) == spec
+    assert abs(spec.num_params - 1_000_000) < 3_000
+    assert [CASES[c].spec.depth for c in PAPER_CASES] == [3, 9, 25, 49]
+    assert all(abs(CASES[c].params - 1_000_000) < 5_000 for c in PAPER_CASES)
+
+
+def test_command_prints_json_rows(capsys, malloc_settings):
+    assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json",
+                 "--no-compile"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["case"] for r in rows] == ["small"] and set(FIELDS) <= set(rows[0]) and rows[0]["runs"] == 2
+    assert malloc_settings == [True]
+
+
+def test_command_prints_a_table(capsys, malloc_settings):
+    assert main(["bench", "--quick", "--runs", "2", "--steps", "1", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:3] == ["case", "params", "threads"] and out[1].split()[0] == "small"
+    assert out[-1].startswith("rule for small: eager (CPU")
+    assert malloc_settings == [True]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--cases", "huge"], "bench.cases = 'huge': must be one of"),
+    (["--cases", ","], "bench.cases = ',': must name at least one of"),
+    (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
+    (["--device", "nowhere"], "bench.device = 'nowhere'"),
+    (["--gpus-per-arch", "2"], "bench.gpus_per_arch = 2.0: must be"),
+    (["--compile-mode", "fastest"], "bench.compile_mode = 'fastest': must be one of"),
+    (["--project", "--devices", "0"], "bench.devices = '0': must be a comma-separated list of integers >= 1"),
+])
+def test_bad_options_are_one_line_errors(argv, message, capsys):
+    assert main(["bench", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

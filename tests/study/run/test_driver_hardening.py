@@ -1,0 +1,364 @@
+"""The driver against a user's mistakes and an attacker's files, on a real (tiny) study: one study holds one
+science config (an edited study.yaml is refused, rows of another config never count); a planted checkpoint is
+never executed; two drivers racing for a new directory cannot mix two studies."""
+
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import ray
+import yaml
+
+from archstudy.sampling import EXTENDED, UserError
+from archstudy.study.cli import main
+from archstudy.study.run.store import Store
+
+CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
+                 "proxy_batch_size": 32}
+SPACE = EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict()
+KEYS = {"dataset": "waveform-noise", "architectures": 2, "param_budget": 3000, "seed": 11, "space": SPACE,
+        "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2}, "metrics": CHEAP_METRICS, "max_retries": 1}
+VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt"}
+
+
+# Credentials for the local S3 server (any pass there). Every process that opens an s3:// study needs them: the
+# driver and every Ray worker (a worker reads and writes checkpoints), so they are set before Ray starts.
+S3_ENV = {"AWS_ACCESS_KEY_ID": "archstudy-test", "AWS_SECRET_ACCESS_KEY": "archstudy-test",
+          "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in S3_ENV.items():
+            mp.setenv(key, value)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level=logging.ERROR)
+        yield
+        ray.shutdown()
+
+
+def values(location) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both tables of a study without the columns that differ between two computations, sorted."""
+    store = Store(location)
+    arch, runs = store.read_table("architectures"), store.read_table("runs")
+    arch = arch[[c for c in arch.columns if c not in VOLATILE]].sort_values(["index", "arch_id"])
+    runs = runs[[c for c in runs.columns if c not in VOLATILE]].sort_values(["index", "arch_id", "lr_index"])
+    return arch.reset_index(drop=True), runs.reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def reference(local_ray, tmp_path_factory):
+    from archstudy.study.run.driver import run_study
+
+    out = tmp_path_factory.mktemp("reference") / "study"
+    assert run_study(KEYS, out, progress=None).complete
+    return out
+
+
+def snapshot(path: Path) -> dict:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def copy_of(reference, tmp_path) -> Path:
+    study = tmp_path / "s"
+    shutil.copytree(reference, study)
+    return study
+
+
+def edit_yaml(study: Path, **changes) -> None:
+    config = yaml.safe_load((study / "study.yaml").read_text())
+    for key, value in changes.items():
+        if isinstance(value, dict):
+            config[key] = {**config[key], **value}
+        else:
+            config[key] = value
+    (study / "study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def one_line_error(argv, capsys, command="resume") -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and lines[0].startswith(f"archstudy {command}: error: "), err
+    return lines[0]
+
+
+# -- one study, one science config ------------------------------------------------------------------------
+@pytest.mark.parametrize("edit, differs", [
+    ({"seed": 12}, "seed (11 in the results, 12 here)"),  # other architectures: the old files are in no plan
+    ({"protocol": {"max_epochs": 3}}, "protocol.max_epochs (2 in the results, 3 here)"),  # the same names
+])
+def test_a_study_yaml_edited_after_results_were_written_is_refused_and_nothing_changes(reference, tmp_path, capsys,
+                                                                                      edit, differs):
+    study = copy_of(reference, tmp_path)
+    edit_yaml(study, **edit)
+    before = snapshot(study)
+    line = one_line_error(["resume", str(study)], capsys)
+    assert "2 result file(s) were computed under another science config than this one" in line and differs in line
+    assert snapshot(study) == before
+    # status: the rows are reported, never counted as finished
+    assert main(["status", str(study), "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["finished"] == 0 and state["total"] == 2
+    assert len(state["extra"]) + len(state["other_config"]) == 2
+    assert main(["status", str(study)]) == 0
+    text = capsys.readouterr().out
+    assert ("not in plan" in text or "other config" in text) and differs in text
+    assert snapshot(study) == before
+
+
+def test_force_config_never_mixes_a_new_config_into_finished_rows(reference, tmp_path, capsys):
+    study = copy_of(reference, tmp_path)
+    before = snapshot(study)
+    cfg = tmp_path / "keys.yaml"
+    cfg.write_text(yaml.safe_dump({**KEYS, "seed": 12}))
+    line = one_line_error(["run", "--config", str(cfg), "--out", str(study), "--force-config"], capsys, "run")
+    assert "seed (11 in the results, 12 here)" in line
+    assert snapshot(study) == before
+
+
+
+def test_result_files_of_this_config_that_no_unit_of_its_plan_names_are_refused_too(reference, tmp_path, capsys):
+    """(What a sampler of another archstudy version could leave: the same science keys, other architectures.)"""
+    study = copy_of(reference, tmp_path)
+    name = Store(study).names("architectures", ".parquet")[0]
+    stray = name[:7] + "0123456789abcdef"
+    for kind in ("architectures", "runs"):
+        (study / kind / f"{name}.parquet").rename(study / kind / f"{stray}.parquet")
+    before = snapshot(study)
+    line = one_line_error(["resume", str(study)], capsys)
+    assert "1 result file(s) are no architecture of this config's plan" in line, line
+    assert snapshot(study) == before
+
+
+# -- no code from study files ------------------------------------------------------------------------------
+class Planted:
+    """Unpickling it creates the marker file (``open(marker, "w")``): what a planted checkpoint could do instead.
+    The pickle names only ``builtins.open``, so any process could unpickle it."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_planted_checkpoint_is_never_executed_on_resume_and_the_study_ends_as_an_uninterrupted_one(
+        reference, tmp_path, capsys):
+    import torch
+
+    study = copy_of(reference, tmp_path)
+    name = Store(study).names("architectures", ".parquet")[1]
+    for kind in ("architectures", "runs"):  # unit 1 is not finished: resume runs it, from its "checkpoint"
+        (study / kind / f"{name}.parquet").unlink()
+    marker = tmp_path / "marker"
+    (study / "checkpoints").mkdir(exist_ok=True)
+    torch.save({"key": "anything", "state": Planted(marker)}, study / "checkpoints" / f"{name}.pt")
+    assert main(["resume", str(study)]) == 0
+    err = capsys.readouterr().err
+    assert not marker.exists()
+    assert re.search(rf"^archstudy: {name}: checkpoint \S+{name}\.pt: not a valid checkpoint \(UnpicklingError: "
+                     r".*\); discarded; training starts afresh$", err, re.M), err
+    for mine, ref in zip(values(study), values(reference)):
+        pd.testing.assert_frame_equal(mine, ref, check_exact=True)
+    assert Store(study).names("checkpoints", ".pt") == []
+
+
+# -- two drivers racing for a new directory ------------------------------------------------------------------
+def test_a_driver_that_finds_a_study_created_while_it_started_refuses_instead_of_overwriting_it(
+        local_ray, tmp_path, monkeypatch):
+    """B checks that the directory is new, then pauses (as in a slow Ray start) before it takes the lock; A
+    creates the study with another seed and finishes. B, continued, must not rewrite study.yaml or mix seeds."""
+    from archstudy.study.run import driver
+
+    study = tmp_path / "new"
+    paused, go = threading.Event(), threading.Event()
+    capacity = driver._check_capacity
+
+    def slow_start(*args, **kwargs):  # between B's new-directory check and its lock
+        if threading.current_thread().name == "driver-B":
+            paused.set()
+            assert go.wait(120)
+        return capacity(*args, **kwargs)
+
+    monkeypatch.setattr(driver, "_check_capacity", slow_start)
+    box = {}
+
+    def driver_b():
+        try:
+            box["result"] = driver.run_study({**KEYS, "architectures": 1, "seed": 6}, study, progress=None)
+        except UserError as e:
+            box["error"] = e
+
+    b = threading.Thread(target=driver_b, name="driver-B")
+    b.start()
+    assert paused.wait(120)
+    a = driver.run_study({**KEYS, "architectures": 1, "seed": 5}, study, progress=None)
+    assert a.complete
+    before = snapshot(study)
+    go.set()
+    b.join(120)
+    assert "result" not in box and str(box["error"]) == (
+        f"{study}: another driver created a study here while this one started (seed 5 in its study.yaml); "
+        "nothing was changed: run the command again to continue that study, or choose another directory")
+    assert snapshot(study) == before and Store(study).read_config().seed == 5
+
+
+# -- a large study says how far planning is before its first unit --------------------------------------------
+def test_planning_says_how_far_it_is_and_plans_the_same_units(monkeypatch):
+    from archstudy.study.run import state
+    from archstudy.study.experiment.config import StudyConfig
+    from archstudy.study.run.unit import plan_units
+
+    config = StudyConfig(**{**KEYS, "architectures": 6, "siblings": ["param"]}).replace(d_in=40, d_out=3)
+    lines = []
+    monkeypatch.setattr(state, "PLAN_PROGRESS_S", 0.0)
+    units = state.plan_with_progress(config, lines.append)
+    assert [u.to_dict() for u in units] == [u.to_dict() for u in plan_units(config)]
+    assert [line.split(",")[0] for line in lines] == [f"planning: {i}/6 architectures sampled" for i in range(1, 6)]
+    assert all(re.fullmatch(r"planning: \d/6 architectures sampled, about \d+ s left", line) for line in lines)
+    monkeypatch.setattr(state, "PLAN_PROGRESS_S", 60.0)
+    lines.clear()
+    state.plan_with_progress(config, lines.append)
+    assert lines == []  # a plan of seconds says nothing
+
+
+# -- an interrupt while the embedded Ray starts --------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _session(sid: int) -> list[tuple[int, bytes]]:
+    """(pid, command line) of the processes of session ``sid`` (the driver's: it was started as its leader)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{d}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != b"Z":
+            out.append((int(d), cmd))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, moment", [
+    (signal.SIGINT, b"raylet/raylet"),  # the raylet has just been started (its agents follow)
+    (signal.SIGTERM, b"raylet/raylet"),
+    (signal.SIGTERM, b"ray::DashboardAgent"),  # the raylet's agents are up
+])
+def test_an_interrupt_while_ray_starts_shuts_it_all_down_and_says_interrupted(signum, moment, tmp_path):
+    """SIGINT (Ctrl-C) or SIGTERM (`kill`, `ray job stop`) at a moment of the embedded Ray's start: the driver
+    says "interrupted" (exit 130), writes nothing, and leaves no Ray process behind (its session is empty)."""
+    out = tmp_path / "s"
+    argv = ["run", "--dataset", "waveform-noise", "--architectures", "1", "--param-budget", "3000", "--protocol",
+            "quick", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "archstudy.study.cli", *argv],
+                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while not any(moment in cmd for _, cmd in _session(proc.pid)):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"Ray did not start: {proc.communicate()[1].decode()[-2000:]}")
+            time.sleep(0.01)
+        os.kill(proc.pid, signum)
+        _, err = proc.communicate(timeout=120)
+        err = err.decode()
+        deadline = time.monotonic() + 30
+        while _session(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _session(proc.pid)
+    finally:
+        for pid, _ in _session(proc.pid):  # only this test's driver's session: never anyone else's processes
+            os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert left == [], [cmd[:80] for _, cmd in left]
+    assert proc.returncode == 130 and err.rstrip().splitlines()[-1] == "archstudy run: interrupted", err[-3000:]
+    assert "Traceback" not in err and not out.exists()
+
+
+# -- object storage for real: a study on an S3 server ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """An S3-protocol server on 127.0.0.1 (moto's standalone server, the `dev` extra), for this module."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e '.[dev]')")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "the S3 server did not start"
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_a_study_on_an_s3_server_killed_and_resumed_reads_back_as_the_same_study_on_a_local_disk(
+        local_ray, reference, s3_endpoint, tmp_path, capsys):
+    """Through pyarrow's S3 client (the endpoint in the URI): the driver is SIGKILLed after its first commit,
+    `archstudy resume` finishes the study, `status` and `report` read it back, and its rows are the local
+    study's, value for value."""
+    import pyarrow.fs as pafs
+
+    query = f"endpoint_override={s3_endpoint}&scheme=http"
+    pafs.FileSystem.from_uri(f"s3://archstudy-test?{query}&allow_bucket_creation=true")[0].create_dir(
+        "archstudy-test")
+    uri = f"s3://archstudy-test/studies/wave?{query}"
+    cfg = tmp_path / "keys.yaml"
+    cfg.write_text(yaml.safe_dump(KEYS))
+    fs, root = pafs.FileSystem.from_uri(uri)
+    committed = lambda: [i for i in fs.get_file_info(pafs.FileSelector(f"{root}/architectures", allow_not_found=True))
+                         if i.base_name.endswith(".parquet")]  # noqa: E731
+    # A driver connected to this module's Ray, one architecture at a time: killed after its first commit.
+    driver = subprocess.Popen([sys.executable, "-m", "archstudy.study.cli", "run", "--config", str(cfg), "--out", uri,
+                               "--address", ray.get_runtime_context().gcs_address, "--max-in-flight", "1"],
+                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 300
+        while not committed():
+            assert driver.poll() is None and time.monotonic() < deadline, driver.communicate()[1].decode()[-3000:]
+            time.sleep(0.05)
+    finally:
+        driver.kill()
+        driver.wait()
+    assert len(committed()) == 1
+    assert main(["resume", uri]) == 0
+    err = capsys.readouterr().err
+    assert f"{uri}: 1 of 2 architectures to run (1 finished earlier)" in err and "2/2 architectures finished" in err
+    assert main(["status", uri, "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert (state["finished"], state["remaining"], state["extra"], state["other_config"]) == (2, 0, [], {})
+    report = tmp_path / "report.html"
+    assert main(["report", uri, "--out", str(report)]) == 0
+    assert "all 2 planned architectures are finished" in report.read_text(encoding="utf-8")
+    for mine, ref in zip(values(uri), values(reference)):
+        pd.testing.assert_frame_equal(mine, ref, check_exact=True)
+    assert Store(uri).temp_files() == [] and Store(uri).names("checkpoints", ".pt") == []
