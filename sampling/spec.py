@@ -56,9 +56,9 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   against about sqrt(2 / (pi n)) for a uniform direction).
 
 Fields added after the first schema (``init``, ``dense_ends``, ``imn``, ``gmp_init``, ``scale_activation``;
-declared with ``since``) are left out of the canonical JSON while they hold their
-default, so every spec that could be written before they existed keeps its ``content_id`` (a study's unit
-names hold it).
+declared with ``since``, ``sampling.constraints.declare``) are left out of the canonical JSON while they hold
+their default, so every spec that could be written before they existed keeps its ``content_id`` (a study's
+unit names hold it).
 """
 
 from __future__ import annotations
@@ -131,8 +131,9 @@ class ArchSpec(Declared):
     dilation: float = declare(Real(0.0, lo_open=True), 1.0, doc="d in c*tau(d s + t) + b")
     shift: float = declare(Real(), 0.0, doc="t in c*tau(d s + t) + b")
     debias: bool = declare(Boolean(), False, doc="b makes E[c tau(d s + t) + b] = 0 for s ~ N(0,1)")
-    scale_activation: bool = declare(Boolean(), True, since=4,
-                                doc="c makes Q[c tau(d s + t) + b] = 1 for s ~ N(0,1) (appendix C); false: c = 1")
+    scale_activation: bool = declare(
+        Boolean(), True, since=4,
+        doc="c makes Q[c tau(d s + t) + b] = 1 for s ~ N(0,1) (appendix C); false: c = 1")
     norm: str = declare(Choice(NORMS), "none", doc="normalization between linear op and activation")
     skip: str = declare(Choice(SKIPS), "none", doc="where skip connections start")
     skip_strength: float = declare(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")
@@ -140,16 +141,16 @@ class ArchSpec(Declared):
                                doc="layers a skip bypasses (k): the shortcut depth of Demystifying ResNet")
     weights: str = declare(Choice(WEIGHTS), "dense", doc="dense, or Householder for width-to-width layers")
     dense_ends: int = declare(Integer(0), 0, since=2,
-                         doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)")
+                              doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)")
     param: str = declare(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
     imn: str = declare(Choice(IMNS), "auto", since=3,
-                  doc="input mean normalization of the intermediate dense layers: auto (as param implies: GmP on, "
-                      "SP off), off or on")
+                       doc="input mean normalization of the intermediate dense layers: auto (as param implies: GmP on, "
+                           "SP off), off or on")
     init: str = declare(Choice(INITS), "orthogonal", since=2,
-                   doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches")
+                        doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches")
     gmp_init: str = declare(Choice(GMP_INITS), "from_sp", since=3,
-                       doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge 4.3: "
-                           "uniform angles, lambda = 0, r = 1)")
+                            doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge "
+                                "4.3: uniform angles, lambda = 0, r = 1)")
     bias_init: str = declare(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
     init_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
     branch_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
