@@ -1,13 +1,24 @@
-"""Declared constraints and the one error every user mistake turns into.
+"""Declared constraints, declared fields, and the one error every user mistake turns into.
 
-A plain spec (``ArchSpec``, ``Space``, the study config, the training protocol) declares each field's
-constraint once, next to the field; ``check`` is the one place that enforces them, and every failure
-reads the same way::
+A plain object (``ArchSpec``, ``Space``, the study config and its resources, the training protocol, the
+metric options) is a frozen dataclass of ``Declared`` whose every field is declared once, with ``declare``:
+its constraint, default, meaning, the schema version that added it, and what a reader of it needs besides
+(whether it is an execution setting of a study, the command-line flag that sets it)::
+
+    max_retries: int = declare(Integer(0), 2, doc="retries of a failing architecture", execution=True,
+                               flag=Flag("retries of a failing architecture (default {default})", "N"))
+
+Everything else is derived from the declarations: validation (``Declared.__post_init__``: each field
+normalized under its constraint, then the class's own ``_validate`` for relations between fields), the dict
+form and its reading (``to_dict``, ``from_dict``: unknown keys and missing required ones refused), the
+canonical form (``canonical``: fields added later left out at their default), the defaults
+(``default``), the command line's flags (``study.cli``), the docs' tables (``sampling.doc_tables``), and
+the tests' negative cases (``Constraint.invalid_examples``). ``check`` is the one place a constraint is
+enforced, and every failure reads the same way::
 
     ArchSpec.depth = 1: must be an integer >= 2
 
-so a user sees the field, the value and what is allowed, in one line. The tests generate their
-negative cases from the same declarations (``Constraint.invalid_examples``).
+so a user sees the field, the value and what is allowed, in one line.
 """
 
 from __future__ import annotations
@@ -15,8 +26,8 @@ from __future__ import annotations
 import math
 import numbers
 import reprlib
-from dataclasses import dataclass, fields
-from typing import Any, Iterable
+from dataclasses import MISSING, dataclass, field, fields, replace
+from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 import numpy as np
 
@@ -204,6 +215,27 @@ class Text(Constraint):
         return ("", 3)
 
 
+@dataclass(frozen=True)
+class Maybe(Constraint):
+    """``None`` or a value under ``inner``."""
+
+    inner: Constraint
+
+    def normalize(self, value):
+        if value is None:
+            return None
+        try:
+            return self.inner.normalize(value)
+        except ValueError:
+            self.fail()  # what is allowed includes null
+
+    def describe(self):
+        return self.inner.describe() + ", or null"
+
+    def invalid_examples(self):
+        return self.inner.invalid_examples()
+
+
 PROBABILITY = Real(0.0, 1.0)
 # A seed: what numpy's SeedSequence takes (any int >= 0) and a Parquet int64 column (study_seed, seed) holds.
 SEED = Integer(0, 2**63 - 1)
@@ -268,8 +300,8 @@ def check(where: str, field: str, constraint: Constraint, value: Any) -> Any:
 # A plain spec's canonical form (the JSON an id is hashed from, a checkpoint key) must not change when a
 # later version adds a field: a study's file names hold its architectures' ids, and a study created before
 # the field existed must still resume. So a field added later is declared with the schema version that added
-# it (``since`` in its metadata; ``added`` below), and the canonical form leaves it out while it holds its
-# default, which is the behaviour every object had before the field existed. With any other value it is
+# it (``declare(..., since=N)``; ``since`` in its metadata), and the canonical form leaves it out while it holds
+# its default, which is the behaviour every object had before the field existed. With any other value it is
 # written, so objects that differ always have different canonical forms.
 FIRST_SCHEMA = 1
 
@@ -282,7 +314,7 @@ def added(since: int) -> dict:
 
 
 def added_later(f) -> bool:
-    """Whether the dataclass field ``f`` was declared with ``added`` (it is absent from older objects)."""
+    """Whether the dataclass field ``f`` was declared as added later (it is absent from older objects)."""
     return f.metadata.get("since", FIRST_SCHEMA) > FIRST_SCHEMA
 
 
@@ -294,3 +326,189 @@ def canonical(obj, d: dict) -> dict:
         if added_later(f) and getattr(obj, f.name) == f.default:
             out.pop(f.name, None)
     return out
+
+
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
+def plain(value: Any) -> Any:
+    """A YAML/JSON-able copy: tuples to lists, numpy scalars to Python, mappings to dicts (recursively)."""
+    if type(value) in _SCALARS:
+        return value
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# -- declared fields -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Flag:
+    """The command-line flag that sets a declared field (``study.cli`` builds it, its dest the field's name).
+    ``help`` may hold ``{default}``: the field's declared default, written as help texts write values."""
+
+    help: str
+    metavar: str | None = None
+    name: str | None = None  # the option; by default ``--`` and the field's name with dashes
+    type: Callable[[str], Any] | None = None  # by default int under an Integer, float under a Real, else str
+
+    def option(self, field_name: str) -> str:
+        return self.name or "--" + field_name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The declaration of one field (``declare`` makes it)."""
+
+    constraint: Constraint | None  # None: the class normalizes the value itself (``_validate``: a nested object)
+    doc: str  # what the field means, one line
+    default: Any = MISSING
+    factory: Callable[[], Any] | None = None  # computes the default when an object is made
+    since: int = FIRST_SCHEMA  # the schema version that added the field
+    required: bool = False  # a dict form must hold it (always so for a field without a default)
+    shown: str | None = None  # the default as the docs say it, where a factory computes it (a version, a time)
+    execution: bool = False  # how a study runs, not what it computes (``study.experiment.config``)
+    flag: Flag | None = None  # the command-line flag that sets it
+
+    @property
+    def added_later(self) -> bool:
+        return self.since > FIRST_SCHEMA
+
+    @property
+    def has_default(self) -> bool:
+        return self.factory is not None or self.default is not MISSING
+
+    def default_value(self) -> Any:
+        """The default (a factory's value made now; MISSING for a field without one)."""
+        return self.factory() if self.factory is not None else self.default
+
+
+def declare(constraint: Constraint | None, default: Any = MISSING, *, doc: str,
+            factory: Callable[[], Any] | None = None, since: int | None = None, required: bool = False,
+            shown: str | None = None, execution: bool = False, flag: Flag | None = None):
+    """A dataclass field of a ``Declared`` class, declared once (see ``Declaration``): the declaration is in the
+    field's metadata under "declaration", and its constraint, doc and since also under their own names for
+    readers of plain dataclass metadata (``added_later``, the results schema)."""
+    if default is not MISSING and factory is not None:
+        raise ValueError("declare(): a default or a factory, not both")
+    since = FIRST_SCHEMA if since is None else added(since)["since"]
+    required = required or (default is MISSING and factory is None)
+    declared = Declaration(constraint, doc, default, factory, since, required, shown, execution, flag)
+    meta = {"declaration": declared, "constraint": constraint, "doc": doc, "since": since}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    if default is MISSING:
+        return field(metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+class Declared:
+    """Base of a frozen dataclass whose fields are all declared with ``declare``: validation, the dict form,
+    unknown-key refusal, the canonical form and the defaults, from the declarations.
+
+    Class keywords say how its messages name it: ``where``, the prefix of its errors (``where.field = value:
+    what is allowed``; the class name by default); ``key``, what one of its keys is ("is not a study key");
+    ``keys``, what a mapping of them is ("must be a mapping of study keys"); ``whole``, the name a dict form
+    that is no mapping at all is reported under. A class says what its fields' constraints cannot say
+    (relations between fields, nested objects) in ``_validate``."""
+
+    _where: ClassVar[str]
+    _key: ClassVar[str]
+    _keys: ClassVar[str]
+    _whole: ClassVar[str]
+
+    def __init_subclass__(cls, *, where: str | None = None, key: str | None = None, keys: str | None = None,
+                          whole: str = "fields", **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._where = where or cls.__name__
+        cls._key = key or f"a field of {cls.__name__}"
+        cls._keys = keys or f"{cls.__name__} fields"
+        cls._whole = whole
+
+    @classmethod
+    def declarations(cls) -> Mapping[str, Declaration]:
+        """Each field's declaration, in the fields' order."""
+        found = cls.__dict__.get("_declared")
+        if found is None:
+            undeclared = [f.name for f in fields(cls) if "declaration" not in f.metadata]
+            if undeclared:
+                raise TypeError(f"{cls.__name__}.{undeclared[0]} is not declared with declare()")
+            found = {f.name: f.metadata["declaration"] for f in fields(cls)}
+            cls._declared = found
+        return found
+
+    @classmethod
+    def declaration(cls, name: str) -> Declaration:
+        try:
+            return cls.declarations()[name]
+        except KeyError:
+            raise KeyError(f"{name!r} is not {cls._key}") from None
+
+    def __post_init__(self):
+        for name, declared in self.declarations().items():
+            if declared.constraint is not None:
+                object.__setattr__(self, name, check(self._where, name, declared.constraint, getattr(self, name)))
+        self._validate()
+
+    def _validate(self) -> None:
+        """Relations between fields and nested objects: raise ``SpecError``, normalize with ``object.__setattr__``."""
+
+    # -- the declarations, for readers of a dict form ------------------------------------------------------
+    @classmethod
+    def default(cls, name: str) -> Any:
+        """The declared default of ``name``: what a dict form without it means."""
+        declared = cls.declaration(name)
+        if not declared.has_default:
+            raise KeyError(f"{name!r} has no default: it is required")
+        return declared.default_value()
+
+    @classmethod
+    def normalize(cls, name: str, value: Any) -> Any:
+        """``value`` of ``name`` as an object holds it, under the declared constraint (``SpecError`` when it is
+        not allowed)."""
+        constraint = cls.declaration(name).constraint
+        return value if constraint is None else check(cls._where, name, constraint, value)
+
+    # -- the dict form -----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain values (``plain``; a distribution as a mapping, a nested object as its dict)."""
+        return {name: plain_value(declared, getattr(self, name)) for name, declared in self.declarations().items()}
+
+    def canonical(self) -> dict[str, Any]:
+        """``to_dict`` without the fields added after the first schema that hold their default (``canonical``):
+        what an older version wrote for the same object (a content id, a checkpoint key)."""
+        return canonical(self, self.to_dict())
+
+    @classmethod
+    def known(cls, d: Any) -> dict[str, Any]:
+        """``d`` as a dict, refused in one line unless it is a mapping of declared names that holds every
+        required one."""
+        if not isinstance(d, Mapping):
+            raise SpecError(cls._where, cls._whole, d, f"must be a mapping of {cls._keys}")
+        declared = cls.declarations()
+        for k in d:
+            if k not in declared:
+                raise SpecError(cls._where, str(k), d[k], f"is not {cls._key}; allowed: {', '.join(declared)}")
+        for name, p in declared.items():
+            if p.required and name not in d:
+                raise SpecError(cls._where, name, None, "is required")
+        return dict(d)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]):
+        return cls(**cls.known(d))
+
+    def replace(self, **changes):
+        return replace(self, **changes)
+
+
+def plain_value(declared: Declaration, value: Any) -> Any:
+    """A field's value as its object's dict form holds it."""
+    if isinstance(value, Declared):
+        return value.to_dict()
+    if isinstance(declared.constraint, Distribution):
+        return {plain(k): plain(p) for k, p in value}
+    return plain(value)

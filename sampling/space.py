@@ -17,13 +17,14 @@ whether or not it ends up mattering: changing one probability of a space changes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Mapping
 
 import numpy as np
 
 from .constraints import (
-    PROBABILITY, SEED, Boolean, Choice, Constraint, Distribution, Integer, Real, SpecError, Text, check,
+    PROBABILITY, SEED, Boolean, Choice, Constraint, Declared, Distribution, Integer, Real, SpecError, Text, check,
+    declare,
 )
 from .spec import ACTIVATIONS, GMP_INITS, IMNS, INITS, NORMS, ArchSpec
 from .width import solve_width
@@ -61,13 +62,8 @@ class _Activations(Constraint):
     def describe(self):
         return "must be a list of activations among " + ", ".join(ACTIVATIONS)
 
-
-def _dist(choices, default, doc):
-    return field(default=default, metadata={"constraint": Distribution(choices), "doc": doc})
-
-
-def _field(constraint, default, doc):
-    return field(default=default, metadata={"constraint": constraint, "doc": doc})
+    def invalid_examples(self):
+        return (["swish"], "relu")
 
 
 # Appendix C: "ReLU, SeLU and Gaussian with probability 2/11 each and tanh, even tanh, sigmoid, square
@@ -84,67 +80,46 @@ _EXTENDED_ACTIVATIONS = (
 
 
 @dataclass(frozen=True)
-class Space:
+class Space(Declared):
     """Every probability of the sampling scheme. Defaults are the paper's (appendix C)."""
 
-    name: str = _field(Text(), "paper", "name recorded in each spec's ``preset`` field")
-    depths: tuple = _field(_Depths(), tuple(range(3, 50, 2)), "depth uniform over these (odd 3..49)")
-    activations: tuple = _dist(Choice(ACTIVATIONS), _PAPER_ACTIVATIONS, "activation tau")
-    dilations: tuple = _dist(Real(0.0, lo_open=True), ((1.0, 0.5), (1.2, 0.25), (0.8, 0.25)), "d")
-    shifts: tuple = _dist(Real(), ((0.0, 0.5), (0.2, 0.25), (-0.2, 0.25)), "t")
-    p_debias: float = _field(PROBABILITY, 0.5, "probability of debiasing the activation")
-    p_bias_gaussian: float = _field(PROBABILITY, 0.5, "probability of N(0, 0.05) biases (else zero)")
-    init_scales: tuple = _dist(Real(0.0, lo_open=True), ((1.0, 0.5), (0.9, 0.25), (1.1, 0.25)),
-                               "joint factor on all weights and biases")
-    norms: tuple = _dist(Choice(NORMS), (("none", 0.5), ("batch", 0.25), ("layer", 0.25)), "normalization")
-    skip_strengths: tuple = _dist(Choice(SKIP_STRENGTH_KINDS), (("none", 0.5), ("one", 0.25), ("uniform", 0.25)),
-                                  "no skips, strength 1, or one U(0,1) strength for all skips")
-    skip_starts: tuple = _dist(Choice(("after_linear", "after_norm")),
-                               (("after_linear", 0.5), ("after_norm", 0.5)), "where skips start")
-    skip_lengths: tuple = _dist(Integer(1), ((2, 1.0),), "layers a skip bypasses")
-    branch_scales: tuple = _dist(Real(0.0, lo_open=True), ((1.0, 1.0),),
-                                 "residual-branch init factor (0.01: near-zero, Demystifying ResNet)")
-    weights: tuple = _dist(Choice(("dense", "householder")), (("dense", 1.0),), "weight kind of width-to-width layers")
-    params: tuple = _dist(Choice(("sp", "gmp")), (("sp", 1.0),), "parameterization of dense hidden layers")
-    inits: tuple = _dist(Choice(INITS), (("orthogonal", 1.0),),
-                         "weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)")
-    imns: tuple = _dist(Choice(IMNS), (("auto", 1.0),),
-                        "input mean normalization of the intermediate dense layers (auto: as param implies)")
-    gmp_inits: tuple = _dist(Choice(GMP_INITS), (("from_sp", 1.0),),
-                             "GmP parameters: from_sp (the SP weights) or uniform (Chen and Ge 4.3); GmP specs only")
-    stabilize: bool = _field(Boolean(), True, "apply appendix C's post-processing")
-    unstable_activations: tuple = _field(_Activations(), ("square", "odd_square"),
-                                         "activations that force a norm in post-processing")
-    stabilize_norms: tuple = _dist(Choice(("batch", "layer")), (("batch", 0.5), ("layer", 0.5)),
-                                   "norm given by post-processing")
-
-    def __post_init__(self):
-        for f in fields(self):
-            object.__setattr__(self, f.name, check("Space", f.name, f.metadata["constraint"], getattr(self, f.name)))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(f.metadata["constraint"], Distribution):
-                v = {k: p for k, p in v}
-            elif isinstance(v, tuple):
-                v = list(v)
-            out[f.name] = v
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Space":
-        names = {f.name for f in fields(cls)}
-        for k in d:
-            if k not in names:
-                raise SpecError("Space", k, d[k], "is not a field of Space")
-        return cls(**d)
-
-    def replace(self, **changes) -> "Space":
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d.update(changes)
-        return Space(**d)
+    name: str = declare(Text(), "paper", doc="name recorded in each spec's ``preset`` field")
+    depths: tuple = declare(_Depths(), tuple(range(3, 50, 2)), doc="depth uniform over these (odd 3..49)")
+    activations: tuple = declare(Distribution(Choice(ACTIVATIONS)), _PAPER_ACTIVATIONS, doc="activation tau")
+    dilations: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 0.5), (1.2, 0.25), (0.8, 0.25)),
+                               doc="dilation d of c*tau(d s + t) + b")
+    shifts: tuple = declare(Distribution(Real()), ((0.0, 0.5), (0.2, 0.25), (-0.2, 0.25)),
+                            doc="shift t of c*tau(d s + t) + b")
+    p_debias: float = declare(PROBABILITY, 0.5, doc="probability of debiasing the activation")
+    p_bias_gaussian: float = declare(PROBABILITY, 0.5, doc="probability of N(0, 0.05) biases (else zero)")
+    init_scales: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 0.5), (0.9, 0.25), (1.1, 0.25)),
+                                 doc="joint factor on all weights and biases")
+    norms: tuple = declare(Distribution(Choice(NORMS)), (("none", 0.5), ("batch", 0.25), ("layer", 0.25)),
+                           doc="normalization")
+    skip_strengths: tuple = declare(Distribution(Choice(SKIP_STRENGTH_KINDS)),
+                                    (("none", 0.5), ("one", 0.25), ("uniform", 0.25)),
+                                    doc="no skips, strength 1, or one U(0,1) strength for all skips")
+    skip_starts: tuple = declare(Distribution(Choice(("after_linear", "after_norm"))),
+                                 (("after_linear", 0.5), ("after_norm", 0.5)), doc="where skips start")
+    skip_lengths: tuple = declare(Distribution(Integer(1)), ((2, 1.0),), doc="layers a skip bypasses")
+    branch_scales: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 1.0),),
+                                   doc="residual-branch init factor (0.01: near-zero, Demystifying ResNet)")
+    weights: tuple = declare(Distribution(Choice(("dense", "householder"))), (("dense", 1.0),),
+                             doc="weight kind of width-to-width layers")
+    params: tuple = declare(Distribution(Choice(("sp", "gmp"))), (("sp", 1.0),),
+                            doc="parameterization of dense hidden layers")
+    inits: tuple = declare(Distribution(Choice(INITS)), (("orthogonal", 1.0),),
+                           doc="weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)")
+    imns: tuple = declare(Distribution(Choice(IMNS)), (("auto", 1.0),),
+                          doc="input mean normalization of the intermediate dense layers (auto: as param implies)")
+    gmp_inits: tuple = declare(Distribution(Choice(GMP_INITS)), (("from_sp", 1.0),),
+                               doc="GmP parameters: from_sp (the SP weights) or uniform (Chen and Ge 4.3); GmP specs "
+                                   "only")
+    stabilize: bool = declare(Boolean(), True, doc="apply appendix C's post-processing")
+    unstable_activations: tuple = declare(_Activations(), ("square", "odd_square"),
+                                          doc="activations that force a norm in post-processing")
+    stabilize_norms: tuple = declare(Distribution(Choice(("batch", "layer"))), (("batch", 0.5), ("layer", 0.5)),
+                                     doc="norm given by post-processing")
 
 
 PAPER = Space()

@@ -56,19 +56,19 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   against about sqrt(2 / (pi n)) for a uniform direction).
 
 Fields added after the first schema (``init``, ``dense_ends``, ``imn``, ``gmp_init``, ``scale_activation``;
-declared with ``sampling.constraints.added``) are left out of the canonical JSON while they hold their
-default, so every spec that could be written before they existed keeps its ``content_id`` (a study's unit
-names hold it).
+declared with ``since``, ``sampling.constraints.declare``) are left out of the canonical JSON while they hold
+their default, so every spec that could be written before they existed keeps its ``content_id`` (a study's
+unit names hold it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
-from .constraints import Boolean, Choice, Integer, Real, SpecError, Text, added, canonical, check
+from .constraints import Boolean, Choice, Declared, Integer, Real, SpecError, Text, declare
 
 # Activations of the NLC paper (Table 1), the Han activation abs (Yu and Zhang), and the identity
 # ("linear", not sampled by any preset) for linear baselines and sanity checks.
@@ -88,13 +88,6 @@ BIAS_VARIANCE = 0.05
 
 SCHEMA_VERSION = 4  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
 # 3: imn, gmp_init; 4: scale_activation)
-
-
-def _f(constraint, default=None, *, doc: str, since: int | None = None):
-    meta = {"constraint": constraint, "doc": doc, **(added(since) if since is not None else {})}
-    if default is None:
-        return field(metadata=meta)
-    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -129,42 +122,42 @@ class Skip:
 
 
 @dataclass(frozen=True)
-class ArchSpec:
-    depth: int = _f(Integer(2), doc="number of linear layers L")
-    width: int = _f(Integer(1), doc="width of every hidden layer")
-    d_in: int = _f(Integer(1), doc="input dimension")
-    d_out: int = _f(Integer(1), doc="output dimension (number of classes)")
-    activation: str = _f(Choice(ACTIVATIONS), "relu", doc="base activation tau")
-    dilation: float = _f(Real(0.0, lo_open=True), 1.0, doc="d in c*tau(d s + t) + b")
-    shift: float = _f(Real(), 0.0, doc="t in c*tau(d s + t) + b")
-    debias: bool = _f(Boolean(), False, doc="b makes E[c tau(d s + t) + b] = 0 for s ~ N(0,1)")
-    scale_activation: bool = _f(Boolean(), True, since=4,
-                                doc="c makes Q[c tau(d s + t) + b] = 1 for s ~ N(0,1) (appendix C); false: c = 1")
-    norm: str = _f(Choice(NORMS), "none", doc="normalization between linear op and activation")
-    skip: str = _f(Choice(SKIPS), "none", doc="where skip connections start")
-    skip_strength: float = _f(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")
-    skip_length: int = _f(Integer(1), 2, doc="layers a skip bypasses (k): the shortcut depth of Demystifying ResNet")
-    weights: str = _f(Choice(WEIGHTS), "dense", doc="dense, or Householder for width-to-width layers")
-    dense_ends: int = _f(Integer(0), 0, since=2,
-                         doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)")
-    param: str = _f(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
-    imn: str = _f(Choice(IMNS), "auto", since=3,
-                  doc="input mean normalization of the intermediate dense layers: auto (as param implies: GmP on, "
-                      "SP off), off or on")
-    init: str = _f(Choice(INITS), "orthogonal", since=2,
-                   doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches")
-    gmp_init: str = _f(Choice(GMP_INITS), "from_sp", since=3,
-                       doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge 4.3: "
-                           "uniform angles, lambda = 0, r = 1)")
-    bias_init: str = _f(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
-    init_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
-    branch_scale: float = _f(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
-    preset: str = _f(Text(), "custom", doc="the space this spec was drawn from")
+class ArchSpec(Declared):
+    depth: int = declare(Integer(2), doc="number of linear layers L")
+    width: int = declare(Integer(1), doc="width of every hidden layer")
+    d_in: int = declare(Integer(1), doc="input dimension")
+    d_out: int = declare(Integer(1), doc="output dimension (number of classes)")
+    activation: str = declare(Choice(ACTIVATIONS), "relu", doc="base activation tau")
+    dilation: float = declare(Real(0.0, lo_open=True), 1.0, doc="d in c*tau(d s + t) + b")
+    shift: float = declare(Real(), 0.0, doc="t in c*tau(d s + t) + b")
+    debias: bool = declare(Boolean(), False, doc="b makes E[c tau(d s + t) + b] = 0 for s ~ N(0,1)")
+    scale_activation: bool = declare(
+        Boolean(), True, since=4,
+        doc="c makes Q[c tau(d s + t) + b] = 1 for s ~ N(0,1) (appendix C); false: c = 1")
+    norm: str = declare(Choice(NORMS), "none", doc="normalization between linear op and activation")
+    skip: str = declare(Choice(SKIPS), "none", doc="where skip connections start")
+    skip_strength: float = declare(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")
+    skip_length: int = declare(Integer(1), 2,
+                               doc="layers a skip bypasses (k): the shortcut depth of Demystifying ResNet")
+    weights: str = declare(Choice(WEIGHTS), "dense", doc="dense, or Householder for width-to-width layers")
+    dense_ends: int = declare(Integer(0), 0, since=2,
+                              doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)")
+    param: str = declare(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
+    imn: str = declare(Choice(IMNS), "auto", since=3,
+                       doc="input mean normalization of the intermediate dense layers: auto (as param implies: GmP on, "
+                           "SP off), off or on")
+    init: str = declare(Choice(INITS), "orthogonal", since=2,
+                        doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches")
+    gmp_init: str = declare(Choice(GMP_INITS), "from_sp", since=3,
+                            doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge "
+                                "4.3: uniform angles, lambda = 0, r = 1)")
+    bias_init: str = declare(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
+    init_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
+    branch_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
+    preset: str = declare(Text(), "custom", doc="the space this spec was drawn from")
 
-    def __post_init__(self):
-        where = "ArchSpec"
-        for f in fields(self):
-            object.__setattr__(self, f.name, check(where, f.name, f.metadata["constraint"], getattr(self, f.name)))
+    def _validate(self):
+        where = self._where
         if self.skip == "none":
             for name, default in (("skip_strength", 1.0), ("skip_length", 2), ("branch_scale", 1.0)):
                 if getattr(self, name) != default:
@@ -252,32 +245,15 @@ class ArchSpec:
     def has_skips(self) -> bool:
         return self.skip != "none"
 
-    # -- serialization ---------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ArchSpec":
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names)
-        if unknown:
-            raise SpecError("ArchSpec", unknown[0], d[unknown[0]], "is not a field of ArchSpec")
-        for f in fields(cls):
-            if f.name not in d and f.default is MISSING and f.default_factory is MISSING:
-                raise SpecError("ArchSpec", f.name, None, "is required")
-        return cls(**d)
-
+    # -- serialization (to_dict, from_dict, replace: ``Declared``) ------------------------------------
     def to_json(self) -> str:
         """The canonical JSON (sorted keys; fields added later left out at their default, see above)."""
-        return canonical_json(canonical(self, self.to_dict()))
+        return canonical_json(self.canonical())
 
     @property
     def content_id(self) -> str:
         """A stable 16-hex-digit id of the spec's content (sha256 of its canonical JSON)."""
         return content_hash(self.to_json())
-
-    def replace(self, **changes) -> "ArchSpec":
-        return replace(self, **changes)
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(ArchSpec))

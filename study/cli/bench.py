@@ -31,10 +31,11 @@ def register(sub) -> None:
                    help="the small case only, without the compiled step (about a minute)")
     p.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
     p.add_argument("--cases", default=None, help=f"comma-separated cases ({', '.join(CASES)})")
-    p.add_argument("--runs", type=int, default=40, help="runs in the stack (default 40)")
-    p.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the best of each is kept (default 3)")
+    p.add_argument("--runs", type=int, default=40, help="runs in the stack (default %(default)s)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="interleaved repeats; the best of each is kept (default %(default)s)")
     p.add_argument("--steps", type=int, default=None, help="timed steps per measurement (default: per case)")
-    p.add_argument("--device", default="cpu", help="torch device (default cpu; e.g. cuda)")
+    p.add_argument("--device", default="cpu", help="torch device (default %(default)s; e.g. cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     p.add_argument("--no-compile", action="store_true",
                    help="do not time the compiled step (it compiles once per case)")
@@ -51,7 +52,8 @@ def register(sub) -> None:
     p.add_argument("--project", action="store_true",
                    help="instead: measure the paper's 1M-parameter cases at several stack sizes and project the "
                    "hours of the NLC paper's three studies (study.perf.projection)")
-    p.add_argument("--devices", default="1,8,32", help="with --project: device counts to project for (default 1,8,32)")
+    p.add_argument("--devices", default="1,8,32",
+                   help="with --project: device counts to project for (default %(default)s)")
     p.add_argument("--gain", type=float, default=1.0,
                    help="with --project: aggregate gain of several architectures per device (from --concurrent)")
     p.set_defaults(func=run)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import fields
 
+from .flags import shown
+
 
 def register(sub) -> None:
     from ..run.cluster import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT, Scale
@@ -27,21 +29,21 @@ def register(sub) -> None:
         "worker nodes) into a fake multi-node autoscaling config, start its head, and print the addresses to "
         "use. The autoscaler starts worker nodes when work is waiting.")
     r.add_argument("cluster_file", metavar="CLUSTER_YAML", nargs="?", default="cluster.yaml",
-                   help="the Ray cluster file (default: ./cluster.yaml)")
+                   help="the Ray cluster file (default: ./%(default)s)")
     doc = {f.name: f.metadata["doc"] for f in fields(Scale)}
     default = Scale()
     r.add_argument("--max-nodes", type=int, metavar="N", default=default.max_nodes,
-                   help=f"{doc['max_nodes']} (default {default.max_nodes})")
+                   help=f"{doc['max_nodes']} (default %(default)s)")
     r.add_argument("--node-cpus", type=int, metavar="N", default=default.node_cpus,
-                   help=f"{doc['node_cpus']} (default {default.node_cpus})")
+                   help=f"{doc['node_cpus']} (default %(default)s)")
     r.add_argument("--idle-timeout", type=float, metavar="MINUTES", dest="idle_timeout_minutes",
                    default=default.idle_timeout_minutes,
-                   help=f"{doc['idle_timeout_minutes']} (default {default.idle_timeout_minutes:g}; the file's "
+                   help=f"{doc['idle_timeout_minutes']} (default {shown(default.idle_timeout_minutes)}; the file's "
                         "applies to paid instances)")
     r.add_argument("--port", type=int, default=DEFAULT_PORT,
-                   help=f"the head's port (default {DEFAULT_PORT}; Ray's 6379 is left to a Ray of yours)")
+                   help="the head's port (default %(default)s; Ray's 6379 is left to a Ray of yours)")
     r.add_argument("--dashboard-port", type=int, default=DEFAULT_DASHBOARD_PORT,
-                   help=f"the dashboard and Jobs API port (default {DEFAULT_DASHBOARD_PORT})")
+                   help="the dashboard and Jobs API port (default %(default)s)")
     r.set_defaults(func=rehearse)
     s = actions.add_parser("stop", help="end the rehearsal (only its own processes)",
                            description="End the rehearsal: every process of its Ray session, and nothing else.")

@@ -1,6 +1,7 @@
 """``archstudy report``: one self-contained HTML report of one or more studies (e.g. one per dataset).
 
-Imports only ``analysis``, ``sampling`` and the standard library: drawing a report needs no torch.
+Imports only ``analysis``, ``sampling``, the torch-free ``study.experiment`` and the standard library: drawing a
+report needs no torch.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import time
 
 
 def register(sub) -> None:
+    from ..experiment.nlc_window import PAPER_WINDOW  # torch-free, like the analysis
+
+    lo, hi = PAPER_WINDOW
     p = sub.add_parser(
         "report", help="draw the HTML report of one or more studies",
         description="Analyse one or more study directories (one per dataset, say) and write one self-contained "
@@ -18,12 +22,12 @@ def register(sub) -> None:
         "study's own NLC window among them), paired sibling effects, NLC pruning, and the NLC paper's figures; "
         "several studies side by side. Works on a study that is still running (it says so).")
     p.add_argument("study_dirs", nargs="+", metavar="STUDY_DIR", help="study directory (or s3:// / gs:// prefix)")
-    p.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per statistic (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--out", default="report.html", help="HTML file to write (default %(default)s)")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per statistic (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default %(default)s)")
     p.add_argument("--nlc-window", type=float, nargs=2, default=None, metavar=("LO", "HI"),
                    help="NLC window of the pruning analysis (default: the study's own NLC window, its good range, "
-                   "where the study is large enough for it, else 1 3, the NLC paper's range)")
+                   f"where the study is large enough for it, else {lo:g} {hi:g}, the NLC paper's range)")
     p.add_argument("--reproductions", metavar="DIR", help="also list the verdicts of the paper reproductions in DIR "
                    "(the --out of `archstudy reproduce`), linked to their pages")
     p.set_defaults(func=run)

@@ -21,14 +21,15 @@ def register(sub) -> None:
     p.add_argument("name", nargs="?", metavar="NAME", help="the reproduction (see --list)")
     p.add_argument("--list", action="store_true", help="list the reproductions, each with its paper and cost here")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help=f"directory for NAME.json and NAME.html (default {DEFAULT_OUT}/)")
+                   help="directory for NAME.json and NAME.html (default %(default)s/)")
     p.add_argument("--scale", default="quick",
-                   help="tiny (seconds: a smoke test), quick (minutes on 2 cores, the default) or paper (the "
-                        "paper's own settings)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
-    p.add_argument("--device", default="cpu", help="torch device (default cpu; e.g. cuda)")
+                   help="tiny (seconds: a smoke test), quick (minutes on 2 cores) or paper (the paper's own "
+                        "settings); default %(default)s")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default %(default)s)")
+    p.add_argument("--device", default="cpu", help="torch device (default %(default)s; e.g. cuda)")
     p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default 1: the nets are small, one thread is faster than several)")
+                   help="torch CPU threads (default %(default)s: the nets are small, one thread is faster than "
+                        "several)")
     p.add_argument("--root", metavar="DIR", help="directory of the paper's data where a reproduction reads it "
                    "(nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data and say so")
     p.set_defaults(func=run)

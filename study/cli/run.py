@@ -13,15 +13,25 @@ from typing import Any
 
 from archstudy.sampling import PRESETS, SIBLING_AXES, SpecError, UserError, config_yaml
 
-from ..experiment.config import CONNECT_TIMEOUT_S, RECORDED_KEYS, REPORT_NAME, StudyConfig
+from ..experiment.config import (
+    CONNECT_TIMEOUT_S, EXECUTION_SETTINGS, RECORDED_KEYS, REPORT_NAME, StudyConfig, execution_declaration,
+)
+from .flags import add_flag, shown
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
 EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
            "protocol": {"preset": "quick", "max_epochs": 15}, "seed": 0}
 EXAMPLE_OUT = os.path.join("studies", "example")
 
+# The flags that make `run` a study of its own (without any: the example); all but --config, --out and --protocol
+# (a name or a file) set the study key of their name.
 _STUDY_FLAGS = ("config", "dataset", "root", "architectures", "out", "preset", "param_budget", "protocol", "seed",
                 "siblings", "nlc_window", "nlc_pilot")
+_KEY_FLAGS = tuple(k for k in _STUDY_FLAGS if k not in ("config", "out", "protocol"))
+# The execution settings a session may override by a flag (those that declare one), shared by run and resume.
+# ``root`` declares none: each command names it beside its data (run: a study key like --dataset; resume: the
+# data read this time).
+EXECUTION_FLAGS = tuple(name for name in EXECUTION_SETTINGS if execution_declaration(name)[1].flag is not None)
 
 
 def add_execution_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,16 +41,10 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
                    help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
                         "default: an embedded local Ray on this machine")
     g.add_argument("--connect-timeout", type=float, metavar="S", default=CONNECT_TIMEOUT_S, dest="connect_timeout_s",
-                   help=f"seconds to wait for --address to answer before giving up (default {CONNECT_TIMEOUT_S:g})")
-    g.add_argument("--cpus-per-arch", type=float, metavar="N",
-                   help="CPUs per architecture (torch threads; default 1, or the study's own)")
-    g.add_argument("--gpus-per-arch", type=float, metavar="G",
-                   help="GPUs per architecture: 0 (default, or the study's own), a fraction such as 0.25 (four "
-                        "per GPU), or a whole number")
-    g.add_argument("--max-retries", type=int, metavar="N",
-                   help="retries of a failing architecture (default 2, or the study's own)")
-    g.add_argument("--checkpoint-every", type=float, metavar="S", dest="checkpoint_every_s",
-                   help="seconds between trainer checkpoints of a long architecture (default 300, or the study's own)")
+                   help="seconds to wait for --address to answer before giving up (default "
+                        f"{shown(CONNECT_TIMEOUT_S)})")
+    for name in EXECUTION_FLAGS:
+        add_flag(g, execution_declaration(name)[0], name)
     g.add_argument("--max-in-flight", type=int, metavar="N",
                    help="architectures submitted at once (default: what the cluster can run now; set it to the "
                         "cluster's maximum size to let an autoscaler grow at once)")
@@ -50,7 +54,8 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def execution_of(args) -> dict[str, Any]:
-    return {k: getattr(args, k) for k in ("cpus_per_arch", "gpus_per_arch", "max_retries", "checkpoint_every_s")}
+    """The execution settings of the flags (None where a flag is absent: the study's own)."""
+    return {name: getattr(args, name) for name in EXECUTION_FLAGS}
 
 
 def register(sub) -> None:
@@ -67,13 +72,13 @@ def register(sub) -> None:
     p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")
     p.add_argument("--architectures", type=int, metavar="N", help="number of architectures to sample")
     p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI")
-    p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default "
-                   f"{StudyConfig.default('preset')})")
+    default = lambda key: shown(StudyConfig.default(key))  # noqa: E731 (the declared default, as help shows it)
+    p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default {default('preset')})")
     p.add_argument("--param-budget", type=int, metavar="N",
-                   help=f"trainable parameters per architecture (default {StudyConfig.default('param_budget'):,})")
+                   help=f"trainable parameters per architecture (default {default('param_budget')})")
     p.add_argument("--protocol", help="training protocol: a name (paper, quick, ...) or a YAML file of its fields "
-                   "(default paper)")
-    p.add_argument("--seed", type=int, help="study seed (default 0)")
+                   f"(default {default('protocol')})")
+    p.add_argument("--seed", type=int, help=f"study seed (default {default('seed')})")
     p.add_argument("--siblings", nargs="?", const="all", metavar="AXES",
                    help=f"also run each architecture's siblings along AXES (comma-separated among "
                         f"{', '.join(SIBLING_AXES)}; alone: all)")
@@ -82,8 +87,7 @@ def register(sub) -> None:
                         "lies in [LO, HI]; 'auto': the NLC good range of a pilot (the first --nlc-pilot architectures, "
                         "all trained); the others are stored untrained (default: train all)")
     p.add_argument("--nlc-pilot", type=int, metavar="N",
-                   help=f"with --nlc-window auto: the pilot's size in architectures (default "
-                        f"{StudyConfig.default('nlc_pilot')})")
+                   help=f"with --nlc-window auto: the pilot's size in architectures (default {default('nlc_pilot')})")
     p.add_argument("--force-config", action="store_true",
                    help="OUT holds a study with another config: replace its study.yaml (finished rows stay)")
     add_execution_arguments(p)
@@ -102,8 +106,7 @@ def config_of(args) -> tuple[dict, str, bool]:
         # A study's own study.yaml is a fine template for a new one: what archstudy recorded about that
         # study (its data's shape and fingerprint, version, creation time) is recorded afresh for this one.
         keys.update({k: v for k, v in loaded.items() if k not in RECORDED_KEYS})
-    for k in ("dataset", "root", "architectures", "preset", "param_budget", "seed", "siblings", "nlc_window",
-              "nlc_pilot"):
+    for k in _KEY_FLAGS:
         if getattr(args, k) is not None:
             keys[k] = getattr(args, k)
     if args.protocol is not None:

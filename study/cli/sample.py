@@ -11,20 +11,21 @@ from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 from archstudy.sampling.width import check_budget
 
 from ..experiment.config import StudyConfig
+from .flags import shown
 
 
 def register(sub) -> None:
     p = sub.add_parser("sample", help="print sampled architectures as JSON lines",
                        description="Print architectures index .. index+n-1 of a study as JSON lines (one spec per "
                        "line, with its index and content id). Architecture i is the same on every machine.")
-    p.add_argument("--n", type=int, default=5, help="how many architectures (default 5)")
-    p.add_argument("--start", type=int, default=0, help="index of the first one (default 0)")
+    p.add_argument("--n", type=int, default=5, help="how many architectures (default %(default)s)")
+    p.add_argument("--start", type=int, default=0, help="index of the first one (default %(default)s)")
     seed, preset, budget = (StudyConfig.default(k) for k in ("seed", "preset", "param_budget"))  # a study's defaults
-    p.add_argument("--seed", type=int, default=seed, help=f"study seed (default {seed})")
-    p.add_argument("--preset", default=preset, choices=sorted(PRESETS), help=f"architecture space (default {preset})")
-    p.add_argument("--d-in", type=int, default=40, help="input dimension (default 40, waveform-noise)")
-    p.add_argument("--d-out", type=int, default=3, help="output dimension / classes (default 3)")
-    p.add_argument("--param-budget", type=int, default=budget, help=f"trainable parameters (default {budget:,})")
+    p.add_argument("--seed", type=int, default=seed, help="study seed (default %(default)s)")
+    p.add_argument("--preset", default=preset, choices=sorted(PRESETS), help="architecture space (default %(default)s)")
+    p.add_argument("--d-in", type=int, default=40, help="input dimension (default %(default)s, waveform-noise)")
+    p.add_argument("--d-out", type=int, default=3, help="output dimension / classes (default %(default)s)")
+    p.add_argument("--param-budget", type=int, default=budget, help=f"trainable parameters (default {shown(budget)})")
     p.add_argument("--siblings", action="store_true",
                    help=f"also print each one's siblings along {', '.join(SIBLING_AXES)}")
     p.set_defaults(func=run)

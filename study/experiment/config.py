@@ -9,14 +9,18 @@ Two kinds of keys:
 
 * science keys decide what the results are (``SCIENCE_KEYS``): a resumed study must use the same ones,
   or the rows would mix two experiments. ``differences`` lists the ones that differ;
-* execution keys (``root``, ``resources``, ``max_retries``, ``checkpoint_every_s``) decide only where the
-  data is read from and how the work is spread and retried; a resume may override them for its own
-  session (they are not rewritten), and the rows record the host and device that computed them. The data
-  itself is pinned by ``data_fingerprint`` (a hash of the loaded splits): a resume whose data differs is
-  refused, wherever it was read from.
+* execution keys (``EXECUTION_KEYS``: declared ``execution=True``; ``root``, ``resources``, ``max_retries``,
+  ``checkpoint_every_s``) decide only where the data is read from and how the work is spread and retried; a
+  resume may override their settings (``EXECUTION_SETTINGS``: the resources' own fields stand for
+  ``resources``) for its own session (they are not rewritten), and the rows record the host and device that
+  computed them. The data itself is pinned by ``data_fingerprint`` (a hash of the loaded splits): a resume
+  whose data differs is refused, wherever it was read from.
 
-Every value is validated with the declared constraints of ``sampling.constraints``, so a mistake reads
-``study.<key> = <value>: <what is allowed>`` in one line.
+Every key is declared once (``sampling.constraints.declare``): its constraint, default, meaning, whether it
+is an execution setting and the command-line flag of one a session may override. A mistake reads
+``study.<key> = <value>: <what is allowed>`` in one line; ``docs/config.md`` lists every key, with the
+protocol's fields, the metric options and the architecture space, generated from the declarations
+(``python -m archstudy.study.experiment.config docs/config.md``; a test fails while the file differs).
 """
 
 from __future__ import annotations
@@ -26,28 +30,30 @@ import functools
 import json
 import math
 import re
-from dataclasses import MISSING, dataclass, field, fields, replace
+import sys
+from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
-import numpy as np
-
 from archstudy.sampling import (
-    DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, PRESETS, SIBLING_AXES, SpecError, Space, UserError, config_yaml, get_space,
+    DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, PRESETS, SIBLING_AXES, ArchSpec, SpecError, Space, UserError, config_yaml,
+    get_space,
 )
-from archstudy.sampling.constraints import SEED, Choice, Constraint, Integer, Real, Text, bounded_repr, check
+from archstudy.sampling.constraints import (
+    SEED, Choice, Constraint, Declaration, Declared, Flag, Integer, Maybe, Real, Text, bounded_repr, declare, plain,
+)
+from archstudy.sampling.doc_tables import markdown, presets_column, update_blocks
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
 from .datasets import DATASET_NAMES
 from .metric_options import MetricOptions
-from .protocol import Protocol
+from .protocol import PROTOCOLS, Protocol
 
 WHERE = "study"
 CONFIG_NAME = "study.yaml"
 REPORT_NAME = "report.html"  # the one file a report may write inside a study (``archstudy run --report``)
-EXECUTION_KEYS = ("root", "resources", "max_retries", "checkpoint_every_s")
 PROVENANCE_KEYS = ("package_version", "created")
 # What archstudy records when it creates a study (from the data and the installation), never a user's choice.
 RECORDED_KEYS = ("d_in", "d_out", "data_fingerprint") + PROVENANCE_KEYS
@@ -70,17 +76,6 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def plain(value: Any) -> Any:
-    """A YAML/JSON-able copy: tuples to lists, numpy scalars to Python, mappings to dicts (recursively)."""
-    if isinstance(value, Mapping):
-        return {plain(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 # -- constraints the study needs beyond sampling's -------------------------------------------------------
 @dataclass(frozen=True)
 class _OptionalText(Constraint):
@@ -89,10 +84,16 @@ class _OptionalText(Constraint):
             return None
         if isinstance(value, Path):
             value = str(value)
-        return Text().normalize(value)
+        try:
+            return Text().normalize(value)
+        except ValueError:
+            self.fail()
 
     def describe(self):
         return "must be a path (a non-empty one-line string) or null"
+
+    def invalid_examples(self):
+        return ("", 3)
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,10 @@ class _NameOrOptions(Constraint):
     """A preset's name, or a mapping of its fields (the training protocol)."""
 
     def normalize(self, value):
-        if isinstance(value, str):
-            return Text().normalize(value)
-        return _Options().normalize(value)
+        try:
+            return Text().normalize(value) if isinstance(value, str) else _Options().normalize(value)
+        except ValueError:
+            self.fail()
 
     def describe(self):
         return "must be a name or a mapping of fields"
@@ -195,7 +197,10 @@ class _GPUs(Constraint):
     """GPUs per architecture: 0 (CPU), a fraction in (0, 1] (several architectures share a GPU), or a whole number."""
 
     def normalize(self, value):
-        v = Real(0.0).normalize(value)
+        try:
+            v = Real(0.0).normalize(value)
+        except ValueError:
+            self.fail()
         if v > 1 and v != int(v):
             self.fail()
         return v
@@ -207,32 +212,22 @@ class _GPUs(Constraint):
         return (-1, 1.5, "1")
 
 
-def _f(constraint: Constraint, default=None, *, doc: str, factory=None):
-    meta = {"constraint": constraint, "doc": doc}
-    if factory is not None:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
-
-
 @dataclass(frozen=True)
-class Resources:
+class Resources(Declared, where=f"{WHERE}.resources", key="a resource", keys="resources"):
     """What one architecture gets: CPUs (torch's thread count is set to this) and GPUs (fractions share a GPU)."""
 
-    cpus_per_arch: float = _f(Real(0.0, lo_open=True), 1.0, doc="CPUs per architecture (Ray num_cpus; torch threads)")
-    gpus_per_arch: float = _f(_GPUs(), 0.0, doc="GPUs per architecture (Ray num_gpus); > 0 runs on an actor pool")
-
-    def __post_init__(self):
-        for f in fields(self):
-            object.__setattr__(self, f.name, check(f"{WHERE}.resources", f.name, f.metadata["constraint"],
-                                                   getattr(self, f.name)))
+    cpus_per_arch: float = declare(
+        Real(0.0, lo_open=True), 1.0, doc="CPUs per architecture (Ray num_cpus; torch threads)",
+        flag=Flag("CPUs per architecture (torch threads; default {default}, or the study's own)", "N"))
+    gpus_per_arch: float = declare(
+        _GPUs(), 0.0, doc="GPUs per architecture (Ray num_gpus); > 0 runs on an actor pool",
+        flag=Flag("GPUs per architecture: 0, a fraction such as 0.25 (four per GPU), or a whole number (default "
+                  "{default}, or the study's own)", "G", type=float))
 
     @property
     def threads(self) -> int:
         """torch's intra-op thread count for one architecture: its whole CPUs, at least 1."""
         return max(1, int(math.floor(self.cpus_per_arch)))
-
-    def to_dict(self) -> dict:
-        return {"cpus_per_arch": self.cpus_per_arch, "gpus_per_arch": self.gpus_per_arch}
 
     @classmethod
     def of(cls, value: "Resources | Mapping | None") -> "Resources":
@@ -242,12 +237,7 @@ class Resources:
             return value
         if not isinstance(value, Mapping):
             raise SpecError(WHERE, "resources", value, "must be a mapping with cpus_per_arch and gpus_per_arch")
-        names = {f.name for f in fields(cls)}
-        for k in value:
-            if k not in names:
-                raise SpecError(f"{WHERE}.resources", k, value[k],
-                                "is not a resource; allowed: " + ", ".join(sorted(names)))
-        return cls(**value)
+        return cls.from_dict(value)
 
 
 def _protocol(value: Any) -> dict:
@@ -265,7 +255,7 @@ def _metric_options(value: Any) -> dict:
 
 
 @dataclass(frozen=True)
-class StudyConfig:
+class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", whole="config"):
     """A study: what to sample, on which data, how to train and measure, with what resources.
 
     ``space`` and ``protocol`` and ``metrics`` may be given by name (``preset``, ``"quick"``) or as full
@@ -273,43 +263,48 @@ class StudyConfig:
     created (the sampler needs them; a resume checks them).
     """
 
-    dataset: str = _f(Text(), doc="dataset name (study.experiment.datasets.DATASET_NAMES)")
-    architectures: int = _f(Integer(1, MAX_ARCHITECTURES), doc="number of sampled architectures (indices 0 .. n-1; "
-                            "at most what the unit names hold, sampling.unit_names)")
-    root: str | None = _f(_OptionalText(), None, doc="directory of the dataset's files (mnist, cifar10)")
-    dataset_options: dict = _f(_Options(), doc="keyword options for study.load_dataset", factory=dict)
-    dataset_seed: int = _f(SEED, 0, doc="seed of the dataset's generation/split/projection; fixed across "
-                           "studies by default so studies with different seeds see the same data")
-    seed: int = _f(SEED, 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
-    preset: str = _f(Text(), DEFAULT_PRESET, doc="name of the architecture space (its full dict is `space`)")
-    space: dict = _f(_Options(), doc="the full architecture space (sampling.Space fields)", factory=dict)
-    param_budget: int = _f(Integer(1), DEFAULT_PARAM_BUDGET, doc="trainable parameters each architecture is solved "
-                           "for")
-    protocol: dict = _f(_NameOrOptions(), "paper", doc="the training protocol: a name of study.PROTOCOLS or its "
-                        "fields; stored in full")
-    metrics: dict = _f(_Options(), doc="metric options (study.MetricOptions fields)", factory=dict)
-    siblings: tuple = _f(_Axes(), (), doc="sibling axes; each architecture also runs its siblings along these")
-    nlc_window: Any = _f(_Window(), None, doc="prune at launch: train only the architectures whose NLC at "
-                         "initialization lies in [lo, hi]; auto: the NLC good range of the pilot; null: train all")
-    nlc_pilot: int = _f(Integer(1), DEFAULT_PILOT, doc="with nlc_window auto: the architectures of indices 0 .. "
-                        "N-1 (with their siblings), all trained, whose NLC good range is the window")
-    resources: Resources = _f(None, doc="per-architecture CPUs and GPUs", factory=Resources)
-    max_retries: int = _f(Integer(0), 2, doc="retries of a failing architecture before it is recorded as failed")
-    checkpoint_every_s: float = _f(Real(0.0, lo_open=True), 300.0, doc="seconds between trainer checkpoints")
-    d_in: int | None = _f(None, None, doc="input dimension of the dataset")
-    d_out: int | None = _f(None, None, doc="number of classes of the dataset")
-    data_fingerprint: str | None = _f(None, None, doc="sha256 (16 hex digits) of the loaded train/val/test "
-                                      "tensors: a resume must see the same data")
-    package_version: str = _f(Text(), doc="archstudy version that created the study", factory=package_version)
-    created: str = _f(Text(), doc="creation time, ISO 8601 UTC", factory=utc_now)
+    dataset: str = declare(Choice(DATASET_NAMES), None, required=True, doc="dataset name (`archstudy datasets`)")
+    architectures: int = declare(Integer(1, MAX_ARCHITECTURES), None, required=True,
+                                 doc="number of sampled architectures (indices 0 .. n-1; at most what the unit names "
+                                     "hold, sampling.unit_names)")
+    root: str | None = declare(_OptionalText(), None, execution=True,
+                               doc="directory of the dataset's files (mnist, cifar10)")
+    dataset_options: dict = declare(_Options(), factory=dict, doc="keyword options for study.load_dataset")
+    dataset_seed: int = declare(SEED, 0, doc="seed of the dataset's generation/split/projection; fixed across "
+                                             "studies by default so studies with different seeds see the same data")
+    seed: int = declare(SEED, 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
+    preset: str = declare(Text(), DEFAULT_PRESET, doc="name of the architecture space (its full dict is `space`)")
+    space: dict = declare(_Options(), factory=dict,
+                          doc="the full architecture space (Space fields, below); empty: the preset's")
+    param_budget: int = declare(Integer(1), DEFAULT_PARAM_BUDGET,
+                                doc="trainable parameters each architecture is solved for")
+    protocol: dict = declare(_NameOrOptions(), "paper", doc="the training protocol: a name of study.PROTOCOLS or its "
+                                                            "fields (below); stored in full")
+    metrics: dict = declare(_Options(), factory=dict, doc="metric options (MetricOptions fields, below)")
+    siblings: tuple = declare(_Axes(), (), doc="sibling axes; each architecture also runs its siblings along these")
+    nlc_window: Any = declare(_Window(), None, doc="prune at launch: train only the architectures whose NLC at "
+                              "initialization lies in [lo, hi]; auto: the NLC good range of the pilot; null: train all")
+    nlc_pilot: int = declare(Integer(1), DEFAULT_PILOT, doc="with nlc_window auto: the architectures of indices 0 .. "
+                             "N-1 (with their siblings), all trained, whose NLC good range is the window")
+    resources: Resources = declare(None, factory=Resources, execution=True,
+                                   doc="per-architecture CPUs and GPUs (Resources fields, below)")
+    max_retries: int = declare(
+        Integer(0), 2, execution=True, doc="retries of a failing architecture before it is recorded as failed",
+        flag=Flag("retries of a failing architecture (default {default}, or the study's own)", "N"))
+    checkpoint_every_s: float = declare(
+        Real(0.0, lo_open=True), 300.0, execution=True, doc="seconds between trainer checkpoints",
+        flag=Flag("seconds between trainer checkpoints of a long architecture (default {default}, or the study's "
+                  "own)", "S", name="--checkpoint-every"))
+    d_in: int | None = declare(Maybe(Integer(1)), None, doc="input dimension of the dataset")
+    d_out: int | None = declare(Maybe(Integer(1)), None, doc="number of classes of the dataset")
+    data_fingerprint: str | None = declare(Maybe(Text()), None, doc="sha256 (16 hex digits) of the loaded "
+                                           "train/val/test tensors: a resume must see the same data")
+    package_version: str = declare(Text(), factory=package_version, shown="the installed version",
+                                   doc="archstudy version that created the study")
+    created: str = declare(Text(), factory=utc_now, shown="the creation time", doc="creation time, ISO 8601 UTC")
 
-    def __post_init__(self):
+    def _validate(self):
         set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
-        for f in fields(self):
-            constraint = f.metadata["constraint"]
-            if constraint is not None:
-                set_(f.name, check(WHERE, f.name, constraint, getattr(self, f.name)))
-        set_("dataset", check(WHERE, "dataset", Choice(DATASET_NAMES), self.dataset))
         # The space: a full dict wins and names the preset (``preset`` is then its name); else the named preset.
         if self.space:
             space = get_space(dict(self.space))
@@ -324,54 +319,18 @@ class StudyConfig:
         set_("resources", Resources.of(self.resources))
         if self.nlc_pilot != DEFAULT_PILOT and self.nlc_window != "auto":
             raise SpecError(WHERE, "nlc_pilot", self.nlc_pilot, f"must stay {DEFAULT_PILOT} unless nlc_window = 'auto'")
-        for name in ("d_in", "d_out"):
-            if getattr(self, name) is not None:
-                set_(name, check(WHERE, name, Integer(1), getattr(self, name)))
-        if self.data_fingerprint is not None:
-            set_("data_fingerprint", check(WHERE, "data_fingerprint", Text(), self.data_fingerprint))
 
     # -- derived -------------------------------------------------------------------------------------
     @property
     def space_obj(self) -> Space:
         return get_space(self.space)
 
-    # -- the declarations, for readers of a study.yaml (``analysis``) ------------------------------------
-    @classmethod
-    def default(cls, name: str) -> Any:
-        """The declared default of key ``name``: what a study.yaml without the key means."""
-        f = _declared(name)
-        return f.default_factory() if f.default is MISSING else f.default
-
-    @classmethod
-    def normalize(cls, name: str, value: Any) -> Any:
-        """``value`` of key ``name`` as a StudyConfig holds it, under the key's declared constraint
-        (``SpecError`` when it is not allowed)."""
-        return check(WHERE, name, _declared(name).metadata["constraint"], value)
-
-    # -- serialization ---------------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        out = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
-            out[f.name] = v.to_dict() if isinstance(v, Resources) else plain(v)
-        return out
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "StudyConfig":
-        if not isinstance(d, Mapping):
-            raise SpecError(WHERE, "config", d, "must be a mapping of study keys")
-        names = [f.name for f in fields(cls)]
-        for k in d:
-            if k not in names:
-                raise SpecError(WHERE, str(k), d[k], "is not a study key; allowed: " + ", ".join(names))
-        for k in ("dataset", "architectures"):
-            if k not in d:
-                raise SpecError(WHERE, k, None, "is required")
-        return cls(**d)
-
+    # -- serialization (to_dict, from_dict, and the declarations for a reader of a study.yaml, ``default`` and
+    # ``normalize``: ``Declared``) ---------------------------------------------------------------------------
     def to_yaml(self) -> str:
+        execution = ", ".join(EXECUTION_KEYS[:-1]) + " and " + EXECUTION_KEYS[-1]
         header = ("# archstudy study config: written once when the study was created; `archstudy resume` reads it.\n"
-                  "# Science keys must not change on resume; root, resources, max_retries and checkpoint_every_s\n"
+                  f"# Science keys must not change on resume; {execution}\n"
                   "# may be overridden for one session on the command line. data_fingerprint pins the data.\n")
         return header + config_yaml.dump(self.to_dict())
 
@@ -405,28 +364,60 @@ class StudyConfig:
         a, b = self.to_dict(), other.to_dict()
         return [k for k in SCIENCE_KEYS if a[k] != b[k]]
 
-    def replace(self, **changes) -> "StudyConfig":
-        return replace(self, **changes)
-
-    def with_execution(self, *, root=None, cpus_per_arch=None, gpus_per_arch=None, max_retries=None,
-                       checkpoint_every_s=None) -> "StudyConfig":
-        """This config with the given execution settings changed (None keeps the stored value)."""
-        res = self.resources.to_dict()
-        if cpus_per_arch is not None:
-            res["cpus_per_arch"] = cpus_per_arch
-        if gpus_per_arch is not None:
-            res["gpus_per_arch"] = gpus_per_arch
-        changes: dict[str, Any] = {"resources": Resources.of(res)}
-        if max_retries is not None:
-            changes["max_retries"] = max_retries
-        if checkpoint_every_s is not None:
-            changes["checkpoint_every_s"] = checkpoint_every_s
-        if root is not None:
-            changes["root"] = root
+    def with_execution(self, **settings) -> "StudyConfig":
+        """This config with the given execution settings (``EXECUTION_SETTINGS``) changed; None keeps the stored
+        value."""
+        changes: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {key: {} for key in dict.fromkeys(EXECUTION_SETTINGS.values()) if key}
+        for name, value in settings.items():
+            if name not in EXECUTION_SETTINGS:
+                raise TypeError(f"with_execution() got an unexpected keyword argument {name!r}")
+            key = EXECUTION_SETTINGS[name]
+            if value is not None:
+                (nested[key] if key else changes)[name] = value
+        for key, values in nested.items():  # first: as Resources.of did, before the other settings are checked
+            changes[key] = getattr(self, key).replace(**values)
         return replace(self, **changes)
 
 
-SCIENCE_KEYS = tuple(f.name for f in fields(StudyConfig) if f.name not in EXECUTION_KEYS + PROVENANCE_KEYS)
+# The keys a session may change (declared ``execution=True``) and their settings, by name: the fields of a nested
+# declared object (``resources``: cpus_per_arch, gpus_per_arch) stand for it. Each setting -> the key holding it
+# (None: the key is the setting).
+EXECUTION_KEYS = tuple(name for name, declared in StudyConfig.declarations().items() if declared.execution)
+
+
+def _execution_settings() -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for key in EXECUTION_KEYS:
+        nested = StudyConfig.default(key)
+        out.update(dict.fromkeys(nested.declarations(), key) if isinstance(nested, Declared) else {key: None})
+    return out
+
+
+EXECUTION_SETTINGS = _execution_settings()  # root, cpus_per_arch, gpus_per_arch, max_retries, checkpoint_every_s
+
+
+def execution_declaration(name: str) -> tuple[type[Declared], Declaration]:
+    """The class that declares execution setting ``name`` and its declaration."""
+    key = EXECUTION_SETTINGS[name]
+    owner = StudyConfig if key is None else type(StudyConfig.default(key))
+    return owner, owner.declaration(name)
+
+
+def execution_settings(config: "StudyConfig | Mapping[str, Any]") -> dict[str, Any]:
+    """The execution settings ``config`` names: every one of a StudyConfig; those a mapping of study keys holds
+    (a nested mapping's entries for its key)."""
+    d = config.to_dict() if isinstance(config, StudyConfig) else config
+    named: dict[str, Any] = {}
+    for key in EXECUTION_KEYS:
+        if key in EXECUTION_SETTINGS and key in d:
+            named[key] = d[key]
+        elif isinstance(d.get(key), Mapping):
+            named.update(d[key])
+    return named
+
+
+SCIENCE_KEYS = tuple(name for name in StudyConfig.declarations() if name not in EXECUTION_KEYS + PROVENANCE_KEYS)
 # What every row of a study shares: the science keys but ``architectures`` (a larger count extends a study,
 # and architecture i does not depend on the count). Each result file records them (study.run.store).
 ROW_SCIENCE_KEYS = tuple(k for k in SCIENCE_KEYS if k != "architectures")
@@ -504,8 +495,51 @@ def science_differences(recorded: Mapping[str, Any] | None, science: Mapping[str
     return ", ".join(shown) + more if shown else "the same keys, another fingerprint"
 
 
-def _declared(name: str):
-    for f in fields(StudyConfig):
-        if f.name == name:
-            return f
-    raise KeyError(f"{name!r} is not a study key")
+# -- docs/config.md: every key, field and option, generated from the declarations ------------------------------
+REGENERATE = "python -m archstudy.study.experiment.config docs/config.md"
+
+
+def _kind(name: str) -> str:
+    """How a study key counts for a resume (the module docstring)."""
+    if name in EXECUTION_KEYS:
+        return "execution"
+    if name in PROVENANCE_KEYS:
+        return "provenance"
+    return "science, recorded" if name in RECORDED_KEYS else "science"
+
+
+def doc_tables() -> dict[str, str]:
+    """The generated tables of docs/config.md, by block name."""
+    return {
+        "StudyConfig": markdown(StudyConfig, {"kind": _kind}),
+        "Resources": markdown(Resources),
+        "Protocol": markdown(Protocol, {"presets": presets_column(PROTOCOLS, Protocol())}),
+        "MetricOptions": markdown(MetricOptions),
+        "Space": markdown(Space, {"presets": presets_column(PRESETS, Space())}),
+        "ArchSpec": markdown(ArchSpec),
+    }
+
+
+def update_doc(text: str) -> str:
+    """``text`` (docs/config.md) with every generated table replaced by the current one."""
+    return update_blocks(text, doc_tables(), REGENERATE, "docs/config.md")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m archstudy.study.experiment.config PATH``: rewrite the generated tables of PATH (docs/config.md)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(f"usage: {REGENERATE}", file=sys.stderr)
+        return 2
+    with open(args[0], encoding="utf-8") as f:
+        text = f.read()
+    new = update_doc(text)
+    if new != text:
+        with open(args[0], "w", encoding="utf-8") as f:
+            f.write(new)
+    print(f"{args[0]}: {'updated' if new != text else 'up to date'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -64,10 +64,12 @@ that leaves them there has the checkpoint key it had before they existed, ``cano
 from __future__ import annotations
 
 import math
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any, Mapping
 
-from archstudy.sampling.constraints import Choice, Constraint, Integer, Real, SpecError, Text, added, canonical, check
+from archstudy.sampling.constraints import (
+    Choice, Constraint, Declared, Integer, Maybe, Real, SpecError, Text, declare,
+)
 
 OPTIMIZERS = ("sgd", "adam")
 MONITORS = ("val", "train")
@@ -77,22 +79,6 @@ SELECTIONS = ("monitor", "test")
 # The fields each schedule reads; under the other schedule they must keep their defaults.
 SCHEDULE_FIELDS = {"plateau": ("patience_first", "patience", "divisions", "max_epochs"),
                    "steps": ("iterations", "step_at")}
-
-
-@dataclass(frozen=True)
-class Maybe(Constraint):
-    """``None`` or a value under ``inner``."""
-
-    inner: Constraint
-
-    def normalize(self, value):
-        return None if value is None else self.inner.normalize(value)
-
-    def describe(self):
-        return self.inner.describe() + ", or null"
-
-    def invalid_examples(self):
-        return self.inner.invalid_examples()
 
 
 @dataclass(frozen=True)
@@ -133,57 +119,52 @@ class Increasing(Constraint):
         return tuple(out if self.empty else [[]] + out)
 
 
-def _f(constraint: Constraint, default: Any, doc: str, since: int | None = None):
-    meta = {"constraint": constraint, "doc": doc, **(added(since) if since is not None else {})}
-    return field(default=default, metadata=meta)
-
-
 @dataclass(frozen=True)
-class Protocol:
+class Protocol(Declared):
     """How the runs of one architecture are trained; the defaults are the paper's (E.2)."""
 
-    preset: str = _f(Text(), "custom", "the preset this protocol started from")
-    optimizer: str = _f(Choice(OPTIMIZERS), "sgd", "sgd (the paper) or adam (figure 3F)")
-    lrs: tuple | None = _f(Maybe(Increasing(Real(0.0, lo_open=True), "learning rates")), None,
-                           "explicit starting learning rates (increasing); null: the series")
-    num_lrs: int = _f(Integer(1), 40, "number of starting rates lr_min * lr_factor^k (len(lrs) when given)")
-    lr_factor: float = _f(Real(1.0, lo_open=True), 3.0, "spacing factor of the series")
-    lr_min_scale: float = _f(Real(0.0, lo_open=True), 1e-8,
-                             "lr_min = lr_min_scale / sum_l Q_b|dW_lb|_F / |W_l|_F (1e-8 paper, 1e-16 long)")
-    batch_size: int = _f(Integer(1), 250, "minibatch size")
-    max_epochs: int | None = _f(Maybe(Integer(1)), None, "cap on the epochs of one run (null: none)")
-    patience_first: int = _f(Integer(1), 10, "epochs without improvement before the first division")
-    patience: int = _f(Integer(1), 5, "epochs without improvement before each later division and the stop")
-    divisions: int = _f(Integer(0), 10, "learning-rate divisions before the final patience window")
-    division_factor: float = _f(Real(1.0, lo_open=True), 3.0, "each division divides the rate by this")
-    monitor: str = _f(Choice(MONITORS), "val",
-                      "error that drives patience, rewinds and selection: val (E.2) or train (figure 3D)")
-    warmup_epochs: int = _f(Integer(0), 0, "Adam: epochs of moment estimates before measuring lr_min")
-    adam_beta1: float = _f(Real(0.0, 1.0, hi_open=True), 0.9, "Adam beta1")
-    adam_beta2: float = _f(Real(0.0, 1.0, hi_open=True), 0.999, "Adam beta2")
-    adam_eps: float = _f(Real(0.0, lo_open=True), 1e-8, "Adam epsilon")
-    edge_runs: int = _f(Integer(0), 5, "lr_edge flags a selected index among this many lowest or highest")
-    loss: str = _f(Choice(LOSSES), "cross_entropy",
-                   "cross_entropy of softmax(f / c_out) (appendix C) or mse (one-hot targets; 0/1 for one output)",
-                   since=2)
-    momentum: float = _f(Real(0.0, 1.0, hi_open=True), 0.0,
-                         "SGD momentum (torch.optim.SGD's convention, dampening 0); 0: plain SGD (E.2)", since=2)
-    schedule: str = _f(Choice(SCHEDULES), "plateau",
-                       "plateau (E.2: patience, rewinds, divisions) or steps (fixed iterations, divisions at "
-                       "step_at)", since=2)
-    iterations: int | None = _f(Maybe(Integer(1)), None, "steps: training steps (minibatches) of every run",
-                                since=2)
-    step_at: tuple = _f(Increasing(Real(0.0, 1.0, lo_open=True, hi_open=True), "fractions", empty=True), (),
-                        "steps: fractions of the iterations where the rate is divided by "
-                        "division_factor", since=2)
-    selection: str = _f(Choice(SELECTIONS), "monitor",
-                        "the selected run: lowest monitored error (E.2), or lowest test error (only to "
-                        "reproduce papers that selected so)", since=2)
+    preset: str = declare(Text(), "custom", doc="the preset this protocol started from")
+    optimizer: str = declare(Choice(OPTIMIZERS), "sgd", doc="sgd (the paper) or adam (figure 3F)")
+    lrs: tuple | None = declare(Maybe(Increasing(Real(0.0, lo_open=True), "learning rates")), None,
+                                doc="explicit starting learning rates (increasing); null: the series")
+    num_lrs: int = declare(Integer(1), 40,
+                           doc="number of starting rates lr_min * lr_factor^k (len(lrs) when given)")
+    lr_factor: float = declare(Real(1.0, lo_open=True), 3.0, doc="spacing factor of the series")
+    lr_min_scale: float = declare(Real(0.0, lo_open=True), 1e-8,
+                                  doc="lr_min = lr_min_scale / sum_l Q_b|dW_lb|_F / |W_l|_F (1e-8 paper, 1e-16 long)")
+    batch_size: int = declare(Integer(1), 250, doc="minibatch size")
+    max_epochs: int | None = declare(Maybe(Integer(1)), None, doc="cap on the epochs of one run (null: none)")
+    patience_first: int = declare(Integer(1), 10, doc="epochs without improvement before the first division")
+    patience: int = declare(Integer(1), 5,
+                            doc="epochs without improvement before each later division and the stop")
+    divisions: int = declare(Integer(0), 10, doc="learning-rate divisions before the final patience window")
+    division_factor: float = declare(Real(1.0, lo_open=True), 3.0, doc="each division divides the rate by this")
+    monitor: str = declare(Choice(MONITORS), "val",
+                           doc="error that drives patience, rewinds and selection: val (E.2) or train (figure 3D)")
+    warmup_epochs: int = declare(Integer(0), 0, doc="Adam: epochs of moment estimates before measuring lr_min")
+    adam_beta1: float = declare(Real(0.0, 1.0, hi_open=True), 0.9, doc="Adam beta1")
+    adam_beta2: float = declare(Real(0.0, 1.0, hi_open=True), 0.999, doc="Adam beta2")
+    adam_eps: float = declare(Real(0.0, lo_open=True), 1e-8, doc="Adam epsilon")
+    edge_runs: int = declare(Integer(0), 5, doc="lr_edge flags a selected index among this many lowest or highest")
+    loss: str = declare(Choice(LOSSES), "cross_entropy", since=2,
+                        doc="cross_entropy of softmax(f / c_out) (appendix C) or mse (one-hot targets; 0/1 for one "
+                            "output)")
+    momentum: float = declare(Real(0.0, 1.0, hi_open=True), 0.0, since=2,
+                              doc="SGD momentum (torch.optim.SGD's convention, dampening 0); 0: plain SGD (E.2)")
+    schedule: str = declare(Choice(SCHEDULES), "plateau", since=2,
+                            doc="plateau (E.2: patience, rewinds, divisions) or steps (fixed iterations, divisions at "
+                                "step_at)")
+    iterations: int | None = declare(Maybe(Integer(1)), None, since=2,
+                                     doc="steps: training steps (minibatches) of every run")
+    step_at: tuple = declare(Increasing(Real(0.0, 1.0, lo_open=True, hi_open=True), "fractions", empty=True), (),
+                             since=2, doc="steps: fractions of the iterations where the rate is divided by "
+                                          "division_factor")
+    selection: str = declare(Choice(SELECTIONS), "monitor", since=2,
+                             doc="the selected run: lowest monitored error (E.2), or lowest test error (only to "
+                                 "reproduce papers that selected so)")
 
-    def __post_init__(self):
-        where = "Protocol"
-        for f in fields(self):
-            object.__setattr__(self, f.name, check(where, f.name, f.metadata["constraint"], getattr(self, f.name)))
+    def _validate(self):
+        where = self._where
         if self.lrs is not None:
             # The explicit list decides how many runs there are.
             object.__setattr__(self, "num_lrs", len(self.lrs))
@@ -192,7 +173,7 @@ class Protocol:
                             "must be 0 unless optimizer = 'adam' (SGD keeps no running averages)")
         if self.momentum and self.optimizer != "sgd":
             raise SpecError(where, "momentum", self.momentum, "must be 0 unless optimizer = 'sgd'")
-        defaults = {f.name: f.default for f in fields(self)}
+        defaults = {name: declared.default for name, declared in self.declarations().items()}
         for schedule, names in SCHEDULE_FIELDS.items():
             if schedule == self.schedule:
                 continue
@@ -228,28 +209,14 @@ class Protocol:
         """Whether run ``index`` is among the ``edge_runs`` lowest or highest rates (E.2's heuristic check)."""
         return index < self.edge_runs or index >= self.num_lrs - self.edge_runs
 
-    # -- serialization ---------------------------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        if d["lrs"] is not None:
-            d["lrs"] = list(d["lrs"])  # YAML- and JSON-friendly
-        d["step_at"] = list(d["step_at"])
-        return d
-
-    def canonical(self) -> dict[str, Any]:
-        """``to_dict`` without the options added after the first schema that hold their default (a
-        checkpoint key: a protocol that uses none of them keys the checkpoints it keyed before)."""
-        return canonical(self, self.to_dict())
-
+    # -- serialization (to_dict, canonical: ``Declared``; canonical is a checkpoint key: a protocol that uses none
+    # of the options added later keys the checkpoints it keyed before) ------------------------------------------
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Protocol":
         """A protocol from a mapping; with ``preset`` naming a preset, the unnamed fields come from it."""
         if not isinstance(d, Mapping):
             raise SpecError("Protocol", "protocol", d, "must be a preset name or a mapping of Protocol fields")
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - names, key=str)
-        if unknown:
-            raise SpecError("Protocol", str(unknown[0]), d[unknown[0]], "is not a field of Protocol")
+        d = cls.known(d)
         base = PROTOCOLS.get(d.get("preset")) if isinstance(d.get("preset"), str) else None
         if base is None:
             return cls(**d)
@@ -266,9 +233,6 @@ class Protocol:
                                 "must be one of " + ", ".join(repr(k) for k in PROTOCOLS))
             return PROTOCOLS[protocol]
         return cls.from_dict(protocol)
-
-    def replace(self, **changes) -> "Protocol":
-        return replace(self, **changes)
 
 
 assert all(f.default is not MISSING for f in fields(Protocol))

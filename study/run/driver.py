@@ -41,7 +41,7 @@ from archstudy.sampling.width import check_budget
 from archstudy.sampling.constraints import Real, check
 
 from ..experiment.config import (
-    CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, package_version, science_differences, utc_now,
+    CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, execution_settings, package_version, science_differences, utc_now,
 )
 from . import interrupts
 from .engine import Engine, Failure, Job, Rejected, Tally
@@ -105,16 +105,7 @@ def _execution(config: StudyConfig, overrides: Mapping[str, Any]) -> StudyConfig
 def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The execution settings a call names explicitly: every one of a StudyConfig, those a mapping holds, and
     the non-None ``overrides`` (as ``StudyConfig.with_execution`` keywords)."""
-    if isinstance(config, StudyConfig):
-        named = {"root": config.root, "max_retries": config.max_retries,
-                 "checkpoint_every_s": config.checkpoint_every_s, **config.resources.to_dict()}
-    else:
-        resources = config.get("resources") or {}
-        named = {k: config[k] for k in ("root", "max_retries", "checkpoint_every_s") if k in config}
-        if isinstance(resources, Mapping):
-            named.update(resources)
-    named.update({k: v for k, v in overrides.items() if v is not None})
-    return named
+    return {**execution_settings(config), **{k: v for k, v in overrides.items() if v is not None}}
 
 
 def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
