@@ -50,7 +50,7 @@ from typing import Any, Mapping
 import yaml
 
 from archstudy.sampling import SpecError, UserError
-from archstudy.sampling.constraints import Integer, Real, check
+from archstudy.sampling.constraints import Declared, Integer, Real, check, declare
 
 from ..experiment.config import utc_now
 
@@ -159,21 +159,15 @@ def read_cluster_file(path: str | os.PathLike) -> ClusterFile:
 
 
 # -- scaled to this machine ---------------------------------------------------------------------------------
-def _option(constraint, default, doc: str):
-    return field(default=default, metadata={"constraint": constraint, "doc": doc})
-
-
 @dataclass(frozen=True)
-class Scale:
+class Scale(Declared, where=WHERE):
     """How the cluster is scaled down to one machine (see the module docstring)."""
 
-    node_cpus: int = _option(Integer(1), 2, "logical CPUs of a worker node, at most (its instance's vCPUs if fewer)")
-    max_nodes: int = _option(Integer(1), 3, "worker nodes at most: every type's max_workers and the cluster's")
-    idle_timeout_minutes: float = _option(Real(0.0, lo_open=True), 1.0, "minutes before an idle worker node is removed")
-
-    def __post_init__(self):
-        for f in fields(self):
-            object.__setattr__(self, f.name, check(WHERE, f.name, f.metadata["constraint"], getattr(self, f.name)))
+    node_cpus: int = declare(Integer(1), 2, doc="logical CPUs of a worker node, at most (its instance's vCPUs if "
+                                                "fewer)")
+    max_nodes: int = declare(Integer(1), 3, doc="worker nodes at most: every type's max_workers and the cluster's")
+    idle_timeout_minutes: float = declare(Real(0.0, lo_open=True), 1.0,
+                                          doc="minutes before an idle worker node is removed")
 
     def node(self, t: NodeType) -> NodeType:
         """The rehearsal's version of a worker node type: same GPUs (logical), CPUs and workers capped."""

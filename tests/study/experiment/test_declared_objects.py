@@ -11,12 +11,14 @@ from archstudy.sampling.constraints import Declared, bounded_repr
 from archstudy.study.experiment.config import Resources, StudyConfig
 from archstudy.study.experiment.metric_options import MetricOptions
 from archstudy.study.experiment.protocol import Protocol
+from archstudy.study.run.cluster import WHERE as CLUSTER, Scale
 
 # A valid object of each declared class: its required keys (every other field at its default).
 VALID = {ArchSpec: {"depth": 9, "width": 100, "d_in": 40, "d_out": 3}, Space: {},
-         StudyConfig: {"dataset": "digits", "architectures": 2}, Resources: {}, Protocol: {}, MetricOptions: {}}
+         StudyConfig: {"dataset": "digits", "architectures": 2}, Resources: {}, Protocol: {}, MetricOptions: {},
+         Scale: {}}
 WHERE = {ArchSpec: "ArchSpec", Space: "Space", StudyConfig: "study", Resources: "study.resources",
-         Protocol: "Protocol", MetricOptions: "MetricOptions"}
+         Protocol: "Protocol", MetricOptions: "MetricOptions", Scale: CLUSTER}
 
 
 def _declared_classes(base=Declared):
