@@ -36,6 +36,7 @@ import torch
 import torch.nn.functional as F
 
 from .nlc import batch_mode
+from .registry import Measuring, measures
 
 
 def scaled_cross_entropy(out: torch.Tensor, y: torch.Tensor, c_out: float = 1.0,
@@ -91,3 +92,10 @@ def finite_or_nan(value) -> float:
     """``float(value)``, or NaN where it is not finite (the store's convention for "not measurable")."""
     v = float(value)
     return v if math.isfinite(v) else math.nan
+
+
+@measures(stream=1)
+def measure_gradients(m: Measuring, seed: int) -> dict:
+    """GVCS and gradient length of the loss' input gradient over ``gradient_batches`` training minibatches."""
+    g = input_gradients(m.net, m.x, m.y, m.c_out, m.options.gradient_batches, m.batch_size, seed)
+    return {"gvcs": gvcs_of(g), "grad_length": grad_length_of(g)}

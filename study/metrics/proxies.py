@@ -50,6 +50,7 @@ from torch import nn
 from ..nn.layers import DTYPE, ActivationLayer
 from .gradients import scaled_cross_entropy
 from .nlc import batch_mode
+from .registry import Measuring, measures
 
 JACOB_COV_K = 1e-5  # Mellor et al. (2021) v1, the regularizer of the eigenvalues
 
@@ -323,3 +324,16 @@ def nwot_of(codes: torch.Tensor) -> float:
 def nwot(net: nn.Module, x: torch.Tensor) -> float:
     """NWOT (Mellor et al. 2021 v2): log-determinant of the activation-pattern kernel of a minibatch ``x``."""
     return nwot_of(activation_codes(net, x))
+
+
+@measures(stream=2)
+def measure_proxies(m: Measuring, seed: int) -> dict:
+    """The zero-cost proxies on one random training minibatch of ``proxy_batch_size`` (synflow: an all-ones
+    input), grad_norm and snip from the same loss gradients."""
+    gen = torch.Generator().manual_seed(seed)
+    idx = torch.randperm(m.x.shape[0], generator=gen)[:m.options.proxy_batch_size].to(m.device)
+    xp, yp = m.x.index_select(0, idx), m.y.index_select(0, idx)
+    grads = loss_gradients(m.net, xp, yp, m.c_out)
+    return {"grad_norm": sum(grad_norm_terms(grads).values()), "snip": sum(snip_terms(grads).values()),
+            "synflow": synflow(m.net, m.spec.d_in), "jacob_cov": jacob_cov_of(output_sum_jacobian(m.net, xp)),
+            "nwot": nwot_of(activation_codes(m.net, xp))}
