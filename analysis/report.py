@@ -5,6 +5,11 @@ EDFs, good ranges, the study's own NLC window), paired sibling effects, NLC prun
 launch, what was pruned by which window), training curves, the NLC paper's figures and more; with several
 studies, their EDFs and good ranges side by side. Every statistic covers the trained architectures (a study
 pruned at launch measured the others at initialization only).
+
+This module is the page: the numbers come from ``analysis.sections`` (``analyse``: one study's, computed once),
+the figures from their declarations (``analysis.figures``). The page is a list of sections (``STUDY_SECTIONS``,
+``COMPARISON_SECTIONS``): each a heading, its tables and notes, and then every figure whose declaration names
+the section, in declaration order. The HTML pieces the reproductions' pages share are in ``analysis.html``.
 """
 
 from __future__ import annotations
@@ -20,7 +25,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 import yaml
 
 from archstudy.sampling import SpecError
@@ -113,19 +117,17 @@ def caveats_html(s: Section) -> str:
 
 
 def provenance_html(s: Section) -> str:
-    r, arch, cfg = s.results, s.arch, s.results.config
+    r, p, cfg = s.results, s.provenance, s.results.config
 
     def distinct(col: str) -> str:
-        if col not in arch.columns or not arch[col].notna().any():
-            return "–"
-        counts = arch[col].astype(str).value_counts()
-        return ", ".join(f"{esc(k)} ({v})" for k, v in counts.items())
+        counts = p[col]
+        return "–" if counts is None else ", ".join(f"{esc(k)} ({v})" for k, v in counts)
 
-    finished = arch["finished_at"].dropna() if "finished_at" in arch.columns else pd.Series(dtype=object)
     def value(key: str) -> str:  # a config value; a mapping (e.g. a custom protocol) as compact JSON
         v = cfg.get(key, "–")
         return esc(json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
 
+    finished = p["finished"]
     rows = [
         ["study", esc(r.study_dir)], ["dataset", esc(r.dataset)], ["study seed", value("seed")],
         ["preset", value("preset")], ["parameter budget", value("param_budget")],
@@ -133,9 +135,9 @@ def provenance_html(s: Section) -> str:
         ["package version (study.yaml)", value("package_version")],
         ["package version (architectures)", distinct("package_version")],
         ["created", value("created")],
-        ["finished between", f"{esc(finished.min())} and {esc(finished.max())}" if len(finished) else "–"],
+        ["finished between", f"{esc(finished[0])} and {esc(finished[1])}" if finished else "–"],
         ["machines (host)", distinct("host")], ["devices", distinct("device")],
-        ["recorded compute", f"{fmt(float(arch['total_s'].sum()) / 3600)} h" if len(arch) else "–"],
+        ["recorded compute", f"{fmt(p['compute_h'])} h" if p["compute_h"] is not None else "–"],
     ]
     return table(None, rows, left=2)
 

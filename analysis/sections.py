@@ -2,8 +2,8 @@
 trained architectures (a study pruned at launch measured the others at initialization only), the correlation
 table, the granulated Kendall cells, the paired sibling effects, the NLC pruning table (the window used beside
 the paper's and the study's own), the design space (error EDFs, good ranges, the study's NLC window, window
-predictors), the health counts of the status table, the window a study pruned at launch with and what that
-saved, and the training curves of the architectures the report draws.
+predictors), the health counts of the status table and the provenance, the window a study pruned at launch
+with and what that saved, and the training curves of the architectures the report draws.
 """
 
 from __future__ import annotations
@@ -40,6 +40,21 @@ def health(arch: pd.DataFrame) -> dict[str, int]:
             "high_bias": int(flag(arch, "high_bias").sum())}
 
 
+def provenance(arch: pd.DataFrame) -> dict:
+    """Where and when the architectures were computed: for ``package_version``, ``host`` and ``device`` the
+    (value, count) pairs, most frequent first (None without a value); ``finished``, the first and last
+    ``finished_at`` (None without one); ``compute_h``, the recorded hours (Σ ``total_s``; None without rows)."""
+    def distinct(col: str) -> list[tuple[str, int]] | None:
+        if col not in arch.columns or not arch[col].notna().any():
+            return None
+        return [(k, int(v)) for k, v in arch[col].astype(str).value_counts().items()]
+
+    finished = arch["finished_at"].dropna() if "finished_at" in arch.columns else pd.Series(dtype=object)
+    return {**{col: distinct(col) for col in ("package_version", "host", "device")},
+            "finished": (finished.min(), finished.max()) if len(finished) else None,
+            "compute_h": float(arch["total_s"].sum()) / 3600 if len(arch) else None}
+
+
 @dataclass
 class Section:
     """One study's numbers, computed once and rendered into HTML."""
@@ -60,6 +75,7 @@ class Section:
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the curves of the architectures drawn
     health: dict = field(default_factory=dict)  # ``health`` of the trained architectures
     savings: dict = field(default_factory=dict)  # ``launch_savings``: what pruning at launch cost and saved
+    provenance: dict = field(default_factory=dict)  # ``provenance`` of the trained architectures
 
     @property
     def arch(self) -> pd.DataFrame:
@@ -119,7 +135,8 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) ->
     if not len(arch):
         empty = pd.DataFrame()
         return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
-                       window_given=window is not None, launch=launch, health=health(arch), savings=savings)
+                       window_given=window is not None, launch=launch, health=health(arch), savings=savings,
+                       provenance=provenance(arch))
     corr = correlations(arch, n_boot=n_boot, seed=seed)
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     paired = paired_effects(arch)
@@ -130,7 +147,8 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) ->
     return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
                    edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
                    windows=window_predictors(arch, seed=seed), window_given=window is not None, launch=launch,
-                   curves=read_curves(results.study_dir, drawn), health=health(arch), savings=savings)
+                   curves=read_curves(results.study_dir, drawn), health=health(arch), savings=savings,
+                   provenance=provenance(arch))
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

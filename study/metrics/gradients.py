@@ -5,15 +5,17 @@ scale c_out = Q_{x,j} f(x, j) measured on the training set at initialization,
 
     l(x, y) = -log softmax(f(x) / c_out)[y].
 
-Section 6 "Gradient vector component size" paraphrases the metric of Schoenholz et al. (2017) as
+Section 6 "Gradient vector component size" paraphrases the metric of Schoenholz, Gilmer, Ganguli and
+Sohl-Dickstein, *Deep Information Propagation* (2017) as
 
     GVCS = Q_{i,x} dl/dx(i),
 
-and compares it with the "gradient vector length" of He et al. (2015). Which gradient the length is of,
-the paper does not write down; it does say that the length, unlike GVCS, is *not* confounded by
-duplicating every input dimension c times (first-layer weights / sqrt(c)). That holds for the input
-gradient, whose c-fold components each shrink by sqrt(c), and fails for the parameter gradient, whose
-first-layer part grows by sqrt(c). So, as the paper's argument requires, both are of the input gradient:
+and compares it with the "gradient vector length" of He, Zhang, Ren and Sun, *Delving Deep into Rectifiers*
+(2015). Which gradient the length is of, the paper does not write down; it does say that the length, unlike
+GVCS, is *not* confounded by duplicating every input dimension c times (first-layer weights / sqrt(c)).
+That holds for the input gradient, whose c-fold components each shrink by sqrt(c), and fails for the
+parameter gradient, whose first-layer part grows by sqrt(c). So, as the paper's argument requires, both are
+of the input gradient:
 
     grad_length = Q_x |dl/dx|_2,
 
