@@ -171,10 +171,11 @@ class FigureSpec:
 
     @property
     def group(self) -> str:
-        """The figure's kind: "paper" (the NLC paper's), "design" (the design space), "training" (training
-        curves: drawn from the ``curves`` table), "more" (the rest)."""
-        return {"paper": "paper", "edf": "design", "good-ranges": "design", "curves": "training"}.get(
-            self.section, "more")
+        """The figure's kind: "training" (drawn from the training curves, which older studies lack), "paper"
+        (the NLC paper's), "design" (the design space's sections), "more" (the rest)."""
+        if "curves" in self.needs:
+            return "training"
+        return {"paper": "paper", "edf": "design", "good-ranges": "design"}.get(self.section, "more")
 
 
 @dataclass(frozen=True)

@@ -101,3 +101,4 @@ for _axis, _caption in (
     ("imn", "Input mean normalization off vs on (Chen and Ge, eq. 16): paired siblings and all architectures."),
 ):
     declare(FigureSpec(_axis, _caption, "paired", partial(sibling_figure, axis=_axis)))
+del _axis, _caption
