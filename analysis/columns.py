@@ -1,6 +1,6 @@
 """The columns of a study's results as the analysis uses them: their pandas types (from the one
-declaration of every column, ``study.experiment.schema``; docs/results.md), which of them predict test error and on
-which scale, and the sampled axes of the architecture space.
+declaration of every column, ``study.experiment.schema``; docs/results.md), which of them predict test error, on
+which scale and in which figure (the columns' ``AsPredictor``), and the sampled axes of the architecture space.
 
 ``analysis.results`` types the tables with the dtypes, ``analysis.stats`` and ``analysis.figures`` pick
 predictors and axes from here.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archstudy.sampling import SPEC_FIELDS
-from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, columns
+from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, columns, predictor_columns
 
 # pandas dtypes of the schema's types. Integers and booleans become pandas' nullable kinds only where a
 # value is missing (e.g. a column an older runner did not write); see ``results.typed``.
@@ -30,13 +30,15 @@ CURVE_REQUIRED = tuple(c.name for c in columns(CURVES) if c.required)
 
 @dataclass(frozen=True)
 class Predictor:
-    """A column that may predict test error.
+    """A column that may predict test error, as its declaration says (``study.experiment.schema.AsPredictor``:
+    label, kind, log scale and why, the report's figure grid it joins).
 
     ``log``: correlate (Pearson) and plot on log10 scale. The NLC paper: "if any quantity is plotted in
     log-scale, the correlation is also using the log of that quantity" (section 4); it plots NLC, bias
     and learning rate on log axes. For the other columns the choice is ours and ``why`` says it.
     ``kind``: "metric" (init metrics of ``study.measure``), "proxy" (zero-cost proxies) or "baseline"
-    (the trivial baselines every predictor must beat).
+    (the trivial baselines every predictor must beat). ``figure``: the key of the report's scatter grid that
+    shows it against test error ("metrics", "proxies", "baselines"), "" where a figure of its own does.
     """
 
     column: str
@@ -44,35 +46,21 @@ class Predictor:
     kind: str
     log: bool
     why: str
+    figure: str = ""
 
 
-PREDICTORS: tuple[Predictor, ...] = (
-    Predictor("nlc", "NLC", "metric", True, "NLC paper figure 2 (log axis)"),
-    Predictor("bias", "output bias", "metric", True, "NLC paper figure 3A (log axis)"),
-    Predictor("ar", "activation ratio AR", "metric", True,
-              "a ratio of counts spanning orders of magnitude (Householder layers raise it by O(width))"),
-    Predictor("variability", "variability V", "metric", True, "a geometric mean over planes: multiplicative"),
-    Predictor("gvcs", "gradient vector component size", "metric", True,
-              "a gradient magnitude: scales multiplicatively (NLC paper section 6)"),
-    Predictor("grad_length", "gradient length", "metric", True, "a gradient magnitude (NLC paper section 6)"),
-    Predictor("nlc_tau", "NLC_tau(1) of the activation", "metric", True,
-              "per-layer NLC; the network's compounds multiplicatively (NLC paper Table 1)"),
-    Predictor("linear_approx_error", "linear-approximation error", "metric", True,
-              "spans 0.0024 to 2 over the activations (NLC paper Table 1 line E)"),
-    Predictor("lar_diameter", "linearly approximable region diameter", "metric", True,
-              "NLC paper figure 1 (log axis)"),
-    Predictor("grad_norm", "grad_norm", "proxy", True, "a gradient magnitude"),
-    Predictor("snip", "snip", "proxy", True, "a sum of |gradient x weight|: a magnitude"),
-    Predictor("synflow", "synflow", "proxy", True, "a product of weight magnitudes: spans hundreds of decades"),
-    Predictor("jacob_cov", "jacob_cov", "proxy", False, "already a sum of logs, and may be negative"),
-    Predictor("nwot", "NWOT", "proxy", False, "already a log-determinant"),
-    Predictor("num_params", "parameters", "baseline", True, "a count spanning orders of magnitude"),
-    Predictor("depth", "depth", "baseline", False, "NLC paper figure 4 (linear axis)"),
-    Predictor("width", "width", "baseline", True, "a count spanning orders of magnitude"),
-    Predictor("flops", "FLOPs", "baseline", True, "a count spanning orders of magnitude"),
-)
+# Every column declared with an ``AsPredictor``, in the declaration's order (kind by kind, ``rank`` within one):
+# the order of the correlation table, the good ranges and the window scores.
+PREDICTORS: tuple[Predictor, ...] = tuple(
+    Predictor(c.name, c.predictor.label, c.predictor.kind, c.predictor.log, c.predictor.why, c.predictor.figure)
+    for c in predictor_columns())
 PREDICTOR_BY_COLUMN = {p.column: p for p in PREDICTORS}
 BASELINES = tuple(p.column for p in PREDICTORS if p.kind == "baseline")
+
+
+def figure_grid(figure: str) -> tuple[str, ...]:
+    """The predictors a scatter grid of the report shows (``Predictor.figure``), in ``PREDICTORS`` order."""
+    return tuple(p.column for p in PREDICTORS if p.figure == figure)
 
 # The sampled axes of the architecture space, for the granulated Kendall coefficient and the paired
 # sibling effects. An axis is a group of spec fields that vary together: the skip axis holds where skips

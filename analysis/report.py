@@ -5,6 +5,11 @@ EDFs, good ranges, the study's own NLC window), paired sibling effects, NLC prun
 launch, what was pruned by which window), training curves, the NLC paper's figures and more; with several
 studies, their EDFs and good ranges side by side. Every statistic covers the trained architectures (a study
 pruned at launch measured the others at initialization only).
+
+This module is the page: the numbers come from ``analysis.sections`` (``analyse``: one study's, computed once),
+the figures from their declarations (``analysis.figures``). The page is a list of sections (``STUDY_SECTIONS``,
+``COMPARISON_SECTIONS``): each a heading, its tables and notes, and then every figure whose declaration names
+the section, in declaration order. The HTML pieces the reproductions' pages share are in ``analysis.html``.
 """
 
 from __future__ import annotations
@@ -14,12 +19,12 @@ import math
 import os
 import platform
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
-import pandas as pd
 import yaml
 
 from archstudy.sampling import SpecError
@@ -28,121 +33,21 @@ from archstudy.study.experiment.config import REPORT_NAME, package_version
 
 from .columns import AXES, PREDICTOR_BY_COLUMN
 from .html import CSS, esc, fmt, interval, slug, table, with_interval
-from .edf import ErrorEDF, edf
-from .figures import COMPARISON_FIGURES, FIGURES, FigureData, curve_architectures, fmt_p
+from .figures import COMPARISON_FIGURES, FIGURES, ComparisonSpec, FigureSpec, fmt_p
 from .plotting import png_base64
-from .good_ranges import good_ranges, nlc_window
-from .pruning import PAPER_WINDOW, check_window, nlc_pruning, pilot_window
-from .results import Results, load_results, local_root, read_curves
-from .stats import correlations, paired_effects, psi_table
-from .windows import window_predictors
+from .pruning import check_window
+from .results import Results, load_results, local_root
+from .sections import Section, analyse
 
+__all__ = ["COMPARISON_SECTIONS", "STUDY_SECTIONS", "Part", "Section", "analyse", "check_out", "render", "write_report"]
 
-
-# -- what a study section holds ------------------------------------------------------------------------------
-
-@dataclass
-class Section:
-    """One study's numbers, computed once and rendered into HTML."""
-
-    results: Results
-    anchor: str
-    corr: pd.DataFrame
-    psi: pd.DataFrame
-    paired: pd.DataFrame
-    pruning: pd.DataFrame  # one row per window compared, ``label`` naming it (the first is the one used)
-    window: tuple[float, float]  # the pruning window used: given, or the study's own NLC window, or the paper's
-    edf: ErrorEDF | None = None
-    good: pd.DataFrame = field(default_factory=pd.DataFrame)
-    nlc_window: pd.DataFrame = field(default_factory=pd.DataFrame)
-    windows: pd.DataFrame = field(default_factory=pd.DataFrame)
-    window_given: bool = True
-    launch: dict | None = None  # the window of pruning at launch (``launch_window``), None when the study has none
-    curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the curves of the architectures drawn
-
-    @property
-    def arch(self) -> pd.DataFrame:
-        """The trained architectures: what every statistic and figure covers."""
-        return self.results.trained
-
-    def figure_data(self) -> FigureData:
-        return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows,
-                          self.curves)
-
-
-def launch_window(results: Results) -> dict | None:
-    """The NLC window a study pruned at launch with (study.yaml's ``nlc_window``): the given one, or for ``auto``
-    the window of its pilot's rows, recomputed as the runner computed it (``pruning.pilot_window``); None
-    without one. ``lo``, ``hi``, ``how`` (one line)."""
-    from archstudy.study.experiment.config import StudyConfig
-
-    cfg = results.config
-    try:
-        w = StudyConfig.normalize("nlc_window", cfg.get("nlc_window"))
-    except SpecError:
-        return None
-    if w is None:
-        return None
-    if w != "auto":
-        return {"lo": w[0], "hi": w[1], "how": "given (<code>nlc_window</code>, <code>--nlc-window</code>)"}
-    n = int(cfg.get("nlc_pilot", StudyConfig.default("nlc_pilot")))
-    arch = results.architectures
-    pilot = arch[arch["index"] < n] if len(arch) else arch
-    p = pilot_window(pilot, seed=int(cfg.get("seed", StudyConfig.default("seed"))))
-    why = ("its NLC good range" if p["source"] == "study" else
-           f"the NLC paper's, as the pilot's own band is not usable: {esc(p['reason'])}")
-    return {"lo": p["lo"], "hi": p["hi"], "how": f"<code>auto</code>: from the pilot, the {len(pilot):,} finished "
-            f"architectures of indices below {n:,}, all trained; {why}"}
-
-
-def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) -> Section:
-    """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
-    study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
-    paper's [1, 3]."""
-    arch = results.trained
-    launch = launch_window(results)
-    if not len(arch):
-        empty = pd.DataFrame()
-        return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
-                       window_given=window is not None, launch=launch)
-    corr = correlations(arch, n_boot=n_boot, seed=seed)
-    psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
-    paired = paired_effects(arch)
-    own = nlc_window(arch, seed=seed)
-    used = window if window is not None else (
-        (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
-    drawn = [i for i, _ in curve_architectures(arch)]
-    return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
-                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
-                   windows=window_predictors(arch, seed=seed), window_given=window is not None, launch=launch,
-                   curves=read_curves(results.study_dir, drawn))
-
-
-def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:
-    """``nlc_pruning`` for the window used and, beside it, the NLC paper's [1, 3] and the study's own good
-    range where each is not the one used; ``label`` names each."""
-    windows = [("given" if given else ("the study's own" if len(own) and own["source"].iloc[0] == "study"
-                                        else "the NLC paper's"), used)]
-    if tuple(used) != tuple(PAPER_WINDOW):
-        windows.append(("the NLC paper's", PAPER_WINDOW))
-    if len(own) and np.isfinite(own["low"].iloc[0]) and own["low"].iloc[0] < own["high"].iloc[0]:
-        band = (float(own["low"].iloc[0]), float(own["high"].iloc[0]))
-        if band != tuple(used):
-            windows.append(("the study's own" + ("" if bool(own["large_enough"].iloc[0]) else " (not stable)"), band))
-    return pd.concat([nlc_pruning(arch, w).assign(label=name) for name, w in windows], ignore_index=True)
 
 
 # -- rendering ------------------------------------------------------------------------------------------------
 
-def flag(arch: pd.DataFrame, column: str) -> pd.Series:
-    """A boolean column with missing values read as False."""
-    return arch[column].fillna(False).astype(bool)
-
-
 def status_html(s: Section) -> str:
-    r, arch = s.results, s.arch
+    r, h = s.results, s.health
     n = r.n_finished
-    edge, nonfinite = flag(arch, "lr_edge"), flag(arch, "nonfinite_init")
     planned = "unknown" if r.planned is None else f"{r.planned:,}"
     if r.complete:
         head = (f'<div class="box done"><b>Complete:</b> all {planned} planned architectures are finished or '
@@ -159,18 +64,18 @@ def status_html(s: Section) -> str:
            ["&nbsp;&nbsp;trained", fmt(n - pruned)]] if s.launch is not None or pruned else []),
         ["failed (after retries)", fmt(r.n_failed)],
         ["in progress (checkpoint present)", fmt(r.in_progress)],
-        ["diverged (every run)", fmt(int(flag(arch, "all_diverged").sum()))],
-        ["flagged", fmt(int((edge | nonfinite).sum()))],
-        ["&nbsp;&nbsp;selected run among the 5 lowest/highest rates", fmt(int(edge.sum()))],
-        ["&nbsp;&nbsp;non-finite output at initialization", fmt(int(nonfinite.sum()))],
-        ["high output bias (> 1000) at initialization", fmt(int(flag(arch, "high_bias").sum()))],
+        ["diverged (every run)", fmt(h["all_diverged"])],
+        ["flagged", fmt(h["flagged"])],
+        ["&nbsp;&nbsp;selected run among the 5 lowest/highest rates", fmt(h["lr_edge"])],
+        ["&nbsp;&nbsp;non-finite output at initialization", fmt(h["nonfinite_init"])],
+        ["high output bias (> 1000) at initialization", fmt(h["high_bias"])],
     ]
     note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
     if pruned:
         head += (f'<div class="box partial"><b>Pruned at launch:</b> {pruned:,} of {n:,} finished architectures were '
                  "measured at initialization and not trained (their NLC lay outside the study's window, see NLC-guided "
                  "pruning). Every statistic below covers the trained architectures only, all inside the window.</div>")
-    return head + excluded_html(r) + caveats_html(arch) + table(["architectures", "count"], rows) + note
+    return head + excluded_html(r) + caveats_html(s) + table(["architectures", "count"], rows) + note
 
 
 def excluded_html(r) -> str:
@@ -184,15 +89,20 @@ def excluded_html(r) -> str:
             "(`archstudy status` lists them; a resume refuses to run beside them).</div>")
 
 
+# The works the notes cite besides the NLC paper.
+JIANG = "Jiang et al., <i>Fantastic Generalization Measures and Where to Find Them</i>, 2020"
+RADOSAVOVIC_2019 = "Radosavovic et al., <i>On Network Design Spaces for Visual Recognition</i>, 2019"
+RADOSAVOVIC_2020 = "Radosavovic et al., <i>Designing Network Design Spaces</i>, 2020"
+
 FEW = 10  # below this many architectures a correlation's p-value cannot be small: say so up front
 
 
-def caveats_html(arch: pd.DataFrame) -> str:
+def caveats_html(s: Section) -> str:
     """Warnings that change how every number below reads: no architecture trained (every run of every
     architecture diverged: the test errors are an untrained network's), or too few architectures."""
-    n = len(arch)
+    n = len(s.arch)
     boxes = []
-    diverged = int(flag(arch, "all_diverged").sum())
+    diverged = s.health["all_diverged"]
     if n and diverged == n:
         boxes.append(f"<b>No architecture trained:</b> every run of all {n:,} finished architectures diverged, so "
                      "each test error is that of the untrained network and the statistics below say nothing about "
@@ -207,19 +117,17 @@ def caveats_html(arch: pd.DataFrame) -> str:
 
 
 def provenance_html(s: Section) -> str:
-    r, arch, cfg = s.results, s.arch, s.results.config
+    r, p, cfg = s.results, s.provenance, s.results.config
 
     def distinct(col: str) -> str:
-        if col not in arch.columns or not arch[col].notna().any():
-            return "–"
-        counts = arch[col].astype(str).value_counts()
-        return ", ".join(f"{esc(k)} ({v})" for k, v in counts.items())
+        counts = p[col]
+        return "–" if counts is None else ", ".join(f"{esc(k)} ({v})" for k, v in counts)
 
-    finished = arch["finished_at"].dropna() if "finished_at" in arch.columns else pd.Series(dtype=object)
     def value(key: str) -> str:  # a config value; a mapping (e.g. a custom protocol) as compact JSON
         v = cfg.get(key, "–")
         return esc(json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
 
+    finished = p["finished"]
     rows = [
         ["study", esc(r.study_dir)], ["dataset", esc(r.dataset)], ["study seed", value("seed")],
         ["preset", value("preset")], ["parameter budget", value("param_budget")],
@@ -227,9 +135,9 @@ def provenance_html(s: Section) -> str:
         ["package version (study.yaml)", value("package_version")],
         ["package version (architectures)", distinct("package_version")],
         ["created", value("created")],
-        ["finished between", f"{esc(finished.min())} and {esc(finished.max())}" if len(finished) else "–"],
+        ["finished between", f"{esc(finished[0])} and {esc(finished[1])}" if finished else "–"],
         ["machines (host)", distinct("host")], ["devices", distinct("device")],
-        ["recorded compute", f"{fmt(float(arch['total_s'].sum()) / 3600)} h" if len(arch) else "–"],
+        ["recorded compute", f"{fmt(p['compute_h'])} h" if p["compute_h"] is not None else "–"],
     ]
     return table(None, rows, left=2)
 
@@ -266,7 +174,7 @@ def correlations_html(s: Section) -> str:
         "what it plots on a log axis); intervals: percentile bootstrap over architectures "
         f"(the random draws, n above); rank by |τ|. Lift = |τ| − |τ| of the best trivial baseline "
         f"({esc(best.iloc[0]) if len(best) else '–'}), with its paired bootstrap interval.",
-        "Ψ (Jiang et al. 2020, section 6.1, eq. 4-5, as defined there): the mean over sampled axes of the mean, "
+        f"Ψ ({JIANG}, section 6.1, eq. 4-5, as defined there): the mean over sampled axes of the mean, "
         "over the cells of architectures that differ only along that axis, of τ = the average sign agreement of "
         "all pairs in the cell (ties count 0); every cell counts, one where the predictor is constant scores 0. "
         "Interval: cells resampled within each axis. Such cells come from sibling architectures (a random draw "
@@ -305,7 +213,7 @@ def psi_html(s: Section) -> str:
             + (f", {int(sub.at[a, 'constant_cells'])} constant)" if sub.at[a, "constant_cells"] else ")")
             if sub.at[a, "cells"] else "–" for a in axes])
     return table(["predictor"] + [esc(a) for a in axes], rows) + (
-        '<p class="muted">ψ of each axis (Jiang et al. 2020, eq. 4): the mean over the cells where only that axis '
+        f'<p class="muted">ψ of each axis ({JIANG}, eq. 4): the mean over the cells where only that axis '
         "varies of τ, the average sign agreement of predictor and test error over the cell's pairs (number of "
         "cells in brackets; a cell where the predictor is constant scores 0 and is counted as constant).</p>")
 
@@ -332,22 +240,28 @@ def paired_html(s: Section) -> str:
         "interval that inverts the sign test (at least 95%; – with fewer than 6 pairs).</p>")
 
 
+def launch_how(w: dict) -> str:
+    """Where the window of pruning at launch (``sections.launch_window``) came from, in one clause."""
+    if w["given"]:
+        return "given (<code>nlc_window</code>, <code>--nlc-window</code>)"
+    why = ("its NLC good range" if w["source"] == "study" else
+           f"the NLC paper's, as the pilot's own band is not usable: {esc(w['reason'])}")
+    return (f"<code>auto</code>: from the pilot, the {w['pilot']:,} finished architectures of indices below "
+            f"{w['pilot_indices']:,}, all trained; {why}")
+
+
 def launch_html(s: Section) -> str:
     """What a study pruned at launch pruned, by which window, and the compute that saved (estimated)."""
-    w, r = s.launch, s.results
+    w, r, c = s.launch, s.results, s.savings
     if w is None:
         return ""
     pruned, trained = r.pruned, r.trained
-    init_h = float(pruned["total_s"].sum()) / 3600 if len(pruned) else 0.0
-    flops_t = float(trained["flops"].sum()) if len(trained) else 0.0
-    per_flop = float(trained["train_s"].sum()) / flops_t if flops_t > 0 else math.nan
-    saved_h = float(pruned["flops"].sum()) * per_flop / 3600 if len(pruned) else 0.0
-    out = [f"<p><b>Pruned at launch</b> with the NLC window {window_text(w['lo'], w['hi'])}, {w['how']}: "
+    out = [f"<p><b>Pruned at launch</b> with the NLC window {window_text(w['lo'], w['hi'])}, {launch_how(w)}: "
            f"{len(pruned):,} of {r.n_finished:,} finished architectures were measured at initialization "
-           f"({fmt(init_h)} h to build and measure them) and not trained; {len(trained):,} trained. Training time "
-           f"saved, estimated: {fmt(saved_h)} h (their FLOPs per example times the trained architectures' training "
-           f"seconds per FLOP, {fmt(per_flop * 1e9, 3)} s per GFLOP: an estimate, since a pruned architecture might "
-           "have trained for more or fewer epochs than a trained one).</p>"]
+           f"({fmt(c['measure_h'])} h to build and measure them) and not trained; {len(trained):,} trained. Training "
+           f"time saved, estimated: {fmt(c['saved_h'])} h (their FLOPs per example times the trained architectures' "
+           f"training seconds per FLOP, {fmt(c['s_per_flop'] * 1e9, 3)} s per GFLOP: an estimate, since a pruned "
+           "architecture might have trained for more or fewer epochs than a trained one).</p>"]
     if len(pruned):
         show = pruned.sort_values(["index", "variant", "arch_id"]).head(100)
         rows = [[fmt(int(x["index"])), esc(x["arch_id"]), esc(x["variant"]), fmt(x["nlc"], 3),
@@ -438,7 +352,7 @@ def edf_html(s: Section) -> str:
         ])
     return table(["axis", "level: n | min | mean test error", "largest KS", "p (KS test)",
                   f"largest KS, normalized by {esc(e.complexity)}"], rows, left=2) + (
-        '<p class="muted">Error EDFs (Radosavovic et al. 2019, section 3) of the random draws per level of each '
+        f'<p class="muted">Error EDFs ({RADOSAVOVIC_2019}, section 3) of the random draws per level of each '
         "sampled axis (depth in bins). KS: the largest distance between two levels' EDFs, with scipy's two-sample "
         "p-value. Normalized: each level reweighted so that its distribution of the complexity column is uniform "
         "over the complexity bins (a tenth of a decade) that every level occupies; levels of one size (all in "
@@ -461,7 +375,7 @@ def good_ranges_html(s: Section) -> str:
     return nlc_window_html(s) + table(
         ["factor", "n", "low", "best", "high", "observed range", "below / above", "U-shaped"], rows,
         row_classes=classes) + (
-        '<p class="muted">pycls\'s empirical bootstrap (Radosavovic et al. 2020, section 3.1): 2,500 subsamples of '
+        f'<p class="muted">pycls\'s empirical bootstrap ({RADOSAVOVIC_2020}, section 3.1): 2,500 subsamples of '
         "25% of the random draws (with replacement), the factor's value at each subsample's lowest test error; low "
         "and high are the 2.5th and 97.5th percentiles of those values and best their median (on a log scale "
         "where the factor is plotted on one). Below / above: the share of all architectures outside the range.</p>")
@@ -493,9 +407,14 @@ def failed_html(s: Section) -> str:
     return "<h3>Failed architectures</h3>" + table(["index", "arch_id", "reason", "attempts"], rows, left=3)
 
 
-def figure_html(s: Section, key: str, caption: str, draw) -> str:
-    """One embedded figure; a figure that cannot be drawn shows its error instead of sinking the report."""
-    return embed(f"{s.anchor}-{key}", key, caption, lambda: draw(s.figure_data()), s.results.study_dir)
+def figure_html(s: Section, spec: FigureSpec) -> str:
+    """One embedded figure of the study; a figure that cannot be drawn shows its error instead of sinking the
+    report; one that is not drawn for these data (``FigureSpec.skip``) says why in one line, or nothing."""
+    data = s.figure_data()
+    reason = spec.skip(data)
+    if reason is not None:
+        return f"<p>{esc(reason)}</p>" if spec.note_skip else ""
+    return embed(f"{s.anchor}-{spec.key}", spec.key, spec.caption, lambda: spec.draw(data), s.results.study_dir)
 
 
 def embed(fid: str, key: str, caption: str, draw, where: str) -> str:
@@ -510,45 +429,46 @@ def embed(fid: str, key: str, caption: str, draw, where: str) -> str:
             f"<figcaption>{esc(caption)}</figcaption></figure>")
 
 
+# -- the page: its sections, each a heading, its tables and notes, and the figures declared in it -----------------
+
+@dataclass(frozen=True)
+class Part:
+    """A section of the page: ``key`` (what a figure declaration names as its ``section``), the heading and the
+    HTML of its tables and notes (``html``: of a ``Section``, or of the studies side by side; None: figures
+    only). The figures declared in it follow, in declaration order."""
+
+    key: str
+    title: str
+    html: Callable | None = None
+
+
+# A study's section, after its status, provenance and config (``FigureSpec.section`` names one of these keys).
+STUDY_SECTIONS: tuple[Part, ...] = (
+    Part("predictors", "What predicts test error", correlations_html),
+    Part("windows", "Window predictors", windows_html),
+    Part("psi", "Granulated Kendall coefficient by axis", psi_html),
+    Part("edf", "Error distributions by axis (EDFs)", edf_html),
+    Part("good-ranges", "Good ranges", good_ranges_html),
+    Part("paired", "Paired effects of sibling architectures", paired_html),
+    Part("pruning", "NLC-guided pruning", pruning_html),
+    Part("curves", "Training curves"),
+    Part("paper", "The NLC paper's figures"),
+    Part("more", "More predictors"),
+)
+
+
 def section_html(s: Section) -> str:
     r = s.results
     parts = [f'<section id="{s.anchor}"><h2>{esc(r.dataset)} <span class="muted">{esc(r.study_dir)}</span></h2>',
              status_html(s), "<h3>Provenance</h3>", provenance_html(s), config_html(r.config), failed_html(s)]
     if len(s.arch):
-        figs = {f.key: f for f in FIGURES}
-
-        def fig(key):
-            return figure_html(s, key, figs[key].caption, figs[key].draw)
-
-        parts += [
-            "<h3>What predicts test error</h3>", correlations_html(s), fig("ranking"),
-            "<h3>Window predictors</h3>", windows_html(s),
-            "<h3>Granulated Kendall coefficient by axis</h3>", psi_html(s),
-            "<h3>Error distributions by axis (EDFs)</h3>", edf_html(s), fig("edf"),
-            "<h3>Good ranges</h3>", good_ranges_html(s), fig("good-ranges"),
-            "<h3>Paired effects of sibling architectures</h3>", paired_html(s),
-            fig("weights"), fig("param"), fig("norm"), fig("skip"), fig("imn"),
-            "<h3>NLC-guided pruning</h3>", pruning_html(s), fig("pruning"),
-            "<h3>Training curves</h3>", *curves_html(s, fig),
-            "<h3>The NLC paper's figures</h3>",
-            *[fig(f.key) for f in FIGURES if f.group == "paper"],
-            "<h3>More predictors</h3>", fig("metrics"), fig("proxies"), fig("baselines"),
-        ]
+        for part in STUDY_SECTIONS:
+            parts += [f"<h3>{part.title}</h3>", *([part.html(s)] if part.html else [])]
+            parts += [html for f in FIGURES if f.section == part.key if (html := figure_html(s, f))]
     else:
         parts.append("<p>No architecture has finished training yet: no statistics or figures.</p>" + launch_html(s))
     parts.append("</section>")
     return "\n".join(parts)
-
-
-def curves_html(s: Section, fig) -> list[str]:
-    """The training-curves figure (and the NLC trajectory where one was measured), or why there is none."""
-    if not len(s.curves):
-        return ["<p>No training curves recorded for these architectures (a study run before archstudy recorded "
-                "them).</p>"]
-    parts = [fig("curves")]
-    if s.curves["nlc"].notna().any():
-        parts.append(fig("nlc-trajectory"))
-    return parts
 
 
 def overview_html(sections: list[Section]) -> str:
@@ -575,12 +495,8 @@ def overview_html(sections: list[Section]) -> str:
                   "its τ", "the study's NLC window", "regret of the pruning window"], rows, left=2)
 
 
-def comparison_html(sections: list[Section]) -> str:
-    """Several studies side by side (pycls compares sweeps): the good ranges of the same factors, the EDFs
-    of the same axes."""
-    have = [s for s in sections if len(s.arch)]
-    if len(have) < 2:
-        return ""
+def good_ranges_compare_html(have: list[Section]) -> str:
+    """The good range of every factor per study, one column per study."""
     factors = list(dict.fromkeys(f for s in have for f in s.good.loc[(s.good["n"] >= 3)
                                                                      & np.isfinite(s.good["low"]), "factor"]))
     rows = []
@@ -593,14 +509,43 @@ def comparison_html(sections: list[Section]) -> str:
                          f"{r['best'].iloc[0]:.3g}</span>")
         label = PREDICTOR_BY_COLUMN[f].label if f in PREDICTOR_BY_COLUMN else f
         rows.append([esc(label)] + cells)
-    datas = [s.figure_data() for s in have]
-    figs = [embed(f"compare-{c.key}", c.key, c.caption, lambda c=c: c.draw(datas), "the comparison")
-            for c in COMPARISON_FIGURES]
-    return "\n".join([
-        '<section id="compare"><h2>Studies side by side</h2>',
-        "<h3>Good ranges</h3>", table(["factor"] + [esc(s.results.dataset) for s in have], rows), figs[1],
-        "<h3>Error EDFs</h3>", figs[0], "</section>"])
+    return table(["factor"] + [esc(s.results.dataset) for s in have], rows)
 
+
+# The section of several studies side by side (``ComparisonSpec.section`` names one of these keys).
+COMPARISON_SECTIONS: tuple[Part, ...] = (
+    Part("good-ranges", "Good ranges", good_ranges_compare_html),
+    Part("edf", "Error EDFs"),
+)
+
+
+def comparison_html(sections: list[Section]) -> str:
+    """Several studies side by side (pycls compares sweeps): the good ranges of the same factors, the EDFs
+    of the same axes."""
+    have = [s for s in sections if len(s.arch)]
+    if len(have) < 2:
+        return ""
+    datas = [s.figure_data() for s in have]
+
+    def fig(c: ComparisonSpec) -> str:
+        return embed(f"compare-{c.key}", c.key, c.caption, lambda: c.draw(datas), "the comparison")
+
+    parts = ['<section id="compare"><h2>Studies side by side</h2>']
+    for part in COMPARISON_SECTIONS:
+        parts += [f"<h3>{part.title}</h3>", *([part.html(have)] if part.html else [])]
+        parts += [fig(c) for c in COMPARISON_FIGURES if c.section == part.key]
+    return "\n".join(parts + ["</section>"])
+
+
+def _check_placement() -> None:
+    """Every declared figure names a section of the page (a typo would leave it out of every report)."""
+    lost = [f.key for f in FIGURES if f.section not in {p.key for p in STUDY_SECTIONS}]
+    lost += [c.key for c in COMPARISON_FIGURES if c.section not in {p.key for p in COMPARISON_SECTIONS}]
+    if lost:
+        raise LookupError(f"figures declared in no section of the report: {', '.join(lost)}")
+
+
+_check_placement()
 
 
 def reproductions_html(directory, out: Path) -> str:

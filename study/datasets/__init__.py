@@ -1,5 +1,9 @@
 """The study's datasets (NLC paper appendix D; the Han papers' checkerboard): ``load_dataset(name, seed, root)``.
 
+Each dataset is declared once, torch-free, in ``study.experiment.datasets`` (what it is, its classes, sizes,
+options, the NLC paper's "better than random" error, and its loader as "module:function" of this package);
+``DATASETS`` is those declarations with their loaders imported.
+
 Built in, offline: ``waveform-noise`` (Breiman's generator), ``checkerboard`` (the Han papers' grid),
 ``digits`` (scikit-learn's bundled copy). From a user's files, with the paper's preprocessing (D.2):
 ``mnist`` and ``fashion-mnist`` (IDX), ``cifar10`` (python pickles); fashion-mnist defaults to Debian's
@@ -15,6 +19,7 @@ Built in, offline: ``waveform-noise`` (Breiman's generator), ``checkerboard`` (t
 
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +27,8 @@ from typing import Any, Callable
 
 from archstudy.sampling.constraints import SEED, Boolean, Choice, Constraint, SpecError, check
 
-from ..experiment.datasets import DATASET_NAMES
-from . import checkerboard, digits, images, waveform
+from ..experiment.datasets import DATASET_DECLARATIONS, PACKAGE, DatasetDeclaration
+from . import images, waveform
 from .dataset import DataFileMalformed, DataFilesMissing, Dataset, Split
 from .cache import CACHE_ENV
 
@@ -60,7 +65,8 @@ COMMON_OPTIONS = {"cache_dir": PathOption(), "cache": Boolean()}
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """What ``archstudy datasets`` shows and ``load_dataset`` dispatches on."""
+    """What ``archstudy datasets`` shows and ``load_dataset`` dispatches on: a dataset's declaration
+    (``study.experiment.datasets.DatasetDeclaration``) with its loader resolved (``load``)."""
 
     name: str
     source: str  # "generated", "bundled" or "files"
@@ -72,6 +78,15 @@ class DatasetInfo:
     options: dict = field(default_factory=dict, repr=False)  # option -> Constraint
     defaults: dict = field(default_factory=dict, repr=False)
     reads_root: bool = False
+    declaration: DatasetDeclaration | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: DatasetDeclaration) -> DatasetInfo:
+        """The declaration with its ``loader`` ("module:function" of this package) imported."""
+        module, _, name = d.loader.partition(":")
+        load = getattr(importlib.import_module(f"{PACKAGE}.{module}"), name)
+        return cls(d.name, d.source, d.summary, d.n_classes, d.d_in, d.sizes, load, dict(d.options),
+                   dict(d.defaults), d.reads_root, d)
 
     def status(self, root: Path | None = None) -> tuple[bool, str]:
         """(available here?, where it comes from or what is missing where)."""
@@ -91,45 +106,8 @@ class DatasetInfo:
         return True, self.summary
 
 
-def _load_waveform(seed, root):
-    return waveform.load(seed, root)
-
-
-def _load_checkerboard(seed, root, blocks=checkerboard.DEFAULT_BLOCKS):
-    return checkerboard.load(seed, blocks)
-
-
-def _load_digits(seed, root):
-    return digits.load(seed)
-
-
-def _image_loader(name):
-    def load(seed, root, cache_dir=None, cache=True):
-        return images.load(name, seed, root, cache_dir=cache_dir, cache=cache)
-    return load
-
-
-DATASETS: dict[str, DatasetInfo] = {
-    "waveform-noise": DatasetInfo(
-        "waveform-noise", "generated", "Breiman's waveform generator, 21 waves + 19 noise attributes "
-        "(or waveform-+noise.data from --root)", 3, 40, "3000/1000/1000", _load_waveform, reads_root=True),
-    "checkerboard": DatasetInfo(
-        "checkerboard", "generated", "81 x 81 grid on [-1, 1]^2, blocks=8 or 12 (default 12), edges labelled 0",
-        2, 2, "1640/2460/2461", _load_checkerboard,
-        options={"blocks": Choice(checkerboard.BLOCK_CHOICES)}, defaults={"blocks": checkerboard.DEFAULT_BLOCKS}),
-    "digits": DatasetInfo(
-        "digits", "bundled", "scikit-learn's bundled 8 x 8 digits", 10, 64, "1078/359/360", _load_digits),
-    "mnist": DatasetInfo(
-        "mnist", "files", "MNIST IDX files, paper preprocessing (D.2)", 10, None, "50000/10000/10000",
-        _image_loader("mnist"), reads_root=True),
-    "fashion-mnist": DatasetInfo(
-        "fashion-mnist", "files", "Fashion-MNIST IDX files (default: Debian dataset-fashion-mnist), paper "
-        "preprocessing (D.2)", 10, None, "50000/10000/10000", _image_loader("fashion-mnist"), reads_root=True),
-    "cifar10": DatasetInfo(
-        "cifar10", "files", "CIFAR-10 python batches, paper preprocessing (D.2)", 10, None, "40000/10000/10000",
-        _image_loader("cifar10"), reads_root=True),
-}
-assert tuple(DATASETS) == DATASET_NAMES, "study.experiment.datasets lists the datasets of DATASETS, in its order"
+# Every dataset of ``study.experiment.datasets.DATASET_DECLARATIONS``, in its order, its loader imported.
+DATASETS: dict[str, DatasetInfo] = {d.name: DatasetInfo.of(d) for d in DATASET_DECLARATIONS}
 
 
 def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None, **options: Any) -> Dataset:
@@ -157,4 +135,6 @@ def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None
     if info.source != "files":
         for key in COMMON_OPTIONS:
             kwargs.pop(key, None)
-    return info.load(seed, root, **kwargs)
+    if info.reads_root:
+        kwargs["root"] = root
+    return info.load(seed, **kwargs)

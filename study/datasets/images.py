@@ -129,3 +129,17 @@ def load(name: str, seed: int = 0, root: Path | None = None, cache_dir=None, cac
         "d_in": k, "n_classes": N_CLASSES,
     }
     return Dataset(name, *splits, d_in=k, n_classes=N_CLASSES, meta=jsonable(meta))
+
+
+# The loaders the dataset declarations name (``study.experiment.datasets``): ``load(seed, root=..., cache_dir=...,
+# cache=...)`` of each image set.
+def load_mnist(seed: int = 0, root: Path | None = None, cache_dir=None, cache: bool = True) -> Dataset:
+    return load("mnist", seed, root, cache_dir=cache_dir, cache=cache)
+
+
+def load_fashion_mnist(seed: int = 0, root: Path | None = None, cache_dir=None, cache: bool = True) -> Dataset:
+    return load("fashion-mnist", seed, root, cache_dir=cache_dir, cache=cache)
+
+
+def load_cifar10(seed: int = 0, root: Path | None = None, cache_dir=None, cache: bool = True) -> Dataset:
+    return load("cifar10", seed, root, cache_dir=cache_dir, cache=cache)

@@ -3,14 +3,20 @@
 A study's results are three tables, one Parquet file per architecture each (``docs/results.md``):
 ``architectures`` (one row per architecture), ``runs`` (one row per starting learning rate of it) and
 ``curves`` (one row per learning rate and epoch: the training curves, ``study.training.curves``).
-Each column is one ``Column`` below: name, type, unit, meaning, table and group. Everything else is
-derived from this declaration: the store's pyarrow schemas (``study.run.store``), the columns ``measure``
-returns (``MEASURED``), the analysis' pandas dtypes and required columns (``analysis.columns``) and the
-column tables of ``docs/results.md`` (``update_doc``; ``python -m archstudy.study.experiment.schema docs/results.md`` rewrites
-them, and a test fails while the file differs).
+Each column is one ``Column`` below: name, type, unit, meaning, table and group; a column ``measure``
+computes names the function that computes it (``measured_by``), and a column that may predict test error
+says how the analysis treats it (``predictor``: label, kind, log scale, the report's figure it joins).
+Everything else is derived from this declaration: the store's pyarrow schemas (``study.run.store``), the
+columns ``measure`` returns (``MEASURED``) and the functions that compute them (``study.metrics.registry``),
+the analysis' pandas dtypes, required columns and predictors (``analysis.columns``), the report's scatter
+grids (``analysis.figures``) and the column tables of ``docs/results.md`` (``update_doc``; ``python -m
+archstudy.study.experiment.schema docs/results.md`` rewrites them, and a test fails while the file differs).
 
 Adding a column is one line in its group below (plus the code that computes its value); the store then
-refuses rows without it. A column added after files of this schema version exist is declared
+refuses rows without it. A metric at initialization is its ``Column`` here, with ``measured_by`` naming its
+function in its metric module (``study.metrics``, registered there with ``@measures``) and, if it predicts
+test error, its ``AsPredictor``: ``measure``, the correlations, good ranges, window scores, the ranking and
+the figure grid follow. A column added after files of this schema version exist is declared
 ``added=True`` (older files lack it and stay valid; ``analysis.results`` fills it with what the older rows
 were). Adding a table is a name in ``TABLES``, its columns and an entry of ``COLUMNS`` (the store, the
 generated docs and the analysis' dtypes follow); the store and ``study.run.state`` decide which of a unit's
@@ -60,8 +66,41 @@ GROUPS: dict[str, str] = {
 
 NLC_PAPER = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
 ERROR = "fraction in [0, 1]"
+# The zero-cost proxies' papers.
+ABDELFATTAH = "Abdelfattah et al., *Zero-Cost Proxies for Lightweight NAS*, 2021"
+LEE = "Lee et al., *SNIP: Single-shot Network Pruning based on Connection Sensitivity*, 2019"
+TANAKA = "Tanaka et al., *Pruning Neural Networks without Any Data by Iteratively Conserving Synaptic Flow*, 2020"
+MELLOR = "Mellor et al., *Neural Architecture Search without Training*, 2021"
 # The NLC paper's "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2): ``high_bias``.
 HIGH_BIAS = 1000.0
+
+
+# How the analysis uses a predictor: the kinds, in the order its tables list them, and the report's scatter
+# grids a predictor may join (``analysis.figures``: one panel per predictor against test error).
+PREDICTOR_KINDS = ("metric", "proxy", "baseline")
+PREDICTOR_FIGURES = ("metrics", "proxies", "baselines")
+
+
+@dataclass(frozen=True)
+class AsPredictor:
+    """How the analysis treats a column that may predict test error (``analysis.columns.PREDICTORS``).
+
+    ``label``: its name in the report's tables and figures. ``kind``: "metric" (init metrics of
+    ``study.measure``), "proxy" (zero-cost proxies) or "baseline" (the trivial baselines every predictor must
+    beat). ``log``: correlate (Pearson) and plot on log10 scale; the NLC paper: "if any quantity is plotted in
+    log-scale, the correlation is also using the log of that quantity" (section 4); it plots NLC, bias and
+    learning rate on log axes; for the other columns the choice is ours and ``why`` says it. ``figure``: the
+    report's scatter grid it joins (one of ``PREDICTOR_FIGURES``), or "" where a figure of its own shows it
+    (the NLC paper's figures: NLC, bias, depth, region diameter). ``rank``: its place among the predictors of
+    its kind (lower first; equal ranks in column order): the analysis' tables, its good ranges and window
+    scores list the predictors kind by kind in this order."""
+
+    label: str
+    kind: str
+    log: bool
+    why: str
+    figure: str = ""
+    rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,7 +110,11 @@ class Column:
     ``required``: an analysis cannot read a table without it (every other column may be missing from an
     older file and is then read as NaN), and ``added``: declared after files of this schema version were
     written, so a file without it is an older file of the same study, whole and valid (a study created
-    before it must resume without redoing its finished units); readers fill it (``analysis.results``)."""
+    before it must resume without redoing its finished units); readers fill it (``analysis.results``).
+    ``measured_by``: for a column of the ``measure`` row (``MEASURED`` and ``flops``), the function that
+    computes it, as "module:function" under ``archstudy.study.metrics`` (one function may compute several
+    columns; ``study.metrics.registry`` resolves it). ``predictor``: how the analysis uses it, for a column
+    that may predict test error (``AsPredictor``), else None."""
 
     name: str
     type: str
@@ -81,6 +124,8 @@ class Column:
     added: bool = False
     table: str = ""
     group: str = ""
+    measured_by: str = ""
+    predictor: AsPredictor | None = None
 
 
 def _group(table: str, group: str, *columns: Column) -> tuple[Column, ...]:
@@ -88,6 +133,17 @@ def _group(table: str, group: str, *columns: Column) -> tuple[Column, ...]:
 
 
 _SPEC_TYPES = {"int": "int64", "float": "float64", "bool": "bool", "str": "str"}
+# The spec fields the analysis takes as trivial baselines.
+_SPEC_PREDICTORS = {
+    "depth": AsPredictor("depth", "baseline", False, "NLC paper figure 4 (linear axis)", rank=1),
+    "width": AsPredictor("width", "baseline", True, "a count spanning orders of magnitude", figure="baselines",
+                         rank=2),
+}
+# Where ``measure``'s columns are computed: "module:function" of ``archstudy.study.metrics``.
+_NLC, _SPEC = "nlc:measure_nlc", "measurement:measure_spec"
+_GRADIENTS, _PROXIES = "gradients:measure_gradients", "proxies:measure_proxies"
+_GRADIENT_MAGNITUDE = "a gradient magnitude: scales multiplicatively (NLC paper section 6)"
+_COUNT = "a count spanning orders of magnitude"
 
 ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
     *_group(
@@ -104,54 +160,85 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         Column("seed", "int64", "", "initialization and data-order seed (`sampling.init_seed`), shared by siblings"),
     ),
     *_group(ARCHITECTURES, "spec", *(Column(f.name, _SPEC_TYPES[str(f.type)], "", f.metadata["doc"],
-                                            added=added_later(f)) for f in fields(ArchSpec))),
+                                            added=added_later(f), predictor=_SPEC_PREDICTORS.get(f.name))
+                                     for f in fields(ArchSpec))),
     *_group(
         ARCHITECTURES, "baselines",
-        Column("num_params", "int64", "parameters", "trainable parameters (exact count)"),
+        Column("num_params", "int64", "parameters", "trainable parameters (exact count)",
+               predictor=AsPredictor("parameters", "baseline", True, _COUNT, figure="baselines", rank=0)),
         Column("activation_units", "int64", "units", "activation units (width x hidden layers)"),
-        Column("flops", "float64", "FLOP per example", "2 x multiply-adds of one forward pass"),
+        Column("flops", "float64", "FLOP per example", "2 x multiply-adds of one forward pass", measured_by=_SPEC,
+               predictor=AsPredictor("FLOPs", "baseline", True, _COUNT, figure="baselines", rank=3)),
     ),
     *_group(
         ARCHITECTURES, "init metrics",
         Column("nlc", "float64", "", f"nonlinearity coefficient at initialization ({NLC_PAPER}, section 3 and "
-               "appendix G)"),
+               "appendix G)", measured_by=_NLC,
+               predictor=AsPredictor("NLC", "metric", True, "NLC paper figure 2 (log axis)")),
         Column("nlc_jacobian_q", "float64", "", "Q_x of the Frobenius norm of the input-output Jacobian: the "
-               "NLC's numerator factor"),
-        Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor"),
-        Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor"),
-        Column("bias", "float64", "", f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)"),
-        Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output"),
-        Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)"),
+               "NLC's numerator factor", measured_by=_NLC),
+        Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor", measured_by=_NLC),
+        Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor", measured_by=_NLC),
+        Column("bias", "float64", "", f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)",
+               measured_by=_NLC, predictor=AsPredictor("output bias", "metric", True, "NLC paper figure 3A (log axis)")),
+        Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output", measured_by=_NLC),
+        Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)", measured_by=_NLC),
         Column("ar", "float64", "", "activation ratio: activation units / trainable parameters (the variability "
-               "paper, eq. 5)"),
+               "paper, eq. 5)", measured_by=_SPEC,
+               predictor=AsPredictor("activation ratio AR", "metric", True, "a ratio of counts spanning orders of "
+                                     "magnitude (Householder layers raise it by O(width))", figure="metrics")),
         Column("variability", "float64", "", "variability of the squared output norm on 2-D planes through the "
-               "data, geometric mean over planes (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3)"),
+               "data, geometric mean over planes (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3)",
+               measured_by="variability:measure_variability",
+               predictor=AsPredictor("variability V", "metric", True, "a geometric mean over planes: multiplicative",
+                                     figure="metrics")),
         Column("gvcs", "float64", "", f"gradient vector component size of the loss' input gradient ({NLC_PAPER}, "
-               "section 6)"),
-        Column("grad_length", "float64", "", f"length of the loss' input gradient ({NLC_PAPER}, section 6)"),
-        Column("nlc_tau", "float64", "", f"NLC_tau(1) of the activation ({NLC_PAPER}, Table 1 line A)"),
+               "section 6)", measured_by=_GRADIENTS,
+               predictor=AsPredictor("gradient vector component size", "metric", True, _GRADIENT_MAGNITUDE,
+                                     figure="metrics")),
+        Column("grad_length", "float64", "", f"length of the loss' input gradient ({NLC_PAPER}, section 6)",
+               measured_by=_GRADIENTS, predictor=AsPredictor("gradient length", "metric", True, "a gradient "
+                                                             "magnitude (NLC paper section 6)", figure="metrics")),
+        Column("nlc_tau", "float64", "", f"NLC_tau(1) of the activation ({NLC_PAPER}, Table 1 line A)",
+               measured_by=_SPEC,
+               predictor=AsPredictor("NLC_tau(1) of the activation", "metric", True, "per-layer NLC; the network's "
+                                     "compounds multiplicatively (NLC paper Table 1)", figure="metrics")),
         Column("linear_approx_error", "float64", "", f"linear approximation error of the activation ({NLC_PAPER}, "
-               "Table 1 line E)"),
+               "Table 1 line E)", measured_by=_SPEC,
+               predictor=AsPredictor("linear-approximation error", "metric", True, "spans 0.0024 to 2 over the "
+                                     "activations (NLC paper Table 1 line E)", figure="metrics")),
         Column("c_out", "float64", "", f"the trainer's output scale Q_(x,j) f(x,j): the loss divides the output by "
-               f"it ({NLC_PAPER}, appendix C)"),
+               f"it ({NLC_PAPER}, appendix C)", measured_by=_NLC),
     ),
     *_group(
         ARCHITECTURES, "proxies",
         Column("grad_norm", "float64", "", "sum over trainable tensors of the loss gradient's 2-norm "
-               "(Abdelfattah et al. 2021)"),
-        Column("snip", "float64", "", "sum of the absolute values of parameter x loss gradient (Lee et al. 2019)"),
+               f"({ABDELFATTAH})", measured_by=_PROXIES,
+               predictor=AsPredictor("grad_norm", "proxy", True, "a gradient magnitude", figure="proxies")),
+        Column("snip", "float64", "", f"sum of the absolute values of parameter x loss gradient ({LEE})",
+               measured_by=_PROXIES, predictor=AsPredictor("snip", "proxy", True, "a sum of |gradient x weight|: a "
+                                                           "magnitude", figure="proxies")),
         Column("synflow", "float64", "", "sum of parameter x gradient of the all-positive network's output on an "
-               "all-ones input (Tanaka et al. 2020)"),
-        Column("jacob_cov", "float64", "", "the Jacobian covariance score (Mellor et al. 2021, v1)"),
-        Column("nwot", "float64", "", "log-determinant of the activation-code kernel (Mellor et al. 2021, v2)"),
+               f"all-ones input ({TANAKA})", measured_by=_PROXIES,
+               predictor=AsPredictor("synflow", "proxy", True, "a product of weight magnitudes: spans hundreds of "
+                                     "decades", figure="proxies")),
+        Column("jacob_cov", "float64", "", f"the Jacobian covariance score ({MELLOR}, v1)", measured_by=_PROXIES,
+               predictor=AsPredictor("jacob_cov", "proxy", False, "already a sum of logs, and may be negative",
+                                     figure="proxies")),
+        Column("nwot", "float64", "", f"log-determinant of the activation-code kernel ({MELLOR}, v2)",
+               measured_by=_PROXIES,
+               predictor=AsPredictor("NWOT", "proxy", False, "already a log-determinant", figure="proxies")),
     ),
     *_group(
         ARCHITECTURES, "optional",
         Column("lar_diameter", "float64", "data diameters", "relative diameter of the linearly approximable "
-               f"regions at initialization ({NLC_PAPER}, appendix E.1); `metrics: {{lar: true}}`"),
+               f"regions at initialization ({NLC_PAPER}, appendix E.1); `metrics: {{lar: true}}`",
+               measured_by="regions:measure_lar",
+               predictor=AsPredictor("linearly approximable region diameter", "metric", True,
+                                     "NLC paper figure 1 (log axis)")),
         Column("error_perturbation", "float64", "data diameters", "largest error-preserving perturbation of the "
                f"selected run's trained network, on the test set ({NLC_PAPER}, appendix E.3); "
-               "`metrics: {perturbation: true}`"),
+               "`metrics: {perturbation: true}`", measured_by="regions:perturbation_at_init"),
     ),
     *_group(
         ARCHITECTURES, "selected run",
@@ -271,6 +358,26 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {t: tuple(c.name for c in cols if c.
 MEASURED = names(ARCHITECTURES, "init metrics", "proxies", "optional")
 
 
+def measured_by() -> dict[str, tuple[str, ...]]:
+    """The functions of the ``measure`` row ("module:function" of ``archstudy.study.metrics``), each with the
+    columns it computes, in column order (a function in the order of its first column)."""
+    out: dict[str, list[str]] = {}
+    for c in ARCHITECTURE_COLUMNS:
+        if c.measured_by:
+            out.setdefault(c.measured_by, []).append(c.name)
+    return {path: tuple(cols) for path, cols in out.items()}
+
+
+def predictor_columns() -> tuple[Column, ...]:
+    """The columns that may predict test error (``Column.predictor``), in the analysis' order: kind by kind
+    (``PREDICTOR_KINDS``), by ``rank`` within a kind, equal ranks in column order."""
+    cols = [c for c in ARCHITECTURE_COLUMNS if c.predictor is not None]
+    return tuple(sorted(cols, key=lambda c: (PREDICTOR_KINDS.index(c.predictor.kind), c.predictor.rank)))
+
+
+_FUNCTION = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*:[a-z_][a-z0-9_]*")
+
+
 def _check() -> None:
     for table, cols in COLUMNS.items():
         seen = [c.name for c in cols]
@@ -278,6 +385,13 @@ def _check() -> None:
         assert all(c.type in TYPES and c.group in GROUPS and c.table == table for c in cols), table
         order = list(dict.fromkeys(c.group for c in cols))
         assert [c.group for c in cols] == [g for g in order for c in cols if c.group == g], f"{table}: groups split"
+        for c in cols:
+            assert not c.measured_by or (table == ARCHITECTURES and _FUNCTION.fullmatch(c.measured_by)), c.name
+            p = c.predictor
+            assert p is None or (table == ARCHITECTURES and c.type in ("int64", "float64") and p.label and p.why
+                                 and p.kind in PREDICTOR_KINDS and p.figure in ("", *PREDICTOR_FIGURES)), c.name
+    measured = {c.name for c in ARCHITECTURE_COLUMNS if c.measured_by}
+    assert measured == {*MEASURED, "flops"}, f"measure's columns without a function: {set(MEASURED) - measured}"
 
 
 _check()

@@ -2,7 +2,8 @@
 of the variability paper and of Yu and Zhang, *Householder-Absolute Neural Layers*).
 
 ``measure`` (also ``study.measure``; module ``study.metrics.measurement``) computes all of them for one architecture as
-one flat row, ``measure_trained`` those of the trained network.
+one flat row, ``measure_trained`` those of the trained network; each column of the row is computed by the
+function of its metric module that its schema declaration names (``study.metrics.registry``).
 """
 
 from ..nn.activations import linear_approx_error, nlc_tau

@@ -5,15 +5,17 @@ scale c_out = Q_{x,j} f(x, j) measured on the training set at initialization,
 
     l(x, y) = -log softmax(f(x) / c_out)[y].
 
-Section 6 "Gradient vector component size" paraphrases the metric of Schoenholz et al. (2017) as
+Section 6 "Gradient vector component size" paraphrases the metric of Schoenholz, Gilmer, Ganguli and
+Sohl-Dickstein, *Deep Information Propagation* (2017) as
 
     GVCS = Q_{i,x} dl/dx(i),
 
-and compares it with the "gradient vector length" of He et al. (2015). Which gradient the length is of,
-the paper does not write down; it does say that the length, unlike GVCS, is *not* confounded by
-duplicating every input dimension c times (first-layer weights / sqrt(c)). That holds for the input
-gradient, whose c-fold components each shrink by sqrt(c), and fails for the parameter gradient, whose
-first-layer part grows by sqrt(c). So, as the paper's argument requires, both are of the input gradient:
+and compares it with the "gradient vector length" of He, Zhang, Ren and Sun, *Delving Deep into Rectifiers*
+(2015). Which gradient the length is of, the paper does not write down; it does say that the length, unlike
+GVCS, is *not* confounded by duplicating every input dimension c times (first-layer weights / sqrt(c)).
+That holds for the input gradient, whose c-fold components each shrink by sqrt(c), and fails for the
+parameter gradient, whose first-layer part grows by sqrt(c). So, as the paper's argument requires, both are
+of the input gradient:
 
     grad_length = Q_x |dl/dx|_2,
 
@@ -36,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from .nlc import batch_mode
+from .registry import Measuring, measures
 
 
 def scaled_cross_entropy(out: torch.Tensor, y: torch.Tensor, c_out: float = 1.0,
@@ -91,3 +94,10 @@ def finite_or_nan(value) -> float:
     """``float(value)``, or NaN where it is not finite (the store's convention for "not measurable")."""
     v = float(value)
     return v if math.isfinite(v) else math.nan
+
+
+@measures(stream=1)
+def measure_gradients(m: Measuring, seed: int) -> dict:
+    """GVCS and gradient length of the loss' input gradient over ``gradient_batches`` training minibatches."""
+    g = input_gradients(m.net, m.x, m.y, m.c_out, m.options.gradient_batches, m.batch_size, seed)
+    return {"gvcs": gvcs_of(g), "grad_length": grad_length_of(g)}

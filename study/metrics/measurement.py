@@ -20,6 +20,11 @@ What is measured on which data:
   takes an all-ones input;
 * the spec alone: AR, FLOPs, NLC_tau(1) and the linear approximation error of the activation variant.
 
+Each column comes from the function its declaration names (``Column.measured_by`` in
+``study.experiment.schema``), in its metric module (``study.metrics.registry``): ``measure`` makes the NLC pass
+first (its ``c_out`` is the output scale the loss-based metrics divide by), then calls every function once.
+This module holds the functions of the spec alone (``measure_spec``).
+
 The network is never changed: every pass runs with batch statistics and running statistics untouched
 (``frozen_statistics``), gradients are taken with ``torch.autograd.grad`` (no ``.grad`` is written), and
 the metrics that need another mode (synflow, variability of a batchnorm net) work on a deep copy. A
@@ -38,9 +43,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
@@ -49,22 +52,15 @@ from archstudy.sampling.constraints import SEED, check
 
 from ..nn.activations import linear_approx_error, nlc_tau
 from ..experiment.metric_options import MetricOptions
-from ..experiment.schema import HIGH_BIAS, MEASURED
+from ..experiment.schema import MEASURED
 from .architecture import activation_ratio, flops
-from .gradients import finite_or_nan, grad_length_of, gvcs_of, input_gradients
+from .gradients import finite_or_nan
 from .nlc import nlc_parts
-from .proxies import (
-    activation_codes, grad_norm_terms, jacob_cov_of, loss_gradients, nwot_of, output_sum_jacobian, snip_terms,
-    synflow,
-)
-from .regions import error_perturbation, lar_diameter
-from .variability import variability
+from .regions import error_perturbation
+from .registry import NLC_STREAM, PERTURBATION_STREAM, Measuring, generator_seed, measures, units
 
 # The columns of the results schema this returns (``study.experiment.schema.MEASURED``), plus flops and the time taken.
 MEASURE_COLUMNS = MEASURED + ("flops", "measure_s")
-
-# Streams of the seeded draws, so that switching one metric on or off never changes another's numbers.
-_NLC, _GRADIENTS, _PROXIES, _VARIABILITY, _LAR, _PERTURBATION = range(6)
 
 
 def _tensor(a, dtype, device) -> torch.Tensor:
@@ -102,15 +98,18 @@ def _first_run(net: nn.Module, data, spec: ArchSpec) -> nn.Module:
     return net.select(0) if getattr(net, "runs", 1) > 1 else net
 
 
-def _generator_seed(seed: int, stream: int) -> int:
-    """An independent 63-bit seed for each metric's draws (numpy's SeedSequence hashing of (seed, stream))."""
-    return int(np.random.SeedSequence([seed, stream]).generate_state(1, np.uint64)[0]) >> 1
-
-
 def nlc_seed(seed: int) -> int:
     """The seed of the NLC's draws in ``measure(..., seed=seed)``: the trainer's NLC after training uses it
     too, so before and after see the same minibatches and Gaussian matrices (common random numbers)."""
-    return _generator_seed(seed, _NLC)
+    return generator_seed(seed, NLC_STREAM)
+
+
+@measures(stream=None)
+def measure_spec(m: Measuring, seed: None) -> dict:
+    """The columns of the spec alone: activation ratio, FLOPs, and NLC_tau(1) and the linear approximation
+    error of the activation variant (``study.metrics.architecture``, ``study.nn.activations``)."""
+    return {"flops": flops(m.spec), "ar": activation_ratio(m.spec), "nlc_tau": nlc_tau(m.spec),
+            "linear_approx_error": linear_approx_error(m.spec)}
 
 
 def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | None = None, seed: int = 0) -> dict:
@@ -121,41 +120,10 @@ def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | No
     net = _first_run(net, data, spec)
     device = next(net.parameters()).device
     x, y = _split(data, "train", device)
-    b = opts.batch_size
-
-    parts = nlc_parts(net, x, opts.nlc_batches, b, nlc_seed(seed))
-    c_out = parts.output_q
-    row: dict[str, Any] = {
-        "nlc": parts.nlc, "nlc_jacobian_q": parts.jacobian_q, "nlc_input_sd_q": parts.input_sd_q,
-        "nlc_output_sd_q": parts.output_sd_q, "bias": parts.bias, "output_q": parts.output_q,
-        "high_bias": bool(parts.bias > HIGH_BIAS), "ar": activation_ratio(spec),
-        "nlc_tau": nlc_tau(spec), "linear_approx_error": linear_approx_error(spec), "c_out": c_out,
-        "flops": flops(spec),
-    }
-
-    g = input_gradients(net, x, y, c_out, opts.gradient_batches, b, _generator_seed(seed, _GRADIENTS))
-    row["gvcs"], row["grad_length"] = gvcs_of(g), grad_length_of(g)
-
-    gen = torch.Generator().manual_seed(_generator_seed(seed, _PROXIES))
-    idx = torch.randperm(x.shape[0], generator=gen)[:opts.proxy_batch_size].to(device)
-    xp, yp = x.index_select(0, idx), y.index_select(0, idx)
-    grads = loss_gradients(net, xp, yp, c_out)
-    row["grad_norm"] = sum(grad_norm_terms(grads).values())
-    row["snip"] = sum(snip_terms(grads).values())
-    row["synflow"] = synflow(net, spec.d_in)
-    row["jacob_cov"] = jacob_cov_of(output_sum_jacobian(net, xp))
-    row["nwot"] = nwot_of(activation_codes(net, xp))
-
-    row["variability"] = (
-        variability(net, x, opts.variability_grid, opts.variability_planes, _generator_seed(seed, _VARIABILITY), b)
-        if spec.d_in >= 2 else math.nan
-    )
-    row["lar_diameter"] = (
-        lar_diameter(net, x, opts.region_batches, opts.region_directions, b, opts.region_k_max,
-                     _generator_seed(seed, _LAR))
-        if opts.lar else math.nan
-    )
-    row["error_perturbation"] = math.nan  # a property of the trained network: ``measure_trained``
+    m = Measuring(net, spec, opts, x, y, nlc_parts(net, x, opts.nlc_batches, opts.batch_size, nlc_seed(seed)))
+    row: dict = {}
+    for unit in units():  # each metric's function (``measured_by`` of its columns), schema order
+        row.update(unit(m, seed))
 
     out = {k: (row[k] if k == "high_bias" else finite_or_nan(row[k])) for k in MEASURE_COLUMNS[:-1]}
     out["measure_s"] = time.perf_counter() - start
@@ -177,7 +145,7 @@ def measure_trained(net: nn.Module | None, data, spec: ArchSpec, *, options: Met
     try:
         value = error_perturbation(lambda v: net(v), xt, yt, opts.region_batches, opts.region_directions,
                                    opts.batch_size, opts.perturbation_tolerance, opts.region_k_max,
-                                   _generator_seed(seed, _PERTURBATION))
+                                   generator_seed(seed, PERTURBATION_STREAM))
     finally:
         net.train(was_training)
     return {"error_perturbation": finite_or_nan(value)}

@@ -31,6 +31,8 @@ import torch
 from torch import nn
 
 from ..nn.network import frozen_statistics, minibatches, rows_of
+from ..experiment.schema import HIGH_BIAS
+from .registry import Measuring, measures
 
 
 
@@ -131,3 +133,14 @@ def output_bias(f: Callable, x: torch.Tensor, batch_size: int = 250):
     """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``study.experiment.schema.HIGH_BIAS`` the study flags it."""
     sd_out, q_out, _ = output_moments(f, x, batch_size)
     return _as_output(q_out / sd_out)
+
+
+@measures(stream=None)  # its draws: the NLC pass ``measure`` makes first (``Measuring.nlc``, ``nlc_seed``)
+def measure_nlc(m: Measuring, seed: None) -> dict:
+    """The row's NLC columns (section G's batch form on the training set), the output bias, ``high_bias``
+    (above ``HIGH_BIAS``; an infinite bias, i.e. a constant output, counts as high) and ``c_out``, the
+    trainer's output scale (= ``output_q``), from the NLC pass."""
+    p = m.nlc
+    return {"nlc": p.nlc, "nlc_jacobian_q": p.jacobian_q, "nlc_input_sd_q": p.input_sd_q,
+            "nlc_output_sd_q": p.output_sd_q, "bias": p.bias, "output_q": p.output_q,
+            "high_bias": bool(p.bias > HIGH_BIAS), "c_out": p.output_q}

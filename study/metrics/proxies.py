@@ -8,11 +8,13 @@ term per tensor, so a test can see that none is silently skipped; the proxy is t
 The loss is the study's training loss, softmax cross-entropy of f(x) / c_out, averaged over the
 minibatch; networks run in batch mode with their running statistics untouched (NLC paper, section G).
 
-* grad_norm (Abdelfattah et al. 2021, "Zero-cost proxies for lightweight NAS"):
+* grad_norm (Abdelfattah et al., *Zero-Cost Proxies for Lightweight NAS*, 2021):
       sum_t |dL/dtheta_t|_2
-* snip (Lee et al. 2019, as a proxy in Abdelfattah et al. 2021):
+* snip (Lee et al., *SNIP: Single-shot Network Pruning based on Connection Sensitivity*, 2019, as a proxy in
+  Abdelfattah et al. 2021):
       sum_t sum |theta_t * dL/dtheta_t|
-* synflow (Tanaka et al. 2020, eq. 8 with the "linearized" network of their Algorithm 1):
+* synflow (Tanaka et al., *Pruning Neural Networks without Any Data by Iteratively Conserving Synaptic Flow*,
+  2020, eq. 8 with the "linearized" network of their Algorithm 1):
       sum_t sum theta_t * dR/dtheta_t,  R = 1^T f_|theta|(1)
   every parameter and buffer replaced by its absolute value (Abdelfattah et al.'s reference code makes
   the whole ``state_dict`` positive: this also covers the fixed skip projection), evaluated in float64
@@ -20,8 +22,8 @@ minibatch; networks run in batch mode with their running statistics untouched (N
   input has no batch statistics) on one all-ones input, theta_t the positive values.
   Householder vectors enter only through their direction (u . dR/du = 0 exactly) and GmP's |theta| does
   not make u(theta) positive (the score can be negative): docs/metrics.md.
-* jacob_cov (Mellor et al. 2021, v1): J = d(sum_j f(x, j))/dx per example of a minibatch, Sigma_J its
-  correlation matrix across examples with eigenvalues lambda_1..lambda_B,
+* jacob_cov (Mellor et al., *Neural Architecture Search without Training*, 2021, v1): J = d(sum_j f(x, j))/dx per
+  example of a minibatch, Sigma_J its correlation matrix across examples with eigenvalues lambda_1..lambda_B,
       -sum_i [log(lambda_i + k) + 1 / (lambda_i + k)],  k = 1e-5.
 * NWOT (Mellor et al. 2021, v2): binary code c_x over all N_A activation units,
       K_H[a, b] = N_A - Hamming(c_a, c_b),  score = log|det K_H|,
@@ -50,6 +52,7 @@ from torch import nn
 from ..nn.layers import DTYPE, ActivationLayer
 from .gradients import scaled_cross_entropy
 from .nlc import batch_mode
+from .registry import Measuring, measures
 
 JACOB_COV_K = 1e-5  # Mellor et al. (2021) v1, the regularizer of the eigenvalues
 
@@ -323,3 +326,16 @@ def nwot_of(codes: torch.Tensor) -> float:
 def nwot(net: nn.Module, x: torch.Tensor) -> float:
     """NWOT (Mellor et al. 2021 v2): log-determinant of the activation-pattern kernel of a minibatch ``x``."""
     return nwot_of(activation_codes(net, x))
+
+
+@measures(stream=2)
+def measure_proxies(m: Measuring, seed: int) -> dict:
+    """The zero-cost proxies on one random training minibatch of ``proxy_batch_size`` (synflow: an all-ones
+    input), grad_norm and snip from the same loss gradients."""
+    gen = torch.Generator().manual_seed(seed)
+    idx = torch.randperm(m.x.shape[0], generator=gen)[:m.options.proxy_batch_size].to(m.device)
+    xp, yp = m.x.index_select(0, idx), m.y.index_select(0, idx)
+    grads = loss_gradients(m.net, xp, yp, m.c_out)
+    return {"grad_norm": sum(grad_norm_terms(grads).values()), "snip": sum(snip_terms(grads).values()),
+            "synflow": synflow(m.net, m.spec.d_in), "jacob_cov": jacob_cov_of(output_sum_jacobian(m.net, xp)),
+            "nwot": nwot_of(activation_codes(m.net, xp))}

@@ -51,6 +51,7 @@ import torch
 
 from ..experiment.metric_options import K_MAX, K_MIN, PERTURBATION_TOLERANCE  # declared with the options they default
 from .nlc import batch_mode, input_sd_q
+from .registry import Measuring, measures
 
 K_PER_DECADE = 10  # spacing factor 10^(1/10)
 
@@ -179,3 +180,18 @@ def error_perturbation(f: Callable, x: torch.Tensor, y: torch.Tensor, batches: i
             for d in ds:
                 values.append(error_path_k(f, xb, yb, d, ks, tolerance))
     return float(np.median(values))
+
+
+@measures(stream=4)
+def measure_lar(m: Measuring, seed: int) -> dict:
+    """E.1 at initialization when ``lar`` is on (``region_batches`` training minibatches), else NaN."""
+    o = m.options
+    return {"lar_diameter": lar_diameter(m.net, m.x, o.region_batches, o.region_directions, m.batch_size,
+                                         o.region_k_max, seed) if o.lar else math.nan}
+
+
+@measures(stream=None)
+def perturbation_at_init(m: Measuring, seed: None) -> dict:
+    """E.3 is a property of the trained network (figure 3E; at initialization the error is chance): NaN in
+    the row at initialization, computed after training by ``measure_trained``."""
+    return {"error_perturbation": math.nan}

@@ -49,6 +49,7 @@ from torch import nn
 from archstudy.sampling.constraints import Integer, check
 
 from .calibration import calibrated, has_batch_statistics
+from .registry import Measuring, measures
 
 EVAL_CHUNK = 1024  # grid points per forward pass (the grid may be large, a Householder net very wide)
 
@@ -137,3 +138,11 @@ def geometric_mean(values) -> float:
     if (v == 0).any():
         return 0.0
     return float(np.exp(np.log(v).mean()))
+
+
+@measures(stream=3)
+def measure_variability(m: Measuring, seed: int) -> dict:
+    """V on planes through the training data; NaN for 1-D inputs (no plane)."""
+    o = m.options
+    return {"variability": variability(m.net, m.x, o.variability_grid, o.variability_planes, seed, m.batch_size)
+            if m.spec.d_in >= 2 else math.nan}

@@ -150,7 +150,8 @@ def test_bootstrap_is_seeded():
 # -- granulated Kendall --------------------------------------------------------------------------------------------
 
 def test_granulated_psi_matches_a_hand_computation_of_jiangs_equations():
-    """Jiang et al. (2020), section 6.1 (tau over all pairs, eq. 4-5) by hand on a depth x norm grid. Depth cells (norm fixed):
+    """Jiang et al., *Fantastic Generalization Measures and Where to Find Them* (2020), section 6.1 (tau over all
+    pairs, eq. 4-5) by hand on a depth x norm grid. Depth cells (norm fixed):
     none: x (1,2,3), y (.1,.3,.2): 2 concordant, 1 discordant of 3 pairs, tau = 1/3; batch: x (1,5,4),
     y (.5,.4,.6): 1 concordant, 2 discordant, tau = -1/3; psi_depth = 0. Norm cells (depth fixed): depth 3:
     x constant (1, 1): the cell scores 0 and counts; depth 5 and 7: x and y both increase, tau = 1;

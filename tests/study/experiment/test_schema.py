@@ -92,3 +92,48 @@ def test_a_real_study_writes_exactly_the_declared_columns_types_and_metadata(rea
                 assert pd.api.types.is_string_dtype(got), c.name
             else:
                 assert str(got) == c.type, (c.name, got)
+
+
+# The columns of the measure row and the baselines that do not predict test error, and why: a new metric column
+# must either declare how the analysis uses it (``AsPredictor``) or be named here.
+NOT_PREDICTORS = {
+    "nlc_jacobian_q": "a factor of the NLC", "nlc_input_sd_q": "a factor of the NLC (the data's)",
+    "nlc_output_sd_q": "a factor of the NLC and the bias", "output_q": "the scale c_out, a factor of the bias",
+    "c_out": "the trainer's output scale (= output_q)", "high_bias": "a flag: bias > 1000",
+    "error_perturbation": "measured after training", "activation_units": "AR's numerator",
+}
+
+
+def test_every_measured_column_and_baseline_declares_how_the_analysis_uses_it():
+    measured = [c for c in columns(ARCHITECTURES) if c.measured_by or c.group == "baselines"]
+    undeclared = {c.name for c in measured if c.predictor is None}
+    assert undeclared == set(NOT_PREDICTORS), undeclared ^ set(NOT_PREDICTORS)
+    for c in schema.predictor_columns():
+        p = c.predictor
+        assert c.table == ARCHITECTURES and c.type in ("int64", "float64"), c.name
+        assert p.label and p.why and p.kind in schema.PREDICTOR_KINDS and isinstance(p.log, bool), c.name
+        assert p.figure in ("", *schema.PREDICTOR_FIGURES), c.name
+    # the trivial baselines are the spec's depth and width and the counts of the baselines group
+    assert {c.name for c in schema.predictor_columns() if c.predictor.kind == "baseline"} == {
+        "depth", "width", *(n for n in names(ARCHITECTURES, "baselines") if n != "activation_units")}
+
+
+def test_the_predictors_are_listed_kind_by_kind_by_rank_then_in_column_order():
+    cols = schema.predictor_columns()
+    order = {c.name: i for i, c in enumerate(columns(ARCHITECTURES))}
+    keys = [(schema.PREDICTOR_KINDS.index(c.predictor.kind), c.predictor.rank, order[c.name]) for c in cols]
+    assert keys == sorted(keys)
+    assert [c.name for c in cols] == [
+        "nlc", "bias", "ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error", "lar_diameter",
+        "grad_norm", "snip", "synflow", "jacob_cov", "nwot", "num_params", "depth", "width", "flops"]
+
+
+def test_every_column_of_the_measure_row_names_the_function_that_computes_it():
+    by = schema.measured_by()
+    computed = [n for cols in by.values() for n in cols]
+    assert sorted(computed) == sorted((*schema.MEASURED, "flops")) and len(set(computed)) == len(computed)
+    assert all(path.count(":") == 1 for path in by)
+    for path, cols in by.items():  # in column order, each function in the order of its first column
+        assert list(cols) == [n for n in names(ARCHITECTURES) if n in cols]
+    firsts = [names(ARCHITECTURES).index(cols[0]) for cols in by.values()]
+    assert firsts == sorted(firsts)

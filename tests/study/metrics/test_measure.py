@@ -118,7 +118,7 @@ def test_error_perturbation_after_training_uses_evaluation_mode_and_changes_noth
     """E.3 on a trained batchnorm net runs on its running statistics (as its test error does): equal to
     error_perturbation of the evaluation-mode function with the same seeded draws; the net keeps its mode."""
     from archstudy.study.metrics import error_perturbation
-    from archstudy.study.metrics.measurement import _PERTURBATION, _generator_seed
+    from archstudy.study.metrics.registry import PERTURBATION_STREAM, generator_seed
 
     spec = spec_of(activation="tanh", norm="batch")
     data = stand_in_data()
@@ -134,7 +134,7 @@ def test_error_perturbation_after_training_uses_evaluation_mode_and_changes_noth
     net.eval()
     xt, yt = torch.as_tensor(data.test.x), torch.as_tensor(data.test.y)
     expected = error_perturbation(lambda v: net(v), xt, yt, 1, 2, opts.batch_size, opts.perturbation_tolerance,
-                                  opts.region_k_max, _generator_seed(5, _PERTURBATION))
+                                  opts.region_k_max, generator_seed(5, PERTURBATION_STREAM))
     assert value == expected
 
 

@@ -1,0 +1,224 @@
+"""What every figure of the report shares: the data a dataset's figures draw from (``FigureData``), the
+declaration of a figure (``FigureSpec``, ``ComparisonSpec``) and the decorators that register one beside its
+drawing function, and the scatter panel with its correlation title.
+
+A figure is declared once, where it is drawn:
+
+    @figure("fig3a", "paper", "Figure 3A: output bias before training vs test error.")
+    def fig3a_bias_vs_test_error(d: FigureData) -> Figure: ...
+
+key (the report's ``data-figure``), the report section it appears in (``analysis.report``'s sections), its
+caption, what of ``FigureData`` it draws from besides the architectures (``needs``) and when it is not drawn
+(``skip``: one line saying why, or None). ``analysis.figures`` collects the declarations of the topic modules
+(``FIGURES``, ``COMPARISON_FIGURES``); the report draws each in its section, in declaration order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+from archstudy.study.experiment.datasets import better_than_random
+
+from .columns import PREDICTOR_BY_COLUMN
+from .edf import ErrorEDF
+from .plotting import BLACK, BLUE, GREY, RED, THEME, set_log
+from .pruning import PAPER_WINDOW
+from .stats import pearson_on_scale, statistic_and_p
+from scipy import stats as sps
+
+
+def random_threshold(dataset: str, d_out: int | None) -> float:
+    """"Better than random" for figures 7 and 8: the dataset's declared threshold
+    (``study.experiment.datasets``: the NLC paper's 80% for CIFAR10 and 50% for waveform-noise, CIFAR10's for
+    the other 10-label image sets), or for an undeclared dataset 90% of the chance error 1 - 1/``d_out``."""
+    return better_than_random(dataset, d_out)
+
+
+@dataclass
+class FigureData:
+    """What one dataset's figures draw from: every finished architecture (``arch``), the correlation
+    table rows of the dataset (``corr``), the NLC window of the pruning analysis, and the design-space
+    analysis (error EDFs, good ranges, window predictors)."""
+
+    dataset: str
+    arch: pd.DataFrame
+    corr: pd.DataFrame = field(default_factory=pd.DataFrame)
+    window: tuple[float, float] = PAPER_WINDOW
+    edf: ErrorEDF | None = None  # ``analysis.edf`` of the dataset
+    good: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.good_ranges``
+    windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.window_predictors``
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ``curves`` rows of the architectures drawn
+
+    @property
+    def sample(self) -> pd.DataFrame:
+        if "variant" not in self.arch.columns:
+            return self.arch
+        return self.arch[self.arch["variant"] == "base"]
+
+    @property
+    def threshold(self) -> float:
+        d = self.arch["d_out"].dropna() if "d_out" in self.arch.columns else pd.Series(dtype=float)
+        return random_threshold(self.dataset, int(d.iloc[0]) if len(d) else None)
+
+
+def fmt_p(p) -> str:
+    """A p-value for a table cell or a figure title: 3 decimals, scientific below 1e-3, a dash when missing."""
+    if p is None or not np.isfinite(p):
+        return "–"
+    if p == 0:
+        return "< 1e-300"  # below the smallest double scipy resolves
+    return f"{p:.1e}" if p < 1e-3 else f"{p:.3f}"
+
+
+def correlation_title(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool = False) -> str:
+    """"r = ... (p = ...), tau = ..." of the plotted points; Pearson on the log of a log-axis quantity."""
+    xs = df[x].to_numpy(np.float64)
+    ys = df[y].to_numpy(np.float64)
+    if logy:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ys = np.where(ys > 0, np.log10(np.where(ys > 0, ys, 1)), np.nan)
+    r, p, n = pearson_on_scale(xs, ys, logx)
+    ok = np.isfinite(xs) & np.isfinite(ys)
+    tau, _ = statistic_and_p(sps.kendalltau, xs[ok], ys[ok])
+    if not np.isfinite(r):
+        return f"n = {n}: too few points for a correlation"
+    p_text = fmt_p(p)
+    return f"r = {r:.2f} (p {p_text if p_text.startswith('<') else '= ' + p_text}), τ = {tau:.2f}, n = {n}"
+
+
+def label(column: str) -> str:
+    extra = {"test_error": "test error", "nlc_after": "NLC after training", "bias_after": "bias after training",
+             "lr": "selected starting learning rate", "lr_index": "selected run (1 = lowest rate)",
+             "nlc": "NLC before training", "bias": "bias before training", "train_error": "train error",
+             "error_perturbation": "error-preserving perturbation (trained)"}
+    if column in extra:
+        return extra[column]
+    p = PREDICTOR_BY_COLUMN.get(column)
+    return p.label if p else column
+
+
+def _plottable(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool) -> pd.DataFrame:
+    ok = np.isfinite(df[x].to_numpy(np.float64)) & np.isfinite(df[y].to_numpy(np.float64))
+    if logx:
+        ok &= df[x].to_numpy(np.float64) > 0
+    if logy:
+        ok &= df[y].to_numpy(np.float64) > 0
+    return df[ok]
+
+
+def point_kind(df: pd.DataFrame) -> pd.Series:
+    """Figure 2's colouring: red = high output bias, blue = skip connections, black = the rest (a high-bias
+    architecture with skips is red: the bias is what the paper singles out as ruinous)."""
+    kind = pd.Series("other", index=df.index)
+    kind[df["skip"].astype(str) != "none"] = "skips"
+    kind[df["high_bias"].fillna(False).astype(bool)] = "high bias"
+    return kind
+
+
+def scatter(ax, df: pd.DataFrame, x: str, y: str, *, logx=False, logy=False, colored=False, title=None,
+            color=BLACK, size=12) -> None:
+    """One scatter panel, with the correlation of its points in the title (unless ``title`` is given)."""
+    pts = _plottable(df, x, y, logx, logy)
+    with rc_context(THEME):
+        if len(pts):
+            if colored:
+                kinds = point_kind(pts)
+                for kind, c in (("other", BLACK), ("skips", BLUE), ("high bias", RED)):
+                    part = pts[kinds == kind]
+                    if len(part):
+                        ax.scatter(part[x], part[y], s=size, color=c, linewidths=0, alpha=0.8, label=kind)
+                ax.legend(fontsize=7, loc="upper left", frameon=True)
+            else:
+                ax.scatter(pts[x], pts[y], s=size, color=color, linewidths=0, alpha=0.8)
+        else:
+            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+        if logx and len(pts):
+            set_log(ax, "x")
+        if logy and len(pts):
+            set_log(ax, "y")
+        ax.set_xlabel(label(x))
+        ax.set_ylabel(label(y))
+        ax.set_title(title if title is not None else correlation_title(pts, x, y, logx, logy), fontsize=8)
+
+
+# -- declarations -------------------------------------------------------------------------------------------------
+
+def _drawn(d: FigureData) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    """One figure of a dataset's report section: ``key``, ``caption``, ``section`` (the key of the report
+    section it appears in), ``draw`` (``FigureData`` -> ``Figure``), ``needs`` (the ``FigureData`` fields it
+    draws from besides ``dataset`` and ``arch``), ``skip`` (``FigureData`` -> one line saying why it is not
+    drawn for these data, or None: it is drawn) and ``note_skip`` (the page shows that line; False for a
+    figure of an option that is off by default)."""
+
+    key: str
+    caption: str
+    section: str
+    draw: Callable[[FigureData], Figure]
+    needs: tuple[str, ...] = ()
+    skip: Callable[[FigureData], str | None] = _drawn
+    note_skip: bool = True
+
+    @property
+    def group(self) -> str:
+        """The figure's kind: "training" (drawn from the training curves, which older studies lack), "paper"
+        (the NLC paper's), "design" (the design space's sections), "more" (the rest)."""
+        if "curves" in self.needs:
+            return "training"
+        return {"paper": "paper", "edf": "design", "good-ranges": "design"}.get(self.section, "more")
+
+
+@dataclass(frozen=True)
+class ComparisonSpec:
+    """One figure of several studies side by side: ``key``, ``caption``, ``section`` (the key of the comparison
+    section it appears in) and ``draw`` (a list of ``FigureData``, one per study -> ``Figure``)."""
+
+    key: str
+    caption: str
+    draw: Callable[[list[FigureData]], Figure]
+    section: str = ""
+
+
+DATA_FIELDS = tuple(f.name for f in fields(FigureData) if f.name not in ("dataset", "arch"))
+# Every declaration, in the order the topic modules declare them (``analysis.figures`` collects them).
+DECLARED: list[FigureSpec] = []
+DECLARED_COMPARISONS: list[ComparisonSpec] = []
+
+
+def declare(spec: FigureSpec) -> FigureSpec:
+    """Registers a figure (``figure`` does it for a drawing function of its own)."""
+    if spec.key in {s.key for s in DECLARED}:
+        raise ValueError(f"figure {spec.key!r} is declared twice")
+    if not set(spec.needs) <= set(DATA_FIELDS):
+        raise ValueError(f"figure {spec.key!r} needs {spec.needs}: not fields of FigureData {DATA_FIELDS}")
+    DECLARED.append(spec)
+    return spec
+
+
+def figure(key: str, section: str, caption: str, *, needs: tuple[str, ...] = (),
+           skip: Callable[[FigureData], str | None] = _drawn, note_skip: bool = True) -> Callable:
+    """Declares the decorated function (``FigureData`` -> ``Figure``) as the report's figure ``key``."""
+    def register(draw: Callable[[FigureData], Figure]) -> Callable[[FigureData], Figure]:
+        declare(FigureSpec(key, caption, section, draw, tuple(needs), skip, note_skip))
+        return draw
+    return register
+
+
+def comparison_figure(key: str, section: str, caption: str) -> Callable:
+    """Declares the decorated function (list of ``FigureData`` -> ``Figure``) as a comparison figure."""
+    def register(draw: Callable[[list[FigureData]], Figure]) -> Callable[[list[FigureData]], Figure]:
+        if key in {s.key for s in DECLARED_COMPARISONS}:
+            raise ValueError(f"comparison figure {key!r} is declared twice")
+        DECLARED_COMPARISONS.append(ComparisonSpec(key, caption, draw, section))
+        return draw
+    return register

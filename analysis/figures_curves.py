@@ -1,0 +1,140 @@
+"""Training curves (pycls's ``plot_curves``) and the NLC during training, drawn from a ``curves`` table (one row
+per architecture, run and epoch; docs/results.md), for the selected run of the best and of typical
+architectures: the report's section "Training curves"."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib import rc_context
+from matplotlib.figure import Figure
+
+import seaborn as sns
+
+from .plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, new_figure
+from .pruning import PAPER_WINDOW
+from .figure_base import FigureData, figure
+
+
+# The columns of the ``curves`` table ``fig_curves`` draws from (any DataFrame of that shape).
+CURVE_COLUMNS = ("arch_id", "lr_index", "epoch", "train_loss", "monitored_error", "lr")
+_SPLIT_LABEL = {"val": "validation error", "train": "training error"}
+
+
+def curve_architectures(arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3,
+                        target: str = "test_error") -> list[tuple[str, str]]:
+    """(arch_id, why) of the ``n_best`` lowest-``target`` architectures and the ``n_typical`` closest to the
+    median ``target`` (the others), best first."""
+    a = arch[np.isfinite(arch[target].to_numpy(np.float64))].sort_values([target, "arch_id"], kind="stable")
+    best = a.head(n_best)
+    rest = a.iloc[n_best:]
+    typical = rest.iloc[np.argsort(np.abs(rest[target].to_numpy(np.float64) - a[target].median()),
+                                   kind="stable")[:n_typical]] if len(rest) else rest
+    return ([(i, f"best #{k + 1}") for k, i in enumerate(best["arch_id"])]
+            + [(i, "typical") for i in typical.sort_values(target, kind="stable")["arch_id"]])
+
+
+def selected_curves(curves: pd.DataFrame, arch: pd.DataFrame, arch_id: str) -> pd.DataFrame:
+    """The curve of ``arch_id``'s selected run (its ``lr_index``), by epoch."""
+    selected = arch.set_index("arch_id")["lr_index"]
+    run = curves[(curves["arch_id"] == arch_id) & (curves["lr_index"] == selected.get(arch_id))]
+    return run.sort_values("epoch")
+
+
+def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3) -> Figure:
+    """The selected run's training curves of the best and of typical architectures (``curve_architectures``; the
+    ``curves`` table, docs/results.md), one panel each, as pycls's ``plot_curves``: the monitored error (solid;
+    the validation error, or the training error under the long protocol; absent under a steps schedule) and
+    the mean training loss (dashed) per epoch, the learning rate as steps on a log axis at the right (its
+    divisions show where the patience ran out), the best monitored error as a dotted line."""
+    missing = [c for c in CURVE_COLUMNS if c not in curves.columns]
+    if missing:
+        raise ValueError(f"fig_curves: the curves table lacks {', '.join(missing)} (needs {', '.join(CURVE_COLUMNS)})")
+    chosen = curve_architectures(arch, n_best, n_typical)
+    ncols = 3
+    fig, axes = new_figure(ncols=ncols, nrows=max(1, math.ceil(len(chosen) / ncols)))
+    for ax, (arch_id, why) in zip(axes, chosen):
+        run = selected_curves(curves, arch, arch_id)
+        split = str(run["monitored"].iloc[0]) if len(run) and "monitored" in run.columns else "val"
+        with rc_context(THEME):
+            if len(run):
+                if np.isfinite(run["monitored_error"].to_numpy(np.float64)).any():
+                    ax.plot(run["epoch"], run["monitored_error"], color=BLUE, lw=1.2,
+                            label=_SPLIT_LABEL.get(split, split))
+                    ax.axhline(run["monitored_error"].min(), color=BLUE, lw=0.7, ls=":")
+                ax.plot(run["epoch"], run["train_loss"], color=BLACK, lw=0.9, ls="--", label="training loss")
+                lr_ax = ax.twinx()
+                lr_ax.plot(run["epoch"], run["lr"], color=RED, lw=0.8, drawstyle="steps-post", label="learning rate")
+                lr_ax.set_yscale("log")
+                lr_ax.set_ylabel("learning rate", color=RED, fontsize=7)
+                lr_ax.tick_params(labelsize=6, colors=RED)
+                lr_ax.grid(False)
+                ax.legend(fontsize=6, loc="upper right")
+            else:
+                ax.text(0.5, 0.5, "no curve of the selected run", ha="center", va="center", transform=ax.transAxes,
+                        color=GREY)
+            err = arch.loc[arch["arch_id"] == arch_id, "test_error"]
+            ax.set_title(f"{why}: {arch_id} (test error {float(err.iloc[0]):.3f})", fontsize=7)
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("error / loss")
+    for ax in axes[max(1, len(chosen)):]:
+        ax.set_visible(False)
+    return fig
+
+
+def fig_nlc_trajectory(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3) -> Figure:
+    """The NLC during training of the selected run of the best and of typical architectures: the points of the
+    ``nlc`` column (the epochs of ``metrics: {nlc_trajectory: [...]}``; epoch 0 is the initialization) on a log
+    axis, one line per architecture, with the NLC paper's window [1, 3] shaded."""
+    chosen = curve_architectures(arch, n_best, n_typical)
+    fig, axes = new_figure(ncols=1)
+    ax = axes[0]
+    with rc_context(THEME):
+        ax.axhspan(*PAPER_WINDOW, color=GREEN, alpha=0.12, lw=0, label="the NLC paper's [1, 3]")
+        drawn = 0
+        for (arch_id, why), c in zip(chosen, sns.color_palette("deep", len(chosen))):
+            run = selected_curves(curves, arch, arch_id)
+            run = run[np.isfinite(run["nlc"].to_numpy(np.float64)) & (run["nlc"] > 0)] if len(run) else run
+            if len(run):
+                err = float(arch.loc[arch["arch_id"] == arch_id, "test_error"].iloc[0])
+                ax.plot(run["epoch"], run["nlc"], marker="o", ms=3, lw=1.0, color=c,
+                        label=f"{why}: {arch_id} ({err:.3f})")
+                drawn += 1
+        if drawn:
+            ax.set_yscale("log")
+            ax.legend(fontsize=6)
+        else:
+            ax.text(0.5, 0.5, "no NLC trajectory recorded", ha="center", va="center", transform=ax.transAxes,
+                    color=GREY)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("NLC of the selected run")
+        ax.set_title("NLC during training (legend: test error)", fontsize=8)
+    return fig
+
+
+NO_CURVES = "No training curves recorded for these architectures (a study run before archstudy recorded them)."
+
+
+def _no_curves(d: FigureData) -> str | None:
+    return NO_CURVES if not len(d.curves) else None
+
+
+def _no_trajectory(d: FigureData) -> str | None:
+    if not len(d.curves):
+        return NO_CURVES
+    return None if d.curves["nlc"].notna().any() else "No NLC trajectory recorded (metrics: nlc_trajectory is off)."
+
+
+@figure("curves", "curves", "Training curves of the selected run of the best and of typical architectures (pycls's "
+        "plot_curves): the monitored error, the mean training loss and the learning rate per epoch.",
+        needs=("curves",), skip=_no_curves)
+def curves_figure(d: FigureData) -> Figure:
+    return fig_curves(d.curves, d.arch)
+
+
+@figure("nlc-trajectory", "curves", "The NLC during training of the same runs (metrics: nlc_trajectory), with the NLC "
+        "paper's window [1, 3] shaded.", needs=("curves",), skip=_no_trajectory, note_skip=False)
+def nlc_trajectory_figure(d: FigureData) -> Figure:
+    return fig_nlc_trajectory(d.curves, d.arch)

@@ -1,0 +1,165 @@
+"""One study's numbers for the report, computed once (``analyse``) and rendered by ``analysis.report``: over the
+trained architectures (a study pruned at launch measured the others at initialization only), the correlation
+table, the granulated Kendall cells, the paired sibling effects, the NLC pruning table (the window used beside
+the paper's and the study's own), the design space (error EDFs, good ranges, the study's NLC window, window
+predictors), the health counts of the status table and the provenance, the window a study pruned at launch
+with and what that saved, and the training curves of the architectures the report draws.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from archstudy.sampling import SpecError
+
+from .edf import ErrorEDF, edf
+from .figure_base import FigureData
+from .figures_curves import curve_architectures
+from .good_ranges import good_ranges, nlc_window
+from .pruning import PAPER_WINDOW, nlc_pruning, pilot_window
+from .results import Results, read_curves
+from .stats import correlations, paired_effects, psi_table
+from .windows import window_predictors
+
+
+def flag(arch: pd.DataFrame, column: str) -> pd.Series:
+    """A boolean column with missing values read as False."""
+    return arch[column].fillna(False).astype(bool)
+
+
+def health(arch: pd.DataFrame) -> dict[str, int]:
+    """The status table's counts: ``all_diverged`` (every run diverged), ``lr_edge`` (selected run among the
+    protocol's lowest/highest rates), ``nonfinite_init``, ``flagged`` (either of the last two), ``high_bias``."""
+    edge, nonfinite = flag(arch, "lr_edge"), flag(arch, "nonfinite_init")
+    return {"all_diverged": int(flag(arch, "all_diverged").sum()), "lr_edge": int(edge.sum()),
+            "nonfinite_init": int(nonfinite.sum()), "flagged": int((edge | nonfinite).sum()),
+            "high_bias": int(flag(arch, "high_bias").sum())}
+
+
+def provenance(arch: pd.DataFrame) -> dict:
+    """Where and when the architectures were computed: for ``package_version``, ``host`` and ``device`` the
+    (value, count) pairs, most frequent first (None without a value); ``finished``, the first and last
+    ``finished_at`` (None without one); ``compute_h``, the recorded hours (Σ ``total_s``; None without rows)."""
+    def distinct(col: str) -> list[tuple[str, int]] | None:
+        if col not in arch.columns or not arch[col].notna().any():
+            return None
+        return [(k, int(v)) for k, v in arch[col].astype(str).value_counts().items()]
+
+    finished = arch["finished_at"].dropna() if "finished_at" in arch.columns else pd.Series(dtype=object)
+    return {**{col: distinct(col) for col in ("package_version", "host", "device")},
+            "finished": (finished.min(), finished.max()) if len(finished) else None,
+            "compute_h": float(arch["total_s"].sum()) / 3600 if len(arch) else None}
+
+
+@dataclass
+class Section:
+    """One study's numbers, computed once and rendered into HTML."""
+
+    results: Results
+    anchor: str
+    corr: pd.DataFrame
+    psi: pd.DataFrame
+    paired: pd.DataFrame
+    pruning: pd.DataFrame  # one row per window compared, ``label`` naming it (the first is the one used)
+    window: tuple[float, float]  # the pruning window used: given, or the study's own NLC window, or the paper's
+    edf: ErrorEDF | None = None
+    good: pd.DataFrame = field(default_factory=pd.DataFrame)
+    nlc_window: pd.DataFrame = field(default_factory=pd.DataFrame)
+    windows: pd.DataFrame = field(default_factory=pd.DataFrame)
+    window_given: bool = True
+    launch: dict | None = None  # the window of pruning at launch (``launch_window``), None when the study has none
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the curves of the architectures drawn
+    health: dict = field(default_factory=dict)  # ``health`` of the trained architectures
+    savings: dict = field(default_factory=dict)  # ``launch_savings``: what pruning at launch cost and saved
+    provenance: dict = field(default_factory=dict)  # ``provenance`` of the trained architectures
+
+    @property
+    def arch(self) -> pd.DataFrame:
+        """The trained architectures: what every statistic and figure covers."""
+        return self.results.trained
+
+    def figure_data(self) -> FigureData:
+        return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows,
+                          self.curves)
+
+
+def launch_window(results: Results) -> dict | None:
+    """The NLC window a study pruned at launch with (study.yaml's ``nlc_window``), None without one: ``lo``,
+    ``hi`` and ``given`` (True: the config's own pair). For ``auto``, the window of its pilot's rows,
+    recomputed as the runner computed it (``pruning.pilot_window``), with ``pilot`` (the pilot's finished
+    architectures), ``pilot_indices`` (``nlc_pilot``: the indices below it), ``source`` ("study": the pilot's NLC
+    good range; else the paper's) and ``reason`` (why the pilot's own band is not usable)."""
+    from archstudy.study.experiment.config import StudyConfig
+
+    cfg = results.config
+    try:
+        w = StudyConfig.normalize("nlc_window", cfg.get("nlc_window"))
+    except SpecError:
+        return None
+    if w is None:
+        return None
+    if w != "auto":
+        return {"lo": w[0], "hi": w[1], "given": True}
+    n = int(cfg.get("nlc_pilot", StudyConfig.default("nlc_pilot")))
+    arch = results.architectures
+    pilot = arch[arch["index"] < n] if len(arch) else arch
+    p = pilot_window(pilot, seed=int(cfg.get("seed", StudyConfig.default("seed"))))
+    return {"lo": p["lo"], "hi": p["hi"], "given": False, "pilot": len(pilot), "pilot_indices": n,
+            "source": p["source"], "reason": p["reason"]}
+
+
+def launch_savings(results: Results) -> dict[str, float]:
+    """What pruning at launch cost and saved: ``measure_h``, the hours spent building and measuring the pruned
+    architectures; ``s_per_flop``, the trained architectures' training seconds per FLOP (Σ train_s / Σ flops);
+    ``saved_h``, the training time saved, estimated as the pruned architectures' FLOPs per example times
+    ``s_per_flop`` (an estimate: a pruned architecture might have trained for more or fewer epochs)."""
+    pruned, trained = results.pruned, results.trained
+    measure_h = float(pruned["total_s"].sum()) / 3600 if len(pruned) else 0.0
+    flops_t = float(trained["flops"].sum()) if len(trained) else 0.0
+    per_flop = float(trained["train_s"].sum()) / flops_t if flops_t > 0 else math.nan
+    saved_h = float(pruned["flops"].sum()) * per_flop / 3600 if len(pruned) else 0.0
+    return {"measure_h": measure_h, "s_per_flop": per_flop, "saved_h": saved_h}
+
+
+def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) -> Section:
+    """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
+    study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
+    paper's [1, 3]."""
+    arch = results.trained
+    launch = launch_window(results)
+    savings = launch_savings(results) if launch is not None else {}
+    if not len(arch):
+        empty = pd.DataFrame()
+        return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
+                       window_given=window is not None, launch=launch, health=health(arch), savings=savings,
+                       provenance=provenance(arch))
+    corr = correlations(arch, n_boot=n_boot, seed=seed)
+    psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
+    paired = paired_effects(arch)
+    own = nlc_window(arch, seed=seed)
+    used = window if window is not None else (
+        (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
+    drawn = [i for i, _ in curve_architectures(arch)]
+    return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
+                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
+                   windows=window_predictors(arch, seed=seed), window_given=window is not None, launch=launch,
+                   curves=read_curves(results.study_dir, drawn), health=health(arch), savings=savings,
+                   provenance=provenance(arch))
+
+
+def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:
+    """``nlc_pruning`` for the window used and, beside it, the NLC paper's [1, 3] and the study's own good
+    range where each is not the one used; ``label`` names each."""
+    windows = [("given" if given else ("the study's own" if len(own) and own["source"].iloc[0] == "study"
+                                        else "the NLC paper's"), used)]
+    if tuple(used) != tuple(PAPER_WINDOW):
+        windows.append(("the NLC paper's", PAPER_WINDOW))
+    if len(own) and np.isfinite(own["low"].iloc[0]) and own["low"].iloc[0] < own["high"].iloc[0]:
+        band = (float(own["low"].iloc[0]), float(own["high"].iloc[0]))
+        if band != tuple(used):
+            windows.append(("the study's own" + ("" if bool(own["large_enough"].iloc[0]) else " (not stable)"), band))
+    return pd.concat([nlc_pruning(arch, w).assign(label=name) for name, w in windows], ignore_index=True)
