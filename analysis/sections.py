@@ -17,8 +17,8 @@ import pandas as pd
 from archstudy.sampling import SpecError
 
 from .edf import ErrorEDF, edf
-from .figure_base import FigureData
-from .figures_curves import curve_architectures
+from .figures.base import FigureData
+from .figures.curves import curve_architectures
 from .good_ranges import good_ranges, nlc_window
 from .pruning import PAPER_WINDOW, nlc_pruning, pilot_window
 from .results import Results, read_curves

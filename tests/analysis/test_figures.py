@@ -13,14 +13,15 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from archstudy.analysis import figure_base, load_results
+from archstudy.analysis import load_results
+from archstudy.analysis.figures import base as figure_base
 from archstudy.analysis import report as page
 from archstudy.analysis.columns import PREDICTORS, figure_grid
-from archstudy.analysis.figure_base import DATA_FIELDS, FigureData, FigureSpec
+from archstudy.analysis.figures.base import DATA_FIELDS, FigureData, FigureSpec
 from archstudy.analysis.figures import (
     BASELINE_GRID, COMPARISON_FIGURES, FIGURES, METRIC_GRID, PROXY_GRID, fig7_lr_index_histogram, fig_metrics,
 )
-from archstudy.analysis.figures_curves import NO_CURVES
+from archstudy.analysis.figures.curves import NO_CURVES
 from archstudy.analysis.plotting import to_png
 from archstudy.analysis.sections import analyse
 from archstudy.study.experiment.datasets import DATASET_DECLARATIONS

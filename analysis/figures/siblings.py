@@ -14,10 +14,10 @@ from matplotlib.figure import Figure
 
 import seaborn as sns
 
-from .columns import SIBLING_LEVELS, axis_level
-from .plotting import BLUE, GREY, RED, THEME, new_figure, set_log
-from .stats import sibling_pairs, sign_test
-from .figure_base import FigureData, FigureSpec, declare, fmt_p, label, scatter, _plottable
+from ..columns import SIBLING_LEVELS, axis_level
+from ..plotting import BLUE, GREY, RED, THEME, new_figure, set_log
+from ..stats import sibling_pairs, sign_test
+from .base import FigureData, FigureSpec, declare, fmt_p, label, scatter, _plottable
 from scipy import stats as sps
 
 

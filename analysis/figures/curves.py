@@ -13,9 +13,9 @@ from matplotlib.figure import Figure
 
 import seaborn as sns
 
-from .plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, new_figure
-from .pruning import PAPER_WINDOW
-from .figure_base import FigureData, figure
+from ..plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, new_figure
+from ..pruning import PAPER_WINDOW
+from .base import FigureData, figure
 
 
 # The columns of the ``curves`` table ``fig_curves`` draws from (any DataFrame of that shape).

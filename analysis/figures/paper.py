@@ -15,8 +15,8 @@ from matplotlib.figure import Figure
 
 import seaborn as sns
 
-from .plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
-from .figure_base import FigureData, correlation_title, figure, label, point_kind, scatter, _plottable
+from ..plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
+from .base import FigureData, correlation_title, figure, label, point_kind, scatter, _plottable
 
 
 @figure("fig2", "paper", "Figure 2: NLC before training vs test error. Red: high output bias (bias > 1000); blue: "

@@ -11,10 +11,10 @@ from matplotlib.figure import Figure
 
 import seaborn as sns
 
-from .plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
-from .pruning import PAPER_WINDOW
-from .figure_base import FigureData, comparison_figure, label
-from .figures_design import _edf_axes, _edf_panel, _ranged
+from ..plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
+from ..pruning import PAPER_WINDOW
+from .base import FigureData, comparison_figure, label
+from .design import _edf_axes, _edf_panel, _ranged
 
 
 @comparison_figure("compare-edf", "edf", "Error EDFs of the same axes side by side across studies (one column per "

@@ -25,11 +25,11 @@ from matplotlib.figure import Figure
 
 from archstudy.study.experiment.datasets import better_than_random
 
-from .columns import PREDICTOR_BY_COLUMN
-from .edf import ErrorEDF
-from .plotting import BLACK, BLUE, GREY, RED, THEME, set_log
-from .pruning import PAPER_WINDOW
-from .stats import pearson_on_scale, statistic_and_p
+from ..columns import PREDICTOR_BY_COLUMN
+from ..edf import ErrorEDF
+from ..plotting import BLACK, BLUE, GREY, RED, THEME, set_log
+from ..pruning import PAPER_WINDOW
+from ..stats import pearson_on_scale, statistic_and_p
 from scipy import stats as sps
 
 

@@ -1,12 +1,12 @@
 """The report's figures, one module per topic, each figure one function beside its declaration
-(``figure_base.figure``: key, report section, caption, the data it needs, when it is skipped):
+(``figures.base.figure``: key, report section, caption, the data it needs, when it is skipped):
 
-    figures_paper        the NLC paper's figures 1, 2, 3A-C and E, 4, 7, 8, 9, 10
-    figures_predictors   what predicts test error: the predictor ranking, the scatter grids of the other predictors
-    figures_siblings     the paired effects of sibling architectures
-    figures_design       the design space: error EDFs, good ranges, NLC-guided pruning
-    figures_curves       training curves and the NLC during training
-    figures_compare      several studies side by side
+    paper        the NLC paper's figures 1, 2, 3A-C and E, 4, 7, 8, 9, 10
+    predictors   what predicts test error: the predictor ranking, the scatter grids of the other predictors
+    siblings     the paired effects of sibling architectures
+    design       the design space: error EDFs, good ranges, NLC-guided pruning
+    curves       training curves and the NLC during training
+    compare      several studies side by side
 
 This module collects the declarations: ``FIGURES`` (one dataset's figures, each drawn from a ``FigureData``) and
 ``COMPARISON_FIGURES`` (several studies', from a list of ``FigureData``), in the order the modules above
@@ -18,26 +18,26 @@ import below.
 
 from __future__ import annotations
 
-from . import figures_compare, figures_curves, figures_design, figures_paper, figures_predictors, figures_siblings
-from .figure_base import (
+from . import compare, curves, design, paper, predictors, siblings
+from .base import (
     DECLARED, DECLARED_COMPARISONS, ComparisonSpec, FigureData, FigureSpec, correlation_title, fmt_p, label,
     point_kind, random_threshold, scatter,
 )
-from .figures_compare import fig_edf_compare, fig_good_ranges_compare
-from .figures_curves import CURVE_COLUMNS, curve_architectures, fig_curves, fig_nlc_trajectory, selected_curves
-from .figures_design import fig_edf, fig_good_ranges, fig_pruning, good_band
-from .figures_paper import (
+from .compare import fig_edf_compare, fig_good_ranges_compare
+from .curves import CURVE_COLUMNS, curve_architectures, fig_curves, fig_nlc_trajectory, selected_curves
+from .design import fig_edf, fig_good_ranges, fig_pruning, good_band
+from .paper import (
     fig1_fig3e_regions, fig2_nlc_vs_test_error, fig3a_bias_vs_test_error, fig3b_nlc_before_after,
     fig3c_nlc_after_vs_test_error, fig4_depth_vs_test_error, fig7_lr_index_histogram, fig8_lr_vs_nlc, fig9_bias,
     fig10_skips_side_by_side,
 )
-from .figures_predictors import (
+from .predictors import (
     BASELINE_GRID, METRIC_GRID, PROXY_GRID, abs_interval, fig_baselines, fig_metrics, fig_proxies, fig_ranking,
     window_rows,
 )
-from .figures_siblings import sibling_figure
+from .siblings import sibling_figure
 
-MODULES = (figures_paper, figures_predictors, figures_siblings, figures_design, figures_curves, figures_compare)
+MODULES = (paper, predictors, siblings, design, curves, compare)
 FIGURES: tuple[FigureSpec, ...] = tuple(DECLARED)
 COMPARISON_FIGURES: tuple[ComparisonSpec, ...] = tuple(DECLARED_COMPARISONS)
 

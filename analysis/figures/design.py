@@ -14,13 +14,13 @@ from matplotlib.figure import Figure
 
 import seaborn as sns
 
-from .columns import PREDICTORS
-from .edf import ErrorEDF
-from .plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
-from .pruning import PAPER_WINDOW, pruning_curve
-from .figure_base import FigureData, figure, fmt_p, label, scatter
+from ..columns import PREDICTORS
+from ..edf import ErrorEDF
+from ..plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
+from ..pruning import PAPER_WINDOW, pruning_curve
+from .base import FigureData, figure, fmt_p, label, scatter
 
-# The predictors a scatter grid shows with its band (``figures_predictors``): the good-ranges figure leaves them out.
+# The predictors a scatter grid shows with its band (``figures.predictors``): the good-ranges figure leaves them out.
 GRIDDED = tuple(p.column for p in PREDICTORS if p.figure)
 
 

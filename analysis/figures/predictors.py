@@ -12,10 +12,10 @@ import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from .columns import PREDICTOR_BY_COLUMN, figure_grid
-from .plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, new_figure
-from .figure_base import FigureData, figure, scatter
-from .figures_design import good_band
+from ..columns import PREDICTOR_BY_COLUMN, figure_grid
+from ..plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, new_figure
+from .base import FigureData, figure, scatter
+from .design import good_band
 
 # The scatter grids: the predictors whose declaration names the figure, in ``columns.PREDICTORS`` order.
 METRIC_GRID = figure_grid("metrics")
