@@ -203,7 +203,7 @@ def scratch_copy(stack: Stack, size: int | None = None) -> Stack:
     n = stack.size if size is None else size
     with torch.no_grad():
         return Stack(net=stack.net.take(list(range(n))), runs=stack.runs[:n].copy(), lr=stack.lr[:n].clone(),
-                     opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
+                     optimizer=stack.optimizer, opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
                      nonfinite=stack.nonfinite[:n].clone(), loss_sum=stack.loss_sum[:n].clone())
 
 
