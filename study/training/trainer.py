@@ -96,17 +96,9 @@ def auto_chunk(spec: ArchSpec, runs: int, batch_size: int, device: torch.device)
     so that a chunk's intermediates stay in the caches and are recycled by malloc
     (``study.training.stack``).
 
-    Measured (one thread, R = 40, batch 250, dense batchnorm-relu nets, CPU time per step relative to the
-    best chunk size, best of 5 interleaved repeats; chunks of 2, 4, 7, 10, 14, 20, 40 runs):
-    width 121 (depth 3, 20k parameters): 1.19 1.00 1.00 1.02 1.04 1.02 1.14;
-    width 50 (depth 9, 20k): 1.38 1.13 1.04 1.00 1.07 1.18 1.30;
-    width 28 (depth 25, 20k): 1.66 1.34 1.12 1.04 1.00 1.10 1.15;
-    width 156 (depth 5, 80k): 1.03 1.00 1.01 1.00 1.05 1.16 1.17;
-    width 354 (depth 9, 1M; chunks of 1, 2, 4, 8, 40): 1.02 1.01 1.00 1.05 1.17.
-    The best chunks hold 100k-200k activations; this rule picks 4, 10, 19 (as 3 chunks of 13-14), 3, 1.
-    With two threads (wall time, same nets): width 121: 1.62 1.23 1.05 1.00 1.07 1.05 1.21; width 50:
-    1.55 1.23 1.02 1.04 1.00 1.05 1.07; width 28: 2.86 1.81 1.36 1.18 1.11 1.09 1.00: the best chunks
-    are about twice as large (each thread works on half of every tensor); the rule picks 9, 21, 37."""
+    The best chunk sizes measured on the bench's nets held about this many activations per thread, with one
+    thread and with two (each thread works on its share of every tensor, so the best chunks grow with the
+    threads): docs/performance.md."""
     if device.type != "cpu":
         return None
     per_run = batch_size * max(spec.width, spec.d_out)  # the input minibatch is shared by all runs
