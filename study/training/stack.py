@@ -76,7 +76,8 @@ def new_stack(net: Network, lrs, protocol: Protocol) -> Stack:
     device = net.device
     optimizer = optimizer_of(protocol)
     stack = Stack(net=net, runs=np.arange(net.runs), lr=torch.tensor(lrs, dtype=torch.float64, device=device),
-                  optimizer=optimizer, opt=optimizer.init(dict(net.named_parameters())), best={}, nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device),
+                  optimizer=optimizer, opt=optimizer.init(dict(net.named_parameters())), best={},
+                  nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device),
                   loss_sum=torch.zeros(net.runs, dtype=torch.float64, device=device))
     stack.best = {k: t.detach().clone() for k, t in stack.tensors().items()}
     return stack

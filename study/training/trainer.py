@@ -96,9 +96,9 @@ def auto_chunk(spec: ArchSpec, runs: int, batch_size: int, device: torch.device)
     so that a chunk's intermediates stay in the caches and are recycled by malloc
     (``study.training.stack``).
 
-    The best chunk sizes measured on the bench's nets held about this many activations per thread, with one
-    thread and with two (each thread works on its share of every tensor, so the best chunks grow with the
-    threads): docs/performance.md."""
+    ``CHUNK_ELEMENTS`` is where the best chunk sizes measured on the bench's nets lie, with one thread and with
+    two (each thread works on its share of every tensor, so the best chunks grow with the threads):
+    docs/performance.md."""
     if device.type != "cpu":
         return None
     per_run = batch_size * max(spec.width, spec.d_out)  # the input minibatch is shared by all runs
@@ -356,8 +356,8 @@ def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
         _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"], "loss_sum": loss_sum},
                       {"lr": fresh.lr, "nonfinite": fresh.nonfinite, "loss_sum": fresh.loss_sum}, "stack")
         stack = Stack(net=_load_tensors(net, saved["net"]), runs=live, lr=saved["lr"].to(device),
-                      optimizer=fresh.optimizer, opt=dict(saved["opt"]), best=dict(saved["best"]), nonfinite=saved["nonfinite"].to(device),
-                      loss_sum=loss_sum.to(device))
+                      optimizer=fresh.optimizer, opt=dict(saved["opt"]), best=dict(saved["best"]),
+                      nonfinite=saved["nonfinite"].to(device), loss_sum=loss_sum.to(device))
     candidate = None
     if saved["candidate"] is not None:
         c = saved["candidate"]
@@ -409,7 +409,8 @@ class _Trainer:
             stack: Stack = s.stack
             chunk = self.chunk_runs or auto_chunk(self.spec, stack.size, p.batch_size, self.device)
             order = epoch_order(len(train), p.batch_size, self.seed, TRAIN_ORDER, s.epoch + 1, self.device)
-            # A step schedule stops after its iterations, possibly within an epoch.
+            # The schedule says how many steps the epoch has (a step schedule stops after its iterations,
+            # possibly within an epoch).
             last = self.scheduler.epoch_steps(s.epoch, steps)
             c_out = self._loss_scale(stack)
             if forward is None:

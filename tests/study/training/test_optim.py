@@ -36,7 +36,8 @@ def test_every_optimizer_the_protocol_allows_has_a_declaration():
     for name in PROTOCOL_OPTIMIZERS:
         assert isinstance(optimizer_of(Protocol(optimizer=name)), Optimizer)
     assert type(optimizer_of(Protocol())) is SGD
-    assert type(optimizer_of(Protocol(momentum=0.5))) is Momentum and optimizer_of(Protocol(momentum=0.5)).momentum == 0.5
+    momentum = optimizer_of(Protocol(momentum=0.5))
+    assert type(momentum) is Momentum and momentum.momentum == 0.5
     adam = optimizer_of(Protocol(optimizer="adam"))
     assert type(adam) is Adam and (adam.beta1, adam.beta2, adam.eps) == (0.9, 0.999, 1e-8)
 
@@ -67,7 +68,8 @@ def test_views_of_a_chunk_write_through_to_the_state():
     assert state["t"].tolist() == [0.0, 1.0, 1.0] and not state["m.a.weight"].any()
     assert state["m.a.bias"][0].abs().sum() == 0 and torch.all(state["m.a.bias"][1:] > 0)
     taken = slots.take([1])
-    assert isinstance(taken, Slots) and taken.tensors["v"][0] is slots.tensors["v"][1] and taken.scalars is slots.scalars
+    assert isinstance(taken, Slots) and taken.tensors["v"][0] is slots.tensors["v"][1]
+    assert taken.scalars is slots.scalars
 
 
 @pytest.mark.parametrize("case", list(CASES))
