@@ -12,14 +12,17 @@
 
 * FLOPs per sample: 2 x the multiply-adds of one forward pass, the convention of the NAS literature's
   trivial baselines. Counted: a dense (or GmP) layer fan_in * fan_out, a Householder layer 2n
-  (``x - (2 u^T x / |u|^2) u``: one dot product and one axpy per example), the fixed skip projection
-  d_out * width. Not counted, as in that convention: biases, normalizations, activations, skip additions
-  and the per-layer work that does not scale with the batch (``2 / |u|^2``, GmP's direction from angles).
+  (``x - (2 u^T x / |u|^2) u``: one dot product and one axpy per example), as each family declares its
+  products (``Family.multiply_adds``, ``study.nn.families``), and the fixed skip projection d_out * width.
+  Not counted, as in that convention: biases, normalizations, activations, skip additions and the per-layer
+  work that does not scale with the batch (``2 / |u|^2``, GmP's direction from angles).
 """
 
 from __future__ import annotations
 
 from archstudy.sampling import ArchSpec
+
+from ..nn.families import family
 
 
 def activation_ratio(spec: ArchSpec) -> float:
@@ -31,7 +34,7 @@ def multiply_adds(spec: ArchSpec) -> int:
     """Multiply-adds of one forward pass of one example (see the module docstring for what counts)."""
     total = 0
     for layer in spec.layers():
-        total += 2 * layer.fan_in if layer.kind == "householder" else layer.fan_in * layer.fan_out
+        total += family(layer.kind).multiply_adds(layer)
     skips = spec.skips()
     if skips and skips[-1].project:
         total += spec.d_out * spec.width

@@ -21,8 +21,6 @@ import copy
 import torch
 from torch import nn
 
-from ..nn.gmp import GmP
-from ..nn.layers import BatchNorm, Dense
 from ..nn.network import frozen_statistics, minibatches, rows_of
 
 
@@ -31,9 +29,10 @@ def has_batch_statistics(net: nn.Module) -> bool:
     return any(_batch_statistics(m) for m in net.modules())
 
 
-def _batch_statistics(m: nn.Module) -> bool:
-    """A batchnorm layer, or a (dense or GmP) layer with input mean normalization."""
-    return isinstance(m, BatchNorm) or (isinstance(m, (Dense, GmP)) and m.imn)
+def _batch_statistics(m: nn.Module) -> tuple[str, ...]:
+    """The running statistics of its input a layer keeps, as it declares them (``input_statistics``): ("mean",
+    "var") for batchnorm, ("mean",) for a layer with input mean normalization, () for any other module."""
+    return getattr(m, "input_statistics", ())
 
 
 @torch.no_grad()
@@ -49,7 +48,7 @@ def calibrated(net: nn.Module, x: torch.Tensor, batch_size: int = 250) -> nn.Mod
         acc = sums[module]
         acc[0] += b
         acc[1] = acc[1] + b * h.mean(dim=-2)
-        if isinstance(module, BatchNorm):
+        if "var" in module.input_statistics:
             acc[2] = acc[2] + b * h.var(dim=-2, unbiased=False)
 
     handles = [m.register_forward_pre_hook(hook) for m in layers]
@@ -63,6 +62,6 @@ def calibrated(net: nn.Module, x: torch.Tensor, batch_size: int = 250) -> nn.Mod
     for m, (count, s_mean, s_var) in sums.items():
         if count:
             m.running_mean.copy_(s_mean / count)
-            if isinstance(m, BatchNorm):
+            if "var" in m.input_statistics:
                 m.running_var.copy_(s_var / count)
     return twin.eval()

@@ -4,10 +4,11 @@ NLC paper, appendix C: "If the initial activation function is tau(s), we replace
 [...] with a 50% probability, we set b so that if s follows a unit Gaussian distribution, tau(s) is
 unbiased [...] Finally, we always set c so that if s is a unit Gaussian, then Q_s tau(s) = 1."
 
-Every base ``tau`` is one torch expression (Table 1 of the NLC paper; abs from Yu and Zhang; selu with the
-constants of the paper's footnote 1). The constants ``c`` and ``b`` are Gaussian expectations computed
-once per variant by quadrature (``study.nn.gaussian``), and the network evaluates the very same expression,
-so there is one definition of each activation. ``scaled = False`` (``ArchSpec.scale_activation``) keeps
+Every base ``tau`` is one declaration (``Base`` in ``BASES``: its torch expression, where it has kinks, whether
+it is positively homogeneous; Table 1 of the NLC paper, abs from Yu and Zhang, selu with the constants of the
+paper's footnote 1), so a new activation is one entry there. The constants ``c`` and ``b`` are Gaussian
+expectations computed once per variant by quadrature (``study.nn.gaussian``), and the network evaluates the
+very same expression, so there is one definition of each activation. ``scaled = False`` (``ArchSpec.scale_activation``) keeps
 c = 1: the activation as papers without appendix C's rescaling write it (Yu and Zhang's plain ReLU and ABS).
 
 Also here, because they are properties of an activation alone (NLC paper section 5 and E.4):
@@ -34,21 +35,50 @@ from .gaussian import gauss_nodes
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
-# tau(s) for each activation of the space. Kinked ones list where the kink is (for the quadrature).
-TAU: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu,
-    "selu": lambda s: torch.where(s > 0, 1.0507 * s, 1.75814 * torch.expm1(torch.clamp(s, max=0.0))),
-    "tanh": torch.tanh,
-    "sigmoid": torch.sigmoid,
-    "even_tanh": lambda s: torch.tanh(s.abs()),
-    "gaussian": lambda s: torch.exp(-0.5 * s * s) / _SQRT_2PI,
-    "square": lambda s: s * s,
-    "odd_square": lambda s: s * s.abs(),
-    "abs": torch.abs,
-    "linear": lambda s: s,
-}
-KINK_AT_ZERO = frozenset({"relu", "selu", "even_tanh", "abs", "odd_square"})
-assert set(TAU) == set(ACTIVATIONS)
+
+@dataclass(frozen=True)
+class Base:
+    """One base activation tau, declared once: its formula, where it is not smooth, and whether it is positively
+    homogeneous (tau(k u) = k tau(u) for every k > 0).
+
+    ``kinks``: the points u where tau or one of its first derivatives jumps; the quadrature splits its panels
+    there (``Activation.breaks``, ``study.nn.gaussian``), so every panel integrates a smooth function.
+    ``homogeneous``: then c tau(d y + t) = tau(c d y + c t) for c > 0, which lets the trainer's folded forward
+    compute the scale c inside a normalization's affine (``Network.propagate``)."""
+
+    name: str
+    tau: Callable[[torch.Tensor], torch.Tensor]
+    kinks: tuple[float, ...] = ()
+    homogeneous: bool = False
+
+
+def _selu(s: torch.Tensor) -> torch.Tensor:
+    """The NLC paper's footnote 1: 1.0507 s for s > 0, 1.75814 (e^s - 1) otherwise."""
+    return torch.where(s > 0, 1.0507 * s, 1.75814 * torch.expm1(torch.clamp(s, max=0.0)))
+
+
+def _gaussian(s: torch.Tensor) -> torch.Tensor:
+    """The N(0, 1) density (Table 1 of the NLC paper)."""
+    return torch.exp(-0.5 * s * s) / _SQRT_2PI
+
+
+# The base activations of the space (Table 1 of the NLC paper; abs, the Han activation, from Yu and Zhang,
+# *Householder-Absolute Neural Layers*; linear for tests and ablations). A new activation is one entry here and
+# its name in ``archstudy.sampling.spec.ACTIVATIONS``.
+BASES: dict[str, Base] = {b.name: b for b in (
+    Base("relu", torch.relu, kinks=(0.0,), homogeneous=True),
+    Base("selu", _selu, kinks=(0.0,)),
+    Base("tanh", torch.tanh),
+    Base("sigmoid", torch.sigmoid),
+    Base("even_tanh", lambda s: torch.tanh(s.abs()), kinks=(0.0,)),
+    Base("gaussian", _gaussian),
+    Base("square", lambda s: s * s),
+    Base("odd_square", lambda s: s * s.abs(), kinks=(0.0,)),  # C^1, its second derivative jumps at 0
+    Base("abs", torch.abs, kinks=(0.0,), homogeneous=True),
+    Base("linear", lambda s: s, homogeneous=True),
+)}
+assert set(BASES) == set(ACTIVATIONS), "every activation of the space is declared once, and only those"
+TAU: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {name: b.tau for name, b in BASES.items()}
 
 
 @dataclass(frozen=True)
@@ -78,8 +108,17 @@ class Activation:
         return cls(spec_or_name)
 
     @property
+    def base(self) -> Base:
+        return BASES[self.name]
+
+    @property
     def tau(self) -> Callable[[torch.Tensor], torch.Tensor]:
-        return TAU[self.name]
+        return self.base.tau
+
+    @property
+    def homogeneous(self) -> bool:
+        """Whether tau is positively homogeneous (``Base.homogeneous``)."""
+        return self.base.homogeneous
 
     def inner(self, s: torch.Tensor) -> torch.Tensor:
         """``tau(d s + t)``."""
@@ -90,8 +129,8 @@ class Activation:
         return self.tau(s)
 
     def breaks(self) -> tuple[float, ...]:
-        """Where ``tau(d s + t)`` has a kink, in units of s."""
-        return (-self.shift / self.dilation,) if self.name in KINK_AT_ZERO else ()
+        """Where ``tau(d s + t)`` has a kink, in units of s: (u - t) / d for each kink u of tau."""
+        return tuple((u - self.shift) / self.dilation for u in self.base.kinks)
 
     @property
     def constants(self) -> tuple[float, float]:
@@ -99,10 +138,31 @@ class Activation:
         s ~ N(0, 1)."""
         return _constants(self)
 
-    def __call__(self, s: torch.Tensor) -> torch.Tensor:
-        c, b = self.constants
+    def __call__(self, s: torch.Tensor, constants: tuple[float, float] | None = None) -> torch.Tensor:
+        """``c * tau(d s + t) + b``; ``constants``: (c, b) when the caller has them (a traced forward cannot run
+        the cached quadrature behind ``constants``)."""
+        c, b = self.constants if constants is None else constants
         y = self.inner(s)
         if c != 1.0:
+            y = y * c
+        if b != 0.0:
+            y = y + b
+        return y
+
+    # -- folded into a normalization's affine (the trainer's folded forward, ``Network.propagate``) -------
+    def norm_affine(self, c: float) -> tuple[float | None, float | None]:
+        """The scale and shift a normalization applies in place of the activation's dilation and shift (and,
+        for a positively homogeneous tau, its scale c): c tau(d y + t) = tau(c d y + c t); None where it is
+        the identity (scale 1, shift 0)."""
+        k = c if self.homogeneous else 1.0
+        return (None if k * self.dilation == 1.0 else k * self.dilation, None if self.shift == 0.0 else k * self.shift)
+
+    def after_affine(self, s: torch.Tensor, constants: tuple[float, float]) -> torch.Tensor:
+        """What is left of ``c * tau(d y + t) + b`` once a normalization applied ``norm_affine``: tau, ``* c``
+        unless tau is positively homogeneous, ``+ b``."""
+        c, b = constants
+        y = self.tau(s)
+        if not self.homogeneous and c != 1.0:
             y = y * c
         if b != 0.0:
             y = y + b

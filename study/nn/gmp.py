@@ -16,7 +16,7 @@ ReLU units in the intermediate layers", sec. 4.2) and only where the spec asks f
 (``ArchSpec.imn``; ``"auto"``, every spec from before that field, means on for GmP).
 Parameters per neuron: n - 1 angles, lambda and r: n + 1, the same as SP.
 
-Initialization (``ArchSpec.gmp_init``; ``study.nn.network.layer_init``):
+Initialization (``ArchSpec.gmp_init``; ``GmP.initial``):
 
 * ``"from_sp"`` (the default): section 4.3's invariance applied to the spec's SP weights: u = w / |w|,
   lambda = b / |w|, r = |w|, so a GmP net and its SP twin differ only in the geometry of their parameters;
@@ -33,9 +33,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
+from archstudy.sampling import ArchSpec, Layer
+
+from .family import Family
+from .initialization import ANGLES, init_rng, scales, sp_bias, sp_weight
 from .layers import DTYPE, centered, stacked_linear
 
 
@@ -103,11 +108,13 @@ def angles_from_direction(u: torch.Tensor) -> torch.Tensor:
     return torch.cat([head, last], dim=-1)
 
 
-class GmP(nn.Module):
-    """The linear part ``s = u(theta)^T (x - E[x]) + lambda`` of a layer of GmP neurons; ``scale`` applies r
-    after the norm and the activation."""
+class GmP(Family):
+    """The linear part ``s = u(theta)^T (x - E[x]) + lambda`` of a layer of GmP neurons; ``post`` applies r
+    after the norm and the activation. Initial tensors: the module docstring."""
 
     kind = "gmp"
+    roles = {"theta": "weight", "lam": "bias", "r": "weight"}
+    bias_name = "lam"
 
     def __init__(self, fan_in: int, fan_out: int, runs: int = 1, imn: bool = False):
         super().__init__()
@@ -119,6 +126,27 @@ class GmP(nn.Module):
             self.register_buffer("running_mean", torch.zeros(runs, fan_in, dtype=DTYPE))
         self.track = True
 
+    @classmethod
+    def build(cls, layer: Layer, runs: int) -> "GmP":
+        return cls(layer.fan_in, layer.fan_out, runs, imn=layer.imn)
+
+    @classmethod
+    def initial(cls, spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
+        if spec.gmp_init == "uniform":  # Chen and Ge, section 4.3
+            scale, branch = scales(spec, layer)
+            r = np.full(layer.fan_out, 1.0) * scale * branch
+            return {"theta": uniform_angles(init_rng(seed, layer.index, ANGLES), layer.fan_out, layer.fan_in),
+                    "lam": torch.zeros(layer.fan_out, dtype=torch.float64), "r": torch.from_numpy(r)}
+        # "from_sp": the SP twin's weights, u = w / |w|, lambda = b / |w|, r = |w|
+        b, w = sp_bias(spec, layer, seed), sp_weight(spec, layer, seed)
+        norm = np.linalg.norm(w, axis=1)
+        return {"theta": angles_from_direction(torch.from_numpy(w / norm[:, None])),
+                "lam": torch.from_numpy(b / norm), "r": torch.from_numpy(norm)}
+
+    @staticmethod
+    def products(layer: Layer) -> tuple[tuple[int, int], ...]:
+        return ((layer.fan_out, layer.fan_in),)  # u(theta) as a matrix; the angles' cost does not scale with B
+
     def direction(self) -> torch.Tensor:
         return direction_from_angles(self.theta)
 
@@ -126,11 +154,9 @@ class GmP(nn.Module):
         """``x - E[x]`` with IMN (``study.nn.layers.centered``), ``x`` otherwise."""
         return centered(self, x)
 
-    def forward(self, x):
-        return stacked_linear(self.centered(x), self.direction(), self.lam)
+    def transform(self, x, with_bias: bool = True):
+        return stacked_linear(self.centered(x), self.direction(), self.lam if with_bias else None)
 
-    def scale(self, a: torch.Tensor) -> torch.Tensor:
+    def post(self, a: torch.Tensor) -> torch.Tensor:
+        """``r * a``: the radius of each neuron, after its norm and activation (eq. 15)."""
         return a * self.r.unsqueeze(1)
-
-    def roles(self) -> dict[str, str]:
-        return {"theta": "weight", "lam": "bias", "r": "weight"}

@@ -13,6 +13,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from archstudy.sampling import ArchSpec, Layer
+
+from .family import Family
+from .initialization import WEIGHT, init_rng, sp_bias
 from .layers import DTYPE
 
 
@@ -30,10 +34,13 @@ def reflect(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return torch.baddbmm(xt, v.unsqueeze(-1), c, alpha=-1.0).transpose(1, 2)
 
 
-class Householder(nn.Module):
-    """``x -> H(u) x + b`` on width-to-width layers."""
+class Householder(Family):
+    """``x -> H(u) x + b`` on width-to-width layers; initially u ~ N(0, I) (from the layer's weight generator)
+    and the standard-parameterization bias (``study.nn.initialization``)."""
 
     kind = "householder"
+    roles = {"u": "weight", "bias": "bias"}
+    bias_name = "bias"
 
     def __init__(self, width: int, runs: int = 1):
         super().__init__()
@@ -41,14 +48,26 @@ class Householder(nn.Module):
         self.u = nn.Parameter(torch.empty(runs, width, dtype=DTYPE))
         self.bias = nn.Parameter(torch.empty(runs, width, dtype=DTYPE))
 
-    def forward(self, x):
-        return reflect(x, self.u) + self.bias.unsqueeze(1)
+    @classmethod
+    def build(cls, layer: Layer, runs: int) -> "Householder":
+        return cls(layer.fan_in, runs)
+
+    @classmethod
+    def initial(cls, spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
+        return {"u": torch.from_numpy(init_rng(seed, layer.index, WEIGHT).standard_normal(layer.fan_in)),
+                "bias": torch.from_numpy(sp_bias(spec, layer, seed))}
+
+    @staticmethod
+    def products(layer: Layer) -> tuple[tuple[int, int], ...]:
+        # c = u^T x (1 x n) and the rank-one update x - (2 u / |u|^2) c (n x 1): 2n multiply-adds per example
+        return ((1, layer.fan_in), (layer.fan_in, 1))
+
+    def transform(self, x, with_bias: bool = True):
+        s = reflect(x, self.u)
+        return s + self.bias.unsqueeze(1) if with_bias else s
 
     def matrix(self) -> torch.Tensor:
         """``H(u)`` as a dense [R, n, n] matrix (for tests and reports; the forward never forms it)."""
         R, n = self.u.shape
         eye = torch.eye(n, dtype=self.u.dtype, device=self.u.device).expand(R, n, n)
         return reflect(eye.transpose(1, 2), self.u).transpose(1, 2)
-
-    def roles(self) -> dict[str, str]:
-        return {"u": "weight", "bias": "bias"}

@@ -21,13 +21,13 @@ every caller sees, but ``stacked_linear`` returns it on *feature-major* memory, 
   would normalize over the wrong axis);
 * element-wise ops (activations, skip additions, GmP radii) keep their input's layout.
 
-Measured (CPU time per training step of 40 stacked runs, one thread, batch 250, dense batchnorm-relu
-nets, best of 3 runs alternating old and new code on the shared 2-core machine, noise about 10%): the
-[B, R n] copies were 10% of the step's profile (20k parameters); without them (and with the products
-above) the step went from 96.7 to 65.1 ms (depth 3, 20k parameters), 110.6 to 79.6 (depth 9, 20k),
-131.5 to 105.8 (depth 25, 20k), and stayed level at 1M parameters (1898 vs 2081 ms, within the noise:
-there the products dominate). With the trainer's chunking and folded forward on top
-(``study.training``): 64.0, 72.9, 96.9 and 1750 ms.
+Feature-major memory saves the [B, R n] copies a batch-major stack needs around every batchnorm, which were a
+tenth of a small net's training step: measured in docs/performance.md.
+
+The normalizations (``NORMS``, keyed by ``Layer.norm``) have no trainable scale or shift (appendix C); their
+``normalize`` takes the affine and the folded bias the trainer's folded forward hands them
+(``Network.propagate``), their forward is ``normalize`` without either. The dense family is declared here
+(``Dense``; the interface is ``study.nn.family``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from archstudy.sampling import ArchSpec, Layer
+
 from .activations import Activation
+from .family import Family
+from .initialization import sp_bias, sp_weight
 
 BN_MOMENTUM = 0.1
 NORM_EPS = 1e-5
@@ -79,10 +83,13 @@ def centered(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return x - mean.unsqueeze(-2)
 
 
-class Dense(nn.Module):
-    """A fully-connected layer ``s = W x + b``, or ``s = W (x - E[x]) + b`` with ``imn`` (``centered``)."""
+class Dense(Family):
+    """A fully-connected layer ``s = W x + b``, or ``s = W (x - E[x]) + b`` with ``imn`` (``centered``); its
+    initial tensors are ``study.nn.initialization``'s standard-parameterization draws."""
 
     kind = "dense"
+    roles = {"weight": "weight", "bias": "bias"}
+    bias_name = "bias"
 
     def __init__(self, fan_in: int, fan_out: int, runs: int = 1, imn: bool = False):
         super().__init__()
@@ -93,18 +100,60 @@ class Dense(nn.Module):
             self.register_buffer("running_mean", torch.zeros(runs, fan_in, dtype=DTYPE))
         self.track = True  # update the running mean in training mode (off inside ``frozen_statistics``)
 
+    @classmethod
+    def build(cls, layer: Layer, runs: int) -> "Dense":
+        return cls(layer.fan_in, layer.fan_out, runs, imn=layer.imn)
+
+    @classmethod
+    def initial(cls, spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
+        return {"weight": torch.from_numpy(sp_weight(spec, layer, seed)),
+                "bias": torch.from_numpy(sp_bias(spec, layer, seed))}
+
+    @staticmethod
+    def products(layer: Layer) -> tuple[tuple[int, int], ...]:
+        return ((layer.fan_out, layer.fan_in),)
+
     def centered(self, x):
         return centered(self, x)
 
-    def forward(self, x):
-        return stacked_linear(self.centered(x), self.weight, self.bias)
+    def transform(self, x, with_bias: bool = True):
+        return stacked_linear(self.centered(x), self.weight, self.bias if with_bias else None)
 
-    def roles(self) -> dict[str, str]:
-        return {"weight": "weight", "bias": "bias"}
+
+def _affine(value: float | None, size: int, like: torch.Tensor) -> torch.Tensor | None:
+    """A constant affine weight or bias of ``size`` channels for ``F.batch_norm`` / ``F.layer_norm``."""
+    return None if value is None else torch.full((size,), value, dtype=like.dtype, device=like.device)
+
+
+class NoNorm(nn.Module):
+    """No normalization: the identity."""
+
+    affine = False  # it has no affine to take a folded scale and shift
+    input_statistics = ()
+
+    def __init__(self, width: int = 0, runs: int = 1):
+        super().__init__()
+
+    @property
+    def cancels_bias(self) -> bool:
+        return False
+
+    def forward(self, x):
+        return x
+
+    def normalize(self, s: torch.Tensor, gamma: float | None = None, beta: float | None = None,
+                  folded_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``s`` itself: there is nothing to fold into."""
+        if gamma is not None or beta is not None or folded_bias is not None:
+            raise ValueError("no normalization: nothing can be folded into it")
+        return s
 
 
 class BatchNorm(nn.Module):
     """Batch normalization without affine parameters; running statistics for evaluation."""
+
+    affine = True  # ``normalize`` applies a given scale and shift inside the kernel
+    input_statistics = ("mean", "var")
 
     def __init__(self, width: int, runs: int = 1):
         super().__init__()
@@ -113,44 +162,79 @@ class BatchNorm(nn.Module):
         self.register_buffer("running_var", torch.ones(runs, width, dtype=DTYPE))
         self.track = True  # update running statistics in training mode (off inside ``frozen_statistics``)
 
+    @property
+    def cancels_bias(self) -> bool:
+        """In training mode BN(s + b) = BN(s): a bias added before it cancels (it only shifts the running mean)."""
+        return self.training
+
     def forward(self, x):
-        R, B, n = x.shape
-        if self.training:
-            rm = self.running_mean.view(-1) if self.track else None
-            rv = self.running_var.view(-1) if self.track else None
-            args = dict(training=True, momentum=BN_MOMENTUM, eps=NORM_EPS)
-        else:
-            rm, rv = self.running_mean.view(-1), self.running_var.view(-1)
-            args = dict(training=False, eps=NORM_EPS)
-        if feature_major(x):
+        return self.normalize(x)
+
+    def normalize(self, s: torch.Tensor, gamma: float | None = None, beta: float | None = None,
+                  folded_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """BN(s) * gamma + beta (None: 1 and 0), over the batch of each run's channels. ``folded_bias`` [R, n]:
+        a bias the linear op left out of ``s`` (training mode only): the output is the same (it cancels) and
+        the running mean is updated as if it had been added:
+        ``(1 - m) mu + m (mean(s) + b) = [(1 - m) mu + m mean(s)] + m b``."""
+        R, B, n = s.shape
+        weight, bias = _affine(gamma, R * n, s), _affine(beta, R * n, s)
+        track = self.training and self.track
+        if track and folded_bias is not None:
+            # The update below makes mu (1 - m) mu + m mean(s); with mu + m b / (1 - m) first, the result is
+            # (1 - m) mu + m (mean(s) + b). (Not after: batch_norm's backward reads the buffer's version.)
+            with torch.no_grad():
+                self.running_mean.add_(folded_bias.detach(), alpha=BN_MOMENTUM / (1.0 - BN_MOMENTUM))
+        rm = self.running_mean.view(-1) if track or not self.training else None
+        rv = self.running_var.view(-1) if track or not self.training else None
+        if feature_major(s):
             # [1, R*n, B]: channel (r, j) over the batch, no copy either way
-            y = F.batch_norm(x.transpose(1, 2).view(1, R * n, B), rm, rv, **args)
-            return y.view(R, n, B).transpose(1, 2)
-        y = F.batch_norm(x.transpose(0, 1).reshape(B, R * n), rm, rv, **args)
-        return y.view(B, R, n).transpose(0, 1)
+            return F.batch_norm(s.transpose(1, 2).view(1, R * n, B), rm, rv, weight, bias, self.training,
+                                BN_MOMENTUM, NORM_EPS).view(R, n, B).transpose(1, 2)
+        return F.batch_norm(s.transpose(0, 1).reshape(B, R * n), rm, rv, weight, bias, self.training, BN_MOMENTUM,
+                            NORM_EPS).view(B, R, n).transpose(0, 1)
 
 
 class LayerNorm(nn.Module):
     """Layer normalization without affine parameters (per example, over the features)."""
 
-    def __init__(self, width: int):
+    affine = True
+    input_statistics = ()
+
+    def __init__(self, width: int, runs: int = 1):
         super().__init__()
         self.width = width
 
+    @property
+    def cancels_bias(self) -> bool:
+        return False  # a per-feature bias does not cancel in a per-example normalization
+
     def forward(self, x):
-        return F.layer_norm(x, (self.width,), eps=NORM_EPS)
+        return self.normalize(x)
+
+    def normalize(self, s: torch.Tensor, gamma: float | None = None, beta: float | None = None,
+                  folded_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """LN(s) * gamma + beta (None: 1 and 0); no bias cancels here (``folded_bias`` must be None)."""
+        if folded_bias is not None:
+            raise ValueError("a bias does not cancel in layer normalization")
+        n = s.shape[-1]
+        return F.layer_norm(s, (n,), _affine(gamma, n, s), _affine(beta, n, s), NORM_EPS)
+
+
+# The normalization of a layer by ``Layer.norm`` (archstudy.sampling.spec.NORMS).
+NORMS: dict[str, type[nn.Module]] = {"none": NoNorm, "batch": BatchNorm, "layer": LayerNorm}
 
 
 class ActivationLayer(nn.Module):
-    """``c * tau(d s + t) + b`` element-wise (``study.nn.activations.Activation``)."""
+    """``c * tau(d s + t) + b`` element-wise (``study.nn.activations.Activation``); ``constants``: (c, b) when
+    the caller has them (see ``Activation.__call__``)."""
 
     def __init__(self, act: Activation):
         super().__init__()
         self.act = act
         act.constants  # computed (and cached) once per variant, at build time rather than in the first forward
 
-    def forward(self, s):
-        return self.act(s)
+    def forward(self, s, constants: tuple[float, float] | None = None):
+        return self.act(s, constants)
 
     def extra_repr(self):
         a = self.act

@@ -6,8 +6,13 @@ after the linear op k layers later (``h_{l+k} += strength * start``); the last o
 through a fixed, untrained projection: a d_out x width submatrix of a uniformly random orthogonal matrix
 times max(1, sqrt(d_out / width)).
 
+Each linear layer is the family its ``Layer.kind`` names (``study.nn.families``: dense, GmP, Householder), each
+declared once: how it is built, initialized, applied, and what it folds. The network's forward and the trainer's
+folded forward are one loop (``Network.propagate``).
+
 Initialization (appendix C, or the spec's ``init``), all in float64 from numpy generators keyed by
-(seed, layer, purpose), so architecture siblings built with the same seed share every draw they can:
+(seed, layer, purpose) (``study.nn.initialization``), so architecture siblings built with the same seed share
+every draw they can:
 
 * linear op, ``init = "orthogonal"`` (appendix C): a d_out x d_in submatrix of a uniformly random
   orthogonal max x max matrix, times max(1, sqrt(d_out / d_in)); ``"kaiming"``: W_ij ~ N(0, 2 / d_in)
@@ -36,35 +41,19 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-import numpy as np
 import torch
 from torch import nn
 
-from archstudy.sampling import BIAS_VARIANCE, ArchSpec, Layer, SpecError
+from archstudy.sampling import ArchSpec, Layer, SpecError
 from archstudy.sampling.constraints import Constraint, check, is_int
 
 from .activations import Activation
-from .gmp import GmP, angles_from_direction, uniform_angles
-from .householder import Householder
-from .layers import DTYPE, ActivationLayer, BatchNorm, Dense, LayerNorm
+from .families import family
+from .initialization import PROJECTION, init_rng, orthogonal_submatrix
+from .layers import DTYPE, NORMS, ActivationLayer
 
-_WEIGHT, _BIAS, _PROJECTION, _ANGLES = 0, 1, 2, 3  # purposes of the init generators
-
-
-def init_rng(seed: int, layer: int, purpose: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, layer, purpose])))
-
-
-def orthogonal_submatrix(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
-    """A rows x cols submatrix of a uniformly (Haar) random max x max orthogonal matrix.
-
-    Its leading min(rows, cols) columns (or rows) form a Haar-random orthonormal frame, which is the QR
-    factor of an m x k Gaussian matrix with the signs of R's diagonal fixed (Mezzadri 2007); forming the
-    whole m x m matrix is never needed."""
-    m, k = max(rows, cols), min(rows, cols)
-    q, r = np.linalg.qr(rng.standard_normal((m, k)))
-    q = q * np.sign(np.diag(r))
-    return q.T.copy() if rows < cols else q
+__all__ = ["Network", "Seeds", "build_network", "frozen_statistics", "init_rng", "layer_init", "minibatches",
+           "orthogonal_submatrix", "output_scale", "projection_init", "rows_of"]
 
 
 class Network(nn.Module):
@@ -76,21 +65,8 @@ class Network(nn.Module):
             raise ValueError(f"runs = {runs!r}: must be >= 1")
         self.spec, self.runs = spec, runs
         self.act = Activation.of(spec)
-        self.linears = nn.ModuleList()
-        self.norms = nn.ModuleList()
-        for layer in spec.layers():
-            if layer.kind == "householder":
-                self.linears.append(Householder(layer.fan_in, runs))
-            elif layer.kind == "gmp":
-                self.linears.append(GmP(layer.fan_in, layer.fan_out, runs, imn=layer.imn))
-            else:
-                self.linears.append(Dense(layer.fan_in, layer.fan_out, runs, imn=layer.imn))
-            if layer.norm == "batch":
-                self.norms.append(BatchNorm(layer.fan_out, runs))
-            elif layer.norm == "layer":
-                self.norms.append(LayerNorm(layer.fan_out))
-            else:
-                self.norms.append(nn.Identity())
+        self.linears = nn.ModuleList(family(layer.kind).build(layer, runs) for layer in spec.layers())
+        self.norms = nn.ModuleList(NORMS[layer.norm](layer.fan_out, runs) for layer in spec.layers())
         self.activation = ActivationLayer(self.act)
         skips = spec.skips()
         self._skip_from = {s.start: s for s in skips}
@@ -105,32 +81,58 @@ class Network(nn.Module):
         squeeze = x.dim() == 2 and self.runs == 1
         if x.dim() == 3 and x.shape[0] != self.runs:
             raise ValueError(f"input has {x.shape[0]} runs, the network {self.runs}")
-        h, start = x, None
-        strength = self.spec.skip_strength
-        depth = self.spec.depth
-        for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
-            s = linear(h)
-            if l in self._skip_to:
-                carried = self._project(start) if self._skip_to[l].project else start
-                s = s + carried if strength == 1.0 else s + strength * carried
-            skip = self._skip_from.get(l)
-            if skip is not None and skip.at == "linear":
-                start = s
-            s = norm(s)
-            if skip is not None and skip.at == "norm":
-                start = s
-            if l == depth:
-                h = s
-            else:
-                h = self.activation(s)
-                if isinstance(linear, GmP):
-                    h = linear.scale(h)
+        h = self.propagate(x)
         # contiguous: the layers leave the output on feature-major memory (study.nn.layers); it is small
         return (h.squeeze(0) if squeeze else h).contiguous()
 
-    def _project(self, start: torch.Tensor) -> torch.Tensor:
-        """``start @ P^T`` computed as ``P @ start^T``, which reads feature-major memory without a copy (``P``
-        [d_out, width] shared by the runs, or [R, d_out, width] one per run: the product broadcasts)."""
+    def propagate(self, x: torch.Tensor, *, fold: bool = False,
+                  constants: tuple[float, float] | None = None) -> torch.Tensor:
+        """The network's function on ``x`` ([B, d_in] shared or [R, B, d_in]) as [R, B, d_out]: per layer the
+        family's linear op, the skip arriving there, the norm, the activation and the family's post step.
+
+        ``fold = False`` is the reference computation ``forward`` returns: every module is called (forward hooks
+        see it). ``fold = True`` is the trainer's folded forward (``study.training.fused``, whose docstring
+        says why each fold leaves the function as it is): where a layer's norm cancels its bias (batchnorm in
+        training mode, ``cancels_bias``; the family's ``bias_folds``) and no skip starts after its linear op,
+        the bias is left out of the product and handed to the norm (the running mean moves as if it had been
+        added); where a norm with an affine follows and no skip starts after it, the activation's dilation and
+        shift, and for a positively homogeneous tau its scale, are the norm's affine (``norm_affine``) and only
+        the rest of the activation follows (``after_affine``). ``constants``: the activation's (c, b) when
+        the caller has them (a traced forward cannot run the quadrature behind ``Activation.constants``)."""
+        act = self.act
+        c, b = act.constants if constants is None else constants
+        strength = self.spec.skip_strength
+        depth = self.spec.depth
+        h, start = x, None
+        for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
+            last = l == depth
+            skip = self._skip_from.get(l)
+            at = None if skip is None else skip.at  # where a skip starting here takes its value
+            fold_bias = fold and norm.cancels_bias and linear.bias_folds and at != "linear"
+            fold_act = fold and norm.affine and not last and at != "norm"
+            s = linear.transform(h, with_bias=False) if fold_bias else linear(h)
+            if l in self._skip_to:
+                carried = self.project(start) if self._skip_to[l].project else start
+                s = s + carried if strength == 1.0 else s + strength * carried
+            if at == "linear":
+                start = s
+            if fold_bias or fold_act:
+                gamma, beta = act.norm_affine(c) if fold_act else (None, None)
+                s = norm.normalize(s, gamma, beta, linear.additive_bias() if fold_bias else None)
+            else:
+                s = norm(s)
+            if at == "norm":
+                start = s
+            if last:
+                return s
+            y = act.after_affine(s, (c, b)) if fold_act else self.activation(s, (c, b))
+            h = linear.post(y)
+        raise AssertionError("unreachable: the last layer returns")
+
+    def project(self, start: torch.Tensor) -> torch.Tensor:
+        """The fixed skip projection into the output, ``start @ P^T``, computed as ``P @ start^T``, which reads
+        feature-major memory without a copy (``P`` [d_out, width] shared by the runs, or [R, d_out, width] one
+        per run: the product broadcasts)."""
         return torch.matmul(self.projection, start.transpose(-1, -2)).transpose(-1, -2)
 
     # -- stacks ----------------------------------------------------------------------------------
@@ -163,10 +165,11 @@ class Network(nn.Module):
                 yield name, b
 
     def param_roles(self) -> dict[str, str]:
-        """``name -> "weight" | "bias"`` for every trainable tensor (the lr_min sum runs over the weights)."""
+        """``name -> "weight" | "bias"`` for every trainable tensor (the lr_min sum runs over the weights), as
+        each layer's family declares them."""
         roles = {}
         for i, linear in enumerate(self.linears):
-            for pname, role in linear.roles().items():
+            for pname, role in linear.roles.items():
                 roles[f"linears.{i}.{pname}"] = role
         return roles
 
@@ -206,44 +209,13 @@ def frozen_statistics(net: nn.Module):
 
 def layer_init(spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
     """The initial tensors of one linear layer (without the runs dimension), by parameter name, drawn from
-    the generators of ``seed`` as the module docstring says."""
-    scale, branch = spec.init_scale, spec.branch_scale if layer.in_branch else 1.0  # applied in this order
-    if layer.kind == "gmp" and spec.gmp_init == "uniform":  # Chen and Ge, section 4.3
-        r = np.full(layer.fan_out, 1.0) * scale * branch
-        return {"theta": uniform_angles(init_rng(seed, layer.index, _ANGLES), layer.fan_out, layer.fan_in),
-                "lam": torch.zeros(layer.fan_out, dtype=torch.float64), "r": torch.from_numpy(r)}
-    gaussian_bias = spec.bias_init == "gaussian"
-    zero = spec.init == "zero" and layer.in_branch
-    if gaussian_bias and not zero:
-        b = init_rng(seed, layer.index, _BIAS).standard_normal(layer.fan_out) * math.sqrt(BIAS_VARIANCE)
-    else:
-        b = np.zeros(layer.fan_out)
-    b = b * scale * branch
-    rng = init_rng(seed, layer.index, _WEIGHT)
-    if layer.kind == "householder":
-        return {"u": torch.from_numpy(rng.standard_normal(layer.fan_in)), "bias": torch.from_numpy(b)}
-    shape = (layer.fan_out, layer.fan_in)
-    if zero:
-        w = np.zeros(shape)
-    elif spec.init == "kaiming":
-        w = rng.standard_normal(shape) * math.sqrt(2.0 / layer.fan_in)
-    elif spec.init == "xavier":
-        w = rng.standard_normal(shape) * math.sqrt(2.0 / (layer.fan_in + layer.fan_out))
-    else:
-        w = orthogonal_submatrix(rng, *shape) * max(1.0, math.sqrt(layer.fan_out / layer.fan_in))
-    if gaussian_bias:
-        w = w * math.sqrt(1.0 - BIAS_VARIANCE)
-    w = w * scale * branch
-    if layer.kind == "gmp":
-        norm = np.linalg.norm(w, axis=1)
-        return {"theta": angles_from_direction(torch.from_numpy(w / norm[:, None])),
-                "lam": torch.from_numpy(b / norm), "r": torch.from_numpy(norm)}
-    return {"weight": torch.from_numpy(w), "bias": torch.from_numpy(b)}
+    the generators of ``seed`` as its family declares (``Family.initial``; the module docstring)."""
+    return family(layer.kind).initial(spec, layer, seed)
 
 
 def projection_init(spec: ArchSpec, seed: int) -> torch.Tensor:
     """The fixed skip projection into the output: [d_out, width] (module docstring)."""
-    p = orthogonal_submatrix(init_rng(seed, 0, _PROJECTION), spec.d_out, spec.width)
+    p = orthogonal_submatrix(init_rng(seed, 0, PROJECTION), spec.d_out, spec.width)
     return torch.from_numpy(p * max(1.0, math.sqrt(spec.d_out / spec.width)))
 
 

@@ -54,6 +54,7 @@ from torch import nn
 from archstudy.sampling import ArchSpec, solve_width
 
 from ..nn.activations import Activation
+from ..nn.families import family
 from ..nn.layers import ActivationLayer
 from ..nn.network import build_network
 from ..experiment.protocol import Protocol
@@ -147,17 +148,14 @@ def fp64_peak(name: str) -> tuple[float, str]:
 
 
 def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
-    """Matrix-product flops of one training step of ``runs`` runs on minibatches of ``batch``: per dense
-    layer (fan_in -> fan_out) and run, 2 B fan_in fan_out each for the forward product, the weight
-    gradient and the input gradient (none for the first layer: the data needs no gradient). Householder
-    layers (two rank-one products per example and direction) are counted the same way."""
+    """Matrix-product flops of one training step of ``runs`` runs on minibatches of ``batch``: per layer and
+    run, 2 B x its family's multiply-adds per example (``Family.multiply_adds``: fan_in fan_out for a dense or
+    GmP layer, 2n for a Householder layer's two rank-one products) each for the forward products, the weight
+    gradient and the input gradient (none for the first layer: the data needs no gradient)."""
     total = 0
     for layer in spec.layers():
         products = 2 if layer.index == 1 else 3
-        if layer.kind == "householder":
-            total += products * 2 * 2 * batch * layer.fan_in
-        else:
-            total += products * 2 * batch * layer.fan_in * layer.fan_out
+        total += products * 2 * batch * family(layer.kind).multiply_adds(layer)
     return float(total * runs)
 
 
@@ -250,33 +248,26 @@ def time_plain(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.
 
 def gemm_ops(spec: ArchSpec, runs: int, batch: int, device: torch.device) -> list[tuple]:
     """The matrix products of one stacked training step, as (function, a, b, out) with preallocated
-    operands: per dense layer the forward product (one GEMM for all runs on the shared input of layer 1,
-    a batched one after), the weight gradient, and the input gradient (not for layer 1); per Householder
-    layer its two batched rank-one products, forward and backward, at the flops ``step_flops`` counts."""
+    operands: per matrix o x i its layer's family multiplies each example by (``Family.products``: a dense or
+    GmP layer's weight matrix, a Householder layer's u^T and u, rank one), the forward product (one GEMM for all
+    runs on the shared input of layer 1, a batched one after), the weight gradient, and the input gradient (not
+    for layer 1), at the flops ``step_flops`` counts."""
     dt = torch.float64
     ops = []
     for layer in spec.layers():
-        i, o = layer.fan_in, layer.fan_out
-        if layer.kind == "householder":  # c = u^T X [R, 1, B] and X - v c [R, n, B], and their gradients
-            u = torch.randn(runs, 1, i, dtype=dt, device=device)
+        for o, i in family(layer.kind).products(layer):
+            w = torch.randn(runs, o, i, dtype=dt, device=device)
+            if layer.index == 1:
+                x = torch.randn(i, batch, dtype=dt, device=device)
+                ops.append((torch.mm, w.view(runs * o, i), x, torch.empty(runs * o, batch, dtype=dt, device=device)))
+                g = torch.randn(runs * o, batch, dtype=dt, device=device)
+                ops.append((torch.mm, g, x.T, torch.empty(runs * o, i, dtype=dt, device=device)))
+                continue
             x = torch.randn(runs, i, batch, dtype=dt, device=device)
-            c = torch.randn(runs, 1, batch, dtype=dt, device=device)
-            for _ in range(3):
-                ops.append((torch.bmm, u, x, torch.empty(runs, 1, batch, dtype=dt, device=device)))
-                ops.append((torch.bmm, u.transpose(1, 2), c, torch.empty(runs, i, batch, dtype=dt, device=device)))
-            continue
-        w = torch.randn(runs, o, i, dtype=dt, device=device)
-        if layer.index == 1:
-            x = torch.randn(i, batch, dtype=dt, device=device)
-            ops.append((torch.mm, w.view(runs * o, i), x, torch.empty(runs * o, batch, dtype=dt, device=device)))
-            g = torch.randn(runs * o, batch, dtype=dt, device=device)
-            ops.append((torch.mm, g, x.T, torch.empty(runs * o, i, dtype=dt, device=device)))
-            continue
-        x = torch.randn(runs, i, batch, dtype=dt, device=device)
-        g = torch.randn(runs, o, batch, dtype=dt, device=device)
-        ops.append((torch.bmm, w, x, torch.empty(runs, o, batch, dtype=dt, device=device)))
-        ops.append((torch.bmm, g, x.transpose(1, 2), torch.empty(runs, o, i, dtype=dt, device=device)))
-        ops.append((torch.bmm, w.transpose(1, 2), g, torch.empty(runs, i, batch, dtype=dt, device=device)))
+            g = torch.randn(runs, o, batch, dtype=dt, device=device)
+            ops.append((torch.bmm, w, x, torch.empty(runs, o, batch, dtype=dt, device=device)))
+            ops.append((torch.bmm, g, x.transpose(1, 2), torch.empty(runs, o, i, dtype=dt, device=device)))
+            ops.append((torch.bmm, w.transpose(1, 2), g, torch.empty(runs, i, batch, dtype=dt, device=device)))
     return ops
 
 

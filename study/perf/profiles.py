@@ -67,12 +67,8 @@ def stack_epochs(epochs) -> float:
 
 
 # Measured by ``measure_epoch_profiles(n=8, budget=5_000, dataset="waveform-noise")`` (study seed 0: the
-# first 8 architectures of the paper space at 5,000 parameters; one thread on the shared 2-core machine,
-# 5 to 53 minutes each). Each run's epochs: 60 for a run that never improves after its first epochs (10 +
-# 10 x 5), up to 236; runs 0-12 of a net mostly sit at that floor (rates too small to move in 60 epochs),
-# the middle rates train longest. Runs whose loss turned non-finite end their windows at once: the
-# depth-41 relu net without normalization diverged at its 23 highest rates (11 to 70 epochs each).
-# Mean epochs per run: 75.1 over the 8 nets (51 to 97 each).
+# first 8 architectures of the paper space at 5,000 parameters); when, where, and what they show:
+# docs/performance.md.
 PROFILES: tuple[dict, ...] = (
     {"index": 0, "depth": 37, "width": 11, "activation": "selu", "norm": "batch", "skip": "after_norm",
      "selected": 17, "test_error": 0.146, "diverged_runs": (),

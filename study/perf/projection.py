@@ -14,8 +14,7 @@ where live(e) is the number of runs still training in epoch e (finished runs lea
 the measured time of one training step of an R-run stack of the 1M-parameter net of depth d (the bench's
 CIFAR10-shaped cases at depths 3, 9, 25, 49, linearly interpolated in depth and in R between the measured
 stack sizes), and t_eval the measured evaluation time per example and run. The initialization metrics are
-left out (the NLC of a 1M-parameter net costs about half of one run's epoch, well under 1% of its
-training).
+left out (a small fraction of one run's training: docs/performance.md).
 
 live(e) comes from real trainings: ``measure_epoch_profiles`` trains architectures of the paper's space
 with the paper protocol and records every run's epochs (``PROFILES`` holds what was measured, and the

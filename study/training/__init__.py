@@ -2,8 +2,9 @@
 
 ``train_architecture(spec, data, seed, protocol)`` trains all starting learning rates of one
 architecture as one stacked model and returns an ``Outcome``. The parts, each a small module:
-``schedule`` (the per-run patience / rewind / division state machine, and the steps schedule),
-``lr_min`` (the smallest starting rate), ``optim`` (stacked SGD, with momentum, and Adam), ``loss``
+``schedule`` (the per-run patience / rewind / division state machine, and the steps schedule, each a
+``Scheduler`` picked by ``Protocol.schedule``), ``lr_min`` (the smallest starting rate), ``optim`` (stacked SGD,
+with momentum, and Adam, each an ``Optimizer`` picked by ``Protocol.optimizer``), ``loss``
 (per-run losses, cross-entropy or mse, and errors), ``splits`` (checked data, minibatch orders),
 ``stack`` (the live stack and its step), ``fused`` (the step's folded forward), ``compiled`` (the same
 through ``torch.compile``, and the rule that picks one), ``timing``, ``determinism`` (the CUDA flags a

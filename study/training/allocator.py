@@ -2,11 +2,10 @@
 
 A training step allocates and frees the same activation-sized blocks (a few MB each) every step. glibc's
 malloc serves blocks above its mmap threshold with fresh ``mmap`` pages and returns them with ``munmap``
-on free, so every step pays a page fault per 4 KB touched: measured on this 2-core machine, an out-of-place
-op on a [40, 74, 250] float64 stack took 4.7 ms and ~970 page faults, on memory it had already touched
-0.077 ms (study/training/stack.py). Raising the mmap threshold to its maximum (32 MB on 64-bit) and never
-trimming the heap top keeps those blocks in the heap, where the next step reuses them: a 40-run stack of
-the bench's 20k-parameter nets stepped 11% (depth 9) to 21% (depth 25) faster on one thread.
+on free, so every step pays a page fault per 4 KB touched, which costs more than the op itself on small
+stacks. Raising the mmap threshold to its maximum (32 MB on 64-bit) and never trimming the heap top keeps
+those blocks in the heap, where the next step reuses them (what that gains per step is measured in
+docs/performance.md).
 
 Process-wide, so only an entry point calls it, once: a study worker (``study.run.unit.execute_unit``) and
 ``archstudy bench``; ``train_architecture`` itself leaves malloc as it finds it. Idempotent; a no-op where

@@ -137,17 +137,11 @@ FORWARDS = ("auto", "eager", "compiled")
 # step's time (a margin over the timing noise of interleaved repeats on a shared machine).
 FASTER = 0.9
 # On a GPU, the compiled forward is used for architectures whose layer-steps per epoch (depth x minibatches
-# of an epoch, ``layer_steps``) are at least these; the compile, 12-57 s once per architecture, must pay
-# for itself over the ~75 stack epochs an architecture trains (``study.perf.projection.EXPECTED_STACK_EPOCHS``).
-# Measured with ``archstudy bench --device cuda`` on one NVIDIA H100 80GB HBM3 (float64, 40 runs, batch
-# 250; eager -> compiled s/epoch, compile s, layer-steps): the step is launch-bound, so the compiled one
-# saves about 0.1-0.15 ms per dense layer and step, and 1.2 ms per Householder layer and step:
-#   small (depth 9, 12 steps) 0.048 -> 0.041, 17 s, 108: saves 0.5 s in 75 epochs, no
-#   small-d25 (12 steps)      0.081 -> 0.058, 27 s, 300: saves 1.7 s, no
-#   1M (depth 9, 160 steps)   0.83  -> 0.68,  12 s, 1,440: saves 12 s, even
-#   1M-d25 (160 steps)        1.44  -> 1.11,  33 s, 4,000: saves 25 s, no
-#   1M-d49 (160 steps)        3.07  -> 1.92,  57 s, 7,840: saves 86 s, yes
-#   1M-householder (depth 25) 10.9  -> 6.0,   37 s, 4,000: saves 370 s, yes
+# of an epoch, ``layer_steps``) are at least these. The step is launch-bound there, so the compiled one saves
+# a fixed time per layer and step (more per Householder layer, which launches more kernels), and the compile,
+# tens of seconds once per architecture, must pay for itself over the stack epochs an architecture trains
+# (``study.perf.profiles.EXPECTED_STACK_EPOCHS``); the thresholds are where it did, measured with
+# ``archstudy bench --device cuda`` on an H100 (docs/performance.md).
 CUDA_COMPILE_MIN_LAYER_STEPS = {"dense": 6_000, "householder": 400}
 
 
@@ -170,13 +164,11 @@ def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size
     architecture again computes the same numbers (the two forwards agree only to round-off, which a long
     training can amplify into a different selected run).
 
-    On a CPU the eager forward, always. Measured with ``archstudy bench`` and by training on this 2-core
-    machine (shared with other work; CPU time, interleaved repeats): the compiled step was slower in every
-    case tried, e.g. 1.1x the eager step's time for a depth-9 tanh net and 2-3x for the depth-9 relu net of
-    20k parameters, because inductor's float64 C++ code is no faster than ATen's kernels, which the
-    eager step already fuses where it matters (``F.batch_norm`` with the folded activation), and it stores
-    each relu's backward mask as bools through a slow vectorized conversion; the compile itself took
-    about a minute of CPU per architecture (gcc included), on top.
+    On a CPU the eager forward, always: the compiled step measured slower in every case tried, with
+    ``archstudy bench`` and by training (docs/performance.md), because inductor's float64 C++ code is no
+    faster than ATen's kernels, which the eager step already fuses where it matters (``F.batch_norm`` with
+    the folded activation), and it stores each relu's backward mask as bools through a slow vectorized
+    conversion; the compile itself costs CPU minutes per architecture (gcc included), on top.
 
     On a GPU, the compiled forward from ``CUDA_COMPILE_MIN_LAYER_STEPS`` layer-steps per epoch on (see
     there: measured on an H100, where it pays for its compile)."""
@@ -203,7 +195,7 @@ def scratch_copy(stack: Stack, size: int | None = None) -> Stack:
     n = stack.size if size is None else size
     with torch.no_grad():
         return Stack(net=stack.net.take(list(range(n))), runs=stack.runs[:n].copy(), lr=stack.lr[:n].clone(),
-                     opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
+                     optimizer=stack.optimizer, opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
                      nonfinite=stack.nonfinite[:n].clone(), loss_sum=stack.loss_sum[:n].clone())
 
 

@@ -24,7 +24,8 @@ training starts Adam from zero moments, as Algorithm 1 of Kingma & Ba does.
 
 SGD with momentum mu (``Protocol.momentum``): dW_lb is the step SGD with momentum would take at rate 1,
 the buffer b_b = mu b_{b-1} + g_b accumulated over the measuring epoch from b_0 = 0 (updates not applied);
-with mu = 0 it is the gradient, as above. The loss is the protocol's (``Protocol.loss``).
+with mu = 0 it is the gradient, as above. The loss is the protocol's (``Protocol.loss``). Each optimizer
+declares its update at rate 1 (``study.training.optim``: ``advance`` and ``direction``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import torch
 from ..nn.network import Network, frozen_statistics
 from ..experiment.protocol import Protocol
 from .loss import run_losses, stack_output
-from .optim import adam_direction, adam_moments
+from .optim import optimizer_of
 from .splits import LR_MIN_ORDER, Split, epoch_order
 
 
@@ -49,16 +50,13 @@ def weight_tensors(net: Network) -> dict[str, torch.Tensor]:
 
 def relative_terms(net: Network, train: Split, c_out: float, protocol: Protocol, seed: int) -> dict[str, float]:
     """Q_b |dW_lb|_F / |W_l|_F for every weight tensor l of the (single-run) network ``net``, by name;
-    updates not applied."""
+    updates not applied. dW_lb is the protocol's optimizer's update at rate 1 (``Optimizer.direction``), its
+    state advanced by every minibatch of the warm-up epochs and of the measuring one (``Optimizer.advance``)."""
     weights = weight_tensors(net)
     names = list(weights)
     tensors = [weights[n] for n in names]
-    adam = protocol.optimizer == "adam"
-    bufs = [torch.zeros_like(w) for w in tensors] if protocol.momentum else None
-    if adam:
-        ms = [torch.zeros_like(w) for w in tensors]
-        vs = [torch.zeros_like(w) for w in tensors]
-        t = torch.zeros(tensors[0].shape[0], dtype=torch.float64, device=tensors[0].device)
+    optimizer = optimizer_of(protocol)
+    slots = optimizer.view(optimizer.init(weights), names)
     sq = [torch.zeros((), dtype=torch.float64, device=w.device) for w in tensors]
     batches = 0
     with frozen_statistics(net):
@@ -67,19 +65,10 @@ def relative_terms(net: Network, train: Split, c_out: float, protocol: Protocol,
             for idx in epoch_order(len(train), protocol.batch_size, seed, LR_MIN_ORDER, epoch, train.x.device):
                 loss = run_losses(stack_output(net, train.x[idx]), train.y[idx], c_out, protocol.loss).sum()
                 grads = torch.autograd.grad(loss, tensors)
-                if adam:
-                    adam_moments(ms, vs, t, grads, protocol.adam_beta1, protocol.adam_beta2)
+                optimizer.advance(grads, slots)
                 if not measuring:
                     continue
-                for i, g in enumerate(grads):
-                    # SGD's update at rate 1 is -g (with momentum -b); Adam's is its bias-corrected direction.
-                    if adam:
-                        d = adam_direction(ms[i], vs[i], t, protocol.adam_beta1, protocol.adam_beta2,
-                                           protocol.adam_eps)
-                    elif bufs is not None:
-                        d = bufs[i].mul_(protocol.momentum).add_(g)
-                    else:
-                        d = g
+                for i, d in enumerate(optimizer.direction(grads, slots)):
                     sq[i] += (d * d).sum()
                 batches += 1
     terms = {}

@@ -14,14 +14,34 @@ Adam (Kingma & Ba 2015, Algorithm 1; figure 3F of the NLC paper), per run with i
     m <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2,   t <- t + 1
     W <- W - lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
 
-The functions take lists of tensors (a whole stack, or views of a chunk of its runs) and update them in
-place; the Adam and momentum state is a dict of stacked tensors so that best-state saving, rewinding,
-dropping and checkpoints treat it like the parameters.
+Each optimizer is one declaration (an ``Optimizer``, in the manner of optax: the state is explicit, the
+optimizer holds only its hyperparameters):
+
+* ``slots`` and ``scalars``: its state, per parameter (stored as ``"<slot>.<parameter name>"``, shaped like the
+  parameter: Adam's ``m`` and ``v``, momentum's ``b``) and per run ([R], stored by name: Adam's step count
+  ``t``). Every tensor carries the runs in dim 0, so best-state saving, rewinding, dropping finished runs and
+  checkpoints treat it like the parameters (``study.training.stack``), and the names are the ones checkpoints
+  have always held;
+* ``init(params) -> state``: the zero state of a dict of stacked parameters;
+* ``view(state, names, runs)``: ``Slots``, views of that state for the parameters ``names`` (in order) and the
+  stack positions ``runs`` (a chunk of the stack, ``study.training.stack.parts``);
+* ``update(params, grads, slots, lr)``: one step of every run in place, at the per-run rates ``lr`` [R];
+* ``advance(grads, slots)`` and ``direction(grads, slots)``: the state's update without touching the parameters,
+  and the update at rate 1 it then gives (-direction is the step): what lr_min measures (NLC paper E.2; Adam's
+  warm-up of figure 3F advances without measuring, ``study.training.lr_min``).
+
+``OPTIMIZERS`` maps ``Protocol.optimizer`` to the declaration (``optimizer_of``): "sgd" is SGD, or SGD with
+momentum when ``Protocol.momentum`` > 0; "adam" is Adam with the protocol's betas and epsilon.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable, ClassVar
+
 import torch
+
+from ..experiment.protocol import Protocol
 
 
 def per_run(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -29,66 +49,147 @@ def per_run(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return v.view(-1, *([1] * (like.dim() - 1)))
 
 
-@torch.no_grad()
-def sgd_step(params: list[torch.Tensor], grads: list[torch.Tensor], lr: torch.Tensor) -> None:
-    """``p <- p - lr_r g`` for every tensor, in place."""
-    for p, g in zip(params, grads):
-        p.addcmul_(g, per_run(lr, p), value=-1.0)
+@dataclass(frozen=True)
+class Slots:
+    """An optimizer's state for a list of parameters: per slot one tensor per parameter (in the list's order), and
+    the per-run scalars."""
+
+    tensors: dict[str, list[torch.Tensor]]
+    scalars: dict[str, torch.Tensor]
+
+    def take(self, indices: list[int]) -> "Slots":
+        """The state of the parameters at ``indices`` of the list (the scalars are per run: all of them)."""
+        return Slots({k: [v[i] for i in indices] for k, v in self.tensors.items()}, self.scalars)
 
 
-def momentum_state(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """A zero momentum buffer ``b.<name>`` for every parameter."""
-    return {f"b.{name}": torch.zeros_like(p) for name, p in params.items()}
+class Optimizer:
+    """One stacked optimizer; see the module docstring. Subclasses declare ``name``, ``slots``, ``scalars`` and
+    implement ``update``, ``advance`` and ``direction``."""
+
+    name: ClassVar[str]
+    slots: ClassVar[tuple[str, ...]] = ()
+    scalars: ClassVar[tuple[str, ...]] = ()
+
+    def init(self, params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The zero state of the stacked parameters ``params`` (name -> [R, ...])."""
+        state = {f"{slot}.{name}": torch.zeros_like(p) for name, p in params.items() for slot in self.slots}
+        if self.scalars:
+            first = next(iter(params.values()))
+            for k in self.scalars:
+                state[k] = torch.zeros(first.shape[0], dtype=torch.float64, device=first.device)
+        return state
+
+    def view(self, state: dict[str, torch.Tensor], names: list[str], runs: slice = slice(None)) -> Slots:
+        """Views of ``state`` for the parameters ``names`` and the stack positions ``runs``."""
+        return Slots({slot: [state[f"{slot}.{n}"][runs] for n in names] for slot in self.slots},
+                     {k: state[k][runs] for k in self.scalars})
+
+    def update(self, params: list[torch.Tensor], grads: list[torch.Tensor], slots: Slots, lr: torch.Tensor) -> None:
+        raise NotImplementedError
+
+    def advance(self, grads: list[torch.Tensor], slots: Slots) -> None:
+        raise NotImplementedError
+
+    def direction(self, grads: list[torch.Tensor], slots: Slots) -> list[torch.Tensor]:
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
-@torch.no_grad()
-def momentum_step(params: list[torch.Tensor], grads: list[torch.Tensor], bufs: list[torch.Tensor],
-                  lr: torch.Tensor, momentum: float) -> None:
-    """``b <- mu b + g; p <- p - lr_r b`` for every tensor, in place (buffers and parameters)."""
-    for p, g, b in zip(params, grads, bufs):
-        b.mul_(momentum).add_(g)
-        p.addcmul_(b, per_run(lr, p), value=-1.0)
+class SGD(Optimizer):
+    """Plain SGD (NLC paper, E.2): no state."""
+
+    name = "sgd"
+
+    @torch.no_grad()
+    def update(self, params, grads, slots, lr):
+        """``p <- p - lr_r g`` for every tensor, in place."""
+        for p, g in zip(params, grads):
+            p.addcmul_(g, per_run(lr, p), value=-1.0)
+
+    def advance(self, grads, slots):
+        pass  # nothing to accumulate
+
+    def direction(self, grads, slots):
+        return list(grads)
 
 
-def adam_state(params: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Zero moments for every parameter and zero step counts (one per run)."""
-    state = {}
-    for name, p in params.items():
-        state[f"m.{name}"] = torch.zeros_like(p)
-        state[f"v.{name}"] = torch.zeros_like(p)
-    runs = next(iter(params.values())).shape[0]
-    device = next(iter(params.values())).device
-    state["t"] = torch.zeros(runs, dtype=torch.float64, device=device)
-    return state
+class Momentum(Optimizer):
+    """SGD with momentum ``mu``, ``torch.optim.SGD``'s convention (module docstring): one buffer ``b`` per
+    parameter."""
+
+    name = "momentum"
+    slots = ("b",)
+
+    def __init__(self, momentum: float):
+        self.momentum = momentum
+
+    @torch.no_grad()
+    def update(self, params, grads, slots, lr):
+        """``b <- mu b + g; p <- p - lr_r b`` for every tensor, in place (buffers and parameters)."""
+        for p, g, b in zip(params, grads, slots.tensors["b"]):
+            b.mul_(self.momentum).add_(g)
+            p.addcmul_(b, per_run(lr, p), value=-1.0)
+
+    @torch.no_grad()
+    def advance(self, grads, slots):
+        for g, b in zip(grads, slots.tensors["b"]):
+            b.mul_(self.momentum).add_(g)
+
+    def direction(self, grads, slots):
+        return list(slots.tensors["b"])  # the step at rate 1 is the buffer
 
 
-@torch.no_grad()
-def adam_moments(ms: list[torch.Tensor], vs: list[torch.Tensor], t: torch.Tensor, grads: list[torch.Tensor],
-                 beta1: float, beta2: float) -> None:
-    """The moment updates of Adam (no parameter update), in place; ``t`` += 1."""
-    for m, v, g in zip(ms, vs, grads):
-        m.lerp_(g, 1.0 - beta1)
-        v.mul_(beta2).addcmul_(g, g, value=1.0 - beta2)
-    t.add_(1.0)
+class Adam(Optimizer):
+    """Adam (Kingma & Ba 2015, Algorithm 1; module docstring): moments ``m`` and ``v`` per parameter, the step
+    count ``t`` per run."""
+
+    name = "adam"
+    slots = ("m", "v")
+    scalars = ("t",)
+
+    def __init__(self, beta1: float, beta2: float, eps: float):
+        self.beta1, self.beta2, self.eps = beta1, beta2, eps
+
+    @torch.no_grad()
+    def update(self, params, grads, slots, lr):
+        """One Adam step per run, in place (moments, step counts and parameters)."""
+        self.advance(grads, slots)
+        t = slots.scalars["t"]
+        step = lr / (1.0 - torch.pow(self.beta1, t))  # lr_r / (1 - b1^t_r)
+        root_bc2 = torch.sqrt(1.0 - torch.pow(self.beta2, t))
+        for p, m, v in zip(params, slots.tensors["m"], slots.tensors["v"]):
+            denom = (v.sqrt() / per_run(root_bc2, v)).add_(self.eps)
+            p.addcdiv_(m * per_run(step, m), denom, value=-1.0)
+
+    @torch.no_grad()
+    def advance(self, grads, slots):
+        """The moment updates (no parameter update), in place; ``t`` += 1."""
+        for m, v, g in zip(slots.tensors["m"], slots.tensors["v"], grads):
+            m.lerp_(g, 1.0 - self.beta1)
+            v.mul_(self.beta2).addcmul_(g, g, value=1.0 - self.beta2)
+        slots.scalars["t"].add_(1.0)
+
+    @torch.no_grad()
+    def direction(self, grads, slots):
+        """Adam's update at rate 1: ``(m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``."""
+        t = slots.scalars["t"]
+        out = []
+        for m, v in zip(slots.tensors["m"], slots.tensors["v"]):
+            bc1 = per_run(1.0 - torch.pow(self.beta1, t), m)
+            bc2 = per_run(torch.sqrt(1.0 - torch.pow(self.beta2, t)), v)
+            out.append((m / bc1) / (v.sqrt() / bc2 + self.eps))
+        return out
 
 
-@torch.no_grad()
-def adam_direction(m: torch.Tensor, v: torch.Tensor, t: torch.Tensor, beta1: float, beta2: float,
-                   eps: float) -> torch.Tensor:
-    """Adam's update at rate 1: ``(m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``."""
-    bc1 = per_run(1.0 - torch.pow(beta1, t), m)
-    bc2 = per_run(torch.sqrt(1.0 - torch.pow(beta2, t)), v)
-    return (m / bc1) / (v.sqrt() / bc2 + eps)
+# The optimizer of ``Protocol.optimizer`` (study.experiment.protocol.OPTIMIZERS), made from the protocol.
+OPTIMIZERS: dict[str, Callable[[Protocol], Optimizer]] = {
+    "sgd": lambda p: Momentum(p.momentum) if p.momentum else SGD(),
+    "adam": lambda p: Adam(p.adam_beta1, p.adam_beta2, p.adam_eps),
+}
 
 
-@torch.no_grad()
-def adam_step(params: list[torch.Tensor], grads: list[torch.Tensor], ms: list[torch.Tensor],
-              vs: list[torch.Tensor], t: torch.Tensor, lr: torch.Tensor, beta1: float, beta2: float,
-              eps: float) -> None:
-    """One Adam step per run, in place (moments, step counts and parameters)."""
-    adam_moments(ms, vs, t, grads, beta1, beta2)
-    step = lr / (1.0 - torch.pow(beta1, t))  # lr_r / (1 - b1^t_r)
-    root_bc2 = torch.sqrt(1.0 - torch.pow(beta2, t))
-    for p, m, v in zip(params, ms, vs):
-        denom = (v.sqrt() / per_run(root_bc2, v)).add_(eps)
-        p.addcdiv_(m * per_run(step, m), denom, value=-1.0)
+def optimizer_of(protocol: Protocol) -> Optimizer:
+    """The stacked optimizer ``protocol`` trains with."""
+    return OPTIMIZERS[protocol.optimizer](protocol)

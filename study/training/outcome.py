@@ -26,6 +26,7 @@ from torch import nn
 
 from ..experiment.protocol import Protocol
 from .curves import Curves
+from .schedule import scheduler_of
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class Outcome:
     @property
     def monitored(self) -> str:
         """The split of the curves' ``monitored_error``: the protocol's monitor, "none" under ``steps``."""
-        return self.protocol.monitor if self.protocol.schedule == "plateau" else "none"
+        return self.protocol.monitor if scheduler_of(self.protocol).monitors else "none"
 
     def curve_rows(self) -> list[dict]:
         """The ``curves`` table's rows (without the architecture's identity columns), one per run and epoch,

@@ -30,11 +30,19 @@ of the training durations") uses the same state: ``divide`` divides the rates at
 without any error: every run is finished when the iterations are done, and a run whose loss or parameters
 turned non-finite is finished at once, rewound to its initial state (the only state kept) and marked
 diverged. ``best`` and ``best_epoch`` are not used.
+
+The trainer calls a schedule through one interface, ``Scheduler`` (``SCHEDULERS`` by ``Protocol.schedule``,
+``scheduler_of``), never by its name: whether it evaluates the monitored error of every run after each epoch
+and keeps each run's best state by it (``monitors``), how many steps an epoch has (``epoch_steps``), the
+divisions due at a step (``divisions_at``) and what the end of an epoch decides (``end_epoch``). A new schedule
+is one ``Scheduler`` (its name in ``study.experiment.protocol.SCHEDULES``).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, fields, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -159,3 +167,88 @@ def give_up(state: Schedule, runs) -> Schedule:
     done[runs] = True
     diverged[runs] = True
     return replace(state, done=done, diverged=diverged)
+
+
+# -- the schedules the trainer runs ----------------------------------------------------------------------
+class Scheduler:
+    """One learning-rate schedule of ``Protocol.schedule``, over the state ``Schedule`` of all runs; see the module
+    docstring. Subclasses declare ``name`` and ``monitors`` and implement ``epoch_steps``, ``divisions_at`` and
+    ``end_epoch``."""
+
+    name: ClassVar[str]
+    monitors: ClassVar[bool]  # evaluates each run's monitored error after every epoch, keeps its best state by it
+
+    def __init__(self, protocol: Protocol):
+        self.protocol = protocol
+
+    def start(self, lrs, initial_error: float | np.ndarray) -> Schedule:
+        """The state before training (``start``); ``initial_error`` NaN where the schedule does not monitor."""
+        return start(lrs, initial_error)
+
+    def epoch_steps(self, epochs_done: int, steps: int) -> int:
+        """The steps of the next epoch, after ``epochs_done`` epochs of ``steps`` minibatches each."""
+        raise NotImplementedError
+
+    def divisions_at(self, step: int) -> int:
+        """The divisions of the rates due before training step ``step`` (counted from 0 over all epochs)."""
+        raise NotImplementedError
+
+    def divide(self, state: Schedule, runs, times: int) -> Schedule:
+        """The state with the rates of ``runs`` divided ``times`` times (``divide``)."""
+        return divide(state, self.protocol, runs, times)
+
+    def end_epoch(self, state: Schedule, runs, errors, nonfinite, steps_done: int) -> tuple[Schedule, Decision]:
+        """The next state and the decisions after an epoch of the live runs ``runs``: ``errors`` their monitored
+        errors (None when the schedule does not monitor), ``nonfinite`` whether their loss or parameters turned
+        non-finite, ``steps_done`` the training steps done so far."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class Plateau(Scheduler):
+    """E.2's schedule (module docstring): every epoch is a full pass, the monitored error drives patience windows,
+    rewinds and divisions (``after_epoch``)."""
+
+    name = "plateau"
+    monitors = True
+
+    def epoch_steps(self, epochs_done, steps):
+        return steps
+
+    def divisions_at(self, step):
+        return 0  # divisions happen at the ends of patience windows, never at a step
+
+    def end_epoch(self, state, runs, errors, nonfinite, steps_done):
+        return after_epoch(state, self.protocol, runs, errors, nonfinite)
+
+
+class Steps(Scheduler):
+    """A fixed number of iterations with divisions at ``Protocol.step_boundaries`` (module docstring; the
+    Householder paper's protocol): nothing is evaluated, the last epoch may be cut short
+    (``after_steps_epoch``)."""
+
+    name = "steps"
+    monitors = False
+
+    def __init__(self, protocol: Protocol):
+        super().__init__(protocol)
+        self._at = Counter(protocol.step_boundaries())  # a step may carry several divisions
+
+    def epoch_steps(self, epochs_done, steps):
+        return min(steps, self.protocol.iterations - epochs_done * steps)
+
+    def divisions_at(self, step):
+        return self._at.get(step, 0)
+
+    def end_epoch(self, state, runs, errors, nonfinite, steps_done):
+        return after_steps_epoch(state, runs, nonfinite, done=steps_done >= self.protocol.iterations)
+
+
+SCHEDULERS: dict[str, type[Scheduler]] = {c.name: c for c in (Plateau, Steps)}
+
+
+def scheduler_of(protocol: Protocol) -> Scheduler:
+    """The schedule ``protocol`` trains with (``Protocol.schedule``)."""
+    return SCHEDULERS[protocol.schedule](protocol)

@@ -6,13 +6,14 @@ stacked tensors with index_select / index_copy_:
 
 * ``save_best``: the best state of the improved runs <- their current state;
 * ``rewind``: the current state of the rewound runs <- their best state;
-* ``keep``: the finished runs leave the stack (``Network.take``), so they cost nothing afterwards
-  (measured when prototyping: 20 of 40 live runs cost 0.585 of a full step; masking them with lr = 0 gives
-  nothing back).
+* ``keep``: the finished runs leave the stack (``Network.take``), so they cost nothing afterwards (a step's
+  cost falls with the live runs, while masking finished runs with lr = 0 gives nothing back: measured in
+  docs/performance.md).
 
 "State" is everything a rewind must restore: the parameters, the per-run buffers (batchnorm running
-statistics, GmP running input means: ``Network.stacked_tensors``) and the optimizer state (Adam moments
-and step counts, or SGD's momentum buffers; plain SGD has none).
+statistics, GmP running input means: ``Network.stacked_tensors``) and the optimizer state (the slots and
+scalars its declaration names, ``study.training.optim``: Adam moments and step counts, or SGD's momentum
+buffers; plain SGD has none).
 
 A step (``train_step``): the folded forward (``study.training.fused``), each run's mean loss, the
 gradient of their sum (each run's gradient is its own), the in-place update at each run's rate; each run's
@@ -28,9 +29,8 @@ backward and update touch only its slice of every stacked tensor. Each chunk is 
 parameters and buffers are views of the stack's tensors (built once per stack, ``parts``), so updates,
 rewinds and running statistics go straight to the stack. The result is the same up to round-off; what
 changes is that a chunk's intermediate activations are small enough to stay in the CPU caches and to be
-recycled by malloc (when prototyping, on wide nets stacks of 4-10 runs beat one of 40). Measured on this
-machine: an out-of-place op on a [40, 74, 250] float64 stack (5.9 MB) took 4.7 ms and ~970 page faults
-(each new tensor is fresh mmap'd memory), on [4, 74, 250] 0.077 ms and 10 faults: 6x less per element.
+recycled by malloc (each new tensor of a large stack is fresh memory that page-faults in; measured in
+docs/performance.md).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from ..nn.network import Network
 from ..experiment.protocol import Protocol
 from . import fused
 from .loss import run_losses
-from .optim import adam_state, adam_step, momentum_state, momentum_step, sgd_step
+from .optim import Optimizer, Slots, optimizer_of
 
 
 @dataclass
@@ -53,6 +53,7 @@ class Stack:
     net: Network  # the live runs, in increasing run index
     runs: np.ndarray  # run index (learning-rate index) of each stack position
     lr: torch.Tensor  # float64 [R] current learning rates
+    optimizer: Optimizer  # the declaration that makes, reads and updates ``opt``
     opt: dict[str, torch.Tensor]  # optimizer state, stacked (empty for SGD without momentum)
     best: dict[str, torch.Tensor]  # best state of every stacked tensor (net and optimizer)
     nonfinite: torch.Tensor  # bool [R]: the run's loss turned non-finite during the current epoch
@@ -73,10 +74,10 @@ class Stack:
 def new_stack(net: Network, lrs, protocol: Protocol) -> Stack:
     """The stack of all runs at their starting rates; the initial state is every run's best."""
     device = net.device
-    params = dict(net.named_parameters())
-    opt = adam_state(params) if protocol.optimizer == "adam" else momentum_state(params) if protocol.momentum else {}
+    optimizer = optimizer_of(protocol)
     stack = Stack(net=net, runs=np.arange(net.runs), lr=torch.tensor(lrs, dtype=torch.float64, device=device),
-                  opt=opt, best={}, nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device),
+                  optimizer=optimizer, opt=optimizer.init(dict(net.named_parameters())), best={},
+                  nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device),
                   loss_sum=torch.zeros(net.runs, dtype=torch.float64, device=device))
     stack.best = {k: t.detach().clone() for k, t in stack.tensors().items()}
     return stack
@@ -123,7 +124,7 @@ def keep(stack: Stack, runs) -> Stack:
         net = stack.net.take(pos)
         opt = {k: t.index_select(0, pos) for k, t in stack.opt.items()}
         best = {k: t.index_select(0, pos) for k, t in stack.best.items()}
-    return Stack(net=net, runs=runs, lr=stack.lr.index_select(0, pos), opt=opt, best=best,
+    return Stack(net=net, runs=runs, lr=stack.lr.index_select(0, pos), optimizer=stack.optimizer, opt=opt, best=best,
                  nonfinite=stack.nonfinite.index_select(0, pos), loss_sum=stack.loss_sum.index_select(0, pos))
 
 
@@ -145,10 +146,7 @@ class Part:
     lr: torch.Tensor
     nonfinite: torch.Tensor
     loss_sum: torch.Tensor
-    ms: list[torch.Tensor]  # Adam moments (empty for SGD)
-    vs: list[torch.Tensor]
-    t: torch.Tensor | None
-    bufs: list[torch.Tensor]  # SGD momentum buffers (empty without momentum)
+    slots: Slots  # views of the optimizer state of ``params``
     positions: slice  # the chunk's stack positions
 
 
@@ -174,14 +172,10 @@ def parts(stack: Stack, chunk: int | None) -> list[Part]:
         for sl in chunks(stack.size, chunk):
             net = stack.net if sl.stop - sl.start == stack.size else view_network(stack.net, sl)
             names = [name for name, _ in net.named_parameters()]
-            adam, momentum = "t" in stack.opt, any(k.startswith("b.") for k in stack.opt)
             out.append(Part(
                 net=net, params=[p for _, p in net.named_parameters()], lr=stack.lr[sl],
                 nonfinite=stack.nonfinite[sl], loss_sum=stack.loss_sum[sl],
-                ms=[stack.opt[f"m.{n}"][sl] for n in names] if adam else [],
-                vs=[stack.opt[f"v.{n}"][sl] for n in names] if adam else [],
-                t=stack.opt["t"][sl] if adam else None,
-                bufs=[stack.opt[f"b.{n}"][sl] for n in names] if momentum else [], positions=sl))
+                slots=stack.optimizer.view(stack.opt, names, sl), positions=sl))
         stack._parts[chunk] = out
     return stack._parts[chunk]
 
@@ -189,7 +183,8 @@ def parts(stack: Stack, chunk: int | None) -> list[Part]:
 def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: Protocol,
                chunk: int | None = None, forward=fused.forward) -> None:
     """One step of every run on the shared minibatch (x, y): forward, per-run losses (``protocol.loss``;
-    ``c_out`` a number, or one per stack position), backward, update; ``stack.nonfinite`` marks the runs
+    ``c_out`` a number, or one per stack position), backward, the update of the stack's optimizer
+    (``study.training.optim``); ``stack.nonfinite`` marks the runs
     whose loss was not finite and ``stack.loss_sum`` adds every run's loss. ``forward(net, x)`` is the
     training forward: ``fused.forward`` eagerly, or the same through ``torch.compile``
     (``study.training.compiled``)."""
@@ -201,13 +196,7 @@ def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: 
         # moments staying zero, its Adam update are nothing.
         used = [i for i, g in enumerate(grads) if g is not None]
         params, grads = [part.params[i] for i in used], [grads[i] for i in used]
-        if part.t is not None:
-            adam_step(params, grads, [part.ms[i] for i in used], [part.vs[i] for i in used], part.t, part.lr,
-                      protocol.adam_beta1, protocol.adam_beta2, protocol.adam_eps)
-        elif part.bufs:
-            momentum_step(params, grads, [part.bufs[i] for i in used], part.lr, protocol.momentum)
-        else:
-            sgd_step(params, grads, part.lr)
+        stack.optimizer.update(params, grads, part.slots.take(used), part.lr)
         part.nonfinite |= ~torch.isfinite(losses.detach())
         part.loss_sum += losses.detach()
 

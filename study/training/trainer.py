@@ -50,7 +50,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections import Counter
 import warnings
 from dataclasses import dataclass
 from typing import Callable
@@ -71,7 +70,7 @@ from .curves import Curves, Trajectory
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
-from .schedule import Schedule, after_epoch, after_steps_epoch, divide, give_up, start
+from .schedule import Schedule, give_up, scheduler_of
 from .splits import TRAIN_ORDER, Splits, check_splits, epoch_order, steps_per_epoch
 from .stack import Stack, keep, new_stack, nonfinite_parameters, rewind, save_best, set_rates, train_step
 
@@ -97,17 +96,9 @@ def auto_chunk(spec: ArchSpec, runs: int, batch_size: int, device: torch.device)
     so that a chunk's intermediates stay in the caches and are recycled by malloc
     (``study.training.stack``).
 
-    Measured (one thread, R = 40, batch 250, dense batchnorm-relu nets, CPU time per step relative to the
-    best chunk size, best of 5 interleaved repeats; chunks of 2, 4, 7, 10, 14, 20, 40 runs):
-    width 121 (depth 3, 20k parameters): 1.19 1.00 1.00 1.02 1.04 1.02 1.14;
-    width 50 (depth 9, 20k): 1.38 1.13 1.04 1.00 1.07 1.18 1.30;
-    width 28 (depth 25, 20k): 1.66 1.34 1.12 1.04 1.00 1.10 1.15;
-    width 156 (depth 5, 80k): 1.03 1.00 1.01 1.00 1.05 1.16 1.17;
-    width 354 (depth 9, 1M; chunks of 1, 2, 4, 8, 40): 1.02 1.01 1.00 1.05 1.17.
-    The best chunks hold 100k-200k activations; this rule picks 4, 10, 19 (as 3 chunks of 13-14), 3, 1.
-    With two threads (wall time, same nets): width 121: 1.62 1.23 1.05 1.00 1.07 1.05 1.21; width 50:
-    1.55 1.23 1.02 1.04 1.00 1.05 1.07; width 28: 2.86 1.81 1.36 1.18 1.11 1.09 1.00: the best chunks
-    are about twice as large (each thread works on half of every tensor); the rule picks 9, 21, 37."""
+    ``CHUNK_ELEMENTS`` is where the best chunk sizes measured on the bench's nets lie, with one thread and with
+    two (each thread works on its share of every tensor, so the best chunks grow with the threads):
+    docs/performance.md."""
     if device.type != "cpu":
         return None
     per_run = batch_size * max(spec.width, spec.d_out)  # the input minibatch is shared by all runs
@@ -274,12 +265,13 @@ def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> _Sta
     n = len(rates)
     lrs = rates * len(seeds)
     net = _stack_network(spec, seeds, n, device)
-    if protocol.schedule == "plateau":
+    scheduler = scheduler_of(protocol)
+    if scheduler.monitors:
         monitored = _monitored(splits, protocol)
         initial = errors(net, monitored.x, monitored.y, _widest(spec), net.runs, protocol.loss).cpu().numpy()
     else:
-        initial = math.nan  # a step schedule keeps no best error
-    schedule = start(lrs, initial)
+        initial = math.nan  # a schedule that does not monitor keeps no best error
+    schedule = scheduler.start(lrs, initial)
     if untrainable:
         schedule = give_up(schedule, [j * n + k for j in untrainable for k in range(n)])
     curves = Curves()
@@ -364,8 +356,8 @@ def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
         _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"], "loss_sum": loss_sum},
                       {"lr": fresh.lr, "nonfinite": fresh.nonfinite, "loss_sum": fresh.loss_sum}, "stack")
         stack = Stack(net=_load_tensors(net, saved["net"]), runs=live, lr=saved["lr"].to(device),
-                      opt=dict(saved["opt"]), best=dict(saved["best"]), nonfinite=saved["nonfinite"].to(device),
-                      loss_sum=loss_sum.to(device))
+                      optimizer=fresh.optimizer, opt=dict(saved["opt"]), best=dict(saved["best"]),
+                      nonfinite=saved["nonfinite"].to(device), loss_sum=loss_sum.to(device))
     candidate = None
     if saved["candidate"] is not None:
         c = saved["candidate"]
@@ -400,7 +392,8 @@ class _Trainer:
         self.last_save = time.perf_counter()
         self.chunk_runs = chunk_runs
         self.trajectory = trajectory
-        self._errors = None  # the monitored errors of the epoch just trained (plateau schedule)
+        self._errors = None  # the monitored errors of the epoch just trained (a schedule that monitors)
+        self.scheduler = scheduler_of(protocol)
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
         self.forward_option = forward
         self.forward_choice = None  # ``study.training.compiled.ForwardChoice`` of this session
@@ -411,24 +404,21 @@ class _Trainer:
         train = self.splits.train
         steps = steps_per_epoch(len(train), p.batch_size)
         self._give_up_runs()
-        divide_at = Counter(p.step_boundaries()) if p.schedule == "steps" else Counter()
         forward = None
         while s.stack is not None:
             stack: Stack = s.stack
             chunk = self.chunk_runs or auto_chunk(self.spec, stack.size, p.batch_size, self.device)
             order = epoch_order(len(train), p.batch_size, self.seed, TRAIN_ORDER, s.epoch + 1, self.device)
-            # A step schedule stops after its iterations, possibly within an epoch.
-            last = steps if p.schedule == "plateau" else min(steps, p.iterations - s.epoch * steps)
+            # The schedule says how many steps the epoch has (a step schedule stops after its iterations,
+            # possibly within an epoch).
+            last = self.scheduler.epoch_steps(s.epoch, steps)
             c_out = self._loss_scale(stack)
             if forward is None:
                 forward = self._forward(stack, order, chunk, c_out)
-            mark = self._steps(stack, order, last, divide_at, c_out, chunk, forward, time.perf_counter())
+            mark = self._steps(stack, order, last, c_out, chunk, forward, time.perf_counter())
             epoch_s = s.epoch_s + time.perf_counter() - mark
             self._record_curves(stack, last)
-            if p.schedule == "plateau":
-                self._end_epoch(stack, epoch_s)
-            else:
-                self._end_steps_epoch(stack, epoch_s, done=s.epoch * steps + last >= p.iterations)
+            self._end_epoch(stack, epoch_s, s.epoch * steps + last)
             if self._due():
                 self._save()
             if self.progress is not None:
@@ -465,10 +455,10 @@ class _Trainer:
         remaining = np.asarray([r for r in stack.runs if not s.schedule.done[r]], dtype=np.int64)
         s.stack = keep(stack, remaining) if len(remaining) else None
 
-    def _steps(self, stack: Stack, order: torch.Tensor, last: int, divide_at: Counter, c_out, chunk: int | None,
-               forward, mark: float) -> float:
-        """The epoch's steps from ``s.step`` to ``last`` (a steps schedule divides the rates at its
-        boundaries); returns the time from which the epoch's time still counts.
+    def _steps(self, stack: Stack, order: torch.Tensor, last: int, c_out, chunk: int | None, forward,
+               mark: float) -> float:
+        """The epoch's steps from ``s.step`` to ``last`` (the rates are divided where the schedule says, a steps
+        schedule at its boundaries); returns the time from which the epoch's time still counts.
 
         Nothing here waits for the device (no ``.item()``, no copy to the host, no branch on a tensor's
         value, no index built on the host: the minibatch is gathered on the device from the epoch's order),
@@ -477,9 +467,9 @@ class _Trainer:
         s, p, train = self.s, self.protocol, self.splits.train
         steps = order.shape[0]
         for i in range(s.step, last):
-            times = divide_at.get(s.epoch * steps + i, 0)
+            times = self.scheduler.divisions_at(s.epoch * steps + i)
             if times:  # the rate of this step and the later ones is divided (steps schedule)
-                s.schedule = divide(s.schedule, p, stack.runs, times)
+                s.schedule = self.scheduler.divide(s.schedule, stack.runs, times)
                 set_rates(stack, s.schedule.lr)
             idx = order[i]
             train_step(stack, train.x.index_select(0, idx), train.y.index_select(0, idx), c_out, p, chunk, forward)
@@ -510,7 +500,7 @@ class _Trainer:
         measured once here and kept for the schedule (``_end_epoch``). The loss sums restart at zero."""
         s, p = self.s, self.protocol
         self._errors = None
-        if p.schedule == "plateau":
+        if self.scheduler.monitors:
             monitored = _monitored(self.splits, p)
             self._errors = errors(stack.net, monitored.x, monitored.y, _widest(self.spec), stack.size,
                                   p.loss).cpu().numpy()
@@ -521,19 +511,15 @@ class _Trainer:
                          _trajectory_nlc(stack.net, self.splits, self.seed, self.trajectory, epoch))
         stack.loss_sum.zero_()
 
-    def _end_epoch(self, stack: Stack, epoch_s: float) -> None:
-        s, p = self.s, self.protocol
-        bad = stack.nonfinite | nonfinite_parameters(stack)
-        s.schedule, decision = after_epoch(s.schedule, p, stack.runs, self._errors, bad.cpu().numpy())
-        save_best(stack, decision.improved)
-        self._apply(stack, decision, epoch_s)
-
-    def _end_steps_epoch(self, stack: Stack, epoch_s: float, done: bool) -> None:
-        """The end of an epoch of the steps schedule: nothing is evaluated; finished runs are recorded at
-        their final state (diverged ones at their initial state, see ``study.training.schedule``)."""
+    def _end_epoch(self, stack: Stack, epoch_s: float, steps_done: int) -> None:
+        """The schedule's decision at the end of an epoch (``Scheduler.end_epoch``: under E.2's the monitored
+        errors drive it; under the steps schedule nothing is evaluated and finished runs are recorded at their
+        final state, diverged ones at their initial state), then the improved runs' states are saved."""
         s = self.s
         bad = stack.nonfinite | nonfinite_parameters(stack)
-        s.schedule, decision = after_steps_epoch(s.schedule, stack.runs, bad.cpu().numpy(), done)
+        s.schedule, decision = self.scheduler.end_epoch(s.schedule, stack.runs, self._errors, bad.cpu().numpy(),
+                                                        steps_done)
+        save_best(stack, decision.improved)
         self._apply(stack, decision, epoch_s)
 
     def _apply(self, stack: Stack, decision, epoch_s: float) -> None:
@@ -560,7 +546,7 @@ class _Trainer:
         width = _widest(spec)
         measured = {name: errors(sub, split.x, split.y, width, len(pos), p.loss).cpu().numpy()
                     for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
-        if p.schedule == "plateau":
+        if self.scheduler.monitors:
             # The monitored error is the one the schedule kept (measured in the stack that chose the state).
             measured[p.monitor] = s.schedule.best[finished]
         sched = s.schedule
@@ -663,7 +649,7 @@ def _untrainable(spec, splits, seed, seeds, protocol, device, session_start, tra
         c_outs.append(float(output_scale(base, splits.train.x, batch_size=protocol.batch_size)))
         bases.append(base)
         curves.add(range(j * len(lrs), (j + 1) * len(lrs)), 0, lrs, None,
-                   err[protocol.monitor] if protocol.schedule == "plateau" else None,
+                   err[protocol.monitor] if scheduler_of(protocol).monitors else None,
                    _trajectory_nlc(base, splits, seed, trajectory, 0))
         runs += [RunRecord(lr=float(lr), lr_index=k, epochs=0, divisions=0, val_error=err["val"],
                            train_error=err["train"], test_error=err["test"], diverged=True, wall_s=0.0)

@@ -9,7 +9,7 @@ import torch
 from scipy import integrate
 
 from archstudy.sampling import ACTIVATIONS
-from archstudy.study.nn.activations import TAU, Activation
+from archstudy.study.nn.activations import BASES, TAU, Activation
 from archstudy.study.nn.gaussian import expect
 
 VARIANTS = [
@@ -79,3 +79,52 @@ def test_monte_carlo_agrees_with_quadrature():
         if act.debias:
             assert abs(float(y.mean())) < 0.005
     assert np.isfinite(Activation("sigmoid").constants).all()
+
+
+# -- the declarations (BASES) -------------------------------------------------------------------------------------
+def test_every_activation_of_the_space_is_declared_once():
+    assert list(BASES) == list(ACTIVATIONS)
+    assert all(b.name == name and TAU[name] is b.tau for name, b in BASES.items())
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_declared_homogeneity_holds_exactly_where_declared(name):
+    """tau(k u) = k tau(u) for k > 0 exactly for the activations declared positively homogeneous."""
+    u = torch.linspace(-3, 3, 41, dtype=torch.float64)
+    tau = BASES[name].tau
+    holds = all(torch.allclose(tau(k * u), k * tau(u), rtol=1e-14, atol=1e-15) for k in (0.5, 2.0, 3.7))
+    assert holds == BASES[name].homogeneous
+    assert Activation(name).homogeneous == BASES[name].homogeneous
+
+
+@pytest.mark.parametrize("name", ACTIVATIONS)
+def test_declared_kinks_are_where_tau_is_not_smooth(name):
+    """At a declared kink a one-sided derivative of tau, or of tau' (odd_square is C^1), jumps; elsewhere the
+    declared-smooth activations have matching one-sided derivatives up to the second."""
+    tau = BASES[name].tau
+    h = 1e-4
+
+    def jumps(u0):
+        u = torch.tensor([u0 - 2 * h, u0 - h, u0, u0 + h, u0 + 2 * h], dtype=torch.float64)
+        y = tau(u).tolist()
+        left, right = (y[2] - y[1]) / h, (y[3] - y[2]) / h
+        left2, right2 = (y[2] - 2 * y[1] + y[0]) / h**2, (y[4] - 2 * y[3] + y[2]) / h**2
+        return abs(left - right) > 1e-2 or abs(left2 - right2) > 0.5
+
+    kinks = BASES[name].kinks
+    assert all(jumps(u) for u in kinks)
+    assert not any(jumps(u) for u in (-1.3, -0.4, 0.7, 1.9) + (() if kinks else (0.0,)))
+    act = Activation(name, 1.2, -0.2)
+    assert act.breaks() == tuple((u + 0.2) / 1.2 for u in kinks)  # tau(d s + t) kinks at s = (u - t) / d
+
+
+@pytest.mark.parametrize("act", VARIANTS[::3], ids=lambda a: f"{a.name}-d{a.dilation}-t{a.shift}-{a.debias}")
+def test_folding_into_a_normalization_affine_leaves_the_activation(act):
+    """``norm_affine`` then ``after_affine`` is ``c * tau(d y + t) + b`` (the trainer's folded forward)."""
+    y = torch.linspace(-2.5, 2.5, 51, dtype=torch.float64)
+    c, b = act.constants
+    gamma, beta = act.norm_affine(c)
+    z = y * (1.0 if gamma is None else gamma) + (0.0 if beta is None else beta)
+    torch.testing.assert_close(act.after_affine(z, (c, b)), act(y), rtol=1e-13, atol=1e-14)
+    if not act.homogeneous:
+        assert gamma == (None if act.dilation == 1.0 else act.dilation)  # the scale c stays outside

@@ -4,8 +4,8 @@ epochs as appendix E.2 describes them, counted by hand, and against a plain per-
 import numpy as np
 import pytest
 
-from archstudy.study.experiment.protocol import Protocol
-from archstudy.study.training.schedule import after_epoch, start
+from archstudy.study.experiment.protocol import SCHEDULES, Protocol
+from archstudy.study.training.schedule import SCHEDULERS, Scheduler, after_epoch, scheduler_of, start
 
 PAPER = Protocol.of("paper")
 
@@ -158,3 +158,78 @@ def test_state_round_trips_through_a_dict_and_refuses_finished_runs():
         assert getattr(again, name).dtype == getattr(state, name).dtype
     with pytest.raises(ValueError):
         after_epoch(state, PAPER, [0], [0.1], [False])
+
+
+# -- the schedules as the trainer calls them (Scheduler) -----------------------------------------------------------
+def run_scheduler(scheduler, steps_per_epoch, curves, nonfinite=None, lrs=None, initial=0.9):
+    """Drive ``scheduler`` as the trainer does: per epoch its steps (dividing where it says), then its end of epoch
+    with the runs' scripted errors (only if it monitors). Returns the final state, per step the rates of the live
+    runs, and per epoch (steps, decision)."""
+    n = len(curves)
+    state = scheduler.start(lrs if lrs is not None else [1.0] * n, initial if scheduler.monitors else np.nan)
+    rates, epochs = [], []
+    done_steps, epoch = 0, 0
+    while len(state.live):
+        live = state.live
+        steps = scheduler.epoch_steps(epoch, steps_per_epoch)
+        for i in range(steps):
+            times = scheduler.divisions_at(epoch * steps_per_epoch + i)
+            if times:
+                state = scheduler.divide(state, live, times)
+            rates.append(state.lr[live].copy())
+        done_steps += steps
+        errs = [curves[k][epoch] for k in live] if scheduler.monitors else None
+        bad = [bool(nonfinite and epoch + 1 in nonfinite.get(k, ())) for k in live]
+        state, decision = scheduler.end_epoch(state, live, errs, bad, done_steps)
+        epochs.append((steps, decision))
+        epoch += 1
+    return state, rates, epochs
+
+
+def test_every_schedule_the_protocol_allows_has_a_scheduler():
+    assert set(SCHEDULERS) == set(SCHEDULES)
+    for name, cls in SCHEDULERS.items():
+        p = Protocol(schedule=name, iterations=10) if name == "steps" else Protocol(schedule=name)
+        s = scheduler_of(p)
+        assert isinstance(s, Scheduler) and type(s) is cls and s.name == name and s.protocol is p
+    assert scheduler_of(PAPER).monitors and not scheduler_of(Protocol(schedule="steps", iterations=5)).monitors
+
+
+def test_plateau_scheduler_is_the_e2_schedule_on_scripted_errors():
+    """Through the interface: full epochs, no division at any step, and E.2's windows from the errors (the
+    first scripted curve of this file: rewinds at 13, 18, ..., 63, finished at 63)."""
+    curve = [0.5, 0.4, 0.3] + [0.35] * 100
+    scheduler = scheduler_of(PAPER)
+    state, rates, epochs = run_scheduler(scheduler, 4, [curve, [0.95] * 200])
+    assert all(steps == 4 for steps, _ in epochs) and len(epochs) == 63
+    assert [k + 1 for k, (_, d) in enumerate(epochs) if 0 in d.rewind] == [13 + 5 * k for k in range(11)]
+    assert [k + 1 for k, (_, d) in enumerate(epochs) if 0 in d.improved] == [1, 2, 3]
+    assert [k + 1 for k, (_, d) in enumerate(epochs) if 1 in d.finished] == [60]
+    assert state.divisions.tolist() == [10, 10] and state.best.tolist() == [0.3, 0.9]
+    # the rates change only between epochs (never at a step inside one)
+    assert all(np.array_equal(rates[i], rates[i - 1]) for i in range(1, len(rates)) if i % 4)
+
+
+def test_steps_scheduler_divides_at_its_boundaries_and_finishes_after_its_iterations():
+    """10 iterations in epochs of 4 steps (the last cut to 2), divisions by 5 at 1/2 and 7/10 (steps 5 and 7),
+    nothing evaluated; a run whose loss turns non-finite leaves at the end of that epoch, diverged."""
+    p = Protocol(schedule="steps", iterations=10, step_at=(0.5, 0.7), division_factor=5.0)
+    scheduler = scheduler_of(p)
+    assert [scheduler.divisions_at(i) for i in range(10)] == [0, 0, 0, 0, 0, 1, 0, 1, 0, 0]
+    state, rates, epochs = run_scheduler(scheduler, 4, [[], [], []], nonfinite={2: {2}}, lrs=[1.0, 2.0, 4.0])
+    assert [steps for steps, _ in epochs] == [4, 4, 2]
+    assert [r.tolist() for r in rates] == [[1.0, 2.0, 4.0]] * 5 + [[0.2, 0.4, 0.8]] * 2 + [[0.04, 0.08, 0.16]] \
+        + [[0.04, 0.08]] * 2
+    assert epochs[1][1].finished.tolist() == [2] and epochs[1][1].rewind.tolist() == [2]  # to its initial state
+    assert epochs[2][1].finished.tolist() == [0, 1] and epochs[2][1].rewind.tolist() == []
+    assert all(len(d.improved) == 0 for _, d in epochs)
+    assert state.diverged.tolist() == [False, False, True] and state.divisions.tolist() == [2, 2, 2]
+    assert state.epochs.tolist() == [3, 3, 2]
+
+
+def test_a_step_may_carry_several_divisions():
+    p = Protocol(schedule="steps", iterations=10, step_at=(0.45, 0.5), division_factor=2.0)  # both at step 5
+    scheduler = scheduler_of(p)
+    assert p.step_boundaries() == [5, 5] and [scheduler.divisions_at(i) for i in range(10)] == [0] * 5 + [2] + [0] * 4
+    state, rates, _ = run_scheduler(scheduler, 8, [[]])
+    assert [r.tolist() for r in rates] == [[1.0]] * 5 + [[0.25]] * 5 and state.divisions.tolist() == [2]

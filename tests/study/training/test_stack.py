@@ -1,0 +1,39 @@
+"""The live stack (study.training.stack) with every optimizer: its state is what the optimizer's declaration makes,
+and the chunked step (views of the stack's tensors and of that state) takes the whole stack's step."""
+
+import pytest
+import torch
+
+import trainer_standins as standins
+from archstudy.sampling import ArchSpec
+from archstudy.study import Protocol, build_network
+from archstudy.study.training.optim import optimizer_of
+from archstudy.study.training.stack import new_stack, parts, train_step
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+DATA = standins.waveform_noise(100, 50, 50, seed=2)
+SPEC = ArchSpec(depth=4, width=10, d_in=40, d_out=3, activation="tanh", norm="batch", param="gmp",
+                bias_init="gaussian")
+PROTOCOLS = {"sgd": Protocol(), "momentum": Protocol(momentum=0.9), "adam": Protocol(optimizer="adam")}
+
+
+@pytest.mark.parametrize("name", list(PROTOCOLS))
+def test_the_stack_state_is_the_optimizers_and_chunks_step_as_the_whole(name):
+    p = PROTOCOLS[name]
+    lrs = [1e-3, 1e-2, 3e-2, 1e-1]
+    whole = new_stack(build_network(SPEC, seed=4, runs=4), lrs, p)
+    chunked = new_stack(build_network(SPEC, seed=4, runs=4), lrs, p)
+    assert type(whole.optimizer) is type(optimizer_of(p))
+    assert list(whole.opt) == list(optimizer_of(p).init(dict(whole.net.named_parameters())))
+    for part in parts(chunked, 3):  # chunks of 2 runs: views, so the stack's own tensors move
+        assert all(t._base is not None for ts in part.slots.tensors.values() for t in ts)
+    x, y = DATA.train.x[:50], DATA.train.y[:50]
+    for _ in range(3):
+        train_step(whole, x, y, 1.0, p)
+        train_step(chunked, x, y, 1.0, p, chunk=3)
+    assert len(parts(chunked, 3)) == 2
+    for (k, a), (_, b) in zip(whole.tensors().items(), chunked.tensors().items()):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-13, msg=k)
+    moved = [k for k, t in whole.tensors().items() if k.startswith("opt.") and t.any()]
+    assert bool(moved) == (name != "sgd")  # the optimizer's state moved (plain SGD has none)
