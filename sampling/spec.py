@@ -36,8 +36,9 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   ``input_mean_norm`` is the effective choice.
 * init: ``init`` is the distribution of the dense (and GmP) weight matrices: "orthogonal" (appendix C:
   a d_out x d_in submatrix of a Haar-random orthogonal matrix times max(1, sqrt(d_out / d_in))),
-  "kaiming" (He et al. 2015, normal, fan_in mode, gain sqrt(2): W_ij ~ N(0, 2 / fan_in)), "xavier"
-  (Glorot and Bengio 2010, normal: W_ij ~ N(0, 2 / (fan_in + fan_out))) or "zero" (Li, Jiao, Han and
+  "kaiming" (He, Zhang, Ren and Sun, *Delving Deep into Rectifiers*, 2015: normal, fan_in mode, gain sqrt(2):
+  W_ij ~ N(0, 2 / fan_in)), "xavier" (Glorot and Bengio, *Understanding the Difficulty of Training Deep Feedforward Neural Networks*, 2010: normal,
+  W_ij ~ N(0, 2 / (fan_in + fan_out))) or "zero" (Li, Jiao, Han and
   Weissman, *Demystifying ResNet*, section 4: the layers inside residual branches start exactly at zero,
   weights and biases, the zero initial point of Theorem 2; the other layers as "orthogonal"). Householder
   vectors are u ~ N(0, I) under every scheme (a reflection does not depend on the length of u);
@@ -83,7 +84,8 @@ INITS = ("orthogonal", "kaiming", "xavier", "zero")
 IMNS = ("auto", "off", "on")  # input mean normalization: as ``param`` implies (GmP on, SP off), or decided
 GMP_INITS = ("from_sp", "uniform")  # GmP parameters from the SP weights, or Chen and Ge's section 4.3
 
-# Variance of the Gaussian bias init, from Schoenholz et al. (2017), as used in appendix C.
+# Variance of the Gaussian bias init, from Schoenholz, Gilmer, Ganguli and Sohl-Dickstein, *Deep Information
+# Propagation* (2017), as used in appendix C.
 BIAS_VARIANCE = 0.05
 
 SCHEMA_VERSION = 4  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;

@@ -62,7 +62,7 @@ def load(seed: int = 0, blocks: int = DEFAULT_BLOCKS) -> Dataset:
     meta = {
         "name": NAME, "seed": seed, "options": {"blocks": blocks},
         "source": {"kind": "generator", "generator": f"{GRID} x {GRID} grid on [-1, 1]^2, {blocks} x {blocks} "
-                   "alternating blocks, edge points labelled 0 (Han et al.)",
+                   "alternating blocks, edge points labelled 0 (the Han papers)",
                    "points": N_POINTS, "edge_points": int(on_edge.sum()), "label_1_points": int(y.sum())},
         "preprocessing": ["none: raw grid coordinates"],
         "sizes": dict(zip(("train", "val", "test"), sizes)),

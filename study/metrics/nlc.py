@@ -66,7 +66,8 @@ def input_sd_q(x: torch.Tensor) -> float:
 def output_moments(f: Callable, x: torch.Tensor, batch_size: int = 250) -> tuple[torch.Tensor, torch.Tensor, int]:
     """(Q_j S_x f(x, j), Q_{x,j} f(x, j), d_out) from one pass in minibatches (per run for a stack).
 
-    The variance is accumulated with Chan et al.'s pairwise update of (count, mean, sum of squared
+    The variance is accumulated with the pairwise update of Chan, Golub and LeVeque (*Updating Formulae and a Pairwise
+    Algorithm for Computing Sample Variances*, 1979) of (count, mean, sum of squared
     deviations), never as E[f^2] - E[f]^2: that difference cancels catastrophically for the high-bias
     outputs the study flags (relative error ~1e-16 * bias^2, i.e. garbage from a bias of ~1e8 on)."""
     count, mean, m2, sq = 0, None, None, None

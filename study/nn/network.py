@@ -10,21 +10,9 @@ Each linear layer is the family its ``Layer.kind`` names (``study.nn.families``:
 declared once: how it is built, initialized, applied, and what it folds. The network's forward and the trainer's
 folded forward are one loop (``Network.propagate``).
 
-Initialization (appendix C, or the spec's ``init``), all in float64 from numpy generators keyed by
-(seed, layer, purpose) (``study.nn.initialization``), so architecture siblings built with the same seed share
-every draw they can:
-
-* linear op, ``init = "orthogonal"`` (appendix C): a d_out x d_in submatrix of a uniformly random
-  orthogonal max x max matrix, times max(1, sqrt(d_out / d_in)); ``"kaiming"``: W_ij ~ N(0, 2 / d_in)
-  (He et al. 2015, normal, fan_in, gain sqrt(2)); ``"xavier"``: W_ij ~ N(0, 2 / (d_in + d_out)) (Glorot and
-  Bengio 2010, normal); ``"zero"``: the layers inside residual branches are exactly zero, weights and
-  biases (Li, Jiao, Han and Weissman, *Demystifying ResNet*, the zero initial point of section 4), the
-  others orthogonal. Householder layers: u ~ N(0, I) (Yu and Zhang, *Householder-Absolute Neural Layers*);
-* bias: zero, or N(0, 0.05) and then the weights times sqrt(0.95);
-* all weights and biases times ``init_scale``; inside residual branches also times ``branch_scale``;
-* GmP layers take u = w / |w|, lambda = b / |w|, r = |w| from those SP weights (``gmp_init = "from_sp"``),
-  or Chen and Ge's section 4.3 (``"uniform"``): uniform angles from a generator of their own, lambda = 0,
-  r = 1 times ``init_scale`` (and ``branch_scale`` inside residual branches).
+Initialization (appendix C, or the spec's ``init``, ``bias_init``, ``init_scale``, ``branch_scale``,
+``gmp_init``): float64, from numpy generators keyed by (seed, layer, purpose), so architecture siblings built with
+the same seed share every draw they can; ``study.nn.initialization`` gives each distribution and its source.
 
 With ``runs=R`` the module holds R identical copies as one stack (parameters [R, ...]); it takes a shared
 input [B, d_in] or one per run [R, B, d_in] and returns [R, B, d_out]. With R = 1 (the default) it

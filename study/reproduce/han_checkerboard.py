@@ -16,7 +16,7 @@ The networks. "Depth x width" counts hidden layers (Table 3: FCNet1, 6 x 100, ha
 "orthogonal initialization" and Householder layers (Algorithm 1) between them: ``dense_ends=1``, 17 Householder
 layers, 3032 parameters with two outputs as Table 3 counts them (ours have one output regressing the 0/1 label
 of section 3.1: 3001). The FCNets use "Kaiming initialization [6]"
-(He et al.: normal, fan_in, gain sqrt(2)). The ablation (Table 4, 20 x 30; Table 7, 100 x 17) swaps the layer
+(He, Zhang, Ren and Sun, *Delving Deep into Rectifiers*, 2015: normal, fan_in, gain sqrt(2)). The ablation (Table 4, 20 x 30; Table 7, 100 x 17) swaps the layer
 type (H: the HanNet's structure; FC: every layer dense, Kaiming-initialized under ReLU as the FCNets,
 orthogonal under ABS: ``_ablation`` says why) and the activation (ABS, ReLU) of that framework. Every
 net is exactly the paper's: plain relu(s) and |s| (``scale_activation=False``: appendix C of the NLC paper would

@@ -12,7 +12,8 @@ moments: L = 1/2 tr(W Sxx W^T) - tr(W Sxy) + 1/2 tr(Syy), Sxx = X^T X / m, Sxy =
 
 The initial points (section 4.1 and 5): the shortcut networks start at zero, "with small random perturbations
 to escape from it. We first Xavier initialize the weight matrices, and then multiply a small constant (0.01)
-to them"; the networks without shortcuts start from orthogonal (Saxe et al.) or Xavier (Glorot and Bengio:
+to them"; the networks without shortcuts start from orthogonal (Saxe, McClelland and Ganguli, *Exact Solutions to the Nonlinear Dynamics of Learning in Deep Linear
+Neural Networks*, 2014) or Xavier (Glorot and Bengio:
 Gaussian, variance 2 / (fan_in + fan_out)) weights. The data (appendix B): "whitened versions of MNIST. Ten
 greatest principal components are kept for the dataset inputs. The dataset outputs are represented using
 one-hot encoding": the inputs centred, projected on their 10 leading principal directions and each scaled to
