@@ -16,6 +16,7 @@ so a doc's tables are rewritten by a command and a test fails while they differ 
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Callable, Mapping
 
 from .constraints import Declaration, Declared, plain_value
@@ -111,3 +112,20 @@ def update_blocks(text: str, tables: Mapping[str, str], command: str, doc: str) 
         raise ValueError(f"{doc} has the generated tables {', '.join(seen) or 'none'}; expected one of each of "
                          f"{', '.join(tables)}")
     return out
+
+
+def rewrite_doc(argv: list[str] | None, update: Callable[[str], str], usage: str) -> int:
+    """The command behind a generated doc (``python -m MODULE PATH``): rewrite PATH's generated blocks with
+    ``update``; says whether anything changed; exit status 2 with ``usage`` for other arguments."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print(f"usage: {usage}", file=sys.stderr)
+        return 2
+    with open(args[0], encoding="utf-8") as f:
+        text = f.read()
+    new = update(text)
+    if new != text:
+        with open(args[0], "w", encoding="utf-8") as f:
+            f.write(new)
+    print(f"{args[0]}: {'updated' if new != text else 'up to date'}")
+    return 0

@@ -43,7 +43,7 @@ from archstudy.sampling import (
 from archstudy.sampling.constraints import (
     SEED, Choice, Constraint, Declaration, Declared, Flag, Integer, Maybe, Real, Text, bounded_repr, declare, plain,
 )
-from archstudy.sampling.doc_tables import markdown, presets_column, update_blocks
+from archstudy.sampling.doc_tables import markdown, presets_column, rewrite_doc, update_blocks
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
@@ -527,18 +527,7 @@ def update_doc(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m archstudy.study.experiment.config PATH``: rewrite the generated tables of PATH (docs/config.md)."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(f"usage: {REGENERATE}", file=sys.stderr)
-        return 2
-    with open(args[0], encoding="utf-8") as f:
-        text = f.read()
-    new = update_doc(text)
-    if new != text:
-        with open(args[0], "w", encoding="utf-8") as f:
-            f.write(new)
-    print(f"{args[0]}: {'updated' if new != text else 'up to date'}")
-    return 0
+    return rewrite_doc(argv, update_doc, REGENERATE)
 
 
 if __name__ == "__main__":

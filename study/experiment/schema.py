@@ -36,6 +36,7 @@ from dataclasses import dataclass, fields, replace
 
 from archstudy.sampling import ArchSpec
 from archstudy.sampling.constraints import added_later
+from archstudy.sampling.doc_tables import rewrite_doc
 
 SCHEMA_VERSION = "1"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
 SCHEMA_KEY = "archstudy.schema_version"
@@ -435,18 +436,7 @@ def update_doc(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m archstudy.study.experiment.schema PATH``: rewrite the generated column tables of PATH (docs/results.md)."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print(f"usage: {REGENERATE}", file=sys.stderr)
-        return 2
-    with open(args[0], encoding="utf-8") as f:
-        text = f.read()
-    new = update_doc(text)
-    if new != text:
-        with open(args[0], "w", encoding="utf-8") as f:
-            f.write(new)
-    print(f"{args[0]}: {'updated' if new != text else 'up to date'}")
-    return 0
+    return rewrite_doc(argv, update_doc, REGENERATE)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from archstudy.study.nn.family import Family
 from archstudy.study.nn.layers import NORMS, BatchNorm, Dense
 from archstudy.study.nn.network import Network, layer_init
 
+from references import unit_from_angles
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 RUNS = 3
@@ -71,16 +73,6 @@ def _built(name):
     return layer, module
 
 
-def _unit_from_angles(theta: np.ndarray) -> np.ndarray:
-    """Chen and Ge, eq. 10, coordinate by coordinate."""
-    n = theta.shape[-1] + 1
-    u = np.empty(theta.shape[:-1] + (n,))
-    for k in range(n):
-        sines = np.prod(np.sin(theta[..., :k]), axis=-1) if k else 1.0
-        u[..., k] = sines * (np.cos(theta[..., k]) if k < n - 1 else 1.0)
-    return u
-
-
 def _reference(name, module, x: np.ndarray) -> np.ndarray:
     """The family's linear op, run by run, from its paper's formula (inputs [R, B, n]; batch mean for IMN)."""
     p = {n: t.detach().numpy() for n, t in module.named_parameters()}
@@ -90,7 +82,7 @@ def _reference(name, module, x: np.ndarray) -> np.ndarray:
         if LAYERS[name].kind == "dense":  # s = W x + b
             out.append(h @ p["weight"][r].T + p["bias"][r])
         elif LAYERS[name].kind == "gmp":  # s = u(theta)^T (x - E[x]) + lambda  (eq. 15, 16)
-            out.append(h @ _unit_from_angles(p["theta"][r]).T + p["lam"][r])
+            out.append(h @ unit_from_angles(p["theta"][r]).T + p["lam"][r])
         else:  # z = H(u) x + b, H(u) = I - 2 u u^T / |u|^2  (Algorithm 1, eq. 5)
             u = p["u"][r]
             out.append(h @ (np.eye(len(u)) - 2 * np.outer(u, u) / (u @ u)).T + p["bias"][r])

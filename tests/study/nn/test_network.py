@@ -14,20 +14,12 @@ from archstudy.study import build_network, frozen_statistics, output_scale
 from archstudy.study.nn.network import minibatches
 from archstudy.study.nn.gmp import angles_from_direction, direction_from_angles
 
+from references import unit_from_angles
+
 EPS = 1e-5
 
 
 # ---------------------------------------------------------------- an independent reference forward, in numpy
-def _unit_from_angles(theta: np.ndarray) -> np.ndarray:
-    """Chen and Ge, eq. 10, coordinate by coordinate."""
-    n = theta.shape[-1] + 1
-    u = np.empty(theta.shape[:-1] + (n,))
-    for k in range(n):
-        sines = np.prod(np.sin(theta[..., :k]), axis=-1) if k else 1.0
-        u[..., k] = sines * (np.cos(theta[..., k]) if k < n - 1 else 1.0)
-    return u
-
-
 def reference_forward(spec: ArchSpec, net, x: np.ndarray) -> np.ndarray:
     """Appendix C read literally: layer = linear -> [norm] -> activation, skips h_{l+k} += strength * start."""
     L, k = spec.depth, spec.skip_length
@@ -43,7 +35,7 @@ def reference_forward(spec: ArchSpec, net, x: np.ndarray) -> np.ndarray:
             H = np.eye(len(u)) - 2 * np.outer(u, u) / (u @ u)
             z = h @ H.T + p["bias"]
         elif "theta" in p:  # GmP: u(theta)^T (x - E[x]) + lambda, the mean subtracted on intermediate layers
-            U = _unit_from_angles(p["theta"])
+            U = unit_from_angles(p["theta"])
             xc = h - h.mean(axis=0, keepdims=True) if l > 1 else h
             z = xc @ U.T + p["lam"]
         else:
@@ -204,7 +196,7 @@ def test_gmp_initial_directions_are_uniform_on_the_sphere():
     for k in (0, n // 2, n - 1):
         assert stats.kstest(u[:, k] ** 2, stats.beta(0.5, (n - 1) / 2).cdf).pvalue > 1e-3
     uniform_angles = np.random.default_rng(0).uniform(0, np.pi, (3000, n - 1))
-    assert stats.kstest(_unit_from_angles(uniform_angles)[:, -1] ** 2, stats.beta(0.5, (n - 1) / 2).cdf).pvalue < 1e-6
+    assert stats.kstest(unit_from_angles(uniform_angles)[:, -1] ** 2, stats.beta(0.5, (n - 1) / 2).cdf).pvalue < 1e-6
 
 
 def test_angles_round_trip():
