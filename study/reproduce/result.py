@@ -3,8 +3,13 @@ JSON file, and the table printed on the terminal.
 
 A row compares one quantity with the paper in one of three ways:
 
-* ``Row.close``: the paper prints a number; ours agrees when ``|ours - paper| <= tolerance``. The tolerance
-  comes from the paper's precision or reported spread; each reproduction says which, per row.
+* ``Row.printed``: the paper prints a number. THE rule for every printed number of every reproduction
+  (``printed_tolerance``): ours agrees when ``|ours - paper| <= u / 2 + spread``, u one unit of the last printed
+  digit, or ``<= u + spread`` where the paper's value was itself estimated (a numerical integral, a sampled or
+  Monte-Carlo estimate: its last digit may be off by one). ``spread`` is 0 for a deterministic quantity, and
+  for a statistic over random seeds (a mean, a median) two standard errors of the difference of the paper's
+  statistic and ours (``mean_spread``, ``median_spread``). ``Row.close`` is the same comparison with a
+  tolerance computed elsewhere.
 * ``Row.ratio``: the paper's value (a printed number, or a formula of the paper evaluated on our data) against
   ours within a factor, for a claim of that strength ("constant within 1.5x").
 * ``Row.claim``: the paper shows only a figure (``paper`` is null); ``tolerance`` states the qualitative
@@ -48,6 +53,14 @@ class Row:
         return cls(quantity, float(paper), _finite_or_none(measured), f"±{tolerance:.3g} ({why})", ok)
 
     @classmethod
+    def printed(cls, quantity: str, paper_text: str, measured: float, *, estimated: bool = False,
+                spread: tuple[float, str] = (0.0, "")) -> "Row":
+        """The paper's printed number (``paper_text`` as printed, e.g. "0.0024") against ours, by the one rule of
+        the module docstring (``printed_tolerance``)."""
+        tol, why = printed_tolerance(paper_text, estimated=estimated, spread=spread)
+        return cls.close(quantity, float(paper_text), measured, tol, why)
+
+    @classmethod
     def ratio(cls, quantity: str, paper: float, measured: float, factor: float, why: str) -> "Row":
         """The paper's number against ours: agreement within a factor (``paper / factor <= ours <= paper * factor``)."""
         ok = bool(math.isfinite(measured) and paper / factor <= measured <= paper * factor)
@@ -73,6 +86,48 @@ def printed_precision(value: str) -> float:
     "95.8" -> 0.05, "9952" -> 0.5, "4.90e17" -> 5e14): how far the true value may lie from the print."""
     exponent = Decimal(value).as_tuple().exponent
     return 0.5 * 10.0 ** exponent
+
+
+def printed_unit(value: str) -> float:
+    """One unit of the last printed digit of a number as the paper prints it ("0.0024" -> 0.0001, "95.8" -> 0.1)."""
+    return 10.0 ** Decimal(value).as_tuple().exponent
+
+
+def printed_tolerance(paper_text: str, *, estimated: bool = False,
+                      spread: tuple[float, str] = (0.0, "")) -> tuple[float, str]:
+    """(tolerance, why) of the one rule (module docstring): half a unit of the last printed digit (the print's
+    rounding) or, for a value the paper itself estimated, one unit; plus ``spread`` = (amount, what it is) for a
+    statistic over random seeds."""
+    unit = printed_unit(paper_text)
+    base, what = (unit, f"one unit of the printed {paper_text} (the paper's value is an estimate)") if estimated \
+        else (unit / 2, f"half a unit of the printed {paper_text}")
+    amount, spread_why = spread
+    if amount:
+        return base + amount, f"{what} + {spread_why}"
+    return base, what
+
+
+def mean_spread(ours, paper_n: int, paper_sd: float | None = None) -> tuple[float, str]:
+    """Two standard errors of (paper's mean over ``paper_n`` seeds) - (our mean over ours), every run spread by the
+    paper's printed standard deviation where it prints one, else by ours (zero with one run of ours and none
+    printed)."""
+    n = len(ours)
+    if paper_sd is not None:
+        sigma, whose = float(paper_sd), f"the paper's sd {paper_sd:g}"
+    elif n >= 2:
+        sigma = float(np.std(ours, ddof=1))
+        whose = f"our sd {sigma:.2g} (none printed)"
+    else:
+        return 0.0, "no spread (none printed, one run here)"
+    return 2.0 * sigma * math.sqrt(1.0 / paper_n + 1.0 / n), (f"2 SE of mean({paper_n}) - mean({n}), runs spread by "
+                                                             f"{whose}")
+
+
+def median_spread(ours) -> tuple[float, str]:
+    """Two standard errors of the difference of two medians over as many seeds, the paper's spread taken to be ours
+    (it prints none): 2 * sqrt(2) * SE, SE the bootstrap standard error of our median."""
+    se = median_standard_error(ours)
+    return 2.0 * math.sqrt(2.0) * se, f"2·√2 × the median's standard error {se:.2g} over {len(ours)} seeds"
 
 
 def median_standard_error(values, n_boot: int = 2000, seed: int = 0) -> float:
