@@ -79,14 +79,22 @@ def status_html(s: Section) -> str:
 
 
 def excluded_html(r) -> str:
-    """Result files left out of every number (``Results.excluded``): a study holds one science config."""
+    """Result files left out of every number: those of another science config (``Results.excluded``: a study
+    holds one), and those that cannot be read whole (``Results.corrupt``: a resume redoes them)."""
+    out = ""
+    corrupt = getattr(r, "corrupt", {})
+    if corrupt:
+        first, problem = next(iter(corrupt.items()))
+        out += (f'<div class="box partial"><b>Unreadable:</b> {len(corrupt):,} result file(s) left out of every number '
+                f"below, e.g. {esc(first)}: {esc(problem)} (`archstudy status` lists them; `archstudy resume` redoes "
+                "them).</div>")
     if not r.excluded:
-        return ""
+        return out
     reasons = sorted(set(r.excluded.values()))
     n = sum(1 for k in r.excluded if k.startswith("architectures/"))
-    return (f'<div class="box partial"><b>Left out:</b> {len(r.excluded):,} result file(s) ({n:,} architecture(s)) '
-            f"that do not belong to this study: {esc('; '.join(reasons))}. They are in none of the numbers below "
-            "(`archstudy status` lists them; a resume refuses to run beside them).</div>")
+    return out + (f'<div class="box partial"><b>Left out:</b> {len(r.excluded):,} result file(s) ({n:,} '
+                  f"architecture(s)) that do not belong to this study: {esc('; '.join(reasons))}. They are in none of "
+                  "the numbers below (`archstudy status` lists them; a resume refuses to run beside them).</div>")
 
 
 # The works the notes cite besides the NLC paper.
@@ -551,17 +559,20 @@ _check_placement()
 def reproductions_html(directory, out: Path) -> str:
     """The verdicts of the paper reproductions (``archstudy reproduce``) whose ``NAME.json`` files lie in
     ``directory``, each linked to its page; only when the user names the directory (``--reproductions``)."""
-    found = []
+    found, skipped = [], []
     for path in sorted(Path(directory).glob("*.json")):
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
             rows = [(str(r["quantity"]), r["ok"] is True) for r in d["rows"]]
             found.append((path, d, rows))
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            skipped.append(f"{path.name} ({type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})")
             continue  # another JSON file, not a reproduction's
     if not found:
+        more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+        named = f"; its JSON files are not: {', '.join(skipped[:3])}{more}"
         raise SpecError("write_report", "reproductions", os.fspath(directory), "holds no reproduction results "
-                        "(NAME.json files of `archstudy reproduce`)")
+                        "(NAME.json files of `archstudy reproduce`)" + (named if skipped else ""))
     table_rows = []
     for path, d, rows in found:
         page = path.with_suffix(".html")

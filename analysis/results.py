@@ -59,6 +59,9 @@ class Results:
     # result files left out of both tables ("architectures/<name>" -> why): computed under another science
     # config than study.yaml's (or recording none), or an index beyond the study's architectures
     excluded: dict[str, str] = field(default_factory=dict)
+    # result files that cannot be read whole ("runs/<name>" -> what is wrong): truncated or not Parquet, left out of
+    # every table as `archstudy status` reports them and a resume redoes them
+    corrupt: dict[str, str] = field(default_factory=dict)
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
@@ -174,6 +177,16 @@ def not_of_config(metadata: dict | None, config: dict[str, Any]) -> str | None:
     return None
 
 
+class CorruptFile(SpecError):
+    """A result file that is not a whole archstudy file of its table (truncated, not Parquet, another table): a
+    study is read without it and says so (``Results.corrupt``), as ``archstudy status`` and a resume treat it;
+    ``problem`` says what is wrong in a few words."""
+
+    def __init__(self, where: str, field: str, value: Any, allowed: str, problem: str):
+        super().__init__(where, field, value, allowed)
+        self.problem = problem
+
+
 def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str) -> pa.Table:
     """One Parquet file, after checking its key-value metadata: ``archstudy.schema_version`` must be
     the version this package reads and ``archstudy.table`` the table its directory holds. The metadata is
@@ -182,7 +195,9 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
         with fs.open_input_file(path) as f:
             t = pq.ParquetFile(f).read(use_threads=False)  # files are read in parallel instead
     except (pa.ArrowInvalid, OSError) as e:
-        raise SpecError(shown, "(file)", "...", f"must be a readable Parquet file ({str(e).splitlines()[0]})") from None
+        first = (str(e).splitlines() or [type(e).__name__])[0]
+        raise CorruptFile(shown, "(file)", "...", f"must be a readable Parquet file ({first})",
+                          f"not readable Parquet ({first})") from None
     meta = t.schema.metadata or {}
     version = meta.get(SCHEMA_KEY.encode())
     version = None if version is None else version.decode()
@@ -192,25 +207,35 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
     kind = meta.get(TABLE_KEY.encode())
     kind = None if kind is None else kind.decode()
     if kind != table:
-        raise SpecError(shown, TABLE_KEY, kind, f"must be {table!r} for a file under {table}/")
+        raise CorruptFile(shown, TABLE_KEY, kind, f"must be {table!r} for a file under {table}/",
+                          f"not an archstudy {table} file ({TABLE_KEY} {kind!r})")
     return t.drop_columns([c for c in t.column_names if c.startswith("__index_level_")])
 
 
 def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], excluded: dict[str, str],
-                arch_ids: set[str] | None = None) -> tuple[pd.DataFrame, int]:
+                arch_ids: set[str] | None = None, corrupt: dict[str, str] | None = None) -> tuple[pd.DataFrame, int]:
     """The rows of ``<root>/<table>/*.parquet`` (only the files of ``arch_ids`` when given) that belong to
-    the study ``config`` describes; the files that do not are added to ``excluded`` (name -> why) and left
-    out."""
+    the study ``config`` describes; the files that do not are added to ``excluded`` (name -> why), those that
+    cannot be read whole (``CorruptFile``) to ``corrupt`` (name -> problem), and left out."""
     files = _list(fs, root, table, "parquet")
     if arch_ids is not None:
         files = [(p, m) for p, m in files if m["arch_id"] in arch_ids]
     # One small file per architecture: the per-file overhead dominates, so read several at once.
+    def read(pm):
+        try:
+            return read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}")
+        except CorruptFile as e:
+            return e
+
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        read = list(pool.map(lambda pm: read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}"),
-                             files))
+        read = list(pool.map(read, files))
     count = config.get("architectures")
     tables = []
     for (_, m), t in zip(files, read):
+        if isinstance(t, CorruptFile):  # left out, and said (a resume redoes it)
+            if corrupt is not None:
+                corrupt[f"{table}/{m.group(0)}"] = t.problem
+            continue
         why = not_of_config(t.schema.metadata, config)
         if why is None and isinstance(count, int) and int(m["index"]) >= count:
             why = f"index {int(m['index'])} is beyond the study's {count} architectures"
@@ -383,11 +408,13 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
     also ``curves/*.parquet`` (True: every architecture's; a collection of arch_ids: only theirs, a few
     files of what may be the largest table).
 
-    Every Parquet file's key-value metadata must say ``archstudy.schema_version = "1"`` and name its
-    table; anything else is a one-line ``sampling.UserError``. A file whose rows were computed under another
-    science config than study.yaml's (its ``archstudy.science`` metadata), or that records none, is left
-    out of every table and listed in ``Results.excluded`` (a study holds one science config; ``archstudy
-    status`` reports such files and a resume refuses to run beside them). Columns are typed as the contract says.
+    Every Parquet file's key-value metadata must say ``archstudy.schema_version = "1"`` (else a one-line
+    ``sampling.UserError``). A file that cannot be read whole (truncated, not Parquet, of another table) is
+    left out and listed in ``Results.corrupt``, as ``archstudy status`` lists it and a resume redoes it. A
+    file whose rows were computed under another science config than study.yaml's (its ``archstudy.science``
+    metadata), or that records none, is left out of every table and listed in ``Results.excluded`` (a study
+    holds one science config; ``archstudy status`` reports such files and a resume refuses to run beside
+    them). Columns are typed as the contract says.
     ``runs=False`` skips the per-run table (``Results.runs`` is then empty).
     """
     fs, root, shown = _filesystem(study_dir)
@@ -397,8 +424,10 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
     config = read_config(fs, root, shown)
 
     excluded: dict[str, str] = {}
-    raw_arch, n_arch_files = _read_table(fs, root, shown, "architectures", config, excluded)
-    raw_runs, n_run_files = _read_table(fs, root, shown, "runs", config, excluded) if runs else (pd.DataFrame(), 0)
+    corrupt: dict[str, str] = {}
+    raw_arch, n_arch_files = _read_table(fs, root, shown, "architectures", config, excluded, corrupt=corrupt)
+    raw_runs, n_run_files = (_read_table(fs, root, shown, "runs", config, excluded, corrupt=corrupt) if runs
+                             else (pd.DataFrame(), 0))
     arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
     arch = _fill_derived(arch, config)
     runs = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
@@ -426,6 +455,7 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
         study_dir=shown, config=config, architectures=arch, runs=runs, failed=failed, in_progress=in_progress,
         planned=planned, planned_note=note,
         files={"architectures": n_arch_files, "runs": n_run_files}, excluded=excluded, curves=curve_table,
+        corrupt=corrupt,
     )
 
 

@@ -9,6 +9,9 @@ dimension, classes and train/val/test sizes. ``--root DIR`` looks for the file-b
 from __future__ import annotations
 
 import sys
+from pathlib import Path
+
+from archstudy.sampling import SpecError
 
 from ..datasets import CACHE_ENV, DATASETS
 from ..datasets.cache import cache_dir
@@ -34,6 +37,9 @@ def rows(root=None) -> list[tuple[str, ...]]:
 
 
 def run(args) -> int:
+    if args.root is not None and not Path(args.root).expanduser().is_dir():
+        what = "is not a directory" if Path(args.root).expanduser().exists() else "does not exist"
+        raise SpecError("datasets", "root", args.root, f"must be a directory holding your data files; it {what}")
     header = ("dataset", "here", "source", "d_in", "classes", "train/val/test", "where")
     table = [header] + rows(args.root)
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]

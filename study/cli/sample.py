@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 
-from archstudy.sampling import PRESETS, SIBLING_AXES, plan_study
+from archstudy.sampling import PRESETS, SIBLING_AXES, SpecError, plan_study
 from archstudy.sampling.constraints import SEED, Integer, check
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 from archstudy.sampling.width import check_budget
 
 from ..experiment.config import StudyConfig
 from .flags import shown
+
+
+D_IN, D_OUT = 40, 3  # waveform-noise's
 
 
 def register(sub) -> None:
@@ -23,8 +26,8 @@ def register(sub) -> None:
     seed, preset, budget = (StudyConfig.default(k) for k in ("seed", "preset", "param_budget"))  # a study's defaults
     p.add_argument("--seed", type=int, default=seed, help="study seed (default %(default)s)")
     p.add_argument("--preset", default=preset, choices=sorted(PRESETS), help="architecture space (default %(default)s)")
-    p.add_argument("--d-in", type=int, default=40, help="input dimension (default %(default)s, waveform-noise)")
-    p.add_argument("--d-out", type=int, default=3, help="output dimension / classes (default %(default)s)")
+    p.add_argument("--d-in", type=int, default=D_IN, help="input dimension (default %(default)s, waveform-noise)")
+    p.add_argument("--d-out", type=int, default=D_OUT, help="output dimension / classes (default %(default)s)")
     p.add_argument("--param-budget", type=int, default=budget, help=f"trainable parameters (default {shown(budget)})")
     p.add_argument("--siblings", action="store_true",
                    help=f"also print each one's siblings along {', '.join(SIBLING_AXES)}")
@@ -43,6 +46,11 @@ def run(args) -> int:
     check("sample", "seed", SEED, args.seed)
     for flag in ("d_in", "d_out", "param_budget"):
         check("sample", flag, Integer(1), getattr(args, flag))
+    for flag, default in (("d_in", D_IN), ("d_out", D_OUT)):
+        # a dimension given larger than the budget is the dimension's mistake (the budget's is named below)
+        if getattr(args, flag) != default and getattr(args, flag) > args.param_budget:
+            raise SpecError("sample", flag, getattr(args, flag), f"must be at most param_budget ({args.param_budget:,}):"
+                            " its layer alone would hold more parameters than the budget")
     end = args.start + args.n
     for first in range(args.start, end, CHUNK):
         # the study's own plan: each draw, then its siblings (as `archstudy run` trains them)

@@ -34,6 +34,7 @@ def run(args) -> int:
     from ..run.store import Store
 
     store = Store(args.study)
+    store.reach()  # object storage that refuses or never answers: one line, in bounded time
     config = store.read_config()
     say = lambda line: print(f"archstudy: {line}", file=sys.stderr, flush=True)  # noqa: E731
     state = survey(store, config, plan_with_progress(config, say))

@@ -84,6 +84,31 @@ class Dataset:
         return f"Dataset({self.name!r}, d_in={self.d_in}, n_classes={self.n_classes}, train/val/test={sizes})"
 
 
+def unusable(data: Dataset) -> str | None:
+    """Why a study could not train and select networks on ``data``, in one line, or None. Every split must
+    hold points (each run is evaluated on all three: the schedule watches one, the selection reads one, the
+    test error is recorded), their labels must be classes of the dataset, and the training split must hold
+    every class (a class without a training point could never be learned; its chance-level error would be
+    counted against every architecture alike)."""
+    sizes = {name: len(split) for name, split in data.splits.items()}
+    shown = "/".join(str(n) for n in sizes.values())
+    empty = [name for name, n in sizes.items() if n == 0]
+    if empty:
+        return (f"the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} empty (train/val/test = "
+                f"{shown} points)")
+    for name, split in data.splits.items():
+        lo, hi = int(split.y.min()), int(split.y.max())
+        if lo < 0 or hi >= data.n_classes:
+            return f"the {name} split has labels in [{lo}, {hi}], outside the {data.n_classes} classes 0..{data.n_classes - 1}"
+    present = set(torch.unique(data.train.y).tolist())
+    missing = [c for c in range(data.n_classes) if c not in present]
+    if missing:
+        listed = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        return (f"class{'es' if len(missing) > 1 else ''} {listed} of {data.n_classes} ha{'ve' if len(missing) > 1 else 's'} "
+                f"no point in the training split (train/val/test = {shown} points)")
+    return None
+
+
 def stream(seed: int, name: str, purpose: str) -> np.random.Generator:
     """The seeded generator of one purpose of one dataset (module docstring)."""
     key = [int(seed), zlib.crc32(name.encode()), zlib.crc32(purpose.encode())]

@@ -118,6 +118,9 @@ def read_images(name: str, paths: dict[str, Path], expected: str, n_classes: int
     for part in ("train", "test"):
         img = read_idx_file(name, paths[f"{part}_images"], 3, expected)
         lab = read_idx_file(name, paths[f"{part}_labels"], 1, expected)
+        if min(img.shape[1:]) == 0:
+            raise DataFileMalformed(f"{name}: {paths[f'{part}_images']}: holds images of {img.shape[1]} x "
+                                    f"{img.shape[2]} pixels, need at least 1 x 1; expected {expected}")
         if img.shape[0] != lab.shape[0] or img.shape[0] == 0:
             raise DataFileMalformed(f"{name}: {paths[f'{part}_images']} holds {img.shape[0]} images but "
                                     f"{paths[f'{part}_labels']} {lab.shape[0]} labels; expected {expected}")

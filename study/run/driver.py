@@ -27,6 +27,7 @@ its checkpoint): the next resume sees exactly the committed files.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -36,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TextIO
 
-from archstudy.sampling import UserError
+from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.width import check_budget
 from archstudy.sampling.constraints import Real, check
 
@@ -45,11 +46,12 @@ from ..experiment.config import (
 )
 from . import interrupts
 from .engine import Engine, Failure, Job, Rejected, Tally
+from . import memory
 from .progress import Progress
 from .pruning import is_pilot, pilot_rows, pilot_window
 from .ray_session import check_address, ray_session
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
-from .store import ARCHITECTURES, CURVES, FAILED, RUNS, SchemaError, Store
+from .store import ARCHITECTURES, CURVES, FAILED, RUNS, SchemaError, Store, StoreWriteError
 from .unit import Unit, execute_unit
 
 
@@ -82,9 +84,17 @@ def _check_new_location(store: Store) -> None:
 
 
 def _load_data(config: StudyConfig):
+    """The study's dataset, its splits checked up front (``study.datasets.dataset.unusable``): a split a worker
+    could not train or evaluate on is one line here, not a failure of every unit."""
     from ..datasets import load_dataset
+    from ..datasets.dataset import unusable
 
-    return load_dataset(config.dataset, seed=config.dataset_seed, root=config.root, **config.dataset_options)
+    data = load_dataset(config.dataset, seed=config.dataset_seed, root=config.root, **config.dataset_options)
+    problem = unusable(data)
+    if problem:
+        raise UserError(f"{config.dataset}: {problem}; a study needs a training, a validation and a test split "
+                        "to train and select every architecture")
+    return data
 
 
 def data_fingerprint(data) -> str:
@@ -126,6 +136,7 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
         config = StudyConfig.from_dict(config)
     config = _execution(config, execution)
     store = Store(out)
+    store.reach()  # object storage that refuses or never answers: one line, in bounded time
     new = not store.is_study()
     if not new:
         stored = store.read_config()
@@ -175,6 +186,7 @@ def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_fa
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
     session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
     store = Store(out)
+    store.reach()
     config = _execution(store.read_config(), execution)
     return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
                   max_in_flight=max_in_flight, progress=progress, connect_timeout_s=connect_timeout_s)
@@ -193,6 +205,27 @@ def _check_still_new(store: Store) -> None:
                         "was changed: run the command again to continue that study, or choose another directory")
 
 
+class StudyStopped(UserError):
+    """The study's storage stopped accepting writes while the driver ran (a full disk, a directory made read-only
+    or removed, the object store refusing): the driver stopped, Ray was shut down, nothing stored was damaged."""
+
+
+def _stops_on_write_errors(drive):
+    """``drive`` that ends, when a write to the study fails (``StoreWriteError``), with one line saying where, why
+    and that ``archstudy resume`` continues, after its own cleanup (the engine's jobs cancelled, the lock
+    released, an embedded Ray shut down: the ``with`` blocks it leaves)."""
+    @functools.wraps(drive)
+    def run(store: Store, *args, **kwargs):
+        try:
+            return drive(store, *args, **kwargs)
+        except StoreWriteError as e:
+            raise StudyStopped(f"{store.location}: the study stopped: {e}; every architecture committed before is "
+                               f"kept and nothing stored was damaged: `archstudy resume {store.location}` continues "
+                               "it once the location accepts writes again") from None
+    return run
+
+
+@_stops_on_write_errors
 def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
            max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False,
            connect_timeout_s: float = CONNECT_TIMEOUT_S) -> StudyRun:
@@ -221,6 +254,12 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     if write_config:
         check_budget("study", (u.spec for u in units), config.param_budget,
                      f"{config.dataset} (d_in {d_in}, {d_out} classes)")
+        _check_pilot(config)
+    needs = _memory_needed(config, units, data, store)
+    if not address and not os.environ.get("RAY_ADDRESS"):  # an embedded Ray: this machine's memory, before Ray starts
+        _check_memory(needs, engine_nodes=[{"Alive": True, "Resources": {"CPU": float(os.cpu_count() or 1)}}],
+                      cpus=config.resources.cpus_per_arch, gpus=config.resources.gpus_per_arch,
+                      max_in_flight=max_in_flight, embedded=True, shown=shown)
 
     res = config.resources
     engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,
@@ -232,11 +271,21 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             """Start or join Ray (once), and check that it can run one architecture."""
             if not reached:
                 reached.append(True)
-                _check_capacity(engine, held.enter_context(ray_session(address)), shown)
+                embedded = held.enter_context(ray_session(address))
+                _check_capacity(engine, embedded, shown)
+                _check_memory(needs, engine_nodes=None, cpus=engine.cpus, gpus=engine.gpus,
+                              max_in_flight=max_in_flight, embedded=embedded, shown=shown)
 
         if new:
             reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
-        held.enter_context(store.driver_lock())
+        locked = held.enter_context(store.driver_lock())
+        if locked:
+            shown.say(locked)
+        links = store.links()
+        if links:  # an untrusted study directory: a planted `checkpoints -> /elsewhere` would be written through
+            raise UserError(f"{store.location}: {links[0]} is a symbolic link (to {os.readlink(store.path(links[0]))}); "
+                            "a study never writes through a link, so nothing was run: replace it with a real "
+                            "directory (or file)")
         if new:
             _check_still_new(store)  # with the lock held: create the lock, check, then write
         state = survey(store, config, units, driver=False)
@@ -277,6 +326,9 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                 store.delete(kind, f"{name}.parquet")
         shown.say(f"{store.location}: {len(todo)} of {len(units)} architectures to run"
                 + (f" ({len(finished)} finished earlier)" if finished else ""))
+        if needs is not None:
+            shown.say(f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} "
+                      f"({needs[1].terms()})")
         _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
@@ -303,6 +355,49 @@ def _refuse_mixed(store: Store, state: StudyState, config: StudyConfig) -> None:
     raise UserError(f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
                     f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
                     "run this config in a new directory")
+
+
+def _check_pilot(config: StudyConfig) -> None:
+    """With ``nlc_window: auto``, the pilot (the first ``nlc_pilot`` architectures, trained without a window) must
+    leave architectures to prune: a pilot of the whole study would train everything and prune nothing."""
+    if config.nlc_window == "auto" and config.nlc_pilot >= config.architectures:
+        raise SpecError("study", "nlc_pilot", config.nlc_pilot,
+                        f"must be less than architectures ({config.architectures}) with nlc_window = 'auto': the "
+                        "pilot's architectures are trained without a window, the others are pruned by its window")
+
+
+def _memory_needed(config: StudyConfig, units: list[Unit], data, store: Store):
+    """(spec, ``memory.Estimate``) of the unit that needs the most memory (``study.run.memory``), or None for a
+    study without units."""
+    from ..experiment.protocol import Protocol
+
+    res = config.resources
+    return memory.largest((u.spec for u in units), Protocol.from_dict(config.protocol), data, threads=res.threads,
+                          gpu=res.gpus_per_arch > 0, object_storage=not store.local)
+
+
+def _check_memory(needs, *, engine_nodes: list[dict] | None, cpus: float, gpus: float, max_in_flight: int | None,
+                  embedded: bool, shown: Progress) -> None:
+    """Refuse, before anything runs, a study whose largest unit cannot fit in what a worker has on the nodes
+    ``engine_nodes`` (``ray.nodes()`` when None; this machine before an embedded Ray starts: its physical
+    memory); on a cluster, say it and go on (an autoscaler may add a larger node). Units on a GPU: not checked
+    (the GPU's memory is not known here)."""
+    if needs is None or gpus > 0:
+        return
+    if engine_nodes is None:
+        import ray
+
+        engine_nodes = ray.nodes()
+    spec, need = needs
+    have = memory.worker_memory(engine_nodes, cpus, gpus, max_in_flight)
+    if have is None or need.bytes <= have.bytes:
+        return
+    what = (f"an architecture needs about {memory.size(need.bytes)} of memory ({need.terms()}; {spec.depth} layers "
+            f"of width {spec.width}), but {have.describe()}")
+    if embedded:
+        raise UserError(f"{what}: nothing was run; lower --param-budget, use fewer learning rates, or run fewer at "
+                        "once (--max-in-flight 1, or a larger --cpus-per-arch)")
+    shown.say(f"{what}; its architectures will fail until a node with more memory per architecture joins")
 
 
 def _check_capacity(engine: Engine, embedded: bool, shown: Progress) -> None:
@@ -389,6 +484,9 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
         store.delete(FAILED, f"{job.key}.json")
         result.finished += 1
 
+    def on_retry(job: Job, failure: Failure, attempt: int) -> None:
+        progress.say(f"{job.key}: attempt {attempt} failed: {failure.reason}; trying again")
+
     def on_failed(job: Job, failure: Failure, attempt: int) -> None:
         unit = by_name[job.key]
         store.write_failure(job.key, {
@@ -414,12 +512,20 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
     stop = "error"
     heartbeat(None)
     try:
-        engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick,
+        engine.run(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick, on_retry=on_retry,
                    first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
         stop = "finished"
     except KeyboardInterrupt:
         stop = "interrupted"
         progress.say(f"interrupted: `archstudy resume {store.location}` continues the study")
         raise
+    except StoreWriteError:
+        stop = "storage"
+        raise
     finally:
-        heartbeat(None, running=False, stopped=stop)
+        try:
+            heartbeat(None, running=False, stopped=stop)
+        except StoreWriteError:
+            if stop == "finished":
+                raise  # every result is committed, but the location stopped accepting writes: say so
+            # else the error on its way out says what happened

@@ -17,6 +17,9 @@ Ray Core directly, and nothing of Ray's decides what is finished (the caller's s
   then reported failed with a one-line reason; a failure never stops the others.
 * Ray's automatic retries are off (``max_retries=0``): the engine counts attempts itself, so an attempt
   number reaches the job and the failure record.
+* Whatever a job raises crosses back as plain data (``JobError``: the exception's type name, its first line
+  and the worker's traceback), so its reason is never lost to an exception class that Ray cannot rebuild on
+  the driver; each failed attempt is reported (``on_retry``), not only the last one.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import math
 import os
 import re
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Iterable
@@ -63,6 +67,44 @@ class Tally:
     nodes: dict = field(default_factory=dict)  # key -> where it runs (_PoolWorker.node), for the actor pool's jobs
 
 
+class JobError(Exception):
+    """An exception a job raised, as plain data: its type's name (``kind``), its first line (``message``) and
+    the worker's traceback (``detail``). Ray rebuilds an exception on the driver from its pickled arguments;
+    one whose constructor takes other arguments than its message (``SpecError(where, field, value, allowed)``)
+    cannot be rebuilt and arrived as "UnserializableException: Failed to deserialize exception", its reason
+    lost. A ``JobError`` always can: ``_plain_errors`` raises one for anything a job raises."""
+
+    def __init__(self, kind: str, message: str, detail: str = ""):
+        super().__init__(kind, message, detail)
+        self.kind, self.message, self.detail = kind, message, detail
+
+    @classmethod
+    def of(cls, error: BaseException) -> "JobError":
+        lines = _plain(str(error)).splitlines()
+        return cls(type(error).__name__, lines[0][:500] if lines else "", traceback.format_exc())
+
+    @property
+    def reason(self) -> str:
+        """The one-line reason: ``<type>: <first line>`` (the type alone for an exception without a message)."""
+        return f"{self.kind}: {self.message}" if self.message else self.kind
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def _plain_errors(fn: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
+    """``fn`` whose exceptions (``Exception``: an interrupt stays what it is) leave the worker as ``JobError``."""
+    def job(payload: Any, attempt: int) -> Any:
+        try:
+            return fn(payload, attempt)
+        except JobError:
+            raise
+        except Exception as e:  # noqa: BLE001 - every exception of the job becomes plain data
+            raise JobError.of(e) from None
+
+    return job
+
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*$")
 
@@ -75,6 +117,8 @@ def failure_of(exc: BaseException) -> Failure:
     """Classify what ``ray.get`` raised: the job's own exception, or a lost worker/actor/node."""
     if isinstance(exc, rex.RayTaskError):
         cause = getattr(exc, "cause", None) or exc
+        if isinstance(cause, JobError):
+            return Failure(cause.reason, cause.detail or _plain(str(exc)), system=False)
         lines = _plain(str(cause)).splitlines()
         reason = f"{type(cause).__name__}: {lines[0]}" if lines else type(cause).__name__
         return Failure(reason, _plain(getattr(exc, "traceback_str", "") or str(exc)), system=False)
@@ -104,7 +148,7 @@ class _PoolWorker:
     the GPU) is reused from job to job."""
 
     def __init__(self, fn: Callable[[Any, int], Any]):
-        self.fn = fn
+        self.fn = _plain_errors(fn)
 
     def run(self, payload: Any, attempt: int) -> Any:
         return self.fn(payload, attempt)
@@ -162,7 +206,7 @@ class Engine:
         """Start one attempt; return (object ref, actor or None)."""
         if self.gpus <= 0:
             if self._task is None:
-                self._task = ray.remote(self.fn).options(num_cpus=self.cpus, num_gpus=0, max_retries=0,
+                self._task = ray.remote(_plain_errors(self.fn)).options(num_cpus=self.cpus, num_gpus=0, max_retries=0,
                                                          retry_exceptions=False, name=self.name)
             return self._task.remote(job.payload, attempt), None
         actor = self._idle.pop() if self._idle else self._new_actor()
@@ -204,10 +248,12 @@ class Engine:
     # -- the loop ------------------------------------------------------------------------------------
     def run(self, jobs: Iterable[Job], *, on_done: Callable[[Job, Any, int], None],
             on_failed: Callable[[Job, Failure, int], None], on_tick: Callable[[Tally], None] | None = None,
-            first_attempt: Callable[[Job], int] | None = None) -> Tally:
+            first_attempt: Callable[[Job], int] | None = None,
+            on_retry: Callable[[Job, Failure, int], None] | None = None) -> Tally:
         """Run every job; ``on_done(job, result, attempt)`` commits a result, ``on_failed(job, failure, attempts)``
-        records a job that failed ``max_retries + 1`` times in this run; ``on_tick(tally)`` is called at least
-        every ``tick_s``. ``first_attempt(job)`` numbers the first attempt (a resumed study counts earlier ones).
+        records a job that failed ``max_retries + 1`` times in this run; ``on_retry(job, failure, attempt)`` hears
+        of each failed attempt that is tried again; ``on_tick(tally)`` is called at least every ``tick_s``.
+        ``first_attempt(job)`` numbers the first attempt (a resumed study counts earlier ones).
 
         ``on_done`` raising ``Rejected`` counts as a failed attempt; anything else it raises stops the run
         (a storage error: the caller resumes later, nothing is lost)."""
@@ -259,6 +305,8 @@ class Engine:
                     tried[job.key] = tried.get(job.key, 0) + 1
                     if tried[job.key] <= self.max_retries:
                         tally.retried += 1
+                        if on_retry is not None:
+                            on_retry(job, failure, attempt)
                         queue.appendleft((job, attempt + 1))  # retried next, before new jobs
                     else:
                         tally.failed += 1

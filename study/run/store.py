@@ -28,6 +28,7 @@ is valid: a write is never lost after the commit point, so an absent curves file
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import math
@@ -48,6 +49,8 @@ from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - u
 
 from ..experiment import schema
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
+from .location import first_line, open_location, reach
+from .object_lock import LEASE_S, object_lock
 from ..experiment.schema import (
     ARCHITECTURES, CURVES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES,
 )
@@ -108,6 +111,30 @@ def recorded_science(metadata: Mapping[bytes, bytes] | None) -> tuple[str | None
 
 class SchemaError(ValueError):
     """Rows that do not fit the results schema (a missing or unknown column, a value of the wrong type)."""
+
+
+class StoreWriteError(UserError, OSError):
+    """A write to the study's storage failed: ``path`` (relative to the study) and ``why`` in words (the disk is
+    full, the directory is read-only or gone, a folder is a link, the object store refused). The file was not
+    written, and nothing written before it is touched (a write is whole or not at all)."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__(f"cannot write {path} ({why})")
+        self.path, self.why = path, why
+
+    def __reduce__(self):  # picklable with its two arguments (it may cross from a worker to the driver)
+        return type(self), (self.path, self.why)
+
+
+def write_failure_why(error: BaseException) -> str:
+    """What a failed write says, in words: the operating system's text for its errno (No space left on device,
+    Permission denied, Read-only file system, ...), else the error's first line."""
+    if isinstance(error, StoreWriteError):
+        return error.why
+    code = getattr(error, "errno", None)
+    if isinstance(code, int) and code:
+        return os.strerror(code)
+    return first_line(error, 200)
 
 
 def _coerce(value: Any, type_: pa.DataType, column: str) -> Any:
@@ -230,15 +257,15 @@ class Store:
             self.fs, self.root, self.location = filesystem, (root or "").rstrip("/"), f"{filesystem.type_name}:{root}"
             return
         location = os.fspath(location)
-        if "://" in location:
-            try:
-                self.fs, root = pafs.FileSystem.from_uri(location)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError, OSError) as e:
-                raise UserError(f"study location {location!r}: {str(e).splitlines()[0]}") from None
-        else:
-            self.fs, root = pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(location))
-        self.root = root.rstrip("/") or "/"
+        self.fs, self.root = open_location(location)  # a bad URI is one line; s3:// with bounded waits
         self.location = location
+        self._held: int | None = None  # the driver lock's file descriptor while this store holds it (local)
+        self._object_lock = None  # the driver lock's object while this store holds it (s3://, study.run.object_lock)
+
+    def reach(self) -> None:
+        """Ask object storage once whether it answers (``study.run.location.reach``): an endpoint that refuses
+        or never answers is one ``UserError`` line within a bounded time, before anything else is tried."""
+        reach(self.fs, self.root, self.location)
 
     @property
     def uri(self) -> str:
@@ -264,9 +291,10 @@ class Store:
         return self.fs.get_file_info(self.path(CONFIG_NAME)).type == pafs.FileType.File
 
     def listing(self) -> list[str]:
-        """Names of the study root's entries (for the 'is it empty' check before creating a study)."""
+        """Names of the study root's entries (for the 'is it empty' check before creating a study), but the lock a
+        driver killed before it wrote study.yaml left."""
         info = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
-        return sorted(i.base_name for i in info)
+        return sorted(i.base_name for i in info if i.base_name != LOCK_NAME)
 
     def root_kind(self) -> str:
         """"missing", "dir" or "file" for the study location itself (object storage: "dir" once anything is
@@ -313,24 +341,64 @@ class Store:
             return f.read(limit)
 
     def write_bytes(self, parts: Iterable[str], data: bytes) -> None:
-        """Write a file so it appears whole or not at all (temporary name + rename, or one object put)."""
+        """Write a file so it appears whole or not at all (temporary name + rename, or one object put).
+
+        A failed write is a ``StoreWriteError`` naming the file and why (a full disk, a read-only or vanished
+        directory, the object store's refusal). While the driver holds the study (``driver_lock``), a vanished
+        study directory is never created again (its results would land in an empty directory without its
+        study.yaml); and a folder of the study that is a symbolic link is never written through."""
         parts = tuple(parts)
         final = self.path(*parts)
         parent = final.rsplit("/", 1)[0]
-        self.fs.create_dir(parent, recursive=True)
         if not self.local:
-            with self.fs.open_output_stream(final) as f:  # the object is visible once the upload completes
-                f.write(data)
+            lock = self._object_lock
+            if lock is not None and lock.lost.is_set():
+                raise StoreWriteError("/".join(parts), "another driver took over the study's lock: this driver's "
+                                      f"lease ran out (not renewed for {LEASE_S:g} s)")
+            try:
+                self.fs.create_dir(parent, recursive=True)
+                with self.fs.open_output_stream(final) as f:  # the object is visible once the upload completes
+                    f.write(data)
+            except (OSError, pa.ArrowException) as e:
+                raise StoreWriteError("/".join(parts), write_failure_why(e)) from e
             return
         tmp = f"{parent}/.{parts[-1]}{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
+            self._local_folder(parent)
             with self.fs.open_output_stream(tmp) as f:
                 f.write(data)
-            self.fs.move(tmp, final)  # rename(2): atomic, replaces a file of the same name
-        except BaseException:
+            self.fs.move(tmp, final)  # rename(2): atomic, replaces a file (or a link) of the same name
+        except BaseException as e:
             with contextlib.suppress(OSError):
                 self.fs.delete_file(tmp)
+            if isinstance(e, (OSError, pa.ArrowException)) and not isinstance(e, StoreWriteError):
+                raise StoreWriteError("/".join(parts), write_failure_why(e)) from e
             raise
+
+    def _local_folder(self, folder: str) -> None:
+        """Make sure ``folder`` (the study root or one of its folders) is a real directory to write in."""
+        if self._held is not None and (os.fstat(self._held).st_nlink == 0 or not os.path.isdir(self.root)):
+            # The lock file or the root is gone: so is the directory this driver locked (removed, or moved away;
+            # a worker may have made an empty one since).
+            raise StoreWriteError(folder[len(self.root):].lstrip("/") or ".",
+                                  f"the study directory {self.root} is gone")
+        if folder != self.root and os.path.islink(folder):
+            raise StoreWriteError(folder[len(self.root) + 1:], "it is a symbolic link; a study never writes "
+                                  "through a link")
+        if self._held is None:
+            os.makedirs(folder, exist_ok=True)
+        elif folder != self.root:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(folder)  # below the locked root only: never the root again
+
+    def links(self) -> list[str]:
+        """The entries of a local study that are symbolic links (its folders, study.yaml, driver.json, the lock):
+        a driver never writes through one (a planted ``checkpoints -> /elsewhere`` would make every worker
+        write there); object storage has none."""
+        if not self.local:
+            return []
+        names = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
+        return [name for name in names if os.path.islink(self.path(name))]
 
     def delete(self, *parts: str) -> bool:
         try:
@@ -462,6 +530,18 @@ class Store:
     def checkpoint_parts(self, name: str) -> tuple[str, str]:
         return CHECKPOINTS, f"{name}.pt"
 
+    def checkpoint_folder(self) -> str:
+        """The local ``checkpoints`` folder a worker's trainer writes in, made if needed: never through a link,
+        never in a study directory that is gone (``StoreWriteError``: the unit fails with that reason)."""
+        folder = self.path(CHECKPOINTS)
+        if not os.path.isdir(self.root):
+            raise StoreWriteError(CHECKPOINTS, f"the study directory {self.root} is gone")
+        if os.path.islink(folder):
+            raise StoreWriteError(CHECKPOINTS, "it is a symbolic link; a study never writes through a link")
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)
+        return folder
+
     # -- the driver's heartbeat and lock ---------------------------------------------------------------
     def write_driver_state(self, state: Mapping[str, Any]) -> None:
         self.write_bytes([DRIVER_STATE], (json.dumps(dict(state), indent=1) + "\n").encode())
@@ -474,14 +554,33 @@ class Store:
 
     @contextlib.contextmanager
     def driver_lock(self):
-        """Hold the study's driver lock (local stores: ``flock`` on ``<study>/.lock``, released when the process
-        ends, however it ends). A second driver on the same study is refused. On object storage there is no
-        lock: run one driver per study."""
+        """Hold the study's driver lock: a second driver on the same study is refused. Local stores: ``flock`` on
+        ``<study>/.lock``, released when the process ends, however it ends. ``s3://``: a lock object created only
+        if absent, with an owner and a lease (``study.run.object_lock``). Yields a line to tell the user, or None:
+        a lock taken over from a driver that is gone, or that this object store has no lock (run one driver per
+        study there)."""
         if not self.local:
-            yield
+            lock = object_lock(self.fs, self.root, self.location)
+            if lock is None:
+                yield (f"{self.location}: no driver lock on this object store (s3:// with boto3 >= 1.35 has one): "
+                       "run one driver per study")
+                return
+            taken = lock.acquire()
+            self._object_lock = lock
+            try:
+                yield taken
+            finally:
+                self._object_lock = None
+                lock.release()
             return
         self.fs.create_dir(self.root, recursive=True)
-        fd = os.open(self.path(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        try:  # O_NOFOLLOW: a planted `.lock -> /anywhere` is refused, never created or opened there
+            fd = os.open(self.path(LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise UserError(f"{self.location}: {LOCK_NAME} is a symbolic link; a study never writes through a "
+                                "link: remove it") from None
+            raise
         try:
             for attempt in range(5):  # `archstudy status` holds a shared lock for a moment: let it pass
                 try:
@@ -492,8 +591,10 @@ class Store:
                         raise UserError(f"{self.location}: another archstudy driver is running on this study "
                                         "(see `archstudy status`)") from None
                     time.sleep(0.1)
-            yield
+            self._held = fd
+            yield None
         finally:
+            self._held = None
             os.close(fd)
 
     def driver_running(self) -> bool | None:

@@ -181,9 +181,7 @@ class MirroredCheckpoint:
 
     def __enter__(self) -> str:
         if self.store.local:
-            path = self.store.path(*self.parts)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            return path
+            return os.path.join(self.store.checkpoint_folder(), self.parts[-1])
         self._scratch = tempfile.TemporaryDirectory(prefix="archstudy-ckpt-")
         self.local_path = os.path.join(self._scratch.name, self.parts[-1])
         try:

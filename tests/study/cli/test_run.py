@@ -3,6 +3,7 @@ study directory exactly as it was. (Runs that do work are tested in test_runner_
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -52,6 +53,15 @@ def _file(d, name: str, text: str) -> str:
     return str(path)
 
 
+def _waveform_file(d, rows: int, classes=(0, 1, 2)) -> str:
+    """A folder with a user's ``waveform-+noise.data`` of ``rows`` points (40 attributes, then the class)."""
+    folder = d["tmp"] / f"wave-{rows}-{len(classes)}"
+    folder.mkdir(exist_ok=True)
+    lines = [",".join(["0.5"] * 40 + [str(classes[i % len(classes)])]) for i in range(rows)]
+    (folder / "waveform-+noise.data").write_text("\n".join(lines) + "\n")
+    return str(folder)
+
+
 def _binary(d, name="binary.yaml"):
     path = d["tmp"] / name
     path.write_bytes(b"\xff\xfe\x00\x01 not text")
@@ -98,8 +108,9 @@ CASES = {
                    "study.dataset = None: is required"),
     "out is no study": (lambda d: _new(d)[:-1] + [str(d["other"])], "exists and is not a study (no study.yaml)"),
     "out is a file": (lambda d: _new(d)[:-1] + [str(d["other"] / "notes.txt")], "is a file, not a study directory"),
-    "other config": (lambda d: ["run", *sum(([f"--{k.replace('_', '-')}", str(v)] for k, v in KEYS.items()), []),
-                                "--param-budget", "4000", "--out", str(d["study"])],
+    "other config": (lambda d: ["run", *sum(([f"--{k.replace('_', '-')}", str(v)]
+                                             for k, v in {**KEYS, "param_budget": 4000}.items()), []),
+                                "--out", str(d["study"])],
                      "is a study with a different param_budget (3000, asked 4000)"),
     "resume no study": (lambda d: ["resume", str(d["other"])], "is not a study (no study.yaml)"),
     "resume nothing": (lambda d: ["resume", str(d["tmp"] / "nowhere")], "is not a study (no study.yaml)"),
@@ -135,9 +146,36 @@ CASES = {
                                 "uses a YAML alias"),
     "sample budget below the smallest net": (lambda d: ["sample", "--param-budget", "1"],
                                              "sample.param_budget = 1: is too small for d_in 40, d_out 3"),
-    "sample a billion classes": (lambda d: ["sample", "--d-out", "1000000000"], "is too small for d_in 40, d_out "
-                                                                                "1000000000"),
+    # issue 23: a dimension larger than the budget names the dimension (it named param_budget)
+    "sample a billion classes": (lambda d: ["sample", "--d-out", "1000000000"],
+                                 "sample.d_out = 1000000000: must be at most param_budget (1,000,000)"),
+    "sample 1e11 classes": (lambda d: ["sample", "--d-out", str(10**11), "--param-budget", "3000"],
+                            f"sample.d_out = {10**11}: must be at most param_budget (3,000)"),
+    "sample a huge input": (lambda d: ["sample", "--d-in", "5000", "--param-budget", "3000"],
+                            "sample.d_in = 5000: must be at most param_budget (3,000)"),
     "sample seed beyond int64": (lambda d: ["sample", "--seed", str(10**40)], "sample.seed = "),
+    # issue 23
+    "datasets root missing": (lambda d: ["datasets", "--root", str(d["tmp"] / "no-such-folder")],
+                              "no-such-folder': must be a directory holding your data files; it does not exist"),
+    "datasets root is a file": (lambda d: ["datasets", "--root", str(d["other"] / "notes.txt")],
+                                "it is not a directory"),
+    "conflicting repeated dataset": (lambda d: _new(d, "--dataset", "digits"),
+                                     "argument --dataset: given twice (waveform-noise, then digits); give it once"),
+    "conflicting repeated out": (lambda d: _new(d, "--out", str(d["tmp"] / "other-new")),
+                                 "argument --out: given twice"),
+    "conflicting repeated study flag of resume": (lambda d: ["resume", str(d["study"]), "--max-retries", "1",
+                                                             "--max-retries", "2"],
+                                                  "argument --max-retries: given twice (1, then 2)"),
+    "pilot larger than the study": (lambda d: _new(d, "--nlc-window", "auto", "--nlc-pilot", "5"),
+                                    "study.nlc_pilot = 5: must be less than architectures (2) with nlc_window = 'auto'"),
+    "default pilot larger than the study": (lambda d: _new(d, "--nlc-window", "auto"),
+                                            "study.nlc_pilot = 100: must be less than architectures (2)"),
+    "a budget no worker can hold": (lambda d: _new(d, "--param-budget", str(10**13), "--protocol", "quick"),
+                                    "an architecture needs about "),
+    "data too small to split": (lambda d: _new(d, "--root", _waveform_file(d, 3)),
+                                "waveform-noise: the val split is empty (train/val/test = 1/0/2 points); a study needs"),
+    "a class without a training point": (lambda d: _new(d, "--root", _waveform_file(d, 40, classes=(0, 1))),
+                                         "waveform-noise: class 2 of 3 has no point in the training split"),
 }
 
 
@@ -312,3 +350,63 @@ def test_a_location_that_cannot_be_written_is_refused_before_anything_starts(whe
     assert p.stderr.count("\n") == 1 and p.stderr.startswith(
         f"archstudy {argv[0]}: error: {argv[-1]}: cannot write there ({ro} is not writable)"), p.stderr
     assert _snapshot(ro) == before
+
+
+# -- issue 23: object-storage addresses: one line, exit 2, in a bounded time ---------------------------------------
+# Credentials for pyarrow's S3 client (any will do: nothing answers), so it never asks EC2's metadata service.
+S3_ENV = {"AWS_ACCESS_KEY_ID": "archstudy-test", "AWS_SECRET_ACCESS_KEY": "archstudy-test",
+          "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _object_storage_argv(command: str, uri: str, d) -> list[str]:
+    return {"status": ["status", uri], "resume": ["resume", uri], "run": _new(d)[:-1] + [uri],
+            "report": ["report", uri, "--out", str(d["tmp"] / "r.html")]}[command]
+
+
+@pytest.mark.parametrize("command", ["status", "resume", "run", "report"])
+@pytest.mark.parametrize("where, expected", [
+    ("s3://", "study location 's3://': names no bucket; an object-storage study is s3://BUCKET/PREFIX"),
+    ("s3://?endpoint_override=127.0.0.1:9&scheme=http", "names no bucket"),
+    ("closed port", ": cannot reach the study's storage (When getting information for key 'study/study.yaml' in "
+                    "bucket 'bucket': AWS Error NETWORK_CONNECTION"),
+])
+def test_an_object_storage_address_without_a_bucket_or_an_answer_is_one_line(command, where, expected, dirs, capsys,
+                                                                               monkeypatch):
+    """It was a pyarrow traceback (ArrowInvalid: Path cannot start with a separator; AWS Error NETWORK_CONNECTION)."""
+    from archstudy.study.run import location
+
+    for key, value in S3_ENV.items():
+        monkeypatch.setenv(key, value)
+    uri = where if where != "closed port" else \
+        f"s3://bucket/study?endpoint_override=127.0.0.1:{_closed_port()}&scheme=http"
+    t0 = time.perf_counter()
+    line = _refused(_object_storage_argv(command, uri, dirs), dirs, capsys, expected)
+    assert uri in line and time.perf_counter() - t0 < location.wait_bound_s()
+
+
+def test_an_endpoint_that_accepts_and_never_answers_fails_within_the_bound(dirs, capsys, monkeypatch):
+    """A server that takes the connection and never says a word: each attempt gives up after STALL_S of silence,
+    so the command ends within ATTEMPTS * (CONNECT_S + STALL_S), here made small."""
+    from archstudy.study.run import location
+
+    for key, value in S3_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(location, "CONNECT_S", 1.0)
+    monkeypatch.setattr(location, "STALL_S", 1.0)
+    monkeypatch.setattr(location, "ATTEMPTS", 2)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)  # the kernel accepts the connections; nobody reads or answers
+        uri = f"s3://bucket/study?endpoint_override=127.0.0.1:{server.getsockname()[1]}&scheme=http"
+        t0 = time.perf_counter()
+        line = _refused(["status", uri], dirs, capsys, f"{uri}: cannot reach the study's storage (")
+        elapsed = time.perf_counter() - t0
+    assert "Timeout was reached" in line and "gives up after at most 4 s" in line
+    assert 2.0 <= elapsed < location.wait_bound_s() + 3.0, elapsed
