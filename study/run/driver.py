@@ -281,11 +281,6 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
         locked = held.enter_context(store.driver_lock())
         if locked:
             shown.say(locked)
-        links = store.links()
-        if links:  # an untrusted study directory: a planted `checkpoints -> /elsewhere` would be written through
-            raise UserError(f"{store.location}: {links[0]} is a symbolic link (to {os.readlink(store.path(links[0]))}); "
-                            "a study never writes through a link, so nothing was run: replace it with a real "
-                            "directory (or file)")
         if new:
             _check_still_new(store)  # with the lock held: create the lock, check, then write
         state = survey(store, config, units, driver=False)

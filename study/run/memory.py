@@ -97,14 +97,16 @@ def data_bytes(data) -> int:
 
 
 def runs_per_chunk(spec: ArchSpec, runs: int, batch: int, threads: int, gpu: bool) -> int:
-    """c: the trainer's runs per step chunk (``study.training.trainer.auto_chunk``) for a worker with ``threads``
-    torch threads; all runs on a GPU."""
+    """c: the runs of the largest step chunk for a worker with ``threads`` torch threads: the trainer's chunk size
+    (``study.training.trainer.auto_chunk``), balanced over the chunks (``study.training.stack.chunks``); all
+    runs on a GPU."""
     from ..training.trainer import CHUNK_ELEMENTS
 
     if gpu:
         return runs
     per_run = batch * max(spec.width, spec.d_out)
-    return max(1, min(runs, round(CHUNK_ELEMENTS * threads / per_run)))
+    chunk = max(1, min(runs, round(CHUNK_ELEMENTS * threads / per_run)))
+    return -(-runs // -(-runs // chunk))  # ceil(R / n) for n = ceil(R / chunk) balanced chunks
 
 
 def estimate(spec: ArchSpec, protocol: Protocol, *, n_train: int, n_largest: int, data: int, threads: int = 1,

@@ -253,14 +253,14 @@ class Store:
 
     def __init__(self, location: str | os.PathLike | None = None, *, filesystem: pafs.FileSystem | None = None,
                  root: str | None = None):
+        self._held: int | None = None  # the driver lock's file descriptor while this store holds it (local)
+        self._object_lock = None  # the driver lock's object while this store holds it (s3://, study.run.object_lock)
         if filesystem is not None:  # an already-open filesystem (tests use pyarrow's in-memory one)
             self.fs, self.root, self.location = filesystem, (root or "").rstrip("/"), f"{filesystem.type_name}:{root}"
             return
         location = os.fspath(location)
         self.fs, self.root = open_location(location)  # a bad URI is one line; s3:// with bounded waits
         self.location = location
-        self._held: int | None = None  # the driver lock's file descriptor while this store holds it (local)
-        self._object_lock = None  # the driver lock's object while this store holds it (s3://, study.run.object_lock)
 
     def reach(self) -> None:
         """Ask object storage once whether it answers (``study.run.location.reach``): an endpoint that refuses
@@ -371,7 +371,7 @@ class Store:
         except BaseException as e:
             with contextlib.suppress(OSError):
                 self.fs.delete_file(tmp)
-            if isinstance(e, (OSError, pa.ArrowException)) and not isinstance(e, StoreWriteError):
+            if isinstance(e, (OSError, pa.ArrowException)):
                 raise StoreWriteError("/".join(parts), write_failure_why(e)) from e
             raise
 
@@ -380,10 +380,9 @@ class Store:
         if self._held is not None and (os.fstat(self._held).st_nlink == 0 or not os.path.isdir(self.root)):
             # The lock file or the root is gone: so is the directory this driver locked (removed, or moved away;
             # a worker may have made an empty one since).
-            raise StoreWriteError(folder[len(self.root):].lstrip("/") or ".",
-                                  f"the study directory {self.root} is gone")
+            raise StoreWriteError(folder, f"the study directory {self.root} is gone")
         if folder != self.root and os.path.islink(folder):
-            raise StoreWriteError(folder[len(self.root) + 1:], "it is a symbolic link; a study never writes "
+            raise StoreWriteError(folder, f"{folder[len(self.root) + 1:]} is a symbolic link; a study never writes "
                                   "through a link")
         if self._held is None:
             os.makedirs(folder, exist_ok=True)
@@ -399,6 +398,16 @@ class Store:
             return []
         names = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
         return [name for name in names if os.path.islink(self.path(name))]
+
+    def refuse_links(self) -> None:
+        """A ``UserError`` naming the first entry of the study that is a symbolic link (``links``), if any."""
+        for name in self.links():
+            try:
+                to = f" (to {os.readlink(self.path(name))})"
+            except OSError:
+                to = ""
+            raise UserError(f"{self.location}: {name} is a symbolic link{to}; a study never writes through a link, so "
+                            "nothing was run: replace it with a real directory (or file)")
 
     def delete(self, *parts: str) -> bool:
         try:
@@ -537,7 +546,7 @@ class Store:
         if not os.path.isdir(self.root):
             raise StoreWriteError(CHECKPOINTS, f"the study directory {self.root} is gone")
         if os.path.islink(folder):
-            raise StoreWriteError(CHECKPOINTS, "it is a symbolic link; a study never writes through a link")
+            raise StoreWriteError(CHECKPOINTS, f"{CHECKPOINTS} is a symbolic link; a study never writes through a link")
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder)
         return folder
@@ -574,12 +583,12 @@ class Store:
                 lock.release()
             return
         self.fs.create_dir(self.root, recursive=True)
-        try:  # O_NOFOLLOW: a planted `.lock -> /anywhere` is refused, never created or opened there
+        self.refuse_links()  # an untrusted study: a planted `checkpoints -> /elsewhere` would be written through
+        try:  # O_NOFOLLOW: a `.lock -> /anywhere` planted since is refused too, never created or opened there
             fd = os.open(self.path(LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise UserError(f"{self.location}: {LOCK_NAME} is a symbolic link; a study never writes through a "
-                                "link: remove it") from None
+                self.refuse_links()
             raise
         try:
             for attempt in range(5):  # `archstudy status` holds a shared lock for a moment: let it pass

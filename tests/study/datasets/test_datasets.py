@@ -22,7 +22,7 @@ from archstudy.sampling import SpecError, UserError
 from archstudy.study.datasets import DATASETS, DataFileMalformed, DataFilesMissing, Dataset, Split, load_dataset
 from archstudy.study.datasets import waveform
 from archstudy.study.datasets.checkerboard import board
-from archstudy.study.datasets.dataset import split_indices, stream
+from archstudy.study.datasets.dataset import make_split, split_indices, stream, unusable
 
 
 def all_points(data: Dataset) -> tuple[np.ndarray, np.ndarray]:
@@ -259,3 +259,27 @@ def test_bad_arguments_are_one_line_spec_errors(call, message):
 def test_common_options_are_accepted_by_every_dataset(tmp_path):
     data = load_dataset("waveform-noise", cache_dir=tmp_path, cache=False)
     assert len(data.train) == 3000 and not any(tmp_path.iterdir())  # generated sets are not cached
+
+
+# -- issue 23: a dataset a study cannot train and select on is refused up front ----------------------------------
+def _sized(train_y, val_n, test_n, classes=3) -> Dataset:
+    rng = np.random.default_rng(0)
+    split = lambda y: make_split(rng.standard_normal((len(y), 2)), np.asarray(y, dtype=np.int64))  # noqa: E731
+    return Dataset("tiny", split(train_y), split(np.arange(val_n) % classes), split(np.arange(test_n) % classes),
+                   d_in=2, n_classes=classes)
+
+
+@pytest.mark.parametrize("data, problem", [
+    (lambda: _sized([0, 1, 2], 0, 0), "the val and test splits are empty (train/val/test = 3/0/0 points)"),
+    (lambda: _sized([], 3, 3), "the train split is empty (train/val/test = 0/3/3 points)"),
+    (lambda: _sized([0, 1, 0, 1], 2, 2), "class 2 of 3 has no point in the training split (train/val/test = 4/2/2 "
+                                         "points)"),
+    (lambda: _sized([0, 0], 2, 2, classes=4), "classes 1, 2, 3 of 4 have no point in the training split "
+                                              "(train/val/test = 2/2/2 points)"),
+    (lambda: _sized([0, 1, 5], 2, 2), "the train split has labels in [0, 5], outside the 3 classes 0..2"),
+    (lambda: _sized([0, 1, 2], 1, 1), None),
+    (lambda: load_dataset("checkerboard"), None),
+])
+def test_a_dataset_that_a_study_cannot_train_and_select_on_says_why_in_one_line(data, problem):
+    """A dataset too small to split (3 training images) made every unit fail in its worker."""
+    assert unusable(data()) == problem

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import sys
 import tarfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -166,12 +167,19 @@ def test_missing_idx_files_name_the_files_and_directories(tmp_path, mnist_dir):
     (lambda f: (f / "train-images-idx3-ubyte").write_bytes(
         gzip.compress((f / "train-images-idx3-ubyte").read_bytes())[:-9]),
      "broken gzip stream"),
+    # issue 23: it was three numpy RuntimeWarnings and numpy's own message
+    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((120, 0, 0), np.uint8))),
+     "train-images-idx3-ubyte: holds images of 0 x 0 pixels, need at least 1 x 1"),
+    (lambda f: (f / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((30, 8, 0), np.uint8))),
+     "t10k-images-idx3-ubyte: holds images of 8 x 0 pixels, need at least 1 x 1"),
 ])
 def test_malformed_idx_files_are_one_line_errors(mnist_dir, cache, damage, message):
     folder, _ = mnist_dir
     damage(folder)
-    with pytest.raises(DataFileMalformed, match=message) as e:
-        load_dataset("mnist", root=folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning on the way to the one line
+        with pytest.raises(DataFileMalformed, match=message) as e:
+            load_dataset("mnist", root=folder)
     assert str(folder) in str(e.value) and "expected train-images-idx3-ubyte[.gz]" in str(e.value)
     assert "\n" not in str(e.value)
 

@@ -175,3 +175,24 @@ def test_failure_of_classifies_task_errors_by_their_cause():
         ray.get(raises.remote())
     f = failure_of(e.value)
     assert f.reason == "KeyError: 'no such column'" and not f.system and "KeyError" in f.detail
+
+
+def _raises_unrebuildable(payload, attempt):
+    """Raises an exception Ray cannot rebuild from its arguments (a four-argument constructor)."""
+    from archstudy.sampling import SpecError
+
+    raise SpecError("data", "val.x", (0, 2), "must have shape [N >= 1, d_in = 2]")
+
+
+def test_any_exception_of_a_job_keeps_its_one_line_reason_and_every_failed_attempt_is_heard():
+    """It arrived as "UnserializableException: Failed to deserialize exception"; each attempt's reason reaches
+    ``on_retry``, the last one ``on_failed``, with the worker's traceback as the detail."""
+    retries, failed = [], {}
+    Engine(_raises_unrebuildable, max_retries=1, tick_s=0.1).run(
+        [Job("u", {})], on_done=lambda j, r, a: None, on_failed=lambda j, f, a: failed.setdefault(j.key, (f, a)),
+        on_retry=lambda j, f, a: retries.append((j.key, f.reason, a)))
+    reason = "SpecError: data.val.x = (0, 2): must have shape [N >= 1, d_in = 2]"
+    assert retries == [("u", reason, 1)]
+    failure, attempts = failed["u"]
+    assert (failure.reason, attempts, failure.system) == (reason, 2, False)
+    assert "_raises_unrebuildable" in failure.detail and "Traceback" in failure.detail

@@ -2,6 +2,8 @@
 science config (an edited study.yaml is refused, rows of another config never count); a planted checkpoint is
 never executed; two drivers racing for a new directory cannot mix two studies."""
 
+import errno
+import io
 import json
 import logging
 import os
@@ -362,3 +364,204 @@ def test_a_study_on_an_s3_server_killed_and_resumed_reads_back_as_the_same_study
     for mine, ref in zip(values(uri), values(reference)):
         pd.testing.assert_frame_equal(mine, ref, check_exact=True)
     assert Store(uri).temp_files() == [] and Store(uri).names("checkpoints", ".pt") == []
+
+
+# -- issue 23: a study directory that stops accepting writes ---------------------------------------------------
+def _injected_folder_failure(monkeypatch, study: Path, cause: str) -> None:
+    """At the second commit (the first architecture committed), the store's write path fails: ENOSPC or EACCES
+    injected where the store makes sure of the folder it writes in (root, whom chmod does not stop, runs these
+    tests), or the study directory removed for real."""
+    real = Store._local_folder
+    commits = []
+
+    def folder(self, path):
+        if path.endswith("/architectures"):
+            commits.append(path)
+            if len(commits) == 2:
+                if cause == "disk full":
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+                if cause == "read-only":
+                    raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+                shutil.rmtree(study)
+        return real(self, path)
+
+    monkeypatch.setattr(Store, "_local_folder", folder)
+
+
+@pytest.mark.parametrize("cause, why", [("disk full", "No space left on device"),
+                                        ("read-only", "Permission denied"),
+                                        ("vanished", "the study directory {study} is gone")])
+def test_a_study_directory_that_stops_accepting_writes_stops_the_driver_in_one_line(local_ray, reference, tmp_path,
+                                                                                     monkeypatch, cause, why):
+    """It was a traceback (PermissionError ... .parquet.tmp-... from store.write_bytes). Now: one line saying where,
+    why and that `archstudy resume` continues; the engine's jobs cancelled; the committed architecture and
+    everything else stored intact (and a vanished directory never made again); the resume ends with the
+    uninterrupted study's values."""
+    from archstudy.study.run.driver import StudyStopped, run_study
+    from archstudy.study.run.state import survey
+
+    study = tmp_path / "s"
+    _injected_folder_failure(monkeypatch, study, cause)
+    with pytest.raises(StudyStopped) as e:
+        run_study({**KEYS, "max_retries": 0}, study, progress=None, max_in_flight=1)
+    assert re.fullmatch(
+        rf"{re.escape(str(study))}: the study stopped: cannot write (architectures/\d{{6}}-[0-9a-f]{{16}}\.parquet|\.) "
+        rf"\({re.escape(why.format(study=study))}\); every architecture committed before is kept and nothing stored "
+        rf"was damaged: `archstudy resume {re.escape(str(study))}` continues it once the location accepts writes "
+        r"again", str(e.value)), str(e.value)
+    deadline = time.monotonic() + 60  # the job in flight was cancelled: its CPU is free again
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2
+    monkeypatch.undo()
+    if cause == "vanished":
+        assert not study.exists()
+        return
+    state = survey(Store(study))
+    assert (len(state.finished), state.corrupt, Store(study).temp_files()) == (1, {}, [])
+    assert json.loads((study / "driver.json").read_text())["stopped"] == "storage"
+    if cause == "disk full":
+        assert main(["resume", str(study)]) == 0
+        for mine, ref in zip(values(study), values(reference)):
+            pd.testing.assert_frame_equal(mine, ref, check_exact=True)
+
+
+# -- issue 23: a symbolic link inside a study is never written through ----------------------------------------------
+@pytest.mark.parametrize("entry", ["checkpoints", "runs", ".lock"])
+def test_a_link_inside_an_untrusted_study_is_refused_before_anything_is_written(reference, tmp_path, capsys, entry):
+    """A planted `checkpoints -> /elsewhere` made every worker write its checkpoints there."""
+    study = copy_of(reference, tmp_path)
+    name = Store(study).names("architectures", ".parquet")[1]
+    for kind in ("architectures", "runs"):  # unit 1 is not finished: a resume would run it
+        (study / kind / f"{name}.parquet").unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    target = study / entry
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
+    target.symlink_to(elsewhere / entry)
+    before = snapshot(study)
+    line = one_line_error(["resume", str(study)], capsys)
+    assert line.endswith(f"{study}: {entry} is a symbolic link (to {elsewhere / entry}); a study never writes through "
+                         "a link, so nothing was run: replace it with a real directory (or file)")
+    assert snapshot(study) == before and list(elsewhere.iterdir()) == []
+
+
+# -- issue 23: a worker's exception keeps its reason ------------------------------------------------------------
+def _raises_a_spec_error(payload, attempt):
+    """A unit whose worker raises an exception Ray could not rebuild on the driver (its constructor takes four
+    arguments): what a dataset too small to split did before its splits were checked up front."""
+    from archstudy.sampling import SpecError
+
+    raise SpecError("data", "val.x", (0, 2), "must have shape [N >= 1, d_in = 2]")
+
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def test_an_exception_a_worker_raises_reaches_the_progress_line_and_status_with_its_own_reason(
+        local_ray, tmp_path, monkeypatch, capsys):
+    """It arrived as "UnserializableException: Failed to deserialize exception", the real reason only at the end
+    of failed/*.json. The memory estimate is printed with the plan."""
+    from archstudy.study.run import driver
+
+    monkeypatch.setattr(driver, "execute_unit", _raises_a_spec_error)
+    study, log = tmp_path / "s", io.StringIO()
+    result = driver.run_study({**KEYS, "architectures": 1, "max_retries": 1}, study, progress=log)
+    reason = "SpecError: data.val.x = (0, 2): must have shape [N >= 1, d_in = 2]"
+    assert list(result.failed.values()) == [reason]
+    name = next(iter(result.failed))
+    text = log.getvalue()
+    assert f"archstudy: {name}: attempt 1 failed: {reason}; trying again\n" in text
+    assert f"archstudy: {name} failed after 2 attempt(s): {reason}\n" in text
+    assert re.search(r"^archstudy: memory: the largest architecture needs about \d[\d.]* (kB|MB) \([\d,]+ parameters "
+                     r"x 3 runs x 4 copies x 8 bytes = ", text, re.M), text
+    record = json.loads((study / "failed" / f"{name}.json").read_text())
+    assert record["reason"] == reason and "_raises_a_spec_error" in record["detail"]
+    assert main(["status", str(study)]) == 0
+    assert f"  {name}  {reason}  (2 attempts)" in capsys.readouterr().out
+
+
+# -- issue 23: one driver per study on S3: a lock object created only if absent -----------------------------------
+def _bucket(endpoint: str, name: str) -> str:
+    import pyarrow.fs as pafs
+
+    query = f"endpoint_override={endpoint}&scheme=http"
+    pafs.FileSystem.from_uri(f"s3://{name}?{query}&allow_bucket_creation=true")[0].create_dir(name)
+    return query
+
+
+def test_of_many_drivers_taking_an_s3_lock_at_once_exactly_one_holds_it_and_a_gone_owner_is_taken_over(
+        local_ray, s3_endpoint):
+    """The conditional create against the S3 server: six takers released together by a barrier, one wins; the
+    lock is deleted on the way out; a lock left by a process of this host that has ended is taken over."""
+    from archstudy.study.run.object_lock import ObjectLock
+
+    uri = f"s3://archstudy-lock/race?{_bucket(s3_endpoint, 'archstudy-lock')}"
+    barrier, outcomes = threading.Barrier(6), []
+
+    def take():
+        store = Store(uri)
+        barrier.wait()
+        try:
+            with store.driver_lock():
+                outcomes.append("held")
+                time.sleep(1.0)
+        except UserError as e:
+            outcomes.append(str(e))
+
+    threads = [threading.Thread(target=take) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert outcomes.count("held") == 1, outcomes
+    assert all(o == "held" or f"{uri}: another archstudy driver is running on this study (pid {os.getpid()} on "
+               in o for o in outcomes), outcomes
+    assert not Store(uri).exists(".lock")  # released
+    # A driver killed by SIGKILL leaves its lock: its process is gone, so the next driver here takes over at once.
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    store = Store(uri)
+    dead = ObjectLock(store.fs, store.root, uri)
+    dead.owner.update(pid=int(gone.stdout), pid_start="1")
+    dead.client.put_object(Bucket=dead.bucket, Key=dead.key, Body=dead._body())
+    with store.driver_lock() as taken:
+        assert taken == f"took over the lock of pid {int(gone.stdout)} on {socket.gethostname()} (its process " \
+                        f"{int(gone.stdout)} on this host has ended)"
+    assert ObjectLock.owner_gone({"host": "elsewhere", "pid": 1, "renewed_unix": time.time() - 61}) == \
+        "its lease was last renewed 61 s ago"
+    assert ObjectLock.owner_gone({"host": "elsewhere", "pid": 1, "renewed_unix": time.time() - 5}) is None
+
+
+def test_two_drivers_started_together_on_one_s3_study_one_runs_it_and_the_other_is_refused(
+        local_ray, reference, s3_endpoint, tmp_path):
+    """Both start at once on a new study (connected to this module's Ray, one architecture at a time, so the one
+    that takes the lock holds it while the other arrives): exactly one runs the study to the end, the other is
+    refused in one line; the study holds the uninterrupted study's values and no lock."""
+    uri = f"s3://archstudy-race/studies/wave?{_bucket(s3_endpoint, 'archstudy-race')}"
+    cfg = tmp_path / "keys.yaml"
+    cfg.write_text(yaml.safe_dump(KEYS))
+    argv = [sys.executable, "-m", "archstudy.study.cli", "run", "--config", str(cfg), "--out", uri, "--address",
+            ray.get_runtime_context().gcs_address, "--max-in-flight", "1"]
+    drivers = [subprocess.Popen(argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    ends = []
+    try:
+        for d in drivers:
+            _, err = d.communicate(timeout=300)
+            ends.append((d.returncode, err))
+    finally:
+        for d in drivers:
+            if d.poll() is None:
+                d.kill()
+    codes = sorted(code for code, _ in ends)
+    assert codes == [0, 2], [err[-2000:] for _, err in ends]
+    refused = next(err for code, err in ends if code == 2)
+    assert refused.strip().splitlines()[-1].startswith(
+        f"archstudy run: error: {uri}: another archstudy driver is running on this study (pid "), refused[-2000:]
+    assert "Traceback" not in refused
+    for mine, ref in zip(values(uri), values(reference)):
+        pd.testing.assert_frame_equal(mine, ref, check_exact=True)
+    assert not Store(uri).exists(".lock") and Store(uri).temp_files() == []

@@ -1,9 +1,15 @@
 """The Parquet store: exact schema, whole-or-nothing writes, validation of truncated/foreign files, listing,
-the object-storage path (pyarrow's in-memory filesystem), file:// URIs, the driver lock."""
+the object-storage path (pyarrow's in-memory filesystem), file:// URIs, the driver lock; a write that fails names
+its file and why, a study directory removed under its driver is never made again, a link inside a study is never
+written through."""
 
+import errno
 import json
 import math
 import os
+import pickle
+import re
+import shutil
 
 import pandas as pd
 import pyarrow as pa
@@ -13,8 +19,8 @@ from pyarrow._fs import _MockFileSystem
 
 from archstudy.sampling import SPEC_FIELDS, UserError, sample_spec
 from archstudy.study.run.store import (
-    ARCHITECTURES, ARCHITECTURES_SCHEMA, RUNS, RUNS_SCHEMA, SchemaError, Store, check_table_bytes, parquet_bytes,
-    to_table, unit_name,
+    ARCHITECTURES, ARCHITECTURES_SCHEMA, RUNS, RUNS_SCHEMA, SchemaError, Store, StoreWriteError, check_table_bytes,
+    parquet_bytes, to_table, unit_name,
 )
 
 SPEC = sample_spec(3, 7, 40, 3, "extended", 4000)
@@ -244,3 +250,55 @@ def test_unit_names_fit_the_patterns_for_every_index_a_study_allows():
     StudyConfig(dataset="waveform-noise", architectures=allowed.hi)
     with pytest.raises(SpecError, match=rf"^study.architectures = {allowed.hi + 1}: must be an integer in \[1, "):
         StudyConfig(dataset="waveform-noise", architectures=allowed.hi + 1)
+
+
+# -- issue 23: the write path of a study that stops accepting writes, and links inside a study ------------------------
+def test_a_failed_write_names_the_file_and_why_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    store = Store(tmp_path / "s")
+    store.write_bytes(["runs", "a.parquet"], b"kept")
+
+    def full(self, tmp, *args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), tmp)
+
+    monkeypatch.setattr(Store, "_local_folder", full)
+    with pytest.raises(StoreWriteError) as e:
+        store.write_bytes(["runs", "b.parquet"], b"lost")
+    assert str(e.value) == "cannot write runs/b.parquet (No space left on device)" and isinstance(e.value, OSError)
+    assert pickle.loads(pickle.dumps(e.value)).args == e.value.args  # it may cross from a worker to the driver
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "s" / "runs").iterdir()) == ["a.parquet"]
+
+
+def test_a_study_directory_removed_under_its_driver_is_never_made_again(tmp_path):
+    store = Store(tmp_path / "s")
+    with store.driver_lock():
+        store.write_bytes(["failed", "x.json"], b"{}")
+        shutil.rmtree(tmp_path / "s")
+        for parts in (["failed", "y.json"], ["driver.json"]):
+            with pytest.raises(StoreWriteError, match=rf"\(the study directory {re.escape(str(tmp_path / 's'))} is "
+                                                      r"gone\)$"):
+                store.write_bytes(parts, b"{}")
+        (tmp_path / "s" / "checkpoints").mkdir(parents=True)  # a worker made it again: still not this study
+        with pytest.raises(StoreWriteError, match="is gone"):
+            store.write_bytes(["failed", "y.json"], b"{}")
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["checkpoints"]
+
+
+def test_a_folder_of_a_study_that_is_a_link_is_never_written_through(tmp_path):
+    """Neither by the driver (any folder) nor by a worker's trainer (checkpoints), and the lock refuses it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    store = Store(tmp_path / "s")
+    store.write_bytes(["study.yaml"], b"x")
+    for folder in ("runs", "checkpoints"):
+        (tmp_path / "s" / folder).symlink_to(elsewhere)
+    with pytest.raises(StoreWriteError, match=r"^cannot write runs/a\.parquet \(runs is a symbolic link; a study "
+                                              r"never writes through a link\)$"):
+        store.write_bytes(["runs", "a.parquet"], b"x")
+    with pytest.raises(StoreWriteError, match=r"checkpoints is a symbolic link"):
+        store.checkpoint_folder()
+    assert store.links() == ["runs", "checkpoints"]
+    with pytest.raises(UserError, match=r": runs is a symbolic link \(to .*elsewhere\); a study never writes"):
+        with store.driver_lock():
+            pass
+    assert list(elsewhere.iterdir()) == []
