@@ -410,3 +410,34 @@ def test_an_endpoint_that_accepts_and_never_answers_fails_within_the_bound(dirs,
         elapsed = time.perf_counter() - t0
     assert "Timeout was reached" in line and "gives up after at most 4 s" in line
     assert 2.0 <= elapsed < location.wait_bound_s() + 3.0, elapsed
+
+
+# -- issue 23: `report` leaves a corrupt result file out and says so; unreadable reproductions are named ------------
+def test_report_leaves_a_corrupt_result_file_out_and_says_so(tmp_path, capsys):
+    """It refused the whole study for one truncated file (status and resume already read on without it)."""
+    import synthetic_study as synth
+
+    root = synth.write_study(tmp_path / "s", n=6)
+    broken = sorted((root / "architectures").glob("*.parquet"))[2]
+    broken.write_bytes(broken.read_bytes()[:40])
+    assert main(["report", str(root), "--out", str(tmp_path / "r.html"), "--n-boot", "5"]) == 0
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert (f"<b>Unreadable:</b> 1 result file(s) left out of every number below, e.g. architectures/{broken.name}: "
+            "not readable Parquet (") in html
+    assert "5 of 6 planned architectures finished" in html
+    assert broken.stat().st_size == 40  # left as it was: a resume redoes it
+
+
+def test_report_reproductions_of_only_malformed_json_names_the_files(tmp_path, capsys):
+    import synthetic_study as synth
+
+    root = synth.write_study(tmp_path / "s", n=6)
+    folder = tmp_path / "repro"
+    folder.mkdir()
+    (folder / "half.json").write_text('{"rows": [')
+    (folder / "other.json").write_text('{"name": "not a reproduction"}')
+    assert main(["report", str(root), "--out", str(tmp_path / "r.html"), "--reproductions", str(folder)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "holds no reproduction results" in line, line
+    assert "its JSON files are not: half.json (JSONDecodeError: " in line and "other.json (KeyError: " in line, line
+    assert not (tmp_path / "r.html").exists()
