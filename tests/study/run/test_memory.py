@@ -79,7 +79,7 @@ def _peak(proc: subprocess.Popen) -> int:
 def test_the_estimate_is_within_30_percent_of_the_measured_peak_of_a_real_training():
     """Both optimizers measured at once. The high-water mark is a property of one process's malloc and of the
     machine (the estimate was 0.96-1.12 times it in eight measurements, and a quarter of it once, for SGD, on the
-    shared machine at a load of 30): a measurement outside the band is taken once more, alone, and that one
+    shared machine at a load of 30): a measurement outside the band is taken once more, and that one
     decides."""
     runs = {optimizer: _measure(optimizer) for optimizer in ("sgd", "adam")}  # k = 0 and 2: 4 and 12 copies
     for optimizer, proc in runs.items():
