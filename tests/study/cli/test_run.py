@@ -232,7 +232,10 @@ def _declared_cases():
 
 @pytest.mark.parametrize("flag, field, bad", list(_declared_cases()))
 def test_every_declared_constraint_of_a_run_flag_is_refused_up_front(flag, field, bad, dirs, capsys):
-    line = _refused(_new(dirs, flag, str(bad)), dirs, capsys)
+    argv = _new(dirs, flag, str(bad))
+    if flag == "--architectures":  # given once (issue 23: a conflicting repeat is refused for itself)
+        argv[argv.index(flag):argv.index(flag) + 2] = []
+    line = _refused(argv, dirs, capsys)
     assert f"{field} = " in line or f"argument {flag}: invalid int value: '{bad}'" in line, line
 
 

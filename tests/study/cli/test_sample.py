@@ -48,7 +48,8 @@ def test_flags_are_named_as_the_user_typed_them(argv, message, capsys):
     # what `archstudy run` refuses for a study is refused here too (sampling.width.check_budget)
     (["--param-budget", "1"], "sample.param_budget = 1: is too small for d_in 40, d_out 3: 5 of 5 architectures "
                               "need more than 1.5 times it even at the smallest width"),
-    (["--d-out", "1000000000"], "sample.param_budget = 1000000: is too small for d_in 40, d_out 1000000000: 5 of 5"),
+    # issue 23: it named param_budget ("sample.param_budget = 1000000: is too small for d_in 40, d_out 1000000000")
+    (["--d-out", "1000000000"], "sample.d_out = 1000000000: must be at most param_budget (1,000,000)"),
     (["--seed", str(10**40)], "sample.seed = 10000000000000000000000000000000000000000: must be an integer in [0, "
                               "9223372036854775807]"),
     (["--start", "999999", "--n", "2"], "sample.n = 2: must be an integer in [0, 1]"),
