@@ -150,13 +150,19 @@ def test_wrong_or_missing_schema_version_is_one_line_error(tmp_path, version):
     assert f"{target.name}.archstudy.schema_version = {version!r}: must be '1'" in msg
 
 
-def test_file_of_the_wrong_table_is_an_error(tmp_path):
-    root = synth.write_study(tmp_path / "s", n=2)
-    run = sorted((root / "runs").glob("*.parquet"))[0]
+def test_a_file_of_the_wrong_table_or_truncated_is_left_out_and_listed(tmp_path):
+    """Issue 23: it refused the whole study (as a one-line error); `status` and a resume read on without such a
+    file (a resume redoes it), and so does the analysis, listing it in ``Results.corrupt``."""
+    root = synth.write_study(tmp_path / "s", n=3)
+    run, other = sorted((root / "runs").glob("*.parquet"))[:2]
     (root / "architectures" / run.name).unlink()
     (root / "architectures" / run.name).write_bytes(run.read_bytes())
-    with pytest.raises(UserError, match=r"archstudy.table = 'runs': must be 'architectures'"):
-        load_results(root)
+    (root / "architectures" / other.name).write_bytes((root / "architectures" / other.name).read_bytes()[:50])
+    r = load_results(root)
+    assert r.corrupt == {f"architectures/{run.name}": "not an archstudy architectures file (archstudy.table 'runs')",
+                         f"architectures/{other.name}": r.corrupt[f"architectures/{other.name}"]}
+    assert r.corrupt[f"architectures/{other.name}"].startswith("not readable Parquet (")
+    assert len(r.architectures) == 1 and r.excluded == {}
 
 
 def test_not_a_study_directory(tmp_path):
