@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import sys
 
-from ..datasets import CACHE_ENV, DATASETS
-from ..datasets.cache import cache_dir
-
 
 def register(sub) -> None:
     p = sub.add_parser("datasets", help="list the datasets available here and where each expects its files",
@@ -25,6 +22,8 @@ def register(sub) -> None:
 
 
 def rows(root=None) -> list[tuple[str, ...]]:
+    from ..datasets import DATASETS  # torch: loaded by this command only, not by every command's parser
+
     out = []
     for name, info in DATASETS.items():
         available, where = info.status(root if info.reads_root else None)
@@ -34,6 +33,9 @@ def rows(root=None) -> list[tuple[str, ...]]:
 
 
 def run(args) -> int:
+    from ..datasets import CACHE_ENV
+    from ..datasets.cache import cache_dir
+
     header = ("dataset", "here", "source", "d_in", "classes", "train/val/test", "where")
     table = [header] + rows(args.root)
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
