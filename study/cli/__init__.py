@@ -79,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():
             return int(args.func(args) or 0)
     except UserError as e:
-        print(f"archstudy {args.command}: error: {one_line(e)}", file=sys.stderr)
+        from .datasets import on_the_command_line
+
+        print(f"archstudy {args.command}: error: {on_the_command_line(one_line(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"archstudy {args.command}: interrupted", file=sys.stderr)

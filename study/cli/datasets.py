@@ -21,6 +21,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def on_the_command_line(text: str) -> str:
+    """A dataset message as a user of the command line reads it: the loaders name the data's directory as the
+    Python keyword (``load_dataset(..., root=DIR)``), the commands take it as ``--root DIR``."""
+    return text.replace("root=DIR", "--root DIR")
+
+
 def rows(root=None) -> list[tuple[str, ...]]:
     from ..datasets import DATASETS  # torch: loaded by this command only, not by every command's parser
 
@@ -28,7 +34,8 @@ def rows(root=None) -> list[tuple[str, ...]]:
     for name, info in DATASETS.items():
         available, where = info.status(root if info.reads_root else None)
         d_in = str(info.d_in) if info.d_in is not None else "PCA"
-        out.append((name, "yes" if available else "no", info.source, d_in, str(info.n_classes), info.sizes, where))
+        out.append((name, "yes" if available else "no", info.source, d_in, str(info.n_classes), info.sizes,
+                    on_the_command_line(where)))
     return out
 
 

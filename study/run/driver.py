@@ -36,7 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TextIO
 
-from archstudy.sampling import UserError
+from archstudy.sampling import BASE, UserError
 from archstudy.sampling.width import check_budget
 from archstudy.sampling.constraints import Real, check
 
@@ -45,6 +45,8 @@ from ..experiment.config import (
 )
 from . import interrupts
 from .engine import Engine, Failure, Job, Rejected, Tally
+from .costs import PROBE_UNITS, Forecast, count_text, plan_line
+from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
 from .progress import Progress
 from .pruning import is_pilot, pilot_rows, pilot_window
 from .ray_session import check_address, ray_session
@@ -275,12 +277,12 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             shown.say(f"{name}: {problem}: removed, it will be redone")
             for kind in (ARCHITECTURES, RUNS, CURVES):
                 store.delete(kind, f"{name}.parquet")
-        shown.say(f"{store.location}: {len(todo)} of {len(units)} architectures to run"
-                + (f" ({len(finished)} finished earlier)" if finished else ""))
+        clear_all(store)  # progress records a killed session left (no unit of this study runs now)
+        shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
         _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
-    summary = f"{done}/{result.total} architectures finished in {store.location}"
+    summary = f"{done}/{count_text(config, result.total)} finished in {store.location}"
     if result.failed:
         summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
     shown.say(summary + f" ({Progress.duration(result.wall_s)})")
@@ -387,6 +389,8 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(job.key))
         store.delete(FAILED, f"{job.key}.json")
+        clear_live(store, job.key)
+        forecast.finished(job.key)
         result.finished += 1
 
     def on_failed(job: Job, failure: Failure, attempt: int) -> None:
@@ -397,6 +401,7 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
             "package_version": package_version(),
         })
         result.failed[job.key] = failure.reason
+        clear_live(store, job.key)
         progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
 
     progress.total, progress.done_before = result.total, result.finished_before + result.finished
@@ -404,10 +409,29 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
     data_ref = ray.put(data)
     base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
             "threads": res.threads, "gpus": res.gpus_per_arch, "window": None if window is None else list(window)}
-    jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
+    # The first units time a few steps of their network before they start (study.run.costs): the estimate.
+    probing = max(1, min(PROBE_UNITS, engine.limit()))
+    jobs = [Job(u.name, {**base, "unit": u.to_dict(), "probe": i < probing}) for i, u in enumerate(todo)]
+    forecast = Forecast(len(todo))
+    progress.forecast = forecast
+    progress.indices = {u.name: str(u.index) if u.variant == BASE else f"{u.index} {u.variant}" for u in todo}
+    last_read = [-float("inf")]
+
+    def follow(tally: Tally) -> None:
+        """The units in flight and their progress records (read at most as often as workers write them)."""
+        forecast.seen(tally.in_flight)
+        forecast.slots = max(forecast.slots, tally.running)
+        now = time.monotonic()
+        if tally.in_flight and now - last_read[0] >= WRITE_EVERY_S[store.local]:
+            last_read[0] = now
+            forecast.observe(read_live(store, tally.in_flight))
+            line = forecast.estimate_line()
+            if line:
+                progress.say(line)
 
     def on_tick(tally: Tally) -> None:
         interrupts.check()
+        follow(tally)
         progress.update(tally)
         heartbeat(tally)
 

@@ -10,6 +10,7 @@ root path, so a local path and a URI take the same code. The layout (docs/result
     curves/<index>-<arch_id>.parquet          one row per learning rate and epoch of it
     failed/<index>-<arch_id>.json             an architecture that failed after its retries
     checkpoints/<index>-<arch_id>.pt          trainer state of an architecture in progress
+    progress/<index>-<arch_id>.json           how far a running architecture is (``study.run.live``)
     driver.json                         the running driver's heartbeat (pid, host, what is in flight)
     .lock                               (local studies) held by the running driver
 
@@ -54,7 +55,7 @@ from ..experiment.schema import (
     TABLE_KEY, TABLES, TIMESTAMP_UNIT, timestamps_as_text,
 )
 
-FAILED, CHECKPOINTS = "failed", "checkpoints"
+FAILED, CHECKPOINTS, PROGRESS = "failed", "checkpoints", "progress"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
@@ -340,7 +341,7 @@ class Store:
             path = os.path.dirname(path)
         if not os.path.isdir(path):
             return f"{path} is not a directory"
-        folders = [path] + [p for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS))
+        folders = [path] + [p for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS, PROGRESS))
                             if path == self.root and os.path.isdir(p)]
         for folder in folders:
             if not os.access(folder, os.W_OK | os.X_OK):
@@ -399,7 +400,7 @@ class Store:
         """Leftover temporary files of writes that a killed process did not finish: the driver's hidden
         ``.<name>.tmp-...`` files, and the trainer's ``checkpoints/<name>.pt.<random>.tmp`` files."""
         out = []
-        for folder in ("", ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS):
+        for folder in ("", ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS):
             base = self.path(folder) if folder else self.root
             for i in self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
                 if i.type != pafs.FileType.File:
