@@ -173,12 +173,10 @@ def run(args) -> int:
         raise SpecError("study", "dataset", None, "is required (--dataset or the config file)")
     if "architectures" not in keys:
         raise SpecError("study", "architectures", None, "is required (--architectures or the config file)")
-    said = defaults_line(keys, example)
-    if said:
-        print(f"archstudy: {said}", file=sys.stderr, flush=True)
     # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name stay
     # the study's own.
     result = run_study(keys, out, address=args.address, force_config=args.force_config,
                        max_in_flight=args.max_in_flight, progress=sys.stderr,
-                       connect_timeout_s=args.connect_timeout_s, **execution_of(args))
+                       connect_timeout_s=args.connect_timeout_s, intro=defaults_line(keys, example),
+                       **execution_of(args))
     return finish(result, out, args, example)

@@ -113,7 +113,7 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
 def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
               force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
               progress: TextIO | None = sys.stderr, connect_timeout_s: float = CONNECT_TIMEOUT_S,
-              **execution) -> StudyRun:
+              intro: str | None = None, **execution) -> StudyRun:
     """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
@@ -122,7 +122,8 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
     ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
-    may take to answer (``check_address``)."""
+    may take to answer (``check_address``). ``intro``: a line said once every check has passed, before the
+    line of what will run (the command line's: which defaults it took)."""
     named = _named_execution(config, execution)
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
@@ -139,7 +140,7 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
         rewrite, note = True, None
     return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
                   max_in_flight=max_in_flight, progress=progress, note=note, new=new,
-                  connect_timeout_s=connect_timeout_s)
+                  connect_timeout_s=connect_timeout_s, intro=intro)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -197,7 +198,7 @@ def _check_still_new(store: Store) -> None:
 
 def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
            max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False,
-           connect_timeout_s: float = CONNECT_TIMEOUT_S) -> StudyRun:
+           connect_timeout_s: float = CONNECT_TIMEOUT_S, intro: str | None = None) -> StudyRun:
     """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
     t0 = time.monotonic()
     shown = Progress(progress, 0, 0)  # the progress line and messages on the caller's stream
@@ -278,6 +279,8 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             for kind in (ARCHITECTURES, RUNS, CURVES):
                 store.delete(kind, f"{name}.parquet")
         clear_all(store)  # progress records a killed session left (no unit of this study runs now)
+        if intro:
+            shown.say(intro)
         shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
         _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
     result.wall_s = time.monotonic() - t0

@@ -247,16 +247,16 @@ def test_which_defaults_a_run_takes_is_said_before_it_runs():
     said = defaults_line(*config_of(parser.parse_args(["run"]))[::2])
     assert said.startswith("no study flags: the example, 8 architectures on waveform-noise at 3,000 parameters, "
                            "protocol quick capped at 15 epochs")
-    assert said.endswith("takes the paper's defaults instead: param_budget 1000000, protocol paper)")
+    assert said.endswith("takes the paper's defaults instead: param_budget 1,000,000, protocol paper)")
     keys, _, example = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2",
                                                     "--out", "x"]))
     assert defaults_line(keys, example) == ("the paper's defaults for what the flags leave out: param_budget "
-                                            "1000000, protocol paper (`--param-budget 3000 --protocol quick`: the "
+                                            "1,000,000, protocol paper (`--param-budget 3000 --protocol quick`: the "
                                             "example's scale)")
     keys, _, example = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2",
                                                     "--protocol", "quick", "--out", "x"]))
     assert defaults_line(keys, example).startswith("the paper's defaults for what the flags leave out: param_budget "
-                                                   "1000000 (")
+                                                   "1,000,000 (")
     keys, _, example = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2",
                                                     "--protocol", "quick", "--param-budget", "500", "--out", "x"]))
     assert defaults_line(keys, example) is None
