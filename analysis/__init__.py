@@ -12,6 +12,7 @@ from archstudy.study.experiment.schema import SCHEMA_VERSION
 from .columns import AXES, BASELINES, PREDICTORS, Predictor
 from .edf import ErrorEDF, edf
 from .good_ranges import good_ranges, nlc_window
+from .leaderboard import Leaderboard, leaderboard
 from .pruning import PAPER_WINDOW, nlc_pruning, pruning_curve
 from .results import Results, load_results, planned_count, read_curves
 from .stats import (
@@ -21,7 +22,8 @@ from .stats import (
 from .windows import window_predictors
 
 __all__ = [
-    "AXES", "BASELINES", "ErrorEDF", "PAPER_WINDOW", "PREDICTORS", "Predictor", "Results", "SCHEMA_VERSION",
+    "AXES", "BASELINES", "ErrorEDF", "Leaderboard", "PAPER_WINDOW", "PREDICTORS", "Predictor", "Results",
+    "SCHEMA_VERSION", "leaderboard",
     "correlations", "edf", "good_ranges", "nlc_window", "window_predictors",
     "granulated_kendall", "granulated_kendall_interval", "granulated_kendall_tau_b", "load_results", "nlc_pruning", "paired_effects", "planned_count", "pruning_curve",
     "psi_table", "psi_table_tau_b", "read_curves", "sign_test", "write_report",

@@ -26,7 +26,8 @@ from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import UNIT_STEM
 from archstudy.study.experiment.config import StudyConfig, same_science
 from archstudy.study.experiment.schema import (
-    HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY,
+    HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSIONS, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TIMESTAMP_UNIT, columns,
+    timestamps_as_text,
 )
 
 from .columns import (
@@ -189,8 +190,9 @@ class CorruptFile(SpecError):
 
 def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str) -> pa.Table:
     """One Parquet file, after checking its key-value metadata: ``archstudy.schema_version`` must be
-    the version this package reads and ``archstudy.table`` the table its directory holds. The metadata is
-    kept (``_read_table`` drops it after reading the science config from it)."""
+    a version this package reads (``SCHEMA_VERSIONS``) and ``archstudy.table`` the table its directory holds. The
+    metadata is kept (``_read_table`` drops it after reading the science config from it); the timestamps of a
+    version 1 file (ISO 8601 text) are read as the timestamps later versions store."""
     try:
         with fs.open_input_file(path) as f:
             t = pq.ParquetFile(f).read(use_threads=False)  # files are read in parallel instead
@@ -201,15 +203,24 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
     meta = t.schema.metadata or {}
     version = meta.get(SCHEMA_KEY.encode())
     version = None if version is None else version.decode()
-    if version != SCHEMA_VERSION:
-        raise SpecError(shown, SCHEMA_KEY, version,
-                        f"must be {SCHEMA_VERSION!r} (the results layout this archstudy reads, docs/results.md)")
+    if version not in SCHEMA_VERSIONS:
+        raise SpecError(shown, SCHEMA_KEY, version, f"must be one of {', '.join(map(repr, SCHEMA_VERSIONS))} (the "
+                        "results layouts this archstudy reads, docs/results.md)")
     kind = meta.get(TABLE_KEY.encode())
     kind = None if kind is None else kind.decode()
     if kind != table:
         raise CorruptFile(shown, TABLE_KEY, kind, f"must be {table!r} for a file under {table}/",
                           f"not an archstudy {table} file ({TABLE_KEY} {kind!r})")
-    return t.drop_columns([c for c in t.column_names if c.startswith("__index_level_")])
+    t = t.drop_columns([c for c in t.column_names if c.startswith("__index_level_")])
+    if timestamps_as_text(version):
+        for name in (c.name for c in columns(table) if c.type == "timestamp"):
+            if name in t.column_names and pa.types.is_string(t.schema.field(name).type):
+                try:
+                    t = t.set_column(t.column_names.index(name), name,
+                                     t.column(name).cast(pa.timestamp(TIMESTAMP_UNIT, tz="UTC")))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    pass  # not ISO 8601: ``typed`` names the column and the problem
+    return t
 
 
 def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], excluded: dict[str, str],
@@ -408,13 +419,13 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
     also ``curves/*.parquet`` (True: every architecture's; a collection of arch_ids: only theirs, a few
     files of what may be the largest table).
 
-    Every Parquet file's key-value metadata must say ``archstudy.schema_version = "1"`` (else a one-line
-    ``sampling.UserError``). A file that cannot be read whole (truncated, not Parquet, of another table) is
-    left out and listed in ``Results.corrupt``, as ``archstudy status`` lists it and a resume redoes it. A
-    file whose rows were computed under another science config than study.yaml's (its ``archstudy.science``
-    metadata), or that records none, is left out of every table and listed in ``Results.excluded`` (a study
-    holds one science config; ``archstudy status`` reports such files and a resume refuses to run beside
-    them). Columns are typed as the contract says.
+    Every Parquet file's key-value metadata must name a schema version this archstudy reads (``"1"`` or ``"2"``:
+    ``study.experiment.schema.SCHEMA_VERSIONS``), else a one-line ``sampling.UserError``. A file that cannot be
+    read whole (truncated, not Parquet, of another table) is left out and listed in ``Results.corrupt``, as
+    ``archstudy status`` lists it and a resume redoes it. A file whose rows were computed under another
+    science config than study.yaml's (its ``archstudy.science`` metadata), or that records none, is left
+    out of every table and listed in ``Results.excluded`` (a study holds one science config; ``archstudy
+    status`` reports such files and a resume refuses to run beside them). Columns are typed as the contract says.
     ``runs=False`` skips the per-run table (``Results.runs`` is then empty).
     """
     fs, root, shown = _filesystem(study_dir)

@@ -23,7 +23,7 @@ import sys
 from archstudy.sampling import UserError
 from archstudy.sampling.constraints import shorten
 
-COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench", "reproduce", "cluster")
+COMMANDS = ("run", "resume", "status", "top", "report", "sample", "datasets", "bench", "reproduce", "cluster")
 
 
 _GIVEN = "_archstudy_given"  # the values of the options given so far, on the namespace while it is parsed
@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():
             return int(args.func(args) or 0)
     except UserError as e:
-        print(f"archstudy {args.command}: error: {one_line(e)}", file=sys.stderr)
+        from .datasets import on_the_command_line
+
+        print(f"archstudy {args.command}: error: {on_the_command_line(one_line(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"archstudy {args.command}: interrupted", file=sys.stderr)

@@ -1,5 +1,5 @@
-"""``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step
-(``study.perf.bench``); several architectures per device (``--concurrent``, ``--gpus-per-arch``); the projected
+"""``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
+operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``, ``--gpus-per-arch``); the projected
 hours of the paper's studies (``--project``, ``study.perf.projection``)."""
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ def register(sub) -> None:
         "runs them), the same step with the forward compiled by torch.compile, the same R runs trained one "
         "after another, and the bare float64 matrix products of the stacked step; report seconds per epoch, "
         "the speedup, GFLOP/s, the fraction of the GEMM throughput and of the device's float64 peak, the "
-        "compile time and which step the trainer's rule picks. "
+        "compile time and which step the trainer's rule picks, and count the operators one step of the stack "
+        "dispatches (views excluded), in total and per layer. "
         "Cases: " + ", ".join(f"{k} ({c.params:,} parameters, depth {c.spec.depth}, {c.spec.weights})"
                               for k, c in CASES.items()) + ". "
         f"Default: {', '.join(CPU_CASES)} on a CPU; also {', '.join(c for c in GPU_CASES if c not in CPU_CASES)} "

@@ -13,9 +13,6 @@ from pathlib import Path
 
 from archstudy.sampling import SpecError
 
-from ..datasets import CACHE_ENV, DATASETS
-from ..datasets.cache import cache_dir
-
 
 def register(sub) -> None:
     p = sub.add_parser("datasets", help="list the datasets available here and where each expects its files",
@@ -27,12 +24,21 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+def on_the_command_line(text: str) -> str:
+    """A dataset message as a user of the command line reads it: the loaders name the data's directory as the
+    Python keyword (``load_dataset(..., root=DIR)``), the commands take it as ``--root DIR``."""
+    return text.replace("root=DIR", "--root DIR")
+
+
 def rows(root=None) -> list[tuple[str, ...]]:
+    from ..datasets import DATASETS  # torch: loaded by this command only, not by every command's parser
+
     out = []
     for name, info in DATASETS.items():
         available, where = info.status(root if info.reads_root else None)
         d_in = str(info.d_in) if info.d_in is not None else "PCA"
-        out.append((name, "yes" if available else "no", info.source, d_in, str(info.n_classes), info.sizes, where))
+        out.append((name, "yes" if available else "no", info.source, d_in, str(info.n_classes), info.sizes,
+                    on_the_command_line(where)))
     return out
 
 
@@ -40,6 +46,9 @@ def run(args) -> int:
     if args.root is not None and not Path(args.root).expanduser().is_dir():
         what = "is not a directory" if Path(args.root).expanduser().exists() else "does not exist"
         raise SpecError("datasets", "root", args.root, f"must be a directory holding your data files; it {what}")
+    from ..datasets import CACHE_ENV
+    from ..datasets.cache import cache_dir
+
     header = ("dataset", "here", "source", "d_in", "classes", "train/val/test", "where")
     table = [header] + rows(args.root)
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]

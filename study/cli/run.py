@@ -61,6 +61,9 @@ def execution_of(args) -> dict[str, Any]:
 def register(sub) -> None:
     p = sub.add_parser(
         "run", help="run a study (no arguments: the small example on waveform-noise)",
+        # --out is required with any study flag, and absent for the example: argparse cannot say both
+        usage="%(prog)s                              (the example, into studies/example)\n"
+              "       %(prog)s --out DIR|URI (--dataset NAME --architectures N | --config FILE) [options]",
         description="Sample architectures, measure each at initialization, train each at all its learning rates "
         "(stacked, float64), and store one Parquet row per architecture in OUT/architectures (and one per "
         "learning rate in OUT/runs). Ray spreads the architectures over this machine's cores, or over a cluster "
@@ -71,7 +74,8 @@ def register(sub) -> None:
     p.add_argument("--dataset", help="dataset name (see `archstudy datasets`)")
     p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")
     p.add_argument("--architectures", type=int, metavar="N", help="number of architectures to sample")
-    p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI")
+    p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI (required "
+                   "with any study flag; without any, the example goes into studies/example)")
     default = lambda key: shown(StudyConfig.default(key))  # noqa: E731 (the declared default, as help shows it)
     p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default {default('preset')})")
     p.add_argument("--param-budget", type=int, metavar="N",
@@ -122,6 +126,27 @@ def config_of(args) -> tuple[dict, str, bool]:
     return keys, args.out, False
 
 
+# What a study with flags takes, for the keys its flags and config file leave out, that the example sets otherwise.
+_EXAMPLE_DIFFERS = ("param_budget", "protocol")
+
+
+def defaults_line(keys: dict, example: bool) -> str | None:
+    """Which defaults this `run` takes, said before anything runs (docs/running.md, "The first run and a study"):
+    the example's, or the paper's study's for what the flags leave out; None where the flags name them all."""
+    if example:
+        protocol = EXAMPLE["protocol"]
+        return (f"no study flags: the example, {EXAMPLE['architectures']} architectures on {EXAMPLE['dataset']} at "
+                f"{EXAMPLE['param_budget']:,} parameters, protocol {protocol['preset']} capped at "
+                f"{protocol['max_epochs']} epochs, into {EXAMPLE_OUT} (a study with flags takes the paper's defaults "
+                f"instead: {', '.join(f'{k} {shown(StudyConfig.default(k))}' for k in _EXAMPLE_DIFFERS)})")
+    left = [k for k in _EXAMPLE_DIFFERS if k not in keys]
+    if not left:
+        return None
+    return (f"the paper's defaults for what the flags leave out: "
+            f"{', '.join(f'{k} {shown(StudyConfig.default(k))}' for k in left)} (`--param-budget "
+            f"{EXAMPLE['param_budget']} --protocol {EXAMPLE['protocol']['preset']}`: the example's scale)")
+
+
 def finish(result, location: str, args, example: bool) -> int:
     """After run/resume: the report when asked (and the study is complete); exit 0 when every architecture
     is finished, 1 when some failed."""
@@ -152,5 +177,6 @@ def run(args) -> int:
     # the study's own.
     result = run_study(keys, out, address=args.address, force_config=args.force_config,
                        max_in_flight=args.max_in_flight, progress=sys.stderr,
-                       connect_timeout_s=args.connect_timeout_s, **execution_of(args))
+                       connect_timeout_s=args.connect_timeout_s, intro=defaults_line(keys, example),
+                       **execution_of(args))
     return finish(result, out, args, example)

@@ -1,8 +1,10 @@
 """``archstudy status STUDY``: finished (trained, and pruned at launch) / in progress / failed / remaining, and each
-failure's reason.
+failure's reason; for each architecture in progress, how far it is (stage, epoch, live runs: its progress record,
+``study.run.live``).
 
-Read-only: it reads the study's files (validating every result file, as a resume would) and the
-driver's heartbeat (what is in flight, and on which node where the driver knows it), and changes nothing.
+Read-only: it reads the study's files (validating every result file, as a resume would), the
+driver's heartbeat (what is in flight, and on which node where the driver knows it) and the progress records of
+the architectures in flight, and changes nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def _ago(unix: float | None) -> str:
 
 def run(args) -> int:
     from ..experiment.config import science_differences
+    from ..run.costs import count_text
+    from ..run.live import describe, read_live
     from ..run.state import plan_with_progress, survey
     from ..run.store import Store
 
@@ -38,13 +42,13 @@ def run(args) -> int:
     config = store.read_config()
     say = lambda line: print(f"archstudy: {line}", file=sys.stderr, flush=True)  # noqa: E731
     state = survey(store, config, plan_with_progress(config, say))
+    live = read_live(store, state.in_progress)
     if args.json:
-        print(json.dumps({"study": store.location, **state.to_dict()}, indent=1))
+        print(json.dumps({"study": store.location, **state.to_dict(), "in_progress_live": live}, indent=1))
         return 0
     c = state.config
-    sib = f", siblings along {', '.join(c.siblings)}" if c.siblings else ""
-    print(f"{store.location}: {c.dataset}, seed {c.seed}, {c.architectures} architectures{sib} = {state.total} "
-          f"units; preset {c.preset}, budget {c.param_budget:,} parameters; archstudy {c.package_version}")
+    print(f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
+          f"{c.param_budget:,} parameters; archstudy {c.package_version}")
     d = state.driver or {}
     if state.driver_running:
         driver = f"driver pid {d.get('pid')} on {d.get('host')}, heartbeat {_ago(d.get('heartbeat_unix'))}"
@@ -85,6 +89,11 @@ def run(args) -> int:
             if node:
                 kind = f"{node['type']}, " if node.get("type") else ""
                 print(f"  {name}  node {node.get('ip') or '?'} ({kind}{node['node_id']})")
+    if live:
+        print("in progress:")
+        for name in state.in_progress:
+            if name in live:
+                print(f"  {name}  {describe(live[name])}")
     if state.failed:
         print("failed:")
         for name, rec in state.failed.items():

@@ -97,7 +97,7 @@ def _pixels(value) -> np.ndarray | None:
 def expected_text(root: Path | None) -> str:
     files = f"{FOLDER}/{{{','.join(BATCHES)}}} or {ARCHIVES[0]}"
     if root is None:
-        return f"{files} (no directory given: pass root=DIR or --root DIR)"
+        return f"{files} (no directory given: pass root=DIR)"
     return f"{files} in {search_text([Path(root)])}"
 
 

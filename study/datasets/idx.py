@@ -80,7 +80,7 @@ def search_dirs(root: Path, torchvision_folder: str) -> list[Path]:
 def expected_text(root: Path | None, torchvision_folder: str) -> str:
     files = ", ".join(f"{s}[.gz]" for s in FILES.values())
     if root is None:
-        return f"{files} (no directory given: pass root=DIR or --root DIR)"
+        return f"{files} (no directory given: pass root=DIR)"
     return f"{files} in {search_text(search_dirs(root, torchvision_folder))}"
 
 

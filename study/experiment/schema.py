@@ -20,10 +20,12 @@ the figure grid follow. A column added after files of this schema version exist 
 ``added=True`` (older files lack it and stay valid; ``analysis.results`` fills it with what the older rows
 were). Adding a table is a name in ``TABLES``, its columns and an entry of ``COLUMNS`` (the store, the
 generated docs and the analysis' dtypes follow); the store and ``study.run.state`` decide which of a unit's
-files its commit needs. Changing or removing a column changes the files: raise ``SCHEMA_VERSION``.
+files its commit needs. Changing or removing a column, or how a type is stored, changes the files: raise
+``SCHEMA_VERSION`` and say what changed in ``SCHEMA_VERSIONS`` (the readers keep reading the older versions).
 
 Types are a small vocabulary (``TYPES``): ``int64``, ``float64`` (NaN where not computed), ``bool``,
-``str`` and ``timestamp`` (ISO 8601 UTC text in the file, ``datetime64[ns, UTC]`` in the analysis).
+``str`` and ``timestamp`` (a Parquet timestamp in microseconds, UTC, since schema version 2; ISO 8601 UTC text
+in version 1 files; ``datetime64[ns, UTC]`` in the analysis).
 
 Imports only the standard library and ``sampling`` (no torch, no pyarrow, no pandas).
 """
@@ -38,7 +40,21 @@ from archstudy.sampling import ArchSpec
 from archstudy.sampling.constraints import added_later
 from archstudy.sampling.doc_tables import rewrite_doc
 
-SCHEMA_VERSION = "1"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
+SCHEMA_VERSION = "2"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
+# Every schema version this archstudy reads, and what it changed. A file of an older version stays valid: a study
+# created before a change resumes without redoing anything (its new files are of this version, so one study may
+# hold both) and reads whole (``study.run.store`` and ``analysis.results`` give every file this version's types).
+SCHEMA_VERSIONS: dict[str, str] = {
+    "1": "the first layout; `timestamp` columns stored as ISO 8601 UTC text",
+    "2": "`timestamp` columns stored as Parquet timestamps (microseconds, UTC)",
+}
+TIMESTAMP_UNIT = "us"  # a stored timestamp's resolution (schema version 2 on)
+
+
+def timestamps_as_text(version: str) -> bool:
+    """Whether the files of schema ``version`` store the ``timestamp`` columns as ISO 8601 UTC text."""
+    return version == "1"
+
 SCHEMA_KEY = "archstudy.schema_version"
 TABLE_KEY = "archstudy.table"  # the table a file belongs to: one of ``TABLES``
 # The science config a file's rows were computed under (``StudyConfig.science_json``: canonical JSON of the
@@ -380,6 +396,7 @@ _FUNCTION = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*:[a-z_][a-z0-9_]*"
 
 
 def _check() -> None:
+    assert list(SCHEMA_VERSIONS)[-1] == SCHEMA_VERSION, "SCHEMA_VERSIONS must end with SCHEMA_VERSION"
     for table, cols in COLUMNS.items():
         seen = [c.name for c in cols]
         assert len(set(seen)) == len(seen), f"{table}: a column is declared twice"

@@ -120,9 +120,23 @@ class Dense(Family):
         return stacked_linear(self.centered(x), self.weight, self.bias if with_bias else None)
 
 
-def _affine(value: float | None, size: int, like: torch.Tensor) -> torch.Tensor | None:
-    """A constant affine weight or bias of ``size`` channels for ``F.batch_norm`` / ``F.layer_norm``."""
-    return None if value is None else torch.full((size,), value, dtype=like.dtype, device=like.device)
+def _affine(cache: dict, value: float | None, size: int, like: torch.Tensor) -> torch.Tensor | None:
+    """A constant affine weight or bias of ``size`` channels, all ``value``, for ``F.batch_norm`` /
+    ``F.layer_norm`` (None stays None: the kernel's own 1 or 0).
+
+    Made once per value, size, dtype and device and kept in ``cache``, a plain attribute of the normalization
+    (not a buffer: it is no state, so ``Network.stacked_tensors`` and checkpoints never see it): a training
+    step creates no tensor that is the same every step. Nothing writes to it (a normalization reads its weight
+    and bias). While dynamo traces (``study.training.compiled``) the sizes are symbolic: the graph makes it."""
+    if value is None:
+        return None
+    if torch.compiler.is_compiling():
+        return torch.full((size,), value, dtype=like.dtype, device=like.device)
+    key = (value, size, like.dtype, like.device)
+    t = cache.get(key)
+    if t is None:
+        t = cache[key] = torch.full((size,), value, dtype=like.dtype, device=like.device)
+    return t
 
 
 class NoNorm(nn.Module):
@@ -161,11 +175,30 @@ class BatchNorm(nn.Module):
         self.register_buffer("running_mean", torch.zeros(runs, width, dtype=DTYPE))
         self.register_buffer("running_var", torch.ones(runs, width, dtype=DTYPE))
         self.track = True  # update running statistics in training mode (off inside ``frozen_statistics``)
+        self.constants: dict = {}  # the affine weights and biases ``normalize`` was given (``_affine``)
 
     @property
     def cancels_bias(self) -> bool:
         """In training mode BN(s + b) = BN(s): a bias added before it cancels (it only shifts the running mean)."""
         return self.training
+
+    @property
+    def tracks(self) -> bool:
+        """Whether a training-mode ``normalize`` updates the running statistics."""
+        return self.training and self.track
+
+    @staticmethod
+    @torch.no_grad()
+    def fold_biases(norms: "list[BatchNorm]", biases: list[torch.Tensor]) -> None:
+        """Biases [R, n] that linear ops left out of the inputs of the batchnorms ``norms`` (tracking, training
+        mode), added to their running means before those normalize: the batchnorms' outputs are the same (the
+        biases cancel) and their running means move as if the biases had been added,
+        ``(1 - m) mu + m (mean(s) + b) = [(1 - m) (mu + m b / (1 - m))] + m mean(s)``: mu + m b / (1 - m) first,
+        then ``normalize``'s own update (not after it: batchnorm's backward checks that the running statistics
+        it saved are unchanged). One ``torch._foreach_add_`` for all of them (the same additions as one
+        ``add_`` each)."""
+        if norms:
+            torch._foreach_add_([n.running_mean for n in norms], biases, alpha=BN_MOMENTUM / (1.0 - BN_MOMENTUM))
 
     def forward(self, x):
         return self.normalize(x)
@@ -173,25 +206,34 @@ class BatchNorm(nn.Module):
     def normalize(self, s: torch.Tensor, gamma: float | None = None, beta: float | None = None,
                   folded_bias: torch.Tensor | None = None) -> torch.Tensor:
         """BN(s) * gamma + beta (None: 1 and 0), over the batch of each run's channels. ``folded_bias`` [R, n]:
-        a bias the linear op left out of ``s`` (training mode only): the output is the same (it cancels) and
-        the running mean is updated as if it had been added:
-        ``(1 - m) mu + m (mean(s) + b) = [(1 - m) mu + m mean(s)] + m b``."""
+        a bias the linear op left out of ``s`` (training mode only), handed to ``fold_biases`` first (a caller
+        that folds several layers' biases hands them to ``fold_biases`` at once and none here)."""
         R, B, n = s.shape
-        weight, bias = _affine(gamma, R * n, s), _affine(beta, R * n, s)
-        track = self.training and self.track
+        weight, bias = _affine(self.constants, gamma, R * n, s), _affine(self.constants, beta, R * n, s)
+        track = self.tracks
         if track and folded_bias is not None:
-            # The update below makes mu (1 - m) mu + m mean(s); with mu + m b / (1 - m) first, the result is
-            # (1 - m) mu + m (mean(s) + b). (Not after: batch_norm's backward reads the buffer's version.)
-            with torch.no_grad():
-                self.running_mean.add_(folded_bias.detach(), alpha=BN_MOMENTUM / (1.0 - BN_MOMENTUM))
+            self.fold_biases([self], [folded_bias])
         rm = self.running_mean.view(-1) if track or not self.training else None
         rv = self.running_var.view(-1) if track or not self.training else None
         if feature_major(s):
             # [1, R*n, B]: channel (r, j) over the batch, no copy either way
-            return F.batch_norm(s.transpose(1, 2).view(1, R * n, B), rm, rv, weight, bias, self.training,
-                                BN_MOMENTUM, NORM_EPS).view(R, n, B).transpose(1, 2)
-        return F.batch_norm(s.transpose(0, 1).reshape(B, R * n), rm, rv, weight, bias, self.training, BN_MOMENTUM,
-                            NORM_EPS).view(B, R, n).transpose(0, 1)
+            return _batch_norm(s.transpose(1, 2).view(1, R * n, B), rm, rv, weight, bias,
+                               self.training).view(R, n, B).transpose(1, 2)
+        return _batch_norm(s.transpose(0, 1).reshape(B, R * n), rm, rv, weight, bias,
+                           self.training).view(B, R, n).transpose(0, 1)
+
+
+def _batch_norm(x, running_mean, running_var, weight, bias, training: bool) -> torch.Tensor:
+    """``F.batch_norm(x, ...)`` with this module's momentum and epsilon. On a CPU it is ``torch.native_batch_norm``
+    called directly: the kernel ``F.batch_norm`` ends in there, without the empty reserve tensor its dispatch
+    makes on the way (one operator less per layer and step, the same numbers). On other devices
+    ``F.batch_norm`` may choose another kernel (cuDNN), so it is called as it is."""
+    if x.device.type == "cpu":
+        if training and x.numel() == x.shape[1]:  # F.batch_norm's own check
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.size()}")
+        return torch.native_batch_norm(x, weight, bias, running_mean, running_var, training, BN_MOMENTUM,
+                                       NORM_EPS)[0]
+    return F.batch_norm(x, running_mean, running_var, weight, bias, training, BN_MOMENTUM, NORM_EPS)
 
 
 class LayerNorm(nn.Module):
@@ -203,6 +245,7 @@ class LayerNorm(nn.Module):
     def __init__(self, width: int, runs: int = 1):
         super().__init__()
         self.width = width
+        self.constants: dict = {}  # the affine weights and biases ``normalize`` was given (``_affine``)
 
     @property
     def cancels_bias(self) -> bool:
@@ -217,7 +260,8 @@ class LayerNorm(nn.Module):
         if folded_bias is not None:
             raise ValueError("a bias does not cancel in layer normalization")
         n = s.shape[-1]
-        return F.layer_norm(s, (n,), _affine(gamma, n, s), _affine(beta, n, s), NORM_EPS)
+        return F.layer_norm(s, (n,), _affine(self.constants, gamma, n, s), _affine(self.constants, beta, n, s),
+                            NORM_EPS)
 
 
 # The normalization of a layer by ``Layer.norm`` (archstudy.sampling.spec.NORMS).

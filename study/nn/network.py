@@ -38,7 +38,7 @@ from archstudy.sampling.constraints import Constraint, check, is_int
 from .activations import Activation
 from .families import family
 from .initialization import PROJECTION, init_rng, orthogonal_submatrix
-from .layers import DTYPE, NORMS, ActivationLayer
+from .layers import DTYPE, NORMS, ActivationLayer, BatchNorm
 
 __all__ = ["Network", "Seeds", "build_network", "frozen_statistics", "init_rng", "layer_init", "minibatches",
            "orthogonal_submatrix", "output_scale", "projection_init", "rows_of"]
@@ -56,6 +56,8 @@ class Network(nn.Module):
         self.linears = nn.ModuleList(family(layer.kind).build(layer, runs) for layer in spec.layers())
         self.norms = nn.ModuleList(NORMS[layer.norm](layer.fan_out, runs) for layer in spec.layers())
         self.activation = ActivationLayer(self.act)
+        self._unfolded = ((False, False),) * spec.depth  # ``_folds`` without folds
+        self._fold_plans: dict = {}  # ``_folds`` by the norms' modes
         skips = spec.skips()
         self._skip_from = {s.start: s for s in skips}
         self._skip_to = {s.end: s for s in skips}
@@ -82,8 +84,9 @@ class Network(nn.Module):
         see it). ``fold = True`` is the trainer's folded forward (``study.training.fused``, whose docstring
         says why each fold leaves the function as it is): where a layer's norm cancels its bias (batchnorm in
         training mode, ``cancels_bias``; the family's ``bias_folds``) and no skip starts after its linear op,
-        the bias is left out of the product and handed to the norm (the running mean moves as if it had been
-        added); where a norm with an affine follows and no skip starts after it, the activation's dilation and
+        the bias is left out of the product and, for all such layers at once before the first of them, added
+        to the running mean (``BatchNorm.fold_biases``: the running mean moves as if it had been added);
+        where a norm with an affine follows and no skip starts after it, the activation's dilation and
         shift, and for a positively homogeneous tau its scale, are the norm's affine (``norm_affine``) and only
         the rest of the activation follows (``after_affine``). ``constants``: the activation's (c, b) when
         the caller has them (a traced forward cannot run the quadrature behind ``Activation.constants``)."""
@@ -91,22 +94,25 @@ class Network(nn.Module):
         c, b = act.constants if constants is None else constants
         strength = self.spec.skip_strength
         depth = self.spec.depth
+        folds, shifted = self._folds(fold)
+        if shifted:
+            BatchNorm.fold_biases([self.norms[i] for i in shifted], [self.linears[i].additive_bias() for i in shifted])
+        gamma, beta = act.norm_affine(c) if fold else (None, None)
         h, start = x, None
-        for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
+        for l, (linear, norm, (fold_bias, fold_act)) in enumerate(zip(self.linears, self.norms, folds), start=1):
             last = l == depth
             skip = self._skip_from.get(l)
             at = None if skip is None else skip.at  # where a skip starting here takes its value
-            fold_bias = fold and norm.cancels_bias and linear.bias_folds and at != "linear"
-            fold_act = fold and norm.affine and not last and at != "norm"
             s = linear.transform(h, with_bias=False) if fold_bias else linear(h)
             if l in self._skip_to:
                 carried = self.project(start) if self._skip_to[l].project else start
                 s = s + carried if strength == 1.0 else s + strength * carried
             if at == "linear":
                 start = s
-            if fold_bias or fold_act:
-                gamma, beta = act.norm_affine(c) if fold_act else (None, None)
-                s = norm.normalize(s, gamma, beta, linear.additive_bias() if fold_bias else None)
+            if fold_act:
+                s = norm.normalize(s, gamma, beta)
+            elif fold_bias:
+                s = norm.normalize(s)
             else:
                 s = norm(s)
             if at == "norm":
@@ -116,6 +122,31 @@ class Network(nn.Module):
             y = act.after_affine(s, (c, b)) if fold_act else self.activation(s, (c, b))
             h = linear.post(y)
         raise AssertionError("unreachable: the last layer returns")
+
+    def _folds(self, fold: bool) -> tuple[tuple[tuple[bool, bool], ...], tuple[int, ...]]:
+        """What ``propagate`` folds: per layer (bias folded, activation's affine folded), and the indices of
+        the layers whose folded bias goes to a tracking batchnorm's running mean (``BatchNorm.fold_biases``).
+        A function of the structure and of the norms' modes only, so it is made once per mode (not while dynamo
+        traces, ``study.training.compiled``: it then runs as plain code inside the trace)."""
+        if not fold:
+            return self._unfolded, ()
+        key = tuple((norm.training, getattr(norm, "track", True)) for norm in self.norms)
+        plans = self._fold_plans
+        if key in plans and not torch.compiler.is_compiling():
+            return plans[key]
+        depth = self.spec.depth
+        folds, shifted = [], []
+        for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
+            skip = self._skip_from.get(l)
+            at = None if skip is None else skip.at
+            fold_bias = norm.cancels_bias and linear.bias_folds and at != "linear"
+            folds.append((fold_bias, norm.affine and l != depth and at != "norm"))
+            if fold_bias and norm.tracks:
+                shifted.append(l - 1)
+        plan = (tuple(folds), tuple(shifted))
+        if not torch.compiler.is_compiling():
+            plans[key] = plan
+        return plan
 
     def project(self, start: torch.Tensor) -> torch.Tensor:
         """The fixed skip projection into the output, ``start @ P^T``, computed as ``P @ start^T``, which reads

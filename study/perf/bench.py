@@ -24,6 +24,11 @@ interleaving makes the ratios fair, the minimum is the least disturbed measureme
               gradient of every linear layer, batched over all R runs) on preallocated operands, nothing
               else: the roofline of the step.
 
+Counted, not timed: the operators one training step of the whole stack dispatches (views excluded;
+``study.perf.operators.step_operators``), in total (``operators``) and per layer (``operators_per_layer``), by
+name (``operators_by_name``), and its views (``operator_views``). On a GPU, where the step waits for the host,
+they are what the step's time follows; on a CPU each of the trainer's ``chunks`` dispatches them.
+
 Per epoch = per step x (samples // batch). ``gflops`` = matrix-product flops of the step (``step_flops``)
 / stacked step time; ``gemm_fraction`` = stacked GFLOP/s / bare-GEMM GFLOP/s = bare GEMM time / stacked
 step time (chunked steps can exceed 1: their products are smaller batches, which run faster in cache
@@ -60,13 +65,15 @@ from ..nn.network import build_network
 from ..experiment.protocol import Protocol
 from ..training import fused
 from ..training.compiled import CompiledForward, choose, decide, layer_steps
-from ..training.stack import new_stack, train_step
+from ..training.stack import chunks, new_stack, train_step
 from ..training.timing import synchronize, time_calls
 from ..training.trainer import auto_chunk
+from .operators import step_operators
 from .profiles import EXPECTED_STACK_EPOCHS
 
 FIELDS = ("case", "params", "runs", "stacked_s_per_epoch", "sequential_s_per_epoch", "speedup", "gflops",
-          "gemm_gflops", "gemm_fraction", "compiled_s_per_epoch", "compile_s", "rule", "peak_fraction")
+          "gemm_gflops", "gemm_fraction", "compiled_s_per_epoch", "compile_s", "rule", "peak_fraction", "operators",
+          "operators_per_layer")
 
 
 @dataclass(frozen=True)
@@ -318,6 +325,7 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
     peak, peak_source = fp64_peak(name)
     gflops = flops / t_stack / 1e9
     rule = choose(spec, device, case.samples, batch)
+    ops = step_operators(spec, runs, batch, device)
     return {
         "case": case.name, "params": case.params, "runs": runs,
         "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
@@ -333,6 +341,9 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
         "rule": rule.kind, "rule_reason": rule.reason, "layer_steps": layer_steps(spec, case.samples, batch),
         # the device's float64 peak (FP64_PEAKS)
         "peak_tflops": peak, "peak_fraction": gflops / 1e3 / peak, "peak_source": peak_source,
+        # the operators of one step of the whole stack (study.perf.operators), each chunk's on a CPU
+        "operators": ops.total, "operators_per_layer": ops.per_layer(spec.depth), "operator_views": ops.views,
+        "operators_by_name": dict(ops.compute.most_common()), "chunks": len(chunks(runs, chunk)),
         # the same from CPU time (all threads of the process): steadier when the machine is shared
         "stacked_cpu_s_per_epoch": c_stack * per_epoch, "sequential_cpu_s_per_epoch": c_seq * per_epoch,
         "speedup_cpu": c_seq / c_stack, "gemm_fraction_cpu": c_gemm / c_stack,
@@ -359,14 +370,15 @@ def format_table(rows: list[dict]) -> str:
     """The table the README's Speed section shows, plus the compiled step and the rule's pick."""
     head = ("case", "params", "threads", "chunk", "stacked s/epoch", "plain loop s/epoch", "speedup",
             "same-step speedup", "GFLOP/s", "of bare GEMM", "of peak", "compiled s/epoch", "compile s", "faster",
-            "rule")
+            "rule", "ops/step", "ops/layer")
     lines = [head]
     for r in rows:
         lines.append((r["case"], f"{r['params']:,}", str(r["threads"]), str(r["chunk"]),
                       _num(r["stacked_s_per_epoch"], ".3g"), _num(r["sequential_s_per_epoch"], ".3g"),
                       _num(r["speedup"], ".2f") + "x", _num(r["speedup_same_step"], ".2f") + "x",
                       _num(r["gflops"], ".1f"), _num(r["gemm_fraction"], ".2f"), _num(r["peak_fraction"], ".2f"),
-                      _num(r["compiled_s_per_epoch"], ".3g"), _num(r["compile_s"], ".0f"), r["faster"], r["rule"]))
+                      _num(r["compiled_s_per_epoch"], ".3g"), _num(r["compile_s"], ".0f"), r["faster"], r["rule"],
+                      str(r["operators"]), _num(r["operators_per_layer"], ".1f")))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
 

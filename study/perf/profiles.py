@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from archstudy.sampling import sample_specs
+from archstudy.sampling import init_seed, sample_specs
 
 # -- what the E.2 schedule does on real nets ------------------------------------------------------------
 
@@ -29,7 +29,6 @@ def measure_epoch_profiles(n: int = 8, budget: int = 5_000, dataset: str = "wave
 
     from ..datasets import load_dataset
     from ..training.trainer import train_architecture
-    from ..run.unit import init_seed
 
     if threads is not None:
         torch.set_num_threads(threads)

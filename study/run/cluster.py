@@ -73,7 +73,7 @@ INSTANCE_TYPES: dict[str, tuple[int, int]] = {
     "m6i.2xlarge": (8, 0),
     "p3.2xlarge": (8, 1), "p3.8xlarge": (32, 4), "p3.16xlarge": (64, 8), "p3dn.24xlarge": (96, 8),  # V100
     "p4d.24xlarge": (96, 8), "p4de.24xlarge": (96, 8),  # A100
-    "p5.48xlarge": (192, 8), "p5e.48xlarge": (192, 8), "p5en.48xlarge": (192, 8),  # H100, H200
+    "p5.4xlarge": (16, 1), "p5.48xlarge": (192, 8), "p5e.48xlarge": (192, 8), "p5en.48xlarge": (192, 8),  # H100, H200
 }
 
 

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TextIO
 
-from archstudy.sampling import SpecError, UserError
+from archstudy.sampling import BASE, SpecError, UserError
 from archstudy.sampling.width import check_budget
 from archstudy.sampling.constraints import Real, check
 
@@ -47,6 +47,8 @@ from ..experiment.config import (
 from . import interrupts
 from .engine import Engine, Failure, Job, Rejected, Tally
 from . import memory
+from .costs import PROBE_UNITS, Forecast, count_text, plan_line
+from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
 from .progress import Progress
 from .pruning import is_pilot, pilot_rows, pilot_window
 from .ray_session import check_address, ray_session
@@ -121,7 +123,7 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
 def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
               force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
               progress: TextIO | None = sys.stderr, connect_timeout_s: float = CONNECT_TIMEOUT_S,
-              **execution) -> StudyRun:
+              intro: str | None = None, **execution) -> StudyRun:
     """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
@@ -130,7 +132,8 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
     ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
-    may take to answer (``check_address``)."""
+    may take to answer (``check_address``). ``intro``: a line said once every check has passed, before the
+    line of what will run (the command line's: which defaults it took)."""
     named = _named_execution(config, execution)
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
@@ -148,7 +151,7 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
         rewrite, note = True, None
     return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
                   max_in_flight=max_in_flight, progress=progress, note=note, new=new,
-                  connect_timeout_s=connect_timeout_s)
+                  connect_timeout_s=connect_timeout_s, intro=intro)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -228,7 +231,7 @@ def _stops_on_write_errors(drive):
 @_stops_on_write_errors
 def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
            max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False,
-           connect_timeout_s: float = CONNECT_TIMEOUT_S) -> StudyRun:
+           connect_timeout_s: float = CONNECT_TIMEOUT_S, intro: str | None = None) -> StudyRun:
     """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
     t0 = time.monotonic()
     shown = Progress(progress, 0, 0)  # the progress line and messages on the caller's stream
@@ -319,15 +322,17 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             shown.say(f"{name}: {problem}: removed, it will be redone")
             for kind in (ARCHITECTURES, RUNS, CURVES):
                 store.delete(kind, f"{name}.parquet")
-        shown.say(f"{store.location}: {len(todo)} of {len(units)} architectures to run"
-                + (f" ({len(finished)} finished earlier)" if finished else ""))
+        clear_all(store)  # progress records a killed session left (no unit of this study runs now)
+        if intro:
+            shown.say(intro)
+        shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
         if needs is not None:
             shown.say(f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} "
                       f"({needs[1].terms()})")
         _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
-    summary = f"{done}/{result.total} architectures finished in {store.location}"
+    summary = f"{done}/{count_text(config, result.total)} finished in {store.location}"
     if result.failed:
         summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
     shown.say(summary + f" ({Progress.duration(result.wall_s)})")
@@ -477,6 +482,8 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(job.key))
         store.delete(FAILED, f"{job.key}.json")
+        clear_live(store, job.key)
+        forecast.finished(job.key)
         result.finished += 1
 
     def on_retry(job: Job, failure: Failure, attempt: int) -> None:
@@ -490,6 +497,7 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
             "package_version": package_version(),
         })
         result.failed[job.key] = failure.reason
+        clear_live(store, job.key)
         progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
 
     progress.total, progress.done_before = result.total, result.finished_before + result.finished
@@ -497,10 +505,29 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Uni
     data_ref = ray.put(data)
     base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
             "threads": res.threads, "gpus": res.gpus_per_arch, "window": None if window is None else list(window)}
-    jobs = [Job(u.name, {**base, "unit": u.to_dict()}) for u in todo]
+    # The first units time a few steps of their network before they start (study.run.costs): the estimate.
+    probing = max(1, min(PROBE_UNITS, engine.limit()))
+    jobs = [Job(u.name, {**base, "unit": u.to_dict(), "probe": i < probing}) for i, u in enumerate(todo)]
+    forecast = Forecast(len(todo))
+    progress.forecast = forecast
+    progress.indices = {u.name: str(u.index) if u.variant == BASE else f"{u.index} {u.variant}" for u in todo}
+    last_read = [-float("inf")]
+
+    def follow(tally: Tally) -> None:
+        """The units in flight and their progress records (read at most as often as workers write them)."""
+        forecast.seen(tally.in_flight)
+        forecast.slots = max(forecast.slots, tally.running)
+        now = time.monotonic()
+        if tally.in_flight and now - last_read[0] >= WRITE_EVERY_S[store.local]:
+            last_read[0] = now
+            forecast.observe(read_live(store, tally.in_flight))
+            line = forecast.estimate_line()
+            if line:
+                progress.say(line)
 
     def on_tick(tally: Tally) -> None:
         interrupts.check()
+        follow(tally)
         progress.update(tally)
         heartbeat(tally)
 

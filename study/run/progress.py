@@ -5,11 +5,13 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
+from .costs import Forecast, duration
 from .engine import Tally
 
 
 class Progress:
-    """The one progress line on stderr: architectures done / total, running, failed, ETA.
+    """The one progress line on stderr: architectures done / total, running (and what the running ones are doing:
+    the epoch and the live runs of each, from their progress records), failed, ETA (``study.run.costs.Forecast``).
 
     On a terminal it is rewritten in place; in a log (not a terminal) a line is printed when something
     finished (at most every 2 s) and at least once a minute."""
@@ -19,21 +21,28 @@ class Progress:
         self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
         self.t0 = time.monotonic()
         self.last_print, self.last_counts, self.dirty = 0.0, None, False
+        self.forecast: Forecast | None = None  # set by the driver for a session's units
+        self.indices: dict[str, str] = {}  # unit name -> its label (index, and variant for a sibling)
 
-    @staticmethod
-    def duration(seconds: float) -> str:
-        s = int(round(seconds))
-        if s < 60:
-            return f"{s}s"
-        if s < 3600:
-            return f"{s // 60}m{s % 60:02d}s"
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    duration = staticmethod(duration)
 
     def line(self, t: Tally) -> str:
-        elapsed = time.monotonic() - self.t0
         left = t.total - t.done - t.failed
-        eta = self.duration(left * elapsed / t.done) if t.done and left else ("0s" if not left else "--")
-        return (f"archstudy: {self.done_before + t.done}/{self.total} done, {t.running} running, "
+        f = self.forecast
+        running = f"{t.running} running"
+        if f is not None and t.running:
+            detail = f.detail(self.indices)
+            running += f" ({detail})" if detail else ""
+        if not left:
+            eta = "0s"
+        elif f is None:
+            elapsed = time.monotonic() - self.t0
+            eta = self.duration(left * elapsed / t.done) if t.done else "--"
+        else:
+            seconds, past = f.eta(t.done, t.failed, t.running)
+            eta = "--" if seconds is None else self.duration(seconds) + (" (running past the estimate)" if past
+                                                                          else "")
+        return (f"archstudy: {self.done_before + t.done}/{self.total} done, {running}, "
                 f"{t.failed} failed, ETA {eta}")
 
     def update(self, t: Tally) -> None:

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from ..experiment.config import StudyConfig
 from ..experiment.nlc_window import pilot_window as window_rule
 from ..experiment.schema import ARCHITECTURES, columns
+from .store import current
 
 # What a pruned architecture's row holds where a trained one has its selected run and runs summary (docs/results.md,
 # the ``trained`` column): nothing measured (NaN), no run (lr_index -1, counts 0, flags false, selected by "none").
@@ -53,7 +54,8 @@ def is_pilot(config: StudyConfig, index: int) -> bool:
 
 def pilot_rows(store, names: Iterable[str]):
     """The pilot's stored ``architectures`` rows (a DataFrame), read from the study's files."""
-    tables = [pq.read_table(pa.BufferReader(store.read_bytes(ARCHITECTURES, f"{n}.parquet"))) for n in names]
+    # current: a pilot finished under schema version 1 (text timestamps) concatenates with newer files
+    tables = [current(pq.read_table(pa.BufferReader(store.read_bytes(ARCHITECTURES, f"{n}.parquet")))) for n in names]
     return pa.concat_tables(tables, promote_options="default").to_pandas()
 
 

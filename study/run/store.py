@@ -10,6 +10,7 @@ root path, so a local path and a URI take the same code. The layout (docs/result
     curves/<index>-<arch_id>.parquet          one row per learning rate and epoch of it
     failed/<index>-<arch_id>.json             an architecture that failed after its retries
     checkpoints/<index>-<arch_id>.pt          trainer state of an architecture in progress
+    progress/<index>-<arch_id>.json           how far a running architecture is (``study.run.live``)
     driver.json                         the running driver's heartbeat (pid, host, what is in flight)
     .lock                               (local studies) held by the running driver
 
@@ -28,6 +29,7 @@ is valid: a write is never lost after the commit point, so an absent curves file
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import fcntl
 import json
@@ -52,10 +54,11 @@ from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_
 from .location import first_line, open_location, reach
 from .object_lock import LEASE_S, object_lock
 from ..experiment.schema import (
-    ARCHITECTURES, CURVES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES,
+    ARCHITECTURES, CURVES, RUNS, SCHEMA_KEY, SCHEMA_VERSION, SCHEMA_VERSIONS, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY,
+    TABLE_KEY, TABLES, TIMESTAMP_UNIT, timestamps_as_text,
 )
 
-FAILED, CHECKPOINTS = "failed", "checkpoints"
+FAILED, CHECKPOINTS, PROGRESS = "failed", "checkpoints", "progress"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
@@ -63,29 +66,56 @@ TEMP_MARK = ".tmp-"
 
 
 # -- the Parquet schemas, from the one declaration of every column (study.experiment.schema) ---------------------------
-# A timestamp is ISO 8601 UTC text in the file (``config.utc_now``).
+# A timestamp is a Parquet timestamp (UTC) in the file; ISO 8601 UTC text in the files of schema version 1.
+TIMESTAMP = pa.timestamp(TIMESTAMP_UNIT, tz="UTC")
 _ARROW_TYPES = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(),
-                "timestamp": pa.string()}
+                "timestamp": TIMESTAMP}
 
 
-def arrow_schema(table: str) -> pa.Schema:
-    """The pyarrow schema of ``table`` with its key-value metadata (schema version and table name)."""
-    return pa.schema([(c.name, _ARROW_TYPES[c.type]) for c in schema.columns(table)],
-                     metadata={SCHEMA_KEY.encode(): SCHEMA_VERSION.encode(), TABLE_KEY.encode(): table.encode()})
+def arrow_type(type_: str, version: str = SCHEMA_VERSION) -> pa.DataType:
+    """The pyarrow type of a schema type (``study.experiment.schema.TYPES``) in the files of ``version``."""
+    return pa.string() if type_ == "timestamp" and timestamps_as_text(version) else _ARROW_TYPES[type_]
+
+
+def arrow_schema(table: str, version: str = SCHEMA_VERSION) -> pa.Schema:
+    """The pyarrow schema of ``table`` with its key-value metadata (schema version and table name), as the files
+    of schema ``version`` have it (default: the version this archstudy writes)."""
+    return pa.schema([(c.name, arrow_type(c.type, version)) for c in schema.columns(table)],
+                     metadata={SCHEMA_KEY.encode(): version.encode(), TABLE_KEY.encode(): table.encode()})
 
 
 SCHEMAS = {table: arrow_schema(table) for table in TABLES}
 ARCHITECTURES_SCHEMA, RUNS_SCHEMA = SCHEMAS[ARCHITECTURES], SCHEMAS[RUNS]
+_VERSION_SCHEMAS = {(table, v): arrow_schema(table, v) for table in TABLES for v in SCHEMA_VERSIONS}
+_TIMESTAMPS = {c.name for table in TABLES for c in schema.columns(table) if c.type == "timestamp"}
 
 
-def schema_fits(found: pa.Schema, kind: str) -> bool:
-    """Whether a file's schema is the ``kind`` schema, or the schema an older writer gave it: the same columns
-    in the same order, without some of the columns added later (``study.experiment.schema.ADDED_COLUMNS``)."""
-    full = SCHEMAS[kind]
+def schema_fits(found: pa.Schema, kind: str, version: str = SCHEMA_VERSION) -> bool:
+    """Whether a file's schema is the ``kind`` schema of schema ``version``, or the schema an older writer of that
+    version gave it: the same columns in the same order, without some of the columns added later
+    (``study.experiment.schema.ADDED_COLUMNS``)."""
+    full = _VERSION_SCHEMAS[(kind, version)]
     present = set(found.names)
     if not set(full.names) - present <= set(schema.ADDED_COLUMNS[kind]):
         return False
     return found.equals(pa.schema([f for f in full if f.name in present]), check_metadata=False)
+
+
+def file_version(table: pa.Table | pa.Schema) -> str:
+    """The schema version a result file's metadata records ("" where it records none)."""
+    return ((table.metadata if isinstance(table, pa.Schema) else table.schema.metadata) or {}).get(
+        SCHEMA_KEY.encode(), b"").decode(errors="replace")
+
+
+def current(table: pa.Table) -> pa.Table:
+    """A valid result file's table with this version's column types: the ISO 8601 text timestamps of a schema
+    version 1 file become timestamps (the values are the same instants), so files of every version concatenate."""
+    if not timestamps_as_text(file_version(table)):
+        return table
+    for i, field in enumerate(table.schema):
+        if field.type == pa.string() and field.name in _TIMESTAMPS:
+            table = table.set_column(i, field.name, table.column(i).cast(TIMESTAMP))
+    return table
 
 
 # Key-value metadata each result file records besides its schema's: the science config its rows were
@@ -152,6 +182,8 @@ def _coerce(value: Any, type_: pa.DataType, column: str) -> Any:
             if isinstance(value, float) and value != int(value) or isinstance(value, bool):
                 raise SchemaError(f"column {column!r} = {value!r}: not an integer")
             return int(value)
+        if pa.types.is_timestamp(type_):
+            return _instant(value, column)
         if not isinstance(value, str):
             raise SchemaError(f"column {column!r} = {value!r}: not a string")
         return value
@@ -159,6 +191,19 @@ def _coerce(value: Any, type_: pa.DataType, column: str) -> Any:
         if isinstance(e, SchemaError):
             raise
         raise SchemaError(f"column {column!r} = {value!r}: {e}") from None
+
+
+def _instant(value: Any, column: str) -> datetime.datetime:
+    """A timestamp column's value as an aware UTC datetime: a ``datetime`` with a time zone, or ISO 8601 text with
+    one (``study.experiment.config.utc_now``: ``2026-01-31T12:00:00Z``)."""
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+        except ValueError:
+            raise SchemaError(f"column {column!r} = {value!r}: not an ISO 8601 time") from None
+    if not isinstance(value, datetime.datetime) or value.tzinfo is None:
+        raise SchemaError(f"column {column!r} = {value!r}: not a time with a time zone (UTC)")
+    return value.astimezone(datetime.timezone.utc)
 
 
 def to_table(kind: str, rows: list[Mapping[str, Any]]) -> pa.Table:
@@ -221,9 +266,10 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
     version = meta.get(SCHEMA_KEY.encode(), b"").decode()
     if meta.get(TABLE_KEY.encode(), b"").decode() != kind:
         return FileCheck(False, f"not an archstudy {kind} file (metadata archstudy.table missing or different)")
-    if version != SCHEMA_VERSION:
-        return FileCheck(False, f"schema version {version!r}; this archstudy reads {SCHEMA_VERSION!r}", foreign=True)
-    if not schema_fits(table.schema, kind):
+    if version not in SCHEMA_VERSIONS:
+        return FileCheck(False, f"schema version {version!r}; this archstudy reads {', '.join(map(repr, SCHEMA_VERSIONS))}",
+                         foreign=True)
+    if not schema_fits(table.schema, kind, version):
         return FileCheck(False, "columns differ from the schema of docs/results.md")
     m = NAME_RE.match(name)
     if kind == ARCHITECTURES and table.num_rows != 1:
@@ -323,7 +369,7 @@ class Store:
             path = os.path.dirname(path)
         if not os.path.isdir(path):
             return f"{path} is not a directory"
-        folders = [path] + [p for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS))
+        folders = [path] + [p for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS, PROGRESS))
                             if path == self.root and os.path.isdir(p)]
         for folder in folders:
             if not os.access(folder, os.W_OK | os.X_OK):
@@ -431,7 +477,7 @@ class Store:
         """Leftover temporary files of writes that a killed process did not finish: the driver's hidden
         ``.<name>.tmp-...`` files, and the trainer's ``checkpoints/<name>.pt.<random>.tmp`` files."""
         out = []
-        for folder in ("", ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS):
+        for folder in ("", ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS):
             base = self.path(folder) if folder else self.root
             for i in self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
                 if i.type != pafs.FileType.File:
@@ -514,9 +560,9 @@ class Store:
 
     def read_table(self, kind: str = ARCHITECTURES):
         """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""
-        tables = [pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet")))
+        tables = [current(pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet"))))
                   for n in self.names(kind, ".parquet")]
-        # files from before an added column lack it: it is null there
+        # files from before an added column lack it: it is null there; older versions' types are this one's
         return (pa.concat_tables(tables, promote_options="default") if tables
                 else SCHEMAS[kind].empty_table()).to_pandas()
 

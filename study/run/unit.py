@@ -27,6 +27,7 @@ from archstudy.sampling import BASE, ArchSpec, plan_study
 from .cluster import LOGICAL_GPUS_ENV
 from ..experiment.config import StudyConfig, package_version, utc_now
 from ..experiment.schema import ARCHITECTURES, CURVES, MEASURED, RUNS
+from .live import UnitProgress
 from .store import Store, to_table, unit_name
 
 
@@ -94,7 +95,7 @@ def device_name(device: Any) -> str:
 
 def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int = 1,
              checkpoint_path: str | None = None, notes: list[str] | None = None,
-             window=None) -> tuple[dict, list[dict], list[dict]]:
+             window=None, live=None) -> tuple[dict, list[dict], list[dict]]:
     """Do one architecture in this process; return its ``architectures`` row, its ``runs`` rows and its
     ``curves`` rows. With ``window`` (lo, hi) the architecture is trained only if lo <= NLC <= hi at
     initialization (``study.run.pruning.inside``); else its row says ``trained`` false and it has no runs or curves.
@@ -102,7 +103,8 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     Every random draw comes from the unit's seed through explicit generators (the builder, the metrics,
     the trainer's data order), so the rows are the same whichever process runs the unit and whatever it ran
     before; the process's global random state is neither used nor changed (tests check it)..
-    ``notes`` collects one-line messages for the user (a discarded checkpoint file)."""
+    ``notes`` collects one-line messages for the user (a discarded checkpoint file). ``live``: a
+    ``study.run.live.UnitProgress`` told how far the unit is (it never changes what is computed)."""
     from ..experiment.metric_options import MetricOptions
     from ..experiment.protocol import Protocol
     from ..metrics.measurement import measure, measure_trained
@@ -111,6 +113,9 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     from ..training.trainer import train_architecture
     from .pruning import inside, untrained_row
 
+    protocol = Protocol.from_dict(config.protocol)
+    if live is not None:
+        live.start(unit.spec, data, protocol, device)
     t0 = time.perf_counter()
     spec = unit.spec
     net = build_network(spec, seed=unit.seed, device=device)
@@ -135,10 +140,15 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
         to_table(ARCHITECTURES, [arch])
         return arch, [], []
     trajectory = Trajectory(options.nlc_trajectory, options.nlc_batches, options.batch_size)
-    outcome = train_architecture(spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol),
+    if live is not None:
+        live.measured(measured["measure_s"])
+    outcome = train_architecture(spec, data, seed=unit.seed, protocol=protocol,
                                  device=device, checkpoint_path=checkpoint_path,
                                  checkpoint_every_s=config.checkpoint_every_s, trajectory=trajectory,
-                                 report=None if notes is None else notes.append)
+                                 report=None if notes is None else notes.append,
+                                 progress=None if live is None else live.epoch)
+    if live is not None:
+        live.update(urgent=True, stage="finishing")
     t_after = time.perf_counter()
     measured.update(measure_trained(outcome.network, data, spec, options=options, seed=unit.seed))  # E.3
     measured["measure_s"] += time.perf_counter() - t_after
@@ -269,8 +279,9 @@ def unit_device(gpus: float) -> str:
 
 def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     """Run one unit on a Ray worker (the entry point of a worker's work: ``prepare_worker`` sets the process
-    up), pick the device, fetch the dataset, train with the checkpoint in the study's storage; return the rows
-    (the driver writes them)."""
+    up), pick the device, fetch the dataset, train with the checkpoint in the study's storage, keeping its
+    progress record (``study.run.live``; with ``payload["probe"]`` it first times a few steps for the driver's
+    estimate); return the rows (the driver writes them)."""
     prepare_worker(int(payload["threads"]))
     device = unit_device(payload["gpus"])
     unit = Unit.from_dict(payload["unit"])
@@ -279,7 +290,8 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     store = Store(payload["store"])
     notes: list[str] = []
     window = payload.get("window")
-    with MirroredCheckpoint(store, unit.name) as ckpt:
+    with MirroredCheckpoint(store, unit.name) as ckpt, \
+            UnitProgress(store, unit.name, attempt, probe=bool(payload.get("probe"))) as live:
         arch, runs, curves = run_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt,
-                                      notes=notes, window=None if window is None else tuple(window))
+                                      notes=notes, window=None if window is None else tuple(window), live=live)
     return {"architecture": arch, "runs": runs, "curves": curves, "notes": notes}

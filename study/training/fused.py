@@ -27,6 +27,13 @@ statistics).
 Per hidden layer with batchnorm and relu, the passes over the activations go from 10 per step (bias
 broadcast, norm 2, relu, * c; backward: * c, relu mask, norm 2, bias gradient) to 6; what that saves per step
 is measured in docs/performance.md.
+
+Nothing of a fold is made again every step: the affine weight and bias a normalization is handed are made once
+and kept by it (``study.nn.layers``), and the folded biases of all layers go to their running means in one
+``torch._foreach_add_`` before the first layer (``BatchNorm.fold_biases``). With the update of all parameters
+as foreach operations (``study.training.optim``), a hidden dense batchnorm-relu layer costs a step 7 operators
+(its product, batchnorm and relu; their two backward operators and its two gradient products), where it cost
+11-12 (``study.perf.operators`` counts them; docs/performance.md).
 """
 
 from __future__ import annotations

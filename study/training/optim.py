@@ -30,6 +30,12 @@ optimizer holds only its hyperparameters):
   and the update at rate 1 it then gives (-direction is the step): what lr_min measures (NLC paper E.2; Adam's
   warm-up of figure 3F advances without measuring, ``study.training.lr_min``).
 
+Every update is a few ``torch._foreach_*`` operations over all the tensors of a chunk (one ``_foreach_addcmul_``
+for SGD), not one call per tensor: one operator each to dispatch, however deep the net. On a CPU torch runs them
+as the per-tensor kernels one call per tensor ran (the same numbers, bit for bit; a test compares them); on a
+GPU the operations whose operands have equal shapes are fused kernels over many tensors, while those with a
+per-run rate [R, 1, ...] as an operand run per tensor.
+
 ``OPTIMIZERS`` maps ``Protocol.optimizer`` to the declaration (``optimizer_of``): "sgd" is SGD, or SGD with
 momentum when ``Protocol.momentum`` > 0; "adam" is Adam with the protocol's betas and epsilon.
 """
@@ -47,6 +53,13 @@ from ..experiment.protocol import Protocol
 def per_run(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``v`` [R] viewed as [R, 1, ..., 1] to broadcast against ``like`` [R, ...]."""
     return v.view(-1, *([1] * (like.dim() - 1)))
+
+
+def per_runs(v: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
+    """``per_run(v, t)`` for every tensor ``t`` of ``like`` (one view per number of dimensions), for the
+    ``torch._foreach_*`` operations, which take one operand per tensor."""
+    views = {}
+    return [views[t.dim()] if t.dim() in views else views.setdefault(t.dim(), per_run(v, t)) for t in like]
 
 
 @dataclass(frozen=True)
@@ -104,9 +117,9 @@ class SGD(Optimizer):
 
     @torch.no_grad()
     def update(self, params, grads, slots, lr):
-        """``p <- p - lr_r g`` for every tensor, in place."""
-        for p, g in zip(params, grads):
-            p.addcmul_(g, per_run(lr, p), value=-1.0)
+        """``p <- p - lr_r g`` for every tensor, in place (one foreach operation for all of them)."""
+        if params:
+            torch._foreach_addcmul_(params, grads, per_runs(lr, params), value=-1.0)
 
     def advance(self, grads, slots):
         pass  # nothing to accumulate
@@ -128,14 +141,16 @@ class Momentum(Optimizer):
     @torch.no_grad()
     def update(self, params, grads, slots, lr):
         """``b <- mu b + g; p <- p - lr_r b`` for every tensor, in place (buffers and parameters)."""
-        for p, g, b in zip(params, grads, slots.tensors["b"]):
-            b.mul_(self.momentum).add_(g)
-            p.addcmul_(b, per_run(lr, p), value=-1.0)
+        if params:
+            self.advance(grads, slots)
+            torch._foreach_addcmul_(params, slots.tensors["b"], per_runs(lr, params), value=-1.0)
 
     @torch.no_grad()
     def advance(self, grads, slots):
-        for g, b in zip(grads, slots.tensors["b"]):
-            b.mul_(self.momentum).add_(g)
+        if grads:
+            b = slots.tensors["b"]
+            torch._foreach_mul_(b, self.momentum)
+            torch._foreach_add_(b, grads)
 
     def direction(self, grads, slots):
         return list(slots.tensors["b"])  # the step at rate 1 is the buffer
@@ -156,19 +171,25 @@ class Adam(Optimizer):
     def update(self, params, grads, slots, lr):
         """One Adam step per run, in place (moments, step counts and parameters)."""
         self.advance(grads, slots)
+        if not params:
+            return
         t = slots.scalars["t"]
         step = lr / (1.0 - torch.pow(self.beta1, t))  # lr_r / (1 - b1^t_r)
         root_bc2 = torch.sqrt(1.0 - torch.pow(self.beta2, t))
-        for p, m, v in zip(params, slots.tensors["m"], slots.tensors["v"]):
-            denom = (v.sqrt() / per_run(root_bc2, v)).add_(self.eps)
-            p.addcdiv_(m * per_run(step, m), denom, value=-1.0)
+        m, v = slots.tensors["m"], slots.tensors["v"]
+        denom = torch._foreach_sqrt(v)
+        torch._foreach_div_(denom, per_runs(root_bc2, v))
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(params, torch._foreach_mul(m, per_runs(step, m)), denom, value=-1.0)
 
     @torch.no_grad()
     def advance(self, grads, slots):
         """The moment updates (no parameter update), in place; ``t`` += 1."""
-        for m, v, g in zip(slots.tensors["m"], slots.tensors["v"], grads):
-            m.lerp_(g, 1.0 - self.beta1)
-            v.mul_(self.beta2).addcmul_(g, g, value=1.0 - self.beta2)
+        if grads:
+            m, v = slots.tensors["m"], slots.tensors["v"]
+            torch._foreach_lerp_(m, grads, 1.0 - self.beta1)
+            torch._foreach_mul_(v, self.beta2)
+            torch._foreach_addcmul_(v, grads, grads, value=1.0 - self.beta2)
         slots.scalars["t"].add_(1.0)
 
     @torch.no_grad()

@@ -148,6 +148,7 @@ class Part:
     loss_sum: torch.Tensor
     slots: Slots  # views of the optimizer state of ``params``
     positions: slice  # the chunk's stack positions
+    ones: torch.Tensor  # float64 [runs of the chunk], all 1: the gradient of the summed loss by each run's loss
 
 
 def view_network(net: Network, sl: slice) -> Network:
@@ -175,7 +176,8 @@ def parts(stack: Stack, chunk: int | None) -> list[Part]:
             out.append(Part(
                 net=net, params=[p for _, p in net.named_parameters()], lr=stack.lr[sl],
                 nonfinite=stack.nonfinite[sl], loss_sum=stack.loss_sum[sl],
-                slots=stack.optimizer.view(stack.opt, names, sl), positions=sl))
+                slots=stack.optimizer.view(stack.opt, names, sl), positions=sl,
+                ones=torch.ones(sl.stop - sl.start, dtype=torch.float64, device=stack.lr.device)))
         stack._parts[chunk] = out
     return stack._parts[chunk]
 
@@ -191,14 +193,18 @@ def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: 
     for part in parts(stack, chunk):
         scale = c_out[part.positions] if isinstance(c_out, torch.Tensor) else c_out
         losses = run_losses(forward(part.net, x), y, scale, protocol.loss)
-        grads = torch.autograd.grad(losses.sum(), part.params, allow_unused=True)
+        # The gradient of sum_r loss_r: its gradient by each loss_r is 1 (``part.ones``, made once, rather than a
+        # sum and the ones that autograd would make every step).
+        grads = torch.autograd.grad(losses, part.params, part.ones, allow_unused=True)
         # A bias folded into batchnorm has no gradient (exactly zero): its SGD update and, with its Adam
         # moments staying zero, its Adam update are nothing.
         used = [i for i, g in enumerate(grads) if g is not None]
         params, grads = [part.params[i] for i in used], [grads[i] for i in used]
         stack.optimizer.update(params, grads, part.slots.take(used), part.lr)
-        part.nonfinite |= ~torch.isfinite(losses.detach())
-        part.loss_sum += losses.detach()
+        with torch.no_grad():
+            # not finite <=> loss * 0 is NaN (not 0): what ~torch.isfinite(losses) says, in 2 operators (not 4)
+            part.nonfinite |= losses * 0.0 != 0.0
+            part.loss_sum += losses
 
 
 @torch.no_grad()

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from archstudy.study.cli import build_parser, main
-from archstudy.study.cli.run import EXAMPLE, EXAMPLE_OUT, config_of
+from archstudy.study.cli.run import EXAMPLE, EXAMPLE_OUT, config_of, defaults_line
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.run.store import Store
 
@@ -279,6 +279,28 @@ def test_no_arguments_is_the_example_and_flags_override_a_config_file(tmp_path):
     # --execution flags do not make a run leave the example: only study flags do.
     keys, out, example = config_of(parser.parse_args(["run", "--cpus-per-arch", "2"]))
     assert example
+
+
+def test_which_defaults_a_run_takes_is_said_before_it_runs():
+    """The example keeps its own scale; a study with flags takes the paper's defaults for what they leave out,
+    and says so (docs/running.md, "The first run and a study")."""
+    parser = build_parser()
+    said = defaults_line(*config_of(parser.parse_args(["run"]))[::2])
+    assert said.startswith("no study flags: the example, 8 architectures on waveform-noise at 3,000 parameters, "
+                           "protocol quick capped at 15 epochs")
+    assert said.endswith("takes the paper's defaults instead: param_budget 1,000,000, protocol paper)")
+    keys, _, example = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2",
+                                                    "--out", "x"]))
+    assert defaults_line(keys, example) == ("the paper's defaults for what the flags leave out: param_budget "
+                                            "1,000,000, protocol paper (`--param-budget 3000 --protocol quick`: the "
+                                            "example's scale)")
+    keys, _, example = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2",
+                                                    "--protocol", "quick", "--out", "x"]))
+    assert defaults_line(keys, example).startswith("the paper's defaults for what the flags leave out: param_budget "
+                                                   "1,000,000 (")
+    keys, _, example = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2",
+                                                    "--protocol", "quick", "--param-budget", "500", "--out", "x"]))
+    assert defaults_line(keys, example) is None
 
 
 def test_a_studys_own_yaml_is_a_template_for_a_new_study(dirs, tmp_path):

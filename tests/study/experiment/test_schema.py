@@ -22,7 +22,8 @@ from archstudy.study.run.store import Store
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "results.md"
 # The file type of each declared type, written out here independently of study.run.store.
-ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(), "timestamp": pa.string()}
+ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(),
+         "timestamp": pa.timestamp("us", tz="UTC")}
 
 
 def test_docs_results_md_holds_the_generated_column_tables():
@@ -70,13 +71,14 @@ def test_a_real_study_writes_exactly_the_declared_columns_types_and_metadata(rea
                 assert t.schema.field(c.name).type == ARROW[c.type], (path.name, c.name)
             meta = t.schema.metadata
             assert set(meta) == {k.encode() for k in (SCHEMA_KEY, TABLE_KEY, SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY)}
-            assert meta[SCHEMA_KEY.encode()] == b"1" and meta[TABLE_KEY.encode()] == table.encode()
+            assert meta[SCHEMA_KEY.encode()] == b"2" and meta[TABLE_KEY.encode()] == table.encode()
             assert meta[SCIENCE_KEY.encode()].decode() == config.science_json
             assert meta[SCIENCE_FINGERPRINT_KEY.encode()].decode() == config.science_fingerprint
             for c in columns(table):
                 values = t.column(c.name).to_pylist()
-                if c.type == "timestamp":  # ISO 8601 UTC to the second
-                    assert all(dt.datetime.strptime(v, "%Y-%m-%dT%H:%M:%SZ") for v in values)
+                if c.type == "timestamp":  # UTC, to the second (when the row was made)
+                    assert all(v.tzinfo is not None and v.utcoffset() == dt.timedelta(0) and v.microsecond == 0
+                               and abs(v - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(days=1) for v in values)
                 elif c.type in ("str", "int64", "bool"):
                     assert None not in values, (path.name, c.name)  # only floats may be missing (NaN)
     # and the analysis reads them with the declared pandas types

@@ -295,3 +295,20 @@ def test_gmp_cumulative_product_has_torchs_gradient_without_asking_the_host():
             assert torch.equal(a.grad, b.grad)
     x = torch.randn(2, 5, generator=g, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradgradcheck(_Cumprod.apply, (x,))
+
+
+def test_the_folded_forwards_constants_are_made_once_and_are_no_state():
+    """The affine weight a folded forward hands each batchnorm (relu's scale c, a homogeneous tau) is made on its
+    first call and kept, outside the state: the state dict and the stacked tensors hold what they held."""
+    spec = ArchSpec(depth=4, width=6, d_in=5, d_out=3, activation="relu", norm="batch")
+    net = build_network(spec, seed=0, runs=3)
+    keys, names = list(net.state_dict()), [n for n, _ in net.stacked_tensors()]
+    x = torch.randn(20, spec.d_in, dtype=torch.float64)
+    net.propagate(x, fold=True)
+    made = [list(norm.constants.values()) for norm in net.norms[:-1]]
+    c = net.act.constants[0]
+    assert all(len(m) == 1 and torch.equal(m[0], torch.full((3 * 6,), c, dtype=torch.float64)) for m in made)
+    net.propagate(x, fold=True)
+    assert all(len(n.constants) == 1 for n in net.norms[:-1])  # the same tensors, kept
+    assert all(a is b for m, n in zip(made, net.norms) for a, b in zip(m, n.constants.values()))
+    assert list(net.state_dict()) == keys and [n for n, _ in net.stacked_tensors()] == names

@@ -56,6 +56,9 @@ def test_a_row_is_consistent():
     # a CPU is in no table of float64 peaks; the rule keeps the eager step on a CPU
     assert math.isnan(row["peak_fraction"]) and "not in the table" in row["peak_source"] and row["rule"] == "eager"
     assert math.isnan(row["compiled_s_per_epoch"]) and row["compiled_graphs"] == 0
+    # the operators of one step of the whole stack (study.perf.operators), per layer
+    assert row["operators"] == sum(row["operators_by_name"].values()) and row["operator_views"] > 0
+    assert row["operators_per_layer"] == row["operators"] / 3 and row["chunks"] == -(-3 // row["chunk"])
 
 
 def test_the_plain_baseline_computes_what_the_stacked_network_computes():

@@ -42,7 +42,7 @@ CLUSTER_YAML = ROOT / "cluster.yaml"
 
 # -- the translation ----------------------------------------------------------------------------------------
 def _stated_in_comments(text: str) -> dict:
-    """instance type -> (GPUs, vCPUs) as cluster.yaml's comments state them ("# p3.2xlarge: 1 x V100 16 GB, 8 vCPU")."""
+    """instance type -> (GPUs, vCPUs) as cluster.yaml's comments state them ("# p5.4xlarge: 1 x H100 80 GB, 16 vCPU")."""
     return {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(r"#\s*([a-z0-9]+\.[a-z0-9]+): (\d+) x [^,]+, (\d+) vCPU", text)}
 
 
@@ -52,7 +52,7 @@ def test_the_project_file_translates_to_its_instances_gpus_as_logical_gpus_on_a_
     stated = _stated_in_comments(CLUSTER_YAML.read_text())
     assert cluster.head.name == raw["head_node_type"] and (cluster.head.cpus, cluster.head.gpus) == (0, 0)
     assert [t.name for t in cluster.workers] == [n for n in raw["available_node_types"] if n != raw["head_node_type"]]
-    assert {t.instance_type for t in cluster.workers} == {"p3.2xlarge", "p4d.24xlarge", "p5.48xlarge"} <= set(stated)
+    assert {t.instance_type for t in cluster.workers} == {"p5.4xlarge", "p4d.24xlarge", "p5.48xlarge"} <= set(stated)
     for t in cluster.workers:
         assert (t.gpus, t.cpus) == stated[t.instance_type]
         entry = raw["available_node_types"][t.name]
@@ -83,10 +83,10 @@ def _write(tmp_path, data) -> Path:
 
 
 @pytest.mark.parametrize("change, field", [
-    (lambda d: d["available_node_types"]["gpu.v100"]["node_config"].update(InstanceType="x9.huge"), "resources"),
+    (lambda d: d["available_node_types"]["gpu.h100"]["node_config"].update(InstanceType="x9.huge"), "resources"),
     (lambda d: d.update(head_node_type="nope"), "head_node_type"),
-    (lambda d: d["available_node_types"]["gpu.v100"].update(min_workers=9), "min_workers"),
-    (lambda d: d["available_node_types"]["gpu.v100"].update(resources={"GPU": -1}), "GPU"),
+    (lambda d: d["available_node_types"]["gpu.h100"].update(min_workers=9), "min_workers"),
+    (lambda d: d["available_node_types"]["gpu.h100"].update(resources={"GPU": -1}), "GPU"),
     (lambda d: d.pop("available_node_types"), "available_node_types"),
 ])
 def test_a_file_that_cannot_be_translated_is_a_one_line_error_naming_the_field(tmp_path, change, field):
@@ -99,12 +99,12 @@ def test_a_file_that_cannot_be_translated_is_a_one_line_error_naming_the_field(t
 
 def test_declared_resources_win_over_the_instance_table(tmp_path):
     data = yaml.safe_load(CLUSTER_YAML.read_text())
-    data["available_node_types"]["gpu.v100"].update(resources={"CPU": 1, "GPU": 2, "spot": 1})
-    data["available_node_types"]["gpu.v100"]["node_config"]["InstanceType"] = "x9.huge"  # unknown: not needed
-    t = next(t for t in read_cluster_file(_write(tmp_path, data)).workers if t.name == "gpu.v100")
+    data["available_node_types"]["gpu.h100"].update(resources={"CPU": 1, "GPU": 2, "spot": 1})
+    data["available_node_types"]["gpu.h100"]["node_config"]["InstanceType"] = "x9.huge"  # unknown: not needed
+    t = next(t for t in read_cluster_file(_write(tmp_path, data)).workers if t.name == "gpu.h100")
     assert (t.cpus, t.gpus, t.custom) == (1, 2, {"spot": 1})
     assert autoscaling_config(read_cluster_file(_write(tmp_path, data)), Scale(), "h:1")[
-        "available_node_types"]["gpu.v100"]["resources"]["spot"] == 1
+        "available_node_types"]["gpu.h100"]["resources"]["spot"] == 1
 
 
 def test_logical_gpus_train_on_cpu_only_in_rehearsal_mode(monkeypatch):
@@ -256,7 +256,7 @@ def test_a_study_from_zero_gpu_nodes_under_the_autoscaler_equals_the_embedded_ru
         result = box["result"]
         assert result.complete and not result.failed
         workers = [n for n in seen.values() if n["type"] != HEAD_TYPE]
-        assert workers and {n["type"] for n in workers} <= {"gpu.v100", "gpu.a100", "gpu.h100"}
+        assert workers and {n["type"] for n in workers} <= {"gpu.h100", "gpu.a100x8", "gpu.h100x8"}
         for name, node in where.items():
             assert node["type"] in {n["type"] for n in workers} and node["node_id"] in {n["node_id"] for n in workers}
             assert re.search(rf"^  {name}  node {re.escape(node['ip'])} \({node['type']}, {node['node_id']}\)$", out, re.M)

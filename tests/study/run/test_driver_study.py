@@ -162,6 +162,9 @@ def test_a_four_architecture_study_completes_with_the_rows_the_contract_describe
     assert not arch["nonfinite_init"].any() and (arch["dataset"] == "waveform-noise").all()
     assert reference["result"].complete and reference["result"].finished == 4
     assert "4/4 architectures finished" in reference["log"]
+    # said before training: what runs (study.run.costs.plan_line); and no progress record is left behind
+    assert f"{reference['path']}: 4 architectures to run: 3,000-parameter budget" in reference["log"]
+    assert not list(Path(reference["path"]).glob("progress/*"))
 
 
 def test_the_table_equals_the_same_units_computed_in_this_process(reference):

@@ -37,7 +37,7 @@ def test_survey_sorts_every_unit_of_the_plan_by_what_its_files_say(tmp_path):
     store.write_failure(failed.name, {"reason": "out of memory", "attempts": 3})
     arch, runs = rows(foreign)
     other = to_table(ARCHITECTURES, [arch])
-    other = other.replace_schema_metadata({**other.schema.metadata, b"archstudy.schema_version": b"2"})
+    other = other.replace_schema_metadata({**other.schema.metadata, b"archstudy.schema_version": b"9"})
     store.write_bytes([RUNS, f"{foreign.name}.parquet"], parquet_bytes(to_table(RUNS, runs)))
     store.write_bytes([ARCHITECTURES, f"{foreign.name}.parquet"], parquet_bytes(other))
     store.write_bytes(list(store.checkpoint_parts(checkpointed.name)), b"trainer state")
@@ -51,7 +51,7 @@ def test_survey_sorts_every_unit_of_the_plan_by_what_its_files_say(tmp_path):
     assert state.total == len(UNITS) and not state.done
     assert state.finished == [finished.name]
     assert set(state.corrupt) == {corrupt.name} and state.corrupt[corrupt.name].startswith("architectures file: ")
-    assert set(state.foreign) == {foreign.name} and "schema version '2'" in state.foreign[foreign.name]
+    assert set(state.foreign) == {foreign.name} and "schema version '9'" in state.foreign[foreign.name]
     assert state.failed == {failed.name: {"reason": "out of memory", "attempts": 3}}
     assert state.checkpoints == [checkpointed.name]
     unfinished = [u.name for u in UNITS if u.name not in (finished.name, failed.name, foreign.name)]

@@ -3,6 +3,7 @@ the object-storage path (pyarrow's in-memory filesystem), file:// URIs, the driv
 its file and why, a study directory removed under its driver is never made again, a link inside a study is never
 written through."""
 
+import datetime as dt
 import errno
 import json
 import math
@@ -19,7 +20,8 @@ from pyarrow._fs import _MockFileSystem
 
 from archstudy.sampling import SPEC_FIELDS, UserError, sample_spec
 from archstudy.study.run.store import (
-    ARCHITECTURES, ARCHITECTURES_SCHEMA, RUNS, RUNS_SCHEMA, SchemaError, Store, StoreWriteError, check_table_bytes,
+    ARCHITECTURES, ARCHITECTURES_SCHEMA, RUNS, RUNS_SCHEMA, SchemaError, Store, StoreWriteError, arrow_schema,
+    check_table_bytes,
     parquet_bytes, to_table, unit_name,
 )
 
@@ -34,6 +36,8 @@ def _value(field: pa.Field, i: int):
         return i
     if pa.types.is_boolean(field.type):
         return i % 2 == 0
+    if pa.types.is_timestamp(field.type):
+        return dt.datetime(2026, 1, 31, 12, i % 60, tzinfo=dt.timezone.utc)
     return f"s{i}"
 
 
@@ -65,7 +69,7 @@ def test_a_written_result_reads_back_exactly_with_the_schema_and_its_metadata(tm
     assert store.check_file(ARCHITECTURES, NAME).ok and store.check_file(RUNS, NAME).ok
     f = pq.ParquetFile(tmp_path / "s" / "architectures" / f"{NAME}.parquet")
     meta = f.schema_arrow.metadata
-    assert meta[b"archstudy.schema_version"] == b"1" and meta[b"archstudy.table"] == b"architectures"
+    assert meta[b"archstudy.schema_version"] == b"2" and meta[b"archstudy.table"] == b"architectures"
     df = pd.read_parquet(tmp_path / "s" / "architectures")
     assert len(df) == 1 and list(df.columns) == ARCHITECTURES_SCHEMA.names
     row = df.iloc[0]
@@ -106,9 +110,9 @@ def test_truncated_foreign_and_misnamed_files_are_found(tmp_path):
     assert store.check_file(ARCHITECTURES, unit_name(8, SPEC.content_id)).problem == "missing"
     # A readable file of another schema version is "foreign": reported, never treated as corrupt.
     table = to_table(ARCHITECTURES, [arch])
-    other = table.replace_schema_metadata({b"archstudy.schema_version": b"2", b"archstudy.table": b"architectures"})
+    other = table.replace_schema_metadata({b"archstudy.schema_version": b"9", b"archstudy.table": b"architectures"})
     c = check_table_bytes(parquet_bytes(other), ARCHITECTURES, NAME)
-    assert not c.ok and c.foreign and "schema version '2'" in c.problem
+    assert not c.ok and c.foreign and "schema version '9'" in c.problem
     # Rows that name another architecture than the file.
     c = check_table_bytes(parquet_bytes(table), ARCHITECTURES, unit_name(8, SPEC.content_id))
     assert not c.ok and "not the file's" in c.problem
@@ -250,6 +254,55 @@ def test_unit_names_fit_the_patterns_for_every_index_a_study_allows():
     StudyConfig(dataset="waveform-noise", architectures=allowed.hi)
     with pytest.raises(SpecError, match=rf"^study.architectures = {allowed.hi + 1}: must be an integer in \[1, "):
         StudyConfig(dataset="waveform-noise", architectures=allowed.hi + 1)
+
+
+def version_1_file(arch: dict, finished_at: str) -> bytes:
+    """The architectures file archstudy wrote under schema version 1: the timestamp as ISO 8601 UTC text."""
+    t = to_table(ARCHITECTURES, [arch])
+    i = t.column_names.index("finished_at")
+    t = t.set_column(i, "finished_at", pa.array([finished_at], pa.string()))
+    assert t.schema.equals(arrow_schema(ARCHITECTURES, "1"), check_metadata=False)
+    return parquet_bytes(t.replace_schema_metadata({b"archstudy.schema_version": b"1",
+                                                    b"archstudy.table": b"architectures"}))
+
+
+def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_still_read(tmp_path):
+    store = Store(tmp_path / "s")
+    old_spec, new_spec = sample_spec(3, 8, 40, 3, "extended", 4000), SPEC
+    old_name = unit_name(8, old_spec.content_id)
+    old_arch, old_runs = rows(8, old_spec)
+    store.write_bytes([RUNS, f"{old_name}.parquet"], parquet_bytes(to_table(RUNS, old_runs)))
+    store.write_bytes([ARCHITECTURES, f"{old_name}.parquet"], version_1_file(old_arch, "2025-06-30T23:59:58Z"))
+    arch, runs = rows()
+    store.write_result(NAME, {**arch, "finished_at": "2026-01-31T12:00:00Z"}, runs)  # ISO text is accepted
+    new = pq.read_table(tmp_path / "s" / "architectures" / f"{NAME}.parquet")
+    assert new.schema.field("finished_at").type == pa.timestamp("us", tz="UTC")
+    assert new.column("finished_at")[0].as_py() == dt.datetime(2026, 1, 31, 12, tzinfo=dt.timezone.utc)
+    # the version 1 file is valid and finished; a file that says version 2 but stores text is not
+    assert store.check_file(ARCHITECTURES, old_name).ok and store.check_file(ARCHITECTURES, NAME).ok
+    mislabelled = pq.read_table(pa.BufferReader(version_1_file(old_arch, "2025-06-30T23:59:58Z")))
+    mislabelled = mislabelled.replace_schema_metadata({**mislabelled.schema.metadata, b"archstudy.schema_version": b"2"})
+    assert check_table_bytes(parquet_bytes(mislabelled), ARCHITECTURES, old_name).problem == \
+        "columns differ from the schema of docs/results.md"
+    # both read as the same instants, one type, whichever reader
+    want = {7: dt.datetime(2026, 1, 31, 12, tzinfo=dt.timezone.utc),
+            8: dt.datetime(2025, 6, 30, 23, 59, 58, tzinfo=dt.timezone.utc)}
+    raw = store.read_table(ARCHITECTURES).set_index("index")["finished_at"]
+    assert isinstance(raw.dtype, pd.DatetimeTZDtype) and raw.to_dict() == want
+    (tmp_path / "s" / "study.yaml").write_text("dataset: waveform-noise\narchitectures: 9\n")
+    from archstudy.analysis import load_results
+
+    loaded = load_results(tmp_path / "s").architectures.set_index("index")["finished_at"]
+    assert isinstance(loaded.dtype, pd.DatetimeTZDtype) and str(loaded.dtype.tz) == "UTC" and loaded.to_dict() == want
+    assert len(pd.read_parquet(tmp_path / "s" / "architectures")) == 2  # pandas reads the mixed folder too
+
+
+def test_a_timestamp_needs_a_time_zone():
+    arch, _ = rows()
+    for bad, why in (("yesterday", "not an ISO 8601 time"), ("2026-01-31T12:00:00", "not a time with a time zone"),
+                     (dt.datetime(2026, 1, 31), "not a time with a time zone"), (17, "not a time with a time zone")):
+        with pytest.raises(SchemaError, match=f"'finished_at' = .*: {why}"):
+            to_table(ARCHITECTURES, [{**arch, "finished_at": bad}])
 
 
 # -- issue 23: the write path of a study that stops accepting writes, and links inside a study ------------------------

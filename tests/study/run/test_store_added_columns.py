@@ -23,7 +23,7 @@ def rows(index, spec):
     def value(f, i):
         t = f.type
         return 0.5 + i if pa.types.is_floating(t) else i if pa.types.is_integer(t) else (
-            i % 2 == 0 if pa.types.is_boolean(t) else f"s{i}")
+            i % 2 == 0 if pa.types.is_boolean(t) else "2025-01-01T00:00:00Z" if pa.types.is_timestamp(t) else f"s{i}")
 
     arch = {f.name: value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
     arch.update(spec.to_dict(), arch_id=spec.content_id, index=index, variant="base", nlc=math.nan,

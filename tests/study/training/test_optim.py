@@ -170,3 +170,42 @@ def test_every_optimizer_keeps_float64(case):
     opt.advance(grads, slots)
     tensors = list(params.values()) + list(state.values()) + opt.direction(grads, slots)
     assert all(t.dtype == torch.float64 for t in tensors)
+
+
+def _one_call_per_tensor(case, params, grads, state, lr):
+    """The update as it was written before the foreach operations: one in-place call per tensor."""
+    per_run = lambda v, t: v.view(-1, *[1] * (t.dim() - 1))  # noqa: E731
+    if case == "sgd":
+        for p, g in zip(params, grads):
+            p.addcmul_(g, per_run(lr, p), value=-1.0)
+    elif case == "momentum":
+        for p, g, b in zip(params, grads, state["b"]):
+            b.mul_(0.9).add_(g)
+            p.addcmul_(b, per_run(lr, p), value=-1.0)
+    else:
+        b1, b2, eps = 0.8, 0.99, 1e-6
+        for m, v, g in zip(state["m"], state["v"], grads):
+            m.lerp_(g, 1.0 - b1)
+            v.mul_(b2).addcmul_(g, g, value=1.0 - b2)
+        state["t"].add_(1.0)
+        t = state["t"]
+        step, root_bc2 = lr / (1.0 - torch.pow(b1, t)), torch.sqrt(1.0 - torch.pow(b2, t))
+        for p, m, v in zip(params, state["m"], state["v"]):
+            p.addcdiv_(m * per_run(step, m), (v.sqrt() / per_run(root_bc2, v)).add_(eps), value=-1.0)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_foreach_update_is_one_call_per_tensor_bit_for_bit(case):
+    """The update of all tensors as ``torch._foreach_*`` operations computes exactly what one call per tensor
+    computed (the same operations in the same order, on a CPU)."""
+    opt = optimizer_of(CASES[case][0])
+    params, ref = _params(3), _params(3)
+    names = list(params)
+    slots = opt.view(opt.init(params), names)
+    state = {"b": [torch.zeros_like(ref[n]) for n in names], "m": [torch.zeros_like(ref[n]) for n in names],
+             "v": [torch.zeros_like(ref[n]) for n in names], "t": torch.zeros(RUNS, dtype=torch.float64)}
+    for step in range(4):
+        grads = [_grads(step)[n] * 10.0 ** step for n in names]
+        opt.update([params[n] for n in names], grads, slots, LRS)
+        _one_call_per_tensor(case, [ref[n] for n in names], grads, state, LRS)
+    assert all(torch.equal(params[n], ref[n]) for n in names)

@@ -1,12 +1,16 @@
 """The live stack (study.training.stack) with every optimizer: its state is what the optimizer's declaration makes,
 and the chunked step (views of the stack's tensors and of that state) takes the whole stack's step."""
 
+import math
+
 import pytest
 import torch
 
 import trainer_standins as standins
 from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol, build_network
+from archstudy.study.training import fused
+from archstudy.study.training.loss import run_losses
 from archstudy.study.training.optim import optimizer_of
 from archstudy.study.training.stack import new_stack, parts, train_step
 
@@ -37,3 +41,22 @@ def test_the_stack_state_is_the_optimizers_and_chunks_step_as_the_whole(name):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-13, msg=k)
     moved = [k for k, t in whole.tensors().items() if k.startswith("opt.") and t.any()]
     assert bool(moved) == (name != "sgd")  # the optimizer's state moved (plain SGD has none)
+
+
+def test_a_step_marks_exactly_the_runs_whose_loss_is_not_finite_and_adds_every_loss():
+    """``nonfinite`` is ``~torch.isfinite`` of each run's loss (an infinite, a NaN and a huge finite output here),
+    ``loss_sum`` adds each run's loss."""
+    p = Protocol()
+    stack = new_stack(build_network(SPEC, seed=4, runs=4), [1e-3] * 4, p)
+    factor = torch.tensor([1.0, math.inf, math.nan, 1e300], dtype=torch.float64).view(4, 1, 1)
+    outputs = []
+
+    def forward(net, x):
+        outputs.append(fused.forward(net, x) * factor)
+        return outputs[-1]
+
+    x, y = DATA.train.x[:50], DATA.train.y[:50]
+    train_step(stack, x, y, 1.0, p, forward=forward)
+    losses = run_losses(outputs[0].detach(), y, 1.0)
+    assert stack.nonfinite.tolist() == (~torch.isfinite(losses)).tolist() == [False, True, True, False]
+    assert torch.equal(stack.loss_sum.nan_to_num(), losses.nan_to_num())

@@ -1,0 +1,94 @@
+"""The operators one training step dispatches, counted.
+
+Every operator a step dispatches costs host time whatever its size (Python, the dispatcher, autograd's
+bookkeeping, and on a GPU a kernel launch): on a GPU the step of the paper's nets waits for the host
+(docs/performance.md), so the number of operators per step is what bounds it there, as the flops bound it on a
+CPU. ``count_operators(fn)`` calls ``fn()`` under a ``TorchDispatchMode`` that sees every ATen operator reaching
+the dispatcher, forward and backward (autograd's engine carries the mode into the backward), and counts
+
+* compute operators: every operator that is not a view (products, normalizations, element-wise ops,
+  reductions, the ``torch._foreach_*`` updates (one each, however many tensors they update), and tensors made
+  with ``empty`` / ``full`` / ``zeros``), by name;
+* views apart (``view``, ``transpose``, ``expand``, ``detach``, ...: they alias their input, no kernel and no
+  memory; ``OpOverload.is_view``).
+
+Composite operators (``F.batch_norm``, ``F.layer_norm``) are counted as the operators they dispatch on the
+way (the dispatcher decomposes them above the mode); operators that a kernel calls inside itself are not seen
+(they cost no dispatch from Python).
+
+``step_operators(spec)`` counts one training step of a stack in one chunk (what a GPU runs; on a CPU the
+trainer's chunks each dispatch the same operators, ``study.training.trainer.auto_chunk``), after one step that is
+not counted (constants made once, as in training). ``archstudy bench`` reports it per case, in total and per
+layer (``study.perf.bench``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from archstudy.sampling import ArchSpec
+
+from ..experiment.protocol import Protocol
+from ..nn.network import build_network
+from ..training.stack import new_stack, train_step
+
+
+@dataclass
+class Operators:
+    """What ``count_operators`` saw: compute operators by name (views excluded), and the views."""
+
+    compute: Counter = field(default_factory=Counter)
+    views: int = 0
+
+    @property
+    def total(self) -> int:
+        """Compute operators, views excluded."""
+        return sum(self.compute.values())
+
+    def per_layer(self, depth: int) -> float:
+        return self.total / depth
+
+
+class _Counting(TorchDispatchMode):
+    def __init__(self, into: Operators):
+        super().__init__()
+        self.into = into
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.is_view:
+            self.into.views += 1
+        else:
+            self.into.compute[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_operators(fn: Callable[[], object]) -> Operators:
+    """The operators ``fn()`` dispatches (module docstring)."""
+    ops = Operators()
+    with _Counting(ops):
+        fn()
+    return ops
+
+
+def step_operators(spec: ArchSpec, runs: int = 40, batch: int = 250, device: str | torch.device = "cpu",
+                   protocol: Protocol | None = None, forward=None) -> Operators:
+    """The operators of one training step (``study.training.stack.train_step``) of ``runs`` runs of ``spec`` on a
+    minibatch of ``batch``, the whole stack in one chunk, after one step that is not counted."""
+    device = torch.device(device)
+    protocol = protocol or Protocol()
+    stack = new_stack(build_network(spec, 0, runs=runs, device=device), [1e-4] * runs, protocol)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, spec.d_in, generator=g, dtype=torch.float64).to(device)
+    y = torch.randint(0, spec.d_out, (batch,), generator=g).to(device)
+    kwargs = {} if forward is None else {"forward": forward}
+
+    def step() -> None:
+        train_step(stack, x, y, 1.0, protocol, None, **kwargs)
+
+    step()
+    return count_operators(step)

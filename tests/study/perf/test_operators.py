@@ -1,0 +1,51 @@
+"""study.perf.operators: what the counter counts, and the operators of a training step per layer."""
+
+import pytest
+import torch
+
+from archstudy.sampling import ArchSpec
+from archstudy.study import Protocol
+from archstudy.study.perf.operators import count_operators, step_operators
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def test_views_are_counted_apart_and_a_foreach_operation_once():
+    a, b = torch.ones(4, 3, dtype=torch.float64), torch.ones(5, dtype=torch.float64)
+
+    def fn():
+        a.view(12).t()  # two views, no compute
+        a.transpose(0, 1).detach()  # two more
+        torch._foreach_add_([a, b], 1.0)  # one operator for both tensors
+        (a * 2).sum()
+
+    ops = count_operators(fn)
+    assert dict(ops.compute) == {"_foreach_add_": 1, "mul": 1, "sum": 1} and ops.views == 4 and ops.total == 3
+
+
+def _bn_relu(depth: int) -> ArchSpec:
+    return ArchSpec(depth=depth, width=12, d_in=7, d_out=3, activation="relu", norm="batch")
+
+
+def test_a_dense_batchnorm_relu_layer_costs_seven_operators_per_step():
+    """A hidden layer adds its forward product, batchnorm and relu, their two backward operators and its two
+    gradient products: 7 (the target is at most 8); nothing is made per step that is the same every step (no
+    ``full``, no ``empty``), and the update of all parameters and the folded biases are one operator each."""
+    counts = {d: step_operators(_bn_relu(d), runs=3, batch=20) for d in (3, 5, 9)}
+    assert counts[5].total - counts[3].total == 2 * 7 and counts[9].total - counts[5].total == 4 * 7
+    for ops in counts.values():
+        assert not {"full", "empty", "ones_like", "addcmul_"} & set(ops.compute)
+        assert ops.compute["_foreach_addcmul_"] == 1 and ops.compute["_foreach_add_"] == 1
+        assert ops.compute["native_batch_norm"] == ops.compute["relu"] == ops.compute["threshold_backward"]
+    # what a step of the paper's depth-9 20k net dispatched before (113) and now
+    assert counts[9].total == 76 and counts[9].per_layer(9) == pytest.approx(76 / 9)
+
+
+def test_the_count_does_not_depend_on_the_runs_and_every_optimizer_updates_in_few_operators():
+    spec = _bn_relu(5)
+    assert step_operators(spec, runs=2, batch=20).compute == step_operators(spec, runs=5, batch=20).compute
+    sgd = step_operators(spec, runs=2, batch=20).total
+    # momentum: b <- mu b + g adds 2 foreach operators; Adam: 3 for the moments and 5 for the step instead of
+    # SGD's 1, and 7 small [R] operators (the bias corrections and the step count)
+    assert step_operators(spec, runs=2, batch=20, protocol=Protocol(momentum=0.9)).total == sgd + 2
+    assert step_operators(spec, runs=2, batch=20, protocol=Protocol(optimizer="adam")).total == sgd + 14
