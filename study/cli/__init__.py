@@ -23,7 +23,7 @@ import sys
 from archstudy.sampling import UserError
 from archstudy.sampling.constraints import shorten
 
-COMMANDS = ("run", "resume", "status", "report", "sample", "datasets", "bench", "reproduce", "cluster")
+COMMANDS = ("run", "resume", "status", "report", "rank", "sample", "datasets", "bench", "reproduce", "cluster")
 
 
 class OneLineParser(argparse.ArgumentParser):
