@@ -51,8 +51,8 @@ def register(sub) -> None:
                    help="the study to learn from (a directory or URI with trained architectures)")
     p.add_argument("--architectures", type=int, default=DEFAULT_N, metavar="N",
                    help="fresh architectures to measure and rank (default %(default)s)")
-    p.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="K",
-                   help="architectures in DIR/study.yaml, best predicted first (default %(default)s)")
+    p.add_argument("--top", type=int, metavar="K",
+                   help=f"architectures in DIR/study.yaml, best predicted first (default {DEFAULT_TOP}, or N if fewer)")
     p.add_argument("--out", metavar="DIR", help="where to write (default: STUDY-rank beside a local STUDY, else "
                    "./NAME-rank)")
     p.add_argument("--check", type=int, metavar="K", help="also train the top K and K drawn at random from the N, "
@@ -114,7 +114,7 @@ def run(args) -> int:
     from ..run.ray_session import ray_session
 
     n = check("rank", "architectures", Integer(1, MAX_ARCHITECTURES), args.architectures)
-    top = check("rank", "top", Integer(1, n), args.top)
+    top = min(DEFAULT_TOP, n) if args.top is None else check("rank", "top", Integer(1, n), args.top)
     k = None if args.check is None else check("rank", "check", Integer(1, n), args.check)
     out = Path(args.out) if args.out else default_out(args.study)
     if out.exists() and not out.is_dir():
