@@ -35,6 +35,7 @@ from .columns import AXES, PREDICTOR_BY_COLUMN
 from .html import CSS, esc, fmt, interval, slug, table, with_interval
 from .figures import COMPARISON_FIGURES, FIGURES, ComparisonSpec, FigureSpec, fmt_p
 from .plotting import png_base64
+from .predict import predict_html, predictor_from
 from .pruning import check_window
 from .results import Results, load_results, local_root
 from .sections import Section, analyse
@@ -454,6 +455,7 @@ class Part:
 STUDY_SECTIONS: tuple[Part, ...] = (
     Part("predictors", "What predicts test error", correlations_html),
     Part("windows", "Window predictors", windows_html),
+    Part("predict", "Predicting test error from everything measured at initialization", predict_html),
     Part("psi", "Granulated Kendall coefficient by axis", psi_html),
     Part("edf", "Error distributions by axis (EDFs)", edf_html),
     Part("good-ranges", "Good ranges", good_ranges_html),
@@ -622,14 +624,16 @@ def _unique_anchors(results: list[Results]) -> list[str]:
 
 
 def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=None,
-                 reproductions=None) -> Path:
+                 reproductions=None, predict_from=None) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
     ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path
     (written whole, then renamed). ``n_boot`` / ``seed``: the bootstrap; ``window``: the NLC window of the
     pruning analysis (default None: each study's own NLC window where the study is large enough for it,
     else the NLC paper's [1, 3]; ``good_ranges.nlc_window``); ``reproductions``: a directory of ``archstudy
-    reproduce`` results to list with links (none unless given). Works on partly finished studies and says so."""
+    reproduce`` results to list with links (none unless given); ``predict_from``: a study directory (or a saved
+    predictor, ``analysis.predict``) whose predictor is fitted there and scored on each study too (transfer).
+    Works on partly finished studies and says so."""
     dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
     if not dirs:
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
@@ -647,8 +651,9 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=N
     if reproductions is not None and not Path(reproductions).is_dir():
         raise SpecError("write_report", "reproductions", os.fspath(reproductions), "must be a directory (the --out "
                         "of `archstudy reproduce`)")
+    predictor = None if predict_from is None else predictor_from(predict_from)
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
-    sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window)
+    sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor)
                 for r, a in zip(results, _unique_anchors(results))]
     text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "")
     tmp = out.with_name(f".{out.name}.tmp")

@@ -241,6 +241,8 @@ def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], e
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
         read = list(pool.map(read, files))
     count = config.get("architectures")
+    chosen = config.get("indices")  # a study of chosen draws (``archstudy rank``'s top K): the first ``count``
+    drawn = set(chosen[:count]) if isinstance(chosen, list) and isinstance(count, int) else None
     tables = []
     for (_, m), t in zip(files, read):
         if isinstance(t, CorruptFile):  # left out, and said (a resume redoes it)
@@ -248,7 +250,9 @@ def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], e
                 corrupt[f"{table}/{m.group(0)}"] = t.problem
             continue
         why = not_of_config(t.schema.metadata, config)
-        if why is None and isinstance(count, int) and int(m["index"]) >= count:
+        if why is None and drawn is not None and int(m["index"]) not in drawn:
+            why = f"index {int(m['index'])} is not among the study's {count} chosen draws (indices)"
+        elif why is None and drawn is None and isinstance(count, int) and int(m["index"]) >= count:
             why = f"index {int(m['index'])} is beyond the study's {count} architectures"
         if why is not None:
             excluded[f"{table}/{m.group(0)}"] = why
@@ -396,7 +400,8 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
         ids: set[str] = set()
         total = 0
         for planned in plan_study(config.get("seed", StudyConfig.default("seed")), n, dims["d_in"], dims["d_out"],
-                                  space, config.get("param_budget", StudyConfig.default("param_budget")), axes):
+                                  space, config.get("param_budget", StudyConfig.default("param_budget")), axes,
+                                  indices=config.get("indices")):
             total += 1
             if planned.variant == BASE:
                 ids.add(planned.spec.content_id)

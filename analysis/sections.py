@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ from .edf import ErrorEDF, edf
 from .figures.base import FigureData
 from .figures.curves import curve_architectures
 from .good_ranges import good_ranges, nlc_window
+from .predict import Prediction, report_prediction
 from .pruning import PAPER_WINDOW, nlc_pruning, pilot_window
 from .results import Results, read_curves
 from .stats import correlations, paired_effects, psi_table
@@ -76,6 +78,7 @@ class Section:
     health: dict = field(default_factory=dict)  # ``health`` of the trained architectures
     savings: dict = field(default_factory=dict)  # ``launch_savings``: what pruning at launch cost and saved
     provenance: dict = field(default_factory=dict)  # ``provenance`` of the trained architectures
+    predict: Any = None  # ``analysis.predict.report_prediction``: the joint predictor's evaluation, or why there is none
 
     @property
     def arch(self) -> pd.DataFrame:
@@ -84,7 +87,7 @@ class Section:
 
     def figure_data(self) -> FigureData:
         return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows,
-                          self.curves)
+                          self.curves, self.predict if isinstance(self.predict, Prediction) else None)
 
 
 def launch_window(results: Results) -> dict | None:
@@ -125,10 +128,10 @@ def launch_savings(results: Results) -> dict[str, float]:
     return {"measure_h": measure_h, "s_per_flop": per_flop, "saved_h": saved_h}
 
 
-def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) -> Section:
+def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None) -> Section:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
-    paper's [1, 3]."""
+    paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too."""
     arch = results.trained
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
@@ -148,7 +151,8 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) ->
                    edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
                    windows=window_predictors(arch, seed=seed), window_given=window is not None, launch=launch,
                    curves=read_curves(results.study_dir, drawn), health=health(arch), savings=savings,
-                   provenance=provenance(arch))
+                   provenance=provenance(arch), predict=report_prediction(arch, n_boot=n_boot, seed=seed,
+                                                                          predictor=predictor))
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

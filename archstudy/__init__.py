@@ -41,6 +41,8 @@ _EXPORTS = {
     "correlations": "analysis", "edf": "analysis", "good_ranges": "analysis", "load_results": "analysis",
     "nlc_window": "analysis", "paired_effects": "analysis", "read_curves": "analysis",
     "window_predictors": "analysis", "write_report": "analysis",
+    "fit_predictor": "analysis.predict", "load_predictor": "analysis.predict", "predict_study": "analysis.predict",
+    "score_predictor": "analysis.predict",
 }
 
 __all__ = sorted(_EXPORTS)

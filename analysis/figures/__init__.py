@@ -6,6 +6,7 @@
     siblings     the paired effects of sibling architectures
     design       the design space: error EDFs, good ranges, NLC-guided pruning
     curves       training curves and the NLC during training
+    predict      the joint predictor of test error: held-out predictions, permutation importance, partial dependence
     compare      several studies side by side
 
 This module collects the declarations: ``FIGURES`` (one dataset's figures, each drawn from a ``FigureData``) and
@@ -18,7 +19,7 @@ import below.
 
 from __future__ import annotations
 
-from . import compare, curves, design, paper, predictors, siblings
+from . import compare, curves, design, paper, predict, predictors, siblings
 from .base import (
     DECLARED, DECLARED_COMPARISONS, ComparisonSpec, FigureData, FigureSpec, correlation_title, fmt_p, label,
     point_kind, random_threshold, scatter,
@@ -37,7 +38,7 @@ from .predictors import (
 )
 from .siblings import sibling_figure
 
-MODULES = (paper, predictors, siblings, design, curves, compare)
+MODULES = (paper, predictors, siblings, design, curves, compare, predict)
 FIGURES: tuple[FigureSpec, ...] = tuple(DECLARED)
 COMPARISON_FIGURES: tuple[ComparisonSpec, ...] = tuple(DECLARED_COMPARISONS)
 

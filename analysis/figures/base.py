@@ -16,7 +16,7 @@ caption, what of ``FigureData`` it draws from besides the architectures (``needs
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -54,6 +54,7 @@ class FigureData:
     good: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.good_ranges``
     windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.window_predictors``
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ``curves`` rows of the architectures drawn
+    predict: Any = None  # ``analysis.predict.Prediction``: the joint predictor's held-out evaluation, when there is one
 
     @property
     def sample(self) -> pd.DataFrame:

@@ -23,7 +23,7 @@ import sys
 from archstudy.sampling import UserError
 from archstudy.sampling.constraints import shorten
 
-COMMANDS = ("run", "resume", "status", "top", "report", "sample", "datasets", "bench", "reproduce", "cluster")
+COMMANDS = ("run", "resume", "status", "top", "report", "rank", "sample", "datasets", "bench", "reproduce", "cluster")
 
 
 _GIVEN = "_archstudy_given"  # the values of the options given so far, on the namespace while it is parsed

@@ -30,6 +30,9 @@ def register(sub) -> None:
                    f"where the study is large enough for it, else {lo:g} {hi:g}, the NLC paper's range)")
     p.add_argument("--reproductions", metavar="DIR", help="also list the verdicts of the paper reproductions in DIR "
                    "(the --out of `archstudy reproduce`), linked to their pages")
+    p.add_argument("--predict-from", metavar="STUDY|FILE", help="also score on each study the joint predictor of "
+                   "test error fitted on the study STUDY (or saved in FILE by `archstudy rank`): does what was learned "
+                   "there hold here?")
     p.set_defaults(func=run)
 
 
@@ -44,7 +47,7 @@ def run(args) -> int:
     t0 = time.perf_counter()
     window = None if args.nlc_window is None else tuple(args.nlc_window)
     out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=window,
-                       reproductions=args.reproductions)
+                       reproductions=args.reproductions, predict_from=args.predict_from)
     print(f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
           f"{time.perf_counter() - t0:.1f} s)", file=sys.stdout)
     return 0

@@ -34,8 +34,9 @@ _KEY_FLAGS = tuple(k for k in _STUDY_FLAGS if k not in ("config", "out", "protoc
 EXECUTION_FLAGS = tuple(name for name in EXECUTION_SETTINGS if execution_declaration(name)[1].flag is not None)
 
 
-def add_execution_arguments(p: argparse.ArgumentParser) -> None:
-    """Flags that decide how the work is spread, not what it computes (shared by run and resume)."""
+def add_execution_arguments(p: argparse.ArgumentParser, report: bool = True) -> None:
+    """Flags that decide how the work is spread, not what it computes (shared by run, resume and rank; ``report``:
+    also --report)."""
     g = p.add_argument_group("execution (not part of the science: a resume may change them)")
     g.add_argument("--address", metavar="ADDR",
                    help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
@@ -48,6 +49,8 @@ def add_execution_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-in-flight", type=int, metavar="N",
                    help="architectures submitted at once (default: what the cluster can run now; set it to the "
                         "cluster's maximum size to let an autoscaler grow at once)")
+    if not report:
+        return
     p.add_argument("--report", action="store_true",
                    help=f"write the HTML report when the study is complete (STUDY/{REPORT_NAME}; ./{REPORT_NAME} for "
                         "an s3:// or gs:// study)")

@@ -41,9 +41,11 @@ from archstudy.sampling import (
     get_space,
 )
 from archstudy.sampling.constraints import (
-    SEED, Choice, Constraint, Declaration, Declared, Flag, Integer, Maybe, Real, Text, bounded_repr, declare, plain,
+    SEED, Boolean, Choice, Constraint, Declaration, Declared, Flag, Integer, Maybe, Real, Text, bounded_repr, declare,
+    plain,
 )
 from archstudy.sampling.doc_tables import markdown, presets_column, rewrite_doc, update_blocks
+from archstudy.sampling.plan import INDICES, check_indices
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
@@ -189,6 +191,26 @@ class _Window(Constraint):
         return ("automatic", [3.0, 1.0], [1.0], "1,x", [-1.0, 2.0], [1.0, float("inf")])
 
 
+@dataclass(frozen=True)
+class _Indices(Constraint):
+    """Chosen draws of the study seed (``sampling.plan_study``'s ``indices``): null (the draws 0 .. n-1) or a
+    non-empty list of distinct indices, held as a tuple."""
+
+    def normalize(self, value):
+        if value is None:
+            return None
+        try:
+            return check_indices(WHERE, value)
+        except SpecError:
+            self.fail()
+
+    def describe(self):
+        return INDICES + ", or null"
+
+    def invalid_examples(self):
+        return ([], [3, 3], [-1], "1,2", [1.5])
+
+
 DEFAULT_PILOT = 100  # the NLC window's stability rule held on 8 of 8 synthetic populations from 90 on (analysis)
 
 
@@ -286,6 +308,15 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
                               "initialization lies in [lo, hi]; auto: the NLC good range of the pilot; null: train all")
     nlc_pilot: int = declare(Integer(1), DEFAULT_PILOT, doc="with nlc_window auto: the architectures of indices 0 .. "
                              "N-1 (with their siblings), all trained, whose NLC good range is the window")
+    indices: tuple | None = declare(
+        _Indices(), None, since=2,
+        doc="the draws of the study seed this study holds, in this order, instead of 0 .. architectures-1 (each as "
+            "the study of all draws holds it: `archstudy rank` writes its top K so); `architectures` counts how many "
+            "of them, at most all")
+    measure_only: bool = declare(
+        Boolean(), False, since=2,
+        doc="measure every architecture at initialization and train none (`archstudy rank`): each row holds what "
+            "was measured, with `trained` false")
     resources: Resources = declare(None, factory=Resources, execution=True,
                                    doc="per-architecture CPUs and GPUs (Resources fields, below)")
     max_retries: int = declare(
@@ -319,6 +350,12 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         set_("resources", Resources.of(self.resources))
         if self.nlc_pilot != DEFAULT_PILOT and self.nlc_window != "auto":
             raise SpecError(WHERE, "nlc_pilot", self.nlc_pilot, f"must stay {DEFAULT_PILOT} unless nlc_window = 'auto'")
+        if self.indices is not None and self.architectures > len(self.indices):
+            raise SpecError(WHERE, "architectures", self.architectures, f"must be at most the {len(self.indices)} "
+                            "indices listed")
+        if self.measure_only and self.nlc_window is not None:
+            raise SpecError(WHERE, "nlc_window", self.nlc_window, "must be null when measure_only is true (nothing "
+                            "is trained)")
 
     # -- derived -------------------------------------------------------------------------------------
     @property
@@ -344,9 +381,11 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
 
     # -- comparison ------------------------------------------------------------------------------------
     def science(self) -> dict[str, Any]:
-        """The science keys every row of the study is computed under (``ROW_SCIENCE_KEYS``), as plain values."""
-        d = self.to_dict()
-        return {k: d[k] for k in ROW_SCIENCE_KEYS}
+        """The science keys every row of the study is computed under (``ROW_SCIENCE_KEYS``), as plain values; a
+        key added later (``since``) only where it is not at its default, so the record and fingerprint of every
+        study that leaves it there are those it had before the key existed (``Declared.canonical``)."""
+        d = self.canonical()
+        return {k: d[k] for k in ROW_SCIENCE_KEYS if k in d}
 
     @property
     def science_json(self) -> str:
@@ -418,9 +457,10 @@ def execution_settings(config: "StudyConfig | Mapping[str, Any]") -> dict[str, A
 
 
 SCIENCE_KEYS = tuple(name for name in StudyConfig.declarations() if name not in EXECUTION_KEYS + PROVENANCE_KEYS)
-# What every row of a study shares: the science keys but ``architectures`` (a larger count extends a study,
-# and architecture i does not depend on the count). Each result file records them (study.run.store).
-ROW_SCIENCE_KEYS = tuple(k for k in SCIENCE_KEYS if k != "architectures")
+# What every row of a study shares: the science keys but ``architectures`` and ``indices`` (a larger count extends
+# a study, and architecture i depends neither on the count nor on which other draws the study holds). Each result
+# file records them (study.run.store).
+ROW_SCIENCE_KEYS = tuple(k for k in SCIENCE_KEYS if k not in ("architectures", "indices"))
 
 
 def science_json(science: Mapping[str, Any]) -> str:

@@ -280,7 +280,8 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         Column("n_runs", "int64", "runs", "runs trained (one per starting rate)"),
         Column("n_diverged", "int64", "runs", "runs whose loss was not finite at least once"),
         Column("trained", "bool", "", "trained at its learning rates; false: pruned at launch, its NLC at "
-               "initialization outside the study's `nlc_window`: the row holds what was measured at initialization "
+               "initialization outside the study's `nlc_window`, or measured only (`measure_only`: `archstudy "
+               "rank`): the row holds what was measured at initialization "
                "(the selected-run columns NaN, `lr_index` -1, `epochs`, `divisions`, `n_runs`, `n_diverged` 0, "
                "`selected_by` `none`, `lr_edge` and `all_diverged` false, `train_s` 0) and it has no runs or curves "
                "file", added=True),

@@ -171,7 +171,7 @@ def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
     diff = stored.differences(mine)
     if not diff and not force:
         return stored, False, None
-    if diff == ["architectures"] and mine.architectures > stored.architectures and not force:
+    if diff and set(diff) <= {"architectures", "indices"} and _extends(stored, mine) and not force:
         return mine, True, f"extending the study from {stored.architectures} to {mine.architectures} architectures"
     if force:
         # The data may have changed too: the fingerprint of what is loaded now is recorded.
@@ -181,6 +181,15 @@ def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
     raise UserError(f"{store.location} is a study with a different {k} ({_short(stored.to_dict()[k])}, asked "
                     f"{_short(mine.to_dict()[k])}){more}: `archstudy resume {store.location}` continues it as it is; "
                     "--force-config replaces its config")
+
+
+def _extends(stored: StudyConfig, mine: StudyConfig) -> bool:
+    """Whether ``mine`` holds more draws than ``stored`` and every draw of ``stored`` first, in its order: a larger
+    count, of the draws 0 .. n-1 or of a list of chosen ones (``indices``) that begins with the stored list."""
+    if mine.architectures <= stored.architectures:
+        return False
+    drawn = lambda c, n: list(range(n) if c.indices is None else c.indices[:n])  # noqa: E731
+    return drawn(mine, stored.architectures) == drawn(stored, stored.architectures)
 
 
 def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,

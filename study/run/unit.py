@@ -3,7 +3,8 @@
 sample (from the study seed and the index) -> build -> measure at initialization -> train all learning rates
 as one stacked model (measuring again after training) -> the rows of docs/results.md. With an NLC window
 (pruning at launch, ``study.run.pruning``) an architecture whose NLC at initialization lies outside it is not
-trained: its row holds the measurements at initialization and ``trained`` false.
+trained: its row holds the measurements at initialization and ``trained`` false; so is every architecture of a
+study that measures only (``measure_only``: ``archstudy rank``).
 
 ``plan_units`` lists a study's units in order (the study plan, ``sampling.plan_study``, of its config): it is
 pure (sampling is seeded by (study seed, index)), so the driver, ``archstudy status`` and every resume agree
@@ -62,7 +63,8 @@ def iter_units(config: StudyConfig) -> Iterator[Unit]:
     if config.d_in is None or config.d_out is None:
         raise ValueError("the config's d_in/d_out are filled in from the dataset when the study is created")
     return (Unit(*planned) for planned in plan_study(config.seed, config.architectures, config.d_in, config.d_out,
-                                                      config.space_obj, config.param_budget, config.siblings))
+                                                      config.space_obj, config.param_budget, config.siblings,
+                                                      indices=config.indices))
 
 
 def plan_units(config: StudyConfig, on_index: Callable[[int], None] | None = None) -> list[Unit]:
@@ -98,7 +100,8 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
              window=None, live=None) -> tuple[dict, list[dict], list[dict]]:
     """Do one architecture in this process; return its ``architectures`` row, its ``runs`` rows and its
     ``curves`` rows. With ``window`` (lo, hi) the architecture is trained only if lo <= NLC <= hi at
-    initialization (``study.run.pruning.inside``); else its row says ``trained`` false and it has no runs or curves.
+    initialization (``study.run.pruning.inside``); else, or when the config measures only (``measure_only``), its
+    row says ``trained`` false and it has no runs or curves.
 
     Every random draw comes from the unit's seed through explicit generators (the builder, the metrics,
     the trainer's data order), so the rows are the same whichever process runs the unit and whatever it ran
@@ -133,7 +136,7 @@ def run_unit(unit: Unit, data, config: StudyConfig, *, device=None, attempt: int
     tail = {"package_version": package_version(), "host": socket.gethostname(), "device": device_name(device),
             "attempt": attempt}
     nonfinite = not all(_finite(measured[k]) for k in ("nlc", "bias", "output_q", "c_out"))
-    if window is not None and not inside(window, measured["nlc"]):
+    if config.measure_only or (window is not None and not inside(window, measured["nlc"])):
         arch = {**head, **{k: measured[k] for k in MEASURED}, **untrained_row(), "nonfinite_init": nonfinite,
                 "build_s": build_s, "measure_s": measured["measure_s"], "total_s": time.perf_counter() - t0,
                 **tail, "finished_at": utc_now()}

@@ -77,3 +77,40 @@ def test_bad_arguments_are_one_line_errors_before_anything_is_drawn(args, messag
     with pytest.raises(SpecError) as e:
         plan_study(*args)  # not iterated: the arguments are checked when the plan is made
     assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_a_plan_of_chosen_draws_holds_each_as_the_plan_of_all_draws_does():
+    everything = list(plan_study(4, 12, D_IN, D_OUT, "extended", BUDGET, SIBLING_AXES))
+    chosen = (9, 2, 5)
+    planned = list(plan_study(4, 3, D_IN, D_OUT, "extended", BUDGET, SIBLING_AXES, indices=chosen))
+    assert planned == [p for i in chosen for p in everything if p.index == i]  # in the list's order, siblings too
+    assert list(plan_study(4, 2, D_IN, D_OUT, "extended", BUDGET, indices=chosen)) == [
+        p for i in chosen[:2] for p in everything if p.index == i and p.variant == BASE]
+    assert list(plan_study(4, 3, D_IN, D_OUT, "extended", BUDGET, indices=chosen, start=2)) == [
+        p for p in everything if p.index == 5 and p.variant == BASE]
+
+
+@pytest.mark.parametrize("indices, architectures, message", [
+    ([], 0, "plan_study.indices = []: must be a non-empty list of distinct draw indices in [0, 999999]"),
+    ([3, 1, 3], 2, "plan_study.indices = 3: is listed twice"),
+    ([1, -4], 2, "plan_study.indices = -4: must be an integer in [0, 999999]"),
+    ([1, 10**6], 2, "plan_study.indices = 1000000: must be an integer in [0, 999999]"),
+    ("12", 1, "plan_study.indices = '12': must be a non-empty list"),
+    ([1, 2], 3, "plan_study.architectures = 3: must be at most the 2 indices listed"),
+])
+def test_bad_chosen_draws_are_one_line_errors(indices, architectures, message):
+    with pytest.raises(SpecError) as e:
+        plan_study(0, architectures, D_IN, D_OUT, "paper", BUDGET, indices=indices)
+    assert str(e.value).startswith(message) and "\n" not in str(e.value)
+
+
+def test_fresh_draws_come_from_a_seed_of_their_own_and_skip_the_specs_given():
+    seeds = {s: sampling_plan.fresh_seed(s) for s in (0, 1, 5, 2**63 - 1)}
+    for s, fresh in seeds.items():
+        expected = int(np.random.SeedSequence([s], spawn_key=(2,)).generate_state(1, np.uint64)[0]) >> 1
+        assert fresh == (expected if expected != s else expected ^ 1) and fresh != s and 0 <= fresh < 2**63
+    assert len(set(seeds.values())) == len(seeds) and sampling_plan.fresh_seed(5) == seeds[5]
+    first = sampling_plan.fresh_indices(11, 6, D_IN, D_OUT, "paper", BUDGET)
+    assert first == list(range(6))
+    skip = {sample_spec(11, i, D_IN, D_OUT, "paper", BUDGET).content_id for i in (1, 4)}
+    assert sampling_plan.fresh_indices(11, 6, D_IN, D_OUT, "paper", BUDGET, skip) == [0, 2, 3, 5, 6, 7]
