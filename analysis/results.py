@@ -150,17 +150,26 @@ def read_config(fs: pafs.FileSystem, root: str, shown: str) -> dict[str, Any]:
     return config
 
 
-def not_of_config(metadata: dict | None, config: dict[str, Any]) -> str | None:
+def config_fingerprint(config: dict[str, Any]) -> str | None:
+    """study.yaml's science fingerprint (``StudyConfig.science_fingerprint``), None where this version cannot read
+    the config as a whole: computed once per table, not once per file (it validates the whole config)."""
+    try:
+        return StudyConfig.from_dict(config).science_fingerprint
+    except (UserError, TypeError, ValueError):
+        return None
+
+
+def not_of_config(metadata: dict | None, config: dict[str, Any], fingerprint: str | None = None) -> str | None:
     """Why a result file is not one of the study described by ``config`` (study.yaml), or None when it is: the
     science config a file records (``archstudy.science`` and its fingerprint) must be study.yaml's, as
-    ``study.experiment.config.same_science`` reads them (a file of a version that recorded none is the study's own)."""
+    ``study.experiment.config.same_science`` reads them (a file of a version that recorded none is the study's own).
+    ``fingerprint``: study.yaml's (``config_fingerprint``), when the caller has it already."""
     meta = metadata or {}
     fp, text = meta.get(SCIENCE_FINGERPRINT_KEY.encode()), meta.get(SCIENCE_KEY.encode())
     fp = None if fp is None else fp.decode(errors="replace")
     text = None if text is None else text.decode(errors="replace")
-    try:
-        mine = StudyConfig.from_dict(config).science_fingerprint
-    except (UserError, TypeError, ValueError):
+    mine = fingerprint if fingerprint is not None else config_fingerprint(config)
+    if mine is None:
         # a study.yaml this version cannot read as a whole: its values of the recorded keys, as they are
         try:
             recorded = json.loads(text) if text is not None else None
@@ -209,9 +218,10 @@ def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], e
         read = list(pool.map(lambda pm: read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}"),
                              files))
     count = config.get("architectures")
+    mine = config_fingerprint(config)
     tables = []
     for (_, m), t in zip(files, read):
-        why = not_of_config(t.schema.metadata, config)
+        why = not_of_config(t.schema.metadata, config, mine)
         if why is None and isinstance(count, int) and int(m["index"]) >= count:
             why = f"index {int(m['index'])} is beyond the study's {count} architectures"
         if why is not None:

@@ -1,14 +1,17 @@
 """One study's numbers for the report, computed once (``analyse``) and rendered by ``analysis.report``: over the
 trained architectures (a study pruned at launch measured the others at initialization only), the correlation
-table, the granulated Kendall cells, the paired sibling effects, the NLC pruning table (the window used beside
-the paper's and the study's own), the design space (error EDFs, good ranges, the study's NLC window, window
-predictors), the health counts of the status table and the provenance, the window a study pruned at launch
-with and what that saved, and the training curves of the architectures the report draws.
+table, the predictor ranking (``analysis.ranking``: what the overview and the ranking chart both show), the best
+architectures, the granulated Kendall cells, the paired sibling effects, the NLC pruning table (the window used
+beside the paper's and the study's own), the design space (error EDFs, good ranges, the study's NLC window,
+window predictors), the health counts of the status table and the provenance, the window a study pruned at
+launch with and what that saved, and the training curves of the architectures the report draws; and the name
+each study goes by in a report of several (``study_labels``: its directory).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +24,7 @@ from .figures.base import FigureData
 from .figures.curves import curve_architectures
 from .good_ranges import good_ranges, nlc_window
 from .pruning import PAPER_WINDOW, nlc_pruning, pilot_window
+from .ranking import predictor_ranking
 from .results import Results, read_curves
 from .stats import correlations, paired_effects, psi_table
 from .windows import window_predictors
@@ -55,9 +59,45 @@ def provenance(arch: pd.DataFrame) -> dict:
             "compute_h": float(arch["total_s"].sum()) / 3600 if len(arch) else None}
 
 
+# The spec fields that name an architecture at a glance (the overview's table of the best architectures).
+KEY_FIELDS = ("depth", "width", "activation", "norm", "skip", "skip_length", "weights", "param")
+
+
+def best_architectures(arch: pd.DataFrame, k: int = 5, target: str = "test_error") -> pd.DataFrame:
+    """The ``k`` architectures of lowest ``target`` (ties by arch_id), every variant (a sibling is an architecture
+    too), with their key spec fields (``KEY_FIELDS``), NLC and ``rank`` (1 = best)."""
+    if not len(arch) or target not in arch.columns:
+        return pd.DataFrame(columns=["rank", "arch_id", "variant", target, *KEY_FIELDS, "nlc"])
+    a = arch[np.isfinite(arch[target].to_numpy(np.float64))]
+    a = a.sort_values([target, "arch_id"], kind="stable").head(k)
+    cols = ["arch_id", "variant", target, *[f for f in KEY_FIELDS if f in a.columns], "nlc"]
+    return a[[c for c in cols if c in a.columns]].assign(rank=np.arange(1, len(a) + 1)).reset_index(drop=True)
+
+
+def study_labels(study_dirs) -> list[str]:
+    """The name of each study in a report: its directory's name, with as many parent directories as make the
+    names distinct ("wave" and "wave-2", or "a/wave" and "b/wave"); an object-storage prefix likewise."""
+    parts = [[p for p in os.fspath(d).replace("\\", "/").split("/") if p and not p.endswith(":")] or [os.fspath(d)]
+             for d in study_dirs]
+    depth = 1
+    while True:
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names) or depth >= max(len(p) for p in parts):
+            break
+        depth += 1
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:  # the same path twice (refused by write_report) would still get two names
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
+    return out
+
+
 @dataclass
 class Section:
-    """One study's numbers, computed once and rendered into HTML."""
+    """One study's numbers, computed once and rendered into HTML. ``label``: the study's name in the report
+    (``study_labels``); ``ranking``: the predictor ranking (``ranking.predictor_ranking``); ``best``: the best
+    architectures (``best_architectures``)."""
 
     results: Results
     anchor: str
@@ -76,6 +116,14 @@ class Section:
     health: dict = field(default_factory=dict)  # ``health`` of the trained architectures
     savings: dict = field(default_factory=dict)  # ``launch_savings``: what pruning at launch cost and saved
     provenance: dict = field(default_factory=dict)  # ``provenance`` of the trained architectures
+    label: str = ""
+    ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
+    best: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def name(self) -> str:
+        """The study's name in the report: its label, else its directory."""
+        return self.label or self.results.study_dir
 
     @property
     def arch(self) -> pd.DataFrame:
@@ -84,7 +132,7 @@ class Section:
 
     def figure_data(self) -> FigureData:
         return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows,
-                          self.curves)
+                          self.curves, label=self.name)
 
 
 def launch_window(results: Results) -> dict | None:
@@ -125,10 +173,10 @@ def launch_savings(results: Results) -> dict[str, float]:
     return {"measure_h": measure_h, "s_per_flop": per_flop, "saved_h": saved_h}
 
 
-def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) -> Section:
+def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, label: str = "") -> Section:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
-    paper's [1, 3]."""
+    paper's [1, 3]. ``label``: the study's name in the report (``study_labels``)."""
     arch = results.trained
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
@@ -136,7 +184,8 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) ->
         empty = pd.DataFrame()
         return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
                        window_given=window is not None, launch=launch, health=health(arch), savings=savings,
-                       provenance=provenance(arch))
+                       provenance=provenance(arch), label=label, ranking=predictor_ranking(empty),
+                       best=best_architectures(arch))
     corr = correlations(arch, n_boot=n_boot, seed=seed)
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     paired = paired_effects(arch)
@@ -144,11 +193,12 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window) ->
     used = window if window is not None else (
         (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
     drawn = [i for i, _ in curve_architectures(arch)]
+    windows = window_predictors(arch, seed=seed)
     return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
-                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
-                   windows=window_predictors(arch, seed=seed), window_given=window is not None, launch=launch,
-                   curves=read_curves(results.study_dir, drawn), health=health(arch), savings=savings,
-                   provenance=provenance(arch))
+                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own, windows=windows,
+                   window_given=window is not None, launch=launch, curves=read_curves(results.study_dir, drawn),
+                   health=health(arch), savings=savings, provenance=provenance(arch), label=label,
+                   ranking=predictor_ranking(corr, windows), best=best_architectures(arch))
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

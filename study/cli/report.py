@@ -30,16 +30,28 @@ def register(sub) -> None:
                    f"where the study is large enough for it, else {lo:g} {hi:g}, the NLC paper's range)")
     p.add_argument("--reproductions", metavar="DIR", help="also list the verdicts of the paper reproductions in DIR "
                    "(the --out of `archstudy reproduce`), linked to their pages")
+    p.add_argument("--figures", metavar="DIR", help="also write every figure as a file, DIR/<study>-<figure>.<format> "
+                   "(DIR is made if missing)")
+    p.add_argument("--format", dest="figure_format", choices=("png", "svg", "pdf"), default="png",
+                   help="format of the --figures files: png (the page's images), svg or pdf (vectors, for a paper; "
+                   "default %(default)s)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from archstudy.analysis import write_report
+    from archstudy.sampling import SpecError
 
     t0 = time.perf_counter()
     window = None if args.nlc_window is None else tuple(args.nlc_window)
+    if args.figure_format != "png" and args.figures is None:
+        raise SpecError("report", "--format", args.figure_format, "is the format of the --figures files: give "
+                        "--figures DIR too")
     out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=window,
-                       reproductions=args.reproductions)
+                       reproductions=args.reproductions, figures=args.figures, figure_format=args.figure_format)
+    figures = ""
+    if args.figures is not None:
+        figures = f"; figures as {args.figure_format} in {args.figures}"
     print(f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
-          f"{time.perf_counter() - t0:.1f} s)", file=sys.stdout)
+          f"{time.perf_counter() - t0:.1f} s{figures})", file=sys.stdout)
     return 0
