@@ -24,7 +24,8 @@ from archstudy.analysis.figures.base import DATA_FIELDS, FigureData, FigureSpec
 from archstudy.analysis.figures import (
     BASELINE_GRID, COMPARISON_FIGURES, FIGURES, METRIC_GRID, PROXY_GRID, fig7_lr_index_histogram, fig_metrics,
 )
-from archstudy.analysis.figures.curves import NO_CURVES
+from archstudy.analysis.figures.base import NothingToDraw
+from archstudy.analysis.figures.curves import NO_CURVES, curve_architectures
 from archstudy.analysis.plotting import MAX_WIDTH, MIN_PT, THEME, to_png
 from archstudy.analysis.sections import analyse
 from archstudy.study.experiment.datasets import DATASET_DECLARATIONS
@@ -89,11 +90,15 @@ def test_the_curves_figures_are_skipped_with_one_note_without_curves_and_drawn_w
     assert curves.skip(d) == trajectory.skip(d) == NO_CURVES and curves.note_skip and not trajectory.note_skip
     html = page.section_html(section)
     assert html.count(NO_CURVES) == 1 and 'data-figure="curves"' not in html
-    points = pd.DataFrame({"arch_id": d.arch["arch_id"].iloc[0], "lr_index": d.arch["lr_index"].iloc[0],
+    best = d.arch[d.arch["arch_id"] == curve_architectures(d.arch)[0][0]].iloc[0]  # the first one drawn
+    points = pd.DataFrame({"arch_id": best["arch_id"], "lr_index": best["lr_index"],
                            "epoch": [0, 1, 2], "train_loss": [math.nan, 1.0, 0.5], "monitored_error": [0.5, 0.4, 0.3],
                            "monitored": "val", "lr": 0.1, "nlc": math.nan})
     with_curves = dataclasses.replace(d, curves=points)
     assert curves.skip(with_curves) is None and isinstance(curves.draw(with_curves), Figure)
+    other = dataclasses.replace(d, curves=points.assign(lr_index=best["lr_index"] + 1))  # not the selected run
+    with pytest.raises(NothingToDraw, match="No curve of the selected run of the architectures drawn"):
+        curves.draw(other)  # no empty panels: the page shows this line instead
     assert trajectory.skip(with_curves) == "No NLC trajectory recorded (metrics: nlc_trajectory is off)."
     assert trajectory.skip(dataclasses.replace(with_curves, curves=points.assign(nlc=[2.0, 3.0, 4.0]))) is None
 
