@@ -23,8 +23,10 @@ from archstudy.study.cli import main
 import synthetic_study as synth
 
 IMG = re.compile(r'<img alt="[^"]*" (?:width="\d+" height="\d+" )?src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
-# The figures of a study without training curves (the synthetic studies write none): the others.
-WITHOUT_CURVES = [f for f in FIGURES if f.group != "training"]
+# The figures of a study that switched on no optional metric: all but figure 1 (it needs E.1; the page says so
+# in one line instead); of those, the ones of a study without training curves (the synthetic studies write none).
+DRAWN = [f for f in FIGURES if f.key != "fig1"]
+WITHOUT_CURVES = [f for f in DRAWN if f.group != "training"]
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +38,11 @@ def report(real_study_dir, tmp_path_factory) -> str:
 
 def test_report_has_every_figure_as_an_inline_png(report):
     keys = re.findall(r'<figure id="[^"]+" data-figure="([^"]+)"><img', report)
-    assert sorted(keys) == sorted(f.key for f in FIGURES)
+    assert sorted(keys) == sorted(f.key for f in DRAWN)
+    assert 'data-missing="fig1">Figure 1 (NLC vs the relative diameter' in report
     assert "could not be drawn" not in report
     pngs = IMG.findall(report)
-    assert len(pngs) == len(FIGURES)
+    assert len(pngs) == len(DRAWN)
     for b64 in pngs:
         assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -57,7 +60,7 @@ def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
                  "Ψ over defined cells (τ-b)", "Window predictors", "Granulated Kendall coefficient by axis",
                  "Error distributions by axis (EDFs)", "largest KS", "Good ranges", "U-shaped",
                  "Paired effects of sibling architectures", "sign test p", "NLC-guided pruning", "regret",
-                 "Provenance", "study.yaml", "At a glance", "Contents"):
+                 "Status and provenance", "study.yaml", "At a glance", "Contents"):
         assert text in report, text
     assert "<b>Complete:</b>" in report and "Partial study" not in report
     assert f"all {r.planned:,} planned architectures" in report
@@ -109,6 +112,8 @@ def test_figure_titles_agree_with_the_correlation_table(tiny_study_dir):
     c = correlations(arch, n_boot=10).set_index("predictor")
     d = FigureData("waveform-noise", arch, c.reset_index())
     title = correlation_title(d.sample, "nlc", "test_error", logx=True)
+    assert " = " not in title  # no-break spaces: a wrapped title breaks between the statistics, not inside one
+    title = title.replace("\u00a0", " ")
     assert title.startswith(f"r = {c.loc['nlc', 'pearson']:.2f} ") and f"τ = {c.loc['nlc', 'kendall']:.2f}" in title
     assert title.endswith(f"n = {c.loc['nlc', 'n_pearson']}")
 
@@ -273,7 +278,7 @@ def test_report_renders_in_headless_chromium_at_1280_px_without_horizontal_scrol
     dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     m = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
     assert m, dom.stderr[-2000:]
-    assert int(m[1]) == int(m[2]) == len(FIGURES)
+    assert int(m[1]) == int(m[2]) == len(DRAWN)
     scroll, viewport, wide = map(int, re.search(r'data-layout="(\d+)/(\d+)/(\d+)"', dom.stdout).groups())
     assert viewport == 1280 and scroll == viewport and wide == 0, (scroll, viewport, wide)
     ARTIFACTS.mkdir(exist_ok=True)
@@ -310,23 +315,29 @@ def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_pat
 
 def test_the_regions_figure_draws_the_optional_metrics_and_the_one_over_nlc_line(tiny_study_dir):
     """Figures 1 and 3E: scatter points where E.1 / E.3 were measured (here set to exactly 1/NLC and 2/NLC,
-    which the dashed line and the titles' Pearson r = -1 on logs must reflect), "no data" where not."""
-    from archstudy.analysis.figures import fig1_fig3e_regions
+    which the dashed line and the titles' Pearson r = -1 on logs must reflect); where not, one line saying so
+    instead of an empty panel."""
+    from archstudy.analysis.figures import fig1_fig3e_regions, fig1_regions, fig3
+    from archstudy.analysis.figures.base import NothingToDraw, omissions
 
     arch = load_results(tiny_study_dir).architectures.copy()
-    blank = fig1_fig3e_regions(FigureData("waveform-noise", arch))
-    assert all(not ax.collections and any(t.get_text() == "no data" for t in ax.texts) for ax in blank.axes)
+    blank = FigureData("waveform-noise", arch)
+    with pytest.raises(NothingToDraw, match="need the optional metrics E.1 and E.3"):
+        fig1_fig3e_regions(blank)
+    assert "needs the optional metric E.1" in next(f for f in FIGURES if f.key == "fig1").skip(blank)
+    assert "Panel E not drawn: the optional metric E.3 was not computed" in " ".join(omissions(fig3(blank)))
     arch["lar_diameter"] = 1.0 / arch["nlc"]
     arch["error_perturbation"] = 2.0 / arch["nlc"]
     d = FigureData("waveform-noise", arch)
-    fig = fig1_fig3e_regions(d)
-    left, right = fig.axes
     n = int((np.isfinite(d.sample["nlc"]) & (d.sample["nlc"] > 0)).sum())  # base architectures, as figure 2
+    left, right = fig1_fig3e_regions(d).axes
     assert len(left.collections[0].get_offsets()) == n == len(right.collections[0].get_offsets())
     (line,) = left.lines
     x, y = line.get_data()
     assert np.allclose(np.asarray(x) * np.asarray(y), 1.0)
-    assert left.get_title().startswith("r = -1.00") and right.get_title().startswith("r = -1.00")
+    for ax in (left, right, fig1_regions(d).axes[0], fig3(d).axes[3]):
+        assert ax.get_title().replace("\u00a0", " ").lstrip("E: ").startswith("r = -1.00"), ax.get_title()
+    assert not omissions(fig3(d))
 
 
 def test_a_study_where_nothing_trained_or_too_few_finished_says_so_first(tmp_path):
