@@ -18,7 +18,7 @@ h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #cc
 h3 { margin-top: 1.6em; } h4 { margin: 0.5em 0 0.3em; } .muted { color: #666; font-size: 0.9em; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; } td.l, th.l { text-align: left; overflow-wrap: anywhere; }
+th { background: #f3f3f3; overflow-wrap: normal; } td.l, th.l { text-align: left; } td.l { overflow-wrap: anywhere; }
 table.kv td:first-child { white-space: nowrap; }
 tr.baseline td { background: #f7f7f7; color: #555; }
 .box { padding: 8px 12px; border-radius: 4px; margin: 0.6em 0; }
