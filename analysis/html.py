@@ -19,7 +19,7 @@ h3 { margin-top: 1.6em; } h4 { margin: 0.5em 0 0.3em; } .muted { color: #666; fo
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; vertical-align: top; }
 th { background: #f3f3f3; overflow-wrap: normal; } td.l, th.l { text-align: left; } td.l { overflow-wrap: anywhere; }
-table.kv td:first-child { white-space: nowrap; }
+table.kv td:first-child { white-space: nowrap; } table.words td { overflow-wrap: normal; }
 tr.baseline td { background: #f7f7f7; color: #555; }
 .box { padding: 8px 12px; border-radius: 4px; margin: 0.6em 0; }
 .partial { background: #fff4e0; border: 1px solid #f0b060; } .done { background: #eaf6ea; border: 1px solid #8c8; }

@@ -563,7 +563,7 @@ def best_architectures_html(s: Section) -> str:
         rows.append([fmt(int(r["rank"])), fmt(r["test_error"], 3), fmt(r["nlc"], 3), t["net"], esc(t["activation"]),
                      esc(t["norm"]), esc(t["skip"]), esc(t["layers"]), f'<code class="id">{esc(r["arch_id"])}</code>{variant}'])
     return head + table(["#", "test error", "NLC", "depth × width", "activation", "norm", "skip", "weights, param",
-                         "arch_id"], rows, left=(4, 5, 6, 7, 8))
+                         "arch_id"], rows, left=(4, 5, 6, 7, 8), cls="words")
 
 
 def glance_html(sections: list[Section]) -> str:
