@@ -11,22 +11,33 @@ import numpy as np
 import pandas as pd
 
 CSS = """
+* { box-sizing: border-box; }
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 0 auto; max-width: 1280px;
-       padding: 16px 24px; color: #222; line-height: 1.4; }
+       padding: 16px 24px; color: #222; line-height: 1.45; overflow-wrap: break-word; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #ccc; margin-top: 2em; }
-h3 { margin-top: 1.5em; } .muted { color: #777; font-size: 0.9em; }
-table { border-collapse: collapse; font-size: 0.82em; margin: 0.5em 0 1em; }
-th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; white-space: nowrap; }
-th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+h3 { margin-top: 1.6em; } h4 { margin: 0.5em 0 0.3em; } .muted { color: #666; font-size: 0.9em; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; max-width: 100%; }
+th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; vertical-align: top; }
+th { background: #f3f3f3; overflow-wrap: normal; } td.l, th.l { text-align: left; } td.l { overflow-wrap: anywhere; }
+table.kv td:first-child { white-space: nowrap; } table.words td { overflow-wrap: normal; }
 tr.baseline td { background: #f7f7f7; color: #555; }
 .box { padding: 8px 12px; border-radius: 4px; margin: 0.6em 0; }
 .partial { background: #fff4e0; border: 1px solid #f0b060; } .done { background: #eaf6ea; border: 1px solid #8c8; }
 .error { background: #fde8e8; border: 1px solid #d88; }
-figure { display: inline-block; margin: 8px 8px 16px 0; vertical-align: top; max-width: 100%; }
-figure img { max-width: 100%; border: 1px solid #eee; } figcaption { font-size: 0.82em; color: #444; max-width: 900px; }
+figure { margin: 10px 0 22px; max-width: 100%; }
+figure img { display: block; max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.88em; color: #444; max-width: 75em; margin-top: 4px; }
+p.missing, span.missing { color: #555; font-style: italic; }
 .ci { font-size: 0.85em; color: #666; }
-pre { background: #f7f7f7; padding: 8px; font-size: 0.8em; overflow-x: auto; }
-nav a { margin-right: 1em; }
+pre { background: #f7f7f7; padding: 8px; font-size: 0.8em; white-space: pre-wrap; overflow-wrap: anywhere; }
+code { overflow-wrap: anywhere; font-size: 0.95em; }
+details > summary { cursor: pointer; } details.fold > summary { overflow-wrap: anywhere; }
+.cols { display: flex; flex-wrap: wrap; gap: 4px 32px; align-items: flex-start; }
+.cols > div { flex: 1 1 420px; min-width: 0; } .cols > div.wide { flex: 2 1 640px; }
+code.id { white-space: nowrap; font-size: 0.9em; }
+nav.toc { background: #f7f7f7; border: 1px solid #e3e3e3; border-radius: 4px; padding: 6px 14px; font-size: 0.92em; }
+nav.toc ul { margin: 4px 0; padding-left: 1.2em; } nav.toc li { margin: 2px 0; }
+.study { margin-bottom: 1.4em; }
 """
 
 
@@ -62,20 +73,45 @@ def esc(x) -> str:
     return html.escape(str(x), quote=True)
 
 
-def table(headers: list[str] | None, rows: list[list[str]], left: int = 1, row_classes: list[str] | None = None) -> str:
-    """An HTML table; cells are already escaped/formatted strings; the first ``left`` columns align left;
-    ``headers=None``: a key-value table without a header row."""
+def emphasised(text) -> str:
+    """``text`` escaped, its ``*short title*`` spans (the markdown the reproductions' ``paper`` fields use for a
+    paper's title) set in italics."""
+    return re.sub(r"\*([^*\n]+)\*", r"<i>\1</i>", esc(text))
+
+
+def plain(text) -> str:
+    """``text`` without the ``*`` of its ``*short title*`` spans (for a page's ``<title>``, which holds no markup)."""
+    return re.sub(r"\*([^*\n]+)\*", r"\1", str(text))
+
+
+def folded(text: str, limit: int = 90, full: str | None = None) -> str:
+    """``text`` escaped for a table cell, or where longer than ``limit`` characters, its beginning folded over the
+    whole (``full``, default the text itself) in a ``<details>``: long values never widen a table."""
+    text = str(text)
+    if len(text) <= limit:
+        return esc(text)
+    return (f'<details class="fold"><summary>{esc(text[: max(10, limit - 30)])}… ({len(text):,} characters)'
+            f"</summary><pre>{esc(text if full is None else full)}</pre></details>")
+
+
+def table(headers: list[str] | None, rows: list[list[str]], left=1, row_classes: list[str] | None = None,
+          cls: str | None = None) -> str:
+    """An HTML table; cells are already escaped/formatted strings; the first ``left`` columns align left (or,
+    given a collection of column numbers, those); ``headers=None``: a key-value table without a header row;
+    ``cls``: the table's class."""
+    lefts = set(range(left)) if isinstance(left, int) else set(left)
     if headers is None:
         head = ""
     else:
         head = "<thead><tr>" + "".join(
-            f'<th class="l">{h}</th>' if i < left else f"<th>{h}</th>" for i, h in enumerate(headers)) + "</tr></thead>"
+            f'<th class="l">{h}</th>' if i in lefts else f"<th>{h}</th>" for i, h in enumerate(headers)) + "</tr></thead>"
     body = []
     for k, r in enumerate(rows):
         cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
-        cells = "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>" for i, c in enumerate(r))
+        cells = "".join(f'<td class="l">{c}</td>' if i in lefts else f"<td>{c}</td>" for i, c in enumerate(r))
         body.append(f"<tr{cls}>{cells}</tr>")
-    return f"<table>{head}<tbody>{''.join(body)}</tbody></table>"
+    attr = f' class="{cls}"' if cls else ""
+    return f"<table{attr}>{head}<tbody>{''.join(body)}</tbody></table>"
 
 
 def slug(text: str) -> str:

@@ -1,25 +1,30 @@
-"""The HTML report: one self-contained file (images inline as base64 PNG, CSS inline, no scripts, no
-network) with a section per study (dataset): status, provenance and config, what predicts test error
-(correlations, granulated Kendall, lift over trivial baselines, window scores), the design space (error
-EDFs, good ranges, the study's own NLC window), paired sibling effects, NLC pruning (and, for a study pruned at
-launch, what was pruned by which window), training curves, the NLC paper's figures and more; with several
-studies, their EDFs and good ranges side by side. Every statistic covers the trained architectures (a study
+"""The HTML report: one self-contained file (images inline, CSS inline, no scripts, no network) that reads at a
+glance and holds every number behind it.
+
+The page opens with its contents and, per study, what predicts test error and which architectures are best (the
+predictor ranking's first rows, the same table the ranking chart draws, and the lowest test errors). With several
+studies, they follow side by side: each named by its directory (``sections.study_labels``) with its dataset,
+their test errors, the keys of their configs that differ, their good ranges and error EDFs. Then a section per
+study: status, provenance and config, what predicts test error (correlations, granulated Kendall, lift over
+trivial baselines, window scores), the design space (error EDFs, good ranges, the study's own NLC window),
+paired sibling effects, NLC pruning (and, for a study pruned at launch, what was pruned by which window),
+training curves, the NLC paper's figures and more. Every statistic covers the trained architectures (a study
 pruned at launch measured the others at initialization only).
 
 This module is the page: the numbers come from ``analysis.sections`` (``analyse``: one study's, computed once),
-the figures from their declarations (``analysis.figures``). The page is a list of sections (``STUDY_SECTIONS``,
-``COMPARISON_SECTIONS``): each a heading, its tables and notes, and then every figure whose declaration names
-the section, in declaration order. The HTML pieces the reproductions' pages share are in ``analysis.html``.
+the figures from their declarations (``analysis.figures``), drawn by ``analysis.drawing`` (which can also write
+each as a file). The page is a list of sections (``STUDY_SECTIONS``, ``COMPARISON_SECTIONS``): each a heading,
+its tables and notes, and then every figure whose declaration names the section, in declaration order; adding
+a section is one entry there. The HTML pieces the reproductions' pages share are in ``analysis.html``.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
-import sys
 from dataclasses import dataclass
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -28,26 +33,28 @@ import numpy as np
 import yaml
 
 from archstudy.sampling import SpecError
-from archstudy.sampling.constraints import Integer, check
+from archstudy.sampling.constraints import Choice, Integer, check
 from archstudy.study.experiment.config import REPORT_NAME, package_version
 
 from .columns import AXES, PREDICTOR_BY_COLUMN
-from .html import CSS, esc, fmt, interval, slug, table, with_interval
-from .figures import COMPARISON_FIGURES, FIGURES, ComparisonSpec, FigureSpec, fmt_p
-from .plotting import png_base64
+from .drawing import Drawer, FigureJob, check_figures_dir
+from .figures import COMPARISON_FIGURES, FIGURES, FigureData, FigureSpec, fmt_p
+from .html import CSS, emphasised, esc, fmt, folded, interval, slug, table, with_interval
+from .plotting import FORMATS
 from .predict import predict_html, predictor_from
 from .pruning import check_window
-from .results import Results, load_results, local_root
-from .sections import Section, analyse
+from .results import load_results, local_root
+from .sections import Section, analyse, study_labels
 
-__all__ = ["COMPARISON_SECTIONS", "STUDY_SECTIONS", "Part", "Section", "analyse", "check_out", "render", "write_report"]
-
+__all__ = ["COMPARISON_SECTIONS", "STUDY_SECTIONS", "Part", "Section", "analyse", "check_out", "render",
+           "write_report"]
 
 
 # -- rendering ------------------------------------------------------------------------------------------------
 
-def status_html(s: Section) -> str:
-    r, h = s.results, s.health
+def status_box(s: Section) -> str:
+    """The boxes above a study's numbers: complete or partial, pruned at launch, files left out, caveats."""
+    r = s.results
     n = r.n_finished
     planned = "unknown" if r.planned is None else f"{r.planned:,}"
     if r.complete:
@@ -58,6 +65,19 @@ def status_html(s: Section) -> str:
         head = (f'<div class="box partial"><b>Partial study:</b> {n:,} of {planned} planned architectures finished'
                 f"{why}, {r.n_failed:,} failed, {r.in_progress:,} in progress. Every number below covers the "
                 f"finished architectures only.</div>")
+    pruned = len(r.pruned)
+    if pruned:
+        head += (f'<div class="box partial"><b>Pruned at launch:</b> {pruned:,} of {n:,} finished architectures were '
+                 "measured at initialization and not trained (their NLC lay outside the study's window, see NLC-guided "
+                 "pruning). Every statistic below covers the trained architectures only, all inside the window.</div>")
+    return head + excluded_html(r) + caveats_html(s)
+
+
+def status_table(s: Section) -> str:
+    """The counts: planned, finished (pruned, trained), failed, in progress, diverged, flagged."""
+    r, h = s.results, s.health
+    n = r.n_finished
+    planned = "unknown" if r.planned is None else f"{r.planned:,}"
     pruned = len(r.pruned)
     rows = [
         ["planned", planned], ["finished", fmt(n)],
@@ -72,11 +92,12 @@ def status_html(s: Section) -> str:
         ["high output bias (> 1000) at initialization", fmt(h["high_bias"])],
     ]
     note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
-    if pruned:
-        head += (f'<div class="box partial"><b>Pruned at launch:</b> {pruned:,} of {n:,} finished architectures were '
-                 "measured at initialization and not trained (their NLC lay outside the study's window, see NLC-guided "
-                 "pruning). Every statistic below covers the trained architectures only, all inside the window.</div>")
-    return head + excluded_html(r) + caveats_html(s) + table(["architectures", "count"], rows) + note
+    return table(["architectures", "count"], rows) + note
+
+
+def status_html(s: Section) -> str:
+    """The status boxes and the counts table."""
+    return status_box(s) + status_table(s)
 
 
 def excluded_html(r) -> str:
@@ -132,9 +153,11 @@ def provenance_html(s: Section) -> str:
         counts = p[col]
         return "–" if counts is None else ", ".join(f"{esc(k)} ({v})" for k, v in counts)
 
-    def value(key: str) -> str:  # a config value; a mapping (e.g. a custom protocol) as compact JSON
+    def value(key: str) -> str:  # a config value; a mapping (e.g. a custom protocol) as JSON, folded when long
         v = cfg.get(key, "–")
-        return esc(json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
+        if isinstance(v, (dict, list)):
+            return folded(json.dumps(v, default=str), full=json.dumps(v, default=str, indent=1))
+        return folded(str(v))
 
     finished = p["finished"]
     rows = [
@@ -148,7 +171,7 @@ def provenance_html(s: Section) -> str:
         ["machines (host)", distinct("host")], ["devices", distinct("device")],
         ["recorded compute", f"{fmt(p['compute_h'])} h" if p["compute_h"] is not None else "–"],
     ]
-    return table(None, rows, left=2)
+    return table(None, rows, left=2, cls="kv")
 
 
 def config_html(cfg: dict) -> str:
@@ -160,13 +183,15 @@ def correlations_html(s: Section) -> str:
     c = s.corr
     if not len(c):
         return "<p>No finished architectures yet.</p>"
-    measured = c[c["n"] >= 3].sort_values(["rank", "predictor"])
+    chart = dict(zip(s.ranking["predictor"], s.ranking["rank"])) if len(s.ranking) else {}
+    measured = c[c["n"] >= 3].assign(chart=lambda t: t["predictor"].map(chart)).sort_values(
+        ["chart", "rank"], kind="stable", na_position="last")
     missing = c[c["n"] < 3]
     rows, classes = [], []
     for _, r in measured.iterrows():
         p = PREDICTOR_BY_COLUMN.get(r["predictor"])
         rows.append([
-            fmt(r["rank"]), esc(r["label"]), esc(r["kind"]), "log" if r["log"] else "linear", fmt(int(r["n"])),
+            fmt(int(r["chart"])) if np.isfinite(r["chart"]) else "–", esc(r["label"]), esc(r["kind"]), "log" if r["log"] else "linear", fmt(int(r["n"])),
             with_interval(r["pearson"], r["pearson_lo"], r["pearson_hi"]), fmt_p(r["pearson_p"]),
             with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]), fmt_p(r["spearman_p"]),
             with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]), fmt_p(r["kendall_p"]),
@@ -181,7 +206,8 @@ def correlations_html(s: Section) -> str:
     notes = [
         "Pearson on log10 of the predictor where the scale says log (the NLC paper correlates on the log of "
         "what it plots on a log axis); intervals: percentile bootstrap over architectures "
-        f"(the random draws, n above); rank by |τ|. Lift = |τ| − |τ| of the best trivial baseline "
+        f"(the random draws, n above); rank: the place in the ranking chart below (by |τ|, beside the window "
+        "scores). Lift = |τ| − |τ| of the best trivial baseline "
         f"({esc(best.iloc[0]) if len(best) else '–'}), with its paired bootstrap interval.",
         f"Ψ ({JIANG}, section 6.1, eq. 4-5, as defined there): the mean over sampled axes of the mean, "
         "over the cells of architectures that differ only along that axis, of τ = the average sign agreement of "
@@ -416,43 +442,28 @@ def failed_html(s: Section) -> str:
     return "<h3>Failed architectures</h3>" + table(["index", "arch_id", "reason", "attempts"], rows, left=3)
 
 
-def figure_html(s: Section, spec: FigureSpec) -> str:
-    """One embedded figure of the study; a figure that cannot be drawn shows its error instead of sinking the
-    report; one that is not drawn for these data (``FigureSpec.skip``) says why in one line, or nothing."""
-    data = s.figure_data()
-    reason = spec.skip(data)
-    if reason is not None:
-        return f"<p>{esc(reason)}</p>" if spec.note_skip else ""
-    return embed(f"{s.anchor}-{spec.key}", spec.key, spec.caption, lambda: spec.draw(data), s.results.study_dir)
-
-
-def embed(fid: str, key: str, caption: str, draw, where: str) -> str:
-    """An inline PNG figure, or the error that kept it from being drawn."""
-    try:
-        src = png_base64(draw())
-    except Exception as e:  # noqa: BLE001 - shown in the report, with the figure named
-        print(f"archstudy report: figure {key} of {where} failed: {e!r}", file=sys.stderr)
-        return (f'<figure id="{fid}" data-figure="{key}"><div class="box error">Figure {esc(key)} could not be drawn: '
-                f"{esc(repr(e))}</div><figcaption>{esc(caption)}</figcaption></figure>")
-    return (f'<figure id="{fid}" data-figure="{key}"><img alt="{esc(caption)}" src="data:image/png;base64,{src}">'
-            f"<figcaption>{esc(caption)}</figcaption></figure>")
-
-
 # -- the page: its sections, each a heading, its tables and notes, and the figures declared in it -----------------
 
 @dataclass(frozen=True)
 class Part:
-    """A section of the page: ``key`` (what a figure declaration names as its ``section``), the heading and the
-    HTML of its tables and notes (``html``: of a ``Section``, or of the studies side by side; None: figures
-    only). The figures declared in it follow, in declaration order."""
+    """A section of the page: ``key`` (what a figure declaration names as its ``section``, and the anchor of its
+    heading), the heading and the HTML of its tables and notes (``html``: of a ``Section``, or of the studies
+    side by side; None: figures only). The figures declared in it follow, in declaration order."""
 
     key: str
     title: str
     html: Callable | None = None
 
 
-# A study's section, after its status, provenance and config (``FigureSpec.section`` names one of these keys).
+def status_part_html(s: Section) -> str:
+    """The counts of the status table beside the provenance, then study.yaml and the failed architectures."""
+    return (f'<div class="cols"><div>{status_table(s)}</div><div>{provenance_html(s)}</div></div>'
+            + config_html(s.results.config) + failed_html(s))
+
+
+# A study's section, after its status box (``FigureSpec.section`` names one of these keys).
 STUDY_SECTIONS: tuple[Part, ...] = (
+    Part("status", "Status and provenance", status_part_html),
     Part("predictors", "What predicts test error", correlations_html),
     Part("windows", "Window predictors", windows_html),
     Part("predict", "Predicting test error from everything measured at initialization", predict_html),
@@ -465,44 +476,182 @@ STUDY_SECTIONS: tuple[Part, ...] = (
     Part("paper", "The NLC paper's figures"),
     Part("more", "More predictors"),
 )
+# The parts shown for a study where no architecture has finished training.
+EMPTY_PARTS = ("status",)
 
 
-def section_html(s: Section) -> str:
+def figure_job(s: Section, spec: FigureSpec, d: FigureData | None = None) -> FigureJob:
+    """The study's figure ``spec`` as a job of the drawer: its id in the page is ``<study anchor>-<key>``."""
+    d = s.figure_data() if d is None else d
+    return FigureJob(f"{s.anchor}-{spec.key}", spec.key, spec.caption, s.results.study_dir, partial(spec.draw, d),
+                     skip=spec.skip(d), note_skip=spec.note_skip)
+
+
+def study_jobs(s: Section) -> list[tuple[str, FigureJob]]:
+    """(section key, job) of every figure of a study with trained architectures, in declaration order."""
+    if not len(s.arch):
+        return []
+    d = s.figure_data()
+    return [(f.section, figure_job(s, f, d)) for f in FIGURES]
+
+
+def figure_html(s: Section, spec: FigureSpec, drawer: Drawer | None = None) -> str:
+    """One figure of the study (``Drawer.html``): the image, or the one line that says why it is not drawn."""
+    return (drawer or Drawer()).html(figure_job(s, spec))
+
+
+def section_html(s: Section, drawer: Drawer | None = None) -> str:
+    """A study's section: its heading (name, dataset, directory), its status box, and every part."""
+    drawer = drawer or Drawer()
     r = s.results
-    parts = [f'<section id="{s.anchor}"><h2>{esc(r.dataset)} <span class="muted">{esc(r.study_dir)}</span></h2>',
-             status_html(s), "<h3>Provenance</h3>", provenance_html(s), config_html(r.config), failed_html(s)]
-    if len(s.arch):
-        for part in STUDY_SECTIONS:
-            parts += [f"<h3>{part.title}</h3>", *([part.html(s)] if part.html else [])]
-            parts += [html for f in FIGURES if f.section == part.key if (html := figure_html(s, f))]
-    else:
+    jobs = study_jobs(s)
+    parts = [f'<section id="{s.anchor}"><h2>{esc(s.name)} <span class="muted">{esc(r.dataset)} · '
+             f"{esc(r.study_dir)}</span></h2>", status_box(s)]
+    trained = len(s.arch) > 0
+    for part in STUDY_SECTIONS:
+        if not trained and part.key not in EMPTY_PARTS:
+            continue
+        parts += [f'<h3 id="{s.anchor}-{part.key}">{part.title}</h3>', *([part.html(s)] if part.html else [])]
+        parts += [html for key, job in jobs if key == part.key if (html := drawer.html(job))]
+    if not trained:
         parts.append("<p>No architecture has finished training yet: no statistics or figures.</p>" + launch_html(s))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def overview_html(sections: list[Section]) -> str:
+def _tau_text(r) -> str:
+    ci = interval(r["abs_lo"], r["abs_hi"])
+    return f"{r['abs_tau']:.2f}{' ' + ci if ci else ''}"
+
+
+def best_predictor_html(s: Section) -> str:
+    """The first rows of the predictor ranking (the ranking chart's table): the best predictor named, the best
+    trivial baseline beside it, and the top five."""
+    rk = s.ranking
+    if not len(rk):
+        return "<p>No predictor has three finite values with a test error yet.</p>"
+    top = rk[rk["rank"] == 1]
+    link = f'<a href="#{s.anchor}-predictors">ranking chart</a>'
+    if len(top) == 1:
+        head = (f"<p>Best predictor: <b>{esc(top['label'].iloc[0])}</b>, |Kendall τ| with test error "
+                f"{_tau_text(top.iloc[0])}, first in the {link}.")
+    else:
+        head = (f"<p>Best predictors, tied first in the {link}: "
+                + ", ".join(f"<b>{esc(v)}</b>" for v in top["label"]) + f" (|Kendall τ| {top['abs_tau'].iloc[0]:.2f}).")
+    base = rk[rk["kind"] == "baseline"]
+    if len(base):
+        b = base.iloc[0]
+        head += f" The best trivial baseline, {esc(b['label'])}, reaches {b['abs_tau']:.2f} (rank {int(b['rank'])})."
+    head += "</p>"
+    rows = [[fmt(int(r["rank"])), esc(r["label"]) + f" ({'+' if r['kendall'] >= 0 else '−'})", esc(r["kind"]),
+             _tau_text(r)] for _, r in rk.head(5).iterrows()]
+    return head + table(["rank", "predictor (sign of τ)", "kind", "|τ| [95% interval]"], rows, left=3)
+
+
+def _spec_text(r) -> dict[str, str]:
+    skip = str(r.get("skip", ""))
+    if skip and skip != "none" and "skip_length" in r and np.isfinite(r["skip_length"]):
+        skip = f"{skip} (length {int(r['skip_length'])})"
+    return {"net": f"{int(r['depth'])} × {int(r['width'])}" if np.isfinite(r.get("depth", np.nan)) else "–",
+            "activation": str(r.get("activation", "–")), "norm": str(r.get("norm", "–")), "skip": skip or "–",
+            "layers": f"{r.get('weights', '–')}, {str(r.get('param', '–')).replace('gmp', 'GmP').replace('sp', 'SP')}"}
+
+
+def best_architectures_html(s: Section) -> str:
+    """The lowest test errors, with what each architecture is."""
+    b = s.best
+    errors = s.arch["test_error"].to_numpy(np.float64) if len(s.arch) else np.array([])
+    errors = errors[np.isfinite(errors)]
+    if not len(b) or not len(errors):
+        return "<p>No architecture has a test error yet.</p>"
+    head = (f"<p>Best test error <b>{fmt(float(errors.min()), 3)}</b>, median {fmt(float(np.median(errors)), 3)} "
+            f"over {len(errors):,} trained architectures.</p>")
     rows = []
+    for _, r in b.iterrows():
+        t = _spec_text(r)
+        variant = "" if r.get("variant", "base") == "base" else f' <span class="ci">{esc(r["variant"])} sibling</span>'
+        rows.append([fmt(int(r["rank"])), fmt(r["test_error"], 3), fmt(r["nlc"], 3), t["net"], esc(t["activation"]),
+                     esc(t["norm"]), esc(t["skip"]), esc(t["layers"]), f'<code class="id">{esc(r["arch_id"])}</code>{variant}'])
+    return head + table(["#", "test error", "NLC", "depth × width", "activation", "norm", "skip", "weights, param",
+                         "arch_id"], rows, left=(4, 5, 6, 7, 8), cls="words")
+
+
+def glance_html(sections: list[Section]) -> str:
+    """The first screen: per study, what predicts test error and the best architectures."""
+    out = ['<section id="glance"><h2>At a glance</h2>']
     for s in sections:
-        r, c = s.results, s.corr
-        nlc = c[c["predictor"] == "nlc"] if len(c) else c
-        measured = c[c["n"] >= 3] if len(c) else c
-        top = measured[measured["rank"] == 1] if len(measured) else measured  # every predictor tied for first
-        regret = s.pruning["regret"].iloc[0] if len(s.pruning) else math.nan
-        own = s.nlc_window.iloc[0] if len(s.nlc_window) else None
-        rows.append([
-            f'<a href="#{s.anchor}">{esc(r.dataset)}</a>', esc(r.study_dir),
-            f"{r.n_finished:,} / {'?' if r.planned is None else f'{r.planned:,}'}", "yes" if r.complete else "no",
-            with_interval(nlc["kendall"].iloc[0], math.nan, math.nan) if len(nlc) else "–",
-            (esc(top["label"].iloc[0]) if len(top) == 1 else f"tie of {len(top)}: "
-             + ", ".join(esc(v) for v in top.sort_values("predictor")["label"])) if len(top) else "–",
-            with_interval(top["kendall"].iloc[0], math.nan, math.nan) if len(top) else "–",
-            "–" if own is None or not np.isfinite(own["low"]) else
-            window_text(own["low"], own["high"]) + ("" if own["large_enough"] else " (not stable)"),
-            f"{window_text(*s.window)}: {fmt(regret, 4)}",
-        ])
-    return table(["dataset", "study", "finished / planned", "complete", "Kendall τ of NLC", "best predictor",
-                  "its τ", "the study's NLC window", "regret of the pruning window"], rows, left=2)
+        r = s.results
+        planned = "?" if r.planned is None else f"{r.planned:,}"
+        state = "complete" if r.complete else "partial"
+        out.append(f'<div class="study"><h3><a href="#{s.anchor}">{esc(s.name)}</a> <span class="muted">'
+                   f"{esc(r.dataset)} · {r.n_finished:,} of {planned} architectures · {state}</span></h3>"
+                   + caveats_html(s)
+                   + f'<div class="cols"><div><h4>What predicts test error</h4>{best_predictor_html(s)}</div>'
+                   f'<div class="wide"><h4>Best architectures</h4>{best_architectures_html(s)}</div></div></div>')
+    return "\n".join(out + ["</section>"])
+
+
+def toc_html(sections: list[Section], compare: bool) -> str:
+    """The table of contents: the overview, the comparison, and every study's parts."""
+    items = ['<li><a href="#glance">At a glance</a></li>']
+    if compare:
+        items.append('<li><a href="#compare">Studies side by side</a>: '
+                     + " · ".join(f'<a href="#compare-{p.key}">{esc(p.title)}</a>' for p in COMPARISON_SECTIONS)
+                     + "</li>")
+    for s in sections:
+        keys = [p for p in STUDY_SECTIONS if len(s.arch) or p.key in EMPTY_PARTS]
+        items.append(f'<li><a href="#{s.anchor}">{esc(s.name)}</a> <span class="muted">{esc(s.results.dataset)}'
+                     "</span>: " + " · ".join(f'<a href="#{s.anchor}-{p.key}">{esc(p.title)}</a>' for p in keys)
+                     + "</li>")
+    return f'<nav class="toc"><b>Contents</b><ul>{"".join(items)}</ul></nav>'
+
+
+def errors_compare_html(have: list[Section]) -> str:
+    """The studies' test errors side by side: best (and which architecture), quartiles, the best predictor."""
+    rows = []
+    for s in have:
+        e = s.arch["test_error"].to_numpy(np.float64)
+        e = e[np.isfinite(e)]
+        best = s.best.iloc[0] if len(s.best) else None
+        top = s.ranking[s.ranking["rank"] == 1] if len(s.ranking) else s.ranking
+        rows.append([f'<a href="#{s.anchor}">{esc(s.name)}</a>', esc(s.results.dataset), fmt(len(s.arch)),
+                     fmt(float(e.min()), 3) if len(e) else "–",
+                     f'<code>{esc(best["arch_id"])}</code>' if best is not None else "–",
+                     fmt(float(np.percentile(e, 25)), 3) if len(e) else "–",
+                     fmt(float(np.median(e)), 3) if len(e) else "–",
+                     (", ".join(esc(v) for v in top["label"]) + f" ({top['abs_tau'].iloc[0]:.2f})") if len(top) else "–"])
+    return table(["study", "dataset", "trained", "best test error", "its architecture", "25th percentile", "median",
+                  "best predictor (|τ|)"], rows, left=2)
+
+
+# Keys every study has its own value of: listed, but they say nothing about how the studies differ.
+PER_STUDY_KEYS = ("created",)
+
+
+def config_diff_html(have: list[Section]) -> str:
+    """The study.yaml keys whose values differ between the studies, one column per study; the keys they share in
+    one line."""
+    def text(v) -> str:
+        if v is None:
+            return "–"
+        return json.dumps(v, default=str, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
+
+    configs = [s.results.config for s in have]
+    keys = list(dict.fromkeys(k for c in configs for k in c))
+    differ = [k for k in keys if len({text(c.get(k)) for c in configs}) > 1]
+    same = [k for k in keys if k not in differ]
+    differ = [k for k in differ if k not in PER_STUDY_KEYS] + [k for k in differ if k in PER_STUDY_KEYS]
+    out = ""
+    if differ:
+        out += table(["study.yaml key"] + [esc(s.name) for s in have],
+                     [[f"<code>{esc(k)}</code>"] + [folded(text(c.get(k))) for c in configs] for k in differ],
+                     left=len(have) + 1)
+    else:
+        out += "<p>The studies' configs are identical.</p>"
+    if same:
+        out += ('<p class="muted">The same in every study: '
+                + "; ".join(f"<code>{esc(k)}</code> = {folded(text(configs[0].get(k)), 60)}" for k in same) + ".</p>")
+    return out
 
 
 def good_ranges_compare_html(have: list[Section]) -> str:
@@ -519,32 +668,46 @@ def good_ranges_compare_html(have: list[Section]) -> str:
                          f"{r['best'].iloc[0]:.3g}</span>")
         label = PREDICTOR_BY_COLUMN[f].label if f in PREDICTOR_BY_COLUMN else f
         rows.append([esc(label)] + cells)
-    return table(["factor"] + [esc(s.results.dataset) for s in have], rows)
+    return table(["factor"] + [f"{esc(s.name)}<br><span class=\"ci\">{esc(s.results.dataset)}</span>" for s in have],
+                 rows)
 
 
 # The section of several studies side by side (``ComparisonSpec.section`` names one of these keys).
 COMPARISON_SECTIONS: tuple[Part, ...] = (
+    Part("errors", "Test errors", errors_compare_html),
+    Part("config", "How the configs differ", config_diff_html),
     Part("good-ranges", "Good ranges", good_ranges_compare_html),
     Part("edf", "Error EDFs"),
 )
 
 
-def comparison_html(sections: list[Section]) -> str:
-    """Several studies side by side (pycls compares sweeps): the good ranges of the same factors, the EDFs
-    of the same axes."""
+def comparison_html(sections: list[Section], drawer: Drawer | None = None) -> str:
+    """Several studies side by side (pycls compares sweeps): their test errors and config differences, the good
+    ranges of the same factors, the EDFs of the same axes; each study named by its directory and dataset."""
+    drawer = drawer or Drawer()
     have = [s for s in sections if len(s.arch)]
     if len(have) < 2:
         return ""
-    datas = [s.figure_data() for s in have]
-
-    def fig(c: ComparisonSpec) -> str:
-        return embed(f"compare-{c.key}", c.key, c.caption, lambda: c.draw(datas), "the comparison")
-
+    jobs = comparison_jobs(sections)
     parts = ['<section id="compare"><h2>Studies side by side</h2>']
+    if len(have) < len(sections):
+        parts.append('<p class="muted">Without a trained architecture, not compared: '
+                     + ", ".join(esc(s.name) for s in sections if not len(s.arch)) + ".</p>")
     for part in COMPARISON_SECTIONS:
-        parts += [f"<h3>{part.title}</h3>", *([part.html(have)] if part.html else [])]
-        parts += [fig(c) for c in COMPARISON_FIGURES if c.section == part.key]
+        parts += [f'<h3 id="compare-{part.key}">{part.title}</h3>', *([part.html(have)] if part.html else [])]
+        parts += [html for key, job in jobs if key == part.key if (html := drawer.html(job))]
     return "\n".join(parts + ["</section>"])
+
+
+def comparison_jobs(sections: list[Section]) -> list[tuple[str, FigureJob]]:
+    """(comparison section key, job) of every figure of the studies side by side (those with trained
+    architectures, at least two)."""
+    have = [s for s in sections if len(s.arch)]
+    if len(have) < 2:
+        return []
+    datas = [s.figure_data() for s in have]
+    return [(c.section, FigureJob(c.key, c.key, c.caption, "the comparison", partial(c.draw, datas)))
+            for c in COMPARISON_FIGURES]
 
 
 def _check_placement() -> None:
@@ -582,7 +745,7 @@ def reproductions_html(directory, out: Path) -> str:
         if page.is_file():
             name = f'<a href="{esc(Path(os.path.relpath(page.resolve(), out.resolve().parent)).as_posix())}">{name}</a>'
         differ = [q for q, ok in rows if not ok]
-        table_rows.append([name, esc(d.get("paper", "")), esc(d.get("source", "")), esc(d.get("scale", "")),
+        table_rows.append([name, emphasised(d.get("paper", "")), esc(d.get("source", "")), esc(d.get("scale", "")),
                            fmt(d.get("seconds")), f"{len(rows) - len(differ)} / {len(rows)}",
                            esc(", ".join(differ)) or "–"])
     return (f'<h2 id="reproductions">Reproductions <span class="muted">{esc(os.fspath(directory))}</span></h2>'
@@ -592,48 +755,40 @@ def reproductions_html(directory, out: Path) -> str:
             "own experiments run with this pipeline, their numbers beside the papers'.</p>")
 
 
-def render(sections: list[Section], extra: str = "") -> str:
-    """The whole HTML document (``extra``: HTML after the overview, e.g. the reproductions' verdicts)."""
+def render(sections: list[Section], extra: str = "", drawer: Drawer | None = None) -> str:
+    """The whole HTML document (``extra``: HTML after the overview, e.g. the reproductions' verdicts;
+    ``drawer``: draws the figures, and writes them as files where it was given a directory)."""
+    drawer = drawer or Drawer()
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    nav = "".join(f'<a href="#{s.anchor}">{esc(s.results.dataset)}</a>' for s in sections)
-    if sum(1 for s in sections if len(s.arch)) > 1:
-        nav += '<a href="#compare">side by side</a>'
+    compare = sum(1 for s in sections if len(s.arch)) > 1
+    names = ", ".join(f"{s.name} ({s.results.dataset})" for s in sections)
+    drawer.draw_all([job for s in sections for _, job in study_jobs(s)] + [job for _, job in comparison_jobs(sections)])
     body = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>archstudy report</title>", f"<style>{CSS}</style></head><body>",
+        f"<title>archstudy report: {esc(names)}</title>", f"<style>{CSS}</style></head><body>",
         "<h1>archstudy report: what predicts test error</h1>",
-        f'<p class="muted">Drawn {now} by archstudy {esc(package_version())} on {esc(platform.node())} '
-        f"(Python {platform.python_version()}).</p>",
-        f"<nav>{nav}</nav>", "<h2>Overview</h2>", overview_html(sections), extra, comparison_html(sections),
-        *[section_html(s) for s in sections], "</body></html>",
+        f'<p class="muted">{esc(names)}. Drawn {now} by archstudy {esc(package_version())} on '
+        f"{esc(platform.node())} (Python {platform.python_version()}).</p>",
+        toc_html(sections, compare), glance_html(sections), extra, comparison_html(sections, drawer),
+        *[section_html(s, drawer) for s in sections], "</body></html>",
     ]
     return "\n".join(body)
 
 
-def _unique_anchors(results: list[Results]) -> list[str]:
-    out, seen = [], set()
-    for r in results:
-        base = slug(r.dataset)
-        a, k = base, 2
-        while a in seen:
-            a, k = f"{base}-{k}", k + 1
-        seen.add(a)
-        out.append(a)
-    return out
-
-
-def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=None,
-                 reproductions=None, predict_from=None) -> Path:
+def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=None, reproductions=None,
+                 figures=None, figure_format: str = "png", predict_from=None) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
     ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path
     (written whole, then renamed). ``n_boot`` / ``seed``: the bootstrap; ``window``: the NLC window of the
     pruning analysis (default None: each study's own NLC window where the study is large enough for it,
     else the NLC paper's [1, 3]; ``good_ranges.nlc_window``); ``reproductions``: a directory of ``archstudy
-    reproduce`` results to list with links (none unless given); ``predict_from``: a study directory (or a saved
-    predictor, ``analysis.predict``) whose predictor is fitted there and scored on each study too (transfer).
-    Works on partly finished studies and says so."""
+    reproduce`` results to list with links (none unless given); ``figures``: a directory to also write every
+    figure to as a file, ``<study>-<figure>.<figure_format>`` (png, svg or pdf; ``compare-<figure>`` for several
+    studies side by side); ``predict_from``: a study directory (or a saved predictor, ``analysis.predict``) whose
+    predictor is fitted there and scored on each study too (transfer). Works on partly finished studies and says
+    so."""
     dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
     if not dirs:
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
@@ -647,15 +802,20 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=N
     n_boot = check("write_report", "n_boot", Integer(0), n_boot)
     seed = check("write_report", "seed", Integer(0), seed)
     window = None if window is None else check_window(window, "write_report")
+    figure_format = check("write_report", "figure_format", Choice(FORMATS), figure_format)
     out = check_out(out, dirs)  # before the work: a bad path should not cost the analysis
+    figures = None if figures is None else check_figures_dir(figures, dirs)
     if reproductions is not None and not Path(reproductions).is_dir():
         raise SpecError("write_report", "reproductions", os.fspath(reproductions), "must be a directory (the --out "
                         "of `archstudy reproduce`)")
     predictor = None if predict_from is None else predictor_from(predict_from)
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
-    sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor)
-                for r, a in zip(results, _unique_anchors(results))]
-    text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "")
+    labels = study_labels(dirs)
+    sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor,
+                        label=lbl)
+                for r, a, lbl in zip(results, _unique_anchors(labels), labels)]
+    drawer = Drawer(figures, figure_format)
+    text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "", drawer)
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
@@ -665,6 +825,18 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=N
     return out
 
 
+def _unique_anchors(labels: list[str]) -> list[str]:
+    """An anchor per study from its label; ``glance``, ``compare`` and ``reproductions`` are the page's own."""
+    out, seen = [], {"glance", "compare", "reproductions"}
+    for lbl in labels:
+        base = slug(lbl)
+        base = f"study-{base}" if base in seen or base.startswith("compare-") else base
+        a, k = base, 2
+        while a in seen:
+            a, k = f"{base}-{k}", k + 1
+        seen.add(a)
+        out.append(a)
+    return out
 
 
 def _is_html(path: Path) -> bool:

@@ -154,17 +154,26 @@ def read_config(fs: pafs.FileSystem, root: str, shown: str) -> dict[str, Any]:
     return config
 
 
-def not_of_config(metadata: dict | None, config: dict[str, Any]) -> str | None:
+def config_fingerprint(config: dict[str, Any]) -> str | None:
+    """study.yaml's science fingerprint (``StudyConfig.science_fingerprint``), None where this version cannot read
+    the config as a whole: computed once per table, not once per file (it validates the whole config)."""
+    try:
+        return StudyConfig.from_dict(config).science_fingerprint
+    except (UserError, TypeError, ValueError):
+        return None
+
+
+def not_of_config(metadata: dict | None, config: dict[str, Any], fingerprint: str | None = None) -> str | None:
     """Why a result file is not one of the study described by ``config`` (study.yaml), or None when it is: the
     science config a file records (``archstudy.science`` and its fingerprint) must be study.yaml's, as
-    ``study.experiment.config.same_science`` reads them (a file of a version that recorded none is the study's own)."""
+    ``study.experiment.config.same_science`` reads them (a file of a version that recorded none is the study's own).
+    ``fingerprint``: study.yaml's (``config_fingerprint``), when the caller has it already."""
     meta = metadata or {}
     fp, text = meta.get(SCIENCE_FINGERPRINT_KEY.encode()), meta.get(SCIENCE_KEY.encode())
     fp = None if fp is None else fp.decode(errors="replace")
     text = None if text is None else text.decode(errors="replace")
-    try:
-        mine = StudyConfig.from_dict(config).science_fingerprint
-    except (UserError, TypeError, ValueError):
+    mine = fingerprint if fingerprint is not None else config_fingerprint(config)
+    if mine is None:
         # a study.yaml this version cannot read as a whole: its values of the recorded keys, as they are
         try:
             recorded = json.loads(text) if text is not None else None
@@ -243,13 +252,14 @@ def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], e
     count = config.get("architectures")
     chosen = config.get("indices")  # a study of chosen draws (``archstudy rank``'s top K): the first ``count``
     drawn = set(chosen[:count]) if isinstance(chosen, list) and isinstance(count, int) else None
+    mine = config_fingerprint(config)
     tables = []
     for (_, m), t in zip(files, read):
         if isinstance(t, CorruptFile):  # left out, and said (a resume redoes it)
             if corrupt is not None:
                 corrupt[f"{table}/{m.group(0)}"] = t.problem
             continue
-        why = not_of_config(t.schema.metadata, config)
+        why = not_of_config(t.schema.metadata, config, mine)
         if why is None and drawn is not None and int(m["index"]) not in drawn:
             why = f"index {int(m['index'])} is not among the study's {count} chosen draws (indices)"
         elif why is None and drawn is None and isinstance(count, int) and int(m["index"]) >= count:

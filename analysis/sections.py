@@ -1,14 +1,17 @@
 """One study's numbers for the report, computed once (``analyse``) and rendered by ``analysis.report``: over the
 trained architectures (a study pruned at launch measured the others at initialization only), the correlation
-table, the granulated Kendall cells, the paired sibling effects, the NLC pruning table (the window used beside
-the paper's and the study's own), the design space (error EDFs, good ranges, the study's NLC window, window
-predictors), the health counts of the status table and the provenance, the window a study pruned at launch
-with and what that saved, and the training curves of the architectures the report draws.
+table, the predictor ranking (``analysis.ranking``: what the overview and the ranking chart both show), the best
+architectures, the granulated Kendall cells, the paired sibling effects, the NLC pruning table (the window used
+beside the paper's and the study's own), the design space (error EDFs, good ranges, the study's NLC window,
+window predictors), the health counts of the status table and the provenance, the window a study pruned at
+launch with and what that saved, and the training curves of the architectures the report draws; and the name
+each study goes by in a report of several (``study_labels``: its directory).
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +26,7 @@ from .figures.curves import curve_architectures
 from .good_ranges import good_ranges, nlc_window
 from .predict import Prediction, report_prediction
 from .pruning import PAPER_WINDOW, nlc_pruning, pilot_window
+from .ranking import predictor_ranking
 from .results import Results, read_curves
 from .stats import correlations, paired_effects, psi_table
 from .windows import window_predictors
@@ -57,9 +61,45 @@ def provenance(arch: pd.DataFrame) -> dict:
             "compute_h": float(arch["total_s"].sum()) / 3600 if len(arch) else None}
 
 
+# The spec fields that name an architecture at a glance (the overview's table of the best architectures).
+KEY_FIELDS = ("depth", "width", "activation", "norm", "skip", "skip_length", "weights", "param")
+
+
+def best_architectures(arch: pd.DataFrame, k: int = 5, target: str = "test_error") -> pd.DataFrame:
+    """The ``k`` architectures of lowest ``target`` (ties by arch_id), every variant (a sibling is an architecture
+    too), with their key spec fields (``KEY_FIELDS``), NLC and ``rank`` (1 = best)."""
+    if not len(arch) or target not in arch.columns:
+        return pd.DataFrame(columns=["rank", "arch_id", "variant", target, *KEY_FIELDS, "nlc"])
+    a = arch[np.isfinite(arch[target].to_numpy(np.float64))]
+    a = a.sort_values([target, "arch_id"], kind="stable").head(k)
+    cols = ["arch_id", "variant", target, *[f for f in KEY_FIELDS if f in a.columns], "nlc"]
+    return a[[c for c in cols if c in a.columns]].assign(rank=np.arange(1, len(a) + 1)).reset_index(drop=True)
+
+
+def study_labels(study_dirs) -> list[str]:
+    """The name of each study in a report: its directory's name, with as many parent directories as make the
+    names distinct ("wave" and "wave-2", or "a/wave" and "b/wave"); an object-storage prefix likewise."""
+    parts = [[p for p in os.fspath(d).replace("\\", "/").split("/") if p and not p.endswith(":")] or [os.fspath(d)]
+             for d in study_dirs]
+    depth = 1
+    while True:
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names) or depth >= max(len(p) for p in parts):
+            break
+        depth += 1
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:  # the same path twice (refused by write_report) would still get two names
+        seen[n] = seen.get(n, 0) + 1
+        out.append(n if seen[n] == 1 else f"{n} ({seen[n]})")
+    return out
+
+
 @dataclass
 class Section:
-    """One study's numbers, computed once and rendered into HTML."""
+    """One study's numbers, computed once and rendered into HTML. ``label``: the study's name in the report
+    (``study_labels``); ``ranking``: the predictor ranking (``ranking.predictor_ranking``); ``best``: the best
+    architectures (``best_architectures``)."""
 
     results: Results
     anchor: str
@@ -79,6 +119,14 @@ class Section:
     savings: dict = field(default_factory=dict)  # ``launch_savings``: what pruning at launch cost and saved
     provenance: dict = field(default_factory=dict)  # ``provenance`` of the trained architectures
     predict: Any = None  # ``analysis.predict.report_prediction``: the joint predictor's evaluation, or why there is none
+    label: str = ""
+    ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
+    best: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def name(self) -> str:
+        """The study's name in the report: its label, else its directory."""
+        return self.label or self.results.study_dir
 
     @property
     def arch(self) -> pd.DataFrame:
@@ -87,7 +135,8 @@ class Section:
 
     def figure_data(self) -> FigureData:
         return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows,
-                          self.curves, self.predict if isinstance(self.predict, Prediction) else None)
+                          self.curves, self.predict if isinstance(self.predict, Prediction) else None,
+                          label=self.name)
 
 
 def launch_window(results: Results) -> dict | None:
@@ -128,10 +177,12 @@ def launch_savings(results: Results) -> dict[str, float]:
     return {"measure_h": measure_h, "s_per_flop": per_flop, "saved_h": saved_h}
 
 
-def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None) -> Section:
+def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None,
+            label: str = "") -> Section:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
-    paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too."""
+    paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
+    ``label``: the study's name in the report (``study_labels``)."""
     arch = results.trained
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
@@ -139,7 +190,8 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
         empty = pd.DataFrame()
         return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
                        window_given=window is not None, launch=launch, health=health(arch), savings=savings,
-                       provenance=provenance(arch))
+                       provenance=provenance(arch), label=label, ranking=predictor_ranking(empty),
+                       best=best_architectures(arch))
     corr = correlations(arch, n_boot=n_boot, seed=seed)
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     paired = paired_effects(arch)
@@ -147,12 +199,13 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
     used = window if window is not None else (
         (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
     drawn = [i for i, _ in curve_architectures(arch)]
+    windows = window_predictors(arch, seed=seed)
     return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
-                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own,
-                   windows=window_predictors(arch, seed=seed), window_given=window is not None, launch=launch,
-                   curves=read_curves(results.study_dir, drawn), health=health(arch), savings=savings,
-                   provenance=provenance(arch), predict=report_prediction(arch, n_boot=n_boot, seed=seed,
-                                                                          predictor=predictor))
+                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own, windows=windows,
+                   window_given=window is not None, launch=launch, curves=read_curves(results.study_dir, drawn),
+                   health=health(arch), savings=savings, provenance=provenance(arch), label=label,
+                   ranking=predictor_ranking(corr, windows), best=best_architectures(arch),
+                   predict=report_prediction(arch, n_boot=n_boot, seed=seed, predictor=predictor))
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

@@ -60,18 +60,6 @@ def _local(indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return remap[indices]
 
 
-def weighted_pearson(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Row-wise Pearson r of (x, y) with weights w (B, n): Pearson of the points repeated w times."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        sw = w.sum(axis=-1, keepdims=True)
-        dx = x - (w * x).sum(axis=-1, keepdims=True) / sw
-        dy = y - (w * y).sum(axis=-1, keepdims=True) / sw
-        cov = (w * dx * dy).sum(axis=-1)
-        var = (w * dx * dx).sum(axis=-1) * (w * dy * dy).sum(axis=-1)
-        # A constant resample has no correlation (scipy gives NaN too).
-        return np.where(var > 0, cov / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
-
-
 def _signs(v: np.ndarray) -> np.ndarray:
     """s_ij = sign(v_i - v_j), as float32: the sums below are of small integers, exact in float32 up to
     2^24 (n^2 <= 2.25e6 at ``MATRIX_BOOTSTRAP_MAX``), and float32 products are twice as fast."""
@@ -88,31 +76,89 @@ def _tau(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.sqrt(np.where(den > 0, den, 1.0)), np.nan)
 
 
+def _ties(v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The points by value: ``order`` (argsort), the group of equal values of each sorted position, and where
+    each group starts among the sorted positions."""
+    order = np.argsort(v, kind="stable")
+    sv = v[order]
+    new = np.r_[True, sv[1:] != sv[:-1]] if len(v) else np.zeros(0, bool)
+    return order, np.cumsum(new) - 1, np.flatnonzero(new)
+
+
+def _pairs_apart(c: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """sum_ij c_i c_j |sign(v_i - v_j)| for every row of c (= c^T |S_v| c), without the n x n matrix: all
+    weighted pairs, (sum_i c_i)^2, less those of equal value, the sum over groups g of equal v of
+    (sum_{i in g} c_i)^2. Exact (sums of integer counts)."""
+    order, _, starts = _ties(v)
+    g = np.add.reduceat(c[:, order].astype(np.float64), starts, axis=1) if len(v) else np.zeros((len(c), 0))
+    total = g.sum(axis=1)
+    return total * total - (g * g).sum(axis=1)
+
+
 def boot_kendall(x: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Kendall tau-b of each resample given by counts c (B, n).
 
     tau_b = sum_{a,b} s_x s_y / sqrt(sum |s_x| * sum |s_y|) over ordered pairs, s = sign of the pair's
     difference (ties and a point paired with a copy of itself give 0). For a resample the pairs are
-    weighted by c_i c_j, so the sums are quadratic forms c^T S c."""
-    c = c.astype(np.float32)
-    sx, sy = _signs(x), _signs(y)
-    return _tau(_quadratic(c, sx * sy), _quadratic(c, np.abs(sx)) * _quadratic(c, np.abs(sy)))
+    weighted by c_i c_j, so the sums are quadratic forms c^T S c (the two of |s| in O(n) each,
+    ``_pairs_apart``)."""
+    c32 = c.astype(np.float32)
+    return _tau(_quadratic(c32, _signs(x) * _signs(y)), _pairs_apart(c, x) * _pairs_apart(c, y))
 
 
 def _midranks(v: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Rank of each point within each resample (ties, copies included, share their mid rank):
-    r_i = sum_j c_j [v_j < v_i] + (sum_j c_j [v_j = v_i] + 1) / 2."""
-    step = (v[:, None] < v[None, :]) + 0.5 * (v[:, None] == v[None, :])
-    return (c.astype(np.float32) @ step.astype(np.float32)).astype(np.float64) + 0.5
+    r_i = sum_j c_j [v_j < v_i] + (sum_j c_j [v_j = v_i] + 1) / 2, from the cumulative counts in the order of v
+    (O(n) per resample after one sort; exact)."""
+    if not len(v):
+        return np.zeros((len(c), 0))
+    order, group, starts = _ties(v)
+    cs = c[:, order].astype(np.float64)
+    upto = np.cumsum(cs, axis=1)[:, np.r_[starts[1:], len(v)] - 1]  # counts of the groups up to each one
+    before = upto - np.add.reduceat(cs, starts, axis=1)
+    ranks = np.empty_like(cs)
+    ranks[:, order] = (before + (upto - before + 1) / 2)[:, group]
+    return ranks
+
+
+def _rank_pearson(rx: np.ndarray, dy: np.ndarray, vy: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Row-wise weighted Pearson r of mid ranks ``rx`` with ``dy`` (the other variable's mid ranks less their
+    weighted mean) and ``vy`` (its weighted sum of squares): the weighted mean of the mid ranks of N = sum_i
+    c_i counted points is (N + 1) / 2, so the ranks are centred without a pass to find it."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dx = rx - (c.sum(axis=1, keepdims=True) + 1) / 2
+        wdx = c * dx
+        cov = (wdx * dy).sum(axis=1)
+        var = (wdx * dx).sum(axis=1) * vy
+        return np.where(var > 0, cov / np.sqrt(np.where(var > 0, var, 1.0)), np.nan)
+
+
+def _centred_ranks(v: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(mid ranks less their weighted mean, weighted sum of their squares) of v in every resample."""
+    d = _midranks(v, c) - (c.sum(axis=1, keepdims=True) + 1) / 2
+    return d, (c * d * d).sum(axis=1)
 
 
 def boot_spearman(x: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Spearman rho of each resample: the weighted Pearson r of its mid ranks."""
-    return weighted_pearson(_midranks(x, c), _midranks(y, c), c)
+    return _rank_pearson(_midranks(x, c), *_centred_ranks(y, c), c)
 
 
 def boot_pearson(x: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
-    return weighted_pearson(np.broadcast_to(x, c.shape), np.broadcast_to(y, c.shape), c)
+    """Pearson r of each resample, from the weighted moments c @ x, c @ y, c @ x^2, c @ y^2, c @ xy (x and y
+    centred on their own means first, so that no moment is large beside the variance). A resample whose x or
+    y is constant has no correlation (NaN, as scipy): its variance is zero up to rounding."""
+    x = x - x.mean()
+    y = y - y.mean()
+    sw = c.sum(axis=1)
+    sx, sy = c @ x, c @ y
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = c @ (x * y) - sx * sy / sw
+        vx = c @ (x * x) - sx * sx / sw
+        vy = c @ (y * y) - sy * sy / sw
+        # rounding leaves a constant resample's variance at about 1e-16 of its second moment, not 0
+        flat = (vx <= 1e-12 * (c @ (x * x))) | (vy <= 1e-12 * (c @ (y * y)))
+        return np.where(flat, np.nan, cov / np.sqrt(np.where(flat, 1.0, vx * vy)))
 
 
 class SharedResamples:
@@ -132,9 +178,8 @@ class SharedResamples:
             entry = {"y": y, "local": local}
             if self._matrix(len(y)):
                 c = counts(local, len(y))
-                sy = _signs(y)
-                entry.update(c=c, c32=c.astype(np.float32), sy=sy, ay=_quadratic(c.astype(np.float32), np.abs(sy)),
-                             ry=_midranks(y, c))
+                dy, vy = _centred_ranks(y, c)
+                entry.update(c=c, c32=c.astype(np.float32), sy=_signs(y), ay=_pairs_apart(c, y), dy=dy, vy=vy)
             self._cache[key] = entry
         return self._cache[key]
 
@@ -151,10 +196,9 @@ class SharedResamples:
         if not self._matrix(len(x)):
             return bootstrap_statistic(kind, x, t["y"], t["local"], "explicit")
         if kind == "kendall":
-            sx = _signs(x)
-            return _tau(_quadratic(t["c32"], sx * t["sy"]), _quadratic(t["c32"], np.abs(sx)) * t["ay"])
+            return _tau(_quadratic(t["c32"], _signs(x) * t["sy"]), _pairs_apart(t["c"], x) * t["ay"])
         if kind == "spearman":
-            return weighted_pearson(_midranks(x, t["c"]), t["ry"], t["c"])
+            return _rank_pearson(_midranks(x, t["c"]), t["dy"], t["vy"], t["c"])
         return boot_pearson(x, t["y"], t["c"])
 
 
@@ -268,7 +312,8 @@ def correlations(df: pd.DataFrame, target: str = "test_error", predictors: Itera
     ``psi_axes`` / ``psi_cells`` / ``psi_constant_cells`` used); ``psi_tau_b`` (the variant averaging tau-b
     over defined cells, ``granulated_kendall_tau_b``, with ``psi_tau_b_axes`` / ``psi_tau_b_cells``);
     ``lift`` = |tau| - |tau of the best trivial
-    baseline| (``best_baseline``) with its paired bootstrap interval; ``rank`` by |tau| (1 = best).
+    baseline| (``best_baseline``) with its paired bootstrap interval; ``rank`` by |tau| (1 = best). The rows of a
+    dataset are in the order of ``rank`` (ties, and predictors without a tau last, in the declaration's order).
 
     The random sample for the pooled statistics is the rows whose ``variant`` is in ``variants``
     (default: the base draws; siblings are conditioned on them and would count an architecture twice).
@@ -292,7 +337,12 @@ def correlations(df: pd.DataFrame, target: str = "test_error", predictors: Itera
     out = pd.DataFrame(rows, columns=_CORRELATION_COLUMNS)
     out["rank"] = out.groupby("dataset")["kendall"].transform(lambda t: t.abs().rank(ascending=False, method="min"))
     out["rank"] = out["rank"].astype("Int64")
-    return out
+    # best first within each dataset (datasets in their order; ties, and the predictors without a tau last, in
+    # the declaration's order)
+    first = {d: i for i, d in enumerate(out["dataset"].unique())}
+    return (out.assign(_dataset=out["dataset"].map(first))
+            .sort_values(["_dataset", "rank"], kind="stable", na_position="last")
+            .drop(columns="_dataset").reset_index(drop=True))
 
 
 @functools.lru_cache(maxsize=1)
@@ -385,14 +435,29 @@ def _add_lift(rows: list[dict], ds: str, abs_tau_boot: dict[str, np.ndarray], co
 
 # -- granulated Kendall ---------------------------------------------------------------------------------------
 
-def _cells(df: pd.DataFrame, axis: str, axes: dict[str, tuple[str, ...]]) -> np.ndarray:
-    """Cell id of each row for ``axis``: rows sharing the dataset and every other axis' fields."""
+def _codes(df: pd.DataFrame, axes: dict[str, tuple[str, ...]]) -> dict[str, np.ndarray]:
+    """Each grouping column (the dataset and every axis' fields) as integer codes, a missing value its own:
+    factorized once, then shared by every axis' cells."""
+    names = (["dataset"] if "dataset" in df.columns else []) + [f for group in axes.values() for f in group
+                                                                  if f in df.columns]
+    return {f: pd.factorize(df[f], use_na_sentinel=False)[0] for f in dict.fromkeys(names)}
+
+
+def _cells(df: pd.DataFrame, axis: str, axes: dict[str, tuple[str, ...]],
+           codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
+    """Cell id of each row for ``axis``: rows sharing the dataset and every other axis' fields, numbered in the
+    order the cells first appear (as ``groupby(..., sort=False).ngroup()`` numbers them)."""
     others = [f for a, group in axes.items() if a != axis for f in group if f in df.columns]
     if "dataset" in df.columns:
         others = ["dataset"] + others
-    if not others:
+    if not others or not len(df):
         return np.zeros(len(df), dtype=np.int64)
-    return df.groupby(others, dropna=False, sort=False).ngroup().to_numpy()
+    codes = _codes(df, axes) if codes is None else codes
+    rows = np.column_stack([codes[f] for f in others])
+    _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    number = np.empty(len(first), dtype=np.int64)
+    number[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return number[inverse.ravel()]
 
 
 def _pairs(cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -441,7 +506,8 @@ def psi_table_tau_b(df: pd.DataFrame, predictors: Iterable[str], target: str = "
     axes = AXES if axes is None else axes
     y = df[target].to_numpy(np.float64)
     rows = []
-    pairs = {axis: _pairs(_cells(df, axis, axes)) for axis in axes}
+    codes = _codes(df, axes)
+    pairs = {axis: _pairs(_cells(df, axis, axes, codes)) for axis in axes}
     for name in predictors:
         x = df[name].to_numpy(np.float64)
         for axis, (i, j, cell) in pairs.items():
@@ -489,8 +555,9 @@ def _jiang_cell_taus(x: np.ndarray, y: np.ndarray, cell: np.ndarray, i, j, pair_
 def _axis_cells(df: pd.DataFrame, axes) -> dict[str, tuple]:
     """{axis: (cell id of each row, and the pairs i, j, cell of ``_pairs``)}: what every predictor shares."""
     out = {}
+    codes = _codes(df, axes)
     for axis in axes:
-        cell = _cells(df, axis, axes)
+        cell = _cells(df, axis, axes, codes)
         out[axis] = (cell, *_pairs(cell))
     return out
 

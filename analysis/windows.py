@@ -29,7 +29,7 @@ from archstudy.sampling.constraints import Integer, Real, check
 from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
 from .good_ranges import CONFIDENCE, N_BOOT, SUBSAMPLE, _groups, _sample, good_range, is_u_shaped, tails
 from .results import architectures_table
-from .stats import MATRIX_BOOTSTRAP_MAX, boot_kendall
+from .stats import MATRIX_BOOTSTRAP_MAX, _blas_threads, boot_kendall
 
 SPLITS = 50  # random halves: the spread of tau over them is the uncertainty the table reports
 FIT_BOOT = 500  # bootstrap draws of each half's good range (its centre is what the score uses)
@@ -52,16 +52,38 @@ WINDOW_COLUMNS = ["dataset", "metric", "label", "log", "n", "splits", "u_shaped"
                   "tau_hi", "raw_tau", "raw_tau_sd", "gain", "gain_lo", "gain_hi", "kendall_full"]
 
 
+# Up to this many points one Kendall tau is faster from ``stats.boot_kendall``'s n x n sign matrices than from
+# scipy's O(n log n) ``kendalltau``; above, scipy's (docs/analysis.md has the timings).
+MATRIX_TAU_MAX = 200
+# scipy's kendalltau without its input-checking wrapper (the nan-policy and axis handling cost more than the
+# statistic at a few hundred points): the points given it here are finite, one-dimensional and of equal length.
+_KENDALLTAU = getattr(sps.kendalltau, "__wrapped__", sps.kendalltau)
+
+
 def _tau(a: np.ndarray, b: np.ndarray) -> float:
-    """Kendall tau-b of the finite pairs: by ``stats.boot_kendall``'s sign matrices up to
-    ``MATRIX_BOOTSTRAP_MAX`` points (scipy's per-call overhead is most of the cost at these sizes), by
-    scipy above."""
+    """Kendall tau-b of the finite pairs: by ``stats.boot_kendall``'s sign matrices up to ``MATRIX_TAU_MAX``
+    points, by scipy above (the two agree to rounding)."""
     ok = np.isfinite(a) & np.isfinite(b)
     if ok.sum() < 3:
         return math.nan
-    if ok.sum() <= MATRIX_BOOTSTRAP_MAX:
+    if ok.sum() <= MATRIX_TAU_MAX:
         return float(boot_kendall(a[ok], b[ok], np.ones((1, int(ok.sum()))))[0])
-    return float(sps.kendalltau(a[ok], b[ok]).statistic)
+    return float(_KENDALLTAU(a[ok], b[ok]).statistic)
+
+
+def _subset_taus(x: np.ndarray, y: np.ndarray, subsets: list[np.ndarray]) -> np.ndarray:
+    """Kendall tau-b of (x, y) on each subset of the points (indices; all finite): one ``boot_kendall`` over the
+    subsets' 0/1 masks (a pair counts with weight c_i c_j, so a mask's tau-b is the subset's) up to
+    ``MATRIX_BOOTSTRAP_MAX`` points, else ``_tau`` of each."""
+    if not subsets:
+        return np.zeros(0)
+    if len(x) > MATRIX_BOOTSTRAP_MAX:
+        return np.array([_tau(x[s], y[s]) for s in subsets])
+    masks = np.zeros((len(subsets), len(x)))
+    for k, s in enumerate(subsets):
+        masks[k, s] = 1.0
+    taus = boot_kendall(x, y, masks)
+    return np.where(np.array([len(s) for s in subsets]) >= 3, taus, np.nan)
 
 
 def window_predictors(results, metrics: Iterable[str] | None = None, *, target: str = "test_error",
@@ -87,6 +109,12 @@ def window_predictors(results, metrics: Iterable[str] | None = None, *, target: 
         if name not in df.columns or not pd.api.types.is_numeric_dtype(df[name]):
             raise SpecError("window_predictors", "metrics", name, "must name numeric columns of the table")
     a = 100 * (1 - confidence) / 2
+    with _blas_threads().limit(limits=1, user_api="blas"):  # small products: see ``stats.correlations``
+        rows = _window_rows(df, names, target, variants, splits, sample, n_boot, confidence, seed, metrics, a)
+    return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
+
+
+def _window_rows(df, names, target, variants, splits, sample, n_boot, confidence, seed, metrics, a) -> list[dict]:
     rows = []
     for ds, g in _groups(_sample(df, variants)):
         y_all = g[target].to_numpy(np.float64)
@@ -100,7 +128,7 @@ def window_predictors(results, metrics: Iterable[str] | None = None, *, target: 
             if n < MIN_POINTS and metrics is None:
                 continue
             rng = np.random.default_rng([seed, 2])  # the same halves for every metric measured on the same rows
-            taus, raws, centres = [], [], []
+            taus, helds, centres = [], [], []
             for _ in range(splits if n >= MIN_POINTS else 0):
                 perm = rng.permutation(n)
                 fit, held = perm[: n // 2], perm[n // 2:]
@@ -108,9 +136,10 @@ def window_predictors(results, metrics: Iterable[str] | None = None, *, target: 
                                           confidence=confidence, seed=rng)
                 d = window_distance(x[held], low, high, log)
                 taus.append(_tau(d, y[held]))
-                raws.append(_tau(x[held], y[held]))
+                helds.append(held)
                 centres.append((math.log10(low) + math.log10(high)) / 2 if log else (low + high) / 2)
-            taus, raws = np.array(taus), np.array(raws)
+            # the raw metric on the same held-out halves, all splits at once
+            taus, raws = np.array(taus), _subset_taus(x, y, helds)
             gain = np.abs(taus) - np.abs(raws)
             # the shape is that of ``good_ranges`` (same draws, same seed): one verdict in the whole report
             full_low, _, full_high = good_range(x, y, log=log, sample=sample, n_boot=N_BOOT, confidence=confidence,
@@ -124,7 +153,7 @@ def window_predictors(results, metrics: Iterable[str] | None = None, *, target: 
                 "gain": _mean(gain), "gain_lo": _pct(gain, a), "gain_hi": _pct(gain, 100 - a),
                 "kendall_full": _tau(x, y),
             })
-    return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
+    return rows
 
 
 def _mean(v: np.ndarray) -> float:

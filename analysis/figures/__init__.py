@@ -1,7 +1,7 @@
 """The report's figures, one module per topic, each figure one function beside its declaration
 (``figures.base.figure``: key, report section, caption, the data it needs, when it is skipped):
 
-    paper        the NLC paper's figures 1, 2, 3A-C and E, 4, 7, 8, 9, 10
+    paper        the NLC paper's figures 1, 2, 3 (A-C and E), 4, 7, 8, 9, 10
     predictors   what predicts test error: the predictor ranking, the scatter grids of the other predictors
     siblings     the paired effects of sibling architectures
     design       the design space: error EDFs, good ranges, NLC-guided pruning
@@ -21,20 +21,20 @@ from __future__ import annotations
 
 from . import compare, curves, design, paper, predict, predictors, siblings
 from .base import (
-    DECLARED, DECLARED_COMPARISONS, ComparisonSpec, FigureData, FigureSpec, correlation_title, fmt_p, label,
-    point_kind, random_threshold, scatter,
+    DECLARED, DECLARED_COMPARISONS, ComparisonSpec, FigureData, FigureSpec, NothingToDraw, correlation_title, fmt_p,
+    label, omissions, omitted, point_kind, random_threshold, scatter,
 )
-from .compare import fig_edf_compare, fig_good_ranges_compare
+from .compare import fig_edf_compare, fig_errors_compare, fig_good_ranges_compare
 from .curves import CURVE_COLUMNS, curve_architectures, fig_curves, fig_nlc_trajectory, selected_curves
 from .design import fig_edf, fig_good_ranges, fig_pruning, good_band
 from .paper import (
-    fig1_fig3e_regions, fig2_nlc_vs_test_error, fig3a_bias_vs_test_error, fig3b_nlc_before_after,
+    fig1_fig3e_regions, fig1_regions, fig2_nlc_vs_test_error, fig3, fig3a_bias_vs_test_error, fig3b_nlc_before_after,
     fig3c_nlc_after_vs_test_error, fig4_depth_vs_test_error, fig7_lr_index_histogram, fig8_lr_vs_nlc, fig9_bias,
     fig10_skips_side_by_side,
 )
 from .predictors import (
     BASELINE_GRID, METRIC_GRID, PROXY_GRID, abs_interval, fig_baselines, fig_metrics, fig_proxies, fig_ranking,
-    window_rows,
+    ranking_labels, window_rows,
 )
 from .siblings import sibling_figure
 
@@ -44,11 +44,12 @@ COMPARISON_FIGURES: tuple[ComparisonSpec, ...] = tuple(DECLARED_COMPARISONS)
 
 __all__ = [
     "BASELINE_GRID", "COMPARISON_FIGURES", "CURVE_COLUMNS", "ComparisonSpec", "FIGURES", "FigureData", "FigureSpec",
-    "METRIC_GRID", "MODULES", "PROXY_GRID", "abs_interval", "correlation_title", "curve_architectures",
-    "fig1_fig3e_regions", "fig2_nlc_vs_test_error", "fig3a_bias_vs_test_error", "fig3b_nlc_before_after",
-    "fig3c_nlc_after_vs_test_error", "fig4_depth_vs_test_error", "fig7_lr_index_histogram", "fig8_lr_vs_nlc",
-    "fig9_bias", "fig10_skips_side_by_side", "fig_baselines", "fig_curves", "fig_edf", "fig_edf_compare",
-    "fig_good_ranges", "fig_good_ranges_compare", "fig_metrics", "fig_nlc_trajectory", "fig_pruning", "fig_proxies",
-    "fig_ranking", "fmt_p", "good_band", "label", "point_kind", "random_threshold", "scatter", "selected_curves",
+    "METRIC_GRID", "MODULES", "NothingToDraw", "PROXY_GRID", "abs_interval", "correlation_title",
+    "curve_architectures", "fig1_fig3e_regions", "fig1_regions", "fig2_nlc_vs_test_error", "fig3",
+    "fig3a_bias_vs_test_error", "fig3b_nlc_before_after", "fig3c_nlc_after_vs_test_error", "fig4_depth_vs_test_error",
+    "fig7_lr_index_histogram", "fig8_lr_vs_nlc", "fig9_bias", "fig10_skips_side_by_side", "fig_baselines",
+    "fig_curves", "fig_edf", "fig_edf_compare", "fig_errors_compare", "fig_good_ranges", "fig_good_ranges_compare",
+    "fig_metrics", "fig_nlc_trajectory", "fig_pruning", "fig_proxies", "fig_ranking", "fmt_p", "good_band", "label",
+    "omissions", "omitted", "point_kind", "random_threshold", "ranking_labels", "scatter", "selected_curves",
     "sibling_figure", "window_rows",
 ]

@@ -1,16 +1,20 @@
 """What every figure of the report shares: the data a dataset's figures draw from (``FigureData``), the
 declaration of a figure (``FigureSpec``, ``ComparisonSpec``) and the decorators that register one beside its
-drawing function, and the scatter panel with its correlation title.
+drawing function, the scatter panel with its correlation title, and how a figure says what it leaves out.
 
 A figure is declared once, where it is drawn:
 
-    @figure("fig3a", "paper", "Figure 3A: output bias before training vs test error.")
-    def fig3a_bias_vs_test_error(d: FigureData) -> Figure: ...
+    @figure("fig4", "paper", "Figure 4: depth vs test error.")
+    def fig4_depth_vs_test_error(d: FigureData) -> Figure: ...
 
 key (the report's ``data-figure``), the report section it appears in (``analysis.report``'s sections), its
 caption, what of ``FigureData`` it draws from besides the architectures (``needs``) and when it is not drawn
 (``skip``: one line saying why, or None). ``analysis.figures`` collects the declarations of the topic modules
 (``FIGURES``, ``COMPARISON_FIGURES``); the report draws each in its section, in declaration order.
+
+No figure draws an empty panel: a figure with nothing to draw raises ``NothingToDraw`` with the one line the
+page shows instead, and one that leaves some of its panels out says so with ``omitted`` (the page prints the
+line under the figure).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from archstudy.study.experiment.datasets import better_than_random
 
 from ..columns import PREDICTOR_BY_COLUMN
 from ..edf import ErrorEDF
-from ..plotting import BLACK, BLUE, GREY, RED, THEME, set_log
+from ..plotting import BLACK, BLUE, RED, THEME, points, set_log, set_title
 from ..pruning import PAPER_WINDOW
 from ..stats import pearson_on_scale, statistic_and_p
 from scipy import stats as sps
@@ -40,11 +44,27 @@ def random_threshold(dataset: str, d_out: int | None) -> float:
     return better_than_random(dataset, d_out)
 
 
+class NothingToDraw(Exception):
+    """Raised by a figure with no data for any of its panels; its message is the one line the page shows in
+    the figure's place."""
+
+
+def omitted(fig: Figure, line: str) -> None:
+    """Records on ``fig`` that a panel was left out and why (the page prints each line under the figure)."""
+    fig.archstudy_omitted = [*getattr(fig, "archstudy_omitted", []), line]
+
+
+def omissions(fig: Figure) -> list[str]:
+    """The lines ``omitted`` recorded on ``fig``."""
+    return list(getattr(fig, "archstudy_omitted", []))
+
+
 @dataclass
 class FigureData:
     """What one dataset's figures draw from: every finished architecture (``arch``), the correlation
     table rows of the dataset (``corr``), the NLC window of the pruning analysis, and the design-space
-    analysis (error EDFs, good ranges, window predictors)."""
+    analysis (error EDFs, good ranges, window predictors). ``label``: the study's name in the report (its
+    directory), which the figures of several studies use."""
 
     dataset: str
     arch: pd.DataFrame
@@ -55,6 +75,7 @@ class FigureData:
     windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.window_predictors``
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ``curves`` rows of the architectures drawn
     predict: Any = None  # ``analysis.predict.Prediction``: the joint predictor's held-out evaluation, when there is one
+    label: str = ""
 
     @property
     def sample(self) -> pd.DataFrame:
@@ -66,6 +87,11 @@ class FigureData:
     def threshold(self) -> float:
         d = self.arch["d_out"].dropna() if "d_out" in self.arch.columns else pd.Series(dtype=float)
         return random_threshold(self.dataset, int(d.iloc[0]) if len(d) else None)
+
+    @property
+    def name(self) -> str:
+        """The study's name in a figure of several studies: its label, else its dataset."""
+        return self.label or self.dataset
 
 
 def fmt_p(p) -> str:
@@ -90,7 +116,9 @@ def correlation_title(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool =
     if not np.isfinite(r):
         return f"n = {n}: too few points for a correlation"
     p_text = fmt_p(p)
-    return f"r = {r:.2f} (p {p_text if p_text.startswith('<') else '= ' + p_text}), τ = {tau:.2f}, n = {n}"
+    # no-break spaces around "=": a title wrapped to its panel breaks between the statistics, not inside one
+    text = f"r = {r:.2f} (p {p_text if p_text.startswith('<') else '= ' + p_text}), τ = {tau:.2f}, n = {n}"
+    return text.replace(" = ", "\u00a0=\u00a0").replace("p < ", "p\u00a0<\u00a0")
 
 
 def label(column: str) -> str:
@@ -105,12 +133,19 @@ def label(column: str) -> str:
 
 
 def _plottable(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool) -> pd.DataFrame:
+    if x not in df.columns or y not in df.columns:
+        return df.iloc[:0]
     ok = np.isfinite(df[x].to_numpy(np.float64)) & np.isfinite(df[y].to_numpy(np.float64))
     if logx:
         ok &= df[x].to_numpy(np.float64) > 0
     if logy:
         ok &= df[y].to_numpy(np.float64) > 0
     return df[ok]
+
+
+def plottable(df: pd.DataFrame, x: str, y: str, logx: bool = False, logy: bool = False) -> int:
+    """How many rows a scatter of ``y`` against ``x`` draws (finite, and positive on a log axis)."""
+    return len(_plottable(df, x, y, logx, logy))
 
 
 def point_kind(df: pd.DataFrame) -> pd.Series:
@@ -122,30 +157,48 @@ def point_kind(df: pd.DataFrame) -> pd.Series:
     return kind
 
 
+KIND_COLORS = (("other", BLACK), ("skips", BLUE), ("high bias", RED))
+JITTER_LEVELS = 8  # a numeric factor with at most this many distinct values is drawn as a strip (jittered)
+
+
+def jittered(x: np.ndarray, log: bool = False) -> np.ndarray:
+    """``x`` spread sideways by up to 15% of the gap between its distinct values where it has few
+    (``JITTER_LEVELS``): the points of one value side by side instead of on one line (seeded: the same
+    picture every time). Unchanged on a log axis or with more values."""
+    levels = np.unique(x[np.isfinite(x)])
+    if log or not 2 <= len(levels) <= JITTER_LEVELS:
+        return x
+    gap = float(np.min(np.diff(levels)))
+    return x + np.random.default_rng(0).uniform(-0.15, 0.15, len(x)) * gap
+
+
 def scatter(ax, df: pd.DataFrame, x: str, y: str, *, logx=False, logy=False, colored=False, title=None,
-            color=BLACK, size=12) -> None:
-    """One scatter panel, with the correlation of its points in the title (unless ``title`` is given)."""
+            color=BLACK, size=None, jitter: bool = True) -> int:
+    """One scatter panel, with the correlation of its points in the title (unless ``title`` is given); points
+    sized and transparent by their number (``plotting.points``), above any band or line drawn on the panel;
+    a numeric x of few values drawn as a strip (``jittered``). Returns the number of points drawn."""
     pts = _plottable(df, x, y, logx, logy)
+    style = points(len(pts)) | ({"s": size} if size is not None else {})
     with rc_context(THEME):
-        if len(pts):
-            if colored:
-                kinds = point_kind(pts)
-                for kind, c in (("other", BLACK), ("skips", BLUE), ("high bias", RED)):
-                    part = pts[kinds == kind]
-                    if len(part):
-                        ax.scatter(part[x], part[y], s=size, color=c, linewidths=0, alpha=0.8, label=kind)
-                ax.legend(fontsize=7, loc="upper left", frameon=True)
-            else:
-                ax.scatter(pts[x], pts[y], s=size, color=color, linewidths=0, alpha=0.8)
-        else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+        xs = pts[x].to_numpy(np.float64)
+        xs = jittered(xs, logx) if jitter else xs
+        ys = pts[y].to_numpy(np.float64)
+        if colored:
+            kinds = point_kind(pts).to_numpy()
+            for kind, c in KIND_COLORS:
+                part = kinds == kind
+                if part.any():
+                    ax.scatter(xs[part], ys[part], color=c, label=kind, zorder=3, **style)
+        elif len(pts):
+            ax.scatter(xs, ys, color=color, zorder=3, **style)
         if logx and len(pts):
             set_log(ax, "x")
         if logy and len(pts):
             set_log(ax, "y")
         ax.set_xlabel(label(x))
         ax.set_ylabel(label(y))
-        ax.set_title(title if title is not None else correlation_title(pts, x, y, logx, logy), fontsize=8)
+        set_title(ax, title if title is not None else correlation_title(pts, x, y, logx, logy))
+    return len(pts)
 
 
 # -- declarations -------------------------------------------------------------------------------------------------
@@ -157,10 +210,10 @@ def _drawn(d: FigureData) -> str | None:
 @dataclass(frozen=True)
 class FigureSpec:
     """One figure of a dataset's report section: ``key``, ``caption``, ``section`` (the key of the report
-    section it appears in), ``draw`` (``FigureData`` -> ``Figure``), ``needs`` (the ``FigureData`` fields it
-    draws from besides ``dataset`` and ``arch``), ``skip`` (``FigureData`` -> one line saying why it is not
-    drawn for these data, or None: it is drawn) and ``note_skip`` (the page shows that line; False for a
-    figure of an option that is off by default)."""
+    section it appears in), ``draw`` (``FigureData`` -> ``Figure``; it raises ``NothingToDraw`` where it has
+    nothing to draw), ``needs`` (the ``FigureData`` fields it draws from besides ``dataset`` and ``arch``),
+    ``skip`` (``FigureData`` -> one line saying why it is not drawn for these data, or None: it is drawn) and
+    ``note_skip`` (the page shows that line; False for a figure of an option that is off by default)."""
 
     key: str
     caption: str
@@ -190,7 +243,7 @@ class ComparisonSpec:
     section: str = ""
 
 
-DATA_FIELDS = tuple(f.name for f in fields(FigureData) if f.name not in ("dataset", "arch"))
+DATA_FIELDS = tuple(f.name for f in fields(FigureData) if f.name not in ("dataset", "arch", "label"))
 # Every declaration, in the order the topic modules declare them (``analysis.figures`` collects them).
 DECLARED: list[FigureSpec] = []
 DECLARED_COMPARISONS: list[ComparisonSpec] = []

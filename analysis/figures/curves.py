@@ -4,18 +4,19 @@ architectures: the report's section "Training curves"."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-import seaborn as sns
-
-from ..plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, new_figure
+from ..plotting import (
+    BLACK, BLUE, GAP_W, GREEN, PALETTE, RED, THEME, figure_legend, new_figure, panels, set_log, set_title, text_width,
+)
 from ..pruning import PAPER_WINDOW
-from .base import FigureData, figure
+from .base import FigureData, NothingToDraw, figure, omitted
+
+TWIN = 0.75  # inches at a panel's right for its learning-rate axis' tick labels and label
 
 
 # The columns of the ``curves`` table ``fig_curves`` draws from (any DataFrame of that shape).
@@ -48,39 +49,42 @@ def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typi
     ``curves`` table, docs/results.md), one panel each, as pycls's ``plot_curves``: the monitored error (solid;
     the validation error, or the training error under the long protocol; absent under a steps schedule) and
     the mean training loss (dashed) per epoch, the learning rate as steps on a log axis at the right (its
-    divisions show where the patience ran out), the best monitored error as a dotted line."""
+    divisions show where the patience ran out), the best monitored error as a dotted line. An architecture
+    without a curve of its selected run is named under the figure."""
     missing = [c for c in CURVE_COLUMNS if c not in curves.columns]
     if missing:
         raise ValueError(f"fig_curves: the curves table lacks {', '.join(missing)} (needs {', '.join(CURVE_COLUMNS)})")
     chosen = curve_architectures(arch, n_best, n_typical)
-    ncols = 3
-    fig, axes = new_figure(ncols=ncols, nrows=max(1, math.ceil(len(chosen) / ncols)))
-    for ax, (arch_id, why) in zip(axes, chosen):
-        run = selected_curves(curves, arch, arch_id)
-        split = str(run["monitored"].iloc[0]) if len(run) and "monitored" in run.columns else "val"
+    runs = [(arch_id, why, selected_curves(curves, arch, arch_id)) for arch_id, why in chosen]
+    have = [r for r in runs if len(r[2])]
+    if not have:
+        raise NothingToDraw("No curve of the selected run of the architectures drawn (best and typical).")
+    # two across: each panel's learning-rate axis needs its tick labels and label at the right
+    fig, axes = panels(len(have), ncols=2, panel=(3.9, 2.8), legend_rows=1, gap_w=GAP_W + TWIN, right=TWIN)
+    split = "val"
+    for ax, (arch_id, why, run) in zip(axes, have):
+        split = str(run["monitored"].iloc[0]) if "monitored" in run.columns else "val"
         with rc_context(THEME):
-            if len(run):
-                if np.isfinite(run["monitored_error"].to_numpy(np.float64)).any():
-                    ax.plot(run["epoch"], run["monitored_error"], color=BLUE, lw=1.2,
-                            label=_SPLIT_LABEL.get(split, split))
-                    ax.axhline(run["monitored_error"].min(), color=BLUE, lw=0.7, ls=":")
-                ax.plot(run["epoch"], run["train_loss"], color=BLACK, lw=0.9, ls="--", label="training loss")
-                lr_ax = ax.twinx()
-                lr_ax.plot(run["epoch"], run["lr"], color=RED, lw=0.8, drawstyle="steps-post", label="learning rate")
-                lr_ax.set_yscale("log")
-                lr_ax.set_ylabel("learning rate", color=RED, fontsize=7)
-                lr_ax.tick_params(labelsize=6, colors=RED)
-                lr_ax.grid(False)
-                ax.legend(fontsize=6, loc="upper right")
-            else:
-                ax.text(0.5, 0.5, "no curve of the selected run", ha="center", va="center", transform=ax.transAxes,
-                        color=GREY)
+            if np.isfinite(run["monitored_error"].to_numpy(np.float64)).any():
+                ax.plot(run["epoch"], run["monitored_error"], color=BLUE, lw=1.4, label=_SPLIT_LABEL.get(split, split))
+                ax.axhline(run["monitored_error"].min(), color=BLUE, lw=0.8, ls=":")
+            ax.plot(run["epoch"], run["train_loss"], color=BLACK, lw=1.1, ls="--", label="training loss")
+            lr_ax = ax.twinx()
+            lr_ax.plot(run["epoch"], run["lr"], color=RED, lw=1.0, drawstyle="steps-post", label="learning rate")
+            set_log(lr_ax, "y")
+            lr_ax.set_ylabel("learning rate", color=RED)
+            lr_ax.tick_params(colors=RED, axis="y")
+            lr_ax.grid(False)
             err = arch.loc[arch["arch_id"] == arch_id, "test_error"]
-            ax.set_title(f"{why}: {arch_id} (test error {float(err.iloc[0]):.3f})", fontsize=7)
+            set_title(ax, f"{why}: {arch_id} (test error {float(err.iloc[0]):.3f})")
             ax.set_xlabel("epoch")
             ax.set_ylabel("error / loss")
-    for ax in axes[max(1, len(chosen)):]:
-        ax.set_visible(False)
+    lost = [f"{why} ({arch_id})" for arch_id, why, run in runs if not len(run)]
+    if lost:
+        omitted(fig, f"No curve of the selected run of {', '.join(lost)}.")
+    figure_legend(fig, [Line2D([], [], color=BLUE, lw=1.4), Line2D([], [], color=BLACK, lw=1.1, ls="--"),
+                        Line2D([], [], color=RED, lw=1.0)],
+                  [_SPLIT_LABEL.get(split, split), "training loss", "learning rate (right axis)"])
     return fig
 
 
@@ -89,28 +93,26 @@ def fig_nlc_trajectory(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3
     ``nlc`` column (the epochs of ``metrics: {nlc_trajectory: [...]}``; epoch 0 is the initialization) on a log
     axis, one line per architecture, with the NLC paper's window [1, 3] shaded."""
     chosen = curve_architectures(arch, n_best, n_typical)
-    fig, axes = new_figure(ncols=1)
-    ax = axes[0]
+    lines = []
+    for (arch_id, why), c in zip(chosen, PALETTE):
+        run = selected_curves(curves, arch, arch_id)
+        run = run[np.isfinite(run["nlc"].to_numpy(np.float64)) & (run["nlc"] > 0)] if len(run) else run
+        if len(run):
+            err = float(arch.loc[arch["arch_id"] == arch_id, "test_error"].iloc[0])
+            lines.append((run, c, f"{why}: {arch_id} ({err:.3f})"))
+    if not lines:
+        raise NothingToDraw("No NLC trajectory recorded for the architectures drawn (metrics: nlc_trajectory).")
+    names = [t for _, _, t in lines] + ["the NLC paper's [1, 3]"]
+    fig, (ax,) = new_figure(panel=(5.0, 3.2), right=text_width(names) + 0.75)
     with rc_context(THEME):
-        ax.axhspan(*PAPER_WINDOW, color=GREEN, alpha=0.12, lw=0, label="the NLC paper's [1, 3]")
-        drawn = 0
-        for (arch_id, why), c in zip(chosen, sns.color_palette("deep", len(chosen))):
-            run = selected_curves(curves, arch, arch_id)
-            run = run[np.isfinite(run["nlc"].to_numpy(np.float64)) & (run["nlc"] > 0)] if len(run) else run
-            if len(run):
-                err = float(arch.loc[arch["arch_id"] == arch_id, "test_error"].iloc[0])
-                ax.plot(run["epoch"], run["nlc"], marker="o", ms=3, lw=1.0, color=c,
-                        label=f"{why}: {arch_id} ({err:.3f})")
-                drawn += 1
-        if drawn:
-            ax.set_yscale("log")
-            ax.legend(fontsize=6)
-        else:
-            ax.text(0.5, 0.5, "no NLC trajectory recorded", ha="center", va="center", transform=ax.transAxes,
-                    color=GREY)
+        ax.axhspan(*PAPER_WINDOW, color=GREEN, alpha=0.12, lw=0, label=names[-1])
+        for run, c, text in lines:
+            ax.plot(run["epoch"], run["nlc"], marker="o", ms=3.5, lw=1.1, color=c, label=text)
+        set_log(ax, "y")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
         ax.set_xlabel("epoch")
         ax.set_ylabel("NLC of the selected run")
-        ax.set_title("NLC during training (legend: test error)", fontsize=8)
+        set_title(ax, "NLC during training (legend: test error)")
     return fig
 
 

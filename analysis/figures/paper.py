@@ -3,7 +3,8 @@
 
 As in the paper, each point is one architecture, a quantity on a log axis is correlated on its log, and each
 panel's title gives the Pearson correlation, its p-value and Kendall's tau. Scatter plots show the study's
-random draws (``variant == "base"``) so that the titles match the correlation table.
+random draws (``variant == "base"``) so that the titles match the correlation table. A panel whose quantity was
+not measured (the optional E.1 and E.3 metrics) is left out and named under the figure.
 """
 
 from __future__ import annotations
@@ -12,81 +13,139 @@ import numpy as np
 import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-import seaborn as sns
+from ..plotting import BLACK, GREY, RED, THEME, figure_legend, new_figure, panels, set_title
+from .base import (
+    KIND_COLORS, FigureData, NothingToDraw, correlation_title, figure, label, omitted, plottable, point_kind,
+    scatter, _plottable,
+)
 
-from ..plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
-from .base import FigureData, correlation_title, figure, label, point_kind, scatter, _plottable
+MAGNIFIED = (0.8, 100.0)  # figure 2's magnified region of the NLC
 
 
-@figure("fig2", "paper", "Figure 2: NLC before training vs test error. Red: high output bias (bias > 1000); blue: "
-        "skip connections. Inset: 0.8 < NLC < 100.")
+def _kind_legend(fig: Figure, df: pd.DataFrame) -> None:
+    """Figure 2's colours (``point_kind``) as a legend across the top of the figure."""
+    kinds = set(point_kind(df)) if len(df) else set()
+    shown = [(k, c) for k, c in KIND_COLORS if k in kinds]
+    handles = [Line2D([], [], ls="", marker="o", ms=6, color=c) for _, c in shown]
+    figure_legend(fig, handles, [k for k, _ in shown])
+
+
+def _no_lar(d: FigureData) -> str | None:
+    if plottable(d.sample, "nlc", "lar_diameter", True, True):
+        return None
+    return ("Figure 1 (NLC vs the relative diameter of linearly approximable regions) needs the optional metric E.1, "
+            "which this study did not compute (metrics: {lar: true}).")
+
+
+@figure("fig1", "paper", "Figure 1: NLC vs relative diameter of linearly approximable regions (dashed: 1/NLC, the "
+        "relation section 3 derives).", skip=_no_lar)
+def fig1_regions(d: FigureData) -> Figure:
+    """Figure 1: NLC vs the relative diameter of linearly approximable regions (E.1; dashed: 1/NLC)."""
+    fig = _one(d, d.sample, "nlc", "lar_diameter", "Figure 1", logx=True, logy=True)
+    _one_over(fig.axes[0])
+    return fig
+
+
+def _one_over(ax) -> None:
+    lo, hi = ax.get_xlim()
+    grid = np.geomspace(lo, hi, 50)
+    ax.plot(grid, 1.0 / grid, color=GREY, lw=0.9, ls="--", zorder=2)
+
+
+@figure("fig2", "paper", "Figure 2: NLC before training vs test error; right: the region 0.8 < NLC < 100 magnified. "
+        "Red: high output bias (bias > 1000); blue: skip connections.")
 def fig2_nlc_vs_test_error(d: FigureData) -> Figure:
-    """Figure 2: NLC before training vs test error; red = high output bias, blue = skips; inset: the
-    magnified region 0.8 < NLC < 100."""
-    fig, (ax,) = new_figure(panel=(6.0, 4.4))
+    """Figure 2: NLC before training vs test error; red = high output bias, blue = skips; beside it (the
+    paper's inset) the magnified region 0.8 < NLC < 100."""
     df = d.sample
-    scatter(ax, df, "nlc", "test_error", logx=True, colored=True)
-    inset = _plottable(df, "nlc", "test_error", True, False)
-    inset = inset[(inset["nlc"] > 0.8) & (inset["nlc"] < 100)]
-    if len(inset):
-        with rc_context(THEME):
-            sub = ax.inset_axes([0.62, 0.06, 0.36, 0.36])
-            kinds = point_kind(inset)
-            sub.scatter(inset["nlc"], inset["test_error"], s=5, linewidths=0,
-                        c=kinds.map({"other": BLACK, "skips": BLUE, "high bias": RED}).to_list())
-            set_log(sub, "x")
-            sub.set_xlim(0.8, 100)
-            sub.tick_params(labelsize=6)
-            sub.set_title("0.8 < NLC < 100", fontsize=6)
+    pts = _plottable(df, "nlc", "test_error", True, False)
+    if not len(pts):
+        raise NothingToDraw("Figure 2: no architecture has a finite NLC and test error.")
+    near = pts[(pts["nlc"] > MAGNIFIED[0]) & (pts["nlc"] < MAGNIFIED[1])]
+    fig, axes = panels(2 if len(near) else 1, panel=(4.4, 3.2), legend_rows=1)
+    scatter(axes[0], df, "nlc", "test_error", logx=True, colored=True)
+    if len(near):
+        scatter(axes[1], near, "nlc", "test_error", logx=True, colored=True,
+                title=f"{MAGNIFIED[0]:g} < NLC < {MAGNIFIED[1]:g}: {correlation_title(near, 'nlc', 'test_error', True)}")
+        axes[1].set_xlim(*MAGNIFIED)
+    else:
+        omitted(fig, f"No architecture has {MAGNIFIED[0]:g} < NLC < {MAGNIFIED[1]:g}: no magnified panel.")
+    _kind_legend(fig, pts)
     return fig
 
 
-@figure("fig3a", "paper", "Figure 3A: output bias before training vs test error.")
+def _one(d: FigureData, df: pd.DataFrame, x: str, y: str, what: str, *, logx=False, logy=False) -> Figure:
+    if not plottable(df, x, y, logx, logy):
+        raise NothingToDraw(f"{what}: no architecture has a finite {label(x)} and {label(y)}.")
+    fig, (ax,) = new_figure()
+    scatter(ax, df, x, y, logx=logx, logy=logy)
+    return fig
+
+
 def fig3a_bias_vs_test_error(d: FigureData) -> Figure:
-    fig, (ax,) = new_figure()
-    scatter(ax, d.sample, "bias", "test_error", logx=True)
-    return fig
+    """Figure 3A alone: output bias before training vs test error."""
+    return _one(d, d.sample, "bias", "test_error", "Figure 3A", logx=True)
 
 
-@figure("fig3b", "paper", "Figure 3B: NLC before vs after training (dashed: equal).")
 def fig3b_nlc_before_after(d: FigureData) -> Figure:
-    fig, (ax,) = new_figure()
-    scatter(ax, d.sample, "nlc", "nlc_after", logx=True, logy=True)
-    _diagonal(ax)
+    """Figure 3B alone: NLC before vs after training (dashed: equal)."""
+    fig = _one(d, d.sample, "nlc", "nlc_after", "Figure 3B", logx=True, logy=True)
+    _diagonal(fig.axes[0])
     return fig
 
 
-@figure("fig3c", "paper", "Figure 3C: NLC after training vs test error.")
 def fig3c_nlc_after_vs_test_error(d: FigureData) -> Figure:
-    fig, (ax,) = new_figure()
-    scatter(ax, d.sample, "nlc_after", "test_error", logx=True)
+    """Figure 3C alone: NLC after training vs test error."""
+    return _one(d, d.sample, "nlc_after", "test_error", "Figure 3C", logx=True)
+
+
+# Figure 3's panels: (letter, x, y, log x, log y, diagonal); E is the optional E.3 metric.
+FIG3 = (("A", "bias", "test_error", True, False, False), ("B", "nlc", "nlc_after", True, True, True),
+        ("C", "nlc_after", "test_error", True, False, False), ("E", "nlc", "error_perturbation", True, True, False))
+
+
+@figure("fig3", "paper", "Figure 3: output bias before training vs test error (A), NLC before vs after training "
+        "(B, dashed: equal), NLC after training vs test error (C) and, where the optional metric E.3 was computed "
+        "(metrics: {perturbation: true}), NLC vs the maximal error-preserving perturbation of the trained network (E).")
+def fig3(d: FigureData) -> Figure:
+    """Figure 3, panels A, B, C and E: each panel that has points (E: an optional metric)."""
+    df = d.sample
+    have = [p for p in FIG3 if plottable(df, p[1], p[2], p[3], p[4])]
+    if not have:
+        raise NothingToDraw("Figure 3: no architecture has a finite bias, NLC after training or test error.")
+    fig, axes = panels(len(have), ncols=2 if len(have) == 4 else 3)
+    for ax, (letter, x, y, lx, ly, diag) in zip(axes, have):
+        scatter(ax, df, x, y, logx=lx, logy=ly, title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}")
+        if diag:
+            _diagonal(ax)
+    for letter, x, y, *_ in (p for p in FIG3 if p not in have):
+        why = ("the optional metric E.3 was not computed (metrics: {perturbation: true})" if letter == "E" else
+               f"no finite {label(x)} and {label(y)}")
+        omitted(fig, f"Panel {letter} not drawn: {why}.")
     return fig
 
 
-@figure("fig1-3e", "paper", "Figure 1: NLC vs relative diameter of linearly approximable regions (dashed: 1/NLC); "
-        "figure 3E: NLC vs maximal error-preserving perturbation of the trained network. Optional metrics "
-        "(MetricOptions lar / perturbation): \"no data\" when the study did not compute them.")
 def fig1_fig3e_regions(d: FigureData) -> Figure:
-    """Figure 1: NLC vs the relative diameter of linearly approximable regions (E.1; dashed: 1/NLC, the
-    relation section 3 derives); figure 3E: NLC vs the maximal error-preserving perturbation of the trained
-    network (E.3). Both are optional metrics: a panel says "no data" when the study did not compute it."""
-    fig, axes = new_figure(ncols=2)
-    scatter(axes[0], d.sample, "nlc", "lar_diameter", logx=True, logy=True)
-    pts = _plottable(d.sample, "nlc", "lar_diameter", True, True)
-    if len(pts):
-        lo, hi = axes[0].get_xlim()
-        grid = np.geomspace(lo, hi, 50)
-        axes[0].plot(grid, 1.0 / grid, color=GREY, lw=0.8, ls="--", zorder=0)
-    scatter(axes[1], d.sample, "nlc", "error_perturbation", logx=True, logy=True)
+    """Figure 1 (NLC vs the relative diameter of linearly approximable regions, E.1; dashed: 1/NLC, the relation
+    section 3 derives) and figure 3E (NLC vs the maximal error-preserving perturbation of the trained network,
+    E.3) side by side: the panels of the optional metrics the study computed."""
+    have = [c for c in ("lar_diameter", "error_perturbation") if plottable(d.sample, "nlc", c, True, True)]
+    if not have:
+        raise NothingToDraw("Figures 1 and 3E need the optional metrics E.1 and E.3 (metrics: {lar: true, "
+                            "perturbation: true}), which this study did not compute.")
+    fig, axes = panels(len(have))
+    for ax, col in zip(axes, have):
+        scatter(ax, d.sample, "nlc", col, logx=True, logy=True)
+        if col == "lar_diameter":
+            _one_over(ax)
     return fig
 
 
 @figure("fig4", "paper", "Figure 4: depth vs test error.")
 def fig4_depth_vs_test_error(d: FigureData) -> Figure:
-    fig, (ax,) = new_figure()
-    scatter(ax, d.sample, "depth", "test_error")
-    return fig
+    return _one(d, d.sample, "depth", "test_error", "Figure 4")
 
 
 def _trained(d: FigureData) -> pd.DataFrame:
@@ -100,43 +159,53 @@ def _trained(d: FigureData) -> pd.DataFrame:
         "runs, which should never be chosen.")
 def fig7_lr_index_histogram(d: FigureData) -> Figure:
     """Figure 7: how often each run (1 = lowest starting rate) was selected, better-than-random only."""
-    fig, (ax,) = new_figure(panel=(6.0, 3.3))
     df = _trained(d)
     idx = df["lr_index"].dropna().astype(int).to_numpy() + 1
+    if not len(idx):
+        raise NothingToDraw(f"Figure 7: no architecture has a better-than-random test error (< {d.threshold:.2f}).")
     n_runs = int(d.arch["n_runs"].max()) if d.arch["n_runs"].notna().any() else 40
+    fig, (ax,) = new_figure(panel=(6.0, 3.0))
     with rc_context(THEME):
-        if len(idx):
-            sns.histplot(x=idx, bins=np.arange(0.5, n_runs + 1.5), ax=ax, color=BLACK, edgecolor="white")
-        else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
+        counts = np.bincount(idx, minlength=n_runs + 1)[1:n_runs + 1]
+        ax.bar(np.arange(1, n_runs + 1), counts, width=0.85, color=BLACK)
         for edge in (5.5, n_runs - 4.5):  # the paper's check: never the lowest or highest five
-            ax.axvline(edge, color=RED, lw=0.8, ls="--")
+            ax.axvline(edge, color=RED, lw=0.9, ls="--")
         ax.set_xlim(0.5, n_runs + 0.5)
         ax.set_xlabel(label("lr_index"))
         ax.set_ylabel("architectures")
-        ax.set_title(f"{len(idx)} architectures with test error < {d.threshold:.2f}", fontsize=8)
+        ax.grid(False, axis="x")
+        set_title(ax, f"{len(idx)} architectures with test error < {d.threshold:.2f}")
     return fig
 
 
 @figure("fig8", "paper", "Figure 8: starting learning rate of the selected run vs NLC; architectures with a random "
         "test error omitted.")
 def fig8_lr_vs_nlc(d: FigureData) -> Figure:
-    fig, (ax,) = new_figure()
-    scatter(ax, _trained(d), "nlc", "lr", logx=True, logy=True)
-    return fig
+    return _one(d, _trained(d), "nlc", "lr", "Figure 8", logx=True, logy=True)
 
 
-@figure("fig9", "paper", "Figure 9: bias before vs after training (A), bias after training vs test error (B), NLC "
-        "vs bias before training (C).")
+# Figure 9's panels: (letter, x, y, log x, log y, diagonal).
+FIG9 = (("A", "bias", "bias_after", True, True, True), ("B", "bias_after", "test_error", True, False, False),
+        ("C", "nlc", "bias", True, True, False))
+
+
+@figure("fig9", "paper", "Figure 9: bias before vs after training (A, dashed: equal), bias after training vs test error "
+        "(B), NLC vs bias before training (C).")
 def fig9_bias(d: FigureData) -> Figure:
     """Figure 9: bias before vs after training (A), bias after training vs test error (B), NLC vs bias
     before training (C)."""
-    fig, axes = new_figure(ncols=3)
     df = d.sample
-    scatter(axes[0], df, "bias", "bias_after", logx=True, logy=True)
-    _diagonal(axes[0])
-    scatter(axes[1], df, "bias_after", "test_error", logx=True)
-    scatter(axes[2], df, "nlc", "bias", logx=True, logy=True)
+    have = [p for p in FIG9 if plottable(df, p[1], p[2], p[3], p[4])]
+    if not have:
+        raise NothingToDraw("Figure 9: no architecture has a finite output bias.")
+    fig, axes = panels(len(have))
+    for ax, (letter, x, y, lx, ly, diag) in zip(axes, have):
+        scatter(ax, df, x, y, logx=lx, logy=ly, title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}")
+        if diag:
+            _diagonal(ax)
+    for p in FIG9:
+        if p not in have:
+            omitted(fig, f"Panel {p[0]} not drawn: no finite {label(p[1])} and {label(p[2])}.")
     return fig
 
 
@@ -144,20 +213,31 @@ def fig9_bias(d: FigureData) -> Figure:
         "red: high output bias.")
 def fig10_skips_side_by_side(d: FigureData) -> Figure:
     """Figure 10: figure 2 split into architectures without (left) and with (right) skip connections."""
-    fig, axes = new_figure(ncols=2)
     df = d.sample
-    for ax, has, name in ((axes[0], False, "without skips"), (axes[1], True, "with skips")):
+    sides = []
+    for has, name in ((False, "without skips"), (True, "with skips")):
         part = df[(df["skip"].astype(str) != "none") == has]
         pts = _plottable(part, "nlc", "test_error", True, False)
+        sides.append((name, part, pts))
+    have = [s for s in sides if len(s[2])]
+    if not have:
+        raise NothingToDraw("Figure 10: no architecture has a finite NLC and test error.")
+    fig, axes = panels(len(have), ncols=2, panel=(4.4, 3.2), legend_rows=1)
+    for ax, (name, part, pts) in zip(axes, have):
         scatter(ax, part, "nlc", "test_error", logx=True, colored=True,
                 title=f"{name}: {correlation_title(pts, 'nlc', 'test_error', True)}")
+    for name, _, pts in sides:
+        if not len(pts):
+            omitted(fig, f"No architecture {name}: that panel is not drawn.")
     _share_limits(axes)
+    _kind_legend(fig, _plottable(df, "nlc", "test_error", True, False))
     return fig
 
 
 def _diagonal(ax) -> None:
     lo, hi = ax.get_xlim()
-    ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.8, ls="--", zorder=0)
+    ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.9, ls="--", zorder=2)
+    ax.set_xlim(lo, hi)
 
 
 def _share_limits(axes) -> None:

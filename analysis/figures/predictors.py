@@ -1,20 +1,20 @@
-"""What predicts test error, in figures: every predictor's |Kendall tau| ranked (with the window scores), and
-the predictors without a figure of their own against test error, one scatter grid per kind (the grid a
-predictor joins is its column's declaration, ``study.experiment.schema.AsPredictor.figure``).
+"""What predicts test error, in figures: the predictor ranking (``analysis.ranking``: every predictor's |Kendall tau|
+with the window scores, the table the overview reads its best predictors from), and the predictors without a
+figure of their own against test error, one scatter grid per kind (the grid a predictor joins is its column's
+declaration, ``study.experiment.schema.AsPredictor.figure``).
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from ..columns import PREDICTOR_BY_COLUMN, figure_grid
-from ..plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, new_figure
-from .base import FigureData, figure, scatter
+from ..plotting import BLACK, BLUE, GREEN, GREY, RED, THEME, figure_legend, new_figure, panels, text_width
+from ..ranking import abs_interval, predictor_ranking, window_rows
+from .base import FigureData, NothingToDraw, figure, label, omitted, plottable, scatter
 from .design import good_band
 
 # The scatter grids: the predictors whose declaration names the figure, in ``columns.PREDICTORS`` order.
@@ -22,69 +22,65 @@ METRIC_GRID = figure_grid("metrics")
 PROXY_GRID = figure_grid("proxies")
 BASELINE_GRID = figure_grid("baselines")
 
+KIND_COLOR = {"metric": BLACK, "proxy": BLUE, "baseline": GREY, "window": GREEN}
+KIND_NAME = {"metric": "init metric", "proxy": "zero-cost proxy", "baseline": "trivial baseline",
+             "window": "window score (held out)"}
 
-def abs_interval(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The interval [lo, hi] of tau mapped through |.|: [0, max(|lo|, |hi|)] when it straddles 0."""
-    straddle = (lo < 0) & (hi > 0)
-    a, b = np.abs(lo), np.abs(hi)
-    return np.where(straddle, 0.0, np.minimum(a, b)), np.maximum(a, b)
-
-
-def window_rows(windows: pd.DataFrame) -> pd.DataFrame:
-    """The window scores that join the predictor ranking: those of the U-shaped metrics (and always the
-    NLC's), as rows shaped like the correlation table's (``kendall`` = the mean out-of-sample tau, its
-    interval the spread over the splits), of kind "window"."""
-    if not len(windows):
-        return pd.DataFrame()
-    w = windows[(windows["u_shaped"] | (windows["metric"] == "nlc")) & np.isfinite(windows["tau"])]
-    return pd.DataFrame({"predictor": w["metric"] + ":window", "label": "window: " + w["label"],
-                         "kind": "window", "kendall": w["tau"], "kendall_lo": w["tau_lo"],
-                         "kendall_hi": w["tau_hi"]})
+__all__ = ["BASELINE_GRID", "METRIC_GRID", "PROXY_GRID", "abs_interval", "fig_baselines", "fig_metrics",
+           "fig_proxies", "fig_ranking", "ranking_labels", "window_rows"]
 
 
-@figure("ranking", "predictors", "Predictor ranking by |Kendall τ| with test error, with bootstrap intervals.",
+def ranking_labels(r) -> list[str]:
+    """The ranking chart's labels: rank, name and the sign of tau ("1. window: NLC (+)")."""
+    return [f"{k}. {lbl} ({'+' if t >= 0 else '−'})" for k, lbl, t in zip(r["rank"], r["label"], r["kendall"])]
+
+
+@figure("ranking", "predictors", "Predictor ranking by |Kendall τ| with test error, best first (the overview's "
+        "best predictors are its first rows): bars with bootstrap intervals; dashed, the best trivial baseline.",
         needs=("corr", "windows"))
 def fig_ranking(d: FigureData) -> Figure:
-    """Every predictor's |Kendall tau| with test error and its bootstrap interval, best first; trivial
-    baselines in grey, the best baseline's level as a dashed line; the window scores of the U-shaped
-    metrics (``window_rows``) in green beside them."""
-    c = d.corr[np.isfinite(d.corr["kendall"])] if len(d.corr) else d.corr
-    c = pd.concat([c, window_rows(d.windows)], ignore_index=True) if len(c) else c
-    fig, (ax,) = new_figure(panel=(6.0, max(2.5, 0.28 * len(c) + 1.0)), left=2.2)
+    """Every predictor's |Kendall tau| with test error and its bootstrap interval, best first
+    (``ranking.predictor_ranking``); trivial baselines in grey, the best baseline's level as a dashed line;
+    the window scores of the U-shaped metrics in green beside them."""
+    r = predictor_ranking(d.corr, d.windows)
+    if not len(r):
+        raise NothingToDraw("No predictor has three finite values with a test error yet: no ranking.")
+    labels = ranking_labels(r)
+    fig, (ax,) = new_figure(panel=(5.2, 0.25 * len(r) + 0.3), left=text_width(labels) + 0.3, legend_rows=2)
     with rc_context(THEME):
-        if len(c):
-            c = c.assign(abs_tau=c["kendall"].abs()).sort_values("abs_tau", ascending=False)
-            colors = [GREY if k == "baseline" else (BLUE if k == "proxy" else (GREEN if k == "window" else BLACK))
-                      for k in c["kind"]]
-            y = np.arange(len(c))
-            ax.barh(y, c["abs_tau"], color=colors)
-            lo, hi = abs_interval(c["kendall_lo"].to_numpy(float), c["kendall_hi"].to_numpy(float))
-            err = np.vstack([np.clip(c["abs_tau"] - lo, 0, None), np.clip(hi - c["abs_tau"], 0, None)])
-            ax.errorbar(c["abs_tau"], y, xerr=np.nan_to_num(err), fmt="none", ecolor=RED, lw=0.8, capsize=2)
-            ax.set_yticks(y, [f"{lbl} ({'+' if t >= 0 else '−'})" for lbl, t in zip(c["label"], c["kendall"])],
-                          fontsize=7)
-            ax.invert_yaxis()
-            base = c[c["kind"] == "baseline"]
-            if len(base):
-                ax.axvline(base["abs_tau"].max(), color=GREY, ls="--", lw=0.8)
-        else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes, color=GREY)
-        ax.set_xlabel("|Kendall τ| with test error (sign in brackets; bars: bootstrap interval)")
-        ax.set_title("black: init metrics, blue: proxies, grey: trivial baselines,\ngreen: window scores "
-                     "(out of sample; bars: spread over splits)", fontsize=7)
+        y = np.arange(len(r))
+        ax.barh(y, r["abs_tau"], color=[KIND_COLOR.get(k, BLACK) for k in r["kind"]], height=0.7)
+        err = np.vstack([np.clip(r["abs_tau"] - r["abs_lo"], 0, None), np.clip(r["abs_hi"] - r["abs_tau"], 0, None)])
+        ax.errorbar(r["abs_tau"], y, xerr=np.nan_to_num(err), fmt="none", ecolor=RED, lw=0.9, capsize=2)
+        ax.set_yticks(y, labels)
+        ax.set_ylim(len(r) - 0.4, -0.6)
+        ax.grid(False, axis="y")
+        base = r[r["kind"] == "baseline"]
+        if len(base):
+            ax.axvline(base["abs_tau"].max(), color=GREY, ls="--", lw=0.9)
+        ax.set_xlim(0, max(1e-3, float(np.nanmax(np.r_[r["abs_hi"].to_numpy(float), r["abs_tau"].to_numpy(float)])))
+                    * 1.05)
+        ax.set_xlabel("|Kendall τ| with test error (sign in brackets)")
+        kinds = [k for k in KIND_NAME if k in set(r["kind"])]
+        figure_legend(fig, [Patch(color=KIND_COLOR[k]) for k in kinds], [KIND_NAME[k] for k in kinds], ncol=2)
     return fig
 
 
-def _grid(d: FigureData, columns: tuple[str, ...], ncols: int = 3) -> Figure:
-    present = [c for c in columns if c in d.sample.columns]
-    nrows = max(1, math.ceil(len(present) / ncols))
-    fig, axes = new_figure(ncols=ncols, nrows=nrows)
+def _grid(d: FigureData, columns: tuple[str, ...], what: str) -> Figure:
+    """One panel per column of ``columns`` with points against test error, its good range shaded; the columns
+    without (not measured) are named under the figure."""
+    sample = d.sample
+    log = {c: bool(PREDICTOR_BY_COLUMN[c].log) if c in PREDICTOR_BY_COLUMN else False for c in columns}
+    present = [c for c in columns if c in sample.columns and plottable(sample, c, "test_error", log[c])]
+    missing = [c for c in columns if c not in present]
+    if not present:
+        raise NothingToDraw(f"No {what} were measured with a finite value ({', '.join(label(c) for c in columns)}).")
+    fig, axes = panels(len(present))
     for ax, col in zip(axes, present):
-        p = PREDICTOR_BY_COLUMN.get(col)
-        scatter(ax, d.sample, col, "test_error", logx=bool(p and p.log))
+        scatter(ax, sample, col, "test_error", logx=log[col])
         good_band(ax, d, col)
-    for ax in axes[len(present):]:
-        ax.set_visible(False)
+    if missing:
+        omitted(fig, f"Not measured (no finite value): {', '.join(label(c) for c in missing)}.")
     return fig
 
 
@@ -94,17 +90,17 @@ def fig_metrics(d: FigureData) -> Figure:
     """Activation ratio (the variability paper, *Variability of Neural Networks and Han-Layer*, eq. 5),
     variability (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3) and the gradient confounders of
     the NLC paper's section 6 vs test error."""
-    return _grid(d, METRIC_GRID)
+    return _grid(d, METRIC_GRID, "metrics")
 
 
 @figure("proxies", "more", "Zero-cost proxies at initialization vs test error (shaded: good range).",
         needs=("good",))
 def fig_proxies(d: FigureData) -> Figure:
     """Zero-cost proxies at initialization vs test error."""
-    return _grid(d, PROXY_GRID)
+    return _grid(d, PROXY_GRID, "zero-cost proxies")
 
 
 @figure("baselines", "more", "Trivial baselines vs test error (shaded: good range).", needs=("good",))
 def fig_baselines(d: FigureData) -> Figure:
     """Trivial baselines vs test error (depth is figure 4)."""
-    return _grid(d, BASELINE_GRID)
+    return _grid(d, BASELINE_GRID, "trivial baselines")

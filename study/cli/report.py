@@ -33,11 +33,17 @@ def register(sub) -> None:
     p.add_argument("--predict-from", metavar="STUDY|FILE", help="also score on each study the joint predictor of "
                    "test error fitted on the study STUDY (or saved in FILE by `archstudy rank`): does what was learned "
                    "there hold here?")
+    p.add_argument("--figures", metavar="DIR", help="also write every figure as a file, DIR/<study>-<figure>.<format> "
+                   "(DIR is made if missing)")
+    p.add_argument("--format", dest="figure_format", choices=("png", "svg", "pdf"), default="png",
+                   help="format of the --figures files: png (the page's images), svg or pdf (vectors, for a paper; "
+                   "default %(default)s)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from archstudy.analysis import write_report
+    from archstudy.sampling import SpecError
 
     from ..run.store import Store
 
@@ -46,8 +52,15 @@ def run(args) -> int:
             Store(study).reach()
     t0 = time.perf_counter()
     window = None if args.nlc_window is None else tuple(args.nlc_window)
+    if args.figure_format != "png" and args.figures is None:
+        raise SpecError("report", "--format", args.figure_format, "is the format of the --figures files: give "
+                        "--figures DIR too")
     out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=window,
-                       reproductions=args.reproductions, predict_from=args.predict_from)
+                       reproductions=args.reproductions, figures=args.figures, figure_format=args.figure_format,
+                       predict_from=args.predict_from)
+    figures = ""
+    if args.figures is not None:
+        figures = f"; figures as {args.figure_format} in {args.figures}"
     print(f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
-          f"{time.perf_counter() - t0:.1f} s)", file=sys.stdout)
+          f"{time.perf_counter() - t0:.1f} s{figures})", file=sys.stdout)
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from archstudy.analysis.html import CSS, esc, table
+from archstudy.analysis.html import CSS, emphasised, esc, plain, table
 from archstudy.analysis.plotting import png_base64
 
 from ..experiment.config import package_version
@@ -38,8 +38,9 @@ def render(result: Result, figures) -> str:
     head = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>archstudy reproduce {esc(result.name)}</title>", f"<style>{PAGE_CSS}</style></head><body>",
-        f"<h1>{esc(result.name)}: {esc(result.paper)}, {esc(extra.get('source', ''))}</h1>",
+        f"<title>archstudy reproduce {esc(result.name)}: {esc(plain(result.paper))}</title>",
+        f"<style>{PAGE_CSS}</style></head><body>",
+        f"<h1>{esc(result.name)}: {emphasised(result.paper)}, {esc(extra.get('source', ''))}</h1>",
         f'<p class="muted">Scale {esc(result.scale)}, seed {esc(extra.get("seed", ""))}, device '
         f'{esc(extra.get("device", ""))}, {result.seconds:.1f} s. Drawn '
         f'{datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by archstudy {esc(package_version())} on '

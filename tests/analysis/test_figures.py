@@ -11,7 +11,10 @@ import re
 
 import pandas as pd
 import pytest
+from matplotlib import rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from archstudy.analysis import load_results
 from archstudy.analysis.figures import base as figure_base
@@ -21,8 +24,9 @@ from archstudy.analysis.figures.base import DATA_FIELDS, FigureData, FigureSpec
 from archstudy.analysis.figures import (
     BASELINE_GRID, COMPARISON_FIGURES, FIGURES, METRIC_GRID, PROXY_GRID, fig7_lr_index_histogram, fig_metrics,
 )
-from archstudy.analysis.figures.curves import NO_CURVES
-from archstudy.analysis.plotting import to_png
+from archstudy.analysis.figures.base import NothingToDraw
+from archstudy.analysis.figures.curves import NO_CURVES, curve_architectures
+from archstudy.analysis.plotting import MAX_WIDTH, MIN_PT, THEME, to_png
 from archstudy.analysis.sections import analyse
 from archstudy.study.experiment.datasets import DATASET_DECLARATIONS
 
@@ -34,7 +38,7 @@ def section(tiny_study_dir):
 
 def test_every_figure_is_declared_once_in_a_section_of_the_page():
     keys = [f.key for f in FIGURES] + [c.key for c in COMPARISON_FIGURES]
-    assert len(set(keys)) == len(keys) == 29  # 26 + the joint predictor's 3 (issue 24)
+    assert len(set(keys)) == len(keys) == 28  # 25 + the joint predictor's 3 (issue 24)
     assert {f.section for f in FIGURES} <= {p.key for p in page.STUDY_SECTIONS}
     assert {c.section for c in COMPARISON_FIGURES} <= {p.key for p in page.COMPARISON_SECTIONS}
     assert all(set(f.needs) <= set(DATA_FIELDS) and f.caption for f in FIGURES)
@@ -49,12 +53,23 @@ def test_every_figure_is_declared_once_in_a_section_of_the_page():
 def test_every_figure_draws_on_the_tiny_study_or_says_why_not(spec, section):
     d = section.figure_data()
     reason = spec.skip(d)
-    if reason is not None:  # the tiny study recorded no training curves
-        assert reason.strip() and "\n" not in reason and spec.needs == ("curves",) and not len(d.curves)
+    if reason is not None:  # the tiny study recorded no training curves and switched on no optional metric
+        assert reason.strip() and "\n" not in reason
+        assert (spec.needs == ("curves",) and not len(d.curves)) or (spec.key == "fig1" and "optional metric" in reason)
         return
     fig = spec.draw(d)
     assert isinstance(fig, Figure) and any(ax.get_visible() for ax in fig.axes)
     assert to_png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
+    # legible at the size the page shows it, never wider than the page's column, nothing drawn past its edges
+    small = {t.get_text() for t in fig.findobj(Text) if t.get_text().strip() and t.get_fontsize() < MIN_PT}
+    assert not small, small
+    assert fig.get_figwidth() <= MAX_WIDTH
+    canvas = FigureCanvasAgg(fig)
+    with rc_context(THEME):
+        canvas.draw()
+    box = fig.get_tightbbox(canvas.get_renderer())  # inches, of everything drawn
+    w, h = fig.get_size_inches()
+    assert box.x0 >= -0.02 and box.y0 >= -0.02 and box.x1 <= w + 0.02 and box.y1 <= h + 0.02, (box, (w, h))
 
 
 @pytest.mark.parametrize("spec", [f for f in FIGURES if f.group != "training"], ids=lambda f: f.key)
@@ -63,6 +78,9 @@ def test_a_figure_draws_from_exactly_what_it_declares(spec, section):
     the same picture, byte for byte."""
     full = section.figure_data()
     only = FigureData(full.dataset, full.arch, **{k: getattr(full, k) for k in spec.needs})
+    if spec.skip(full) is not None:  # not drawn for these data (figure 1 without its optional metric), nor for less
+        assert spec.skip(only) == spec.skip(full)
+        return
     assert to_png(spec.draw(only)) == to_png(spec.draw(full))
 
 
@@ -72,11 +90,15 @@ def test_the_curves_figures_are_skipped_with_one_note_without_curves_and_drawn_w
     assert curves.skip(d) == trajectory.skip(d) == NO_CURVES and curves.note_skip and not trajectory.note_skip
     html = page.section_html(section)
     assert html.count(NO_CURVES) == 1 and 'data-figure="curves"' not in html
-    points = pd.DataFrame({"arch_id": d.arch["arch_id"].iloc[0], "lr_index": d.arch["lr_index"].iloc[0],
+    best = d.arch[d.arch["arch_id"] == curve_architectures(d.arch)[0][0]].iloc[0]  # the first one drawn
+    points = pd.DataFrame({"arch_id": best["arch_id"], "lr_index": best["lr_index"],
                            "epoch": [0, 1, 2], "train_loss": [math.nan, 1.0, 0.5], "monitored_error": [0.5, 0.4, 0.3],
                            "monitored": "val", "lr": 0.1, "nlc": math.nan})
     with_curves = dataclasses.replace(d, curves=points)
     assert curves.skip(with_curves) is None and isinstance(curves.draw(with_curves), Figure)
+    other = dataclasses.replace(d, curves=points.assign(lr_index=best["lr_index"] + 1))  # not the selected run
+    with pytest.raises(NothingToDraw, match="No curve of the selected run of the architectures drawn"):
+        curves.draw(other)  # no empty panels: the page shows this line instead
     assert trajectory.skip(with_curves) == "No NLC trajectory recorded (metrics: nlc_trajectory is off)."
     assert trajectory.skip(dataclasses.replace(with_curves, curves=points.assign(nlc=[2.0, 3.0, 4.0]))) is None
 
@@ -86,15 +108,14 @@ def test_the_page_draws_each_section_s_figures_in_declaration_order(section):
     d = section.figure_data()
     expected = [f.key for p in page.STUDY_SECTIONS for f in FIGURES if f.section == p.key and f.skip(d) is None]
     assert re.findall(r'data-figure="([^"]+)"', html) == expected
-    headings = re.findall(r"<h3>([^<]+)</h3>", html)
-    assert headings[1:] == [p.title for p in page.STUDY_SECTIONS]  # after "Provenance"
+    headings = re.findall(r'<h3 id="tiny-([^"]+)">([^<]+)</h3>', html)
+    assert headings == [(p.key, p.title) for p in page.STUDY_SECTIONS]  # each with its anchor for the contents
     # each figure below its own section's heading
     for f in FIGURES:
         if f.skip(d) is None:
-            title = next(p.title for p in page.STUDY_SECTIONS if p.key == f.section)
-            after = html.index(f"<h3>{title}</h3>")
-            following = [html.index(f"<h3>{p.title}</h3>") for p in page.STUDY_SECTIONS
-                         if html.index(f"<h3>{p.title}</h3>") > after]
+            after = html.index(f'<h3 id="tiny-{f.section}">')
+            following = [html.index(f'<h3 id="tiny-{p.key}">') for p in page.STUDY_SECTIONS
+                         if html.index(f'<h3 id="tiny-{p.key}">') > after]
             assert after < html.index(f'data-figure="{f.key}"') < min(following, default=len(html)), f.key
 
 

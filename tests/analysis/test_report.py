@@ -23,9 +23,11 @@ from archstudy.study.cli import main
 
 import synthetic_study as synth
 
-IMG = re.compile(r'<img alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
-# The figures of a study without training curves (the synthetic studies write none): the others.
-WITHOUT_CURVES = [f for f in FIGURES if f.group != "training"]
+IMG = re.compile(r'<img alt="[^"]*" (?:width="\d+" height="\d+" )?src="data:image/png;base64,([A-Za-z0-9+/=]+)">')
+# The figures of a study that switched on no optional metric: all but figure 1 (it needs E.1; the page says so
+# in one line instead); of those, the ones of a study without training curves (the synthetic studies write none).
+DRAWN = [f for f in FIGURES if f.key != "fig1"]
+WITHOUT_CURVES = [f for f in DRAWN if f.group != "training"]
 # the joint predictor's figures need a held-out evaluation: at least predict.MIN_ROWS trained architectures
 PREDICTING = [f for f in FIGURES if f.section == "predict"]
 
@@ -39,10 +41,11 @@ def report(real_study_dir, tmp_path_factory) -> str:
 
 def test_report_has_every_figure_as_an_inline_png(report):
     keys = re.findall(r'<figure id="[^"]+" data-figure="([^"]+)"><img', report)
-    assert sorted(keys) == sorted(f.key for f in FIGURES)
+    assert sorted(keys) == sorted(f.key for f in DRAWN)
+    assert 'data-missing="fig1">Figure 1 (NLC vs the relative diameter' in report
     assert "could not be drawn" not in report
     pngs = IMG.findall(report)
-    assert len(pngs) == len(FIGURES)
+    assert len(pngs) == len(DRAWN)
     for b64 in pngs:
         assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -60,7 +63,7 @@ def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
                  "Ψ over defined cells (τ-b)", "Window predictors", "Granulated Kendall coefficient by axis",
                  "Error distributions by axis (EDFs)", "largest KS", "Good ranges", "U-shaped",
                  "Paired effects of sibling architectures", "sign test p", "NLC-guided pruning", "regret",
-                 "Provenance", "study.yaml", "Overview"):
+                 "Status and provenance", "study.yaml", "At a glance", "Contents"):
         assert text in report, text
     assert "<b>Complete:</b>" in report and "Partial study" not in report
     assert f"all {r.planned:,} planned architectures" in report
@@ -83,11 +86,37 @@ def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
                 + ", ".join(unmeasured) + ".") in report
 
 
+def test_the_first_screen_names_the_ranking_charts_top_bar_and_the_lowest_test_errors(report, real_study_dir):
+    """"What predicts test error, and what are the best architectures", answered before any section, by the
+    statistic the ranking chart draws (its top bar) and the lowest test errors of the trained architectures."""
+    from archstudy.analysis.figures.predictors import fig_ranking
+    from archstudy.analysis.html import esc, fmt
+    from archstudy.analysis.sections import analyse
+
+    s = analyse(load_results(real_study_dir, runs=False), "x", n_boot=200, seed=0, window=None)
+    glance = report.split('<section id="glance">')[1].split("</section>")[0]
+    first = report.index('<section id="glance">')
+    assert report.index('<nav class="toc">') < first < report.index('<section id="', first + 1)
+    bars = [t.get_text() for t in fig_ranking(s.figure_data()).axes[0].get_yticklabels()]
+    top = s.ranking[s.ranking["rank"] == 1]
+    assert bars[0].startswith(f"1. {top['label'].iloc[0]} (")
+    if len(top) == 1:
+        assert f"Best predictor: <b>{esc(top['label'].iloc[0])}</b>" in glance
+    errors = np.sort(s.arch["test_error"].dropna().to_numpy(np.float64))
+    best = glance.split("<h4>Best architectures</h4>")[1]
+    assert f"Best test error <b>{fmt(errors[0], 3)}</b>" in best
+    cells = re.findall(r"<tr><td>(\d+)</td><td>([^<]+)</td>", best)
+    assert [int(k) for k, _ in cells] == list(range(1, len(cells) + 1)) and 1 <= len(cells) <= 5
+    assert [float(e) for _, e in cells] == pytest.approx(errors[: len(cells)], abs=5e-4, rel=5e-3)
+
+
 def test_figure_titles_agree_with_the_correlation_table(tiny_study_dir):
     arch = load_results(tiny_study_dir).architectures
     c = correlations(arch, n_boot=10).set_index("predictor")
     d = FigureData("waveform-noise", arch, c.reset_index())
     title = correlation_title(d.sample, "nlc", "test_error", logx=True)
+    assert " = " not in title  # no-break spaces: a wrapped title breaks between the statistics, not inside one
+    title = title.replace("\u00a0", " ")
     assert title.startswith(f"r = {c.loc['nlc', 'pearson']:.2f} ") and f"τ = {c.loc['nlc', 'kendall']:.2f}" in title
     assert title.endswith(f"n = {c.loc['nlc', 'n_pearson']}")
 
@@ -98,14 +127,25 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
     html = write_report([tiny_study_dir, partial], tmp_path / "both.html", n_boot=50).read_text(encoding="utf-8")
     assert "<b>Partial study:</b> 6 of 10 planned architectures finished, 1 failed, 2 in progress" in html
     assert "<b>Complete:</b>" in html
-    assert html.count('<section id="') == 3
-    assert '<section id="waveform-noise">' in html and '<section id="digits">' in html
+    # each study named by its directory (tiny_study_dir is .../study), with its dataset
+    assert re.findall(r'<section id="([^"]+)"', html) == ["glance", "compare", "study", "digits"]
     assert '<a href="#digits">digits</a>' in html and "worker lost" in html
-    # the two studies side by side: good ranges of the same factors, EDFs of the same axes
+    # the two studies side by side: test errors, config differences, good ranges of the same factors, EDFs
     assert '<section id="compare"><h2>Studies side by side</h2>' in html and '<a href="#compare">' in html
     compare = html[html.index('<section id="compare">'):html.index("</section>", html.index('<section id="compare">'))]
-    assert "<th>waveform-noise</th><th>digits</th>" in compare and "<td class=\"l\">NLC</td>" in compare
-    assert re.findall(r'data-figure="([^"]+)"><img', compare) == [c.key for c in COMPARISON_FIGURES][::-1]
+    assert ('<th>study<br><span class="ci">waveform-noise</span></th><th>digits<br><span class="ci">digits</span>'
+            "</th>") in compare and "<td class=\"l\">NLC</td>" in compare
+    from archstudy.analysis.report import COMPARISON_SECTIONS
+
+    assert re.findall(r'data-figure="([^"]+)"><img', compare) == [
+        c.key for p in COMPARISON_SECTIONS for c in COMPARISON_FIGURES if c.section == p.key]
+    errors = compare.split('id="compare-errors"')[1].split("</table>")[0]
+    for label, root in (("study", tiny_study_dir), ("digits", partial)):
+        e = load_results(root, runs=False).trained["test_error"].dropna()
+        row = errors.split(f'<a href="#{label}">{label}</a>')[1].split("</tr>")[0]
+        assert f"<td>{e.min():.3f}</td>" in row and f"<td>{e.median():.3f}</td>" in row, row
+    differ = compare.split('id="compare-config"')[1].split("</table>")[0]
+    assert "<code>dataset</code></td><td class=\"l\">waveform-noise</td><td class=\"l\">digits</td>" in differ
     # the synthetic studies recorded no training curves: those figures are replaced by a note
     # ... and the digits study's 6 finished architectures are too few for the joint predictor's held-out evaluation
     assert MIN_ROWS > 6
@@ -128,6 +168,28 @@ def test_cli_report_writes_the_file_and_reports_user_errors_in_one_line(tiny_stu
     assert "\n" not in err and err.startswith("archstudy report: error: load_results.study_dir = ")
     assert main(["report", str(tiny_study_dir), "--out", str(out), "--nlc-window", "3", "1"]) == 2
     assert "write_report.window = (3.0, 1.0): must be two finite numbers 0 <= lo < hi" in capsys.readouterr().err
+
+
+def test_cli_report_writes_every_figure_of_the_page_as_a_file_in_the_format_asked(tiny_study_dir, tmp_path, capsys):
+    figures, out = tmp_path / "figures", tmp_path / "r.html"
+    assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "5", "--figures", str(figures),
+                 "--format", "svg"]) == 0
+    assert f"figures as svg in {figures}" in capsys.readouterr().out
+    ids = re.findall(r'<figure id="([^"]+)" data-figure="[^"]+"><img', out.read_text(encoding="utf-8"))
+    assert len(ids) == len(WITHOUT_CURVES)  # the tiny study recorded no training curves
+    assert sorted(p.name for p in figures.iterdir()) == sorted(f"{i}.svg" for i in ids)
+    for p in figures.iterdir():
+        text = p.read_text(encoding="utf-8")
+        assert text.startswith("<?xml") and "<svg" in text and "</svg>" in text
+    # --format without --figures, and a figures directory inside the study: one line, exit 2, nothing written
+    assert main(["report", str(tiny_study_dir), "--out", str(tmp_path / "x.html"), "--format", "pdf"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "give --figures DIR too" in err
+    assert main(["report", str(tiny_study_dir), "--out", str(tmp_path / "x.html"), "--figures",
+                 str(tiny_study_dir / "figures")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is inside the study" in err
+    assert not (tiny_study_dir / "figures").exists() and not (tmp_path / "x.html").exists()
 
 
 def test_the_report_never_overwrites_a_studys_files_or_a_non_html_file(tiny_study_dir, tmp_path, capsys):
@@ -196,31 +258,43 @@ def test_the_report_needs_no_matplotlib_backend(tiny_study_dir, tmp_path):
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
-# Appended to a copy of the report (the report itself has no script): after load, write into the DOM how
-# many images decoded with a size.
+# Appended to a copy of the report (the report itself has no script): after load, write into the DOM how many
+# images decoded with a size, the page's scroll width beside the viewport's, and how many images are wider than
+# their column (the element their figure sits in) or run past its right edge.
 PROBE = ('<script>window.addEventListener("load", () => { const i = [...document.images]; '
+         'const wide = i.filter(x => { const r = x.getBoundingClientRect(), '
+         'c = x.closest("figure").parentElement.getBoundingClientRect(); '
+         'return r.width > c.width + 0.5 || r.right > c.right + 0.5; }).length; '
          'document.body.setAttribute("data-images", i.filter(x => x.complete && x.naturalWidth > 0).length '
-         '+ "/" + i.length); });</script>')
+         '+ "/" + i.length); document.body.setAttribute("data-layout", '
+         'document.documentElement.scrollWidth + "/" + window.innerWidth + "/" + wide); });</script>')
+# Where the test run keeps what a reader would look at (git-ignored; CI keeps the folder as an artifact).
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (Debian package 'chromium')")
-def test_report_renders_in_headless_chromium(report, tmp_path):
+def test_report_renders_in_headless_chromium_at_1280_px_without_horizontal_scroll(report, tmp_path):
+    """At 1280 px: every image decodes, the page is no wider than the window (no horizontal scroll), no image
+    is wider than its column; the first screen is kept as test-artifacts/report-first-screen.png."""
     page = tmp_path / "page.html"
     page.write_text(report.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     url = page.resolve().as_uri()
-    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
+    common = [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,900"]
     dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120)
     m = re.search(r'data-images="(\d+)/(\d+)"', dom.stdout)
     assert m, dom.stderr[-2000:]
-    assert int(m[1]) == int(m[2]) == len(FIGURES)
-    shot = tmp_path / "shot.png"
-    subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,3000", url], capture_output=True,
-                   timeout=120)
+    assert int(m[1]) == int(m[2]) == len(DRAWN)
+    scroll, viewport, wide = map(int, re.search(r'data-layout="(\d+)/(\d+)/(\d+)"', dom.stdout).groups())
+    assert viewport == 1280 and scroll == viewport and wide == 0, (scroll, viewport, wide)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "report-first-screen.png"
+    shot.unlink(missing_ok=True)
+    subprocess.run([*common, f"--screenshot={shot}", url], capture_output=True, timeout=120)
     from matplotlib.image import imread
 
     pixels = imread(shot)
-    assert pixels.shape[:2] == (3000, 1200)
-    assert pixels[..., :3].std() > 0.05  # not blank: text, tables and plots
+    assert pixels.shape[:2] == (900, 1280)
+    assert pixels[..., :3].std() > 0.05  # not blank: text and tables
     assert (pixels[..., :3].mean(axis=-1) < 0.5).mean() > 0.005  # some dark ink
 
 
@@ -247,23 +321,29 @@ def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_pat
 
 def test_the_regions_figure_draws_the_optional_metrics_and_the_one_over_nlc_line(tiny_study_dir):
     """Figures 1 and 3E: scatter points where E.1 / E.3 were measured (here set to exactly 1/NLC and 2/NLC,
-    which the dashed line and the titles' Pearson r = -1 on logs must reflect), "no data" where not."""
-    from archstudy.analysis.figures import fig1_fig3e_regions
+    which the dashed line and the titles' Pearson r = -1 on logs must reflect); where not, one line saying so
+    instead of an empty panel."""
+    from archstudy.analysis.figures import fig1_fig3e_regions, fig1_regions, fig3
+    from archstudy.analysis.figures.base import NothingToDraw, omissions
 
     arch = load_results(tiny_study_dir).architectures.copy()
-    blank = fig1_fig3e_regions(FigureData("waveform-noise", arch))
-    assert all(not ax.collections and any(t.get_text() == "no data" for t in ax.texts) for ax in blank.axes)
+    blank = FigureData("waveform-noise", arch)
+    with pytest.raises(NothingToDraw, match="need the optional metrics E.1 and E.3"):
+        fig1_fig3e_regions(blank)
+    assert "needs the optional metric E.1" in next(f for f in FIGURES if f.key == "fig1").skip(blank)
+    assert "Panel E not drawn: the optional metric E.3 was not computed" in " ".join(omissions(fig3(blank)))
     arch["lar_diameter"] = 1.0 / arch["nlc"]
     arch["error_perturbation"] = 2.0 / arch["nlc"]
     d = FigureData("waveform-noise", arch)
-    fig = fig1_fig3e_regions(d)
-    left, right = fig.axes
     n = int((np.isfinite(d.sample["nlc"]) & (d.sample["nlc"] > 0)).sum())  # base architectures, as figure 2
+    left, right = fig1_fig3e_regions(d).axes
     assert len(left.collections[0].get_offsets()) == n == len(right.collections[0].get_offsets())
     (line,) = left.lines
     x, y = line.get_data()
     assert np.allclose(np.asarray(x) * np.asarray(y), 1.0)
-    assert left.get_title().startswith("r = -1.00") and right.get_title().startswith("r = -1.00")
+    for ax in (left, right, fig1_regions(d).axes[0], fig3(d).axes[3]):
+        assert ax.get_title().replace("\u00a0", " ").lstrip("E: ").startswith("r = -1.00"), ax.get_title()
+    assert not omissions(fig3(d))
 
 
 def test_a_study_where_nothing_trained_or_too_few_finished_says_so_first(tmp_path):

@@ -11,7 +11,9 @@ import pytest
 
 import synthetic_study as synth
 from archstudy.analysis import Results, load_results
-from archstudy.analysis.sections import analyse, health, launch_savings, launch_window, provenance
+from archstudy.analysis.sections import (
+    analyse, best_architectures, health, launch_savings, launch_window, provenance, study_labels,
+)
 
 
 def test_health_counts_read_missing_flags_as_false():
@@ -66,3 +68,18 @@ def test_analyse_fills_every_number_of_the_section(tiny_study_dir):
     assert s.launch is None and s.savings == {} and not s.window_given
     d = s.figure_data()
     assert d.arch.equals(s.arch) and d.window == s.window and d.good is s.good
+
+
+def test_studies_are_named_by_their_directories_with_as_many_parents_as_tell_them_apart():
+    assert study_labels(["studies/wave", "studies/mnist/"]) == ["wave", "mnist"]
+    assert study_labels(["/a/x/wave", "/b/x/wave", "/c/mnist"]) == ["a/x/wave", "b/x/wave", "c/mnist"]
+    assert study_labels(["s3://bucket/runs/wave", "/home/me/wave"]) == ["runs/wave", "me/wave"]
+    assert study_labels(["wave", "wave"]) == ["wave", "wave (2)"]
+
+
+def test_the_best_architectures_are_the_lowest_finite_test_errors_every_variant_ties_by_id():
+    arch = pd.DataFrame({"arch_id": ["d", "c", "b", "a", "e"], "variant": ["base", "skip", "base", "base", "base"],
+                         "test_error": [0.3, 0.1, np.nan, 0.3, 0.2], "depth": [2, 3, 4, 5, 6], "nlc": 1.5})
+    best = best_architectures(arch, k=3)
+    assert list(best["arch_id"]) == ["c", "e", "a"] and list(best["rank"]) == [1, 2, 3]
+    assert list(best["depth"]) == [3, 6, 5] and best["variant"].iloc[0] == "skip"

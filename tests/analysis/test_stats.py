@@ -273,6 +273,10 @@ def test_lift_is_over_the_best_baseline_by_abs_tau():
     assert c.loc["depth", "lift"] == 0 and c.loc["depth", "lift_lo"] == c.loc["depth", "lift_hi"] == 0
     assert c.loc["nlc", "lift_lo"] > 0  # significantly better than the best baseline
     assert c.loc["nlc", "rank"] == 1 and c.loc["num_params", "rank"] == 4
+    rows = correlations(df, n_boot=0, axes={})  # the rows come best first, by |tau|
+    assert list(rows["rank"]) == sorted(rows["rank"]) and rows["predictor"].iloc[0] == "nlc"
+    assert list(rows["predictor"]) == sorted(taus | {"nlc": 1.0}, key=lambda k: -abs(
+        1.0 if k == "nlc" else taus[k]))
 
 
 def test_correlation_inputs_are_checked():

@@ -80,6 +80,9 @@ def test_every_reproduction_writes_every_key_with_finite_values(tiny, name):
     d = check_outputs(name, out)
     assert d == json.loads(json.dumps(results[name].to_dict()))  # what was written is what was returned
     assert format_table(results[name]).count("\n") == len(d["rows"]) + 1
+    page = (out / f"{name}.html").read_text(encoding="utf-8")
+    title, h1 = page.split("<title>")[1].split("</title>")[0], page.split("<h1>")[1].split("</h1>")[0]
+    assert "*" not in title + h1 and "<i>" in h1  # the paper's *short title* in italics, not in asterisks
 
 
 def test_nlc_table1_line_a_matches_the_paper_to_half_a_percent(tiny):
@@ -163,6 +166,7 @@ def test_figure2_keeps_its_study_for_the_report_which_lists_the_verdicts_only_wh
     for name, result in results.items():
         assert f'{out.name}/{name}.html"' in section
         assert f"{result.passed} / {len(result.rows)}" in section
+    assert "<i>The Nonlinearity Coefficient</i>" in section and "*" not in section
     with pytest.raises(SpecError, match="holds no reproduction results"):
         write_report(study, tmp_path / "x.html", n_boot=10, reproductions=tmp_path)
 
