@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from ..plotting import BLACK, BLUE, GREY, RED, THEME, new_figure, set_log
+from ..plotting import BLACK, BLUE, GREY, MIN_PT, RED, THEME, new_figure, points, set_log, set_title
 from ..predict import LABELS, TARGET
 from .base import FigureData, figure
 
@@ -36,7 +36,7 @@ def fig_predict_held_out(d: FigureData) -> Figure:
     for ax, learner, color in zip(axes, (p.best, "nlc"), (BLUE, BLACK)):
         x = h[learner].to_numpy(np.float64)
         with rc_context(THEME):
-            ax.scatter(x, y, s=14, color=color, alpha=0.7, linewidths=0)
+            ax.scatter(x, y, color=color, **points(len(x)))
             both = np.concatenate([x[np.isfinite(x)], y])
             a, b = float(both.min()), float(both.max())
             ax.plot([a, b], [a, b], ls="--", lw=0.8, color=GREY)
@@ -44,8 +44,8 @@ def fig_predict_held_out(d: FigureData) -> Figure:
             ax.set_xlabel(f"held-out prediction: {LABELS[learner]}")
             ax.set_ylabel("test error")
             s = scores.loc[learner]
-            ax.set_title(f"ρ = {s['spearman']:.2f} [{s['spearman_lo']:.2f}, {s['spearman_hi']:.2f}], n = {int(s['n'])}",
-                         fontsize=8)
+            set_title(ax, f"ρ = {s['spearman']:.2f} [{s['spearman_lo']:.2f}, {s['spearman_hi']:.2f}], "
+                          f"n = {int(s['n'])}")
     return fig
 
 
@@ -71,13 +71,13 @@ def fig_predict_importance(d: FigureData) -> Figure:
             ax.errorbar(order["mean"], pos, xerr=[order["mean"] - order["lo"], order["hi"] - order["mean"]],
                         fmt="none", ecolor=GREY, lw=0.9, capsize=2)
             ax.set_yticks(pos)
-            ax.set_yticklabels(order["label"], fontsize=8)
+            ax.set_yticklabels(order["label"], fontsize=MIN_PT)
             ax.axvline(0, color=GREY, lw=0.8)
         else:
             ax.text(0.5, 0.5, "no held-out fold of 3 architectures or more", ha="center", va="center",
                     transform=ax.transAxes, color=GREY)
         ax.set_xlabel("drop of held-out Spearman's ρ when shuffled")
-        ax.set_title(f"{LABELS[d.predict.best]} ({d.predict.folds} folds)", fontsize=8)
+        set_title(ax, f"{LABELS[d.predict.best]} ({d.predict.folds} folds)")
     return fig
 
 
@@ -105,7 +105,7 @@ def fig_predict_dependence(d: FigureData) -> Figure:
                 set_log(ax, "x")
             ax.set_xlabel(str(curve["label"].iloc[0]))
             ax.set_ylabel("predicted test error (average)")
-            ax.set_title(str(curve["label"].iloc[0]), fontsize=8)
+            set_title(ax, str(curve["label"].iloc[0]))
     if not names:
         axes[0].text(0.5, 0.5, "no metric with finite values", ha="center", va="center", transform=axes[0].transAxes,
                      color=GREY)
