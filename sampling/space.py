@@ -26,10 +26,11 @@ from .constraints import (
     PROBABILITY, SEED, Boolean, Choice, Constraint, Declared, Distribution, Integer, Real, SpecError, Text, check,
     declare,
 )
-from .spec import ACTIVATIONS, GMP_INITS, IMNS, INITS, NORMS, ArchSpec
+from .spec import ACTIVATIONS, BIAS_INITS, GMP_INITS, IMNS, INITS, NORMS, ArchSpec
 from .width import solve_width
 
 SKIP_STRENGTH_KINDS = ("none", "one", "uniform")  # no skips / strength 1 / one U(0, 1) strength for all
+RANDOM_BIAS_INITS = tuple(b for b in BIAS_INITS if b != "zero")  # what a spec with random biases may get
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,9 @@ class Space(Declared):
     shifts: tuple = declare(Distribution(Real()), ((0.0, 0.5), (0.2, 0.25), (-0.2, 0.25)),
                             doc="shift t of c*tau(d s + t) + b")
     p_debias: float = declare(PROBABILITY, 0.5, doc="probability of debiasing the activation")
-    p_bias_gaussian: float = declare(PROBABILITY, 0.5, doc="probability of N(0, 0.05) biases (else zero)")
+    p_bias_gaussian: float = declare(PROBABILITY, 0.5,
+                                     doc="probability of random biases (else zero): N(0, 0.05) unless random_bias_inits "
+                                         "says otherwise")
     init_scales: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 0.5), (0.9, 0.25), (1.1, 0.25)),
                                  doc="joint factor on all weights and biases")
     norms: tuple = declare(Distribution(Choice(NORMS)), (("none", 0.5), ("batch", 0.25), ("layer", 0.25)),
@@ -115,6 +118,9 @@ class Space(Declared):
     gmp_inits: tuple = declare(Distribution(Choice(GMP_INITS)), (("from_sp", 1.0),),
                                doc="GmP parameters: from_sp (the SP weights) or uniform (Chen and Ge 4.3); GmP specs "
                                    "only")
+    random_bias_inits: tuple = declare(Distribution(Choice(RANDOM_BIAS_INITS)), (("gaussian", 1.0),),
+                                       doc="the bias init of a spec with random biases: gaussian (appendix C), normal "
+                                           "or uniform_fan_in")
     stabilize: bool = declare(Boolean(), True, doc="apply appendix C's post-processing")
     unstable_activations: tuple = declare(_Activations(), ("square", "odd_square"),
                                           doc="activations that force a norm in post-processing")
@@ -177,7 +183,9 @@ def sample_spec(
     dense SP residual branches, and replaces the branch scale), input mean normalization (``auto`` with
     probability 1 in both presets: as the parameterization implies, today's and the paper's behaviour) and
     the GmP initialization (``from_sp`` with probability 1; a drawn ``uniform`` applies to GmP specs only,
-    the others keep ``from_sp``); then the post-processing ("All networks that have square or odd square
+    the others keep ``from_sp``), and which random bias init a spec with random biases gets (``gaussian``, appendix
+    C's, with probability 1 in both presets: ``normal`` and ``uniform_fan_in`` only where a space asks); then the
+    post-processing ("All networks that have square or odd square
     activation functions, or skip connections, that also do not have normalization were assigned
     either batch normalization or layer normalization with 50% probability each"); then the width
     is solved for the parameter budget.
@@ -194,7 +202,7 @@ def sample_spec(
     dilation = _pick(rng, space.dilations)
     shift = _pick(rng, space.shifts)
     debias = bool(rng.random() < space.p_debias)
-    bias_init = "gaussian" if rng.random() < space.p_bias_gaussian else "zero"
+    random_biases = rng.random() < space.p_bias_gaussian
     init_scale = _pick(rng, space.init_scales)
     norm = _pick(rng, space.norms)
     strength_kind = _pick(rng, space.skip_strengths)
@@ -209,6 +217,7 @@ def sample_spec(
     init = _pick(rng, space.inits)  # drawn after the others: the draws above are those of a space without it
     imn = _pick(rng, space.imns)  # likewise, after init
     gmp_init = _pick(rng, space.gmp_inits)  # likewise, after imn
+    random_bias = _pick(rng, space.random_bias_inits)  # likewise, after gmp_init
 
     has_skips = strength_kind != "none"
     # Depth: uniform over the space's depths that the shortcut length fits (depth - 1 divisible by it,
@@ -232,6 +241,7 @@ def sample_spec(
         init = "orthogonal"  # zero applies to dense SP residual branches only (ArchSpec)
     if param != "gmp":
         gmp_init = "from_sp"  # a GmP initialization applies to GmP specs only (ArchSpec)
+    bias_init = random_bias if random_biases else "zero"
     spec = ArchSpec(
         depth=depth, width=2, d_in=d_in, d_out=d_out, activation=activation, dilation=dilation, shift=shift,
         debias=debias, norm=norm,

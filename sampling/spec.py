@@ -42,7 +42,13 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   Weissman, *Demystifying ResNet*, section 4: the layers inside residual branches start exactly at zero,
   weights and biases, the zero initial point of Theorem 2; the other layers as "orthogonal"). Householder
   vectors are u ~ N(0, I) under every scheme (a reflection does not depend on the length of u);
-  ``bias_init`` "zero" or "gaussian" (N(0, 0.05), weights then times sqrt(0.95));
+  ``bias_init``, the biases of every layer: "zero", "gaussian" (N(0, 0.05), weights then times sqrt(0.95):
+  appendix C), "normal" (i.i.d. standard normal, N(0, 1): the variability paper, *Variability of Neural Networks
+  and Han-Layer*, B.1, "We initialize weight matrices and bias vectors with i.i.d. standard normal random
+  numbers", its weights then scaled by their init constant as ``init`` does) or "uniform_fan_in" (U(-1/sqrt(fan_in),
+  1/sqrt(fan_in)), PyTorch's ``nn.Linear`` default, the dense layers' biases of a paper whose code is PyTorch and
+  that states no bias init: Yu and Zhang); ``householder_bias``, the Householder layers' bias: "bias_init" (as
+  every other layer) or "zero" (Algorithm 1 has a bias b but no paper states its init);
   ``init_scale`` multiplies all weights and biases (0.9 / 1 / 1.1 in the paper);
   ``branch_scale`` multiplies the weights and biases of the layers inside residual branches
   (0.01 = the near-zero residual-branch initialization of Li, Jiao, Han and Weissman, *Demystifying ResNet*);
@@ -56,7 +62,8 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
   direction leans towards the first input coordinates (|u_1| = |cos theta_1| has mean 2/pi whatever n,
   against about sqrt(2 / (pi n)) for a uniform direction).
 
-Fields added after the first schema (``init``, ``dense_ends``, ``imn``, ``gmp_init``, ``scale_activation``;
+Fields added after the first schema (``init``, ``dense_ends``, ``imn``, ``gmp_init``, ``scale_activation``,
+``householder_bias``;
 declared with ``since``, ``sampling.constraints.declare``) are left out of the canonical JSON while they hold
 their default, so every spec that could be written before they existed keeps its ``content_id`` (a study's
 unit names hold it).
@@ -79,7 +86,8 @@ NORMS = ("none", "batch", "layer")
 SKIPS = ("none", "after_linear", "after_norm")
 WEIGHTS = ("dense", "householder")
 PARAMS = ("sp", "gmp")
-BIAS_INITS = ("zero", "gaussian")
+BIAS_INITS = ("zero", "gaussian", "normal", "uniform_fan_in")
+HOUSEHOLDER_BIASES = ("bias_init", "zero")  # the Householder layers' bias: as ``bias_init`` says, or zero
 INITS = ("orthogonal", "kaiming", "xavier", "zero")
 IMNS = ("auto", "off", "on")  # input mean normalization: as ``param`` implies (GmP on, SP off), or decided
 GMP_INITS = ("from_sp", "uniform")  # GmP parameters from the SP weights, or Chen and Ge's section 4.3
@@ -88,8 +96,8 @@ GMP_INITS = ("from_sp", "uniform")  # GmP parameters from the SP weights, or Che
 # Propagation* (2017), as used in appendix C.
 BIAS_VARIANCE = 0.05
 
-SCHEMA_VERSION = 4  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
-# 3: imn, gmp_init; 4: scale_activation)
+SCHEMA_VERSION = 5  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
+# 3: imn, gmp_init; 4: scale_activation; 5: householder_bias)
 
 
 @dataclass(frozen=True)
@@ -153,7 +161,11 @@ class ArchSpec(Declared):
     gmp_init: str = declare(Choice(GMP_INITS), "from_sp", since=3,
                             doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge "
                                 "4.3: uniform angles, lambda = 0, r = 1)")
-    bias_init: str = declare(Choice(BIAS_INITS), "zero", doc="zero, or N(0, 0.05) with weights times sqrt(0.95)")
+    bias_init: str = declare(Choice(BIAS_INITS), "zero",
+                             doc="zero, gaussian (N(0, 0.05), weights times sqrt(0.95)), normal (N(0, 1)) or "
+                                 "uniform_fan_in (U(+-1/sqrt(fan_in)), PyTorch's nn.Linear default)")
+    householder_bias: str = declare(Choice(HOUSEHOLDER_BIASES), "bias_init", since=5,
+                                    doc="the Householder layers' bias: as bias_init, or zero")
     init_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
     branch_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
     preset: str = declare(Text(), "custom", doc="the space this spec was drawn from")
@@ -192,6 +204,9 @@ class ArchSpec(Declared):
             missing = [what for what, ok in needs.items() if not ok]
             if missing:
                 raise SpecError(where, "init", self.init, "'zero' needs " + missing[0])
+        if self.householder_bias != "bias_init" and self.weights != "householder":
+            raise SpecError(where, "householder_bias", self.householder_bias,
+                            "must stay 'bias_init' unless weights = 'householder'")
         if self.gmp_init != "from_sp" and self.param != "gmp":
             raise SpecError(where, "gmp_init", self.gmp_init, "must stay 'from_sp' unless param = 'gmp'")
         if self.param == "gmp":

@@ -55,6 +55,12 @@ that leaves them there has the checkpoint key it had before they existed, ``cano
   keeps), and is recorded as diverged, as E.2's schedule would end its windows. The plateau fields
   (patience, divisions, max_epochs) must stay at their defaults under ``steps``, and ``iterations`` /
   ``step_at`` at theirs under ``plateau``.
+* ``test_every`` (``steps`` only): every N epochs, and after the last, each live run's test error is evaluated
+  into its curves (``monitored_error``, ``monitored = "test"``; the schedule does not act on it), so a run's best
+  test accuracy along training can be read beside its final one (``Outcome.best_along_training``): what Yu and
+  Zhang report ("select the best result as the output"; their figure 5 shows a HanNet's best and last-iteration
+  test accuracies). Its cost: one evaluation of the stack on the test set per N epochs. null: nothing is
+  evaluated during training.
 * ``selection``: ``monitor`` (E.2: the lowest monitored error, validation or, under ``long``, training)
   or ``test``: the lowest test error. Only for reproducing papers that selected that way (the Householder
   paper's "select the best result as the output" of its 10 rates is by test accuracy); every output names
@@ -78,7 +84,7 @@ SCHEDULES = ("plateau", "steps")
 SELECTIONS = ("monitor", "test")
 # The fields each schedule reads; under the other schedule they must keep their defaults.
 SCHEDULE_FIELDS = {"plateau": ("patience_first", "patience", "divisions", "max_epochs"),
-                   "steps": ("iterations", "step_at")}
+                   "steps": ("iterations", "step_at", "test_every")}
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,9 @@ class Protocol(Declared):
     step_at: tuple = declare(Increasing(Real(0.0, 1.0, lo_open=True, hi_open=True), "fractions", empty=True), (),
                              since=2, doc="steps: fractions of the iterations where the rate is divided by "
                                           "division_factor")
+    test_every: int | None = declare(Maybe(Integer(1)), None, since=3,
+                                     doc="steps: evaluate every run's test error every N epochs and after the last, "
+                                         "into the curves (the best test accuracy along training); null: never")
     selection: str = declare(Choice(SELECTIONS), "monitor", since=2,
                              doc="the selected run: lowest monitored error (E.2), or lowest test error (only to "
                                  "reproduce papers that selected so)")

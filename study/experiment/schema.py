@@ -347,10 +347,10 @@ CURVE_COLUMNS: tuple[Column, ...] = (
         Column("train_loss", "float64", "", "mean of the run's minibatch losses over the epoch (the loss it "
                "minimized; NaN at epoch 0)"),
         Column("monitored_error", "float64", ERROR, "the error of the split E.2's schedule monitors (`monitored`) at "
-               "the end of the epoch, before the schedule rewinds; NaN under a `steps` schedule (nothing is "
-               "evaluated during training)"),
-        Column("monitored", "str", "", "that split: `val` (appendix E.2), `train` (the long protocol) or `none` "
-               "(a `steps` schedule)"),
+               "the end of the epoch, before the schedule rewinds; under a `steps` schedule the test error every "
+               "`test_every` epochs and after the last, NaN at the others (and at all without `test_every`)"),
+        Column("monitored", "str", "", "that split: `val` (appendix E.2), `train` (the long protocol), `test` (a "
+               "`steps` schedule with `test_every`) or `none` (one without)"),
         Column("nlc", "float64", "", f"NLC of the run's network on the training set at the epochs of "
                f"`metrics: {{nlc_trajectory: [...]}}` (the draws of `nlc`), NaN at the others ({NLC_PAPER}, "
                "section 3)"),

@@ -16,7 +16,7 @@ from torch import nn
 from archstudy.sampling import ArchSpec, Layer
 
 from .family import Family
-from .initialization import WEIGHT, init_rng, sp_bias
+from .initialization import WEIGHT, householder_bias, init_rng
 from .layers import DTYPE
 
 
@@ -36,7 +36,7 @@ def reflect(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
 class Householder(Family):
     """``x -> H(u) x + b`` on width-to-width layers; initially u ~ N(0, I) (from the layer's weight generator)
-    and the standard-parameterization bias (``study.nn.initialization``)."""
+    and the bias ``study.nn.initialization.householder_bias`` says (the spec's ``bias_init``, or zero)."""
 
     kind = "householder"
     roles = {"u": "weight", "bias": "bias"}
@@ -55,7 +55,7 @@ class Householder(Family):
     @classmethod
     def initial(cls, spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
         return {"u": torch.from_numpy(init_rng(seed, layer.index, WEIGHT).standard_normal(layer.fan_in)),
-                "bias": torch.from_numpy(sp_bias(spec, layer, seed))}
+                "bias": torch.from_numpy(householder_bias(spec, layer, seed))}
 
     @staticmethod
     def products(layer: Layer) -> tuple[tuple[int, int], ...]:

@@ -10,7 +10,13 @@ twin's biases). The layer families (``study.nn.families``) compose their initial
   W_ij ~ N(0, 2 / (d_in + d_out)) (Glorot and Bengio, *Understanding the Difficulty of Training Deep Feedforward Neural Networks*, 2010: normal); ``"zero"``: exactly zero inside residual
   branches (Li, Jiao, Han and Weissman, *Demystifying ResNet*, the zero initial point of section 4), orthogonal
   elsewhere; then times sqrt(0.95) when the biases are Gaussian;
-* ``sp_bias``: zero, or N(0, 0.05) (zero inside residual branches under ``init = "zero"``);
+* ``sp_bias`` (``ArchSpec.bias_init``): zero; "gaussian", N(0, 0.05) (appendix C); "normal", N(0, 1) (the
+  variability paper, *Variability of Neural Networks and Han-Layer*, B.1: "We initialize weight matrices and
+  bias vectors with i.i.d. standard normal random numbers"); "uniform_fan_in", U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+  (PyTorch's ``nn.Linear.reset_parameters``: the bias of a dense layer a PyTorch paper leaves at its default).
+  The Gaussian draws are one standard normal vector of the layer's bias generator, scaled ("gaussian" and
+  "normal" share it). Zero inside residual branches under ``init = "zero"``; a Householder layer's bias is
+  ``householder_bias``: as ``bias_init``, or zero (``householder_bias``, the function here);
 * both times ``init_scale``, and inside residual branches also times ``branch_scale``, in this order.
 """
 
@@ -55,11 +61,23 @@ def _zeroed(spec: ArchSpec, layer: Layer) -> bool:
 def sp_bias(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:
     """The layer's standard-parameterization bias [fan_out] (module docstring)."""
     scale, branch = scales(spec, layer)
-    if spec.bias_init == "gaussian" and not _zeroed(spec, layer):
-        b = init_rng(seed, layer.index, BIAS).standard_normal(layer.fan_out) * math.sqrt(BIAS_VARIANCE)
-    else:
+    if spec.bias_init == "zero" or _zeroed(spec, layer):
         b = np.zeros(layer.fan_out)
+    elif spec.bias_init == "uniform_fan_in":
+        bound = 1.0 / math.sqrt(layer.fan_in)
+        b = init_rng(seed, layer.index, BIAS).uniform(-bound, bound, layer.fan_out)
+    else:  # "gaussian" or "normal": one standard normal draw, scaled
+        sd = math.sqrt(BIAS_VARIANCE) if spec.bias_init == "gaussian" else 1.0
+        b = init_rng(seed, layer.index, BIAS).standard_normal(layer.fan_out) * sd
     return b * scale * branch
+
+
+def householder_bias(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:
+    """A Householder layer's bias [fan_out]: ``sp_bias`` (``householder_bias = "bias_init"``), or zero. Yu and
+    Zhang's Algorithm 1 adds a trainable b after the reflection; neither paper says how it starts."""
+    if spec.householder_bias == "zero":
+        return np.zeros(layer.fan_out)
+    return sp_bias(spec, layer, seed)
 
 
 def sp_weight(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:

@@ -8,8 +8,10 @@ A row compares one quantity with the paper in one of three ways:
   digit, or ``<= u + spread`` where the paper's value was itself estimated (a numerical integral, a sampled or
   Monte-Carlo estimate: its last digit may be off by one). ``spread`` is 0 for a deterministic quantity, and
   for a statistic over random seeds (a mean, a median) two standard errors of the difference of the paper's
-  statistic and ours (``mean_spread``, ``median_spread``). ``Row.close`` is the same comparison with a
-  tolerance computed elsewhere.
+  statistic and ours (``mean_spread``, ``median_spread``). A value the paper computed from another printed
+  value (Table 1's line C is the printed line A to the 48th power) carries that value's tolerance through the
+  derivative, plus the rounding of its own print (``Row.derived``). ``Row.close`` is the same comparison with a
+  tolerance computed elsewhere. Each reproduction's docstring says which of its paper values are estimates.
 * ``Row.ratio``: the paper's value (a printed number, or a formula of the paper evaluated on our data) against
   ours within a factor, for a claim of that strength ("constant within 1.5x").
 * ``Row.claim``: the paper shows only a figure (``paper`` is null); ``tolerance`` states the qualitative
@@ -59,6 +61,21 @@ class Row:
         the module docstring (``printed_tolerance``)."""
         tol, why = printed_tolerance(paper_text, estimated=estimated, spread=spread)
         return cls.close(quantity, float(paper_text), measured, tol, why)
+
+    @classmethod
+    def derived(cls, quantity: str, paper_text: str, measured: float, source_text: str, derivative: float,
+                source: str, *, estimated: bool = False) -> "Row":
+        """The paper's printed number ``paper_text``, which it computed as f(a) from its printed ``source_text`` a
+        (``source`` names it, e.g. "line A^48"), against ours: the one rule's tolerance of a (one unit of its
+        last digit when ``estimated``, else half) times |f'(a)| = |``derivative``|, plus half a unit of the
+        print of ``paper_text`` (its own rounding)."""
+        tol_a, _ = printed_tolerance(source_text, estimated=estimated)
+        rounding = printed_unit(paper_text) / 2
+        tol = abs(derivative) * tol_a + rounding
+        what = "one unit" if estimated else "half a unit"
+        return cls.close(quantity, float(paper_text), measured, tol,
+                         f"the paper's {source} from its printed {source_text}: {what} of that, through the "
+                         f"derivative ({abs(derivative) * tol_a:.3g}), + the rounding of the printed {paper_text}")
 
     @classmethod
     def ratio(cls, quantity: str, paper: float, measured: float, factor: float, why: str) -> "Row":
@@ -123,11 +140,16 @@ def mean_spread(ours, paper_n: int, paper_sd: float | None = None) -> tuple[floa
                                                              f"{whose}")
 
 
-def median_spread(ours) -> tuple[float, str]:
-    """Two standard errors of the difference of two medians over as many seeds, the paper's spread taken to be ours
-    (it prints none): 2 * sqrt(2) * SE, SE the bootstrap standard error of our median."""
+def median_spread(ours, paper_n: int | None = None) -> tuple[float, str]:
+    """Two standard errors of the difference of the paper's median over ``paper_n`` seeds (default: as many as
+    ours) and ours, the paper's spread taken to be ours (it prints none) and a median's standard error
+    shrinking as 1/sqrt(n): 2 SE sqrt(1 + n / paper_n), SE the bootstrap standard error of our median over our
+    n seeds (2 sqrt(2) SE for equal counts)."""
+    n = len(ours)
+    paper_n = n if paper_n is None else paper_n
     se = median_standard_error(ours)
-    return 2.0 * math.sqrt(2.0) * se, f"2·√2 × the median's standard error {se:.2g} over {len(ours)} seeds"
+    return 2.0 * se * math.sqrt(1.0 + n / paper_n), (f"2 SE of median({paper_n}) - median({n}), SE = {se:.2g} "
+                                                     f"(bootstrap, ours)")
 
 
 def median_standard_error(values, n_boot: int = 2000, seed: int = 0) -> float:
@@ -137,17 +159,6 @@ def median_standard_error(values, n_boot: int = 2000, seed: int = 0) -> float:
         return math.inf
     idx = np.random.default_rng(seed).integers(0, len(v), size=(n_boot, len(v)))
     return float(np.std(np.median(v[idx], axis=1), ddof=1))
-
-
-def two_medians_tolerance(paper_text: str, values) -> tuple[float, str]:
-    """Tolerance for our median over seeds against the paper's median over as many seeds that it prints
-    without a spread: the print's precision plus two standard errors of the difference of two such medians
-    (2 * sqrt(2) * SE, SE the bootstrap standard error of ours: the paper reports none, so the spread of its
-    median is taken to be that of ours)."""
-    precision = printed_precision(paper_text)
-    se = median_standard_error(values)
-    return precision + 2.0 * math.sqrt(2.0) * se, (f"printed precision {precision:g} + 2·√2 × the median's "
-                                                   f"standard error {se:.2g} over {len(values)} seeds")
 
 
 @dataclass

@@ -12,7 +12,8 @@ before the schedule acts on it (before a rewind, a division or the run's leaving
   validation error, or the training error under the ``long`` protocol's ``monitor = train``; which one is
   ``monitored``). Under the ``steps`` schedule nothing is evaluated during training (its contract and its
   cost), so it is NaN and ``monitored`` is ``"none"``: a run's only evaluation is its final state, in the
-  ``runs`` table;
+  ``runs`` table; unless ``Protocol.test_every`` = N asks for the test error every N epochs and after the last
+  (``monitored`` is then ``"test"``, NaN at the other epochs; ``Outcome.best_along_training``);
 * ``nlc``: with a trajectory (``Trajectory``; ``MetricOptions.nlc_trajectory``) the NLC of the run's network
   on the training set at the listed epochs (the same minibatches and Gaussian matrices as ``measure``'s NLC
   at initialization and ``nlc_after``: common random numbers), NaN at the other epochs.

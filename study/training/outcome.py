@@ -20,6 +20,7 @@ Column names follow docs/results.md ("selected run" and "runs").
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from torch import nn
@@ -111,8 +112,31 @@ class Outcome:
 
     @property
     def monitored(self) -> str:
-        """The split of the curves' ``monitored_error``: the protocol's monitor, "none" under ``steps``."""
-        return self.protocol.monitor if scheduler_of(self.protocol).monitors else "none"
+        """The split of the curves' ``monitored_error``: the protocol's monitor; under ``steps`` "test" with
+        ``test_every``, else "none" (``Scheduler.tracks``)."""
+        return scheduler_of(self.protocol).tracks
+
+    def best_along_training(self) -> list[float]:
+        """Each run's lowest error in its curves (``monitored_error`` of the split ``monitored``) over the points
+        where it was evaluated on a finite state: a point whose epoch's loss was not finite is left out, and under a
+        steps schedule so is a diverged run's last point (its state turned non-finite in that epoch, where it
+        stopped); NaN where no point is left. Under a steps schedule with ``test_every``: the best test error along
+        training, which the Householder papers report (their "best result"), beside ``test_error``, the final
+        state's."""
+        best = [math.nan] * len(self.runs)
+        if self.curves is None:
+            return best
+        stops_at_divergence = not scheduler_of(self.protocol).monitors
+        c = self.curves
+        for run, epoch, loss, error in zip(c["run"], c["epoch"], c["train_loss"], c["monitored_error"]):
+            record = self.runs[run]
+            if not math.isfinite(error) or (epoch > 0 and not math.isfinite(loss)):
+                continue
+            if stops_at_divergence and record.diverged and epoch >= record.epochs:
+                continue
+            if not error >= best[run]:  # NaN (none yet) or lower
+                best[run] = float(error)
+        return best
 
     def curve_rows(self) -> list[dict]:
         """The ``curves`` table's rows (without the architecture's identity columns), one per run and epoch,

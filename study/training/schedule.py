@@ -29,13 +29,17 @@ of the training durations") uses the same state: ``divide`` divides the rates at
 ``Protocol.step_boundaries`` (it counts them in ``divisions``), and ``after_steps_epoch`` ends an epoch
 without any error: every run is finished when the iterations are done, and a run whose loss or parameters
 turned non-finite is finished at once, rewound to its initial state (the only state kept) and marked
-diverged. ``best`` and ``best_epoch`` are not used.
+diverged. ``best`` and ``best_epoch`` are not used. With ``Protocol.test_every`` = N the steps schedule has
+the test error of every live run evaluated for the curves every N epochs and after the last (``tracked``), and
+does not act on it.
 
 The trainer calls a schedule through one interface, ``Scheduler`` (``SCHEDULERS`` by ``Protocol.schedule``,
 ``scheduler_of``), never by its name: whether it evaluates the monitored error of every run after each epoch
 and keeps each run's best state by it (``monitors``), how many steps an epoch has (``epoch_steps``), the
 divisions due at a step (``divisions_at``) and what the end of an epoch decides (``end_epoch``). A new schedule
-is one ``Scheduler`` (its name in ``study.experiment.protocol.SCHEDULES``).
+is one ``Scheduler`` (its name in ``study.experiment.protocol.SCHEDULES``). ``tracked`` says which split's error
+the curves record after an epoch (the monitored one under E.2's; the test split every ``test_every`` epochs
+under steps; none otherwise).
 """
 
 from __future__ import annotations
@@ -193,6 +197,17 @@ class Scheduler:
         """The divisions of the rates due before training step ``step`` (counted from 0 over all epochs)."""
         raise NotImplementedError
 
+    @property
+    def tracks(self) -> str:
+        """The split ("val", "train" or "test") whose error the curves record (``monitored_error``), or "none"."""
+        raise NotImplementedError
+
+    def tracked(self, epoch: int, steps_done: int) -> str | None:
+        """The split whose error every live run gets evaluated on after epoch ``epoch`` (1-based; ``steps_done``
+        training steps so far) for the curves and, when ``monitors``, for ``end_epoch``; None: nothing is
+        evaluated after this epoch."""
+        raise NotImplementedError
+
     def divide(self, state: Schedule, runs, times: int) -> Schedule:
         """The state with the rates of ``runs`` divided ``times`` times (``divide``)."""
         return divide(state, self.protocol, runs, times)
@@ -220,14 +235,21 @@ class Plateau(Scheduler):
     def divisions_at(self, step):
         return 0  # divisions happen at the ends of patience windows, never at a step
 
+    @property
+    def tracks(self):
+        return self.protocol.monitor
+
+    def tracked(self, epoch, steps_done):
+        return self.tracks  # after every epoch
+
     def end_epoch(self, state, runs, errors, nonfinite, steps_done):
         return after_epoch(state, self.protocol, runs, errors, nonfinite)
 
 
 class Steps(Scheduler):
     """A fixed number of iterations with divisions at ``Protocol.step_boundaries`` (module docstring; the
-    Householder paper's protocol): nothing is evaluated, the last epoch may be cut short
-    (``after_steps_epoch``)."""
+    Householder paper's protocol): nothing the schedule acts on is evaluated (the test error only for the curves,
+    with ``test_every``: ``tracked``), the last epoch may be cut short (``after_steps_epoch``)."""
 
     name = "steps"
     monitors = False
@@ -241,6 +263,16 @@ class Steps(Scheduler):
 
     def divisions_at(self, step):
         return self._at.get(step, 0)
+
+    @property
+    def tracks(self):
+        return "none" if self.protocol.test_every is None else "test"
+
+    def tracked(self, epoch, steps_done):
+        every = self.protocol.test_every
+        if every is None or not (epoch % every == 0 or steps_done >= self.protocol.iterations):
+            return None
+        return self.tracks
 
     def end_epoch(self, state, runs, errors, nonfinite, steps_done):
         return after_steps_epoch(state, runs, nonfinite, done=steps_done >= self.protocol.iterations)

@@ -417,7 +417,7 @@ class _Trainer:
                 forward = self._forward(stack, order, chunk, c_out)
             mark = self._steps(stack, order, last, c_out, chunk, forward, time.perf_counter())
             epoch_s = s.epoch_s + time.perf_counter() - mark
-            self._record_curves(stack, last)
+            self._record_curves(stack, last, s.epoch * steps + last)
             self._end_epoch(stack, epoch_s, s.epoch * steps + last)
             if self._due():
                 self._save()
@@ -494,15 +494,18 @@ class _Trainer:
             s.forward = self.forward_choice.kind
         return forward
 
-    def _record_curves(self, stack: Stack, steps: int) -> None:
+    def _record_curves(self, stack: Stack, steps: int, steps_done: int) -> None:
         """The epoch's points of the live runs (``study.training.curves``), before the schedule acts: the rate,
-        the mean loss of the epoch's ``steps`` steps, the NLC at trajectory epochs; the monitored error is
-        measured once here and kept for the schedule (``_end_epoch``). The loss sums restart at zero."""
+        the mean loss of the epoch's ``steps`` steps, the NLC at trajectory epochs; the error of the split the
+        schedule tracks (``Scheduler.tracked``: the monitored one, or the test split every ``test_every`` epochs
+        of a steps schedule) is measured once here and kept for the schedule (``_end_epoch``). The loss sums
+        restart at zero."""
         s, p = self.s, self.protocol
         self._errors = None
-        if self.scheduler.monitors:
-            monitored = _monitored(self.splits, p)
-            self._errors = errors(stack.net, monitored.x, monitored.y, _widest(self.spec), stack.size,
+        split = self.scheduler.tracked(s.epoch + 1, steps_done)
+        if split is not None:
+            evaluated = getattr(self.splits, split)
+            self._errors = errors(stack.net, evaluated.x, evaluated.y, _widest(self.spec), stack.size,
                                   p.loss).cpu().numpy()
         if s.curves is not None:
             epoch = s.epoch + 1

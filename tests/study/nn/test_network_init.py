@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from archstudy.sampling import ArchSpec, SpecError
 from archstudy.study import build_network
@@ -91,3 +92,59 @@ def test_seeds_are_checked_in_one_line():
             build_network(spec, seeds=bad)
     with pytest.raises(SpecError, match=r"^build_network\.runs = 3: must be 1 or len\(seeds\) = 2"):
         build_network(spec, runs=3, seeds=[1, 2])
+
+
+# -- bias initializations (ArchSpec.bias_init, householder_bias) ---------------------------------------------
+
+@pytest.mark.parametrize("bias_init, law", [
+    ("gaussian", lambda fan_in: stats.norm(0.0, math.sqrt(0.05))),  # appendix C
+    ("normal", lambda fan_in: stats.norm(0.0, 1.0)),  # the variability paper, B.1
+    ("uniform_fan_in", lambda fan_in: stats.uniform(-1 / math.sqrt(fan_in), 2 / math.sqrt(fan_in))),  # nn.Linear
+])
+def test_biases_follow_their_stated_distribution(bias_init, law):
+    """A Kolmogorov-Smirnov test of each layer's 2,000 or 1,000 biases (seeded: the same p-values every time)
+    against the stated law, which accepts them, and against the other laws, which reject them."""
+    spec = ArchSpec(depth=2, width=2000, d_in=10, d_out=1000, bias_init=bias_init, init="kaiming")
+    net = build_network(spec, seed=1)
+    others = {"gaussian": stats.norm(0.0, math.sqrt(0.05)), "normal": stats.norm(0.0, 1.0)}
+    for layer, m in zip(spec.layers(), net.linears):
+        b = m.bias.detach()[0].numpy()
+        assert stats.kstest(b, law(layer.fan_in).cdf).pvalue > 0.01
+        for name, other in others.items():
+            if name != bias_init:
+                assert stats.kstest(b, other.cdf).pvalue < 1e-6, name
+        assert stats.kstest(b, stats.uniform(-2 / math.sqrt(layer.fan_in), 4 / math.sqrt(layer.fan_in)).cdf
+                            ).pvalue < 1e-6
+    # the weights: Kaiming's, untouched by the bias init unless appendix C's sqrt(0.95) applies ("gaussian")
+    factor = math.sqrt(0.95) if bias_init == "gaussian" else 1.0
+    for w, ref in zip(_weights(spec, seed=1), _weights(spec.replace(bias_init="zero"), seed=1)):
+        np.testing.assert_allclose(w, ref * factor, rtol=1e-15, atol=0)
+
+
+def test_bias_draws_share_the_layers_generator_and_scale_with_the_net():
+    spec = ArchSpec(depth=4, width=20, d_in=5, d_out=3, bias_init="normal", init_scale=1.1)
+    for layer, b_normal, b_gauss, b_uniform in zip(
+            spec.layers(), build_network(spec, seed=2).linears,
+            build_network(spec.replace(bias_init="gaussian"), seed=2).linears,
+            build_network(spec.replace(bias_init="uniform_fan_in", init_scale=1.0), seed=2).linears):
+        z = init_rng(2, layer.index, 1)  # the layer's bias generator
+        np.testing.assert_allclose(b_normal.bias[0].detach().numpy(), z.standard_normal(layer.fan_out) * 1.1,
+                                   rtol=1e-15)
+        np.testing.assert_allclose(b_gauss.bias[0].detach().numpy(), b_normal.bias[0].detach().numpy()
+                                   * math.sqrt(0.05), rtol=1e-14)
+        bound = 1 / math.sqrt(layer.fan_in)
+        np.testing.assert_array_equal(b_uniform.bias[0].detach().numpy(),
+                                      init_rng(2, layer.index, 1).uniform(-bound, bound, layer.fan_out))
+
+
+def test_householder_layers_take_the_bias_init_or_zero():
+    spec = ArchSpec(depth=6, width=30, d_in=2, d_out=1, activation="abs", weights="householder", dense_ends=1,
+                    bias_init="uniform_fan_in", scale_activation=False)
+    same = build_network(spec, seed=3)
+    zero = build_network(spec.replace(householder_bias="zero"), seed=3)
+    for layer, a, b in zip(spec.layers(), same.linears, zero.linears):
+        if layer.kind == "householder":
+            assert 0 < a.bias.abs().max() <= 1 / math.sqrt(30) and not b.bias.any()
+            assert torch.equal(a.u, b.u)
+        else:  # the dense layers: PyTorch's default bias either way
+            assert torch.equal(a.bias, b.bias) and 0 < a.bias.abs().max() <= 1 / math.sqrt(layer.fan_in)

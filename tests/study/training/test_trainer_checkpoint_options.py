@@ -71,7 +71,7 @@ def test_a_checkpoint_in_the_layout_before_these_options_resumes(tmp_path, monke
     interrupted(monkeypatch, path, 20, **train)
     state = torch.load(path, weights_only=False)
     assert set(state["key"]["protocol"]) == set(Protocol.of("paper").to_dict()) - {
-        "loss", "momentum", "schedule", "iterations", "step_at", "selection"}
+        "loss", "momentum", "schedule", "iterations", "step_at", "selection", "test_every"}
     assert "init_seeds" not in state["key"]
     state["lr_min"], state["c_out"] = state["lr_min"][0], state["c_out"][0]
     del state["seeds"]
