@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from archstudy.sampling.constraints import Choice, check
 
-from . import (han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2, resnet_hessian,
+from . import (han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2, resnet_depth, resnet_hessian,
                variability_collapse, yz_variability_depth)
 from .catalogue import NOT_OFFERED, NotOffered
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
@@ -32,6 +32,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     nlc_figure1.REPRODUCTION,
     yz_variability_depth.REPRODUCTION,
     variability_collapse.REPRODUCTION,
+    resnet_depth.REPRODUCTION,
 )}
 ALL = "all"  # ``archstudy reproduce all``: every reproduction above
 

@@ -81,8 +81,6 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
                NOT_BUILT),
     NotOffered(RESNET, "figures 5-6", "largest |eigenvalue|, its 10th percentile and the fraction of negative "
                "eigenvalues against the loss at depth 16, shortcut 1/2/3 (resnet-spectrum)", NOT_BUILT),
-    NotOffered(RESNET, "figures 7-8", "best final loss against depth, linear and with mid-position ReLUs, "
-               "shortcut 1/2/3, a learning-rate sweep (resnet-depth)", NOT_BUILT),
     NotOffered(RESNET, "figure 9", "CIFAR-10 ResNets of different depths and shortcut depths",
                "convolutional ResNets are not in the space; GPU-days"),
 )

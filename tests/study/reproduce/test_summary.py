@@ -15,12 +15,12 @@ from archstudy.analysis.html import esc
 from archstudy.sampling import SpecError
 from archstudy.study.cli import main
 from archstudy.study.reproduce import NOT_OFFERED, REPRODUCTIONS, nlc_figure1, reproduce_all
-from archstudy.study.reproduce import variability_collapse, yz_variability_depth
+from archstudy.study.reproduce import resnet_depth, resnet_hessian, variability_collapse, yz_variability_depth
 from archstudy.study.reproduce.result import ROW_KEYS
 from archstudy.study.reproduce.summary import cost_seconds, estimated_seconds, summary_table
 
 PART_B = {"nlc-figure1": nlc_figure1, "yz-variability-depth": yz_variability_depth,
-          "variability-collapse": variability_collapse}
+          "variability-collapse": variability_collapse, "resnet-depth": resnet_depth}
 
 
 def expected_keys(name: str) -> set[str]:
@@ -31,6 +31,12 @@ def expected_keys(name: str) -> set[str]:
         return {"peak_depth:FC+ReLU", "min_variability_below_27:FC+ReLU", "max_variability_from_27:FC+ReLU",
                 "peak_depth:FC+ABS", "min_variability:FC+ABS", f"variability:HanNet:L={last}",
                 "deepest_over_shallowest:HanNet"}
+    if name == "resnet-depth":
+        tiny = resnet_depth.SCALES["tiny"]
+        last, relu = tiny.depths[-1], tiny.relu_depths[-1]
+        return {f"log10_excess_loss:shortcut2:depth={last}", "log10_excess_loss_growth:shortcut2",
+                f"log10_optimal_lr:shortcut2_over_orthogonal:depth={last}",
+                f"log10_final_loss:shortcut2-relu:depth={relu}"}
     last = variability_collapse.SCALES["tiny"].depth
     return {f"log10_c_over_g:ReLU:L={last}", f"log10_c_relu_over_abs:L={last}",
             f"g_orthogonality_error:HanNet:L={last}"}
@@ -149,3 +155,49 @@ def test_nlc_figure1_claims_on_exact_inverse_points_and_on_unrelated_ones():
     flat = [{"nlc": float(v), "lar_diameter": 0.1 * (1 + 0.01 * (i % 2))} for i, v in enumerate(nlcs)]
     rows, _ = nlc_figure1.claims(flat + [{"nlc": 5.0, "lar_diameter": float("nan")}])
     assert not any(r.ok for r in rows)
+
+
+def test_resnet_depth_nets_are_resnet_hessians_and_descent_reaches_the_least_squares_optimum():
+    import numpy as np
+    import torch
+
+    rng = np.random.default_rng(0)
+    for shortcut, depth in [(0, 4), (1, 3), (2, 4), (3, 6)]:
+        theta = torch.from_numpy(rng.standard_normal(depth * 100) * 0.3)
+        ours = resnet_depth.end_to_end(theta.reshape(1, depth, 10, 10), shortcut)[0]
+        assert torch.allclose(ours, resnet_hessian.end_to_end(theta, depth, shortcut, 10), atol=1e-12)
+    # the moments form of the loss equals the data form; the optimum is least squares' (an independent solve)
+    x = rng.standard_normal((200, 10))
+    y = resnet_hessian.one_hot(rng.integers(0, 10, 200), 10)
+    data = resnet_hessian.Moments.of(x, y)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    layers = torch.from_numpy(rng.standard_normal((2, 3, 10, 10)) * 0.2)
+    w = resnet_depth.end_to_end(layers, 1)
+    direct = 0.5 * ((yt[None] - xt[None] @ w.transpose(1, 2)) ** 2).sum(dim=2).mean(dim=1)
+    assert torch.allclose(resnet_depth.losses(layers, 1, False, xt, yt, data), direct, atol=1e-12)
+    beta = np.linalg.lstsq(x, y, rcond=None)[0]
+    assert resnet_depth.optimal_loss(data) == pytest.approx(0.5 * np.mean(np.sum((y - x @ beta) ** 2, axis=1)),
+                                                            rel=1e-10)
+    # one layer without shortcut is least squares itself: gradient descent at a good rate reaches the optimum; a
+    # rate far too large diverges and counts as infinite
+    final = resnet_depth.train(torch.zeros(100, dtype=torch.float64), 1, 0, False, (0.5, 1e3), 400, xt, yt, data)
+    assert final[0] == pytest.approx(resnet_depth.optimal_loss(data), rel=1e-6) and final[1] == math.inf
+
+
+def test_resnet_depth_claims_pass_on_the_papers_picture_and_fail_on_its_opposite():
+    def entry(loss, lr):
+        return {"final_loss": loss, "optimal_lr": lr}
+
+    good = {"linear": {"shortcut2": {6: entry(1.0 + 1e-8, 0.1), 96: entry(1.0 + 1e-8, 0.1)},
+                       "orthogonal": {6: entry(1.0 + 1e-8, 0.1), 96: entry(1.01, 0.01)},
+                       "xavier": {6: entry(1.0 + 1e-6, 0.1), 96: entry(1.4, 0.001)}},
+            "relu": {"shortcut2": {64: entry(0.5, 0.1)}, "orthogonal": {64: entry(0.9, 0.1)},
+                     "xavier": {64: entry(1.4, 0.1)}}}
+    assert all(r.ok for r in resnet_depth.claims(good, 1.0))
+    bad = {"linear": {"shortcut2": good["linear"]["xavier"], "orthogonal": good["linear"]["orthogonal"],
+                      "xavier": good["linear"]["shortcut2"]},
+           "relu": {"shortcut2": good["relu"]["xavier"], "orthogonal": good["relu"]["orthogonal"],
+                    "xavier": good["relu"]["shortcut2"]}}
+    rows = {r.quantity: r for r in resnet_depth.claims(bad, 1.0)}
+    assert not any(r.ok for r in rows.values())
+    assert rows["log10_excess_loss_growth:shortcut2"].measured == pytest.approx(math.log10(0.4) + 6)
