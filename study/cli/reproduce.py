@@ -1,5 +1,6 @@
 """``archstudy reproduce``: run one of the papers' experiments and print its numbers beside the paper's
-(``study.reproduce``); ``--list`` names them all with what each costs."""
+(``study.reproduce``); ``reproduce all`` runs every one (a summary table, ``summary.json`` and an index page);
+``--list`` names them all with what each costs, then the papers' experiments not offered with the reason."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ def register(sub) -> None:
         description="Run one of the papers' experiments with this pipeline, print a table (quantity, the paper's "
         "value, ours, the tolerance, the verdict), and write OUT/NAME.json and a self-contained OUT/NAME.html "
         "(its figure beside the table). A row that differs is a finding: tolerances come from the papers' "
-        "precision or spread. Exit status 0 when every row agrees, 1 when some differ. `--list` names them.")
-    p.add_argument("name", nargs="?", metavar="NAME", help="the reproduction (see --list)")
-    p.add_argument("--list", action="store_true", help="list the reproductions, each with its paper and cost here")
+        "precision or spread. Exit status 0 when every row agrees, 1 when some differ. `all` runs every "
+        "reproduction and adds OUT/summary.json and OUT/index.html. `--list` names them, and the papers' "
+        "experiments not offered with the reason.")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the reproduction (see --list), or all")
+    p.add_argument("--list", action="store_true",
+                   help="list the reproductions, each with its paper and cost here, then the experiments not offered")
     p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
                    help="directory for NAME.json and NAME.html (default %(default)s/)")
     p.add_argument("--scale", default="quick",
@@ -37,15 +41,23 @@ def register(sub) -> None:
 
 def run(args) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
-    from ..reproduce import REPRODUCTIONS, format_table, reproduce
+    from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
 
     if args.list:
         for r in REPRODUCTIONS.values():
             print(r.line())
         print("(costs: wall time on a shared 2-core machine without a GPU; paper scale estimated where not run)")
+        for n in NOT_OFFERED:
+            print(n.line())
         return 0
     if args.name is None:
-        raise UserError("reproduce: name a reproduction (" + ", ".join(REPRODUCTIONS) + "), or --list")
+        raise UserError("reproduce: name a reproduction (" + ", ".join(REPRODUCTIONS) + f"), {ALL}, or --list")
+    if args.name == ALL:
+        entries, json_path, html_path = reproduce_all(args.out, scale=args.scale, seed=args.seed,
+                                                      device=args.device, root=args.root, threads=args.threads,
+                                                      progress=sys.stderr, echo=sys.stdout)
+        print(f"wrote {json_path}, {html_path} and each reproduction's NAME.json and NAME.html")
+        return 0 if all(e.result.passed == len(e.result.rows) for e in entries) else 1
     result, json_path, html_path = reproduce(args.name, args.out, scale=args.scale, seed=args.seed,
                                              device=args.device, root=args.root, threads=args.threads,
                                              progress=sys.stderr)

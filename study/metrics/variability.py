@@ -146,3 +146,125 @@ def measure_variability(m: Measuring, seed: int) -> dict:
     o = m.options
     return {"variability": variability(m.net, m.x, o.variability_grid, o.variability_planes, seed, m.batch_size)
             if m.spec.d_in >= 2 else math.nan}
+
+
+# -- the variability of many networks at once (a stack, one network per parameter sample) ---------------------
+
+@torch.no_grad()
+def box_variability(net: nn.Module, box, grid: int = 65) -> np.ndarray:
+    """V of every run of a stacked network (``build_network(spec, seeds=[...])``: one parameter sample per run)
+    on the 2-D box ``box`` = ((lo_1, hi_1), (lo_2, hi_2)) (the Han papers' Omega, [-1, 1]^2): one value per run,
+    each exactly what ``variability(net.select(r), corners of the box, grid)`` gives, from one forward pass of
+    the stack. The Han papers' E_(W, b) over parameter samples is then ``geometric_mean`` of these (their
+    figures: the geometric mean of 3000 samples, which vanishes when one sample is constant)."""
+    grid = check("variability", "grid", Integer(4), grid)
+    if has_batch_statistics(net):
+        raise ValueError("box_variability takes networks without batch statistics (use variability, which "
+                         "calibrates them)")
+    b = torch.as_tensor(box, dtype=torch.float64)
+    if tuple(b.shape) != (2, 2) or not bool((b[:, 1] > b[:, 0]).all()):
+        raise ValueError(f"box must be ((lo1, hi1), (lo2, hi2)) with lo < hi, got {box!r}")
+    eye = torch.eye(2, dtype=torch.float64)
+    points = _lattice(torch.zeros(2, dtype=torch.float64), eye, b, grid).reshape(-1, 2)
+    device = next(net.parameters()).device
+    y = net(points.to(device))  # [R, grid^2, d_out] for a stack ([grid^2, d_out] for one network)
+    if y.dim() == 2:
+        y = y.unsqueeze(0)
+    f = (y * y).sum(dim=-1).reshape(-1, grid, grid).cpu()
+    h = 2.0 / (grid - 1)
+    return np.array([third_difference_variability(f_r, h) for f_r in f])
+
+
+# -- Collapse to Constants: the C- and G-matrices (the variability paper, appendix A.4) --------------------------
+#
+# For a plain network s_0 = x, z_k = W_k s_{k-1} + b_k, s_k = phi(z_k), k = 1 .. L (the paper's recursion (3)):
+#
+#     G_L(x)        = prod_{k=1..L} W_k^T Nabla phi(z_k)            (eq. 12; Yu and Zhang, eq. 6)
+#     C_L(x, x~)    = prod_{k=1..L} W_k^T D phi(z_k, z~_k)          (eq. 13)
+#     [D phi(u, v)]_ii = [phi(u) - phi(v)]_i / [u - v]_i,  0/0 = 1  (eq. 14)
+#
+# the products taken left to right (W_1^T D_1 W_2^T D_2 ... W_L^T D_L), z~_k the recursion started from x~.
+# Proposition 2: F_L(x) - F_L(x~) = C_L(x, x~)^T (x - x~) with F_L = s_L, so C_L -> 0 makes the network collapse
+# to a constant ("C2C"); G-matrices are the limits of C-matrices (x~ -> x), the dominant part of the gradient.
+
+
+def secant_slopes(phi: Callable, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """The diagonal of D phi(u, v) (eq. 14): (phi(u) - phi(v)) / (u - v) componentwise, 1 where u = v (the
+    paper's convention 0/0 = 1)."""
+    same = u == v
+    diff = torch.where(same, torch.ones_like(u), u - v)
+    return torch.where(same, torch.ones_like(u), (phi(u) - phi(v)) / diff)
+
+
+def activation_slopes(phi: Callable, z: torch.Tensor) -> torch.Tensor:
+    """The diagonal of Nabla phi(z): phi'(z) componentwise (autograd; torch's one-sided choice at a kink, e.g.
+    relu'(0) = 0, |.|'(0) = 0)."""
+    with torch.enable_grad():
+        zz = z.detach().clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(phi(zz).sum(), zz)
+    return g
+
+
+def plain_layers(net: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor], Callable]:
+    """(W_k, b_k, phi) of the hidden layers k = 1 .. L-1 of a plain ``study.nn.network.Network`` of one run (no
+    normalization, no skips; dense or Householder layers, whose W_k is H(u_k)): the paper's F_L is the network
+    up to its last hidden activation (the output layer has no activation and is left out)."""
+    spec = net.spec
+    if spec.norm != "none" or spec.skip != "none" or spec.param != "sp" or net.runs != 1:
+        raise ValueError("C- and G-matrices are defined for plain networks of one run: no normalization, no skips, "
+                         "standard parameterization")
+    weights, biases = [], []
+    for linear in list(net.linears)[:-1]:
+        w = linear.matrix()[0] if hasattr(linear, "matrix") else linear.weight[0]
+        weights.append(w.detach())
+        biases.append(linear.bias[0].detach())
+    constants = net.act.constants
+    return weights, biases, lambda s: net.act(s, constants)
+
+
+@torch.no_grad()
+def collapse_norms(weights, biases, phi: Callable, x: torch.Tensor, x_tilde: torch.Tensor, at=None) -> dict:
+    """Spectral norms of C_k(x, x~), G_k(x) and G_k(x~) at the depths ``at`` (default: every k = 1 .. L), in one
+    pass over the layers (the curves of the variability paper's figure 6): {"depth", "c", "g_x", "g_x_tilde"},
+    each a list. ``weights[k-1]`` is W_k [n_k, n_{k-1}], ``biases[k-1]`` is b_k, ``x`` and ``x_tilde`` [n_0]."""
+    L = len(weights)
+    keep = set(range(1, L + 1) if at is None else at)
+    s, st = x, x_tilde
+    n0 = x.shape[-1]
+    c = torch.eye(n0, dtype=x.dtype, device=x.device)
+    gx, gt = c.clone(), c.clone()
+    out = {"depth": [], "c": [], "g_x": [], "g_x_tilde": []}
+    for k, (w, b) in enumerate(zip(weights, biases), start=1):
+        z, zt = w @ s + b, w @ st + b
+        wt = w.T
+        c = (c @ wt) * secant_slopes(phi, z, zt)  # C_{k-1} W_k^T D_k: D_k scales the columns
+        gx = (gx @ wt) * activation_slopes(phi, z)
+        gt = (gt @ wt) * activation_slopes(phi, zt)
+        s, st = phi(z), phi(zt)
+        if k in keep:
+            out["depth"].append(k)
+            for key, m in (("c", c), ("g_x", gx), ("g_x_tilde", gt)):
+                out[key].append(float(torch.linalg.matrix_norm(m, ord=2)))
+    return out
+
+
+def c_matrix(weights, biases, phi: Callable, x: torch.Tensor, x_tilde: torch.Tensor) -> torch.Tensor:
+    """C_L(x, x~) (eq. 13) of the plain network (``weights``, ``biases``, ``phi``): [n_0, n_L]."""
+    s, st = x, x_tilde
+    c = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    for w, b in zip(weights, biases):
+        z, zt = w @ s + b, w @ st + b
+        c = (c @ w.T) * secant_slopes(phi, z, zt)
+        s, st = phi(z), phi(zt)
+    return c
+
+
+def g_matrix(weights, biases, phi: Callable, x: torch.Tensor) -> torch.Tensor:
+    """G_L(x) (eq. 12) of the plain network (``weights``, ``biases``, ``phi``): [n_0, n_L]."""
+    s = x
+    g = torch.eye(x.shape[-1], dtype=x.dtype, device=x.device)
+    for w, b in zip(weights, biases):
+        z = w @ s + b
+        g = (g @ w.T) * activation_slopes(phi, z)
+        s = phi(z)
+    return g

@@ -2,7 +2,9 @@
 
 Every reproduction is one module of this package holding ``REPRODUCTION`` (``reproduction.Reproduction``: name,
 paper, table or figure, settings and cost per scale, a ``run`` function) and one line in ``REPRODUCTIONS``
-below. ``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` runs one and writes ``out/NAME.json``
+below; the papers' experiments not offered are ``NOT_OFFERED`` (``catalogue``), each with its reason.
+``reproduce_all(out, scale=...)`` runs every one (``summary``: ``OUT/summary.json`` and ``OUT/index.html``).
+``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` runs one and writes ``out/NAME.json``
 (``result.Result``: the issue's fixed shape) and ``out/NAME.html`` (``page``: its figure beside the table).
 
     >>> result, json_path, html_path = reproduce("nlc-table1", "reproductions", scale="quick")
@@ -15,7 +17,9 @@ from typing import Any, TextIO
 
 from archstudy.sampling.constraints import Choice, check
 
-from . import han_checkerboard, nlc_figure2, nlc_table1, nlc_table2, resnet_hessian
+from . import (han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2, resnet_depth, resnet_hessian,
+               variability_collapse, yz_variability_depth)
+from .catalogue import NOT_OFFERED, NotOffered
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
 from .result import Result, Row, format_table
 
@@ -25,10 +29,15 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     nlc_figure2.REPRODUCTION,
     resnet_hessian.REPRODUCTION,
     han_checkerboard.REPRODUCTION,
+    nlc_figure1.REPRODUCTION,
+    yz_variability_depth.REPRODUCTION,
+    variability_collapse.REPRODUCTION,
+    resnet_depth.REPRODUCTION,
 )}
+ALL = "all"  # ``archstudy reproduce all``: every reproduction above
 
-__all__ = ["REPRODUCTIONS", "SCALES", "Context", "Measured", "Reproduction", "Result", "Row", "format_table",
-           "get", "reproduce"]
+__all__ = ["ALL", "NOT_OFFERED", "NotOffered", "REPRODUCTIONS", "SCALES", "Context", "Measured", "Reproduction",
+           "Result", "Row", "format_table", "get", "reproduce", "reproduce_all"]
 
 
 def get(name: str) -> Reproduction:
@@ -41,3 +50,12 @@ def reproduce(name: str, out, *, scale: str = "quick", seed: int = 0, device: An
     """Run reproduction ``name``; returns (``Result``, path of NAME.json, path of NAME.html)."""
     return run_reproduction(get(name), out, scale=scale, seed=seed, device=device, root=root, threads=threads,
                             progress=progress)
+
+
+def reproduce_all(out, *, scale: str = "quick", seed: int = 0, device: Any = "cpu", root=None, threads: int = 1,
+                  progress: TextIO | None = sys.stderr, echo: TextIO | None = sys.stdout):
+    """Run every reproduction; returns (the summary's entries, path of summary.json, path of index.html)."""
+    from .summary import run_all
+
+    return run_all(REPRODUCTIONS, out, scale=scale, seed=seed, device=device, root=root, threads=threads,
+                   progress=progress, echo=echo)

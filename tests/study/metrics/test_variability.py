@@ -111,3 +111,91 @@ def test_bad_arguments_are_one_line_errors():
     one_d = build_network(ArchSpec(depth=3, width=4, d_in=1, d_out=2))
     with pytest.raises(SpecError, match=r"variability.d_in = 1"):
         variability(one_d, gaussian(50, 1))
+
+
+# -- many parameter samples at once; the C- and G-matrices of Collapse to Constants (variability paper, A.4) -----
+
+from archstudy.study.metrics.variability import (  # noqa: E402
+    activation_slopes, box_variability, c_matrix, collapse_norms, g_matrix, plain_layers, secant_slopes,
+)
+
+
+def test_box_variability_of_a_stack_is_each_runs_variability_on_the_box():
+    spec = ArchSpec(depth=5, width=9, d_in=2, d_out=2, activation="abs", scale_activation=False, init="xavier",
+                    weights="householder")
+    stack = build_network(spec, seeds=[3, 4, 5])
+    corners = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
+    v = box_variability(stack, ((-1, 1), (-1, 1)), grid=17)
+    assert v.shape == (3,)
+    for r, seed in enumerate([3, 4, 5]):
+        assert v[r] == pytest.approx(variability(build_network(spec, seed=seed), corners, grid=17), rel=1e-12)
+
+
+def test_secant_slopes_follow_eq_14_with_0_over_0_one():
+    u = torch.tensor([2.0, -1.0, 3.0, -2.0, 0.5], dtype=torch.float64)
+    v = torch.tensor([1.0, -3.0, -1.0, -2.0, 0.5], dtype=torch.float64)
+    assert secant_slopes(torch.relu, u, v).tolist() == [1.0, 0.0, 0.75, 1.0, 1.0]
+    assert secant_slopes(torch.abs, u, v).tolist() == [1.0, -1.0, 0.5, 1.0, 1.0]
+    assert activation_slopes(torch.abs, u).tolist() == [1.0, -1.0, 1.0, -1.0, 1.0]
+
+
+def _plain(activation, depth=7, width=6, seed=0, weights="dense"):
+    spec = ArchSpec(depth=depth, width=width, d_in=width, d_out=3, activation=activation, scale_activation=False,
+                    init="kaiming", bias_init="gaussian", weights=weights)
+    return build_network(spec, seed=seed)
+
+
+def _hidden_output(weights, biases, phi, x):
+    s = x
+    for w, b in zip(weights, biases):
+        s = phi(w @ s + b)
+    return s
+
+
+@pytest.mark.parametrize("activation", ["relu", "abs", "tanh"])
+def test_proposition_2_the_c_matrix_maps_input_differences_to_output_differences(activation):
+    net = _plain(activation, seed=1)
+    ws, bs, phi = plain_layers(net)
+    x, xt = gaussian(2, 6, seed=7)
+    c = c_matrix(ws, bs, phi, x, xt)
+    # F_L(x) - F_L(x~) = C_L^T (x - x~): F_L by its own forward pass, and through the network's output layer
+    assert torch.allclose(_hidden_output(ws, bs, phi, x) - _hidden_output(ws, bs, phi, xt), c.T @ (x - xt),
+                          rtol=1e-10, atol=1e-12)
+    w_out = net.linears[-1].weight[0].detach()
+    with torch.no_grad():
+        assert torch.allclose(net(x[None])[0] - net(xt[None])[0], w_out @ (c.T @ (x - xt)), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("activation", ["relu", "abs", "tanh"])
+def test_the_g_matrix_is_the_transposed_jacobian_and_the_limit_of_c_matrices(activation):
+    net = _plain(activation, seed=2)
+    ws, bs, phi = plain_layers(net)
+    x = gaussian(1, 6, seed=8)[0]
+    g = g_matrix(ws, bs, phi, x)
+    jac = torch.autograd.functional.jacobian(lambda t: _hidden_output(ws, bs, phi, t), x)
+    assert torch.allclose(g, jac.T, rtol=1e-10, atol=1e-12)
+    if activation == "tanh":  # smooth: C(x, x + e) -> G(x) as e -> 0, at first order
+        e = gaussian(1, 6, seed=9)[0]
+        errors = [float((c_matrix(ws, bs, phi, x, x + h * e) - g).abs().max()) for h in (1e-3, 1e-4)]
+        assert errors[1] < errors[0] / 5 and errors[1] < 1e-3
+
+
+def test_collapse_norms_are_the_norms_of_the_partial_products_and_a_hannet_g_matrix_is_orthogonal():
+    net = _plain("relu", depth=9, seed=3)
+    ws, bs, phi = plain_layers(net)
+    x, xt = gaussian(2, 6, seed=10)
+    out = collapse_norms(ws, bs, phi, x, xt, at=[1, 4, 8])
+    assert out["depth"] == [1, 4, 8]
+    for i, k in enumerate(out["depth"]):
+        assert out["c"][i] == pytest.approx(float(torch.linalg.matrix_norm(c_matrix(ws[:k], bs[:k], phi, x, xt), 2)))
+        assert out["g_x_tilde"][i] == pytest.approx(float(torch.linalg.matrix_norm(g_matrix(ws[:k], bs[:k], phi, xt), 2)))
+    # Yu and Zhang, Proposition 1: Householder weights and |.| keep G orthogonal (the input layer aside: here every
+    # hidden layer after the first is a reflector, so G_L = W_1^T D_1 times an orthogonal matrix)
+    han = _plain("abs", depth=12, width=8, seed=4, weights="householder")
+    ws, bs, phi = plain_layers(han)
+    x = gaussian(1, 8, seed=11)[0]
+    z1 = ws[0] @ x + bs[0]
+    tail = g_matrix(ws[1:], bs[1:], phi, phi(z1))
+    assert torch.allclose(tail @ tail.T, torch.eye(8, dtype=torch.float64), atol=1e-12)
+    with pytest.raises(ValueError, match="plain networks"):
+        plain_layers(build_network(ArchSpec(depth=3, width=4, d_in=4, d_out=2, norm="batch"), seed=0))
