@@ -35,7 +35,8 @@ def register(sub) -> None:
                    help="torch CPU threads (default %(default)s: the nets are small, one thread is faster than "
                         "several)")
     p.add_argument("--root", metavar="DIR", help="directory of the paper's data where a reproduction reads it "
-                   "(nlc-table1 and nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data and say so")
+                   "(nlc-table1 and nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data "
+                   "and say so")
     p.set_defaults(func=run)
 
 
