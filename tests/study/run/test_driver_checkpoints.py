@@ -53,6 +53,7 @@ def test_each_new_checkpoint_reaches_the_store_and_a_retry_starts_from_it():
 
 
 def test_on_a_local_store_the_trainer_writes_the_study_file_itself(tmp_path):
+    (tmp_path / "s").mkdir()  # the driver made the study directory; a worker never makes it (it may be gone)
     store = Store(tmp_path / "s")
     with MirroredCheckpoint(store, NAME) as path:
         assert path == str(tmp_path / "s" / "checkpoints" / f"{NAME}.pt")
