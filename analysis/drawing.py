@@ -5,8 +5,6 @@ A figure with nothing to draw (``figures.NothingToDraw``, or its declaration's `
 page shows in its place; one that fails shows its error instead of sinking the report (and says so on stderr).
 The figures are independent of each other, so ``Drawer.draw_all`` draws them on two processes where the platform
 forks (matplotlib spends most of a report's time in Python, on one core); the page is the same either way.
-``Background`` computes one long piece of the statistics (the held-out prediction) in a forked process the same
-way, beside the others.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from archstudy.study.experiment.config import REPORT_NAME
 from .figures.base import NothingToDraw, omissions
 from .html import esc
 from .plotting import Image, render
+from .processes import workers
 from .results import local_root
 
 
@@ -79,71 +78,6 @@ _FORMAT: str | None = None
 
 def _draw_one(k: int) -> Drawn:
     return draw(_JOBS[k], _FORMAT)
-
-
-def workers() -> int:
-    """Processes to draw on: two where the platform forks (each of the report's figures is a small job; more
-    processes than two win little on the 2-core machines a report is drawn on, and cost their memory), else one
-    (spawning a process would import everything again)."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    return min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
-
-
-class Background:
-    """``fn(*args, **kw)`` computed in a forked process while the caller goes on (the report's held-out
-    prediction, seconds of scikit-learn, beside the other statistics); ``result()`` waits for it and returns it,
-    or raises what it raised. Where ``workers`` allows one process only, or the child dies, it is computed in
-    the caller: the value is the same either way."""
-
-    def __init__(self, fn: Callable, *args, **kw):
-        self._call = (fn, args, kw)
-        self._process = self._pipe = None
-        if workers() < 2:
-            return
-        for stream in (sys.stdout, sys.stderr):  # else the child would write what the parent had buffered again
-            stream.flush()
-        ctx = multiprocessing.get_context("fork")
-        self._pipe, send = ctx.Pipe(duplex=False)
-        self._process = ctx.Process(target=_background, args=(send, fn, args, kw), daemon=True)
-        self._process.start()
-        send.close()
-
-    def result(self):
-        fn, args, kw = self._call
-        if self._process is None:
-            return fn(*args, **kw)
-        try:
-            ok, value = self._pipe.recv()
-        except (EOFError, OSError):  # the child died without an answer: compute it here
-            ok, value = True, fn(*args, **kw)
-        finally:
-            self._pipe.close()
-            self._process.join()
-        if not ok:
-            raise value
-        return value
-
-    def cancel(self) -> None:
-        """Ends the child (the caller failed and will not ask for the result)."""
-        if self._process is not None:
-            self._process.terminate()
-            self._pipe.close()
-            self._process.join()
-            self._process = None
-
-
-def _background(send, fn: Callable, args: tuple, kw: dict) -> None:
-    try:
-        answer = (True, fn(*args, **kw))
-    except BaseException as e:  # noqa: BLE001 - raised again in the parent
-        answer = (False, e)
-    try:
-        send.send(answer)
-    except Exception:  # noqa: BLE001 - an answer that does not pickle: the parent computes it itself
-        pass
-    finally:
-        send.close()
 
 
 @dataclass

@@ -20,7 +20,7 @@ import pandas as pd
 
 from archstudy.sampling import SpecError
 
-from .drawing import Background
+from .processes import Background
 from .edf import ErrorEDF, edf
 from .figures.base import FigureData
 from .figures.curves import curve_architectures
