@@ -23,6 +23,7 @@ from archstudy.study.experiment.config import REPORT_NAME
 from .figures.base import NothingToDraw, omissions
 from .html import esc
 from .plotting import Image, render
+from .processes import workers
 from .results import local_root
 
 
@@ -77,15 +78,6 @@ _FORMAT: str | None = None
 
 def _draw_one(k: int) -> Drawn:
     return draw(_JOBS[k], _FORMAT)
-
-
-def workers() -> int:
-    """Processes to draw on: two where the platform forks (each of the report's figures is a small job; more
-    processes than two win little on the 2-core machines a report is drawn on, and cost their memory), else one
-    (spawning a process would import everything again)."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    return min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
 @dataclass

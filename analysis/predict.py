@@ -479,6 +479,69 @@ def _num(x: float, sign: bool = False) -> str:
     return f"{x:+.2f}" if sign else f"{x:.2f}"
 
 
+def row_wise(model) -> bool:
+    """Whether ``model``'s prediction of a row depends on that row alone, bit for bit, however many rows are
+    predicted at once: gradient-boosted trees (each row's sum of leaf values, chosen by comparisons, in tree
+    order) and the window predictor (elementwise). Not the ridge: its product with the coefficients goes through
+    BLAS, whose blocking may round a row differently in a larger matrix."""
+    last = model.steps[-1][1] if hasattr(model, "steps") else model
+    return isinstance(last, WindowPredictor) or type(last).__name__ == "HistGradientBoostingRegressor"
+
+
+class BatchedPredictions:
+    """A fitted model that answers many ``predict`` calls with one (permutation importance and partial dependence
+    predict the same model on dozens of small tables, and each call's fixed cost dwarfs its rows' work).
+
+    scikit-learn runs twice: ``run(call)`` first calls ``call(self)`` recording each table it asks about (and
+    answering zeros), predicts them all in one call where ``row_wise`` allows (else one by one, as before), then
+    calls ``call(self)`` again, answering each table with its prediction. scikit-learn's own code draws the
+    shuffles and grids, so the numbers are those of calling it on ``model``."""
+
+    _estimator_type = "regressor"
+
+    def __init__(self, model):
+        self.model = model
+        self.fitted_ = True
+        self._tables: list[pd.DataFrame] = []
+        self._answers: list[np.ndarray] | None = None
+
+    def fit(self, X, y=None):  # scikit-learn's checks ask for one; the model is fitted already
+        return self
+
+    def __sklearn_tags__(self):
+        from sklearn.utils import RegressorTags, Tags, TargetTags
+
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
+                    regressor_tags=RegressorTags())
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return True
+
+    def predict(self, X) -> np.ndarray:
+        if self._answers is None:
+            self._tables.append(X.copy())
+            return np.zeros(len(X))
+        answer = self._answers[len(self._tables)]
+        if len(answer) != len(X):
+            raise AssertionError("scikit-learn asked for other tables the second time")  # pragma: no cover
+        self._tables.append(X)
+        return answer.copy()
+
+    def run(self, call):
+        call(self)
+        tables, self._tables = self._tables, []
+        if row_wise(self.model) and len(tables) > 1:
+            whole = self.model.predict(pd.concat(tables, ignore_index=True))
+            ends = np.cumsum([len(t) for t in tables])
+            self._answers = [np.array(part) for part in np.split(whole, ends[:-1])]
+        else:
+            self._answers = [self.model.predict(t) for t in tables]
+        try:
+            return call(self)
+        finally:
+            self._answers, self._tables = None, []
+
+
 def permutation_importances(models: list, X: pd.DataFrame, y: np.ndarray, splits, features: Sequence[Feature],
                             seed: int, repeats: int = IMPORTANCE_REPEATS) -> pd.DataFrame:
     """Permutation importance of each feature on each held-out fold (its model fitted on the other folds): the
@@ -492,8 +555,8 @@ def permutation_importances(models: list, X: pd.DataFrame, y: np.ndarray, splits
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = permutation_importance(model, X.iloc[test], y[test], scoring=_spearman_scorer, n_repeats=repeats,
-                                       random_state=seed)
+            r = BatchedPredictions(model).run(lambda m: permutation_importance(
+                m, X.iloc[test], y[test], scoring=_spearman_scorer, n_repeats=repeats, random_state=seed))
         drops.append(r.importances)
         weights.append(np.full(repeats, len(test)))
     if not drops:
@@ -531,10 +594,12 @@ def partial_dependences(learner: str, features: Sequence[Feature], X: pd.DataFra
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if custom_grid:
-                r = partial_dependence(model, X, [col], custom_values={col: grid}, kind="average")
+                r = BatchedPredictions(model).run(lambda m: partial_dependence(
+                    m, X, [col], custom_values={col: grid}, kind="average", method="brute"))
             else:  # scikit-learn before 1.7: the grid from the rows where the feature is finite
-                r = partial_dependence(model, X[np.isfinite(x)], [col], grid_resolution=GRID,
-                                       percentiles=(0.02, 0.98), kind="average")
+                r = BatchedPredictions(model).run(lambda m: partial_dependence(
+                    m, X[np.isfinite(x)], [col], grid_resolution=GRID, percentiles=(0.02, 0.98), kind="average",
+                    method="brute"))
         grid_values = np.asarray(r["grid_values"][0], dtype=np.float64)
         back = (lambda v: 10.0 ** v) if numeric[col].log else (lambda v: v)
         rows += [{"feature": col, "label": PREDICTOR_BY_COLUMN[col].label if col in PREDICTOR_BY_COLUMN else col,

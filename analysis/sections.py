@@ -20,6 +20,7 @@ import pandas as pd
 
 from archstudy.sampling import SpecError
 
+from .processes import Background
 from .edf import ErrorEDF, edf
 from .figures.base import FigureData
 from .figures.curves import curve_architectures
@@ -192,6 +193,17 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
                        window_given=window is not None, launch=launch, health=health(arch), savings=savings,
                        provenance=provenance(arch), label=label, ranking=predictor_ranking(empty),
                        best=best_architectures(arch))
+    # the held-out prediction (seconds of scikit-learn) in a forked process, beside the statistics below
+    prediction = Background(report_prediction, arch, n_boot=n_boot, seed=seed, predictor=predictor)
+    try:
+        return _analyse(results, arch, anchor, n_boot, seed, window, label, launch, savings, prediction)
+    except BaseException:
+        prediction.cancel()
+        raise
+
+
+def _analyse(results: Results, arch: pd.DataFrame, anchor: str, n_boot: int, seed: int, window, label: str, launch,
+             savings, prediction: Background) -> Section:
     corr = correlations(arch, n_boot=n_boot, seed=seed)
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     paired = paired_effects(arch)
@@ -205,7 +217,7 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
                    window_given=window is not None, launch=launch, curves=read_curves(results.study_dir, drawn),
                    health=health(arch), savings=savings, provenance=provenance(arch), label=label,
                    ranking=predictor_ranking(corr, windows), best=best_architectures(arch),
-                   predict=report_prediction(arch, n_boot=n_boot, seed=seed, predictor=predictor))
+                   predict=prediction.result())
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

@@ -157,3 +157,34 @@ def test_the_lift_of_a_ranking_is_the_difference_of_medians_with_intervals():
     assert lift["top"] == 0.12 and lift["drawn"] == 0.4 and lift["lift"] == pytest.approx(0.28)
     assert lift["n_drawn"] == 5 and lift["top_lo"] <= 0.12 <= lift["top_hi"] and lift["lift_lo"] > 0
     assert lift["drawn_lo"] >= 0.2 and lift["drawn_hi"] <= 0.6  # medians of resamples of the drawn values
+
+
+@pytest.mark.parametrize("learner", ["boosted", "linear"])
+def test_batched_predictions_give_scikit_learns_own_numbers(learner):
+    """``BatchedPredictions`` answers permutation importance's and partial dependence's many predict calls with
+    one (boosted trees) or one per table (the ridge, whose BLAS product may round differently in a larger
+    matrix): the importances and the curve are bit for bit those of scikit-learn called on the model itself."""
+    from sklearn.inspection import partial_dependence, permutation_importance
+
+    arch = population(80, seed=3)
+    features = P.choose_features(arch)
+    X, y = P.feature_table(arch, features), arch["test_error"].to_numpy()
+    with warnings.catch_warnings(), P.one_thread():  # as predict_study: OpenMP threads on tiny tables only wait
+        warnings.simplefilter("ignore")
+        model = P.make_learner(learner, features, 0).fit(X.iloc[:50], y[:50])
+        assert P.row_wise(model) == (learner == "boosted")
+        held, y_held = X.iloc[50:], y[50:]
+
+        def importance(m):
+            return permutation_importance(m, held, y_held, scoring=P._spearman_scorer, n_repeats=3, random_state=0)
+
+        np.testing.assert_array_equal(P.BatchedPredictions(model).run(importance).importances,
+                                      importance(model).importances)
+        grid = np.unique(np.percentile(X["nlc"], np.linspace(2, 98, 10)))
+
+        def dependence(m):
+            return partial_dependence(m, X, ["nlc"], custom_values={"nlc": grid}, kind="average", method="brute")
+
+        batched, direct = P.BatchedPredictions(model).run(dependence), dependence(model)
+    np.testing.assert_array_equal(batched["average"], direct["average"])
+    np.testing.assert_array_equal(batched["grid_values"][0], direct["grid_values"][0])
