@@ -198,3 +198,13 @@ def test_a_user_module_named_analysis_does_not_shadow_the_package(tmp_path):
     code = "from archstudy.analysis import load_results; import analysis; " \
            "assert callable(load_results) and analysis.load_results == 'the user file'"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
+
+
+def test_the_command_line_parser_loads_neither_torch_nor_ray():
+    """Every command's parser is built whatever the command (``archstudy report``, ``status``, ``top`` need no
+    torch): building it loads neither torch (1-2 s of every command's start) nor Ray; ``archstudy.study.perf.cases``
+    declares the bench cases its help lists without torch."""
+    code = ("import sys\nfrom archstudy.study.cli import build_parser\nbuild_parser()\n"
+            "import archstudy.study.perf.cases\n"
+            "bad = [m for m in ('torch', 'ray') if m in sys.modules]\nassert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -14,7 +14,7 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 
 
 def register(sub) -> None:
-    from ..perf.bench import CASES, CPU_CASES, GPU_CASES
+    from ..perf.cases import CASES, CPU_CASES, GPU_CASES  # torch-free: listing the commands loads no torch
 
     p = sub.add_parser(
         "bench", help="time the stacked trainer against sequential runs, bare GEMMs and its compiled step",
