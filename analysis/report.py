@@ -487,12 +487,13 @@ def figure_job(s: Section, spec: FigureSpec, d: FigureData | None = None) -> Fig
                      skip=spec.skip(d), note_skip=spec.note_skip)
 
 
-def study_jobs(s: Section) -> list[tuple[str, FigureJob]]:
-    """(section key, job) of every figure of a study with trained architectures, in declaration order."""
+def study_jobs(s: Section, without: str | None = None) -> list[tuple[str, FigureJob]]:
+    """(section key, job) of every figure of a study with trained architectures, in declaration order
+    (``without``: leaving out the figures that need that field of ``FigureData``)."""
     if not len(s.arch):
         return []
     d = s.figure_data()
-    return [(f.section, figure_job(s, f, d)) for f in FIGURES]
+    return [(f.section, figure_job(s, f, d)) for f in FIGURES if without not in f.needs]
 
 
 def figure_html(s: Section, spec: FigureSpec, drawer: Drawer | None = None) -> str:
@@ -762,6 +763,11 @@ def render(sections: list[Section], extra: str = "", drawer: Drawer | None = Non
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     compare = sum(1 for s in sections if len(s.arch)) > 1
     names = ", ".join(f"{s.name} ({s.results.dataset})" for s in sections)
+    # the figures that need no held-out prediction first, while it is still computing beside them (``analyse``'s
+    # ``wait=False``: on two cores one would otherwise sit idle), then the rest
+    drawer.draw_all([job for s in sections for _, job in study_jobs(s, without="predict")])
+    for s in sections:
+        s.settle()
     drawer.draw_all([job for s in sections for _, job in study_jobs(s)] + [job for _, job in comparison_jobs(sections)])
     body = [
         "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -811,11 +817,16 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=N
     predictor = None if predict_from is None else predictor_from(predict_from)
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
     labels = study_labels(dirs)
-    sections = [analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor,
-                        label=lbl)
-                for r, a, lbl in zip(results, _unique_anchors(labels), labels)]
-    drawer = Drawer(figures, figure_format)
-    text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "", drawer)
+    sections = []
+    try:
+        for r, a, lbl in zip(results, _unique_anchors(labels), labels):
+            sections.append(analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor, label=lbl,
+                                    wait=False))
+        drawer = Drawer(figures, figure_format)
+        text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "", drawer)
+    finally:
+        for s in sections:  # a prediction still computing when something failed: ended, not left behind
+            s.cancel()
     tmp = out.with_name(f".{out.name}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")

@@ -124,6 +124,19 @@ class Section:
     ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
     best: pd.DataFrame = field(default_factory=pd.DataFrame)
 
+    def settle(self) -> Section:
+        """The section with its held-out prediction computed (``analyse(wait=False)`` leaves it computing in a
+        forked process while the report draws the figures that do not need it)."""
+        if isinstance(self.predict, Background):
+            self.predict = self.predict.result()
+        return self
+
+    def cancel(self) -> None:
+        """Ends a prediction still computing (the report failed and will not ask for it)."""
+        if isinstance(self.predict, Background):
+            self.predict.cancel()
+            self.predict = None
+
     @property
     def name(self) -> str:
         """The study's name in the report: its label, else its directory."""
@@ -179,11 +192,12 @@ def launch_savings(results: Results) -> dict[str, float]:
 
 
 def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None,
-            label: str = "") -> Section:
+            label: str = "", wait: bool = True) -> Section:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
     paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
-    ``label``: the study's name in the report (``study_labels``)."""
+    ``label``: the study's name in the report (``study_labels``). ``wait=False``: the held-out prediction may still
+    be computing when this returns (``Section.settle`` waits for it), so that figures can be drawn beside it."""
     arch = results.trained
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
@@ -196,7 +210,8 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
     # the held-out prediction (seconds of scikit-learn) in a forked process, beside the statistics below
     prediction = Background(report_prediction, arch, n_boot=n_boot, seed=seed, predictor=predictor)
     try:
-        return _analyse(results, arch, anchor, n_boot, seed, window, label, launch, savings, prediction)
+        section = _analyse(results, arch, anchor, n_boot, seed, window, label, launch, savings, prediction)
+        return section.settle() if wait else section
     except BaseException:
         prediction.cancel()
         raise
@@ -217,7 +232,7 @@ def _analyse(results: Results, arch: pd.DataFrame, anchor: str, n_boot: int, see
                    window_given=window is not None, launch=launch, curves=read_curves(results.study_dir, drawn),
                    health=health(arch), savings=savings, provenance=provenance(arch), label=label,
                    ranking=predictor_ranking(corr, windows), best=best_architectures(arch),
-                   predict=prediction.result())
+                   predict=prediction)
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

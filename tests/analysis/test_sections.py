@@ -83,3 +83,17 @@ def test_the_best_architectures_are_the_lowest_finite_test_errors_every_variant_
     best = best_architectures(arch, k=3)
     assert list(best["arch_id"]) == ["c", "e", "a"] and list(best["rank"]) == [1, 2, 3]
     assert list(best["depth"]) == [3, 6, 5] and best["variant"].iloc[0] == "skip"
+
+
+def test_a_prediction_left_computing_settles_to_the_one_analyse_waits_for(tmp_path):
+    """``analyse(wait=False)`` (the report draws the other figures meanwhile) gives the same held-out prediction
+    once settled as ``analyse`` waiting for it; ``cancel`` ends one still computing."""
+    synth.write_study(tmp_path / "s", n=60)
+    r = load_results(tmp_path / "s", runs=False)
+    waited = analyse(r, "s", n_boot=10, seed=0, window=None)
+    pending = analyse(r, "s", n_boot=10, seed=0, window=None, wait=False)
+    pd.testing.assert_frame_equal(pending.settle().predict.scores, waited.predict.scores)
+    assert pending.settle() is pending and pending.predict.verdict == waited.predict.verdict
+    left = analyse(r, "s", n_boot=10, seed=0, window=None, wait=False)
+    left.cancel()
+    assert left.predict is None and left.settle().predict is None
