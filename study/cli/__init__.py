@@ -29,9 +29,16 @@ COMMANDS = ("run", "resume", "status", "top", "report", "rank", "sample", "datas
 _GIVEN = "_archstudy_given"  # the values of the options given so far, on the namespace while it is parsed
 
 
-class _StoreOnce(argparse._StoreAction):
-    """argparse's ``store``, but an option given twice with different values (``--dataset waveform-noise --dataset
-    digits``) is refused instead of silently keeping the last one; the same value twice is the same command."""
+class _StoreOnce(argparse.Action):
+    """argparse's ``store`` (built on its public ``Action``), but an option given twice with different values
+    (``--dataset waveform-noise --dataset digits``) is refused instead of silently keeping the last one; the same
+    value twice is the same command."""
+
+    def __init__(self, option_strings, dest, nargs=None, **kwargs):
+        if nargs == 0:  # as argparse's own store: an option that takes no value is store_true / store_const
+            raise ValueError("nargs for store actions must be != 0; if you have nothing to store, actions such as "
+                             "store true or store const may be more appropriate")
+        super().__init__(option_strings, dest, nargs=nargs, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
         given = namespace.__dict__.setdefault(_GIVEN, {})
@@ -39,7 +46,7 @@ class _StoreOnce(argparse._StoreAction):
             parser.error(f"argument {'/'.join(self.option_strings)}: given twice ({shorten(str(given[self.dest]), 80)}, "
                          f"then {shorten(str(values), 80)}); give it once")
         given[self.dest] = values
-        super().__call__(parser, namespace, values, option_string)
+        setattr(namespace, self.dest, values)
 
 
 class OneLineParser(argparse.ArgumentParser):
