@@ -39,7 +39,7 @@ CSS_DPI = 96  # CSS pixels per inch: the page shows a figure at its size in inch
 PIXEL_RATIO = 2  # PNG pixels per CSS pixel
 MAX_WIDTH = 12.2  # inches: 1171 CSS pixels, inside the page's column (1232 pixels at a 1280-pixel window, 1217
 # where the browser shows a scroll bar)
-DPI = 80  # the default of ``to_png`` / ``png_base64`` (the reproductions' pages show their PNGs pixel for pixel)
+DPI = 80  # the default of ``to_png`` / ``png_base64`` (the report and the reproductions' pages use ``render``)
 
 TEXT = "#262626"
 THEME = {

@@ -341,7 +341,7 @@ def _note(s: Settings, cut: list[str]) -> str:
 # -- figures ---------------------------------------------------------------------------------------------------
 
 def figure(results: dict[str, dict], rates):
-    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log, set_title
 
     fig, (ax, ax_lr) = new_figure(ncols=2, panel=(4.8, 3.8), left=1.3)
     names = list(results)
@@ -355,18 +355,18 @@ def figure(results: dict[str, dict], rates):
     printed = [(float(BY_QUANTITY[q].paper), y[i]) for i, q in enumerate(names) if BY_QUANTITY[q].paper]
     if printed:
         ax.scatter(*zip(*printed), marker="x", color=RED, zorder=3, label="the papers")
-    ax.set_yticks(y, [q.split(":", 1)[1] for q in names], fontsize=7)
+    ax.set_yticks(y, [q.split(":", 1)[1] for q in names])
     ax.set_xlabel("test accuracy (%)")
-    ax.legend(fontsize=7)
-    ax.set_title("best over rates, per initialization", fontsize=8)
+    ax.legend()
+    set_title(ax, "best over rates, per initialization")
     for q in names:
         ax_lr.plot(rates, np.mean(results[q]["test_accuracy_best_per_rate"], axis=0), marker="o", ms=3, lw=1,
                    label=q.split(":", 1)[1])
     set_log(ax_lr, "x")
     ax_lr.set_xlabel("starting learning rate")
     ax_lr.set_ylabel("best test accuracy along training (%)")
-    ax_lr.legend(fontsize=6)
-    ax_lr.set_title("every rate (mean over initializations)", fontsize=8)
+    ax_lr.legend()
+    set_title(ax_lr, "every rate (mean over initializations)")
     return fig
 
 
@@ -374,7 +374,7 @@ def top_views(networks: dict, results: dict[str, dict], device):
     """The board's labels and each network's output rounded to 0 or 1, on a 321 x 321 grid of [-1, 1]^2."""
     import torch
 
-    from archstudy.analysis.plotting import new_figure
+    from archstudy.analysis.plotting import new_figure, set_title
 
     from ..datasets import checkerboard
 
@@ -383,7 +383,7 @@ def top_views(networks: dict, results: dict[str, dict], device):
     side = checkerboard.GRID
     extent = (-1, 1, -1, 1)
     axes[0].imshow(y.reshape(side, side).T, origin="lower", extent=extent, cmap="coolwarm", vmin=0, vmax=1)
-    axes[0].set_title("the board (all 6561 points)", fontsize=8)
+    set_title(axes[0], "the board (all 6561 points)")
     fine = torch.linspace(-1.0, 1.0, 321, dtype=torch.float64)
     grid = torch.cartesian_prod(fine, fine).to(device)
     for ax, (q, net) in zip(axes[1:], networks.items()):
@@ -391,7 +391,7 @@ def top_views(networks: dict, results: dict[str, dict], device):
             f = net(grid).reshape(321, 321).cpu().numpy()
         ax.imshow((f > 0.5).T, origin="lower", extent=extent, cmap="coolwarm", vmin=0, vmax=1)
         final = max(results[q]["test_accuracy_final"])
-        ax.set_title(f"{q.split(':', 1)[1]}: final test {final:.1f}%", fontsize=8)
+        set_title(ax, f"{q.split(':', 1)[1]}: final test {final:.1f}%")
     for ax in axes:
         ax.set_xticks([])
         ax.set_yticks([])

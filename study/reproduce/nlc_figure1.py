@@ -125,7 +125,7 @@ def claims(points: list[dict]) -> tuple[list[Row], dict]:
 
 
 def figure(points: list[dict]):
-    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log, set_title
 
     fig, (ax,) = new_figure(panel=(5.0, 4.0))
     ok = [p for p in points if math.isfinite(p["nlc"]) and p["nlc"] > 0 and math.isfinite(p["lar_diameter"])]
@@ -143,7 +143,7 @@ def figure(points: list[dict]):
     set_log(ax, "y")
     ax.set_xlabel("NLC at initialization")
     ax.set_ylabel("relative diameter of linearly approximable regions")
-    ax.set_title("waveform-noise (red: skip connections)", fontsize=8)
+    set_title(ax, "waveform-noise (red: skip connections)")
     return fig
 
 

@@ -147,7 +147,7 @@ def run(ctx: Context) -> Measured:
 
 
 def figure(line_b: dict[str, list[float]], line_d: dict[str, list[float]]):
-    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log, set_title
 
     from .page import median_and_range
 
@@ -160,12 +160,12 @@ def figure(line_b: dict[str, list[float]], line_d: dict[str, list[float]]):
         axis.bar(x, exact, color=GREY, alpha=0.5, label="line A / C (exact)")
         median_and_range(axis, x, [values[a] for a in acts], color=BLACK, label="here (median, range)")
         axis.scatter(x, [float(paper[a]) for a in acts], marker="x", color=RED, zorder=3, label="the paper")
-        axis.set_xticks(x, acts, rotation=30, fontsize=7)
+        axis.set_xticks(x, acts, rotation=30)
         axis.set_ylabel("NLC")
-        axis.set_title(title, fontsize=8)
+        set_title(axis, title)
     ax.set_ylim(0.9, 2.5)
     set_log(ax_d, "y")
-    ax.legend(fontsize=7)
+    ax.legend()
     return fig
 
 

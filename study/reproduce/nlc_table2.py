@@ -68,7 +68,7 @@ def run(ctx: Context) -> Measured:
 
 
 def figure(values: dict[int, list[float]]):
-    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log, set_title
 
     from ..nn.activations import nlc_tau
     from .page import median_and_range
@@ -82,8 +82,8 @@ def figure(values: dict[int, list[float]]):
     set_log(ax, "y")
     ax.set_xlabel("depth")
     ax.set_ylabel("NLC at initialization")
-    ax.legend(fontsize=7)
-    ax.set_title("batchnorm-ReLU nets, width 100", fontsize=8)
+    ax.legend()
+    set_title(ax, "batchnorm-ReLU nets, width 100")
     return fig
 
 

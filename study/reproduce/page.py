@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from archstudy.analysis.html import CSS, emphasised, esc, plain, table
-from archstudy.analysis.plotting import png_base64
+from archstudy.analysis.plotting import render as render_figure
 
 from ..experiment.config import package_version
 
@@ -50,9 +50,7 @@ def render(result: Result, figures) -> str:
     ]
     if extra.get("data"):
         head.append(f"<p><b>Data:</b> {esc(extra['data'])}</p>")
-    figs = "".join(
-        f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,{png_base64(fig)}">'
-        f"<figcaption>{esc(caption)}</figcaption></figure>" for caption, fig in figures)
+    figs = "".join(figure_html(caption, fig) for caption, fig in figures)
     body = [f'<div class="side"><div>{figs}</div><div>{rows_html(result)}</div></div>']
     if extra.get("note"):
         body.append("<h2>Notes</h2>" + "".join(f"<p>{esc(p)}</p>" for p in str(extra["note"]).split("\n\n")))
@@ -60,6 +58,14 @@ def render(result: Result, figures) -> str:
     body.append("<details><summary>settings and everything else in the JSON</summary>"
                 f"<pre>{esc(json.dumps(shown, indent=1, default=str))}</pre></details>")
     return "\n".join(head + body + ["</body></html>"])
+
+
+def figure_html(caption: str, fig) -> str:
+    """A figure as the report shows one (``analysis.plotting.render``): a PNG of twice its pixels, shown at its size
+    in inches, so that its type is as large on the page as in the figure (at least ``plotting.MIN_PT``)."""
+    img = render_figure(fig, "png")
+    return (f'<figure><img alt="{esc(caption)}" width="{img.width}" height="{img.height}" '
+            f'src="data:image/png;base64,{img.base64}"><figcaption>{esc(caption)}</figcaption></figure>')
 
 
 def median_and_range(ax, x, samples, **style) -> None:

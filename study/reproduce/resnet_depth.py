@@ -206,7 +206,7 @@ def claims(results: dict, optimum: float) -> list[Row]:
 
 
 def figure(results: dict, optimum: float):
-    from archstudy.analysis.plotting import BLACK, new_figure
+    from archstudy.analysis.plotting import BLACK, new_figure, set_title
 
     colors = {"shortcut1": "#ff7f0e", "shortcut2": BLACK, "shortcut3": "#9467bd", "orthogonal": "#1f77b4",
               "xavier": "#d62728"}
@@ -218,11 +218,11 @@ def figure(results: dict, optimum: float):
                     math.log10(by[D]["final_loss"]) if math.isfinite(by[D]["final_loss"]) else np.nan for D in ds]
             ax.plot(ds, vals, marker="o", ms=3, lw=1, color=colors[kind], label=kind)
         ax.set_xlabel("depth (weight matrices)")
-        ax.legend(fontsize=7)
+        ax.legend()
     left.set_ylabel("log10(final loss − optimal loss)")
     right.set_ylabel("log10(final loss)")
-    left.set_title("linear networks (figure 7)", fontsize=8)
-    right.set_title("ReLUs at mid positions (figure 8)", fontsize=8)
+    set_title(left, "linear networks (figure 7)")
+    set_title(right, "ReLUs at mid positions (figure 8)")
     return fig
 
 

@@ -274,7 +274,7 @@ def run(ctx: Context) -> Measured:
 
 
 def figure(cond, largest, theorem: float, smaller=None):
-    from archstudy.analysis.plotting import BLACK, GREY, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, GREY, new_figure, set_log, set_title
 
     colors = {"shortcut1": "#ff7f0e", "shortcut2": BLACK, "shortcut3": "#9467bd", "orthogonal": "#1f77b4",
               "xavier": "#d62728"}
@@ -295,11 +295,11 @@ def figure(cond, largest, theorem: float, smaller=None):
         ls = np.array(list(smaller))
         axes[1].plot(ls, [np.mean(v) for v in smaller.values()], marker="o", ms=3, lw=1, ls=":",
                      color=colors["shortcut3"], label=f"shortcut3 × {SMALLER:g}")
-        axes[1].legend(fontsize=7)
+        axes[1].legend()
     axes[0].axhline(theorem, color=GREY, ls="--", lw=0.8)
-    axes[0].legend(fontsize=7)
-    axes[0].set_title("at the initial point", fontsize=8)
-    axes[1].set_title("scale of the Hessian", fontsize=8)
+    axes[0].legend()
+    set_title(axes[0], "at the initial point")
+    set_title(axes[1], "scale of the Hessian")
     return fig
 
 

@@ -161,26 +161,26 @@ def run(ctx: Context) -> Measured:
 
 
 def figure(norms: dict[str, list[dict]]):
-    from archstudy.analysis.plotting import BLACK, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, RED, new_figure, set_log, set_title
 
     fig, (left, right) = new_figure(ncols=2, panel=(4.6, 3.6))
     first = norms["ReLU"][0]
     for key, color, label in (("c", BLACK, "C_L(x, x~)"), ("g_x", RED, "G_L(x)"), ("g_x_tilde", "#1f77b4", "G_L(x~)")):
         left.plot(first["depth"], first[key], color=color, lw=1, label=label)
-    left.set_title("ReLU, one weight sample", fontsize=8)
+    set_title(left, "ReLU, one weight sample")
     colors = {"ReLU": BLACK, "ABS": RED}
     for kind, samples in norms.items():
         for n in samples:
             right.plot(n["depth"], n["c"], color=colors[kind], lw=0.5, alpha=0.4)
         med = np.median(np.array([n["c"] for n in samples]), axis=0)
         right.plot(samples[0]["depth"], med, color=colors[kind], lw=1.5, label=f"{kind}: |C_L| (median)")
-    right.set_title("C-matrices, ReLU vs ABS", fontsize=8)
+    set_title(right, "C-matrices, ReLU vs ABS")
     for ax in (left, right):
         set_log(ax, "y")
         set_log(ax, "x")
         ax.set_xlabel("number of hidden layers L")
         ax.set_ylabel("spectral norm")
-        ax.legend(fontsize=7)
+        ax.legend()
     return fig
 
 

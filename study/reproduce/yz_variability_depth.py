@@ -173,7 +173,7 @@ def claims(v: dict[str, dict[int, float]], depths) -> list[Row]:
 
 
 def figure(v: dict[str, dict[int, float]]):
-    from archstudy.analysis.plotting import BLACK, RED, new_figure, set_log
+    from archstudy.analysis.plotting import BLACK, RED, new_figure, set_log, set_title
 
     fig, (ax,) = new_figure(panel=(5.6, 3.8))
     positive = [x for by_depth in v.values() for x in by_depth.values() if x > 0]
@@ -187,8 +187,8 @@ def figure(v: dict[str, dict[int, float]]):
     set_log(ax, "y")
     ax.set_xlabel("number of hidden layers L")
     ax.set_ylabel("V (geometric mean over samples)")
-    ax.legend(fontsize=7)
-    ax.set_title("variability at initialization, about 4,000 parameters (FC)", fontsize=8)
+    ax.legend()
+    set_title(ax, "variability at initialization, about 4,000 parameters (FC)")
     return fig
 
 

@@ -20,6 +20,7 @@ from archstudy.study.reproduce import han_checkerboard, nlc_figure2, nlc_table1,
 from archstudy.study.reproduce.result import ROW_KEYS, format_table
 
 TOP_KEYS = ("name", "paper", "scale", "seconds", "rows")
+FIGURES: dict[str, list] = {}  # reproduction -> its page's (caption, Figure), filled by the ``tiny`` fixture
 
 
 def expected_keys(name: str, settings) -> set[str]:
@@ -68,10 +69,20 @@ def tiny(tmp_path_factory):
     a high output bias, so that every claim has its nets), into one directory."""
     import torch
 
+    from archstudy.study.reproduce import page
+
     out = tmp_path_factory.mktemp("reproductions")
     threads = torch.get_num_threads()
-    results = {name: reproduce(name, out, scale="tiny", seed=3 if name == "nlc-figure2" else 0, progress=None)[0]
-               for name in REPRODUCTIONS}
+    write_page = page.write_page
+
+    def keep_figures(result, figures, path):  # the pages' figures, for the legibility test below
+        FIGURES[result.name] = list(figures)
+        return write_page(result, figures, path)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(page, "write_page", keep_figures)
+        results = {name: reproduce(name, out, scale="tiny", seed=3 if name == "nlc-figure2" else 0,
+                                   progress=None)[0] for name in REPRODUCTIONS}
     assert torch.get_num_threads() == threads  # one thread (the default) during each run only
     return out, results
 
@@ -86,6 +97,24 @@ def test_every_reproduction_writes_every_key_with_finite_values(tiny, name):
     page = (out / f"{name}.html").read_text(encoding="utf-8")
     title, h1 = page.split("<title>")[1].split("</title>")[0], page.split("<h1>")[1].split("</h1>")[0]
     assert "*" not in title + h1 and "<i>" in h1  # the paper's *short title* in italics, not in asterisks
+
+
+def test_every_reproduction_page_has_legible_figures_no_wider_than_the_page(tiny):
+    """As the report's figures: no text under ``MIN_PT`` at the size the page shows it (``page.figure_html`` shows a
+    figure at its size in inches), no figure wider than the page's column, each shown at its size."""
+    from matplotlib.text import Text
+
+    from archstudy.analysis.plotting import MAX_WIDTH, MIN_PT
+
+    out, _ = tiny
+    assert set(FIGURES) == set(REPRODUCTIONS) and all(FIGURES.values())
+    for name, figures in FIGURES.items():
+        page = (out / f"{name}.html").read_text(encoding="utf-8")
+        for caption, fig in figures:
+            small = {t.get_text() for t in fig.findobj(Text) if t.get_text().strip() and t.get_fontsize() < MIN_PT}
+            assert not small, (name, caption, small)
+            assert fig.get_figwidth() <= MAX_WIDTH, (name, caption)
+            assert f'width="{round(fig.get_figwidth() * 96)}"' in page, (name, caption)
 
 
 def test_nlc_table1_lines_a_c_e_match_the_paper_and_b_lies_above_a_on_real_data(tiny):
