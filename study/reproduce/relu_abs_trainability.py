@@ -204,8 +204,8 @@ def run(ctx: Context) -> Measured:
                         f"({out.train_s:.0f} s)")
     rows = _rows(s, results)
     figures = [("As the variability paper's figure 8 (Yu and Zhang's figure 3): against the number of hidden layers "
-                "L, per budget (columns), the best training loss along training and the final training and test "
-                "loss-selected accuracies (rows), mean and standard deviation over initializations; dotted: the "
+                "L, per budget (columns), the best training loss along training (log scale) and the final training "
+                "and test accuracies (rows), mean and standard deviation over initializations; dotted: the "
                 f"near-zero threshold {NEAR_ZERO}.", figure(s, results))]
     return Measured(rows, figures=figures, data=_data_text(data, ctx.seed), note=_note(s),
                     extra={"near_zero": NEAR_ZERO, "protocol": p.to_dict(), "results": results})
@@ -282,7 +282,7 @@ def _note(s: Settings) -> str:
 # -- figure ----------------------------------------------------------------------------------------------------
 
 def figure(s: Settings, results: dict):
-    from archstudy.analysis.plotting import new_figure
+    from archstudy.analysis.plotting import new_figure, set_log
 
     fig, axes = new_figure(nrows=2, ncols=len(s.budgets), panel=(3.8, 3.0))
     axes = np.asarray(axes).reshape(2, len(s.budgets))
@@ -298,6 +298,7 @@ def figure(s: Settings, results: dict):
                     ax.errorbar(depths, mean, yerr=sd, marker=marker, ms=3, lw=1, capsize=2, label=label,
                                 ls="-" if f != "test_accuracy" else "--")
         axes[0, col].axhline(NEAR_ZERO, color="grey", ls=":", lw=1)
+        set_log(axes[0, col], "y")  # from the near-zero threshold to the deep ABS nets' initial losses (tens)
         axes[0, col].set_title(f"{budget} parameters", fontsize=8)
         axes[0, col].set_ylabel("best training loss (mse)")
         axes[1, col].set_ylabel("accuracy (%)")
