@@ -50,8 +50,6 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
     # the variability paper
     NotOffered(VARIABILITY, "figure 1, figures 12-15", "landscapes of |F_L|^2 of sigmoid, ReLU, ABS and Han nets",
                "illustrations; their claim (C2C with depth) is checked by yz-variability-depth"),
-    NotOffered(VARIABILITY, "figure 8 (B.2)", "FCNet-ReLU against FCNet-ABS on the checkerboard, training and test "
-               "along gradient descent (relu-abs-trainability)", NOT_BUILT),
     NotOffered(VARIABILITY, "figure 10 (D.3)", "FCNet against HanNet on the checkerboard with flipped labels",
                NOT_BUILT),
     NotOffered(VARIABILITY, "table 2, figure 9 (D.4, D.5)", "Han-Mixers against MLP-Mixers on CIFAR10, CIFAR100 "
@@ -60,8 +58,6 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
     NotOffered(VARIABILITY, "table 8, figure 11", "HanNet against FCNet regression on Elevators and Cal Housing", UCI),
     # Yu and Zhang
     NotOffered(YZ, "figure 2", "landscapes of three nets of 70 hidden layers", "illustration, no measured claim"),
-    NotOffered(YZ, "figure 3 (section 3)", "FCNet-ReLU against FCNet-ABS on the checkerboard, their 10 learning "
-               "rates, 10 initializations (relu-abs-trainability)", NOT_BUILT),
     NotOffered(YZ, "figure 5", "FCNet against HanNet on the checkerboard with flipped labels", NOT_BUILT),
     NotOffered(YZ, "table 5, figure 6", "HanNet against FCNet regression on Elevators and Cal Housing", UCI),
     NotOffered(YZ, "table 6", "convolutional nets with Han-layers on CIFAR-10",
