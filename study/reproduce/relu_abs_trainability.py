@@ -282,7 +282,7 @@ def _note(s: Settings) -> str:
 # -- figure ----------------------------------------------------------------------------------------------------
 
 def figure(s: Settings, results: dict):
-    from archstudy.analysis.plotting import new_figure, set_log
+    from archstudy.analysis.plotting import new_figure, set_log, set_title
 
     fig, axes = new_figure(nrows=2, ncols=len(s.budgets), panel=(3.8, 3.0))
     axes = np.asarray(axes).reshape(2, len(s.budgets))
@@ -299,12 +299,12 @@ def figure(s: Settings, results: dict):
                                 ls="-" if f != "test_accuracy" else "--")
         axes[0, col].axhline(NEAR_ZERO, color="grey", ls=":", lw=1)
         set_log(axes[0, col], "y")  # from the near-zero threshold to the deep ABS nets' initial losses (tens)
-        axes[0, col].set_title(f"{budget} parameters", fontsize=8)
+        set_title(axes[0, col], f"{budget} parameters")
         axes[0, col].set_ylabel("best training loss (mse)")
         axes[1, col].set_ylabel("accuracy (%)")
         axes[1, col].set_xlabel("hidden layers L")
         for ax in axes[:, col]:
-            ax.legend(fontsize=6)
+            ax.legend()
     return fig
 
 
