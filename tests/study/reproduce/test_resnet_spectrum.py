@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from archstudy.study.reproduce import REPRODUCTIONS, reproduce, resnet_spectrum
+from archstudy.study.reproduce.reproduction import torch_threads
 from archstudy.study.reproduce.resnet_hessian import Moments, load_data, theorem2_largest_eigenvalue
 from archstudy.study.reproduce.result import ROW_KEYS
 
@@ -50,14 +51,16 @@ def test_eigen_summary_of_a_known_spectrum():
 def test_spectrum_at_zero_is_theorem_2s_and_descent_lowers_the_loss(data):
     """At zero a 2-shortcut net's Hessian has eigenvalues ±σ_k(M) (Theorem 2): index 1/2, largest σ_max(M)."""
     s = resnet_spectrum.Settings(depth=2, epochs=30, every=10, lr=0.05, runs=1)
-    t = resnet_spectrum.trajectory(torch.zeros(200, dtype=torch.float64), 2, 2, data, s)
+    with torch_threads(1):  # as a reproduction runs: two threads are many times slower on these small matrices
+        t = resnet_spectrum.trajectory(torch.zeros(200, dtype=torch.float64), 2, 2, data, s)
     start = t["checkpoints"][0]
     assert start["index"] == pytest.approx(0.5) and start["largest"] == pytest.approx(theorem2_largest_eigenvalue(data))
     assert [c["epoch"] for c in t["checkpoints"]] == [0, 10, 20, 30] and len(t["loss"]) == 30
     # zero is a saddle: the gradient there vanishes, so descent from it needs the perturbation of section 4.1
     assert t["gradient_norm"][0] == pytest.approx(0.0, abs=1e-12)
     theta = resnet_spectrum.initial_point("shortcut2", 2, 10, 0)
-    t = resnet_spectrum.trajectory(theta, 2, 2, data, s)
+    with torch_threads(1):
+        t = resnet_spectrum.trajectory(theta, 2, 2, data, s)
     assert np.all(np.diff(t["loss"]) < 0) and t["checkpoints"][-1]["loss"] < t["loss"][0]
 
 
@@ -73,9 +76,9 @@ def picture(swap: bool) -> dict:
     checkpoints every 10 epochs; the 2-shortcut net's condition number low at high loss, meeting the orthogonal
     net's (just below) at the end; its index low, dropping at the start while its gradient peaks."""
     losses = np.linspace(5.0, 0.3, 11)
-    shapes = {"shortcut2": (lambda l: 9 + 2 * (0.3 - l), lambda i: 0.1 if i else 0.4),
+    shapes = {"shortcut2": (lambda l: 9 - 0.5 * (l - 0.3), lambda i: 0.1 if i else 0.4),
               "orthogonal": (lambda l: 10 + 200 * (l - 0.3), lambda i: 0.45),
-              "xavier": (lambda l: 20 + 300 * (l - 0.3), lambda i: 0.48)}
+              "xavier": (lambda l: 30 + 300 * (l - 0.3), lambda i: 0.48)}
     runs = {}
     for kind, (cond, index) in shapes.items():
         cps = [{"epoch": 10 * i, "loss": float(l), "condition_number": float(cond(l)), "index": index(i)}
