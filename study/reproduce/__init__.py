@@ -19,7 +19,7 @@ from archstudy.sampling.constraints import Choice, check
 
 from . import (han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2, resnet_depth, resnet_hessian,
                variability_collapse, yz_variability_depth)
-from . import resnet_spectrum
+from . import resnet_norms, resnet_spectrum
 from .catalogue import NOT_OFFERED, NotOffered
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
 from .result import Result, Row, format_table
@@ -35,6 +35,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     variability_collapse.REPRODUCTION,
     resnet_depth.REPRODUCTION,
     resnet_spectrum.REPRODUCTION,
+    resnet_norms.REPRODUCTION,
 )}
 ALL = "all"  # ``archstudy reproduce all``: every reproduction above
 
