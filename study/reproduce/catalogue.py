@@ -73,10 +73,6 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
     # Demystifying ResNet
     NotOffered(RESNET, "figure 2", "Frobenius norms of CIFAR pre-ResNets during training",
                "CIFAR ResNets are convolutional (not in the space) and take GPU-hours"),
-    NotOffered(RESNET, "figure 3", "Frobenius norms of zero-initialized 2-shortcut nets during training",
-               NOT_BUILT),
-    NotOffered(RESNET, "figures 5-6", "largest |eigenvalue|, its 10th percentile and the fraction of negative "
-               "eigenvalues against the loss at depth 16, shortcut 1/2/3 (resnet-spectrum)", NOT_BUILT),
     NotOffered(RESNET, "figure 9", "CIFAR-10 ResNets of different depths and shortcut depths",
                "convolutional ResNets are not in the space; GPU-days"),
 )

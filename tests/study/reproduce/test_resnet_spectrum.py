@@ -1,0 +1,110 @@
+"""``resnet-spectrum`` (*Demystifying ResNet*, figures 5-6): at tiny it writes every key with finite values; the
+spectrum at zero is Theorem 2's; the interpolation in the loss is exact on a line; gradient descent lowers the
+loss; the claims pass on the paper's picture and fail on its opposite."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from archstudy.study.reproduce import REPRODUCTIONS, reproduce, resnet_spectrum
+from archstudy.study.reproduce.reproduction import torch_threads
+from archstudy.study.reproduce.resnet_hessian import Moments, load_data, theorem2_largest_eigenvalue
+from archstudy.study.reproduce.result import ROW_KEYS
+
+KEYS = {"fraction_below:condition_number:shortcut2", "log10_condition_ratio:shortcut2_over_others:highest_loss",
+        "log10_final_condition_ratio:shortcut2_over_orthogonal", "fraction_below:index:shortcut2",
+        "index_drop_share:shortcut2:first_quarter", "epochs:max_gradient_to_steepest_index_drop:shortcut2"}
+
+
+@pytest.fixture(scope="module")
+def data():
+    x, y, _ = load_data(None)
+    return Moments.of(x, y)
+
+
+def test_tiny_writes_every_key_with_finite_values(tmp_path):
+    assert "resnet-spectrum" in REPRODUCTIONS
+    reproduce("resnet-spectrum", tmp_path, scale="tiny", progress=None)
+    d = json.loads((tmp_path / "resnet-spectrum.json").read_text())
+    assert d["name"] == "resnet-spectrum" and d["scale"] == "tiny" and d["seconds"] > 0
+    assert {r["quantity"] for r in d["rows"]} == KEYS and len(d["rows"]) == len(KEYS)
+    for r in d["rows"]:
+        assert tuple(r) == ROW_KEYS and r["paper"] is None
+        assert r["measured"] is not None and math.isfinite(r["measured"]), r
+    assert len(d["loss_grid"]) == resnet_spectrum.GRID
+    assert set(d["runs"]) == {"shortcut1", "shortcut2", "shortcut3", "orthogonal", "xavier"}
+    assert (tmp_path / "resnet-spectrum.html").read_text().count('src="data:image/png;base64,') == 1
+
+
+def test_eigen_summary_of_a_known_spectrum():
+    eig = np.array([-4.0, -1.0, 0.5, 2.0, 3.0])
+    s = resnet_spectrum.eigen_summary(eig)
+    p10 = 0.5 + 0.4 * (1.0 - 0.5)  # numpy's linear interpolation: |λ| sorted 0.5, 1, 2, 3, 4, position 0.4
+    assert s == pytest.approx({"largest": 4.0, "percentile10": p10, "condition_number": 4.0 / p10, "index": 0.4})
+
+
+def test_spectrum_at_zero_is_theorem_2s_and_descent_lowers_the_loss(data):
+    """At zero a 2-shortcut net's Hessian has eigenvalues ±σ_k(M) (Theorem 2): index 1/2, largest σ_max(M)."""
+    s = resnet_spectrum.Settings(depth=2, epochs=30, every=10, lr=0.05, runs=1)
+    with torch_threads(1):  # as a reproduction runs: two threads are many times slower on these small matrices
+        t = resnet_spectrum.trajectory(torch.zeros(200, dtype=torch.float64), 2, 2, data, s)
+    start = t["checkpoints"][0]
+    assert start["index"] == pytest.approx(0.5) and start["largest"] == pytest.approx(theorem2_largest_eigenvalue(data))
+    assert [c["epoch"] for c in t["checkpoints"]] == [0, 10, 20, 30] and len(t["loss"]) == 30
+    # zero is a saddle: the gradient there vanishes, so descent from it needs the perturbation of section 4.1
+    assert t["gradient_norm"][0] == pytest.approx(0.0, abs=1e-12)
+    theta = resnet_spectrum.initial_point("shortcut2", 2, 10, 0)
+    with torch_threads(1):
+        t = resnet_spectrum.trajectory(theta, 2, 2, data, s)
+    assert np.all(np.diff(t["loss"]) < 0) and t["checkpoints"][-1]["loss"] < t["loss"][0]
+
+
+def test_interpolation_in_the_loss_is_exact_on_a_line():
+    cps = [{"loss": l, "v": 2.0 * l + 1.0, "w": 10.0 ** l} for l in (5.0, 3.0, 1.0, 0.5)]  # descending, as in training
+    grid = np.array([0.7, 2.0, 4.5])
+    assert resnet_spectrum.on_grid(cps, "v", grid, log=False) == pytest.approx(2.0 * grid + 1.0)
+    assert resnet_spectrum.on_grid(cps, "w", grid, log=True) == pytest.approx(grid)
+
+
+def picture(swap: bool) -> dict:
+    """Trajectories shaped as figures 5-6 (``swap``: the 2-shortcut and Xavier nets exchanged): loss 5 -> 0.3 at
+    checkpoints every 10 epochs; the 2-shortcut net's condition number low at high loss, meeting the orthogonal
+    net's (just below) at the end; its index low, dropping at the start while its gradient peaks."""
+    losses = np.linspace(5.0, 0.3, 11)
+    shapes = {"shortcut2": (lambda l: 9 - 0.5 * (l - 0.3), lambda i: 0.1 if i else 0.4),
+              "orthogonal": (lambda l: 10 + 200 * (l - 0.3), lambda i: 0.45),
+              "xavier": (lambda l: 30 + 300 * (l - 0.3), lambda i: 0.48)}
+    runs = {}
+    for kind, (cond, index) in shapes.items():
+        cps = [{"epoch": 10 * i, "loss": float(l), "condition_number": float(cond(l)), "index": index(i)}
+               for i, l in enumerate(losses)]
+        grad = [0.0] * 100
+        grad[5] = 1.0  # the largest gradient at epoch 5: the middle of the first interval, where the index drops
+        runs[kind] = [{"checkpoints": cps, "gradient_norm": grad}]
+    if swap:
+        runs["shortcut2"], runs["xavier"] = runs["xavier"], runs["shortcut2"]
+    return runs
+
+
+def test_claims_pass_on_the_papers_picture_and_fail_on_its_opposite():
+    for swap in (False, True):
+        runs = picture(swap)
+        rows = {r.quantity: r for r in resnet_spectrum.claims(runs, resnet_spectrum.common_grid(runs), 10)}
+        assert set(rows) == KEYS
+        if not swap:
+            assert all(r.measured is not None for r in rows.values())
+            assert all(r.ok for r in rows.values()), rows
+            assert rows["fraction_below:index:shortcut2"].measured == 1.0
+            assert rows["epochs:max_gradient_to_steepest_index_drop:shortcut2"].measured == 0.0
+        else:  # the Xavier picture in the 2-shortcut slot: high condition numbers, no index drop (no share: null)
+            assert rows["index_drop_share:shortcut2:first_quarter"].measured is None
+            failing = {q for q, r in rows.items() if not r.ok}
+            assert failing >= {"fraction_below:condition_number:shortcut2", "fraction_below:index:shortcut2",
+                               "log10_final_condition_ratio:shortcut2_over_orthogonal",
+                               "log10_condition_ratio:shortcut2_over_others:highest_loss",
+                               "index_drop_share:shortcut2:first_quarter"}
