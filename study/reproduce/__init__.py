@@ -19,6 +19,7 @@ from archstudy.sampling.constraints import Choice, check
 
 from . import (han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2, resnet_depth, resnet_hessian,
                variability_collapse, yz_variability_depth)
+from . import gmp_banana
 from .catalogue import NOT_OFFERED, NotOffered
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
 from .result import Result, Row, format_table
@@ -33,6 +34,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     yz_variability_depth.REPRODUCTION,
     variability_collapse.REPRODUCTION,
     resnet_depth.REPRODUCTION,
+    gmp_banana.REPRODUCTION,
 )}
 ALL = "all"  # ``archstudy reproduce all``: every reproduction above
 
