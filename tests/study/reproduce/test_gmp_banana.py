@@ -10,7 +10,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from archstudy.study.reproduce import REPRODUCTIONS, reproduce
 from archstudy.study.reproduce import gmp_banana as gb
 from archstudy.study.reproduce.result import ROW_KEYS
@@ -80,7 +79,7 @@ def test_effective_units_are_the_parameterizations_formulas(kind):
         pre, out = x[:, :1] * torch.cos(t) + x[:, 1:] * torch.sin(t) + p["lam"][0], p["r"][0]
     torch.testing.assert_close(scale[0] * torch.relu(x @ w[0].T + b[0]), out * torch.relu(pre))
     # the spatial location lies on the boundary and is its point nearest the origin (eq. 8)
-    u, phi = gb.boundaries(kind, p, x)
+    _, phi = gb.boundaries(kind, p, x)
     torch.testing.assert_close((w * phi).sum(-1) + b, torch.zeros_like(b), atol=1e-12, rtol=0)
     torch.testing.assert_close(phi.norm(dim=-1), b.abs() / w.norm(dim=-1))
     # the same draw: GmP's direction and WN's are SP's initial w / |w|
