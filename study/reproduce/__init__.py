@@ -17,9 +17,9 @@ from typing import Any, TextIO
 
 from archstudy.sampling.constraints import Choice, check
 
-from . import (han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2, relu_abs_trainability,
-               resnet_depth, resnet_hessian, resnet_norms, resnet_spectrum, variability_collapse,
-               yz_variability_depth)
+from . import (gmp_banana, han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2,
+               relu_abs_trainability, resnet_depth, resnet_hessian, resnet_norms, resnet_spectrum,
+               variability_collapse, yz_variability_depth)
 from .catalogue import NOT_OFFERED, NotOffered
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
 from .result import Result, Row, format_table
@@ -37,6 +37,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     relu_abs_trainability.REPRODUCTION,
     resnet_spectrum.REPRODUCTION,
     resnet_norms.REPRODUCTION,
+    gmp_banana.REPRODUCTION,
 )}
 ALL = "all"  # ``archstudy reproduce all``: every reproduction above
 

@@ -63,8 +63,6 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
     NotOffered(YZ, "table 6", "convolutional nets with Han-layers on CIFAR-10",
                "convolutional nets are not in the space; GPU-days"),
     # Chen and Ge
-    NotOffered(GMP, "figure 3 (section 5.1)", "10 ReLU units on the 2-D banana data, SP vs WN vs BN vs GmP with "
-               "Adam: characteristic points and fits (gmp-banana)", NOT_BUILT),
     NotOffered(GMP, "figures 1, 2, 5, 6", "characteristic activation boundaries of one ReLU unit under a "
                "perturbation", "illustrations of the analysis (section 3), no measured claim"),
     NotOffered(GMP, "table 1", "ResNet-50 on ImageNet under four parameterizations", IMAGENET),

@@ -1,0 +1,122 @@
+"""gmp-banana (Chen and Ge, figure 3): the four parameterizations compute the same units' boundaries as their
+formulas say, Adam is Kingma and Ba's algorithm 1, GmP's boundary turns per step by at most Adam's bound
+(Theorem 3), and the tiny run writes every key with finite values."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from archstudy.study.reproduce import REPRODUCTIONS, reproduce
+from archstudy.study.reproduce import gmp_banana as gb
+from archstudy.study.reproduce.result import ROW_KEYS
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gmp-banana")
+    result, json_path, html_path = reproduce("gmp-banana", out, scale="tiny", progress=None)
+    return result, json.loads(json_path.read_text()), html_path.read_text(encoding="utf-8")
+
+
+def test_tiny_writes_every_key_with_finite_values(tiny):
+    result, d, page = tiny
+    assert "gmp-banana" in REPRODUCTIONS
+    assert tuple(d)[:5] == ("name", "paper", "scale", "seconds", "rows") and d["scale"] == "tiny"
+    lr = gb.SCALES["tiny"].lrs
+    expected = ({f"{q}:{k}:lr={lr[-1]:g}" for q in ("max_angle_step_deg", "max_location_step")
+                 for k in gb.PARAMETERIZATIONS}
+                | {f"test_accuracy:{k}:lr={r:g}" for k in gb.PARAMETERIZATIONS for r in lr})
+    assert [r["quantity"] for r in d["rows"]] and {r["quantity"] for r in d["rows"]} == expected
+    assert len(d["rows"]) == len(expected)
+    for r in d["rows"]:
+        assert tuple(r) == ROW_KEYS and r["paper"] is None and math.isfinite(r["measured"]), r
+        assert r["quantity"] in page
+    assert page.count('src="data:image/png;base64,') == 3
+    assert d == json.loads(json.dumps(result.to_dict()))
+    # every accuracy a fraction of the test set, every angle step within [0, 180] degrees
+    for k in gb.PARAMETERIZATIONS:
+        assert all(0 <= a <= 1 for a in d["test_accuracy"][k])
+        assert all(0 <= a <= 180 for a in d["max_angle_step_deg"][k])
+
+
+def test_gmp_turns_its_boundaries_by_at_most_adams_step(tiny):
+    """Theorem 3 (eq. 13) in 2-D: the boundary turns by |Delta theta| <= Adam's largest step; the first Adam step
+    is lr |g| / (|g| + eps) on every parameter, so the largest turn is at least lr (up to eps / |g|)."""
+    _, d, _ = tiny
+    s = gb.SCALES["tiny"]
+    for j, lr in enumerate(s.lrs):
+        for a in d["max_angle_step_deg"]["GmP"][j * s.inits:(j + 1) * s.inits]:
+            assert math.degrees(lr) * (1 - 1e-6) <= a <= math.degrees(gb.adam_bound(lr)) * (1 + 1e-9)
+    assert gb.adam_bound(0.1) == pytest.approx(0.1 * 0.1 / math.sqrt(0.001))
+
+
+@pytest.mark.parametrize("kind", gb.PARAMETERIZATIONS)
+def test_effective_units_are_the_parameterizations_formulas(kind):
+    """Each parameterization's hidden units equal scale * ReLU(w_eff^T x + b_eff), the boundary form every row
+    reads (eq. 7-9), against the formulas written out independently; all four start as the same SP draw."""
+    torch.manual_seed(0)
+    x = torch.randn(50, 2, dtype=torch.float64)
+    p = gb.initial(kind, 2, [11, 12])
+    sp = gb.initial("SP", 2, [11, 12])
+    for v in p.values():  # move away from initialization: random values of every parameter
+        v.add_(0.3 * torch.randn_like(v))
+    w, b, scale = gb.effective(kind, p, x)
+    if kind == "SP":
+        pre, out = x @ p["w"][0].T + p["b"][0], torch.ones(gb.UNITS, dtype=torch.float64)
+    elif kind == "WN":  # Salimans and Kingma, eq. 2
+        pre = p["g"][0] * (x @ p["v"][0].T) / p["v"][0].norm(dim=-1) + p["b"][0]
+        out = torch.ones(gb.UNITS, dtype=torch.float64)
+    elif kind == "BN":  # Ioffe and Szegedy, algorithm 1 over the full batch
+        h = x @ p["w"][0].T + p["b"][0]
+        pre = p["gamma"][0] * (h - h.mean(0)) / torch.sqrt(h.var(0, unbiased=False) + gb.BN_EPS) + p["beta"][0]
+        out = torch.ones(gb.UNITS, dtype=torch.float64)
+    else:  # Chen and Ge, eq. 15 in 2-D
+        t = p["theta"][0]
+        pre, out = x[:, :1] * torch.cos(t) + x[:, 1:] * torch.sin(t) + p["lam"][0], p["r"][0]
+    torch.testing.assert_close(scale[0] * torch.relu(x @ w[0].T + b[0]), out * torch.relu(pre))
+    # the spatial location lies on the boundary and is its point nearest the origin (eq. 8)
+    _, phi = gb.boundaries(kind, p, x)
+    torch.testing.assert_close((w * phi).sum(-1) + b, torch.zeros_like(b), atol=1e-12, rtol=0)
+    torch.testing.assert_close(phi.norm(dim=-1), b.abs() / w.norm(dim=-1))
+    # the same draw: GmP's direction and WN's are SP's initial w / |w|
+    q = gb.initial(kind, 2, [11, 12])
+    direction = sp["w"] / sp["w"].norm(dim=-1, keepdim=True)
+    if kind == "GmP":
+        torch.testing.assert_close(gb.effective(kind, q, x)[0], direction)
+        torch.testing.assert_close(q["r"], sp["w"].norm(dim=-1))
+    elif kind == "WN":
+        torch.testing.assert_close(gb.effective(kind, q, x)[0], sp["w"])
+
+
+def test_adam_step_is_kingma_and_ba_algorithm_1():
+    """Two steps of ``adam_step`` against algorithm 1 of Kingma and Ba written out on plain floats, one parameter
+    at a time, one rate per model (torch.optim.Adam's first step costs 10 s of imports)."""
+    g1, g2 = torch.randn(2, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    lr = torch.tensor([0.1, 0.01, 0.001], dtype=torch.float64)
+    p = {"w": torch.zeros(3, 4, dtype=torch.float64)}
+    state: dict = {}
+    for t, g in enumerate((g1, g2), 1):
+        gb.adam_step(p, {"w": g}, state, lr, t)
+    b1, b2 = gb.BETAS
+    for k in range(3):
+        for i in range(4):
+            theta, m, v = 0.0, 0.0, 0.0
+            for t, g in enumerate((float(g1[k, i]), float(g2[k, i])), 1):
+                m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+                theta -= float(lr[k]) * (m / (1 - b1 ** t)) / (math.sqrt(v / (1 - b2 ** t)) + gb.ADAM_EPS)
+            assert float(p["w"][k, i]) == pytest.approx(theta, rel=1e-12)
+
+
+def test_two_moons_are_the_two_centred_bananas():
+    x, y = gb.two_moons(4000, 5)
+    assert x.shape == (4000, 2) and set(np.unique(y)) == {0.0, 1.0}
+    # centred: the moons' means are (0, 2/pi) and (1, 1/2 - 2/pi), so the data's mean is (1/2, 1/4) before the
+    # shift; within 4 standard errors of the mean of 4000 points
+    assert np.abs(x.mean(0)).max() < 4 * x.std(0).max() / math.sqrt(4000)
+    outer = x[y == 0] + np.array([0.5, 0.25])
+    # the outer moon lies on the unit circle up to the noise: mean radius 1 within noise
+    assert abs(np.median(np.linalg.norm(outer, axis=1)) - 1.0) < 0.05
