@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from archstudy.sampling.constraints import Choice, check
 
-from . import (gmp_banana, han_checkerboard, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2,
+from . import (gmp_banana, han_checkerboard, han_flipped, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2,
                relu_abs_trainability, resnet_depth, resnet_hessian, resnet_norms, resnet_spectrum,
                variability_collapse, yz_variability_depth)
 from .catalogue import NOT_OFFERED, NotOffered
@@ -38,6 +38,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     resnet_spectrum.REPRODUCTION,
     resnet_norms.REPRODUCTION,
     gmp_banana.REPRODUCTION,
+    han_flipped.REPRODUCTION,
 )}
 ALL = "all"  # ``archstudy reproduce all``: every reproduction above
 
