@@ -50,15 +50,12 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
     # the variability paper
     NotOffered(VARIABILITY, "figure 1, figures 12-15", "landscapes of |F_L|^2 of sigmoid, ReLU, ABS and Han nets",
                "illustrations; their claim (C2C with depth) is checked by yz-variability-depth"),
-    NotOffered(VARIABILITY, "figure 10 (D.3)", "FCNet against HanNet on the checkerboard with flipped labels",
-               NOT_BUILT),
     NotOffered(VARIABILITY, "table 2, figure 9 (D.4, D.5)", "Han-Mixers against MLP-Mixers on CIFAR10, CIFAR100 "
                "and STL10", "MLP-Mixers are not a family of the space and take GPU-days; STL10 is not shipped"),
     NotOffered(VARIABILITY, "table 3", "Han-Mixers against MLP-Mixers on ImageNet32", IMAGENET),
     NotOffered(VARIABILITY, "table 8, figure 11", "HanNet against FCNet regression on Elevators and Cal Housing", UCI),
     # Yu and Zhang
     NotOffered(YZ, "figure 2", "landscapes of three nets of 70 hidden layers", "illustration, no measured claim"),
-    NotOffered(YZ, "figure 5", "FCNet against HanNet on the checkerboard with flipped labels", NOT_BUILT),
     NotOffered(YZ, "table 5, figure 6", "HanNet against FCNet regression on Elevators and Cal Housing", UCI),
     NotOffered(YZ, "table 6", "convolutional nets with Han-layers on CIFAR-10",
                "convolutional nets are not in the space; GPU-days"),
