@@ -268,6 +268,7 @@ def figure(s: Settings, results: dict):
             ax.plot([100 * f for f in pair.fractions], acc, marker="o", ms=4, lw=1, label=name)
             if paper is not None:
                 ax.scatter([10.0], [float(paper)], marker="x", color=RED, zorder=3)
+        ax.set_xlim(-1.0, 21.0)  # the variability paper's range, 0 to 20%, whatever a scale runs
         ax.set_xlabel("training labels flipped (%)")
         ax.set_ylabel("best test accuracy along training (%)")
         ax.legend()
