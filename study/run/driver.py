@@ -81,6 +81,9 @@ def _check_new_location(store: Store) -> None:
     if kind == "file":
         raise UserError(f"{store.location} is a file, not a study directory")
     if kind == "dir" and store.listing():
+        if store.has_lock():  # a driver that started here has not written study.yaml yet: say that, if it runs
+            with store.driver_lock():
+                pass
         raise UserError(f"{store.location} exists and is not a study (no {CONFIG_NAME}); choose a new or empty "
                         "directory, or `archstudy resume` a study")
 

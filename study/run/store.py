@@ -336,6 +336,10 @@ class Store:
     def is_study(self) -> bool:
         return self.fs.get_file_info(self.path(CONFIG_NAME)).type == pafs.FileType.File
 
+    def has_lock(self) -> bool:
+        """Whether the study root holds a driver's lock (``driver_lock``: held now, or left by a driver that ended)."""
+        return self.fs.get_file_info(self.path(LOCK_NAME)).type == pafs.FileType.File
+
     def listing(self) -> list[str]:
         """Names of the study root's entries (for the 'is it empty' check before creating a study), but the lock a
         driver killed before it wrote study.yaml left."""

@@ -218,6 +218,24 @@ def test_a_driver_that_finds_a_study_created_while_it_started_refuses_instead_of
     assert snapshot(study) == before and Store(study).read_config().seed == 5
 
 
+def test_a_driver_that_finds_another_one_starting_in_a_new_directory_says_so_not_that_it_is_no_study(tmp_path):
+    """A started here, holds the lock and writes its first files before study.yaml: B is refused with A's lock
+    line, not with "exists and is not a study"; once A is gone (its lock left behind), the directory is what it
+    is, not a study, and nothing in it changed."""
+    from archstudy.study.run import driver
+
+    study = tmp_path / "new"
+    study.mkdir()
+    (study / ".study.yaml.tmp").write_text("being written")  # A's write of study.yaml, under way
+    with Store(study).driver_lock():
+        with pytest.raises(UserError, match="another archstudy driver is running on this study"):
+            driver.run_study({**KEYS, "architectures": 1}, study, progress=None)
+    before = snapshot(study)
+    with pytest.raises(UserError, match="exists and is not a study"):
+        driver.run_study({**KEYS, "architectures": 1}, study, progress=None)
+    assert snapshot(study) == before
+
+
 # -- a large study says how far planning is before its first unit --------------------------------------------
 def test_planning_says_how_far_it_is_and_plans_the_same_units(monkeypatch):
     from archstudy.study.run import state
