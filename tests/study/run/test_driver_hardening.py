@@ -518,7 +518,7 @@ def test_of_many_drivers_taking_an_s3_lock_at_once_exactly_one_holds_it_and_a_go
     from archstudy.study.run.object_lock import ObjectLock
 
     uri = f"s3://archstudy-lock/race?{_bucket(s3_endpoint, 'archstudy-lock')}"
-    barrier, outcomes = threading.Barrier(6), []
+    barrier, outcomes, refused = threading.Barrier(6), [], threading.Event()
 
     def take():
         store = Store(uri)
@@ -526,9 +526,13 @@ def test_of_many_drivers_taking_an_s3_lock_at_once_exactly_one_holds_it_and_a_go
         try:
             with store.driver_lock():
                 outcomes.append("held")
-                time.sleep(1.0)
+                # held until the five others have tried (a slow taker on a loaded machine would otherwise come
+                # after the release and hold it in turn, which is right, not a second holder at once)
+                refused.wait(60)
         except UserError as e:
             outcomes.append(str(e))
+            if sum(o != "held" for o in outcomes) == 5:
+                refused.set()
 
     threads = [threading.Thread(target=take) for _ in range(6)]
     for t in threads:
