@@ -10,16 +10,16 @@ import math
 import numpy as np
 import pytest
 import torch
-from archstudy.study.reproduce import REPRODUCTIONS, reproduce
+from archstudy.study.reproduce import REPRODUCTIONS
 from archstudy.study.reproduce import gmp_banana as gb
 from archstudy.study.reproduce.result import ROW_KEYS
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    out = tmp_path_factory.mktemp("gmp-banana")
-    result, json_path, html_path = reproduce("gmp-banana", out, scale="tiny", progress=None)
-    return result, json.loads(json_path.read_text()), html_path.read_text(encoding="utf-8")
+def tiny(tiny_runs):
+    out, result = tiny_runs.run("gmp-banana")
+    return result, json.loads((out / "gmp-banana.json").read_text()), (out / "gmp-banana.html").read_text(
+        encoding="utf-8")
 
 
 def test_tiny_writes_every_key_with_finite_values(tiny):

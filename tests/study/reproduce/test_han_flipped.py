@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from archstudy.study.reproduce import REPRODUCTIONS, han_flipped, reproduce
+from archstudy.study.reproduce import REPRODUCTIONS, han_flipped
 from archstudy.study.reproduce.han_checkerboard import checkerboard_data
 from archstudy.study.reproduce.result import ROW_KEYS
 
@@ -19,9 +19,9 @@ TINY_KEYS = {"best_test_accuracy:HanNet:20x30:flipped=10%", "best_test_accuracy:
              "hannet_above_fcnet:HanNet:20x30-FCNet1:6x100:flipped=10%"}
 
 
-def test_tiny_writes_every_key_with_finite_values(tmp_path):
+def test_tiny_writes_every_key_with_finite_values(tiny_runs):
     assert "han-flipped" in REPRODUCTIONS
-    reproduce("han-flipped", tmp_path, scale="tiny", progress=None)
+    tmp_path = tiny_runs.run("han-flipped")[0]
     d = json.loads((tmp_path / "han-flipped.json").read_text())
     assert d["name"] == "han-flipped" and d["scale"] == "tiny" and d["seconds"] > 0
     assert {r["quantity"] for r in d["rows"]} == TINY_KEYS and len(d["rows"]) == len(TINY_KEYS)

@@ -8,15 +8,13 @@ import numpy as np
 import pytest
 
 from archstudy.study.reproduce import relu_abs_trainability as raa
-from archstudy.study.reproduce import reproduce
 
 KEYS = {"best_train_loss_min:ReLU:L>20", "best_train_loss_max:ABS:L>30", "best_train_loss:ABS-ReLU:L=21"}
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    out = tmp_path_factory.mktemp("raa")
-    result = reproduce("relu-abs-trainability", out, scale="tiny", progress=None)[0]
+def tiny(tiny_runs):
+    out, result = tiny_runs.run("relu-abs-trainability")
     return result, json.loads((out / "relu-abs-trainability.json").read_text())
 
 

@@ -15,12 +15,11 @@ import pytest
 
 from archstudy.sampling import PAPER_ACTIVATIONS, SpecError, UserError
 from archstudy.study.cli import main
-from archstudy.study.reproduce import REPRODUCTIONS, SCALES, Row, reproduce
+from archstudy.study.reproduce import REPRODUCTIONS, SCALES, Row
 from archstudy.study.reproduce import han_checkerboard, nlc_figure2, nlc_table1, resnet_hessian
 from archstudy.study.reproduce.result import ROW_KEYS, format_table
 
 TOP_KEYS = ("name", "paper", "scale", "seconds", "rows")
-FIGURES: dict[str, list] = {}  # reproduction -> its page's (caption, Figure), filled by the ``tiny`` fixture
 
 
 def expected_keys(name: str, settings) -> set[str]:
@@ -64,27 +63,10 @@ def check_outputs(name: str, out, scale="tiny") -> dict:
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """Each reproduction once at its tiny scale (nlc-figure2 with seed 3, whose first draws include a net with
-    a high output bias, so that every claim has its nets), into one directory."""
-    import torch
-
-    from archstudy.study.reproduce import page
-
-    out = tmp_path_factory.mktemp("reproductions")
-    threads = torch.get_num_threads()
-    write_page = page.write_page
-
-    def keep_figures(result, figures, path):  # the pages' figures, for the legibility test below
-        FIGURES[result.name] = list(figures)
-        return write_page(result, figures, path)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(page, "write_page", keep_figures)
-        results = {name: reproduce(name, out, scale="tiny", seed=3 if name == "nlc-figure2" else 0,
-                                   progress=None)[0] for name in REPRODUCTIONS}
-    assert torch.get_num_threads() == threads  # one thread (the default) during each run only
-    return out, results
+def tiny(tiny_runs):
+    """Each reproduction once at its tiny scale (``conftest.TinyRuns``), into one directory."""
+    results = {name: tiny_runs.run(name)[1] for name in REPRODUCTIONS}
+    return tiny_runs.out, results
 
 
 @pytest.mark.parametrize("name", ["nlc-table1", "nlc-table2", "nlc-figure2", "resnet-hessian",
@@ -99,7 +81,7 @@ def test_every_reproduction_writes_every_key_with_finite_values(tiny, name):
     assert "*" not in title + h1 and "<i>" in h1  # the paper's *short title* in italics, not in asterisks
 
 
-def test_every_reproduction_page_has_legible_figures_no_wider_than_the_page(tiny):
+def test_every_reproduction_page_has_legible_figures_no_wider_than_the_page(tiny, tiny_runs):
     """As the report's figures: no text under ``MIN_PT`` at the size the page shows it (``page.figure_html`` shows a
     figure at its size in inches), no figure wider than the page's column, each shown at its size."""
     from matplotlib.text import Text
@@ -107,8 +89,9 @@ def test_every_reproduction_page_has_legible_figures_no_wider_than_the_page(tiny
     from archstudy.analysis.plotting import MAX_WIDTH, MIN_PT
 
     out, _ = tiny
-    assert set(FIGURES) == set(REPRODUCTIONS) and all(FIGURES.values())
-    for name, figures in FIGURES.items():
+    figures_of = tiny_runs.figures
+    assert set(figures_of) == set(REPRODUCTIONS) and all(figures_of.values())
+    for name, figures in figures_of.items():
         page = (out / f"{name}.html").read_text(encoding="utf-8")
         for caption, fig in figures:
             small = {t.get_text() for t in fig.findobj(Text) if t.get_text().strip() and t.get_fontsize() < MIN_PT}

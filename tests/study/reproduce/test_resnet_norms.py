@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from archstudy.study.reproduce import REPRODUCTIONS, reproduce, resnet_norms
+from archstudy.study.reproduce import REPRODUCTIONS, resnet_norms
 from archstudy.study.reproduce.reproduction import torch_threads
 from archstudy.study.reproduce.resnet_hessian import Moments, load_data
 from archstudy.study.reproduce.result import ROW_KEYS
@@ -20,9 +20,9 @@ KEYS = {f"fraction_decreasing:{what}:{panel}" for what in ("mean_norm_during_tra
         for panel in ("linear", "relu")}
 
 
-def test_tiny_writes_every_key_with_finite_values(tmp_path):
+def test_tiny_writes_every_key_with_finite_values(tiny_runs):
     assert "resnet-norms" in REPRODUCTIONS
-    reproduce("resnet-norms", tmp_path, scale="tiny", progress=None)
+    tmp_path = tiny_runs.run("resnet-norms")[0]
     d = json.loads((tmp_path / "resnet-norms.json").read_text())
     assert d["name"] == "resnet-norms" and d["scale"] == "tiny" and d["seconds"] > 0
     assert {r["quantity"] for r in d["rows"]} == KEYS and len(d["rows"]) == len(KEYS)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from archstudy.study.reproduce import REPRODUCTIONS, reproduce, resnet_spectrum
+from archstudy.study.reproduce import REPRODUCTIONS, resnet_spectrum
 from archstudy.study.reproduce.reproduction import torch_threads
 from archstudy.study.reproduce.resnet_hessian import Moments, load_data, theorem2_largest_eigenvalue
 from archstudy.study.reproduce.result import ROW_KEYS
@@ -27,9 +27,9 @@ def data():
     return Moments.of(x, y)
 
 
-def test_tiny_writes_every_key_with_finite_values(tmp_path):
+def test_tiny_writes_every_key_with_finite_values(tiny_runs):
     assert "resnet-spectrum" in REPRODUCTIONS
-    reproduce("resnet-spectrum", tmp_path, scale="tiny", progress=None)
+    tmp_path = tiny_runs.run("resnet-spectrum")[0]
     d = json.loads((tmp_path / "resnet-spectrum.json").read_text())
     assert d["name"] == "resnet-spectrum" and d["scale"] == "tiny" and d["seconds"] > 0
     assert {r["quantity"] for r in d["rows"]} == KEYS and len(d["rows"]) == len(KEYS)
