@@ -139,12 +139,17 @@ def best(final: np.ndarray, lrs) -> tuple[float, float]:
     return float(mean[k]), float(lrs[k])
 
 
+def full_batch(root, device):
+    """(the data's moments, which give the loss; the inputs and targets, for gradient descent; what they are), on
+    ``device``: ``resnet_hessian.load_data``'s whitened MNIST from ``root`` or the digits."""
+    xn, yn, what = load_data(root)
+    return Moments.of(xn, yn).to(device), torch.from_numpy(xn).to(device), torch.from_numpy(yn).to(device), what
+
+
 def run(ctx: Context) -> Measured:
     s: Settings = ctx.settings
-    xn, yn, what = load_data(ctx.root)
-    data = Moments.of(xn, yn).to(ctx.device)
-    x, y = torch.from_numpy(xn).to(ctx.device), torch.from_numpy(yn).to(ctx.device)
-    d = xn.shape[1]
+    data, x, y, what = full_batch(ctx.root, ctx.device)
+    d = x.shape[1]
     optimum = optimal_loss(data)
     results: dict[str, dict[str, dict[int, dict]]] = {"linear": {}, "relu": {}}
     for mode, kinds, depths in (("linear", tuple(KINDS), s.depths), ("relu", RELU_KINDS, s.relu_depths)):

@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from .reproduction import Context, Measured, Reproduction, sub_seed
-from .resnet_depth import DIVERGED, losses
-from .resnet_hessian import PAPER, Moments, initial_point, load_data
+from .resnet_depth import DIVERGED, full_batch, losses
+from .resnet_hessian import PAPER, Moments, initial_point
 from .result import Row
 
 SHORTCUT = 2
@@ -82,10 +82,8 @@ def fraction_decreasing(values: list[float]) -> float:
 
 def run(ctx: Context) -> Measured:
     s: Settings = ctx.settings
-    xn, yn, what = load_data(ctx.root)
-    data = Moments.of(xn, yn).to(ctx.device)
-    x, y = torch.from_numpy(xn).to(ctx.device), torch.from_numpy(yn).to(ctx.device)
-    d = xn.shape[1]
+    data, x, y, what = full_batch(ctx.root, ctx.device)
+    d = x.shape[1]
     curves: dict[str, dict[int, list[float]]] = {p: {} for p in PANELS}
     for panel in PANELS:
         for depth in s.depths:
