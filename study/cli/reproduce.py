@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
-from archstudy.sampling import UserError
+from archstudy.sampling import SpecError, UserError
 
 DEFAULT_OUT = "reproductions"
 
@@ -34,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default %(default)s: the nets are small, one thread is faster than "
                         "several)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="all: how many reproductions run side by side, each in its own process (default: the cores "
+                        "over --threads on the CPU, one on a GPU)")
     p.add_argument("--root", metavar="DIR", help="directory of the paper's data where a reproduction reads it "
                    "(nlc-table1 and nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data "
                    "and say so")
@@ -47,7 +50,8 @@ def run(args) -> int:
     if args.list:
         for r in REPRODUCTIONS.values():
             print(r.line())
-        print("(costs: wall time on a shared 2-core machine without a GPU; paper scale estimated where not run)")
+        print("(costs: wall time on a 2-core machine without a GPU, quick measured in `reproduce all` with two "
+              "reproductions side by side; paper scale estimated where not run)")
         for n in NOT_OFFERED:
             print(n.line())
         return 0
@@ -56,9 +60,12 @@ def run(args) -> int:
     if args.name == ALL:
         entries, json_path, html_path = reproduce_all(args.out, scale=args.scale, seed=args.seed,
                                                       device=args.device, root=args.root, threads=args.threads,
-                                                      progress=sys.stderr, echo=sys.stdout)
+                                                      jobs=args.jobs, progress=sys.stderr, echo=sys.stdout)
         print(f"wrote {json_path}, {html_path} and each reproduction's NAME.json and NAME.html")
         return 0 if all(e.result.passed == len(e.result.rows) for e in entries) else 1
+    if args.jobs is not None:
+        raise SpecError("reproduce", "jobs", args.jobs, f"only with `reproduce {ALL}` (one reproduction runs in one "
+                        "process)")
     result, json_path, html_path = reproduce(args.name, args.out, scale=args.scale, seed=args.seed,
                                              device=args.device, root=args.root, threads=args.threads,
                                              progress=sys.stderr)

@@ -59,9 +59,10 @@ def reproduce(name: str, out, *, scale: str = "quick", seed: int = 0, device: An
 
 
 def reproduce_all(out, *, scale: str = "quick", seed: int = 0, device: Any = "cpu", root=None, threads: int = 1,
-                  progress: TextIO | None = sys.stderr, echo: TextIO | None = sys.stdout):
-    """Run every reproduction; returns (the summary's entries, path of summary.json, path of index.html)."""
+                  jobs: int | None = None, progress: TextIO | None = sys.stderr, echo: TextIO | None = sys.stdout):
+    """Run every reproduction, ``jobs`` side by side (default: one per core on the CPU); returns (the summary's
+    entries, path of summary.json, path of index.html)."""
     from .summary import run_all
 
     return run_all(REPRODUCTIONS, out, scale=scale, seed=seed, device=device, root=root, threads=threads,
-                   progress=progress, echo=echo)
+                   jobs=jobs, progress=progress, echo=echo)

@@ -18,7 +18,6 @@ YZ = "Yu and Zhang, *Householder-Absolute Neural Layers*"
 GMP = "Chen and Ge, *Neural Characteristic Activation Value Analysis*"
 RESNET = "Li, Jiao, Han and Weissman, *Demystifying ResNet*"
 
-NOT_BUILT = "fits on 2 cores but not built yet (issue 21's part B ran out of time)"
 IMAGENET = "ImageNet / ImageNet32 are not shipped and the nets take GPU-days"
 UCI = "the UCI / OpenML regression sets are not shipped (nothing is downloaded at run time)"
 

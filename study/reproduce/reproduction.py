@@ -65,6 +65,7 @@ class Reproduction:
     cost: Mapping[str, str]  # SCALES -> what it costs on the 2-core machine it was built on (measured or estimated)
     run: Callable[[Context], Measured] = field(repr=False)
     reads_root: str | None = None  # the image set --root supplies ("cifar10", "mnist"); None: --root is refused
+    whole_machine: bool = False  # it keeps every core busy itself (a study's workers): ``reproduce all`` runs it alone
 
     def __post_init__(self):
         if set(self.scales) != set(SCALES) or set(self.cost) != set(SCALES):

@@ -1,7 +1,15 @@
-"""``archstudy reproduce all``: every offered reproduction in turn, one summary table (reproduction, rows agreeing /
+"""``archstudy reproduce all``: every offered reproduction, one summary table (reproduction, rows agreeing /
 total, time here), ``OUT/summary.json`` and an index page ``OUT/index.html`` linking each reproduction's page; its
-estimated time is printed before any work, the sum of the reproductions' declared costs at the scale
-(``Reproduction.cost``, read by ``cost_seconds``).
+estimated time is printed before any work, from the reproductions' declared costs at the scale
+(``Reproduction.cost``, read by ``cost_seconds``) and the number of processes (``planned_seconds``).
+
+``jobs`` processes run the reproductions side by side (default: the usable cores over ``threads`` on the CPU,
+one on a GPU), each with its own torch threads (``threads``, default 1: the nets are small), longest declared
+cost first, so that two cores finish the whole in about half the time of one. With more than one job, a
+reproduction that keeps every core busy itself (``Reproduction.whole_machine``: nlc-figure2's study, whose
+workers take every core) runs alone first, in the calling process; with one, every reproduction runs there, in
+catalogue order. Each draw of a reproduction comes from its own seeds (``reproduction.sub_seed``), so its
+numbers are the same in any process and in any order; the summary lists the reproductions in catalogue order.
 
 The not offered experiments of the five papers (``catalogue.NOT_OFFERED``) close the index page and the JSON, so a
 reader sees the whole map of the papers in one place.
@@ -9,12 +17,16 @@ reader sees the whole map of the papers in one place.
 
 from __future__ import annotations
 
+import os
+import pickle
 import re
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Choice, Integer, check
@@ -44,6 +56,38 @@ def estimated_seconds(reproductions: Mapping[str, Reproduction], scale: str) -> 
         else:
             total += seconds
     return total, unknown
+
+
+def planned_seconds(reproductions: Mapping[str, Reproduction], scale: str, jobs: int) -> float:
+    """The wall time the declared costs at ``scale`` give with ``jobs`` processes: the whole-machine ones one
+    after another, then the others in ``order``, each on the process that is free first (a cost that states no
+    time counts 0)."""
+    seconds = {n: cost_seconds(r.cost[scale]) or 0.0 for n, r in reproductions.items()}
+    alone, side_by_side = order(reproductions, scale, jobs)
+    free = [0.0] * max(1, min(jobs, len(side_by_side)))
+    for name in side_by_side:
+        free[free.index(min(free))] += seconds[name]
+    return sum(seconds[n] for n in alone) + max(free)
+
+
+def order(reproductions: Mapping[str, Reproduction], scale: str, jobs: int) -> tuple[list[str], list[str]]:
+    """(the names run alone in the calling process, in catalogue order; the names run side by side in ``jobs``
+    processes, longest declared cost at ``scale`` first, so that no long one starts last). With one job every
+    reproduction runs alone, in catalogue order."""
+    if jobs == 1:
+        return list(reproductions), []
+    alone = [n for n, r in reproductions.items() if r.whole_machine]
+    rest = [n for n, r in reproductions.items() if not r.whole_machine]
+    return alone, sorted(rest, key=lambda n: -(cost_seconds(reproductions[n].cost[scale]) or 0.0))
+
+
+def default_jobs(device: Any, threads: int = 1) -> int:
+    """On the CPU, as many processes of ``threads`` torch threads as the cores this process may use hold (at
+    least one); one on a GPU (the processes would share it)."""
+    if str(device).split(":")[0] != "cpu":
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // threads)
 
 
 def duration(seconds: float) -> str:
@@ -93,34 +137,56 @@ def roots_for(reproductions: Mapping[str, Reproduction], root) -> dict[str, Path
 
 
 def run_all(reproductions: Mapping[str, Reproduction], out, *, scale: str = "quick", seed: int = 0,
-            device: Any = "cpu", root=None, threads: int = 1,
-            progress: TextIO | None = sys.stderr, echo: TextIO | None = sys.stdout) -> tuple[list[Entry], Path, Path]:
-    """Run every reproduction at ``scale`` into ``out`` (each writes NAME.json and NAME.html), then write
-    ``summary.json`` and ``index.html``; returns the entries and both paths. ``echo`` gets the up-front estimate,
-    each reproduction's table as it finishes and the summary table."""
+            device: Any = "cpu", root=None, threads: int = 1, jobs: int | None = None,
+            progress: TextIO | None = sys.stderr,
+            echo: TextIO | None = sys.stdout) -> tuple[list[Entry], Path, Path]:
+    """Run every reproduction at ``scale`` into ``out`` (each writes NAME.json and NAME.html), ``jobs`` at a
+    time (default ``default_jobs(device, threads)``), then write ``summary.json`` and ``index.html``; returns
+    the entries (in catalogue order) and both paths. ``echo`` gets the up-front estimate, each reproduction's
+    table as it finishes and the summary table; ``progress`` each reproduction's progress lines (from a
+    side-by-side process: as they come where ``progress`` has a file descriptor, else when that reproduction
+    ends)."""
     from .result import format_table
 
     scale = check(WHERE, "scale", Choice(SCALES), scale)  # every argument checked before any work
     check(WHERE, "seed", Integer(0), seed)
     check(WHERE, "threads", Integer(1), threads)
-    check_device(device)
+    device = check_device(device)
+    jobs = default_jobs(device, threads) if jobs is None else check(WHERE, "jobs", Integer(1), jobs)
     roots = roots_for(reproductions, root)
     out = check_out(out)
-    estimate, unknown = estimated_seconds(reproductions, scale)
+    total, unknown = estimated_seconds(reproductions, scale)
+    estimate = planned_seconds(reproductions, scale, jobs)
     say = (lambda text: print(text, file=echo, flush=True)) if echo is not None else (lambda text: None)
-    say(f"reproduce all ({scale}): {len(reproductions)} reproductions, about {duration(estimate)} on the 2-core "
-        "machine they were built on (the sum of their declared costs)"
+    alone, side_by_side = order(reproductions, scale, jobs)
+    at_once = min(jobs, len(side_by_side))
+    side = f"{at_once} at a time, longest first; {duration(total)} one after another" if at_once > 1 \
+        else "one at a time"
+    say(f"reproduce all ({scale}): {len(reproductions)} reproductions, about {duration(estimate)} ({side}) on the "
+        "2-core machine they were built on, from their declared costs"
         + (f"; no time declared for {', '.join(unknown)}" if unknown else ""))
-    entries, t0 = [], time.perf_counter()
-    for i, (name, r) in enumerate(reproductions.items(), start=1):
-        say(f"[{i}/{len(reproductions)}] {name} ({r.cost[scale]})")
-        result, _, _ = run_reproduction(r, out, scale=scale, seed=seed, device=device, root=roots[name],
-                                        threads=threads, progress=progress)
+    results: dict[str, Result] = {}
+    t0 = time.perf_counter()
+
+    def done(name: str, result: Result) -> None:
+        results[name] = result
+        say(f"[{len(results)}/{len(reproductions)}] {name} done in {duration(result.seconds)} (declared "
+            f"{reproductions[name].cost[scale]})")
         say(format_table(result))
-        entries.append(Entry(name, result))
+
+    for name in alone:
+        say(f"{name} ({reproductions[name].cost[scale]})" + (": alone, it keeps every core busy" if jobs > 1 else ""))
+        result, _, _ = run_reproduction(reproductions[name], out, scale=scale, seed=seed, device=device,
+                                        root=roots[name], threads=threads, progress=progress)
+        done(name, result)
+    if side_by_side:
+        say(f"side by side in {at_once} processes: {', '.join(side_by_side)}")
+        run_side_by_side({n: reproductions[n] for n in side_by_side}, jobs, done, out=out, scale=scale, seed=seed,
+                         device=str(device), roots=roots, threads=threads, progress=progress)
     seconds = time.perf_counter() - t0
-    summary = {"scale": scale, "seed": seed, "device": str(device), "seconds": round(seconds, 3),
-               "estimated_seconds": estimate,
+    entries = [Entry(name, results[name]) for name in reproductions]
+    summary = {"scale": scale, "seed": seed, "device": str(device), "jobs": jobs, "threads": threads,
+               "seconds": round(seconds, 3), "estimated_seconds": estimate,
                "agreeing": sum(e.result.passed for e in entries), "rows": sum(len(e.result.rows) for e in entries),
                "reproductions": [e.to_dict() for e in entries],
                "not_offered": [n.to_dict() for n in NOT_OFFERED]}
@@ -132,6 +198,110 @@ def run_all(reproductions: Mapping[str, Reproduction], out, *, scale: str = "qui
     write_text(html_path, index_page(entries, summary))
     say(summary_table(entries, seconds))
     return entries, json_path, html_path
+
+
+# A side-by-side reproduction runs in a fresh interpreter (``subprocess``), not a forked one (a fork of a process
+# that has run torch's thread pools or Ray can hang) nor multiprocessing's spawn (it re-runs the caller's main
+# script, which fails for ``python -`` and notebooks): its arguments and result travel as pickle files, a user's
+# mistake found only during the run (a data file's contents) as its one-line message.
+WORKER = "import sys; from archstudy.study.reproduce.summary import work; sys.exit(work(sys.argv[1]))"
+USER_ERROR = 2  # a worker's exit status after a ``UserError``, whose message it wrote to JOB.error
+INTERRUPTED = 130  # a worker's exit status after Ctrl-C (the shell's 128 + SIGINT)
+
+
+def worker_env() -> dict[str, str]:
+    """The caller's environment, with the folder holding ``archstudy`` first on PYTHONPATH: a source tree run
+    with ``PYTHONPATH=.`` or pytest's ``pythonpath`` is importable from the worker too."""
+    package = sys.modules["archstudy"]  # loaded: this module is inside it
+    here = os.path.dirname(os.path.dirname(os.path.abspath(package.__file__)))
+    paths = [here, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def progress_fd(progress: TextIO | None) -> int | None:
+    """The file descriptor a worker writes its progress lines to as they come (``progress``'s own, e.g. the
+    terminal's stderr), or None: then they are kept and written to ``progress`` when it ends (a stream without
+    one, such as a StringIO or pytest's capture) or dropped (``progress`` None)."""
+    if progress is None:
+        return None
+    try:
+        fd = progress.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return None
+    progress.flush()  # what the caller has buffered comes before what the worker writes
+    return fd
+
+
+def run_side_by_side(reproductions: Mapping[str, Reproduction], jobs: int, done: Callable[[str, Result], None], *,
+                     out: Path, scale: str, seed: int, device: str, roots: Mapping[str, Path | None], threads: int,
+                     progress: TextIO | None) -> None:
+    """Each of ``reproductions`` (in the order given) in its own process, at most ``jobs`` at once; ``done(name,
+    result)`` as each ends; their progress lines to ``progress`` (``progress_fd``). A worker that fails ends the
+    others, then raises: its ``UserError`` as the same one-line ``UserError``, anything else as a RuntimeError
+    with its last lines."""
+    fd, env = progress_fd(progress), worker_env()
+    waiting, running = list(reproductions), {}
+    with tempfile.TemporaryDirectory(prefix="archstudy-reproduce-") as tmp:
+        try:
+            while waiting or running:
+                while waiting and len(running) < jobs:
+                    name = waiting.pop(0)
+                    job = Path(tmp) / name
+                    job.with_suffix(".in").write_bytes(pickle.dumps(
+                        (reproductions[name], out, scale, seed, device, roots[name], threads, progress is not None)))
+                    with job.with_suffix(".err").open("wb") as kept:  # the child holds its own copy
+                        running[name] = (subprocess.Popen([sys.executable, "-c", WORKER, str(job)], env=env,
+                                                          stdout=subprocess.DEVNULL,
+                                                          stderr=kept if fd is None else fd), job)
+                for name, (proc, job) in list(running.items()):
+                    if proc.poll() is None:
+                        continue
+                    del running[name]
+                    said = job.with_suffix(".err").read_text(errors="replace")
+                    if proc.returncode == USER_ERROR and job.with_suffix(".error").exists():
+                        raise UserError(job.with_suffix(".error").read_text())
+                    if proc.returncode == INTERRUPTED:
+                        raise KeyboardInterrupt
+                    if proc.returncode != 0 or not job.with_suffix(".out").exists():
+                        tail = said.strip().splitlines()[-5:]
+                        raise RuntimeError(f"reproduce all: {name} failed in its process (exit status "
+                                           f"{proc.returncode})" + ("; its last lines:\n" + "\n".join(tail) if tail
+                                                                    else "; its error is above"))
+                    if fd is None and progress is not None and said:
+                        progress.write(said)
+                        progress.flush()
+                    done(name, pickle.loads(job.with_suffix(".out").read_bytes()))
+                time.sleep(0.1)
+        finally:  # an interrupt or a failure ends the workers still running: all told first, then each waited for
+            for proc, _ in running.values():
+                proc.terminate()
+            for proc, _ in running.values():
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+def work(job: str) -> int:
+    """A side-by-side process (``WORKER``): runs the reproduction pickled in ``JOB.in``, pickles its result to
+    ``JOB.out`` and returns 0; its progress lines go to stderr. A ``UserError`` is written to ``JOB.error``
+    (``USER_ERROR``); Ctrl-C ends it quietly (``INTERRUPTED``): the caller says what happened."""
+    os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
+    path = Path(job)
+    reproduction, out, scale, seed, device, root, threads, say = pickle.loads(path.with_suffix(".in").read_bytes())
+    try:
+        result, _, _ = run_reproduction(reproduction, out, scale=scale, seed=seed, device=device, root=root,
+                                        threads=threads, progress=sys.stderr if say else None)
+    except UserError as e:
+        path.with_suffix(".error").write_text(str(e))
+        return USER_ERROR
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    part = path.with_suffix(".part")
+    part.write_bytes(pickle.dumps(result))
+    part.replace(path.with_suffix(".out"))
+    return 0
 
 
 def summary_table(entries: list[Entry], seconds: float) -> str:

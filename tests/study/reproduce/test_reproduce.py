@@ -446,6 +446,8 @@ def test_list_names_every_reproduction_with_its_paper_and_costs(capsys):
     (["reproduce", "nlc-table1", "--seed", "-1"], "reproduce.seed = -1"),
     (["reproduce", "nlc-table1", "--device", "nodevice"], "reproduce.device = 'nodevice'"),
     (["reproduce", "nlc-table1", "--threads", "0"], "reproduce.threads = 0: must be an integer >= 1"),
+    (["reproduce", "all", "--jobs", "0"], "reproduce.jobs = 0: must be an integer >= 1"),
+    (["reproduce", "nlc-table1", "--jobs", "2"], "reproduce.jobs = 2: only with `reproduce all`"),
     (["reproduce"], "name a reproduction"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, argv, message):

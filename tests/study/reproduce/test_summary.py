@@ -1,10 +1,13 @@
 """``archstudy reproduce all`` (``study.reproduce.summary``) and the reproductions of issue 21's part B: each at its
 tiny scale writes every key with finite values; the summary (table, summary.json, index page) adds up and links
-every page; the up-front estimate is the sum of the declared costs; the papers' experiments not offered are
-listed with their reasons; the claims are computed right and can fail."""
+every page; side by side in their own processes they measure what they measure in one; the up-front estimate
+follows the declared costs and the plan; the papers' experiments not offered are listed with their reasons; the
+claims are computed right and can fail."""
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import math
 import re
@@ -12,12 +15,15 @@ import re
 import pytest
 
 from archstudy.analysis.html import esc
-from archstudy.sampling import SpecError
+from archstudy.sampling import SpecError, UserError
 from archstudy.study.cli import main
 from archstudy.study.reproduce import NOT_OFFERED, REPRODUCTIONS, nlc_figure1, reproduce_all
 from archstudy.study.reproduce import resnet_depth, resnet_hessian, variability_collapse, yz_variability_depth
 from archstudy.study.reproduce.result import ROW_KEYS
-from archstudy.study.reproduce.summary import cost_seconds, estimated_seconds, summary_table
+from archstudy.study.reproduce.reproduction import Reproduction
+from archstudy.study.reproduce.summary import (
+    cost_seconds, estimated_seconds, order, planned_seconds, run_all, summary_table,
+)
 
 PART_B = {"nlc-figure1": nlc_figure1, "yz-variability-depth": yz_variability_depth,
           "variability-collapse": variability_collapse, "resnet-depth": resnet_depth}
@@ -44,13 +50,14 @@ def expected_keys(name: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def tiny_all(tmp_path_factory):
-    """The part-B reproductions through ``run_all`` at the tiny scale (the five others run in test_reproduce)."""
+    """The part-B reproductions through ``run_all`` at the tiny scale, two side by side in their own processes,
+    their progress lines kept (the five others run in test_reproduce)."""
     from archstudy.study.reproduce.summary import run_all
 
-    out = tmp_path_factory.mktemp("all")
-    entries, json_path, html_path = run_all({n: REPRODUCTIONS[n] for n in PART_B}, out, scale="tiny",
-                                            progress=None, echo=None)
-    return out, entries, json.loads(json_path.read_text()), html_path.read_text()
+    out, progress, echo = tmp_path_factory.mktemp("all"), io.StringIO(), io.StringIO()
+    entries, json_path, html_path = run_all({n: REPRODUCTIONS[n] for n in PART_B}, out, scale="tiny", jobs=2,
+                                            progress=progress, echo=echo)
+    return out, entries, json.loads(json_path.read_text()), html_path.read_text(), progress.getvalue(), echo.getvalue()
 
 
 @pytest.mark.parametrize("name", list(PART_B))
@@ -66,7 +73,7 @@ def test_every_part_b_reproduction_writes_every_key_with_finite_values(tiny_all,
 
 
 def test_summary_json_and_index_add_up_and_link_every_page(tiny_all):
-    out, entries, summary, index = tiny_all
+    out, entries, summary, index = tiny_all[:4]
     assert [e["name"] for e in summary["reproductions"]] == list(PART_B)
     for e in summary["reproductions"]:
         d = json.loads((out / e["json"]).read_text())
@@ -76,7 +83,7 @@ def test_summary_json_and_index_add_up_and_link_every_page(tiny_all):
         assert f'href="{e["html"]}"' in index and f'{e["agreeing"]} / {e["rows"]}' in index
     assert summary["agreeing"] == sum(e["agreeing"] for e in summary["reproductions"])
     assert summary["rows"] == sum(e["rows"] for e in summary["reproductions"])
-    assert summary["seconds"] >= sum(e["seconds"] for e in summary["reproductions"]) - 1e-3
+    assert summary["seconds"] >= max(e["seconds"] for e in summary["reproductions"])  # side by side: not the sum
     assert len(summary["not_offered"]) == len(NOT_OFFERED) and all(esc(n.reason) in index for n in NOT_OFFERED)
     assert not re.search(r'(src|href)="(https?:)?//', index)
     table = summary_table(entries, summary["seconds"]).splitlines()
@@ -92,6 +99,56 @@ def test_costs_parse_and_the_estimate_is_the_sum_of_the_declared_times():
     assert unknown == [n for n, x in zip(REPRODUCTIONS, declared) if x is None]
     for name in PART_B:  # the part-B reproductions declare their times at tiny and quick
         assert all(cost_seconds(REPRODUCTIONS[name].cost[s]) is not None for s in ("tiny", "quick"))
+
+
+def test_side_by_side_processes_give_the_numbers_of_one_process_in_catalogue_order(tiny_all, tiny_runs):
+    """The four part-B reproductions, run two at a time in their own processes, measure exactly what each measures
+    alone in the test process (``tiny_runs``, test_reproduce's runs): every draw comes from the reproduction's
+    own seeds. The summary keeps the catalogue's order; each worker's progress lines reach ``progress``."""
+    entries, summary, progress, echo = tiny_all[1], tiny_all[2], tiny_all[4], tiny_all[5]
+    assert [e.name for e in entries] == list(PART_B) and summary["jobs"] == 2 and summary["threads"] == 1
+    for e in entries:
+        alone = tiny_runs.run(e.name)[1]
+        assert [(r.quantity, r.measured, r.ok) for r in e.result.rows] == \
+            [(r.quantity, r.measured, r.ok) for r in alone.rows], e.name
+        assert f"] {e.name} done in " in echo
+    for name in ("yz-variability-depth", "variability-collapse", "resnet-depth"):  # nlc-figure1 says nothing at tiny
+        assert f"\n{name}: " in "\n" + progress
+    assert echo.index("side by side in 2 processes: resnet-depth") < echo.index("] resnet-depth done in ")
+
+
+def fake(name: str, seconds: float, whole_machine: bool = False) -> Reproduction:
+    return Reproduction(name, "p", "s", "x", scales={s: None for s in ("tiny", "quick", "paper")},
+                        cost={"tiny": "1 s", "quick": f"{seconds:g} s", "paper": "days"}, run=print,
+                        whole_machine=whole_machine)
+
+
+def test_the_plan_runs_whole_machine_ones_alone_then_the_rest_longest_first_on_the_first_free_process():
+    rs = {r.name: r for r in (fake("a", 10), fake("study", 50, True), fake("b", 40), fake("c", 30), fake("d", 20))}
+    assert order(rs, "quick", 1) == (["a", "study", "b", "c", "d"], [])  # one job: the catalogue, in this process
+    assert order(rs, "quick", 2) == (["study"], ["b", "c", "d", "a"])
+    assert planned_seconds(rs, "quick", 1) == 150 == estimated_seconds(rs, "quick")[0]
+    # two processes: b (40) | c (30), then d on c's (50), a on b's (50): the study's 50 + 50
+    assert planned_seconds(rs, "quick", 2) == 100
+    assert planned_seconds(rs, "quick", 3) == 50 + 40 and planned_seconds(rs, "quick", 8) == 50 + 40
+    assert planned_seconds(rs, "paper", 2) == 0  # no time stated: counts 0 (and is named up front)
+
+
+def test_a_mistake_found_in_a_worker_is_its_one_line_and_a_crash_names_the_reproduction(tmp_path):
+    """A ``UserError`` raised inside a side-by-side process reaches the caller as the same one line (the command
+    line prints it, exit status 2); anything else names the reproduction with its last lines. Nothing is
+    half-written either way."""
+    name = "variability-collapse"
+    r = REPRODUCTIONS[name]
+    mistaken = dataclasses.replace(r, scales={**r.scales, "tiny": dataclasses.replace(r.scales["tiny"], width=0)})
+    with pytest.raises(UserError, match=r"^ArchSpec.width = 0: must be an integer >= 1$"):
+        run_all({name: mistaken, "resnet-norms": REPRODUCTIONS["resnet-norms"]}, tmp_path, scale="tiny", jobs=2,
+                progress=io.StringIO(), echo=None)
+    crashing = dataclasses.replace(r, scales={**r.scales, "tiny": dataclasses.replace(r.scales["tiny"], points="x")})
+    failed = f"(?s)reproduce all: {name} failed in its process .*its last lines:\n.*Error"
+    with pytest.raises(RuntimeError, match=failed):
+        run_all({name: crashing}, tmp_path, scale="tiny", jobs=2, progress=io.StringIO(), echo=None)
+    assert not (tmp_path / f"{name}.json").exists() and not (tmp_path / "summary.json").exists()
 
 
 def test_all_prints_its_estimate_before_any_work_and_refuses_bad_input_first(tmp_path, capsys):
