@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from .reproduction import Context, Measured, Reproduction, sub_seed
-from .resnet_hessian import KINDS, PAPER, Moments, initial_point, load_data
+from .resnet_hessian import KINDS, PAPER, Moments, full_batch, initial_point
 from .result import Row
 
 RELU_KINDS = ("shortcut2", "orthogonal", "xavier")  # figure 8: "1-shortcut and 3-shortcut networks are omitted"
@@ -137,13 +137,6 @@ def best(final: np.ndarray, lrs) -> tuple[float, float]:
     mean = final.mean(axis=0)
     k = int(np.argmin(mean))
     return float(mean[k]), float(lrs[k])
-
-
-def full_batch(root, device):
-    """(the data's moments, which give the loss; the inputs and targets, for gradient descent; what they are), on
-    ``device``: ``resnet_hessian.load_data``'s whitened MNIST from ``root`` or the digits."""
-    xn, yn, what = load_data(root)
-    return Moments.of(xn, yn).to(device), torch.from_numpy(xn).to(device), torch.from_numpy(yn).to(device), what
 
 
 def run(ctx: Context) -> Measured:

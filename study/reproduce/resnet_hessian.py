@@ -126,6 +126,13 @@ def load_data(root) -> tuple[np.ndarray, np.ndarray, str]:
     return whiten(x), one_hot(np.asarray(labels, dtype=np.int64), 10), what + ", whitened to 10 principal components"
 
 
+def full_batch(root, device):
+    """(the data's moments, which give the loss; the inputs and targets, for gradient descent; what they are), on
+    ``device``: ``load_data``'s whitened MNIST from ``root`` or the digits (resnet-depth, resnet-norms)."""
+    xn, yn, what = load_data(root)
+    return Moments.of(xn, yn).to(device), torch.from_numpy(xn).to(device), torch.from_numpy(yn).to(device), what
+
+
 # -- the networks, the loss and its Hessian -------------------------------------------------------------------
 
 def end_to_end(theta: torch.Tensor, depth: int, shortcut: int, d: int) -> torch.Tensor:

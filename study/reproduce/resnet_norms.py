@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from .reproduction import Context, Measured, Reproduction, sub_seed
-from .resnet_depth import DIVERGED, full_batch, losses
-from .resnet_hessian import PAPER, Moments, initial_point
+from .resnet_depth import DIVERGED, losses
+from .resnet_hessian import PAPER, Moments, full_batch, initial_point
 from .result import Row
 
 SHORTCUT = 2
