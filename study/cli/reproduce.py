@@ -50,7 +50,7 @@ def run(args) -> int:
     if args.list:
         for r in REPRODUCTIONS.values():
             print(r.line())
-        print("(costs: wall time on a 2-core machine without a GPU, quick measured in `reproduce all` with two "
+        print("(costs: wall time on a 2-core machine without a GPU; quick measured in one `reproduce all`, two "
               "reproductions side by side; paper scale estimated where not run)")
         for n in NOT_OFFERED:
             print(n.line())

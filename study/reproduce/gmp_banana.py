@@ -381,5 +381,5 @@ REPRODUCTION = Reproduction(
     name="gmp-banana", paper=PAPER, source="figure 3 (section 3.5)",
     summary="10 ReLU units on 2-D banana (two-moons) data, SP vs WN vs BN vs GmP with Adam at two rates: how far "
             "the characteristic activation boundaries jump per step, and the test accuracy",
-    scales=SCALES, cost={"tiny": "2 s", "quick": "38 s measured in reproduce all, 2 at a time",
+    scales=SCALES, cost={"tiny": "2 s", "quick": "38 s measured",
           "paper": "8 min (estimated from quick)"}, run=run)

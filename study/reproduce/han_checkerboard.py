@@ -406,6 +406,6 @@ REPRODUCTION = Reproduction(
             "6x300 and the H/FC x ABS/ReLU ablation at 20x30 and 100x17 (width x depth), the papers' protocol and "
             "report",
     scales=SCALES, cost={"tiny": "15 s",
-                         "quick": "23 min measured in reproduce all, 2 at a time: the HanNet and FCNet1, 2 initializations, "
+                         "quick": "23 min measured: the HanNet and FCNet1, 2 initializations, "
                                   "40,000 iterations",
                          "paper": "about 6 h (estimated from 200 iterations of each net)"}, run=run)

@@ -282,5 +282,5 @@ REPRODUCTION = Reproduction(
     summary="best test accuracy along training of HanNet 20x30 against FCNet1 6x100 with 10% of the 12x12 "
             "checkerboard's training labels flipped, and of HanNet 100x17 against FCNet 100x6 from 0 to 20% "
             "flipped; han-checkerboard's nets and protocol",
-    scales=SCALES, cost={"tiny": "3 s", "quick": "8.8 min measured in reproduce all, 2 at a time", "paper": "(estimated) hours: "
+    scales=SCALES, cost={"tiny": "3 s", "quick": "8.8 min measured", "paper": "(estimated) hours: "
                          "7 runs of the full protocol, HanNet 100x17 five of them"}, run=run)

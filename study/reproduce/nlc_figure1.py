@@ -151,4 +151,4 @@ REPRODUCTION = Reproduction(
     name="nlc-figure1", paper=PAPER, source="figure 1 (section 4, appendix E.1)",
     summary="NLC against the relative diameter of linearly approximable regions at initialization over random "
             "architectures of the paper's space on waveform-noise",
-    scales=SCALES, cost={"tiny": "3 s", "quick": "3.1 min measured in reproduce all, 2 at a time", "paper": "hours (estimated): a GPU job"}, run=run)
+    scales=SCALES, cost={"tiny": "3 s", "quick": "3.1 min measured", "paper": "hours (estimated): a GPU job"}, run=run)

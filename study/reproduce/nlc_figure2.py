@@ -145,6 +145,6 @@ def run(ctx: Context) -> Measured:
 REPRODUCTION = Reproduction(
     name="nlc-figure2", paper=PAPER, source="figures 2 and 3A (section 4)",
     summary="a study of the paper's architecture space on waveform-noise, then figure 2's claims (NLC vs test error)",
-    scales=SCALES, cost={"tiny": "40 s", "quick": "8.6 min measured in reproduce all, alone (its study takes both cores)",
+    scales=SCALES, cost={"tiny": "40 s", "quick": "8.6 min measured (alone: its study takes both cores)",
                                     "paper": "days on 2 cores (estimated): a GPU job"}, run=run,
     whole_machine=True)  # the study's workers take every core

@@ -173,6 +173,6 @@ REPRODUCTION = Reproduction(
     name="nlc-table1", paper=PAPER, source="Table 1, lines A to E (section 5, appendix E.4)",
     summary="NLC_tau(1), its 48th power, the NLC of depth-2 and depth-49 batchnorm nets on CIFAR10 (--root) or "
             "waveform-noise, and the linear-approximation error of the 8 activations",
-    scales=SCALES, cost={"tiny": "10 s", "quick": "146 s measured in reproduce all, 2 at a time",
+    scales=SCALES, cost={"tiny": "10 s", "quick": "146 s measured",
                                    "paper": "10 min (estimated: line D's 10 initializations for quick's 3)"}, run=run,
     reads_root="cifar10")

@@ -90,5 +90,5 @@ def figure(values: dict[int, list[float]]):
 REPRODUCTION = Reproduction(
     name="nlc-table2", paper=PAPER, source="Table 2 (appendix A.2)",
     summary="NLC of batchnorm-ReLU nets at initialization vs depth 2-50, on CIFAR10 (--root) or waveform-noise",
-    scales=SCALES, cost={"tiny": "30 s", "quick": "60 s measured in reproduce all, 2 at a time",
+    scales=SCALES, cost={"tiny": "30 s", "quick": "60 s measured",
                                    "paper": "3 min (estimated)"}, run=run, reads_root="cifar10")

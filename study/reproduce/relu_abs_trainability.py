@@ -315,5 +315,5 @@ REPRODUCTION = Reproduction(
             "8x8 checkerboard against the number of hidden layers: deep ReLU nets get stuck, deep ABS nets reach "
             "near-zero training loss",
     scales=SCALES, cost={"tiny": "2 s",
-                                   "quick": "6.4 min measured in reproduce all, 2 at a time",
+                                   "quick": "6.4 min measured",
                                    "paper": "not run: 165 nets x 100 runs x 40,000 full-batch steps, GPU hours (estimated)"}, run=run)

@@ -229,6 +229,6 @@ REPRODUCTION = Reproduction(
     summary="final loss at the best of a learning-rate sweep (1000 epochs of gradient descent) against depth, linear "
             "nets with shortcuts of depth 1/2/3 and without, then with mid-position ReLUs, on MNIST (--root) or the "
             "digits",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "21 min measured in reproduce all, 2 at a time",
+    scales=SCALES, cost={"tiny": "5 s", "quick": "21 min measured",
                          "paper": "2.5 h (estimated: 5 depths, 13 rates, 5 runs, about 7 times quick)"}, run=run,
     reads_root="mnist")

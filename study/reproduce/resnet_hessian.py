@@ -315,4 +315,4 @@ REPRODUCTION = Reproduction(
     summary="condition number of the Hessian at the initial point of linear nets with shortcuts of depth 1/2 "
             "and without (orthogonal, Xavier) vs depth, and the flatness of the 3-shortcut nets' perturbed zero "
             "point (Theorem 2.1), on MNIST (--root) or the digits",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "41 s measured in reproduce all, 2 at a time", "paper": "3 min (estimated)"}, run=run, reads_root="mnist")
+    scales=SCALES, cost={"tiny": "5 s", "quick": "41 s measured", "paper": "3 min (estimated)"}, run=run, reads_root="mnist")

@@ -141,5 +141,5 @@ REPRODUCTION = Reproduction(
     name="resnet-norms", paper=PAPER, source="figure 3 (section 4.1)",
     summary="average Frobenius norm of the weights of zero-initialized 2-shortcut nets of different depths during "
             "gradient descent, linear and with mid-position ReLUs, on MNIST (--root) or the digits",
-    scales=SCALES, cost={"tiny": "3 s", "quick": "76 s measured in reproduce all, 2 at a time", "paper": "15 min (estimated)"},
+    scales=SCALES, cost={"tiny": "3 s", "quick": "76 s measured", "paper": "15 min (estimated)"},
     run=run, reads_root="mnist")

@@ -259,6 +259,6 @@ REPRODUCTION = Reproduction(
     summary="largest |eigenvalue|, its 10th percentile and the index of the exact Hessian against the loss during "
             "gradient descent at depth 16, linear nets with shortcuts of depth 1/2/3 and without (orthogonal, "
             "Xavier), on MNIST (--root) or the digits",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "3.1 min measured in reproduce all, 2 at a time", "paper": "1.5 h (estimated)"},
+    scales=SCALES, cost={"tiny": "5 s", "quick": "3.1 min measured", "paper": "1.5 h (estimated)"},
     run=run,
     reads_root="mnist")

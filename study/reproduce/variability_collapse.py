@@ -188,4 +188,4 @@ REPRODUCTION = Reproduction(
     name="variability-collapse", paper=PAPER, source="figure 6 and appendix A.4; Proposition 1 (section 4.3)",
     summary="spectral norms of the C- and G-matrices of plain ReLU and ABS nets (d = 150) against depth to 1000, "
             "and the orthogonality of a HanNet's G-matrix",
-    scales=SCALES, cost={"tiny": "2 s", "quick": "19 s measured in reproduce all, 2 at a time", "paper": "2 min (estimated)"}, run=run)
+    scales=SCALES, cost={"tiny": "2 s", "quick": "19 s measured", "paper": "2 min (estimated)"}, run=run)
