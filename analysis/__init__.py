@@ -7,7 +7,7 @@ load matplotlib and seaborn on first use, so loading results and computing stati
 if __name__ != "archstudy.analysis":  # one module object per file: the packages are imported as archstudy.analysis
     raise ImportError(f"import archstudy.analysis, not {__name__} (archstudy's packages live under archstudy)")
 
-from archstudy.study.experiment.schema import SCHEMA_VERSION
+from archstudy.study.experiment.schema import RESULTS_SCHEMA_VERSION
 
 from .columns import AXES, BASELINES, PREDICTORS, Predictor
 from .edf import ErrorEDF, edf
@@ -23,7 +23,7 @@ from .windows import window_predictors
 
 __all__ = [
     "AXES", "BASELINES", "ErrorEDF", "Leaderboard", "PAPER_WINDOW", "PREDICTORS", "Predictor", "Results",
-    "SCHEMA_VERSION", "leaderboard",
+    "RESULTS_SCHEMA_VERSION", "leaderboard",
     "correlations", "edf", "good_ranges", "nlc_window", "window_predictors",
     "granulated_kendall", "granulated_kendall_interval", "granulated_kendall_tau_b", "load_results", "nlc_pruning", "paired_effects", "planned_count", "pruning_curve",
     "psi_table", "psi_table_tau_b", "read_curves", "sign_test", "write_report",

@@ -44,15 +44,15 @@ from .plotting import FORMATS
 from .predict import predict_html, predictor_from
 from .pruning import check_window
 from .results import load_results, local_root
-from .sections import Section, analyse, study_labels
+from .sections import StudyAnalysis, analyse, study_labels
 
-__all__ = ["COMPARISON_SECTIONS", "STUDY_SECTIONS", "Part", "Section", "analyse", "check_out", "render",
+__all__ = ["COMPARISON_SECTIONS", "STUDY_SECTIONS", "PageSection", "StudyAnalysis", "analyse", "check_out", "render",
            "write_report"]
 
 
 # -- rendering ------------------------------------------------------------------------------------------------
 
-def status_box(s: Section) -> str:
+def status_box(s: StudyAnalysis) -> str:
     """The boxes above a study's numbers: complete or partial, pruned at launch, files left out, caveats."""
     r = s.results
     n = r.n_finished
@@ -73,7 +73,7 @@ def status_box(s: Section) -> str:
     return head + excluded_html(r) + caveats_html(s)
 
 
-def status_table(s: Section) -> str:
+def status_table(s: StudyAnalysis) -> str:
     """The counts: planned, finished (pruned, trained), failed, in progress, diverged, flagged."""
     r, h = s.results, s.health
     n = r.n_finished
@@ -95,7 +95,7 @@ def status_table(s: Section) -> str:
     return table(["architectures", "count"], rows) + note
 
 
-def status_html(s: Section) -> str:
+def status_html(s: StudyAnalysis) -> str:
     """The status boxes and the counts table."""
     return status_box(s) + status_table(s)
 
@@ -127,7 +127,7 @@ RADOSAVOVIC_2020 = "Radosavovic et al., <i>Designing Network Design Spaces</i>, 
 FEW = 10  # below this many architectures a correlation's p-value cannot be small: say so up front
 
 
-def caveats_html(s: Section) -> str:
+def caveats_html(s: StudyAnalysis) -> str:
     """Warnings that change how every number below reads: no architecture trained (every run of every
     architecture diverged: the test errors are an untrained network's), or too few architectures."""
     n = len(s.arch)
@@ -146,7 +146,7 @@ def caveats_html(s: Section) -> str:
     return "".join(f'<div class="box partial">{b}</div>' for b in boxes)
 
 
-def provenance_html(s: Section) -> str:
+def provenance_html(s: StudyAnalysis) -> str:
     r, p, cfg = s.results, s.provenance, s.results.config
 
     def distinct(col: str) -> str:
@@ -179,7 +179,7 @@ def config_html(cfg: dict) -> str:
     return f"<details><summary>study.yaml</summary><pre>{esc(text)}</pre></details>"
 
 
-def correlations_html(s: Section) -> str:
+def correlations_html(s: StudyAnalysis) -> str:
     c = s.corr
     if not len(c):
         return "<p>No finished architectures yet.</p>"
@@ -233,7 +233,7 @@ def psi_cell(r) -> str:
             f"{int(r['psi_cells'])} cells ({int(r['psi_constant_cells'])} constant)</span>")
 
 
-def psi_html(s: Section) -> str:
+def psi_html(s: StudyAnalysis) -> str:
     t = s.psi
     if not len(t) or not (t["cells"] > 0).any():
         return "<p>No cells: no two architectures differ along exactly one sampled axis (turn siblings on).</p>"
@@ -253,7 +253,7 @@ def psi_html(s: Section) -> str:
         "cells in brackets; a cell where the predictor is constant scores 0 and is counted as constant).</p>")
 
 
-def paired_html(s: Section) -> str:
+def paired_html(s: StudyAnalysis) -> str:
     p = s.paired
     if not len(p) or not (p["n_pairs"] > 0).any():
         return "<p>No sibling pairs in this study (siblings are off, or none finished yet).</p>"
@@ -285,7 +285,7 @@ def launch_how(w: dict) -> str:
             f"{w['pilot_indices']:,}, all trained; {why}")
 
 
-def launch_html(s: Section) -> str:
+def launch_html(s: StudyAnalysis) -> str:
     """What a study pruned at launch pruned, by which window, and the compute that saved (estimated)."""
     w, r, c = s.launch, s.results, s.savings
     if w is None:
@@ -307,7 +307,7 @@ def launch_html(s: Section) -> str:
     return "".join(out)
 
 
-def pruning_html(s: Section) -> str:
+def pruning_html(s: StudyAnalysis) -> str:
     p = s.pruning
     if not len(p):
         return launch_html(s) + "<p>No trained architectures yet.</p>"
@@ -330,7 +330,7 @@ def window_text(lo: float, hi: float) -> str:
     return f"[{lo:.3g}, {hi:.3g}]"
 
 
-def window_choice_html(s: Section) -> str:
+def window_choice_html(s: StudyAnalysis) -> str:
     """Which window the pruning analysis uses, and why."""
     w = s.nlc_window
     if s.window_given:
@@ -346,7 +346,7 @@ def window_choice_html(s: Section) -> str:
             f"{esc(r['reason'])}.</p>")
 
 
-def windows_html(s: Section) -> str:
+def windows_html(s: StudyAnalysis) -> str:
     """The window scores beside the raw metrics, out of sample."""
     w = s.windows
     if not len(w):
@@ -366,7 +366,7 @@ def windows_html(s: Section) -> str:
         "on each side of the metric's good range; those, and the NLC, join the predictor ranking above (green).</p>")
 
 
-def edf_html(s: Section) -> str:
+def edf_html(s: StudyAnalysis) -> str:
     e = s.edf
     if e is None or not len(e.levels):
         return "<p>No sampled axis has two levels among the finished random draws.</p>"
@@ -395,7 +395,7 @@ def edf_html(s: Section) -> str:
         "asymptotic with Kish's effective sample sizes (approximate).</p>")
 
 
-def good_ranges_html(s: Section) -> str:
+def good_ranges_html(s: StudyAnalysis) -> str:
     g = s.good
     if not len(g):
         return "<p>No finished architectures yet.</p>"
@@ -416,7 +416,7 @@ def good_ranges_html(s: Section) -> str:
         "where the factor is plotted on one). Below / above: the share of all architectures outside the range.</p>")
 
 
-def nlc_window_html(s: Section) -> str:
+def nlc_window_html(s: StudyAnalysis) -> str:
     w = s.nlc_window
     if not len(w):
         return ""
@@ -433,7 +433,7 @@ def nlc_window_html(s: Section) -> str:
 
 
 
-def failed_html(s: Section) -> str:
+def failed_html(s: StudyAnalysis) -> str:
     f = s.results.failed
     if not f:
         return ""
@@ -445,9 +445,9 @@ def failed_html(s: Section) -> str:
 # -- the page: its sections, each a heading, its tables and notes, and the figures declared in it -----------------
 
 @dataclass(frozen=True)
-class Part:
+class PageSection:
     """A section of the page: ``key`` (what a figure declaration names as its ``section``, and the anchor of its
-    heading), the heading and the HTML of its tables and notes (``html``: of a ``Section``, or of the studies
+    heading), the heading and the HTML of its tables and notes (``html``: of a ``StudyAnalysis``, or of the studies
     side by side; None: figures only). The figures declared in it follow, in declaration order."""
 
     key: str
@@ -455,39 +455,39 @@ class Part:
     html: Callable | None = None
 
 
-def status_part_html(s: Section) -> str:
+def status_part_html(s: StudyAnalysis) -> str:
     """The counts of the status table beside the provenance, then study.yaml and the failed architectures."""
     return (f'<div class="cols"><div>{status_table(s)}</div><div>{provenance_html(s)}</div></div>'
             + config_html(s.results.config) + failed_html(s))
 
 
 # A study's section, after its status box (``FigureSpec.section`` names one of these keys).
-STUDY_SECTIONS: tuple[Part, ...] = (
-    Part("status", "Status and provenance", status_part_html),
-    Part("predictors", "What predicts test error", correlations_html),
-    Part("windows", "Window predictors", windows_html),
-    Part("predict", "Predicting test error from everything measured at initialization", predict_html),
-    Part("psi", "Granulated Kendall coefficient by axis", psi_html),
-    Part("edf", "Error distributions by axis (EDFs)", edf_html),
-    Part("good-ranges", "Good ranges", good_ranges_html),
-    Part("paired", "Paired effects of sibling architectures", paired_html),
-    Part("pruning", "NLC-guided pruning", pruning_html),
-    Part("curves", "Training curves"),
-    Part("paper", "The NLC paper's figures"),
-    Part("more", "More predictors"),
+STUDY_SECTIONS: tuple[PageSection, ...] = (
+    PageSection("status", "Status and provenance", status_part_html),
+    PageSection("predictors", "What predicts test error", correlations_html),
+    PageSection("windows", "Window predictors", windows_html),
+    PageSection("predict", "Predicting test error from everything measured at initialization", predict_html),
+    PageSection("psi", "Granulated Kendall coefficient by axis", psi_html),
+    PageSection("edf", "Error distributions by axis (EDFs)", edf_html),
+    PageSection("good-ranges", "Good ranges", good_ranges_html),
+    PageSection("paired", "Paired effects of sibling architectures", paired_html),
+    PageSection("pruning", "NLC-guided pruning", pruning_html),
+    PageSection("curves", "Training curves"),
+    PageSection("paper", "The NLC paper's figures"),
+    PageSection("more", "More predictors"),
 )
 # The parts shown for a study where no architecture has finished training.
 EMPTY_PARTS = ("status",)
 
 
-def figure_job(s: Section, spec: FigureSpec, d: FigureData | None = None) -> FigureJob:
+def figure_job(s: StudyAnalysis, spec: FigureSpec, d: FigureData | None = None) -> FigureJob:
     """The study's figure ``spec`` as a job of the drawer: its id in the page is ``<study anchor>-<key>``."""
     d = s.figure_data() if d is None else d
     return FigureJob(f"{s.anchor}-{spec.key}", spec.key, spec.caption, s.results.study_dir, partial(spec.draw, d),
                      skip=spec.skip(d), note_skip=spec.note_skip)
 
 
-def study_jobs(s: Section, without: str | None = None) -> list[tuple[str, FigureJob]]:
+def study_jobs(s: StudyAnalysis, without: str | None = None) -> list[tuple[str, FigureJob]]:
     """(section key, job) of every figure of a study with trained architectures, in declaration order
     (``without``: leaving out the figures that need that field of ``FigureData``)."""
     if not len(s.arch):
@@ -496,12 +496,12 @@ def study_jobs(s: Section, without: str | None = None) -> list[tuple[str, Figure
     return [(f.section, figure_job(s, f, d)) for f in FIGURES if without not in f.needs]
 
 
-def figure_html(s: Section, spec: FigureSpec, drawer: Drawer | None = None) -> str:
+def figure_html(s: StudyAnalysis, spec: FigureSpec, drawer: Drawer | None = None) -> str:
     """One figure of the study (``Drawer.html``): the image, or the one line that says why it is not drawn."""
     return (drawer or Drawer()).html(figure_job(s, spec))
 
 
-def section_html(s: Section, drawer: Drawer | None = None) -> str:
+def section_html(s: StudyAnalysis, drawer: Drawer | None = None) -> str:
     """A study's section: its heading (name, dataset, directory), its status box, and every part."""
     drawer = drawer or Drawer()
     r = s.results
@@ -525,7 +525,7 @@ def _tau_text(r) -> str:
     return f"{r['abs_tau']:.2f}{' ' + ci if ci else ''}"
 
 
-def best_predictor_html(s: Section) -> str:
+def best_predictor_html(s: StudyAnalysis) -> str:
     """The first rows of the predictor ranking (the ranking chart's table): the best predictor named, the best
     trivial baseline beside it, and the top five."""
     rk = s.ranking
@@ -558,7 +558,7 @@ def _spec_text(r) -> dict[str, str]:
             "layers": f"{r.get('weights', '–')}, {str(r.get('param', '–')).replace('gmp', 'GmP').replace('sp', 'SP')}"}
 
 
-def best_architectures_html(s: Section) -> str:
+def best_architectures_html(s: StudyAnalysis) -> str:
     """The lowest test errors, with what each architecture is."""
     b = s.best
     errors = s.arch["test_error"].to_numpy(np.float64) if len(s.arch) else np.array([])
@@ -577,7 +577,7 @@ def best_architectures_html(s: Section) -> str:
                          "arch_id"], rows, left=(4, 5, 6, 7, 8), cls="words")
 
 
-def glance_html(sections: list[Section]) -> str:
+def glance_html(sections: list[StudyAnalysis]) -> str:
     """The first screen: per study, what predicts test error and the best architectures."""
     out = ['<section id="glance"><h2>At a glance</h2>']
     for s in sections:
@@ -592,7 +592,7 @@ def glance_html(sections: list[Section]) -> str:
     return "\n".join(out + ["</section>"])
 
 
-def toc_html(sections: list[Section], compare: bool) -> str:
+def toc_html(sections: list[StudyAnalysis], compare: bool) -> str:
     """The table of contents: the overview, the comparison, and every study's parts."""
     items = ['<li><a href="#glance">At a glance</a></li>']
     if compare:
@@ -607,7 +607,7 @@ def toc_html(sections: list[Section], compare: bool) -> str:
     return f'<nav class="toc"><b>Contents</b><ul>{"".join(items)}</ul></nav>'
 
 
-def errors_compare_html(have: list[Section]) -> str:
+def errors_compare_html(have: list[StudyAnalysis]) -> str:
     """The studies' test errors side by side: best (and which architecture), quartiles, the best predictor."""
     rows = []
     for s in have:
@@ -629,7 +629,7 @@ def errors_compare_html(have: list[Section]) -> str:
 PER_STUDY_KEYS = ("created",)
 
 
-def config_diff_html(have: list[Section]) -> str:
+def config_diff_html(have: list[StudyAnalysis]) -> str:
     """The study.yaml keys whose values differ between the studies, one column per study; the keys they share in
     one line."""
     def text(v) -> str:
@@ -655,7 +655,7 @@ def config_diff_html(have: list[Section]) -> str:
     return out
 
 
-def good_ranges_compare_html(have: list[Section]) -> str:
+def good_ranges_compare_html(have: list[StudyAnalysis]) -> str:
     """The good range of every factor per study, one column per study."""
     factors = list(dict.fromkeys(f for s in have for f in s.good.loc[(s.good["n"] >= 3)
                                                                      & np.isfinite(s.good["low"]), "factor"]))
@@ -674,15 +674,15 @@ def good_ranges_compare_html(have: list[Section]) -> str:
 
 
 # The section of several studies side by side (``ComparisonSpec.section`` names one of these keys).
-COMPARISON_SECTIONS: tuple[Part, ...] = (
-    Part("errors", "Test errors", errors_compare_html),
-    Part("config", "How the configs differ", config_diff_html),
-    Part("good-ranges", "Good ranges", good_ranges_compare_html),
-    Part("edf", "Error EDFs"),
+COMPARISON_SECTIONS: tuple[PageSection, ...] = (
+    PageSection("errors", "Test errors", errors_compare_html),
+    PageSection("config", "How the configs differ", config_diff_html),
+    PageSection("good-ranges", "Good ranges", good_ranges_compare_html),
+    PageSection("edf", "Error EDFs"),
 )
 
 
-def comparison_html(sections: list[Section], drawer: Drawer | None = None) -> str:
+def comparison_html(sections: list[StudyAnalysis], drawer: Drawer | None = None) -> str:
     """Several studies side by side (pycls compares sweeps): their test errors and config differences, the good
     ranges of the same factors, the EDFs of the same axes; each study named by its directory and dataset."""
     drawer = drawer or Drawer()
@@ -700,7 +700,7 @@ def comparison_html(sections: list[Section], drawer: Drawer | None = None) -> st
     return "\n".join(parts + ["</section>"])
 
 
-def comparison_jobs(sections: list[Section]) -> list[tuple[str, FigureJob]]:
+def comparison_jobs(sections: list[StudyAnalysis]) -> list[tuple[str, FigureJob]]:
     """(comparison section key, job) of every figure of the studies side by side (those with trained
     architectures, at least two)."""
     have = [s for s in sections if len(s.arch)]
@@ -756,7 +756,7 @@ def reproductions_html(directory, out: Path) -> str:
             "own experiments run with this pipeline, their numbers beside the papers'.</p>")
 
 
-def render(sections: list[Section], extra: str = "", drawer: Drawer | None = None) -> str:
+def render(sections: list[StudyAnalysis], extra: str = "", drawer: Drawer | None = None) -> str:
     """The whole HTML document (``extra``: HTML after the overview, e.g. the reproductions' verdicts;
     ``drawer``: draws the figures, and writes them as files where it was given a directory)."""
     drawer = drawer or Drawer()

@@ -26,7 +26,7 @@ from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import UNIT_STEM
 from archstudy.study.experiment.config import StudyConfig, same_science
 from archstudy.study.experiment.schema import (
-    HIGH_BIAS, SCHEMA_KEY, SCHEMA_VERSIONS, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TIMESTAMP_UNIT, columns,
+    HIGH_BIAS, SCHEMA_KEY, RESULTS_SCHEMA_VERSIONS, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TIMESTAMP_UNIT, columns,
     timestamps_as_text,
 )
 
@@ -199,7 +199,7 @@ class CorruptFile(SpecError):
 
 def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str) -> pa.Table:
     """One Parquet file, after checking its key-value metadata: ``archstudy.schema_version`` must be
-    a version this package reads (``SCHEMA_VERSIONS``) and ``archstudy.table`` the table its directory holds. The
+    a version this package reads (``RESULTS_SCHEMA_VERSIONS``) and ``archstudy.table`` the table its directory holds. The
     metadata is kept (``_read_table`` drops it after reading the science config from it); the timestamps of a
     version 1 file (ISO 8601 text) are read as the timestamps later versions store."""
     try:
@@ -212,8 +212,8 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
     meta = t.schema.metadata or {}
     version = meta.get(SCHEMA_KEY.encode())
     version = None if version is None else version.decode()
-    if version not in SCHEMA_VERSIONS:
-        raise SpecError(shown, SCHEMA_KEY, version, f"must be one of {', '.join(map(repr, SCHEMA_VERSIONS))} (the "
+    if version not in RESULTS_SCHEMA_VERSIONS:
+        raise SpecError(shown, SCHEMA_KEY, version, f"must be one of {', '.join(map(repr, RESULTS_SCHEMA_VERSIONS))} (the "
                         "results layouts this archstudy reads, docs/results.md)")
     kind = meta.get(TABLE_KEY.encode())
     kind = None if kind is None else kind.decode()
@@ -437,7 +437,7 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
     files of what may be the largest table).
 
     Every Parquet file's key-value metadata must name a schema version this archstudy reads (``"1"`` or ``"2"``:
-    ``study.experiment.schema.SCHEMA_VERSIONS``), else a one-line ``sampling.UserError``. A file that cannot be
+    ``study.experiment.schema.RESULTS_SCHEMA_VERSIONS``), else a one-line ``sampling.UserError``. A file that cannot be
     read whole (truncated, not Parquet, of another table) is left out and listed in ``Results.corrupt``, as
     ``archstudy status`` lists it and a resume redoes it. A file whose rows were computed under another
     science config than study.yaml's (its ``archstudy.science`` metadata), or that records none, is left

@@ -97,7 +97,7 @@ def study_labels(study_dirs) -> list[str]:
 
 
 @dataclass
-class Section:
+class StudyAnalysis:
     """One study's numbers, computed once and rendered into HTML. ``label``: the study's name in the report
     (``study_labels``); ``ranking``: the predictor ranking (``ranking.predictor_ranking``); ``best``: the best
     architectures (``best_architectures``)."""
@@ -124,7 +124,7 @@ class Section:
     ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
     best: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    def settle(self) -> Section:
+    def settle(self) -> StudyAnalysis:
         """The section with its held-out prediction computed (``analyse(wait=False)`` leaves it computing in a
         forked process while the report draws the figures that do not need it)."""
         if isinstance(self.predict, Background):
@@ -192,18 +192,18 @@ def launch_savings(results: Results) -> dict[str, float]:
 
 
 def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None,
-            label: str = "", wait: bool = True) -> Section:
+            label: str = "", wait: bool = True) -> StudyAnalysis:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
     paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
     ``label``: the study's name in the report (``study_labels``). ``wait=False``: the held-out prediction may still
-    be computing when this returns (``Section.settle`` waits for it), so that figures can be drawn beside it."""
+    be computing when this returns (``StudyAnalysis.settle`` waits for it), so that figures can be drawn beside it."""
     arch = results.trained
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
     if not len(arch):
         empty = pd.DataFrame()
-        return Section(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
+        return StudyAnalysis(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
                        window_given=window is not None, launch=launch, health=health(arch), savings=savings,
                        provenance=provenance(arch), label=label, ranking=predictor_ranking(empty),
                        best=best_architectures(arch))
@@ -218,7 +218,7 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
 
 
 def _analyse(results: Results, arch: pd.DataFrame, anchor: str, n_boot: int, seed: int, window, label: str, launch,
-             savings, prediction: Background) -> Section:
+             savings, prediction: Background) -> StudyAnalysis:
     corr = correlations(arch, n_boot=n_boot, seed=seed)
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     paired = paired_effects(arch)
@@ -227,7 +227,7 @@ def _analyse(results: Results, arch: pd.DataFrame, anchor: str, n_boot: int, see
         (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
     drawn = [i for i, _ in curve_architectures(arch)]
     windows = window_predictors(arch, seed=seed)
-    return Section(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
+    return StudyAnalysis(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
                    edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own, windows=windows,
                    window_given=window is not None, launch=launch, curves=read_curves(results.study_dir, drawn),
                    health=health(arch), savings=savings, provenance=provenance(arch), label=label,

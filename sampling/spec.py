@@ -96,7 +96,7 @@ GMP_INITS = ("from_sp", "uniform")  # GmP parameters from the SP weights, or Che
 # Propagation* (2017), as used in appendix C.
 BIAS_VARIANCE = 0.05
 
-SCHEMA_VERSION = 5  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
+SPEC_VERSION = 5  # of the spec's dict form; bump when a field changes meaning or is added (2: init, dense_ends;
 # 3: imn, gmp_init; 4: scale_activation; 5: householder_bias)
 
 

@@ -1,5 +1,5 @@
 """The name of a study's unit of work, ``<index:06d>-<arch_id>``: the stem of its result, failure and
-checkpoint files (docs/results.md), declared once for the driver (``study.run.store``) and the reader
+checkpoint files (docs/results.md), declared once for the driver (``study.execution.store``) and the reader
 (``analysis.results``).
 
 The index has ``INDEX_DIGITS`` digits, so a study has at most ``MAX_ARCHITECTURES`` architectures

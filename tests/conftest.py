@@ -48,7 +48,7 @@ REAL_STUDY = {
 
 @pytest.fixture(scope="session")
 def real_study_dir(tmp_path_factory) -> Path:
-    from archstudy.study.run.driver import run_study
+    from archstudy.study.execution.driver import run_study
 
     out = tmp_path_factory.mktemp("real") / "study"
     result = run_study(REAL_STUDY, out, progress=io.StringIO())

@@ -249,7 +249,7 @@ DECLARED: list[FigureSpec] = []
 DECLARED_COMPARISONS: list[ComparisonSpec] = []
 
 
-def declare(spec: FigureSpec) -> FigureSpec:
+def declare_figure(spec: FigureSpec) -> FigureSpec:
     """Registers a figure (``figure`` does it for a drawing function of its own)."""
     if spec.key in {s.key for s in DECLARED}:
         raise ValueError(f"figure {spec.key!r} is declared twice")
@@ -263,7 +263,7 @@ def figure(key: str, section: str, caption: str, *, needs: tuple[str, ...] = (),
            skip: Callable[[FigureData], str | None] = _drawn, note_skip: bool = True) -> Callable:
     """Declares the decorated function (``FigureData`` -> ``Figure``) as the report's figure ``key``."""
     def register(draw: Callable[[FigureData], Figure]) -> Callable[[FigureData], Figure]:
-        declare(FigureSpec(key, caption, section, draw, tuple(needs), skip, note_skip))
+        declare_figure(FigureSpec(key, caption, section, draw, tuple(needs), skip, note_skip))
         return draw
     return register
 

@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D
 from ..columns import SIBLING_LEVELS, axis_level
 from ..plotting import BLUE, GREY, PALETTE, RED, THEME, figure_legend, panels, points, set_log, set_title
 from ..stats import sibling_pairs, sign_test
-from .base import FigureData, FigureSpec, NothingToDraw, declare, fmt_p, label, omitted, scatter, _plottable
+from .base import FigureData, FigureSpec, NothingToDraw, declare_figure, fmt_p, label, omitted, scatter, _plottable
 from scipy import stats as sps
 
 
@@ -125,5 +125,5 @@ for _axis, _caption in (
     ("skip", "Skips vs no skips: paired siblings and all architectures."),
     ("imn", "Input mean normalization off vs on (Chen and Ge, eq. 16): paired siblings and all architectures."),
 ):
-    declare(FigureSpec(_axis, _caption, "paired", partial(sibling_figure, axis=_axis)))
+    declare_figure(FigureSpec(_axis, _caption, "paired", partial(sibling_figure, axis=_axis)))
 del _axis, _caption

@@ -6,7 +6,7 @@ one line on stderr with exit code 2, never as a traceback; so is an argument err
 ``main`` is the command line's entry point, and the one place that changes the process for the command's
 duration: SIGTERM (``kill``, ``ray job stop``) is turned into Ctrl-C (``sigterm_as_interrupt``), so a
 study driver shuts Ray down cleanly and every command says "interrupted". The other process-wide settings
-belong to the entry points that need them: a study worker (``study.run.unit.prepare_worker``: torch threads,
+belong to the entry points that need them: a study worker (``study.execution.unit.prepare_worker``: torch threads,
 glibc malloc) and ``archstudy bench`` (the same). The report needs no matplotlib backend: its figures are
 ``matplotlib.figure.Figure`` objects rendered straight to PNG, never through pyplot.
 """
@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C while the command runs, and never lose either
-    (``study.run.interrupts``); the previous handlers are put back afterwards."""
-    from ..run import interrupts
+    (``study.execution.interrupts``); the previous handlers are put back afterwards."""
+    from ..execution import interrupts
 
     interrupts.clear()
     try:

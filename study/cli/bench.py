@@ -57,7 +57,7 @@ def register(sub) -> None:
                    help="with --project: device counts to project for (default %(default)s)")
     p.add_argument("--gain", type=float, default=1.0,
                    help="with --project: aggregate gain of several architectures per device (from --concurrent)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
 def _cases(args, CASES) -> tuple[str, ...] | None:
@@ -82,8 +82,8 @@ def _devices(text: str) -> tuple[int, ...]:
     return counts
 
 
-def run(args) -> int:
-    """The bench command, an entry point: like a study worker (``study.run.unit.execute_unit``) it keeps freed
+def command(args) -> int:
+    """The bench command, an entry point: like a study worker (``study.execution.unit.execute_unit``) it keeps freed
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
     import torch
 

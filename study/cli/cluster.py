@@ -1,6 +1,6 @@
 """``archstudy cluster``: rehearse the cluster file on this machine under Ray's own autoscaler.
 
-``rehearse [CLUSTER_YAML]`` starts it (study.run.cluster: the node types scaled down, GPUs logical) and prints the
+``rehearse [CLUSTER_YAML]`` starts it (study.execution.cluster: the node types scaled down, GPUs logical) and prints the
 addresses to use; ``lose-node`` loses a worker node as a reclaimed spot instance is lost; ``stop`` ends it.
 """
 
@@ -13,7 +13,7 @@ from .flags import shown
 
 
 def register(sub) -> None:
-    from ..run.cluster import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT, Scale
+    from ..execution.cluster import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT, Scale
 
     p = sub.add_parser(
         "cluster", help="rehearse cluster.yaml on this machine under Ray's autoscaler",
@@ -61,7 +61,7 @@ def register(sub) -> None:
 def _running():
     from archstudy.sampling import UserError
 
-    from ..run.cluster import load_state
+    from ..execution.cluster import load_state
 
     rehearsal = load_state()
     if rehearsal is None:
@@ -72,7 +72,7 @@ def _running():
 def rehearse(args) -> int:
     import ray
 
-    from ..run.cluster import Scale, describe, read_cluster_file, refuse_if_running, start
+    from ..execution.cluster import Scale, describe, read_cluster_file, refuse_if_running, start
 
     scale = Scale(node_cpus=args.node_cpus, max_nodes=args.max_nodes, idle_timeout_minutes=args.idle_timeout_minutes)
     cluster = read_cluster_file(args.cluster_file)
@@ -99,7 +99,7 @@ def rehearse(args) -> int:
 
 
 def stop(args) -> int:
-    from ..run.cluster import stop as stop_rehearsal
+    from ..execution.cluster import stop as stop_rehearsal
 
     stopped = stop_rehearsal()
     if stopped is None:
@@ -111,7 +111,7 @@ def stop(args) -> int:
 
 
 def lose_node(args) -> int:
-    from ..run.cluster import lose_node as lose
+    from ..execution.cluster import lose_node as lose
 
     node = lose(_running(), args.node)
     print(f"archstudy cluster: lost node {node['node_id']} ({node['type']}): {node['processes']} processes killed; "

@@ -21,7 +21,7 @@ def register(sub) -> None:
                        "train/val/test sizes. Nothing is downloaded, ever.")
     p.add_argument("--root", default=None, help="directory holding your data files (mnist, cifar10, "
                    "waveform-+noise.data); fashion-mnist defaults to /usr/share/datasets/fashion-mnist")
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
 def on_the_command_line(text: str) -> str:
@@ -42,7 +42,7 @@ def rows(root=None) -> list[tuple[str, ...]]:
     return out
 
 
-def run(args) -> int:
+def command(args) -> int:
     if args.root is not None and not Path(args.root).expanduser().is_dir():
         what = "is not a directory" if Path(args.root).expanduser().exists() else "does not exist"
         raise SpecError("datasets", "root", args.root, f"must be a directory holding your data files; it {what}")

@@ -65,7 +65,7 @@ def register(sub) -> None:
     p.add_argument("--root", metavar="DIR", help="read the dataset's files from DIR (the data must be STUDY's: its "
                    "fingerprint is checked)")
     add_execution_arguments(p, report=False)
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
 def default_out(study: str) -> Path:
@@ -101,17 +101,17 @@ def config_of(base: StudyConfig, seed: int, indices: list[int], *, measure_only:
 
 
 def _study(config: StudyConfig, out: Path, args):
-    from ..run.driver import run_study
+    from ..execution.driver import run_study
 
     return run_study(config, out, address=args.address, max_in_flight=args.max_in_flight, progress=sys.stderr,
                      connect_timeout_s=args.connect_timeout_s, **execution_of(args))
 
 
-def run(args) -> int:
+def command(args) -> int:
     from archstudy.analysis.predict import fit_predictor, fit_rows, median_lift, rank_rows
     from archstudy.analysis.results import load_results
 
-    from ..run.ray_session import ray_session
+    from ..execution.ray_session import ray_session
 
     n = check("rank", "architectures", Integer(1, MAX_ARCHITECTURES), args.architectures)
     top = min(DEFAULT_TOP, n) if args.top is None else check("rank", "top", Integer(1, n), args.top)

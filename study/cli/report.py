@@ -1,6 +1,6 @@
 """``archstudy report``: one self-contained HTML report of one or more studies (e.g. one per dataset).
 
-Imports only ``analysis``, ``sampling``, the torch-free ``study.experiment`` and ``study.run.store`` (which asks an
+Imports only ``analysis``, ``sampling``, the torch-free ``study.experiment`` and ``study.execution.store`` (which asks an
 object store once whether it answers) and the standard library: drawing a report needs no torch.
 """
 
@@ -38,14 +38,14 @@ def register(sub) -> None:
     p.add_argument("--format", dest="figure_format", choices=("png", "svg", "pdf"), default="png",
                    help="format of the --figures files: png (the page's images), svg or pdf (vectors, for a paper; "
                    "default %(default)s)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
-def run(args) -> int:
+def command(args) -> int:
     from archstudy.analysis import write_report
     from archstudy.sampling import SpecError
 
-    from ..run.store import Store
+    from ..execution.store import Store
 
     for study in args.study_dirs:
         if "://" in study:  # a bad URI, or object storage that refuses or never answers: one line, bounded time

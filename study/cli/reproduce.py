@@ -40,10 +40,10 @@ def register(sub) -> None:
     p.add_argument("--root", metavar="DIR", help="directory of the paper's data where a reproduction reads it "
                    "(nlc-table1 and nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data "
                    "and say so")
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
-def run(args) -> int:
+def command(args) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
     from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
 

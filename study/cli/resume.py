@@ -23,11 +23,11 @@ def register(sub) -> None:
     p.add_argument("--root", metavar="DIR", help="read the dataset's files from DIR this time (the data must be "
                    "the study's: its fingerprint is checked)")
     add_execution_arguments(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
-def run(args) -> int:
-    from ..run.driver import resume_study
+def command(args) -> int:
+    from ..execution.driver import resume_study
 
     result = resume_study(args.study, address=args.address, retry_failed=not args.skip_failed,
                           max_in_flight=args.max_in_flight, progress=sys.stderr, root=args.root,

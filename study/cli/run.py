@@ -98,7 +98,7 @@ def register(sub) -> None:
     p.add_argument("--force-config", action="store_true",
                    help="OUT holds a study with another config: replace its study.yaml (finished rows stay)")
     add_execution_arguments(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
 def config_of(args) -> tuple[dict, str, bool]:
@@ -156,7 +156,7 @@ def finish(result, location: str, args, example: bool) -> int:
     if example or (args.report and result.complete):
         from archstudy.analysis import write_report
 
-        from ..run.store import Store
+        from ..execution.store import Store
 
         store = Store(location)
         # Beside the study's files when it is local; in the current directory for an s3:// or gs:// study.
@@ -168,8 +168,8 @@ def finish(result, location: str, args, example: bool) -> int:
     return 0 if result.complete else 1
 
 
-def run(args) -> int:
-    from ..run.driver import run_study
+def command(args) -> int:
+    from ..execution.driver import run_study
 
     keys, out, example = config_of(args)
     if "dataset" not in keys:

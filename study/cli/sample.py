@@ -31,13 +31,13 @@ def register(sub) -> None:
     p.add_argument("--param-budget", type=int, default=budget, help=f"trainable parameters (default {shown(budget)})")
     p.add_argument("--siblings", action="store_true",
                    help=f"also print each one's siblings along {', '.join(SIBLING_AXES)}")
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
 CHUNK = 1000  # architectures sampled (and their budget checked) before they are printed
 
 
-def run(args) -> int:
+def command(args) -> int:
     out = sys.stdout
     # The flags by their own names (sample_spec would name its parameters, study_seed and index), under the
     # constraints a study's config declares, and the budget checked as `archstudy run` checks it.

@@ -1,6 +1,6 @@
 """``archstudy status STUDY``: finished (trained, and pruned at launch) / in progress / failed / remaining, and each
 failure's reason; for each architecture in progress, how far it is (stage, epoch, live runs: its progress record,
-``study.run.live``).
+``study.execution.live``).
 
 Read-only: it reads the study's files (validating every result file, as a resume would), the
 driver's heartbeat (what is in flight, and on which node where the driver knows it) and the progress records of
@@ -21,7 +21,7 @@ def register(sub) -> None:
                        "that are corrupt (a resume redoes them). Changes nothing.")
     p.add_argument("study", metavar="STUDY", help="the study directory or URI")
     p.add_argument("--json", action="store_true", help="print the counts and lists as one JSON object")
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
 def _ago(unix: float | None) -> str:
@@ -30,12 +30,12 @@ def _ago(unix: float | None) -> str:
     return f"{max(0, int(time.time() - float(unix)))}s ago"
 
 
-def run(args) -> int:
+def command(args) -> int:
     from ..experiment.config import science_differences
-    from ..run.costs import count_text
-    from ..run.live import describe, read_live
-    from ..run.state import plan_with_progress, survey
-    from ..run.store import Store
+    from ..execution.costs import count_text
+    from ..execution.live import describe, read_live
+    from ..execution.state import plan_with_progress, survey
+    from ..execution.store import Store
 
     store = Store(args.study)
     store.reach()  # object storage that refuses or never answers: one line, in bounded time

@@ -24,10 +24,10 @@ def register(sub) -> None:
                         "study first); default %(default)s")
     p.add_argument("--predictors", type=int, default=5, metavar="N", help="predictors shown (default %(default)s)")
     p.add_argument("--json", action="store_true", help="print the leaderboard as one JSON object")
-    p.set_defaults(func=run)
+    p.set_defaults(func=command)
 
 
-def run(args) -> int:
+def command(args) -> int:
     from archstudy.analysis import load_results
     from archstudy.analysis.leaderboard import leaderboard
 

@@ -459,7 +459,7 @@ def execution_settings(config: "StudyConfig | Mapping[str, Any]") -> dict[str, A
 SCIENCE_KEYS = tuple(name for name in StudyConfig.declarations() if name not in EXECUTION_KEYS + PROVENANCE_KEYS)
 # What every row of a study shares: the science keys but ``architectures`` and ``indices`` (a larger count extends
 # a study, and architecture i depends neither on the count nor on which other draws the study holds). Each result
-# file records them (study.run.store).
+# file records them (study.execution.store).
 ROW_SCIENCE_KEYS = tuple(k for k in SCIENCE_KEYS if k not in ("architectures", "indices"))
 
 

@@ -2,7 +2,7 @@
 
 A rule of the experiment, not of its report: with ``nlc_window: auto`` (``StudyConfig``) it decides which
 architectures a study trains, so it is declared here once, beside the config, and the run machinery
-(``study.run.pruning``) and the analysis (``analysis.good_ranges``, which shows every factor's good range the same
+(``study.execution.pruning``) and the analysis (``analysis.good_ranges``, which shows every factor's good range the same
 way) both compute with it. A resumed study recomputes the same window from the same rows and seed.
 
 The empirical bootstrap (Radosavovic, Kosaraju, Girshick, He and Dollar, *Designing Network Design Spaces*,

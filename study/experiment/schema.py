@@ -6,7 +6,7 @@ A study's results are three tables, one Parquet file per architecture each (``do
 Each column is one ``Column`` below: name, type, unit, meaning, table and group; a column ``measure``
 computes names the function that computes it (``measured_by``), and a column that may predict test error
 says how the analysis treats it (``predictor``: label, kind, log scale, the report's figure it joins).
-Everything else is derived from this declaration: the store's pyarrow schemas (``study.run.store``), the
+Everything else is derived from this declaration: the store's pyarrow schemas (``study.execution.store``), the
 columns ``measure`` returns (``MEASURED``) and the functions that compute them (``study.metrics.registry``),
 the analysis' pandas dtypes, required columns and predictors (``analysis.columns``), the report's scatter
 grids (``analysis.figures``) and the column tables of ``docs/results.md`` (``update_doc``; ``python -m
@@ -19,9 +19,9 @@ test error, its ``AsPredictor``: ``measure``, the correlations, good ranges, win
 the figure grid follow. A column added after files of this schema version exist is declared
 ``added=True`` (older files lack it and stay valid; ``analysis.results`` fills it with what the older rows
 were). Adding a table is a name in ``TABLES``, its columns and an entry of ``COLUMNS`` (the store, the
-generated docs and the analysis' dtypes follow); the store and ``study.run.state`` decide which of a unit's
+generated docs and the analysis' dtypes follow); the store and ``study.execution.state`` decide which of a unit's
 files its commit needs. Changing or removing a column, or how a type is stored, changes the files: raise
-``SCHEMA_VERSION`` and say what changed in ``SCHEMA_VERSIONS`` (the readers keep reading the older versions).
+``RESULTS_SCHEMA_VERSION`` and say what changed in ``RESULTS_SCHEMA_VERSIONS`` (the readers keep reading the older versions).
 
 Types are a small vocabulary (``TYPES``): ``int64``, ``float64`` (NaN where not computed), ``bool``,
 ``str`` and ``timestamp`` (a Parquet timestamp in microseconds, UTC, since schema version 2; ISO 8601 UTC text
@@ -40,11 +40,11 @@ from archstudy.sampling import ArchSpec
 from archstudy.sampling.constraints import added_later
 from archstudy.sampling.doc_tables import rewrite_doc
 
-SCHEMA_VERSION = "2"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
+RESULTS_SCHEMA_VERSION = "2"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
 # Every schema version this archstudy reads, and what it changed. A file of an older version stays valid: a study
 # created before a change resumes without redoing anything (its new files are of this version, so one study may
-# hold both) and reads whole (``study.run.store`` and ``analysis.results`` give every file this version's types).
-SCHEMA_VERSIONS: dict[str, str] = {
+# hold both) and reads whole (``study.execution.store`` and ``analysis.results`` give every file this version's types).
+RESULTS_SCHEMA_VERSIONS: dict[str, str] = {
     "1": "the first layout; `timestamp` columns stored as ISO 8601 UTC text",
     "2": "`timestamp` columns stored as Parquet timestamps (microseconds, UTC)",
 }
@@ -58,7 +58,7 @@ def timestamps_as_text(version: str) -> bool:
 SCHEMA_KEY = "archstudy.schema_version"
 TABLE_KEY = "archstudy.table"  # the table a file belongs to: one of ``TABLES``
 # The science config a file's rows were computed under (``StudyConfig.science_json``: canonical JSON of the
-# science keys but ``architectures``) and its fingerprint: a study holds one science config (study.run.driver).
+# science keys but ``architectures``) and its fingerprint: a study holds one science config (study.execution.driver).
 SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY = "archstudy.science", "archstudy.science_fingerprint"
 ARCHITECTURES, RUNS, CURVES = "architectures", "runs", "curves"
 TABLES = (ARCHITECTURES, RUNS, CURVES)
@@ -397,7 +397,7 @@ _FUNCTION = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*:[a-z_][a-z0-9_]*"
 
 
 def _check() -> None:
-    assert list(SCHEMA_VERSIONS)[-1] == SCHEMA_VERSION, "SCHEMA_VERSIONS must end with SCHEMA_VERSION"
+    assert list(RESULTS_SCHEMA_VERSIONS)[-1] == RESULTS_SCHEMA_VERSION, "RESULTS_SCHEMA_VERSIONS must end with RESULTS_SCHEMA_VERSION"
     for table, cols in COLUMNS.items():
         seen = [c.name for c in cols]
         assert len(set(seen)) == len(seen), f"{table}: a column is declared twice"

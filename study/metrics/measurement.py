@@ -57,7 +57,7 @@ from .architecture import activation_ratio, flops
 from .gradients import finite_or_nan
 from .nlc import nlc_parts
 from .regions import error_perturbation
-from .registry import NLC_STREAM, PERTURBATION_STREAM, Measuring, generator_seed, measures, units
+from .registry import NLC_STREAM, PERTURBATION_STREAM, Measuring, generator_seed, measures, metric_functions
 
 # The columns of the results schema this returns (``study.experiment.schema.MEASURED``), plus flops and the time taken.
 MEASURE_COLUMNS = MEASURED + ("flops", "measure_s")
@@ -122,7 +122,7 @@ def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | No
     x, y = _split(data, "train", device)
     m = Measuring(net, spec, opts, x, y, nlc_parts(net, x, opts.nlc_batches, opts.batch_size, nlc_seed(seed)))
     row: dict = {}
-    for unit in units():  # each metric's function (``measured_by`` of its columns), schema order
+    for unit in metric_functions():  # each metric's function (``measured_by`` of its columns), schema order
         row.update(unit(m, seed))
 
     out = {k: (row[k] if k == "high_bias" else finite_or_nan(row[k])) for k in MEASURE_COLUMNS[:-1]}

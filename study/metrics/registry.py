@@ -82,7 +82,7 @@ def measures(*, stream: int | None) -> Callable:
 
 
 @dataclass(frozen=True)
-class Unit:
+class MetricFunction:
     """One function of the row: its "module:function" path, the columns it computes, its stream."""
 
     path: str
@@ -106,10 +106,10 @@ def resolve(path: str) -> Callable:
 
 
 @cache
-def units() -> tuple[Unit, ...]:
+def metric_functions() -> tuple[MetricFunction, ...]:
     """Every function of the row, in the order of its first column in the schema, checked: each path names an
     ``@measures`` function, and no two take the same stream or a reserved one."""
-    out = tuple(Unit(path, cols, f, f.stream) for path, cols in measured_by().items() for f in [resolve(path)])
+    out = tuple(MetricFunction(path, cols, f, f.stream) for path, cols in measured_by().items() for f in [resolve(path)])
     taken = dict(RESERVED_STREAMS)
     for u in out:
         if u.stream is not None:

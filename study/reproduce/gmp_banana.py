@@ -211,7 +211,7 @@ def train(kind: str, s: Settings, seeds: list[int], data, trail_every: int) -> d
             "trail": torch.stack(trail).numpy(), "params": {k: v.detach() for k, v in p.items()}}
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     x_tr, y_tr = two_moons(s.train, sub_seed(ctx.seed, 0))
     x_te, y_te = two_moons(s.test, sub_seed(ctx.seed, 1))
@@ -382,4 +382,4 @@ REPRODUCTION = Reproduction(
     summary="10 ReLU units on 2-D banana (two-moons) data, SP vs WN vs BN vs GmP with Adam at two rates: how far "
             "the characteristic activation boundaries jump per step, and the test accuracy",
     scales=SCALES, cost={"tiny": "2 s", "quick": "38 s measured",
-          "paper": "8 min (estimated from quick)"}, run=run)
+          "paper": "8 min (estimated from quick)"}, reproduce=reproduce)

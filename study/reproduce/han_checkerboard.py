@@ -239,7 +239,7 @@ def outcome_results(out, spec: ArchSpec) -> dict:
     }
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     from ..training import train_architecture
 
     s: Settings = ctx.settings
@@ -408,4 +408,4 @@ REPRODUCTION = Reproduction(
     scales=SCALES, cost={"tiny": "15 s",
                          "quick": "23 min measured: the HanNet and FCNet1, 2 initializations, "
                                   "40,000 iterations",
-                         "paper": "about 6 h (estimated from 200 iterations of each net)"}, run=run)
+                         "paper": "about 6 h (estimated from 200 iterations of each net)"}, reproduce=reproduce)

@@ -207,7 +207,7 @@ def rows_of(settings: Settings, results: dict) -> list[Row]:
     return rows
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     from ..training import train_architecture
 
     s: Settings = ctx.settings
@@ -283,4 +283,4 @@ REPRODUCTION = Reproduction(
             "checkerboard's training labels flipped, and of HanNet 100x17 against FCNet 100x6 from 0 to 20% "
             "flipped; han-checkerboard's nets and protocol",
     scales=SCALES, cost={"tiny": "3 s", "quick": "8.8 min measured", "paper": "(estimated) hours: "
-                         "7 runs of the full protocol, HanNet 100x17 five of them"}, run=run)
+                         "7 runs of the full protocol, HanNet 100x17 five of them"}, reproduce=reproduce)

@@ -69,7 +69,7 @@ SCALES = {"tiny": Settings(architectures=3, param_budget=3000, batches=1, direct
           "paper": Settings(architectures=250, param_budget=1_000_000, batches=10, directions=10)}
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     data = load_dataset(DATASET, seed=0)
     x = data.train.x.to(ctx.device)
@@ -151,4 +151,4 @@ REPRODUCTION = Reproduction(
     name="nlc-figure1", paper=PAPER, source="figure 1 (section 4, appendix E.1)",
     summary="NLC against the relative diameter of linearly approximable regions at initialization over random "
             "architectures of the paper's space on waveform-noise",
-    scales=SCALES, cost={"tiny": "3 s", "quick": "3.1 min measured", "paper": "hours (estimated): a GPU job"}, run=run)
+    scales=SCALES, cost={"tiny": "3 s", "quick": "3.1 min measured", "paper": "hours (estimated): a GPU job"}, reproduce=reproduce)

@@ -105,13 +105,13 @@ def claims(arch, threshold: float) -> tuple[list[Row], dict]:
     return rows, facts
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     from archstudy.analysis import load_results
     from archstudy.analysis.figures import (
         FigureData, fig2_nlc_vs_test_error, fig3a_bias_vs_test_error, random_threshold,
     )
 
-    from ..run.driver import run_study
+    from ..execution.driver import run_study
 
     s: Settings = ctx.settings
     where = study_dir(ctx)
@@ -146,5 +146,5 @@ REPRODUCTION = Reproduction(
     name="nlc-figure2", paper=PAPER, source="figures 2 and 3A (section 4)",
     summary="a study of the paper's architecture space on waveform-noise, then figure 2's claims (NLC vs test error)",
     scales=SCALES, cost={"tiny": "40 s", "quick": "8.6 min measured (alone: its study takes both cores)",
-                                    "paper": "days on 2 cores (estimated): a GPU job"}, run=run,
+                                    "paper": "days on 2 cores (estimated): a GPU job"}, reproduce=reproduce,
     whole_machine=True)  # the study's workers take every core

@@ -105,7 +105,7 @@ def bn_net_nlc(activation: str, depth: int, x: torch.Tensor, seed: int, batches:
     return float(nlc(build_network(spec, seed=seed, device=device), x, batches=batches, seed=seed))
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     x, where = training_inputs(ctx, s.points)
     lines = {k: [] for k in "ABCDE"}
@@ -174,5 +174,5 @@ REPRODUCTION = Reproduction(
     summary="NLC_tau(1), its 48th power, the NLC of depth-2 and depth-49 batchnorm nets on CIFAR10 (--root) or "
             "waveform-noise, and the linear-approximation error of the 8 activations",
     scales=SCALES, cost={"tiny": "10 s", "quick": "146 s measured",
-                                   "paper": "10 min (estimated: line D's 10 initializations for quick's 3)"}, run=run,
+                                   "paper": "10 min (estimated: line D's 10 initializations for quick's 3)"}, reproduce=reproduce,
     reads_root="cifar10")

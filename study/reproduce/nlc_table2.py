@@ -44,7 +44,7 @@ SCALES = {"tiny": Settings(inits=2, batches=4, points=500), "quick": Settings(in
           "paper": Settings(inits=10, batches=100, points=None)}
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     x, where = training_inputs(ctx, s.points)
     rows, values = [], {}
@@ -91,4 +91,4 @@ REPRODUCTION = Reproduction(
     name="nlc-table2", paper=PAPER, source="Table 2 (appendix A.2)",
     summary="NLC of batchnorm-ReLU nets at initialization vs depth 2-50, on CIFAR10 (--root) or waveform-noise",
     scales=SCALES, cost={"tiny": "30 s", "quick": "60 s measured",
-                                   "paper": "3 min (estimated)"}, run=run, reads_root="cifar10")
+                                   "paper": "3 min (estimated)"}, reproduce=reproduce, reads_root="cifar10")

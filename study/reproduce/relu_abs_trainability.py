@@ -181,7 +181,7 @@ def _mean(results: dict, k: str, field: str) -> float:
 
 # -- the reproduction -----------------------------------------------------------------------------------------
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     from ..training import train_architecture
 
     s: Settings = ctx.settings
@@ -316,4 +316,4 @@ REPRODUCTION = Reproduction(
             "near-zero training loss",
     scales=SCALES, cost={"tiny": "2 s",
                                    "quick": "6.4 min measured",
-                                   "paper": "not run: 165 nets x 100 runs x 40,000 full-batch steps, GPU hours (estimated)"}, run=run)
+                                   "paper": "not run: 165 nets x 100 runs x 40,000 full-batch steps, GPU hours (estimated)"}, reproduce=reproduce)

@@ -63,7 +63,7 @@ class Reproduction:
     summary: str  # one line: what is compared
     scales: Mapping[str, Any]  # SCALES -> a frozen dataclass of settings
     cost: Mapping[str, str]  # SCALES -> what it costs on the 2-core machine it was built on (measured or estimated)
-    run: Callable[[Context], Measured] = field(repr=False)
+    reproduce: Callable[[Context], Measured] = field(repr=False)
     reads_root: str | None = None  # the image set --root supplies ("cifar10", "mnist"); None: --root is refused
     whole_machine: bool = False  # it keeps every core busy itself (a study's workers): ``reproduce all`` runs it alone
 
@@ -152,7 +152,7 @@ def run_reproduction(reproduction: Reproduction, out, *, scale: str = "quick", s
     context = Context(scale, settings, seed, device, root, out, progress)
     t0 = time.perf_counter()
     with torch_threads(threads):
-        measured = reproduction.run(context)
+        measured = reproduction.reproduce(context)
     seconds = time.perf_counter() - t0
     extra = {"source": reproduction.source, "seed": seed, "device": str(device), "threads": threads,
              "data": measured.data,

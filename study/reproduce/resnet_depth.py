@@ -139,7 +139,7 @@ def best(final: np.ndarray, lrs) -> tuple[float, float]:
     return float(mean[k]), float(lrs[k])
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     data, x, y, what = full_batch(ctx.root, ctx.device)
     d = x.shape[1]
@@ -230,5 +230,5 @@ REPRODUCTION = Reproduction(
             "nets with shortcuts of depth 1/2/3 and without, then with mid-position ReLUs, on MNIST (--root) or the "
             "digits",
     scales=SCALES, cost={"tiny": "5 s", "quick": "21 min measured",
-                         "paper": "2.5 h (estimated: 5 depths, 13 rates, 5 runs, about 7 times quick)"}, run=run,
+                         "paper": "2.5 h (estimated: 5 depths, 13 rates, 5 runs, about 7 times quick)"}, reproduce=reproduce,
     reads_root="mnist")

@@ -212,7 +212,7 @@ def depths(kind: str, max_depth: int) -> list[int]:
 
 # -- the reproduction ------------------------------------------------------------------------------------------
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     x, y, what = load_data(ctx.root)
     data = Moments.of(x, y).to(ctx.device)
@@ -315,4 +315,4 @@ REPRODUCTION = Reproduction(
     summary="condition number of the Hessian at the initial point of linear nets with shortcuts of depth 1/2 "
             "and without (orthogonal, Xavier) vs depth, and the flatness of the 3-shortcut nets' perturbed zero "
             "point (Theorem 2.1), on MNIST (--root) or the digits",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "41 s measured", "paper": "3 min (estimated)"}, run=run, reads_root="mnist")
+    scales=SCALES, cost={"tiny": "5 s", "quick": "41 s measured", "paper": "3 min (estimated)"}, reproduce=reproduce, reads_root="mnist")

@@ -80,7 +80,7 @@ def fraction_decreasing(values: list[float]) -> float:
     return float(np.mean(v[1:] < v[:-1]))
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     data, x, y, what = full_batch(ctx.root, ctx.device)
     d = x.shape[1]
@@ -142,4 +142,4 @@ REPRODUCTION = Reproduction(
     summary="average Frobenius norm of the weights of zero-initialized 2-shortcut nets of different depths during "
             "gradient descent, linear and with mid-position ReLUs, on MNIST (--root) or the digits",
     scales=SCALES, cost={"tiny": "3 s", "quick": "76 s measured", "paper": "15 min (estimated)"},
-    run=run, reads_root="mnist")
+    reproduce=reproduce, reads_root="mnist")

@@ -153,7 +153,7 @@ def gradient_to_index_drop(run: dict) -> float:
     return float(np.argmax(run["gradient_norm"]) - (epochs[k] + epochs[k + 1]) / 2)
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     xn, yn, what = load_data(ctx.root)
     data = Moments.of(xn, yn).to(ctx.device)
@@ -260,5 +260,5 @@ REPRODUCTION = Reproduction(
             "gradient descent at depth 16, linear nets with shortcuts of depth 1/2/3 and without (orthogonal, "
             "Xavier), on MNIST (--root) or the digits",
     scales=SCALES, cost={"tiny": "5 s", "quick": "3.1 min measured", "paper": "1.5 h (estimated)"},
-    run=run,
+    reproduce=reproduce,
     reads_root="mnist")

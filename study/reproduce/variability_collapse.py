@@ -93,7 +93,7 @@ def depths_at(s: Settings) -> list[int]:
     return sorted({int(k) for k in np.round(np.logspace(0, np.log10(s.depth), s.points))} | {s.depth})
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     at = depths_at(s)
     # One random point pair for everything ("Starting from a random point-pair, we plot the C-matrices computed on
@@ -188,4 +188,4 @@ REPRODUCTION = Reproduction(
     name="variability-collapse", paper=PAPER, source="figure 6 and appendix A.4; Proposition 1 (section 4.3)",
     summary="spectral norms of the C- and G-matrices of plain ReLU and ABS nets (d = 150) against depth to 1000, "
             "and the orthogonality of a HanNet's G-matrix",
-    scales=SCALES, cost={"tiny": "2 s", "quick": "19 s measured", "paper": "2 min (estimated)"}, run=run)
+    scales=SCALES, cost={"tiny": "2 s", "quick": "19 s measured", "paper": "2 min (estimated)"}, reproduce=reproduce)

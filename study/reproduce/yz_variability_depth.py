@@ -97,7 +97,7 @@ def variabilities(spec: ArchSpec, seeds: list[int], grid: int, device) -> np.nda
     return np.concatenate(out)
 
 
-def run(ctx: Context) -> Measured:
+def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     v: dict[str, dict[int, float]] = {k: {} for k in KINDS}
     zeros: dict[str, dict[int, int]] = {k: {} for k in KINDS}
@@ -197,4 +197,4 @@ REPRODUCTION = Reproduction(
     source="Yu and Zhang's figure 4 (section 2.3); the variability paper's figure 2 (section 3.2, A.2)",
     summary="variability V at initialization against depth 3-45 of FC+ReLU, FC+ABS and HanNet nets of about 4,000 "
             "parameters, the geometric mean over parameter samples",
-    scales=SCALES, cost={"tiny": "2 s", "quick": "8.7 min measured", "paper": "40 min (estimated from quick)"}, run=run)
+    scales=SCALES, cost={"tiny": "2 s", "quick": "8.7 min measured", "paper": "40 min (estimated from quick)"}, reproduce=reproduce)

@@ -7,7 +7,7 @@ stacks. Raising the mmap threshold to its maximum (32 MB on 64-bit) and never tr
 those blocks in the heap, where the next step reuses them (what that gains per step is measured in
 docs/performance.md).
 
-Process-wide, so only an entry point calls it, once: a study worker (``study.run.unit.execute_unit``) and
+Process-wide, so only an entry point calls it, once: a study worker (``study.execution.unit.execute_unit``) and
 ``archstudy bench``; ``train_architecture`` itself leaves malloc as it finds it. Idempotent; a no-op where
 malloc is not glibc's. Blocks above 32 MB (the stacks of 1M parameter nets) keep glibc's own policy.
 """

@@ -15,7 +15,7 @@ On a CPU the trainer's kernels are deterministic as they are. On a GPU two thing
   by ``gather``, in-place updates) and the per-epoch bookkeeping (``index_copy_``, ``index_select``)
   have deterministic kernels.
 
-Process-wide; set by ``study.run.unit.execute_unit`` for a unit on a GPU, and by the tests that use CUDA.
+Process-wide; set by ``study.execution.unit.execute_unit`` for a unit on a GPU, and by the tests that use CUDA.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ class Stack:
     best: dict[str, torch.Tensor]  # best state of every stacked tensor (net and optimizer)
     nonfinite: torch.Tensor  # bool [R]: the run's loss turned non-finite during the current epoch
     loss_sum: torch.Tensor  # float64 [R]: the sum of the run's minibatch losses in the current epoch
-    _parts: dict = field(default_factory=dict, repr=False)  # chunk size -> [Part], views of this stack
+    _parts: dict = field(default_factory=dict, repr=False)  # chunk size -> [Chunk], views of this stack
 
     @property
     def size(self) -> int:
@@ -138,7 +138,7 @@ def chunks(size: int, chunk: int | None) -> list[slice]:
 
 
 @dataclass
-class Part:
+class Chunk:
     """A chunk of the stack: a network on views of its runs' tensors, and views of their state."""
 
     net: Network
@@ -166,14 +166,14 @@ def view_network(net: Network, sl: slice) -> Network:
     return part
 
 
-def parts(stack: Stack, chunk: int | None) -> list[Part]:
+def parts(stack: Stack, chunk: int | None) -> list[Chunk]:
     """The stack in chunks of at most ``chunk`` runs (built once per stack and chunk size)."""
     if chunk not in stack._parts:
         out = []
         for sl in chunks(stack.size, chunk):
             net = stack.net if sl.stop - sl.start == stack.size else view_network(stack.net, sl)
             names = [name for name, _ in net.named_parameters()]
-            out.append(Part(
+            out.append(Chunk(
                 net=net, params=[p for _, p in net.named_parameters()], lr=stack.lr[sl],
                 nonfinite=stack.nonfinite[sl], loss_sum=stack.loss_sum[sl],
                 slots=stack.optimizer.view(stack.opt, names, sl), positions=sl,

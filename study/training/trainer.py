@@ -223,7 +223,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
             return _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory)
     trainer = _Trainer(spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
                        checkpoint_every_s, progress, key, chunk_runs, trajectory, forward)
-    return trainer.run()
+    return trainer.train()
 
 
 def _trainable(c_out: float, protocol: Protocol) -> bool:
@@ -399,7 +399,7 @@ class _Trainer:
         self.forward_choice = None  # ``study.training.compiled.ForwardChoice`` of this session
 
     # -- the loop --------------------------------------------------------------------------------
-    def run(self) -> Outcome:
+    def train(self) -> Outcome:
         s, p = self.s, self.protocol
         train = self.splits.train
         steps = steps_per_epoch(len(train), p.batch_size)

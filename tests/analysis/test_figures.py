@@ -43,9 +43,9 @@ def test_every_figure_is_declared_once_in_a_section_of_the_page():
     assert {c.section for c in COMPARISON_FIGURES} <= {p.key for p in page.COMPARISON_SECTIONS}
     assert all(set(f.needs) <= set(DATA_FIELDS) and f.caption for f in FIGURES)
     with pytest.raises(ValueError, match="figure 'fig2' is declared twice"):
-        figure_base.declare(dataclasses.replace(FIGURES[0], key="fig2"))
+        figure_base.declare_figure(dataclasses.replace(FIGURES[0], key="fig2"))
     with pytest.raises(ValueError, match="needs .'results',.: not fields of FigureData"):
-        figure_base.declare(FigureSpec("new", "caption", "more", lambda d: None, needs=("results",)))
+        figure_base.declare_figure(FigureSpec("new", "caption", "more", lambda d: None, needs=("results",)))
     assert len(figure_base.DECLARED) == len(FIGURES)  # neither was registered
 
 

@@ -14,8 +14,8 @@ from archstudy.analysis.predict import load_predictor
 from archstudy.sampling.plan import fresh_seed, plan_study
 from archstudy.study.cli import main
 from archstudy.study.experiment.config import StudyConfig
-from archstudy.study.run.driver import _extends
-from archstudy.study.run.ray_session import ray_session
+from archstudy.study.execution.driver import _extends
+from archstudy.study.execution.ray_session import ray_session
 
 # The fixture's space has depths 3 and 5 only, and the draws of some seeds ask for a shortcut of length 3, which
 # fits neither; seed 9's first draws do not (the space, not rank, refuses such a draw).

@@ -15,7 +15,7 @@ import yaml
 from archstudy.study.cli import build_parser, main
 from archstudy.study.cli.run import EXAMPLE, EXAMPLE_OUT, config_of, defaults_line
 from archstudy.study.experiment.config import StudyConfig
-from archstudy.study.run.store import Store
+from archstudy.study.execution.store import Store
 
 ROOT = Path(__file__).resolve().parents[3]
 KEYS = {"dataset": "waveform-noise", "architectures": 3, "param_budget": 3000, "protocol": "quick", "seed": 5}
@@ -326,7 +326,7 @@ def test_argument_errors_are_one_line_too(argv, capsys):
 
 
 def test_on_an_existing_study_a_command_overrides_only_the_execution_settings_it_names():
-    from archstudy.study.run.driver import _named_execution
+    from archstudy.study.execution.driver import _named_execution
 
     assert _named_execution({"dataset": "digits", "architectures": 2}, {"cpus_per_arch": None}) == {}
     assert _named_execution({**KEYS, "resources": {"gpus_per_arch": 0.5}, "max_retries": 4},
@@ -405,7 +405,7 @@ def _object_storage_argv(command: str, uri: str, d) -> list[str]:
 def test_an_object_storage_address_without_a_bucket_or_an_answer_is_one_line(command, where, expected, dirs, capsys,
                                                                                monkeypatch):
     """It was a pyarrow traceback (ArrowInvalid: Path cannot start with a separator; AWS Error NETWORK_CONNECTION)."""
-    from archstudy.study.run import location
+    from archstudy.study.execution import location
 
     for key, value in S3_ENV.items():
         monkeypatch.setenv(key, value)
@@ -419,7 +419,7 @@ def test_an_object_storage_address_without_a_bucket_or_an_answer_is_one_line(com
 def test_an_endpoint_that_accepts_and_never_answers_fails_within_the_bound(dirs, capsys, monkeypatch):
     """A server that takes the connection and never says a word: each attempt gives up after STALL_S of silence,
     so the command ends within ATTEMPTS * (CONNECT_S + STALL_S), here made small."""
-    from archstudy.study.run import location
+    from archstudy.study.execution import location
 
     for key, value in S3_ENV.items():
         monkeypatch.setenv(key, value)

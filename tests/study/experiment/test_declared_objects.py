@@ -11,7 +11,7 @@ from archstudy.sampling.constraints import Declared, bounded_repr
 from archstudy.study.experiment.config import Resources, StudyConfig
 from archstudy.study.experiment.metric_options import MetricOptions
 from archstudy.study.experiment.protocol import Protocol
-from archstudy.study.run.cluster import WHERE as CLUSTER, Scale
+from archstudy.study.execution.cluster import WHERE as CLUSTER, Scale
 
 # A valid object of each declared class: its required keys (every other field at its default).
 VALID = {ArchSpec: {"depth": 9, "width": 100, "d_in": 40, "d_out": 3}, Space: {},

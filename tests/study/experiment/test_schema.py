@@ -17,11 +17,11 @@ from archstudy.study.experiment.schema import (
     ARCHITECTURES, REGENERATE, RUNS, SCHEMA_KEY, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES, TYPES,
     columns, names, update_doc,
 )
-from archstudy.study.run.store import Store
+from archstudy.study.execution.store import Store
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "results.md"
-# The file type of each declared type, written out here independently of study.run.store.
+# The file type of each declared type, written out here independently of study.execution.store.
 ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(),
          "timestamp": pa.timestamp("us", tz="UTC")}
 

@@ -16,14 +16,14 @@ from archstudy.study.experiment.schema import MEASURED, measured_by
 from archstudy.study.metrics import measurement, registry
 from archstudy.study.metrics.nlc import nlc_parts
 from archstudy.study.metrics.registry import (
-    NLC_STREAM, PERTURBATION_STREAM, Measuring, Unit, generator_seed, measures, resolve, units,
+    NLC_STREAM, PERTURBATION_STREAM, Measuring, MetricFunction, generator_seed, measures, resolve, metric_functions,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_every_column_of_the_row_has_one_marked_function_in_its_metric_module():
-    us = units()
+    us = metric_functions()
     assert [u.path for u in us] == list(measured_by())
     assert sorted(c for u in us for c in u.columns) == sorted((*MEASURED, "flops"))
     for u in us:
@@ -34,7 +34,7 @@ def test_every_column_of_the_row_has_one_marked_function_in_its_metric_module():
 
 def test_the_streams_are_the_ones_every_stored_number_was_drawn_with():
     """The seed of each metric's draws is (seed, stream): a changed stream would change the stored values."""
-    streams = {u.path: u.stream for u in units()}
+    streams = {u.path: u.stream for u in metric_functions()}
     assert streams == {"measurement:measure_spec": None, "nlc:measure_nlc": None,
                        "variability:measure_variability": 3, "gradients:measure_gradients": 1,
                        "proxies:measure_proxies": 2, "regions:measure_lar": 4, "regions:perturbation_at_init": None}
@@ -47,9 +47,9 @@ def test_a_function_must_return_exactly_its_columns_and_be_marked():
     def two(m, seed):
         return {"a": 1.0, "b": 2.0}
 
-    assert Unit("x:two", ("a", "b"), two, None)(None, 0) == {"a": 1.0, "b": 2.0}
+    assert MetricFunction("x:two", ("a", "b"), two, None)(None, 0) == {"a": 1.0, "b": 2.0}
     with pytest.raises(AssertionError, match=r"x:two returned \('a', 'b'\); its columns in the schema: \('a',\)"):
-        Unit("x:two", ("a",), two, None)(None, 0)
+        MetricFunction("x:two", ("a",), two, None)(None, 0)
     with pytest.raises(LookupError, match="no function nlc_parts marked @measures"):
         resolve("nlc:nlc_parts")
     with pytest.raises(LookupError, match="no function missing marked @measures"):
@@ -69,13 +69,13 @@ def test_a_function_gets_its_streams_seed_and_the_shared_nlc_pass():
     x = torch.randn(300, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     parts = nlc_parts(net, x, 2, 250, measurement.nlc_seed(3))
     m = Measuring(net, spec, MetricOptions(), x, torch.zeros(300, dtype=torch.int64), parts)
-    Unit("t:probe", ("p",), probe, 9)(m, 3)
+    MetricFunction("t:probe", ("p",), probe, 9)(m, 3)
     assert seen == {"seed": generator_seed(3, 9), "c_out": parts.output_q}
     assert m.batch_size == 250 and m.device == x.device
 
 
 def test_a_stream_taken_twice_is_refused(monkeypatch):
-    """Two functions drawing from one stream would draw the same numbers: ``units`` refuses it."""
+    """Two functions drawing from one stream would draw the same numbers: ``metric_functions`` refuses it."""
     gradients = resolve("gradients:measure_gradients")
 
     @measures(stream=gradients.stream)
@@ -83,14 +83,14 @@ def test_a_stream_taken_twice_is_refused(monkeypatch):
         return {}
 
     monkeypatch.setattr(importlib.import_module("archstudy.study.metrics.variability"), "measure_variability", twin)
-    units.cache_clear()
+    metric_functions.cache_clear()
     try:
         with pytest.raises(LookupError, match="stream 1 is already"):
-            units()
+            metric_functions()
     finally:
         monkeypatch.undo()
-        units.cache_clear()
-    assert len(units()) == len(measured_by())
+        metric_functions.cache_clear()
+    assert len(metric_functions()) == len(measured_by())
 
 
 def test_the_row_is_the_functions_outputs():
@@ -110,7 +110,7 @@ def test_the_row_is_the_functions_outputs():
     m = Measuring(net, spec, opts, data.train.x, data.train.y, nlc_parts(net, data.train.x, 2, 250,
                                                                           measurement.nlc_seed(4)))
     by_hand = {}
-    for u in units():
+    for u in metric_functions():
         by_hand.update(u(m, 4))
     for k in measurement.MEASURE_COLUMNS[:-1]:
         v = by_hand[k] if k == "high_bias" else measurement.finite_or_nan(by_hand[k])

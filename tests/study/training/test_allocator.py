@@ -57,7 +57,7 @@ for step in sys.argv[1:]:
         assert keep_freed_memory()
     elif step == "worker":
         import torch
-        from archstudy.study.run.unit import prepare_worker
+        from archstudy.study.execution.unit import prepare_worker
         prepare_worker(1)
         assert torch.get_num_threads() == 1
     print(step, heap_kept())
@@ -100,4 +100,4 @@ def test_training_and_measuring_leave_malloc_as_they_find_it():
 
 @needs_glibc
 def test_a_study_worker_sets_them_at_its_entry_point():
-    assert _probe("worker") == {"fresh": "False", "worker": "True"}  # study.run.unit.prepare_worker
+    assert _probe("worker") == {"fresh": "False", "worker": "True"}  # study.execution.unit.prepare_worker

@@ -1,0 +1,565 @@
+"""The study driver: create or resume a study, run its unfinished architectures on Ray, commit each result once.
+
+``run_study(config, out)`` starts a study (or resumes it, when ``out`` already holds the same study);
+``resume_study(out)`` continues one from its own ``study.yaml``. Either way:
+
+1. everything is checked before anything is written (the config, the location, the dataset): a refused
+   command leaves the study directory exactly as it was;
+2. the driver takes the study's lock (local stores), writes ``study.yaml`` once (new studies), removes
+   temporary files of writes a killed driver left, and reports and removes result files that are
+   truncated or unreadable (they are redone);
+3. every finished unit (its result files there and valid, ``study.execution.state``) is skipped; the others (failed ones too,
+   unless ``retry_failed=False``) go to the engine (``study.execution.engine``): Ray tasks on CPUs, an actor pool
+   on GPUs, one architecture per job, the dataset shared through Ray's object store;
+4. each result comes back to the driver, the only writer, which writes the ``runs`` and ``curves`` files and
+   then the ``architectures`` file (the commit point), each whole or not at all, then drops the unit's
+   checkpoint and any earlier failure record. A unit that keeps failing is recorded in ``failed/`` with its
+   reason.
+
+With an NLC window (``nlc_window``; pruning at launch, ``study.execution.pruning``) the workers train only the units
+whose NLC at initialization lies in it. With ``auto`` the pilot's units run first, then the window is
+computed from their stored rows and the other units run with it (``_launch``).
+
+Killing the driver at any moment loses at most the work in flight (and a long architecture restarts from
+its checkpoint): the next resume sees exactly the committed files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping, TextIO
+
+from archstudy.sampling import BASE, SpecError, UserError
+from archstudy.sampling.width import check_budget
+from archstudy.sampling.constraints import Real, check
+
+from ..experiment.config import (
+    CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, execution_settings, package_version, science_differences, utc_now,
+)
+from . import interrupts
+from .engine import Engine, Failure, Job, Rejected, Tally
+from . import memory
+from .costs import PROBE_UNITS, Forecast, count_text, plan_line
+from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
+from .progress import Progress
+from .pruning import is_pilot, pilot_rows, pilot_window
+from .ray_session import check_address, ray_session
+from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
+from .store import ARCHITECTURES, CURVES, FAILED, RUNS, SchemaError, Store, StoreWriteError
+from .unit import WorkUnit, execute_unit
+
+
+@dataclass
+class DriverSummary:
+    """What one ``run_study``/``resume_study`` call did."""
+
+    location: str
+    total: int
+    finished_before: int
+    finished: int = 0  # in this call
+    failed: dict[str, str] = field(default_factory=dict)  # name -> reason, in this call
+    redone: dict[str, str] = field(default_factory=dict)  # corrupt files removed (name -> problem)
+    skipped_failed: int = 0  # failed earlier and not retried (retry_failed=False)
+    wall_s: float = 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.finished_before + self.finished == self.total
+
+
+# -- the driver ------------------------------------------------------------------------------------------
+def _check_new_location(store: Store) -> None:
+    kind = store.root_kind()
+    if kind == "file":
+        raise UserError(f"{store.location} is a file, not a study directory")
+    if kind == "dir" and store.listing():
+        if store.has_lock():  # a driver that started here has not written study.yaml yet: say that, if it runs
+            with store.driver_lock():
+                pass
+        raise UserError(f"{store.location} exists and is not a study (no {CONFIG_NAME}); choose a new or empty "
+                        "directory, or `archstudy resume` a study")
+
+
+def _load_data(config: StudyConfig):
+    """The study's dataset, its splits checked up front (``study.datasets.dataset.unusable``): a split a worker
+    could not train or evaluate on is one line here, not a failure of every unit."""
+    from ..datasets import load_dataset
+    from ..datasets.dataset import unusable
+
+    data = load_dataset(config.dataset, seed=config.dataset_seed, root=config.root, **config.dataset_options)
+    problem = unusable(data)
+    if problem:
+        raise UserError(f"{config.dataset}: {problem}; a study needs a training, a validation and a test split "
+                        "to train and select every architecture")
+    return data
+
+
+def data_fingerprint(data) -> str:
+    """16 hex digits of the sha256 of the dataset's splits (shapes, dtypes and bytes of x and y, in order)."""
+    h = hashlib.sha256()
+    for split in (data.train, data.val, data.test):
+        for t in (split.x, split.y):
+            a = t.detach().cpu().contiguous().numpy()
+            h.update(f"{a.dtype}{a.shape}".encode())
+            h.update(a.tobytes())
+    return h.hexdigest()[:16]
+
+
+def _execution(config: StudyConfig, overrides: Mapping[str, Any]) -> StudyConfig:
+    return config.with_execution(**{k: v for k, v in overrides.items() if v is not None})
+
+
+def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The execution settings a call names explicitly: every one of a StudyConfig, those a mapping holds, and
+    the non-None ``overrides`` (as ``StudyConfig.with_execution`` keywords)."""
+    return {**execution_settings(config), **{k: v for k, v in overrides.items() if v is not None}}
+
+
+def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
+              force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
+              progress: TextIO | None = sys.stderr, connect_timeout_s: float = CONNECT_TIMEOUT_S,
+              intro: str | None = None, **execution) -> DriverSummary:
+    """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
+
+    If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
+    ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``. A larger
+    ``architectures`` alone extends the study (architecture i does not depend on the count).
+    ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
+    ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
+    ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
+    may take to answer (``check_address``). ``intro``: a line said once every check has passed, before the
+    line of what will run (the command line's: which defaults it took)."""
+    named = _named_execution(config, execution)
+    if not isinstance(config, StudyConfig):
+        config = StudyConfig.from_dict(config)
+    config = _execution(config, execution)
+    store = Store(out)
+    store.reach()  # object storage that refuses or never answers: one line, in bounded time
+    new = not store.is_study()
+    if not new:
+        stored = store.read_config()
+        config, rewrite, note = _reconcile(store, stored, config, force_config)
+        if not rewrite:
+            config = stored.with_execution(**named)
+    else:
+        _check_new_location(store)
+        rewrite, note = True, None
+    return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
+                  max_in_flight=max_in_flight, progress=progress, note=note, new=new,
+                  connect_timeout_s=connect_timeout_s, intro=intro)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
+               force: bool) -> tuple[StudyConfig, bool, str | None]:
+    """The config to run an existing study with, whether to rewrite its study.yaml, and what to tell the user.
+
+    Same science keys: the stored config. A larger ``architectures`` alone: the study grows. Anything else is
+    refused unless ``force``, which rewrites study.yaml with this command's config and the fingerprint of
+    the data loaded now."""
+    mine = asked.replace(d_in=stored.d_in, d_out=stored.d_out, data_fingerprint=stored.data_fingerprint,
+                         created=stored.created)
+    diff = stored.differences(mine)
+    if not diff and not force:
+        return stored, False, None
+    if diff and set(diff) <= {"architectures", "indices"} and _extends(stored, mine) and not force:
+        return mine, True, f"extending the study from {stored.architectures} to {mine.architectures} architectures"
+    if force:
+        # The data may have changed too: the fingerprint of what is loaded now is recorded.
+        return mine.replace(data_fingerprint=None), True, \
+            f"replacing the study's config (--force-config): {', '.join(diff) or 'the data'} changed"
+    k, more = diff[0], f" and {len(diff) - 1} more key(s)" if len(diff) > 1 else ""
+    raise UserError(f"{store.location} is a study with a different {k} ({_short(stored.to_dict()[k])}, asked "
+                    f"{_short(mine.to_dict()[k])}){more}: `archstudy resume {store.location}` continues it as it is; "
+                    "--force-config replaces its config")
+
+
+def _extends(stored: StudyConfig, mine: StudyConfig) -> bool:
+    """Whether ``mine`` holds more draws than ``stored`` and every draw of ``stored`` first, in its order: a larger
+    count, of the draws 0 .. n-1 or of a list of chosen ones (``indices``) that begins with the stored list."""
+    if mine.architectures <= stored.architectures:
+        return False
+    drawn = lambda c, n: list(range(n) if c.indices is None else c.indices[:n])  # noqa: E731
+    return drawn(mine, stored.architectures) == drawn(stored, stored.architectures)
+
+
+def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
+                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr,
+                 connect_timeout_s: float = CONNECT_TIMEOUT_S, **execution) -> DriverSummary:
+    """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
+    session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
+    store = Store(out)
+    store.reach()
+    config = _execution(store.read_config(), execution)
+    return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
+                  max_in_flight=max_in_flight, progress=progress, connect_timeout_s=connect_timeout_s)
+
+
+def _check_still_new(store: Store) -> None:
+    """Refuse to create a study where another driver created one since this command checked (between the
+    check and the lock: while Ray started, say). Called with the driver lock held, so no other driver
+    writes study.yaml between this check and this driver's write."""
+    if store.is_study():
+        try:
+            seed = f" (seed {store.read_config().seed} in its study.yaml)"
+        except UserError:
+            seed = ""
+        raise UserError(f"{store.location}: another driver created a study here while this one started{seed}; nothing "
+                        "was changed: run the command again to continue that study, or choose another directory")
+
+
+class StudyStopped(UserError):
+    """The study's storage stopped accepting writes while the driver ran (a full disk, a directory made read-only
+    or removed, the object store refusing): the driver stopped, Ray was shut down, nothing stored was damaged."""
+
+
+def _stops_on_write_errors(drive):
+    """``drive`` that ends, when a write to the study fails (``StoreWriteError``), with one line saying where, why
+    and that ``archstudy resume`` continues, after its own cleanup (the engine's jobs cancelled, the lock
+    released, an embedded Ray shut down: the ``with`` blocks it leaves)."""
+    @functools.wraps(drive)
+    def run(store: Store, *args, **kwargs):
+        try:
+            return drive(store, *args, **kwargs)
+        except StoreWriteError as e:
+            raise StudyStopped(f"{store.location}: the study stopped: {e}; every architecture committed before is "
+                               f"kept and nothing stored was damaged: `archstudy resume {store.location}` continues "
+                               "it once the location accepts writes again") from None
+    return run
+
+
+@_stops_on_write_errors
+def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
+           max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False,
+           connect_timeout_s: float = CONNECT_TIMEOUT_S, intro: str | None = None) -> DriverSummary:
+    """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
+    t0 = time.monotonic()
+    shown = Progress(progress, 0, 0)  # the progress line and messages on the caller's stream
+    # Everything that can refuse the command runs before the first write, the cheap checks first.
+    if max_in_flight is not None and max_in_flight < 1:
+        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
+    connect_timeout_s = check("run", "connect_timeout", Real(0.0, lo_open=True), connect_timeout_s)
+    problem = store.write_problem()
+    if problem:
+        raise UserError(f"{store.location}: {problem}")
+    check_address(address, connect_timeout_s)
+    data = _load_data(config)
+    d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
+    if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
+        raise UserError(f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
+                        f"with d_in = {config.d_in}, {config.d_out} classes")
+    if config.data_fingerprint is not None and config.data_fingerprint != fingerprint:
+        raise UserError(f"{config.dataset}: the data loaded now (fingerprint {fingerprint}) is not the study's "
+                        f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
+                        "`archstudy run` accepts it")
+    config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
+    units = plan_with_progress(config, shown.say)
+    if write_config:
+        check_budget("study", (u.spec for u in units), config.param_budget,
+                     f"{config.dataset} (d_in {d_in}, {d_out} classes)")
+        _check_pilot(config)
+    needs = _memory_needed(config, units, data, store)
+    if not address and not os.environ.get("RAY_ADDRESS"):  # an embedded Ray: this machine's memory, before Ray starts
+        _check_memory(needs, engine_nodes=[{"Alive": True, "Resources": {"CPU": float(os.cpu_count() or 1)}}],
+                      cpus=config.resources.cpus_per_arch, gpus=config.resources.gpus_per_arch,
+                      max_in_flight=max_in_flight, embedded=True, shown=shown)
+
+    res = config.resources
+    engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,
+                    max_in_flight=max_in_flight, name="execute_unit")
+    with contextlib.ExitStack() as held:
+        reached: list[bool] = []
+
+        def reach_ray() -> None:
+            """Start or join Ray (once), and check that it can run one architecture."""
+            if not reached:
+                reached.append(True)
+                embedded = held.enter_context(ray_session(address))
+                _check_capacity(engine, embedded, shown)
+                _check_memory(needs, engine_nodes=None, cpus=engine.cpus, gpus=engine.gpus,
+                              max_in_flight=max_in_flight, embedded=embedded, shown=shown)
+
+        if new:
+            reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
+        locked = held.enter_context(store.driver_lock())
+        if locked:
+            shown.say(locked)
+        if new:
+            _check_still_new(store)  # with the lock held: create the lock, check, then write
+        state = survey(store, config, units, driver=False)
+        if state.foreign:
+            name, problem = next(iter(state.foreign.items()))
+            raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
+        _refuse_mixed(store, state, config)
+        finished = set(state.finished)
+        # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
+        stale = [name for name in state.checkpoints if name in finished]
+        todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
+        result = DriverSummary(store.location, len(units), len(state.finished), redone=dict(state.corrupt),
+                          skipped_failed=0 if retry_failed else len(state.failed))
+        for name in stale:
+            store.delete(*store.checkpoint_parts(name))
+            shown.say(f"{name}: removed the checkpoint of an architecture that had finished")
+        if not todo and not state.corrupt:
+            what = f"all {len(units)} architectures are finished"
+            if state.failed and not retry_failed:
+                what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
+            if write_config:  # --force-config on a finished study: record the config (and the data) asked
+                if note:
+                    shown.say(note)
+                store.write_config(config)
+            shown.say(f"nothing to do: {what} in {store.location}")
+            return result
+        reach_ray()
+        # From here on the driver writes.
+        if note:
+            shown.say(note)
+        if write_config:
+            store.write_config(config)
+        for path in store.remove_temp_files():
+            shown.say(f"removed the temporary file {path} of an interrupted write")
+        for name, problem in state.corrupt.items():
+            shown.say(f"{name}: {problem}: removed, it will be redone")
+            for kind in (ARCHITECTURES, RUNS, CURVES):
+                store.delete(kind, f"{name}.parquet")
+        clear_all(store)  # progress records a killed session left (no unit of this study runs now)
+        if intro:
+            shown.say(intro)
+        shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
+        if needs is not None:
+            shown.say(f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} "
+                      f"({needs[1].terms()})")
+        _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
+    result.wall_s = time.monotonic() - t0
+    done = result.finished_before + result.finished
+    summary = f"{done}/{count_text(config, result.total)} finished in {store.location}"
+    if result.failed:
+        summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
+    shown.say(summary + f" ({Progress.duration(result.wall_s)})")
+    return result
+
+
+def _refuse_mixed(store: Store, state: StudyState, config: StudyConfig) -> None:
+    """One study, one science config: refuse to run ``config`` beside result files computed under another one
+    (study.yaml edited, or --force-config over finished rows) or that are no unit of its plan."""
+    n = len(state.other_config) + len(state.extra)
+    if not n:
+        return
+    science = config.science()
+    recorded = next(iter(state.recorded.values()), None)
+    if state.other_config or recorded != json.loads(config.science_json):  # as a file records it
+        what = (f"were computed under another science config than this one "
+                f"({science_differences(recorded, science)})")
+    else:
+        what = "are no architecture of this config's plan"
+    raise UserError(f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
+                    f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
+                    "run this config in a new directory")
+
+
+def _check_pilot(config: StudyConfig) -> None:
+    """With ``nlc_window: auto``, the pilot (the first ``nlc_pilot`` architectures, trained without a window) must
+    leave architectures to prune: a pilot of the whole study would train everything and prune nothing."""
+    if config.nlc_window == "auto" and config.nlc_pilot >= config.architectures:
+        raise SpecError("study", "nlc_pilot", config.nlc_pilot,
+                        f"must be less than architectures ({config.architectures}) with nlc_window = 'auto': the "
+                        "pilot's architectures are trained without a window, the others are pruned by its window")
+
+
+def _memory_needed(config: StudyConfig, units: list[WorkUnit], data, store: Store):
+    """(spec, ``memory.Estimate``) of the unit that needs the most memory (``study.execution.memory``), or None for a
+    study without units."""
+    from ..experiment.protocol import Protocol
+
+    res = config.resources
+    return memory.largest((u.spec for u in units), Protocol.from_dict(config.protocol), data, threads=res.threads,
+                          gpu=res.gpus_per_arch > 0, object_storage=not store.local)
+
+
+def _check_memory(needs, *, engine_nodes: list[dict] | None, cpus: float, gpus: float, max_in_flight: int | None,
+                  embedded: bool, shown: Progress) -> None:
+    """Refuse, before anything runs, a study whose largest unit cannot fit in what a worker has on the nodes
+    ``engine_nodes`` (``ray.nodes()`` when None; this machine before an embedded Ray starts: its physical
+    memory); on a cluster, say it and go on (an autoscaler may add a larger node). Units on a GPU: not checked
+    (the GPU's memory is not known here)."""
+    if needs is None or gpus > 0:
+        return
+    if engine_nodes is None:
+        import ray
+
+        engine_nodes = ray.nodes()
+    spec, need = needs
+    have = memory.worker_memory(engine_nodes, cpus, gpus, max_in_flight)
+    if have is None or need.bytes <= have.bytes:
+        return
+    what = (f"an architecture needs about {memory.size(need.bytes)} of memory ({need.terms()}; {spec.depth} layers "
+            f"of width {spec.width}), but {have.describe()}")
+    if embedded:
+        raise UserError(f"{what}: nothing was run; lower --param-budget, use fewer learning rates, or run fewer at "
+                        "once (--max-in-flight 1, or a larger --cpus-per-arch)")
+    shown.say(f"{what}; its architectures will fail until a node with more memory per architecture joins")
+
+
+def _check_capacity(engine: Engine, embedded: bool, shown: Progress) -> None:
+    """Refuse, on an embedded Ray, resources per architecture that no node has; on a cluster, say that the
+    work waits for a node that can run it (an autoscaler may add one)."""
+    import ray
+
+    if engine.capacity() > 0:
+        return
+    need = f"{engine.cpus:g} CPU" + (f" and {engine.gpus:g} GPU" if engine.gpus else "")
+    total = ray.cluster_resources()
+    if embedded:
+        raise UserError(f"this machine cannot run one architecture (each needs {need}; Ray sees "
+                        f"{total.get('CPU', 0):g} CPU, {total.get('GPU', 0):g} GPU): lower --cpus-per-arch or "
+                        "--gpus-per-arch, or use a cluster with --address")
+    shown.say(f"no node can run an architecture now (each needs {need}); waiting for the cluster to add one")
+
+
+def _launch(store: Store, config: StudyConfig, engine: Engine, units: list[WorkUnit], todo: list[WorkUnit],
+            state: StudyState, result: DriverSummary, *, address: str | None, progress: Progress, data) -> None:
+    """Run ``todo`` with the study's NLC window: none, the given one, or (``auto``) the pilot's units first, then
+    the others with the window of the pilot's stored rows, once every pilot unit is finished."""
+    window = config.nlc_window
+    if window != "auto":
+        _run_units(store, config, engine, todo, state, result, address=address, progress=progress, data=data,
+                   window=window)
+        return
+    pilot = [u for u in todo if is_pilot(config, u.index)]
+    rest = [u for u in todo if not is_pilot(config, u.index)]
+    if pilot:
+        progress.say(f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a "
+                     "window")
+        _run_units(store, config, engine, pilot, state, result, address=address, progress=progress, data=data)
+    if not rest:
+        return
+    names = [u.name for u in units if is_pilot(config, u.index)]
+    ran, done_before = {u.name for u in pilot}, set(state.finished)
+    unfinished = [n for n in names if n not in done_before and (n not in ran or n in result.failed)]
+    if unfinished:
+        progress.say(f"the pilot is not complete ({len(unfinished)} failed, e.g. {unfinished[0]}): its window needs "
+                     f"every pilot architecture; {len(rest)} architectures wait (`archstudy resume` retries the pilot)")
+        return
+    w = pilot_window(config, pilot_rows(store, names))
+    why = "its good range" if w["source"] == "study" else f"the NLC paper's, not the pilot's: {w['reason']}"
+    progress.say(f"NLC window [{w['lo']:.3g}, {w['hi']:.3g}] from the pilot's {len(names)} architectures ({why}); "
+                 f"{len(rest)} architectures to measure, the ones inside it to train")
+    _run_units(store, config, engine, rest, state, result, address=address, progress=progress, data=data,
+               window=(w["lo"], w["hi"]))
+
+
+def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[WorkUnit], state: StudyState,
+               result: DriverSummary, *, address: str | None, progress: Progress, data, window=None) -> None:
+    import ray
+
+    by_name = {u.name: u for u in todo}
+    earlier_attempts = {n: int(r.get("attempts", 0) or 0) for n, r in state.failed.items()}
+    host, started = socket.gethostname(), utc_now()
+    last_beat: list = [0.0, None]  # when driver.json was last written, and what was in flight where
+
+    def heartbeat(tally: Tally | None, running: bool = True, stopped: str | None = None) -> None:
+        """driver.json, rewritten when what is in flight (or where) changes, and at least every HEARTBEAT_S."""
+        now = time.time()
+        flying = list(tally.in_flight) if tally and running else []
+        where = dict(tally.nodes) if tally and running else {}
+        if running and tally is not None and (flying, where) == last_beat[1] and now - last_beat[0] < HEARTBEAT_S:
+            return
+        last_beat[:] = [now, (flying, where)]
+        store.write_driver_state({
+            "pid": os.getpid(), "host": host, "started": started, "heartbeat": utc_now(), "heartbeat_unix": now,
+            "running": running, "stopped": stopped, "address": address or "embedded",
+            "in_flight": flying, "nodes": where,
+            "done": result.finished_before + result.finished, "failed": len(result.failed), "total": result.total,
+        })
+
+    def on_done(job: Job, rows: dict, attempt: int) -> None:
+        for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
+            progress.say(f"{job.key}: {note}")
+        try:
+            store.write_result(job.key, rows["architecture"], rows["runs"], rows.get("curves", ()),
+                               science=config.science_json)
+        except SchemaError as e:
+            raise Rejected(f"SchemaError: {e}") from None
+        store.delete(*store.checkpoint_parts(job.key))
+        store.delete(FAILED, f"{job.key}.json")
+        clear_live(store, job.key)
+        forecast.finished(job.key)
+        result.finished += 1
+
+    def on_retry(job: Job, failure: Failure, attempt: int) -> None:
+        progress.say(f"{job.key}: attempt {attempt} failed: {failure.reason}; trying again")
+
+    def on_failed(job: Job, failure: Failure, attempt: int) -> None:
+        unit = by_name[job.key]
+        store.write_failure(job.key, {
+            "index": unit.index, "arch_id": unit.arch_id, "variant": unit.variant, "reason": failure.reason,
+            "attempts": attempt, "detail": failure.detail[-20000:], "host": host, "failed_at": utc_now(),
+            "package_version": package_version(),
+        })
+        result.failed[job.key] = failure.reason
+        clear_live(store, job.key)
+        progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
+
+    progress.total, progress.done_before = result.total, result.finished_before + result.finished
+    res = config.resources
+    data_ref = ray.put(data)
+    base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
+            "threads": res.threads, "gpus": res.gpus_per_arch, "window": None if window is None else list(window)}
+    # The first units time a few steps of their network before they start (study.execution.costs): the estimate.
+    probing = max(1, min(PROBE_UNITS, engine.limit()))
+    jobs = [Job(u.name, {**base, "unit": u.to_dict(), "probe": i < probing}) for i, u in enumerate(todo)]
+    forecast = Forecast(len(todo))
+    progress.forecast = forecast
+    progress.indices = {u.name: str(u.index) if u.variant == BASE else f"{u.index} {u.variant}" for u in todo}
+    last_read = [-float("inf")]
+
+    def follow(tally: Tally) -> None:
+        """The units in flight and their progress records (read at most as often as workers write them)."""
+        forecast.seen(tally.in_flight)
+        forecast.slots = max(forecast.slots, tally.running)
+        now = time.monotonic()
+        if tally.in_flight and now - last_read[0] >= WRITE_EVERY_S[store.local]:
+            last_read[0] = now
+            forecast.observe(read_live(store, tally.in_flight))
+            line = forecast.estimate_line()
+            if line:
+                progress.say(line)
+
+    def on_tick(tally: Tally) -> None:
+        interrupts.raise_if_interrupted()
+        follow(tally)
+        progress.update(tally)
+        heartbeat(tally)
+
+    stop = "error"
+    heartbeat(None)
+    try:
+        engine.execute(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick, on_retry=on_retry,
+                   first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
+        stop = "finished"
+    except KeyboardInterrupt:
+        stop = "interrupted"
+        progress.say(f"interrupted: `archstudy resume {store.location}` continues the study")
+        raise
+    except StoreWriteError:
+        stop = "storage"
+        raise
+    finally:
+        try:
+            heartbeat(None, running=False, stopped=stop)
+        except StoreWriteError:
+            if stop == "finished":
+                raise  # every result is committed, but the location stopped accepting writes: say so
+            # else the error on its way out says what happened

@@ -1,0 +1,246 @@
+"""Ray for one study: joining a cluster or starting an embedded one, and leaving nothing running.
+
+``check_address`` refuses an address where no Ray cluster answers before ``ray.init`` would retry for minutes;
+``ray_session`` starts or joins Ray and, for an embedded Ray, shuts down every process it started on every way
+out (an interrupt during the start included): Ray's own shutdown, then any Ray process below this one that
+appeared during the session (read from /proc; the driver adopts orphans while Ray runs so a raylet killed
+mid-start cannot leave its agents behind).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from archstudy.sampling import UserError
+
+from ..experiment.config import CONNECT_TIMEOUT_S
+from . import interrupts
+
+
+def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse, within about ``timeout_s``, a Ray address where no Ray cluster answers (``ray.init`` would retry
+    for minutes, printing only Ray's log lines): a TCP connection to the head (host:port, ``ray://host:port``,
+    or what ``auto`` finds on this node) must open, and there (but for ``ray://``, Ray Client's own protocol)
+    a Ray GCS must give its cluster id (asked from a separate process, killed at the deadline)."""
+    if not address:
+        return
+    from ray._private.services import canonicalize_bootstrap_address
+
+    deadline = time.monotonic() + timeout_s
+    client = address.startswith("ray://")
+    try:
+        target = address[len("ray://"):] if client else canonicalize_bootstrap_address(address)
+    except ConnectionError as e:  # auto: no cluster on this node
+        raise UserError(f"--address {address}: {_first_line(e)}") from None
+    except ValueError:
+        target = None
+    host, _, port = (target or "").rpartition(":")
+    host = host.strip("[]")  # an IPv6 literal, [::1]:6379
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UserError(f"--address {address!r}: must be 'auto', host:port or ray://host:port")
+
+    def unreachable(why: str) -> UserError:
+        resolved = "" if target == address else f" ({host}:{port})"
+        return UserError(f"cannot reach Ray at {address}{resolved} within {timeout_s:g} s: {why}; is the cluster "
+                         "up (`ray up`, `ray start --head`) and is this its head's address? (--connect-timeout waits "
+                         "longer)")
+
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise unreachable("no answer" if isinstance(e, TimeoutError) else (e.strerror or _first_line(e))) from None
+    if client:
+        return
+    probe = "import sys, ray._raylet as r; r.GcsClient(address=sys.argv[1])"
+    try:
+        p = subprocess.run([sys.executable, "-c", probe, f"{host}:{port}"], capture_output=True, text=True,
+                           timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise unreachable("no Ray cluster answered") from None
+    if p.returncode != 0:
+        last = [line for line in p.stderr.strip().splitlines() if "Error" in line][-1:] or ["no Ray cluster there"]
+        raise unreachable(f"not a Ray cluster ({last[0].strip()[:200]})")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [""])[0][:300]
+
+
+def _ray_processes_below(root: int) -> set[tuple[int, str]]:
+    """(pid, start time) of the Ray processes descending from process ``root`` (its raylet, GCS, agents and
+    workers), read from /proc; empty where there is none (not Linux)."""
+    parent: dict[int, int] = {}
+    start: dict[int, str] = {}
+    try:
+        entries = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        return set()
+    for d in entries:
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            parent[int(d)], start[int(d)] = int(fields[1]), fields[19].decode()
+        except (OSError, IndexError, ValueError):
+            continue
+    children: dict[int, list[int]] = {}
+    for pid, ppid in parent.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if cmd.startswith(b"ray::") or b"/ray/" in cmd:
+            found.add((pid, start[pid]))
+    return found
+
+
+def _alive(pid: int, started: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode() == started and fields[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _end_processes(procs: set[tuple[int, str]], grace_s: float = 5.0) -> None:
+    """SIGTERM, then after ``grace_s`` SIGKILL, those of ``procs`` still alive (the same process: pid and start
+    time), and reap those that became this process's children (``_adopting_orphans``)."""
+    live = {p for p in procs if _alive(*p)}
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid, _ in live:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace_s
+        while live and time.monotonic() < deadline:
+            time.sleep(0.05)
+            live = {p for p in live if _alive(*p)}
+        if not live:
+            break
+    for pid, _ in procs:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _shut_down(ray, before: set[tuple[int, str]]) -> None:
+    """Shut down the Ray this driver started, whatever state its start reached: ``ray.shutdown`` for what Ray
+    knows of, then every Ray process below this one that was not there before (a raylet killed mid-start
+    leaves its agents running; ``_adopting_orphans`` keeps them below this process)."""
+    try:
+        ray.shutdown()
+    finally:
+        ended: set[tuple[int, str]] = set()
+        for _ in range(10):  # a raylet may start an agent until it dies: look again until nothing is new
+            new = {p for p in _ray_processes_below(os.getpid()) - before - ended if _alive(*p)}
+            if not new:
+                break
+            _end_processes(new)
+            ended |= new
+
+
+@contextlib.contextmanager
+def _adopting_orphans():
+    """Make this process the reaper of its orphaned descendants while the embedded Ray runs (Linux
+    ``PR_SET_CHILD_SUBREAPER``): an agent whose raylet died is re-parented here, not to init, so the shutdown
+    still finds it. Elsewhere, or where prctl is refused, nothing changes."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+    set_subreaper = 36  # PR_SET_CHILD_SUBREAPER, <linux/prctl.h>
+    if prctl is not None and prctl(set_subreaper, 1, 0, 0, 0) != 0:
+        prctl = None
+    try:
+        yield
+    finally:
+        if prctl is not None:
+            prctl(set_subreaper, 0, 0, 0, 0)
+
+
+@contextlib.contextmanager
+def _caller_keeps_sigterm(handler):
+    """During ``ray.init``, keep the caller's SIGTERM handler (the CLI's ``sigterm_as_interrupt``): Ray's own
+    exits the process at once (``sys.exit(15)``), leaving the half-started Ray running and saying nothing."""
+    import ray._private.utils as ray_utils
+
+    if not callable(handler) or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    installer = ray_utils.set_sigterm_handler
+    ray_utils.set_sigterm_handler = lambda _handler: None
+    try:
+        yield
+    finally:
+        ray_utils.set_sigterm_handler = installer
+
+
+@contextlib.contextmanager
+def ray_session(address: str | None = None):
+    """Ray for one study: the caller's session if one is up (tests, notebooks), else the cluster at
+    ``address`` (``"auto"`` on a cluster node), else the cluster a Ray job's driver is given in
+    ``RAY_ADDRESS``, else a new embedded local Ray; quiet: no dashboard, no worker logs on the console, only
+    Ray's errors. Shut down on the way out if started here, on every way out (an interrupt during the start
+    included). Yields whether it is an embedded Ray started here (a machine whose resources are all there
+    will ever be).
+
+    The embedded Ray is always a new one (``address="local"``): a plain ``ray.init()`` would attach to the
+    latest cluster any ``ray start`` on this machine recorded (``/tmp/ray/ray_current_cluster``), so a study
+    meant to run here would silently run on, and share, someone else's Ray.
+
+    ``ray.init`` replaces the process's SIGTERM handler with its own (which exits at once, leaving a
+    half-started Ray running): a Python handler the caller had (the CLI's, ``study.cli.main``: SIGTERM as
+    Ctrl-C, so `kill` or `ray job stop` shuts the study down cleanly) is kept during the start, and whatever
+    the caller had is put back when the session ends. (Ray itself turns usage statistics off for a local
+    Ray it starts; nothing else here touches the process.)"""
+    import ray
+
+    if ray.is_initialized():
+        yield False
+        return
+    kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
+    main_thread = threading.current_thread() is threading.main_thread()
+    sigterm = signal.getsignal(signal.SIGTERM)
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    before = _ray_processes_below(os.getpid())  # never touched: not this session's
+    try:
+        with contextlib.ExitStack() as stack:
+            if not address:
+                stack.enter_context(_adopting_orphans())
+            try:
+                with _caller_keeps_sigterm(sigterm):
+                    if address:
+                        ray.init(address=address, **kwargs)
+                    else:
+                        ray.init(address="local", include_dashboard=False, **kwargs)
+            except BaseException as e:  # an interrupt (SIGINT, or SIGTERM as the CLI's KeyboardInterrupt) included
+                _shut_down(ray, before)
+                if isinstance(e, (ConnectionError, RuntimeError, ValueError)):
+                    where = f"at {address!r}" if address else "locally"
+                    raise UserError(f"cannot start or reach Ray {where}: {_first_line(e)}") from None
+                raise
+            if callable(sigterm) and main_thread:
+                signal.signal(signal.SIGTERM, sigterm)  # Ray may set its own on later calls too
+            try:
+                interrupts.raise_if_interrupted()  # one that Ray's start swallowed (study.execution.interrupts)
+                yield not address
+            finally:
+                _shut_down(ray, before)
+    finally:
+        if sigterm is not None and main_thread:
+            signal.signal(signal.SIGTERM, sigterm)
