@@ -8,10 +8,10 @@ predictors and axes from here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
-from archstudy.sampling import SPEC_FIELDS
-from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, columns, predictor_columns
+from archstudy.sampling import SPEC_FIELDS, space
+from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, AsPredictor, columns, predictor_columns
 
 # pandas dtypes of the schema's types. Integers and booleans become pandas' nullable kinds only where a
 # value is missing (e.g. a column an older runner did not write); see ``results.typed``.
@@ -29,31 +29,18 @@ CURVE_REQUIRED = tuple(c.name for c in columns(CURVES) if c.required)
 
 
 @dataclass(frozen=True)
-class Predictor:
-    """A column that may predict test error, as its declaration says (``study.experiment.schema.AsPredictor``:
-    label, kind, log scale and why, the report's figure grid it joins).
+class Predictor(AsPredictor):
+    """A column that may predict test error: its name (``column``) with what its declaration says
+    (``study.experiment.schema.AsPredictor``, whose fields these are: label, kind, log scale and why, the report's
+    figure grid it joins, its rank)."""
 
-    ``log``: correlate (Pearson) and plot on log10 scale. The NLC paper: "if any quantity is plotted in
-    log-scale, the correlation is also using the log of that quantity" (section 4); it plots NLC, bias
-    and learning rate on log axes. For the other columns the choice is ours and ``why`` says it.
-    ``kind``: "metric" (init metrics of ``study.measure``), "proxy" (zero-cost proxies) or "baseline"
-    (the trivial baselines every predictor must beat). ``figure``: the key of the report's scatter grid that
-    shows it against test error ("metrics", "proxies", "baselines"), "" where a figure of its own does.
-    """
-
-    column: str
-    label: str
-    kind: str
-    log: bool
-    why: str
-    figure: str = ""
+    column: str = field(kw_only=True)
 
 
 # Every column declared with an ``AsPredictor``, in the declaration's order (kind by kind, ``rank`` within one):
 # the order of the correlation table, the good ranges and the window scores.
-PREDICTORS: tuple[Predictor, ...] = tuple(
-    Predictor(c.name, c.predictor.label, c.predictor.kind, c.predictor.log, c.predictor.why, c.predictor.figure)
-    for c in predictor_columns())
+PREDICTORS: tuple[Predictor, ...] = tuple(Predictor(**asdict(c.predictor), column=c.name)
+                                          for c in predictor_columns() if c.predictor is not None)
 PREDICTOR_BY_COLUMN = {p.column: p for p in PREDICTORS}
 BASELINES = tuple(p.column for p in PREDICTORS if p.kind == "baseline")
 
@@ -85,14 +72,9 @@ AXES: dict[str, tuple[str, ...]] = {
 }
 assert all(f in SPEC_FIELDS for group in AXES.values() for f in group)
 
-# Which variants of each sibling axis a paired effect compares, in the order "A vs B" (difference B - A).
-SIBLING_LEVELS: dict[str, tuple[str, ...]] = {
-    "weights": ("dense", "householder"),
-    "param": ("sp", "gmp"),
-    "norm": ("none", "batch", "layer"),
-    "skip": ("none", "skips"),
-    "imn": ("off", "on"),
-}
+# Which variants of each sibling axis a paired effect compares, in the order "A vs B" (difference B - A): the
+# sampler's declaration (``archstudy.sampling.space.SIBLING_LEVELS``, the spec's declared values of each axis).
+SIBLING_LEVELS = space.SIBLING_LEVELS
 
 
 def input_mean_norm(df):

@@ -10,9 +10,9 @@ NLC, bias, proxies, ...: ``columns.PREDICTORS``), so the interpolation is geomet
 
 The NLC's good range is the data's answer to an open question of the NLC paper (section 4: "we do not
 currently have a way to detect the ideal NLC range for a given dataset, except through observation"); the
-paper's own window is [1, 3] (section 4, figure 2). ``nlc_window`` decides whether the study is large enough for its band to be
-used instead, from the bootstrap itself: the band must not move much if the study were drawn again. The
-study's architectures are resampled with replacement R = 50 times, the band recomputed each time, and the
+paper's own window is [1, 3] (section 4, figure 2). ``nlc_window`` decides whether the study is large enough
+for its band to be used instead, from the bootstrap itself: the band must not move much if the study were drawn
+again. The study's architectures are resampled with replacement R = 50 times, the band recomputed each time, and the
 standard deviation of each end (in decades of NLC) required to be at most a third of the band's own width
 and of the paper's window's (log10 3 = 0.48 decades):
 

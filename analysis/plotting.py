@@ -39,7 +39,7 @@ CSS_DPI = 96  # CSS pixels per inch: the page shows a figure at its size in inch
 PIXEL_RATIO = 2  # PNG pixels per CSS pixel
 MAX_WIDTH = 12.2  # inches: 1171 CSS pixels, inside the page's column (1232 pixels at a 1280-pixel window, 1217
 # where the browser shows a scroll bar)
-DPI = 80  # the default of ``to_png`` / ``png_base64`` (the report and the reproductions' pages use ``render``)
+DPI = 80  # the default of ``to_png`` (the report and the reproductions' pages use ``render``)
 
 TEXT = "#262626"
 THEME = {
@@ -162,12 +162,6 @@ def points(n: int) -> dict:
     return {"s": size, "alpha": alpha, "linewidths": 0}
 
 
-def _decade(v: float, _pos=None) -> str:
-    """Tick label as plain text ("0.01", "1", "1000", "1e+06"): mathtext labels (10^k) cost more to lay out
-    than the whole plot."""
-    return f"{v:g}"
-
-
 class LegibleLogLocator(Locator):
     """Ticks of a log axis that always give a scale: every k-th decade over many decades (at most ``numticks``
     labels), 1-2-5 steps over one to three decades, and below one decade evenly spaced values (``MaxNLocator``
@@ -205,6 +199,8 @@ class LegibleLogLocator(Locator):
 
 
 def _label(v: float, _pos=None) -> str:
+    """A log axis' tick label as plain text, 3 significant digits ("0.01", "1", "1000", "1e+06"): mathtext labels
+    (10^k) cost more to lay out than the whole plot."""
     return f"{float(f'{v:.3g}'):g}"
 
 
@@ -289,7 +285,3 @@ def to_png(fig: Figure, dpi: int = DPI) -> bytes:
     with rc_context(THEME):
         fig.savefig(buf, format="png", dpi=dpi)
     return buf.getvalue()
-
-
-def png_base64(fig: Figure, dpi: int = DPI) -> str:
-    return base64.b64encode(to_png(fig, dpi)).decode("ascii")

@@ -10,28 +10,26 @@ only: the saving is the recorded ``train_s`` of the skipped architectures, as a 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from archstudy.sampling import SpecError
+from archstudy.sampling.constraints import check
 from archstudy.study.experiment import nlc_window as rule
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW, WINDOW
 
 from .results import architectures_table
 
 
-def check_window(window, where: str = "nlc_pruning") -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in window)
-    except (TypeError, ValueError):
-        raise SpecError(where, "window", window, "must be two numbers lo < hi") from None
-    if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo < hi):
-        raise SpecError(where, "window", window, "must be two finite numbers 0 <= lo < hi")
+def check_window(window: Any, where: str = "nlc_pruning") -> tuple[float, float]:
+    """``window`` as (lo, hi) under the declared NLC window (``study.experiment.nlc_window.WINDOW``), or the one-line
+    ``SpecError`` ``<where>.window = ...: must be two finite numbers 0 <= lo < hi``."""
+    lo, hi = check(where, "window", WINDOW, window)
     return lo, hi
 
 
-def prune(df: pd.DataFrame, window=PAPER_WINDOW, target: str = "test_error") -> dict:
+def prune(df: pd.DataFrame, window: Any = PAPER_WINDOW, target: str = "test_error") -> dict[str, Any]:
     """The pruning outcome for one table (one dataset). An architecture is kept when lo <= NLC <= hi;
     one whose NLC is not finite (a broken initialization) is skipped too."""
     lo, hi = check_window(window)
@@ -53,7 +51,7 @@ def prune(df: pd.DataFrame, window=PAPER_WINDOW, target: str = "test_error") -> 
     }
 
 
-def nlc_pruning(df: pd.DataFrame, window=PAPER_WINDOW, target: str = "test_error") -> pd.DataFrame:
+def nlc_pruning(df: pd.DataFrame, window: Any = PAPER_WINDOW, target: str = "test_error") -> pd.DataFrame:
     """One row per dataset: ``n_kept`` / ``n_skipped`` by the NLC window [lo, hi] (default the paper's
     [1, 3]), the training time that skipping saves (``saved_s``, ``saved_fraction`` of all recorded
     time) and the ``regret``: best test error among the kept minus the best overall (NaN when nothing
@@ -67,14 +65,14 @@ def nlc_pruning(df: pd.DataFrame, window=PAPER_WINDOW, target: str = "test_error
     return pd.DataFrame(rows)
 
 
-def pruning_curve(df: pd.DataFrame, lo: float = 1.0, his=None, target: str = "test_error") -> pd.DataFrame:
+def pruning_curve(df: pd.DataFrame, lo: float = 1.0, his: Any = None, target: str = "test_error") -> pd.DataFrame:
     """``prune`` for windows [lo, hi] over a geometric grid of hi (default 1.5 to 10^4): the trade-off
     between compute saved and best error lost as the window widens."""
     his = np.geomspace(1.5, 1e4, 25) if his is None else his
     return pd.DataFrame([prune(df, (lo, float(h)), target) for h in his if h > lo])
 
 
-def pilot_window(arch: pd.DataFrame, seed: int = 0) -> dict:
+def pilot_window(arch: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
     """The NLC window of pruning at launch with ``nlc_window: auto`` from the rows of the study's pilot (every
     pilot architecture, siblings included), as the driver computed it: ``study.experiment.nlc_window.pilot_window``
     (the NLC's good range where the pilot is large enough for a stable one, else the NLC paper's [1, 3];

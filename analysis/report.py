@@ -38,7 +38,7 @@ from archstudy.study.experiment.config import REPORT_NAME, package_version
 
 from .columns import AXES, PREDICTOR_BY_COLUMN
 from .drawing import Drawer, FigureJob, check_figures_dir
-from .figures import COMPARISON_FIGURES, FIGURES, FigureData, FigureSpec, fmt_p
+from .figures import COMPARISON_FIGURES, FIGURES, FigureSpec, fmt_p
 from .html import CSS, emphasised, esc, fmt, folded, interval, slug, table, with_interval
 from .plotting import FORMATS
 from .predict import predict_html, predictor_from
@@ -93,11 +93,6 @@ def status_table(s: StudyAnalysis) -> str:
     ]
     note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
     return table(["architectures", "count"], rows) + note
-
-
-def status_html(s: StudyAnalysis) -> str:
-    """The status boxes and the counts table."""
-    return status_box(s) + status_table(s)
 
 
 def excluded_html(r) -> str:
@@ -332,9 +327,9 @@ def window_text(lo: float, hi: float) -> str:
 
 def window_choice_html(s: StudyAnalysis) -> str:
     """Which window the pruning analysis uses, and why."""
-    w = s.nlc_window
-    if s.window_given:
-        return f'<p>Window {window_text(*s.window)}: given (<code>--nlc-window</code>).</p>'
+    w = s.own_nlc_window
+    if s.pruning_window_given:
+        return f'<p>Window {window_text(*s.pruning_window)}: given (<code>--nlc-window</code>).</p>'
     if not len(w):
         return "<p>Window: the NLC paper's [1, 3] (no finite NLC and test error to find the study's own).</p>"
     r = w.iloc[0]
@@ -348,7 +343,7 @@ def window_choice_html(s: StudyAnalysis) -> str:
 
 def windows_html(s: StudyAnalysis) -> str:
     """The window scores beside the raw metrics, out of sample."""
-    w = s.windows
+    w = s.window_scores
     if not len(w):
         return "<p>Too few architectures to fit a window (at least 8 with a finite metric and test error).</p>"
     w = w.assign(key=(~w["u_shaped"]).astype(int)).sort_values(["key", "gain"], ascending=[True, False])
@@ -417,7 +412,7 @@ def good_ranges_html(s: StudyAnalysis) -> str:
 
 
 def nlc_window_html(s: StudyAnalysis) -> str:
-    w = s.nlc_window
+    w = s.own_nlc_window
     if not len(w):
         return ""
     r = w.iloc[0]
@@ -480,11 +475,11 @@ STUDY_SECTIONS: tuple[PageSection, ...] = (
 EMPTY_PARTS = ("status",)
 
 
-def figure_job(s: StudyAnalysis, spec: FigureSpec, d: FigureData | None = None) -> FigureJob:
-    """The study's figure ``spec`` as a job of the drawer: its id in the page is ``<study anchor>-<key>``."""
-    d = s.figure_data() if d is None else d
-    return FigureJob(f"{s.anchor}-{spec.key}", spec.key, spec.caption, s.results.study_dir, partial(spec.draw, d),
-                     skip=spec.skip(d), note_skip=spec.note_skip)
+def figure_job(s: StudyAnalysis, spec: FigureSpec) -> FigureJob:
+    """The study's figure ``spec``, drawn from the study's analysis (a ``FigureData``), as a job of the drawer: its
+    id in the page is ``<study anchor>-<key>``."""
+    return FigureJob(f"{s.anchor}-{spec.key}", spec.key, spec.caption, s.results.study_dir, partial(spec.draw, s),
+                     skip=spec.skip(s), note_skip=spec.note_skip)
 
 
 def study_jobs(s: StudyAnalysis, without: str | None = None) -> list[tuple[str, FigureJob]]:
@@ -492,8 +487,7 @@ def study_jobs(s: StudyAnalysis, without: str | None = None) -> list[tuple[str, 
     (``without``: leaving out the figures that need that field of ``FigureData``)."""
     if not len(s.arch):
         return []
-    d = s.figure_data()
-    return [(f.section, figure_job(s, f, d)) for f in FIGURES if without not in f.needs]
+    return [(f.section, figure_job(s, f)) for f in FIGURES if without not in f.needs]
 
 
 def figure_html(s: StudyAnalysis, spec: FigureSpec, drawer: Drawer | None = None) -> str:
@@ -706,8 +700,7 @@ def comparison_jobs(sections: list[StudyAnalysis]) -> list[tuple[str, FigureJob]
     have = [s for s in sections if len(s.arch)]
     if len(have) < 2:
         return []
-    datas = [s.figure_data() for s in have]
-    return [(c.section, FigureJob(c.key, c.key, c.caption, "the comparison", partial(c.draw, datas)))
+    return [(c.section, FigureJob(c.key, c.key, c.caption, "the comparison", partial(c.draw, have)))
             for c in COMPARISON_FIGURES]
 
 

@@ -199,8 +199,8 @@ class CorruptFile(SpecError):
 
 def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str) -> pa.Table:
     """One Parquet file, after checking its key-value metadata: ``archstudy.schema_version`` must be
-    a version this package reads (``RESULTS_SCHEMA_VERSIONS``) and ``archstudy.table`` the table its directory holds. The
-    metadata is kept (``_read_table`` drops it after reading the science config from it); the timestamps of a
+    a version this package reads (``RESULTS_SCHEMA_VERSIONS``) and ``archstudy.table`` the table its directory
+    holds. The metadata is kept (``_read_table`` drops it after reading the science config from it); the timestamps of a
     version 1 file (ISO 8601 text) are read as the timestamps later versions store."""
     try:
         with fs.open_input_file(path) as f:

@@ -21,11 +21,11 @@ import pandas as pd
 from archstudy.sampling import SpecError
 
 from .processes import Background
-from .edf import ErrorEDF, edf
+from .edf import edf
 from .figures.base import FigureData
 from .figures.curves import curve_architectures
 from .good_ranges import good_ranges, nlc_window
-from .predict import Prediction, report_prediction
+from .predict import report_prediction
 from .pruning import PAPER_WINDOW, nlc_pruning, pilot_window
 from .ranking import predictor_ranking
 from .results import Results, read_curves
@@ -96,31 +96,28 @@ def study_labels(study_dirs) -> list[str]:
     return out
 
 
-@dataclass
-class StudyAnalysis:
-    """One study's numbers, computed once and rendered into HTML. ``label``: the study's name in the report
-    (``study_labels``); ``ranking``: the predictor ranking (``ranking.predictor_ranking``); ``best``: the best
-    architectures (``best_architectures``)."""
+@dataclass(kw_only=True)
+class StudyAnalysis(FigureData):
+    """One study's numbers, computed once and rendered into HTML: what its figures draw from (``FigureData``,
+    whose fields it has: the report hands it to the figures as it is) and the rest of its page. ``label``: the
+    study's name in the report (``study_labels``); ``ranking``: the predictor ranking
+    (``ranking.predictor_ranking``); ``best``: the best architectures (``best_architectures``); ``predict``: the
+    joint predictor's evaluation (``analysis.predict.report_prediction``), the line saying why there is none, or
+    while ``analyse(wait=False)`` leaves it computing, that computation (``settle`` waits for it)."""
 
     results: Results
     anchor: str
-    corr: pd.DataFrame
-    psi: pd.DataFrame
-    paired: pd.DataFrame
-    pruning: pd.DataFrame  # one row per window compared, ``label`` naming it (the first is the one used)
-    window: tuple[float, float]  # the pruning window used: given, or the study's own NLC window, or the paper's
-    edf: ErrorEDF | None = None
-    good: pd.DataFrame = field(default_factory=pd.DataFrame)
-    nlc_window: pd.DataFrame = field(default_factory=pd.DataFrame)
-    windows: pd.DataFrame = field(default_factory=pd.DataFrame)
-    window_given: bool = True
-    launch: dict | None = None  # the window of pruning at launch (``launch_window``), None when the study has none
-    curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the curves of the architectures drawn
-    health: dict = field(default_factory=dict)  # ``health`` of the trained architectures
-    savings: dict = field(default_factory=dict)  # ``launch_savings``: what pruning at launch cost and saved
-    provenance: dict = field(default_factory=dict)  # ``provenance`` of the trained architectures
-    predict: Any = None  # ``analysis.predict.report_prediction``: the joint predictor's evaluation, or why there is none
-    label: str = ""
+    psi: pd.DataFrame = field(default_factory=pd.DataFrame)
+    paired: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pruning: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per window compared, ``label`` naming it
+    pruning_window_given: bool = True  # ``pruning_window`` was given, not chosen (the first row of ``pruning``)
+    # The study's own NLC window (``good_ranges.nlc_window``: its NLC's good range, its stability over resamples,
+    # whether the study is large enough for it to be the pruning window)
+    own_nlc_window: pd.DataFrame = field(default_factory=pd.DataFrame)
+    launch: dict[str, Any] | None = None  # the window of pruning at launch (``launch_window``), None without one
+    health: dict[str, int] = field(default_factory=dict)  # ``health`` of the trained architectures
+    savings: dict[str, float] = field(default_factory=dict)  # ``launch_savings``: what pruning at launch cost, saved
+    provenance: dict[str, Any] = field(default_factory=dict)  # ``provenance`` of the trained architectures
     ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
     best: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -141,16 +138,6 @@ class StudyAnalysis:
     def name(self) -> str:
         """The study's name in the report: its label, else its directory."""
         return self.label or self.results.study_dir
-
-    @property
-    def arch(self) -> pd.DataFrame:
-        """The trained architectures: what every statistic and figure covers."""
-        return self.results.trained
-
-    def figure_data(self) -> FigureData:
-        return FigureData(self.results.dataset, self.arch, self.corr, self.window, self.edf, self.good, self.windows,
-                          self.curves, self.predict if isinstance(self.predict, Prediction) else None,
-                          label=self.name)
 
 
 def launch_window(results: Results) -> dict | None:
@@ -198,15 +185,14 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
     paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
     ``label``: the study's name in the report (``study_labels``). ``wait=False``: the held-out prediction may still
     be computing when this returns (``StudyAnalysis.settle`` waits for it), so that figures can be drawn beside it."""
-    arch = results.trained
+    arch = results.trained  # the trained architectures: what every statistic and figure covers
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
     if not len(arch):
-        empty = pd.DataFrame()
-        return StudyAnalysis(results, anchor, empty, empty, empty, empty, window or PAPER_WINDOW,
-                       window_given=window is not None, launch=launch, health=health(arch), savings=savings,
-                       provenance=provenance(arch), label=label, ranking=predictor_ranking(empty),
-                       best=best_architectures(arch))
+        return StudyAnalysis(dataset=results.dataset, arch=arch, results=results, anchor=anchor,
+                             pruning_window=window or PAPER_WINDOW, pruning_window_given=window is not None,
+                             launch=launch, health=health(arch), savings=savings, provenance=provenance(arch),
+                             label=label, ranking=predictor_ranking(pd.DataFrame()), best=best_architectures(arch))
     # the held-out prediction (seconds of scikit-learn) in a forked process, beside the statistics below
     prediction = Background(report_prediction, arch, n_boot=n_boot, seed=seed, predictor=predictor)
     try:
@@ -226,13 +212,15 @@ def _analyse(results: Results, arch: pd.DataFrame, anchor: str, n_boot: int, see
     used = window if window is not None else (
         (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
     drawn = [i for i, _ in curve_architectures(arch)]
-    windows = window_predictors(arch, seed=seed)
-    return StudyAnalysis(results, anchor, corr, psi, paired, pruning_table(arch, used, window is not None, own), used,
-                   edf=edf(arch), good=good_ranges(arch, seed=seed), nlc_window=own, windows=windows,
-                   window_given=window is not None, launch=launch, curves=read_curves(results.study_dir, drawn),
-                   health=health(arch), savings=savings, provenance=provenance(arch), label=label,
-                   ranking=predictor_ranking(corr, windows), best=best_architectures(arch),
-                   predict=prediction)
+    scores = window_predictors(arch, seed=seed)
+    return StudyAnalysis(dataset=results.dataset, arch=arch, corr=corr, pruning_window=used, edf=edf(arch),
+                         good=good_ranges(arch, seed=seed), window_scores=scores,
+                         curves=read_curves(results.study_dir, drawn), predict=prediction, label=label,
+                         results=results, anchor=anchor, psi=psi, paired=paired,
+                         pruning=pruning_table(arch, used, window is not None, own),
+                         pruning_window_given=window is not None, own_nlc_window=own, launch=launch,
+                         health=health(arch), savings=savings, provenance=provenance(arch),
+                         ranking=predictor_ranking(corr, scores), best=best_architectures(arch))
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

@@ -286,7 +286,8 @@ def _predictor_list(df: pd.DataFrame, predictors) -> list[Predictor]:
     for name in predictors:
         if name not in df.columns or not pd.api.types.is_numeric_dtype(df[name]):
             raise SpecError("correlations", "predictors", name, "must name numeric columns of the table")
-        out.append(PREDICTOR_BY_COLUMN.get(name) or Predictor(name, name, "other", False, "not in the catalog: linear"))
+        out.append(PREDICTOR_BY_COLUMN.get(name)
+                   or Predictor(name, "other", False, "not in the catalog: linear", column=name))
     return out
 
 

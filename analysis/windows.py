@@ -95,8 +95,8 @@ def window_predictors(results, metrics: Iterable[str] | None = None, *, target: 
     ``tau_hi`` (the central ``confidence`` share of the splits), the raw metric's ``raw_tau`` / ``raw_tau_sd``
     on the same held-out halves, ``gain`` = mean of |tau| - |raw tau| with ``gain_lo`` / ``gain_hi``,
     ``centre`` (median fitted centre, on the metric's own scale), ``kendall_full`` (the raw metric's tau-b on
-    all the draws), and ``u_shaped`` (as ``good_ranges`` says of the metric on all the draws). The good range of each half is fitted with ``n_boot`` bootstrap draws of
-    ``sample`` of its architectures."""
+    all the draws), and ``u_shaped`` (as ``good_ranges`` says of the metric on all the draws). The good range of
+    each half is fitted with ``n_boot`` bootstrap draws of ``sample`` of its architectures."""
     df = architectures_table(results, "window_predictors")
     if target not in df.columns:
         raise SpecError("window_predictors", "target", target, "must be a column of the table")

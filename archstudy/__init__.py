@@ -1,4 +1,4 @@
-"""archstudy: large-scale random-architecture studies of fully-connected networks.
+"""archstudy's public API: large-scale random-architecture studies of fully-connected networks.
 
 The public Python API in one namespace (names load on first use, so ``import archstudy`` loads neither torch
 nor Ray)::

@@ -25,11 +25,16 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import re
 import reprlib
-from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, NoReturn
 
 import numpy as np
+
+if TYPE_CHECKING:  # Python 3.11's typing.Self
+    from typing_extensions import Self
 
 
 class UserError(Exception):
@@ -87,18 +92,18 @@ class Constraint:
     def describe(self) -> str:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def invalid_examples(self) -> tuple:  # values that must be rejected
+    def invalid_examples(self) -> tuple[Any, ...]:  # values that must be rejected
         return ()
 
-    def fail(self) -> None:
+    def fail(self) -> NoReturn:
         raise ValueError(self.describe())
 
 
 @dataclass(frozen=True)
 class Choice(Constraint):
-    values: tuple
+    values: tuple[Any, ...]
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> Any:
         if isinstance(value, str) or not isinstance(value, Iterable):
             for v in self.values:
                 if type(v) is type(value) and v == value:
@@ -107,26 +112,28 @@ class Choice(Constraint):
                     return v
         self.fail()
 
-    def describe(self):
+    def describe(self) -> str:
+        if len(self.values) == 1:  # a literal among alternatives (``OneOf``): "null, 'auto', or ..."
+            return f"must be {self.values[0]!r}"
         return "must be one of " + ", ".join(repr(v) for v in self.values)
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return ("no-such-choice",) if all(isinstance(v, str) for v in self.values) else (-12345,)
 
 
 @dataclass(frozen=True)
 class Boolean(Constraint):
-    def normalize(self, value):
+    def normalize(self, value: Any) -> Any:
         if isinstance(value, (bool, np.bool_)):
             return bool(value)
         if is_int(value) and value in (0, 1):  # numpy/pyarrow booleans arrive as 0/1 sometimes
             return bool(value)
         self.fail()
 
-    def describe(self):
+    def describe(self) -> str:
         return "must be true or false"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return ("yes", 2)
 
 
@@ -135,14 +142,14 @@ class Integer(Constraint):
     lo: int | None = None
     hi: int | None = None
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> Any:
         if not is_int(value) or (self.lo is not None and value < self.lo) or (
             self.hi is not None and value > self.hi
         ):
             self.fail()
         return int(value)
 
-    def describe(self):
+    def describe(self) -> str:
         if self.lo is not None and self.hi is not None:
             return f"must be an integer in [{self.lo}, {self.hi}]"
         if self.lo is not None:
@@ -151,7 +158,7 @@ class Integer(Constraint):
             return f"must be an integer <= {self.hi}"
         return "must be an integer"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         out = [2.5, "3"]
         if self.lo is not None:
             out.append(self.lo - 1)
@@ -169,7 +176,7 @@ class Real(Constraint):
     lo_open: bool = False
     hi_open: bool = False
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> Any:
         if not is_real(value) or not math.isfinite(value):
             self.fail()
         v = float(value)
@@ -179,7 +186,7 @@ class Real(Constraint):
             self.fail()
         return v
 
-    def describe(self):
+    def describe(self) -> str:
         if self.lo is None and self.hi is None:
             return "must be a finite number"
         lo = "(" if self.lo_open else "["
@@ -192,7 +199,7 @@ class Real(Constraint):
             hi = ")"
         return f"must be a finite number in {lo}{a}, {b}{hi}"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         out = [float("nan"), "1.0"]
         if self.lo is not None:
             out.append(self.lo - 1.0 if not self.lo_open else self.lo)
@@ -203,37 +210,146 @@ class Real(Constraint):
 
 @dataclass(frozen=True)
 class Text(Constraint):
-    def normalize(self, value):
+    """A non-empty one-line string; with ``path``, a path (an ``os.PathLike`` is held as its string)."""
+
+    path: bool = False
+
+    def normalize(self, value: Any) -> Any:
+        if self.path and isinstance(value, os.PathLike):
+            value = os.fspath(value)
         if not isinstance(value, str) or not value or "\n" in value:
             self.fail()
         return value
 
-    def describe(self):
-        return "must be a non-empty one-line string"
+    def describe(self) -> str:
+        return "must be a path (a non-empty one-line string)" if self.path else "must be a non-empty one-line string"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return ("", 3)
 
 
 @dataclass(frozen=True)
-class Maybe(Constraint):
-    """``None`` or a value under ``inner``."""
+class OneOf(Constraint):
+    """A value under any of ``alternatives``, the first that takes it; ``None`` among them allows null (the
+    alternatives of scikit-learn's parameter validation, ``[Interval(...), StrOptions(...), None]``). What is
+    allowed reads as the alternatives in order: "must be null, 'auto', or two finite numbers 0 <= lo < hi"."""
 
-    inner: Constraint
+    alternatives: tuple[Constraint | None, ...]
 
-    def normalize(self, value):
-        if value is None:
-            return None
+    def __init__(self, *alternatives: Constraint | None):
+        if not alternatives:
+            raise ValueError("OneOf(): at least one alternative")
+        object.__setattr__(self, "alternatives", alternatives)
+
+    def normalize(self, value: Any) -> Any:
+        for alternative in self.alternatives:
+            if alternative is None:
+                if value is None:
+                    return None
+                continue
+            try:
+                return alternative.normalize(value)
+            except ValueError:
+                pass
+        self.fail()
+
+    def describe(self) -> str:
+        words = ["null" if a is None else a.describe().removeprefix("must be ") for a in self.alternatives]
+        return "must be " + (", ".join(words[:-1]) + ", or " + words[-1] if len(words) > 1 else words[0])
+
+    def invalid_examples(self) -> tuple[Any, ...]:
+        """Each alternative's invalid examples that every alternative refuses."""
+        out: list[Any] = []
+        for alternative in self.alternatives:
+            for bad in () if alternative is None else alternative.invalid_examples():
+                if bad is not None and not any(_takes(a, bad) for a in self.alternatives if a is not None):
+                    out.append(bad)
+        return tuple(out)
+
+
+def _takes(constraint: Constraint, value: Any) -> bool:
+    try:
+        constraint.normalize(value)
+    except ValueError:
+        return False
+    return True
+
+
+def Maybe(inner: Constraint) -> OneOf:  # noqa: N802 - a constraint's name, read as the others are
+    """``None`` or a value under ``inner``: "must be an integer >= 0, or null"."""
+    return OneOf(inner, None)
+
+
+def numbers_of(text: str) -> tuple[float, ...]:
+    """The numbers of ``text``, separated by a comma or by spaces: ``"1,3"`` and ``"1 3"`` are (1.0, 3.0). The one
+    reading of a pair written as text (``Bounds``: a YAML string, a flag's value, ``--nlc-window 1 3`` or
+    ``--nlc-window 1,3``); ``ValueError`` ("invalid float value: 'x'") names the first word that is no number."""
+    out: list[float] = []
+    for word in re.split(r"\s*,\s*|\s+", text.strip()):
         try:
-            return self.inner.normalize(value)
+            out.append(float(word))
         except ValueError:
-            self.fail()  # what is allowed includes null
+            raise ValueError(f"invalid float value: {word!r}") from None
+    return tuple(out)
 
-    def describe(self):
-        return self.inner.describe() + ", or null"
 
-    def invalid_examples(self):
-        return self.inner.invalid_examples()
+@dataclass(frozen=True)
+class Bounds(Constraint):
+    """Two finite numbers lo < hi, each in [``lower``, ``upper``] where given (a window, a range): a pair, or the
+    text "LO,HI" or "LO HI" (``numbers_of``); held as a tuple of two floats."""
+
+    lower: float | None = None
+    upper: float | None = None
+
+    def normalize(self, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = numbers_of(value)
+            except ValueError:
+                self.fail()
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
+            self.fail()
+        end = Real(self.lower, self.upper)
+        try:
+            lo, hi = (end.normalize(v) for v in value)
+        except ValueError:
+            self.fail()
+        if not lo < hi:
+            self.fail()
+        return (lo, hi)
+
+    def describe(self) -> str:
+        lower = "" if self.lower is None else f"{self.lower:g} <= "
+        upper = "" if self.upper is None else f" <= {self.upper:g}"
+        return f"must be two finite numbers {lower}lo < hi{upper}"
+
+    def invalid_examples(self) -> tuple[Any, ...]:
+        out = [[3.0, 1.0], [1.0], "1,x", [1.0, float("inf")], {"lo": 1.0}]
+        if self.lower is not None:
+            out.append([self.lower - 1.0, self.lower + 1.0])
+        if self.upper is not None:
+            out.append([self.upper - 1.0, self.upper + 1.0])
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Options(Constraint):
+    """Keyword options: a mapping of identifiers to YAML-able values (null: none), held as a plain dict."""
+
+    def normalize(self, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in value):
+            self.fail()
+        return plain(dict(value))
+
+    def describe(self) -> str:
+        return "must be a mapping of option names to values"
+
+    def invalid_examples(self) -> tuple[Any, ...]:
+        return ([1, 2], {3: "x"})
 
 
 PROBABILITY = Real(0.0, 1.0)
@@ -251,7 +367,7 @@ class Distribution(Constraint):
 
     choices: Constraint
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> Any:
         items = value.items() if isinstance(value, dict) else value
         try:
             pairs = [(k, p) for k, p in items]
@@ -259,7 +375,8 @@ class Distribution(Constraint):
             self.fail()
         if not pairs:
             self.fail()
-        out, seen = [], set()
+        out: list[tuple[Any, float]] = []
+        seen: set[Any] = set()
         for k, p in pairs:
             try:
                 k = self.choices.normalize(k)
@@ -274,15 +391,15 @@ class Distribution(Constraint):
             self.fail()
         return tuple(sorted(out, key=lambda kp: kp[0]))
 
-    def describe(self):
+    def describe(self) -> str:
         return (
             "must map each choice to a probability in [0, 1], the probabilities summing to 1; choices "
             + self.choices.describe().replace("must be ", "")
         )
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         bad = self.choices.invalid_examples()
-        out = [{}]
+        out: list[dict[Any, float]] = [{}]
         if bad:
             out.append({bad[0]: 1.0})
         return tuple(out)
@@ -306,19 +423,19 @@ def check(where: str, field: str, constraint: Constraint, value: Any) -> Any:
 FIRST_SCHEMA = 1
 
 
-def added(since: int) -> dict:
+def added(since: int) -> dict[str, int]:
     """Field metadata declaring that the field was added in schema version ``since`` (> FIRST_SCHEMA)."""
     if not (is_int(since) and since > FIRST_SCHEMA):
         raise ValueError(f"added(since={since!r}): a field added later has a schema version > {FIRST_SCHEMA}")
     return {"since": since}
 
 
-def added_later(f) -> bool:
+def added_later(f: Field[Any]) -> bool:
     """Whether the dataclass field ``f`` was declared as added later (it is absent from older objects)."""
-    return f.metadata.get("since", FIRST_SCHEMA) > FIRST_SCHEMA
+    return int(f.metadata.get("since", FIRST_SCHEMA)) > FIRST_SCHEMA
 
 
-def canonical(obj, d: dict) -> dict:
+def canonical(obj: Any, d: dict[str, Any]) -> dict[str, Any]:
     """``d`` (the dict form of the dataclass ``obj``) without the fields added after the first schema that
     hold their default: the dict an older version wrote for the same object."""
     out = dict(d)
@@ -354,6 +471,10 @@ class Flag:
     metavar: str | None = None
     name: str | None = None  # the option; by default ``--`` and the field's name with dashes
     type: Callable[[str], Any] | None = None  # by default int under an Integer, float under a Real, else str
+    # "?": the value may be left out, the flag alone meaning ``const`` (``--siblings``: all); "+": the value may be
+    # spelled in several words, joined by a space into one text (``--nlc-window 1 3``, read as ``1,3`` is)
+    nargs: str | None = None
+    const: Any = None
 
     def option(self, field_name: str) -> str:
         return self.name or "--" + field_name.replace("_", "-")
@@ -388,7 +509,7 @@ class Declaration:
 
 def declare(constraint: Constraint | None, default: Any = MISSING, *, doc: str,
             factory: Callable[[], Any] | None = None, since: int | None = None, required: bool = False,
-            shown: str | None = None, execution: bool = False, flag: Flag | None = None):
+            shown: str | None = None, execution: bool = False, flag: Flag | None = None) -> Any:
     """A dataclass field of a ``Declared`` class, declared once (see ``Declaration``): the declaration is in the
     field's metadata under "declaration", and its constraint, doc and since also under their own names for
     readers of plain dataclass metadata (``added_later``, the results schema)."""
@@ -419,9 +540,10 @@ class Declared:
     _key: ClassVar[str]
     _keys: ClassVar[str]
     _whole: ClassVar[str]
+    _declared: ClassVar[Mapping[str, Declaration]]
 
     def __init_subclass__(cls, *, where: str | None = None, key: str | None = None, keys: str | None = None,
-                          whole: str = "fields", **kwargs):
+                          whole: str = "fields", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._where = where or cls.__name__
         cls._key = key or f"a field of {cls.__name__}"
@@ -433,10 +555,11 @@ class Declared:
         """Each field's declaration, in the fields' order."""
         found = cls.__dict__.get("_declared")
         if found is None:
-            undeclared = [f.name for f in fields(cls) if "declaration" not in f.metadata]
+            every = fields(cls)  # type: ignore[arg-type]  # every subclass is a dataclass
+            undeclared = [f.name for f in every if "declaration" not in f.metadata]
             if undeclared:
                 raise TypeError(f"{cls.__name__}.{undeclared[0]} is not declared with declare()")
-            found = {f.name: f.metadata["declaration"] for f in fields(cls)}
+            found = {f.name: f.metadata["declaration"] for f in every}
             cls._declared = found
         return found
 
@@ -447,7 +570,7 @@ class Declared:
         except KeyError:
             raise KeyError(f"{name!r} is not {cls._key}") from None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for name, declared in self.declarations().items():
             if declared.constraint is not None:
                 object.__setattr__(self, name, check(self._where, name, declared.constraint, getattr(self, name)))
@@ -498,11 +621,11 @@ class Declared:
         return dict(d)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]):
+    def from_dict(cls, d: Mapping[str, Any]) -> Self:
         return cls(**cls.known(d))
 
-    def replace(self, **changes):
-        return replace(self, **changes)
+    def replace(self, **changes: Any) -> Self:
+        return replace(self, **changes)  # type: ignore[type-var]  # every subclass is a dataclass
 
 
 def plain_value(declared: Declaration, value: Any) -> Any:

@@ -26,7 +26,7 @@ from .constraints import (
     PROBABILITY, SEED, Boolean, Choice, Constraint, Declared, Distribution, Integer, Real, SpecError, Text, check,
     declare,
 )
-from .spec import ACTIVATIONS, BIAS_INITS, GMP_INITS, IMNS, INITS, NORMS, ArchSpec
+from .spec import ACTIVATIONS, BIAS_INITS, DENSE, GMP_INITS, IMNS, INITS, NORMS, PARAMS, WEIGHT_KINDS, WEIGHTS, ArchSpec
 from .width import solve_width
 
 SKIP_STRENGTH_KINDS = ("none", "one", "uniform")  # no skips / strength 1 / one U(0, 1) strength for all
@@ -107,9 +107,9 @@ class Space(Declared):
     skip_lengths: tuple = declare(Distribution(Integer(1)), ((2, 1.0),), doc="layers a skip bypasses")
     branch_scales: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 1.0),),
                                    doc="residual-branch init factor (0.01: near-zero, Demystifying ResNet)")
-    weights: tuple = declare(Distribution(Choice(("dense", "householder"))), (("dense", 1.0),),
+    weights: tuple = declare(Distribution(Choice(WEIGHTS)), ((DENSE, 1.0),),
                              doc="weight kind of width-to-width layers")
-    params: tuple = declare(Distribution(Choice(("sp", "gmp"))), (("sp", 1.0),),
+    params: tuple = declare(Distribution(Choice(PARAMS)), (("sp", 1.0),),
                             doc="parameterization of dense hidden layers")
     inits: tuple = declare(Distribution(Choice(INITS)), (("orthogonal", 1.0),),
                            doc="weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)")
@@ -222,14 +222,16 @@ def sample_spec(
     has_skips = strength_kind != "none"
     # Depth: uniform over the space's depths that the shortcut length fits (depth - 1 divisible by it,
     # so the last skip ends at the output layer). The paper's odd depths fit its length 2 exactly.
+    # A weights kind that replaces the width-to-width layers draws among the depths that have one
+    # (``WeightsKind.least_depth``); where none fits, the net falls back to dense.
     depths = [d for d in space.depths if not has_skips or (d - 1) % skip_length == 0]
-    if weights == "householder":
-        depths = [d for d in depths if d >= 3] or depths
+    least = WEIGHT_KINDS[weights].least_depth
+    depths = [d for d in depths if d >= least] or depths
     if not depths:
         raise SpecError("Space", "depths", list(space.depths), f"has no depth that skip length {skip_length} fits")
     depth = depths[min(int(depth_u * len(depths)), len(depths) - 1)]
-    if weights == "householder" and depth < 3:
-        weights = "dense"
+    if depth < least:
+        weights = DENSE
 
     if space.stabilize and norm == "none" and (has_skips or activation in space.unstable_activations):
         norm = stabilizer
@@ -237,8 +239,9 @@ def sample_spec(
         skip_start = "after_linear"  # only reachable with stabilize=False
 
     param = param if d_in >= 2 else "sp"
-    if init == "zero" and not (has_skips and weights == "dense" and param == "sp"):
-        init = "orthogonal"  # zero applies to dense SP residual branches only (ArchSpec)
+    scalable = WEIGHT_KINDS[weights].scalable
+    if init == "zero" and not (has_skips and scalable and param == "sp"):
+        init = "orthogonal"  # zero applies to scalable (dense) SP residual branches only (ArchSpec)
     if param != "gmp":
         gmp_init = "from_sp"  # a GmP initialization applies to GmP specs only (ArchSpec)
     bias_init = random_bias if random_biases else "zero"
@@ -250,7 +253,7 @@ def sample_spec(
         skip_length=skip_length if has_skips else 2,
         weights=weights, param=param, imn=imn, init=init, gmp_init=gmp_init, bias_init=bias_init,
         init_scale=init_scale,
-        branch_scale=branch_scale if has_skips and weights == "dense" and init != "zero" else 1.0,
+        branch_scale=branch_scale if has_skips and scalable and init != "zero" else 1.0,
         preset=space.name,
     )
     return solve_width(spec, param_budget)
@@ -270,13 +273,21 @@ def sample_specs(
     return [sample_spec(study_seed, i, d_in, d_out, preset, param_budget) for i in range(start, start + n)]
 
 
-SIBLING_AXES = ("weights", "param", "norm", "skip", "imn")  # new axes go last: a study's plan keeps its order
+# The sibling axes and the levels a paired effect compares along each, in the order "A vs B" (``analysis`` takes
+# B - A): the declared values of the spec's field, except for skips ("none" or "skips": where they start is one of
+# the skip axis' fields, not a level) and IMN (the effective choice, ``ArchSpec.input_mean_norm``). New axes go
+# last: a study's plan keeps its order.
+SIBLING_LEVELS: dict[str, tuple[str, ...]] = {
+    "weights": WEIGHTS, "param": PARAMS, "norm": NORMS, "skip": ("none", "skips"), "imn": ("off", "on"),
+}
+SIBLING_AXES = tuple(SIBLING_LEVELS)
 
 
 def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list[ArchSpec]:
     """The architectures that differ from ``spec`` in exactly one factor, ``axis``.
 
-    * ``weights``: dense <-> householder; ``param``: sp <-> gmp; ``norm``: each other norm kind;
+    * ``weights``: each other weights kind (``WEIGHTS``: dense <-> householder); ``param``: sp <-> gmp; ``norm``:
+      each other norm kind;
       ``skip``: skips removed, or, for a spec without skips, added with strength 1 after the linear op
       (length 2 where the depth allows, else 1); ``imn``: input mean normalization switched (the spec's
       effective choice, ``ArchSpec.input_mean_norm``, flipped and written explicitly: ``"on"`` or ``"off"``).
@@ -294,7 +305,7 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
     changes: list[dict] = []
     if axis == "weights":
         # a dense twin has no dense ends to keep; a Householder twin of a dense net has none either
-        changes.append({"weights": "householder" if spec.weights == "dense" else "dense", "dense_ends": 0})
+        changes.extend({"weights": w, "dense_ends": 0} for w in WEIGHTS if w != spec.weights)
     elif axis == "param":
         changes.append({"param": "gmp"} if spec.param == "sp" else {"param": "sp", "gmp_init": "from_sp"})
     elif axis == "imn":

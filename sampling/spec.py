@@ -74,7 +74,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Iterable
 
 from .constraints import Boolean, Choice, Declared, Integer, Real, SpecError, Text, declare
 
@@ -84,13 +84,50 @@ PAPER_ACTIVATIONS = ("relu", "selu", "tanh", "sigmoid", "even_tanh", "gaussian",
 ACTIVATIONS = PAPER_ACTIVATIONS + ("abs", "linear")
 NORMS = ("none", "batch", "layer")
 SKIPS = ("none", "after_linear", "after_norm")
-WEIGHTS = ("dense", "householder")
 PARAMS = ("sp", "gmp")
 BIAS_INITS = ("zero", "gaussian", "normal", "uniform_fan_in")
 HOUSEHOLDER_BIASES = ("bias_init", "zero")  # the Householder layers' bias: as ``bias_init`` says, or zero
 INITS = ("orthogonal", "kaiming", "xavier", "zero")
 IMNS = ("auto", "off", "on")  # input mean normalization: as ``param`` implies (GmP on, SP off), or decided
 GMP_INITS = ("from_sp", "uniform")  # GmP parameters from the SP weights, or Chen and Ge's section 4.3
+
+
+@dataclass(frozen=True)
+class WeightsKind:
+    """One value of ``ArchSpec.weights``, declared once: what the spec's rules and the sampler need of it.
+
+    ``replaces``: its layers replace the width-to-width layers between the ``dense_ends`` (their ``Layer.kind``
+    is the value itself, the kind of a family of ``study.nn.families``), so a net has one only from depth 3 on
+    (``least_depth``) and ``dense_ends`` applies; ``"dense"`` replaces nothing: its hidden layers are dense or GmP
+    as ``param`` says. ``scalable``: its weights can be scaled towards zero, so a residual branch of them can
+    start near zero (``branch_scale``) or at zero (``init = "zero"``); a reflector H(u) is orthogonal whatever
+    u (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 5): no."""
+
+    name: str
+    replaces: bool
+    scalable: bool
+
+    @property
+    def least_depth(self) -> int:
+        """The least depth with a layer of this kind: 3 (input, one width-to-width, output) where it replaces
+        the width-to-width layers, else 2."""
+        return 3 if self.replaces else 2
+
+
+# A new layer family: its kind here, its parameter count in ``Layer.num_params``, its ``Family`` in ``study.nn``.
+WEIGHT_KINDS: dict[str, WeightsKind] = {w.name: w for w in (
+    WeightsKind("dense", replaces=False, scalable=True),
+    WeightsKind("householder", replaces=True, scalable=False),  # Han-layers (Yu and Zhang, Algorithm 1)
+)}
+WEIGHTS = tuple(WEIGHT_KINDS)
+DENSE = WEIGHTS[0]  # the plain kind: what a net falls back to where no layer of another kind fits
+_REPLACING = tuple(w for w in WEIGHT_KINDS.values() if w.replaces)
+_SCALABLE = tuple(w for w in WEIGHT_KINDS.values() if w.scalable)
+
+
+def _either(names: Iterable[str]) -> str:
+    """'a' or 'a' or 'b' ...: the values a rule allows, as an error line names them."""
+    return " or ".join(repr(n) for n in names)
 
 # Variance of the Gaussian bias init, from Schoenholz, Gilmer, Ganguli and Sohl-Dickstein, *Deep Information
 # Propagation* (2017), as used in appendix C.
@@ -184,22 +221,26 @@ class ArchSpec(Declared):
                 )
             if self.skip == "after_norm" and self.norm == "none":
                 raise SpecError(where, "skip", self.skip, "'after_norm' needs norm = 'batch' or 'layer'")
-        if self.weights == "householder" and self.branch_scale != 1.0:
+        kind = WEIGHT_KINDS[self.weights]
+        if not kind.scalable and self.branch_scale != 1.0:
             # A reflector is orthogonal by construction: a near-zero branch is not representable.
-            raise SpecError(where, "branch_scale", self.branch_scale, "must stay 1.0 when weights = 'householder'")
-        if self.weights == "householder" and self.depth < 3:
-            raise SpecError(where, "weights", self.weights, "'householder' needs depth >= 3 (a width-to-width layer)")
+            raise SpecError(where, "branch_scale", self.branch_scale, f"must stay 1.0 when weights = {self.weights!r}")
+        if self.depth < kind.least_depth:
+            raise SpecError(where, "weights", self.weights,
+                            f"{self.weights!r} needs depth >= {kind.least_depth} (a width-to-width layer)")
         if self.dense_ends:
-            if self.weights != "householder":
-                raise SpecError(where, "dense_ends", self.dense_ends, "must stay 0 unless weights = 'householder'")
+            if not kind.replaces:
+                raise SpecError(where, "dense_ends", self.dense_ends,
+                                f"must stay 0 unless weights = {_either(w.name for w in _REPLACING)}")
             if 2 * self.dense_ends > self.depth - 3:
                 raise SpecError(where, "dense_ends", self.dense_ends,
-                                f"must leave a Householder layer: 2 * dense_ends <= depth - 3 = {self.depth - 3}")
+                                f"must leave a {self.weights!r} layer: 2 * dense_ends <= depth - 3 = {self.depth - 3}")
         if self.init == "zero":
             # Only a residual branch can start at zero (elsewhere a zero layer cuts the signal for good), and
-            # only a dense SP layer can be zero (a reflector cannot; a GmP direction is undefined at w = 0).
+            # only a scalable SP layer can be zero (a reflector cannot; a GmP direction is undefined at w = 0).
             needs = {"skip connections (it zeroes the residual branches)": self.skip != "none",
-                     "weights = 'dense'": self.weights == "dense", "param = 'sp'": self.param == "sp",
+                     f"weights = {_either(w.name for w in _SCALABLE)}": kind.scalable,
+                     "param = 'sp'": self.param == "sp",
                      "branch_scale = 1.0 (a zero branch has no scale)": self.branch_scale == 1.0}
             missing = [what for what, ok in needs.items() if not ok]
             if missing:
@@ -220,18 +261,20 @@ class ArchSpec(Declared):
     def layers(self) -> tuple[Layer, ...]:
         """The linear layers in order, with their kind, shape and what follows them."""
         out = []
+        replaces = WEIGHT_KINDS[self.weights].replaces
         for l in range(1, self.depth + 1):
             last = l == self.depth
             fan_in = self.d_in if l == 1 else self.width
             fan_out = self.d_out if last else self.width
+            replaced = replaces and 1 + self.dense_ends < l < self.depth - self.dense_ends
             if last:
-                kind = "dense"
-            elif self.weights == "householder" and 1 + self.dense_ends < l < self.depth - self.dense_ends:
-                kind = "householder"
+                kind = DENSE
+            elif replaced:
+                kind = self.weights
             else:
-                kind = "gmp" if self.param == "gmp" else "dense"
+                kind = "gmp" if self.param == "gmp" else DENSE
             in_branch = self.skip != "none" and l > 1  # skips chain from layer 1 to the output
-            imn = self.input_mean_norm and kind != "householder" and 1 < l < self.depth
+            imn = self.input_mean_norm and not replaced and 1 < l < self.depth  # dense (SP or GmP) layers only
             out.append(Layer(l, kind, fan_in, fan_out, "none" if last else self.norm, not last, imn, in_branch))
         return tuple(out)
 

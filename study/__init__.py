@@ -1,5 +1,7 @@
-"""Doing the study: datasets, the float64 network builder, metrics, the stacked multi-learning-rate
-trainer, the Ray runner, the Parquet store and the command line.
+"""Doing the study: datasets, networks, metrics, the trainer, the study's execution, performance and commands.
+
+It holds the float64 network builder, the stacked multi-learning-rate trainer, the Ray runner, the Parquet store
+and the command line.
 
 Names are imported on first use (PEP 562), so ``import study`` is cheap and a command that needs neither
 torch nor Ray (``archstudy report``) loads neither.

@@ -1,5 +1,7 @@
-"""The report's figures, one module per topic, each figure one function beside its declaration
-(``figures.base.figure``: key, report section, caption, the data it needs, when it is skipped):
+"""The report's figures: one module per topic, each figure one function beside its declaration.
+
+A declaration (``figures.base.figure``) says the key, the report's section, the caption, the data the figure needs
+and when it is skipped. The topics:
 
     paper        the NLC paper's figures 1, 2, 3 (A-C and E), 4, 7, 8, 9, 10
     predictors   what predicts test error: the predictor ranking, the scatter grids of the other predictors
@@ -9,8 +11,9 @@
     predict      the joint predictor of test error: held-out predictions, permutation importance, partial dependence
     compare      several studies side by side
 
-This module collects the declarations: ``FIGURES`` (one dataset's figures, each drawn from a ``FigureData``) and
-``COMPARISON_FIGURES`` (several studies', from a list of ``FigureData``), in the order the modules above
+This module collects the declarations: ``FIGURES`` (one study's figures, each drawn from a ``FigureData``: the
+report gives each the study's ``analysis.sections.StudyAnalysis``, which is one) and ``COMPARISON_FIGURES``
+(several studies', from a list of them), in the order the modules above
 declare them; ``analysis.report`` draws each in the section it names. Every figure returns a
 ``matplotlib.figure.Figure`` drawn without pyplot (no display, no global state; rendering to PNG uses Agg).
 Adding a figure is its function and declaration in its topic's module; a new topic module is one more

@@ -1,4 +1,4 @@
-"""What every figure of the report shares: the data a dataset's figures draw from (``FigureData``), the
+"""What every figure of the report shares: the data a study's figures draw from (``FigureData``), the
 declaration of a figure (``FigureSpec``, ``ComparisonSpec``) and the decorators that register one beside its
 drawing function, the scatter panel with its correlation title, and how a figure says what it leaves out.
 
@@ -20,7 +20,7 @@ line under the figure).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -61,20 +61,23 @@ def omissions(fig: Figure) -> list[str]:
 
 @dataclass
 class FigureData:
-    """What one dataset's figures draw from: every finished architecture (``arch``), the correlation
-    table rows of the dataset (``corr``), the NLC window of the pruning analysis, and the design-space
-    analysis (error EDFs, good ranges, window predictors). ``label``: the study's name in the report (its
-    directory), which the figures of several studies use."""
+    """What one study's figures draw from: its finished architectures (``arch``) and dataset, and what the
+    analysis computed of them that a figure draws (a figure declares which in its ``needs``). A study's analysis
+    is one (``analysis.sections.StudyAnalysis`` extends it), so the report hands it to its figures as it is; a
+    test draws a figure from a ``FigureData`` of only what the figure needs. ``label``: the study's name in the
+    report (its directory), which the figures of several studies use."""
 
     dataset: str
     arch: pd.DataFrame
-    corr: pd.DataFrame = field(default_factory=pd.DataFrame)
-    window: tuple[float, float] = PAPER_WINDOW
+    corr: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.stats.correlations``
+    pruning_window: tuple[float, float] = PAPER_WINDOW  # the NLC window of the pruning analysis
     edf: ErrorEDF | None = None  # ``analysis.edf`` of the dataset
     good: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.good_ranges``
-    windows: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.window_predictors``
+    window_scores: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.windows.window_predictors``
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ``curves`` rows of the architectures drawn
-    predict: Any = None  # ``analysis.predict.Prediction``: the joint predictor's held-out evaluation, when there is one
+    # The joint predictor's held-out evaluation (``analysis.predict.Prediction``); anything else (None, the line
+    # saying why there is none, the computation still running) draws no figure of it.
+    predict: Any = None
     label: str = ""
 
     @property
@@ -203,6 +206,9 @@ def scatter(ax, df: pd.DataFrame, x: str, y: str, *, logx=False, logy=False, col
 
 # -- declarations -------------------------------------------------------------------------------------------------
 
+Draw = Callable[[FigureData], Figure]  # a figure of one study
+DrawMany = Callable[[Sequence[FigureData]], Figure]  # a figure of several studies side by side
+
 def _drawn(d: FigureData) -> str | None:
     return None
 
@@ -218,7 +224,7 @@ class FigureSpec:
     key: str
     caption: str
     section: str
-    draw: Callable[[FigureData], Figure]
+    draw: Draw
     needs: tuple[str, ...] = ()
     skip: Callable[[FigureData], str | None] = _drawn
     note_skip: bool = True
@@ -239,7 +245,7 @@ class ComparisonSpec:
 
     key: str
     caption: str
-    draw: Callable[[list[FigureData]], Figure]
+    draw: DrawMany
     section: str = ""
 
 
@@ -260,17 +266,17 @@ def declare_figure(spec: FigureSpec) -> FigureSpec:
 
 
 def figure(key: str, section: str, caption: str, *, needs: tuple[str, ...] = (),
-           skip: Callable[[FigureData], str | None] = _drawn, note_skip: bool = True) -> Callable:
+           skip: Callable[[FigureData], str | None] = _drawn, note_skip: bool = True) -> Callable[[Draw], Draw]:
     """Declares the decorated function (``FigureData`` -> ``Figure``) as the report's figure ``key``."""
-    def register(draw: Callable[[FigureData], Figure]) -> Callable[[FigureData], Figure]:
+    def register(draw: Draw) -> Draw:
         declare_figure(FigureSpec(key, caption, section, draw, tuple(needs), skip, note_skip))
         return draw
     return register
 
 
-def comparison_figure(key: str, section: str, caption: str) -> Callable:
+def comparison_figure(key: str, section: str, caption: str) -> Callable[[DrawMany], DrawMany]:
     """Declares the decorated function (list of ``FigureData`` -> ``Figure``) as a comparison figure."""
-    def register(draw: Callable[[list[FigureData]], Figure]) -> Callable[[list[FigureData]], Figure]:
+    def register(draw: DrawMany) -> DrawMany:
         if key in {s.key for s in DECLARED_COMPARISONS}:
             raise ValueError(f"comparison figure {key!r} is declared twice")
         DECLARED_COMPARISONS.append(ComparisonSpec(key, caption, draw, section))

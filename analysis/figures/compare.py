@@ -1,9 +1,11 @@
 """Several studies side by side, as pycls compares sweeps (``plot_edf``, ``plot_trends``): the report's section
-"Studies side by side". Each study is named by its label (its directory, ``FigureData.name``)."""
+"Studies side by side". Each study is named by its label (its directory, ``FigureData.name``); a study's
+analysis (``analysis.sections.StudyAnalysis``) is the ``FigureData`` each figure gets."""
 
 from __future__ import annotations
 
 import textwrap
+from typing import Sequence
 
 import numpy as np
 from matplotlib import rc_context
@@ -22,14 +24,14 @@ def _short(name: str, width: int = 16) -> str:
     return "\n".join(textwrap.wrap(name, width, break_long_words=True)) or name
 
 
-def _styles(datas: list[FigureData]) -> dict[str, str]:
+def _styles(datas: Sequence[FigureData]) -> dict[str, str]:
     return {d.name: STYLES[k % len(STYLES)] for k, d in enumerate(datas)}
 
 
 @comparison_figure("compare-errors", "errors", "Test error of every study's random draws as an EDF (the share of "
                    "architectures with test error at most e; Radosavovic et al. 2019): further left is better; the "
                    "points mark each study's best and median.")
-def fig_errors_compare(datas: list[FigureData]) -> Figure:
+def fig_errors_compare(datas: Sequence[FigureData]) -> Figure:
     """Each study's test-error EDF over its random draws, one colour per study, its best and median marked."""
     have = [(d, np.sort(d.sample["test_error"].to_numpy(np.float64))) for d in datas]
     have = [(d, e[np.isfinite(e)]) for d, e in have]
@@ -38,7 +40,7 @@ def fig_errors_compare(datas: list[FigureData]) -> Figure:
         raise NothingToDraw("No study has a finished architecture with a test error.")
     fig, (ax,) = new_figure(panel=(6.0, 3.4), legend_rows=1)
     with rc_context(THEME):
-        for (d, e), c in zip(have, PALETTE):
+        for (_, e), c in zip(have, PALETTE):
             share = np.arange(1, len(e) + 1) / len(e)
             ax.plot(np.r_[e[0], e], np.r_[0.0, share], drawstyle="steps-post", color=c, lw=1.5)
             ax.plot([e[0], np.median(e)], [1 / len(e), 0.5], ls="", marker="o", ms=6, color=c, zorder=3)
@@ -53,7 +55,7 @@ def fig_errors_compare(datas: list[FigureData]) -> Figure:
 
 @comparison_figure("compare-edf", "edf", "Error EDFs of the same axes across studies: one panel per axis, one colour "
                    "per level, one line style per study (legend above).")
-def fig_edf_compare(datas: list[FigureData]) -> Figure:
+def fig_edf_compare(datas: Sequence[FigureData]) -> Figure:
     """One panel per axis with two levels in at least one study: the axis' error EDFs of every study, the
     levels in one colour each across the studies and the studies in one line style each (the levels' n | min |
     mean are in each study's own EDF table)."""
@@ -93,7 +95,7 @@ def fig_edf_compare(datas: list[FigureData]) -> Figure:
 @comparison_figure("compare-good-ranges", "good-ranges", "Good ranges across studies: per factor, the observed range "
                    "(light), the good range (dark) and the best value (points) of each study; on the NLC, the paper's "
                    "[1, 3] dashed in red.")
-def fig_good_ranges_compare(datas: list[FigureData]) -> Figure:
+def fig_good_ranges_compare(datas: Sequence[FigureData]) -> Figure:
     """Per factor, one column per study (pycls's ``plot_trends``): the factor's observed range (light band),
     its good range (darker band) and the best value (points), so where the good architectures lie can be
     compared across datasets."""
@@ -107,15 +109,16 @@ def fig_good_ranges_compare(datas: list[FigureData]) -> Figure:
     with rc_context(THEME):
         for ax, factor in zip(axes, factors):
             rows = [g.loc[factor] if factor in g.index else None for g in ranged]
-            get = lambda key: np.array([r[key] if r is not None else np.nan for r in rows], dtype=float)  # noqa: E731
-            ax.fill_between(xs, get("min"), get("max"), color=GREY, alpha=0.2, lw=0, step="mid")
-            ax.fill_between(xs, get("low"), get("high"), color=BLUE, alpha=0.35, lw=0, step="mid")
-            ax.plot(xs, get("best"), "o-", color=BLACK, ms=5, lw=0.9)
+            v = {key: np.array([r[key] if r is not None else np.nan for r in rows], dtype=float)
+                 for key in ("min", "max", "low", "high", "best")}
+            ax.fill_between(xs, v["min"], v["max"], color=GREY, alpha=0.2, lw=0, step="mid")
+            ax.fill_between(xs, v["low"], v["high"], color=BLUE, alpha=0.35, lw=0, step="mid")
+            ax.plot(xs, v["best"], "o-", color=BLACK, ms=5, lw=0.9)
             if factor == "nlc":
                 for edge in PAPER_WINDOW:
                     ax.axhline(edge, color=RED, lw=0.9, ls="--")
             log = any(r is not None and bool(r["log"]) for r in rows)
-            if log and np.nanmin(get("min")) > 0:
+            if log and np.nanmin(v["min"]) > 0:
                 set_log(ax, "y")
             ax.set_xticks(xs, ticks)
             ax.set_xlim(-0.5, len(datas) - 0.5)

@@ -136,11 +136,11 @@ def fig_good_ranges(d: FigureData) -> Figure:
 
 
 @figure("pruning", "pruning", "NLC-guided pruning: compute saved and best test error lost as the NLC window widens.",
-        needs=("window",))
+        needs=("pruning_window",))
 def fig_pruning(d: FigureData) -> Figure:
     """NLC pruning trade-off: keeping only architectures with NLC in [lo, hi], as hi grows, the share of
     training time saved and the best test error lost (regret)."""
-    curve = pruning_curve(d.arch, lo=d.window[0])
+    curve = pruning_curve(d.arch, lo=d.pruning_window[0])
     cols = [(c, n) for c, n in (("saved_fraction", "share of compute saved"), ("regret", "regret (best test error lost)"))
             if len(curve) and np.isfinite(curve[c]).any()]
     if not cols:
@@ -151,8 +151,8 @@ def fig_pruning(d: FigureData) -> Figure:
             ok = curve[np.isfinite(curve[col])]
             ax.plot(ok["hi"], ok[col], color=BLACK, marker="o", ms=3.5, lw=1.2)
             set_log(ax, "x")
-            ax.axvline(d.window[1], color=RED, ls="--", lw=0.9)
-            ax.set_xlabel(f"upper end hi of the NLC window [{d.window[0]:g}, hi]")
+            ax.axvline(d.pruning_window[1], color=RED, ls="--", lw=0.9)
+            ax.set_xlabel(f"upper end hi of the NLC window [{d.pruning_window[0]:g}, hi]")
             ax.set_ylabel(name)
-            set_title(ax, f"{name} (dashed: hi = {d.window[1]:.3g})")
+            set_title(ax, f"{name} (dashed: hi = {d.pruning_window[1]:.3g})")
     return fig

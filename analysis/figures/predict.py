@@ -12,13 +12,13 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from ..plotting import BLACK, BLUE, GREY, MIN_PT, RED, THEME, new_figure, points, set_log, set_title
-from ..predict import LABELS, TARGET
+from ..predict import LABELS, TARGET, Prediction
 from .base import FigureData, figure
 
 
 def _skipped(d: FigureData) -> str | None:
     """Not drawn without a held-out evaluation: the section's own text says why."""
-    return "" if d.predict is None else None
+    return None if isinstance(d.predict, Prediction) else ""
 
 
 @figure("predict-held-out", "predict", "Held-out prediction of test error: each architecture's prediction by a "

@@ -37,12 +37,12 @@ def ranking_labels(r) -> list[str]:
 
 @figure("ranking", "predictors", "Predictor ranking by |Kendall τ| with test error, best first (the overview's "
         "best predictors are its first rows): bars with bootstrap intervals; dashed, the best trivial baseline.",
-        needs=("corr", "windows"))
+        needs=("corr", "window_scores"))
 def fig_ranking(d: FigureData) -> Figure:
     """Every predictor's |Kendall tau| with test error and its bootstrap interval, best first
     (``ranking.predictor_ranking``); trivial baselines in grey, the best baseline's level as a dashed line;
     the window scores of the U-shaped metrics in green beside them."""
-    r = predictor_ranking(d.corr, d.windows)
+    r = predictor_ranking(d.corr, d.window_scores)
     if not len(r):
         raise NothingToDraw("No predictor has three finite values with a test error yet: no ranking.")
     labels = ranking_labels(r)

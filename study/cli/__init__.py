@@ -23,45 +23,24 @@ import sys
 from archstudy.sampling import UserError
 from archstudy.sampling.constraints import shorten
 
+from .flags import GIVEN, StoreOnce
+
 COMMANDS = ("run", "resume", "status", "top", "report", "rank", "sample", "datasets", "bench", "reproduce", "cluster")
-
-
-_GIVEN = "_archstudy_given"  # the values of the options given so far, on the namespace while it is parsed
-
-
-class _StoreOnce(argparse.Action):
-    """argparse's ``store`` (built on its public ``Action``), but an option given twice with different values
-    (``--dataset waveform-noise --dataset digits``) is refused instead of silently keeping the last one; the same
-    value twice is the same command."""
-
-    def __init__(self, option_strings, dest, nargs=None, **kwargs):
-        if nargs == 0:  # as argparse's own store: an option that takes no value is store_true / store_const
-            raise ValueError("nargs for store actions must be != 0; if you have nothing to store, actions such as "
-                             "store true or store const may be more appropriate")
-        super().__init__(option_strings, dest, nargs=nargs, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        given = namespace.__dict__.setdefault(_GIVEN, {})
-        if self.dest in given and given[self.dest] != values and self.option_strings:
-            parser.error(f"argument {'/'.join(self.option_strings)}: given twice ({shorten(str(given[self.dest]), 80)}, "
-                         f"then {shorten(str(values), 80)}); give it once")
-        given[self.dest] = values
-        setattr(namespace, self.dest, values)
 
 
 class OneLineParser(argparse.ArgumentParser):
     """Argument errors (``--architectures abc``) as one line, like every other error, not usage + error; an option
-    repeated with another value is one of them (``_StoreOnce``). Subcommand parsers are of the same class
+    repeated with another value is one of them (``flags.StoreOnce``). Subcommand parsers are of the same class
     (``add_subparsers`` builds them with the parent's)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         for name in (None, "store"):  # every plain option of every parser and argument group
-            self.register("action", name, _StoreOnce)
+            self.register("action", name, StoreOnce)
 
     def parse_known_args(self, args=None, namespace=None):
         namespace, extras = super().parse_known_args(args, namespace)
-        namespace.__dict__.pop(_GIVEN, None)
+        namespace.__dict__.pop(GIVEN, None)
         return namespace, extras
 
     def error(self, message: str):

@@ -1,6 +1,6 @@
 """``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
-operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``, ``--gpus-per-arch``); the projected
-hours of the paper's studies (``--project``, ``study.perf.projection``)."""
+operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
+``--gpus-per-arch``); the projected hours of the paper's studies (``--project``, ``study.perf.projection``)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,7 @@ def command(args) -> int:
 
     from ..perf.bench import CASES, format_table, run_bench, throughput
     from ..training.allocator import keep_freed_memory
+    from ..training.device import available_device
 
     cases = _cases(args, CASES)
     runs = check("bench", "runs", Integer(1), args.runs)
@@ -97,11 +98,7 @@ def command(args) -> int:
     chunk = None if args.chunk is None else check("bench", "chunk", Integer(1), args.chunk)
     if args.threads is not None:
         torch.set_num_threads(check("bench", "threads", Integer(1), args.threads))
-    try:
-        device = torch.device(args.device)
-        torch.empty(0, device=device)
-    except (RuntimeError, AssertionError):
-        raise SpecError("bench", "device", args.device, "must be an available torch device (cpu, cuda, ...)") from None
+    device = available_device(args.device, "bench")
     keep_freed_memory()  # process-wide: the conditions of the trainer on a study worker
     concurrent = None
     if args.gpus_per_arch is not None:

@@ -86,7 +86,8 @@ def rehearse(args) -> int:
     print("  GPUs are logical: a unit holding one trains on CPU torch (ARCHSTUDY_LOGICAL_GPUS=1, on these nodes only)")
     t0 = time.monotonic()
     r = start(cluster, scale, port=args.port, dashboard_port=args.dashboard_port)
-    print(f"started in {time.monotonic() - t0:.0f} s, the head only: the autoscaler starts worker nodes for waiting work")
+    print(f"started in {time.monotonic() - t0:.0f} s, the head only: the autoscaler starts worker nodes for waiting "
+          "work")
     print(f"  address      --address {r.address}   (or `export RAY_ADDRESS={r.address}`, then --address auto)")
     if r.dashboard:
         print(f"  jobs         ray job submit --address {r.dashboard} -- archstudy run --address auto ...")
@@ -106,7 +107,8 @@ def stop(args) -> int:
         print("archstudy cluster: no rehearsal is running")
         return 0
     r, n = stopped
-    print(f"archstudy cluster: stopped the rehearsal at {r.address}: {n} processes ended (its logs: {r.session_dir}/logs)")
+    print(f"archstudy cluster: stopped the rehearsal at {r.address}: {n} processes ended (its logs: "
+          f"{r.session_dir}/logs)")
     return 0
 
 

@@ -32,10 +32,11 @@ def on_the_command_line(text: str) -> str:
 
 def rows(root=None) -> list[tuple[str, ...]]:
     from ..datasets import DATASETS  # torch: loaded by this command only, not by every command's parser
+    from ..datasets.loaders import status
 
     out = []
     for name, info in DATASETS.items():
-        available, where = info.status(root if info.reads_root else None)
+        available, where = status(name, root if info.reads_root else None)
         d_in = str(info.d_in) if info.d_in is not None else "PCA"
         out.append((name, "yes" if available else "no", info.source, d_in, str(info.n_classes), info.sizes,
                     on_the_command_line(where)))

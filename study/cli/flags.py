@@ -1,5 +1,6 @@
-"""Flags from declarations: a declared field's ``Flag`` (``sampling.constraints``) as an argparse argument, and a
-default as help texts write it.
+"""Flags from declarations: a declared field's ``Flag`` (``sampling.constraints``) as an argparse argument, a
+default as help texts write it, and how every option stores its value (once: ``StoreOnce``; in several words:
+``Words``).
 
 A help text never writes a default by hand: it is the declared one (``shown(StudyConfig.default(key))``, a
 ``Flag``'s ``{default}``) or argparse's own (``%(default)s``) for a flag that sets no declared field.
@@ -10,7 +11,31 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from archstudy.sampling.constraints import Constraint, Declared, Integer, Maybe, Real
+from archstudy.sampling.constraints import Constraint, Declared, Integer, OneOf, Real, shorten
+
+
+
+GIVEN = "_archstudy_given"  # the values of the options given so far, on the namespace while it is parsed
+
+
+class StoreOnce(argparse.Action):
+    """argparse's ``store`` (built on its public ``Action``), but an option given twice with different values
+    (``--dataset waveform-noise --dataset digits``) is refused instead of silently keeping the last one; the same
+    value twice is the same command."""
+
+    def __init__(self, option_strings, dest, nargs=None, **kwargs):
+        if nargs == 0:  # as argparse's own store: an option that takes no value is store_true / store_const
+            raise ValueError("nargs for store actions must be != 0; if you have nothing to store, actions such as "
+                             "store true or store const may be more appropriate")
+        super().__init__(option_strings, dest, nargs=nargs, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault(GIVEN, {})
+        if self.dest in given and given[self.dest] != values and self.option_strings:
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice "
+                         f"({shorten(str(given[self.dest]), 80)}, then {shorten(str(values), 80)}); give it once")
+        given[self.dest] = values
+        setattr(namespace, self.dest, values)
 
 
 def shown(value: Any) -> str:
@@ -26,13 +51,38 @@ def shown(value: Any) -> str:
 
 def _text_type(constraint: Constraint | None):
     """How a flag's text becomes a value for ``constraint`` (which then checks it): int, float or the text."""
-    while isinstance(constraint, Maybe):
-        constraint = constraint.inner
+    while isinstance(constraint, OneOf):  # null and one other (``Maybe``): the other's
+        others = [a for a in constraint.alternatives if a is not None]
+        constraint = others[0] if len(others) == 1 else None
     if isinstance(constraint, Integer):
         return int
     if isinstance(constraint, Real):
         return float
     return str
+
+
+class Words(StoreOnce):
+    """A value that may be spelled in several words (``--nlc-window 1 3`` as ``--nlc-window 1,3``): the words are
+    joined by a space into one text, read by ``read`` (``str``: kept as text, for a declared constraint to read);
+    a ``ValueError`` of ``read`` is an argument error."""
+
+    def __init__(self, option_strings, dest, read=str, **kwargs):
+        super().__init__(option_strings, dest, nargs="+", **kwargs)
+        self.read = read
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            value = self.read(" ".join(values))
+        except ValueError as e:
+            parser.error(f"argument {'/'.join(self.option_strings)}: {e}")
+        super().__call__(parser, namespace, value, option_string)
+
+
+def declared_flags(owner: type[Declared], execution: bool = False) -> tuple[str, ...]:
+    """The fields of ``owner`` that declare a flag: its science keys' (``execution`` False) or its execution
+    settings' (True)."""
+    return tuple(name for name, declared in owner.declarations().items()
+                 if declared.flag is not None and declared.execution == execution)
 
 
 def add_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, owner: type[Declared], name: str) -> None:
@@ -41,5 +91,8 @@ def add_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, owner: t
     flag = declared.flag
     if flag is None:
         raise ValueError(f"{owner.__name__}.{name} declares no flag")
-    parser.add_argument(flag.option(name), type=flag.type or _text_type(declared.constraint), metavar=flag.metavar,
-                        dest=name, help=flag.help.format(default=shown(owner.default(name))))
+    text = flag.type or _text_type(declared.constraint)
+    how: dict[str, Any] = {"action": Words, "read": text} if flag.nargs == "+" else {
+        "type": text, **({"nargs": flag.nargs, "const": flag.const} if flag.nargs else {})}
+    parser.add_argument(flag.option(name), metavar=flag.metavar, dest=name,
+                        help=flag.help.format(default=shown(owner.default(name))), **how)

@@ -1,7 +1,7 @@
 """``archstudy report``: one self-contained HTML report of one or more studies (e.g. one per dataset).
 
-Imports only ``analysis``, ``sampling``, the torch-free ``study.experiment`` and ``study.execution.store`` (which asks an
-object store once whether it answers) and the standard library: drawing a report needs no torch.
+Imports only ``analysis``, ``sampling``, the torch-free ``study.experiment`` and ``study.execution.store`` (which
+asks an object store once whether it answers) and the standard library: drawing a report needs no torch.
 """
 
 from __future__ import annotations
@@ -11,7 +11,10 @@ import time
 
 
 def register(sub) -> None:
+    from archstudy.sampling.constraints import numbers_of
+
     from ..experiment.nlc_window import PAPER_WINDOW  # torch-free, like the analysis
+    from .flags import Words
 
     lo, hi = PAPER_WINDOW
     p = sub.add_parser(
@@ -25,9 +28,10 @@ def register(sub) -> None:
     p.add_argument("--out", default="report.html", help="HTML file to write (default %(default)s)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per statistic (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default %(default)s)")
-    p.add_argument("--nlc-window", type=float, nargs=2, default=None, metavar=("LO", "HI"),
-                   help="NLC window of the pruning analysis (default: the study's own NLC window, its good range, "
-                   f"where the study is large enough for it, else {lo:g} {hi:g}, the NLC paper's range)")
+    p.add_argument("--nlc-window", action=Words, read=numbers_of, metavar=("LO", "HI"),
+                   help="NLC window of the pruning analysis, LO,HI or LO HI as `run --nlc-window` takes it (default: "
+                   "the study's own NLC window, its good range, where the study is large enough for it, else "
+                   f"{lo:g},{hi:g}, the NLC paper's range)")
     p.add_argument("--reproductions", metavar="DIR", help="also list the verdicts of the paper reproductions in DIR "
                    "(the --out of `archstudy reproduce`), linked to their pages")
     p.add_argument("--predict-from", metavar="STUDY|FILE", help="also score on each study the joint predictor of "
@@ -51,11 +55,10 @@ def command(args) -> int:
         if "://" in study:  # a bad URI, or object storage that refuses or never answers: one line, bounded time
             Store(study).reach()
     t0 = time.perf_counter()
-    window = None if args.nlc_window is None else tuple(args.nlc_window)
     if args.figure_format != "png" and args.figures is None:
         raise SpecError("report", "--format", args.figure_format, "is the format of the --figures files: give "
                         "--figures DIR too")
-    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=window,
+    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=args.nlc_window,
                        reproductions=args.reproductions, figures=args.figures, figure_format=args.figure_format,
                        predict_from=args.predict_from)
     figures = ""

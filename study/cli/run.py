@@ -11,23 +11,30 @@ import os
 import sys
 from typing import Any
 
-from archstudy.sampling import PRESETS, SIBLING_AXES, SpecError, UserError, config_yaml
+from archstudy.sampling import SpecError, UserError, config_yaml
 
 from ..experiment.config import (
     CONNECT_TIMEOUT_S, EXECUTION_SETTINGS, RECORDED_KEYS, REPORT_NAME, StudyConfig, execution_declaration,
 )
-from .flags import add_flag, shown
+from .flags import add_flag, declared_flags, shown
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
-EXAMPLE = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
+EXAMPLE: dict[str, Any] = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
            "protocol": {"preset": "quick", "max_epochs": 15}, "seed": 0}
 EXAMPLE_OUT = os.path.join("studies", "example")
 
-# The flags that make `run` a study of its own (without any: the example); all but --config, --out and --protocol
-# (a name or a file) set the study key of their name.
-_STUDY_FLAGS = ("config", "dataset", "root", "architectures", "out", "preset", "param_budget", "protocol", "seed",
-                "siblings", "nlc_window", "nlc_pilot")
-_KEY_FLAGS = tuple(k for k in _STUDY_FLAGS if k not in ("config", "out", "protocol"))
+# Every study key that declares a flag is one of `run` (``StudyConfig``: ``declare(..., flag=Flag(...))``), generated
+# from the declarations; beside them, the flags that set no declared key alone: --config, --out, and --root (an
+# execution key, which each command names beside its data: run, a study key like --dataset; resume, the data read
+# this time). Any of them makes `run` a study of its own (without any: the example).
+_OTHER_STUDY_FLAGS = ("config", "out", "root")
+
+
+def key_flags() -> tuple[str, ...]:
+    """The study keys `run` sets by a flag of their name: the science keys that declare one, and --root."""
+    return declared_flags(StudyConfig) + ("root",)
+
+
 # The execution settings a session may override by a flag (those that declare one), shared by run and resume.
 # ``root`` declares none: each command names it beside its data (run: a study key like --dataset; resume: the
 # data read this time).
@@ -74,27 +81,11 @@ def register(sub) -> None:
         "required). With no arguments: the README's example (8 architectures on waveform-noise, quick protocol, "
         f"into {EXAMPLE_OUT}, ending with the report).")
     p.add_argument("--config", metavar="FILE", help="YAML file of study keys (those of study.yaml); flags override it")
-    p.add_argument("--dataset", help="dataset name (see `archstudy datasets`)")
-    p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")
-    p.add_argument("--architectures", type=int, metavar="N", help="number of architectures to sample")
     p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI (required "
                    "with any study flag; without any, the example goes into studies/example)")
-    default = lambda key: shown(StudyConfig.default(key))  # noqa: E731 (the declared default, as help shows it)
-    p.add_argument("--preset", help=f"architecture space: {', '.join(PRESETS)} (default {default('preset')})")
-    p.add_argument("--param-budget", type=int, metavar="N",
-                   help=f"trainable parameters per architecture (default {default('param_budget')})")
-    p.add_argument("--protocol", help="training protocol: a name (paper, quick, ...) or a YAML file of its fields "
-                   f"(default {default('protocol')})")
-    p.add_argument("--seed", type=int, help=f"study seed (default {default('seed')})")
-    p.add_argument("--siblings", nargs="?", const="all", metavar="AXES",
-                   help=f"also run each architecture's siblings along AXES (comma-separated among "
-                        f"{', '.join(SIBLING_AXES)}; alone: all)")
-    p.add_argument("--nlc-window", metavar="LO,HI|auto",
-                   help="prune at launch: measure every architecture at initialization and train only those whose NLC "
-                        "lies in [LO, HI]; 'auto': the NLC good range of a pilot (the first --nlc-pilot architectures, "
-                        "all trained); the others are stored untrained (default: train all)")
-    p.add_argument("--nlc-pilot", type=int, metavar="N",
-                   help=f"with --nlc-window auto: the pilot's size in architectures (default {default('nlc_pilot')})")
+    p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")
+    for name in declared_flags(StudyConfig):
+        add_flag(p, StudyConfig, name)
     p.add_argument("--force-config", action="store_true",
                    help="OUT holds a study with another config: replace its study.yaml (finished rows stay)")
     add_execution_arguments(p)
@@ -103,7 +94,7 @@ def register(sub) -> None:
 
 def config_of(args) -> tuple[dict, str, bool]:
     """The study keys from --config and the flags, the output location, and whether this is the example."""
-    if all(getattr(args, k) is None for k in _STUDY_FLAGS):
+    if all(getattr(args, k) is None for k in _OTHER_STUDY_FLAGS + key_flags()):
         return dict(EXAMPLE), EXAMPLE_OUT, True
     keys: dict[str, Any] = {}
     if args.config is not None:
@@ -113,10 +104,10 @@ def config_of(args) -> tuple[dict, str, bool]:
         # A study's own study.yaml is a fine template for a new one: what archstudy recorded about that
         # study (its data's shape and fingerprint, version, creation time) is recorded afresh for this one.
         keys.update({k: v for k, v in loaded.items() if k not in RECORDED_KEYS})
-    for k in _KEY_FLAGS:
+    for k in key_flags():
         if getattr(args, k) is not None:
             keys[k] = getattr(args, k)
-    if args.protocol is not None:
+    if args.protocol is not None:  # a protocol's name, or a file of its fields
         is_file = args.protocol.endswith((".yaml", ".yml")) or os.path.isfile(args.protocol)
         keys["protocol"] = config_yaml.read(args.protocol, "run", "protocol") if is_file else args.protocol
     if args.preset is not None and args.config is not None:

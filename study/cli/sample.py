@@ -49,8 +49,8 @@ def command(args) -> int:
     for flag, default in (("d_in", D_IN), ("d_out", D_OUT)):
         # a dimension given larger than the budget is the dimension's mistake (the budget's is named below)
         if getattr(args, flag) != default and getattr(args, flag) > args.param_budget:
-            raise SpecError("sample", flag, getattr(args, flag), f"must be at most param_budget ({args.param_budget:,}):"
-                            " its layer alone would hold more parameters than the budget")
+            raise SpecError("sample", flag, getattr(args, flag), f"must be at most param_budget "
+                            f"({args.param_budget:,}): its layer alone would hold more parameters than the budget")
     end = args.start + args.n
     for first in range(args.start, end, CHUNK):
         # the study's own plan: each draw, then its siblings (as `archstudy run` trains them)

@@ -1,8 +1,10 @@
 """The study's datasets (NLC paper appendix D; the Han papers' checkerboard): ``load_dataset(name, seed, root)``.
 
 Each dataset is declared once, torch-free, in ``study.experiment.datasets`` (what it is, its classes, sizes,
-options, the NLC paper's "better than random" error, and its loader as "module:function" of this package);
-``DATASETS`` is those declarations with their loaders imported.
+options, the NLC paper's "better than random" error); ``DATASETS`` is those declarations by name. The module of
+this package that loads a dataset registers its loader against the declared name (``loaders``); every module of
+the package is imported here, so a new loader module registers by being in it, and the import fails unless every
+declared dataset has its loader.
 
 Built in, offline: ``waveform-noise`` (Breiman's generator), ``checkerboard`` (the Han papers' grid),
 ``digits`` (scikit-learn's bundled copy). From a user's files, with the paper's preprocessing (D.2):
@@ -21,21 +23,29 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass, field
+import pkgutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from archstudy.sampling.constraints import SEED, Boolean, Choice, Constraint, SpecError, check
 
-from ..experiment.datasets import DATASET_DECLARATIONS, PACKAGE, DatasetDeclaration
-from . import images, waveform
-from .dataset import DataFileMalformed, DataFilesMissing, Dataset, Split
+from ..experiment.datasets import DECLARED, DatasetDeclaration
 from .cache import CACHE_ENV
+from .dataset import DataFileMalformed, DataFilesMissing, Dataset, Split
+from .loaders import LOADERS, check_complete, status
 
 __all__ = [
-    "CACHE_ENV", "DATASETS", "DataFileMalformed", "DataFilesMissing", "Dataset", "DatasetInfo", "Split",
-    "load_dataset",
+    "CACHE_ENV", "DATASETS", "DataFileMalformed", "DataFilesMissing", "Dataset", "Split", "load_dataset", "status",
 ]
+
+# Every module of the package: a loader module registers its datasets' loaders when imported (``loaders``).
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
+check_complete()
+
+# Every dataset of ``study.experiment.datasets``, in its order: the one declaration of each.
+DATASETS: dict[str, DatasetDeclaration] = DECLARED
 
 
 @dataclass(frozen=True)
@@ -63,53 +73,6 @@ class PathOption(Constraint):
 COMMON_OPTIONS = {"cache_dir": PathOption(), "cache": Boolean()}
 
 
-@dataclass(frozen=True)
-class DatasetInfo:
-    """What ``archstudy datasets`` shows and ``load_dataset`` dispatches on: a dataset's declaration
-    (``study.experiment.datasets.DatasetDeclaration``) with its loader resolved (``load``)."""
-
-    name: str
-    source: str  # "generated", "bundled" or "files"
-    summary: str
-    n_classes: int
-    d_in: int | None  # None: chosen by the PCA step of the preprocessing
-    sizes: str
-    load: Callable[..., Dataset] = field(repr=False)
-    options: dict = field(default_factory=dict, repr=False)  # option -> Constraint
-    defaults: dict = field(default_factory=dict, repr=False)
-    reads_root: bool = False
-    declaration: DatasetDeclaration | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, d: DatasetDeclaration) -> DatasetInfo:
-        """The declaration with its ``loader`` ("module:function" of this package) imported."""
-        module, _, name = d.loader.partition(":")
-        load = getattr(importlib.import_module(f"{PACKAGE}.{module}"), name)
-        return cls(d.name, d.source, d.summary, d.n_classes, d.d_in, d.sizes, load, dict(d.options),
-                   dict(d.defaults), d.reads_root, d)
-
-    def status(self, root: Path | None = None) -> tuple[bool, str]:
-        """(available here?, where it comes from or what is missing where)."""
-        if self.source == "files":
-            image_set = images.IMAGE_SETS[self.name]
-            try:
-                paths = image_set.locate(root)
-            except DataFilesMissing as e:
-                return False, str(e).split(": ", 1)[1]
-            folders = sorted({str(p.parent) for p in paths.values()})
-            return True, "found in " + ", ".join(folders)
-        if self.name == waveform.NAME and root is not None:
-            path = Path(root).expanduser() / waveform.FILE
-            if path.is_file():
-                return True, f"found {path}"
-            return False, f"expected {waveform.FILE} in {path.parent} (without a root: generated)"
-        return True, self.summary
-
-
-# Every dataset of ``study.experiment.datasets.DATASET_DECLARATIONS``, in its order, its loader imported.
-DATASETS: dict[str, DatasetInfo] = {d.name: DatasetInfo.of(d) for d in DATASET_DECLARATIONS}
-
-
 def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None, **options: Any) -> Dataset:
     """The dataset ``name`` with its seeded train/val/test splits (float64 ``x`` [N, d_in], int64 ``y``).
 
@@ -120,21 +83,22 @@ def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None
     for the preprocessed image sets. Bad arguments raise ``SpecError``; missing or malformed files
     ``DataFilesMissing`` / ``DataFileMalformed`` (all ``sampling.UserError``)."""
     name = check("load_dataset", "name", Choice(tuple(DATASETS)), name)
-    info = DATASETS[name]
+    declared = DATASETS[name]
     seed = check("load_dataset", "seed", SEED, seed)
     root = check("load_dataset", "root", PathOption(), root)
-    if root is not None and not info.reads_root:
-        raise SpecError("load_dataset", "root", str(root), f"must be None: {name} is {info.source}, it reads no files")
-    allowed = {**COMMON_OPTIONS, **info.options}
-    kwargs = dict(info.defaults)
+    if root is not None and not declared.reads_root:
+        raise SpecError("load_dataset", "root", str(root),
+                        f"must be None: {name} is {declared.source}, it reads no files")
+    allowed = {**COMMON_OPTIONS, **declared.options}
+    kwargs = dict(declared.defaults)
     for key, value in options.items():
         if key not in allowed:
             raise SpecError("load_dataset", key, value,
                             f"is not an option of {name}; its options: {', '.join(sorted(allowed))}")
         kwargs[key] = check("load_dataset", key, allowed[key], value)
-    if info.source != "files":
+    if declared.source != "files":
         for key in COMMON_OPTIONS:
             kwargs.pop(key, None)
-    if info.reads_root:
+    if declared.reads_root:
         kwargs["root"] = root
-    return info.load(seed, **kwargs)
+    return LOADERS[name].load(seed, **kwargs)

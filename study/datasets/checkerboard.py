@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dataset import Dataset, jsonable, make_split, split_indices, stream
+from .loaders import register
 
 NAME = "checkerboard"
 GRID = 81  # points per axis
@@ -69,3 +70,6 @@ def load(seed: int = 0, blocks: int = DEFAULT_BLOCKS) -> Dataset:
         "d_in": 2, "n_classes": 2,
     }
     return Dataset(NAME, *splits, d_in=2, n_classes=2, meta=jsonable(meta))
+
+
+register(NAME, load)

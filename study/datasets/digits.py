@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dataset import Dataset, fifths, jsonable, make_split, split_indices, standardize, stream
+from .loaders import register
 
 NAME = "digits"
 N_POINTS, D_IN, N_CLASSES = 1797, 64, 10
@@ -39,3 +40,6 @@ def load(seed: int = 0) -> Dataset:
         "d_in": D_IN, "n_classes": N_CLASSES,
     }
     return Dataset(NAME, *splits, d_in=D_IN, n_classes=N_CLASSES, meta=jsonable(meta))
+
+
+register(NAME, load)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from . import cifar, idx
 from .cache import cache_dir as resolve_cache_dir
 from .cache import cache_path, read_cache, write_cache
 from .dataset import DataFileMalformed, DataFilesMissing, Dataset, jsonable, make_split, split_indices, stream
+from .loaders import register
 from .preprocess import VARIANCE_HELD, paper_preprocessing
 from .sources import file_record
 
@@ -56,6 +58,15 @@ class ImageSet:
         if self.format == "idx":
             return idx.locate(self.name, root, self.torchvision_folder)
         return cifar.locate(self.name, root)
+
+    def find(self, root: Path | None) -> tuple[bool, str]:
+        """(found?, the folders its files were found in, or what is missing where): ``archstudy datasets``."""
+        try:
+            paths = self.locate(root)
+        except DataFilesMissing as e:
+            return False, str(e).split(": ", 1)[1]
+        folders = sorted({str(p.parent) for p in paths.values()})
+        return True, "found in " + ", ".join(folders)
 
     def read(self, paths: dict[str, Path], expected: str):
         if self.format == "idx":
@@ -131,15 +142,12 @@ def load(name: str, seed: int = 0, root: Path | None = None, cache_dir=None, cac
     return Dataset(name, *splits, d_in=k, n_classes=N_CLASSES, meta=jsonable(meta))
 
 
-# The loaders the dataset declarations name (``study.experiment.datasets``): ``load(seed, root=..., cache_dir=...,
-# cache=...)`` of each image set.
-def load_mnist(seed: int = 0, root: Path | None = None, cache_dir=None, cache: bool = True) -> Dataset:
-    return load("mnist", seed, root, cache_dir=cache_dir, cache=cache)
+def find(name: str, root: Path | None) -> tuple[bool, str]:
+    """``ImageSet.find`` of the image set ``name`` as ``IMAGE_SETS`` holds it when asked."""
+    return IMAGE_SETS[name].find(root)
 
 
-def load_fashion_mnist(seed: int = 0, root: Path | None = None, cache_dir=None, cache: bool = True) -> Dataset:
-    return load("fashion-mnist", seed, root, cache_dir=cache_dir, cache=cache)
-
-
-def load_cifar10(seed: int = 0, root: Path | None = None, cache_dir=None, cache: bool = True) -> Dataset:
-    return load("cifar10", seed, root, cache_dir=cache_dir, cache=cache)
+# Each image set is the declared dataset of its name (``study.experiment.datasets``): its loader is
+# ``load(name, seed, root=..., cache_dir=..., cache=...)``.
+for _name in IMAGE_SETS:
+    register(_name, partial(load, _name), partial(find, _name))

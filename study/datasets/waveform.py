@@ -28,6 +28,7 @@ import numpy as np
 from .dataset import (
     DataFileMalformed, DataFilesMissing, Dataset, fifths, jsonable, make_split, split_indices, standardize, stream,
 )
+from .loaders import register
 from .sources import file_record
 
 NAME = "waveform-noise"
@@ -107,3 +108,16 @@ def load(seed: int = 0, root: Path | None = None) -> Dataset:
         "d_in": N_WAVE + N_NOISE, "n_classes": N_CLASSES,
     }
     return Dataset(NAME, *splits, d_in=N_WAVE + N_NOISE, n_classes=N_CLASSES, meta=jsonable(meta))
+
+
+def find(root: Path | None) -> tuple[bool, str] | None:
+    """With ``root``: whether a user's ``waveform-+noise.data`` is there; without, nothing to find (generated)."""
+    if root is None:
+        return None
+    path = Path(root).expanduser() / FILE
+    if path.is_file():
+        return True, f"found {path}"
+    return False, f"expected {FILE} in {path.parent} (without a root: generated)"
+
+
+register(NAME, load, find)

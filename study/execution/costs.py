@@ -44,11 +44,14 @@ LONG_UNIT_S = 600.0  # a unit whose training alone is estimated at this much: th
 
 # -- what will run ---------------------------------------------------------------------------------------
 def expected_epochs(protocol: Protocol, steps_per_epoch: int) -> float:
-    """Full-stack epochs of one architecture (the mean epochs of its runs): a ``steps`` schedule's
-    ceil(iterations / steps per epoch); E.2's plateau schedule the measured 1.25 x its floor (module docstring),
-    at most ``max_epochs``."""
-    if protocol.schedule == "steps":
-        return float(math.ceil(protocol.iterations / max(1, steps_per_epoch)))
+    """Full-stack epochs of one architecture (the mean epochs of its runs): the schedule's own when it fixes them
+    (``Scheduler.planned_epochs``: a ``steps`` schedule's ceil(iterations / steps per epoch)); else, as for E.2's
+    plateau schedule, the measured 1.25 x its floor (module docstring), at most ``max_epochs``."""
+    from ..training.schedule import scheduler_of
+
+    planned = scheduler_of(protocol).planned_epochs(steps_per_epoch)
+    if planned is not None:
+        return planned
     from ..perf.profiles import EXPECTED_STACK_EPOCHS
     from ..perf.projection import SCHEDULE_FLOOR
 
@@ -61,13 +64,10 @@ def describe_protocol(protocol: Protocol) -> str:
     """``protocol quick: 8 learning rates, E.2 schedule (patience 10/5, 10 divisions), at most 15 epochs``."""
     name = protocol.preset if protocol.preset != "custom" else "custom"
     rates = f"{protocol.num_lrs} learning rate{'s' if protocol.num_lrs != 1 else ''}"
-    if protocol.schedule == "steps":
-        schedule = f"{protocol.iterations:,} steps each"
-    else:
-        schedule = (f"E.2 schedule (patience {protocol.patience_first}/{protocol.patience}, "
-                    f"{protocol.divisions} divisions), " + (f"at most {protocol.max_epochs} epochs"
-                                                            if protocol.max_epochs else "no epoch cap"))
-    opt = "" if protocol.optimizer == "sgd" else f", {protocol.optimizer}"
+    from ..training.schedule import scheduler_of
+
+    schedule = scheduler_of(protocol).describe()
+    opt = "" if protocol.optimizer == Protocol.default("optimizer") else f", {protocol.optimizer}"  # the paper's SGD unsaid
     return f"protocol {name}: {rates}, {schedule}{opt}"
 
 
@@ -118,8 +118,8 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
 
     from ..nn.network import build_network
     from ..perf.bench import LR, _batches
-    from ..training import fused
     from ..training.loss import errors
+    from ..training.schedule import scheduler_of
     from ..training.splits import steps_per_epoch
     from ..training.stack import new_stack, train_step
     from ..training.timing import time_calls
@@ -142,7 +142,7 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
     for r in sorted({1, min(runs, PROBE_RUNS)}):
         stack = new_stack(build_network(spec, 0, runs=r, device=device), [LR] * r, protocol)
         chunk = auto_chunk(spec, r, batch, device)
-        step[r] = fastest(lambda i: train_step(stack, *xy, 1.0, protocol, chunk, fused.forward))
+        step[r] = fastest(lambda i: train_step(stack, *xy, 1.0, protocol, chunk))
         evaluate[r] = fastest(lambda i: errors(stack.net, x, y, width, r, protocol.loss)) / max(1, len(y))
         del stack
     r = max(step)
@@ -152,7 +152,7 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
     epochs = expected_epochs(protocol, steps)
     monitored = n_train if protocol.monitor == "train" else n_val
     lr_min = (1 + protocol.warmup_epochs) * steps * step_1
-    train = epochs * (steps * step_r + (0 if protocol.schedule == "steps" else monitored * eval_s))
+    train = epochs * (steps * step_r + (monitored * eval_s if scheduler_of(protocol).monitors else 0))
     final = (n_train + n_val + n_test) * eval_s
     return {"step_s": step_r, "step_1_s": step_1, "eval_s_per_example": eval_s, "steps_per_epoch": steps,
             "expected_epochs": epochs, "train_s": lr_min + train + final, "probe_s": time.perf_counter() - t0,

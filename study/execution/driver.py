@@ -44,13 +44,14 @@ from archstudy.sampling.constraints import Real, check
 from ..experiment.config import (
     CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, execution_settings, package_version, science_differences, utc_now,
 )
+from ..experiment.nlc_window import pilot_window
 from . import interrupts
 from .engine import Engine, Failure, Job, Rejected, Tally
 from . import memory
 from .costs import PROBE_UNITS, Forecast, count_text, plan_line
 from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
 from .progress import Progress
-from .pruning import is_pilot, pilot_rows, pilot_window
+from .pruning import is_pilot, pilot_points
 from .ray_session import check_address, ray_session
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
 from .store import ARCHITECTURES, CURVES, FAILED, RUNS, SchemaError, Store, StoreWriteError
@@ -452,7 +453,7 @@ def _launch(store: Store, config: StudyConfig, engine: Engine, units: list[WorkU
         progress.say(f"the pilot is not complete ({len(unfinished)} failed, e.g. {unfinished[0]}): its window needs "
                      f"every pilot architecture; {len(rest)} architectures wait (`archstudy resume` retries the pilot)")
         return
-    w = pilot_window(config, pilot_rows(store, names))
+    w = pilot_window(*pilot_points(store, names), seed=config.seed)
     why = "its good range" if w["source"] == "study" else f"the NLC paper's, not the pilot's: {w['reason']}"
     progress.say(f"NLC window [{w['lo']:.3g}, {w['hi']:.3g}] from the pilot's {len(names)} architectures ({why}); "
                  f"{len(rest)} architectures to measure, the ones inside it to train")

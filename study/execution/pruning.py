@@ -20,11 +20,11 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..experiment.config import StudyConfig
-from ..experiment.nlc_window import pilot_window as window_rule
 from ..experiment.schema import ARCHITECTURES, columns
 from .store import current
 
@@ -52,14 +52,10 @@ def is_pilot(config: StudyConfig, index: int) -> bool:
     return config.nlc_window == "auto" and index < config.nlc_pilot
 
 
-def pilot_rows(store, names: Iterable[str]):
-    """The pilot's stored ``architectures`` rows (a DataFrame), read from the study's files."""
+def pilot_points(store, names: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The NLC and test error of the pilot architectures ``names``, read from their stored ``architectures`` rows:
+    the points of the rule ``study.experiment.nlc_window.pilot_window``."""
     # current: a pilot finished under schema version 1 (text timestamps) concatenates with newer files
     tables = [current(pq.read_table(pa.BufferReader(store.read_bytes(ARCHITECTURES, f"{n}.parquet")))) for n in names]
-    return pa.concat_tables(tables, promote_options="default").to_pandas()
-
-
-def pilot_window(config: StudyConfig, rows) -> dict:
-    """The window of an ``auto`` study from its pilot's rows (``study.experiment.nlc_window.pilot_window``: lo, hi,
-    source, n, ...)."""
-    return window_rule(rows["nlc"].to_numpy("float64"), rows["test_error"].to_numpy("float64"), seed=config.seed)
+    rows = pa.concat_tables(tables, promote_options="default").to_pandas()
+    return rows["nlc"].to_numpy("float64"), rows["test_error"].to_numpy("float64")

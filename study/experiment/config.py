@@ -41,8 +41,8 @@ from archstudy.sampling import (
     get_space,
 )
 from archstudy.sampling.constraints import (
-    SEED, Boolean, Choice, Constraint, Declaration, Declared, Flag, Integer, Maybe, Real, Text, bounded_repr, declare,
-    plain,
+    SEED, Boolean, Choice, Constraint, Declaration, Declared, Flag, Integer, Maybe, OneOf, Options, Real, Text,
+    bounded_repr, declare, plain,
 )
 from archstudy.sampling.doc_tables import markdown, presets_column, rewrite_doc, update_blocks
 from archstudy.sampling.plan import INDICES, check_indices
@@ -51,6 +51,7 @@ from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
 from .datasets import DATASET_NAMES
 from .metric_options import MetricOptions
+from .nlc_window import WINDOW
 from .protocol import PROTOCOLS, Protocol
 
 WHERE = "study"
@@ -80,60 +81,6 @@ def utc_now() -> str:
 
 # -- constraints the study needs beyond sampling's -------------------------------------------------------
 @dataclass(frozen=True)
-class _OptionalText(Constraint):
-    def normalize(self, value):
-        if value is None:
-            return None
-        if isinstance(value, Path):
-            value = str(value)
-        try:
-            return Text().normalize(value)
-        except ValueError:
-            self.fail()
-
-    def describe(self):
-        return "must be a path (a non-empty one-line string) or null"
-
-    def invalid_examples(self):
-        return ("", 3)
-
-
-@dataclass(frozen=True)
-class _Options(Constraint):
-    """A mapping with string keys and YAML-able values (passed on as keyword options)."""
-
-    def normalize(self, value):
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) and k.isidentifier() for k in value):
-            self.fail()
-        return plain(dict(value))
-
-    def describe(self):
-        return "must be a mapping of option names to values"
-
-    def invalid_examples(self):
-        return ([1, 2], {3: "x"})
-
-
-@dataclass(frozen=True)
-class _NameOrOptions(Constraint):
-    """A preset's name, or a mapping of its fields (the training protocol)."""
-
-    def normalize(self, value):
-        try:
-            return Text().normalize(value) if isinstance(value, str) else _Options().normalize(value)
-        except ValueError:
-            self.fail()
-
-    def describe(self):
-        return "must be a name or a mapping of fields"
-
-    def invalid_examples(self):
-        return (3, [1, 2])
-
-
-@dataclass(frozen=True)
 class _Axes(Constraint):
     """Sibling axes: a list of distinct names among ``SIBLING_AXES``; ``all``/``true`` = every axis,
     ``none``/``false``/empty = off."""
@@ -158,37 +105,6 @@ class _Axes(Constraint):
 
     def invalid_examples(self):
         return (["colour"], ["norm", "norm"], 7)
-
-
-@dataclass(frozen=True)
-class _Window(Constraint):
-    """The NLC window of pruning at launch: null (off), ``auto`` (from the pilot) or two numbers 0 <= lo < hi,
-    as a list or as the command line's ``LO,HI``; held as a tuple."""
-
-    def normalize(self, value):
-        if value is None or value == "auto":
-            return value
-        if isinstance(value, str):
-            parts = value.split(",")
-            try:
-                value = [float(p) for p in parts]
-            except ValueError:
-                self.fail()
-        if isinstance(value, (bytes, Mapping)) or not isinstance(value, (list, tuple)) or len(value) != 2:
-            self.fail()
-        try:
-            lo, hi = (Real(0.0).normalize(v) for v in value)
-        except ValueError:
-            self.fail()
-        if not lo < hi:
-            self.fail()
-        return (lo, hi)
-
-    def describe(self):
-        return "must be null, 'auto' or two numbers lo < hi (lo >= 0), as [lo, hi] or 'LO,HI'"
-
-    def invalid_examples(self):
-        return ("automatic", [3.0, 1.0], [1.0], "1,x", [-1.0, 2.0], [1.0, float("inf")])
 
 
 @dataclass(frozen=True)
@@ -285,29 +201,47 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
     created (the sampler needs them; a resume checks them).
     """
 
-    dataset: str = declare(Choice(DATASET_NAMES), None, required=True, doc="dataset name (`archstudy datasets`)")
+    dataset: str = declare(Choice(DATASET_NAMES), None, required=True, doc="dataset name (`archstudy datasets`)",
+                           flag=Flag("dataset name (see `archstudy datasets`)"))
     architectures: int = declare(Integer(1, MAX_ARCHITECTURES), None, required=True,
                                  doc="number of sampled architectures (indices 0 .. n-1; at most what the unit names "
-                                     "hold, sampling.unit_names)")
-    root: str | None = declare(_OptionalText(), None, execution=True,
+                                     "hold, sampling.unit_names)",
+                                 flag=Flag("number of architectures to sample", "N"))
+    root: str | None = declare(Maybe(Text(path=True)), None, execution=True,
                                doc="directory of the dataset's files (mnist, cifar10)")
-    dataset_options: dict = declare(_Options(), factory=dict, doc="keyword options for study.load_dataset")
+    dataset_options: dict = declare(Options(), factory=dict, doc="keyword options for study.load_dataset")
     dataset_seed: int = declare(SEED, 0, doc="seed of the dataset's generation/split/projection; fixed across "
                                              "studies by default so studies with different seeds see the same data")
-    seed: int = declare(SEED, 0, doc="study seed: architecture i is sample_spec(seed, i, ...)")
-    preset: str = declare(Text(), DEFAULT_PRESET, doc="name of the architecture space (its full dict is `space`)")
-    space: dict = declare(_Options(), factory=dict,
+    seed: int = declare(SEED, 0, doc="study seed: architecture i is sample_spec(seed, i, ...)",
+                        flag=Flag("study seed (default {default})"))
+    preset: str = declare(Text(), DEFAULT_PRESET, doc="name of the architecture space (its full dict is `space`)",
+                          flag=Flag(f"architecture space: {', '.join(PRESETS)} (default {{default}})"))
+    space: dict = declare(Options(), factory=dict,
                           doc="the full architecture space (Space fields, below); empty: the preset's")
     param_budget: int = declare(Integer(1), DEFAULT_PARAM_BUDGET,
-                                doc="trainable parameters each architecture is solved for")
-    protocol: dict = declare(_NameOrOptions(), "paper", doc="the training protocol: a name of study.PROTOCOLS or its "
-                                                            "fields (below); stored in full")
-    metrics: dict = declare(_Options(), factory=dict, doc="metric options (MetricOptions fields, below)")
-    siblings: tuple = declare(_Axes(), (), doc="sibling axes; each architecture also runs its siblings along these")
-    nlc_window: Any = declare(_Window(), None, doc="prune at launch: train only the architectures whose NLC at "
-                              "initialization lies in [lo, hi]; auto: the NLC good range of the pilot; null: train all")
+                                doc="trainable parameters each architecture is solved for",
+                                flag=Flag("trainable parameters per architecture (default {default})", "N"))
+    protocol: dict = declare(OneOf(Text(), Options()), "paper",
+                             doc="the training protocol: a name of study.PROTOCOLS or its fields (below); stored in "
+                                 "full",
+                             flag=Flag("training protocol: a name (paper, quick, ...) or a YAML file of its fields "
+                                       "(default {default})"))
+    metrics: dict = declare(Options(), factory=dict, doc="metric options (MetricOptions fields, below)")
+    siblings: tuple = declare(_Axes(), (), doc="sibling axes; each architecture also runs its siblings along these",
+                              flag=Flag("also run each architecture's siblings along AXES (comma-separated among "
+                                        f"{', '.join(SIBLING_AXES)}; alone: all)", "AXES", nargs="?", const="all"))
+    nlc_window: Any = declare(
+        OneOf(None, Choice(("auto",)), WINDOW), None,
+        doc="prune at launch: train only the architectures whose NLC at initialization lies in [lo, hi] (`[lo, hi]`, "
+            "'LO,HI' or 'LO HI'); auto: the NLC good range of the pilot; null: train all",
+        flag=Flag("prune at launch: measure every architecture at initialization and train only those whose NLC lies "
+                  "in [LO, HI] (LO,HI or LO HI); 'auto': the NLC good range of a pilot (the first --nlc-pilot "
+                  "architectures, all trained); the others are stored untrained (default: train all)",
+                  "LO,HI|auto", nargs="+"))
     nlc_pilot: int = declare(Integer(1), DEFAULT_PILOT, doc="with nlc_window auto: the architectures of indices 0 .. "
-                             "N-1 (with their siblings), all trained, whose NLC good range is the window")
+                             "N-1 (with their siblings), all trained, whose NLC good range is the window",
+                             flag=Flag("with --nlc-window auto: the pilot's size in architectures (default {default})",
+                                       "N"))
     indices: tuple | None = declare(
         _Indices(), None, since=2,
         doc="the draws of the study seed this study holds, in this order, instead of 0 .. architectures-1 (each as "

@@ -14,8 +14,9 @@ from archstudy.sampling.constraints import Boolean, Declared, Integer, Real, dec
 
 from .protocol import Increasing
 
-PROXY_BATCH = 128  # Mellor, Turner, Storkey and Crowley, *Neural Architecture Search without Training* (2021), both versions: the
+# Mellor, Turner, Storkey and Crowley, *Neural Architecture Search without Training* (2021), both versions: the
 # minibatch of the zero-cost proxies
+PROXY_BATCH = 128
 # E.1 / E.3 (``study.metrics.regions``): the ladder of steps k starts at 1e-9 ("starting with k = 10^-9 and
 # then checking the condition for increasing k until it fails") and stops at a thousand diameters of the
 # data; E.3 allows the error over the path to be 5% (absolute) higher than at the start.

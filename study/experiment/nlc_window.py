@@ -28,9 +28,16 @@ synthetic windowed populations.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from archstudy.sampling.constraints import Bounds
+
+# An NLC window [lo, hi], declared once: what pruning at launch (``StudyConfig.nlc_window``), the report's pruning
+# (``analysis.pruning``) and both commands' ``--nlc-window`` (``LO,HI`` or ``LO HI``) take. The NLC is >= 0.
+WINDOW = Bounds(0.0)
 PAPER_WINDOW = (1.0, 3.0)
 SUBSAMPLE = 0.25  # pycls get_filters(sample=0.25): a quarter of the architectures per bootstrap draw
 N_BOOT = 2500  # pycls get_filters(b=2500)
@@ -51,7 +58,8 @@ def best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random
     first drawn)."""
     n = len(y)
     idx = rng.integers(0, n, size=(n_boot, subsample_size(n, sample)))
-    return idx[np.arange(n_boot), np.argmin(y[idx], axis=1)]
+    best: np.ndarray = idx[np.arange(n_boot), np.argmin(y[idx], axis=1)]
+    return best
 
 
 def good_range(x: np.ndarray, y: np.ndarray, *, log: bool = False, sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
@@ -88,8 +96,9 @@ def band_stability(x: np.ndarray, y: np.ndarray, *, log: bool = True, sample: fl
     return float(np.std(e[:, 0], ddof=1)), float(np.std(e[:, 1], ddof=1))
 
 
-def window_of(nlc, error, *, sample: float = SUBSAMPLE, n_boot: int = N_BOOT, confidence: float = CONFIDENCE,
-              seed: int = 0, draws: int = STABILITY_DRAWS, fallback=PAPER_WINDOW) -> dict:
+def window_of(nlc: ArrayLike, error: ArrayLike, *, sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
+              confidence: float = CONFIDENCE, seed: int = 0, draws: int = STABILITY_DRAWS,
+              fallback: tuple[float, float] = PAPER_WINDOW) -> dict[str, Any]:
     """The NLC window of the architectures with NLC ``nlc`` and test error ``error`` (one dataset): their NLC good
     range (``low``, ``best``, ``high``), the standard deviations of its ends over ``draws`` resamples (``sd_low``,
     ``sd_high``, in decades) and its ``width`` in decades, whether they are ``large_enough`` for it to be the
@@ -125,7 +134,7 @@ def window_of(nlc, error, *, sample: float = SUBSAMPLE, n_boot: int = N_BOOT, co
             "source": "study" if large else "paper"}
 
 
-def pilot_window(nlc, error, seed: int = 0) -> dict:
+def pilot_window(nlc: ArrayLike, error: ArrayLike, seed: int = 0) -> dict[str, Any]:
     """The window of pruning at launch with ``nlc_window: auto``, from the NLC and test error of every pilot
     architecture (siblings included): ``window_of`` (lo, hi, source, n, reason). A deterministic function of the
     points and ``seed``: the driver computes it to prune, the report again to say what was pruned by which

@@ -3,25 +3,26 @@
 A study's results are three tables, one Parquet file per architecture each (``docs/results.md``):
 ``architectures`` (one row per architecture), ``runs`` (one row per starting learning rate of it) and
 ``curves`` (one row per learning rate and epoch: the training curves, ``study.training.curves``).
-Each column is one ``Column`` below: name, type, unit, meaning, table and group; a column ``measure``
-computes names the function that computes it (``measured_by``), and a column that may predict test error
-says how the analysis treats it (``predictor``: label, kind, log scale, the report's figure it joins).
+Each column is one ``Column`` below: name, type, unit, meaning, table and group, and a column that may predict
+test error says how the analysis treats it (``predictor``: label, kind, log scale, the report's figure it joins).
 Everything else is derived from this declaration: the store's pyarrow schemas (``study.execution.store``), the
-columns ``measure`` returns (``MEASURED``) and the functions that compute them (``study.metrics.registry``),
+columns ``measure`` returns (``MEASURE_ROW``: each function computing some of them names them at its definition,
+``@measures`` in ``study.metrics``, and ``study.metrics.registry`` checks that each is computed by exactly one),
 the analysis' pandas dtypes, required columns and predictors (``analysis.columns``), the report's scatter
 grids (``analysis.figures``) and the column tables of ``docs/results.md`` (``update_doc``; ``python -m
 archstudy.study.experiment.schema docs/results.md`` rewrites them, and a test fails while the file differs).
 
 Adding a column is one line in its group below (plus the code that computes its value); the store then
-refuses rows without it. A metric at initialization is its ``Column`` here, with ``measured_by`` naming its
-function in its metric module (``study.metrics``, registered there with ``@measures``) and, if it predicts
-test error, its ``AsPredictor``: ``measure``, the correlations, good ranges, window scores, the ranking and
-the figure grid follow. A column added after files of this schema version exist is declared
+refuses rows without it. A metric at initialization is its ``Column`` here (in the "init metrics", "proxies"
+or "optional" group), with its ``AsPredictor`` if it predicts test error, and its function in its metric module
+(``study.metrics``), whose ``@measures`` names the column: ``measure``, the correlations, good ranges, window
+scores, the ranking and the figure grid follow. A column added after files of this schema version exist is declared
 ``added=True`` (older files lack it and stay valid; ``analysis.results`` fills it with what the older rows
 were). Adding a table is a name in ``TABLES``, its columns and an entry of ``COLUMNS`` (the store, the
 generated docs and the analysis' dtypes follow); the store and ``study.execution.state`` decide which of a unit's
 files its commit needs. Changing or removing a column, or how a type is stored, changes the files: raise
-``RESULTS_SCHEMA_VERSION`` and say what changed in ``RESULTS_SCHEMA_VERSIONS`` (the readers keep reading the older versions).
+``RESULTS_SCHEMA_VERSION`` and say what changed in ``RESULTS_SCHEMA_VERSIONS`` (the readers keep reading the older
+versions).
 
 Types are a small vocabulary (``TYPES``): ``int64``, ``float64`` (NaN where not computed), ``bool``,
 ``str`` and ``timestamp`` (a Parquet timestamp in microseconds, UTC, since schema version 2; ISO 8601 UTC text
@@ -128,10 +129,8 @@ class Column:
     older file and is then read as NaN), and ``added``: declared after files of this schema version were
     written, so a file without it is an older file of the same study, whole and valid (a study created
     before it must resume without redoing its finished units); readers fill it (``analysis.results``).
-    ``measured_by``: for a column of the ``measure`` row (``MEASURED`` and ``flops``), the function that
-    computes it, as "module:function" under ``archstudy.study.metrics`` (one function may compute several
-    columns; ``study.metrics.registry`` resolves it). ``predictor``: how the analysis uses it, for a column
-    that may predict test error (``AsPredictor``), else None."""
+    ``predictor``: how the analysis uses it, for a column that may predict test error (``AsPredictor``), else
+    None."""
 
     name: str
     type: str
@@ -141,7 +140,6 @@ class Column:
     added: bool = False
     table: str = ""
     group: str = ""
-    measured_by: str = ""
     predictor: AsPredictor | None = None
 
 
@@ -156,9 +154,6 @@ _SPEC_PREDICTORS = {
     "width": AsPredictor("width", "baseline", True, "a count spanning orders of magnitude", figure="baselines",
                          rank=2),
 }
-# Where ``measure``'s columns are computed: "module:function" of ``archstudy.study.metrics``.
-_NLC, _SPEC = "nlc:measure_nlc", "measurement:measure_spec"
-_GRADIENTS, _PROXIES = "gradients:measure_gradients", "proxies:measure_proxies"
 _GRADIENT_MAGNITUDE = "a gradient magnitude: scales multiplicatively (NLC paper section 6)"
 _COUNT = "a count spanning orders of magnitude"
 
@@ -184,78 +179,74 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         Column("num_params", "int64", "parameters", "trainable parameters (exact count)",
                predictor=AsPredictor("parameters", "baseline", True, _COUNT, figure="baselines", rank=0)),
         Column("activation_units", "int64", "units", "activation units (width x hidden layers)"),
-        Column("flops", "float64", "FLOP per example", "2 x multiply-adds of one forward pass", measured_by=_SPEC,
+        Column("flops", "float64", "FLOP per example", "2 x multiply-adds of one forward pass",
                predictor=AsPredictor("FLOPs", "baseline", True, _COUNT, figure="baselines", rank=3)),
     ),
     *_group(
         ARCHITECTURES, "init metrics",
         Column("nlc", "float64", "", f"nonlinearity coefficient at initialization ({NLC_PAPER}, section 3 and "
-               "appendix G)", measured_by=_NLC,
+               "appendix G)",
                predictor=AsPredictor("NLC", "metric", True, "NLC paper figure 2 (log axis)")),
         Column("nlc_jacobian_q", "float64", "", "Q_x of the Frobenius norm of the input-output Jacobian: the "
-               "NLC's numerator factor", measured_by=_NLC),
-        Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor", measured_by=_NLC),
-        Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor", measured_by=_NLC),
+               "NLC's numerator factor"),
+        Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor"),
+        Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor"),
         Column("bias", "float64", "", f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)",
-               measured_by=_NLC, predictor=AsPredictor("output bias", "metric", True, "NLC paper figure 3A (log axis)")),
-        Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output", measured_by=_NLC),
-        Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)", measured_by=_NLC),
+               predictor=AsPredictor("output bias", "metric", True, "NLC paper figure 3A (log axis)")),
+        Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output"),
+        Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)"),
         Column("ar", "float64", "", "activation ratio: activation units / trainable parameters (the variability "
-               "paper, eq. 5)", measured_by=_SPEC,
+               "paper, eq. 5)",
                predictor=AsPredictor("activation ratio AR", "metric", True, "a ratio of counts spanning orders of "
                                      "magnitude (Householder layers raise it by O(width))", figure="metrics")),
         Column("variability", "float64", "", "variability of the squared output norm on 2-D planes through the "
                "data, geometric mean over planes (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3)",
-               measured_by="variability:measure_variability",
                predictor=AsPredictor("variability V", "metric", True, "a geometric mean over planes: multiplicative",
                                      figure="metrics")),
         Column("gvcs", "float64", "", f"gradient vector component size of the loss' input gradient ({NLC_PAPER}, "
-               "section 6)", measured_by=_GRADIENTS,
+               "section 6)",
                predictor=AsPredictor("gradient vector component size", "metric", True, _GRADIENT_MAGNITUDE,
                                      figure="metrics")),
         Column("grad_length", "float64", "", f"length of the loss' input gradient ({NLC_PAPER}, section 6)",
-               measured_by=_GRADIENTS, predictor=AsPredictor("gradient length", "metric", True, "a gradient "
-                                                             "magnitude (NLC paper section 6)", figure="metrics")),
+               predictor=AsPredictor("gradient length", "metric", True, "a gradient magnitude (NLC paper section 6)",
+                                     figure="metrics")),
         Column("nlc_tau", "float64", "", f"NLC_tau(1) of the activation ({NLC_PAPER}, Table 1 line A)",
-               measured_by=_SPEC,
                predictor=AsPredictor("NLC_tau(1) of the activation", "metric", True, "per-layer NLC; the network's "
                                      "compounds multiplicatively (NLC paper Table 1)", figure="metrics")),
         Column("linear_approx_error", "float64", "", f"linear approximation error of the activation ({NLC_PAPER}, "
-               "Table 1 line E)", measured_by=_SPEC,
+               "Table 1 line E)",
                predictor=AsPredictor("linear-approximation error", "metric", True, "spans 0.0024 to 2 over the "
                                      "activations (NLC paper Table 1 line E)", figure="metrics")),
         Column("c_out", "float64", "", f"the trainer's output scale Q_(x,j) f(x,j): the loss divides the output by "
-               f"it ({NLC_PAPER}, appendix C)", measured_by=_NLC),
+               f"it ({NLC_PAPER}, appendix C)"),
     ),
     *_group(
         ARCHITECTURES, "proxies",
         Column("grad_norm", "float64", "", "sum over trainable tensors of the loss gradient's 2-norm "
-               f"({ABDELFATTAH})", measured_by=_PROXIES,
+               f"({ABDELFATTAH})",
                predictor=AsPredictor("grad_norm", "proxy", True, "a gradient magnitude", figure="proxies")),
         Column("snip", "float64", "", f"sum of the absolute values of parameter x loss gradient ({LEE})",
-               measured_by=_PROXIES, predictor=AsPredictor("snip", "proxy", True, "a sum of |gradient x weight|: a "
-                                                           "magnitude", figure="proxies")),
+               predictor=AsPredictor("snip", "proxy", True, "a sum of |gradient x weight|: a magnitude",
+                                     figure="proxies")),
         Column("synflow", "float64", "", "sum of parameter x gradient of the all-positive network's output on an "
-               f"all-ones input ({TANAKA})", measured_by=_PROXIES,
+               f"all-ones input ({TANAKA})",
                predictor=AsPredictor("synflow", "proxy", True, "a product of weight magnitudes: spans hundreds of "
                                      "decades", figure="proxies")),
-        Column("jacob_cov", "float64", "", f"the Jacobian covariance score ({MELLOR}, v1)", measured_by=_PROXIES,
+        Column("jacob_cov", "float64", "", f"the Jacobian covariance score ({MELLOR}, v1)",
                predictor=AsPredictor("jacob_cov", "proxy", False, "already a sum of logs, and may be negative",
                                      figure="proxies")),
         Column("nwot", "float64", "", f"log-determinant of the activation-code kernel ({MELLOR}, v2)",
-               measured_by=_PROXIES,
                predictor=AsPredictor("NWOT", "proxy", False, "already a log-determinant", figure="proxies")),
     ),
     *_group(
         ARCHITECTURES, "optional",
         Column("lar_diameter", "float64", "data diameters", "relative diameter of the linearly approximable "
                f"regions at initialization ({NLC_PAPER}, appendix E.1); `metrics: {{lar: true}}`",
-               measured_by="regions:measure_lar",
                predictor=AsPredictor("linearly approximable region diameter", "metric", True,
                                      "NLC paper figure 1 (log axis)")),
         Column("error_perturbation", "float64", "data diameters", "largest error-preserving perturbation of the "
                f"selected run's trained network, on the test set ({NLC_PAPER}, appendix E.3); "
-               "`metrics: {perturbation: true}`", measured_by="regions:perturbation_at_init"),
+               "`metrics: {perturbation: true}`"),
     ),
     *_group(
         ARCHITECTURES, "selected run",
@@ -327,9 +318,12 @@ RUN_COLUMNS: tuple[Column, ...] = (
         Column("lr", "float64", "learning rate", "starting rate of the run"),
         Column("epochs", "int64", "epochs", "epochs the run trained"),
         Column("divisions", "int64", "", "learning-rate divisions of the run"),
-        Column("val_error", "float64", ERROR, "validation error at the run's best state (under a `steps` schedule: its final state)"),
-        Column("train_error", "float64", ERROR, "training error at the run's best state (under a `steps` schedule: its final state)"),
-        Column("test_error", "float64", ERROR, "test error at the run's best state (under a `steps` schedule: its final state)"),
+        Column("val_error", "float64", ERROR, "validation error at the run's best state (under a `steps` schedule: "
+               "its final state)"),
+        Column("train_error", "float64", ERROR, "training error at the run's best state (under a `steps` schedule: "
+               "its final state)"),
+        Column("test_error", "float64", ERROR, "test error at the run's best state (under a `steps` schedule: its "
+               "final state)"),
         Column("diverged", "bool", "", "the run's loss was not finite at least once"),
         Column("wall_s", "float64", "s", "the run's share of the training time"),
         Column("selected", "bool", "", "the selected run (exactly one per architecture)"),
@@ -374,30 +368,20 @@ ADDED_COLUMNS: dict[str, tuple[str, ...]] = {t: tuple(c.name for c in cols if c.
 
 # What ``study.measure`` returns besides ``flops`` and ``measure_s``: the metrics at initialization.
 MEASURED = names(ARCHITECTURES, "init metrics", "proxies", "optional")
-
-
-def measured_by() -> dict[str, tuple[str, ...]]:
-    """The functions of the ``measure`` row ("module:function" of ``archstudy.study.metrics``), each with the
-    columns it computes, in column order (a function in the order of its first column)."""
-    out: dict[str, list[str]] = {}
-    for c in ARCHITECTURE_COLUMNS:
-        if c.measured_by:
-            out.setdefault(c.measured_by, []).append(c.name)
-    return {path: tuple(cols) for path, cols in out.items()}
+# The columns of the ``measure`` row: computed by the ``@measures`` functions of ``study.metrics``, each column by
+# exactly one (``study.metrics.registry.metric_functions`` checks it).
+MEASURE_ROW = MEASURED + ("flops",)
 
 
 def predictor_columns() -> tuple[Column, ...]:
     """The columns that may predict test error (``Column.predictor``), in the analysis' order: kind by kind
     (``PREDICTOR_KINDS``), by ``rank`` within a kind, equal ranks in column order."""
-    cols = [c for c in ARCHITECTURE_COLUMNS if c.predictor is not None]
-    return tuple(sorted(cols, key=lambda c: (PREDICTOR_KINDS.index(c.predictor.kind), c.predictor.rank)))
-
-
-_FUNCTION = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)*:[a-z_][a-z0-9_]*")
+    declared = [(c, c.predictor) for c in ARCHITECTURE_COLUMNS if c.predictor is not None]
+    return tuple(c for c, p in sorted(declared, key=lambda cp: (PREDICTOR_KINDS.index(cp[1].kind), cp[1].rank)))
 
 
 def _check() -> None:
-    assert list(RESULTS_SCHEMA_VERSIONS)[-1] == RESULTS_SCHEMA_VERSION, "RESULTS_SCHEMA_VERSIONS must end with RESULTS_SCHEMA_VERSION"
+    assert list(RESULTS_SCHEMA_VERSIONS)[-1] == RESULTS_SCHEMA_VERSION, "RESULTS_SCHEMA_VERSIONS must end with it"
     for table, cols in COLUMNS.items():
         seen = [c.name for c in cols]
         assert len(set(seen)) == len(seen), f"{table}: a column is declared twice"
@@ -405,12 +389,9 @@ def _check() -> None:
         order = list(dict.fromkeys(c.group for c in cols))
         assert [c.group for c in cols] == [g for g in order for c in cols if c.group == g], f"{table}: groups split"
         for c in cols:
-            assert not c.measured_by or (table == ARCHITECTURES and _FUNCTION.fullmatch(c.measured_by)), c.name
             p = c.predictor
             assert p is None or (table == ARCHITECTURES and c.type in ("int64", "float64") and p.label and p.why
                                  and p.kind in PREDICTOR_KINDS and p.figure in ("", *PREDICTOR_FIGURES)), c.name
-    measured = {c.name for c in ARCHITECTURE_COLUMNS if c.measured_by}
-    assert measured == {*MEASURED, "flops"}, f"measure's columns without a function: {set(MEASURED) - measured}"
 
 
 _check()
@@ -425,7 +406,8 @@ def markdown(table: str) -> str:
         group = GROUPS[c.group] if c.group != previous else ""
         previous = c.group
         cells = [group, f"`{c.name}`", c.type, c.unit,
-                 c.meaning + (" (required)" if c.required else "") + (" (added later: older files lack it)" if c.added else "")]
+                 c.meaning + (" (required)" if c.required else "")
+                 + (" (added later: older files lack it)" if c.added else "")]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
 
@@ -439,7 +421,7 @@ _BLOCK = re.compile(r"<!-- columns of (\w+): generated by `[^`]*` from study/exp
 def update_doc(text: str) -> str:
     """``text`` (docs/results.md) with every generated column table replaced by the current one. A block is
     ``<!-- columns of TABLE: generated by `...` from study/experiment/schema.py -->``, the table, ``<!-- end -->``."""
-    def block(m: re.Match) -> str:
+    def block(m: re.Match[str]) -> str:
         table = m.group(1)
         if table not in COLUMNS:
             raise ValueError(f"docs/results.md: no table {table!r}; tables: {', '.join(TABLES)}")
@@ -453,7 +435,8 @@ def update_doc(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m archstudy.study.experiment.schema PATH``: rewrite the generated column tables of PATH (docs/results.md)."""
+    """``python -m archstudy.study.experiment.schema PATH``: rewrite the generated column tables of PATH
+    (docs/results.md)."""
     return rewrite_doc(argv, update_doc, REGENERATE)
 
 

@@ -1,9 +1,10 @@
-"""Metrics of a network at initialization and after training (NLC paper sections 3-6, G, E; the variability
-of the variability paper and of Yu and Zhang, *Householder-Absolute Neural Layers*).
+"""Metrics of a network at initialization and after training, and ``measure``, their row of the results.
 
-``measure`` (also ``study.measure``; module ``study.metrics.measurement``) computes all of them for one architecture as
-one flat row, ``measure_trained`` those of the trained network; each column of the row is computed by the
-function of its metric module that its schema declaration names (``study.metrics.registry``).
+The NLC paper's (sections 3-6, G, E), the variability of the variability paper and of Yu and Zhang,
+*Householder-Absolute Neural Layers*, and the zero-cost proxies. ``measure`` (also ``study.measure``; module
+``study.metrics.measurement``) computes all of them for one architecture as one flat row, ``measure_trained``
+those of the trained network; each column of the row is computed by the function of its metric module that names
+it in its ``@measures`` (``study.metrics.registry``).
 """
 
 from ..nn.activations import linear_approx_error, nlc_tau

@@ -16,13 +16,18 @@
   products (``Family.multiply_adds``, ``study.nn.families``), and the fixed skip projection d_out * width.
   Not counted, as in that convention: biases, normalizations, activations, skip additions and the per-layer
   work that does not scale with the batch (``2 / |u|^2``, GmP's direction from angles).
+
+``measure_spec`` gives ``measure`` its columns of the spec alone: these two, and NLC_tau(1) and the linear
+approximation error of the activation variant (NLC paper Table 1, ``study.nn.activations``).
 """
 
 from __future__ import annotations
 
 from archstudy.sampling import ArchSpec
 
+from ..nn.activations import linear_approx_error, nlc_tau
 from ..nn.families import family
+from .registry import Measuring, measures
 
 
 def activation_ratio(spec: ArchSpec) -> float:
@@ -44,3 +49,11 @@ def multiply_adds(spec: ArchSpec) -> int:
 def flops(spec: ArchSpec) -> float:
     """FLOPs per example of one forward pass: 2 x ``multiply_adds(spec)``."""
     return float(2 * multiply_adds(spec))
+
+
+@measures("flops", "ar", "nlc_tau", "linear_approx_error", stream=None)
+def measure_spec(m: Measuring, seed: None) -> dict:
+    """The columns of the spec alone: activation ratio, FLOPs, and NLC_tau(1) and the linear approximation
+    error of the activation variant."""
+    return {"flops": flops(m.spec), "ar": activation_ratio(m.spec), "nlc_tau": nlc_tau(m.spec),
+            "linear_approx_error": linear_approx_error(m.spec)}

@@ -96,7 +96,7 @@ def finite_or_nan(value) -> float:
     return v if math.isfinite(v) else math.nan
 
 
-@measures(stream=1)
+@measures("gvcs", "grad_length", stream=1)
 def measure_gradients(m: Measuring, seed: int) -> dict:
     """GVCS and gradient length of the loss' input gradient over ``gradient_batches`` training minibatches."""
     g = input_gradients(m.net, m.x, m.y, m.c_out, m.options.gradient_batches, m.batch_size, seed)

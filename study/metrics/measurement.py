@@ -20,10 +20,10 @@ What is measured on which data:
   takes an all-ones input;
 * the spec alone: AR, FLOPs, NLC_tau(1) and the linear approximation error of the activation variant.
 
-Each column comes from the function its declaration names (``Column.measured_by`` in
-``study.experiment.schema``), in its metric module (``study.metrics.registry``): ``measure`` makes the NLC pass
-first (its ``c_out`` is the output scale the loss-based metrics divide by), then calls every function once.
-This module holds the functions of the spec alone (``measure_spec``).
+Each column comes from the function of its metric module that names it in its ``@measures``
+(``study.metrics.registry``; ``METRIC_FUNCTIONS`` collects them from the modules imported here): ``measure``
+makes the NLC pass first (its ``c_out`` is the output scale the loss-based metrics divide by), then calls every
+function once, in the order of their first column in the schema.
 
 The network is never changed: every pass runs with batch statistics and running statistics untouched
 (``frozen_statistics``), gradients are taken with ``torch.autograd.grad`` (no ``.grad`` is written), and
@@ -50,17 +50,19 @@ from torch import nn
 from archstudy.sampling import ArchSpec, SpecError
 from archstudy.sampling.constraints import SEED, check
 
-from ..nn.activations import linear_approx_error, nlc_tau
 from ..experiment.metric_options import MetricOptions
-from ..experiment.schema import MEASURED
-from .architecture import activation_ratio, flops
+from ..experiment.schema import MEASURE_ROW
+from . import architecture, gradients, nlc, proxies, regions, variability
 from .gradients import finite_or_nan
 from .nlc import nlc_parts
 from .regions import error_perturbation
-from .registry import NLC_STREAM, PERTURBATION_STREAM, Measuring, generator_seed, measures, metric_functions
+from .registry import NLC_STREAM, PERTURBATION_STREAM, Measuring, generator_seed, metric_functions
 
-# The columns of the results schema this returns (``study.experiment.schema.MEASURED``), plus flops and the time taken.
-MEASURE_COLUMNS = MEASURED + ("flops", "measure_s")
+# The columns of the results schema this returns (``study.experiment.schema.MEASURE_ROW``), plus the time taken.
+MEASURE_COLUMNS = MEASURE_ROW + ("measure_s",)
+# The functions of the row: the ``@measures`` functions of the metric modules (a new module joins here), in the
+# order of their first column in the schema, checked: each column of the row computed by exactly one of them.
+METRIC_FUNCTIONS = metric_functions(architecture, gradients, nlc, proxies, regions, variability)
 
 
 def _tensor(a, dtype, device) -> torch.Tensor:
@@ -104,14 +106,6 @@ def nlc_seed(seed: int) -> int:
     return generator_seed(seed, NLC_STREAM)
 
 
-@measures(stream=None)
-def measure_spec(m: Measuring, seed: None) -> dict:
-    """The columns of the spec alone: activation ratio, FLOPs, and NLC_tau(1) and the linear approximation
-    error of the activation variant (``study.metrics.architecture``, ``study.nn.activations``)."""
-    return {"flops": flops(m.spec), "ar": activation_ratio(m.spec), "nlc_tau": nlc_tau(m.spec),
-            "linear_approx_error": linear_approx_error(m.spec)}
-
-
 def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | None = None, seed: int = 0) -> dict:
     """All metrics of ``net`` (built from ``spec``) on ``data`` (a ``study.load_dataset`` result); see the
     module docstring. Returns ``{column: value}`` with exactly the keys ``MEASURE_COLUMNS``."""
@@ -122,8 +116,8 @@ def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | No
     x, y = _split(data, "train", device)
     m = Measuring(net, spec, opts, x, y, nlc_parts(net, x, opts.nlc_batches, opts.batch_size, nlc_seed(seed)))
     row: dict = {}
-    for unit in metric_functions():  # each metric's function (``measured_by`` of its columns), schema order
-        row.update(unit(m, seed))
+    for function in METRIC_FUNCTIONS:  # in the schema's order
+        row.update(function(m, seed))
 
     out = {k: (row[k] if k == "high_bias" else finite_or_nan(row[k])) for k in MEASURE_COLUMNS[:-1]}
     out["measure_s"] = time.perf_counter() - start

@@ -136,7 +136,8 @@ def output_bias(f: Callable, x: torch.Tensor, batch_size: int = 250):
     return _as_output(q_out / sd_out)
 
 
-@measures(stream=None)  # its draws: the NLC pass ``measure`` makes first (``Measuring.nlc``, ``nlc_seed``)
+@measures("nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q", "high_bias", "c_out",
+          stream=None)  # its draws: the NLC pass ``measure`` makes first (``Measuring.nlc``, ``nlc_seed``)
 def measure_nlc(m: Measuring, seed: None) -> dict:
     """The row's NLC columns (section G's batch form on the training set), the output bias, ``high_bias``
     (above ``HIGH_BIAS``; an infinite bias, i.e. a constant output, counts as high) and ``c_out``, the

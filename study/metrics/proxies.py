@@ -28,11 +28,13 @@ minibatch; networks run in batch mode with their running statistics untouched (N
 * NWOT (Mellor et al. 2021, v2): binary code c_x over all N_A activation units,
       K_H[a, b] = N_A - Hamming(c_a, c_b),  score = log|det K_H|,
   NaN when K_H is singular (rank below the batch size), decided exactly (``integer_det_is_zero``).
-  The code bit of a unit is which side of tau's kink its argument d s + t lies on (s the pre-activation,
-  d and t the dilation and shift of c tau(d s + t) + b): for relu active / inactive as in the paper; for
-  abs, selu, even_tanh and odd_square the kink; for the smooth activations (tanh, sigmoid, gaussian,
-  square) the sign of d s + t, the point of symmetry of each. torch's own activation modules, if a
-  foreign network uses them, give the sign of their input.
+  The code of a unit is which side of tau's kinks its argument u = d s + t lies on (s the pre-activation,
+  d and t the dilation and shift of c tau(d s + t) + b; the kinks are the activation's declared
+  ``Base.kinks``): for one kink k the bit u > k (relu: active / inactive as in the paper; abs, selu,
+  even_tanh and odd_square: their kink at 0), for several the index of the linear piece u lies in, the
+  number of kinks below it, so the Hamming distance counts the units whose pieces differ. A smooth
+  activation (tanh, sigmoid, gaussian, square) has no kink: its bit is the sign of u, the point of symmetry
+  of each. torch's own activation modules, if a foreign network uses them, give the sign of their input.
 
 Mellor et al. use minibatches of 128 (``study.experiment.metric_options.PROXY_BATCH``, the default ``proxy_batch_size``).
 A non-finite score (a network whose output or gradients overflow, a singular kernel, a constant Jacobian)
@@ -163,19 +165,34 @@ def jacob_cov(f: Callable, x: torch.Tensor, k: float = JACOB_COV_K) -> float:
     return jacob_cov_of(output_sum_jacobian(f, x), k)
 
 
+# Where a smooth activation (no declared kink) splits its argument: its point of symmetry, 0 for each of them.
+_SMOOTH_CUTS = (0.0,)
+
+
+def pieces(u: torch.Tensor, kinks: tuple[float, ...]) -> torch.Tensor:
+    """The linear piece of tau each argument ``u`` lies in: the number of ``kinks`` below it (int64), so for one
+    kink k the bit u > k; for none (a smooth tau) the sign bit u > 0 (module docstring)."""
+    code = torch.zeros(u.shape, dtype=torch.int64, device=u.device)
+    for k in kinks or _SMOOTH_CUTS:
+        code += u > k
+    return code
+
+
 def activation_codes(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """Binary codes [B, N_A] of a minibatch: 1 where a unit's argument d s + t is past tau's kink (> 0)."""
+    """Codes [B, N_A] (int64) of a minibatch: for each unit, the piece of tau its argument d s + t lies in
+    (``pieces``: 1 or 0, past tau's kink or not, for an activation with one kink)."""
     _single(net)
     codes, hooks = [], []
 
     def study_hook(module, args):
         s = args[0]
         act = module.act
-        codes.append((s * act.dilation + act.shift > 0).reshape(-1, s.shape[-2], s.shape[-1])[0])
+        u = pieces(s * act.dilation + act.shift, act.base.kinks)
+        codes.append(u.reshape(-1, s.shape[-2], s.shape[-1])[0])
 
     def torch_hook(module, args):
         s = args[0]
-        codes.append((s > 0).reshape(-1, s.shape[-2], s.shape[-1])[0])
+        codes.append(pieces(s, ()).reshape(-1, s.shape[-2], s.shape[-1])[0])
 
     for m in net.modules():
         if isinstance(m, ActivationLayer):
@@ -299,10 +316,26 @@ def integer_det(k: np.ndarray) -> int:
     return residue if 2 * residue < modulus else residue - modulus
 
 
-def hamming_kernel(codes: torch.Tensor) -> np.ndarray:
-    """K_H[a, b] = N_A - Hamming(c_a, c_b) = c_a.c_b + (1 - c_a).(1 - c_b), exactly, as int64."""
+def one_hot_codes(codes: torch.Tensor) -> np.ndarray:
+    """A = [C == 0, C == 1, ...] as int64 [B, N_A x pieces]: A A^T = K_H (``hamming_kernel``), and rank K_H =
+    rank A. For binary codes A = [1 - C, C]."""
     c = codes.detach().cpu().numpy().astype(np.int64)
-    return c @ c.T + (1 - c) @ (1 - c).T
+    return np.hstack([(c == p).astype(np.int64) for p in range(int(c.max(initial=0)) + 1)])
+
+
+def hamming_kernel(codes: torch.Tensor) -> np.ndarray:
+    """K_H[a, b] = N_A - Hamming(c_a, c_b), the units where examples a and b lie in the same piece, exactly, as
+    int64: sum_p [c_a = p].[c_b = p], for binary codes c_a.c_b + (1 - c_a).(1 - c_b)."""
+    a = one_hot_codes(codes)
+    return a @ a.T
+
+
+def rank_bound(codes: torch.Tensor) -> int:
+    """An upper bound of rank K_H: 1 + sum over units of (pieces seen - 1). The columns of A
+    (``one_hot_codes``) of one unit sum to the ones vector, so each unit adds at most its pieces less one to the
+    span of 1; for binary codes at most N_A + 1."""
+    c = np.sort(codes.detach().cpu().numpy(), axis=0)
+    return 1 + int((c[1:] != c[:-1]).sum())  # per unit, the pieces seen less one: the changes down its sorted column
 
 
 def nwot_of(codes: torch.Tensor) -> float:
@@ -310,12 +343,14 @@ def nwot_of(codes: torch.Tensor) -> float:
 
     K_H is an integer Gram matrix, so it is singular or positive definite with det >= 1. Singularity is
     decided exactly (``integer_det_is_zero``): the cheap certain cases first (two examples with one code,
-    or fewer than batch - 1 units: rank K_H <= N_A + 1), then modular determinants. A nonsingular kernel
+    or ``rank_bound`` below the batch size: for binary codes fewer than batch - 1 units, rank K_H <= N_A + 1),
+    then modular determinants. A nonsingular kernel
     scores its float64 log-determinant, or the log of its exact determinant where rounding gives a sign
     other than +1 (it is positive definite)."""
     kernel = hamming_kernel(codes)
-    b, n_units = codes.shape
-    if n_units + 1 < b or len(np.unique(codes.detach().cpu().numpy(), axis=0)) < b or integer_det_is_zero(kernel):
+    b = codes.shape[0]
+    distinct = len(np.unique(codes.detach().cpu().numpy(), axis=0))
+    if rank_bound(codes) < b or distinct < b or integer_det_is_zero(kernel):
         return math.nan
     sign, logdet = np.linalg.slogdet(kernel.astype(np.float64))
     if sign <= 0 or not math.isfinite(logdet):
@@ -328,7 +363,7 @@ def nwot(net: nn.Module, x: torch.Tensor) -> float:
     return nwot_of(activation_codes(net, x))
 
 
-@measures(stream=2)
+@measures("grad_norm", "snip", "synflow", "jacob_cov", "nwot", stream=2)
 def measure_proxies(m: Measuring, seed: int) -> dict:
     """The zero-cost proxies on one random training minibatch of ``proxy_batch_size`` (synflow: an all-ones
     input), grad_norm and snip from the same loss gradients."""

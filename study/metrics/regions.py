@@ -182,7 +182,7 @@ def error_perturbation(f: Callable, x: torch.Tensor, y: torch.Tensor, batches: i
     return float(np.median(values))
 
 
-@measures(stream=4)
+@measures("lar_diameter", stream=4)
 def measure_lar(m: Measuring, seed: int) -> dict:
     """E.1 at initialization when ``lar`` is on (``region_batches`` training minibatches), else NaN."""
     o = m.options
@@ -190,7 +190,7 @@ def measure_lar(m: Measuring, seed: int) -> dict:
                                          o.region_k_max, seed) if o.lar else math.nan}
 
 
-@measures(stream=None)
+@measures("error_perturbation", stream=None)
 def perturbation_at_init(m: Measuring, seed: None) -> dict:
     """E.3 is a property of the trained network (figure 3E; at initialization the error is chance): NaN in
     the row at initialization, computed after training by ``measure_trained``."""

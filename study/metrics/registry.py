@@ -1,27 +1,26 @@
-"""The functions that compute the ``measure`` row, found from the columns' declarations.
+"""The functions that compute the ``measure`` row, each declaring at its definition the columns it computes.
 
-Each column of the row (``study.experiment.schema.MEASURED`` and ``flops``) names in its ``Column`` the
-function that computes it, as ``measured_by="module:function"`` of ``archstudy.study.metrics``; one function
-may compute several columns. The function lives in its metric module, marked with the stream of its seeded
-draws, takes what every metric measures on (``Measuring``) and that stream's seed, and returns its columns:
+The row's columns are declared in ``study.experiment.schema`` (``MEASURE_ROW``: ``MEASURED`` and ``flops``); each
+is computed by one function of a metric module, marked with the columns it returns and the stream of its seeded
+draws, which takes what every metric measures on (``Measuring``) and that stream's seed:
 
-    @measures(stream=1)
+    @measures("gvcs", "grad_length", stream=1)
     def measure_gradients(m: Measuring, seed: int) -> dict[str, float]:
         g = input_gradients(m.net, m.x, m.y, m.c_out, m.options.gradient_batches, m.batch_size, seed)
         return {"gvcs": gvcs_of(g), "grad_length": grad_length_of(g)}
 
-So a new metric at initialization is its computation (its metric module, with its ``@measures`` function)
-and its column declaration(s) naming that function; ``measure`` (``study.metrics.measurement``) calls every
-function once, in the order of their first column in the schema, and checks that each returns exactly its
-columns. Streams keep the draws independent: switching one metric on or off never changes another's numbers.
+So a new metric at initialization is its computation (its metric module, with its ``@measures`` function) and
+its column declaration(s) in the schema; ``measure`` (``study.metrics.measurement``) imports the metric modules,
+collects their marked functions (``metric_functions``: each column of the row computed by exactly one, in the
+order of their first column in the schema), calls each once and checks that it returns exactly its columns.
+Streams keep the draws independent: switching one metric on or off never changes another's numbers.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from functools import cache
-from typing import Any, Callable
+from types import ModuleType
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import torch
@@ -30,9 +29,8 @@ from torch import nn
 from archstudy.sampling import ArchSpec
 
 from ..experiment.metric_options import MetricOptions
-from ..experiment.schema import measured_by
+from ..experiment.schema import ARCHITECTURES, MEASURE_ROW, names
 
-PACKAGE = "archstudy.study.metrics"
 # Streams of seeded draws used outside the ``@measures`` functions: no function may take them.
 NLC_STREAM = 0  # the NLC pass of ``measure`` (``nlc_seed``), shared with the trainer's NLC after training
 PERTURBATION_STREAM = 5  # E.3 on the trained network (``measure_trained``)
@@ -71,49 +69,77 @@ class Measuring:
         return self.nlc.output_q
 
 
-def measures(*, stream: int | None) -> Callable:
-    """Marks ``function(m: Measuring, seed: int) -> {column: value}`` as the computation of the columns whose
-    ``measured_by`` names it; ``stream``: the stream of its seeded draws (``seed`` is that stream's), None
-    for a function that draws nothing (it gets None)."""
-    def mark(function: Callable) -> Callable:
-        function.stream = stream
-        return function
-    return mark
+Compute = Callable[[Measuring, Any], dict[str, Any]]
+F = TypeVar("F", bound=Compute)
+_MARK = "metric_function"  # the attribute ``measures`` sets on the function it marks
 
 
 @dataclass(frozen=True)
 class MetricFunction:
-    """One function of the row: its "module:function" path, the columns it computes, its stream."""
+    """One function of the row, as its ``@measures`` declares it: the columns it computes, the function, the
+    stream of its draws (None: it draws nothing)."""
 
-    path: str
     columns: tuple[str, ...]
-    function: Callable
+    function: Compute
     stream: int | None
 
-    def __call__(self, m: Measuring, seed: int) -> dict:
+    @property
+    def name(self) -> str:
+        return f"{self.function.__module__}.{self.function.__qualname__}"
+
+    def __call__(self, m: Measuring, seed: int) -> dict[str, Any]:
+        """The function's columns on ``m``, its draws seeded with (``seed``, its stream)."""
         out = self.function(m, None if self.stream is None else generator_seed(seed, self.stream))
         if set(out) != set(self.columns):
-            raise AssertionError(f"{self.path} returned {tuple(out)}; its columns in the schema: {self.columns}")
+            raise AssertionError(f"{self.name} returned {tuple(out)}; its @measures columns: {self.columns}")
         return out
 
 
-def resolve(path: str) -> Callable:
-    module, _, name = path.partition(":")
-    function = getattr(importlib.import_module(f"{PACKAGE}.{module}"), name, None)
-    if function is None or not hasattr(function, "stream"):
-        raise LookupError(f"measured_by = {path!r}: no function {name} marked @measures in {PACKAGE}.{module}")
-    return function
+def measures(*columns: str, stream: int | None) -> Callable[[F], F]:
+    """Marks ``function(m: Measuring, seed) -> {column: value}`` as the computation of ``columns`` (columns of
+    the row declared in ``study.experiment.schema``); ``stream``: the stream of its seeded draws (``seed`` is
+    that stream's), None for a function that draws nothing (it gets None). The function itself is unchanged."""
+    if not columns:
+        raise TypeError("@measures needs the columns the function computes")
+
+    def mark(function: F) -> F:
+        setattr(function, _MARK, MetricFunction(tuple(columns), function, stream))
+        return function
+    return mark
 
 
-@cache
-def metric_functions() -> tuple[MetricFunction, ...]:
-    """Every function of the row, in the order of its first column in the schema, checked: each path names an
-    ``@measures`` function, and no two take the same stream or a reserved one."""
-    out = tuple(MetricFunction(path, cols, f, f.stream) for path, cols in measured_by().items() for f in [resolve(path)])
+def marked(*modules: ModuleType) -> tuple[MetricFunction, ...]:
+    """The ``@measures`` functions defined in ``modules``, each once."""
+    found = (getattr(v, _MARK) for module in modules for v in vars(module).values()
+             if callable(v) and isinstance(getattr(v, _MARK, None), MetricFunction)
+             and getattr(v, "__module__", None) == module.__name__)
+    return tuple(dict.fromkeys(found))
+
+
+def metric_functions(*modules: ModuleType) -> tuple[MetricFunction, ...]:
+    """The row's functions: the ``@measures`` functions of the metric ``modules``, in the order of their first
+    column in the schema, checked against it: every column of the row (``MEASURE_ROW``) is computed by exactly
+    one function, no function computes another column, and no two take the same stream or a reserved one."""
+    functions = marked(*modules)
+    by_column: dict[str, list[str]] = {c: [] for c in MEASURE_ROW}
+    for u in functions:
+        stray = [c for c in u.columns if c not in by_column]
+        if stray:
+            raise LookupError(f"{u.name} computes {stray}: not columns of the measure row "
+                              "(study.experiment.schema.MEASURE_ROW)")
+        for c in u.columns:
+            by_column[c].append(u.name)
+    missing = [c for c, by in by_column.items() if not by]
+    if missing:
+        raise LookupError(f"no @measures function of the metric modules computes {missing}")
+    twice = {c: by for c, by in by_column.items() if len(by) > 1}
+    if twice:
+        raise LookupError(f"columns computed by more than one function: {twice}")
     taken = dict(RESERVED_STREAMS)
-    for u in out:
+    for u in functions:
         if u.stream is not None:
             if u.stream in taken:
-                raise LookupError(f"{u.path}: stream {u.stream} is already {taken[u.stream]}'s")
-            taken[u.stream] = u.path
-    return out
+                raise LookupError(f"{u.name}: stream {u.stream} is already {taken[u.stream]}'s")
+            taken[u.stream] = u.name
+    order = {c: i for i, c in enumerate(names(ARCHITECTURES))}
+    return tuple(sorted(functions, key=lambda u: min(order[c] for c in u.columns)))

@@ -140,7 +140,7 @@ def geometric_mean(values) -> float:
     return float(np.exp(np.log(v).mean()))
 
 
-@measures(stream=3)
+@measures("variability", stream=3)
 def measure_variability(m: Measuring, seed: int) -> dict:
     """V on planes through the training data; NaN for 1-D inputs (no plane)."""
     o = m.options

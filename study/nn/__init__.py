@@ -1,0 +1,1 @@
+"""The float64 networks: layer families, activations, initialization and the network builder."""

@@ -6,7 +6,10 @@
 * ``householder``: ``s = H(u) x + b`` (Yu and Zhang, *Householder-Absolute Neural Layers*, Algorithm 1;
   ``study.nn.householder``).
 
-A new family is one ``Family`` subclass, its entry here and its kind in ``ArchSpec.layers``.
+A new family is one ``Family`` subclass (its own module, with its GPU compile threshold where the default does not
+fit: ``Family.cuda_compile_min_layer_steps``), its entry here, and in ``archstudy.sampling.spec`` its kind
+(``WEIGHT_KINDS``: the sampler, the siblings and the analysis' levels take it from there) and parameter count
+(``Layer.num_params``).
 """
 
 from __future__ import annotations

@@ -17,7 +17,14 @@ a subclass of ``Family``:
 * ``products(layer)``: the matrices its linear op multiplies each example by, (rows, columns) each, which
   give its multiply-adds (``study.metrics.architecture``) and the products the bench times (``study.perf.bench``);
 * ``input_statistics``: the running statistics of its input it keeps (input mean normalization, Chen and Ge
-  eq. 16: the mean), which ``study.metrics.calibration`` measures exactly.
+  eq. 16: the mean), which ``study.metrics.calibration`` measures exactly;
+* ``cuda_compile_min_layer_steps``: on a GPU, the layer-steps per epoch (depth x minibatches) from which a net of
+  its layers trains through the compiled forward (``study.training.compiled.choose``). The step is launch-bound
+  there, so compiling saves a fixed time per layer and step, more for a family that launches more kernels per
+  layer, and the compile, tens of seconds once per architecture, must pay for itself over the stack epochs an
+  architecture trains (``study.perf.profiles.EXPECTED_STACK_EPOCHS``). Default: the dense layers' 6,000, where
+  it did, measured with ``archstudy bench --device cuda`` on an H100 (docs/performance.md); a family measures
+  and declares its own (Householder: 400).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ class Family(nn.Module):
     bias_name: ClassVar[str]  # the parameter added to the linear op's output
     bias_folds: ClassVar[bool] = True  # a following batchnorm cancels that bias
     imn: bool = False  # input mean normalization (families that support it set it per layer)
+    cuda_compile_min_layer_steps: ClassVar[int] = 6_000  # measured for dense layers (module docstring)
 
     @classmethod
     def build(cls, layer: Layer, runs: int) -> "Family":

@@ -10,13 +10,14 @@ a dense one at the same parameter budget. The weight-scale factors of the sampli
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
 from archstudy.sampling import ArchSpec, Layer
 
 from .family import Family
-from .initialization import WEIGHT, householder_bias, init_rng
+from .initialization import WEIGHT, init_rng, sp_bias
 from .layers import DTYPE
 
 
@@ -34,13 +35,24 @@ def reflect(x: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return torch.baddbmm(xt, v.unsqueeze(-1), c, alpha=-1.0).transpose(1, 2)
 
 
+def initial_bias(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:
+    """A Householder layer's bias [fan_out]: ``sp_bias`` (``householder_bias = "bias_init"``), or zero. Yu and
+    Zhang's Algorithm 1 adds a trainable b after the reflection; neither paper says how it starts."""
+    if spec.householder_bias == "zero":
+        return np.zeros(layer.fan_out)
+    return sp_bias(spec, layer, seed)
+
+
 class Householder(Family):
     """``x -> H(u) x + b`` on width-to-width layers; initially u ~ N(0, I) (from the layer's weight generator)
-    and the bias ``study.nn.initialization.householder_bias`` says (the spec's ``bias_init``, or zero)."""
+    and the bias ``initial_bias`` says (the spec's ``bias_init``, or zero)."""
 
     kind = "householder"
     roles = {"u": "weight", "bias": "bias"}
     bias_name = "bias"
+    # A Householder layer launches more kernels than a dense one: compiling pays from far fewer layer-steps
+    # (``archstudy bench --device cuda`` on an H100, docs/performance.md).
+    cuda_compile_min_layer_steps = 400
 
     def __init__(self, width: int, runs: int = 1):
         super().__init__()
@@ -55,7 +67,7 @@ class Householder(Family):
     @classmethod
     def initial(cls, spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
         return {"u": torch.from_numpy(init_rng(seed, layer.index, WEIGHT).standard_normal(layer.fan_in)),
-                "bias": torch.from_numpy(householder_bias(spec, layer, seed))}
+                "bias": torch.from_numpy(initial_bias(spec, layer, seed))}
 
     @staticmethod
     def products(layer: Layer) -> tuple[tuple[int, int], ...]:

@@ -15,9 +15,11 @@ twin's biases). The layer families (``study.nn.families``) compose their initial
   bias vectors with i.i.d. standard normal random numbers"); "uniform_fan_in", U(-1/sqrt(fan_in), 1/sqrt(fan_in))
   (PyTorch's ``nn.Linear.reset_parameters``: the bias of a dense layer a PyTorch paper leaves at its default).
   The Gaussian draws are one standard normal vector of the layer's bias generator, scaled ("gaussian" and
-  "normal" share it). Zero inside residual branches under ``init = "zero"``; a Householder layer's bias is
-  ``householder_bias``: as ``bias_init``, or zero (``householder_bias``, the function here);
+  "normal" share it). Zero inside residual branches under ``init = "zero"``;
 * both times ``init_scale``, and inside residual branches also times ``branch_scale``, in this order.
+
+Nothing here dispatches on the layer family: each family's ``initial`` composes its tensors from these draws (a
+Householder layer's bias: ``study.nn.householder.initial_bias``).
 """
 
 from __future__ import annotations
@@ -70,14 +72,6 @@ def sp_bias(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:
         sd = math.sqrt(BIAS_VARIANCE) if spec.bias_init == "gaussian" else 1.0
         b = init_rng(seed, layer.index, BIAS).standard_normal(layer.fan_out) * sd
     return b * scale * branch
-
-
-def householder_bias(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:
-    """A Householder layer's bias [fan_out]: ``sp_bias`` (``householder_bias = "bias_init"``), or zero. Yu and
-    Zhang's Algorithm 1 adds a trainable b after the reflection; neither paper says how it starts."""
-    if spec.householder_bias == "zero":
-        return np.zeros(layer.fan_out)
-    return sp_bias(spec, layer, seed)
 
 
 def sp_weight(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:

@@ -81,7 +81,7 @@ class Network(nn.Module):
         family's linear op, the skip arriving there, the norm, the activation and the family's post step.
 
         ``fold = False`` is the reference computation ``forward`` returns: every module is called (forward hooks
-        see it). ``fold = True`` is the trainer's folded forward (``study.training.fused``, whose docstring
+        see it). ``fold = True`` is the trainer's folded forward (``study.training.stack``, whose docstring
         says why each fold leaves the function as it is): where a layer's norm cancels its bias (batchnorm in
         training mode, ``cancels_bias``; the family's ``bias_folds``) and no skip starts after its linear op,
         the bias is left out of the product and, for all such layers at once before the first of them, added

@@ -62,9 +62,8 @@ from ..nn.families import family
 from ..nn.layers import ActivationLayer
 from ..nn.network import build_network
 from ..experiment.protocol import Protocol
-from ..training import fused
 from ..training.compiled import CompiledForward, choose, decide, layer_steps
-from ..training.stack import chunks, new_stack, train_step
+from ..training.stack import chunks, folded_forward, new_stack, train_step
 from ..training.timing import synchronize, time_calls
 from ..training.trainer import auto_chunk
 from .cases import CASES, CPU_CASES, GPU_CASES, PAPER_CASES, BenchCase  # noqa: F401 (the public names)
@@ -134,7 +133,7 @@ LR = 1e-4  # small: timing must not depend on where training goes
 
 
 def stacked_runner(spec: ArchSpec, runs: int, batch: int, device: torch.device, chunk: int | None = None,
-                   forward=fused.forward):
+                   forward=folded_forward):
     """A function ``step(i)`` doing training step i of a fresh R-run stack, after one untimed step (the
     allocator's first blocks, a compile)."""
     stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
@@ -149,7 +148,7 @@ def stacked_runner(spec: ArchSpec, runs: int, batch: int, device: torch.device, 
 
 
 def time_stacked(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device,
-                 chunk: int | None = None, forward=fused.forward) -> tuple[float, float]:
+                 chunk: int | None = None, forward=folded_forward) -> tuple[float, float]:
     """(wall, CPU) seconds per training step of the R-run stack (``chunk``: as the trainer chooses it)."""
     return time_calls(stacked_runner(spec, runs, batch, device, chunk, forward), steps, device)
 

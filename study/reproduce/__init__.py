@@ -1,7 +1,7 @@
 """``archstudy reproduce``: the papers' own experiments, run by the pipeline, their numbers beside the papers'.
 
 Every reproduction is one module of this package holding ``REPRODUCTION`` (``reproduction.Reproduction``: name,
-paper, table or figure, settings and cost per scale, a ``run`` function) and one line in ``REPRODUCTIONS``
+paper, table or figure, settings and cost per scale, a ``reproduce`` function) and one line in ``REPRODUCTIONS``
 below; the papers' experiments not offered are ``NOT_OFFERED`` (``catalogue``), each with its reason.
 ``reproduce_all(out, scale=...)`` runs every one (``summary``: ``OUT/summary.json`` and ``OUT/index.html``).
 ``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` runs one and writes ``out/NAME.json``

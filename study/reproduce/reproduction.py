@@ -3,7 +3,7 @@
 Each reproduction is one module of this package defining ``REPRODUCTION = Reproduction(...)``: its name,
 the paper and the table or figure, its settings at each scale (``tiny``: seconds, for the test suite;
 ``quick``: minutes on 2 cores; ``paper``: the paper's own settings), what each scale costs here, and a
-``run(context) -> Measured`` function. ``run_reproduction`` does the rest for all of them: checks the
+``reproduce(context) -> Measured`` function. ``run_reproduction`` does the rest for all of them: checks the
 arguments, times the run, writes ``OUT/NAME.json`` and ``OUT/NAME.html``.
 """
 
@@ -28,7 +28,7 @@ WHERE = "reproduce"
 
 @dataclass(frozen=True)
 class Context:
-    """What a reproduction's ``run`` gets: the settings of the chosen scale and where to work."""
+    """What a reproduction's ``reproduce`` gets: the settings of the chosen scale and where to work."""
 
     scale: str
     settings: Any  # the reproduction's own frozen dataclass for this scale
@@ -45,7 +45,7 @@ class Context:
 
 @dataclass
 class Measured:
-    """What ``run`` returns: the rows, the figures of the page (caption, matplotlib Figure), and facts for
+    """What ``reproduce`` returns: the rows, the figures of the page (caption, matplotlib Figure), and facts for
     the JSON (``data``: which data was used; ``note``: findings and choices in words; anything else)."""
 
     rows: list[Row]
@@ -86,15 +86,11 @@ def sub_seed(seed: int, *keys: int) -> int:
 
 
 def check_device(device: Any):
-    """A torch device that exists here, or a one-line error naming it."""
-    import torch
+    """The device checked for ``archstudy reproduce`` (``study.training.device.available_device``, named
+    ``WHERE``); torch is imported here, not with the catalogue."""
+    from ..training.device import available_device
 
-    try:
-        d = torch.device(device)
-        torch.empty(0, device=d)
-    except (RuntimeError, AssertionError, TypeError):
-        raise SpecError(WHERE, "device", device, "must be an available torch device (cpu, cuda, ...)") from None
-    return d
+    return available_device(device, WHERE)
 
 
 def check_out(out) -> Path:

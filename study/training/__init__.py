@@ -6,10 +6,10 @@ architecture as one stacked model and returns an ``Outcome``. The parts, each a 
 ``Scheduler`` picked by ``Protocol.schedule``), ``lr_min`` (the smallest starting rate), ``optim`` (stacked SGD,
 with momentum, and Adam, each an ``Optimizer`` picked by ``Protocol.optimizer``), ``loss``
 (per-run losses, cross-entropy or mse, and errors), ``splits`` (checked data, minibatch orders),
-``stack`` (the live stack and its step), ``fused`` (the step's folded forward), ``compiled`` (the same
-through ``torch.compile``, and the rule that picks one), ``timing``, ``determinism`` (the CUDA flags a
-worker sets), ``curves`` (every run's points per epoch, and the NLC trajectory), ``checkpoint`` and
-``outcome``.
+``stack`` (the live stack, its step and the step's folded forward), ``compiled`` (the step's forward
+through ``torch.compile``, and the rule that picks one), ``timing``, ``device`` (the device check of every entry
+point), ``determinism`` (the CUDA flags a worker sets), ``curves`` (every run's points per epoch, and the NLC
+trajectory), ``checkpoint`` (the training state, saved and restored) and ``outcome``.
 """
 
 from .curves import Trajectory

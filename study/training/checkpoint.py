@@ -1,32 +1,45 @@
-"""Trainer checkpoints: the whole training state in one file, written atomically.
+"""Trainer checkpoints: the whole training state in one file, written atomically, and read back checked.
 
-The file holds everything an uninterrupted trainer would still have in memory: the live stack's stacked
-tensors (parameters, per-run buffers, optimizer state: Adam moments or SGD momentum buffers), every live
-run's best state, the schedule of all runs (the current rates and divisions, also of a step schedule
-stopped between two of its steps), the records of the finished runs and the selected-so-far network, the
-epoch and the step within it, the per-run non-finite flags of the current epoch, the initialization seeds,
-lr_min and c_out (one per initialization) and the elapsed time. Files written before there could be
-several initializations (one lr_min and c_out, no seeds) are read as one initialization. The minibatch
-order of an epoch is a function of (seed, epoch) (``study.training.splits``), so no generator state is
-needed: a resumed trainer continues with exactly the minibatches and tensors it would have had.
+The file holds everything an uninterrupted trainer would still have in memory (``TrainingState``): the live
+stack's stacked tensors (parameters, per-run buffers, optimizer state: Adam moments or SGD momentum buffers),
+every live run's best state and its loss sum of the current epoch, the schedule of all runs (the current
+rates and divisions, also of a step schedule stopped between two of its steps), the records of the finished
+runs and the selected-so-far network, the curves so far, the epoch and the step within it, the per-run
+non-finite flags of the current epoch, the initialization seeds, lr_min and c_out (one per initialization),
+the forward chosen and the elapsed time. The minibatch order of an epoch is a function of (seed, epoch)
+(``study.training.splits``), so no generator state is needed: a resumed trainer continues with exactly the
+minibatches and tensors it would have had.
 
 The file is data only: tensors and plain containers (dicts, lists, str, int, float, bool, None), read
 with ``torch.load(weights_only=True)``, whose unpickler admits no other global, so a file planted in a
 study's ``checkpoints/`` (by anyone who can write there, an object-storage prefix included) cannot run
 code. A checkpoint belongs to one (architecture content id, seed, protocol, data fingerprint); a file
-that is not a checkpoint of this training (unreadable, not data only, another key) is discarded: deleted,
-and training starts afresh; the caller reports the one-line reason. Writes go to a temporary file in the
+that is not a checkpoint of this training (unreadable, not data only, another key, or contents that do not
+fit: names, shapes and dtypes of the stacked tensors, the run bookkeeping, a layout an older version wrote)
+is discarded: deleted, and training starts afresh; the caller reports the one-line reason. A checkpoint is
+transient (it lives while its architecture trains), so only the layout written here is read: a file of
+another layout costs the architecture's training so far, never a result. Writes go to a temporary file in the
 same directory, are flushed to disk and renamed over the target, so the file is always whole.
 """
-
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
+
+from archstudy.sampling import ArchSpec
+
+from ..experiment.protocol import Protocol
+from ..nn.network import Network, build_network
+from .curves import Curves
+from .outcome import RunRecord
+from .schedule import Schedule
+from .stack import Stack, new_stack
 
 FORMAT = 1
 
@@ -90,3 +103,165 @@ def _first_line(e: BaseException, limit: int = 200) -> str:
     text = (str(e).strip().splitlines() or [""])[0]
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
+
+
+# -- the training state a checkpoint holds ----------------------------------------------------------------
+@dataclass
+class Candidate:
+    """The best finished run so far: its index, selection error and trained network (R = 1)."""
+
+    index: int
+    error: float
+    net: Network
+
+
+@dataclass
+class TrainingState:
+    """Everything training has in memory between two steps (what a checkpoint holds)."""
+
+    seeds: list[int]  # initialization seed of each group of runs (runs are seed-major)
+    lr_min: list[float]  # per initialization
+    c_out: list[float]  # per initialization
+    lrs: list[float]  # starting rate of each run
+    schedule: Schedule  # of all runs
+    stack: Stack | None  # the live runs; None when all are finished
+    epoch: int  # epochs the stack has completed
+    step: int  # steps done in the current epoch
+    epoch_s: float  # seconds spent in the current epoch before this session
+    wall: np.ndarray  # each run's share of the time so far
+    records: dict[int, RunRecord]  # finished runs
+    candidate: Candidate | None  # the selected-so-far finished run
+    elapsed_s: float  # seconds of earlier sessions
+    curves: Curves  # every run's points so far
+    forward: str | None = None  # "eager" or "compiled" once chosen: a resumed session keeps the choice
+
+    @property
+    def n_rates(self) -> int:
+        return len(self.lrs) // len(self.seeds)
+
+
+def stacked_state(net: Network) -> dict[str, torch.Tensor]:
+    """Every stacked tensor of ``net`` (parameters and per-run buffers) by name, detached."""
+    return {name: t.detach() for name, t in net.stacked_tensors()}
+
+
+@torch.no_grad()
+def load_stacked(net: Network, tensors: dict[str, torch.Tensor]) -> Network:
+    """``net`` with its stacked tensors set to ``tensors`` (as ``stacked_state`` names them)."""
+    for name, t in net.stacked_tensors():
+        t.copy_(tensors[name])
+    return net
+
+
+def save_state(path: str | os.PathLike, key: dict, s: TrainingState, elapsed_s: float) -> None:
+    """Write ``s`` as the checkpoint of the training ``key`` at ``path`` (``save_checkpoint``): tensors and plain
+    Python values only, as ``load_checkpoint`` reads them; the stacked optimizer state is saved whatever tensors
+    the optimizer keeps in it."""
+    stack, c = s.stack, s.candidate
+    state = {
+        "key": key, "seeds": [int(v) for v in s.seeds], "lr_min": [float(v) for v in s.lr_min],
+        "c_out": [float(v) for v in s.c_out], "lrs": [float(v) for v in s.lrs],
+        "schedule": s.schedule.to_dict(), "epoch": int(s.epoch), "step": int(s.step),
+        "epoch_s": float(s.epoch_s), "wall": s.wall.tolist(),
+        "records": {int(k): _plain_record(r) for k, r in s.records.items()},
+        "candidate": None if c is None else {"index": int(c.index), "error": float(c.error),
+                                             "net": stacked_state(c.net)},
+        "elapsed_s": float(elapsed_s),
+        "live": [] if stack is None else stack.runs.tolist(),
+        "forward": s.forward,
+        "curves": s.curves.to_dict(),
+    }
+    if stack is not None:
+        state.update(net=stacked_state(stack.net), opt=dict(stack.opt), best=dict(stack.best), lr=stack.lr,
+                     nonfinite=stack.nonfinite, loss_sum=stack.loss_sum)
+    save_checkpoint(path, state)
+
+
+def resume(path: str | os.PathLike, key: dict, spec: ArchSpec, protocol: Protocol,
+           device: torch.device) -> tuple[TrainingState | None, str]:
+    """The training state saved at ``path`` for the training ``key``, or None and why the file (if any) was
+    discarded: not a data-only checkpoint of this key (``load_checkpoint``), or one whose contents do not fit this
+    architecture and protocol (``restore``)."""
+    saved, problem = load_checkpoint(path, key, device)
+    if saved is None:
+        return None, problem
+    try:
+        return restore(spec, saved, device, protocol), ""
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as e:
+        discard(path)
+        return None, f"its contents do not fit this training ({type(e).__name__}: {_first_line(e)})"
+
+
+def restore(spec: ArchSpec, saved: dict, device: torch.device, protocol: Protocol) -> TrainingState:
+    """The state ``save_state`` wrote, checked against what this architecture and protocol make: every stacked
+    tensor (parameters, buffers, optimizer state, best states, the stack's rates, flags and loss sums) as a
+    fresh stack of the live runs has it, and every run index within the rates; anything else raises."""
+    lrs = [float(v) for v in saved["lrs"]]
+    seeds = [int(v) for v in saved["seeds"]]
+    lr_min = [float(v) for v in saved["lr_min"]]
+    c_out = [float(v) for v in saved["c_out"]]
+    if not seeds or len(lrs) % len(seeds) or len(lr_min) != len(seeds) or len(c_out) != len(seeds):
+        raise ValueError("seeds: not one lr_min and c_out per initialization, and the rates per initialization")
+    n = len(lrs) // len(seeds)
+    live_list = saved["live"]
+    if not isinstance(live_list, list) or not all(type(r) is int for r in live_list):
+        raise TypeError("live: not a list of run indices")
+    live = np.asarray(live_list, dtype=np.int64)
+    if len(live) and (np.any(np.diff(live) <= 0) or live[0] < 0 or live[-1] >= len(lrs)):
+        raise ValueError("live: not increasing run indices of the rates")
+    schedule = Schedule.from_dict(saved["schedule"])
+    if any(len(getattr(schedule, f)) != len(lrs) for f in ("lr", "best", "done", "epochs")):
+        raise ValueError("schedule: not one entry per rate")
+
+    stack = None
+    if len(live):
+        if len(seeds) == 1:
+            net = build_network(spec, seeds[0], runs=len(live), device=device)
+        else:
+            net = build_network(spec, seeds=[seeds[r // n] for r in live], device=device)
+        fresh = new_stack(net, [lrs[r] for r in live], protocol)
+        _same_tensors(saved["net"], stacked_state(net), "net")
+        _same_tensors(saved["opt"], fresh.opt, "opt")
+        _same_tensors(saved["best"], fresh.best, "best")
+        _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"], "loss_sum": saved["loss_sum"]},
+                      {"lr": fresh.lr, "nonfinite": fresh.nonfinite, "loss_sum": fresh.loss_sum}, "stack")
+        stack = Stack(net=load_stacked(net, saved["net"]), runs=live, lr=saved["lr"].to(device),
+                      optimizer=fresh.optimizer, opt=dict(saved["opt"]), best=dict(saved["best"]),
+                      nonfinite=saved["nonfinite"].to(device), loss_sum=saved["loss_sum"].to(device))
+    candidate = None
+    if saved["candidate"] is not None:
+        c = saved["candidate"]
+        index = int(c["index"])
+        if not 0 <= index < len(lrs):
+            raise ValueError("candidate: a run index outside the rates")
+        one = build_network(spec, seeds[index // n], 1, device)
+        _same_tensors(c["net"], stacked_state(one), "candidate.net")
+        candidate = Candidate(index, float(c["error"]), load_stacked(one, c["net"]))
+    records = {int(k): RunRecord(**v) for k, v in saved["records"].items()}
+    if any(not 0 <= k < len(lrs) for k in records):
+        raise ValueError("records: a run index outside the rates")
+    wall = np.asarray(saved["wall"], dtype=np.float64)
+    if wall.shape != (len(lrs),):
+        raise ValueError("wall: not one entry per rate")
+    forward = saved["forward"]
+    if forward not in (None, "eager", "compiled"):  # None: not chosen yet
+        raise ValueError(f"forward: {forward!r} is not eager or compiled")
+    return TrainingState(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=schedule, stack=stack,
+                         epoch=int(saved["epoch"]), step=int(saved["step"]), epoch_s=float(saved["epoch_s"]),
+                         wall=wall, records=records, candidate=candidate, elapsed_s=float(saved["elapsed_s"]),
+                         curves=Curves.from_dict(saved["curves"]), forward=forward)
+
+
+def _same_tensors(got, like: dict[str, torch.Tensor], what: str) -> None:
+    """``got`` holds exactly ``like``'s names, each a tensor of the same shape and dtype (else ValueError)."""
+    if not isinstance(got, dict) or set(got) != set(like):
+        raise ValueError(f"{what}: names differ")
+    for name, t in like.items():
+        g = got[name]
+        if not isinstance(g, torch.Tensor) or g.shape != t.shape or g.dtype != t.dtype:
+            raise ValueError(f"{what}.{name}: not a {t.dtype} tensor of shape {tuple(t.shape)}")
+
+
+def _plain_record(rec: RunRecord) -> dict:
+    """A run record as plain Python values (numpy scalars converted) for a data-only checkpoint."""
+    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in vars(rec).items()}

@@ -1,7 +1,7 @@
 """The trainer's forward through ``torch.compile`` (inductor), for every stack size with one graph.
 
 ``train_step`` (``study.training.stack``) takes the network's training forward as an argument; by default
-it is ``study.training.fused.forward`` run eagerly, op by op. ``CompiledForward(spec)`` is the same
+it is ``study.training.stack.folded_forward`` run eagerly, op by op. ``CompiledForward(spec)`` is the same
 function traced once by dynamo and compiled by inductor: on a CPU into C++ loops that fuse the element-wise
 passes over [R, B, n] (batchnorm, activation, skip additions) with each other and, in the backward that
 AOTAutograd derives from the same trace, their gradients; on a GPU into Triton kernels, fewer launches per
@@ -43,14 +43,14 @@ from torch.func import functional_call
 
 from archstudy.sampling import ArchSpec
 
+from ..nn.families import family
 from ..nn.network import Network
 from ..experiment.protocol import Protocol
-from . import fused
-from .stack import Stack, train_step
+from .stack import Stack, folded_forward, train_step
 
 
-class _Fused(nn.Module):
-    """``fused.forward`` as a module of the spec's structure (what ``functional_call`` needs)."""
+class _Folded(nn.Module):
+    """``folded_forward`` as a module of the spec's structure (what ``functional_call`` needs)."""
 
     def __init__(self, spec: ArchSpec):
         super().__init__()
@@ -60,11 +60,11 @@ class _Fused(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # contiguous, as Network.forward returns it: the incoming gradient of the output is contiguous, and
         # the backward graph is traced for the output's strides
-        return fused.forward(self.net, x, self.constants).contiguous()
+        return folded_forward(self.net, x, self.constants).contiguous()
 
 
 def _tensors(net: Network) -> dict[str, torch.Tensor]:
-    """Every parameter and buffer of ``net`` by its name in ``_Fused`` (the projection included)."""
+    """Every parameter and buffer of ``net`` by its name in ``_Folded`` (the projection included)."""
     out = {f"net.{name}": p for name, p in net.named_parameters()}
     out.update({f"net.{name}": b for name, b in net.named_buffers()})
     return out
@@ -82,7 +82,7 @@ class CompileStats:
 
 
 class CompiledForward:
-    """``fused.forward`` for one architecture through ``torch.compile``; a drop-in ``forward`` for
+    """``folded_forward`` for one architecture through ``torch.compile``; a drop-in ``forward`` for
     ``train_step``. ``mode`` is ``torch.compile``'s (None: default; on a GPU "reduce-overhead" adds CUDA
     graphs, "max-autotune-no-cudagraphs" autotunes the products); ``backend`` too
     ("aot_eager_decomp_partition" traces, decomposes and differentiates the graph as inductor does but runs
@@ -94,7 +94,7 @@ class CompiledForward:
     def __init__(self, spec: ArchSpec, mode: str | None = None, backend: str = "inductor"):
         torch._dynamo.reset()  # see the module docstring: one architecture's graphs at a time
         self.spec, self.mode, self.backend = spec, mode, backend
-        self._module = _Fused(spec)
+        self._module = _Folded(spec)
         module = self._module
 
         def forward(tensors: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Tensor:
@@ -136,13 +136,6 @@ FORWARDS = ("auto", "eager", "compiled")
 # The bench's verdict: the compiled step is "faster" when it takes at most this fraction of the eager
 # step's time (a margin over the timing noise of interleaved repeats on a shared machine).
 FASTER = 0.9
-# On a GPU, the compiled forward is used for architectures whose layer-steps per epoch (depth x minibatches
-# of an epoch, ``layer_steps``) are at least these. The step is launch-bound there, so the compiled one saves
-# a fixed time per layer and step (more per Householder layer, which launches more kernels), and the compile,
-# tens of seconds once per architecture, must pay for itself over the stack epochs an architecture trains
-# (``study.perf.profiles.EXPECTED_STACK_EPOCHS``); the thresholds are where it did, measured with
-# ``archstudy bench --device cuda`` on an H100 (docs/performance.md).
-CUDA_COMPILE_MIN_LAYER_STEPS = {"dense": 6_000, "householder": 400}
 
 
 @dataclass(frozen=True)
@@ -158,6 +151,14 @@ def layer_steps(spec: ArchSpec, train_examples: int, batch_size: int) -> int:
     return spec.depth * max(1, train_examples // batch_size)
 
 
+def cuda_compile_min_layer_steps(spec: ArchSpec) -> int:
+    """On a GPU, the layer-steps per epoch from which ``spec`` trains through the compiled forward: the least
+    threshold its layers' families declare (``Family.cuda_compile_min_layer_steps``, measured on an H100: 6,000
+    for dense and GmP layers, 400 for Householder layers, so a Householder net compiles from 400). Every
+    family declares one (a default on ``Family``), so every architecture has one."""
+    return min(family(layer.kind).cuda_compile_min_layer_steps for layer in spec.layers())
+
+
 def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size: int) -> ForwardChoice:
     """The measured rule: which forward trains ``spec`` on ``device``. A function of the architecture, the
     device and the data size only, never of a timing taken at run time, so that training the same
@@ -170,13 +171,13 @@ def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size
     the folded activation), and it stores each relu's backward mask as bools through a slow vectorized
     conversion; the compile itself costs CPU minutes per architecture (gcc included), on top.
 
-    On a GPU, the compiled forward from ``CUDA_COMPILE_MIN_LAYER_STEPS`` layer-steps per epoch on (see
+    On a GPU, the compiled forward from ``cuda_compile_min_layer_steps`` layer-steps per epoch on (see
     there: measured on an H100, where it pays for its compile)."""
     if device.type == "cpu":
         return ForwardChoice("eager", "CPU: the compiled step measured slower than the eager one "
                              "(study.training.compiled.choose)")
     n = layer_steps(spec, train_examples, batch_size)
-    least = CUDA_COMPILE_MIN_LAYER_STEPS[spec.weights]
+    least = cuda_compile_min_layer_steps(spec)
     if n >= least:
         return ForwardChoice("compiled", f"GPU: {n:,} layer-steps per epoch >= {least:,} ({spec.weights})")
     return ForwardChoice("eager", f"GPU: {n:,} layer-steps per epoch < {least:,} ({spec.weights}): "
@@ -219,7 +220,7 @@ def select_forward(option, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out
     else:
         choice = choose(stack.net.spec, stack.lr.device, train_examples, protocol.batch_size) if option == "auto" else \
             ForwardChoice(option, "asked for")
-        forward = fused.forward if choice.kind == "eager" else CompiledForward(stack.net.spec)
-    if forward is not fused.forward:  # a compiled forward compiles here, on copies
+        forward = folded_forward if choice.kind == "eager" else CompiledForward(stack.net.spec)
+    if forward is not folded_forward:  # a compiled forward compiles here, on copies
         warm(forward, stack, x, y, c_out, protocol, chunk)
     return forward, choice

@@ -64,12 +64,11 @@ class Outcome:
     c_out: float  # output scale Q f at initialization (cross-entropy divides the output by it; mse does not)
     train_s: float  # seconds, lr_min measurement and final metrics included, over resumed sessions
     protocol: Protocol
+    # Every run's training curves (``study.training.curves``: columns of points, ``run`` = position in ``runs``).
+    curves: dict = field(repr=False, compare=False)
     network: nn.Module | None = field(default=None, repr=False, compare=False)  # the selected run, R = 1
     init_seeds: tuple = (0,)  # the initialization seed of each group of runs
     selected: int = 0  # position of the selected run in ``runs``
-    # Every run's training curves (``study.training.curves``: columns of points, ``run`` = position in ``runs``);
-    # None when a training resumed from a checkpoint written before curves were recorded.
-    curves: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_diverged(self) -> int:
@@ -124,8 +123,6 @@ class Outcome:
         training, which the Householder papers report (their "best result"), beside ``test_error``, the final
         state's."""
         best = [math.nan] * len(self.runs)
-        if self.curves is None:
-            return best
         stops_at_divergence = not scheduler_of(self.protocol).monitors
         c = self.curves
         for run, epoch, loss, error in zip(c["run"], c["epoch"], c["train_loss"], c["monitored_error"]):
@@ -140,12 +137,10 @@ class Outcome:
 
     def curve_rows(self) -> list[dict]:
         """The ``curves`` table's rows (without the architecture's identity columns), one per run and epoch,
-        by rate and epoch; [] when the curves were not recorded. One initialization, as ``run_rows``."""
+        by rate and epoch. One initialization, as ``run_rows``."""
         if len(self.init_seeds) != 1:
             raise ValueError(f"the curves table holds one initialization per architecture; this outcome has "
                              f"{len(self.init_seeds)} (use Outcome.curves)")
-        if self.curves is None:
-            return []
         return [{"lr_index": p["run"], "epoch": p["epoch"], "lr": p["lr"], "train_loss": p["train_loss"],
                  "monitored_error": p["monitored_error"], "monitored": self.monitored, "nlc": p["nlc"]}
                 for p in Curves.from_dict(self.curves).rows()]

@@ -44,6 +44,7 @@ under steps; none otherwise).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, fields, replace
 from typing import ClassVar
@@ -197,6 +198,15 @@ class Scheduler:
         """The divisions of the rates due before training step ``step`` (counted from 0 over all epochs)."""
         raise NotImplementedError
 
+    def planned_epochs(self, steps_per_epoch: int) -> float | None:
+        """The epochs every run trains for when the schedule fixes them in advance, None when the errors decide
+        (the driver then estimates them from measured trainings: ``study.execution.costs.expected_epochs``)."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """The schedule in a few words for the driver's plan line (``study.execution.costs.describe_protocol``)."""
+        raise NotImplementedError
+
     @property
     def tracks(self) -> str:
         """The split ("val", "train" or "test") whose error the curves record (``monitored_error``), or "none"."""
@@ -235,6 +245,14 @@ class Plateau(Scheduler):
     def divisions_at(self, step):
         return 0  # divisions happen at the ends of patience windows, never at a step
 
+    def planned_epochs(self, steps_per_epoch):
+        return None  # the patience windows end when the monitored error stops improving
+
+    def describe(self):
+        p = self.protocol
+        cap = f"at most {p.max_epochs} epochs" if p.max_epochs else "no epoch cap"
+        return f"E.2 schedule (patience {p.patience_first}/{p.patience}, {p.divisions} divisions), {cap}"
+
     @property
     def tracks(self):
         return self.protocol.monitor
@@ -263,6 +281,12 @@ class Steps(Scheduler):
 
     def divisions_at(self, step):
         return self._at.get(step, 0)
+
+    def planned_epochs(self, steps_per_epoch):
+        return float(math.ceil(self.protocol.iterations / max(1, steps_per_epoch)))  # the last one cut short
+
+    def describe(self):
+        return f"{self.protocol.iterations:,} steps each"
 
     @property
     def tracks(self):

@@ -15,7 +15,7 @@ statistics, GmP running input means: ``Network.stacked_tensors``) and the optimi
 scalars its declaration names, ``study.training.optim``: Adam moments and step counts, or SGD's momentum
 buffers; plain SGD has none).
 
-A step (``train_step``): the folded forward (``study.training.fused``), each run's mean loss, the
+A step (``train_step``): the folded forward (``folded_forward``, below), each run's mean loss, the
 gradient of their sum (each run's gradient is its own), the in-place update at each run's rate; each run's
 loss is added to ``loss_sum`` on the device (no host synchronization per step: the trainer reads the sum
 once per epoch for the training curves, ``study.training.curves``). A run
@@ -31,6 +31,34 @@ rewinds and running statistics go straight to the stack. The result is the same 
 changes is that a chunk's intermediate activations are small enough to stay in the CPU caches and to be
 recycled by malloc (each new tensor of a large stack is fresh memory that page-faults in; measured in
 docs/performance.md).
+
+The folded forward (``folded_forward``: ``Network.propagate(fold=True)``) computes the function of
+``Network.forward`` with fewer passes over [R, B, n]; the step's time goes to the matrix products and to
+element-wise passes over the activations, and around a normalization three of those passes fold away
+without changing the function (only the rounding):
+
+* the bias of a linear op followed by batchnorm (each family declares whether its bias folds,
+  ``Family.bias_folds``: Dense b, GmP lambda, Householder b) cancels in the normalized output,
+  ``BN(s + b) = BN(s)``, and only shifts the running mean. In training mode it is left out of the product
+  and added to the running mean instead, ``(1 - m) mu + m (mean(s) + b) = [(1 - m) mu + m mean(s)] + m b``,
+  for all such layers in one ``torch._foreach_add_`` before the first (``BatchNorm.fold_biases``). Its
+  gradient is exactly zero (the reference forward gives round-off of about 1e-17), so ``train_step`` leaves
+  it out of the update;
+* the activation's dilation and shift, and for a positively homogeneous tau (``Base.homogeneous``: relu,
+  abs, linear: ``c tau(u) = tau(c u)`` for c > 0) also its scale, become the affine weight and bias of
+  ``F.batch_norm`` / ``F.layer_norm``: ``c tau(d y + t) = tau(c d y + c t)``, computed inside the
+  normalization kernel (``Activation.norm_affine``; the norm makes them once and keeps them,
+  ``study.nn.layers``);
+* what is left is tau itself (and ``* c`` for the other activations, ``+ b`` when debiased:
+  ``Activation.after_affine``).
+
+Nothing is folded where a skip connection starts after the linear op (the start value includes the bias)
+or after the norm (it is the unscaled norm output), nor in evaluation mode (where the bias does not
+cancel). Forward hooks, intermediate values and every caller outside the training step see the reference
+computation (``fold=False``); tests compare the two on sampled architectures (outputs, gradients, running
+statistics). Per hidden dense layer with batchnorm and relu, the passes over the activations go from 10 per
+step to 6, and with the foreach update (``study.training.optim``) the layer costs a step 7 operators where it
+cost 11-12 (``study.perf.operators`` counts them; docs/performance.md measures both).
 """
 
 from __future__ import annotations
@@ -43,7 +71,6 @@ from torch import nn
 
 from ..nn.network import Network
 from ..experiment.protocol import Protocol
-from . import fused
 from .loss import run_losses
 from .optim import Optimizer, Slots, optimizer_of
 
@@ -182,13 +209,20 @@ def parts(stack: Stack, chunk: int | None) -> list[Chunk]:
     return stack._parts[chunk]
 
 
+def folded_forward(net: Network, x: torch.Tensor, constants: tuple[float, float] | None = None) -> torch.Tensor:
+    """``net(x)`` as [R, B, d_out] (also for R = 1) with the folds of the module docstring:
+    ``Network.propagate(fold=True)``. ``constants``: the activation's (c, b) when the caller has them (a forward
+    traced by ``torch.compile`` cannot run the quadrature behind ``Activation.constants``)."""
+    return net.propagate(x, fold=True, constants=constants)
+
+
 def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: Protocol,
-               chunk: int | None = None, forward=fused.forward) -> None:
+               chunk: int | None = None, forward=folded_forward) -> None:
     """One step of every run on the shared minibatch (x, y): forward, per-run losses (``protocol.loss``;
     ``c_out`` a number, or one per stack position), backward, the update of the stack's optimizer
     (``study.training.optim``); ``stack.nonfinite`` marks the runs
     whose loss was not finite and ``stack.loss_sum`` adds every run's loss. ``forward(net, x)`` is the
-    training forward: ``fused.forward`` eagerly, or the same through ``torch.compile``
+    training forward: ``folded_forward`` eagerly, or the same through ``torch.compile``
     (``study.training.compiled``)."""
     for part in parts(stack, chunk):
         scale = c_out[part.positions] if isinstance(c_out, torch.Tensor) else c_out

@@ -38,7 +38,7 @@ initializations, the runs of such an initialization; the others train).
 
 Reproducible: the initialization, the minibatch orders and the measurement depend on ``seed`` alone,
 and a run trained inside a stack follows the same trajectory as the run trained alone (up to
-floating-point reduction order). With ``checkpoint_path`` the state is saved every
+floating-point reduction order). With ``checkpoint_path`` the state is saved (``study.training.checkpoint``) every
 ``checkpoint_every_s`` seconds (checked after every step) and at the end; a matching file at start is
 resumed, giving the outcome an uninterrupted run gives. The file stays when training ends (with the
 finished state: a crash before the caller has stored the outcome costs only the final metrics); the
@@ -65,12 +65,14 @@ from ..metrics.nlc import nlc, output_bias
 from ..nn.network import Network, Seeds, build_network, output_scale
 from ..experiment.protocol import Protocol
 from . import checkpoint as ckpt
+from .checkpoint import Candidate, TrainingState
 from .compiled import FORWARDS, select_forward
 from .curves import Curves, Trajectory
+from .device import available_device
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
-from .schedule import Schedule, give_up, scheduler_of
+from .schedule import give_up, scheduler_of
 from .splits import TRAIN_ORDER, Splits, check_splits, epoch_order, steps_per_epoch
 from .stack import Stack, keep, new_stack, nonfinite_parameters, rewind, save_best, set_rates, train_step
 
@@ -105,69 +107,12 @@ def auto_chunk(spec: ArchSpec, runs: int, batch_size: int, device: torch.device)
     return max(1, min(runs, round(CHUNK_ELEMENTS * torch.get_num_threads() / per_run)))
 
 
-def _device(device) -> torch.device:
-    if device is None:
-        return torch.device("cpu")
-    try:
-        checked = torch.device(device)
-        torch.empty(0, device=checked)  # an unavailable device (no CUDA here, say) fails now, in one line
-        return checked
-    except (RuntimeError, TypeError, AssertionError):
-        raise SpecError("train_architecture", "device", device,
-                        "must be an available torch device such as 'cpu' or 'cuda'") from None
-
-
 def _widest(spec: ArchSpec) -> int:
     return max(spec.width, spec.d_in, spec.d_out)
 
 
 def _monitored(splits: Splits, protocol: Protocol):
     return splits.val if protocol.monitor == "val" else splits.train
-
-
-@torch.no_grad()
-def _load_tensors(net: Network, tensors: dict[str, torch.Tensor]) -> Network:
-    for name, t in net.stacked_tensors():
-        t.copy_(tensors[name])
-    return net
-
-
-def _state_dict(net: Network) -> dict[str, torch.Tensor]:
-    return {name: t.detach() for name, t in net.stacked_tensors()}
-
-
-@dataclass
-class _Candidate:
-    """The best finished run so far: its index, selection error and trained network (R = 1)."""
-
-    index: int
-    error: float
-    net: Network
-
-
-@dataclass
-class _State:
-    """Everything training has in memory between two steps (what a checkpoint holds)."""
-
-    seeds: list[int]  # initialization seed of each group of runs (runs are seed-major)
-    lr_min: list[float]  # per initialization
-    c_out: list[float]  # per initialization
-    lrs: list[float]  # starting rate of each run
-    schedule: Schedule  # of all runs
-    stack: Stack | None  # the live runs; None when all are finished
-    epoch: int  # epochs the stack has completed
-    step: int  # steps done in the current epoch
-    epoch_s: float  # seconds spent in the current epoch before this session
-    wall: np.ndarray  # each run's share of the time so far
-    records: dict[int, RunRecord]  # finished runs
-    candidate: _Candidate | None  # the selected-so-far finished run
-    elapsed_s: float  # seconds of earlier sessions
-    curves: Curves | None  # every run's points so far; None when resumed from a checkpoint that had none
-    forward: str | None = None  # "eager" or "compiled" once chosen: a resumed session keeps the choice
-
-    @property
-    def n_rates(self) -> int:
-        return len(self.lrs) // len(self.seeds)
 
 
 def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
@@ -205,7 +150,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
                         "its own lr_min and so its own rates)")
     if not callable(forward):
         forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
-    device = _device(device)
+    device = available_device(device, "train_architecture")
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
     key = ckpt.checkpoint_key(spec.content_id, seed, protocol.canonical(), splits.fingerprint(),
                               init_seeds=None if init_seeds is None else seeds)
@@ -214,7 +159,7 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
         key["nlc_trajectory"] = [list(trajectory.epochs), trajectory.batches, trajectory.batch_size]
     state = None
     if checkpoint_path is not None:
-        state, problem = _resumed(spec, seed, protocol, checkpoint_path, key, device)
+        state, problem = ckpt.resume(checkpoint_path, key, spec, protocol, device)
         if problem:
             (report or _warn)(f"checkpoint {checkpoint_path}: {problem}; discarded; training starts afresh")
     if state is None:
@@ -248,7 +193,7 @@ def _trajectory_nlc(net, splits, seed, trajectory: Trajectory | None, epoch: int
     return value.cpu().numpy() if isinstance(value, torch.Tensor) else value
 
 
-def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> _State | None:
+def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> TrainingState | None:
     """The state before the first epoch; None when no initialization can be trained at all."""
     c_outs, lr_mins, nlc0 = [], [], []
     for s in seeds:
@@ -277,113 +222,19 @@ def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> _Sta
     curves = Curves()
     curves.add(range(len(lrs)), 0, lrs, None, initial,
                None if trajectory is None or 0 not in trajectory else [nlc0[r // n] for r in range(len(lrs))])
-    return _State(seeds=list(seeds), lr_min=lr_mins, c_out=c_outs, lrs=lrs, schedule=schedule,
-                  stack=new_stack(net, lrs, protocol), epoch=0, step=0, epoch_s=0.0, wall=np.zeros(len(lrs)),
-                  records={}, candidate=None, elapsed_s=0.0, curves=curves)
+    return TrainingState(seeds=list(seeds), lr_min=lr_mins, c_out=c_outs, lrs=lrs, schedule=schedule,
+                         stack=new_stack(net, lrs, protocol), epoch=0, step=0, epoch_s=0.0, wall=np.zeros(len(lrs)),
+                         records={}, candidate=None, elapsed_s=0.0, curves=curves)
 
 
 def _warn(message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-def _resumed(spec, seed, protocol, path, key, device) -> tuple[_State | None, str]:
-    """The training state saved at ``path`` for this training, or None and why the file (if any) was discarded:
-    not a data-only checkpoint of this key (``checkpoint.load_checkpoint``), or one whose contents do not fit
-    this architecture and protocol (names, shapes, dtypes of the stacked tensors; the run bookkeeping)."""
-    saved, problem = ckpt.load_checkpoint(path, key, device)
-    if saved is None:
-        return None, problem
-    try:
-        return _restore(spec, seed, saved, device, protocol), ""
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as e:
-        ckpt.discard(path)
-        return None, f"its contents do not fit this training ({type(e).__name__}: {ckpt._first_line(e)})"
-
-
-def _same_tensors(got, like: dict[str, torch.Tensor], what: str) -> None:
-    """``got`` holds exactly ``like``'s names, each a tensor of the same shape and dtype (else ValueError)."""
-    if not isinstance(got, dict) or set(got) != set(like):
-        raise ValueError(f"{what}: names differ")
-    for name, t in like.items():
-        g = got[name]
-        if not isinstance(g, torch.Tensor) or g.shape != t.shape or g.dtype != t.dtype:
-            raise ValueError(f"{what}.{name}: not a {t.dtype} tensor of shape {tuple(t.shape)}")
-
-
-def _saved_forward(value):
-    """The forward a checkpoint says its training used (None: not chosen yet, or a checkpoint from before
-    the choice was kept)."""
-    if value is not None and value not in ("eager", "compiled"):
-        raise ValueError(f"forward: {value!r} is not eager or compiled")
-    return value
-
-
-def _restore(spec, seed, saved: dict, device, protocol: Protocol) -> _State:
-    """The state a checkpoint holds, checked against what this architecture and protocol make: every stacked
-    tensor (parameters, buffers, optimizer state, best states) as a fresh stack of the live runs has it.
-    Checkpoints written before several initializations existed hold one lr_min and c_out and no seeds."""
-    lrs = [float(v) for v in saved["lrs"]]
-    seeds = [int(v) for v in saved.get("seeds", [seed])]
-    lr_min = [float(v) for v in (saved["lr_min"] if isinstance(saved["lr_min"], list) else [saved["lr_min"]])]
-    c_out = [float(v) for v in (saved["c_out"] if isinstance(saved["c_out"], list) else [saved["c_out"]])]
-    if not seeds or len(lrs) % len(seeds) or len(lr_min) != len(seeds) or len(c_out) != len(seeds):
-        raise ValueError("seeds: not one lr_min and c_out per initialization, and the rates per initialization")
-    n = len(lrs) // len(seeds)
-    live_list = saved["live"]
-    if not isinstance(live_list, list) or not all(type(r) is int for r in live_list):
-        raise TypeError("live: not a list of run indices")
-    live = np.asarray(live_list, dtype=np.int64)
-    if len(live) and (np.any(np.diff(live) <= 0) or live[0] < 0 or live[-1] >= len(lrs)):
-        raise ValueError("live: not increasing run indices of the rates")
-    schedule = Schedule.from_dict(saved["schedule"])
-    if any(len(getattr(schedule, f)) != len(lrs) for f in ("lr", "best", "done", "epochs")):
-        raise ValueError("schedule: not one entry per rate")
-
-    stack = None
-    if len(live):
-        if len(seeds) == 1:
-            net = build_network(spec, seeds[0], runs=len(live), device=device)
-        else:
-            net = build_network(spec, seeds=[seeds[r // n] for r in live], device=device)
-        fresh = new_stack(net, [lrs[r] for r in live], protocol)
-        _same_tensors(saved["net"], _state_dict(net), "net")
-        _same_tensors(saved["opt"], fresh.opt, "opt")
-        _same_tensors(saved["best"], fresh.best, "best")
-        # A checkpoint from before the curves holds no epoch's loss sum: its curves are not continued anyway.
-        loss_sum = saved.get("loss_sum")
-        if loss_sum is None:
-            loss_sum = torch.zeros(len(live), dtype=torch.float64, device=device)
-        _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"], "loss_sum": loss_sum},
-                      {"lr": fresh.lr, "nonfinite": fresh.nonfinite, "loss_sum": fresh.loss_sum}, "stack")
-        stack = Stack(net=_load_tensors(net, saved["net"]), runs=live, lr=saved["lr"].to(device),
-                      optimizer=fresh.optimizer, opt=dict(saved["opt"]), best=dict(saved["best"]),
-                      nonfinite=saved["nonfinite"].to(device), loss_sum=loss_sum.to(device))
-    candidate = None
-    if saved["candidate"] is not None:
-        c = saved["candidate"]
-        index = int(c["index"])
-        if not 0 <= index < len(lrs):
-            raise ValueError("candidate: a run index outside the rates")
-        one = build_network(spec, seeds[index // n], 1, device)
-        _same_tensors(c["net"], _state_dict(one), "candidate.net")
-        candidate = _Candidate(index, float(c["error"]), _load_tensors(one, c["net"]))
-    records = {int(k): RunRecord(**v) for k, v in saved["records"].items()}
-    if any(not 0 <= k < len(lrs) for k in records):
-        raise ValueError("records: a run index outside the rates")
-    wall = np.asarray(saved["wall"], dtype=np.float64)
-    if wall.shape != (len(lrs),):
-        raise ValueError("wall: not one entry per rate")
-    return _State(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=schedule, stack=stack,
-                  epoch=int(saved["epoch"]), step=int(saved["step"]), epoch_s=float(saved["epoch_s"]), wall=wall,
-                  records=records, candidate=candidate, elapsed_s=float(saved["elapsed_s"]),
-                  curves=Curves.from_dict(saved["curves"]) if saved.get("curves") is not None else None,
-                  forward=_saved_forward(saved.get("forward")))
-
-
 class _Trainer:
     """The epoch loop over one training state."""
 
-    def __init__(self, spec, splits, seed, protocol, device, state: _State, session_start, checkpoint_path,
+    def __init__(self, spec, splits, seed, protocol, device, state: TrainingState, session_start, checkpoint_path,
                  checkpoint_every_s, progress, key, chunk_runs, trajectory=None, forward="auto"):
         self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
         self.s = state
@@ -507,11 +358,10 @@ class _Trainer:
             evaluated = getattr(self.splits, split)
             self._errors = errors(stack.net, evaluated.x, evaluated.y, _widest(self.spec), stack.size,
                                   p.loss).cpu().numpy()
-        if s.curves is not None:
-            epoch = s.epoch + 1
-            loss = (stack.loss_sum / steps).cpu().numpy()
-            s.curves.add(stack.runs, epoch, stack.lr.cpu().numpy(), loss, self._errors,
-                         _trajectory_nlc(stack.net, self.splits, self.seed, self.trajectory, epoch))
+        epoch = s.epoch + 1
+        loss = (stack.loss_sum / steps).cpu().numpy()
+        s.curves.add(stack.runs, epoch, stack.lr.cpu().numpy(), loss, self._errors,
+                     _trajectory_nlc(stack.net, self.splits, self.seed, self.trajectory, epoch))
         stack.loss_sum.zero_()
 
     def _end_epoch(self, stack: Stack, epoch_s: float, steps_done: int) -> None:
@@ -565,7 +415,7 @@ class _Trainer:
             score = float(measured[p.selected_by][j])
             c = s.candidate
             if c is None or (score, run) < (c.error, c.index):
-                s.candidate = _Candidate(run, score, sub.take([j]))
+                s.candidate = Candidate(run, score, sub.take([j]))
 
     def _finish(self) -> Outcome:
         s, p = self.s, self.protocol
@@ -588,34 +438,8 @@ class _Trainer:
         return self.checkpoint_path is not None and time.perf_counter() - self.last_save >= self.every_s
 
     def _save(self) -> None:
-        s = self.s
-        stack: Stack | None = s.stack
-        c = s.candidate
-        # Tensors and plain Python values only (checkpoint.py: it is read with weights_only=True); the
-        # stacked optimizer state is saved whatever tensors the optimizer keeps in it.
-        state = {
-            "key": self.key, "seeds": [int(v) for v in s.seeds], "lr_min": [float(v) for v in s.lr_min],
-            "c_out": [float(v) for v in s.c_out], "lrs": [float(v) for v in s.lrs],
-            "schedule": s.schedule.to_dict(), "epoch": int(s.epoch), "step": int(s.step),
-            "epoch_s": float(s.epoch_s), "wall": s.wall.tolist(),
-            "records": {int(k): _plain_record(r) for k, r in s.records.items()},
-            "candidate": None if c is None else {"index": int(c.index), "error": float(c.error),
-                                                 "net": _state_dict(c.net)},
-            "elapsed_s": float(self._elapsed()),
-            "live": [] if stack is None else stack.runs.tolist(),
-            "forward": s.forward,
-            "curves": None if s.curves is None else s.curves.to_dict(),
-        }
-        if stack is not None:
-            state.update(net=_state_dict(stack.net), opt=dict(stack.opt), best=dict(stack.best), lr=stack.lr,
-                         nonfinite=stack.nonfinite, loss_sum=stack.loss_sum)
-        ckpt.save_checkpoint(self.checkpoint_path, state)
+        ckpt.save_state(self.checkpoint_path, self.key, self.s, self._elapsed())
         self.last_save = time.perf_counter()
-
-
-def _plain_record(rec: RunRecord) -> dict:
-    """A run record as plain Python values (numpy scalars converted) for a data-only checkpoint."""
-    return {k: (v.item() if isinstance(v, np.generic) else v) for k, v in vars(rec).items()}
 
 
 def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:
@@ -623,7 +447,7 @@ def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:
 
 
 def _outcome(runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed,
-             curves: Curves | None) -> Outcome:
+             curves: Curves) -> Outcome:
     """The outcome, with the selected network's NLC and output bias on the training set (the NLC from the
     same seeded draws as ``measure``'s at initialization: common random numbers for before vs after)."""
     x = splits.train.x
@@ -633,7 +457,7 @@ def _outcome(runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, 
                       selected_by=protocol.selected_by)
     return Outcome(runs=runs, best=best, lr_min=float(lr_min), c_out=float(c_out), train_s=float(elapsed()),
                    protocol=protocol, network=network, init_seeds=tuple(seeds), selected=chosen,
-                   curves=None if curves is None else curves.to_dict())
+                   curves=curves.to_dict())
 
 
 def _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory=None) -> Outcome:

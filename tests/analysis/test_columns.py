@@ -1,16 +1,18 @@
 """analysis.columns: the predictors are the schema's columns declared with an ``AsPredictor``, in its order; the
 report's grids are the predictors whose declaration names them."""
 
+from dataclasses import asdict, fields
+
 from archstudy.analysis.columns import BASELINES, PREDICTOR_BY_COLUMN, PREDICTORS, Predictor, figure_grid
-from archstudy.study.experiment.schema import ARCHITECTURES, PREDICTOR_FIGURES, columns, predictor_columns
+from archstudy.study.experiment.schema import ARCHITECTURES, PREDICTOR_FIGURES, AsPredictor, columns, predictor_columns
 
 
 def test_the_predictors_are_the_declared_columns_with_their_metadata():
     declared = predictor_columns()
     assert [p.column for p in PREDICTORS] == [c.name for c in declared]
     for p, c in zip(PREDICTORS, declared):
-        a = c.predictor
-        assert (p.label, p.kind, p.log, p.why, p.figure) == (a.label, a.kind, a.log, a.why, a.figure)
+        assert asdict(p) == {**asdict(c.predictor), "column": c.name}  # the declaration's fields, not a copy of them
+        assert {f.name for f in fields(Predictor)} == {f.name for f in fields(AsPredictor)} | {"column"}
     assert PREDICTOR_BY_COLUMN == {p.column: p for p in PREDICTORS}
     assert BASELINES == ("num_params", "depth", "width", "flops")
     assert {c.name for c in columns(ARCHITECTURES) if c.predictor} == set(PREDICTOR_BY_COLUMN)
@@ -24,4 +26,4 @@ def test_a_grid_is_the_predictors_naming_it_in_order_and_a_predictor_is_in_at_mo
     for key, grid in grids.items():
         assert list(grid) == [p.column for p in PREDICTORS if p.figure == key]
     assert figure_grid("nowhere") == ()
-    assert Predictor("x", "x", "other", False, "linear").figure == ""  # the catalog's fallback for other columns
+    assert Predictor("x", "other", False, "linear", column="x").figure == ""  # the catalog's fallback for other columns

@@ -20,7 +20,7 @@ from archstudy.analysis.windows import _tau, window_distance
 from archstudy.sampling import SpecError
 
 
-# -- error EDFs ------------------------------------------------------------------------------------------------------
+# -- error EDFs --------------------------------------------------------------------------------------------------------
 
 def small_table() -> pd.DataFrame:
     """Two norm levels. log10 num_params: 3 (1000), 3.477 (3000), 4 (10000); with bins a tenth of a decade
@@ -118,7 +118,7 @@ def test_edf_covers_every_axis_with_two_levels_and_checks_its_inputs(tiny_study_
     base = r.architectures[r.architectures["variant"] == "base"]
     for axis, fields in AXES.items():
         assert (axis in set(e.levels["axis"])) == (base[fields[0]].nunique() >= 2), axis
-    for (axis, level), g in e.curves.groupby(["axis", "level"]):  # every level's EDF ends at 1
+    for _, g in e.curves.groupby(["axis", "level"]):  # every level's EDF ends at 1
         assert g["cdf"].max() == pytest.approx(1.0)
         assert g["normalized_cdf"].max() == pytest.approx(1.0)
     assert (e.levels.groupby("axis")["n"].sum() <= len(base)).all()
@@ -128,7 +128,7 @@ def test_edf_covers_every_axis_with_two_levels_and_checks_its_inputs(tiny_study_
         edf(r, complexity="activation")
 
 
-# -- good ranges --------------------------------------------------------------------------------------------------------
+# -- good ranges -------------------------------------------------------------------------------------------------------
 
 def test_good_ranges_recover_the_interval_where_the_best_models_lie():
     """x uniform on [0, 10]; every architecture with x in [4, 6] has error 0.1 (a tie: a subsample's best is
@@ -146,7 +146,7 @@ def test_good_ranges_recover_the_interval_where_the_best_models_lie():
     assert g["below"] == pytest.approx((x < g["low"]).mean()) and g["above"] == pytest.approx((x > g["high"]).mean())
     from archstudy.analysis.columns import Predictor, PREDICTOR_BY_COLUMN
 
-    PREDICTOR_BY_COLUMN["lx"] = Predictor("lx", "lx", "metric", True, "test")  # a log-scale factor
+    PREDICTOR_BY_COLUMN["lx"] = Predictor("lx", "metric", True, "test", column="lx")  # a log-scale factor
     try:
         lg = good_ranges(df, ["lx"]).iloc[0]
     finally:
@@ -184,7 +184,7 @@ def test_good_ranges_defaults_inputs_and_missing_values(tiny_study_dir):
         good_ranges(arch, sample=0)
 
 
-# -- the study's own NLC window -----------------------------------------------------------------------------------------
+# -- the study's own NLC window ----------------------------------------------------------------------------------------
 
 def test_the_nlc_window_of_a_large_windowed_study_is_its_good_range():
     df = synth.window_population(120, seed=0)
@@ -208,7 +208,7 @@ def test_a_small_study_keeps_the_papers_window_and_says_why():
     assert not none["large_enough"] and none["n"] == 0
 
 
-# -- window predictors ---------------------------------------------------------------------------------------------------
+# -- window predictors -------------------------------------------------------------------------------------------------
 
 def test_the_window_score_shows_a_windowed_relation_that_the_raw_nlc_understates():
     """The researcher's case: median test error 0.15 inside NLC [1, 3], 0.64 above 100, raw Kendall 0.44.
@@ -254,7 +254,7 @@ def test_the_curves_figure_draws_the_selected_run_of_the_best_and_typical_archit
     arch = pd.DataFrame({"arch_id": [f"a{k}" for k in range(7)], "test_error": [0.5, 0.1, 0.3, 0.2, 0.9, 0.4, 0.35],
                          "lr_index": rng.integers(0, 3, 7)})
     rows = []
-    for a, sel in zip(arch["arch_id"], arch["lr_index"]):
+    for a in arch["arch_id"]:
         for run in range(3):
             for epoch in range(1, 11):
                 rows.append({"arch_id": a, "lr_index": run, "epoch": epoch, "train_loss": 2.0 / epoch + run,

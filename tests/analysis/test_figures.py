@@ -51,7 +51,7 @@ def test_every_figure_is_declared_once_in_a_section_of_the_page():
 
 @pytest.mark.parametrize("spec", FIGURES, ids=lambda f: f.key)
 def test_every_figure_draws_on_the_tiny_study_or_says_why_not(spec, section):
-    d = section.figure_data()
+    d = section
     reason = spec.skip(d)
     if reason is not None:  # the tiny study recorded no training curves and switched on no optional metric
         assert reason.strip() and "\n" not in reason
@@ -76,7 +76,7 @@ def test_every_figure_draws_on_the_tiny_study_or_says_why_not(spec, section):
 def test_a_figure_draws_from_exactly_what_it_declares(spec, section):
     """Drawn from the architectures and its declared ``needs`` only (every other field left empty), a figure is
     the same picture, byte for byte."""
-    full = section.figure_data()
+    full = section
     only = FigureData(full.dataset, full.arch, **{k: getattr(full, k) for k in spec.needs})
     if spec.skip(full) is not None:  # not drawn for these data (figure 1 without its optional metric), nor for less
         assert spec.skip(only) == spec.skip(full)
@@ -85,7 +85,7 @@ def test_a_figure_draws_from_exactly_what_it_declares(spec, section):
 
 
 def test_the_curves_figures_are_skipped_with_one_note_without_curves_and_drawn_with_them(section):
-    d = section.figure_data()
+    d = section
     curves, trajectory = (next(f for f in FIGURES if f.key == k) for k in ("curves", "nlc-trajectory"))
     assert curves.skip(d) == trajectory.skip(d) == NO_CURVES and curves.note_skip and not trajectory.note_skip
     html = page.section_html(section)
@@ -105,7 +105,7 @@ def test_the_curves_figures_are_skipped_with_one_note_without_curves_and_drawn_w
 
 def test_the_page_draws_each_section_s_figures_in_declaration_order(section):
     html = page.section_html(section)
-    d = section.figure_data()
+    d = section
     expected = [f.key for p in page.STUDY_SECTIONS for f in FIGURES if f.section == p.key and f.skip(d) is None]
     assert re.findall(r'data-figure="([^"]+)"', html) == expected
     headings = re.findall(r'<h3 id="tiny-([^"]+)">([^<]+)</h3>', html)
@@ -144,7 +144,7 @@ def test_the_scatter_grids_are_the_predictors_whose_columns_name_them(section):
     keys = {f.key for f in FIGURES}
     assert all(p.figure in keys for p in PREDICTORS if p.figure)
     # one visible panel per predictor of the grid, titled by its column's label
-    fig = fig_metrics(section.figure_data())
+    fig = fig_metrics(section)
     shown = [ax for ax in fig.axes if ax.get_visible()]
     labels = {p.column: p.label for p in PREDICTORS}
     assert [ax.get_xlabel() for ax in shown] == [labels[c] for c in METRIC_GRID]
@@ -158,5 +158,5 @@ def test_figures_7_and_8_use_the_declared_better_than_random_threshold(section):
     assert FigureData("fashion-mnist", arch).threshold == FigureData("mnist", arch).threshold == 0.8
     assert FigureData("my-data", arch.assign(d_out=4)).threshold == pytest.approx(0.675)
     title = fig7_lr_index_histogram(FigureData("fashion-mnist", arch)).axes[0].get_title()
-    n = int((section.figure_data().sample["test_error"] < 0.8).sum())
+    n = int((section.sample["test_error"] < 0.8).sum())
     assert title == f"{n} architectures with test error < 0.80"

@@ -97,7 +97,7 @@ def test_the_first_screen_names_the_ranking_charts_top_bar_and_the_lowest_test_e
     glance = report.split('<section id="glance">')[1].split("</section>")[0]
     first = report.index('<section id="glance">')
     assert report.index('<nav class="toc">') < first < report.index('<section id="', first + 1)
-    bars = [t.get_text() for t in fig_ranking(s.figure_data()).axes[0].get_yticklabels()]
+    bars = [t.get_text() for t in fig_ranking(s).axes[0].get_yticklabels()]
     top = s.ranking[s.ranking["rank"] == 1]
     assert bars[0].startswith(f"1. {top['label'].iloc[0]} (")
     if len(top) == 1:
@@ -409,27 +409,27 @@ def test_the_pruning_analysis_defaults_to_the_studys_own_window_when_it_is_large
                        runs=pd.DataFrame(), failed=[], in_progress=0, planned=n)
 
     s = analyse(results(120), "w", n_boot=20, seed=0, window=None)
-    own = s.nlc_window.iloc[0]
-    assert own["large_enough"] and s.window == (own["low"], own["high"]) and not s.window_given
+    own = s.own_nlc_window.iloc[0]
+    assert own["large_enough"] and s.pruning_window == (own["low"], own["high"]) and not s.pruning_window_given
     assert s.pruning["label"].tolist() == ["the study's own", "the NLC paper's"]
-    assert s.pruning[["lo", "hi"]].to_numpy().tolist() == [list(s.window), [1.0, 3.0]]
+    assert s.pruning[["lo", "hi"]].to_numpy().tolist() == [list(s.pruning_window), [1.0, 3.0]]
     html = pruning_html(s)
-    assert f"Window: the study's own {window_text(*s.window)}, its NLC's good range (the paper's is [1, 3])" in html
+    assert f"Window: the study's own {window_text(*s.pruning_window)}, its NLC's good range (the paper's is [1, 3])" in html
     assert "the study&#x27;s own (used)" in html  # the label, HTML-escaped
     box = nlc_window_html(s)
     assert f"<b>The study's own NLC window:</b> {window_text(own['low'], own['high'])}" in box
     assert "beside the NLC paper's [1, 3]" in box and "it is the pruning analysis' default window" in box
     assert box in good_ranges_html(s)
-    nlc_row = s.windows.set_index("metric").loc["nlc"]
+    nlc_row = s.window_scores.set_index("metric").loc["nlc"]
     assert nlc_row["u_shaped"] and nlc_row["tau"] > nlc_row["raw_tau"]
     assert f"{nlc_row['tau']:.2f} ± {nlc_row['tau_sd']:.2f}" in windows_html(s)
 
     small = analyse(results(30), "w", n_boot=20, seed=0, window=None)
-    assert small.window == (1.0, 3.0) and small.pruning["label"].tolist()[:1] == ["the NLC paper's"]
+    assert small.pruning_window == (1.0, 3.0) and small.pruning["label"].tolist()[:1] == ["the NLC paper's"]
     assert small.pruning["label"].tolist()[1:] == ["the study's own (not stable)"]
     assert "The study is not large enough for its own window: the band is not stable" in pruning_html(small)
     given = analyse(results(120), "w", n_boot=20, seed=0, window=(0.5, 4.0))
-    assert given.window == (0.5, 4.0) and given.pruning["label"].tolist() == [
+    assert given.pruning_window == (0.5, 4.0) and given.pruning["label"].tolist() == [
         "given", "the NLC paper's", "the study's own"]
 
 

@@ -65,9 +65,9 @@ def test_analyse_fills_every_number_of_the_section(tiny_study_dir):
     assert s.arch.equals(r.trained) and len(s.corr) and len(s.psi) and len(s.pruning) and s.edf is not None
     assert s.health == health(r.trained) and s.provenance["compute_h"] == pytest.approx(
         r.trained["total_s"].sum() / 3600)
-    assert s.launch is None and s.savings == {} and not s.window_given
-    d = s.figure_data()
-    assert d.arch.equals(s.arch) and d.window == s.window and d.good is s.good
+    assert s.launch is None and s.savings == {} and not s.pruning_window_given
+    assert s.dataset == r.dataset and s.name == r.study_dir  # no label: named by its directory
+    assert s.pruning_window == tuple(s.pruning[["lo", "hi"]].iloc[0])  # the first window compared is the one used
 
 
 def test_studies_are_named_by_their_directories_with_as_many_parents_as_tell_them_apart():

@@ -1,6 +1,7 @@
 """The sampler: appendix C frequencies, reproducibility, widths, siblings, space validation."""
 
 import collections
+import hashlib
 import subprocess
 import sys
 from dataclasses import fields
@@ -11,7 +12,7 @@ import pytest
 from scipy import stats
 
 from archstudy.sampling import (
-    EXTENDED, PAPER, PRESETS, Space, SpecError, sample_spec, sample_specs, siblings,
+    EXTENDED, PAPER, PRESETS, SIBLING_AXES, Space, SpecError, sample_spec, sample_specs, siblings,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,6 +111,27 @@ def test_same_seed_and_index_give_the_same_spec_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.stdout.split() == here
+
+
+# sha256 of the canonical JSON of 200 specs and all their siblings for each space below, computed with the sampler
+# whose weights choice, Householder depth rule and weights sibling were written out by hand (before they were
+# derived from ``sampling.spec.WEIGHT_KINDS``): the derivation draws the same architectures.
+DRAWS_DIGEST = "520e775100e8b3cdb0e621cbdbcc071c0cdca266cfceebab55384325fcd612c1"
+
+
+def test_the_draws_are_those_of_the_sampler_before_its_rules_were_derived():
+    """Both presets, a space of depths 2..4 where the Householder depth rule and its fall-back to dense decide
+    (20 of its specs are dense at depth 2) and one drawing ``init = "zero"`` (scalable weights only)."""
+    h = hashlib.sha256()
+    short = EXTENDED.replace(name="short", depths=(2, 3, 4), skip_lengths=((1, 0.5), (2, 0.5)))
+    zero = EXTENDED.replace(name="zero", inits=(("zero", 0.5), ("orthogonal", 0.5)))
+    for space, seed, budget in (("extended", 7, 20_000), ("paper", 7, 20_000), (short, 11, 5_000), (zero, 5, 20_000)):
+        for spec in sample_specs(200, seed, 40, 3, space, budget):
+            h.update(spec.to_json().encode())
+            for axis in SIBLING_AXES:
+                for sib in siblings(spec, axis, budget):
+                    h.update(sib.to_json().encode())
+    assert h.hexdigest() == DRAWS_DIGEST
 
 
 def test_order_does_not_matter():

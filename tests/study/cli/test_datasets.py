@@ -15,4 +15,5 @@ def test_the_table_says_the_flag_not_the_python_keyword():
 def test_a_commands_error_line_says_the_flag(tmp_path, capsys):
     assert main(["run", "--dataset", "mnist", "--architectures", "1", "--out", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith("archstudy run: error: mnist: expected ") and err.endswith("(no directory given: pass --root DIR)")
+    assert err.startswith("archstudy run: error: mnist: expected ")
+    assert err.endswith("(no directory given: pass --root DIR)")

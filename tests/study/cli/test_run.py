@@ -94,7 +94,11 @@ CASES = {
                        "study.preset = 'huge': must be one of 'paper', 'extended'"),
     "unknown siblings": (lambda d: _new(d, "--siblings", "colour"), "study.siblings = 'colour': must be a list"),
     "reversed nlc window": (lambda d: _new(d, "--nlc-window", "3,1"),
-                            "study.nlc_window = '3,1': must be null, 'auto' or two numbers lo < hi"),
+                            "study.nlc_window = '3,1': must be null, 'auto', or two finite numbers 0 <= lo < hi"),
+    "reversed nlc window in two words": (lambda d: _new(d, "--nlc-window", "3", "1"),
+                                         "study.nlc_window = '3 1': must be null, 'auto', or two finite numbers"),
+    "three numbers for the nlc window": (lambda d: _new(d, "--nlc-window", "1", "2", "3"),
+                                         "study.nlc_window = '1 2 3': must be null"),
     "pilot without auto": (lambda d: _new(d, "--nlc-window", "1,3", "--nlc-pilot", "20"),
                            "study.nlc_pilot = 20: must stay 100 unless nlc_window = 'auto'"),
     "missing data root": (lambda d: ["run", "--dataset", "mnist", "--root", str(d["tmp"] / "no-mnist"),
@@ -166,14 +170,16 @@ CASES = {
     "conflicting repeated study flag of resume": (lambda d: ["resume", str(d["study"]), "--max-retries", "1",
                                                              "--max-retries", "2"],
                                                   "argument --max-retries: given twice (1, then 2)"),
-    "pilot larger than the study": (lambda d: _new(d, "--nlc-window", "auto", "--nlc-pilot", "5"),
-                                    "study.nlc_pilot = 5: must be less than architectures (2) with nlc_window = 'auto'"),
+    "pilot larger than the study": (
+        lambda d: _new(d, "--nlc-window", "auto", "--nlc-pilot", "5"),
+        "study.nlc_pilot = 5: must be less than architectures (2) with nlc_window = 'auto'"),
     "default pilot larger than the study": (lambda d: _new(d, "--nlc-window", "auto"),
                                             "study.nlc_pilot = 100: must be less than architectures (2)"),
     "a budget no worker can hold": (lambda d: _new(d, "--param-budget", str(10**13), "--protocol", "quick"),
                                     "an architecture needs about "),
-    "data too small to split": (lambda d: _new(d, "--root", _waveform_file(d, 3)),
-                                "waveform-noise: the val split is empty (train/val/test = 1/0/2 points); a study needs"),
+    "data too small to split": (
+        lambda d: _new(d, "--root", _waveform_file(d, 3)),
+        "waveform-noise: the val split is empty (train/val/test = 1/0/2 points); a study needs"),
     "a class without a training point": (lambda d: _new(d, "--root", _waveform_file(d, 40, classes=(0, 1))),
                                          "waveform-noise: class 2 of 3 has no point in the training split"),
 }
@@ -190,9 +196,7 @@ def _refused(argv, dirs, capsys, expected: str = "") -> str:
     """``argv`` exits 2 with one short line on stderr (no traceback), nothing on stdout, and every study
     directory byte for byte as it was."""
     before = {k: _snapshot(dirs[k]) for k in ("study", "other", "bomb")}
-    t0 = time.perf_counter()
     assert _exit_code(argv) == 2
-    elapsed = time.perf_counter() - t0
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in captured.err and len(lines[0]) <= 1000, captured.err[:2000]
@@ -200,7 +204,8 @@ def _refused(argv, dirs, capsys, expected: str = "") -> str:
     assert captured.out == ""
     assert {k: _snapshot(dirs[k]) for k in ("study", "other", "bomb")} == before
     assert not dirs["new"].exists()
-    assert elapsed < 30, elapsed  # refused up front: nothing (Ray, training) started
+    ray = sys.modules.get("ray")
+    assert ray is None or not ray.is_initialized()  # refused up front: nothing (Ray, training) started
     return lines[0]
 
 
@@ -242,7 +247,8 @@ def test_every_declared_constraint_of_a_run_flag_is_refused_up_front(flag, field
 @pytest.mark.parametrize("argv, prog, expected", [
     (["sample", "--n", "abc"], "archstudy sample", "argument --n: invalid int value: 'abc'"),
     (["bench", "--runs", "x"], "archstudy bench", "argument --runs: invalid int value: 'x'"),
-    (["report", "s", "--nlc-window", "x", "1"], "archstudy report", "argument --nlc-window: invalid float value"),
+    (["report", "s", "--nlc-window", "x", "1"], "archstudy report", "argument --nlc-window: invalid float value: 'x'"),
+    (["report", "s", "--nlc-window", "1,x"], "archstudy report", "argument --nlc-window: invalid float value: 'x'"),
     (["datasets", "extra"], "archstudy", "unrecognized arguments: extra"),
     (["run", "extra", "--out", "x"], "archstudy", "unrecognized arguments: extra"),
     ([], "archstudy", "the following arguments are required: COMMAND"),
@@ -466,3 +472,19 @@ def test_report_reproductions_of_only_malformed_json_names_the_files(tmp_path, c
     assert "\n" not in line and "holds no reproduction results" in line, line
     assert "its JSON files are not: half.json (JSONDecodeError: " in line and "other.json (KeyError: " in line, line
     assert not (tmp_path / "r.html").exists()
+
+
+def test_both_commands_read_an_nlc_window_in_the_same_forms():
+    """One parser of the NLC window (``sampling.constraints.numbers_of``), one validation (the declared
+    ``study.experiment.nlc_window.WINDOW``): `run` and `report` take LO,HI and LO HI alike, and `run` also auto."""
+    from archstudy.analysis.pruning import check_window
+
+    parser = build_parser()
+    for words in (["0.5,4"], ["0.5", "4"], ["0.5, 4"]):
+        run = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2", "--out", "x",
+                                           "--nlc-window", *words]))[0]
+        report = parser.parse_args(["report", "s", "--nlc-window", *words]).nlc_window
+        assert StudyConfig.from_dict(run).nlc_window == (0.5, 4.0) == report == check_window(report)
+    auto = config_of(parser.parse_args(["run", "--dataset", "digits", "--architectures", "2", "--out", "x",
+                                        "--nlc-window", "auto", "--nlc-pilot", "1"]))[0]
+    assert StudyConfig.from_dict(auto).nlc_window == "auto"

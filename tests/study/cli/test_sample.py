@@ -11,17 +11,17 @@ from archstudy.study.cli import main
 def test_sample_prints_the_sampler_specs_as_json_lines(capsys):
     assert main(["sample", "--n", "3", "--start", "5", "--seed", "2", "--preset", "paper", "--d-in", "334",
                  "--d-out", "10"]) == 0
-    lines = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
-    assert [l["index"] for l in lines] == [5, 6, 7]
-    for l in lines:
-        spec = ArchSpec.from_dict({k: l[k] for k in SPEC_FIELDS})
-        assert spec == sample_spec(2, l["index"], 334, 10, "paper")
-        assert l["arch_id"] == spec.content_id and l["num_params"] == spec.num_params
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["index"] for r in lines] == [5, 6, 7]
+    for r in lines:
+        spec = ArchSpec.from_dict({k: r[k] for k in SPEC_FIELDS})
+        assert spec == sample_spec(2, r["index"], 334, 10, "paper")
+        assert r["arch_id"] == spec.content_id and r["num_params"] == spec.num_params
 
 
 def test_sample_with_siblings(capsys):
     assert main(["sample", "--n", "1", "--siblings", "--param-budget", "5000"]) == 0
-    lines = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     base = sample_spec(0, 0, 40, 3, "extended", 5000)
     expected = 1 + sum(len(siblings(base, a, 5000)) for a in ("weights", "param", "norm", "skip"))
     assert len(lines) == expected and lines[0]["variant"] == "base"

@@ -1,6 +1,7 @@
-"""The one declaration of every dataset (study.experiment.datasets): the loaders' registry ``DATASETS`` is built from
-it and agrees with what the loaders produce, a config accepts exactly its names, and each dataset carries the
-"better than random" test error of the NLC paper's figures 7 and 8."""
+"""The one declaration of every dataset (study.experiment.datasets): ``DATASETS`` is those declarations, every one
+has exactly one loader registered by its loader module (study.datasets.loaders) and agrees with what it loads, a
+config accepts exactly its names, and each dataset carries the "better than random" test error of the NLC paper's
+figures 7 and 8."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 import pytest
 
 from archstudy.sampling import SpecError
-from archstudy.study.datasets import DATASETS, DatasetInfo, checkerboard, images, load_dataset, waveform
+from archstudy.study.datasets import DATASETS, checkerboard, images, load_dataset, loaders, status, waveform
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.datasets import (
     DATASET_DECLARATIONS, DATASET_NAMES, DECLARED, DatasetDeclaration, better_than_random, chance_rule,
@@ -19,16 +20,42 @@ GENERATED = [d for d in DATASET_DECLARATIONS if d.source != "files"]
 FILES = [d for d in DATASET_DECLARATIONS if d.source == "files"]
 
 
-def test_the_loaders_registry_is_the_declarations_with_their_loaders_resolved():
-    assert tuple(DATASETS) == DATASET_NAMES == tuple(d.name for d in DATASET_DECLARATIONS)
-    for d in DATASET_DECLARATIONS:
-        info = DATASETS[d.name]
-        assert isinstance(info, DatasetInfo) and info.declaration is d
-        assert (info.name, info.source, info.summary, info.n_classes, info.d_in, info.sizes, info.options,
-                info.defaults, info.reads_root) == (d.name, d.source, d.summary, d.n_classes, d.d_in, d.sizes,
-                                                    d.options, d.defaults, d.reads_root)
-        module, _, function = d.loader.partition(":")
-        assert info.load.__module__ == f"archstudy.study.datasets.{module}" and info.load.__name__ == function
+def test_datasets_are_the_declarations_and_every_one_has_exactly_one_loader():
+    """No copy of a declaration: ``DATASETS`` is the declared mapping itself; each declared name has one loader,
+    registered by a module of the package, and a loader module finds files exactly where the dataset reads
+    them (``reads_root``: waveform-noise's optional file, the image sets')."""
+    assert DATASETS is DECLARED and tuple(DATASETS) == DATASET_NAMES == tuple(d.name for d in DATASET_DECLARATIONS)
+    assert set(loaders.LOADERS) == set(DATASET_NAMES)
+    expected = {"waveform-noise": waveform.load, "checkerboard": checkerboard.load}
+    for name, loader in loaders.LOADERS.items():
+        if name in expected:
+            assert loader.load is expected[name]
+        if name in images.IMAGE_SETS:
+            assert loader.load.func is images.load and loader.load.args == (name,)
+        assert (loader.find is not None) == DECLARED[name].reads_root, name
+
+
+def test_a_loader_for_an_undeclared_name_or_a_second_loader_is_refused(monkeypatch):
+    monkeypatch.setattr(loaders, "LOADERS", dict(loaders.LOADERS))
+    with pytest.raises(LookupError, match="registers a loader for 'imagenet', which study.experiment.datasets does "
+                                          "not declare"):
+        loaders.register("imagenet", checkerboard.load)
+    with pytest.raises(LookupError, match="dataset 'digits' has two loaders"):
+        loaders.register("digits", checkerboard.load)
+    del loaders.LOADERS["digits"]
+    with pytest.raises(LookupError, match=r"registers a loader for \['digits'\]"):
+        loaders.check_complete()
+
+
+def test_status_is_the_loaders_find_or_the_declared_summary(tmp_path):
+    assert status("digits") == (True, DECLARED["digits"].summary)
+    assert status("waveform-noise") == (True, DECLARED["waveform-noise"].summary)  # generated without a root
+    assert status("waveform-noise", tmp_path) == (
+        False, f"expected {waveform.FILE} in {tmp_path} (without a root: generated)")
+    (tmp_path / waveform.FILE).write_text("")
+    assert status("waveform-noise", tmp_path) == (True, f"found {tmp_path / waveform.FILE}")
+    found, where = status("cifar10", tmp_path)
+    assert not found and str(tmp_path) in where
 
 
 def test_a_config_accepts_exactly_the_declared_names():

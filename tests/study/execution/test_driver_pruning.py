@@ -15,12 +15,12 @@ import pytest
 import ray
 import torch
 
-from archstudy.analysis.pruning import pilot_window
 from archstudy.sampling import UserError
 from archstudy.study import MetricOptions, build_network, load_dataset, measure
 from archstudy.study.cli import main
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.execution.pruning import inside
+from archstudy.study.experiment.nlc_window import pilot_window
 from archstudy.study.execution.driver import resume_study, run_study
 from archstudy.study.execution.store import Store
 from archstudy.study.execution.unit import plan_units
@@ -111,7 +111,7 @@ def test_auto_trains_the_pilot_and_prunes_the_rest_by_its_window(tmp_path, data)
     arch = Store(out).read_table("architectures")
     pilot = arch[arch["index"] < 2]
     assert len(pilot) == 2 and pilot["trained"].all()
-    w = pilot_window(pilot, seed=keys["seed"])
+    w = pilot_window(pilot["nlc"], pilot["test_error"], seed=keys["seed"])
     # a pilot of 2 is far too small for a stable band: the window is the NLC paper's, and the log says why
     assert (w["lo"], w["hi"], w["source"]) == (1.0, 3.0, "paper")
     assert "NLC window [1, 3] from the pilot's 2 architectures (the NLC paper's, not the pilot's:" in log.getvalue()

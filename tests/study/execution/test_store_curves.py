@@ -80,7 +80,7 @@ def test_a_commit_holds_the_files_its_kind_of_unit_has():
     with pytest.raises(SchemaError, match="a pruned one neither"):
         store.write_result(unit.name, pruned_arch, [], curves)
     assert store.names(ARCHITECTURES, ".parquet") == []  # nothing written
-    store.write_result(unit.name, arch, runs)  # a trained unit without curves (resumed from an older checkpoint)
+    store.write_result(unit.name, arch, runs)  # a trained unit without curves (as versions before them wrote)
     assert store.check_file(ARCHITECTURES, unit.name).ok and store.names(CURVES, ".parquet") == []
     assert check_table_bytes(parquet_bytes(to_table(CURVES, curves)), CURVES, unit.name).ok
     assert pruned_arch["lr_index"] == -1 and pruned_arch["n_runs"] == 0 and pruned_arch["selected_by"] == "none"

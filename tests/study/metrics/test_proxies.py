@@ -111,7 +111,58 @@ def test_nwot_equals_the_hamming_kernel_log_determinant(two_layer):
     sign, logdet = np.linalg.slogdet(kernel)
     assert sign > 0
     assert nwot(two_layer, x) == pytest.approx(logdet, rel=1e-10)
-    assert torch.equal(activation_codes(two_layer, x), torch.from_numpy(codes))
+    assert torch.equal(activation_codes(two_layer, x), torch.from_numpy(codes.astype(np.int64)))
+
+
+# Activations whose kinks are away from zero, declared as ``study.nn.activations.Base`` declares every activation.
+KINKED = {
+    "relu_at_half": (lambda u: torch.relu(u - 0.5), (0.5,)),  # one kink, at u = 0.5
+    "hard_tanh": (lambda u: torch.clamp(u, -1.0, 1.0), (-1.0, 1.0)),  # three linear pieces
+}
+
+
+@pytest.mark.parametrize("name", KINKED)
+def test_nwot_codes_are_the_pieces_between_the_declared_kinks(name, monkeypatch):
+    """NWOT (Mellor et al., *Neural Architecture Search without Training*, v2: log|K_H|, K_H = N_A - Hamming
+    distance) of a net whose activation has its kinks away from zero (with a dilation and shift on top), against
+    numpy by hand: a unit's code is the linear piece of tau its argument u = d s + t lies in (for one kink k the
+    bit u > k), K_H[a, b] the units where a and b lie in the same piece."""
+    from archstudy.study.nn import activations
+
+    tau, kinks = KINKED[name]
+    monkeypatch.setattr(activations, "ACTIVATIONS", activations.ACTIVATIONS + (name,))
+    monkeypatch.setitem(activations.BASES, name, activations.Base(name, tau, kinks=kinks))
+    spec = ArchSpec(depth=2, width=40, d_in=8, d_out=3, activation="relu", bias_init="gaussian", init_scale=1.5)
+    net = build_network(spec, seed=3)
+    net.act = net.activation.act = activations.Activation(name, dilation=1.2, shift=0.2)
+    x, _ = batch(n=16)
+    w1, b1 = net.linears[0].weight[0].detach().numpy(), net.linears[0].bias[0].detach().numpy()
+    u = 1.2 * (x.numpy() @ w1.T + b1) + 0.2
+    codes = sum((u > k).astype(np.int64) for k in kinks)
+    assert len(np.unique(codes)) == len(kinks) + 1  # every piece is reached
+    assert (codes != (u > 0)).any()  # the sign of u would be another code
+    n_units = codes.shape[1]
+    kernel = n_units - (codes[:, None, :] != codes[None, :, :]).sum(axis=-1)
+    sign, logdet = np.linalg.slogdet(kernel.astype(float))
+    assert sign > 0
+    assert torch.equal(activation_codes(net, x), torch.from_numpy(codes))
+    assert nwot(net, x) == pytest.approx(logdet, rel=1e-12)
+
+
+def test_the_rank_bound_of_piece_codes_holds_and_is_n_units_plus_one_for_bits():
+    """``rank_bound`` >= rank K_H (numpy's rank of the kernel by hand), for bits and for three pieces per unit,
+    and N_A + 1 for bits where every unit takes both values."""
+    from archstudy.study.metrics.proxies import hamming_kernel, rank_bound
+
+    rng = np.random.default_rng(0)
+    for pieces, units in ((2, 5), (2, 30), (3, 5), (3, 30)):
+        codes = rng.integers(0, pieces, (24, units))
+        kernel = units - (codes[:, None, :] != codes[None, :, :]).sum(axis=-1)
+        assert np.array_equal(hamming_kernel(torch.from_numpy(codes)), kernel)
+        seen = sum(len(np.unique(codes[:, j])) - 1 for j in range(units))
+        assert rank_bound(torch.from_numpy(codes)) == 1 + seen >= np.linalg.matrix_rank(kernel.astype(float))
+    bits = np.vstack([np.zeros(7, dtype=np.int64), np.ones(7, dtype=np.int64)])
+    assert rank_bound(torch.from_numpy(bits)) == 7 + 1
 
 
 def test_nwot_of_a_singular_kernel_is_nan():

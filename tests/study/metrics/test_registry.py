@@ -1,10 +1,12 @@
-"""study.metrics.registry: the ``measure`` row is computed by the functions its columns' declarations name, each
-marked with the stream of its draws; a function must return exactly its columns."""
+"""study.metrics.registry: the ``measure`` row is computed by the functions of the metric modules, each declaring
+at its definition the columns it computes (``@measures``) and the stream of its draws; every column of the row is
+computed by exactly one function, and a function must return exactly its columns."""
 
 from __future__ import annotations
 
 import importlib
 import math
+import pkgutil
 import types
 
 import pytest
@@ -12,54 +14,124 @@ import torch
 
 from archstudy.sampling import ArchSpec
 from archstudy.study import MetricOptions, build_network
-from archstudy.study.experiment.schema import MEASURED, measured_by
-from archstudy.study.metrics import measurement, registry
+from archstudy.study import metrics as metrics_package
+from archstudy.study.experiment.schema import ARCHITECTURES, MEASURE_ROW, MEASURED, names
+from archstudy.study.metrics import measurement
 from archstudy.study.metrics.nlc import nlc_parts
 from archstudy.study.metrics.registry import (
-    NLC_STREAM, PERTURBATION_STREAM, Measuring, MetricFunction, generator_seed, measures, resolve, metric_functions,
+    NLC_STREAM, PERTURBATION_STREAM, Measuring, MetricFunction, generator_seed, marked, measures, metric_functions,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def test_every_column_of_the_row_has_one_marked_function_in_its_metric_module():
-    us = metric_functions()
-    assert [u.path for u in us] == list(measured_by())
-    assert sorted(c for u in us for c in u.columns) == sorted((*MEASURED, "flops"))
-    for u in us:
-        module, _, name = u.path.partition(":")
-        assert u.function.__module__ == f"archstudy.study.metrics.{module}" and u.function.__name__ == name
-        assert u.stream == u.function.stream
+def every_marked_function() -> set[MetricFunction]:
+    """The ``@measures`` functions of every module of ``study.metrics``, found by walking the package (not by the
+    list of modules ``measurement`` imports, which is what this checks)."""
+    modules = [importlib.import_module(f"{metrics_package.__name__}.{m.name}")
+               for m in pkgutil.iter_modules(metrics_package.__path__)]
+    return set(marked(*modules))
+
+
+def test_every_column_of_the_row_is_computed_by_exactly_one_function_and_no_function_computes_another():
+    found = every_marked_function()
+    assert found == set(measurement.METRIC_FUNCTIONS)  # a module with @measures functions that the row misses fails
+    computed = [c for u in found for c in u.columns]
+    assert sorted(computed) == sorted(MEASURE_ROW) and len(set(computed)) == len(computed)
+    assert MEASURE_ROW == (*MEASURED, "flops")
+
+
+def test_the_functions_are_called_in_the_order_of_their_first_column_in_the_schema():
+    order = names(ARCHITECTURES)
+    firsts = [min(order.index(c) for c in u.columns) for u in measurement.METRIC_FUNCTIONS]
+    assert firsts == sorted(firsts)
+    assert [u.function.__name__ for u in measurement.METRIC_FUNCTIONS] == [
+        "measure_spec", "measure_nlc", "measure_variability", "measure_gradients", "measure_proxies", "measure_lar",
+        "perturbation_at_init"]
 
 
 def test_the_streams_are_the_ones_every_stored_number_was_drawn_with():
     """The seed of each metric's draws is (seed, stream): a changed stream would change the stored values."""
-    streams = {u.path: u.stream for u in metric_functions()}
-    assert streams == {"measurement:measure_spec": None, "nlc:measure_nlc": None,
-                       "variability:measure_variability": 3, "gradients:measure_gradients": 1,
-                       "proxies:measure_proxies": 2, "regions:measure_lar": 4, "regions:perturbation_at_init": None}
+    streams = {u.name.removeprefix("archstudy.study.metrics."): u.stream for u in measurement.METRIC_FUNCTIONS}
+    assert streams == {"architecture.measure_spec": None, "nlc.measure_nlc": None,
+                       "variability.measure_variability": 3, "gradients.measure_gradients": 1,
+                       "proxies.measure_proxies": 2, "regions.measure_lar": 4, "regions.perturbation_at_init": None}
     assert (NLC_STREAM, PERTURBATION_STREAM) == (0, 5)
     assert measurement.nlc_seed(7) == generator_seed(7, 0) != generator_seed(7, 1)
 
 
-def test_a_function_must_return_exactly_its_columns_and_be_marked():
-    @measures(stream=None)
+def module(name: str, *functions) -> types.ModuleType:
+    """A module holding ``functions`` as if defined there."""
+    m = types.ModuleType(name)
+    for f in functions:
+        f.__module__ = name
+        setattr(m, f.__name__, f)
+    return m
+
+
+def test_a_function_must_return_exactly_its_columns():
+    @measures("a", "b", stream=None)
     def two(m, seed):
         return {"a": 1.0, "b": 2.0}
 
-    assert MetricFunction("x:two", ("a", "b"), two, None)(None, 0) == {"a": 1.0, "b": 2.0}
-    with pytest.raises(AssertionError, match=r"x:two returned \('a', 'b'\); its columns in the schema: \('a',\)"):
-        MetricFunction("x:two", ("a",), two, None)(None, 0)
-    with pytest.raises(LookupError, match="no function nlc_parts marked @measures"):
-        resolve("nlc:nlc_parts")
-    with pytest.raises(LookupError, match="no function missing marked @measures"):
-        resolve("nlc:missing")
+    assert two.metric_function(None, 0) == {"a": 1.0, "b": 2.0}
+    assert two(None, None) == {"a": 1.0, "b": 2.0}  # the function itself is unchanged
+    with pytest.raises(AssertionError, match=r"two returned \('a', 'b'\); its @measures columns: \('a',\)"):
+        MetricFunction(("a",), two, None)(None, 0)
+    with pytest.raises(TypeError, match="needs the columns"):
+        measures(stream=None)
+
+
+def test_the_row_refuses_a_missing_a_doubled_or_a_stray_column():
+    here = [importlib.import_module(f"archstudy.study.metrics.{m}")
+            for m in ("architecture", "gradients", "nlc", "proxies", "regions", "variability")]
+    assert metric_functions(*here) == measurement.METRIC_FUNCTIONS
+    with pytest.raises(LookupError, match=r"no @measures function of the metric modules computes \['variability'\]"):
+        metric_functions(*(m for m in here if not m.__name__.endswith("variability")))
+
+    @measures("gvcs", stream=7)
+    def again(m, seed):
+        return {"gvcs": 0.0}
+
+    with pytest.raises(LookupError, match=r"computed by more than one function: \{'gvcs'"):
+        metric_functions(*here, module("t.again", again))
+
+    @measures("test_error", stream=8)
+    def stray(m, seed):
+        return {"test_error": 0.0}
+
+    with pytest.raises(LookupError, match=r"stray computes \['test_error'\]: not columns of the measure row"):
+        metric_functions(*here, module("t.stray", stray))
+
+
+def test_a_stream_taken_twice_or_reserved_is_refused():
+    """Two functions drawing from one stream would draw the same numbers: ``metric_functions`` refuses it."""
+    without = [importlib.import_module(f"archstudy.study.metrics.{m}")
+               for m in ("architecture", "gradients", "nlc", "proxies", "regions")]
+    for stream, taken in ((1, "measure_gradients"), (NLC_STREAM, "the NLC pass"), (PERTURBATION_STREAM, "E.3")):
+        @measures("variability", stream=stream)
+        def twin(m, seed):
+            return {"variability": 0.0}
+
+        with pytest.raises(LookupError, match=f"stream {stream} is already .*{taken}"):
+            metric_functions(*without, module("t.twin", twin))
+
+
+def test_only_the_functions_defined_in_a_module_are_its_own():
+    @measures("a", stream=None)
+    def own(m, seed):
+        return {"a": 0.0}
+
+    elsewhere = module("t.elsewhere", own)
+    importer = types.ModuleType("t.importer")
+    importer.own = own  # imported there, defined elsewhere
+    assert marked(importer) == () and marked(elsewhere, elsewhere) == (own.metric_function,)
 
 
 def test_a_function_gets_its_streams_seed_and_the_shared_nlc_pass():
     seen = {}
 
-    @measures(stream=9)
+    @measures("p", stream=9)
     def probe(m, seed):
         seen.update(seed=seed, c_out=m.c_out)
         return {"p": 0.0}
@@ -69,28 +141,9 @@ def test_a_function_gets_its_streams_seed_and_the_shared_nlc_pass():
     x = torch.randn(300, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     parts = nlc_parts(net, x, 2, 250, measurement.nlc_seed(3))
     m = Measuring(net, spec, MetricOptions(), x, torch.zeros(300, dtype=torch.int64), parts)
-    MetricFunction("t:probe", ("p",), probe, 9)(m, 3)
+    probe.metric_function(m, 3)
     assert seen == {"seed": generator_seed(3, 9), "c_out": parts.output_q}
     assert m.batch_size == 250 and m.device == x.device
-
-
-def test_a_stream_taken_twice_is_refused(monkeypatch):
-    """Two functions drawing from one stream would draw the same numbers: ``metric_functions`` refuses it."""
-    gradients = resolve("gradients:measure_gradients")
-
-    @measures(stream=gradients.stream)
-    def twin(m, seed):
-        return {}
-
-    monkeypatch.setattr(importlib.import_module("archstudy.study.metrics.variability"), "measure_variability", twin)
-    metric_functions.cache_clear()
-    try:
-        with pytest.raises(LookupError, match="stream 1 is already"):
-            metric_functions()
-    finally:
-        monkeypatch.undo()
-        metric_functions.cache_clear()
-    assert len(metric_functions()) == len(measured_by())
 
 
 def test_the_row_is_the_functions_outputs():
@@ -110,9 +163,8 @@ def test_the_row_is_the_functions_outputs():
     m = Measuring(net, spec, opts, data.train.x, data.train.y, nlc_parts(net, data.train.x, 2, 250,
                                                                           measurement.nlc_seed(4)))
     by_hand = {}
-    for u in metric_functions():
+    for u in every_marked_function():
         by_hand.update(u(m, 4))
     for k in measurement.MEASURE_COLUMNS[:-1]:
         v = by_hand[k] if k == "high_bias" else measurement.finite_or_nan(by_hand[k])
         assert (math.isnan(v) and math.isnan(row[k])) or v == row[k], k
-    assert registry.PACKAGE == "archstudy.study.metrics"

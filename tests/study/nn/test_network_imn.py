@@ -12,7 +12,7 @@ from scipy import stats
 from archstudy.sampling import ArchSpec, siblings
 from archstudy.study import build_network
 from archstudy.study.nn.gmp import direction_from_angles
-from archstudy.study.training import fused
+from archstudy.study.training.stack import folded_forward
 
 X = torch.linspace(-2, 2, 40, dtype=torch.float64).reshape(10, 4)
 
@@ -109,7 +109,7 @@ def test_the_trainers_folded_forward_equals_the_reference_with_imn(spec):
     x = torch.randn(3, 25, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     a, b = build_network(spec, 1, runs=3), build_network(spec, 1, runs=3)
     a.train(), b.train()
-    ref, got = a(x), fused.forward(b, x)
+    ref, got = a(x), folded_forward(b, x)
     assert torch.allclose(ref, got, rtol=1e-11, atol=1e-12)
     for (name, ta), (_, tb) in zip(a.named_buffers(), b.named_buffers()):
         assert torch.allclose(ta, tb, rtol=1e-12, atol=1e-14), name

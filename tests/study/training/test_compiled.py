@@ -13,6 +13,9 @@ import torch
 
 from archstudy.sampling import ArchSpec, SpecError
 from archstudy.study import Protocol, build_network, train_architecture
+from archstudy.study.nn.gmp import GmP
+from archstudy.study.nn.householder import Householder
+from archstudy.study.nn.layers import Dense
 from archstudy.study.training import compiled
 from archstudy.study.training.compiled import CompiledForward, choose, decide, select_forward
 from archstudy.study.training.stack import keep, new_stack, train_step
@@ -117,13 +120,17 @@ def test_a_training_with_the_compiled_forward_is_the_eager_training_with_one_gra
 def test_the_rule_is_eager_on_a_cpu_and_on_a_gpu_a_threshold_on_the_layer_steps():
     spec = KINDS["dense-bn"]
     assert choose(spec, torch.device("cpu"), 10**9, 250).kind == "eager"
-    least = compiled.CUDA_COMPILE_MIN_LAYER_STEPS["dense"]
+    least = compiled.cuda_compile_min_layer_steps(spec)
+    assert least == Dense.cuda_compile_min_layer_steps == 6_000  # the H100's measurement (docs/performance.md)
     examples = -(-least // spec.depth) * 250  # the fewest whole minibatches that reach the threshold
     assert compiled.layer_steps(spec, examples, 250) >= least > compiled.layer_steps(spec, examples - 250, 250)
     assert choose(spec, torch.device("cuda"), examples, 250).kind == "compiled"
     assert choose(spec, torch.device("cuda"), examples - 250, 250).kind == "eager"
     hh = spec.replace(weights="householder")
+    assert compiled.cuda_compile_min_layer_steps(hh) == Householder.cuda_compile_min_layer_steps == 400
     assert choose(hh, torch.device("cuda"), examples - 250, 250).kind == "compiled"  # a lower threshold
+    gmp = spec.replace(param="gmp")  # a dense net of GmP layers: the threshold every family inherits
+    assert compiled.cuda_compile_min_layer_steps(gmp) == GmP.cuda_compile_min_layer_steps == least
     # the bench's cases, measured on an H100: only the deepest dense net and the Householder net compile
     from archstudy.study.perf.bench import CASES
 
@@ -133,7 +140,7 @@ def test_the_rule_is_eager_on_a_cpu_and_on_a_gpu_a_threshold_on_the_layer_steps(
     stack = new_stack(build_network(spec, 0, runs=2), LRS[:2], PROTOCOL)
     (x, y), = _data(spec, count=1)
     forward, choice = select_forward("auto", stack, x, y, 1.0, PROTOCOL, None, 1_000)
-    assert choice.kind == "eager" and forward is compiled.fused.forward  # on this CPU
+    assert choice.kind == "eager" and forward is compiled.folded_forward  # on this CPU
 
 
 def test_a_resumed_training_keeps_the_forward_it_started_with(tmp_path, monkeypatch):

@@ -9,10 +9,9 @@ import torch
 import trainer_standins as standins
 from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol, build_network
-from archstudy.study.training import fused
 from archstudy.study.training.loss import run_losses
 from archstudy.study.training.optim import optimizer_of
-from archstudy.study.training.stack import new_stack, parts, train_step
+from archstudy.study.training.stack import folded_forward, new_stack, parts, train_step
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -52,7 +51,7 @@ def test_a_step_marks_exactly_the_runs_whose_loss_is_not_finite_and_adds_every_l
     outputs = []
 
     def forward(net, x):
-        outputs.append(fused.forward(net, x) * factor)
+        outputs.append(folded_forward(net, x) * factor)
         return outputs[-1]
 
     x, y = DATA.train.x[:50], DATA.train.y[:50]

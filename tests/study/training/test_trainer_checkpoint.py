@@ -12,6 +12,7 @@ import torch
 from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol, train_architecture
 from archstudy.study.training import checkpoint as ckpt
+import trainer_standins as standins
 from trainer_standins import waveform_noise
 
 HERE = Path(__file__).resolve().parent
@@ -30,6 +31,7 @@ SCRIPT = r"""
 import os, sys, torch
 torch.set_num_threads(1)
 sys.path.insert(0, {here!r})
+import trainer_standins as standins
 from trainer_standins import waveform_noise
 from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol, train_architecture
@@ -152,6 +154,40 @@ def test_a_checkpoint_of_this_key_whose_contents_do_not_fit_is_discarded_and_tra
                              report=lines.append)
     assert len(lines) == 1 and "its contents do not fit this training (" in lines[0], lines
     assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
+
+
+# Layouts older versions wrote. A checkpoint is transient (it lives while its architecture trains), so only the
+# current layout is read: any other is discarded, as a damaged one is, and the architecture trained afresh.
+OLDER_LAYOUTS = ("one initialization as scalars, no seeds", "no curves or loss sums", "no forward choice")
+
+
+def _as_older(state: dict, layout: str) -> None:
+    """``state`` as an older version wrote it."""
+    if layout == "one initialization as scalars, no seeds":  # before several initializations
+        state["lr_min"], state["c_out"] = state["lr_min"][0], state["c_out"][0]
+        del state["seeds"]
+    elif layout == "no curves or loss sums":  # before the training curves
+        del state["curves"], state["loss_sum"]
+    else:  # before the forward's choice was kept
+        del state["forward"]
+
+
+@pytest.mark.parametrize("layout", OLDER_LAYOUTS)
+def test_a_checkpoint_in_an_older_layout_is_reported_discarded_and_training_starts_afresh(
+        layout, tmp_path, monkeypatch, uninterrupted, one_thread):
+    path = tmp_path / "c.pt"
+    data = waveform_noise(400, 200, 200, seed=1)
+    standins.interrupted(monkeypatch, path, 1, spec=SPEC, data=data, seed=SEED, protocol=PROTOCOL)
+    state = torch.load(path, weights_only=True)
+    _as_older(state, layout)
+    ckpt.save_checkpoint(path, state)
+    lines = []
+    got = train_architecture(SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9,
+                             report=lines.append)
+    assert len(lines) == 1 and lines[0].startswith(f"checkpoint {path}: its contents do not fit this training ("), lines
+    assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
+    assert len(got.curve_rows()) == len(uninterrupted.curve_rows())
+
 
 class Planted:
     """Unpickling this runs code: it creates the marker file (what a planted checkpoint could do instead)."""

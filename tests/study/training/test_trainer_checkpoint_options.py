@@ -1,16 +1,13 @@
 """Checkpoints with the options beyond E.2: a training interrupted in the middle of a step schedule (before and
 after a division, within an epoch), with momentum buffers, several initializations and runs that already left
-the stack, resumes to exactly the uninterrupted outcome; and a checkpoint in the layout written before these
-options existed still resumes."""
+the stack, resumes to exactly the uninterrupted outcome."""
 
 
 import pytest
 import torch
 
 import trainer_standins as standins
-from archstudy.sampling import ArchSpec
-from archstudy.study import Protocol, train_architecture
-from archstudy.study.training import checkpoint as ckpt
+from archstudy.study import train_architecture
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -58,23 +55,3 @@ def test_interrupted_mid_step_schedule_with_momentum_resumes_to_the_uninterrupte
     assert any(k.startswith("b.") for k in saved["opt"])  # the momentum buffers are in the file
     assert saved["schedule"]["divisions"][0] == {7: 0, 24: 2, 25: 3}[kill]
     assert_same_outcome(train_architecture(**train, checkpoint_path=path), uninterrupted)
-
-
-def test_a_checkpoint_in_the_layout_before_these_options_resumes(tmp_path, monkeypatch):
-    # A default protocol keys its checkpoint as before (its canonical form leaves the new options out), and
-    # the state of one initialization was written as one lr_min and c_out, without seeds.
-    train = dict(spec=ArchSpec(depth=3, width=16, d_in=40, d_out=3, activation="relu", norm="batch"),
-                 data=standins.waveform_noise(400, 200, 200, seed=1), seed=3,
-                 protocol=Protocol(batch_size=50, patience_first=3, patience=2, divisions=2, max_epochs=8,
-                                   lrs=(0.03, 0.3)))
-    path = tmp_path / "state.pt"
-    interrupted(monkeypatch, path, 20, **train)
-    state = torch.load(path, weights_only=False)
-    assert set(state["key"]["protocol"]) == set(Protocol.of("paper").to_dict()) - {
-        "loss", "momentum", "schedule", "iterations", "step_at", "selection", "test_every"}
-    assert "init_seeds" not in state["key"]
-    state["lr_min"], state["c_out"] = state["lr_min"][0], state["c_out"][0]
-    del state["seeds"]
-    ckpt.save_checkpoint(path, state)
-    resumed = train_architecture(**train, checkpoint_path=path)
-    assert_same_outcome(resumed, train_architecture(**train))

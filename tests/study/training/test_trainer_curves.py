@@ -14,7 +14,6 @@ from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol, build_network, train_architecture
 from archstudy.study.metrics.nlc import nlc
 from archstudy.study.metrics.measurement import nlc_seed
-from archstudy.study.training import checkpoint as ckpt
 from archstudy.study.training.curves import Trajectory
 from archstudy.study.training.splits import TRAIN_ORDER, epoch_order
 
@@ -116,16 +115,3 @@ def test_a_resumed_training_gives_the_curves_of_an_uninterrupted_one(kill, tmp_p
     assert saved["key"]["nlc_trajectory"] == [[0, 1, 4], 3, 50]
     resumed = train_architecture(**train, checkpoint_path=path)
     assert comparable(resumed.curve_rows()) == comparable(uninterrupted.curve_rows())
-
-
-def test_a_checkpoint_from_before_the_curves_resumes_without_them(tmp_path, monkeypatch):
-    protocol = SHORT.replace(lrs=[0.03], max_epochs=3)
-    path = tmp_path / "state.pt"
-    standins.interrupted(monkeypatch, path, 12, spec=SPEC, data=DATA, seed=3, protocol=protocol)
-    state = torch.load(path, weights_only=False)
-    del state["curves"], state["loss_sum"]  # the layout before curves were recorded
-    ckpt.save_checkpoint(path, state)
-    resumed = train_architecture(SPEC, DATA, seed=3, protocol=protocol, checkpoint_path=path)
-    plain = train_architecture(SPEC, DATA, seed=3, protocol=protocol)
-    assert resumed.curves is None and resumed.curve_rows() == [] and plain.curve_rows()
-    assert [vars(r) | {"wall_s": 0} for r in resumed.runs] == [vars(r) | {"wall_s": 0} for r in plain.runs]

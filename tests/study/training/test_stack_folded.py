@@ -1,12 +1,12 @@
-"""The trainer's folded forward (study.training.fused) computes Network.forward's function: outputs,
-gradients and running statistics agree on sampled architectures of every layer kind, in both modes."""
+"""The training step's folded forward (study.training.stack.folded_forward) computes Network.forward's function:
+outputs, gradients and running statistics agree on sampled architectures of every layer kind, in both modes."""
 
 import pytest
 import torch
 
 from archstudy.sampling import ArchSpec, sample_spec
 from archstudy.study import build_network
-from archstudy.study.training import fused
+from archstudy.study.training.stack import folded_forward
 
 SPECS = [s for s in (sample_spec(1, i, 12, 3, "extended", 2_000) for i in range(120)) if s.depth <= 7][:30]
 SPECS += [s for s in (sample_spec(2, i, 12, 3, "paper", 2_000) for i in range(60)) if s.depth <= 7][:10]
@@ -15,7 +15,8 @@ SPECS += [
              bias_init="gaussian")
     for a in ("relu", "abs", "linear", "selu", "tanh") for n in ("batch", "layer")
 ]
-assert {s.norm for s in SPECS} >= {"none", "batch", "layer"} and {s.skip for s in SPECS} >= {"after_linear", "after_norm"}
+assert {s.norm for s in SPECS} >= {"none", "batch", "layer"}
+assert {s.skip for s in SPECS} >= {"after_linear", "after_norm"}
 assert {s.param for s in SPECS} == {"sp", "gmp"} and {s.weights for s in SPECS} == {"dense", "householder"}
 
 
@@ -27,14 +28,15 @@ def _close(a, b, scale, what):
     assert err <= 1e-9 * scale, f"{what}: {err} vs scale {scale}"
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=lambda s: f"{s.activation}-{s.norm}-{s.weights}-{s.param}-{s.skip}-d{s.depth}")
+@pytest.mark.parametrize("spec", SPECS,
+                         ids=lambda s: f"{s.activation}-{s.norm}-{s.weights}-{s.param}-{s.skip}-d{s.depth}")
 def test_folded_forward_equals_network_forward(spec):
     ref, fast = build_network(spec, seed=3, runs=2), build_network(spec, seed=3, runs=2)
     g = torch.Generator().manual_seed(0)
     x = torch.randn(32, spec.d_in, generator=g, dtype=torch.float64)
     u = torch.randn(2, 32, spec.d_out, generator=g, dtype=torch.float64)
     for _ in range(2):  # the second pass starts from running statistics the first one moved
-        a, b = ref(x), fused.forward(fast, x)
+        a, b = ref(x), folded_forward(fast, x)
         scale = float(a.detach().abs().max())
         _close(a, b, scale, "output")
         params_a = [p for _, p in ref.named_parameters()]
@@ -53,4 +55,4 @@ def test_folded_forward_equals_network_forward(spec):
     fast.eval()
     with torch.no_grad():
         a = ref(x)
-        _close(a, fused.forward(fast, x), float(a.abs().max()), "evaluation output")
+        _close(a, folded_forward(fast, x), float(a.abs().max()), "evaluation output")
