@@ -16,17 +16,46 @@ from .leaderboard import Leaderboard, leaderboard
 from .pruning import PAPER_WINDOW, nlc_pruning, pruning_curve
 from .results import Results, load_results, planned_count, read_curves
 from .stats import (
-    correlations, granulated_kendall, granulated_kendall_interval, granulated_kendall_tau_b, paired_effects,
-    psi_table, psi_table_tau_b, sign_test,
+    correlations,
+    granulated_kendall,
+    granulated_kendall_interval,
+    granulated_kendall_tau_b,
+    paired_effects,
+    psi_table,
+    psi_table_tau_b,
+    sign_test,
 )
 from .windows import window_predictors
 
 __all__ = [
-    "AXES", "BASELINES", "ErrorEDF", "Leaderboard", "PAPER_WINDOW", "PREDICTORS", "Predictor", "Results",
-    "RESULTS_SCHEMA_VERSION", "leaderboard",
-    "correlations", "edf", "good_ranges", "nlc_window", "window_predictors",
-    "granulated_kendall", "granulated_kendall_interval", "granulated_kendall_tau_b", "load_results", "nlc_pruning", "paired_effects", "planned_count", "pruning_curve",
-    "psi_table", "psi_table_tau_b", "read_curves", "sign_test", "write_report",
+    "AXES",
+    "BASELINES",
+    "ErrorEDF",
+    "Leaderboard",
+    "PAPER_WINDOW",
+    "PREDICTORS",
+    "Predictor",
+    "Results",
+    "RESULTS_SCHEMA_VERSION",
+    "leaderboard",
+    "correlations",
+    "edf",
+    "good_ranges",
+    "nlc_window",
+    "window_predictors",
+    "granulated_kendall",
+    "granulated_kendall_interval",
+    "granulated_kendall_tau_b",
+    "load_results",
+    "nlc_pruning",
+    "paired_effects",
+    "planned_count",
+    "pruning_curve",
+    "psi_table",
+    "psi_table_tau_b",
+    "read_curves",
+    "sign_test",
+    "write_report",
 ]
 
 

@@ -15,8 +15,13 @@ from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, AsPre
 
 # pandas dtypes of the schema's types. Integers and booleans become pandas' nullable kinds only where a
 # value is missing (e.g. a column an older runner did not write); see ``results.typed``.
-PANDAS_DTYPES = {"int64": "int64", "float64": "float64", "bool": "bool", "str": "str",
-                 "timestamp": "datetime64[ns, UTC]"}
+PANDAS_DTYPES = {
+    "int64": "int64",
+    "float64": "float64",
+    "bool": "bool",
+    "str": "str",
+    "timestamp": "datetime64[ns, UTC]",
+}
 ARCHITECTURE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(ARCHITECTURES)}
 RUN_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(RUNS)}
 CURVE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(CURVES)}
@@ -39,8 +44,9 @@ class Predictor(AsPredictor):
 
 # Every column declared with an ``AsPredictor``, in the declaration's order (kind by kind, ``rank`` within one):
 # the order of the correlation table, the good ranges and the window scores.
-PREDICTORS: tuple[Predictor, ...] = tuple(Predictor(**asdict(c.predictor), column=c.name)
-                                          for c in predictor_columns() if c.predictor is not None)
+PREDICTORS: tuple[Predictor, ...] = tuple(
+    Predictor(**asdict(c.predictor), column=c.name) for c in predictor_columns() if c.predictor is not None
+)
 PREDICTOR_BY_COLUMN = {p.column: p for p in PREDICTORS}
 BASELINES = tuple(p.column for p in PREDICTORS if p.kind == "baseline")
 
@@ -48,6 +54,7 @@ BASELINES = tuple(p.column for p in PREDICTORS if p.kind == "baseline")
 def figure_grid(figure: str) -> tuple[str, ...]:
     """The predictors a scatter grid of the report shows (``Predictor.figure``), in ``PREDICTORS`` order."""
     return tuple(p.column for p in PREDICTORS if p.figure == figure)
+
 
 # The sampled axes of the architecture space, for the granulated Kendall coefficient and the paired
 # sibling effects. An axis is a group of spec fields that vary together: the skip axis holds where skips

@@ -122,16 +122,20 @@ class Drawer:
             return f'<p class="missing" data-missing="{esc(job.key)}">{esc(d.missing)}</p>'
         if d.error is not None:
             print(f"archstudy report: figure {job.key} of {job.where} failed: {d.error}", file=sys.stderr)
-            return (f'<figure id="{job.fid}" data-figure="{esc(job.key)}"><div class="box error">Figure '
-                    f"{esc(job.key)} could not be drawn: {esc(d.error)}</div><figcaption>{esc(job.caption)}"
-                    "</figcaption></figure>")
+            return (
+                f'<figure id="{job.fid}" data-figure="{esc(job.key)}"><div class="box error">Figure '
+                f"{esc(job.key)} could not be drawn: {esc(d.error)}</div><figcaption>{esc(job.caption)}"
+                "</figcaption></figure>"
+            )
         if self.directory is not None:
             self._write(job.fid, d.file or d.image)
         left_out = "".join(f' <span class="missing">{esc(line)}</span>' for line in d.omitted)
         img = d.image
-        return (f'<figure id="{job.fid}" data-figure="{esc(job.key)}"><img alt="{esc(job.caption)}" width="{img.width}" '
-                f'height="{img.height}" src="data:image/png;base64,{img.base64}">'
-                f"<figcaption>{esc(job.caption)}{left_out}</figcaption></figure>")
+        return (
+            f'<figure id="{job.fid}" data-figure="{esc(job.key)}"><img alt="{esc(job.caption)}" width="{img.width}" '
+            f'height="{img.height}" src="data:image/png;base64,{img.base64}">'
+            f"<figcaption>{esc(job.caption)}{left_out}</figcaption></figure>"
+        )
 
     def _write(self, fid: str, image: Image) -> None:
         path = self.directory / f"{fid}.{image.fmt}"
@@ -147,8 +151,18 @@ class Drawer:
 def _weight(job: FigureJob) -> int:
     """A rough cost of a job, to start the costliest first: figures of many panels (the design space's, the
     sibling axes', the grids) before single panels."""
-    return {"edf": 12, "compare-edf": 12, "good-ranges": 9, "metrics": 6, "curves": 6, "proxies": 5,
-            "norm": 4, "fig3": 3, "fig9": 3, "baselines": 3}.get(job.key, 2)
+    return {
+        "edf": 12,
+        "compare-edf": 12,
+        "good-ranges": 9,
+        "metrics": 6,
+        "curves": 6,
+        "proxies": 5,
+        "norm": 4,
+        "fig3": 3,
+        "fig9": 3,
+        "baselines": 3,
+    }.get(job.key, 2)
 
 
 def check_figures_dir(figures, study_dirs) -> Path:
@@ -166,7 +180,12 @@ def check_figures_dir(figures, study_dirs) -> Path:
     for d in study_dirs:
         root = local_root(d)
         if root is not None and target.is_relative_to(Path(root).resolve()):
-            raise SpecError("write_report", "figures", text, f"is inside the study {d}: a study's files are never "
-                            f"touched (only {Path(d) / REPORT_NAME} may be written there)")
+            raise SpecError(
+                "write_report",
+                "figures",
+                text,
+                f"is inside the study {d}: a study's files are never "
+                f"touched (only {Path(d) / REPORT_NAME} may be written there)",
+            )
     path.mkdir(exist_ok=True)
     return path

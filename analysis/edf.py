@@ -75,6 +75,7 @@ class ErrorEDF:
 
 # -- the pieces -------------------------------------------------------------------------------------------------
 
+
 def step_cdf(errors: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """F(e_i) = sum_j w_j 1[e_j <= e_i] / sum_j w_j at every point's own error (ties share a value); plain
     1/n weights by default."""
@@ -110,7 +111,7 @@ def effective_size(w: np.ndarray) -> float:
     """Kish's effective sample size (sum w)^2 / sum w^2 of the points with positive weight."""
     w = np.asarray(w, dtype=np.float64)
     w = w[w > 0]
-    return float(w.sum() ** 2 / (w ** 2).sum()) if len(w) else 0.0
+    return float(w.sum() ** 2 / (w**2).sum()) if len(w) else 0.0
 
 
 def ks_p_weighted(d: float, wa: np.ndarray, wb: np.ndarray) -> float:
@@ -123,8 +124,9 @@ def ks_p_weighted(d: float, wa: np.ndarray, wb: np.ndarray) -> float:
     return float(sps.kstwo.sf(d, max(1, round(na * nb / (na + nb)))))
 
 
-def normalized_weights(complexity: np.ndarray, level: np.ndarray, decades: float = BIN_DECADES
-                       ) -> tuple[np.ndarray, int]:
+def normalized_weights(
+    complexity: np.ndarray, level: np.ndarray, decades: float = BIN_DECADES
+) -> tuple[np.ndarray, int]:
     """Radosavovic et al.'s weights w = 1 / (k m_j) per level (see the module docstring): (weights, k).
 
     ``complexity``: each architecture's complexity (> 0 and finite to be weighted); ``level``: its level.
@@ -151,8 +153,9 @@ def normalized_weights(complexity: np.ndarray, level: np.ndarray, decades: float
     return w, k
 
 
-def axis_levels(df: pd.DataFrame, axis: str, *, max_levels: int = MAX_LEVELS,
-                numeric_bins: int = NUMERIC_BINS) -> pd.Series:
+def axis_levels(
+    df: pd.DataFrame, axis: str, *, max_levels: int = MAX_LEVELS, numeric_bins: int = NUMERIC_BINS
+) -> pd.Series:
     """The level of each row along ``axis`` (a key of ``columns.AXES``, whose first field is the axis' own,
     or any column), as an ordered categorical of labels: the values themselves, or for a numeric field with
     more than ``max_levels`` distinct values, ``numeric_bins`` equal-width bins labelled by the smallest and
@@ -172,8 +175,9 @@ def axis_levels(df: pd.DataFrame, axis: str, *, max_levels: int = MAX_LEVELS,
                 inside = x[code == c]
                 labels[c] = f"{_num(inside.min())}-{_num(inside.max())}"
             out = pd.Series([labels.get(c) for c in code], index=df.index, dtype=object)
-            return pd.Series(pd.Categorical(out, categories=[labels[c] for c in sorted(labels)], ordered=True),
-                             index=df.index)
+            return pd.Series(
+                pd.Categorical(out, categories=[labels[c] for c in sorted(labels)], ordered=True), index=df.index
+            )
         labels = [_num(u) for u in values]
         out = pd.Series([_num(u) if f else None for u, f in zip(x, finite)], index=df.index, dtype=object)
         return pd.Series(pd.Categorical(out, categories=labels, ordered=True), index=df.index)
@@ -187,6 +191,7 @@ def _num(u: float) -> str:
 
 # -- the table ----------------------------------------------------------------------------------------------------
 
+
 def _axes_of(df: pd.DataFrame, by) -> list[str]:
     if by is None:
         return [a for a in AXES if AXES[a][0] in df.columns]
@@ -197,9 +202,17 @@ def _axes_of(df: pd.DataFrame, by) -> list[str]:
     return names
 
 
-def edf(results, by: str | Iterable[str] | None = None, *, target: str = "test_error",
-        complexity: str = COMPLEXITY, decades: float = BIN_DECADES, variants: Iterable[str] | None = ("base",),
-        max_levels: int = MAX_LEVELS, numeric_bins: int = NUMERIC_BINS) -> ErrorEDF:
+def edf(
+    results,
+    by: str | Iterable[str] | None = None,
+    *,
+    target: str = "test_error",
+    complexity: str = COMPLEXITY,
+    decades: float = BIN_DECADES,
+    variants: Iterable[str] | None = ("base",),
+    max_levels: int = MAX_LEVELS,
+    numeric_bins: int = NUMERIC_BINS,
+) -> ErrorEDF:
     """Error EDFs per level of each axis in ``by`` (default every axis of ``columns.AXES``; an axis name or
     any column), per dataset, over the rows whose ``variant`` is in ``variants`` (default the random draws:
     a design space's distribution is that of its samples) and whose ``target`` is finite. An axis with fewer
@@ -236,39 +249,106 @@ def edf(results, by: str | Iterable[str] | None = None, *, target: str = "test_e
                 at = lab == level
                 e, wn = err[at], w_norm[at]
                 pos = wn > 0
-                curves.append(pd.DataFrame({
-                    "dataset": ds, "axis": axis, "level": level, "arch_id": part["arch_id"].to_numpy()[at]
-                    if "arch_id" in part.columns else None, "error": e, "complexity": cx[at],
-                    "cdf": step_cdf(e), "weight": 1.0 / len(e), "normalized_weight": wn,
-                    "normalized_cdf": step_cdf(e, wn) if pos.any() else math.nan,
-                }).sort_values("error", kind="stable"))
-                levels.append({
-                    "dataset": ds, "axis": axis, "level": level, "n": int(at.sum()), "min": float(e.min()),
-                    "mean": float(e.mean()), "median": float(np.median(e)),
-                    "complexity_median": float(np.nanmedian(cx[at])) if np.isfinite(cx[at]).any() else math.nan,
-                    "n_normalized": int(pos.sum()), "normalized_min": float(e[pos].min()) if pos.any() else math.nan,
-                    "normalized_mean": float((wn * e).sum() / wn.sum()) if pos.any() else math.nan, "bins": k,
-                })
+                curves.append(
+                    pd.DataFrame(
+                        {
+                            "dataset": ds,
+                            "axis": axis,
+                            "level": level,
+                            "arch_id": part["arch_id"].to_numpy()[at] if "arch_id" in part.columns else None,
+                            "error": e,
+                            "complexity": cx[at],
+                            "cdf": step_cdf(e),
+                            "weight": 1.0 / len(e),
+                            "normalized_weight": wn,
+                            "normalized_cdf": step_cdf(e, wn) if pos.any() else math.nan,
+                        }
+                    ).sort_values("error", kind="stable")
+                )
+                levels.append(
+                    {
+                        "dataset": ds,
+                        "axis": axis,
+                        "level": level,
+                        "n": int(at.sum()),
+                        "min": float(e.min()),
+                        "mean": float(e.mean()),
+                        "median": float(np.median(e)),
+                        "complexity_median": float(np.nanmedian(cx[at])) if np.isfinite(cx[at]).any() else math.nan,
+                        "n_normalized": int(pos.sum()),
+                        "normalized_min": float(e[pos].min()) if pos.any() else math.nan,
+                        "normalized_mean": float((wn * e).sum() / wn.sum()) if pos.any() else math.nan,
+                        "bins": k,
+                    }
+                )
             for a, b in combinations(present, 2):
                 ia, ib = lab == a, lab == b
                 d = ks_distance(err[ia], err[ib])
                 dn = ks_distance(err[ia], err[ib], w_norm[ia], w_norm[ib])
                 finite_c = np.isfinite(cx)
-                ks.append({
-                    "dataset": ds, "axis": axis, "a": a, "b": b, "n_a": int(ia.sum()), "n_b": int(ib.sum()),
-                    "ks": d, "p": float(sps.ks_2samp(err[ia], err[ib]).pvalue),
-                    "ks_normalized": dn, "p_normalized": ks_p_weighted(dn, w_norm[ia], w_norm[ib]),
-                    "complexity_ks": ks_distance(cx[ia & finite_c], cx[ib & finite_c])
-                    if (ia & finite_c).any() and (ib & finite_c).any() else math.nan,
-                })
-    curve_cols = ["dataset", "axis", "level", "arch_id", "error", "complexity", "cdf", "weight", "normalized_weight",
-                  "normalized_cdf"]
+                ks.append(
+                    {
+                        "dataset": ds,
+                        "axis": axis,
+                        "a": a,
+                        "b": b,
+                        "n_a": int(ia.sum()),
+                        "n_b": int(ib.sum()),
+                        "ks": d,
+                        "p": float(sps.ks_2samp(err[ia], err[ib]).pvalue),
+                        "ks_normalized": dn,
+                        "p_normalized": ks_p_weighted(dn, w_norm[ia], w_norm[ib]),
+                        "complexity_ks": ks_distance(cx[ia & finite_c], cx[ib & finite_c])
+                        if (ia & finite_c).any() and (ib & finite_c).any()
+                        else math.nan,
+                    }
+                )
+    curve_cols = [
+        "dataset",
+        "axis",
+        "level",
+        "arch_id",
+        "error",
+        "complexity",
+        "cdf",
+        "weight",
+        "normalized_weight",
+        "normalized_cdf",
+    ]
     return ErrorEDF(
         curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(columns=curve_cols),
-        levels=pd.DataFrame(levels, columns=["dataset", "axis", "level", "n", "min", "mean", "median",
-                                             "complexity_median", "n_normalized", "normalized_min", "normalized_mean",
-                                             "bins"]),
-        ks=pd.DataFrame(ks, columns=["dataset", "axis", "a", "b", "n_a", "n_b", "ks", "p", "ks_normalized",
-                                     "p_normalized", "complexity_ks"]),
+        levels=pd.DataFrame(
+            levels,
+            columns=[
+                "dataset",
+                "axis",
+                "level",
+                "n",
+                "min",
+                "mean",
+                "median",
+                "complexity_median",
+                "n_normalized",
+                "normalized_min",
+                "normalized_mean",
+                "bins",
+            ],
+        ),
+        ks=pd.DataFrame(
+            ks,
+            columns=[
+                "dataset",
+                "axis",
+                "a",
+                "b",
+                "n_a",
+                "n_b",
+                "ks",
+                "p",
+                "ks_normalized",
+                "p_normalized",
+                "complexity_ks",
+            ],
+        ),
         complexity=complexity,
     )

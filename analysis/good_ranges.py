@@ -40,14 +40,20 @@ from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, Real, check
 
 from archstudy.study.experiment.nlc_window import (
-    CONFIDENCE, N_BOOT, PAPER_WINDOW, STABILITY_DRAWS, SUBSAMPLE, good_range, subsample_size, window_of,
+    CONFIDENCE,
+    N_BOOT,
+    PAPER_WINDOW,
+    STABILITY_DRAWS,
+    SUBSAMPLE,
+    good_range,
+    subsample_size,
+    window_of,
 )
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS
 from .results import architectures_table
 
 U_TAIL = 0.10  # U-shaped: at least this share of the architectures below the good range and above it
-
 
 
 def tails(x: np.ndarray, low: float, high: float) -> tuple[float, float]:
@@ -72,8 +78,12 @@ def default_factors(df: pd.DataFrame) -> list[str]:
     out = [p.column for p in PREDICTORS if p.column in df.columns]
     for group in AXES.values():
         for f in group:
-            if f in df.columns and f not in out and pd.api.types.is_numeric_dtype(df[f]) \
-                    and not pd.api.types.is_bool_dtype(df[f]):
+            if (
+                f in df.columns
+                and f not in out
+                and pd.api.types.is_numeric_dtype(df[f])
+                and not pd.api.types.is_bool_dtype(df[f])
+            ):
                 out.append(f)
     return out
 
@@ -97,13 +107,35 @@ def _check(where: str, sample, n_boot, confidence):
     return sample, n_boot, confidence
 
 
-GOOD_RANGE_COLUMNS = ["dataset", "factor", "label", "log", "n", "subsample", "low", "best", "high", "min", "max",
-                      "below", "above", "u_shaped"]
+GOOD_RANGE_COLUMNS = [
+    "dataset",
+    "factor",
+    "label",
+    "log",
+    "n",
+    "subsample",
+    "low",
+    "best",
+    "high",
+    "min",
+    "max",
+    "below",
+    "above",
+    "u_shaped",
+]
 
 
-def good_ranges(results, factors: Iterable[str] | None = None, *, target: str = "test_error",
-                variants: Iterable[str] | None = ("base",), sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
-                confidence: float = CONFIDENCE, seed: int = 0) -> pd.DataFrame:
+def good_ranges(
+    results,
+    factors: Iterable[str] | None = None,
+    *,
+    target: str = "test_error",
+    variants: Iterable[str] | None = ("base",),
+    sample: float = SUBSAMPLE,
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per dataset and factor: the good range (``low``, ``best``, ``high``; see ``good_range``) of
     each factor (default ``default_factors``) over the random draws (``variants``) with a finite target and
     factor, the factor's observed ``min`` / ``max``, the share of architectures ``below`` low and ``above``
@@ -126,26 +158,64 @@ def good_ranges(results, factors: Iterable[str] | None = None, *, target: str = 
             x_all = g[name].to_numpy(np.float64)
             ok = np.isfinite(x_all) & np.isfinite(y_all) & ((x_all > 0) if log else True)
             x = x_all[ok]
-            low, best, high = good_range(x, y_all[ok], log=log, sample=sample, n_boot=n_boot,
-                                         confidence=confidence, seed=seed)
+            low, best, high = good_range(
+                x, y_all[ok], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=seed
+            )
             n = int(ok.sum())
             below, above = tails(x, low, high)
-            rows.append({"dataset": ds, "factor": name, "label": label, "log": log, "n": n,
-                         "subsample": subsample_size(n, sample) if n else 0, "low": low, "best": best, "high": high,
-                         "min": float(x.min()) if n else math.nan, "max": float(x.max()) if n else math.nan,
-                         "below": below, "above": above, "u_shaped": is_u_shaped(below, above)})
+            rows.append(
+                {
+                    "dataset": ds,
+                    "factor": name,
+                    "label": label,
+                    "log": log,
+                    "n": n,
+                    "subsample": subsample_size(n, sample) if n else 0,
+                    "low": low,
+                    "best": best,
+                    "high": high,
+                    "min": float(x.min()) if n else math.nan,
+                    "max": float(x.max()) if n else math.nan,
+                    "below": below,
+                    "above": above,
+                    "u_shaped": is_u_shaped(below, above),
+                }
+            )
     return pd.DataFrame(rows, columns=GOOD_RANGE_COLUMNS)
 
 
 # -- the study's own NLC window ----------------------------------------------------------------------------------
 
-NLC_WINDOW_COLUMNS = ["dataset", "n", "subsample", "low", "best", "high", "sd_low", "sd_high", "width",
-                      "large_enough", "reason", "lo", "hi", "source"]
+NLC_WINDOW_COLUMNS = [
+    "dataset",
+    "n",
+    "subsample",
+    "low",
+    "best",
+    "high",
+    "sd_low",
+    "sd_high",
+    "width",
+    "large_enough",
+    "reason",
+    "lo",
+    "hi",
+    "source",
+]
 
 
-def nlc_window(results, *, target: str = "test_error", variants: Iterable[str] | None = ("base",),
-               sample: float = SUBSAMPLE, n_boot: int = N_BOOT, confidence: float = CONFIDENCE, seed: int = 0,
-               draws: int = STABILITY_DRAWS, fallback=PAPER_WINDOW) -> pd.DataFrame:
+def nlc_window(
+    results,
+    *,
+    target: str = "test_error",
+    variants: Iterable[str] | None = ("base",),
+    sample: float = SUBSAMPLE,
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+    draws: int = STABILITY_DRAWS,
+    fallback=PAPER_WINDOW,
+) -> pd.DataFrame:
     """One row per dataset: the NLC's good range (``low``, ``best``, ``high``, as ``good_ranges``), the
     standard deviations of its ends over ``draws`` resamples of the study (``sd_low``, ``sd_high``, in
     decades) and its ``width`` in decades, whether the study is ``large_enough`` for it to serve as the
@@ -159,7 +229,19 @@ def nlc_window(results, *, target: str = "test_error", variants: Iterable[str] |
     if "nlc" not in df.columns or target not in df.columns:
         return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)
     for ds, g in _groups(_sample(df, variants)):
-        rows.append({"dataset": ds, **window_of(g["nlc"].to_numpy(np.float64), g[target].to_numpy(np.float64),
-                                                sample=sample, n_boot=n_boot, confidence=confidence, seed=seed,
-                                                draws=draws, fallback=fallback)})
+        rows.append(
+            {
+                "dataset": ds,
+                **window_of(
+                    g["nlc"].to_numpy(np.float64),
+                    g[target].to_numpy(np.float64),
+                    sample=sample,
+                    n_boot=n_boot,
+                    confidence=confidence,
+                    seed=seed,
+                    draws=draws,
+                    fallback=fallback,
+                ),
+            }
+        )
     return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)

@@ -51,7 +51,7 @@ def fmt(x, digits: int = 3) -> str:
     if isinstance(x, (int, np.integer)):
         return f"{int(x):,}"
     x = float(x)
-    if x != 0 and (abs(x) < 0.5 * 10 ** -digits or abs(x) >= 1e6):
+    if x != 0 and (abs(x) < 0.5 * 10**-digits or abs(x) >= 1e6):
         return f"{x:.2e}"
     return f"{x:.{digits}f}" if abs(x) < 10 else f"{x:,.{max(digits - 2, 0)}f}"
 
@@ -90,12 +90,19 @@ def folded(text: str, limit: int = 90, full: str | None = None) -> str:
     text = str(text)
     if len(text) <= limit:
         return esc(text)
-    return (f'<details class="fold"><summary>{esc(text[: max(10, limit - 30)])}… ({len(text):,} characters)'
-            f"</summary><pre>{esc(text if full is None else full)}</pre></details>")
+    return (
+        f'<details class="fold"><summary>{esc(text[: max(10, limit - 30)])}… ({len(text):,} characters)'
+        f"</summary><pre>{esc(text if full is None else full)}</pre></details>"
+    )
 
 
-def table(headers: list[str] | None, rows: list[list[str]], left=1, row_classes: list[str] | None = None,
-          cls: str | None = None) -> str:
+def table(
+    headers: list[str] | None,
+    rows: list[list[str]],
+    left=1,
+    row_classes: list[str] | None = None,
+    cls: str | None = None,
+) -> str:
     """An HTML table; cells are already escaped/formatted strings; the first ``left`` columns align left (or,
     given a collection of column numbers, those); ``headers=None``: a key-value table without a header row;
     ``cls``: the table's class."""
@@ -103,8 +110,11 @@ def table(headers: list[str] | None, rows: list[list[str]], left=1, row_classes:
     if headers is None:
         head = ""
     else:
-        head = "<thead><tr>" + "".join(
-            f'<th class="l">{h}</th>' if i in lefts else f"<th>{h}</th>" for i, h in enumerate(headers)) + "</tr></thead>"
+        head = (
+            "<thead><tr>"
+            + "".join(f'<th class="l">{h}</th>' if i in lefts else f"<th>{h}</th>" for i, h in enumerate(headers))
+            + "</tr></thead>"
+        )
     body = []
     for k, r in enumerate(rows):
         cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""

@@ -80,17 +80,26 @@ class Leaderboard:
     def to_dict(self) -> dict:
         """The leaderboard as JSON-ready data (NaN as None)."""
         return {
-            "study": self.study, "dataset": self.dataset, "by": self.by,
-            "order": self.order, "finished": self.finished, "trained": self.trained, "planned": self.planned,
-            "candidates": self.candidates, "metrics": list(self.metrics), "notes": list(self.notes),
-            "architectures": _records(self.architectures), "predictors": _records(self.predictors),
+            "study": self.study,
+            "dataset": self.dataset,
+            "by": self.by,
+            "order": self.order,
+            "finished": self.finished,
+            "trained": self.trained,
+            "planned": self.planned,
+            "candidates": self.candidates,
+            "metrics": list(self.metrics),
+            "notes": list(self.notes),
+            "architectures": _records(self.architectures),
+            "predictors": _records(self.predictors),
         }
 
     def text(self) -> str:
         """The leaderboard as the terminal shows it: a header, the architectures' table, the predictors' table."""
         planned = f" of {self.planned}" if self.planned is not None else ""
-        lines = [f"{self.study}: {self.dataset}, {self.finished}{planned} architectures finished "
-                 f"({self.trained} trained)"]
+        lines = [
+            f"{self.study}: {self.dataset}, {self.finished}{planned} architectures finished ({self.trained} trained)"
+        ]
         if len(self.architectures):
             lines.append(f"best {len(self.architectures)} of {self.candidates} by {_label(self.by)}: {self.order}")
             lines += _table(self.architectures, self.metrics)
@@ -99,8 +108,10 @@ class Leaderboard:
         lines += [f"note: {n}" for n in self.notes]
         if len(self.predictors):
             n = int(self.predictors["n"].max())
-            lines.append(f"top predictors of test error (|Kendall tau| over {n} trained architectures of the random "
-                         "sample, as the report ranks them):")
+            lines.append(
+                f"top predictors of test error (|Kendall tau| over {n} trained architectures of the random "
+                "sample, as the report ranks them):"
+            )
             lines += _predictor_table(self.predictors)
         return "\n".join(lines)
 
@@ -133,8 +144,9 @@ def allowed_columns() -> tuple[str, ...]:
     return ERRORS + tuple(p.column for p in PREDICTORS)
 
 
-def leaderboard(results: Results | pd.DataFrame, k: int = 10, by: str = TARGET, *, predictors: int = 5,
-                study: str | None = None) -> Leaderboard:
+def leaderboard(
+    results: Results | pd.DataFrame, k: int = 10, by: str = TARGET, *, predictors: int = 5, study: str | None = None
+) -> Leaderboard:
     """The best ``k`` architectures of ``results`` (a ``load_results`` ``Results`` or its architectures
     DataFrame) by ``by`` (see the module docstring), and the ``predictors`` leading predictors of test error."""
     k = check("leaderboard", "k", Integer(1), k)
@@ -142,11 +154,15 @@ def leaderboard(results: Results | pd.DataFrame, k: int = 10, by: str = TARGET, 
     by = check("leaderboard", "by", Choice(allowed_columns()), by)
     arch = results.architectures if isinstance(results, Results) else results
     if not isinstance(arch, pd.DataFrame):
-        raise SpecError("leaderboard", "results", type(results).__name__,
-                        "must be an analysis.Results or a DataFrame of architectures")
+        raise SpecError(
+            "leaderboard",
+            "results",
+            type(results).__name__,
+            "must be an analysis.Results or a DataFrame of architectures",
+        )
     trained = arch[_trained(arch)]
     # The same statistics, population and order as the report's predictor ranking: the trained architectures.
-    corr = (correlations(trained, n_boot=0, axes={}) if len(trained) else pd.DataFrame())
+    corr = correlations(trained, n_boot=0, axes={}) if len(trained) else pd.DataFrame()
     ranked = _ranked(corr)
     notes: list[str] = []
     if by in ERRORS:
@@ -155,7 +171,11 @@ def leaderboard(results: Results | pd.DataFrame, k: int = 10, by: str = TARGET, 
     else:
         pool, key, order = _by_window(arch, trained, by)
     if len(pool) < len(arch):
-        why = "pruned at launch, or every run diverged" if by in ERRORS else "not measured, or not positive on a log scale"
+        why = (
+            "pruned at launch, or every run diverged"
+            if by in ERRORS
+            else "not measured, or not positive on a log scale"
+        )
         notes.append(f"{len(arch) - len(pool)} finished architectures have no {by} ({why}) and are not ranked")
     shown_metrics = _metrics_shown(ranked, by)
     top = pool.assign(_key=key).sort_values(["_key", "index", "variant"], kind="stable").head(k)
@@ -166,10 +186,16 @@ def leaderboard(results: Results | pd.DataFrame, k: int = 10, by: str = TARGET, 
     best = ranked[keep].head(predictors).reset_index(drop=True) if len(ranked) else pd.DataFrame(columns=keep)
     planned = results.planned if isinstance(results, Results) else None
     name = study or (results.study_dir if isinstance(results, Results) else "architectures")
-    dataset = results.dataset if isinstance(results, Results) else (
-        str(arch["dataset"].dropna().iloc[0]) if "dataset" in arch and arch["dataset"].notna().any() else "unknown")
-    return Leaderboard(name, dataset, by, order, table, best, shown_metrics, len(arch), len(trained), planned,
-                       len(pool), notes)
+    dataset = (
+        results.dataset
+        if isinstance(results, Results)
+        else (
+            str(arch["dataset"].dropna().iloc[0]) if "dataset" in arch and arch["dataset"].notna().any() else "unknown"
+        )
+    )
+    return Leaderboard(
+        name, dataset, by, order, table, best, shown_metrics, len(arch), len(trained), planned, len(pool), notes
+    )
 
 
 def _ranked(corr: pd.DataFrame) -> pd.DataFrame:
@@ -191,23 +217,31 @@ def _by_window(arch: pd.DataFrame, trained: pd.DataFrame, by: str):
     if by == "nlc":
         w = nlc_window(trained) if len(trained) else pd.DataFrame()
         lo, hi = (float(w["lo"].iloc[0]), float(w["hi"].iloc[0])) if len(w) else PAPER_WINDOW
-        whose = ("the study's own NLC window" if len(w) and w["source"].iloc[0] == "study"
-                 else "the NLC paper's window (the study is too small for its own)")
+        whose = (
+            "the study's own NLC window"
+            if len(w) and w["source"].iloc[0] == "study"
+            else "the NLC paper's window (the study is too small for its own)"
+        )
         return pool, window_distance(x, lo, hi, True), f"closest to {whose} [{lo:.3g}, {hi:.3g}] first"
     fitted = int((trained["variant"] == "base").sum()) if "variant" in trained else len(trained)
     g = good_ranges(trained, [by]) if fitted >= MIN_FIT else pd.DataFrame()
     if not len(g) or not np.isfinite(g["low"].iloc[0]):
-        return pool, x, (f"ascending ({fitted} trained architectures: a good range of {label} needs "
-                               f"{MIN_FIT})")
+        return pool, x, (f"ascending ({fitted} trained architectures: a good range of {label} needs {MIN_FIT})")
     lo, hi = float(g["low"].iloc[0]), float(g["high"].iloc[0])
-    return pool, window_distance(x, lo, hi, log), \
-        f"closest to the centre of {label}'s good range in this study [{lo:.3g}, {hi:.3g}] first"
+    return (
+        pool,
+        window_distance(x, lo, hi, log),
+        f"closest to the centre of {label}'s good range in this study [{lo:.3g}, {hi:.3g}] first",
+    )
 
 
 def _metrics_shown(ranked: pd.DataFrame, by: str) -> tuple[str, ...]:
     """NLC and bias, the column ranked by, and the two leading predictors that are metrics or proxies."""
-    lead = [c for c in (ranked["predictor"] if len(ranked) else [])
-            if PREDICTOR_BY_COLUMN[c].kind != "baseline" and c not in METRICS_SHOWN][:2]
+    lead = [
+        c
+        for c in (ranked["predictor"] if len(ranked) else [])
+        if PREDICTOR_BY_COLUMN[c].kind != "baseline" and c not in METRICS_SHOWN
+    ][:2]
     out = list(METRICS_SHOWN)
     for c in ([by] if by not in ERRORS else []) + lead:
         if c not in out and c not in SPEC_SHOWN:
@@ -216,8 +250,16 @@ def _metrics_shown(ranked: pd.DataFrame, by: str) -> tuple[str, ...]:
 
 
 # -- text ------------------------------------------------------------------------------------------------
-_SHORT = {"index": "index", "variant": "variant", "arch_id": "arch_id", "test_error": "test", "val_error": "val",
-          "train_error": "train", "num_params": "params", "activation": "activation"}
+_SHORT = {
+    "index": "index",
+    "variant": "variant",
+    "arch_id": "arch_id",
+    "test_error": "test",
+    "val_error": "val",
+    "train_error": "train",
+    "num_params": "params",
+    "activation": "activation",
+}
 
 
 def _cell(value, error: bool = False) -> str:
@@ -238,15 +280,18 @@ def _cell(value, error: bool = False) -> str:
 
 def _grid(header: list[str], rows: list[list[str]], left: set[int]) -> list[str]:
     widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
-    fmt = lambda cells: "  ".join(c.ljust(w) if i in left else c.rjust(w)  # noqa: E731
-                                  for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    fmt = lambda cells: "  ".join(
+        c.ljust(w) if i in left else c.rjust(w)  # noqa: E731
+        for i, (c, w) in enumerate(zip(cells, widths))
+    ).rstrip()
     return ["  " + fmt(header)] + ["  " + fmt(r) for r in rows]
 
 
 def _table(df: pd.DataFrame, metrics: tuple[str, ...]) -> list[str]:
     cols = [c for c in df.columns if c != "arch_id" and not (c == "variant" and set(df["variant"]) <= {"base"})]
-    header = ["#" if c == "rank" else _SHORT.get(c, c if c not in PREDICTOR_BY_COLUMN else _short_label(c))
-              for c in cols]
+    header = [
+        "#" if c == "rank" else _SHORT.get(c, c if c not in PREDICTOR_BY_COLUMN else _short_label(c)) for c in cols
+    ]
     errors = [c in ERRORS for c in cols]
     rows = [[_cell(v, e) for v, e in zip(row, errors)] for row in df[cols].itertuples(index=False)]
     left = {i for i, c in enumerate(cols) if df[c].dtype == object or pd.api.types.is_string_dtype(df[c])}
@@ -260,10 +305,19 @@ def _short_label(column: str) -> str:
 
 def _predictor_table(df: pd.DataFrame) -> list[str]:
     header = ["rank", "predictor", "kind", "tau", "p", "spearman", "lift", "over"]
-    rows = [[_cell(r.rank), r.label, r.kind, f"{r.kendall:+.3f}", f"{r.kendall_p:.2g}",
-             "-" if not np.isfinite(r.spearman) else f"{r.spearman:+.3f}",
-             "-" if not np.isfinite(r.lift) else f"{r.lift:+.3f}",
-             "-" if r.best_baseline is None or (isinstance(r.best_baseline, float) and math.isnan(r.best_baseline))
-             else PREDICTOR_BY_COLUMN[r.best_baseline].label]
-            for r in df.itertuples(index=False)]
+    rows = [
+        [
+            _cell(r.rank),
+            r.label,
+            r.kind,
+            f"{r.kendall:+.3f}",
+            f"{r.kendall_p:.2g}",
+            "-" if not np.isfinite(r.spearman) else f"{r.spearman:+.3f}",
+            "-" if not np.isfinite(r.lift) else f"{r.lift:+.3f}",
+            "-"
+            if r.best_baseline is None or (isinstance(r.best_baseline, float) and math.isnan(r.best_baseline))
+            else PREDICTOR_BY_COLUMN[r.best_baseline].label,
+        ]
+        for r in df.itertuples(index=False)
+    ]
     return _grid(header, rows, {1, 2, 7})

@@ -31,8 +31,7 @@ from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
 
 RED, BLUE, BLACK, GREY, GREEN = "#d62728", "#1f77b4", "#222222", "#999999", "#2ca02c"
 # Colours of levels and series (seaborn's "deep" palette, without importing seaborn for it).
-PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974",
-           "#64b5cd")
+PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c", "#ccb974", "#64b5cd")
 
 MIN_PT = 9.0  # the smallest type of any figure, in points at its displayed size
 CSS_DPI = 96  # CSS pixels per inch: the page shows a figure at its size in inches times this
@@ -43,23 +42,59 @@ DPI = 80  # the default of ``to_png`` (the report and the reproductions' pages u
 
 TEXT = "#262626"
 THEME = {
-    "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white",
-    "axes.edgecolor": "#cccccc", "axes.linewidth": 0.8, "axes.grid": True, "axes.axisbelow": True,
-    "grid.color": "#e3e3e3", "grid.linewidth": 0.7, "grid.linestyle": "-",
-    "axes.labelcolor": TEXT, "text.color": TEXT, "xtick.color": TEXT, "ytick.color": TEXT,
-    "xtick.direction": "out", "ytick.direction": "out", "xtick.major.size": 3.0, "ytick.major.size": 3.0,
-    "xtick.major.width": 0.6, "ytick.major.width": 0.6, "xtick.major.pad": 2.5, "ytick.major.pad": 2.5,
-    "xtick.minor.visible": False, "ytick.minor.visible": False,
-    "font.family": "sans-serif", "font.sans-serif": ["DejaVu Sans", "Arial", "Liberation Sans", "sans-serif"],
-    "font.size": 10.0, "axes.titlesize": 10.0, "axes.labelsize": 10.0, "figure.titlesize": 10.0,
-    "xtick.labelsize": MIN_PT, "ytick.labelsize": MIN_PT, "legend.fontsize": MIN_PT, "legend.title_fontsize": MIN_PT,
-    "legend.frameon": True, "legend.framealpha": 0.85, "legend.edgecolor": "#cccccc", "legend.borderaxespad": 0.4,
-    "legend.handlelength": 1.5, "legend.handletextpad": 0.5, "legend.labelspacing": 0.3,
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "axes.edgecolor": "#cccccc",
+    "axes.linewidth": 0.8,
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "grid.color": "#e3e3e3",
+    "grid.linewidth": 0.7,
+    "grid.linestyle": "-",
+    "axes.labelcolor": TEXT,
+    "text.color": TEXT,
+    "xtick.color": TEXT,
+    "ytick.color": TEXT,
+    "xtick.direction": "out",
+    "ytick.direction": "out",
+    "xtick.major.size": 3.0,
+    "ytick.major.size": 3.0,
+    "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6,
+    "xtick.major.pad": 2.5,
+    "ytick.major.pad": 2.5,
+    "xtick.minor.visible": False,
+    "ytick.minor.visible": False,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Liberation Sans", "sans-serif"],
+    "font.size": 10.0,
+    "axes.titlesize": 10.0,
+    "axes.labelsize": 10.0,
+    "figure.titlesize": 10.0,
+    "xtick.labelsize": MIN_PT,
+    "ytick.labelsize": MIN_PT,
+    "legend.fontsize": MIN_PT,
+    "legend.title_fontsize": MIN_PT,
+    "legend.frameon": True,
+    "legend.framealpha": 0.85,
+    "legend.edgecolor": "#cccccc",
+    "legend.borderaxespad": 0.4,
+    "legend.handlelength": 1.5,
+    "legend.handletextpad": 0.5,
+    "legend.labelspacing": 0.3,
     # A fixed title height: otherwise matplotlib measures every tick label of every panel to place titles.
-    "axes.titley": 1.0, "axes.titlepad": 4.0, "axes.labelpad": 3.0,
-    "axes.prop_cycle": cycler(color=PALETTE), "lines.linewidth": 1.3, "lines.solid_capstyle": "round",
-    "patch.linewidth": 0.0, "axes.xmargin": 0.04, "axes.ymargin": 0.05,
-    "axes.formatter.useoffset": False, "axes.formatter.limits": (-4, 6),
+    "axes.titley": 1.0,
+    "axes.titlepad": 4.0,
+    "axes.labelpad": 3.0,
+    "axes.prop_cycle": cycler(color=PALETTE),
+    "lines.linewidth": 1.3,
+    "lines.solid_capstyle": "round",
+    "patch.linewidth": 0.0,
+    "axes.xmargin": 0.04,
+    "axes.ymargin": 0.05,
+    "axes.formatter.useoffset": False,
+    "axes.formatter.limits": (-4, 6),
     "pdf.fonttype": 42,  # TrueType in PDFs: text a journal's tools can edit
 }
 PANEL = (3.1, 2.7)  # inches per panel: three across fit ``MAX_WIDTH``
@@ -96,16 +131,31 @@ class Layout:
         w = fixed + self.ncols * pw
         h = top + self.nrows * ph + (self.nrows - 1) * gap_h + BOTTOM
         fig.set_size_inches(w, h)
-        self.spec.update(left=self.left / w, right=1 - self.right / w, bottom=BOTTOM / h, top=1 - top / h,
-                         wspace=self.gap_w / pw, hspace=gap_h / ph)
+        self.spec.update(
+            left=self.left / w,
+            right=1 - self.right / w,
+            bottom=BOTTOM / h,
+            top=1 - top / h,
+            wspace=self.gap_w / pw,
+            hspace=gap_h / ph,
+        )
         for ax in fig.axes:
             ss = ax.get_subplotspec()
             if ss is not None and ss.get_topmost_subplotspec().get_gridspec() is self.spec:
                 ax.set_position(ss.get_position(fig))
 
 
-def new_figure(ncols: int = 1, nrows: int = 1, panel=PANEL, left: float = LEFT, *, n: int | None = None,
-               legend_rows: int = 0, right: float = RIGHT, gap_w: float = GAP_W) -> tuple[Figure, np.ndarray]:
+def new_figure(
+    ncols: int = 1,
+    nrows: int = 1,
+    panel=PANEL,
+    left: float = LEFT,
+    *,
+    n: int | None = None,
+    legend_rows: int = 0,
+    right: float = RIGHT,
+    gap_w: float = GAP_W,
+) -> tuple[Figure, np.ndarray]:
     """A figure of ``ncols`` x ``nrows`` panels of ``panel`` inches, on fixed margins in inches: ``left`` for
     the y tick labels and label, room above the figure for ``legend_rows`` rows of a figure legend
     (``figure_legend``) and above each row for its titles (``relayout``, when the figure is rendered, makes
@@ -124,8 +174,13 @@ def new_figure(ncols: int = 1, nrows: int = 1, panel=PANEL, left: float = LEFT, 
 
 def title_lines(fig: Figure) -> int:
     """The most lines of any visible panel's title."""
-    lines = [t.get_text().count("\n") + 1 for ax in fig.axes if ax.get_visible()
-             for t in (ax.title, ax._left_title, ax._right_title) if t.get_text()]
+    lines = [
+        t.get_text().count("\n") + 1
+        for ax in fig.axes
+        if ax.get_visible()
+        for t in (ax.title, ax._left_title, ax._right_title)
+        if t.get_text()
+    ]
     return max(lines, default=0)
 
 
@@ -150,8 +205,17 @@ def figure_legend(fig: Figure, handles, labels, ncol: int | None = None, title: 
     if not handles:
         return
     with rc_context(THEME):
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1.0), borderaxespad=0.3,
-                   ncol=ncol or len(handles), frameon=False, title=title, columnspacing=1.2)
+        fig.legend(
+            handles,
+            labels,
+            loc="upper center",
+            bbox_to_anchor=(0.5, 1.0),
+            borderaxespad=0.3,
+            ncol=ncol or len(handles),
+            frameon=False,
+            title=title,
+            columnspacing=1.2,
+        )
 
 
 def points(n: int) -> dict:
@@ -231,8 +295,11 @@ def wrap(text: str, width_in: float, size: float = 10.0) -> str:
     import textwrap
 
     chars = max(12, int(width_in * 72 / (0.58 * size)))
-    return "\n".join(part for line in text.split("\n")
-                     for part in (textwrap.wrap(line, chars, break_long_words=False) if len(line) > chars else [line]))
+    return "\n".join(
+        part
+        for line in text.split("\n")
+        for part in (textwrap.wrap(line, chars, break_long_words=False) if len(line) > chars else [line])
+    )
 
 
 def set_title(ax, text: str, size: float = 10.0) -> None:

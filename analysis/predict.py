@@ -60,7 +60,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -77,8 +77,12 @@ from .stats import boot_kendall, boot_spearman, percentile_interval
 TARGET = "test_error"
 LEARNERS = ("linear", "boosted", "window", "nlc")
 JOINT = ("linear", "boosted")  # the joint models: every feature at once
-LABELS = {"linear": "ridge on the metrics' ranks u and u²", "boosted": "gradient-boosted trees",
-          "window": "best single metric's window", "nlc": "NLC alone (its window)"}
+LABELS = {
+    "linear": "ridge on the metrics' ranks u and u²",
+    "boosted": "gradient-boosted trees",
+    "window": "best single metric's window",
+    "nlc": "NLC alone (its window)",
+}
 DESCRIPTOR_NUMERIC = {"depth": False, "width": True}  # column -> on log10
 DESCRIPTOR_CATEGORIES = ("norm", "activation", "skip", "weights", "param")
 MISSING_LEVEL = "(missing)"
@@ -89,8 +93,9 @@ MIN_ROWS = 8  # trained architectures with a finite test error for a fit at all
 ALPHAS = np.logspace(-3, 4, 15)  # the ridge penalties RidgeCV chooses among (features standardized)
 QUANTILES = 1000  # at most this many quantiles of a feature's ranks (fewer with fewer rows)
 # Gradient-boosted trees for hundreds of rows: shallow trees, a slow rate, leaves of several architectures.
-BOOSTED = dict(max_iter=150, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=8, l2_regularization=1.0,
-               early_stopping=False)
+BOOSTED = dict(
+    max_iter=150, learning_rate=0.05, max_leaf_nodes=8, min_samples_leaf=8, l2_regularization=1.0, early_stopping=False
+)
 WINDOW_BOOT = 200  # bootstrap draws of a good range inside a fold (the window's centre is what the score uses)
 IMPORTANCE_REPEATS = 5
 DEPENDENCE_TOP = 4  # partial-dependence curves: the top metrics by importance, the NLC always among them
@@ -98,6 +103,7 @@ GRID = 40
 
 
 # -- features ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Feature:
@@ -121,7 +127,8 @@ class Feature:
 
 METRIC_FEATURES = tuple(Feature(p.column, p.log, p.kind) for p in PREDICTORS if p.kind in ("metric", "proxy"))
 DESCRIPTOR_FEATURES = tuple(Feature(c, log, "descriptor") for c, log in DESCRIPTOR_NUMERIC.items()) + tuple(
-    Feature(c, False, "descriptor", categorical=True) for c in DESCRIPTOR_CATEGORIES)
+    Feature(c, False, "descriptor", categorical=True) for c in DESCRIPTOR_CATEGORIES
+)
 KNOWN = {f.column: f for f in METRIC_FEATURES + DESCRIPTOR_FEATURES}
 
 
@@ -174,6 +181,7 @@ def fit_rows(results) -> pd.DataFrame:
 
 # -- the learners: scikit-learn estimators -------------------------------------------------------------------
 
+
 def with_squares(u: np.ndarray) -> np.ndarray:
     """[u, u^2]: a feature's rank and its square, so that a linear model can hold a window."""
     return np.hstack([u, u * u])
@@ -203,14 +211,22 @@ def make_learner(learner: str, features: Sequence[Feature], seed: int = 0):
 
     numeric, categorical = _split(features)
     if learner == "linear":
-        u = Pipeline([("rank", QuantileTransformer(n_quantiles=QUANTILES, output_distribution="uniform",
-                                                   random_state=seed)),
-                      ("impute", SimpleImputer(strategy="median", keep_empty_features=True)),
-                      ("square", FunctionTransformer(with_squares)), ("scale", StandardScaler())])
+        u = Pipeline(
+            [
+                ("rank", QuantileTransformer(n_quantiles=QUANTILES, output_distribution="uniform", random_state=seed)),
+                ("impute", SimpleImputer(strategy="median", keep_empty_features=True)),
+                ("square", FunctionTransformer(with_squares)),
+                ("scale", StandardScaler()),
+            ]
+        )
         return Pipeline([("columns", _columns(u, numeric, categorical)), ("ridge", RidgeCV(alphas=ALPHAS))])
     if learner == "boosted":
-        return Pipeline([("columns", _columns("passthrough", numeric, categorical)),
-                         ("trees", HistGradientBoostingRegressor(**BOOSTED, random_state=seed))])
+        return Pipeline(
+            [
+                ("columns", _columns("passthrough", numeric, categorical)),
+                ("trees", HistGradientBoostingRegressor(**BOOSTED, random_state=seed)),
+            ]
+        )
     metrics = [f.column for f in features if f.kind in ("metric", "proxy")]
     if learner == "nlc":
         metrics = [m for m in metrics if m == "nlc"]
@@ -273,6 +289,7 @@ class WindowPredictor:
 
 # -- held-out evaluation -----------------------------------------------------------------------------------
 
+
 def base_groups(arch: pd.DataFrame) -> np.ndarray:
     """The base architecture of each row, as an integer group: a draw and its siblings share (study seed, index)."""
     seed = arch["study_seed"].astype("Int64").fillna(-1).astype(str) if "study_seed" in arch.columns else ""
@@ -329,9 +346,10 @@ def held_out_scores(y: np.ndarray, p: np.ndarray, c: np.ndarray, confidence: flo
     out: dict[str, Any] = {"n": len(y)}
     constant = np.ptp(p) == 0 or np.ptp(y) == 0
     for name, point, boot in (
-            ("spearman", lambda: float(sps.spearmanr(p, y).statistic), lambda: boot_spearman(p, y, c)),
-            ("kendall", lambda: float(sps.kendalltau(p, y).statistic), lambda: boot_kendall(p, y, c)),
-            ("r2", lambda: _r2(y, p), lambda: _r2(y, p, c))):
+        ("spearman", lambda: float(sps.spearmanr(p, y).statistic), lambda: boot_spearman(p, y, c)),
+        ("kendall", lambda: float(sps.kendalltau(p, y).statistic), lambda: boot_kendall(p, y, c)),
+        ("r2", lambda: _r2(y, p), lambda: _r2(y, p, c)),
+    ):
         values = np.full(len(c), np.nan) if constant and name != "r2" else boot()
         out[name] = math.nan if constant and name != "r2" else point()
         out[f"{name}_lo"], out[f"{name}_hi"] = percentile_interval(values, confidence)
@@ -339,8 +357,21 @@ def held_out_scores(y: np.ndarray, p: np.ndarray, c: np.ndarray, confidence: flo
     return out
 
 
-SCORE_COLUMNS = ["learner", "label", "metric", "n", "spearman", "spearman_lo", "spearman_hi", "kendall", "kendall_lo",
-                 "kendall_hi", "r2", "r2_lo", "r2_hi"]
+SCORE_COLUMNS = [
+    "learner",
+    "label",
+    "metric",
+    "n",
+    "spearman",
+    "spearman_lo",
+    "spearman_hi",
+    "kendall",
+    "kendall_lo",
+    "kendall_hi",
+    "r2",
+    "r2_lo",
+    "r2_hi",
+]
 
 
 @dataclass
@@ -382,8 +413,17 @@ def one_thread():
     return threadpool_limits(limits=1)
 
 
-def predict_study(results, *, descriptors: bool = False, folds: int = FOLDS, n_boot: int = N_BOOT, seed: int = 0,
-                  confidence: float = CONFIDENCE, importance: bool = True, dependence: bool = True) -> Prediction:
+def predict_study(
+    results,
+    *,
+    descriptors: bool = False,
+    folds: int = FOLDS,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+    importance: bool = True,
+    dependence: bool = True,
+) -> Prediction:
     """Held-out evaluation of every learner (``LEARNERS``) on one study's trained architectures (module
     docstring): ``GroupKFold`` on the base architecture with ``folds`` folds (fewer when the study has fewer base
     architectures), bootstrap intervals from ``n_boot`` resamples of base architectures, permutation importance and
@@ -401,8 +441,9 @@ def _predict_study(results, descriptors, folds, n_boot, seed, confidence, import
     confidence = check(where, "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
     arch = fit_rows(results)
     if len(arch) < MIN_ROWS:
-        raise SpecError(where, "architectures", len(arch), f"must hold at least {MIN_ROWS} trained architectures with "
-                        "a test error")
+        raise SpecError(
+            where, "architectures", len(arch), f"must hold at least {MIN_ROWS} trained architectures with a test error"
+        )
     features = choose_features(arch, descriptors)
     if not features:
         raise SpecError(where, "features", 0, "no init metric has 3 finite, distinct values")
@@ -426,17 +467,40 @@ def _predict_study(results, descriptors, folds, n_boot, seed, confidence, import
     for learner in LEARNERS:
         s = scored[learner]
         chosen = pd.Series([m.metric_ for m in fitted[learner]]) if learner in ("window", "nlc") else pd.Series([""])
-        rows.append({"learner": learner, "label": LABELS[learner], "metric": chosen.mode().iloc[0],
-                     **{k: v for k, v in s.items() if not k.startswith("_")}})
+        rows.append(
+            {
+                "learner": learner,
+                "label": LABELS[learner],
+                "metric": chosen.mode().iloc[0],
+                **{k: v for k, v in s.items() if not k.startswith("_")},
+            }
+        )
     scores = pd.DataFrame(rows, columns=SCORE_COLUMNS)
     best = max(JOINT, key=lambda l: (np.nan_to_num(scored[l]["spearman"], nan=-2.0), l == "boosted"))
     versus = pd.DataFrame([_difference(best, other, scored, confidence) for other in ("nlc", "window")])
-    out = Prediction(features, scores, best, versus, "", pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
-                     groups=int(groups.max()) + 1, folds=len(splits))
+    out = Prediction(
+        features,
+        scores,
+        best,
+        versus,
+        "",
+        pd.DataFrame(),
+        pd.DataFrame(),
+        pd.DataFrame(),
+        groups=int(groups.max()) + 1,
+        folds=len(splits),
+    )
     out.verdict = verdict(out)
-    out.held_out = pd.DataFrame({"index": arch["index"].to_numpy(), "arch_id": arch["arch_id"].astype(str).to_numpy(),
-                                 "variant": arch["variant"].astype(str).to_numpy() if "variant" in arch.columns
-                                 else "base", "fold": fold_of, TARGET: y, **held})
+    out.held_out = pd.DataFrame(
+        {
+            "index": arch["index"].to_numpy(),
+            "arch_id": arch["arch_id"].astype(str).to_numpy(),
+            "variant": arch["variant"].astype(str).to_numpy() if "variant" in arch.columns else "base",
+            "fold": fold_of,
+            TARGET: y,
+            **held,
+        }
+    )
     if importance:
         out.importance = permutation_importances(fitted[best], X, y, splits, features, seed)
     if dependence:
@@ -448,8 +512,13 @@ def _difference(best: str, other: str, scored: dict, confidence: float) -> dict:
     """The paired bootstrap difference of held-out rho, ``best`` minus ``other`` (the same resamples)."""
     d = scored[best]["_spearman"] - scored[other]["_spearman"]
     lo, hi = percentile_interval(d, confidence)
-    return {"learner": best, "versus": other, "diff": scored[best]["spearman"] - scored[other]["spearman"],
-            "lo": lo, "hi": hi}
+    return {
+        "learner": best,
+        "versus": other,
+        "diff": scored[best]["spearman"] - scored[other]["spearman"],
+        "lo": lo,
+        "hi": hi,
+    }
 
 
 def verdict(p: Prediction) -> str:
@@ -458,19 +527,23 @@ def verdict(p: Prediction) -> str:
     s = p.scores.set_index("learner")
     b, nlc = s.loc[p.best], s.loc["nlc"]
     v = p.versus.set_index("versus").loc["nlc"]
-    head = (f"On held-out architectures ({p.folds}-fold GroupKFold over {p.groups} base architectures), the joint "
-            f"model ({LABELS[p.best]}) predicts test error with Spearman's ρ = {_num(b['spearman'])} "
-            f"[{_num(b['spearman_lo'])}, {_num(b['spearman_hi'])}], NLC alone with ρ = {_num(nlc['spearman'])} "
-            f"[{_num(nlc['spearman_lo'])}, {_num(nlc['spearman_hi'])}]; the difference is {_num(v['diff'], True)} "
-            f"[{_num(v['lo'], True)}, {_num(v['hi'], True)}].")
+    head = (
+        f"On held-out architectures ({p.folds}-fold GroupKFold over {p.groups} base architectures), the joint "
+        f"model ({LABELS[p.best]}) predicts test error with Spearman's ρ = {_num(b['spearman'])} "
+        f"[{_num(b['spearman_lo'])}, {_num(b['spearman_hi'])}], NLC alone with ρ = {_num(nlc['spearman'])} "
+        f"[{_num(nlc['spearman_lo'])}, {_num(nlc['spearman_hi'])}]; the difference is {_num(v['diff'], True)} "
+        f"[{_num(v['lo'], True)}, {_num(v['hi'], True)}]."
+    )
     if not (np.isfinite(v["lo"]) and np.isfinite(v["hi"])):
         return head + " The difference has no interval here: this study cannot tell which predicts better."
     if v["lo"] > 0:
         return head + f" The joint model beats NLC alone, by {_num(v['diff'])} in ρ (at least {_num(v['lo'])})."
     if v["hi"] < 0:
         return head + f" NLC alone beats the joint model, by {_num(-v['diff'])} in ρ."
-    return (head + f" The interval holds 0: with {p.groups} base architectures this study cannot tell whether the "
-            "joint model beats NLC alone (a larger study narrows the interval).")
+    return (
+        head + f" The interval holds 0: with {p.groups} base architectures this study cannot tell whether the "
+        "joint model beats NLC alone (a larger study narrows the interval)."
+    )
 
 
 def _num(x: float, sign: bool = False) -> str:
@@ -511,8 +584,7 @@ class BatchedPredictions:
     def __sklearn_tags__(self):
         from sklearn.utils import RegressorTags, Tags, TargetTags
 
-        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True),
-                    regressor_tags=RegressorTags())
+        return Tags(estimator_type="regressor", target_tags=TargetTags(required=True), regressor_tags=RegressorTags())
 
     def __sklearn_is_fitted__(self) -> bool:
         return True
@@ -542,8 +614,15 @@ class BatchedPredictions:
             self._answers, self._tables = None, []
 
 
-def permutation_importances(models: list, X: pd.DataFrame, y: np.ndarray, splits, features: Sequence[Feature],
-                            seed: int, repeats: int = IMPORTANCE_REPEATS) -> pd.DataFrame:
+def permutation_importances(
+    models: list,
+    X: pd.DataFrame,
+    y: np.ndarray,
+    splits,
+    features: Sequence[Feature],
+    seed: int,
+    repeats: int = IMPORTANCE_REPEATS,
+) -> pd.DataFrame:
     """Permutation importance of each feature on each held-out fold (its model fitted on the other folds): the
     drop of held-out Spearman's rho when the feature's values are shuffled, ``repeats`` shuffles per fold; ``mean``
     over folds weighted by their size, ``lo``/``hi`` the central 95% of the fold-and-repeat drops."""
@@ -555,21 +634,33 @@ def permutation_importances(models: list, X: pd.DataFrame, y: np.ndarray, splits
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = BatchedPredictions(model).run(lambda m: permutation_importance(
-                m, X.iloc[test], y[test], scoring=_spearman_scorer, n_repeats=repeats, random_state=seed))
+            r = BatchedPredictions(model).run(
+                lambda m: permutation_importance(
+                    m, X.iloc[test], y[test], scoring=_spearman_scorer, n_repeats=repeats, random_state=seed
+                )
+            )
         drops.append(r.importances)
         weights.append(np.full(repeats, len(test)))
     if not drops:
         return pd.DataFrame(columns=["feature", "label", "kind", "mean", "lo", "hi"])
     d, w = np.hstack(drops), np.hstack(weights).astype(np.float64)
-    rows = [{"feature": f.column, "label": f.label, "kind": f.kind, "mean": float((d[i] * w).sum() / w.sum()),
-             "lo": float(np.percentile(d[i], 2.5)), "hi": float(np.percentile(d[i], 97.5))}
-            for i, f in enumerate(features)]
+    rows = [
+        {
+            "feature": f.column,
+            "label": f.label,
+            "kind": f.kind,
+            "mean": float((d[i] * w).sum() / w.sum()),
+            "lo": float(np.percentile(d[i], 2.5)),
+            "hi": float(np.percentile(d[i], 97.5)),
+        }
+        for i, f in enumerate(features)
+    ]
     return pd.DataFrame(rows).sort_values("mean", ascending=False, kind="stable").reset_index(drop=True)
 
 
-def partial_dependences(learner: str, features: Sequence[Feature], X: pd.DataFrame, y: np.ndarray,
-                        importance: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+def partial_dependences(
+    learner: str, features: Sequence[Feature], X: pd.DataFrame, y: np.ndarray, importance: pd.DataFrame, seed: int
+) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Partial dependence (``sklearn.inspection.partial_dependence``, the average prediction over every row with
     the feature set to each grid value) of ``learner`` fitted on all rows, for the ``DEPENDENCE_TOP`` numeric
     metrics of highest importance, the NLC always among them; the grid spans the feature's 2nd to 98th
@@ -594,17 +685,33 @@ def partial_dependences(learner: str, features: Sequence[Feature], X: pd.DataFra
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if custom_grid:
-                r = BatchedPredictions(model).run(lambda m: partial_dependence(
-                    m, X, [col], custom_values={col: grid}, kind="average", method="brute"))
+                r = BatchedPredictions(model).run(
+                    lambda m: partial_dependence(m, X, [col], custom_values={col: grid}, kind="average", method="brute")
+                )
             else:  # scikit-learn before 1.7: the grid from the rows where the feature is finite
-                r = BatchedPredictions(model).run(lambda m: partial_dependence(
-                    m, X[np.isfinite(x)], [col], grid_resolution=GRID, percentiles=(0.02, 0.98), kind="average",
-                    method="brute"))
+                r = BatchedPredictions(model).run(
+                    lambda m: partial_dependence(
+                        m,
+                        X[np.isfinite(x)],
+                        [col],
+                        grid_resolution=GRID,
+                        percentiles=(0.02, 0.98),
+                        kind="average",
+                        method="brute",
+                    )
+                )
         grid_values = np.asarray(r["grid_values"][0], dtype=np.float64)
-        back = (lambda v: 10.0 ** v) if numeric[col].log else (lambda v: v)
-        rows += [{"feature": col, "label": PREDICTOR_BY_COLUMN[col].label if col in PREDICTOR_BY_COLUMN else col,
-                  "log": numeric[col].log, "value": float(back(g)), "error": float(a)}
-                 for g, a in zip(grid_values, np.asarray(r["average"])[0])]
+        back = (lambda v: 10.0**v) if numeric[col].log else (lambda v: v)
+        rows += [
+            {
+                "feature": col,
+                "label": PREDICTOR_BY_COLUMN[col].label if col in PREDICTOR_BY_COLUMN else col,
+                "log": numeric[col].log,
+                "value": float(back(g)),
+                "error": float(a),
+            }
+            for g, a in zip(grid_values, np.asarray(r["average"])[0])
+        ]
         values[col] = back(finite)
     return pd.DataFrame(rows, columns=["feature", "label", "log", "value", "error"]), values
 
@@ -626,15 +733,20 @@ def _study_identity(results, arch: pd.DataFrame) -> dict:
     except (UserError, TypeError, ValueError):
         fingerprint = None
     rows = sorted(zip(arch["arch_id"].astype(str), arch[TARGET].astype(float).map(repr)))
-    return {"location": results.study_dir if isinstance(results, Results) else None,
-            "dataset": str(arch["dataset"].dropna().iloc[0]) if "dataset" in arch.columns and
-            arch["dataset"].notna().any() else None,
-            "science_fingerprint": fingerprint, "rows": len(arch),
-            "rows_sha256": hashlib.sha256(json.dumps(rows).encode()).hexdigest()}
+    return {
+        "location": results.study_dir if isinstance(results, Results) else None,
+        "dataset": str(arch["dataset"].dropna().iloc[0])
+        if "dataset" in arch.columns and arch["dataset"].notna().any()
+        else None,
+        "science_fingerprint": fingerprint,
+        "rows": len(arch),
+        "rows_sha256": hashlib.sha256(json.dumps(rows).encode()).hexdigest(),
+    }
 
 
-def fit_predictor(results, learner: str = "auto", *, descriptors: bool = False, seed: int = 0,
-                  folds: int = FOLDS) -> "FittedPredictor":
+def fit_predictor(
+    results, learner: str = "auto", *, descriptors: bool = False, seed: int = 0, folds: int = FOLDS
+) -> "FittedPredictor":
     """A predictor fitted on every trained architecture of a study (``results``: ``load_results``, a study
     directory, or an architectures DataFrame). ``learner``: one of ``LEARNERS``, or ``auto``: the joint learner
     with the higher held-out rho in ``predict_study`` (without importance or partial dependence)."""
@@ -645,11 +757,16 @@ def fit_predictor(results, learner: str = "auto", *, descriptors: bool = False, 
         results = load_results(results, runs=False)
     arch = fit_rows(results)
     if len(arch) < MIN_ROWS:
-        raise SpecError("fit_predictor", "architectures", len(arch), f"must hold at least {MIN_ROWS} trained "
-                        "architectures with a test error")
+        raise SpecError(
+            "fit_predictor",
+            "architectures",
+            len(arch),
+            f"must hold at least {MIN_ROWS} trained architectures with a test error",
+        )
     if learner == "auto":
-        learner = predict_study(arch, descriptors=descriptors, folds=folds, n_boot=1, seed=seed, importance=False,
-                                dependence=False).best
+        learner = predict_study(
+            arch, descriptors=descriptors, folds=folds, n_boot=1, seed=seed, importance=False, dependence=False
+        ).best
     features = choose_features(arch, descriptors)
     X, y = feature_table(arch, features), arch[TARGET].to_numpy(np.float64)
     with warnings.catch_warnings(), one_thread():
@@ -663,19 +780,31 @@ def export(learner: str, model, features: Sequence[Feature]) -> dict:
     """A fitted learner's numbers, as plain data (the module docstring)."""
     numeric, categorical = _split(features)
     if learner in ("window", "nlc"):
-        return {"metric": model.metric_, "centre": float(model.centre_), "slope": float(model.slope_),
-                "intercept": float(model.intercept_), "fill": float(model.fill_)}
+        return {
+            "metric": model.metric_,
+            "centre": float(model.centre_),
+            "slope": float(model.slope_),
+            "intercept": float(model.intercept_),
+            "fill": float(model.fill_),
+        }
     columns = model.named_steps["columns"]
-    levels = ([list(map(str, c)) for c in columns.named_transformers_["cat"].categories_] if categorical else [])
+    levels = [list(map(str, c)) for c in columns.named_transformers_["cat"].categories_] if categorical else []
     if learner == "linear":
-        out = {"levels": levels, "coef": _floats(model.named_steps["ridge"].coef_),
-               "intercept": float(model.named_steps["ridge"].intercept_)}
+        out = {
+            "levels": levels,
+            "coef": _floats(model.named_steps["ridge"].coef_),
+            "intercept": float(model.named_steps["ridge"].intercept_),
+        }
         if numeric:
             u = columns.named_transformers_["num"]
             rank = u.named_steps["rank"]
-            out.update(quantiles=[_floats(q) for q in np.asarray(rank.quantiles_).T],
-                       references=_floats(rank.references_), median=_floats(u.named_steps["impute"].statistics_),
-                       mean=_floats(u.named_steps["scale"].mean_), scale=_floats(u.named_steps["scale"].scale_))
+            out.update(
+                quantiles=[_floats(q) for q in np.asarray(rank.quantiles_).T],
+                references=_floats(rank.references_),
+                median=_floats(u.named_steps["impute"].statistics_),
+                mean=_floats(u.named_steps["scale"].mean_),
+                scale=_floats(u.named_steps["scale"].scale_),
+            )
         else:
             out.update(quantiles=[], references=[], median=[], mean=[], scale=[])
         return out
@@ -685,13 +814,22 @@ def export(learner: str, model, features: Sequence[Feature]) -> dict:
         nodes = iteration[0].nodes
         if np.any(nodes["is_categorical"]):
             raise ValueError("a categorical split: the features are one-hot encoded, so none is expected")
-        exported.append({"feature": nodes["feature_idx"].astype(int).tolist(),
-                         "threshold": _floats(nodes["num_threshold"]),
-                         "missing_left": nodes["missing_go_to_left"].astype(bool).tolist(),
-                         "left": nodes["left"].astype(int).tolist(), "right": nodes["right"].astype(int).tolist(),
-                         "leaf": nodes["is_leaf"].astype(bool).tolist(), "value": _floats(nodes["value"])})
-    return {"levels": levels, "baseline": float(np.asarray(trees._baseline_prediction, dtype=np.float64).ravel()[0]),
-            "trees": exported}
+        exported.append(
+            {
+                "feature": nodes["feature_idx"].astype(int).tolist(),
+                "threshold": _floats(nodes["num_threshold"]),
+                "missing_left": nodes["missing_go_to_left"].astype(bool).tolist(),
+                "left": nodes["left"].astype(int).tolist(),
+                "right": nodes["right"].astype(int).tolist(),
+                "leaf": nodes["is_leaf"].astype(bool).tolist(),
+                "value": _floats(nodes["value"]),
+            }
+        )
+    return {
+        "levels": levels,
+        "baseline": float(np.asarray(trees._baseline_prediction, dtype=np.float64).ravel()[0]),
+        "trees": exported,
+    }
 
 
 def _floats(values) -> list[float]:
@@ -763,8 +901,14 @@ class FittedPredictor:
 
     # -- as data --
     def to_dict(self) -> dict:
-        body = {"format": FORMAT, "version": VERSION, "learner": self.learner,
-                "features": [f.to_dict() for f in self.features], "model": self.model, "source": self.source}
+        body = {
+            "format": FORMAT,
+            "version": VERSION,
+            "learner": self.learner,
+            "features": [f.to_dict() for f in self.features],
+            "model": self.model,
+            "source": self.source,
+        }
         return {**body, "sha256": _digest(body)}
 
     def save(self, path) -> Path:
@@ -797,15 +941,17 @@ def load_predictor(path) -> FittedPredictor:
     shown = os.fspath(path)
     p = Path(shown)
     if not p.is_file():
-        raise SpecError("load_predictor", "path", shown, "must be a predictor file (`archstudy rank` writes "
-                        "DIR/predictor.json)")
+        raise SpecError(
+            "load_predictor", "path", shown, "must be a predictor file (`archstudy rank` writes DIR/predictor.json)"
+        )
     if p.stat().st_size > MAX_BYTES:
         raise UserError(f"{shown}: not a valid archstudy predictor: larger than {MAX_BYTES // 2**20} MiB")
     try:
         d = json.loads(p.read_bytes())
     except (ValueError, RecursionError) as e:
-        raise UserError(f"{shown}: not a valid archstudy predictor: not JSON ({str(e).splitlines()[0][:100]})") \
-            from None
+        raise UserError(
+            f"{shown}: not a valid archstudy predictor: not JSON ({str(e).splitlines()[0][:100]})"
+        ) from None
     return FittedPredictor.from_dict(d, shown)
 
 
@@ -819,29 +965,36 @@ def _need(ok: bool, why: str) -> None:
 
 
 def _float_list(v, name: str, n: int | None = None, finite: bool = True) -> list[float]:
-    _need(isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v),
-          f"{name} must be a list of numbers")
+    _need(
+        isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v),
+        f"{name} must be a list of numbers",
+    )
     _need(n is None or len(v) == n, f"{name} must have {n} entries, not {len(v)}")
     _need(not finite or all(math.isfinite(x) for x in v), f"{name} must be finite")
     return [float(x) for x in v]
 
 
 def _int_list(v, name: str, lo: int, hi: int, n: int) -> list[int]:
-    _need(isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
-          f"{name} must be a list of {n} integers")
+    _need(
+        isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
+        f"{name} must be a list of {n} integers",
+    )
     _need(all(lo <= x < hi for x in v), f"{name} must lie in [{lo}, {hi})")
     return v
 
 
 def _bool_list(v, name: str, n: int) -> list[bool]:
-    _need(isinstance(v, list) and len(v) == n and all(isinstance(x, bool) for x in v),
-          f"{name} must be a list of {n} booleans")
+    _need(
+        isinstance(v, list) and len(v) == n and all(isinstance(x, bool) for x in v),
+        f"{name} must be a list of {n} booleans",
+    )
     return v
 
 
 def _number(v, name: str) -> float:
-    _need(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v), f"{name} must be a finite "
-          "number")
+    _need(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v), f"{name} must be a finite number"
+    )
     return float(v)
 
 
@@ -851,15 +1004,19 @@ def _validated(d: Any) -> FittedPredictor:
     _need(set(d) == keys, f"its keys must be {', '.join(sorted(keys))}")
     _need(d["format"] == FORMAT and d["version"] == VERSION, f"format must be {FORMAT!r} version {VERSION}")
     body = {k: v for k, v in d.items() if k != "sha256"}
-    _need(d["sha256"] == _digest(body), "its sha256 does not match its content (the file was changed after "
-          "archstudy saved it)")
+    _need(
+        d["sha256"] == _digest(body),
+        "its sha256 does not match its content (the file was changed after archstudy saved it)",
+    )
     learner = d["learner"]
     _need(learner in LEARNERS, f"learner must be one of {', '.join(LEARNERS)}")
     _need(isinstance(d["features"], list) and d["features"], "features must be a non-empty list")
     features = []
     for f in d["features"]:
-        _need(isinstance(f, dict) and set(f) == {"column", "log", "kind", "categorical"}, "a feature must have "
-              "column, log, kind, categorical")
+        _need(
+            isinstance(f, dict) and set(f) == {"column", "log", "kind", "categorical"},
+            "a feature must have column, log, kind, categorical",
+        )
         _need(f["column"] in KNOWN, f"feature {str(f['column'])[:40]!r} is not an init metric or descriptor")
         known = KNOWN[f["column"]]
         _need(Feature(**f) == known, f"feature {f['column']!r} must be {known.to_dict()}")
@@ -870,24 +1027,33 @@ def _validated(d: Any) -> FittedPredictor:
     _need(isinstance(m, dict), "model must be an object")
     _need(isinstance(d["source"], dict), "source must be an object")
     if learner in ("window", "nlc"):
-        _need(set(m) == {"metric", "centre", "slope", "intercept", "fill"}, "a window model has metric, centre, "
-              "slope, intercept, fill")
+        _need(
+            set(m) == {"metric", "centre", "slope", "intercept", "fill"},
+            "a window model has metric, centre, slope, intercept, fill",
+        )
         _need(m["metric"] == "" or m["metric"] in numeric, "the window's metric must be one of the features")
         for k in ("centre", "slope", "intercept", "fill"):
             _number(m[k], f"model.{k}")
         return FittedPredictor(learner, features, m, d["source"])
     levels = m.get("levels")
-    _need(isinstance(levels, list) and len(levels) == len(categorical) and all(
-        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in levels), "model.levels must list each "
-          "category's levels")
+    _need(
+        isinstance(levels, list)
+        and len(levels) == len(categorical)
+        and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in levels),
+        "model.levels must list each category's levels",
+    )
     width = len(numeric) + sum(len(v) for v in levels)
     if learner == "linear":
-        _need(set(m) == {"levels", "quantiles", "references", "median", "mean", "scale", "coef", "intercept"},
-              "a linear model has levels, quantiles, references, median, mean, scale, coef, intercept")
+        _need(
+            set(m) == {"levels", "quantiles", "references", "median", "mean", "scale", "coef", "intercept"},
+            "a linear model has levels, quantiles, references, median, mean, scale, coef, intercept",
+        )
         ref = _float_list(m["references"], "model.references")
         _need(ref == sorted(ref), "model.references must be increasing")
-        _need(isinstance(m["quantiles"], list) and len(m["quantiles"]) == len(numeric), "model.quantiles must "
-              "list each numeric feature's quantiles")
+        _need(
+            isinstance(m["quantiles"], list) and len(m["quantiles"]) == len(numeric),
+            "model.quantiles must list each numeric feature's quantiles",
+        )
         for j, q in enumerate(m["quantiles"]):
             q = _float_list(q, f"model.quantiles[{j}]", len(ref))
             _need(q == sorted(q), f"model.quantiles[{j}] must be increasing")
@@ -903,9 +1069,11 @@ def _validated(d: Any) -> FittedPredictor:
     _need(isinstance(m["trees"], list), "model.trees must be a list")
     for i, t in enumerate(m["trees"]):
         name = f"model.trees[{i}]"
-        _need(isinstance(t, dict) and set(t) == {"feature", "threshold", "missing_left", "left", "right", "leaf",
-                                                  "value"}, f"{name} must have feature, threshold, missing_left, "
-              "left, right, leaf, value")
+        _need(
+            isinstance(t, dict)
+            and set(t) == {"feature", "threshold", "missing_left", "left", "right", "leaf", "value"},
+            f"{name} must have feature, threshold, missing_left, left, right, leaf, value",
+        )
         n = len(t["leaf"]) if isinstance(t["leaf"], list) else 0
         _need(n >= 1, f"{name} must have nodes")
         leaf = _bool_list(t["leaf"], f"{name}.leaf", n)
@@ -928,8 +1096,9 @@ def _validated(d: Any) -> FittedPredictor:
 TRANSFER_COLUMNS = ["source", "source_dataset", "learner", "label", "metric"] + SCORE_COLUMNS[3:]
 
 
-def score_predictor(predictor: FittedPredictor, results, *, n_boot: int = N_BOOT, seed: int = 0,
-                    confidence: float = CONFIDENCE) -> pd.DataFrame:
+def score_predictor(
+    predictor: FittedPredictor, results, *, n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE
+) -> pd.DataFrame:
     """How a predictor fitted elsewhere ranks this study's trained architectures: Spearman, Kendall and R^2 of
     its predictions against their test errors, with bootstrap intervals over base architectures (one row)."""
     n_boot = check("score_predictor", "n_boot", Integer(1), n_boot)
@@ -939,10 +1108,19 @@ def score_predictor(predictor: FittedPredictor, results, *, n_boot: int = N_BOOT
     y = arch[TARGET].to_numpy(np.float64)
     s = held_out_scores(y, predictor.predict(arch), group_counts(base_groups(arch), n_boot, seed), confidence)
     src = predictor.source
-    return pd.DataFrame([{"source": src.get("location"), "source_dataset": src.get("dataset"),
-                          "learner": predictor.learner, "label": LABELS[predictor.learner],
-                          "metric": predictor.model.get("metric", ""),
-                          **{k: v for k, v in s.items() if not k.startswith("_")}}], columns=TRANSFER_COLUMNS)
+    return pd.DataFrame(
+        [
+            {
+                "source": src.get("location"),
+                "source_dataset": src.get("dataset"),
+                "learner": predictor.learner,
+                "label": LABELS[predictor.learner],
+                "metric": predictor.model.get("metric", ""),
+                **{k: v for k, v in s.items() if not k.startswith("_")},
+            }
+        ],
+        columns=TRANSFER_COLUMNS,
+    )
 
 
 def predictor_from(source) -> FittedPredictor:
@@ -993,37 +1171,71 @@ def predict_html(s) -> str:
         return f"<p>{esc(p or 'No held-out evaluation.')}</p>"
     rows, classes = [], []
     for _, r in p.scores.iterrows():
-        rows.append([esc(r["label"]) + (" <b>(best joint)</b>" if r["learner"] == p.best else ""),
-                     esc(r["metric"]) or "–", fmt(int(r["n"])),
-                     with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]),
-                     with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]),
-                     with_interval(r["r2"], r["r2_lo"], r["r2_hi"])])
+        rows.append(
+            [
+                esc(r["label"]) + (" <b>(best joint)</b>" if r["learner"] == p.best else ""),
+                esc(r["metric"]) or "–",
+                fmt(int(r["n"])),
+                with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]),
+                with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]),
+                with_interval(r["r2"], r["r2_lo"], r["r2_hi"]),
+            ]
+        )
         classes.append("" if r["learner"] in JOINT else "baseline")
-    out = [f'<div class="box done">{esc(p.verdict)}</div>',
-           table(["learner", "its metric", "n", "held-out Spearman ρ", "Kendall τ", "R²"], rows, left=2,
-                 row_classes=classes)]
-    diff_rows = [[esc(LABELS[r["learner"]]) + " − " + esc(LABELS[r["versus"]]),
-                  with_interval(r["diff"], r["lo"], r["hi"])] for _, r in p.versus.iterrows()]
+    out = [
+        f'<div class="box done">{esc(p.verdict)}</div>',
+        table(
+            ["learner", "its metric", "n", "held-out Spearman ρ", "Kendall τ", "R²"], rows, left=2, row_classes=classes
+        ),
+    ]
+    diff_rows = [
+        [esc(LABELS[r["learner"]]) + " − " + esc(LABELS[r["versus"]]), with_interval(r["diff"], r["lo"], r["hi"])]
+        for _, r in p.versus.iterrows()
+    ]
     out.append(table(["difference in held-out ρ", "paired bootstrap interval"], diff_rows, left=1))
     if len(p.transfer):
         own = p.scores.set_index("learner")
         t_rows = []
         for _, r in p.transfer.iterrows():
-            t_rows.append([esc(r["source"] or "–"), esc(r["source_dataset"] or "–"), esc(r["label"]),
-                           with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]),
-                           with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]),
-                           with_interval(r["r2"], r["r2_lo"], r["r2_hi"]),
-                           with_interval(own.at[r["learner"], "spearman"], own.at[r["learner"], "spearman_lo"],
-                                         own.at[r["learner"], "spearman_hi"]),
-                           with_interval(own.at["nlc", "spearman"], own.at["nlc", "spearman_lo"],
-                                         own.at["nlc", "spearman_hi"])])
-        out += ["<h4>Transfer: a predictor fitted on another study, scored on this one</h4>",
-                table(["fitted on", "its dataset", "learner", "Spearman ρ here", "Kendall τ", "R²",
-                       "this study's own held-out ρ (same learner)", "NLC alone here (held out)"], t_rows, left=3),
-                '<p class="muted">Fitted on every trained architecture of the other study (or read from a saved '
-                "predictor) and applied unchanged to this study's: the ranking it gives here against test error. "
-                "R² compares predicted and actual error on this dataset's scale, which another dataset need not "
-                "share; ρ and τ compare orders only.</p>"]
+            t_rows.append(
+                [
+                    esc(r["source"] or "–"),
+                    esc(r["source_dataset"] or "–"),
+                    esc(r["label"]),
+                    with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]),
+                    with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]),
+                    with_interval(r["r2"], r["r2_lo"], r["r2_hi"]),
+                    with_interval(
+                        own.at[r["learner"], "spearman"],
+                        own.at[r["learner"], "spearman_lo"],
+                        own.at[r["learner"], "spearman_hi"],
+                    ),
+                    with_interval(
+                        own.at["nlc", "spearman"], own.at["nlc", "spearman_lo"], own.at["nlc", "spearman_hi"]
+                    ),
+                ]
+            )
+        out += [
+            "<h4>Transfer: a predictor fitted on another study, scored on this one</h4>",
+            table(
+                [
+                    "fitted on",
+                    "its dataset",
+                    "learner",
+                    "Spearman ρ here",
+                    "Kendall τ",
+                    "R²",
+                    "this study's own held-out ρ (same learner)",
+                    "NLC alone here (held out)",
+                ],
+                t_rows,
+                left=3,
+            ),
+            '<p class="muted">Fitted on every trained architecture of the other study (or read from a saved '
+            "predictor) and applied unchanged to this study's: the ranking it gives here against test error. "
+            "R² compares predicted and actual error on this dataset's scale, which another dataset need not "
+            "share; ρ and τ compare orders only.</p>",
+        ]
     names = ", ".join(esc(f.label) for f in p.features)
     out.append(
         f'<p class="muted">Every trained architecture with a test error; features: {names} (log10 where the '
@@ -1036,14 +1248,17 @@ def predict_html(s) -> str:
         "folds, and of the NLC alone (distance from the centre of its good range, mapped to error by least "
         "squares). Intervals: percentile bootstrap over base architectures of the held-out predictions "
         "(differences: the same resamples, paired). The architecture's own depth, width and categories can join "
-        "the metrics: <code>archstudy.predict_study(results, descriptors=True)</code>.</p>")
+        "the metrics: <code>archstudy.predict_study(results, descriptors=True)</code>.</p>"
+    )
     return "\n".join(out)
 
 
 # -- the check of a ranking: the top K against K drawn at random -------------------------------------------------
 
-def median_lift(top: Sequence[float], drawn: Sequence[float], *, n_boot: int = 10_000, seed: int = 0,
-                confidence: float = CONFIDENCE) -> dict:
+
+def median_lift(
+    top: Sequence[float], drawn: Sequence[float], *, n_boot: int = 10_000, seed: int = 0, confidence: float = CONFIDENCE
+) -> dict:
     """What a ranking before training was worth (``archstudy rank --check``): the median test error of the top K
     by prediction and of K drawn at random from the same ranked architectures, each with its percentile-bootstrap
     interval, and the lift = median(drawn) - median(top) (positive: the ranking picked better architectures),

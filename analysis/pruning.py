@@ -43,9 +43,17 @@ def prune(df: pd.DataFrame, window: Any = PAPER_WINDOW, target: str = "test_erro
     total_s = float(np.nansum(total))
     saved_s = float(np.nansum(train[~kept]))
     return {
-        "lo": lo, "hi": hi, "n": int(len(df)), "n_kept": int(kept.sum()), "n_skipped": int((~kept).sum()),
-        "total_s": total_s, "saved_s": saved_s, "saved_fraction": saved_s / total_s if total_s > 0 else math.nan,
-        "best_error": best_all, "best_error_kept": best_kept, "regret": best_kept - best_all,
+        "lo": lo,
+        "hi": hi,
+        "n": int(len(df)),
+        "n_kept": int(kept.sum()),
+        "n_skipped": int((~kept).sum()),
+        "total_s": total_s,
+        "saved_s": saved_s,
+        "saved_fraction": saved_s / total_s if total_s > 0 else math.nan,
+        "best_error": best_all,
+        "best_error_kept": best_kept,
+        "regret": best_kept - best_all,
         # Was the best architecture of the study kept? (the regret says by how much it was missed)
         "best_kept": bool(np.isfinite(best_kept) and best_kept == best_all),
     }

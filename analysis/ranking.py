@@ -13,8 +13,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-RANKING_COLUMNS = ["rank", "predictor", "label", "kind", "kendall", "kendall_lo", "kendall_hi", "abs_tau", "abs_lo",
-                   "abs_hi", "n"]
+RANKING_COLUMNS = [
+    "rank",
+    "predictor",
+    "label",
+    "kind",
+    "kendall",
+    "kendall_lo",
+    "kendall_hi",
+    "abs_tau",
+    "abs_lo",
+    "abs_hi",
+    "n",
+]
 
 
 def abs_interval(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -31,9 +42,17 @@ def window_rows(windows: pd.DataFrame) -> pd.DataFrame:
     if not len(windows):
         return pd.DataFrame()
     w = windows[(windows["u_shaped"] | (windows["metric"] == "nlc")) & np.isfinite(windows["tau"])]
-    return pd.DataFrame({"predictor": w["metric"] + ":window", "label": "window: " + w["label"],
-                         "kind": "window", "kendall": w["tau"], "kendall_lo": w["tau_lo"],
-                         "kendall_hi": w["tau_hi"], "n": w["n"]})
+    return pd.DataFrame(
+        {
+            "predictor": w["metric"] + ":window",
+            "label": "window: " + w["label"],
+            "kind": "window",
+            "kendall": w["tau"],
+            "kendall_lo": w["tau_lo"],
+            "kendall_hi": w["tau_hi"],
+            "n": w["n"],
+        }
+    )
 
 
 def predictor_ranking(corr: pd.DataFrame, windows: pd.DataFrame | None = None) -> pd.DataFrame:

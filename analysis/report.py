@@ -46,11 +46,20 @@ from .pruning import check_window
 from .results import load_results, local_root
 from .sections import StudyAnalysis, analyse, study_labels
 
-__all__ = ["COMPARISON_SECTIONS", "STUDY_SECTIONS", "PageSection", "StudyAnalysis", "analyse", "check_out", "render",
-           "write_report"]
+__all__ = [
+    "COMPARISON_SECTIONS",
+    "STUDY_SECTIONS",
+    "PageSection",
+    "StudyAnalysis",
+    "analyse",
+    "check_out",
+    "render",
+    "write_report",
+]
 
 
 # -- rendering ------------------------------------------------------------------------------------------------
+
 
 def status_box(s: StudyAnalysis) -> str:
     """The boxes above a study's numbers: complete or partial, pruned at launch, files left out, caveats."""
@@ -58,18 +67,23 @@ def status_box(s: StudyAnalysis) -> str:
     n = r.n_finished
     planned = "unknown" if r.planned is None else f"{r.planned:,}"
     if r.complete:
-        head = (f'<div class="box done"><b>Complete:</b> all {planned} planned architectures are finished or '
-                "failed.</div>")
+        head = (
+            f'<div class="box done"><b>Complete:</b> all {planned} planned architectures are finished or failed.</div>'
+        )
     else:
         why = "" if r.planned is not None else f" ({esc(r.planned_note)})"
-        head = (f'<div class="box partial"><b>Partial study:</b> {n:,} of {planned} planned architectures finished'
-                f"{why}, {r.n_failed:,} failed, {r.in_progress:,} in progress. Every number below covers the "
-                f"finished architectures only.</div>")
+        head = (
+            f'<div class="box partial"><b>Partial study:</b> {n:,} of {planned} planned architectures finished'
+            f"{why}, {r.n_failed:,} failed, {r.in_progress:,} in progress. Every number below covers the "
+            f"finished architectures only.</div>"
+        )
     pruned = len(r.pruned)
     if pruned:
-        head += (f'<div class="box partial"><b>Pruned at launch:</b> {pruned:,} of {n:,} finished architectures were '
-                 "measured at initialization and not trained (their NLC lay outside the study's window, see NLC-guided "
-                 "pruning). Every statistic below covers the trained architectures only, all inside the window.</div>")
+        head += (
+            f'<div class="box partial"><b>Pruned at launch:</b> {pruned:,} of {n:,} finished architectures were '
+            "measured at initialization and not trained (their NLC lay outside the study's window, see NLC-guided "
+            "pruning). Every statistic below covers the trained architectures only, all inside the window.</div>"
+        )
     return head + excluded_html(r) + caveats_html(s)
 
 
@@ -80,9 +94,16 @@ def status_table(s: StudyAnalysis) -> str:
     planned = "unknown" if r.planned is None else f"{r.planned:,}"
     pruned = len(r.pruned)
     rows = [
-        ["planned", planned], ["finished", fmt(n)],
-        *([["&nbsp;&nbsp;pruned at launch (measured, not trained)", fmt(pruned)],
-           ["&nbsp;&nbsp;trained", fmt(n - pruned)]] if s.launch is not None or pruned else []),
+        ["planned", planned],
+        ["finished", fmt(n)],
+        *(
+            [
+                ["&nbsp;&nbsp;pruned at launch (measured, not trained)", fmt(pruned)],
+                ["&nbsp;&nbsp;trained", fmt(n - pruned)],
+            ]
+            if s.launch is not None or pruned
+            else []
+        ),
         ["failed (after retries)", fmt(r.n_failed)],
         ["in progress (checkpoint present)", fmt(r.in_progress)],
         ["diverged (every run)", fmt(h["all_diverged"])],
@@ -102,16 +123,20 @@ def excluded_html(r) -> str:
     corrupt = getattr(r, "corrupt", {})
     if corrupt:
         first, problem = next(iter(corrupt.items()))
-        out += (f'<div class="box partial"><b>Unreadable:</b> {len(corrupt):,} result file(s) left out of every number '
-                f"below, e.g. {esc(first)}: {esc(problem)} (`archstudy status` lists them; `archstudy resume` redoes "
-                "them).</div>")
+        out += (
+            f'<div class="box partial"><b>Unreadable:</b> {len(corrupt):,} result file(s) left out of every number '
+            f"below, e.g. {esc(first)}: {esc(problem)} (`archstudy status` lists them; `archstudy resume` redoes "
+            "them).</div>"
+        )
     if not r.excluded:
         return out
     reasons = sorted(set(r.excluded.values()))
     n = sum(1 for k in r.excluded if k.startswith("architectures/"))
-    return out + (f'<div class="box partial"><b>Left out:</b> {len(r.excluded):,} result file(s) ({n:,} '
-                  f"architecture(s)) that do not belong to this study: {esc('; '.join(reasons))}. They are in none of "
-                  "the numbers below (`archstudy status` lists them; a resume refuses to run beside them).</div>")
+    return out + (
+        f'<div class="box partial"><b>Left out:</b> {len(r.excluded):,} result file(s) ({n:,} '
+        f"architecture(s)) that do not belong to this study: {esc('; '.join(reasons))}. They are in none of "
+        "the numbers below (`archstudy status` lists them; a resume refuses to run beside them).</div>"
+    )
 
 
 # The works the notes cite besides the NLC paper.
@@ -129,15 +154,18 @@ def caveats_html(s: StudyAnalysis) -> str:
     boxes = []
     diverged = s.health["all_diverged"]
     if n and diverged == n:
-        boxes.append(f"<b>No architecture trained:</b> every run of all {n:,} finished architectures diverged, so "
-                     "each test error is that of the untrained network and the statistics below say nothing about "
-                     "what predicts the error of a trained one. Check the protocol's learning rates.")
+        boxes.append(
+            f"<b>No architecture trained:</b> every run of all {n:,} finished architectures diverged, so "
+            "each test error is that of the untrained network and the statistics below say nothing about "
+            "what predicts the error of a trained one. Check the protocol's learning rates."
+        )
     elif n and diverged / n > 0.5:
-        boxes.append(f"<b>Most architectures did not train:</b> {diverged:,} of {n:,} diverged at every learning "
-                     "rate.")
+        boxes.append(f"<b>Most architectures did not train:</b> {diverged:,} of {n:,} diverged at every learning rate.")
     if 0 < n < FEW:
-        boxes.append(f"<b>Few architectures:</b> {n} finished; with fewer than {FEW} no correlation is "
-                     "significant and the intervals are wide. Read the p-values, not the coefficients.")
+        boxes.append(
+            f"<b>Few architectures:</b> {n} finished; with fewer than {FEW} no correlation is "
+            "significant and the intervals are wide. Read the p-values, not the coefficients."
+        )
     return "".join(f'<div class="box partial">{b}</div>' for b in boxes)
 
 
@@ -156,14 +184,19 @@ def provenance_html(s: StudyAnalysis) -> str:
 
     finished = p["finished"]
     rows = [
-        ["study", esc(r.study_dir)], ["dataset", esc(r.dataset)], ["study seed", value("seed")],
-        ["preset", value("preset")], ["parameter budget", value("param_budget")],
-        ["protocol", value("protocol")], ["siblings", value("siblings")],
+        ["study", esc(r.study_dir)],
+        ["dataset", esc(r.dataset)],
+        ["study seed", value("seed")],
+        ["preset", value("preset")],
+        ["parameter budget", value("param_budget")],
+        ["protocol", value("protocol")],
+        ["siblings", value("siblings")],
         ["package version (study.yaml)", value("package_version")],
         ["package version (architectures)", distinct("package_version")],
         ["created", value("created")],
         ["finished between", f"{esc(finished[0])} and {esc(finished[1])}" if finished else "–"],
-        ["machines (host)", distinct("host")], ["devices", distinct("device")],
+        ["machines (host)", distinct("host")],
+        ["devices", distinct("device")],
         ["recorded compute", f"{fmt(p['compute_h'])} h" if p["compute_h"] is not None else "–"],
     ]
     return table(None, rows, left=2, cls="kv")
@@ -179,25 +212,56 @@ def correlations_html(s: StudyAnalysis) -> str:
     if not len(c):
         return "<p>No finished architectures yet.</p>"
     chart = dict(zip(s.ranking["predictor"], s.ranking["rank"])) if len(s.ranking) else {}
-    measured = c[c["n"] >= 3].assign(chart=lambda t: t["predictor"].map(chart)).sort_values(
-        ["chart", "rank"], kind="stable", na_position="last")
+    measured = (
+        c[c["n"] >= 3]
+        .assign(chart=lambda t: t["predictor"].map(chart))
+        .sort_values(["chart", "rank"], kind="stable", na_position="last")
+    )
     missing = c[c["n"] < 3]
     rows, classes = [], []
     for _, r in measured.iterrows():
         p = PREDICTOR_BY_COLUMN.get(r["predictor"])
-        rows.append([
-            fmt(int(r["chart"])) if np.isfinite(r["chart"]) else "–", esc(r["label"]), esc(r["kind"]), "log" if r["log"] else "linear", fmt(int(r["n"])),
-            with_interval(r["pearson"], r["pearson_lo"], r["pearson_hi"]), fmt_p(r["pearson_p"]),
-            with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]), fmt_p(r["spearman_p"]),
-            with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]), fmt_p(r["kendall_p"]),
-            psi_cell(r), fmt(r["psi_tau_b"], 2),
-            with_interval(r["lift"], r["lift_lo"], r["lift_hi"]),
-        ])
+        rows.append(
+            [
+                fmt(int(r["chart"])) if np.isfinite(r["chart"]) else "–",
+                esc(r["label"]),
+                esc(r["kind"]),
+                "log" if r["log"] else "linear",
+                fmt(int(r["n"])),
+                with_interval(r["pearson"], r["pearson_lo"], r["pearson_hi"]),
+                fmt_p(r["pearson_p"]),
+                with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]),
+                fmt_p(r["spearman_p"]),
+                with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]),
+                fmt_p(r["kendall_p"]),
+                psi_cell(r),
+                fmt(r["psi_tau_b"], 2),
+                with_interval(r["lift"], r["lift_lo"], r["lift_hi"]),
+            ]
+        )
         classes.append("baseline" if p is not None and p.kind == "baseline" else "")
     best = measured["best_baseline"].dropna()
-    out = table(["rank", "predictor", "kind", "scale", "n", "Pearson r", "p", "Spearman ρ", "p",
-                 "Kendall τ", "p", "granulated Kendall Ψ", "Ψ over defined cells (τ-b)", "lift over best baseline"],
-                rows, left=4, row_classes=classes)
+    out = table(
+        [
+            "rank",
+            "predictor",
+            "kind",
+            "scale",
+            "n",
+            "Pearson r",
+            "p",
+            "Spearman ρ",
+            "p",
+            "Kendall τ",
+            "p",
+            "granulated Kendall Ψ",
+            "Ψ over defined cells (τ-b)",
+            "lift over best baseline",
+        ],
+        rows,
+        left=4,
+        row_classes=classes,
+    )
     notes = [
         "Pearson on log10 of the predictor where the scale says log (the NLC paper correlates on the log of "
         "what it plots on a log axis); intervals: percentile bootstrap over architectures "
@@ -214,8 +278,11 @@ def correlations_html(s: StudyAnalysis) -> str:
         "axis', and there the two differ most).",
     ]
     if len(missing):
-        notes.append("Fewer than 3 finite values (not switched on, or not finite where measured): "
-                     + ", ".join(esc(v) for v in missing["label"]) + ".")
+        notes.append(
+            "Fewer than 3 finite values (not switched on, or not finite where measured): "
+            + ", ".join(esc(v) for v in missing["label"])
+            + "."
+        )
     return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
 
 
@@ -224,8 +291,10 @@ def psi_cell(r) -> str:
     if not r["psi_cells"]:
         return "–"
     ci = interval(r["psi_lo"], r["psi_hi"])
-    return (f"{fmt(r['psi'], 2)}{'<br>' + ci if ci else ''}<br><span class=\"ci\">{int(r['psi_axes'])} axes, "
-            f"{int(r['psi_cells'])} cells ({int(r['psi_constant_cells'])} constant)</span>")
+    return (
+        f'{fmt(r["psi"], 2)}{"<br>" + ci if ci else ""}<br><span class="ci">{int(r["psi_axes"])} axes, '
+        f"{int(r['psi_cells'])} cells ({int(r['psi_constant_cells'])} constant)</span>"
+    )
 
 
 def psi_html(s: StudyAnalysis) -> str:
@@ -238,14 +307,21 @@ def psi_html(s: StudyAnalysis) -> str:
     for pred in order:
         sub = t[t["predictor"] == pred].set_index("axis")
         label = PREDICTOR_BY_COLUMN[pred].label if pred in PREDICTOR_BY_COLUMN else pred
-        rows.append([esc(label)] + [
-            f"{fmt(sub.at[a, 'psi'], 2)} ({int(sub.at[a, 'cells'])}"
-            + (f", {int(sub.at[a, 'constant_cells'])} constant)" if sub.at[a, "constant_cells"] else ")")
-            if sub.at[a, "cells"] else "–" for a in axes])
+        rows.append(
+            [esc(label)]
+            + [
+                f"{fmt(sub.at[a, 'psi'], 2)} ({int(sub.at[a, 'cells'])}"
+                + (f", {int(sub.at[a, 'constant_cells'])} constant)" if sub.at[a, "constant_cells"] else ")")
+                if sub.at[a, "cells"]
+                else "–"
+                for a in axes
+            ]
+        )
     return table(["predictor"] + [esc(a) for a in axes], rows) + (
         f'<p class="muted">ψ of each axis ({JIANG}, eq. 4): the mean over the cells where only that axis '
         "varies of τ, the average sign agreement of predictor and test error over the cell's pairs (number of "
-        "cells in brackets; a cell where the predictor is constant scores 0 and is counted as constant).</p>")
+        "cells in brackets; a cell where the predictor is constant scores 0 and is counted as constant).</p>"
+    )
 
 
 def paired_html(s: StudyAnalysis) -> str:
@@ -256,28 +332,53 @@ def paired_html(s: StudyAnalysis) -> str:
     for _, r in p[p["n_pairs"] > 0].iterrows():
         level = "–" if not np.isfinite(r["ci_level"]) else f"{100 * r['ci_level']:.1f}%"
         effect = f"{esc(r['a'])} → {esc(r['b'])}" + (f" ({esc(r['context'])})" if r["context"] else "")
-        rows.append([esc(r["axis"]), effect, fmt(int(r["n_pairs"])),
-                     fmt(r["median"], 4), f"{interval(r['ci_lo'], r['ci_hi'], 4) or '–'} ({level})",
-                     f"{int(r['n_pos'])} / {int(r['n_neg'])} / {int(r['n_zero'])}", fmt_p(r["p_sign"])])
-    return table(["axis", "A → B", "pairs", "median Δ test error (B − A)", "interval for the median (coverage)",
-                  "B worse / better / equal", "sign test p"], rows, left=2) + (
+        rows.append(
+            [
+                esc(r["axis"]),
+                effect,
+                fmt(int(r["n_pairs"])),
+                fmt(r["median"], 4),
+                f"{interval(r['ci_lo'], r['ci_hi'], 4) or '–'} ({level})",
+                f"{int(r['n_pos'])} / {int(r['n_neg'])} / {int(r['n_zero'])}",
+                fmt_p(r["p_sign"]),
+            ]
+        )
+    return table(
+        [
+            "axis",
+            "A → B",
+            "pairs",
+            "median Δ test error (B − A)",
+            "interval for the median (coverage)",
+            "B worse / better / equal",
+            "sign test p",
+        ],
+        rows,
+        left=2,
+    ) + (
         '<p class="muted">Pairs: architectures of the same draw that differ only along the axis (everything else, '
         "the seed included, shared; the width re-solved to the parameter budget). In brackets, what else the pair "
         "differs in or shares: a GmP sibling of a spec with <code>imn: auto</code> (every spec from before that "
         "field, and both presets) also switches input mean normalization (Chen and Ge, eq. 16), as GmP always "
         "did; with <code>imn</code> off, GmP from the SP weights is the same function as its SP twin at "
         "initialization (for relu and abs without norms or skips). Interval: the distribution-free order-statistic "
-        "interval that inverts the sign test (at least 95%; – with fewer than 6 pairs).</p>")
+        "interval that inverts the sign test (at least 95%; – with fewer than 6 pairs).</p>"
+    )
 
 
 def launch_how(w: dict) -> str:
     """Where the window of pruning at launch (``sections.launch_window``) came from, in one clause."""
     if w["given"]:
         return "given (<code>nlc_window</code>, <code>--nlc-window</code>)"
-    why = ("its NLC good range" if w["source"] == "study" else
-           f"the NLC paper's, as the pilot's own band is not usable: {esc(w['reason'])}")
-    return (f"<code>auto</code>: from the pilot, the {w['pilot']:,} finished architectures of indices below "
-            f"{w['pilot_indices']:,}, all trained; {why}")
+    why = (
+        "its NLC good range"
+        if w["source"] == "study"
+        else f"the NLC paper's, as the pilot's own band is not usable: {esc(w['reason'])}"
+    )
+    return (
+        f"<code>auto</code>: from the pilot, the {w['pilot']:,} finished architectures of indices below "
+        f"{w['pilot_indices']:,}, all trained; {why}"
+    )
 
 
 def launch_html(s: StudyAnalysis) -> str:
@@ -286,18 +387,27 @@ def launch_html(s: StudyAnalysis) -> str:
     if w is None:
         return ""
     pruned, trained = r.pruned, r.trained
-    out = [f"<p><b>Pruned at launch</b> with the NLC window {window_text(w['lo'], w['hi'])}, {launch_how(w)}: "
-           f"{len(pruned):,} of {r.n_finished:,} finished architectures were measured at initialization "
-           f"({fmt(c['measure_h'])} h to build and measure them) and not trained; {len(trained):,} trained. Training "
-           f"time saved, estimated: {fmt(c['saved_h'])} h (their FLOPs per example times the trained architectures' "
-           f"training seconds per FLOP, {fmt(c['s_per_flop'] * 1e9, 3)} s per GFLOP: an estimate, since a pruned "
-           "architecture might have trained for more or fewer epochs than a trained one).</p>"]
+    out = [
+        f"<p><b>Pruned at launch</b> with the NLC window {window_text(w['lo'], w['hi'])}, {launch_how(w)}: "
+        f"{len(pruned):,} of {r.n_finished:,} finished architectures were measured at initialization "
+        f"({fmt(c['measure_h'])} h to build and measure them) and not trained; {len(trained):,} trained. Training "
+        f"time saved, estimated: {fmt(c['saved_h'])} h (their FLOPs per example times the trained architectures' "
+        f"training seconds per FLOP, {fmt(c['s_per_flop'] * 1e9, 3)} s per GFLOP: an estimate, since a pruned "
+        "architecture might have trained for more or fewer epochs than a trained one).</p>"
+    ]
     if len(pruned):
         show = pruned.sort_values(["index", "variant", "arch_id"]).head(100)
-        rows = [[fmt(int(x["index"])), esc(x["arch_id"]), esc(x["variant"]), fmt(x["nlc"], 3),
-                 "below" if x["nlc"] < w["lo"] else "above" if x["nlc"] > w["hi"] else "not finite"]
-                for _, x in show.iterrows()]
-        more = f"<p class=\"muted\">and {len(pruned) - len(show):,} more.</p>" if len(pruned) > len(show) else ""
+        rows = [
+            [
+                fmt(int(x["index"])),
+                esc(x["arch_id"]),
+                esc(x["variant"]),
+                fmt(x["nlc"], 3),
+                "below" if x["nlc"] < w["lo"] else "above" if x["nlc"] > w["hi"] else "not finite",
+            ]
+            for _, x in show.iterrows()
+        ]
+        more = f'<p class="muted">and {len(pruned) - len(show):,} more.</p>' if len(pruned) > len(show) else ""
         out.append(table(["index", "arch_id", "variant", "NLC at init", "window"], rows, left=3) + more)
     return "".join(out)
 
@@ -306,18 +416,45 @@ def pruning_html(s: StudyAnalysis) -> str:
     p = s.pruning
     if not len(p):
         return launch_html(s) + "<p>No trained architectures yet.</p>"
-    rows = [[esc(r["label"]) + (" (used)" if k == 0 else ""), window_text(r["lo"], r["hi"]), fmt(int(r["n"])),
-             fmt(int(r["n_kept"])), fmt(int(r["n_skipped"])),
-             f"{fmt(r['saved_s'] / 3600)} h of {fmt(r['total_s'] / 3600)} h ({fmt(100 * r['saved_fraction'], 1)}%)",
-             fmt(r["best_error"], 4), fmt(r["best_error_kept"], 4), fmt(r["regret"], 4)]
-            for k, (_, r) in enumerate(p.iterrows())]
-    return launch_html(s) + window_choice_html(s) + table(
-        ["window", "NLC window", "architectures", "kept", "skipped", "training time saved", "best test error",
-         "best kept", "regret"], rows, left=2) + (
-        '<p class="muted">An architecture is trained only if its NLC at initialization lies in the window (the '
-        "NLC paper: optimal test error needs an initial NLC of about 1 to 3). The NLC is measured before training, "
-        "so skipping saves the recorded training time; regret = best test error among the kept − best overall. "
-        "All finished architectures count, siblings included.</p>")
+    rows = [
+        [
+            esc(r["label"]) + (" (used)" if k == 0 else ""),
+            window_text(r["lo"], r["hi"]),
+            fmt(int(r["n"])),
+            fmt(int(r["n_kept"])),
+            fmt(int(r["n_skipped"])),
+            f"{fmt(r['saved_s'] / 3600)} h of {fmt(r['total_s'] / 3600)} h ({fmt(100 * r['saved_fraction'], 1)}%)",
+            fmt(r["best_error"], 4),
+            fmt(r["best_error_kept"], 4),
+            fmt(r["regret"], 4),
+        ]
+        for k, (_, r) in enumerate(p.iterrows())
+    ]
+    return (
+        launch_html(s)
+        + window_choice_html(s)
+        + table(
+            [
+                "window",
+                "NLC window",
+                "architectures",
+                "kept",
+                "skipped",
+                "training time saved",
+                "best test error",
+                "best kept",
+                "regret",
+            ],
+            rows,
+            left=2,
+        )
+        + (
+            '<p class="muted">An architecture is trained only if its NLC at initialization lies in the window (the '
+            "NLC paper: optimal test error needs an initial NLC of about 1 to 3). The NLC is measured before training, "
+            "so skipping saves the recorded training time; regret = best test error among the kept − best overall. "
+            "All finished architectures count, siblings included.</p>"
+        )
+    )
 
 
 def window_text(lo: float, hi: float) -> str:
@@ -329,16 +466,19 @@ def window_choice_html(s: StudyAnalysis) -> str:
     """Which window the pruning analysis uses, and why."""
     w = s.own_nlc_window
     if s.pruning_window_given:
-        return f'<p>Window {window_text(*s.pruning_window)}: given (<code>--nlc-window</code>).</p>'
+        return f"<p>Window {window_text(*s.pruning_window)}: given (<code>--nlc-window</code>).</p>"
     if not len(w):
         return "<p>Window: the NLC paper's [1, 3] (no finite NLC and test error to find the study's own).</p>"
     r = w.iloc[0]
     if r["large_enough"]:
-        return (f"<p>Window: the study's own {window_text(r['lo'], r['hi'])}, its NLC's good range (the paper's "
-                f"is [1, 3]): the study is large enough, each end moving by at most {fmt(max(r['sd_low'], r['sd_high']), 2)} "
-                "decades over resamples of the study (see Good ranges).</p>")
-    return (f"<p>Window: the NLC paper's [1, 3]. The study is not large enough for its own window: "
-            f"{esc(r['reason'])}.</p>")
+        return (
+            f"<p>Window: the study's own {window_text(r['lo'], r['hi'])}, its NLC's good range (the paper's "
+            f"is [1, 3]): the study is large enough, each end moving by at most {fmt(max(r['sd_low'], r['sd_high']), 2)} "
+            "decades over resamples of the study (see Good ranges).</p>"
+        )
+    return (
+        f"<p>Window: the NLC paper's [1, 3]. The study is not large enough for its own window: {esc(r['reason'])}.</p>"
+    )
 
 
 def windows_html(s: StudyAnalysis) -> str:
@@ -347,18 +487,39 @@ def windows_html(s: StudyAnalysis) -> str:
     if not len(w):
         return "<p>Too few architectures to fit a window (at least 8 with a finite metric and test error).</p>"
     w = w.assign(key=(~w["u_shaped"]).astype(int)).sort_values(["key", "gain"], ascending=[True, False])
-    rows = [[esc(r["label"]), "yes" if r["u_shaped"] else "no", fmt(int(r["n"])), fmt(r["centre"], 3),
-             f"{fmt(r['tau'], 2)} ± {fmt(r['tau_sd'], 2)}<br>{interval(r['tau_lo'], r['tau_hi'])}",
-             f"{fmt(r['raw_tau'], 2)} ± {fmt(r['raw_tau_sd'], 2)}", with_interval(r["gain"], r["gain_lo"], r["gain_hi"]),
-             fmt(r["kendall_full"], 2)] for _, r in w.iterrows()]
+    rows = [
+        [
+            esc(r["label"]),
+            "yes" if r["u_shaped"] else "no",
+            fmt(int(r["n"])),
+            fmt(r["centre"], 3),
+            f"{fmt(r['tau'], 2)} ± {fmt(r['tau_sd'], 2)}<br>{interval(r['tau_lo'], r['tau_hi'])}",
+            f"{fmt(r['raw_tau'], 2)} ± {fmt(r['raw_tau_sd'], 2)}",
+            with_interval(r["gain"], r["gain_lo"], r["gain_hi"]),
+            fmt(r["kendall_full"], 2),
+        ]
+        for _, r in w.iterrows()
+    ]
     splits = int(w["splits"].max()) if len(w) else 0
-    return table(["metric", "U-shaped", "n", "window centre", "τ of the window distance (held out)",
-                  "τ of the raw metric (same halves)", "gain |τ| − |τ raw|", "τ raw, all"], rows) + (
+    return table(
+        [
+            "metric",
+            "U-shaped",
+            "n",
+            "window centre",
+            "τ of the window distance (held out)",
+            "τ of the raw metric (same halves)",
+            "gain |τ| − |τ raw|",
+            "τ raw, all",
+        ],
+        rows,
+    ) + (
         '<p class="muted">Window distance: |log10 x − centre| (linear for metrics not on a log scale), the centre '
         "being the middle of the metric's good range fitted on a random half of the architectures; Kendall τ with "
         f"test error on the other half; {splits} random splits: mean ± sd, bracket: the central 95% of splits. "
         "The raw metric's τ is taken on the same held-out halves. U-shaped: at least 10% of the architectures lie "
-        "on each side of the metric's good range; those, and the NLC, join the predictor ranking above (green).</p>")
+        "on each side of the metric's good range; those, and the NLC, join the predictor ranking above (green).</p>"
+    )
 
 
 def edf_html(s: StudyAnalysis) -> str:
@@ -372,22 +533,40 @@ def edf_html(s: StudyAnalysis) -> str:
         k = ks[ks["axis"] == axis]
         top = k.loc[k["ks"].idxmax()] if len(k) else None
         differ = int(lv["bins"].max()) > 1
-        rows.append([
-            esc(axis), "<br>".join(f"{esc(r['level'])}: {int(r['n'])} | {fmt(r['min'], 3)} | {fmt(r['mean'], 3)}"
-                                   for _, r in lv.iterrows()),
-            "–" if top is None else f"{fmt(top['ks'], 2)} ({esc(top['a'])} vs {esc(top['b'])})",
-            "–" if top is None else fmt_p(top["p"]),
-            "levels of one size" if not differ else
-            "–" if top is None else f"{fmt(k['ks_normalized'].max(), 2)} (p ≈ {fmt_p(k.loc[k['ks_normalized'].idxmax(), 'p_normalized'])})",
-        ])
-    return table(["axis", "level: n | min | mean test error", "largest KS", "p (KS test)",
-                  f"largest KS, normalized by {esc(e.complexity)}"], rows, left=2) + (
+        rows.append(
+            [
+                esc(axis),
+                "<br>".join(
+                    f"{esc(r['level'])}: {int(r['n'])} | {fmt(r['min'], 3)} | {fmt(r['mean'], 3)}"
+                    for _, r in lv.iterrows()
+                ),
+                "–" if top is None else f"{fmt(top['ks'], 2)} ({esc(top['a'])} vs {esc(top['b'])})",
+                "–" if top is None else fmt_p(top["p"]),
+                "levels of one size"
+                if not differ
+                else "–"
+                if top is None
+                else f"{fmt(k['ks_normalized'].max(), 2)} (p ≈ {fmt_p(k.loc[k['ks_normalized'].idxmax(), 'p_normalized'])})",
+            ]
+        )
+    return table(
+        [
+            "axis",
+            "level: n | min | mean test error",
+            "largest KS",
+            "p (KS test)",
+            f"largest KS, normalized by {esc(e.complexity)}",
+        ],
+        rows,
+        left=2,
+    ) + (
         f'<p class="muted">Error EDFs ({RADOSAVOVIC_2019}, section 3) of the random draws per level of each '
         "sampled axis (depth in bins). KS: the largest distance between two levels' EDFs, with scipy's two-sample "
         "p-value. Normalized: each level reweighted so that its distribution of the complexity column is uniform "
         "over the complexity bins (a tenth of a decade) that every level occupies; levels of one size (all in "
         "one bin, as at one parameter budget) have normalized EDFs equal to their EDFs. Its p-value is "
-        "asymptotic with Kish's effective sample sizes (approximate).</p>")
+        "asymptotic with Kish's effective sample sizes (approximate).</p>"
+    )
 
 
 def good_ranges_html(s: StudyAnalysis) -> str:
@@ -398,17 +577,33 @@ def good_ranges_html(s: StudyAnalysis) -> str:
     rows, classes = [], []
     for _, r in g.iterrows():
         p = PREDICTOR_BY_COLUMN.get(r["factor"])
-        rows.append([esc(r["label"]), fmt(int(r["n"])), fmt(r["low"], 3), fmt(r["best"], 3), fmt(r["high"], 3),
-                     f"{fmt(r['min'], 3)} – {fmt(r['max'], 3)}", f"{fmt(100 * r['below'], 0)}% / {fmt(100 * r['above'], 0)}%",
-                     "yes" if r["u_shaped"] else "no"])
+        rows.append(
+            [
+                esc(r["label"]),
+                fmt(int(r["n"])),
+                fmt(r["low"], 3),
+                fmt(r["best"], 3),
+                fmt(r["high"], 3),
+                f"{fmt(r['min'], 3)} – {fmt(r['max'], 3)}",
+                f"{fmt(100 * r['below'], 0)}% / {fmt(100 * r['above'], 0)}%",
+                "yes" if r["u_shaped"] else "no",
+            ]
+        )
         classes.append("baseline" if p is not None and p.kind == "baseline" else "")
-    return nlc_window_html(s) + table(
-        ["factor", "n", "low", "best", "high", "observed range", "below / above", "U-shaped"], rows,
-        row_classes=classes) + (
-        f'<p class="muted">pycls\'s empirical bootstrap ({RADOSAVOVIC_2020}, section 3.1): 2,500 subsamples of '
-        "25% of the random draws (with replacement), the factor's value at each subsample's lowest test error; low "
-        "and high are the 2.5th and 97.5th percentiles of those values and best their median (on a log scale "
-        "where the factor is plotted on one). Below / above: the share of all architectures outside the range.</p>")
+    return (
+        nlc_window_html(s)
+        + table(
+            ["factor", "n", "low", "best", "high", "observed range", "below / above", "U-shaped"],
+            rows,
+            row_classes=classes,
+        )
+        + (
+            f'<p class="muted">pycls\'s empirical bootstrap ({RADOSAVOVIC_2020}, section 3.1): 2,500 subsamples of '
+            "25% of the random draws (with replacement), the factor's value at each subsample's lowest test error; low "
+            "and high are the 2.5th and 97.5th percentiles of those values and best their median (on a log scale "
+            "where the factor is plotted on one). Below / above: the share of all architectures outside the range.</p>"
+        )
+    )
 
 
 def nlc_window_html(s: StudyAnalysis) -> str:
@@ -418,26 +613,36 @@ def nlc_window_html(s: StudyAnalysis) -> str:
     r = w.iloc[0]
     if not np.isfinite(r["low"]):
         return ""
-    verdict = ("large enough: it is the pruning analysis' default window" if r["large_enough"] else
-               f"not large enough to replace the paper's window: {esc(r['reason'])}")
-    sd = (f", each end moving by {fmt(r['sd_low'], 2)} / {fmt(r['sd_high'], 2)} decades over 50 resamples of the "
-          "study" if np.isfinite(r["sd_low"]) else "")
-    return (f'<div class="box {"done" if r["large_enough"] else "partial"}"><b>The study\'s own NLC window:</b> '
-            f"{window_text(r['low'], r['high'])} (best {r['best']:.3g}), beside the NLC paper's [1, 3]; "
-            f"{fmt(int(r['n']))} architectures{sd}; {verdict}.</div>")
-
+    verdict = (
+        "large enough: it is the pruning analysis' default window"
+        if r["large_enough"]
+        else f"not large enough to replace the paper's window: {esc(r['reason'])}"
+    )
+    sd = (
+        f", each end moving by {fmt(r['sd_low'], 2)} / {fmt(r['sd_high'], 2)} decades over 50 resamples of the study"
+        if np.isfinite(r["sd_low"])
+        else ""
+    )
+    return (
+        f'<div class="box {"done" if r["large_enough"] else "partial"}"><b>The study\'s own NLC window:</b> '
+        f"{window_text(r['low'], r['high'])} (best {r['best']:.3g}), beside the NLC paper's [1, 3]; "
+        f"{fmt(int(r['n']))} architectures{sd}; {verdict}.</div>"
+    )
 
 
 def failed_html(s: StudyAnalysis) -> str:
     f = s.results.failed
     if not f:
         return ""
-    rows = [[fmt(int(x.get("index", -1))), esc(x.get("arch_id", "")), esc(x.get("reason", "")),
-             esc(x.get("attempts", "–"))] for x in f]
+    rows = [
+        [fmt(int(x.get("index", -1))), esc(x.get("arch_id", "")), esc(x.get("reason", "")), esc(x.get("attempts", "–"))]
+        for x in f
+    ]
     return "<h3>Failed architectures</h3>" + table(["index", "arch_id", "reason", "attempts"], rows, left=3)
 
 
 # -- the page: its sections, each a heading, its tables and notes, and the figures declared in it -----------------
+
 
 @dataclass(frozen=True)
 class PageSection:
@@ -452,8 +657,11 @@ class PageSection:
 
 def status_part_html(s: StudyAnalysis) -> str:
     """The counts of the status table beside the provenance, then study.yaml and the failed architectures."""
-    return (f'<div class="cols"><div>{status_table(s)}</div><div>{provenance_html(s)}</div></div>'
-            + config_html(s.results.config) + failed_html(s))
+    return (
+        f'<div class="cols"><div>{status_table(s)}</div><div>{provenance_html(s)}</div></div>'
+        + config_html(s.results.config)
+        + failed_html(s)
+    )
 
 
 # A study's section, after its status box (``FigureSpec.section`` names one of these keys).
@@ -478,8 +686,15 @@ EMPTY_PARTS = ("status",)
 def figure_job(s: StudyAnalysis, spec: FigureSpec) -> FigureJob:
     """The study's figure ``spec``, drawn from the study's analysis (a ``FigureData``), as a job of the drawer: its
     id in the page is ``<study anchor>-<key>``."""
-    return FigureJob(f"{s.anchor}-{spec.key}", spec.key, spec.caption, s.results.study_dir, partial(spec.draw, s),
-                     skip=spec.skip(s), note_skip=spec.note_skip)
+    return FigureJob(
+        f"{s.anchor}-{spec.key}",
+        spec.key,
+        spec.caption,
+        s.results.study_dir,
+        partial(spec.draw, s),
+        skip=spec.skip(s),
+        note_skip=spec.note_skip,
+    )
 
 
 def study_jobs(s: StudyAnalysis, without: str | None = None) -> list[tuple[str, FigureJob]]:
@@ -500,8 +715,11 @@ def section_html(s: StudyAnalysis, drawer: Drawer | None = None) -> str:
     drawer = drawer or Drawer()
     r = s.results
     jobs = study_jobs(s)
-    parts = [f'<section id="{s.anchor}"><h2>{esc(s.name)} <span class="muted">{esc(r.dataset)} · '
-             f"{esc(r.study_dir)}</span></h2>", status_box(s)]
+    parts = [
+        f'<section id="{s.anchor}"><h2>{esc(s.name)} <span class="muted">{esc(r.dataset)} · '
+        f"{esc(r.study_dir)}</span></h2>",
+        status_box(s),
+    ]
     trained = len(s.arch) > 0
     for part in STUDY_SECTIONS:
         if not trained and part.key not in EMPTY_PARTS:
@@ -528,18 +746,25 @@ def best_predictor_html(s: StudyAnalysis) -> str:
     top = rk[rk["rank"] == 1]
     link = f'<a href="#{s.anchor}-predictors">ranking chart</a>'
     if len(top) == 1:
-        head = (f"<p>Best predictor: <b>{esc(top['label'].iloc[0])}</b>, |Kendall τ| with test error "
-                f"{_tau_text(top.iloc[0])}, first in the {link}.")
+        head = (
+            f"<p>Best predictor: <b>{esc(top['label'].iloc[0])}</b>, |Kendall τ| with test error "
+            f"{_tau_text(top.iloc[0])}, first in the {link}."
+        )
     else:
-        head = (f"<p>Best predictors, tied first in the {link}: "
-                + ", ".join(f"<b>{esc(v)}</b>" for v in top["label"]) + f" (|Kendall τ| {top['abs_tau'].iloc[0]:.2f}).")
+        head = (
+            f"<p>Best predictors, tied first in the {link}: "
+            + ", ".join(f"<b>{esc(v)}</b>" for v in top["label"])
+            + f" (|Kendall τ| {top['abs_tau'].iloc[0]:.2f})."
+        )
     base = rk[rk["kind"] == "baseline"]
     if len(base):
         b = base.iloc[0]
         head += f" The best trivial baseline, {esc(b['label'])}, reaches {b['abs_tau']:.2f} (rank {int(b['rank'])})."
     head += "</p>"
-    rows = [[fmt(int(r["rank"])), esc(r["label"]) + f" ({'+' if r['kendall'] >= 0 else '−'})", esc(r["kind"]),
-             _tau_text(r)] for _, r in rk.head(5).iterrows()]
+    rows = [
+        [fmt(int(r["rank"])), esc(r["label"]) + f" ({'+' if r['kendall'] >= 0 else '−'})", esc(r["kind"]), _tau_text(r)]
+        for _, r in rk.head(5).iterrows()
+    ]
     return head + table(["rank", "predictor (sign of τ)", "kind", "|τ| [95% interval]"], rows, left=3)
 
 
@@ -547,9 +772,13 @@ def _spec_text(r) -> dict[str, str]:
     skip = str(r.get("skip", ""))
     if skip and skip != "none" and "skip_length" in r and np.isfinite(r["skip_length"]):
         skip = f"{skip} (length {int(r['skip_length'])})"
-    return {"net": f"{int(r['depth'])} × {int(r['width'])}" if np.isfinite(r.get("depth", np.nan)) else "–",
-            "activation": str(r.get("activation", "–")), "norm": str(r.get("norm", "–")), "skip": skip or "–",
-            "layers": f"{r.get('weights', '–')}, {str(r.get('param', '–')).replace('gmp', 'GmP').replace('sp', 'SP')}"}
+    return {
+        "net": f"{int(r['depth'])} × {int(r['width'])}" if np.isfinite(r.get("depth", np.nan)) else "–",
+        "activation": str(r.get("activation", "–")),
+        "norm": str(r.get("norm", "–")),
+        "skip": skip or "–",
+        "layers": f"{r.get('weights', '–')}, {str(r.get('param', '–')).replace('gmp', 'GmP').replace('sp', 'SP')}",
+    }
 
 
 def best_architectures_html(s: StudyAnalysis) -> str:
@@ -559,16 +788,33 @@ def best_architectures_html(s: StudyAnalysis) -> str:
     errors = errors[np.isfinite(errors)]
     if not len(b) or not len(errors):
         return "<p>No architecture has a test error yet.</p>"
-    head = (f"<p>Best test error <b>{fmt(float(errors.min()), 3)}</b>, median {fmt(float(np.median(errors)), 3)} "
-            f"over {len(errors):,} trained architectures.</p>")
+    head = (
+        f"<p>Best test error <b>{fmt(float(errors.min()), 3)}</b>, median {fmt(float(np.median(errors)), 3)} "
+        f"over {len(errors):,} trained architectures.</p>"
+    )
     rows = []
     for _, r in b.iterrows():
         t = _spec_text(r)
         variant = "" if r.get("variant", "base") == "base" else f' <span class="ci">{esc(r["variant"])} sibling</span>'
-        rows.append([fmt(int(r["rank"])), fmt(r["test_error"], 3), fmt(r["nlc"], 3), t["net"], esc(t["activation"]),
-                     esc(t["norm"]), esc(t["skip"]), esc(t["layers"]), f'<code class="id">{esc(r["arch_id"])}</code>{variant}'])
-    return head + table(["#", "test error", "NLC", "depth × width", "activation", "norm", "skip", "weights, param",
-                         "arch_id"], rows, left=(4, 5, 6, 7, 8), cls="words")
+        rows.append(
+            [
+                fmt(int(r["rank"])),
+                fmt(r["test_error"], 3),
+                fmt(r["nlc"], 3),
+                t["net"],
+                esc(t["activation"]),
+                esc(t["norm"]),
+                esc(t["skip"]),
+                esc(t["layers"]),
+                f'<code class="id">{esc(r["arch_id"])}</code>{variant}',
+            ]
+        )
+    return head + table(
+        ["#", "test error", "NLC", "depth × width", "activation", "norm", "skip", "weights, param", "arch_id"],
+        rows,
+        left=(4, 5, 6, 7, 8),
+        cls="words",
+    )
 
 
 def glance_html(sections: list[StudyAnalysis]) -> str:
@@ -578,11 +824,13 @@ def glance_html(sections: list[StudyAnalysis]) -> str:
         r = s.results
         planned = "?" if r.planned is None else f"{r.planned:,}"
         state = "complete" if r.complete else "partial"
-        out.append(f'<div class="study"><h3><a href="#{s.anchor}">{esc(s.name)}</a> <span class="muted">'
-                   f"{esc(r.dataset)} · {r.n_finished:,} of {planned} architectures · {state}</span></h3>"
-                   + caveats_html(s)
-                   + f'<div class="cols"><div><h4>What predicts test error</h4>{best_predictor_html(s)}</div>'
-                   f'<div class="wide"><h4>Best architectures</h4>{best_architectures_html(s)}</div></div></div>')
+        out.append(
+            f'<div class="study"><h3><a href="#{s.anchor}">{esc(s.name)}</a> <span class="muted">'
+            f"{esc(r.dataset)} · {r.n_finished:,} of {planned} architectures · {state}</span></h3>"
+            + caveats_html(s)
+            + f'<div class="cols"><div><h4>What predicts test error</h4>{best_predictor_html(s)}</div>'
+            f'<div class="wide"><h4>Best architectures</h4>{best_architectures_html(s)}</div></div></div>'
+        )
     return "\n".join(out + ["</section>"])
 
 
@@ -590,14 +838,17 @@ def toc_html(sections: list[StudyAnalysis], compare: bool) -> str:
     """The table of contents: the overview, the comparison, and every study's parts."""
     items = ['<li><a href="#glance">At a glance</a></li>']
     if compare:
-        items.append('<li><a href="#compare">Studies side by side</a>: '
-                     + " · ".join(f'<a href="#compare-{p.key}">{esc(p.title)}</a>' for p in COMPARISON_SECTIONS)
-                     + "</li>")
+        items.append(
+            '<li><a href="#compare">Studies side by side</a>: '
+            + " · ".join(f'<a href="#compare-{p.key}">{esc(p.title)}</a>' for p in COMPARISON_SECTIONS)
+            + "</li>"
+        )
     for s in sections:
         keys = [p for p in STUDY_SECTIONS if len(s.arch) or p.key in EMPTY_PARTS]
-        items.append(f'<li><a href="#{s.anchor}">{esc(s.name)}</a> <span class="muted">{esc(s.results.dataset)}'
-                     "</span>: " + " · ".join(f'<a href="#{s.anchor}-{p.key}">{esc(p.title)}</a>' for p in keys)
-                     + "</li>")
+        items.append(
+            f'<li><a href="#{s.anchor}">{esc(s.name)}</a> <span class="muted">{esc(s.results.dataset)}'
+            "</span>: " + " · ".join(f'<a href="#{s.anchor}-{p.key}">{esc(p.title)}</a>' for p in keys) + "</li>"
+        )
     return f'<nav class="toc"><b>Contents</b><ul>{"".join(items)}</ul></nav>'
 
 
@@ -609,14 +860,32 @@ def errors_compare_html(have: list[StudyAnalysis]) -> str:
         e = e[np.isfinite(e)]
         best = s.best.iloc[0] if len(s.best) else None
         top = s.ranking[s.ranking["rank"] == 1] if len(s.ranking) else s.ranking
-        rows.append([f'<a href="#{s.anchor}">{esc(s.name)}</a>', esc(s.results.dataset), fmt(len(s.arch)),
-                     fmt(float(e.min()), 3) if len(e) else "–",
-                     f'<code>{esc(best["arch_id"])}</code>' if best is not None else "–",
-                     fmt(float(np.percentile(e, 25)), 3) if len(e) else "–",
-                     fmt(float(np.median(e)), 3) if len(e) else "–",
-                     (", ".join(esc(v) for v in top["label"]) + f" ({top['abs_tau'].iloc[0]:.2f})") if len(top) else "–"])
-    return table(["study", "dataset", "trained", "best test error", "its architecture", "25th percentile", "median",
-                  "best predictor (|τ|)"], rows, left=2)
+        rows.append(
+            [
+                f'<a href="#{s.anchor}">{esc(s.name)}</a>',
+                esc(s.results.dataset),
+                fmt(len(s.arch)),
+                fmt(float(e.min()), 3) if len(e) else "–",
+                f"<code>{esc(best['arch_id'])}</code>" if best is not None else "–",
+                fmt(float(np.percentile(e, 25)), 3) if len(e) else "–",
+                fmt(float(np.median(e)), 3) if len(e) else "–",
+                (", ".join(esc(v) for v in top["label"]) + f" ({top['abs_tau'].iloc[0]:.2f})") if len(top) else "–",
+            ]
+        )
+    return table(
+        [
+            "study",
+            "dataset",
+            "trained",
+            "best test error",
+            "its architecture",
+            "25th percentile",
+            "median",
+            "best predictor (|τ|)",
+        ],
+        rows,
+        left=2,
+    )
 
 
 # Keys every study has its own value of: listed, but they say nothing about how the studies differ.
@@ -626,6 +895,7 @@ PER_STUDY_KEYS = ("created",)
 def config_diff_html(have: list[StudyAnalysis]) -> str:
     """The study.yaml keys whose values differ between the studies, one column per study; the keys they share in
     one line."""
+
     def text(v) -> str:
         if v is None:
             return "–"
@@ -638,33 +908,43 @@ def config_diff_html(have: list[StudyAnalysis]) -> str:
     differ = [k for k in differ if k not in PER_STUDY_KEYS] + [k for k in differ if k in PER_STUDY_KEYS]
     out = ""
     if differ:
-        out += table(["study.yaml key"] + [esc(s.name) for s in have],
-                     [[f"<code>{esc(k)}</code>"] + [folded(text(c.get(k))) for c in configs] for k in differ],
-                     left=len(have) + 1)
+        out += table(
+            ["study.yaml key"] + [esc(s.name) for s in have],
+            [[f"<code>{esc(k)}</code>"] + [folded(text(c.get(k))) for c in configs] for k in differ],
+            left=len(have) + 1,
+        )
     else:
         out += "<p>The studies' configs are identical.</p>"
     if same:
-        out += ('<p class="muted">The same in every study: '
-                + "; ".join(f"<code>{esc(k)}</code> = {folded(text(configs[0].get(k)), 60)}" for k in same) + ".</p>")
+        out += (
+            '<p class="muted">The same in every study: '
+            + "; ".join(f"<code>{esc(k)}</code> = {folded(text(configs[0].get(k)), 60)}" for k in same)
+            + ".</p>"
+        )
     return out
 
 
 def good_ranges_compare_html(have: list[StudyAnalysis]) -> str:
     """The good range of every factor per study, one column per study."""
-    factors = list(dict.fromkeys(f for s in have for f in s.good.loc[(s.good["n"] >= 3)
-                                                                     & np.isfinite(s.good["low"]), "factor"]))
+    factors = list(
+        dict.fromkeys(f for s in have for f in s.good.loc[(s.good["n"] >= 3) & np.isfinite(s.good["low"]), "factor"])
+    )
     rows = []
     for f in factors:
         cells = []
         for s in have:
             r = s.good[s.good["factor"] == f]
-            cells.append("–" if not len(r) or not np.isfinite(r["low"].iloc[0]) else
-                         f"[{r['low'].iloc[0]:.3g}, {r['high'].iloc[0]:.3g}]<br><span class=\"ci\">best "
-                         f"{r['best'].iloc[0]:.3g}</span>")
+            cells.append(
+                "–"
+                if not len(r) or not np.isfinite(r["low"].iloc[0])
+                else f'[{r["low"].iloc[0]:.3g}, {r["high"].iloc[0]:.3g}]<br><span class="ci">best '
+                f"{r['best'].iloc[0]:.3g}</span>"
+            )
         label = PREDICTOR_BY_COLUMN[f].label if f in PREDICTOR_BY_COLUMN else f
         rows.append([esc(label)] + cells)
-    return table(["factor"] + [f"{esc(s.name)}<br><span class=\"ci\">{esc(s.results.dataset)}</span>" for s in have],
-                 rows)
+    return table(
+        ["factor"] + [f'{esc(s.name)}<br><span class="ci">{esc(s.results.dataset)}</span>' for s in have], rows
+    )
 
 
 # The section of several studies side by side (``ComparisonSpec.section`` names one of these keys).
@@ -686,8 +966,11 @@ def comparison_html(sections: list[StudyAnalysis], drawer: Drawer | None = None)
     jobs = comparison_jobs(sections)
     parts = ['<section id="compare"><h2>Studies side by side</h2>']
     if len(have) < len(sections):
-        parts.append('<p class="muted">Without a trained architecture, not compared: '
-                     + ", ".join(esc(s.name) for s in sections if not len(s.arch)) + ".</p>")
+        parts.append(
+            '<p class="muted">Without a trained architecture, not compared: '
+            + ", ".join(esc(s.name) for s in sections if not len(s.arch))
+            + ".</p>"
+        )
     for part in COMPARISON_SECTIONS:
         parts += [f'<h3 id="compare-{part.key}">{part.title}</h3>', *([part.html(have)] if part.html else [])]
         parts += [html for key, job in jobs if key == part.key if (html := drawer.html(job))]
@@ -700,8 +983,10 @@ def comparison_jobs(sections: list[StudyAnalysis]) -> list[tuple[str, FigureJob]
     have = [s for s in sections if len(s.arch)]
     if len(have) < 2:
         return []
-    return [(c.section, FigureJob(c.key, c.key, c.caption, "the comparison", partial(c.draw, have)))
-            for c in COMPARISON_FIGURES]
+    return [
+        (c.section, FigureJob(c.key, c.key, c.caption, "the comparison", partial(c.draw, have)))
+        for c in COMPARISON_FIGURES
+    ]
 
 
 def _check_placement() -> None:
@@ -730,8 +1015,12 @@ def reproductions_html(directory, out: Path) -> str:
     if not found:
         more = f" and {len(skipped) - 3} more" if len(skipped) > 3 else ""
         named = f"; its JSON files are not: {', '.join(skipped[:3])}{more}"
-        raise SpecError("write_report", "reproductions", os.fspath(directory), "holds no reproduction results "
-                        "(NAME.json files of `archstudy reproduce`)" + (named if skipped else ""))
+        raise SpecError(
+            "write_report",
+            "reproductions",
+            os.fspath(directory),
+            "holds no reproduction results (NAME.json files of `archstudy reproduce`)" + (named if skipped else ""),
+        )
     table_rows = []
     for path, d, rows in found:
         page = path.with_suffix(".html")
@@ -739,14 +1028,27 @@ def reproductions_html(directory, out: Path) -> str:
         if page.is_file():
             name = f'<a href="{esc(Path(os.path.relpath(page.resolve(), out.resolve().parent)).as_posix())}">{name}</a>'
         differ = [q for q, ok in rows if not ok]
-        table_rows.append([name, emphasised(d.get("paper", "")), esc(d.get("source", "")), esc(d.get("scale", "")),
-                           fmt(d.get("seconds")), f"{len(rows) - len(differ)} / {len(rows)}",
-                           esc(", ".join(differ)) or "–"])
-    return (f'<h2 id="reproductions">Reproductions <span class="muted">{esc(os.fspath(directory))}</span></h2>'
-            + table(["reproduction", "paper", "table or figure", "scale", "seconds", "rows agreeing",
-                     "rows that differ"], table_rows, left=4)
-            + '<p class="muted">Written by <code>archstudy reproduce</code> and linked here on request: the papers\' '
-            "own experiments run with this pipeline, their numbers beside the papers'.</p>")
+        table_rows.append(
+            [
+                name,
+                emphasised(d.get("paper", "")),
+                esc(d.get("source", "")),
+                esc(d.get("scale", "")),
+                fmt(d.get("seconds")),
+                f"{len(rows) - len(differ)} / {len(rows)}",
+                esc(", ".join(differ)) or "–",
+            ]
+        )
+    return (
+        f'<h2 id="reproductions">Reproductions <span class="muted">{esc(os.fspath(directory))}</span></h2>'
+        + table(
+            ["reproduction", "paper", "table or figure", "scale", "seconds", "rows agreeing", "rows that differ"],
+            table_rows,
+            left=4,
+        )
+        + '<p class="muted">Written by <code>archstudy reproduce</code> and linked here on request: the papers\' '
+        "own experiments run with this pipeline, their numbers beside the papers'.</p>"
+    )
 
 
 def render(sections: list[StudyAnalysis], extra: str = "", drawer: Drawer | None = None) -> str:
@@ -763,20 +1065,36 @@ def render(sections: list[StudyAnalysis], extra: str = "", drawer: Drawer | None
         s.settle()
     drawer.draw_all([job for s in sections for _, job in study_jobs(s)] + [job for _, job in comparison_jobs(sections)])
     body = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>archstudy report: {esc(names)}</title>", f"<style>{CSS}</style></head><body>",
+        f"<title>archstudy report: {esc(names)}</title>",
+        f"<style>{CSS}</style></head><body>",
         "<h1>archstudy report: what predicts test error</h1>",
         f'<p class="muted">{esc(names)}. Drawn {now} by archstudy {esc(package_version())} on '
         f"{esc(platform.node())} (Python {platform.python_version()}).</p>",
-        toc_html(sections, compare), glance_html(sections), extra, comparison_html(sections, drawer),
-        *[section_html(s, drawer) for s in sections], "</body></html>",
+        toc_html(sections, compare),
+        glance_html(sections),
+        extra,
+        comparison_html(sections, drawer),
+        *[section_html(s, drawer) for s in sections],
+        "</body></html>",
     ]
     return "\n".join(body)
 
 
-def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=None, reproductions=None,
-                 figures=None, figure_format: str = "png", predict_from=None) -> Path:
+def write_report(
+    study_dirs,
+    out,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    window=None,
+    reproductions=None,
+    figures=None,
+    figure_format: str = "png",
+    predict_from=None,
+) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
     ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path
@@ -805,16 +1123,21 @@ def write_report(study_dirs, out, *, n_boot: int = 1000, seed: int = 0, window=N
     out = check_out(out, dirs)  # before the work: a bad path should not cost the analysis
     figures = None if figures is None else check_figures_dir(figures, dirs)
     if reproductions is not None and not Path(reproductions).is_dir():
-        raise SpecError("write_report", "reproductions", os.fspath(reproductions), "must be a directory (the --out "
-                        "of `archstudy reproduce`)")
+        raise SpecError(
+            "write_report",
+            "reproductions",
+            os.fspath(reproductions),
+            "must be a directory (the --out of `archstudy reproduce`)",
+        )
     predictor = None if predict_from is None else predictor_from(predict_from)
     results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
     labels = study_labels(dirs)
     sections = []
     try:
         for r, a, lbl in zip(results, _unique_anchors(labels), labels):
-            sections.append(analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor, label=lbl,
-                                    wait=False))
+            sections.append(
+                analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor, label=lbl, wait=False)
+            )
         drawer = Drawer(figures, figure_format)
         text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "", drawer)
     finally:
@@ -856,12 +1179,12 @@ def check_out(out, study_dirs) -> Path:
     an HTML page."""
     text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
     if not text or not Path(text).name or Path(text).name in (".", ".."):
-        raise SpecError("write_report", "out", text if text is not None else out, "must be a file path such as "
-                        "report.html")
+        raise SpecError(
+            "write_report", "out", text if text is not None else out, "must be a file path such as report.html"
+        )
     path = Path(text)
     if path.is_dir():
-        raise SpecError("write_report", "out", text, "is a directory: give a file path such as "
-                        f"{path / REPORT_NAME}")
+        raise SpecError("write_report", "out", text, f"is a directory: give a file path such as {path / REPORT_NAME}")
     if not path.parent.is_dir():
         raise SpecError("write_report", "out", text, "must be in an existing directory")
     target = path.resolve()
@@ -871,8 +1194,13 @@ def check_out(out, study_dirs) -> Path:
             continue
         root = Path(root).resolve()
         if target.is_relative_to(root) and target != root / REPORT_NAME:
-            raise SpecError("write_report", "out", text, f"is inside the study {d}: there a report may only be "
-                            f"{Path(d) / REPORT_NAME} (the study's own files are never overwritten)")
+            raise SpecError(
+                "write_report",
+                "out",
+                text,
+                f"is inside the study {d}: there a report may only be "
+                f"{Path(d) / REPORT_NAME} (the study's own files are never overwritten)",
+            )
     if path.exists() and not _is_html(path):
         raise SpecError("write_report", "out", text, "exists and is not an HTML file: it is not overwritten")
     return path

@@ -26,12 +26,25 @@ from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import UNIT_STEM
 from archstudy.study.experiment.config import StudyConfig, same_science
 from archstudy.study.experiment.schema import (
-    HIGH_BIAS, SCHEMA_KEY, RESULTS_SCHEMA_VERSIONS, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TIMESTAMP_UNIT, columns,
+    HIGH_BIAS,
+    SCHEMA_KEY,
+    RESULTS_SCHEMA_VERSIONS,
+    SCIENCE_FINGERPRINT_KEY,
+    SCIENCE_KEY,
+    TABLE_KEY,
+    TIMESTAMP_UNIT,
+    columns,
     timestamps_as_text,
 )
 
 from .columns import (
-    ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, CURVE_DTYPES, CURVE_REQUIRED, RUN_DTYPES, RUN_REQUIRED, SPEC_DTYPES,
+    ARCHITECTURE_DTYPES,
+    ARCHITECTURE_REQUIRED,
+    CURVE_DTYPES,
+    CURVE_REQUIRED,
+    RUN_DTYPES,
+    RUN_REQUIRED,
+    SPEC_DTYPES,
 )
 
 _NAME = re.compile(rf"^{UNIT_STEM}\.(?P<ext>parquet|json|pt)$")
@@ -107,6 +120,7 @@ def _trained(arch: pd.DataFrame) -> pd.Series:
 
 
 # -- reading files -----------------------------------------------------------------------------------
+
 
 def _filesystem(study_dir) -> tuple[pafs.FileSystem, str, str]:
     """(filesystem, root path within it, the name to show the user)."""
@@ -207,39 +221,60 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
             t = pq.ParquetFile(f).read(use_threads=False)  # files are read in parallel instead
     except (pa.ArrowInvalid, OSError) as e:
         first = (str(e).splitlines() or [type(e).__name__])[0]
-        raise CorruptFile(shown, "(file)", "...", f"must be a readable Parquet file ({first})",
-                          f"not readable Parquet ({first})") from None
+        raise CorruptFile(
+            shown, "(file)", "...", f"must be a readable Parquet file ({first})", f"not readable Parquet ({first})"
+        ) from None
     meta = t.schema.metadata or {}
     version = meta.get(SCHEMA_KEY.encode())
     version = None if version is None else version.decode()
     if version not in RESULTS_SCHEMA_VERSIONS:
-        raise SpecError(shown, SCHEMA_KEY, version, f"must be one of {', '.join(map(repr, RESULTS_SCHEMA_VERSIONS))} (the "
-                        "results layouts this archstudy reads, docs/results.md)")
+        raise SpecError(
+            shown,
+            SCHEMA_KEY,
+            version,
+            f"must be one of {', '.join(map(repr, RESULTS_SCHEMA_VERSIONS))} (the "
+            "results layouts this archstudy reads, docs/results.md)",
+        )
     kind = meta.get(TABLE_KEY.encode())
     kind = None if kind is None else kind.decode()
     if kind != table:
-        raise CorruptFile(shown, TABLE_KEY, kind, f"must be {table!r} for a file under {table}/",
-                          f"not an archstudy {table} file ({TABLE_KEY} {kind!r})")
+        raise CorruptFile(
+            shown,
+            TABLE_KEY,
+            kind,
+            f"must be {table!r} for a file under {table}/",
+            f"not an archstudy {table} file ({TABLE_KEY} {kind!r})",
+        )
     t = t.drop_columns([c for c in t.column_names if c.startswith("__index_level_")])
     if timestamps_as_text(version):
         for name in (c.name for c in columns(table) if c.type == "timestamp"):
             if name in t.column_names and pa.types.is_string(t.schema.field(name).type):
                 try:
-                    t = t.set_column(t.column_names.index(name), name,
-                                     t.column(name).cast(pa.timestamp(TIMESTAMP_UNIT, tz="UTC")))
+                    t = t.set_column(
+                        t.column_names.index(name), name, t.column(name).cast(pa.timestamp(TIMESTAMP_UNIT, tz="UTC"))
+                    )
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     pass  # not ISO 8601: ``typed`` names the column and the problem
     return t
 
 
-def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], excluded: dict[str, str],
-                arch_ids: set[str] | None = None, corrupt: dict[str, str] | None = None) -> tuple[pd.DataFrame, int]:
+def _read_table(
+    fs,
+    root: str,
+    shown: str,
+    table: str,
+    config: dict[str, Any],
+    excluded: dict[str, str],
+    arch_ids: set[str] | None = None,
+    corrupt: dict[str, str] | None = None,
+) -> tuple[pd.DataFrame, int]:
     """The rows of ``<root>/<table>/*.parquet`` (only the files of ``arch_ids`` when given) that belong to
     the study ``config`` describes; the files that do not are added to ``excluded`` (name -> why), those that
     cannot be read whole (``CorruptFile``) to ``corrupt`` (name -> problem), and left out."""
     files = _list(fs, root, table, "parquet")
     if arch_ids is not None:
         files = [(p, m) for p, m in files if m["arch_id"] in arch_ids]
+
     # One small file per architecture: the per-file overhead dominates, so read several at once.
     def read(pm):
         try:
@@ -274,8 +309,12 @@ def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], e
     try:
         joined = pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise SpecError(f"{shown}/{table}", "(columns)", "...",
-                        f"must have one type per column across files ({str(e).splitlines()[0]})") from None
+        raise SpecError(
+            f"{shown}/{table}",
+            "(columns)",
+            "...",
+            f"must have one type per column across files ({str(e).splitlines()[0]})",
+        ) from None
     # One chunk per column, not one per file: pandas keeps a string column as the Arrow chunks it was given, and
     # every row selection of a 1,000-chunk column costs a millisecond (most of a report's statistics went there).
     return joined.combine_chunks().to_pandas(), len(tables)
@@ -283,12 +322,12 @@ def _read_table(fs, root: str, shown: str, table: str, config: dict[str, Any], e
 
 # -- typing --------------------------------------------------------------------------------------------
 
+
 def _empty(dtype: str, n: int) -> pd.Series:
     kind = {"int64": "Int64", "bool": "boolean"}.get(dtype, dtype)
     if dtype == "str":
         return pd.Series([None] * n, dtype="str")
-    return pd.Series(pd.array([pd.NA] * n, dtype=kind) if kind in ("Int64", "boolean") else [None] * n,
-                     dtype=kind)
+    return pd.Series(pd.array([pd.NA] * n, dtype=kind) if kind in ("Int64", "boolean") else [None] * n, dtype=kind)
 
 
 def _typed_column(s: pd.Series, dtype: str, where: str, name: str) -> pd.Series:
@@ -363,6 +402,7 @@ def _fill_derived(arch: pd.DataFrame, config: dict) -> pd.DataFrame:
 
 # -- planned count ---------------------------------------------------------------------------------------
 
+
 def sibling_axes(value: Any) -> tuple[str, ...] | None:
     """The sibling axes a study's ``siblings`` setting turns on, read as ``StudyConfig`` reads it (``true`` =
     all, ``false``/absent = none, a list or one name = those), plus a mapping ``{axes: [...]}`` or
@@ -404,16 +444,24 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
         elif len(architectures) and architectures[key].notna().any():
             dims[key] = int(architectures[key].dropna().iloc[0])
         else:
-            return None, ("unknown until an architecture finishes (siblings are on, and the input and output sizes "
-                          "come from it)")
+            return None, (
+                "unknown until an architecture finishes (siblings are on, and the input and output sizes come from it)"
+            )
     # The stored space (a study is self-describing even when presets change), else the preset's name.
     space = config.get("space") or config.get("preset", StudyConfig.default("preset"))
     try:
         ids: set[str] = set()
         total = 0
-        for planned in plan_study(config.get("seed", StudyConfig.default("seed")), n, dims["d_in"], dims["d_out"],
-                                  space, config.get("param_budget", StudyConfig.default("param_budget")), axes,
-                                  indices=config.get("indices")):
+        for planned in plan_study(
+            config.get("seed", StudyConfig.default("seed")),
+            n,
+            dims["d_in"],
+            dims["d_out"],
+            space,
+            config.get("param_budget", StudyConfig.default("param_budget")),
+            axes,
+            indices=config.get("indices"),
+        ):
             total += 1
             if planned.variant == BASE:
                 ids.add(planned.spec.content_id)
@@ -423,12 +471,15 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
     if len(base):
         missing = set(base["arch_id"].astype(str)) - ids
         if missing:
-            return None, (f"{len(missing)} finished base architecture(s) are not among those re-sampled from "
-                          "study.yaml, so the planned count is unknown")
+            return None, (
+                f"{len(missing)} finished base architecture(s) are not among those re-sampled from "
+                "study.yaml, so the planned count is unknown"
+            )
     return total, f"architectures in study.yaml with their siblings along {', '.join(axes)}"
 
 
 # -- the entry point ----------------------------------------------------------------------------------
+
 
 def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] = False) -> Results:
     """Read a study: ``study.yaml``, ``architectures/*.parquet``, ``runs/*.parquet``, ``failed/*.json``
@@ -454,13 +505,17 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
     excluded: dict[str, str] = {}
     corrupt: dict[str, str] = {}
     raw_arch, n_arch_files = _read_table(fs, root, shown, "architectures", config, excluded, corrupt=corrupt)
-    raw_runs, n_run_files = (_read_table(fs, root, shown, "runs", config, excluded, corrupt=corrupt) if runs
-                             else (pd.DataFrame(), 0))
+    raw_runs, n_run_files = (
+        _read_table(fs, root, shown, "runs", config, excluded, corrupt=corrupt) if runs else (pd.DataFrame(), 0)
+    )
     arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
     arch = _fill_derived(arch, config)
     runs = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
-    curve_table = read_curves(study_dir, None if curves is True else curves) if curves is not False else \
-        typed(pd.DataFrame(), CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")
+    curve_table = (
+        read_curves(study_dir, None if curves is True else curves)
+        if curves is not False
+        else typed(pd.DataFrame(), CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")
+    )
     arch = arch.sort_values(["index", "variant", "arch_id"], kind="stable").reset_index(drop=True)
     runs = runs.sort_values(["index", "arch_id", "lr_index"], kind="stable").reset_index(drop=True)
 
@@ -480,9 +535,17 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
 
     planned, note = planned_count(config, arch)
     return Results(
-        study_dir=shown, config=config, architectures=arch, runs=runs, failed=failed, in_progress=in_progress,
-        planned=planned, planned_note=note,
-        files={"architectures": n_arch_files, "runs": n_run_files}, excluded=excluded, curves=curve_table,
+        study_dir=shown,
+        config=config,
+        architectures=arch,
+        runs=runs,
+        failed=failed,
+        in_progress=in_progress,
+        planned=planned,
+        planned_note=note,
+        files={"architectures": n_arch_files, "runs": n_run_files},
+        excluded=excluded,
+        curves=curve_table,
         corrupt=corrupt,
     )
 

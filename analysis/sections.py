@@ -42,24 +42,31 @@ def health(arch: pd.DataFrame) -> dict[str, int]:
     """The status table's counts: ``all_diverged`` (every run diverged), ``lr_edge`` (selected run among the
     protocol's lowest/highest rates), ``nonfinite_init``, ``flagged`` (either of the last two), ``high_bias``."""
     edge, nonfinite = flag(arch, "lr_edge"), flag(arch, "nonfinite_init")
-    return {"all_diverged": int(flag(arch, "all_diverged").sum()), "lr_edge": int(edge.sum()),
-            "nonfinite_init": int(nonfinite.sum()), "flagged": int((edge | nonfinite).sum()),
-            "high_bias": int(flag(arch, "high_bias").sum())}
+    return {
+        "all_diverged": int(flag(arch, "all_diverged").sum()),
+        "lr_edge": int(edge.sum()),
+        "nonfinite_init": int(nonfinite.sum()),
+        "flagged": int((edge | nonfinite).sum()),
+        "high_bias": int(flag(arch, "high_bias").sum()),
+    }
 
 
 def provenance(arch: pd.DataFrame) -> dict:
     """Where and when the architectures were computed: for ``package_version``, ``host`` and ``device`` the
     (value, count) pairs, most frequent first (None without a value); ``finished``, the first and last
     ``finished_at`` (None without one); ``compute_h``, the recorded hours (Σ ``total_s``; None without rows)."""
+
     def distinct(col: str) -> list[tuple[str, int]] | None:
         if col not in arch.columns or not arch[col].notna().any():
             return None
         return [(k, int(v)) for k, v in arch[col].astype(str).value_counts().items()]
 
     finished = arch["finished_at"].dropna() if "finished_at" in arch.columns else pd.Series(dtype=object)
-    return {**{col: distinct(col) for col in ("package_version", "host", "device")},
-            "finished": (finished.min(), finished.max()) if len(finished) else None,
-            "compute_h": float(arch["total_s"].sum()) / 3600 if len(arch) else None}
+    return {
+        **{col: distinct(col) for col in ("package_version", "host", "device")},
+        "finished": (finished.min(), finished.max()) if len(finished) else None,
+        "compute_h": float(arch["total_s"].sum()) / 3600 if len(arch) else None,
+    }
 
 
 # The spec fields that name an architecture at a glance (the overview's table of the best architectures).
@@ -80,8 +87,10 @@ def best_architectures(arch: pd.DataFrame, k: int = 5, target: str = "test_error
 def study_labels(study_dirs) -> list[str]:
     """The name of each study in a report: its directory's name, with as many parent directories as make the
     names distinct ("wave" and "wave-2", or "a/wave" and "b/wave"); an object-storage prefix likewise."""
-    parts = [[p for p in os.fspath(d).replace("\\", "/").split("/") if p and not p.endswith(":")] or [os.fspath(d)]
-             for d in study_dirs]
+    parts = [
+        [p for p in os.fspath(d).replace("\\", "/").split("/") if p and not p.endswith(":")] or [os.fspath(d)]
+        for d in study_dirs
+    ]
     depth = 1
     while True:
         names = ["/".join(p[-depth:]) for p in parts]
@@ -161,8 +170,15 @@ def launch_window(results: Results) -> dict | None:
     arch = results.architectures
     pilot = arch[arch["index"] < n] if len(arch) else arch
     p = pilot_window(pilot, seed=int(cfg.get("seed", StudyConfig.default("seed"))))
-    return {"lo": p["lo"], "hi": p["hi"], "given": False, "pilot": len(pilot), "pilot_indices": n,
-            "source": p["source"], "reason": p["reason"]}
+    return {
+        "lo": p["lo"],
+        "hi": p["hi"],
+        "given": False,
+        "pilot": len(pilot),
+        "pilot_indices": n,
+        "source": p["source"],
+        "reason": p["reason"],
+    }
 
 
 def launch_savings(results: Results) -> dict[str, float]:
@@ -178,8 +194,9 @@ def launch_savings(results: Results) -> dict[str, float]:
     return {"measure_h": measure_h, "s_per_flop": per_flop, "saved_h": saved_h}
 
 
-def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None,
-            label: str = "", wait: bool = True) -> StudyAnalysis:
+def analyse(
+    results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None, label: str = "", wait: bool = True
+) -> StudyAnalysis:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
     paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
@@ -189,10 +206,21 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
     if not len(arch):
-        return StudyAnalysis(dataset=results.dataset, arch=arch, results=results, anchor=anchor,
-                             pruning_window=window or PAPER_WINDOW, pruning_window_given=window is not None,
-                             launch=launch, health=health(arch), savings=savings, provenance=provenance(arch),
-                             label=label, ranking=predictor_ranking(pd.DataFrame()), best=best_architectures(arch))
+        return StudyAnalysis(
+            dataset=results.dataset,
+            arch=arch,
+            results=results,
+            anchor=anchor,
+            pruning_window=window or PAPER_WINDOW,
+            pruning_window_given=window is not None,
+            launch=launch,
+            health=health(arch),
+            savings=savings,
+            provenance=provenance(arch),
+            label=label,
+            ranking=predictor_ranking(pd.DataFrame()),
+            best=best_architectures(arch),
+        )
     # the held-out prediction (seconds of scikit-learn) in a forked process, beside the statistics below
     prediction = Background(report_prediction, arch, n_boot=n_boot, seed=seed, predictor=predictor)
     try:
@@ -203,31 +231,67 @@ def analyse(results: Results, anchor: str, *, n_boot: int, seed: int, window, pr
         raise
 
 
-def _analyse(results: Results, arch: pd.DataFrame, anchor: str, n_boot: int, seed: int, window, label: str, launch,
-             savings, prediction: Background) -> StudyAnalysis:
+def _analyse(
+    results: Results,
+    arch: pd.DataFrame,
+    anchor: str,
+    n_boot: int,
+    seed: int,
+    window,
+    label: str,
+    launch,
+    savings,
+    prediction: Background,
+) -> StudyAnalysis:
     corr = correlations(arch, n_boot=n_boot, seed=seed)
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     paired = paired_effects(arch)
     own = nlc_window(arch, seed=seed)
-    used = window if window is not None else (
-        (float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
+    used = (
+        window
+        if window is not None
+        else ((float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
+    )
     drawn = [i for i, _ in curve_architectures(arch)]
     scores = window_predictors(arch, seed=seed)
-    return StudyAnalysis(dataset=results.dataset, arch=arch, corr=corr, pruning_window=used, edf=edf(arch),
-                         good=good_ranges(arch, seed=seed), window_scores=scores,
-                         curves=read_curves(results.study_dir, drawn), predict=prediction, label=label,
-                         results=results, anchor=anchor, psi=psi, paired=paired,
-                         pruning=pruning_table(arch, used, window is not None, own),
-                         pruning_window_given=window is not None, own_nlc_window=own, launch=launch,
-                         health=health(arch), savings=savings, provenance=provenance(arch),
-                         ranking=predictor_ranking(corr, scores), best=best_architectures(arch))
+    return StudyAnalysis(
+        dataset=results.dataset,
+        arch=arch,
+        corr=corr,
+        pruning_window=used,
+        edf=edf(arch),
+        good=good_ranges(arch, seed=seed),
+        window_scores=scores,
+        curves=read_curves(results.study_dir, drawn),
+        predict=prediction,
+        label=label,
+        results=results,
+        anchor=anchor,
+        psi=psi,
+        paired=paired,
+        pruning=pruning_table(arch, used, window is not None, own),
+        pruning_window_given=window is not None,
+        own_nlc_window=own,
+        launch=launch,
+        health=health(arch),
+        savings=savings,
+        provenance=provenance(arch),
+        ranking=predictor_ranking(corr, scores),
+        best=best_architectures(arch),
+    )
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:
     """``nlc_pruning`` for the window used and, beside it, the NLC paper's [1, 3] and the study's own good
     range where each is not the one used; ``label`` names each."""
-    windows = [("given" if given else ("the study's own" if len(own) and own["source"].iloc[0] == "study"
-                                        else "the NLC paper's"), used)]
+    windows = [
+        (
+            "given"
+            if given
+            else ("the study's own" if len(own) and own["source"].iloc[0] == "study" else "the NLC paper's"),
+            used,
+        )
+    ]
     if tuple(used) != tuple(PAPER_WINDOW):
         windows.append(("the NLC paper's", PAPER_WINDOW))
     if len(own) and np.isfinite(own["low"].iloc[0]) and own["low"].iloc[0] < own["high"].iloc[0]:

@@ -40,6 +40,7 @@ MATRIX_BOOTSTRAP_MAX = 1500
 
 # -- bootstrap machinery ---------------------------------------------------------------------------------
 
+
 def bootstrap_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) indices of resamples with replacement, seeded."""
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
@@ -219,8 +220,9 @@ _SCIPY = {"pearson": _scipy_pearson, "spearman": _scipy_spearman, "kendall": _sc
 METHODS = Choice(("auto", "matrix", "explicit"))
 
 
-def bootstrap_statistic(kind: str, x: np.ndarray, y: np.ndarray, indices: np.ndarray,
-                        method: str = "auto") -> np.ndarray:
+def bootstrap_statistic(
+    kind: str, x: np.ndarray, y: np.ndarray, indices: np.ndarray, method: str = "auto"
+) -> np.ndarray:
     """The statistic ``kind`` ("pearson" | "spearman" | "kendall") of every resample.
 
     ``indices`` (B, m): one resample per row, as indices into x and y; a negative entry is a drawn
@@ -254,6 +256,7 @@ def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, f
 
 # -- correlations -------------------------------------------------------------------------------------------
 
+
 def statistic_and_p(fn, x, y) -> tuple[float, float]:
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan, math.nan
@@ -286,8 +289,9 @@ def _predictor_list(df: pd.DataFrame, predictors) -> list[Predictor]:
     for name in predictors:
         if name not in df.columns or not pd.api.types.is_numeric_dtype(df[name]):
             raise SpecError("correlations", "predictors", name, "must name numeric columns of the table")
-        out.append(PREDICTOR_BY_COLUMN.get(name)
-                   or Predictor(name, "other", False, "not in the catalog: linear", column=name))
+        out.append(
+            PREDICTOR_BY_COLUMN.get(name) or Predictor(name, "other", False, "not in the catalog: linear", column=name)
+        )
     return out
 
 
@@ -299,10 +303,18 @@ def _groups(df: pd.DataFrame):
         yield ds, g
 
 
-def correlations(df: pd.DataFrame, target: str = "test_error", predictors: Iterable[str] | None = None, *,
-                 variants: Iterable[str] | None = ("base",), n_boot: int = 1000, seed: int = 0,
-                 confidence: float = 0.95, axes: dict[str, tuple[str, ...]] | None = None,
-                 method: str = "auto") -> pd.DataFrame:
+def correlations(
+    df: pd.DataFrame,
+    target: str = "test_error",
+    predictors: Iterable[str] | None = None,
+    *,
+    variants: Iterable[str] | None = ("base",),
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    axes: dict[str, tuple[str, ...]] | None = None,
+    method: str = "auto",
+) -> pd.DataFrame:
     """One row per predictor and dataset: how well it predicts ``target`` across architectures.
 
     Columns: ``pearson`` (on log10 of the predictor where ``log``; ``n_pearson`` points), ``spearman``,
@@ -341,9 +353,12 @@ def correlations(df: pd.DataFrame, target: str = "test_error", predictors: Itera
     # best first within each dataset (datasets in their order; ties, and the predictors without a tau last, in
     # the declaration's order)
     first = {d: i for i, d in enumerate(out["dataset"].unique())}
-    return (out.assign(_dataset=out["dataset"].map(first))
-            .sort_values(["_dataset", "rank"], kind="stable", na_position="last")
-            .drop(columns="_dataset").reset_index(drop=True))
+    return (
+        out.assign(_dataset=out["dataset"].map(first))
+        .sort_values(["_dataset", "rank"], kind="stable", na_position="last")
+        .drop(columns="_dataset")
+        .reset_index(drop=True)
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -361,13 +376,20 @@ def _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, 
     cells = _axis_cells(group, axes)
     rows, abs_tau_boot = [], {}
     for p in preds:
-        row, abs_tau_boot[p.column] = _one_predictor(p, sample[p.column].to_numpy(np.float64), y_all, boot,
-                                                     confidence)
-        rows.append({
-            "dataset": ds, "predictor": p.column, "label": p.label, "kind": p.kind, "log": p.log, "target": target,
-            **row, **_psi_columns(_jiang_axes(group, p.column, target, axes, cells), n_boot, seed, confidence),
-            **_psi_tau_b_columns(psi_b[psi_b["predictor"] == p.column]),
-        })
+        row, abs_tau_boot[p.column] = _one_predictor(p, sample[p.column].to_numpy(np.float64), y_all, boot, confidence)
+        rows.append(
+            {
+                "dataset": ds,
+                "predictor": p.column,
+                "label": p.label,
+                "kind": p.kind,
+                "log": p.log,
+                "target": target,
+                **row,
+                **_psi_columns(_jiang_axes(group, p.column, target, axes, cells), n_boot, seed, confidence),
+                **_psi_tau_b_columns(psi_b[psi_b["predictor"] == p.column]),
+            }
+        )
     _add_lift(rows, ds, abs_tau_boot, confidence)
     return rows
 
@@ -376,28 +398,65 @@ def _psi_columns(per_axis: dict, n_boot: int, seed: int, confidence: float) -> d
     """Jiang et al.'s Psi with its cell-bootstrap interval, and what it averages."""
     lo, hi = percentile_interval(_psi_bootstrap(per_axis, n_boot, seed), confidence) if n_boot else (math.nan,) * 2
     used = [(taus, constant) for taus, constant in per_axis.values() if len(taus)]
-    return {"psi": _psi_of(per_axis), "psi_lo": lo, "psi_hi": hi, "psi_axes": len(used),
-            "psi_cells": int(sum(len(t) for t, _ in used)), "psi_constant_cells": int(sum(c.sum() for _, c in used))}
+    return {
+        "psi": _psi_of(per_axis),
+        "psi_lo": lo,
+        "psi_hi": hi,
+        "psi_axes": len(used),
+        "psi_cells": int(sum(len(t) for t, _ in used)),
+        "psi_constant_cells": int(sum(c.sum() for _, c in used)),
+    }
 
 
 def _psi_tau_b_columns(t: pd.DataFrame) -> dict:
     used = t[t["cells"] > 0]
-    return {"psi_tau_b": float(used["psi"].mean()) if len(used) else math.nan, "psi_tau_b_axes": int(len(used)),
-            "psi_tau_b_cells": int(used["cells"].sum())}
+    return {
+        "psi_tau_b": float(used["psi"].mean()) if len(used) else math.nan,
+        "psi_tau_b_axes": int(len(used)),
+        "psi_tau_b_cells": int(used["cells"].sum()),
+    }
 
 
 _CORRELATION_COLUMNS = [
-    "dataset", "predictor", "label", "kind", "log", "target", "n", "n_pearson",
-    "pearson", "pearson_p", "pearson_lo", "pearson_hi",
-    "spearman", "spearman_p", "spearman_lo", "spearman_hi",
-    "kendall", "kendall_p", "kendall_lo", "kendall_hi",
-    "psi", "psi_lo", "psi_hi", "psi_axes", "psi_cells", "psi_constant_cells",
-    "psi_tau_b", "psi_tau_b_axes", "psi_tau_b_cells", "best_baseline", "lift", "lift_lo", "lift_hi",
+    "dataset",
+    "predictor",
+    "label",
+    "kind",
+    "log",
+    "target",
+    "n",
+    "n_pearson",
+    "pearson",
+    "pearson_p",
+    "pearson_lo",
+    "pearson_hi",
+    "spearman",
+    "spearman_p",
+    "spearman_lo",
+    "spearman_hi",
+    "kendall",
+    "kendall_p",
+    "kendall_lo",
+    "kendall_hi",
+    "psi",
+    "psi_lo",
+    "psi_hi",
+    "psi_axes",
+    "psi_cells",
+    "psi_constant_cells",
+    "psi_tau_b",
+    "psi_tau_b_axes",
+    "psi_tau_b_cells",
+    "best_baseline",
+    "lift",
+    "lift_lo",
+    "lift_hi",
 ]
 
 
-def _one_predictor(p: Predictor, x_all: np.ndarray, y_all: np.ndarray, boot: SharedResamples,
-                   confidence: float) -> tuple[dict, np.ndarray]:
+def _one_predictor(
+    p: Predictor, x_all: np.ndarray, y_all: np.ndarray, boot: SharedResamples, confidence: float
+) -> tuple[dict, np.ndarray]:
     """The statistics of one predictor, and |tau| of every resample (for the paired lift interval).
     Each statistic keeps only its own points: finite x and y, and x > 0 for Pearson on a log scale."""
     ok = np.isfinite(x_all) & np.isfinite(y_all)
@@ -405,8 +464,16 @@ def _one_predictor(p: Predictor, x_all: np.ndarray, y_all: np.ndarray, boot: Sha
     pearson, pearson_p, n_pearson = pearson_on_scale(x_all, y_all, p.log)
     spearman, spearman_p = statistic_and_p(sps.spearmanr, x, y)
     kendall, kendall_p = statistic_and_p(sps.kendalltau, x, y)
-    row = {"n": int(ok.sum()), "n_pearson": n_pearson, "pearson": pearson, "pearson_p": pearson_p,
-           "spearman": spearman, "spearman_p": spearman_p, "kendall": kendall, "kendall_p": kendall_p}
+    row = {
+        "n": int(ok.sum()),
+        "n_pearson": n_pearson,
+        "pearson": pearson,
+        "pearson_p": pearson_p,
+        "spearman": spearman,
+        "spearman_p": spearman_p,
+        "kendall": kendall,
+        "kendall_p": kendall_p,
+    }
     ok_p = ok & (x_all > 0) if p.log else ok
     values = {
         "pearson": boot.statistic("pearson", x_all, ok_p, np.log10 if p.log else None),
@@ -426,8 +493,12 @@ def _add_lift(rows: list[dict], ds: str, abs_tau_boot: dict[str, np.ndarray], co
     best = max(base, key=lambda r: abs(r["kendall"]), default=None)
     for r in mine:
         if best is None or not np.isfinite(r["kendall"]):
-            r.update(best_baseline=None if best is None else best["predictor"], lift=math.nan,
-                     lift_lo=math.nan, lift_hi=math.nan)
+            r.update(
+                best_baseline=None if best is None else best["predictor"],
+                lift=math.nan,
+                lift_lo=math.nan,
+                lift_hi=math.nan,
+            )
             continue
         diff = abs_tau_boot[r["predictor"]] - abs_tau_boot[best["predictor"]]
         lo, hi = percentile_interval(diff, confidence)
@@ -436,16 +507,19 @@ def _add_lift(rows: list[dict], ds: str, abs_tau_boot: dict[str, np.ndarray], co
 
 # -- granulated Kendall ---------------------------------------------------------------------------------------
 
+
 def _codes(df: pd.DataFrame, axes: dict[str, tuple[str, ...]]) -> dict[str, np.ndarray]:
     """Each grouping column (the dataset and every axis' fields) as integer codes, a missing value its own:
     factorized once, then shared by every axis' cells."""
-    names = (["dataset"] if "dataset" in df.columns else []) + [f for group in axes.values() for f in group
-                                                                  if f in df.columns]
+    names = (["dataset"] if "dataset" in df.columns else []) + [
+        f for group in axes.values() for f in group if f in df.columns
+    ]
     return {f: pd.factorize(df[f], use_na_sentinel=False)[0] for f in dict.fromkeys(names)}
 
 
-def _cells(df: pd.DataFrame, axis: str, axes: dict[str, tuple[str, ...]],
-           codes: dict[str, np.ndarray] | None = None) -> np.ndarray:
+def _cells(
+    df: pd.DataFrame, axis: str, axes: dict[str, tuple[str, ...]], codes: dict[str, np.ndarray] | None = None
+) -> np.ndarray:
     """Cell id of each row for ``axis``: rows sharing the dataset and every other axis' fields, numbered in the
     order the cells first appear (as ``groupby(..., sort=False).ngroup()`` numbers them)."""
     others = [f for a, group in axes.items() if a != axis for f in group if f in df.columns]
@@ -496,8 +570,12 @@ def _cell_taus(x: np.ndarray, y: np.ndarray, i, j, cell) -> np.ndarray:
     return num[den > 0] / np.sqrt(den[den > 0])
 
 
-def psi_table_tau_b(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_error",
-                    axes: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+def psi_table_tau_b(
+    df: pd.DataFrame,
+    predictors: Iterable[str],
+    target: str = "test_error",
+    axes: dict[str, tuple[str, ...]] | None = None,
+) -> pd.DataFrame:
     """The tau-b variant of ``psi_table`` (not Jiang et al.'s definition): psi_i for every predictor and
     axis i is the mean Kendall tau-b between predictor and target over the cells of axis i, a cell being
     the architectures that agree on every other axis (so only axis i varies in it). Cells with fewer than
@@ -513,13 +591,20 @@ def psi_table_tau_b(df: pd.DataFrame, predictors: Iterable[str], target: str = "
         x = df[name].to_numpy(np.float64)
         for axis, (i, j, cell) in pairs.items():
             taus = _cell_taus(x, y, i, j, cell)
-            rows.append({"predictor": name, "axis": axis, "psi": float(taus.mean()) if len(taus) else math.nan,
-                         "cells": int(len(taus))})
+            rows.append(
+                {
+                    "predictor": name,
+                    "axis": axis,
+                    "psi": float(taus.mean()) if len(taus) else math.nan,
+                    "cells": int(len(taus)),
+                }
+            )
     return pd.DataFrame(rows, columns=["predictor", "axis", "psi", "cells"])
 
 
-def granulated_kendall_tau_b(df: pd.DataFrame, predictor: str, target: str = "test_error",
-                             axes: dict[str, tuple[str, ...]] | None = None) -> float:
+def granulated_kendall_tau_b(
+    df: pd.DataFrame, predictor: str, target: str = "test_error", axes: dict[str, tuple[str, ...]] | None = None
+) -> float:
     """The tau-b variant of ``granulated_kendall``: the mean over axes of ``psi_table_tau_b``'s psi_i, over
     the axes with at least one cell where tau-b is defined. NaN when no axis has one."""
     t = psi_table_tau_b(df, [predictor], target, axes)
@@ -537,6 +622,7 @@ def granulated_kendall_tau_b(df: pd.DataFrame, predictor: str, target: str = "te
 # at least 2 architectures with a finite measure and target (Jiang et al.'s grid is full, so each of their
 # cells holds |Theta_i| >= 2 models; in a random study only sibling groups, and rare coincidences, do); an
 # axis without such a cell has no psi_i and is left out of the mean (eq. 5 over the axes that have one).
+
 
 def _jiang_cell_taus(x: np.ndarray, y: np.ndarray, cell: np.ndarray, i, j, pair_cell) -> tuple[np.ndarray, np.ndarray]:
     """tau (Jiang et al.'s, above) of every cell with >= 2 rows where x and y are finite, and whether x is
@@ -563,8 +649,9 @@ def _axis_cells(df: pd.DataFrame, axes) -> dict[str, tuple]:
     return out
 
 
-def _jiang_axes(df: pd.DataFrame, predictor: str, target: str, axes,
-                cells: dict[str, tuple] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def _jiang_axes(
+    df: pd.DataFrame, predictor: str, target: str, axes, cells: dict[str, tuple] | None = None
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{axis: (tau of each cell, whether the measure is constant in it)} for ``predictor``."""
     x = df[predictor].to_numpy(np.float64)
     y = df[target].to_numpy(np.float64)
@@ -572,8 +659,12 @@ def _jiang_axes(df: pd.DataFrame, predictor: str, target: str, axes,
     return {axis: _jiang_cell_taus(x, y, *cells[axis]) for axis in axes}
 
 
-def psi_table(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_error",
-              axes: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+def psi_table(
+    df: pd.DataFrame,
+    predictors: Iterable[str],
+    target: str = "test_error",
+    axes: dict[str, tuple[str, ...]] | None = None,
+) -> pd.DataFrame:
     """psi_i of Jiang et al. (2020), section 6.1, eq. 4, for every predictor and axis i: the mean over the
     cells of axis i of tau (the average sign agreement over all pairs, ties counting 0), every cell
     counting (see the comment above). Columns: predictor, axis, psi (NaN without cells), cells,
@@ -584,8 +675,15 @@ def psi_table(df: pd.DataFrame, predictors: Iterable[str], target: str = "test_e
     rows = []
     for name in predictors:
         for axis, (taus, constant) in _jiang_axes(df, name, target, axes, cells).items():
-            rows.append({"predictor": name, "axis": axis, "psi": float(taus.mean()) if len(taus) else math.nan,
-                         "cells": int(len(taus)), "constant_cells": int(constant.sum())})
+            rows.append(
+                {
+                    "predictor": name,
+                    "axis": axis,
+                    "psi": float(taus.mean()) if len(taus) else math.nan,
+                    "cells": int(len(taus)),
+                    "constant_cells": int(constant.sum()),
+                }
+            )
     return pd.DataFrame(rows, columns=["predictor", "axis", "psi", "cells", "constant_cells"])
 
 
@@ -599,33 +697,46 @@ def _psi_bootstrap(per_axis: dict[str, tuple[np.ndarray, np.ndarray]], n_boot: i
     that eq. 4 averages; an architecture is in one cell per axis, so the axes' resamples are independent
     draws, which ignores that a base draw's cells of different axes share it)."""
     rng = np.random.default_rng(seed)
-    psis = [taus[rng.integers(0, len(taus), size=(n_boot, len(taus)))].mean(axis=1)
-            for taus, _ in per_axis.values() if len(taus)]
+    psis = [
+        taus[rng.integers(0, len(taus), size=(n_boot, len(taus)))].mean(axis=1)
+        for taus, _ in per_axis.values()
+        if len(taus)
+    ]
     return np.mean(psis, axis=0) if psis else np.full(n_boot, math.nan)
 
 
-def granulated_kendall(df: pd.DataFrame, predictor: str, target: str = "test_error",
-                       axes: dict[str, tuple[str, ...]] | None = None) -> float:
+def granulated_kendall(
+    df: pd.DataFrame, predictor: str, target: str = "test_error", axes: dict[str, tuple[str, ...]] | None = None
+) -> float:
     """Psi = (1/n) sum_i psi_i (Jiang et al. 2020, section 6.1, eq. 5) over the axes i that have a cell,
     psi_i from ``psi_table``. NaN when no axis has a cell."""
     df = architectures_table(df, "granulated_kendall")
     return _psi_of(_jiang_axes(df, predictor, target, AXES if axes is None else axes))
 
 
-def granulated_kendall_interval(df: pd.DataFrame, predictor: str, target: str = "test_error",
-                                axes: dict[str, tuple[str, ...]] | None = None, *, n_boot: int = 1000,
-                                seed: int = 0, confidence: float = 0.95) -> tuple[float, float]:
+def granulated_kendall_interval(
+    df: pd.DataFrame,
+    predictor: str,
+    target: str = "test_error",
+    axes: dict[str, tuple[str, ...]] | None = None,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float]:
     """Percentile bootstrap interval of ``granulated_kendall``: cells resampled with replacement within
     each axis (``_psi_bootstrap``). NaN when no axis has a cell."""
     df = architectures_table(df, "granulated_kendall_interval")
     n_boot = check("granulated_kendall_interval", "n_boot", Integer(1), n_boot)
-    confidence = check("granulated_kendall_interval", "confidence",
-                       Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
+    confidence = check(
+        "granulated_kendall_interval", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence
+    )
     per_axis = _jiang_axes(df, predictor, target, AXES if axes is None else axes)
     return percentile_interval(_psi_bootstrap(per_axis, n_boot, seed), confidence)
 
 
 # -- paired effects of siblings ----------------------------------------------------------------------------------
+
 
 def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict:
     """Median of the paired differences d, the two-sided sign test of median 0 (zeros dropped, exact
@@ -635,10 +746,17 @@ def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict:
     d = np.sort(np.asarray(d, dtype=np.float64)[np.isfinite(d)])
     n = len(d)
     pos, neg = int((d > 0).sum()), int((d < 0).sum())
-    out = {"n_pairs": n, "n_pos": pos, "n_neg": neg, "n_zero": n - pos - neg,
-           "median": float(np.median(d)) if n else math.nan,
-           "p_sign": float(sps.binomtest(pos, pos + neg, 0.5).pvalue) if pos + neg else math.nan,
-           "ci_lo": math.nan, "ci_hi": math.nan, "ci_level": math.nan}
+    out = {
+        "n_pairs": n,
+        "n_pos": pos,
+        "n_neg": neg,
+        "n_zero": n - pos - neg,
+        "median": float(np.median(d)) if n else math.nan,
+        "p_sign": float(sps.binomtest(pos, pos + neg, 0.5).pvalue) if pos + neg else math.nan,
+        "ci_lo": math.nan,
+        "ci_hi": math.nan,
+        "ci_level": math.nan,
+    }
     k_best = 0
     for k in range(1, n // 2 + 1):
         if 1.0 - 2.0 * sps.binom.cdf(k - 1, n, 0.5) >= confidence:
@@ -646,8 +764,11 @@ def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict:
         else:
             break
     if k_best:
-        out.update(ci_lo=float(d[k_best - 1]), ci_hi=float(d[n - k_best]),
-                   ci_level=float(1.0 - 2.0 * sps.binom.cdf(k_best - 1, n, 0.5)))
+        out.update(
+            ci_lo=float(d[k_best - 1]),
+            ci_hi=float(d[n - k_best]),
+            ci_level=float(1.0 - 2.0 * sps.binom.cdf(k_best - 1, n, 0.5)),
+        )
     return out
 
 
@@ -684,8 +805,9 @@ def pair_context(pairs: pd.DataFrame, axis: str, a: str, b: str) -> pd.Series:
     if axis == "param":
         imn = pairs["imn"].astype(str) if "imn" in pairs.columns else pd.Series(["auto"] * n, index=pairs.index)
         on = {"sp": "off", "gmp": "on"}
-        text = imn.where(imn != "auto", "").map(lambda v: f"IMN unchanged: {v}" if v else
-                                                f"IMN {on[a]} → {on[b]}, as the parameterization implies")
+        text = imn.where(imn != "auto", "").map(
+            lambda v: f"IMN unchanged: {v}" if v else f"IMN {on[a]} → {on[b]}, as the parameterization implies"
+        )
         side = f"gmp_init_{'b' if b == 'gmp' else 'a'}"
         if side in pairs.columns:
             text = text + (pairs[side] == "uniform").map({True: f"; {UNIFORM_GMP}", False: ""})
@@ -709,15 +831,37 @@ def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: flo
     for ds, group in _groups(df):
         for axis, levels in SIBLING_LEVELS.items():
             for ia, a in enumerate(levels):
-                for b in levels[ia + 1:]:
+                for b in levels[ia + 1 :]:
                     pairs = sibling_pairs(group, axis, a, b, target)
                     for context in sorted(pairs["context"].unique()) or [""]:
                         part = pairs[pairs["context"] == context]
                         d = (part[f"{target}_b"] - part[f"{target}_a"]).to_numpy(np.float64)
-                        rows.append({"dataset": ds, "axis": axis, "a": a, "b": b, "context": context,
-                                     **sign_test(d, confidence)})
+                        rows.append(
+                            {
+                                "dataset": ds,
+                                "axis": axis,
+                                "a": a,
+                                "b": b,
+                                "context": context,
+                                **sign_test(d, confidence),
+                            }
+                        )
     return pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
 
 
-_PAIRED_COLUMNS = ["dataset", "axis", "a", "b", "context", "n_pairs", "n_pos", "n_neg", "n_zero", "median",
-                   "p_sign", "ci_lo", "ci_hi", "ci_level"]
+_PAIRED_COLUMNS = [
+    "dataset",
+    "axis",
+    "a",
+    "b",
+    "context",
+    "n_pairs",
+    "n_pos",
+    "n_neg",
+    "n_zero",
+    "median",
+    "p_sign",
+    "ci_lo",
+    "ci_hi",
+    "ci_level",
+]

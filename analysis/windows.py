@@ -48,8 +48,26 @@ def window_distance(x: np.ndarray, low: float, high: float, log: bool) -> np.nda
     return np.abs(t - centre)
 
 
-WINDOW_COLUMNS = ["dataset", "metric", "label", "log", "n", "splits", "u_shaped", "centre", "tau", "tau_sd", "tau_lo",
-                  "tau_hi", "raw_tau", "raw_tau_sd", "gain", "gain_lo", "gain_hi", "kendall_full"]
+WINDOW_COLUMNS = [
+    "dataset",
+    "metric",
+    "label",
+    "log",
+    "n",
+    "splits",
+    "u_shaped",
+    "centre",
+    "tau",
+    "tau_sd",
+    "tau_lo",
+    "tau_hi",
+    "raw_tau",
+    "raw_tau_sd",
+    "gain",
+    "gain_lo",
+    "gain_hi",
+    "kendall_full",
+]
 
 
 # Up to this many points one Kendall tau is faster from ``stats.boot_kendall``'s n x n sign matrices than from
@@ -86,9 +104,18 @@ def _subset_taus(x: np.ndarray, y: np.ndarray, subsets: list[np.ndarray]) -> np.
     return np.where(np.array([len(s) for s in subsets]) >= 3, taus, np.nan)
 
 
-def window_predictors(results, metrics: Iterable[str] | None = None, *, target: str = "test_error",
-                      variants: Iterable[str] | None = ("base",), splits: int = SPLITS, sample: float = SUBSAMPLE,
-                      n_boot: int = FIT_BOOT, confidence: float = CONFIDENCE, seed: int = 0) -> pd.DataFrame:
+def window_predictors(
+    results,
+    metrics: Iterable[str] | None = None,
+    *,
+    target: str = "test_error",
+    variants: Iterable[str] | None = ("base",),
+    splits: int = SPLITS,
+    sample: float = SUBSAMPLE,
+    n_boot: int = FIT_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> pd.DataFrame:
     """One row per dataset and metric (default every predictor of ``columns.PREDICTORS`` with at least
     ``MIN_POINTS`` finite values among the random draws): the window score's out-of-sample Kendall tau with
     ``target`` (module docstring): ``tau`` (mean over ``splits`` random halves), ``tau_sd``, ``tau_lo`` /
@@ -131,9 +158,10 @@ def _window_rows(df, names, target, variants, splits, sample, n_boot, confidence
             taus, helds, centres = [], [], []
             for _ in range(splits if n >= MIN_POINTS else 0):
                 perm = rng.permutation(n)
-                fit, held = perm[: n // 2], perm[n // 2:]
-                low, _, high = good_range(x[fit], y[fit], log=log, sample=sample, n_boot=n_boot,
-                                          confidence=confidence, seed=rng)
+                fit, held = perm[: n // 2], perm[n // 2 :]
+                low, _, high = good_range(
+                    x[fit], y[fit], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng
+                )
                 d = window_distance(x[held], low, high, log)
                 taus.append(_tau(d, y[held]))
                 helds.append(held)
@@ -142,17 +170,29 @@ def _window_rows(df, names, target, variants, splits, sample, n_boot, confidence
             taus, raws = np.array(taus), _subset_taus(x, y, helds)
             gain = np.abs(taus) - np.abs(raws)
             # the shape is that of ``good_ranges`` (same draws, same seed): one verdict in the whole report
-            full_low, _, full_high = good_range(x, y, log=log, sample=sample, n_boot=N_BOOT, confidence=confidence,
-                                                seed=seed)
+            full_low, _, full_high = good_range(
+                x, y, log=log, sample=sample, n_boot=N_BOOT, confidence=confidence, seed=seed
+            )
             centre = float(np.median(centres)) if centres else math.nan
-            rows.append({
-                "dataset": ds, "metric": name, "label": p.label if p else name, "log": log, "n": n,
-                "splits": len(taus), "u_shaped": is_u_shaped(*tails(x, full_low, full_high)),
-                "centre": 10 ** centre if log and math.isfinite(centre) else centre,
-                **_summary("tau", taus, a), "raw_tau": _mean(raws), "raw_tau_sd": _sd(raws),
-                "gain": _mean(gain), "gain_lo": _pct(gain, a), "gain_hi": _pct(gain, 100 - a),
-                "kendall_full": _tau(x, y),
-            })
+            rows.append(
+                {
+                    "dataset": ds,
+                    "metric": name,
+                    "label": p.label if p else name,
+                    "log": log,
+                    "n": n,
+                    "splits": len(taus),
+                    "u_shaped": is_u_shaped(*tails(x, full_low, full_high)),
+                    "centre": 10**centre if log and math.isfinite(centre) else centre,
+                    **_summary("tau", taus, a),
+                    "raw_tau": _mean(raws),
+                    "raw_tau_sd": _sd(raws),
+                    "gain": _mean(gain),
+                    "gain_lo": _pct(gain, a),
+                    "gain_hi": _pct(gain, 100 - a),
+                    "kendall_full": _tau(x, y),
+                }
+            )
     return rows
 
 

@@ -9,15 +9,46 @@ if __name__ != "archstudy.sampling":  # one module object per file: the packages
 from .constraints import SpecError, UserError
 from .plan import BASE, Planned, init_seed, plan_study
 from .space import (
-    DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, EXTENDED, PAPER, PRESETS, SIBLING_AXES, Space, get_space, sample_spec,
-    sample_specs, siblings,
+    DEFAULT_PARAM_BUDGET,
+    DEFAULT_PRESET,
+    EXTENDED,
+    PAPER,
+    PRESETS,
+    SIBLING_AXES,
+    Space,
+    get_space,
+    sample_spec,
+    sample_specs,
+    siblings,
 )
 from .spec import ACTIVATIONS, BIAS_VARIANCE, NORMS, PAPER_ACTIVATIONS, SPEC_FIELDS, ArchSpec, Layer, Skip
 from .width import solve_width
 
 __all__ = [
-    "ACTIVATIONS", "ArchSpec", "BASE", "BIAS_VARIANCE", "DEFAULT_PARAM_BUDGET", "DEFAULT_PRESET", "EXTENDED",
-    "Layer", "NORMS", "PAPER", "PAPER_ACTIVATIONS", "PRESETS", "Planned", "SIBLING_AXES", "SPEC_FIELDS", "Skip",
-    "Space", "SpecError", "get_space", "init_seed", "plan_study", "sample_spec", "sample_specs", "siblings",
-    "solve_width", "UserError",
+    "ACTIVATIONS",
+    "ArchSpec",
+    "BASE",
+    "BIAS_VARIANCE",
+    "DEFAULT_PARAM_BUDGET",
+    "DEFAULT_PRESET",
+    "EXTENDED",
+    "Layer",
+    "NORMS",
+    "PAPER",
+    "PAPER_ACTIVATIONS",
+    "PRESETS",
+    "Planned",
+    "SIBLING_AXES",
+    "SPEC_FIELDS",
+    "Skip",
+    "Space",
+    "SpecError",
+    "get_space",
+    "init_seed",
+    "plan_study",
+    "sample_spec",
+    "sample_specs",
+    "siblings",
+    "solve_width",
+    "UserError",
 ]

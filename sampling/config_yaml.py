@@ -35,8 +35,10 @@ class _BoundedLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
-            raise _Refused(f"uses a YAML alias (*{event.anchor}) at line {event.start_mark.line + 1}; an archstudy "
-                           "config takes none")
+            raise _Refused(
+                f"uses a YAML alias (*{event.anchor}) at line {event.start_mark.line + 1}; an archstudy "
+                "config takes none"
+            )
         self._depth += 1
         try:
             if self._depth > MAX_DEPTH:

@@ -56,12 +56,23 @@ def shorten(text: str, limit: int = 200) -> str:
     if len(text) <= limit:
         return text
     half = (limit - 3) // 2
-    return text[:half] + "..." + text[len(text) - (limit - 3 - half):]
+    return text[:half] + "..." + text[len(text) - (limit - 3 - half) :]
 
 
 _REPR = reprlib.Repr()  # keyword arguments need Python 3.12
-for _name, _n in (("maxlevel", 3), ("maxtuple", 8), ("maxlist", 8), ("maxarray", 8), ("maxdict", 8), ("maxset", 8),
-                  ("maxfrozenset", 8), ("maxdeque", 8), ("maxstring", 160), ("maxlong", 160), ("maxother", 160)):
+for _name, _n in (
+    ("maxlevel", 3),
+    ("maxtuple", 8),
+    ("maxlist", 8),
+    ("maxarray", 8),
+    ("maxdict", 8),
+    ("maxset", 8),
+    ("maxfrozenset", 8),
+    ("maxdeque", 8),
+    ("maxstring", 160),
+    ("maxlong", 160),
+    ("maxother", 160),
+):
     setattr(_REPR, _name, _n)
 
 
@@ -143,9 +154,7 @@ class Integer(Constraint):
     hi: int | None = None
 
     def normalize(self, value: Any) -> Any:
-        if not is_int(value) or (self.lo is not None and value < self.lo) or (
-            self.hi is not None and value > self.hi
-        ):
+        if not is_int(value) or (self.lo is not None and value < self.lo) or (self.hi is not None and value > self.hi):
             self.fail()
         return int(value)
 
@@ -507,9 +516,18 @@ class Declaration:
         return self.factory() if self.factory is not None else self.default
 
 
-def declare(constraint: Constraint | None, default: Any = MISSING, *, doc: str,
-            factory: Callable[[], Any] | None = None, since: int | None = None, required: bool = False,
-            shown: str | None = None, execution: bool = False, flag: Flag | None = None) -> Any:
+def declare(
+    constraint: Constraint | None,
+    default: Any = MISSING,
+    *,
+    doc: str,
+    factory: Callable[[], Any] | None = None,
+    since: int | None = None,
+    required: bool = False,
+    shown: str | None = None,
+    execution: bool = False,
+    flag: Flag | None = None,
+) -> Any:
     """A dataclass field of a ``Declared`` class, declared once (see ``Declaration``): the declaration is in the
     field's metadata under "declaration", and its constraint, doc and since also under their own names for
     readers of plain dataclass metadata (``added_later``, the results schema)."""
@@ -542,8 +560,15 @@ class Declared:
     _whole: ClassVar[str]
     _declared: ClassVar[Mapping[str, Declaration]]
 
-    def __init_subclass__(cls, *, where: str | None = None, key: str | None = None, keys: str | None = None,
-                          whole: str = "fields", **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls,
+        *,
+        where: str | None = None,
+        key: str | None = None,
+        keys: str | None = None,
+        whole: str = "fields",
+        **kwargs: Any,
+    ) -> None:
         super().__init_subclass__(**kwargs)
         cls._where = where or cls.__name__
         cls._key = key or f"a field of {cls.__name__}"

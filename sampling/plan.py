@@ -49,9 +49,17 @@ def init_seed(study_seed: int, index: int) -> int:
     return int(ss.generate_state(1, dtype=np.uint32)[0])
 
 
-def plan_study(study_seed: int, architectures: int, d_in: int, d_out: int, space: str | Space | Mapping,
-               param_budget: int, sibling_axes: Sequence[str] = (), start: int = 0,
-               indices: Sequence[int] | None = None) -> Iterator[Planned]:
+def plan_study(
+    study_seed: int,
+    architectures: int,
+    d_in: int,
+    d_out: int,
+    space: str | Space | Mapping,
+    param_budget: int,
+    sibling_axes: Sequence[str] = (),
+    start: int = 0,
+    indices: Sequence[int] | None = None,
+) -> Iterator[Planned]:
     """The architectures of a study in order: index ``start`` (the draw, then its siblings along each of
     ``sibling_axes``), ``start + 1``, ... up to ``architectures - 1``. With ``indices`` (distinct draw indices,
     at least ``architectures`` of them): the draws ``indices[start]``, ... ``indices[architectures - 1]`` instead
@@ -99,21 +107,39 @@ def fresh_seed(study_seed: int) -> int:
     return seed if seed != study_seed else seed ^ 1
 
 
-def fresh_indices(study_seed: int, n: int, d_in: int, d_out: int, space: str | Space | Mapping, param_budget: int,
-                  exclude: set[str] | frozenset[str] = frozenset()) -> list[int]:
+def fresh_indices(
+    study_seed: int,
+    n: int,
+    d_in: int,
+    d_out: int,
+    space: str | Space | Mapping,
+    param_budget: int,
+    exclude: set[str] | frozenset[str] = frozenset(),
+) -> list[int]:
     """The first ``n`` draw indices of ``study_seed`` whose spec's content id is not in ``exclude`` (the
     architectures of another study: a draw of a fresh seed can still repeat one of its specs, the discrete
     axes having finitely many combinations)."""
     n = check("fresh_indices", "n", Integer(1, MAX_ARCHITECTURES), n)
     out: list[int] = []
-    for planned in _plan(check("fresh_indices", "study_seed", SEED, study_seed), range(MAX_ARCHITECTURES),
-                         d_in, d_out, get_space(space), param_budget, ()):
+    for planned in _plan(
+        check("fresh_indices", "study_seed", SEED, study_seed),
+        range(MAX_ARCHITECTURES),
+        d_in,
+        d_out,
+        get_space(space),
+        param_budget,
+        (),
+    ):
         if planned.spec.content_id not in exclude:
             out.append(planned.index)
             if len(out) == n:
                 return out
-    raise SpecError("fresh_indices", "n", n, f"must leave room for the excluded architectures among the "
-                    f"{MAX_ARCHITECTURES} draws of a seed")
+    raise SpecError(
+        "fresh_indices",
+        "n",
+        n,
+        f"must leave room for the excluded architectures among the {MAX_ARCHITECTURES} draws of a seed",
+    )
 
 
 def _plan(study_seed, indices, d_in, d_out, space, param_budget, axes) -> Iterator[Planned]:

@@ -23,7 +23,18 @@ from typing import Mapping
 import numpy as np
 
 from .constraints import (
-    PROBABILITY, SEED, Boolean, Choice, Constraint, Declared, Distribution, Integer, Real, SpecError, Text, check,
+    PROBABILITY,
+    SEED,
+    Boolean,
+    Choice,
+    Constraint,
+    Declared,
+    Distribution,
+    Integer,
+    Real,
+    SpecError,
+    Text,
+    check,
     declare,
 )
 from .spec import ACTIVATIONS, BIAS_INITS, DENSE, GMP_INITS, IMNS, INITS, NORMS, PARAMS, WEIGHT_KINDS, WEIGHTS, ArchSpec
@@ -70,13 +81,26 @@ class _Activations(Constraint):
 # Appendix C: "ReLU, SeLU and Gaussian with probability 2/11 each and tanh, even tanh, sigmoid, square
 # and odd square with probability 1/11 each".
 _PAPER_ACTIVATIONS = (
-    ("relu", 2 / 11), ("selu", 2 / 11), ("gaussian", 2 / 11), ("tanh", 1 / 11), ("even_tanh", 1 / 11),
-    ("sigmoid", 1 / 11), ("square", 1 / 11), ("odd_square", 1 / 11),
+    ("relu", 2 / 11),
+    ("selu", 2 / 11),
+    ("gaussian", 2 / 11),
+    ("tanh", 1 / 11),
+    ("even_tanh", 1 / 11),
+    ("sigmoid", 1 / 11),
+    ("square", 1 / 11),
+    ("odd_square", 1 / 11),
 )
 # Extended: abs (the Han activation) joins with the weight of the paper's favoured three.
 _EXTENDED_ACTIVATIONS = (
-    ("relu", 2 / 13), ("selu", 2 / 13), ("gaussian", 2 / 13), ("abs", 2 / 13), ("tanh", 1 / 13),
-    ("even_tanh", 1 / 13), ("sigmoid", 1 / 13), ("square", 1 / 13), ("odd_square", 1 / 13),
+    ("relu", 2 / 13),
+    ("selu", 2 / 13),
+    ("gaussian", 2 / 13),
+    ("abs", 2 / 13),
+    ("tanh", 1 / 13),
+    ("even_tanh", 1 / 13),
+    ("sigmoid", 1 / 13),
+    ("square", 1 / 13),
+    ("odd_square", 1 / 13),
 )
 
 
@@ -87,45 +111,73 @@ class Space(Declared):
     name: str = declare(Text(), "paper", doc="name recorded in each spec's ``preset`` field")
     depths: tuple = declare(_Depths(), tuple(range(3, 50, 2)), doc="depth uniform over these (odd 3..49)")
     activations: tuple = declare(Distribution(Choice(ACTIVATIONS)), _PAPER_ACTIVATIONS, doc="activation tau")
-    dilations: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 0.5), (1.2, 0.25), (0.8, 0.25)),
-                               doc="dilation d of c*tau(d s + t) + b")
-    shifts: tuple = declare(Distribution(Real()), ((0.0, 0.5), (0.2, 0.25), (-0.2, 0.25)),
-                            doc="shift t of c*tau(d s + t) + b")
+    dilations: tuple = declare(
+        Distribution(Real(0.0, lo_open=True)),
+        ((1.0, 0.5), (1.2, 0.25), (0.8, 0.25)),
+        doc="dilation d of c*tau(d s + t) + b",
+    )
+    shifts: tuple = declare(
+        Distribution(Real()), ((0.0, 0.5), (0.2, 0.25), (-0.2, 0.25)), doc="shift t of c*tau(d s + t) + b"
+    )
     p_debias: float = declare(PROBABILITY, 0.5, doc="probability of debiasing the activation")
-    p_bias_gaussian: float = declare(PROBABILITY, 0.5,
-                                     doc="probability of random biases (else zero): N(0, 0.05) unless random_bias_inits "
-                                         "says otherwise")
-    init_scales: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 0.5), (0.9, 0.25), (1.1, 0.25)),
-                                 doc="joint factor on all weights and biases")
-    norms: tuple = declare(Distribution(Choice(NORMS)), (("none", 0.5), ("batch", 0.25), ("layer", 0.25)),
-                           doc="normalization")
-    skip_strengths: tuple = declare(Distribution(Choice(SKIP_STRENGTH_KINDS)),
-                                    (("none", 0.5), ("one", 0.25), ("uniform", 0.25)),
-                                    doc="no skips, strength 1, or one U(0,1) strength for all skips")
-    skip_starts: tuple = declare(Distribution(Choice(("after_linear", "after_norm"))),
-                                 (("after_linear", 0.5), ("after_norm", 0.5)), doc="where skips start")
+    p_bias_gaussian: float = declare(
+        PROBABILITY,
+        0.5,
+        doc="probability of random biases (else zero): N(0, 0.05) unless random_bias_inits says otherwise",
+    )
+    init_scales: tuple = declare(
+        Distribution(Real(0.0, lo_open=True)),
+        ((1.0, 0.5), (0.9, 0.25), (1.1, 0.25)),
+        doc="joint factor on all weights and biases",
+    )
+    norms: tuple = declare(
+        Distribution(Choice(NORMS)), (("none", 0.5), ("batch", 0.25), ("layer", 0.25)), doc="normalization"
+    )
+    skip_strengths: tuple = declare(
+        Distribution(Choice(SKIP_STRENGTH_KINDS)),
+        (("none", 0.5), ("one", 0.25), ("uniform", 0.25)),
+        doc="no skips, strength 1, or one U(0,1) strength for all skips",
+    )
+    skip_starts: tuple = declare(
+        Distribution(Choice(("after_linear", "after_norm"))),
+        (("after_linear", 0.5), ("after_norm", 0.5)),
+        doc="where skips start",
+    )
     skip_lengths: tuple = declare(Distribution(Integer(1)), ((2, 1.0),), doc="layers a skip bypasses")
-    branch_scales: tuple = declare(Distribution(Real(0.0, lo_open=True)), ((1.0, 1.0),),
-                                   doc="residual-branch init factor (0.01: near-zero, Demystifying ResNet)")
-    weights: tuple = declare(Distribution(Choice(WEIGHTS)), ((DENSE, 1.0),),
-                             doc="weight kind of width-to-width layers")
-    params: tuple = declare(Distribution(Choice(PARAMS)), (("sp", 1.0),),
-                            doc="parameterization of dense hidden layers")
-    inits: tuple = declare(Distribution(Choice(INITS)), (("orthogonal", 1.0),),
-                           doc="weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)")
-    imns: tuple = declare(Distribution(Choice(IMNS)), (("auto", 1.0),),
-                          doc="input mean normalization of the intermediate dense layers (auto: as param implies)")
-    gmp_inits: tuple = declare(Distribution(Choice(GMP_INITS)), (("from_sp", 1.0),),
-                               doc="GmP parameters: from_sp (the SP weights) or uniform (Chen and Ge 4.3); GmP specs "
-                                   "only")
-    random_bias_inits: tuple = declare(Distribution(Choice(RANDOM_BIAS_INITS)), (("gaussian", 1.0),),
-                                       doc="the bias init of a spec with random biases: gaussian (appendix C), normal "
-                                           "or uniform_fan_in")
+    branch_scales: tuple = declare(
+        Distribution(Real(0.0, lo_open=True)),
+        ((1.0, 1.0),),
+        doc="residual-branch init factor (0.01: near-zero, Demystifying ResNet)",
+    )
+    weights: tuple = declare(Distribution(Choice(WEIGHTS)), ((DENSE, 1.0),), doc="weight kind of width-to-width layers")
+    params: tuple = declare(Distribution(Choice(PARAMS)), (("sp", 1.0),), doc="parameterization of dense hidden layers")
+    inits: tuple = declare(
+        Distribution(Choice(INITS)),
+        (("orthogonal", 1.0),),
+        doc="weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)",
+    )
+    imns: tuple = declare(
+        Distribution(Choice(IMNS)),
+        (("auto", 1.0),),
+        doc="input mean normalization of the intermediate dense layers (auto: as param implies)",
+    )
+    gmp_inits: tuple = declare(
+        Distribution(Choice(GMP_INITS)),
+        (("from_sp", 1.0),),
+        doc="GmP parameters: from_sp (the SP weights) or uniform (Chen and Ge 4.3); GmP specs only",
+    )
+    random_bias_inits: tuple = declare(
+        Distribution(Choice(RANDOM_BIAS_INITS)),
+        (("gaussian", 1.0),),
+        doc="the bias init of a spec with random biases: gaussian (appendix C), normal or uniform_fan_in",
+    )
     stabilize: bool = declare(Boolean(), True, doc="apply appendix C's post-processing")
-    unstable_activations: tuple = declare(_Activations(), ("square", "odd_square"),
-                                          doc="activations that force a norm in post-processing")
-    stabilize_norms: tuple = declare(Distribution(Choice(("batch", "layer"))), (("batch", 0.5), ("layer", 0.5)),
-                                     doc="norm given by post-processing")
+    unstable_activations: tuple = declare(
+        _Activations(), ("square", "odd_square"), doc="activations that force a norm in post-processing"
+    )
+    stabilize_norms: tuple = declare(
+        Distribution(Choice(("batch", "layer"))), (("batch", 0.5), ("layer", 0.5)), doc="norm given by post-processing"
+    )
 
 
 PAPER = Space()
@@ -246,12 +298,24 @@ def sample_spec(
         gmp_init = "from_sp"  # a GmP initialization applies to GmP specs only (ArchSpec)
     bias_init = random_bias if random_biases else "zero"
     spec = ArchSpec(
-        depth=depth, width=2, d_in=d_in, d_out=d_out, activation=activation, dilation=dilation, shift=shift,
-        debias=debias, norm=norm,
+        depth=depth,
+        width=2,
+        d_in=d_in,
+        d_out=d_out,
+        activation=activation,
+        dilation=dilation,
+        shift=shift,
+        debias=debias,
+        norm=norm,
         skip=skip_start if has_skips else "none",
         skip_strength=(1.0 if strength_kind == "one" else strength_u) if has_skips else 1.0,
         skip_length=skip_length if has_skips else 2,
-        weights=weights, param=param, imn=imn, init=init, gmp_init=gmp_init, bias_init=bias_init,
+        weights=weights,
+        param=param,
+        imn=imn,
+        init=init,
+        gmp_init=gmp_init,
+        bias_init=bias_init,
         init_scale=init_scale,
         branch_scale=branch_scale if has_skips and scalable and init != "zero" else 1.0,
         preset=space.name,
@@ -278,7 +342,11 @@ def sample_specs(
 # the skip axis' fields, not a level) and IMN (the effective choice, ``ArchSpec.input_mean_norm``). New axes go
 # last: a study's plan keeps its order.
 SIBLING_LEVELS: dict[str, tuple[str, ...]] = {
-    "weights": WEIGHTS, "param": PARAMS, "norm": NORMS, "skip": ("none", "skips"), "imn": ("off", "on"),
+    "weights": WEIGHTS,
+    "param": PARAMS,
+    "norm": NORMS,
+    "skip": ("none", "skips"),
+    "imn": ("off", "on"),
 }
 SIBLING_AXES = tuple(SIBLING_LEVELS)
 
@@ -315,8 +383,9 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
     elif spec.skip != "none":
         changes.append({"skip": "none", "skip_strength": 1.0, "skip_length": 2, "branch_scale": 1.0})
     else:
-        changes.append({"skip": "after_linear", "skip_strength": 1.0,
-                        "skip_length": 2 if (spec.depth - 1) % 2 == 0 else 1})
+        changes.append(
+            {"skip": "after_linear", "skip_strength": 1.0, "skip_length": 2 if (spec.depth - 1) % 2 == 0 else 1}
+        )
     out = []
     for change in changes:
         try:

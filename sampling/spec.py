@@ -115,10 +115,13 @@ class WeightsKind:
 
 
 # A new layer family: its kind here, its parameter count in ``Layer.num_params``, its ``Family`` in ``study.nn``.
-WEIGHT_KINDS: dict[str, WeightsKind] = {w.name: w for w in (
-    WeightsKind("dense", replaces=False, scalable=True),
-    WeightsKind("householder", replaces=True, scalable=False),  # Han-layers (Yu and Zhang, Algorithm 1)
-)}
+WEIGHT_KINDS: dict[str, WeightsKind] = {
+    w.name: w
+    for w in (
+        WeightsKind("dense", replaces=False, scalable=True),
+        WeightsKind("householder", replaces=True, scalable=False),  # Han-layers (Yu and Zhang, Algorithm 1)
+    )
+}
 WEIGHTS = tuple(WEIGHT_KINDS)
 DENSE = WEIGHTS[0]  # the plain kind: what a net falls back to where no layer of another kind fits
 _REPLACING = tuple(w for w in WEIGHT_KINDS.values() if w.replaces)
@@ -128,6 +131,7 @@ _SCALABLE = tuple(w for w in WEIGHT_KINDS.values() if w.scalable)
 def _either(names: Iterable[str]) -> str:
     """'a' or 'a' or 'b' ...: the values a rule allows, as an error line names them."""
     return " or ".join(repr(n) for n in names)
+
 
 # Variance of the Gaussian bias init, from Schoenholz, Gilmer, Ganguli and Sohl-Dickstein, *Deep Information
 # Propagation* (2017), as used in appendix C.
@@ -179,30 +183,48 @@ class ArchSpec(Declared):
     shift: float = declare(Real(), 0.0, doc="t in c*tau(d s + t) + b")
     debias: bool = declare(Boolean(), False, doc="b makes E[c tau(d s + t) + b] = 0 for s ~ N(0,1)")
     scale_activation: bool = declare(
-        Boolean(), True, since=4,
-        doc="c makes Q[c tau(d s + t) + b] = 1 for s ~ N(0,1) (appendix C); false: c = 1")
+        Boolean(), True, since=4, doc="c makes Q[c tau(d s + t) + b] = 1 for s ~ N(0,1) (appendix C); false: c = 1"
+    )
     norm: str = declare(Choice(NORMS), "none", doc="normalization between linear op and activation")
     skip: str = declare(Choice(SKIPS), "none", doc="where skip connections start")
     skip_strength: float = declare(Real(0.0), 1.0, doc="h_{l+k} += skip_strength * start value")
-    skip_length: int = declare(Integer(1), 2,
-                               doc="layers a skip bypasses (k): the shortcut depth of Demystifying ResNet")
+    skip_length: int = declare(
+        Integer(1), 2, doc="layers a skip bypasses (k): the shortcut depth of Demystifying ResNet"
+    )
     weights: str = declare(Choice(WEIGHTS), "dense", doc="dense, or Householder for width-to-width layers")
-    dense_ends: int = declare(Integer(0), 0, since=2,
-                              doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)")
+    dense_ends: int = declare(
+        Integer(0), 0, since=2, doc="width-to-width layers kept dense at each end of a Householder net (HanNet: 1)"
+    )
     param: str = declare(Choice(PARAMS), "sp", doc="standard or geometric parameterization of dense hidden layers")
-    imn: str = declare(Choice(IMNS), "auto", since=3,
-                       doc="input mean normalization of the intermediate dense layers: auto (as param implies: GmP on, "
-                           "SP off), off or on")
-    init: str = declare(Choice(INITS), "orthogonal", since=2,
-                        doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches")
-    gmp_init: str = declare(Choice(GMP_INITS), "from_sp", since=3,
-                            doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge "
-                                "4.3: uniform angles, lambda = 0, r = 1)")
-    bias_init: str = declare(Choice(BIAS_INITS), "zero",
-                             doc="zero, gaussian (N(0, 0.05), weights times sqrt(0.95)), normal (N(0, 1)) or "
-                                 "uniform_fan_in (U(+-1/sqrt(fan_in)), PyTorch's nn.Linear default)")
-    householder_bias: str = declare(Choice(HOUSEHOLDER_BIASES), "bias_init", since=5,
-                                    doc="the Householder layers' bias: as bias_init, or zero")
+    imn: str = declare(
+        Choice(IMNS),
+        "auto",
+        since=3,
+        doc="input mean normalization of the intermediate dense layers: auto (as param implies: GmP on, "
+        "SP off), off or on",
+    )
+    init: str = declare(
+        Choice(INITS),
+        "orthogonal",
+        since=2,
+        doc="weight init: orthogonal (appendix C), kaiming, xavier, or zero residual branches",
+    )
+    gmp_init: str = declare(
+        Choice(GMP_INITS),
+        "from_sp",
+        since=3,
+        doc="GmP parameters: from_sp (u, lambda, r from the SP weights) or uniform (Chen and Ge "
+        "4.3: uniform angles, lambda = 0, r = 1)",
+    )
+    bias_init: str = declare(
+        Choice(BIAS_INITS),
+        "zero",
+        doc="zero, gaussian (N(0, 0.05), weights times sqrt(0.95)), normal (N(0, 1)) or "
+        "uniform_fan_in (U(+-1/sqrt(fan_in)), PyTorch's nn.Linear default)",
+    )
+    householder_bias: str = declare(
+        Choice(HOUSEHOLDER_BIASES), "bias_init", since=5, doc="the Householder layers' bias: as bias_init, or zero"
+    )
     init_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="all weights and biases jointly times this")
     branch_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
     preset: str = declare(Text(), "custom", doc="the space this spec was drawn from")
@@ -216,7 +238,9 @@ class ArchSpec(Declared):
         else:
             if (self.depth - 1) % self.skip_length:
                 raise SpecError(
-                    where, "skip_length", self.skip_length,
+                    where,
+                    "skip_length",
+                    self.skip_length,
                     f"must divide depth - 1 = {self.depth - 1} so the last skip ends at the output layer",
                 )
             if self.skip == "after_norm" and self.norm == "none":
@@ -226,28 +250,43 @@ class ArchSpec(Declared):
             # A reflector is orthogonal by construction: a near-zero branch is not representable.
             raise SpecError(where, "branch_scale", self.branch_scale, f"must stay 1.0 when weights = {self.weights!r}")
         if self.depth < kind.least_depth:
-            raise SpecError(where, "weights", self.weights,
-                            f"{self.weights!r} needs depth >= {kind.least_depth} (a width-to-width layer)")
+            raise SpecError(
+                where,
+                "weights",
+                self.weights,
+                f"{self.weights!r} needs depth >= {kind.least_depth} (a width-to-width layer)",
+            )
         if self.dense_ends:
             if not kind.replaces:
-                raise SpecError(where, "dense_ends", self.dense_ends,
-                                f"must stay 0 unless weights = {_either(w.name for w in _REPLACING)}")
+                raise SpecError(
+                    where,
+                    "dense_ends",
+                    self.dense_ends,
+                    f"must stay 0 unless weights = {_either(w.name for w in _REPLACING)}",
+                )
             if 2 * self.dense_ends > self.depth - 3:
-                raise SpecError(where, "dense_ends", self.dense_ends,
-                                f"must leave a {self.weights!r} layer: 2 * dense_ends <= depth - 3 = {self.depth - 3}")
+                raise SpecError(
+                    where,
+                    "dense_ends",
+                    self.dense_ends,
+                    f"must leave a {self.weights!r} layer: 2 * dense_ends <= depth - 3 = {self.depth - 3}",
+                )
         if self.init == "zero":
             # Only a residual branch can start at zero (elsewhere a zero layer cuts the signal for good), and
             # only a scalable SP layer can be zero (a reflector cannot; a GmP direction is undefined at w = 0).
-            needs = {"skip connections (it zeroes the residual branches)": self.skip != "none",
-                     f"weights = {_either(w.name for w in _SCALABLE)}": kind.scalable,
-                     "param = 'sp'": self.param == "sp",
-                     "branch_scale = 1.0 (a zero branch has no scale)": self.branch_scale == 1.0}
+            needs = {
+                "skip connections (it zeroes the residual branches)": self.skip != "none",
+                f"weights = {_either(w.name for w in _SCALABLE)}": kind.scalable,
+                "param = 'sp'": self.param == "sp",
+                "branch_scale = 1.0 (a zero branch has no scale)": self.branch_scale == 1.0,
+            }
             missing = [what for what, ok in needs.items() if not ok]
             if missing:
                 raise SpecError(where, "init", self.init, "'zero' needs " + missing[0])
         if self.householder_bias != "bias_init" and self.weights != "householder":
-            raise SpecError(where, "householder_bias", self.householder_bias,
-                            "must stay 'bias_init' unless weights = 'householder'")
+            raise SpecError(
+                where, "householder_bias", self.householder_bias, "must stay 'bias_init' unless weights = 'householder'"
+            )
         if self.gmp_init != "from_sp" and self.param != "gmp":
             raise SpecError(where, "gmp_init", self.gmp_init, "must stay 'from_sp' unless param = 'gmp'")
         if self.param == "gmp":

@@ -58,8 +58,11 @@ def check_budget(where: str, specs, param_budget: int, shape: str) -> None:
     specs = list(specs)
     over = [s.num_params for s in specs if s.num_params > OVER_BUDGET * param_budget]
     if over:
-        raise SpecError(where, "param_budget", param_budget,
-                        f"is too small for {shape}: {len(over)} of {len(specs)} architectures need more than "
-                        f"{OVER_BUDGET:g} times it even at the smallest width (up to {max(over):,} parameters); use "
-                        f"at least {max(over):,}")
-
+        raise SpecError(
+            where,
+            "param_budget",
+            param_budget,
+            f"is too small for {shape}: {len(over)} of {len(specs)} architectures need more than "
+            f"{OVER_BUDGET:g} times it even at the smallest width (up to {max(over):,} parameters); use "
+            f"at least {max(over):,}",
+        )

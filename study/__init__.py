@@ -7,8 +7,6 @@ Names are imported on first use (PEP 562), so ``import study`` is cheap and a co
 torch nor Ray (``archstudy report``) loads neither.
 """
 
-
-
 from __future__ import annotations
 
 if __name__ != "archstudy.study":  # one module object per file: the packages are imported as archstudy.study
@@ -17,15 +15,28 @@ if __name__ != "archstudy.study":  # one module object per file: the packages ar
 import importlib
 
 _EXPORTS = {
-    "Activation": "nn.activations", "linear_approx_error": "nn.activations", "nlc_tau": "nn.activations",
-    "DATASETS": "datasets", "Dataset": "datasets", "Split": "datasets", "load_dataset": "datasets",
-    "Network": "nn.network", "build_network": "nn.network", "frozen_statistics": "nn.network",
+    "Activation": "nn.activations",
+    "linear_approx_error": "nn.activations",
+    "nlc_tau": "nn.activations",
+    "DATASETS": "datasets",
+    "Dataset": "datasets",
+    "Split": "datasets",
+    "load_dataset": "datasets",
+    "Network": "nn.network",
+    "build_network": "nn.network",
+    "frozen_statistics": "nn.network",
     "output_scale": "nn.network",
-    "MetricOptions": "experiment.metric_options", "measure": "metrics.measurement",
+    "MetricOptions": "experiment.metric_options",
+    "measure": "metrics.measurement",
     "measure_trained": "metrics.measurement",
-    "PROTOCOLS": "experiment.protocol", "Protocol": "experiment.protocol",
-    "Outcome": "training", "Trajectory": "training", "train_architecture": "training",
-    "StudyConfig": "experiment.config", "run_study": "run.driver", "resume_study": "run.driver",
+    "PROTOCOLS": "experiment.protocol",
+    "Protocol": "experiment.protocol",
+    "Outcome": "training",
+    "Trajectory": "training",
+    "train_architecture": "training",
+    "StudyConfig": "experiment.config",
+    "run_study": "run.driver",
+    "resume_study": "run.driver",
 }
 
 __all__ = sorted(_EXPORTS)

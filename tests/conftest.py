@@ -37,12 +37,22 @@ def global_random_state():
 # effects and the granulated Kendall Psi have cells, an NLC trajectory for the curves): what the report's
 # end-to-end tests render and the schema test checks the files of. Run once per session.
 REAL_STUDY = {
-    "dataset": "waveform-noise", "architectures": 3, "param_budget": 2000, "seed": 5,
+    "dataset": "waveform-noise",
+    "architectures": 3,
+    "param_budget": 2000,
+    "seed": 5,
     "space": {**EXTENDED.to_dict(), "name": "extended-shallow", "depths": [3, 5]},
     "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
-    "metrics": {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
-                "proxy_batch_size": 32, "nlc_trajectory": [0, 2]},
-    "siblings": ["weights", "param", "skip", "imn"], "max_retries": 1,
+    "metrics": {
+        "nlc_batches": 4,
+        "gradient_batches": 2,
+        "variability_grid": 8,
+        "variability_planes": 1,
+        "proxy_batch_size": 32,
+        "nlc_trajectory": [0, 2],
+    },
+    "siblings": ["weights", "param", "skip", "imn"],
+    "max_retries": 1,
 }
 
 

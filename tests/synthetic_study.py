@@ -20,8 +20,18 @@ from archstudy.sampling.spec import canonical_json, content_hash
 
 # NLC_tau(1) of the NLC paper, Table 1 line A (abs: |s| is as nonlinear as relu around a kink of +-1;
 # linear: 1). The synthetic NLC compounds it over the hidden layers, as the paper finds (section 5).
-NLC_TAU = {"relu": 1.211, "selu": 1.035, "tanh": 1.085, "sigmoid": 1.017, "even_tanh": 2.335,
-           "gaussian": 1.577, "square": 1.414, "odd_square": 1.155, "abs": 1.2, "linear": 1.0}
+NLC_TAU = {
+    "relu": 1.211,
+    "selu": 1.035,
+    "tanh": 1.085,
+    "sigmoid": 1.017,
+    "even_tanh": 2.335,
+    "gaussian": 1.577,
+    "square": 1.414,
+    "odd_square": 1.155,
+    "abs": 1.2,
+    "linear": 1.0,
+}
 DIMS = {"waveform-noise": (40, 3), "digits": (64, 10), "checkerboard": (2, 2)}
 BUDGET = 20_000
 
@@ -49,28 +59,61 @@ def synthetic_row(index: int, variant: str, spec, dataset: str, study_seed: int,
     train_s = float(spec.num_params * spec.depth / 1e5 * rng.uniform(0.5, 1.5))
     flops = 2.0 * spec.num_params
     return {
-        "arch_id": spec.content_id, "index": index, "variant": variant, "dataset": dataset,
-        "study_seed": study_seed, "seed": int(rng.integers(0, 2**31)),
+        "arch_id": spec.content_id,
+        "index": index,
+        "variant": variant,
+        "dataset": dataset,
+        "study_seed": study_seed,
+        "seed": int(rng.integers(0, 2**31)),
         **spec.to_dict(),
-        "num_params": spec.num_params, "activation_units": spec.activation_units, "flops": flops,
-        "nlc": nlc, "nlc_jacobian_q": nlc * 0.7, "nlc_input_sd_q": 1.0, "nlc_output_sd_q": 1 / 0.7,
-        "bias": bias, "output_q": bias * 0.3, "high_bias": bool(high),
-        "ar": spec.activation_units / spec.num_params, "variability": float(nlc ** 1.5 * rng.lognormal(0, 0.5)),
-        "gvcs": float(rng.lognormal(0, 1)), "grad_length": float(rng.lognormal(0, 1)),
-        "nlc_tau": NLC_TAU[spec.activation], "linear_approx_error": NLC_TAU[spec.activation] - 1 + 1e-3,
+        "num_params": spec.num_params,
+        "activation_units": spec.activation_units,
+        "flops": flops,
+        "nlc": nlc,
+        "nlc_jacobian_q": nlc * 0.7,
+        "nlc_input_sd_q": 1.0,
+        "nlc_output_sd_q": 1 / 0.7,
+        "bias": bias,
+        "output_q": bias * 0.3,
+        "high_bias": bool(high),
+        "ar": spec.activation_units / spec.num_params,
+        "variability": float(nlc**1.5 * rng.lognormal(0, 0.5)),
+        "gvcs": float(rng.lognormal(0, 1)),
+        "grad_length": float(rng.lognormal(0, 1)),
+        "nlc_tau": NLC_TAU[spec.activation],
+        "linear_approx_error": NLC_TAU[spec.activation] - 1 + 1e-3,
         "c_out": float(rng.lognormal(0, 1)),
-        "grad_norm": float(rng.lognormal(0, 1)), "snip": float(rng.lognormal(0, 1)),
-        "synflow": float(rng.lognormal(0, 5)), "jacob_cov": float(rng.normal(-300, 30)),
+        "grad_norm": float(rng.lognormal(0, 1)),
+        "snip": float(rng.lognormal(0, 1)),
+        "synflow": float(rng.lognormal(0, 5)),
+        "jacob_cov": float(rng.normal(-300, 30)),
         "nwot": float(rng.normal(200, 20) - 10 * np.log10(nlc)),
-        "lar_diameter": np.nan, "error_perturbation": np.nan,
-        "lr_min": lr_min, "lr": lr_min * 3.0 ** lr_index, "lr_index": lr_index, "epochs": int(rng.integers(20, 200)),
-        "divisions": 10, "val_error": test + 0.01, "train_error": test * 0.5, "test_error": test,
-        "nlc_after": float(nlc ** 0.7), "bias_after": float(bias * 0.01),
+        "lar_diameter": np.nan,
+        "error_perturbation": np.nan,
+        "lr_min": lr_min,
+        "lr": lr_min * 3.0**lr_index,
+        "lr_index": lr_index,
+        "epochs": int(rng.integers(20, 200)),
+        "divisions": 10,
+        "val_error": test + 0.01,
+        "train_error": test * 0.5,
+        "test_error": test,
+        "nlc_after": float(nlc**0.7),
+        "bias_after": float(bias * 0.01),
         "lr_edge": bool(lr_index < 5 or lr_index >= 35),
-        "n_runs": 40, "n_diverged": int(rng.integers(0, 10)), "nonfinite_init": False, "all_diverged": False,
-        "build_s": 0.1, "measure_s": 1.0, "train_s": train_s, "total_s": 1.1 + train_s,
-        "package_version": "0.1.0", "host": "testhost", "device": "cpu",
-        "finished_at": "2025-01-01T00:00:00+00:00", "attempt": 1,
+        "n_runs": 40,
+        "n_diverged": int(rng.integers(0, 10)),
+        "nonfinite_init": False,
+        "all_diverged": False,
+        "build_s": 0.1,
+        "measure_s": 1.0,
+        "train_s": train_s,
+        "total_s": 1.1 + train_s,
+        "package_version": "0.1.0",
+        "host": "testhost",
+        "device": "cpu",
+        "finished_at": "2025-01-01T00:00:00+00:00",
+        "attempt": 1,
     }
 
 
@@ -80,12 +123,23 @@ def run_rows(row: dict, rng: np.random.Generator) -> pd.DataFrame:
     gap = np.abs(k - row["lr_index"]) * 0.01
     diverged = k > 36
     test = np.where(diverged, np.nan, np.minimum(row["test_error"] + gap, 1.0))
-    return pd.DataFrame({
-        "arch_id": row["arch_id"], "index": row["index"], "variant": row["variant"], "lr_index": k,
-        "lr": row["lr_min"] * 3.0 ** k, "epochs": 50, "divisions": 10,
-        "val_error": test + 0.01, "train_error": test * 0.5, "test_error": test, "diverged": diverged,
-        "wall_s": row["train_s"] / 40, "selected": k == row["lr_index"],
-    })
+    return pd.DataFrame(
+        {
+            "arch_id": row["arch_id"],
+            "index": row["index"],
+            "variant": row["variant"],
+            "lr_index": k,
+            "lr": row["lr_min"] * 3.0**k,
+            "epochs": 50,
+            "divisions": 10,
+            "val_error": test + 0.01,
+            "train_error": test * 0.5,
+            "test_error": test,
+            "diverged": diverged,
+            "wall_s": row["train_s"] / 40,
+            "selected": k == row["lr_index"],
+        }
+    )
 
 
 # The study.yaml keys the synthetic studies record in each file as their science config (the runner records
@@ -93,8 +147,9 @@ def run_rows(row: dict, rng: np.random.Generator) -> pd.DataFrame:
 SCIENCE = ("dataset", "seed", "preset", "param_budget", "protocol", "siblings")
 
 
-def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None = "1",
-                  science: dict | None = None) -> None:
+def write_parquet(
+    df: pd.DataFrame, path: Path, table: str, version: str | None = "1", science: dict | None = None
+) -> None:
     t = pa.Table.from_pandas(df, preserve_index=False)
     meta = dict(t.schema.metadata or {})
     if version is not None:
@@ -109,9 +164,21 @@ def write_parquet(df: pd.DataFrame, path: Path, table: str, version: str | None 
     tmp.rename(path)
 
 
-def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", study_seed: int = 0,
-                with_siblings: bool = False, finished=None, failed=(), in_progress=(),
-                rows=None, version: str | None = "1", record_science: bool = True, extra=None) -> Path:
+def write_study(
+    root: Path,
+    *,
+    n: int = 12,
+    dataset: str = "waveform-noise",
+    study_seed: int = 0,
+    with_siblings: bool = False,
+    finished=None,
+    failed=(),
+    in_progress=(),
+    rows=None,
+    version: str | None = "1",
+    record_science: bool = True,
+    extra=None,
+) -> Path:
     """A study directory per docs/results.md.
 
     ``finished``: positions (in ``specs_of`` order) that have finished (default all but ``failed`` and
@@ -124,9 +191,16 @@ def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", stu
     for sub in ("architectures", "runs", "failed", "checkpoints"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     config = {
-        "dataset": dataset, "seed": study_seed, "architectures": n, "preset": "extended", "param_budget": BUDGET,
-        "protocol": "paper", "siblings": with_siblings, "package_version": "0.1.0",
-        "created": "2025-01-01T00:00:00+00:00", **(extra or {}),
+        "dataset": dataset,
+        "seed": study_seed,
+        "architectures": n,
+        "preset": "extended",
+        "param_budget": BUDGET,
+        "protocol": "paper",
+        "siblings": with_siblings,
+        "package_version": "0.1.0",
+        "created": "2025-01-01T00:00:00+00:00",
+        **(extra or {}),
     }
     (root / "study.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     rng = np.random.default_rng(study_seed + 1000)
@@ -141,11 +215,15 @@ def write_study(root: Path, *, n: int = 12, dataset: str = "waveform-noise", stu
         elif pos in finished:
             make = rows or (lambda i, v, s, r: synthetic_row(i, v, s, dataset, study_seed, r))
             row = make(index, variant, spec, rng)
-            science = {k: config[k] for k in SCIENCE + tuple(extra or ())} if record_science else None  # None: as archstudy 0.1.0 wrote
-            write_parquet(pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version,
-                          science)
+            science = (
+                {k: config[k] for k in SCIENCE + tuple(extra or ())} if record_science else None
+            )  # None: as archstudy 0.1.0 wrote
+            write_parquet(
+                pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version, science
+            )
             write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version, science)
     return root
+
 
 def window_population(n: int = 120, seed: int = 0) -> pd.DataFrame:
     """A population whose test error is a window in the NLC, like a researcher's 120-architecture
@@ -159,6 +237,14 @@ def window_population(n: int = 120, seed: int = 0) -> pd.DataFrame:
     u = np.where(below, rng.uniform(-1.0, 0.0, n), rng.uniform(0.0, 4.0, n))
     half = np.log10(np.sqrt(3.0))  # [1, 3] is log10 sqrt(3) +- log10 sqrt(3)
     r = np.maximum(np.abs(u - half) - half, 0.0)
-    err = 0.13 + 0.51 * (1 - np.exp(-r ** 2 / 0.3)) + rng.normal(0, 0.025, n)
-    return pd.DataFrame({"nlc": 10 ** u, "test_error": np.clip(err, 0, 2 / 3), "dataset": "waveform-noise",
-                         "variant": "base", "arch_id": [f"{k:016x}" for k in range(n)], "index": np.arange(n)})
+    err = 0.13 + 0.51 * (1 - np.exp(-(r**2) / 0.3)) + rng.normal(0, 0.025, n)
+    return pd.DataFrame(
+        {
+            "nlc": 10**u,
+            "test_error": np.clip(err, 0, 2 / 3),
+            "dataset": "waveform-noise",
+            "variant": "base",
+            "arch_id": [f"{k:016x}" for k in range(n)],
+            "index": np.arange(n),
+        }
+    )

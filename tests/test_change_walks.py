@@ -21,56 +21,79 @@ OWN_MODULE = "its module"  # a file the change adds (the new metric, loader, fam
 WALKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "a new activation": (
         ("sampling/spec.py", "study/nn/activations.py"),
-        ("tests/test_change_walks_registries.py::test_every_activation_has_its_declaration_and_its_kinks_reach_nwot",)),
+        ("tests/test_change_walks_registries.py::test_every_activation_has_its_declaration_and_its_kinks_reach_nwot",),
+    ),
     "a new metric column at initialization": (
         (OWN_MODULE, "study/experiment/schema.py"),
-        ("tests/test_change_walks_references.py::test_a_new_metric_column_is_its_metric_module_and_the_schema",
-         "tests/test_change_walks_references.py::test_no_declaration_names_a_function_of_ours_by_a_string")),
+        (
+            "tests/test_change_walks_references.py::test_a_new_metric_column_is_its_metric_module_and_the_schema",
+            "tests/test_change_walks_references.py::test_no_declaration_names_a_function_of_ours_by_a_string",
+        ),
+    ),
     "a new dataset": (
         (OWN_MODULE, "study/experiment/datasets.py"),
-        ("tests/test_change_walks_registries.py::test_a_new_dataset_is_its_declaration_and_its_registered_loader",
-         "tests/test_change_walks_registries.py::"
-         "test_every_declared_dataset_has_exactly_one_loader_and_nothing_copies_its_declaration")),
+        (
+            "tests/test_change_walks_registries.py::test_a_new_dataset_is_its_declaration_and_its_registered_loader",
+            "tests/test_change_walks_registries.py::"
+            "test_every_declared_dataset_has_exactly_one_loader_and_nothing_copies_its_declaration",
+        ),
+    ),
     "a new optimizer": (
         ("study/training/optim.py", "study/experiment/protocol.py"),
-        ("tests/test_change_walks.py::test_every_declared_optimizer_and_schedule_has_its_implementation",
-         "tests/test_change_walks.py::test_no_module_but_its_own_dispatches_on_an_optimizer_or_schedule_name")),
+        (
+            "tests/test_change_walks.py::test_every_declared_optimizer_and_schedule_has_its_implementation",
+            "tests/test_change_walks.py::test_no_module_but_its_own_dispatches_on_an_optimizer_or_schedule_name",
+        ),
+    ),
     "a new schedule": (
         ("study/training/schedule.py", "study/experiment/protocol.py"),
-        ("tests/test_change_walks.py::test_every_declared_optimizer_and_schedule_has_its_implementation",
-         "tests/test_change_walks.py::test_no_module_but_its_own_dispatches_on_an_optimizer_or_schedule_name",
-         "tests/test_change_walks.py::test_the_driver_costs_a_new_schedule_by_what_it_declares")),
+        (
+            "tests/test_change_walks.py::test_every_declared_optimizer_and_schedule_has_its_implementation",
+            "tests/test_change_walks.py::test_no_module_but_its_own_dispatches_on_an_optimizer_or_schedule_name",
+            "tests/test_change_walks.py::test_the_driver_costs_a_new_schedule_by_what_it_declares",
+        ),
+    ),
     "a new report figure": (
         ("analysis/figures/",),
-        ("tests/analysis/test_figures.py::test_a_new_declaration_is_drawn_in_its_section_and_a_lost_one_is_refused",)),
+        ("tests/analysis/test_figures.py::test_a_new_declaration_is_drawn_in_its_section_and_a_lost_one_is_refused",),
+    ),
     "a new layer family": (
         ("sampling/spec.py", OWN_MODULE, "study/nn/families.py"),
-        ("tests/test_change_walks_registries.py::test_a_new_layer_family_touches_only_the_spec_its_module_and_the_registry",
-         "tests/test_change_walks_registries.py::test_a_new_family_gets_the_declared_default_compile_threshold",
-         "tests/test_change_walks_registries.py::"
-         "test_the_sampler_and_the_analysis_take_the_weights_values_from_their_declaration")),
+        (
+            "tests/test_change_walks_registries.py::test_a_new_layer_family_touches_only_the_spec_its_module_and_the_registry",
+            "tests/test_change_walks_registries.py::test_a_new_family_gets_the_declared_default_compile_threshold",
+            "tests/test_change_walks_registries.py::"
+            "test_the_sampler_and_the_analysis_take_the_weights_values_from_their_declaration",
+        ),
+    ),
     "a new study key": (
         ("study/experiment/config.py",),
-        ("tests/test_change_walks_flags.py::"
-         "test_a_declared_science_key_with_a_flag_is_a_flag_of_run_whose_value_reaches_the_config",
-         "tests/test_change_walks_flags.py::test_every_science_key_that_declares_a_flag_is_a_flag_of_run")),
+        (
+            "tests/test_change_walks_flags.py::"
+            "test_a_declared_science_key_with_a_flag_is_a_flag_of_run_whose_value_reaches_the_config",
+            "tests/test_change_walks_flags.py::test_every_science_key_that_declares_a_flag_is_a_flag_of_run",
+        ),
+    ),
     "a new protocol field or metric option": (
         ("study/experiment/protocol.py", "study/experiment/metric_options.py"),
-        ("tests/study/experiment/test_declared_objects.py",)),
+        ("tests/study/experiment/test_declared_objects.py",),
+    ),
     "a new reproduction": (
         (OWN_MODULE, "study/reproduce/__init__.py"),
-        ("tests/test_change_walks.py::test_every_reproduction_module_is_offered_once_and_documented",)),
+        ("tests/test_change_walks.py::test_every_reproduction_module_is_offered_once_and_documented",),
+    ),
     "a new command": (
         (OWN_MODULE, "study/cli/__init__.py"),
-        ("tests/test_change_walks_flags.py::test_every_command_module_is_a_command_and_every_command_is_documented",)),
+        ("tests/test_change_walks_flags.py::test_every_command_module_is_a_command_and_every_command_is_documented",),
+    ),
 }
 MOST_FILES = {"a new layer family": 3}  # every other row: 2 (a protocol field or a metric option: one of the two)
 
 
 def _table() -> dict[str, tuple[str, str]]:
     text = LAYOUT.read_text()
-    section = text[text.index("## Where a change goes"):]
-    section = section[:section.index("\n## ", 4)] if "\n## " in section[4:] else section
+    section = text[text.index("## Where a change goes") :]
+    section = section[: section.index("\n## ", 4)] if "\n## " in section[4:] else section
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -111,6 +134,7 @@ def test_each_row_names_its_files_which_exist_and_the_tests_that_hold_it(row):
 
 
 # -- the walks tested here -------------------------------------------------------------------------------
+
 
 def test_every_declared_optimizer_and_schedule_has_its_implementation():
     """The names ``Protocol`` accepts are exactly those the trainer implements, and each implementation says

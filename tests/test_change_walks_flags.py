@@ -29,8 +29,12 @@ STUDY = ["run", "--dataset", "digits", "--architectures", "2", "--out", "x"]
 class WithWarmup(StudyConfig, where="study", key="a study key", keys="study keys", whole="config"):
     """A study config with one science key more, declared as a new key is: one line with its flag."""
 
-    warmup_epochs: int = declare(Integer(0), 0, doc="epochs of warm-up before the first run",
-                                 flag=Flag("epochs of warm-up (default {default})", "N"))
+    warmup_epochs: int = declare(
+        Integer(0),
+        0,
+        doc="epochs of warm-up before the first run",
+        flag=Flag("epochs of warm-up (default {default})", "N"),
+    )
 
 
 @pytest.fixture
@@ -74,8 +78,17 @@ def test_every_science_key_that_declares_a_flag_is_a_flag_of_run():
     sub = next(a for a in parser._actions if a.dest == "command").choices["run"]
     options = {a.dest: a.option_strings for a in sub._actions}
     declared = {n: d.flag for n, d in StudyConfig.declarations().items() if d.flag is not None and not d.execution}
-    assert set(declared) >= {"dataset", "architectures", "seed", "preset", "param_budget", "protocol", "siblings",
-                             "nlc_window", "nlc_pilot"}
+    assert set(declared) >= {
+        "dataset",
+        "architectures",
+        "seed",
+        "preset",
+        "param_budget",
+        "protocol",
+        "siblings",
+        "nlc_window",
+        "nlc_pilot",
+    }
     for name, flag in declared.items():
         assert options[name] == [flag.option(name)], name
 

@@ -67,17 +67,19 @@ def test_a_derived_type_extends_the_declaration_it_derives_from():
         assert issubclass(derived, declared)
         own = set(derived.__dataclass_fields__) - set(declared.__dataclass_fields__)
         assert [f.name for f in dataclasses.fields(derived) if f.name not in own] == [
-            f.name for f in dataclasses.fields(declared)]
+            f.name for f in dataclasses.fields(declared)
+        ]
     # and the values are the declaration's: a predictor is its column's AsPredictor with the column's name
     assert [dataclasses.asdict(p) for p in PREDICTORS] == [
-        {**dataclasses.asdict(c.predictor), "column": c.name} for c in predictor_columns()]
+        {**dataclasses.asdict(c.predictor), "column": c.name} for c in predictor_columns()
+    ]
 
 
 # -- the walk of a new metric column ------------------------------------------------------------------------------
 
-NEW_COLUMN = '''        Column("walk_metric", "float64", "", "mean square of the training inputs (the walk's metric)",
+NEW_COLUMN = """        Column("walk_metric", "float64", "", "mean square of the training inputs (the walk's metric)",
                predictor=AsPredictor("walk metric", "metric", True, "a mean of squares", figure="metrics")),
-'''
+"""
 NEW_FUNCTION = '''
 
 @measures("walk_metric", stream=6)
@@ -86,11 +88,11 @@ def measure_walk_metric(m: Measuring, seed: int) -> dict:
     return {"walk_metric": float((m.x ** 2).mean())}
 '''
 # The end of the "init metrics" group of study/experiment/schema.py, where the column goes.
-PROXIES_GROUP = '''    ),
+PROXIES_GROUP = """    ),
     *_group(
         ARCHITECTURES, "proxies",
-'''
-PROBE = '''
+"""
+PROBE = """
 import json, types
 import numpy as np
 import torch
@@ -113,7 +115,7 @@ print(json.dumps({"row": {k: repr(v) for k, v in row.items()},
                   "mean_square": repr(float(np.mean(data.train.x.numpy() ** 2))),
                   "predictor": None if p is None else [p.label, p.kind, p.log],
                   "in_grid": "walk_metric" in figure_grid("metrics")}))
-'''
+"""
 
 
 def installed_copy(source: Path, to: Path) -> Path:
@@ -128,8 +130,7 @@ def installed_copy(source: Path, to: Path) -> Path:
 
 def measure_in(path: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(path), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=path, env=env, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -157,6 +158,7 @@ def test_a_new_metric_column_is_its_metric_module_and_the_schema(tmp_path):
 
 
 # -- what each package holds --------------------------------------------------------------------------------------
+
 
 def packages() -> list[Path]:
     return sorted(p for folder in FOLDERS for p in (ROOT / folder).rglob("__init__.py"))

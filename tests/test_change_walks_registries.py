@@ -67,9 +67,11 @@ def test_a_new_family_gets_the_declared_default_compile_threshold(monkeypatch):
         kind = "butterfly"
 
     monkeypatch.setitem(families.FAMILIES, "butterfly", Butterfly)
-    layers = (Layer(1, "dense", 5, 8, "none", True, False, False),
-              Layer(2, "butterfly", 8, 8, "none", True, False, True),
-              Layer(3, "dense", 8, 3, "none", False, False, True))
+    layers = (
+        Layer(1, "dense", 5, 8, "none", True, False, False),
+        Layer(2, "butterfly", 8, 8, "none", True, False, True),
+        Layer(3, "dense", 8, 3, "none", False, False, True),
+    )
     spec = SimpleNamespace(weights="butterfly", depth=3, layers=lambda: layers)
     assert compiled.cuda_compile_min_layer_steps(spec) == Family.cuda_compile_min_layer_steps
     least = Family.cuda_compile_min_layer_steps
@@ -89,8 +91,9 @@ def test_the_sampler_draws_each_weights_value_where_its_layers_fit(weights):
     """A space that draws only ``weights`` over depths 2..4 (no skips): the value where the depth has its layers
     (``least_depth``), the plain kind where no depth does; its siblings along ``weights`` are every other value
     whose layers the depth has."""
-    only = Space(name="only", depths=(2, 3, 4), weights=((weights, 1.0),), params=(("sp", 1.0),),
-                 skip_strengths=(("none", 1.0),))
+    only = Space(
+        name="only", depths=(2, 3, 4), weights=((weights, 1.0),), params=(("sp", 1.0),), skip_strengths=(("none", 1.0),)
+    )
     least = WEIGHT_KINDS[weights].least_depth
     for spec in sample_specs(40, 3, 6, 3, only, 2000):
         assert spec.weights == weights and spec.depth >= least
@@ -110,8 +113,11 @@ def _dispatches(path: Path, values: tuple[str, ...], plain: str) -> list[str]:
             named = [o.value for o in (node.left, *node.comparators) if isinstance(o, ast.Constant)]
             out += [f"line {node.lineno}: compares with {v!r}" for v in named if v in values and v != plain]
         elif isinstance(node, ast.Dict):
-            out += [f"line {node.lineno}: keyed by {k.value!r}" for k in node.keys
-                    if isinstance(k, ast.Constant) and k.value in values and k.value != plain]
+            out += [
+                f"line {node.lineno}: keyed by {k.value!r}"
+                for k in node.keys
+                if isinstance(k, ast.Constant) and k.value in values and k.value != plain
+            ]
         elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             named = {e.value for e in node.elts if isinstance(e, ast.Constant)} & set(values)
             if len(named) >= 2:
@@ -144,15 +150,23 @@ def test_every_declared_dataset_has_exactly_one_loader_and_nothing_copies_its_de
 def test_a_new_dataset_is_its_declaration_and_its_registered_loader(monkeypatch, tmp_path):
     """A declaration and a loader registered against its name (what its loader module does at import): the
     dataset loads, with its declared option checked, and ``archstudy datasets`` reports where its file is."""
-    toy = declared.DatasetDeclaration("toy", "files", "two points per class", 2, 1, "4/2/2", 0.45, "ours",
-                                      reads_root=True)
+    toy = declared.DatasetDeclaration(
+        "toy", "files", "two points per class", 2, 1, "4/2/2", 0.45, "ours", reads_root=True
+    )
     monkeypatch.setitem(declared.DECLARED, "toy", toy)
 
     def load(seed: int, root: Path | None) -> Dataset:
         x = np.arange(8, dtype=np.float64)[:, None] + seed
         y = np.array([0, 1] * 4)
-        return Dataset("toy", make_split(x[:4], y[:4]), make_split(x[4:6], y[4:6]), make_split(x[6:], y[6:]),
-                       d_in=1, n_classes=2, meta={"root": str(root)})
+        return Dataset(
+            "toy",
+            make_split(x[:4], y[:4]),
+            make_split(x[4:6], y[4:6]),
+            make_split(x[6:], y[6:]),
+            d_in=1,
+            n_classes=2,
+            meta={"root": str(root)},
+        )
 
     def find(root: Path | None) -> tuple[bool, str]:
         return (root is not None and (root / "toy.txt").is_file(), f"toy.txt in {root}")

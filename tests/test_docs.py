@@ -41,8 +41,12 @@ def archstudy_commands(block: str) -> list[str]:
     return out
 
 
-COMMANDS = [(path.relative_to(ROOT).as_posix(), cmd) for path in TEXTS for b in blocks(path, "bash")
-            for cmd in archstudy_commands(b)]
+COMMANDS = [
+    (path.relative_to(ROOT).as_posix(), cmd)
+    for path in TEXTS
+    for b in blocks(path, "bash")
+    for cmd in archstudy_commands(b)
+]
 
 
 def test_the_docs_show_commands():

@@ -22,8 +22,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"archstudy": "archstudy", "sampling": "archstudy.sampling", "study": "archstudy.study",
-           "analysis": "archstudy.analysis"}
+FOLDERS = {
+    "archstudy": "archstudy",
+    "sampling": "archstudy.sampling",
+    "study": "archstudy.study",
+    "analysis": "archstudy.analysis",
+}
 APPLICATIONS = ("archstudy.study.cli", "archstudy.study.reproduce")
 
 
@@ -105,17 +109,24 @@ def test_every_import_uses_the_archstudy_names():
 
 
 def test_the_layers_import_one_way():
-    wrong = sorted(f"{m} ({layer(m)}) imports {t} ({layer(t)})" for m, targets in GRAPH.items()
-                   for t in targets if t.startswith("archstudy") and layer(t) != layer(m)
-                   and layer(t) not in MAY_IMPORT[layer(m)])
+    wrong = sorted(
+        f"{m} ({layer(m)}) imports {t} ({layer(t)})"
+        for m, targets in GRAPH.items()
+        for t in targets
+        if t.startswith("archstudy") and layer(t) != layer(m) and layer(t) not in MAY_IMPORT[layer(m)]
+    )
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_package_facades_are_not_imported_from_inside():
     """A module imports what it needs from the module that holds it, not from its own package's __init__ (which
     imports the modules back: a loop)."""
-    inside = sorted(f"{m} imports {t}" for m, targets in GRAPH.items() for t in targets
-                    if MODULES.get(t, (None, False))[1] and m.startswith(t + ".") and not m.endswith(".__main__"))
+    inside = sorted(
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        for t in targets
+        if MODULES.get(t, (None, False))[1] and m.startswith(t + ".") and not m.endswith(".__main__")
+    )
     assert not inside, inside
 
 
@@ -178,8 +189,11 @@ def test_pyproject_lists_every_package_folder():
 def test_torch_free_layers_never_load_torch(package):
     """Importing every module of the torch-free layers leaves torch (and Ray) unloaded."""
     names = [m for m in MODULES if m == package or m.startswith(package + ".")]
-    code = "import sys\n" + "".join(f"import {m}\n" for m in names) + \
-        "bad = [m for m in ('torch', 'ray') if m in sys.modules]\nassert not bad, bad\n"
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in names)
+        + "bad = [m for m in ('torch', 'ray') if m in sys.modules]\nassert not bad, bad\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
@@ -187,16 +201,20 @@ def test_torch_free_layers_never_load_torch(package):
 def test_a_bare_package_name_is_refused_not_loaded_twice(bare):
     """With the project's root on sys.path (a source tree), ``import study`` would be a second copy of every
     module, whose classes and registries differ from archstudy.study's: it is refused in one line."""
-    code = f"import sys; sys.path.insert(0, {str(ROOT)!r})\ntry:\n    import {bare}\nexcept ImportError as e:\n" \
-           f"    print(e)\nelse:\n    raise SystemExit('imported')\n"
+    code = (
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\ntry:\n    import {bare}\nexcept ImportError as e:\n"
+        f"    print(e)\nelse:\n    raise SystemExit('imported')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, text=True).stdout
     assert out.strip() == f"import archstudy.{bare}, not {bare} (archstudy's packages live under archstudy)"
 
 
 def test_a_user_module_named_analysis_does_not_shadow_the_package(tmp_path):
     (tmp_path / "analysis.py").write_text("load_results = 'the user file'\n")
-    code = "from archstudy.analysis import load_results; import analysis; " \
-           "assert callable(load_results) and analysis.load_results == 'the user file'"
+    code = (
+        "from archstudy.analysis import load_results; import analysis; "
+        "assert callable(load_results) and analysis.load_results == 'the user file'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
@@ -204,7 +222,9 @@ def test_the_command_line_parser_loads_neither_torch_nor_ray():
     """Every command's parser is built whatever the command (``archstudy report``, ``status``, ``top`` need no
     torch): building it loads neither torch (1-2 s of every command's start) nor Ray; ``archstudy.study.perf.cases``
     declares the bench cases its help lists without torch."""
-    code = ("import sys\nfrom archstudy.study.cli import build_parser\nbuild_parser()\n"
-            "import archstudy.study.perf.cases\n"
-            "bad = [m for m in ('torch', 'ray') if m in sys.modules]\nassert not bad, bad\n")
+    code = (
+        "import sys\nfrom archstudy.study.cli import build_parser\nbuild_parser()\n"
+        "import archstudy.study.perf.cases\n"
+        "bad = [m for m in ('torch', 'ray') if m in sys.modules]\nassert not bad, bad\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -28,8 +28,9 @@ def test_install_commands_pin_torch_exactly():
 
 def test_the_python_api_block_runs_as_written(tmp_path, monkeypatch, capsys):
     """The README's Python API block, executed as written (in a scratch directory)."""
-    block = next(b for b in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
-                 if "run_study" in b)
+    block = next(
+        b for b in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S) if "run_study" in b
+    )
     monkeypatch.chdir(tmp_path)
     # Ray's workers import the packages like any user's would: installed, or from PYTHONPATH
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))

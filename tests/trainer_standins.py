@@ -20,8 +20,13 @@ def _heads(data, n_train, n_val, n_test):
     def head(split, n):
         return SimpleNamespace(x=split.x[:n].clone(), y=split.y[:n].clone())
 
-    return SimpleNamespace(train=head(data.train, n_train), val=head(data.val, n_val), test=head(data.test, n_test),
-                           d_in=data.d_in, n_classes=data.n_classes)
+    return SimpleNamespace(
+        train=head(data.train, n_train),
+        val=head(data.val, n_val),
+        test=head(data.test, n_test),
+        d_in=data.d_in,
+        n_classes=data.n_classes,
+    )
 
 
 def waveform_noise(n_train=3000, n_val=1000, n_test=1000, seed=0):
@@ -42,8 +47,17 @@ HAN = ArchSpec(depth=5, width=6, d_in=2, d_out=1, activation="abs", weights="hou
 # With 120 training points, 6 minibatches of 20 per epoch; 23 steps = 3 epochs of 6 and 5 steps of a
 # fourth; the rate is divided by 5 before steps 6, 12 and 21 (floor(f * 23 + 1/2) for f = 1/4, 1/2, 9/10):
 # two at an epoch's start, one within an epoch.
-STEPS = Protocol(loss="mse", momentum=0.9, batch_size=20, schedule="steps", iterations=23,
-                 step_at=(0.25, 0.5, 0.9), division_factor=5.0, selection="test", lrs=(0.005, 0.02, 0.08))
+STEPS = Protocol(
+    loss="mse",
+    momentum=0.9,
+    batch_size=20,
+    schedule="steps",
+    iterations=23,
+    step_at=(0.25, 0.5, 0.9),
+    division_factor=5.0,
+    selection="test",
+    lrs=(0.005, 0.02, 0.08),
+)
 
 
 class Killed(Exception):

@@ -38,7 +38,7 @@ from scipy import stats as sps
 
 
 def random_threshold(dataset: str, d_out: int | None) -> float:
-    """"Better than random" for figures 7 and 8: the dataset's declared threshold
+    """ "Better than random" for figures 7 and 8: the dataset's declared threshold
     (``study.experiment.datasets``: the NLC paper's 80% for CIFAR10 and 50% for waveform-noise, CIFAR10's for
     the other 10-label image sets), or for an undeclared dataset 90% of the chance error 1 - 1/``d_out``."""
     return better_than_random(dataset, d_out)
@@ -107,7 +107,7 @@ def fmt_p(p) -> str:
 
 
 def correlation_title(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool = False) -> str:
-    """"r = ... (p = ...), tau = ..." of the plotted points; Pearson on the log of a log-axis quantity."""
+    """ "r = ... (p = ...), tau = ..." of the plotted points; Pearson on the log of a log-axis quantity."""
     xs = df[x].to_numpy(np.float64)
     ys = df[y].to_numpy(np.float64)
     if logy:
@@ -125,10 +125,17 @@ def correlation_title(df: pd.DataFrame, x: str, y: str, logx: bool, logy: bool =
 
 
 def label(column: str) -> str:
-    extra = {"test_error": "test error", "nlc_after": "NLC after training", "bias_after": "bias after training",
-             "lr": "selected starting learning rate", "lr_index": "selected run (1 = lowest rate)",
-             "nlc": "NLC before training", "bias": "bias before training", "train_error": "train error",
-             "error_perturbation": "error-preserving perturbation (trained)"}
+    extra = {
+        "test_error": "test error",
+        "nlc_after": "NLC after training",
+        "bias_after": "bias after training",
+        "lr": "selected starting learning rate",
+        "lr_index": "selected run (1 = lowest rate)",
+        "nlc": "NLC before training",
+        "bias": "bias before training",
+        "train_error": "train error",
+        "error_perturbation": "error-preserving perturbation (trained)",
+    }
     if column in extra:
         return extra[column]
     p = PREDICTOR_BY_COLUMN.get(column)
@@ -175,8 +182,20 @@ def jittered(x: np.ndarray, log: bool = False) -> np.ndarray:
     return x + np.random.default_rng(0).uniform(-0.15, 0.15, len(x)) * gap
 
 
-def scatter(ax, df: pd.DataFrame, x: str, y: str, *, logx=False, logy=False, colored=False, title=None,
-            color=BLACK, size=None, jitter: bool = True) -> int:
+def scatter(
+    ax,
+    df: pd.DataFrame,
+    x: str,
+    y: str,
+    *,
+    logx=False,
+    logy=False,
+    colored=False,
+    title=None,
+    color=BLACK,
+    size=None,
+    jitter: bool = True,
+) -> int:
     """One scatter panel, with the correlation of its points in the title (unless ``title`` is given); points
     sized and transparent by their number (``plotting.points``), above any band or line drawn on the panel;
     a numeric x of few values drawn as a strip (``jittered``). Returns the number of points drawn."""
@@ -208,6 +227,7 @@ def scatter(ax, df: pd.DataFrame, x: str, y: str, *, logx=False, logy=False, col
 
 Draw = Callable[[FigureData], Figure]  # a figure of one study
 DrawMany = Callable[[Sequence[FigureData]], Figure]  # a figure of several studies side by side
+
 
 def _drawn(d: FigureData) -> str | None:
     return None
@@ -265,20 +285,31 @@ def declare_figure(spec: FigureSpec) -> FigureSpec:
     return spec
 
 
-def figure(key: str, section: str, caption: str, *, needs: tuple[str, ...] = (),
-           skip: Callable[[FigureData], str | None] = _drawn, note_skip: bool = True) -> Callable[[Draw], Draw]:
+def figure(
+    key: str,
+    section: str,
+    caption: str,
+    *,
+    needs: tuple[str, ...] = (),
+    skip: Callable[[FigureData], str | None] = _drawn,
+    note_skip: bool = True,
+) -> Callable[[Draw], Draw]:
     """Declares the decorated function (``FigureData`` -> ``Figure``) as the report's figure ``key``."""
+
     def register(draw: Draw) -> Draw:
         declare_figure(FigureSpec(key, caption, section, draw, tuple(needs), skip, note_skip))
         return draw
+
     return register
 
 
 def comparison_figure(key: str, section: str, caption: str) -> Callable[[DrawMany], DrawMany]:
     """Declares the decorated function (list of ``FigureData`` -> ``Figure``) as a comparison figure."""
+
     def register(draw: DrawMany) -> DrawMany:
         if key in {s.key for s in DECLARED_COMPARISONS}:
             raise ValueError(f"comparison figure {key!r} is declared twice")
         DECLARED_COMPARISONS.append(ComparisonSpec(key, caption, draw, section))
         return draw
+
     return register

@@ -28,9 +28,13 @@ def _styles(datas: Sequence[FigureData]) -> dict[str, str]:
     return {d.name: STYLES[k % len(STYLES)] for k, d in enumerate(datas)}
 
 
-@comparison_figure("compare-errors", "errors", "Test error of every study's random draws as an EDF (the share of "
-                   "architectures with test error at most e; Radosavovic et al. 2019): further left is better; the "
-                   "points mark each study's best and median.")
+@comparison_figure(
+    "compare-errors",
+    "errors",
+    "Test error of every study's random draws as an EDF (the share of "
+    "architectures with test error at most e; Radosavovic et al. 2019): further left is better; the "
+    "points mark each study's best and median.",
+)
 def fig_errors_compare(datas: Sequence[FigureData]) -> Figure:
     """Each study's test-error EDF over its random draws, one colour per study, its best and median marked."""
     have = [(d, np.sort(d.sample["test_error"].to_numpy(np.float64))) for d in datas]
@@ -48,13 +52,20 @@ def fig_errors_compare(datas: Sequence[FigureData]) -> Figure:
         ax.set_ylabel("share of architectures")
         ax.set_ylim(0, 1.02)
         set_title(ax, "test error EDFs of the studies (points: best, median)")
-    figure_legend(fig, [Line2D([], [], color=c, lw=1.5) for (_, _), c in zip(have, PALETTE)],
-                  [f"{d.name} (n = {len(e):,})" for d, e in have])
+    figure_legend(
+        fig,
+        [Line2D([], [], color=c, lw=1.5) for (_, _), c in zip(have, PALETTE)],
+        [f"{d.name} (n = {len(e):,})" for d, e in have],
+    )
     return fig
 
 
-@comparison_figure("compare-edf", "edf", "Error EDFs of the same axes across studies: one panel per axis, one colour "
-                   "per level, one line style per study (legend above).")
+@comparison_figure(
+    "compare-edf",
+    "edf",
+    "Error EDFs of the same axes across studies: one panel per axis, one colour "
+    "per level, one line style per study (legend above).",
+)
 def fig_edf_compare(datas: Sequence[FigureData]) -> Figure:
     """One panel per axis with two levels in at least one study: the axis' error EDFs of every study, the
     levels in one colour each across the studies and the studies in one line style each (the levels' n | min |
@@ -66,9 +77,16 @@ def fig_edf_compare(datas: Sequence[FigureData]) -> Figure:
     fig, axes = panels(len(names), legend_rows=1)
     with rc_context(THEME):
         for ax, axis in zip(axes, names):
-            levels = list(dict.fromkeys(lv for d in datas if d.edf is not None
-                                        for lv in d.edf.levels.loc[(d.edf.levels["dataset"] == d.dataset)
-                                                                   & (d.edf.levels["axis"] == axis), "level"]))
+            levels = list(
+                dict.fromkeys(
+                    lv
+                    for d in datas
+                    if d.edf is not None
+                    for lv in d.edf.levels.loc[
+                        (d.edf.levels["dataset"] == d.dataset) & (d.edf.levels["axis"] == axis), "level"
+                    ]
+                )
+            )
             colors = level_colors(levels)
             shown = []
             for d in datas:
@@ -80,8 +98,14 @@ def fig_edf_compare(datas: Sequence[FigureData]) -> Figure:
                 for level in lv["level"]:
                     c = cv[cv["level"] == level].sort_values("error")
                     x = np.concatenate([[c["error"].iloc[0]], c["error"].to_numpy()])
-                    ax.plot(x, np.concatenate([[0.0], c["cdf"].to_numpy()]), drawstyle="steps-post",
-                            color=colors[level], ls=styles[d.name], lw=1.3)
+                    ax.plot(
+                        x,
+                        np.concatenate([[0.0], c["cdf"].to_numpy()]),
+                        drawstyle="steps-post",
+                        color=colors[level],
+                        ls=styles[d.name],
+                        lw=1.3,
+                    )
                 shown.append(d.name)
             ax.legend([Line2D([], [], color=colors[lv], lw=1.3) for lv in levels], levels, loc="upper left")
             ax.set_ylim(0, 1.02)
@@ -92,9 +116,13 @@ def fig_edf_compare(datas: Sequence[FigureData]) -> Figure:
     return fig
 
 
-@comparison_figure("compare-good-ranges", "good-ranges", "Good ranges across studies: per factor, the observed range "
-                   "(light), the good range (dark) and the best value (points) of each study; on the NLC, the paper's "
-                   "[1, 3] dashed in red.")
+@comparison_figure(
+    "compare-good-ranges",
+    "good-ranges",
+    "Good ranges across studies: per factor, the observed range "
+    "(light), the good range (dark) and the best value (points) of each study; on the NLC, the paper's "
+    "[1, 3] dashed in red.",
+)
 def fig_good_ranges_compare(datas: Sequence[FigureData]) -> Figure:
     """Per factor, one column per study (pycls's ``plot_trends``): the factor's observed range (light band),
     its good range (darker band) and the best value (points), so where the good architectures lie can be
@@ -109,8 +137,10 @@ def fig_good_ranges_compare(datas: Sequence[FigureData]) -> Figure:
     with rc_context(THEME):
         for ax, factor in zip(axes, factors):
             rows = [g.loc[factor] if factor in g.index else None for g in ranged]
-            v = {key: np.array([r[key] if r is not None else np.nan for r in rows], dtype=float)
-                 for key in ("min", "max", "low", "high", "best")}
+            v = {
+                key: np.array([r[key] if r is not None else np.nan for r in rows], dtype=float)
+                for key in ("min", "max", "low", "high", "best")
+            }
             ax.fill_between(xs, v["min"], v["max"], color=GREY, alpha=0.2, lw=0, step="mid")
             ax.fill_between(xs, v["low"], v["high"], color=BLUE, alpha=0.35, lw=0, step="mid")
             ax.plot(xs, v["best"], "o-", color=BLACK, ms=5, lw=0.9)

@@ -11,7 +11,19 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..plotting import (
-    BLACK, BLUE, GAP_W, GREEN, PALETTE, RED, THEME, figure_legend, new_figure, panels, set_log, set_title, text_width,
+    BLACK,
+    BLUE,
+    GAP_W,
+    GREEN,
+    PALETTE,
+    RED,
+    THEME,
+    figure_legend,
+    new_figure,
+    panels,
+    set_log,
+    set_title,
+    text_width,
 )
 from ..pruning import PAPER_WINDOW
 from .base import FigureData, NothingToDraw, figure, omitted
@@ -24,17 +36,22 @@ CURVE_COLUMNS = ("arch_id", "lr_index", "epoch", "train_loss", "monitored_error"
 _SPLIT_LABEL = {"val": "validation error", "train": "training error"}
 
 
-def curve_architectures(arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3,
-                        target: str = "test_error") -> list[tuple[str, str]]:
+def curve_architectures(
+    arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3, target: str = "test_error"
+) -> list[tuple[str, str]]:
     """(arch_id, why) of the ``n_best`` lowest-``target`` architectures and the ``n_typical`` closest to the
     median ``target`` (the others), best first."""
     a = arch[np.isfinite(arch[target].to_numpy(np.float64))].sort_values([target, "arch_id"], kind="stable")
     best = a.head(n_best)
     rest = a.iloc[n_best:]
-    typical = rest.iloc[np.argsort(np.abs(rest[target].to_numpy(np.float64) - a[target].median()),
-                                   kind="stable")[:n_typical]] if len(rest) else rest
-    return ([(i, f"best #{k + 1}") for k, i in enumerate(best["arch_id"])]
-            + [(i, "typical") for i in typical.sort_values(target, kind="stable")["arch_id"]])
+    typical = (
+        rest.iloc[np.argsort(np.abs(rest[target].to_numpy(np.float64) - a[target].median()), kind="stable")[:n_typical]]
+        if len(rest)
+        else rest
+    )
+    return [(i, f"best #{k + 1}") for k, i in enumerate(best["arch_id"])] + [
+        (i, "typical") for i in typical.sort_values(target, kind="stable")["arch_id"]
+    ]
 
 
 def selected_curves(curves: pd.DataFrame, arch: pd.DataFrame, arch_id: str) -> pd.DataFrame:
@@ -82,9 +99,15 @@ def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typi
     lost = [f"{why} ({arch_id})" for arch_id, why, run in runs if not len(run)]
     if lost:
         omitted(fig, f"No curve of the selected run of {', '.join(lost)}.")
-    figure_legend(fig, [Line2D([], [], color=BLUE, lw=1.4), Line2D([], [], color=BLACK, lw=1.1, ls="--"),
-                        Line2D([], [], color=RED, lw=1.0)],
-                  [_SPLIT_LABEL.get(split, split), "training loss", "learning rate (right axis)"])
+    figure_legend(
+        fig,
+        [
+            Line2D([], [], color=BLUE, lw=1.4),
+            Line2D([], [], color=BLACK, lw=1.1, ls="--"),
+            Line2D([], [], color=RED, lw=1.0),
+        ],
+        [_SPLIT_LABEL.get(split, split), "training loss", "learning rate (right axis)"],
+    )
     return fig
 
 
@@ -129,14 +152,25 @@ def _no_trajectory(d: FigureData) -> str | None:
     return None if d.curves["nlc"].notna().any() else "No NLC trajectory recorded (metrics: nlc_trajectory is off)."
 
 
-@figure("curves", "curves", "Training curves of the selected run of the best and of typical architectures (pycls's "
-        "plot_curves): the monitored error, the mean training loss and the learning rate per epoch.",
-        needs=("curves",), skip=_no_curves)
+@figure(
+    "curves",
+    "curves",
+    "Training curves of the selected run of the best and of typical architectures (pycls's "
+    "plot_curves): the monitored error, the mean training loss and the learning rate per epoch.",
+    needs=("curves",),
+    skip=_no_curves,
+)
 def curves_figure(d: FigureData) -> Figure:
     return fig_curves(d.curves, d.arch)
 
 
-@figure("nlc-trajectory", "curves", "The NLC during training of the same runs (metrics: nlc_trajectory), with the NLC "
-        "paper's window [1, 3] shaded.", needs=("curves",), skip=_no_trajectory, note_skip=False)
+@figure(
+    "nlc-trajectory",
+    "curves",
+    "The NLC during training of the same runs (metrics: nlc_trajectory), with the NLC paper's window [1, 3] shaded.",
+    needs=("curves",),
+    skip=_no_trajectory,
+    note_skip=False,
+)
 def nlc_trajectory_figure(d: FigureData) -> Figure:
     return fig_nlc_trajectory(d.curves, d.arch)

@@ -25,8 +25,17 @@ def level_colors(levels) -> dict:
     return {lv: PALETTE[k % len(PALETTE)] for k, lv in enumerate(levels)}
 
 
-def _edf_panel(ax, e: ErrorEDF, dataset: str, axis: str, *, normalized: bool = True, title: str | None = None,
-               colors: dict | None = None, legend: bool = True) -> None:
+def _edf_panel(
+    ax,
+    e: ErrorEDF,
+    dataset: str,
+    axis: str,
+    *,
+    normalized: bool = True,
+    title: str | None = None,
+    colors: dict | None = None,
+    legend: bool = True,
+) -> None:
     """One axis' EDFs: a step line per level; dashed, the normalized EDF where the axis has more than one
     shared complexity bin (the levels differ in size). ``colors``: level -> colour (default: in order);
     ``legend``: the levels' names in the upper left (where an EDF rarely runs: low error, high share)."""
@@ -39,11 +48,23 @@ def _edf_panel(ax, e: ErrorEDF, dataset: str, axis: str, *, normalized: bool = T
         for _, row in lv.iterrows():
             c = cv[cv["level"] == row["level"]].sort_values("error")
             x = np.concatenate([[c["error"].iloc[0]], c["error"].to_numpy()])
-            ax.plot(x, np.concatenate([[0.0], c["cdf"].to_numpy()]), drawstyle="steps-post",
-                    color=colors[row["level"]], lw=1.4, label=f"{row['level']} ({int(row['n'])})")
+            ax.plot(
+                x,
+                np.concatenate([[0.0], c["cdf"].to_numpy()]),
+                drawstyle="steps-post",
+                color=colors[row["level"]],
+                lw=1.4,
+                label=f"{row['level']} ({int(row['n'])})",
+            )
             if differ and np.isfinite(c["normalized_cdf"]).any():
-                ax.plot(x, np.concatenate([[0.0], c["normalized_cdf"].to_numpy()]), drawstyle="steps-post",
-                        color=colors[row["level"]], lw=1.0, ls="--")
+                ax.plot(
+                    x,
+                    np.concatenate([[0.0], c["normalized_cdf"].to_numpy()]),
+                    drawstyle="steps-post",
+                    color=colors[row["level"]],
+                    lw=1.0,
+                    ls="--",
+                )
         if legend:
             ax.legend(loc="upper left")
         ax.set_xlabel("test error")
@@ -61,11 +82,15 @@ def _edf_axes(e: ErrorEDF | None, dataset: str) -> list[str]:
     return list(dict.fromkeys(e.levels.loc[e.levels["dataset"] == dataset, "axis"]))
 
 
-@figure("edf", "edf", "Error EDFs per level of every sampled axis (Radosavovic, Johnson, Xie, Lo and Dollár, "
-        "“On Network Design Spaces for Visual Recognition”, 2019, section 3): the share of architectures with test "
-        "error at most e. Legend: level (n); the table above gives each level's min and mean and which two levels "
-        "the KS distance separates. Dashed: the complexity-normalized EDF, where the levels differ in size.",
-        needs=("edf",))
+@figure(
+    "edf",
+    "edf",
+    "Error EDFs per level of every sampled axis (Radosavovic, Johnson, Xie, Lo and Dollár, "
+    "“On Network Design Spaces for Visual Recognition”, 2019, section 3): the share of architectures with test "
+    "error at most e. Legend: level (n); the table above gives each level's min and mean and which two levels "
+    "the KS distance separates. Dashed: the complexity-normalized EDF, where the levels differ in size.",
+    needs=("edf",),
+)
 def fig_edf(d: FigureData) -> Figure:
     """Error EDFs per level of every sampled axis with at least two levels (``analysis.edf``)."""
     names = _edf_axes(d.edf, d.dataset)
@@ -111,15 +136,23 @@ def good_band(ax, d: FigureData, column: str) -> None:
         for edge in PAPER_WINDOW:
             ax.axvline(edge, color=RED, lw=0.9, ls="--", zorder=1)
     _keep_margins(ax)
-    set_title(ax, f"{ax.get_title()}\ngood range [{r['low']:.3g}, {r['high']:.3g}], best {r['best']:.3g}"
-              + (" (U-shaped)" if r["u_shaped"] else ""))
+    set_title(
+        ax,
+        f"{ax.get_title()}\ngood range [{r['low']:.3g}, {r['high']:.3g}], best {r['best']:.3g}"
+        + (" (U-shaped)" if r["u_shaped"] else ""),
+    )
 
 
-@figure("good-ranges", "good-ranges", "Good ranges (pycls's empirical bootstrap) of the NLC, bias, depth and the "
-        "numeric axes against test error; shaded: where the best architectures of 25% subsamples fall (2.5th to "
-        "97.5th percentile), black line: their median; red dashes on the NLC: the NLC paper's window [1, 3]; a factor "
-        "of few values drawn as a strip (its points spread sideways). The other factors' bands are on their own "
-        "scatters below (more predictors).", needs=("good",))
+@figure(
+    "good-ranges",
+    "good-ranges",
+    "Good ranges (pycls's empirical bootstrap) of the NLC, bias, depth and the "
+    "numeric axes against test error; shaded: where the best architectures of 25% subsamples fall (2.5th to "
+    "97.5th percentile), black line: their median; red dashes on the NLC: the NLC paper's window [1, 3]; a factor "
+    "of few values drawn as a strip (its points spread sideways). The other factors' bands are on their own "
+    "scatters below (more predictors).",
+    needs=("good",),
+)
 def fig_good_ranges(d: FigureData) -> Figure:
     """The factors with a good range (``analysis.good_ranges``) that no other scatter of the report shows
     (the NLC, bias, depth, the numeric axes: the metric, proxy and baseline grids carry their own bands)
@@ -135,14 +168,21 @@ def fig_good_ranges(d: FigureData) -> Figure:
     return fig
 
 
-@figure("pruning", "pruning", "NLC-guided pruning: compute saved and best test error lost as the NLC window widens.",
-        needs=("pruning_window",))
+@figure(
+    "pruning",
+    "pruning",
+    "NLC-guided pruning: compute saved and best test error lost as the NLC window widens.",
+    needs=("pruning_window",),
+)
 def fig_pruning(d: FigureData) -> Figure:
     """NLC pruning trade-off: keeping only architectures with NLC in [lo, hi], as hi grows, the share of
     training time saved and the best test error lost (regret)."""
     curve = pruning_curve(d.arch, lo=d.pruning_window[0])
-    cols = [(c, n) for c, n in (("saved_fraction", "share of compute saved"), ("regret", "regret (best test error lost)"))
-            if len(curve) and np.isfinite(curve[c]).any()]
+    cols = [
+        (c, n)
+        for c, n in (("saved_fraction", "share of compute saved"), ("regret", "regret (best test error lost)"))
+        if len(curve) and np.isfinite(curve[c]).any()
+    ]
     if not cols:
         raise NothingToDraw("No architecture with a finite NLC and test error: no pruning trade-off.")
     fig, axes = panels(len(cols), ncols=2)

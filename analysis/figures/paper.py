@@ -17,8 +17,17 @@ from matplotlib.lines import Line2D
 
 from ..plotting import BLACK, GREY, RED, THEME, figure_legend, new_figure, panels, set_title
 from .base import (
-    KIND_COLORS, FigureData, NothingToDraw, correlation_title, figure, label, omitted, plottable, point_kind,
-    scatter, _plottable,
+    KIND_COLORS,
+    FigureData,
+    NothingToDraw,
+    correlation_title,
+    figure,
+    label,
+    omitted,
+    plottable,
+    point_kind,
+    scatter,
+    _plottable,
 )
 
 MAGNIFIED = (0.8, 100.0)  # figure 2's magnified region of the NLC
@@ -35,12 +44,19 @@ def _kind_legend(fig: Figure, df: pd.DataFrame) -> None:
 def _no_lar(d: FigureData) -> str | None:
     if plottable(d.sample, "nlc", "lar_diameter", True, True):
         return None
-    return ("Figure 1 (NLC vs the relative diameter of linearly approximable regions) needs the optional metric E.1, "
-            "which this study did not compute (metrics: {lar: true}).")
+    return (
+        "Figure 1 (NLC vs the relative diameter of linearly approximable regions) needs the optional metric E.1, "
+        "which this study did not compute (metrics: {lar: true})."
+    )
 
 
-@figure("fig1", "paper", "Figure 1: NLC vs relative diameter of linearly approximable regions (dashed: 1/NLC, the "
-        "relation section 3 derives).", skip=_no_lar)
+@figure(
+    "fig1",
+    "paper",
+    "Figure 1: NLC vs relative diameter of linearly approximable regions (dashed: 1/NLC, the "
+    "relation section 3 derives).",
+    skip=_no_lar,
+)
 def fig1_regions(d: FigureData) -> Figure:
     """Figure 1: NLC vs the relative diameter of linearly approximable regions (E.1; dashed: 1/NLC)."""
     fig = _one(d, d.sample, "nlc", "lar_diameter", "Figure 1", logx=True, logy=True)
@@ -54,8 +70,12 @@ def _one_over(ax) -> None:
     ax.plot(grid, 1.0 / grid, color=GREY, lw=0.9, ls="--", zorder=2)
 
 
-@figure("fig2", "paper", "Figure 2: NLC before training vs test error; right: the region 0.8 < NLC < 100 magnified. "
-        "Red: high output bias (bias > 1000); blue: skip connections.")
+@figure(
+    "fig2",
+    "paper",
+    "Figure 2: NLC before training vs test error; right: the region 0.8 < NLC < 100 magnified. "
+    "Red: high output bias (bias > 1000); blue: skip connections.",
+)
 def fig2_nlc_vs_test_error(d: FigureData) -> Figure:
     """Figure 2: NLC before training vs test error; red = high output bias, blue = skips; beside it (the
     paper's inset) the magnified region 0.8 < NLC < 100."""
@@ -67,8 +87,15 @@ def fig2_nlc_vs_test_error(d: FigureData) -> Figure:
     fig, axes = panels(2 if len(near) else 1, panel=(4.4, 3.2), legend_rows=1)
     scatter(axes[0], df, "nlc", "test_error", logx=True, colored=True)
     if len(near):
-        scatter(axes[1], near, "nlc", "test_error", logx=True, colored=True,
-                title=f"{MAGNIFIED[0]:g} < NLC < {MAGNIFIED[1]:g}: {correlation_title(near, 'nlc', 'test_error', True)}")
+        scatter(
+            axes[1],
+            near,
+            "nlc",
+            "test_error",
+            logx=True,
+            colored=True,
+            title=f"{MAGNIFIED[0]:g} < NLC < {MAGNIFIED[1]:g}: {correlation_title(near, 'nlc', 'test_error', True)}",
+        )
         axes[1].set_xlim(*MAGNIFIED)
     else:
         omitted(fig, f"No architecture has {MAGNIFIED[0]:g} < NLC < {MAGNIFIED[1]:g}: no magnified panel.")
@@ -102,13 +129,21 @@ def fig3c_nlc_after_vs_test_error(d: FigureData) -> Figure:
 
 
 # Figure 3's panels: (letter, x, y, log x, log y, diagonal); E is the optional E.3 metric.
-FIG3 = (("A", "bias", "test_error", True, False, False), ("B", "nlc", "nlc_after", True, True, True),
-        ("C", "nlc_after", "test_error", True, False, False), ("E", "nlc", "error_perturbation", True, True, False))
+FIG3 = (
+    ("A", "bias", "test_error", True, False, False),
+    ("B", "nlc", "nlc_after", True, True, True),
+    ("C", "nlc_after", "test_error", True, False, False),
+    ("E", "nlc", "error_perturbation", True, True, False),
+)
 
 
-@figure("fig3", "paper", "Figure 3: output bias before training vs test error (A), NLC before vs after training "
-        "(B, dashed: equal), NLC after training vs test error (C) and, where the optional metric E.3 was computed "
-        "(metrics: {perturbation: true}), NLC vs the maximal error-preserving perturbation of the trained network (E).")
+@figure(
+    "fig3",
+    "paper",
+    "Figure 3: output bias before training vs test error (A), NLC before vs after training "
+    "(B, dashed: equal), NLC after training vs test error (C) and, where the optional metric E.3 was computed "
+    "(metrics: {perturbation: true}), NLC vs the maximal error-preserving perturbation of the trained network (E).",
+)
 def fig3(d: FigureData) -> Figure:
     """Figure 3, panels A, B, C and E: each panel that has points (E: an optional metric)."""
     df = d.sample
@@ -117,12 +152,23 @@ def fig3(d: FigureData) -> Figure:
         raise NothingToDraw("Figure 3: no architecture has a finite bias, NLC after training or test error.")
     fig, axes = panels(len(have), ncols=2 if len(have) == 4 else 3)
     for ax, (letter, x, y, lx, ly, diag) in zip(axes, have):
-        scatter(ax, df, x, y, logx=lx, logy=ly, title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}")
+        scatter(
+            ax,
+            df,
+            x,
+            y,
+            logx=lx,
+            logy=ly,
+            title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}",
+        )
         if diag:
             _diagonal(ax)
     for letter, x, y, *_ in (p for p in FIG3 if p not in have):
-        why = ("the optional metric E.3 was not computed (metrics: {perturbation: true})" if letter == "E" else
-               f"no finite {label(x)} and {label(y)}")
+        why = (
+            "the optional metric E.3 was not computed (metrics: {perturbation: true})"
+            if letter == "E"
+            else f"no finite {label(x)} and {label(y)}"
+        )
         omitted(fig, f"Panel {letter} not drawn: {why}.")
     return fig
 
@@ -133,8 +179,10 @@ def fig1_fig3e_regions(d: FigureData) -> Figure:
     E.3) side by side: the panels of the optional metrics the study computed."""
     have = [c for c in ("lar_diameter", "error_perturbation") if plottable(d.sample, "nlc", c, True, True)]
     if not have:
-        raise NothingToDraw("Figures 1 and 3E need the optional metrics E.1 and E.3 (metrics: {lar: true, "
-                            "perturbation: true}), which this study did not compute.")
+        raise NothingToDraw(
+            "Figures 1 and 3E need the optional metrics E.1 and E.3 (metrics: {lar: true, "
+            "perturbation: true}), which this study did not compute."
+        )
     fig, axes = panels(len(have))
     for ax, col in zip(axes, have):
         scatter(ax, d.sample, "nlc", col, logx=True, logy=True)
@@ -154,9 +202,13 @@ def _trained(d: FigureData) -> pd.DataFrame:
     return df[df["test_error"] < d.threshold]
 
 
-@figure("fig7", "paper", "Figure 7: how often each training run (1 = lowest starting learning rate) gave the lowest "
-        "validation error; architectures with a random test error omitted. Dashed: the five lowest and highest "
-        "runs, which should never be chosen.")
+@figure(
+    "fig7",
+    "paper",
+    "Figure 7: how often each training run (1 = lowest starting learning rate) gave the lowest "
+    "validation error; architectures with a random test error omitted. Dashed: the five lowest and highest "
+    "runs, which should never be chosen.",
+)
 def fig7_lr_index_histogram(d: FigureData) -> Figure:
     """Figure 7: how often each run (1 = lowest starting rate) was selected, better-than-random only."""
     df = _trained(d)
@@ -166,7 +218,7 @@ def fig7_lr_index_histogram(d: FigureData) -> Figure:
     n_runs = int(d.arch["n_runs"].max()) if d.arch["n_runs"].notna().any() else 40
     fig, (ax,) = new_figure(panel=(6.0, 3.0))
     with rc_context(THEME):
-        counts = np.bincount(idx, minlength=n_runs + 1)[1:n_runs + 1]
+        counts = np.bincount(idx, minlength=n_runs + 1)[1 : n_runs + 1]
         ax.bar(np.arange(1, n_runs + 1), counts, width=0.85, color=BLACK)
         for edge in (5.5, n_runs - 4.5):  # the paper's check: never the lowest or highest five
             ax.axvline(edge, color=RED, lw=0.9, ls="--")
@@ -178,19 +230,29 @@ def fig7_lr_index_histogram(d: FigureData) -> Figure:
     return fig
 
 
-@figure("fig8", "paper", "Figure 8: starting learning rate of the selected run vs NLC; architectures with a random "
-        "test error omitted.")
+@figure(
+    "fig8",
+    "paper",
+    "Figure 8: starting learning rate of the selected run vs NLC; architectures with a random test error omitted.",
+)
 def fig8_lr_vs_nlc(d: FigureData) -> Figure:
     return _one(d, _trained(d), "nlc", "lr", "Figure 8", logx=True, logy=True)
 
 
 # Figure 9's panels: (letter, x, y, log x, log y, diagonal).
-FIG9 = (("A", "bias", "bias_after", True, True, True), ("B", "bias_after", "test_error", True, False, False),
-        ("C", "nlc", "bias", True, True, False))
+FIG9 = (
+    ("A", "bias", "bias_after", True, True, True),
+    ("B", "bias_after", "test_error", True, False, False),
+    ("C", "nlc", "bias", True, True, False),
+)
 
 
-@figure("fig9", "paper", "Figure 9: bias before vs after training (A, dashed: equal), bias after training vs test error "
-        "(B), NLC vs bias before training (C).")
+@figure(
+    "fig9",
+    "paper",
+    "Figure 9: bias before vs after training (A, dashed: equal), bias after training vs test error "
+    "(B), NLC vs bias before training (C).",
+)
 def fig9_bias(d: FigureData) -> Figure:
     """Figure 9: bias before vs after training (A), bias after training vs test error (B), NLC vs bias
     before training (C)."""
@@ -200,7 +262,15 @@ def fig9_bias(d: FigureData) -> Figure:
         raise NothingToDraw("Figure 9: no architecture has a finite output bias.")
     fig, axes = panels(len(have))
     for ax, (letter, x, y, lx, ly, diag) in zip(axes, have):
-        scatter(ax, df, x, y, logx=lx, logy=ly, title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}")
+        scatter(
+            ax,
+            df,
+            x,
+            y,
+            logx=lx,
+            logy=ly,
+            title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}",
+        )
         if diag:
             _diagonal(ax)
     for p in FIG9:
@@ -209,8 +279,11 @@ def fig9_bias(d: FigureData) -> Figure:
     return fig
 
 
-@figure("fig10", "paper", "Figure 10: figure 2 for architectures without (left) and with (right) skip connections; "
-        "red: high output bias.")
+@figure(
+    "fig10",
+    "paper",
+    "Figure 10: figure 2 for architectures without (left) and with (right) skip connections; red: high output bias.",
+)
 def fig10_skips_side_by_side(d: FigureData) -> Figure:
     """Figure 10: figure 2 split into architectures without (left) and with (right) skip connections."""
     df = d.sample
@@ -224,8 +297,15 @@ def fig10_skips_side_by_side(d: FigureData) -> Figure:
         raise NothingToDraw("Figure 10: no architecture has a finite NLC and test error.")
     fig, axes = panels(len(have), ncols=2, panel=(4.4, 3.2), legend_rows=1)
     for ax, (name, part, pts) in zip(axes, have):
-        scatter(ax, part, "nlc", "test_error", logx=True, colored=True,
-                title=f"{name}: {correlation_title(pts, 'nlc', 'test_error', True)}")
+        scatter(
+            ax,
+            part,
+            "nlc",
+            "test_error",
+            logx=True,
+            colored=True,
+            title=f"{name}: {correlation_title(pts, 'nlc', 'test_error', True)}",
+        )
     for name, _, pts in sides:
         if not len(pts):
             omitted(fig, f"No architecture {name}: that panel is not drawn.")

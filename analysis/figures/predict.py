@@ -21,10 +21,17 @@ def _skipped(d: FigureData) -> str | None:
     return None if isinstance(d.predict, Prediction) else ""
 
 
-@figure("predict-held-out", "predict", "Held-out prediction of test error: each architecture's prediction by a "
-        "model fitted on the other folds (GroupKFold on the base architecture: its siblings were never in the "
-        "model's training rows), for the best joint model and for NLC alone (its window predictor). Spearman's ρ "
-        "of the points in each title; the dashed line is y = x.", needs=("predict",), skip=_skipped, note_skip=False)
+@figure(
+    "predict-held-out",
+    "predict",
+    "Held-out prediction of test error: each architecture's prediction by a "
+    "model fitted on the other folds (GroupKFold on the base architecture: its siblings were never in the "
+    "model's training rows), for the best joint model and for NLC alone (its window predictor). Spearman's ρ "
+    "of the points in each title; the dashed line is y = x.",
+    needs=("predict",),
+    skip=_skipped,
+    note_skip=False,
+)
 def fig_predict_held_out(d: FigureData) -> Figure:
     """Held-out prediction vs test error, the best joint learner beside NLC alone (``Prediction.held_out``)."""
     p = d.predict
@@ -44,17 +51,25 @@ def fig_predict_held_out(d: FigureData) -> Figure:
             ax.set_xlabel(f"held-out prediction: {LABELS[learner]}")
             ax.set_ylabel("test error")
             s = scores.loc[learner]
-            set_title(ax, f"ρ = {s['spearman']:.2f} [{s['spearman_lo']:.2f}, {s['spearman_hi']:.2f}], "
-                          f"n = {int(s['n'])}")
+            set_title(
+                ax, f"ρ = {s['spearman']:.2f} [{s['spearman_lo']:.2f}, {s['spearman_hi']:.2f}], n = {int(s['n'])}"
+            )
     return fig
 
 
-@figure("predict-importance", "predict", "Why it predicts: permutation importance of every feature for the best "
-        "joint model, on the held-out folds (scikit-learn's permutation_importance): the drop in held-out "
-        "Spearman's ρ when the feature's values are shuffled among the fold's architectures. Bar: the mean over "
-        "folds (weighted by their size); whiskers: the central 95% of the folds' and repeats' drops. Near 0: the "
-        "model does not rely on it (a feature that shares its information with another can score low while "
-        "the other is there).", needs=("predict",), skip=_skipped, note_skip=False)
+@figure(
+    "predict-importance",
+    "predict",
+    "Why it predicts: permutation importance of every feature for the best "
+    "joint model, on the held-out folds (scikit-learn's permutation_importance): the drop in held-out "
+    "Spearman's ρ when the feature's values are shuffled among the fold's architectures. Bar: the mean over "
+    "folds (weighted by their size); whiskers: the central 95% of the folds' and repeats' drops. Near 0: the "
+    "model does not rely on it (a feature that shares its information with another can score low while "
+    "the other is there).",
+    needs=("predict",),
+    skip=_skipped,
+    note_skip=False,
+)
 def fig_predict_importance(d: FigureData) -> Figure:
     """Permutation importance per feature, most important on top (``Prediction.importance``)."""
     imp = d.predict.importance
@@ -65,27 +80,50 @@ def fig_predict_importance(d: FigureData) -> Figure:
         if len(imp):
             order = imp.iloc[::-1]
             pos = np.arange(len(order))
-            colors = [RED if k == "descriptor" else (BLUE if f == "nlc" else BLACK)
-                      for k, f in zip(order["kind"], order["feature"])]
+            colors = [
+                RED if k == "descriptor" else (BLUE if f == "nlc" else BLACK)
+                for k, f in zip(order["kind"], order["feature"])
+            ]
             ax.barh(pos, order["mean"], color=colors, alpha=0.75)
-            ax.errorbar(order["mean"], pos, xerr=[order["mean"] - order["lo"], order["hi"] - order["mean"]],
-                        fmt="none", ecolor=GREY, lw=0.9, capsize=2)
+            ax.errorbar(
+                order["mean"],
+                pos,
+                xerr=[order["mean"] - order["lo"], order["hi"] - order["mean"]],
+                fmt="none",
+                ecolor=GREY,
+                lw=0.9,
+                capsize=2,
+            )
             ax.set_yticks(pos)
             ax.set_yticklabels(order["label"], fontsize=MIN_PT)
             ax.axvline(0, color=GREY, lw=0.8)
         else:
-            ax.text(0.5, 0.5, "no held-out fold of 3 architectures or more", ha="center", va="center",
-                    transform=ax.transAxes, color=GREY)
+            ax.text(
+                0.5,
+                0.5,
+                "no held-out fold of 3 architectures or more",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                color=GREY,
+            )
         ax.set_xlabel("drop of held-out Spearman's ρ when shuffled")
         set_title(ax, f"{LABELS[d.predict.best]} ({d.predict.folds} folds)")
     return fig
 
 
-@figure("predict-dependence", "predict", "Partial dependence of the best joint model, fitted on every trained "
-        "architecture (scikit-learn's partial_dependence): the average predicted test error when a metric is set "
-        "to each value for every architecture, for the NLC and the metrics of highest importance. Ticks at the "
-        "bottom: the architectures' values. The NLC paper's window (section 4, figure 2) is a valley: error "
-        "lowest for an initial NLC of about 1 to 3 (shaded).", needs=("predict",), skip=_skipped, note_skip=False)
+@figure(
+    "predict-dependence",
+    "predict",
+    "Partial dependence of the best joint model, fitted on every trained "
+    "architecture (scikit-learn's partial_dependence): the average predicted test error when a metric is set "
+    "to each value for every architecture, for the NLC and the metrics of highest importance. Ticks at the "
+    "bottom: the architectures' values. The NLC paper's window (section 4, figure 2) is a valley: error "
+    "lowest for an initial NLC of about 1 to 3 (shaded).",
+    needs=("predict",),
+    skip=_skipped,
+    note_skip=False,
+)
 def fig_predict_dependence(d: FigureData) -> Figure:
     """One panel per metric: the partial-dependence curve and the data's values (``Prediction.dependence``)."""
     dep, values = d.predict.dependence, d.predict.values
@@ -107,8 +145,9 @@ def fig_predict_dependence(d: FigureData) -> Figure:
             ax.set_ylabel("predicted test error (average)")
             set_title(ax, str(curve["label"].iloc[0]))
     if not names:
-        axes[0].text(0.5, 0.5, "no metric with finite values", ha="center", va="center", transform=axes[0].transAxes,
-                     color=GREY)
-    for ax in axes[len(names):] if names else []:
+        axes[0].text(
+            0.5, 0.5, "no metric with finite values", ha="center", va="center", transform=axes[0].transAxes, color=GREY
+        )
+    for ax in axes[len(names) :] if names else []:
         ax.set_visible(False)
     return fig

@@ -23,11 +23,25 @@ PROXY_GRID = figure_grid("proxies")
 BASELINE_GRID = figure_grid("baselines")
 
 KIND_COLOR = {"metric": BLACK, "proxy": BLUE, "baseline": GREY, "window": GREEN}
-KIND_NAME = {"metric": "init metric", "proxy": "zero-cost proxy", "baseline": "trivial baseline",
-             "window": "window score (held out)"}
+KIND_NAME = {
+    "metric": "init metric",
+    "proxy": "zero-cost proxy",
+    "baseline": "trivial baseline",
+    "window": "window score (held out)",
+}
 
-__all__ = ["BASELINE_GRID", "METRIC_GRID", "PROXY_GRID", "abs_interval", "fig_baselines", "fig_metrics",
-           "fig_proxies", "fig_ranking", "ranking_labels", "window_rows"]
+__all__ = [
+    "BASELINE_GRID",
+    "METRIC_GRID",
+    "PROXY_GRID",
+    "abs_interval",
+    "fig_baselines",
+    "fig_metrics",
+    "fig_proxies",
+    "fig_ranking",
+    "ranking_labels",
+    "window_rows",
+]
 
 
 def ranking_labels(r) -> list[str]:
@@ -35,9 +49,13 @@ def ranking_labels(r) -> list[str]:
     return [f"{k}. {lbl} ({'+' if t >= 0 else '−'})" for k, lbl, t in zip(r["rank"], r["label"], r["kendall"])]
 
 
-@figure("ranking", "predictors", "Predictor ranking by |Kendall τ| with test error, best first (the overview's "
-        "best predictors are its first rows): bars with bootstrap intervals; dashed, the best trivial baseline.",
-        needs=("corr", "window_scores"))
+@figure(
+    "ranking",
+    "predictors",
+    "Predictor ranking by |Kendall τ| with test error, best first (the overview's "
+    "best predictors are its first rows): bars with bootstrap intervals; dashed, the best trivial baseline.",
+    needs=("corr", "window_scores"),
+)
 def fig_ranking(d: FigureData) -> Figure:
     """Every predictor's |Kendall tau| with test error and its bootstrap interval, best first
     (``ranking.predictor_ranking``); trivial baselines in grey, the best baseline's level as a dashed line;
@@ -58,8 +76,9 @@ def fig_ranking(d: FigureData) -> Figure:
         base = r[r["kind"] == "baseline"]
         if len(base):
             ax.axvline(base["abs_tau"].max(), color=GREY, ls="--", lw=0.9)
-        ax.set_xlim(0, max(1e-3, float(np.nanmax(np.r_[r["abs_hi"].to_numpy(float), r["abs_tau"].to_numpy(float)])))
-                    * 1.05)
+        ax.set_xlim(
+            0, max(1e-3, float(np.nanmax(np.r_[r["abs_hi"].to_numpy(float), r["abs_tau"].to_numpy(float)]))) * 1.05
+        )
         ax.set_xlabel("|Kendall τ| with test error (sign in brackets)")
         kinds = [k for k in KIND_NAME if k in set(r["kind"])]
         figure_legend(fig, [Patch(color=KIND_COLOR[k]) for k in kinds], [KIND_NAME[k] for k in kinds], ncol=2)
@@ -84,8 +103,13 @@ def _grid(d: FigureData, columns: tuple[str, ...], what: str) -> Figure:
     return fig
 
 
-@figure("metrics", "more", "Activation ratio, variability, gradient confounders and the activation's NLC_τ(1) and "
-        "linear-approximation error vs test error (shaded: good range, black line: its best value).", needs=("good",))
+@figure(
+    "metrics",
+    "more",
+    "Activation ratio, variability, gradient confounders and the activation's NLC_τ(1) and "
+    "linear-approximation error vs test error (shaded: good range, black line: its best value).",
+    needs=("good",),
+)
 def fig_metrics(d: FigureData) -> Figure:
     """Activation ratio (the variability paper, *Variability of Neural Networks and Han-Layer*, eq. 5),
     variability (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3) and the gradient confounders of
@@ -93,8 +117,7 @@ def fig_metrics(d: FigureData) -> Figure:
     return _grid(d, METRIC_GRID, "metrics")
 
 
-@figure("proxies", "more", "Zero-cost proxies at initialization vs test error (shaded: good range).",
-        needs=("good",))
+@figure("proxies", "more", "Zero-cost proxies at initialization vs test error (shaded: good range).", needs=("good",))
 def fig_proxies(d: FigureData) -> Figure:
     """Zero-cost proxies at initialization vs test error."""
     return _grid(d, PROXY_GRID, "zero-cost proxies")

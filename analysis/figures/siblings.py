@@ -30,25 +30,31 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
     present = [v for v in levels if (axis_level(d.arch, axis) == v).any()] if len(d.arch) else []
     if len(present) < 2:
         only = f"every architecture has {axis} = {present[0]}" if present else f"no architecture has a {axis} level"
-        raise NothingToDraw(f"{axis}: {only}, so there is nothing to compare (siblings along {axis} pair each draw "
-                            "with its other levels).")
+        raise NothingToDraw(
+            f"{axis}: {only}, so there is nothing to compare (siblings along {axis} pair each draw "
+            "with its other levels)."
+        )
     sample = d.sample
     combos = []
     for i, a in enumerate(levels):
-        for b in levels[i + 1:]:
+        for b in levels[i + 1 :]:
             pairs = sibling_pairs(d.arch, axis, a, b)
             if len(pairs):
                 combos.append((a, b, pairs, None))
                 continue
             level = axis_level(sample, axis)
-            groups = [sample.loc[(level == v) & sample["test_error"].notna(), "test_error"].to_numpy(np.float64)
-                      for v in (a, b)]
+            groups = [
+                sample.loc[(level == v) & sample["test_error"].notna(), "test_error"].to_numpy(np.float64)
+                for v in (a, b)
+            ]
             combos.append((a, b, None, groups) if all(len(g) for g in groups) else (a, b, None, None))
     drawn = [c for c in combos if c[2] is not None or c[3] is not None]
     nlc = _plottable(d.arch, "nlc", "test_error", True, False)
     if not drawn and not len(nlc):
-        raise NothingToDraw(f"{axis}: no sibling pairs, the levels are not both among the random draws, and no "
-                            "architecture has a finite NLC and test error.")
+        raise NothingToDraw(
+            f"{axis}: no sibling pairs, the levels are not both among the random draws, and no "
+            "architecture has a finite NLC and test error."
+        )
     fig, axes = panels(len(drawn) + (1 if len(nlc) else 0), legend_rows=1)
     for ax, (a, b, pairs, groups) in zip(axes, drawn):
         if pairs is not None:
@@ -72,8 +78,9 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
             ax.set_ylabel(label("test_error"))
             set_title(ax, f"all architectures (siblings included) by {axis}")
         shown = [(v, c) for v, c in zip(levels, PALETTE) if (level == v).any()]
-        figure_legend(fig, [Line2D([], [], ls="", marker="o", ms=6, color=c) for _, c in shown],
-                      [v for v, _ in shown], title=None)
+        figure_legend(
+            fig, [Line2D([], [], ls="", marker="o", ms=6, color=c) for _, c in shown], [v for v, _ in shown], title=None
+        )
     else:
         omitted(fig, "No architecture has a finite NLC and test error: the panel of all architectures is not drawn.")
     return fig
@@ -111,16 +118,22 @@ def _unpaired(ax, groups: list[np.ndarray], a: str, b: str) -> None:
         ax.boxplot(groups, widths=0.5, medianprops={"color": RED}, flierprops={"markersize": 3})
         ax.set_xticks([1, 2], [f"{a} (n={len(groups[0])})", f"{b} (n={len(groups[1])})"])
         p = sps.mannwhitneyu(groups[0], groups[1]).pvalue if min(map(len, groups)) > 1 else math.nan
-        set_title(ax, f"no sibling pairs; random draws: median Δ = {np.median(groups[1]) - np.median(groups[0]):.3f}, "
-                      f"Mann-Whitney p = {fmt_p(p)}")
+        set_title(
+            ax,
+            f"no sibling pairs; random draws: median Δ = {np.median(groups[1]) - np.median(groups[0]):.3f}, "
+            f"Mann-Whitney p = {fmt_p(p)}",
+        )
         ax.set_ylabel("test error")
 
 
 # One figure per sibling axis, in the order the report shows them.
 for _axis, _caption in (
     ("weights", "Householder vs dense: paired siblings and all architectures."),
-    ("param", "GmP vs SP: paired siblings (labelled by what input mean normalization does in the pair: it switches "
-     "with GmP under imn = auto) and all architectures."),
+    (
+        "param",
+        "GmP vs SP: paired siblings (labelled by what input mean normalization does in the pair: it switches "
+        "with GmP under imn = auto) and all architectures.",
+    ),
     ("norm", "Normalization kinds: paired siblings and all architectures."),
     ("skip", "Skips vs no skips: paired siblings and all architectures."),
     ("imn", "Input mean normalization off vs on (Chen and Ge, eq. 16): paired siblings and all architectures."),

@@ -17,46 +17,75 @@ def register(sub) -> None:
     from ..perf.cases import CASES, CPU_CASES, GPU_CASES  # torch-free: listing the commands loads no torch
 
     p = sub.add_parser(
-        "bench", help="time the stacked trainer against sequential runs, bare GEMMs and its compiled step",
+        "bench",
+        help="time the stacked trainer against sequential runs, bare GEMMs and its compiled step",
         description="Time, side by side in one process, one training step of R runs stacked (as the trainer "
         "runs them), the same step with the forward compiled by torch.compile, the same R runs trained one "
         "after another, and the bare float64 matrix products of the stacked step; report seconds per epoch, "
         "the speedup, GFLOP/s, the fraction of the GEMM throughput and of the device's float64 peak, the "
         "compile time and which step the trainer's rule picks, and count the operators one step of the stack "
         "dispatches (views excluded), in total and per layer. "
-        "Cases: " + ", ".join(f"{k} ({c.params:,} parameters, depth {c.spec.depth}, {c.spec.weights})"
-                              for k, c in CASES.items()) + ". "
+        "Cases: "
+        + ", ".join(f"{k} ({c.params:,} parameters, depth {c.spec.depth}, {c.spec.weights})" for k, c in CASES.items())
+        + ". "
         f"Default: {', '.join(CPU_CASES)} on a CPU; also {', '.join(c for c in GPU_CASES if c not in CPU_CASES)} "
-        "on a GPU.")
-    p.add_argument("--quick", action="store_true",
-                   help="the small case only, without the compiled step (about a minute)")
+        "on a GPU.",
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="the small case only, without the compiled step (about a minute)"
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
     p.add_argument("--cases", default=None, help=f"comma-separated cases ({', '.join(CASES)})")
     p.add_argument("--runs", type=int, default=40, help="runs in the stack (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=3,
-                   help="interleaved repeats; the best of each is kept (default %(default)s)")
+    p.add_argument(
+        "--repeats", type=int, default=3, help="interleaved repeats; the best of each is kept (default %(default)s)"
+    )
     p.add_argument("--steps", type=int, default=None, help="timed steps per measurement (default: per case)")
     p.add_argument("--device", default="cpu", help="torch device (default %(default)s; e.g. cuda)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    p.add_argument("--no-compile", action="store_true",
-                   help="do not time the compiled step (it compiles once per case)")
-    p.add_argument("--compile-mode", default=None,
-                   help="torch.compile mode of the compiled step (default: its default; on a GPU e.g. reduce-overhead)")
+    p.add_argument(
+        "--no-compile", action="store_true", help="do not time the compiled step (it compiles once per case)"
+    )
+    p.add_argument(
+        "--compile-mode",
+        default=None,
+        help="torch.compile mode of the compiled step (default: its default; on a GPU e.g. reduce-overhead)",
+    )
     p.add_argument("--no-plain", action="store_true", help="do not time the one-run-after-another loops")
-    p.add_argument("--chunk", type=int, default=None,
-                   help="runs per chunk of the stacked step (default: the trainer's choice, auto_chunk)")
-    p.add_argument("--concurrent", type=int, default=None,
-                   help="instead: N processes, each training its own stack of the case at once on the device, "
-                   "against one process alone (architectures per hour)")
-    p.add_argument("--gpus-per-arch", type=float, default=None,
-                   help="instead: as --concurrent with N = 1 / this (0.25: four architectures per GPU)")
-    p.add_argument("--project", action="store_true",
-                   help="instead: measure the paper's 1M-parameter cases at several stack sizes and project the "
-                   "hours of the NLC paper's three studies (study.perf.projection)")
-    p.add_argument("--devices", default="1,8,32",
-                   help="with --project: device counts to project for (default %(default)s)")
-    p.add_argument("--gain", type=float, default=1.0,
-                   help="with --project: aggregate gain of several architectures per device (from --concurrent)")
+    p.add_argument(
+        "--chunk",
+        type=int,
+        default=None,
+        help="runs per chunk of the stacked step (default: the trainer's choice, auto_chunk)",
+    )
+    p.add_argument(
+        "--concurrent",
+        type=int,
+        default=None,
+        help="instead: N processes, each training its own stack of the case at once on the device, "
+        "against one process alone (architectures per hour)",
+    )
+    p.add_argument(
+        "--gpus-per-arch",
+        type=float,
+        default=None,
+        help="instead: as --concurrent with N = 1 / this (0.25: four architectures per GPU)",
+    )
+    p.add_argument(
+        "--project",
+        action="store_true",
+        help="instead: measure the paper's 1M-parameter cases at several stack sizes and project the "
+        "hours of the NLC paper's three studies (study.perf.projection)",
+    )
+    p.add_argument(
+        "--devices", default="1,8,32", help="with --project: device counts to project for (default %(default)s)"
+    )
+    p.add_argument(
+        "--gain",
+        type=float,
+        default=1.0,
+        help="with --project: aggregate gain of several architectures per device (from --concurrent)",
+    )
     p.set_defaults(func=command)
 
 
@@ -113,20 +142,28 @@ def command(args) -> int:
     gain = check("bench", "gain", Real(0.0, lo_open=True), args.gain)
 
     if concurrent is not None:
-        rows = [throughput(name, concurrent, runs=runs, device=str(device), threads=args.threads, steps=steps)
-                for name in (cases or ("small",))]
-        _print(rows, args.json, lambda r: (
-            f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
-            f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
-            f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
-            f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
-            f"({r['stack_epochs']:.0f} stack epochs each)"))
+        rows = [
+            throughput(name, concurrent, runs=runs, device=str(device), threads=args.threads, steps=steps)
+            for name in (cases or ("small",))
+        ]
+        _print(
+            rows,
+            args.json,
+            lambda r: (
+                f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
+                f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
+                f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
+                f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
+                f"({r['stack_epochs']:.0f} stack epochs each)"
+            ),
+        )
         return 0
     if args.project:
         from ..perf.projection import format_projection, measure_step_times, project
 
-        rows = measure_step_times(cases, device=device, repeats=repeats, steps=steps or 2,
-                                  compiled=not args.no_compile and not args.quick)
+        rows = measure_step_times(
+            cases, device=device, repeats=repeats, steps=steps or 2, compiled=not args.no_compile and not args.quick
+        )
         result = project(rows, devices=devices, gain=gain)
         if args.json:
             json.dump({"step_times": rows, "projection": result}, sys.stdout, indent=1, default=str)
@@ -134,9 +171,17 @@ def command(args) -> int:
         else:
             print(format_projection(rows, result, f"{device} ({torch.get_num_threads()} threads)"))
         return 0
-    rows = run_bench(cases, runs=runs, repeats=repeats, device=device, steps=steps,
-                     compiled=not args.no_compile and not args.quick, compile_mode=compile_mode,
-                     plain=not args.no_plain, chunk=chunk)
+    rows = run_bench(
+        cases,
+        runs=runs,
+        repeats=repeats,
+        device=device,
+        steps=steps,
+        compiled=not args.no_compile and not args.quick,
+        compile_mode=compile_mode,
+        plain=not args.no_plain,
+        chunk=chunk,
+    )
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -144,8 +189,10 @@ def command(args) -> int:
         print(format_table(rows))
         threads = torch.get_num_threads()
         name = rows[0]["device_name"] if rows else str(device)
-        print(f"({threads} thread{'s' if threads > 1 else ''}, device {name}; best of {repeats} interleaved "
-              f"repeats; per epoch = per step x samples // 250; of peak: {rows[0]['peak_source'] if rows else ''})")
+        print(
+            f"({threads} thread{'s' if threads > 1 else ''}, device {name}; best of {repeats} interleaved "
+            f"repeats; per epoch = per step x samples // 250; of peak: {rows[0]['peak_source'] if rows else ''})"
+        )
         for r in rows:
             print(f"rule for {r['case']}: {r['rule']} ({r['rule_reason']})")
     return 0

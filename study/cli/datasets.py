@@ -15,12 +15,19 @@ from archstudy.sampling import SpecError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("datasets", help="list the datasets available here and where each expects its files",
-                       description="List every dataset: available or missing on this machine, where its data "
-                       "comes from or which files it expects in which directories, input dimension, classes, "
-                       "train/val/test sizes. Nothing is downloaded, ever.")
-    p.add_argument("--root", default=None, help="directory holding your data files (mnist, cifar10, "
-                   "waveform-+noise.data); fashion-mnist defaults to /usr/share/datasets/fashion-mnist")
+    p = sub.add_parser(
+        "datasets",
+        help="list the datasets available here and where each expects its files",
+        description="List every dataset: available or missing on this machine, where its data "
+        "comes from or which files it expects in which directories, input dimension, classes, "
+        "train/val/test sizes. Nothing is downloaded, ever.",
+    )
+    p.add_argument(
+        "--root",
+        default=None,
+        help="directory holding your data files (mnist, cifar10, "
+        "waveform-+noise.data); fashion-mnist defaults to /usr/share/datasets/fashion-mnist",
+    )
     p.set_defaults(func=command)
 
 
@@ -38,8 +45,17 @@ def rows(root=None) -> list[tuple[str, ...]]:
     for name, info in DATASETS.items():
         available, where = status(name, root if info.reads_root else None)
         d_in = str(info.d_in) if info.d_in is not None else "PCA"
-        out.append((name, "yes" if available else "no", info.source, d_in, str(info.n_classes), info.sizes,
-                    on_the_command_line(where)))
+        out.append(
+            (
+                name,
+                "yes" if available else "no",
+                info.source,
+                d_in,
+                str(info.n_classes),
+                info.sizes,
+                on_the_command_line(where),
+            )
+        )
     return out
 
 
@@ -55,6 +71,7 @@ def command(args) -> int:
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
     for r in table:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] + "\n")
-    sys.stdout.write(f"preprocessed image sets are cached in {cache_dir()} "
-                     f"(set {CACHE_ENV} or cache_dir= to move it)\n")
+    sys.stdout.write(
+        f"preprocessed image sets are cached in {cache_dir()} (set {CACHE_ENV} or cache_dir= to move it)\n"
+    )
     return 0

@@ -14,7 +14,6 @@ from typing import Any
 from archstudy.sampling.constraints import Constraint, Declared, Integer, OneOf, Real, shorten
 
 
-
 GIVEN = "_archstudy_given"  # the values of the options given so far, on the namespace while it is parsed
 
 
@@ -25,15 +24,19 @@ class StoreOnce(argparse.Action):
 
     def __init__(self, option_strings, dest, nargs=None, **kwargs):
         if nargs == 0:  # as argparse's own store: an option that takes no value is store_true / store_const
-            raise ValueError("nargs for store actions must be != 0; if you have nothing to store, actions such as "
-                             "store true or store const may be more appropriate")
+            raise ValueError(
+                "nargs for store actions must be != 0; if you have nothing to store, actions such as "
+                "store true or store const may be more appropriate"
+            )
         super().__init__(option_strings, dest, nargs=nargs, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
         given = namespace.__dict__.setdefault(GIVEN, {})
         if self.dest in given and given[self.dest] != values and self.option_strings:
-            parser.error(f"argument {'/'.join(self.option_strings)}: given twice "
-                         f"({shorten(str(given[self.dest]), 80)}, then {shorten(str(values), 80)}); give it once")
+            parser.error(
+                f"argument {'/'.join(self.option_strings)}: given twice "
+                f"({shorten(str(given[self.dest]), 80)}, then {shorten(str(values), 80)}); give it once"
+            )
         given[self.dest] = values
         setattr(namespace, self.dest, values)
 
@@ -81,8 +84,11 @@ class Words(StoreOnce):
 def declared_flags(owner: type[Declared], execution: bool = False) -> tuple[str, ...]:
     """The fields of ``owner`` that declare a flag: its science keys' (``execution`` False) or its execution
     settings' (True)."""
-    return tuple(name for name, declared in owner.declarations().items()
-                 if declared.flag is not None and declared.execution == execution)
+    return tuple(
+        name
+        for name, declared in owner.declarations().items()
+        if declared.flag is not None and declared.execution == execution
+    )
 
 
 def add_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, owner: type[Declared], name: str) -> None:
@@ -92,7 +98,15 @@ def add_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, owner: t
     if flag is None:
         raise ValueError(f"{owner.__name__}.{name} declares no flag")
     text = flag.type or _text_type(declared.constraint)
-    how: dict[str, Any] = {"action": Words, "read": text} if flag.nargs == "+" else {
-        "type": text, **({"nargs": flag.nargs, "const": flag.const} if flag.nargs else {})}
-    parser.add_argument(flag.option(name), metavar=flag.metavar, dest=name,
-                        help=flag.help.format(default=shown(owner.default(name))), **how)
+    how: dict[str, Any] = (
+        {"action": Words, "read": text}
+        if flag.nargs == "+"
+        else {"type": text, **({"nargs": flag.nargs, "const": flag.const} if flag.nargs else {})}
+    )
+    parser.add_argument(
+        flag.option(name),
+        metavar=flag.metavar,
+        dest=name,
+        help=flag.help.format(default=shown(owner.default(name))),
+        **how,
+    )

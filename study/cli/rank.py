@@ -40,30 +40,63 @@ CHECK_SEED = 3  # the random K of --check: numpy's generator seeded with (fresh 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "rank", help="rank fresh architectures by predicted test error, before training them",
+        "rank",
+        help="rank fresh architectures by predicted test error, before training them",
         description="Fit the joint predictor of test error on STUDY's trained architectures, draw N new "
         "architectures of STUDY's space (same budget, dataset and protocol, new seeds), measure them at "
         "initialization only (Ray-parallel, resumable), rank them by predicted test error and write "
         "DIR/ranked.parquet, DIR/predictor.json and DIR/study.yaml (the top K: `archstudy run --config "
         "DIR/study.yaml --out DIR/top` trains them). --check K trains the top K and K drawn at random and "
-        "prints the lift.")
-    p.add_argument("--from", dest="study", required=True, metavar="STUDY",
-                   help="the study to learn from (a directory or URI with trained architectures)")
-    p.add_argument("--architectures", type=int, default=DEFAULT_N, metavar="N",
-                   help="fresh architectures to measure and rank (default %(default)s)")
-    p.add_argument("--top", type=int, metavar="K",
-                   help=f"architectures in DIR/study.yaml, best predicted first (default {DEFAULT_TOP}, or N if fewer)")
-    p.add_argument("--out", metavar="DIR", help="where to write (default: STUDY-rank beside a local STUDY, else "
-                   "./NAME-rank)")
-    p.add_argument("--check", type=int, metavar="K", help="also train the top K and K drawn at random from the N, "
-                   "and print the median test error of each with the lift")
-    p.add_argument("--learner", default="auto", metavar="NAME",
-                   help="the predictor: linear, boosted, window or nlc (analysis.predict.LEARNERS); default "
-                   "%(default)s: the joint model (linear or boosted) with the higher held-out Spearman ρ")
-    p.add_argument("--seed", type=int, metavar="S", help="study seed of the fresh draws (default: derived from "
-                   "STUDY's seed, never equal to it)")
-    p.add_argument("--root", metavar="DIR", help="read the dataset's files from DIR (the data must be STUDY's: its "
-                   "fingerprint is checked)")
+        "prints the lift.",
+    )
+    p.add_argument(
+        "--from",
+        dest="study",
+        required=True,
+        metavar="STUDY",
+        help="the study to learn from (a directory or URI with trained architectures)",
+    )
+    p.add_argument(
+        "--architectures",
+        type=int,
+        default=DEFAULT_N,
+        metavar="N",
+        help="fresh architectures to measure and rank (default %(default)s)",
+    )
+    p.add_argument(
+        "--top",
+        type=int,
+        metavar="K",
+        help=f"architectures in DIR/study.yaml, best predicted first (default {DEFAULT_TOP}, or N if fewer)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", help="where to write (default: STUDY-rank beside a local STUDY, else ./NAME-rank)"
+    )
+    p.add_argument(
+        "--check",
+        type=int,
+        metavar="K",
+        help="also train the top K and K drawn at random from the N, "
+        "and print the median test error of each with the lift",
+    )
+    p.add_argument(
+        "--learner",
+        default="auto",
+        metavar="NAME",
+        help="the predictor: linear, boosted, window or nlc (analysis.predict.LEARNERS); default "
+        "%(default)s: the joint model (linear or boosted) with the higher held-out Spearman ρ",
+    )
+    p.add_argument(
+        "--seed",
+        type=int,
+        metavar="S",
+        help="study seed of the fresh draws (default: derived from STUDY's seed, never equal to it)",
+    )
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        help="read the dataset's files from DIR (the data must be STUDY's: its fingerprint is checked)",
+    )
     add_execution_arguments(p, report=False)
     p.set_defaults(func=command)
 
@@ -84,7 +117,7 @@ def _grown(directory: Path, wanted: list[int]) -> list[int]:
     if not path.is_file():
         return list(wanted)
     held = StudyConfig.from_yaml(path.read_bytes(), where=os.fspath(path))
-    old = list(range(held.architectures) if held.indices is None else held.indices[:held.architectures])
+    old = list(range(held.architectures) if held.indices is None else held.indices[: held.architectures])
     have = set(old)
     return old + [i for i in wanted if i not in have]
 
@@ -93,8 +126,15 @@ def config_of(base: StudyConfig, seed: int, indices: list[int], *, measure_only:
     """STUDY's config for the draws ``indices`` of ``seed``: the same dataset, data, space, budget, protocol and
     metric options; no siblings and no pruning at launch (the predictor decides what is trained)."""
     d = {k: v for k, v in base.to_dict().items() if k not in PROVENANCE_KEYS}
-    d.update(seed=seed, architectures=len(indices), indices=list(indices), siblings=[], nlc_window=None,
-             nlc_pilot=DEFAULT_PILOT, measure_only=measure_only)
+    d.update(
+        seed=seed,
+        architectures=len(indices),
+        indices=list(indices),
+        siblings=[],
+        nlc_window=None,
+        nlc_pilot=DEFAULT_PILOT,
+        measure_only=measure_only,
+    )
     if root is not None:
         d["root"] = root
     return StudyConfig.from_dict(d)
@@ -103,8 +143,15 @@ def config_of(base: StudyConfig, seed: int, indices: list[int], *, measure_only:
 def _study(config: StudyConfig, out: Path, args):
     from ..execution.driver import run_study
 
-    return run_study(config, out, address=args.address, max_in_flight=args.max_in_flight, progress=sys.stderr,
-                     connect_timeout_s=args.connect_timeout_s, **execution_of(args))
+    return run_study(
+        config,
+        out,
+        address=args.address,
+        max_in_flight=args.max_in_flight,
+        progress=sys.stderr,
+        connect_timeout_s=args.connect_timeout_s,
+        **execution_of(args),
+    )
 
 
 def command(args) -> int:
@@ -123,22 +170,37 @@ def command(args) -> int:
     results = load_results(args.study, runs=False)
     base = StudyConfig.from_dict(results.config)
     if base.measure_only:
-        raise UserError(f"rank: {args.study} measured its architectures without training them (`archstudy rank` "
-                        "made it): learn from a study of trained architectures")
+        raise UserError(
+            f"rank: {args.study} measured its architectures without training them (`archstudy rank` "
+            "made it): learn from a study of trained architectures"
+        )
     predictor = fit_predictor(results, args.learner)
     seed = fresh_seed(base.seed) if args.seed is None else check("rank", "seed", Integer(0, 2**63 - 1), args.seed)
     if seed == base.seed:
         raise UserError(f"rank: --seed {seed} is STUDY's own seed: its draws are in STUDY")
-    held = {u.spec.content_id for u in plan_study(base.seed, base.architectures, base.d_in, base.d_out,
-                                                   base.space_obj, base.param_budget, base.siblings,
-                                                   indices=base.indices)}
+    held = {
+        u.spec.content_id
+        for u in plan_study(
+            base.seed,
+            base.architectures,
+            base.d_in,
+            base.d_out,
+            base.space_obj,
+            base.param_budget,
+            base.siblings,
+            indices=base.indices,
+        )
+    }
     held |= set(results.architectures["arch_id"].astype(str))
     wanted = fresh_indices(seed, n, base.d_in, base.d_out, base.space_obj, base.param_budget, held)
     out.mkdir(parents=True, exist_ok=True)
     predictor.save(out / "predictor.json")
-    print(f"archstudy rank: {predictor.learner} predictor fitted on {predictor.source['rows']} trained architectures "
-          f"of {args.study}; measuring {n} fresh architectures (study seed {seed}) at initialization in "
-          f"{out / MEASURED}", file=sys.stderr)
+    print(
+        f"archstudy rank: {predictor.learner} predictor fitted on {predictor.source['rows']} trained architectures "
+        f"of {args.study}; measuring {n} fresh architectures (study seed {seed}) at initialization in "
+        f"{out / MEASURED}",
+        file=sys.stderr,
+    )
 
     with ray_session(args.address):
         measured_config = config_of(base, seed, _grown(out / MEASURED, wanted), measure_only=True, root=args.root)
@@ -154,31 +216,40 @@ def command(args) -> int:
             f"# archstudy rank: the top {len(best)} of {len(ranked)} fresh architectures (study seed {seed}) by the "
             f"predicted test error of a {predictor.learner} predictor fitted on {args.study}.\n"
             f"# Train them as a study: archstudy run --config {out / CONFIG_NAME} --out {out / 'top'}\n"
-            + config_yaml.dump(top_keys), encoding="utf-8")
+            + config_yaml.dump(top_keys),
+            encoding="utf-8",
+        )
         missing = f" ({n - len(ranked)} failed: `archstudy status {out / MEASURED}`)" if len(ranked) < n else ""
-        print(f"wrote {out / 'ranked.parquet'} ({len(ranked)} architectures{missing}), {out / 'predictor.json'}, "
-              f"{out / CONFIG_NAME} (the top {len(best)}: archstudy run --config {out / CONFIG_NAME} --out "
-              f"{out / 'top'})")
+        print(
+            f"wrote {out / 'ranked.parquet'} ({len(ranked)} architectures{missing}), {out / 'predictor.json'}, "
+            f"{out / CONFIG_NAME} (the top {len(best)}: archstudy run --config {out / CONFIG_NAME} --out "
+            f"{out / 'top'})"
+        )
         if k is None:
             return 0 if done.complete else 1
         import numpy as np
 
         pool = ranked["index"].astype(int).to_numpy()
         chosen = ranked["index"].astype(int).tolist()[:k]
-        drawn = np.random.default_rng([seed, CHECK_SEED]).choice(np.sort(pool), size=min(k, len(pool)),
-                                                                 replace=False).tolist()
+        drawn = (
+            np.random.default_rng([seed, CHECK_SEED])
+            .choice(np.sort(pool), size=min(k, len(pool)), replace=False)
+            .tolist()
+        )
         union = chosen + [i for i in drawn if i not in set(chosen)]
-        checked = _study(config_of(base, seed, _grown(out / CHECK, union), measure_only=False, root=args.root),
-                         out / CHECK, args)
+        checked = _study(
+            config_of(base, seed, _grown(out / CHECK, union), measure_only=False, root=args.root), out / CHECK, args
+        )
     trained = fit_rows(load_results(out / CHECK, runs=False)).set_index("index")["test_error"]
     errors = lambda idx: [float(trained[i]) for i in idx if i in trained.index]  # noqa: E731
     lift = median_lift(errors(chosen), errors(drawn), seed=seed)
-    lift.update(top_indices=chosen, drawn_indices=drawn, study_seed=seed, learner=predictor.learner,
-                source=args.study)
+    lift.update(top_indices=chosen, drawn_indices=drawn, study_seed=seed, learner=predictor.learner, source=args.study)
     (out / "check.json").write_text(json.dumps(lift, indent=1) + "\n", encoding="utf-8")
-    print(f"check: the top {lift['n_top']} by prediction: median test error {lift['top']:.4f} "
-          f"[{lift['top_lo']:.4f}, {lift['top_hi']:.4f}]; {lift['n_drawn']} drawn at random: median "
-          f"{lift['drawn']:.4f} [{lift['drawn_lo']:.4f}, {lift['drawn_hi']:.4f}]; lift (random - top) "
-          f"{lift['lift']:+.4f} [{lift['lift_lo']:+.4f}, {lift['lift_hi']:+.4f}] (95% bootstrap intervals; "
-          f"{out / 'check.json'})")
+    print(
+        f"check: the top {lift['n_top']} by prediction: median test error {lift['top']:.4f} "
+        f"[{lift['top_lo']:.4f}, {lift['top_hi']:.4f}]; {lift['n_drawn']} drawn at random: median "
+        f"{lift['drawn']:.4f} [{lift['drawn_lo']:.4f}, {lift['drawn_hi']:.4f}]; lift (random - top) "
+        f"{lift['lift']:+.4f} [{lift['lift_lo']:+.4f}, {lift['lift_hi']:+.4f}] (95% bootstrap intervals; "
+        f"{out / 'check.json'})"
+    )
     return 0 if done.complete and checked.complete else 1

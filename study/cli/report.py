@@ -18,30 +18,53 @@ def register(sub) -> None:
 
     lo, hi = PAPER_WINDOW
     p = sub.add_parser(
-        "report", help="draw the HTML report of one or more studies",
+        "report",
+        help="draw the HTML report of one or more studies",
         description="Analyse one or more study directories (one per dataset, say) and write one self-contained "
         "HTML file: what predicts test error (Pearson, Spearman, Kendall with bootstrap intervals, granulated "
         "Kendall, lift over trivial baselines, window scores), error EDFs and good ranges of the design space (the "
         "study's own NLC window among them), paired sibling effects, NLC pruning, and the NLC paper's figures; "
-        "several studies side by side. Works on a study that is still running (it says so).")
+        "several studies side by side. Works on a study that is still running (it says so).",
+    )
     p.add_argument("study_dirs", nargs="+", metavar="STUDY_DIR", help="study directory (or s3:// / gs:// prefix)")
     p.add_argument("--out", default="report.html", help="HTML file to write (default %(default)s)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per statistic (default %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default %(default)s)")
-    p.add_argument("--nlc-window", action=Words, read=numbers_of, metavar=("LO", "HI"),
-                   help="NLC window of the pruning analysis, LO,HI or LO HI as `run --nlc-window` takes it (default: "
-                   "the study's own NLC window, its good range, where the study is large enough for it, else "
-                   f"{lo:g},{hi:g}, the NLC paper's range)")
-    p.add_argument("--reproductions", metavar="DIR", help="also list the verdicts of the paper reproductions in DIR "
-                   "(the --out of `archstudy reproduce`), linked to their pages")
-    p.add_argument("--predict-from", metavar="STUDY|FILE", help="also score on each study the joint predictor of "
-                   "test error fitted on the study STUDY (or saved in FILE by `archstudy rank`): does what was learned "
-                   "there hold here?")
-    p.add_argument("--figures", metavar="DIR", help="also write every figure as a file, DIR/<study>-<figure>.<format> "
-                   "(DIR is made if missing)")
-    p.add_argument("--format", dest="figure_format", choices=("png", "svg", "pdf"), default="png",
-                   help="format of the --figures files: png (the page's images), svg or pdf (vectors, for a paper; "
-                   "default %(default)s)")
+    p.add_argument(
+        "--nlc-window",
+        action=Words,
+        read=numbers_of,
+        metavar=("LO", "HI"),
+        help="NLC window of the pruning analysis, LO,HI or LO HI as `run --nlc-window` takes it (default: "
+        "the study's own NLC window, its good range, where the study is large enough for it, else "
+        f"{lo:g},{hi:g}, the NLC paper's range)",
+    )
+    p.add_argument(
+        "--reproductions",
+        metavar="DIR",
+        help="also list the verdicts of the paper reproductions in DIR "
+        "(the --out of `archstudy reproduce`), linked to their pages",
+    )
+    p.add_argument(
+        "--predict-from",
+        metavar="STUDY|FILE",
+        help="also score on each study the joint predictor of "
+        "test error fitted on the study STUDY (or saved in FILE by `archstudy rank`): does what was learned "
+        "there hold here?",
+    )
+    p.add_argument(
+        "--figures",
+        metavar="DIR",
+        help="also write every figure as a file, DIR/<study>-<figure>.<format> (DIR is made if missing)",
+    )
+    p.add_argument(
+        "--format",
+        dest="figure_format",
+        choices=("png", "svg", "pdf"),
+        default="png",
+        help="format of the --figures files: png (the page's images), svg or pdf (vectors, for a paper; "
+        "default %(default)s)",
+    )
     p.set_defaults(func=command)
 
 
@@ -56,14 +79,26 @@ def command(args) -> int:
             Store(study).reach()
     t0 = time.perf_counter()
     if args.figure_format != "png" and args.figures is None:
-        raise SpecError("report", "--format", args.figure_format, "is the format of the --figures files: give "
-                        "--figures DIR too")
-    out = write_report(args.study_dirs, args.out, n_boot=args.n_boot, seed=args.seed, window=args.nlc_window,
-                       reproductions=args.reproductions, figures=args.figures, figure_format=args.figure_format,
-                       predict_from=args.predict_from)
+        raise SpecError(
+            "report", "--format", args.figure_format, "is the format of the --figures files: give --figures DIR too"
+        )
+    out = write_report(
+        args.study_dirs,
+        args.out,
+        n_boot=args.n_boot,
+        seed=args.seed,
+        window=args.nlc_window,
+        reproductions=args.reproductions,
+        figures=args.figures,
+        figure_format=args.figure_format,
+        predict_from=args.predict_from,
+    )
     figures = ""
     if args.figures is not None:
         figures = f"; figures as {args.figure_format} in {args.figures}"
-    print(f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
-          f"{time.perf_counter() - t0:.1f} s{figures})", file=sys.stdout)
+    print(
+        f"wrote {out} ({len(args.study_dirs)} stud{'y' if len(args.study_dirs) == 1 else 'ies'}, "
+        f"{time.perf_counter() - t0:.1f} s{figures})",
+        file=sys.stdout,
+    )
     return 0

@@ -14,32 +14,53 @@ DEFAULT_OUT = "reproductions"
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "reproduce", help="run a paper's experiment and compare with its published numbers",
+        "reproduce",
+        help="run a paper's experiment and compare with its published numbers",
         description="Run one of the papers' experiments with this pipeline, print a table (quantity, the paper's "
         "value, ours, the tolerance, the verdict), and write OUT/NAME.json and a self-contained OUT/NAME.html "
         "(its figure beside the table). A row that differs is a finding: tolerances come from the papers' "
         "precision or spread. Exit status 0 when every row agrees, 1 when some differ. `all` runs every "
         "reproduction and adds OUT/summary.json and OUT/index.html. `--list` names them, and the papers' "
-        "experiments not offered with the reason.")
+        "experiments not offered with the reason.",
+    )
     p.add_argument("name", nargs="?", metavar="NAME", help="the reproduction (see --list), or all")
-    p.add_argument("--list", action="store_true",
-                   help="list the reproductions, each with its paper and cost here, then the experiments not offered")
-    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
-                   help="directory for NAME.json and NAME.html (default %(default)s/)")
-    p.add_argument("--scale", default="quick",
-                   help="tiny (seconds: a smoke test), quick (minutes on 2 cores) or paper (the paper's own "
-                        "settings); default %(default)s")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="list the reproductions, each with its paper and cost here, then the experiments not offered",
+    )
+    p.add_argument(
+        "--out", default=DEFAULT_OUT, metavar="DIR", help="directory for NAME.json and NAME.html (default %(default)s/)"
+    )
+    p.add_argument(
+        "--scale",
+        default="quick",
+        help="tiny (seconds: a smoke test), quick (minutes on 2 cores) or paper (the paper's own "
+        "settings); default %(default)s",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default %(default)s)")
     p.add_argument("--device", default="cpu", help="torch device (default %(default)s; e.g. cuda)")
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch CPU threads (default %(default)s: the nets are small, one thread is faster than "
-                        "several)")
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="all: how many reproductions run side by side, each in its own process (default: the cores "
-                        "over --threads on the CPU, one on a GPU)")
-    p.add_argument("--root", metavar="DIR", help="directory of the paper's data where a reproduction reads it "
-                   "(nlc-table1 and nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data "
-                   "and say so")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default %(default)s: the nets are small, one thread is faster than several)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="all: how many reproductions run side by side, each in its own process (default: the cores "
+        "over --threads on the CPU, one on a GPU)",
+    )
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        help="directory of the paper's data where a reproduction reads it "
+        "(nlc-table1 and nlc-table2: CIFAR10; resnet-hessian: MNIST); without it they run on built-in data "
+        "and say so",
+    )
     p.set_defaults(func=command)
 
 
@@ -50,25 +71,43 @@ def command(args) -> int:
     if args.list:
         for r in REPRODUCTIONS.values():
             print(r.line())
-        print("(costs: wall time on a 2-core machine without a GPU; quick measured in one `reproduce all`, two "
-              "reproductions side by side; paper scale estimated where not run)")
+        print(
+            "(costs: wall time on a 2-core machine without a GPU; quick measured in one `reproduce all`, two "
+            "reproductions side by side; paper scale estimated where not run)"
+        )
         for n in NOT_OFFERED:
             print(n.line())
         return 0
     if args.name is None:
         raise UserError("reproduce: name a reproduction (" + ", ".join(REPRODUCTIONS) + f"), {ALL}, or --list")
     if args.name == ALL:
-        entries, json_path, html_path = reproduce_all(args.out, scale=args.scale, seed=args.seed,
-                                                      device=args.device, root=args.root, threads=args.threads,
-                                                      jobs=args.jobs, progress=sys.stderr, echo=sys.stdout)
+        entries, json_path, html_path = reproduce_all(
+            args.out,
+            scale=args.scale,
+            seed=args.seed,
+            device=args.device,
+            root=args.root,
+            threads=args.threads,
+            jobs=args.jobs,
+            progress=sys.stderr,
+            echo=sys.stdout,
+        )
         print(f"wrote {json_path}, {html_path} and each reproduction's NAME.json and NAME.html")
         return 0 if all(e.result.passed == len(e.result.rows) for e in entries) else 1
     if args.jobs is not None:
-        raise SpecError("reproduce", "jobs", args.jobs, f"only with `reproduce {ALL}` (one reproduction runs in one "
-                        "process)")
-    result, json_path, html_path = reproduce(args.name, args.out, scale=args.scale, seed=args.seed,
-                                             device=args.device, root=args.root, threads=args.threads,
-                                             progress=sys.stderr)
+        raise SpecError(
+            "reproduce", "jobs", args.jobs, f"only with `reproduce {ALL}` (one reproduction runs in one process)"
+        )
+    result, json_path, html_path = reproduce(
+        args.name,
+        args.out,
+        scale=args.scale,
+        seed=args.seed,
+        device=args.device,
+        root=args.root,
+        threads=args.threads,
+        progress=sys.stderr,
+    )
     print(format_table(result))
     print(f"wrote {json_path} and {html_path}")
     return 0 if result.passed == len(result.rows) else 1

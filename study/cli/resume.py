@@ -14,14 +14,19 @@ from .run import add_execution_arguments, execution_of, finish
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "resume", help="continue a study after a crash, a kill or a lost node",
+        "resume",
+        help="continue a study after a crash, a kill or a lost node",
         description="Continue the study in STUDY with its own study.yaml: skip every architecture whose result "
         "files are there and valid, redo truncated or unreadable ones, run the rest (from their checkpoints). "
-        "Execution settings (--address, --cpus-per-arch, --gpus-per-arch, ...) may differ from the first run.")
+        "Execution settings (--address, --cpus-per-arch, --gpus-per-arch, ...) may differ from the first run.",
+    )
     p.add_argument("study", metavar="STUDY", help="the study directory or URI")
     p.add_argument("--skip-failed", action="store_true", help="do not try the failed architectures again")
-    p.add_argument("--root", metavar="DIR", help="read the dataset's files from DIR this time (the data must be "
-                   "the study's: its fingerprint is checked)")
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        help="read the dataset's files from DIR this time (the data must be the study's: its fingerprint is checked)",
+    )
     add_execution_arguments(p)
     p.set_defaults(func=command)
 
@@ -29,7 +34,14 @@ def register(sub) -> None:
 def command(args) -> int:
     from ..execution.driver import resume_study
 
-    result = resume_study(args.study, address=args.address, retry_failed=not args.skip_failed,
-                          max_in_flight=args.max_in_flight, progress=sys.stderr, root=args.root,
-                          connect_timeout_s=args.connect_timeout_s, **execution_of(args))
+    result = resume_study(
+        args.study,
+        address=args.address,
+        retry_failed=not args.skip_failed,
+        max_in_flight=args.max_in_flight,
+        progress=sys.stderr,
+        root=args.root,
+        connect_timeout_s=args.connect_timeout_s,
+        **execution_of(args),
+    )
     return finish(result, args.study, args, example=False)

@@ -14,13 +14,24 @@ from typing import Any
 from archstudy.sampling import SpecError, UserError, config_yaml
 
 from ..experiment.config import (
-    CONNECT_TIMEOUT_S, EXECUTION_SETTINGS, RECORDED_KEYS, REPORT_NAME, StudyConfig, execution_declaration,
+    CONNECT_TIMEOUT_S,
+    EXECUTION_SETTINGS,
+    RECORDED_KEYS,
+    REPORT_NAME,
+    StudyConfig,
+    execution_declaration,
 )
 from .flags import add_flag, declared_flags, shown
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
-EXAMPLE: dict[str, Any] = {"dataset": "waveform-noise", "architectures": 8, "param_budget": 3000, "preset": "extended",
-           "protocol": {"preset": "quick", "max_epochs": 15}, "seed": 0}
+EXAMPLE: dict[str, Any] = {
+    "dataset": "waveform-noise",
+    "architectures": 8,
+    "param_budget": 3000,
+    "preset": "extended",
+    "protocol": {"preset": "quick", "max_epochs": 15},
+    "seed": 0,
+}
 EXAMPLE_OUT = os.path.join("studies", "example")
 
 # Every study key that declares a flag is one of `run` (``StudyConfig``: ``declare(..., flag=Flag(...))``), generated
@@ -45,22 +56,37 @@ def add_execution_arguments(p: argparse.ArgumentParser, report: bool = True) -> 
     """Flags that decide how the work is spread, not what it computes (shared by run, resume and rank; ``report``:
     also --report)."""
     g = p.add_argument_group("execution (not part of the science: a resume may change them)")
-    g.add_argument("--address", metavar="ADDR",
-                   help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
-                        "default: an embedded local Ray on this machine")
-    g.add_argument("--connect-timeout", type=float, metavar="S", default=CONNECT_TIMEOUT_S, dest="connect_timeout_s",
-                   help="seconds to wait for --address to answer before giving up (default "
-                        f"{shown(CONNECT_TIMEOUT_S)})")
+    g.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="Ray cluster to use: 'auto' on a cluster node (after `ray up`), or host:port; "
+        "default: an embedded local Ray on this machine",
+    )
+    g.add_argument(
+        "--connect-timeout",
+        type=float,
+        metavar="S",
+        default=CONNECT_TIMEOUT_S,
+        dest="connect_timeout_s",
+        help=f"seconds to wait for --address to answer before giving up (default {shown(CONNECT_TIMEOUT_S)})",
+    )
     for name in EXECUTION_FLAGS:
         add_flag(g, execution_declaration(name)[0], name)
-    g.add_argument("--max-in-flight", type=int, metavar="N",
-                   help="architectures submitted at once (default: what the cluster can run now; set it to the "
-                        "cluster's maximum size to let an autoscaler grow at once)")
+    g.add_argument(
+        "--max-in-flight",
+        type=int,
+        metavar="N",
+        help="architectures submitted at once (default: what the cluster can run now; set it to the "
+        "cluster's maximum size to let an autoscaler grow at once)",
+    )
     if not report:
         return
-    p.add_argument("--report", action="store_true",
-                   help=f"write the HTML report when the study is complete (STUDY/{REPORT_NAME}; ./{REPORT_NAME} for "
-                        "an s3:// or gs:// study)")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help=f"write the HTML report when the study is complete (STUDY/{REPORT_NAME}; ./{REPORT_NAME} for "
+        "an s3:// or gs:// study)",
+    )
 
 
 def execution_of(args) -> dict[str, Any]:
@@ -70,24 +96,33 @@ def execution_of(args) -> dict[str, Any]:
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "run", help="run a study (no arguments: the small example on waveform-noise)",
+        "run",
+        help="run a study (no arguments: the small example on waveform-noise)",
         # --out is required with any study flag, and absent for the example: argparse cannot say both
         usage="%(prog)s                              (the example, into studies/example)\n"
-              "       %(prog)s --out DIR|URI (--dataset NAME --architectures N | --config FILE) [options]",
+        "       %(prog)s --out DIR|URI (--dataset NAME --architectures N | --config FILE) [options]",
         description="Sample architectures, measure each at initialization, train each at all its learning rates "
         "(stacked, float64), and store one Parquet row per architecture in OUT/architectures (and one per "
         "learning rate in OUT/runs). Ray spreads the architectures over this machine's cores, or over a cluster "
         "with --address auto. Running it again on the same OUT continues the study (the same config is "
         "required). With no arguments: the README's example (8 architectures on waveform-noise, quick protocol, "
-        f"into {EXAMPLE_OUT}, ending with the report).")
+        f"into {EXAMPLE_OUT}, ending with the report).",
+    )
     p.add_argument("--config", metavar="FILE", help="YAML file of study keys (those of study.yaml); flags override it")
-    p.add_argument("--out", metavar="DIR|URI", help="the study: a directory, or s3://, gs://, file:// URI (required "
-                   "with any study flag; without any, the example goes into studies/example)")
+    p.add_argument(
+        "--out",
+        metavar="DIR|URI",
+        help="the study: a directory, or s3://, gs://, file:// URI (required "
+        "with any study flag; without any, the example goes into studies/example)",
+    )
     p.add_argument("--root", metavar="DIR", help="directory of the dataset's files (mnist, cifar10, ...)")
     for name in declared_flags(StudyConfig):
         add_flag(p, StudyConfig, name)
-    p.add_argument("--force-config", action="store_true",
-                   help="OUT holds a study with another config: replace its study.yaml (finished rows stay)")
+    p.add_argument(
+        "--force-config",
+        action="store_true",
+        help="OUT holds a study with another config: replace its study.yaml (finished rows stay)",
+    )
     add_execution_arguments(p)
     p.set_defaults(func=command)
 
@@ -115,8 +150,9 @@ def config_of(args) -> tuple[dict, str, bool]:
     if args.out is not None and not args.out.strip():
         raise SpecError("run", "out", args.out, "must be a directory or a URI (s3://, gs://, file://)")
     if args.out is None:
-        raise UserError("run: --out is required (the study directory or URI); `archstudy run` with no arguments "
-                        "runs the example")
+        raise UserError(
+            "run: --out is required (the study directory or URI); `archstudy run` with no arguments runs the example"
+        )
     return keys, args.out, False
 
 
@@ -129,16 +165,20 @@ def defaults_line(keys: dict, example: bool) -> str | None:
     the example's, or the paper's study's for what the flags leave out; None where the flags name them all."""
     if example:
         protocol = EXAMPLE["protocol"]
-        return (f"no study flags: the example, {EXAMPLE['architectures']} architectures on {EXAMPLE['dataset']} at "
-                f"{EXAMPLE['param_budget']:,} parameters, protocol {protocol['preset']} capped at "
-                f"{protocol['max_epochs']} epochs, into {EXAMPLE_OUT} (a study with flags takes the paper's defaults "
-                f"instead: {', '.join(f'{k} {shown(StudyConfig.default(k))}' for k in _EXAMPLE_DIFFERS)})")
+        return (
+            f"no study flags: the example, {EXAMPLE['architectures']} architectures on {EXAMPLE['dataset']} at "
+            f"{EXAMPLE['param_budget']:,} parameters, protocol {protocol['preset']} capped at "
+            f"{protocol['max_epochs']} epochs, into {EXAMPLE_OUT} (a study with flags takes the paper's defaults "
+            f"instead: {', '.join(f'{k} {shown(StudyConfig.default(k))}' for k in _EXAMPLE_DIFFERS)})"
+        )
     left = [k for k in _EXAMPLE_DIFFERS if k not in keys]
     if not left:
         return None
-    return (f"the paper's defaults for what the flags leave out: "
-            f"{', '.join(f'{k} {shown(StudyConfig.default(k))}' for k in left)} (`--param-budget "
-            f"{EXAMPLE['param_budget']} --protocol {EXAMPLE['protocol']['preset']}`: the example's scale)")
+    return (
+        f"the paper's defaults for what the flags leave out: "
+        f"{', '.join(f'{k} {shown(StudyConfig.default(k))}' for k in left)} (`--param-budget "
+        f"{EXAMPLE['param_budget']} --protocol {EXAMPLE['protocol']['preset']}`: the example's scale)"
+    )
 
 
 def finish(result, location: str, args, example: bool) -> int:
@@ -154,8 +194,11 @@ def finish(result, location: str, args, example: bool) -> int:
         path = os.path.join(store.root, REPORT_NAME) if store.local else REPORT_NAME
         print(write_report([store.uri], path))
     elif args.report:
-        print(f"archstudy: no report: {result.total - result.finished_before - result.finished} architectures are "
-              "not finished", file=sys.stderr)
+        print(
+            f"archstudy: no report: {result.total - result.finished_before - result.finished} architectures are "
+            "not finished",
+            file=sys.stderr,
+        )
     return 0 if result.complete else 1
 
 
@@ -169,8 +212,15 @@ def command(args) -> int:
         raise SpecError("study", "architectures", None, "is required (--architectures or the config file)")
     # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name stay
     # the study's own.
-    result = run_study(keys, out, address=args.address, force_config=args.force_config,
-                       max_in_flight=args.max_in_flight, progress=sys.stderr,
-                       connect_timeout_s=args.connect_timeout_s, intro=defaults_line(keys, example),
-                       **execution_of(args))
+    result = run_study(
+        keys,
+        out,
+        address=args.address,
+        force_config=args.force_config,
+        max_in_flight=args.max_in_flight,
+        progress=sys.stderr,
+        connect_timeout_s=args.connect_timeout_s,
+        intro=defaults_line(keys, example),
+        **execution_of(args),
+    )
     return finish(result, out, args, example)

@@ -15,10 +15,13 @@ import time
 
 
 def register(sub) -> None:
-    p = sub.add_parser("status", help="how far a study is: finished, in progress, failed, remaining",
-                       description="Show how far the study in STUDY is: architectures finished, in progress (in a "
-                       "running driver), failed (with the one-line reason of each), remaining, and result files "
-                       "that are corrupt (a resume redoes them). Changes nothing.")
+    p = sub.add_parser(
+        "status",
+        help="how far a study is: finished, in progress, failed, remaining",
+        description="Show how far the study in STUDY is: architectures finished, in progress (in a "
+        "running driver), failed (with the one-line reason of each), remaining, and result files "
+        "that are corrupt (a resume redoes them). Changes nothing.",
+    )
     p.add_argument("study", metavar="STUDY", help="the study directory or URI")
     p.add_argument("--json", action="store_true", help="print the counts and lists as one JSON object")
     p.set_defaults(func=command)
@@ -47,8 +50,10 @@ def command(args) -> int:
         print(json.dumps({"study": store.location, **state.to_dict(), "in_progress_live": live}, indent=1))
         return 0
     c = state.config
-    print(f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
-          f"{c.param_budget:,} parameters; archstudy {c.package_version}")
+    print(
+        f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
+        f"{c.param_budget:,} parameters; archstudy {c.package_version}"
+    )
     d = state.driver or {}
     if state.driver_running:
         driver = f"driver pid {d.get('pid')} on {d.get('host')}, heartbeat {_ago(d.get('heartbeat_unix'))}"
@@ -62,24 +67,36 @@ def command(args) -> int:
         pruning = f"NLC window auto, from a pilot of the first {c.nlc_pilot} architectures"
     elif window is not None:
         pruning = f"NLC window [{window[0]:g}, {window[1]:g}]"
-    rows = [("finished", len(state.finished), ""),
-            *([("  trained", len(state.finished) - len(state.pruned), ""),
-               ("  pruned", len(state.pruned), f"{pruning}: NLC at initialization outside it, not trained")]
-              if window is not None or state.pruned else []),
-            ("in progress", len(state.in_progress), driver),
-            ("failed", len(state.failed), "tried again by `archstudy resume`" if state.failed else ""),
-            ("remaining", len(state.remaining),
-             f"{len(state.checkpoints)} with a checkpoint" if state.checkpoints else "")]
+    rows = [
+        ("finished", len(state.finished), ""),
+        *(
+            [
+                ("  trained", len(state.finished) - len(state.pruned), ""),
+                ("  pruned", len(state.pruned), f"{pruning}: NLC at initialization outside it, not trained"),
+            ]
+            if window is not None or state.pruned
+            else []
+        ),
+        ("in progress", len(state.in_progress), driver),
+        ("failed", len(state.failed), "tried again by `archstudy resume`" if state.failed else ""),
+        ("remaining", len(state.remaining), f"{len(state.checkpoints)} with a checkpoint" if state.checkpoints else ""),
+    ]
     if state.corrupt:
         rows.append(("corrupt", len(state.corrupt), "removed and redone by `archstudy resume` (counted in remaining)"))
     if state.foreign:
         rows.append(("other schema", len(state.foreign), "written by another archstudy version; left alone"))
     if state.other_config:
-        rows.append(("other config", len(state.other_config), "computed under another science config: never counted "
-                     "as finished (counted in remaining)"))
+        rows.append(
+            (
+                "other config",
+                len(state.other_config),
+                "computed under another science config: never counted as finished (counted in remaining)",
+            )
+        )
     if state.extra:
-        rows.append(("not in plan", len(state.extra),
-                     "architecture files that are no unit of this config; not counted"))
+        rows.append(
+            ("not in plan", len(state.extra), "architecture files that are no unit of this config; not counted")
+        )
     for label, n, note in rows:
         print(f"  {label:<12} {n:>6}" + (f"   ({note})" if note else ""))
     if state.nodes:

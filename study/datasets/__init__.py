@@ -36,7 +36,14 @@ from .dataset import DataFileMalformed, DataFilesMissing, Dataset, Split
 from .loaders import LOADERS, check_complete, status
 
 __all__ = [
-    "CACHE_ENV", "DATASETS", "DataFileMalformed", "DataFilesMissing", "Dataset", "Split", "load_dataset", "status",
+    "CACHE_ENV",
+    "DATASETS",
+    "DataFileMalformed",
+    "DataFilesMissing",
+    "Dataset",
+    "Split",
+    "load_dataset",
+    "status",
 ]
 
 # Every module of the package: a loader module registers its datasets' loaders when imported (``loaders``).
@@ -87,14 +94,16 @@ def load_dataset(name: str, seed: int = 0, root: str | os.PathLike | None = None
     seed = check("load_dataset", "seed", SEED, seed)
     root = check("load_dataset", "root", PathOption(), root)
     if root is not None and not declared.reads_root:
-        raise SpecError("load_dataset", "root", str(root),
-                        f"must be None: {name} is {declared.source}, it reads no files")
+        raise SpecError(
+            "load_dataset", "root", str(root), f"must be None: {name} is {declared.source}, it reads no files"
+        )
     allowed = {**COMMON_OPTIONS, **declared.options}
     kwargs = dict(declared.defaults)
     for key, value in options.items():
         if key not in allowed:
-            raise SpecError("load_dataset", key, value,
-                            f"is not an option of {name}; its options: {', '.join(sorted(allowed))}")
+            raise SpecError(
+                "load_dataset", key, value, f"is not an option of {name}; its options: {', '.join(sorted(allowed))}"
+            )
         kwargs[key] = check("load_dataset", key, allowed[key], value)
     if declared.source != "files":
         for key in COMMON_OPTIONS:

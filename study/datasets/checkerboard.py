@@ -61,13 +61,21 @@ def load(seed: int = 0, blocks: int = DEFAULT_BLOCKS) -> Dataset:
     parts = split_indices(N_POINTS, sizes, stream(seed, NAME, f"split-{blocks}"))
     splits = [make_split(x[i], y[i]) for i in parts]
     meta = {
-        "name": NAME, "seed": seed, "options": {"blocks": blocks},
-        "source": {"kind": "generator", "generator": f"{GRID} x {GRID} grid on [-1, 1]^2, {blocks} x {blocks} "
-                   "alternating blocks, edge points labelled 0 (the Han papers)",
-                   "points": N_POINTS, "edge_points": int(on_edge.sum()), "label_1_points": int(y.sum())},
+        "name": NAME,
+        "seed": seed,
+        "options": {"blocks": blocks},
+        "source": {
+            "kind": "generator",
+            "generator": f"{GRID} x {GRID} grid on [-1, 1]^2, {blocks} x {blocks} "
+            "alternating blocks, edge points labelled 0 (the Han papers)",
+            "points": N_POINTS,
+            "edge_points": int(on_edge.sum()),
+            "label_1_points": int(y.sum()),
+        },
         "preprocessing": ["none: raw grid coordinates"],
         "sizes": dict(zip(("train", "val", "test"), sizes)),
-        "d_in": 2, "n_classes": 2,
+        "d_in": 2,
+        "n_classes": 2,
     }
     return Dataset(NAME, *splits, d_in=2, n_classes=2, meta=jsonable(meta))
 

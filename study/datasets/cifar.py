@@ -33,6 +33,7 @@ TEST_BATCH = "test_batch"
 BATCHES = TRAIN_BATCHES + (TEST_BATCH,)
 PIXELS = 3 * 32 * 32
 
+
 class _PickledArray:
     """What ``numpy.core.multiarray._reconstruct(ndarray, shape, typecode)`` and its ``__setstate__`` carry,
     kept as data: ``state = (version, shape, dtype, is_fortran, raw bytes)``."""
@@ -83,13 +84,21 @@ def _pixels(value) -> np.ndarray | None:
     _, shape, dtype, fortran, raw = value.state
     if not (isinstance(dtype, _PickledDType) and dtype.name in (b"u1", "u1") and fortran is False):
         return None
-    if dtype.state is not None and (not isinstance(dtype.state, tuple) or len(dtype.state) < 5
-                                    or any(v is not None for v in dtype.state[2:5])):
+    if dtype.state is not None and (
+        not isinstance(dtype.state, tuple) or len(dtype.state) < 5 or any(v is not None for v in dtype.state[2:5])
+    ):
         return None  # a subarray, field names or fields: not plain uint8
     if isinstance(raw, str):  # Python 2 str read with encoding="latin1"-like decoders
         raw = raw.encode("latin1")
-    if not (isinstance(shape, tuple) and len(shape) == 2 and all(type(n) is int for n in shape)
-            and shape[1] == PIXELS and shape[0] >= 0 and isinstance(raw, bytes) and len(raw) == shape[0] * PIXELS):
+    if not (
+        isinstance(shape, tuple)
+        and len(shape) == 2
+        and all(type(n) is int for n in shape)
+        and shape[1] == PIXELS
+        and shape[0] >= 0
+        and isinstance(raw, bytes)
+        and len(raw) == shape[0] * PIXELS
+    ):
         return None
     return np.frombuffer(raw, dtype=np.uint8).reshape(shape)
 
@@ -117,8 +126,9 @@ def locate(name: str, root: Path | None) -> dict[str, Path]:
             return {"archive": root / archive}
     partial = [b for b in BATCHES if (root / FOLDER / b).is_file() or (root / b).is_file()]
     missing = f"; missing {', '.join(b for b in BATCHES if b not in partial)}" if partial else ""
-    raise DataFilesMissing(f"{name}: expected {expected_text(root)}; found neither the batches nor the archive"
-                           f"{missing}")
+    raise DataFilesMissing(
+        f"{name}: expected {expected_text(root)}; found neither the batches nor the archive{missing}"
+    )
 
 
 def batch_bytes(name: str, paths: dict[str, Path], expected: str) -> dict[str, tuple[str, bytes]]:

@@ -94,8 +94,10 @@ def unusable(data: Dataset) -> str | None:
     shown = "/".join(str(n) for n in sizes.values())
     empty = [name for name, n in sizes.items() if n == 0]
     if empty:
-        return (f"the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} empty (train/val/test = "
-                f"{shown} points)")
+        return (
+            f"the {' and '.join(empty)} split{'s are' if len(empty) > 1 else ' is'} empty (train/val/test = "
+            f"{shown} points)"
+        )
     for name, split in data.splits.items():
         lo, hi = int(split.y.min()), int(split.y.max())
         if lo < 0 or hi >= data.n_classes:
@@ -104,8 +106,10 @@ def unusable(data: Dataset) -> str | None:
     missing = [c for c in range(data.n_classes) if c not in present]
     if missing:
         listed = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
-        return (f"class{'es' if len(missing) > 1 else ''} {listed} of {data.n_classes} ha{'ve' if len(missing) > 1 else 's'} "
-                f"no point in the training split (train/val/test = {shown} points)")
+        return (
+            f"class{'es' if len(missing) > 1 else ''} {listed} of {data.n_classes} ha{'ve' if len(missing) > 1 else 's'} "
+            f"no point in the training split (train/val/test = {shown} points)"
+        )
     return None
 
 
@@ -144,8 +148,10 @@ def standardize(train: np.ndarray, *others: np.ndarray) -> tuple[list[np.ndarray
 
 
 def make_split(x: np.ndarray, y: np.ndarray) -> Split:
-    return Split(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
-                 torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)))
+    return Split(
+        torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),
+        torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64)),
+    )
 
 
 def jsonable(value: Any) -> Any:

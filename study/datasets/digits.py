@@ -30,14 +30,21 @@ def load(seed: int = 0) -> Dataset:
     xs, stats = standardize(*(x[i] for i in parts))
     splits = [make_split(a, y[i]) for a, i in zip(xs, parts)]
     meta = {
-        "name": NAME, "seed": seed,
-        "source": {"kind": "bundled", "generator": f"sklearn.datasets.load_digits (scikit-learn {sklearn.__version__})",
-                   "points": len(y)},
-        "preprocessing": ["per-feature standardization (x - mean) / sd with the training split's statistics; "
-                          "features constant on it only centred"],
+        "name": NAME,
+        "seed": seed,
+        "source": {
+            "kind": "bundled",
+            "generator": f"sklearn.datasets.load_digits (scikit-learn {sklearn.__version__})",
+            "points": len(y),
+        },
+        "preprocessing": [
+            "per-feature standardization (x - mean) / sd with the training split's statistics; "
+            "features constant on it only centred"
+        ],
         "preprocessing_stats": stats,
         "sizes": dict(zip(("train", "val", "test"), sizes)),
-        "d_in": D_IN, "n_classes": N_CLASSES,
+        "d_in": D_IN,
+        "n_classes": N_CLASSES,
     }
     return Dataset(NAME, *splits, d_in=D_IN, n_classes=N_CLASSES, meta=jsonable(meta))
 

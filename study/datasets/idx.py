@@ -25,8 +25,14 @@ import numpy as np
 from .dataset import DataFileMalformed, DataFilesMissing
 from .sources import find_file, search_text
 
-IDX_TYPES = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
-             0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
+IDX_TYPES = {
+    0x08: np.dtype(">u1"),
+    0x09: np.dtype(">i1"),
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
 GZIP_MAGIC = b"\x1f\x8b"
 # role -> file stem; each is looked for as stem, stem.gz, and with '.' before idx (some mirrors' spelling).
 FILES = {
@@ -43,17 +49,21 @@ def parse_idx(raw: bytes) -> np.ndarray:
         raise ValueError(f"{len(raw)} bytes, shorter than the 4-byte IDX magic")
     magic = int.from_bytes(raw[:4], "big")
     if raw[0] != 0 or raw[1] != 0 or raw[2] not in IDX_TYPES or raw[3] == 0:
-        raise ValueError(f"bad IDX magic 0x{magic:08x} (need 0x0000TTNN: type TT in "
-                         f"{', '.join(f'{t:02x}' for t in IDX_TYPES)}, NN >= 1 dimensions)")
+        raise ValueError(
+            f"bad IDX magic 0x{magic:08x} (need 0x0000TTNN: type TT in "
+            f"{', '.join(f'{t:02x}' for t in IDX_TYPES)}, NN >= 1 dimensions)"
+        )
     ndim, dtype = raw[3], IDX_TYPES[raw[2]]
     header = 4 + 4 * ndim
     if len(raw) < header:
         raise ValueError(f"header of {ndim} dimensions truncated at {len(raw)} bytes")
-    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(raw) - header != need:
-        raise ValueError(f"header says shape {shape} of {dtype.str[1:]} ({need} bytes of data) but "
-                         f"{len(raw) - header} bytes follow it")
+        raise ValueError(
+            f"header says shape {shape} of {dtype.str[1:]} ({need} bytes of data) but "
+            f"{len(raw) - header} bytes follow it"
+        )
     return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape).astype(dtype.newbyteorder("="))
 
 
@@ -94,8 +104,9 @@ def locate(name: str, root: Path | None, torchvision_folder: str) -> dict[str, P
     if len(missing) == len(FILES):
         raise DataFilesMissing(f"{name}: expected {expected_text(root, torchvision_folder)}; none found")
     if missing:
-        raise DataFilesMissing(f"{name}: expected {expected_text(root, torchvision_folder)}; "
-                               f"missing {', '.join(missing)}")
+        raise DataFilesMissing(
+            f"{name}: expected {expected_text(root, torchvision_folder)}; missing {', '.join(missing)}"
+        )
     return found
 
 
@@ -106,8 +117,10 @@ def read_idx_file(name: str, path: Path, ndim: int, expected: str) -> np.ndarray
     except ValueError as e:
         raise DataFileMalformed(f"{name}: {path}: {e}; expected {expected}") from None
     if arr.dtype != np.uint8 or arr.ndim != ndim:
-        raise DataFileMalformed(f"{name}: {path}: holds a {arr.ndim}-d {arr.dtype} array, need a {ndim}-d uint8 "
-                                f"(IDX magic 0x0000080{ndim}); expected {expected}")
+        raise DataFileMalformed(
+            f"{name}: {path}: holds a {arr.ndim}-d {arr.dtype} array, need a {ndim}-d uint8 "
+            f"(IDX magic 0x0000080{ndim}); expected {expected}"
+        )
     return arr
 
 
@@ -119,16 +132,23 @@ def read_images(name: str, paths: dict[str, Path], expected: str, n_classes: int
         img = read_idx_file(name, paths[f"{part}_images"], 3, expected)
         lab = read_idx_file(name, paths[f"{part}_labels"], 1, expected)
         if min(img.shape[1:]) == 0:
-            raise DataFileMalformed(f"{name}: {paths[f'{part}_images']}: holds images of {img.shape[1]} x "
-                                    f"{img.shape[2]} pixels, need at least 1 x 1; expected {expected}")
+            raise DataFileMalformed(
+                f"{name}: {paths[f'{part}_images']}: holds images of {img.shape[1]} x "
+                f"{img.shape[2]} pixels, need at least 1 x 1; expected {expected}"
+            )
         if img.shape[0] != lab.shape[0] or img.shape[0] == 0:
-            raise DataFileMalformed(f"{name}: {paths[f'{part}_images']} holds {img.shape[0]} images but "
-                                    f"{paths[f'{part}_labels']} {lab.shape[0]} labels; expected {expected}")
+            raise DataFileMalformed(
+                f"{name}: {paths[f'{part}_images']} holds {img.shape[0]} images but "
+                f"{paths[f'{part}_labels']} {lab.shape[0]} labels; expected {expected}"
+            )
         if lab.max() >= n_classes:
-            raise DataFileMalformed(f"{name}: {paths[f'{part}_labels']}: label {lab.max()} outside 0..{n_classes - 1}; "
-                                    f"expected {expected}")
+            raise DataFileMalformed(
+                f"{name}: {paths[f'{part}_labels']}: label {lab.max()} outside 0..{n_classes - 1}; expected {expected}"
+            )
         out[part] = (img.reshape(img.shape[0], -1), lab.astype(np.int64))
     if out["train"][0].shape[1] != out["test"][0].shape[1]:
-        raise DataFileMalformed(f"{name}: train images have {out['train'][0].shape[1]} pixels, test images "
-                                f"{out['test'][0].shape[1]}; expected {expected}")
+        raise DataFileMalformed(
+            f"{name}: train images have {out['train'][0].shape[1]} pixels, test images "
+            f"{out['test'][0].shape[1]}; expected {expected}"
+        )
     return (*out["train"], *out["test"])

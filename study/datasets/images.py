@@ -76,9 +76,14 @@ class ImageSet:
 
 IMAGE_SETS = {
     "mnist": ImageSet("mnist", "idx", 6, torchvision_folder="MNIST"),
-    "fashion-mnist": ImageSet("fashion-mnist", "idx", 6, torchvision_folder="FashionMNIST",
-                              default_root=Path("/usr/share/datasets/fashion-mnist"),
-                              default_hint="install the Debian package dataset-fashion-mnist"),
+    "fashion-mnist": ImageSet(
+        "fashion-mnist",
+        "idx",
+        6,
+        torchvision_folder="FashionMNIST",
+        default_root=Path("/usr/share/datasets/fashion-mnist"),
+        default_hint="install the Debian package dataset-fashion-mnist",
+    ),
     "cifar10": ImageSet("cifar10", "cifar", 5),
 }
 
@@ -95,11 +100,19 @@ def build(image_set: ImageSet, seed: int, paths: dict[str, Path], expected: str)
     tr, va = split_indices(len(train_file_y), sizes[:2] + (0,), stream(seed, image_set.name, "split"))[:2]
     try:
         x_train, x_val, x_test, info = paper_preprocessing(
-            train_file_x[tr], train_file_x[va], test_x, stream(seed, image_set.name, "projection"))
+            train_file_x[tr], train_file_x[va], test_x, stream(seed, image_set.name, "projection")
+        )
     except ValueError as e:
         raise DataFileMalformed(f"{image_set.name}: {e}; expected {expected}") from None
-    return {"x_train": x_train, "y_train": train_file_y[tr], "x_val": x_val, "y_val": train_file_y[va],
-            "x_test": x_test, "y_test": test_y, "info": np.array(json.dumps(info))}
+    return {
+        "x_train": x_train,
+        "y_train": train_file_y[tr],
+        "x_val": x_val,
+        "y_val": train_file_y[va],
+        "x_test": x_test,
+        "y_test": test_y,
+        "info": np.array(json.dumps(info)),
+    }
 
 
 def load(name: str, seed: int = 0, root: Path | None = None, cache_dir=None, cache: bool = True) -> Dataset:
@@ -108,8 +121,14 @@ def load(name: str, seed: int = 0, root: Path | None = None, cache_dir=None, cac
     searched = Path(root).expanduser() if root is not None else image_set.default_root
     expected = image_set.expected(searched)
     files = {role: file_record(p) for role, p in sorted(paths.items())}
-    key = {"name": name, "seed": seed, "pipeline": PIPELINE_VERSION, "variance_held": VARIANCE_HELD,
-           "val_divisor": image_set.val_divisor, "sources": [f["sha256"] for f in files.values()]}
+    key = {
+        "name": name,
+        "seed": seed,
+        "pipeline": PIPELINE_VERSION,
+        "variance_held": VARIANCE_HELD,
+        "val_divisor": image_set.val_divisor,
+        "sources": [f["sha256"] for f in files.values()],
+    }
     path = cache_path(resolve_cache_dir(cache_dir), name, seed, key)
     arrays = read_cache(path, _ARRAYS) if cache else None
     if arrays is None:
@@ -123,7 +142,8 @@ def load(name: str, seed: int = 0, root: Path | None = None, cache_dir=None, cac
     splits = [make_split(arrays[f"x_{s}"], arrays[f"y_{s}"]) for s in ("train", "val", "test")]
     k = info["pca_dimension"]
     meta = {
-        "name": name, "seed": seed,
+        "name": name,
+        "seed": seed,
         "source": {"kind": "files", "format": image_set.format, "files": files},
         "preprocessing": [
             "per-point mean and variance normalization",
@@ -137,7 +157,8 @@ def load(name: str, seed: int = 0, root: Path | None = None, cache_dir=None, cac
         "pipeline_version": PIPELINE_VERSION,
         "cache_key": path.stem,
         "sizes": {s: len(sp) for s, sp in zip(("train", "val", "test"), splits)},
-        "d_in": k, "n_classes": N_CLASSES,
+        "d_in": k,
+        "n_classes": N_CLASSES,
     }
     return Dataset(name, *splits, d_in=k, n_classes=N_CLASSES, meta=jsonable(meta))
 

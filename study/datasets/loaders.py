@@ -38,8 +38,9 @@ def register(name: str, load: Callable[..., Dataset], find: Find | None = None) 
     """Registers ``load`` (and ``find``) as the loader of the declared dataset ``name``: a name nobody declared,
     or a second loader for one, is refused at import."""
     if name not in DECLARED:
-        raise LookupError(f"{_module(load)} registers a loader for {name!r}, which study.experiment.datasets does "
-                          "not declare")
+        raise LookupError(
+            f"{_module(load)} registers a loader for {name!r}, which study.experiment.datasets does not declare"
+        )
     if name in LOADERS:
         raise LookupError(f"dataset {name!r} has two loaders: {_module(LOADERS[name].load)}'s and {_module(load)}'s")
     LOADERS[name] = Loader(load, find)

@@ -67,8 +67,9 @@ def quadratic_mean(x: np.ndarray) -> float:
     return float(np.sqrt(np.einsum("ij,ij->", x, x) / x.size))
 
 
-def paper_preprocessing(train: np.ndarray, val: np.ndarray, test: np.ndarray, rng: np.random.Generator,
-                        fraction: float = VARIANCE_HELD) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+def paper_preprocessing(
+    train: np.ndarray, val: np.ndarray, test: np.ndarray, rng: np.random.Generator, fraction: float = VARIANCE_HELD
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Steps 1-5 (module docstring) on raw [N, d] arrays of any numeric dtype; statistics from ``train``.
 
     Returns the three float64 [N, k] arrays and what was measured: k, the variance fraction the k
@@ -87,10 +88,12 @@ def paper_preprocessing(train: np.ndarray, val: np.ndarray, test: np.ndarray, rn
     for a in projected:
         a /= scale
     info = {
-        "input_dimension": int(train.shape[1]), "pca_dimension": k,
+        "input_dimension": int(train.shape[1]),
+        "pca_dimension": k,
         "variance_held": float(eigenvalues[:k].sum() / eigenvalues.sum()),
-        "variance_held_by_one_less": float(eigenvalues[:k - 1].sum() / eigenvalues.sum()),
+        "variance_held_by_one_less": float(eigenvalues[: k - 1].sum() / eigenvalues.sum()),
         "variance_target": fraction,
-        "scale": scale, "constant_points": constant,
+        "scale": scale,
+        "constant_points": constant,
     }
     return projected[0], projected[1], projected[2], info

@@ -26,7 +26,15 @@ from pathlib import Path
 import numpy as np
 
 from .dataset import (
-    DataFileMalformed, DataFilesMissing, Dataset, fifths, jsonable, make_split, split_indices, standardize, stream,
+    DataFileMalformed,
+    DataFilesMissing,
+    Dataset,
+    fifths,
+    jsonable,
+    make_split,
+    split_indices,
+    standardize,
+    stream,
 )
 from .loaders import register
 from .sources import file_record
@@ -64,6 +72,7 @@ def waveform_noise(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.nda
 
 def read_waveform_file(path: Path, expected: str) -> tuple[np.ndarray, np.ndarray]:
     """A UCI ``waveform-+noise.data``: one point per line, 40 attributes then the class, comma-separated."""
+
     def bad(what: str) -> DataFileMalformed:
         return DataFileMalformed(f"{NAME}: {path}: {what}; expected {expected}")
 
@@ -86,8 +95,12 @@ def read_waveform_file(path: Path, expected: str) -> tuple[np.ndarray, np.ndarra
 def load(seed: int = 0, root: Path | None = None) -> Dataset:
     if root is None:
         x, y = waveform_noise(N_POINTS, stream(seed, NAME, "generate"))
-        source = {"kind": "generator", "generator": "Breiman (1984) waveform with 19 noise attributes",
-                  "points": N_POINTS, "draw_order": "class, u, N(0,1) noise [n, 40]"}
+        source = {
+            "kind": "generator",
+            "generator": "Breiman (1984) waveform with 19 noise attributes",
+            "points": N_POINTS,
+            "draw_order": "class, u, N(0,1) noise [n, 40]",
+        }
     else:
         path = Path(root) / FILE
         expected = f"{FILE} in {Path(root)}"
@@ -100,12 +113,16 @@ def load(seed: int = 0, root: Path | None = None) -> Dataset:
     xs, stats = standardize(*(x[i] for i in parts))
     splits = [make_split(a, y[i]) for a, i in zip(xs, parts)]
     meta = {
-        "name": NAME, "seed": seed, "source": source,
-        "preprocessing": ["per-feature standardization (x - mean) / sd with the training split's statistics "
-                          "(NLC paper D.2)"],
+        "name": NAME,
+        "seed": seed,
+        "source": source,
+        "preprocessing": [
+            "per-feature standardization (x - mean) / sd with the training split's statistics (NLC paper D.2)"
+        ],
         "preprocessing_stats": stats,
         "sizes": dict(zip(("train", "val", "test"), sizes)),
-        "d_in": N_WAVE + N_NOISE, "n_classes": N_CLASSES,
+        "d_in": N_WAVE + N_NOISE,
+        "n_classes": N_CLASSES,
     }
     return Dataset(NAME, *splits, d_in=N_WAVE + N_NOISE, n_classes=N_CLASSES, meta=jsonable(meta))
 

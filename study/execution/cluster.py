@@ -71,9 +71,16 @@ LOGICAL_GPUS_ENV = "ARCHSTUDY_LOGICAL_GPUS"
 # them from EC2; here nothing can be asked). The fast-FP64 GPU families cluster.yaml allows, and its head.
 INSTANCE_TYPES: dict[str, tuple[int, int]] = {
     "m6i.2xlarge": (8, 0),
-    "p3.2xlarge": (8, 1), "p3.8xlarge": (32, 4), "p3.16xlarge": (64, 8), "p3dn.24xlarge": (96, 8),  # V100
-    "p4d.24xlarge": (96, 8), "p4de.24xlarge": (96, 8),  # A100
-    "p5.4xlarge": (16, 1), "p5.48xlarge": (192, 8), "p5e.48xlarge": (192, 8), "p5en.48xlarge": (192, 8),  # H100, H200
+    "p3.2xlarge": (8, 1),
+    "p3.8xlarge": (32, 4),
+    "p3.16xlarge": (64, 8),
+    "p3dn.24xlarge": (96, 8),  # V100
+    "p4d.24xlarge": (96, 8),
+    "p4de.24xlarge": (96, 8),  # A100
+    "p5.4xlarge": (16, 1),
+    "p5.48xlarge": (192, 8),
+    "p5e.48xlarge": (192, 8),
+    "p5en.48xlarge": (192, 8),  # H100, H200
 }
 
 
@@ -116,9 +123,13 @@ def _node_type(name: str, entry: Any, head: bool) -> NodeType:
     for key, index in (("CPU", 0), ("GPU", 1)):
         if key not in resources:
             if known is None:
-                raise SpecError(where, "resources", dict(resources),
-                                f"has no {key} and the instance type {instance!r} is not one archstudy knows "
-                                f"({', '.join(INSTANCE_TYPES)}): declare resources: {{CPU: n, GPU: g}}")
+                raise SpecError(
+                    where,
+                    "resources",
+                    dict(resources),
+                    f"has no {key} and the instance type {instance!r} is not one archstudy knows "
+                    f"({', '.join(INSTANCE_TYPES)}): declare resources: {{CPU: n, GPU: g}}",
+                )
             resources[key] = float(known[index])
     lo = 0 if head else check(where, "min_workers", Integer(0), entry.get("min_workers", 0))
     hi = 0 if head else check(where, "max_workers", Integer(0), entry.get("max_workers", 0))
@@ -135,7 +146,9 @@ def read_cluster_file(path: str | os.PathLike) -> ClusterFile:
         with open(path) as f:
             data = yaml.safe_load(f)
     except FileNotFoundError:
-        raise SpecError(WHERE, "file", path, "no such file (the Ray cluster file, e.g. the project's cluster.yaml)") from None
+        raise SpecError(
+            WHERE, "file", path, "no such file (the Ray cluster file, e.g. the project's cluster.yaml)"
+        ) from None
     except IsADirectoryError:
         raise SpecError(WHERE, "file", path, "is a directory, not a Ray cluster file") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
@@ -151,11 +164,14 @@ def read_cluster_file(path: str | os.PathLike) -> ClusterFile:
     head = _node_type(head_name, types[head_name], head=True)
     workers = tuple(_node_type(n, e, head=False) for n, e in types.items() if n != head_name)
     return ClusterFile(
-        path=path, head=head, workers=workers,
+        path=path,
+        head=head,
+        workers=workers,
         # Ray's defaults where the file says nothing (ray-schema.json / defaults.yaml): 2 workers, 5 minutes, 1.0.
         max_workers=check(WHERE, "max_workers", Integer(0), data.get("max_workers", 2)),
         idle_timeout_minutes=check(WHERE, "idle_timeout_minutes", Real(0.0), data.get("idle_timeout_minutes", 5)),
-        upscaling_speed=check(WHERE, "upscaling_speed", Real(0.0, lo_open=True), data.get("upscaling_speed", 1.0)))
+        upscaling_speed=check(WHERE, "upscaling_speed", Real(0.0, lo_open=True), data.get("upscaling_speed", 1.0)),
+    )
 
 
 # -- scaled to this machine ---------------------------------------------------------------------------------
@@ -163,48 +179,78 @@ def read_cluster_file(path: str | os.PathLike) -> ClusterFile:
 class Scale(Declared, where=WHERE):
     """How the cluster is scaled down to one machine (see the module docstring)."""
 
-    node_cpus: int = declare(Integer(1), 2, doc="logical CPUs of a worker node, at most (its instance's vCPUs if "
-                                                "fewer)")
+    node_cpus: int = declare(
+        Integer(1), 2, doc="logical CPUs of a worker node, at most (its instance's vCPUs if fewer)"
+    )
     max_nodes: int = declare(Integer(1), 3, doc="worker nodes at most: every type's max_workers and the cluster's")
-    idle_timeout_minutes: float = declare(Real(0.0, lo_open=True), 1.0,
-                                          doc="minutes before an idle worker node is removed")
+    idle_timeout_minutes: float = declare(
+        Real(0.0, lo_open=True), 1.0, doc="minutes before an idle worker node is removed"
+    )
 
     def node(self, t: NodeType) -> NodeType:
         """The rehearsal's version of a worker node type: same GPUs (logical), CPUs and workers capped."""
         hi = min(t.max_workers, self.max_nodes)
-        return NodeType(t.name, t.instance_type, min(t.cpus, float(self.node_cpus)), t.gpus,
-                        min(t.min_workers, hi), hi, dict(t.custom))
+        return NodeType(
+            t.name,
+            t.instance_type,
+            min(t.cpus, float(self.node_cpus)),
+            t.gpus,
+            min(t.min_workers, hi),
+            hi,
+            dict(t.custom),
+        )
 
 
 def autoscaling_config(cluster: ClusterFile, scale: Scale, gcs_address: str) -> dict:
     """The fake multi-node autoscaling config of ``cluster`` scaled by ``scale``, its head at ``gcs_address``."""
+
     def resources(t: NodeType) -> dict:
         return {"CPU": t.cpus, "GPU": t.gpus, **t.custom, "object_store_memory": OBJECT_STORE_BYTES}
 
     types = {HEAD_TYPE: {"resources": resources(cluster.head), "node_config": {}, "max_workers": 0}}
     for t in cluster.workers:
         s = scale.node(t)
-        types[t.name] = {"resources": resources(s), "node_config": {}, "min_workers": s.min_workers,
-                         "max_workers": s.max_workers}
+        types[t.name] = {
+            "resources": resources(s),
+            "node_config": {},
+            "min_workers": s.min_workers,
+            "max_workers": s.max_workers,
+        }
     return {
         "cluster_name": "archstudy-rehearsal",
         "max_workers": min(cluster.max_workers, scale.max_nodes),
         "upscaling_speed": cluster.upscaling_speed,
         "idle_timeout_minutes": scale.idle_timeout_minutes,
-        "provider": {"type": "external", "module": PROVIDER, "gcs_address": gcs_address, "launch_multiple": True,
-                     "use_node_id_as_ip": True, "disable_node_updaters": True, "disable_launch_config_check": True},
-        "auth": {}, "docker": {},
+        "provider": {
+            "type": "external",
+            "module": PROVIDER,
+            "gcs_address": gcs_address,
+            "launch_multiple": True,
+            "use_node_id_as_ip": True,
+            "disable_node_updaters": True,
+            "disable_launch_config_check": True,
+        },
+        "auth": {},
+        "docker": {},
         "available_node_types": types,
         "head_node_type": HEAD_TYPE,
-        "file_mounts": {}, "cluster_synced_files": [], "file_mounts_sync_continuously": False,
-        "rsync_exclude": [], "rsync_filter": [], "initialization_commands": [], "setup_commands": [],
-        "head_setup_commands": [], "worker_setup_commands": [], "head_start_ray_commands": [],
+        "file_mounts": {},
+        "cluster_synced_files": [],
+        "file_mounts_sync_continuously": False,
+        "rsync_exclude": [],
+        "rsync_filter": [],
+        "initialization_commands": [],
+        "setup_commands": [],
+        "head_setup_commands": [],
+        "worker_setup_commands": [],
+        "head_start_ray_commands": [],
         "worker_start_ray_commands": [],
     }
 
 
 def describe(cluster: ClusterFile, scale: Scale) -> list[str]:
     """The translation as a table: every node type, what the file's instance has and what the rehearsal gives."""
+
     def n(x: float) -> str:
         return f"{x:g}"
 
@@ -213,8 +259,18 @@ def describe(cluster: ClusterFile, scale: Scale) -> list[str]:
     rows.append((f"{h.name} (head)", h.instance_type or "-", n(h.cpus), n(h.gpus), n(h.cpus), n(h.gpus), "-", "-"))
     for t in cluster.workers:
         s = scale.node(t)
-        rows.append((t.name, t.instance_type or "-", n(t.cpus), n(t.gpus), n(s.cpus), n(s.gpus),
-                     f"{t.min_workers}-{t.max_workers}", f"{s.min_workers}-{s.max_workers}"))
+        rows.append(
+            (
+                t.name,
+                t.instance_type or "-",
+                n(t.cpus),
+                n(t.gpus),
+                n(s.cpus),
+                n(s.gpus),
+                f"{t.min_workers}-{t.max_workers}",
+                f"{s.min_workers}-{s.max_workers}",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
@@ -244,7 +300,9 @@ def _processes() -> dict[int, tuple[int, list[str]]]:
 def _names_session(argv: list[str], session_dir: str) -> bool:
     for arg in argv:
         for flag in _SESSION_FLAGS:
-            if arg.startswith(flag) and (arg[len(flag):] == session_dir or arg[len(flag):].startswith(session_dir + "/")):
+            if arg.startswith(flag) and (
+                arg[len(flag) :] == session_dir or arg[len(flag) :].startswith(session_dir + "/")
+            ):
                 return True
     return False
 
@@ -359,8 +417,10 @@ def refuse_if_running(state: Path | None = None) -> None:
     """One rehearsal at a time (per state file): a second is refused, naming the first."""
     running = load_state(state)
     if running is not None:
-        raise UserError(f"a rehearsal is already running at {running.address} (of {running.cluster_file}, started "
-                        f"{running.started}): `archstudy cluster stop` ends it")
+        raise UserError(
+            f"a rehearsal is already running at {running.address} (of {running.cluster_file}, started "
+            f"{running.started}): `archstudy cluster stop` ends it"
+        )
 
 
 def _port_free(port: int) -> bool:
@@ -389,10 +449,17 @@ def _installed(extra: str) -> bool:
     return check[extra]() is None
 
 
-def start(cluster: ClusterFile, scale: Scale = Scale(), *, port: int = DEFAULT_PORT,
-          dashboard_port: int = DEFAULT_DASHBOARD_PORT, dashboard: bool | None = None,
-          update_interval_s: int | None = None, state: Path | None = None,
-          temp_root: str | None = None) -> Rehearsal:
+def start(
+    cluster: ClusterFile,
+    scale: Scale = Scale(),
+    *,
+    port: int = DEFAULT_PORT,
+    dashboard_port: int = DEFAULT_DASHBOARD_PORT,
+    dashboard: bool | None = None,
+    update_interval_s: int | None = None,
+    state: Path | None = None,
+    temp_root: str | None = None,
+) -> Rehearsal:
     """Start the rehearsal of ``cluster`` (its head only: the autoscaler starts the workers on demand), record
     it in the state file, and return it. ``dashboard`` None: when ray[default] is installed.
     ``update_interval_s`` overrides the autoscaler's update interval (Ray's default 5 s)."""
@@ -409,19 +476,35 @@ def start(cluster: ClusterFile, scale: Scale = Scale(), *, port: int = DEFAULT_P
     with open(config_path, "w") as f:
         json.dump(autoscaling_config(cluster, scale, address), f, indent=1)
     bin_dir = os.path.dirname(sys.executable)
-    env = {**os.environ, "RAY_FAKE_CLUSTER": "1", LOGICAL_GPUS_ENV: "1", "RAY_USAGE_STATS_ENABLED": "0",
-           # `ray job submit -- archstudy run ...` runs the entrypoint in the head's environment: this venv's.
-           "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    env = {
+        **os.environ,
+        "RAY_FAKE_CLUSTER": "1",
+        LOGICAL_GPUS_ENV: "1",
+        "RAY_USAGE_STATS_ENABLED": "0",
+        # `ray job submit -- archstudy run ...` runs the entrypoint in the head's environment: this venv's.
+        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
+    }
     env.pop("RAY_ADDRESS", None)
     if update_interval_s is not None:
         env["AUTOSCALER_UPDATE_INTERVAL_S"] = str(int(update_interval_s))
-    cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}", f"--temp-dir={temp_dir}",
-           f"--num-cpus={cluster.head.cpus:g}", f"--num-gpus={cluster.head.gpus:g}",
-           f"--object-store-memory={OBJECT_STORE_BYTES}", f"--autoscaling-config={config_path}",
-           "--disable-usage-stats", f"--include-dashboard={'true' if with_dashboard else 'false'}",
-           # Ray's fixed default ports (52365; 10001 where Ray Client is installed) would collide with a Ray of
-           # the user's, or another Ray's agent could get this cluster's job requests: free ports instead.
-           f"--dashboard-agent-listen-port={_free_port()}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ray.scripts.scripts",
+        "start",
+        "--head",
+        f"--port={port}",
+        f"--temp-dir={temp_dir}",
+        f"--num-cpus={cluster.head.cpus:g}",
+        f"--num-gpus={cluster.head.gpus:g}",
+        f"--object-store-memory={OBJECT_STORE_BYTES}",
+        f"--autoscaling-config={config_path}",
+        "--disable-usage-stats",
+        f"--include-dashboard={'true' if with_dashboard else 'false'}",
+        # Ray's fixed default ports (52365; 10001 where Ray Client is installed) would collide with a Ray of
+        # the user's, or another Ray's agent could get this cluster's job requests: free ports instead.
+        f"--dashboard-agent-listen-port={_free_port()}",
+    ]
     if _installed("client"):
         cmd.append(f"--ray-client-server-port={_free_port()}")
     if cluster.head.custom:
@@ -438,9 +521,15 @@ def start(cluster: ClusterFile, scale: Scale = Scale(), *, port: int = DEFAULT_P
         _stop_session(temp_dir)
         last = [line for line in done.stdout.splitlines() if line.strip()][-1:] or ["no output"]
         raise UserError(f"`ray start` of the rehearsal failed (exit {done.returncode}): {last[0].strip()}")
-    rehearsal = Rehearsal(address=address, dashboard=f"http://127.0.0.1:{dashboard_port}" if with_dashboard else None,
-                          temp_dir=temp_dir, session_dir=session_dir, cluster_file=os.path.abspath(cluster.path),
-                          config_path=config_path, started=utc_now())
+    rehearsal = Rehearsal(
+        address=address,
+        dashboard=f"http://127.0.0.1:{dashboard_port}" if with_dashboard else None,
+        temp_dir=temp_dir,
+        session_dir=session_dir,
+        cluster_file=os.path.abspath(cluster.path),
+        config_path=config_path,
+        started=utc_now(),
+    )
     state.parent.mkdir(parents=True, exist_ok=True)
     state.write_text(json.dumps(rehearsal.to_dict(), indent=1) + "\n")
     return rehearsal
@@ -495,8 +584,13 @@ def lose_node(rehearsal: Rehearsal, node_id: str | None = None) -> dict:
     if node_id is not None:
         chosen = [n for n in rehearsal.nodes() if n["node_id"] == node_id]
         if not chosen:
-            raise SpecError(WHERE, "node", node_id, "is no live node of the rehearsal; its worker nodes: "
-                            + (", ".join(n["node_id"] for n in workers) or "none"))
+            raise SpecError(
+                WHERE,
+                "node",
+                node_id,
+                "is no live node of the rehearsal; its worker nodes: "
+                + (", ".join(n["node_id"] for n in workers) or "none"),
+            )
         if chosen[0]["type"] == HEAD_TYPE:
             raise SpecError(WHERE, "node", node_id, "is the head: `archstudy cluster stop` ends the rehearsal")
         node = chosen[0]

@@ -67,7 +67,9 @@ def describe_protocol(protocol: Protocol) -> str:
     from ..training.schedule import scheduler_of
 
     schedule = scheduler_of(protocol).describe()
-    opt = "" if protocol.optimizer == Protocol.default("optimizer") else f", {protocol.optimizer}"  # the paper's SGD unsaid
+    opt = (
+        "" if protocol.optimizer == Protocol.default("optimizer") else f", {protocol.optimizer}"
+    )  # the paper's SGD unsaid
     return f"protocol {name}: {rates}, {schedule}{opt}"
 
 
@@ -77,25 +79,34 @@ def count_text(config: StudyConfig, n_units: int) -> str:
     if not config.siblings:
         return f"{n_units:,} architectures"
     drawn = config.architectures
-    return (f"{n_units:,} architectures ({drawn:,} drawn + {n_units - drawn:,} siblings along "
-            f"{', '.join(config.siblings)})")
+    return (
+        f"{n_units:,} architectures ({drawn:,} drawn + {n_units - drawn:,} siblings along {', '.join(config.siblings)})"
+    )
 
 
-def plan_line(config: StudyConfig, data, units: list, todo: list, slots: int, where: str,
-              finished_before: int = 0) -> str:
+def plan_line(
+    config: StudyConfig, data, units: list, todo: list, slots: int, where: str, finished_before: int = 0
+) -> str:
     """The one line said before training: what will run and on what (module docstring)."""
     protocol = Protocol.from_dict(config.protocol)
     params = [u.spec.num_params for u in todo] or [0]
     lo, hi = min(params), max(params)
     solved = f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
-    left = f"{len(todo):,} of {count_text(config, len(units))} to run" if len(todo) != len(units) else \
-        f"{count_text(config, len(units))} to run"
+    left = (
+        f"{len(todo):,} of {count_text(config, len(units))} to run"
+        if len(todo) != len(units)
+        else f"{count_text(config, len(units))} to run"
+    )
     if finished_before:
         left += f" ({finished_before:,} finished earlier)"
-    sizes = (f"{config.dataset} ({len(data.train.y):,} train / {len(data.val.y):,} val / {len(data.test.y):,} test, "
-             f"{int(data.d_in)} inputs, {int(data.n_classes)} classes)")
-    return (f"{where}: {left}: {config.param_budget:,}-parameter budget ({solved} trainable, {config.preset} space), "
-            f"{describe_protocol(protocol)}; {sizes}; {slots} at a time")
+    sizes = (
+        f"{config.dataset} ({len(data.train.y):,} train / {len(data.val.y):,} val / {len(data.test.y):,} test, "
+        f"{int(data.d_in)} inputs, {int(data.n_classes)} classes)"
+    )
+    return (
+        f"{where}: {left}: {config.param_budget:,}-parameter budget ({solved} trainable, {config.preset} space), "
+        f"{describe_protocol(protocol)}; {sizes}; {slots} at a time"
+    )
 
 
 # -- timing a few steps, on the worker --------------------------------------------------------------------
@@ -154,9 +165,16 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
     lr_min = (1 + protocol.warmup_epochs) * steps * step_1
     train = epochs * (steps * step_r + (monitored * eval_s if scheduler_of(protocol).monitors else 0))
     final = (n_train + n_val + n_test) * eval_s
-    return {"step_s": step_r, "step_1_s": step_1, "eval_s_per_example": eval_s, "steps_per_epoch": steps,
-            "expected_epochs": epochs, "train_s": lr_min + train + final, "probe_s": time.perf_counter() - t0,
-            "timed_steps": 2 * PROBE_REPEATS}
+    return {
+        "step_s": step_r,
+        "step_1_s": step_1,
+        "eval_s_per_example": eval_s,
+        "steps_per_epoch": steps,
+        "expected_epochs": epochs,
+        "train_s": lr_min + train + final,
+        "probe_s": time.perf_counter() - t0,
+        "timed_steps": 2 * PROBE_REPEATS,
+    }
 
 
 def duration(seconds: float) -> str:
@@ -265,8 +283,11 @@ class Forecast:
             if stage == "training" and rec.get("epoch"):
                 cap = rec.get("max_epochs")
                 live = rec.get("live_runs")
-                parts.append(f"{label} epoch {rec['epoch']}" + (f"/{cap}" if cap else "")
-                             + (f", {live} live" if live is not None else ""))
+                parts.append(
+                    f"{label} epoch {rec['epoch']}"
+                    + (f"/{cap}" if cap else "")
+                    + (f", {live} live" if live is not None else "")
+                )
             elif stage:
                 parts.append(f"{label} {stage}")
         more = len(self.started) - limit
@@ -287,9 +308,11 @@ class Forecast:
         steps = next(iter(self.probes.values())).get("timed_steps", 2)
         total, _ = self.eta(0, 0, 0, now)
         what = "the metrics at initialization included" if measured else "training; the metrics at initialization add"
-        return (f"estimated {duration(total)} for {self.todo:,} architecture{'s' if self.todo != 1 else ''} "
-                f"({self.slots} at a time; about {duration(unit)} each, {what}), from {steps} timed steps of "
-                f"the first {n} on these workers; the progress line updates it as architectures finish")
+        return (
+            f"estimated {duration(total)} for {self.todo:,} architecture{'s' if self.todo != 1 else ''} "
+            f"({self.slots} at a time; about {duration(unit)} each, {what}), from {steps} timed steps of "
+            f"the first {n} on these workers; the progress line updates it as architectures finish"
+        )
 
 
 def _finite(v: Any) -> bool:

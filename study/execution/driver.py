@@ -42,7 +42,13 @@ from archstudy.sampling.width import check_budget
 from archstudy.sampling.constraints import Real, check
 
 from ..experiment.config import (
-    CONFIG_NAME, CONNECT_TIMEOUT_S, StudyConfig, execution_settings, package_version, science_differences, utc_now,
+    CONFIG_NAME,
+    CONNECT_TIMEOUT_S,
+    StudyConfig,
+    execution_settings,
+    package_version,
+    science_differences,
+    utc_now,
 )
 from ..experiment.nlc_window import pilot_window
 from . import interrupts
@@ -85,8 +91,10 @@ def _check_new_location(store: Store) -> None:
         if store.has_lock():  # a driver that started here has not written study.yaml yet: say that, if it runs
             with store.driver_lock():
                 pass
-        raise UserError(f"{store.location} exists and is not a study (no {CONFIG_NAME}); choose a new or empty "
-                        "directory, or `archstudy resume` a study")
+        raise UserError(
+            f"{store.location} exists and is not a study (no {CONFIG_NAME}); choose a new or empty "
+            "directory, or `archstudy resume` a study"
+        )
 
 
 def _load_data(config: StudyConfig):
@@ -98,8 +106,10 @@ def _load_data(config: StudyConfig):
     data = load_dataset(config.dataset, seed=config.dataset_seed, root=config.root, **config.dataset_options)
     problem = unusable(data)
     if problem:
-        raise UserError(f"{config.dataset}: {problem}; a study needs a training, a validation and a test split "
-                        "to train and select every architecture")
+        raise UserError(
+            f"{config.dataset}: {problem}; a study needs a training, a validation and a test split "
+            "to train and select every architecture"
+        )
     return data
 
 
@@ -124,10 +134,19 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
     return {**execution_settings(config), **{k: v for k, v in overrides.items() if v is not None}}
 
 
-def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *, address: str | None = None,
-              force_config: bool = False, retry_failed: bool = True, max_in_flight: int | None = None,
-              progress: TextIO | None = sys.stderr, connect_timeout_s: float = CONNECT_TIMEOUT_S,
-              intro: str | None = None, **execution) -> DriverSummary:
+def run_study(
+    config: StudyConfig | Mapping[str, Any],
+    out: str | os.PathLike,
+    *,
+    address: str | None = None,
+    force_config: bool = False,
+    retry_failed: bool = True,
+    max_in_flight: int | None = None,
+    progress: TextIO | None = sys.stderr,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    intro: str | None = None,
+    **execution,
+) -> DriverSummary:
     """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
@@ -153,9 +172,19 @@ def run_study(config: StudyConfig | Mapping[str, Any], out: str | os.PathLike, *
     else:
         _check_new_location(store)
         rewrite, note = True, None
-    return _drive(store, config, write_config=rewrite, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress, note=note, new=new,
-                  connect_timeout_s=connect_timeout_s, intro=intro)
+    return _drive(
+        store,
+        config,
+        write_config=rewrite,
+        address=address,
+        retry_failed=retry_failed,
+        max_in_flight=max_in_flight,
+        progress=progress,
+        note=note,
+        new=new,
+        connect_timeout_s=connect_timeout_s,
+        intro=intro,
+    )
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -163,15 +192,17 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
-               force: bool) -> tuple[StudyConfig, bool, str | None]:
+def _reconcile(
+    store: Store, stored: StudyConfig, asked: StudyConfig, force: bool
+) -> tuple[StudyConfig, bool, str | None]:
     """The config to run an existing study with, whether to rewrite its study.yaml, and what to tell the user.
 
     Same science keys: the stored config. A larger ``architectures`` alone: the study grows. Anything else is
     refused unless ``force``, which rewrites study.yaml with this command's config and the fingerprint of
     the data loaded now."""
-    mine = asked.replace(d_in=stored.d_in, d_out=stored.d_out, data_fingerprint=stored.data_fingerprint,
-                         created=stored.created)
+    mine = asked.replace(
+        d_in=stored.d_in, d_out=stored.d_out, data_fingerprint=stored.data_fingerprint, created=stored.created
+    )
     diff = stored.differences(mine)
     if not diff and not force:
         return stored, False, None
@@ -179,12 +210,17 @@ def _reconcile(store: Store, stored: StudyConfig, asked: StudyConfig,
         return mine, True, f"extending the study from {stored.architectures} to {mine.architectures} architectures"
     if force:
         # The data may have changed too: the fingerprint of what is loaded now is recorded.
-        return mine.replace(data_fingerprint=None), True, \
-            f"replacing the study's config (--force-config): {', '.join(diff) or 'the data'} changed"
+        return (
+            mine.replace(data_fingerprint=None),
+            True,
+            f"replacing the study's config (--force-config): {', '.join(diff) or 'the data'} changed",
+        )
     k, more = diff[0], f" and {len(diff) - 1} more key(s)" if len(diff) > 1 else ""
-    raise UserError(f"{store.location} is a study with a different {k} ({_short(stored.to_dict()[k])}, asked "
-                    f"{_short(mine.to_dict()[k])}){more}: `archstudy resume {store.location}` continues it as it is; "
-                    "--force-config replaces its config")
+    raise UserError(
+        f"{store.location} is a study with a different {k} ({_short(stored.to_dict()[k])}, asked "
+        f"{_short(mine.to_dict()[k])}){more}: `archstudy resume {store.location}` continues it as it is; "
+        "--force-config replaces its config"
+    )
 
 
 def _extends(stored: StudyConfig, mine: StudyConfig) -> bool:
@@ -196,16 +232,31 @@ def _extends(stored: StudyConfig, mine: StudyConfig) -> bool:
     return drawn(mine, stored.architectures) == drawn(stored, stored.architectures)
 
 
-def resume_study(out: str | os.PathLike, *, address: str | None = None, retry_failed: bool = True,
-                 max_in_flight: int | None = None, progress: TextIO | None = sys.stderr,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S, **execution) -> DriverSummary:
+def resume_study(
+    out: str | os.PathLike,
+    *,
+    address: str | None = None,
+    retry_failed: bool = True,
+    max_in_flight: int | None = None,
+    progress: TextIO | None = sys.stderr,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    **execution,
+) -> DriverSummary:
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
     session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
     store = Store(out)
     store.reach()
     config = _execution(store.read_config(), execution)
-    return _drive(store, config, write_config=False, address=address, retry_failed=retry_failed,
-                  max_in_flight=max_in_flight, progress=progress, connect_timeout_s=connect_timeout_s)
+    return _drive(
+        store,
+        config,
+        write_config=False,
+        address=address,
+        retry_failed=retry_failed,
+        max_in_flight=max_in_flight,
+        progress=progress,
+        connect_timeout_s=connect_timeout_s,
+    )
 
 
 def _check_still_new(store: Store) -> None:
@@ -217,8 +268,10 @@ def _check_still_new(store: Store) -> None:
             seed = f" (seed {store.read_config().seed} in its study.yaml)"
         except UserError:
             seed = ""
-        raise UserError(f"{store.location}: another driver created a study here while this one started{seed}; nothing "
-                        "was changed: run the command again to continue that study, or choose another directory")
+        raise UserError(
+            f"{store.location}: another driver created a study here while this one started{seed}; nothing "
+            "was changed: run the command again to continue that study, or choose another directory"
+        )
 
 
 class StudyStopped(UserError):
@@ -230,21 +283,36 @@ def _stops_on_write_errors(drive):
     """``drive`` that ends, when a write to the study fails (``StoreWriteError``), with one line saying where, why
     and that ``archstudy resume`` continues, after its own cleanup (the engine's jobs cancelled, the lock
     released, an embedded Ray shut down: the ``with`` blocks it leaves)."""
+
     @functools.wraps(drive)
     def run(store: Store, *args, **kwargs):
         try:
             return drive(store, *args, **kwargs)
         except StoreWriteError as e:
-            raise StudyStopped(f"{store.location}: the study stopped: {e}; every architecture committed before is "
-                               f"kept and nothing stored was damaged: `archstudy resume {store.location}` continues "
-                               "it once the location accepts writes again") from None
+            raise StudyStopped(
+                f"{store.location}: the study stopped: {e}; every architecture committed before is "
+                f"kept and nothing stored was damaged: `archstudy resume {store.location}` continues "
+                "it once the location accepts writes again"
+            ) from None
+
     return run
 
 
 @_stops_on_write_errors
-def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: str | None, retry_failed: bool,
-           max_in_flight: int | None, progress: TextIO | None, note: str | None = None, new: bool = False,
-           connect_timeout_s: float = CONNECT_TIMEOUT_S, intro: str | None = None) -> DriverSummary:
+def _drive(
+    store: Store,
+    config: StudyConfig,
+    *,
+    write_config: bool,
+    address: str | None,
+    retry_failed: bool,
+    max_in_flight: int | None,
+    progress: TextIO | None,
+    note: str | None = None,
+    new: bool = False,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    intro: str | None = None,
+) -> DriverSummary:
     """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
     t0 = time.monotonic()
     shown = Progress(progress, 0, 0)  # the progress line and messages on the caller's stream
@@ -259,27 +327,44 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
     data = _load_data(config)
     d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
     if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
-        raise UserError(f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
-                        f"with d_in = {config.d_in}, {config.d_out} classes")
+        raise UserError(
+            f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
+            f"with d_in = {config.d_in}, {config.d_out} classes"
+        )
     if config.data_fingerprint is not None and config.data_fingerprint != fingerprint:
-        raise UserError(f"{config.dataset}: the data loaded now (fingerprint {fingerprint}) is not the study's "
-                        f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
-                        "`archstudy run` accepts it")
+        raise UserError(
+            f"{config.dataset}: the data loaded now (fingerprint {fingerprint}) is not the study's "
+            f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
+            "`archstudy run` accepts it"
+        )
     config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
     units = plan_with_progress(config, shown.say)
     if write_config:
-        check_budget("study", (u.spec for u in units), config.param_budget,
-                     f"{config.dataset} (d_in {d_in}, {d_out} classes)")
+        check_budget(
+            "study", (u.spec for u in units), config.param_budget, f"{config.dataset} (d_in {d_in}, {d_out} classes)"
+        )
         _check_pilot(config)
     needs = _memory_needed(config, units, data, store)
     if not address and not os.environ.get("RAY_ADDRESS"):  # an embedded Ray: this machine's memory, before Ray starts
-        _check_memory(needs, engine_nodes=[{"Alive": True, "Resources": {"CPU": float(os.cpu_count() or 1)}}],
-                      cpus=config.resources.cpus_per_arch, gpus=config.resources.gpus_per_arch,
-                      max_in_flight=max_in_flight, embedded=True, shown=shown)
+        _check_memory(
+            needs,
+            engine_nodes=[{"Alive": True, "Resources": {"CPU": float(os.cpu_count() or 1)}}],
+            cpus=config.resources.cpus_per_arch,
+            gpus=config.resources.gpus_per_arch,
+            max_in_flight=max_in_flight,
+            embedded=True,
+            shown=shown,
+        )
 
     res = config.resources
-    engine = Engine(execute_unit, cpus=res.cpus_per_arch, gpus=res.gpus_per_arch, max_retries=config.max_retries,
-                    max_in_flight=max_in_flight, name="execute_unit")
+    engine = Engine(
+        execute_unit,
+        cpus=res.cpus_per_arch,
+        gpus=res.gpus_per_arch,
+        max_retries=config.max_retries,
+        max_in_flight=max_in_flight,
+        name="execute_unit",
+    )
     with contextlib.ExitStack() as held:
         reached: list[bool] = []
 
@@ -289,8 +374,15 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
                 reached.append(True)
                 embedded = held.enter_context(ray_session(address))
                 _check_capacity(engine, embedded, shown)
-                _check_memory(needs, engine_nodes=None, cpus=engine.cpus, gpus=engine.gpus,
-                              max_in_flight=max_in_flight, embedded=embedded, shown=shown)
+                _check_memory(
+                    needs,
+                    engine_nodes=None,
+                    cpus=engine.cpus,
+                    gpus=engine.gpus,
+                    max_in_flight=max_in_flight,
+                    embedded=embedded,
+                    shown=shown,
+                )
 
         if new:
             reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
@@ -308,8 +400,13 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
         # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
         stale = [name for name in state.checkpoints if name in finished]
         todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
-        result = DriverSummary(store.location, len(units), len(state.finished), redone=dict(state.corrupt),
-                          skipped_failed=0 if retry_failed else len(state.failed))
+        result = DriverSummary(
+            store.location,
+            len(units),
+            len(state.finished),
+            redone=dict(state.corrupt),
+            skipped_failed=0 if retry_failed else len(state.failed),
+        )
         for name in stale:
             store.delete(*store.checkpoint_parts(name))
             shown.say(f"{name}: removed the checkpoint of an architecture that had finished")
@@ -340,8 +437,9 @@ def _drive(store: Store, config: StudyConfig, *, write_config: bool, address: st
             shown.say(intro)
         shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
         if needs is not None:
-            shown.say(f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} "
-                      f"({needs[1].terms()})")
+            shown.say(
+                f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} ({needs[1].terms()})"
+            )
         _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
@@ -361,22 +459,27 @@ def _refuse_mixed(store: Store, state: StudyState, config: StudyConfig) -> None:
     science = config.science()
     recorded = next(iter(state.recorded.values()), None)
     if state.other_config or recorded != json.loads(config.science_json):  # as a file records it
-        what = (f"were computed under another science config than this one "
-                f"({science_differences(recorded, science)})")
+        what = f"were computed under another science config than this one ({science_differences(recorded, science)})"
     else:
         what = "are no architecture of this config's plan"
-    raise UserError(f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
-                    f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
-                    "run this config in a new directory")
+    raise UserError(
+        f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
+        f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
+        "run this config in a new directory"
+    )
 
 
 def _check_pilot(config: StudyConfig) -> None:
     """With ``nlc_window: auto``, the pilot (the first ``nlc_pilot`` architectures, trained without a window) must
     leave architectures to prune: a pilot of the whole study would train everything and prune nothing."""
     if config.nlc_window == "auto" and config.nlc_pilot >= config.architectures:
-        raise SpecError("study", "nlc_pilot", config.nlc_pilot,
-                        f"must be less than architectures ({config.architectures}) with nlc_window = 'auto': the "
-                        "pilot's architectures are trained without a window, the others are pruned by its window")
+        raise SpecError(
+            "study",
+            "nlc_pilot",
+            config.nlc_pilot,
+            f"must be less than architectures ({config.architectures}) with nlc_window = 'auto': the "
+            "pilot's architectures are trained without a window, the others are pruned by its window",
+        )
 
 
 def _memory_needed(config: StudyConfig, units: list[WorkUnit], data, store: Store):
@@ -385,12 +488,26 @@ def _memory_needed(config: StudyConfig, units: list[WorkUnit], data, store: Stor
     from ..experiment.protocol import Protocol
 
     res = config.resources
-    return memory.largest((u.spec for u in units), Protocol.from_dict(config.protocol), data, threads=res.threads,
-                          gpu=res.gpus_per_arch > 0, object_storage=not store.local)
+    return memory.largest(
+        (u.spec for u in units),
+        Protocol.from_dict(config.protocol),
+        data,
+        threads=res.threads,
+        gpu=res.gpus_per_arch > 0,
+        object_storage=not store.local,
+    )
 
 
-def _check_memory(needs, *, engine_nodes: list[dict] | None, cpus: float, gpus: float, max_in_flight: int | None,
-                  embedded: bool, shown: Progress) -> None:
+def _check_memory(
+    needs,
+    *,
+    engine_nodes: list[dict] | None,
+    cpus: float,
+    gpus: float,
+    max_in_flight: int | None,
+    embedded: bool,
+    shown: Progress,
+) -> None:
     """Refuse, before anything runs, a study whose largest unit cannot fit in what a worker has on the nodes
     ``engine_nodes`` (``ray.nodes()`` when None; this machine before an embedded Ray starts: its physical
     memory); on a cluster, say it and go on (an autoscaler may add a larger node). Units on a GPU: not checked
@@ -405,11 +522,15 @@ def _check_memory(needs, *, engine_nodes: list[dict] | None, cpus: float, gpus: 
     have = memory.worker_memory(engine_nodes, cpus, gpus, max_in_flight)
     if have is None or need.bytes <= have.bytes:
         return
-    what = (f"an architecture needs about {memory.size(need.bytes)} of memory ({need.terms()}; {spec.depth} layers "
-            f"of width {spec.width}), but {have.describe()}")
+    what = (
+        f"an architecture needs about {memory.size(need.bytes)} of memory ({need.terms()}; {spec.depth} layers "
+        f"of width {spec.width}), but {have.describe()}"
+    )
     if embedded:
-        raise UserError(f"{what}: nothing was run; lower --param-budget, use fewer learning rates, or run fewer at "
-                        "once (--max-in-flight 1, or a larger --cpus-per-arch)")
+        raise UserError(
+            f"{what}: nothing was run; lower --param-budget, use fewer learning rates, or run fewer at "
+            "once (--max-in-flight 1, or a larger --cpus-per-arch)"
+        )
     shown.say(f"{what}; its architectures will fail until a node with more memory per architecture joins")
 
 
@@ -423,26 +544,41 @@ def _check_capacity(engine: Engine, embedded: bool, shown: Progress) -> None:
     need = f"{engine.cpus:g} CPU" + (f" and {engine.gpus:g} GPU" if engine.gpus else "")
     total = ray.cluster_resources()
     if embedded:
-        raise UserError(f"this machine cannot run one architecture (each needs {need}; Ray sees "
-                        f"{total.get('CPU', 0):g} CPU, {total.get('GPU', 0):g} GPU): lower --cpus-per-arch or "
-                        "--gpus-per-arch, or use a cluster with --address")
+        raise UserError(
+            f"this machine cannot run one architecture (each needs {need}; Ray sees "
+            f"{total.get('CPU', 0):g} CPU, {total.get('GPU', 0):g} GPU): lower --cpus-per-arch or "
+            "--gpus-per-arch, or use a cluster with --address"
+        )
     shown.say(f"no node can run an architecture now (each needs {need}); waiting for the cluster to add one")
 
 
-def _launch(store: Store, config: StudyConfig, engine: Engine, units: list[WorkUnit], todo: list[WorkUnit],
-            state: StudyState, result: DriverSummary, *, address: str | None, progress: Progress, data) -> None:
+def _launch(
+    store: Store,
+    config: StudyConfig,
+    engine: Engine,
+    units: list[WorkUnit],
+    todo: list[WorkUnit],
+    state: StudyState,
+    result: DriverSummary,
+    *,
+    address: str | None,
+    progress: Progress,
+    data,
+) -> None:
     """Run ``todo`` with the study's NLC window: none, the given one, or (``auto``) the pilot's units first, then
     the others with the window of the pilot's stored rows, once every pilot unit is finished."""
     window = config.nlc_window
     if window != "auto":
-        _run_units(store, config, engine, todo, state, result, address=address, progress=progress, data=data,
-                   window=window)
+        _run_units(
+            store, config, engine, todo, state, result, address=address, progress=progress, data=data, window=window
+        )
         return
     pilot = [u for u in todo if is_pilot(config, u.index)]
     rest = [u for u in todo if not is_pilot(config, u.index)]
     if pilot:
-        progress.say(f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a "
-                     "window")
+        progress.say(
+            f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a window"
+        )
         _run_units(store, config, engine, pilot, state, result, address=address, progress=progress, data=data)
     if not rest:
         return
@@ -450,19 +586,44 @@ def _launch(store: Store, config: StudyConfig, engine: Engine, units: list[WorkU
     ran, done_before = {u.name for u in pilot}, set(state.finished)
     unfinished = [n for n in names if n not in done_before and (n not in ran or n in result.failed)]
     if unfinished:
-        progress.say(f"the pilot is not complete ({len(unfinished)} failed, e.g. {unfinished[0]}): its window needs "
-                     f"every pilot architecture; {len(rest)} architectures wait (`archstudy resume` retries the pilot)")
+        progress.say(
+            f"the pilot is not complete ({len(unfinished)} failed, e.g. {unfinished[0]}): its window needs "
+            f"every pilot architecture; {len(rest)} architectures wait (`archstudy resume` retries the pilot)"
+        )
         return
     w = pilot_window(*pilot_points(store, names), seed=config.seed)
     why = "its good range" if w["source"] == "study" else f"the NLC paper's, not the pilot's: {w['reason']}"
-    progress.say(f"NLC window [{w['lo']:.3g}, {w['hi']:.3g}] from the pilot's {len(names)} architectures ({why}); "
-                 f"{len(rest)} architectures to measure, the ones inside it to train")
-    _run_units(store, config, engine, rest, state, result, address=address, progress=progress, data=data,
-               window=(w["lo"], w["hi"]))
+    progress.say(
+        f"NLC window [{w['lo']:.3g}, {w['hi']:.3g}] from the pilot's {len(names)} architectures ({why}); "
+        f"{len(rest)} architectures to measure, the ones inside it to train"
+    )
+    _run_units(
+        store,
+        config,
+        engine,
+        rest,
+        state,
+        result,
+        address=address,
+        progress=progress,
+        data=data,
+        window=(w["lo"], w["hi"]),
+    )
 
 
-def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[WorkUnit], state: StudyState,
-               result: DriverSummary, *, address: str | None, progress: Progress, data, window=None) -> None:
+def _run_units(
+    store: Store,
+    config: StudyConfig,
+    engine: Engine,
+    todo: list[WorkUnit],
+    state: StudyState,
+    result: DriverSummary,
+    *,
+    address: str | None,
+    progress: Progress,
+    data,
+    window=None,
+) -> None:
     import ray
 
     by_name = {u.name: u for u in todo}
@@ -478,19 +639,31 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Wor
         if running and tally is not None and (flying, where) == last_beat[1] and now - last_beat[0] < HEARTBEAT_S:
             return
         last_beat[:] = [now, (flying, where)]
-        store.write_driver_state({
-            "pid": os.getpid(), "host": host, "started": started, "heartbeat": utc_now(), "heartbeat_unix": now,
-            "running": running, "stopped": stopped, "address": address or "embedded",
-            "in_flight": flying, "nodes": where,
-            "done": result.finished_before + result.finished, "failed": len(result.failed), "total": result.total,
-        })
+        store.write_driver_state(
+            {
+                "pid": os.getpid(),
+                "host": host,
+                "started": started,
+                "heartbeat": utc_now(),
+                "heartbeat_unix": now,
+                "running": running,
+                "stopped": stopped,
+                "address": address or "embedded",
+                "in_flight": flying,
+                "nodes": where,
+                "done": result.finished_before + result.finished,
+                "failed": len(result.failed),
+                "total": result.total,
+            }
+        )
 
     def on_done(job: Job, rows: dict, attempt: int) -> None:
         for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
             progress.say(f"{job.key}: {note}")
         try:
-            store.write_result(job.key, rows["architecture"], rows["runs"], rows.get("curves", ()),
-                               science=config.science_json)
+            store.write_result(
+                job.key, rows["architecture"], rows["runs"], rows.get("curves", ()), science=config.science_json
+            )
         except SchemaError as e:
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(job.key))
@@ -504,11 +677,20 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Wor
 
     def on_failed(job: Job, failure: Failure, attempt: int) -> None:
         unit = by_name[job.key]
-        store.write_failure(job.key, {
-            "index": unit.index, "arch_id": unit.arch_id, "variant": unit.variant, "reason": failure.reason,
-            "attempts": attempt, "detail": failure.detail[-20000:], "host": host, "failed_at": utc_now(),
-            "package_version": package_version(),
-        })
+        store.write_failure(
+            job.key,
+            {
+                "index": unit.index,
+                "arch_id": unit.arch_id,
+                "variant": unit.variant,
+                "reason": failure.reason,
+                "attempts": attempt,
+                "detail": failure.detail[-20000:],
+                "host": host,
+                "failed_at": utc_now(),
+                "package_version": package_version(),
+            },
+        )
         result.failed[job.key] = failure.reason
         clear_live(store, job.key)
         progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
@@ -516,8 +698,14 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Wor
     progress.total, progress.done_before = result.total, result.finished_before + result.finished
     res = config.resources
     data_ref = ray.put(data)
-    base = {"config": config.to_dict(), "data": [data_ref], "store": store.uri,
-            "threads": res.threads, "gpus": res.gpus_per_arch, "window": None if window is None else list(window)}
+    base = {
+        "config": config.to_dict(),
+        "data": [data_ref],
+        "store": store.uri,
+        "threads": res.threads,
+        "gpus": res.gpus_per_arch,
+        "window": None if window is None else list(window),
+    }
     # The first units time a few steps of their network before they start (study.execution.costs): the estimate.
     probing = max(1, min(PROBE_UNITS, engine.limit()))
     jobs = [Job(u.name, {**base, "unit": u.to_dict(), "probe": i < probing}) for i, u in enumerate(todo)]
@@ -547,8 +735,14 @@ def _run_units(store: Store, config: StudyConfig, engine: Engine, todo: list[Wor
     stop = "error"
     heartbeat(None)
     try:
-        engine.execute(jobs, on_done=on_done, on_failed=on_failed, on_tick=on_tick, on_retry=on_retry,
-                   first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1)
+        engine.execute(
+            jobs,
+            on_done=on_done,
+            on_failed=on_failed,
+            on_tick=on_tick,
+            on_retry=on_retry,
+            first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1,
+        )
         stop = "finished"
     except KeyboardInterrupt:
         stop = "interrupted"

@@ -94,6 +94,7 @@ class JobError(Exception):
 
 def _plain_errors(fn: Callable[[Any, int], Any]) -> Callable[[Any, int], Any]:
     """``fn`` whose exceptions (``Exception``: an interrupt stays what it is) leave the worker as ``JobError``."""
+
     def job(payload: Any, attempt: int) -> Any:
         try:
             return fn(payload, attempt)
@@ -159,8 +160,11 @@ class _PoolWorker:
     def node(self) -> dict:
         """Where this actor runs: Ray's node id, the node's IP, and its node type where the autoscaler's node
         provider tells the node (``RAY_NODE_TYPE_NAME``: the fake multi-node provider, KubeRay; else None)."""
-        return {"node_id": ray.get_runtime_context().get_node_id(), "ip": ray.util.get_node_ip_address(),
-                "type": os.environ.get("RAY_NODE_TYPE_NAME")}
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "ip": ray.util.get_node_ip_address(),
+            "type": os.environ.get("RAY_NODE_TYPE_NAME"),
+        }
 
 
 class Engine:
@@ -169,9 +173,17 @@ class Engine:
     ``cpus``/``gpus`` are one job's resources; ``gpus > 0`` selects the actor pool. ``name`` names the
     Ray task (its workers' process title is ``ray::<name>``)."""
 
-    def __init__(self, fn: Callable[[Any, int], Any], *, cpus: float = 1.0, gpus: float = 0.0,
-                 max_retries: int = 2, max_in_flight: int | None = None, tick_s: float = 1.0,
-                 name: str | None = None):
+    def __init__(
+        self,
+        fn: Callable[[Any, int], Any],
+        *,
+        cpus: float = 1.0,
+        gpus: float = 0.0,
+        max_retries: int = 2,
+        max_in_flight: int | None = None,
+        tick_s: float = 1.0,
+        name: str | None = None,
+    ):
         self.fn, self.cpus, self.gpus = fn, float(cpus), float(gpus)
         self.max_retries, self.max_in_flight, self.tick_s = int(max_retries), max_in_flight, tick_s
         self.name = name or getattr(fn, "__name__", "job")
@@ -206,8 +218,9 @@ class Engine:
         """Start one attempt; return (object ref, actor or None)."""
         if self.gpus <= 0:
             if self._task is None:
-                self._task = ray.remote(_plain_errors(self.fn)).options(num_cpus=self.cpus, num_gpus=0, max_retries=0,
-                                                         retry_exceptions=False, name=self.name)
+                self._task = ray.remote(_plain_errors(self.fn)).options(
+                    num_cpus=self.cpus, num_gpus=0, max_retries=0, retry_exceptions=False, name=self.name
+                )
             return self._task.remote(job.payload, attempt), None
         actor = self._idle.pop() if self._idle else self._new_actor()
         return actor.execute.options(name=self.name).remote(job.payload, attempt), actor
@@ -215,8 +228,9 @@ class Engine:
     def _new_actor(self):
         if self._actor_cls is None:
             self._actor_cls = ray.remote(_PoolWorker)
-        actor = self._actor_cls.options(num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=0,
-                                        max_task_retries=0).remote(self.fn)
+        actor = self._actor_cls.options(
+            num_cpus=self.cpus, num_gpus=self.gpus, max_restarts=0, max_task_retries=0
+        ).remote(self.fn)
         self._actors.append(actor)
         self._node_of[actor] = actor.node.remote()  # runs first on the actor, resolved when it has started
         return actor
@@ -242,14 +256,23 @@ class Engine:
                         self._node_of[actor] = ray.get(ref)
                     except rex.RayError:  # the actor died before it could say; its job fails on its own
                         self._node_of.pop(actor)
-        return {job.key: self._node_of[actor] for job, _, actor in in_flight.values()
-                if actor is not None and isinstance(self._node_of.get(actor), dict)}
+        return {
+            job.key: self._node_of[actor]
+            for job, _, actor in in_flight.values()
+            if actor is not None and isinstance(self._node_of.get(actor), dict)
+        }
 
     # -- the loop ------------------------------------------------------------------------------------
-    def execute(self, jobs: Iterable[Job], *, on_done: Callable[[Job, Any, int], None],
-            on_failed: Callable[[Job, Failure, int], None], on_tick: Callable[[Tally], None] | None = None,
-            first_attempt: Callable[[Job], int] | None = None,
-            on_retry: Callable[[Job, Failure, int], None] | None = None) -> Tally:
+    def execute(
+        self,
+        jobs: Iterable[Job],
+        *,
+        on_done: Callable[[Job, Any, int], None],
+        on_failed: Callable[[Job, Failure, int], None],
+        on_tick: Callable[[Tally], None] | None = None,
+        first_attempt: Callable[[Job], int] | None = None,
+        on_retry: Callable[[Job, Failure, int], None] | None = None,
+    ) -> Tally:
         """Run every job; ``on_done(job, result, attempt)`` commits a result, ``on_failed(job, failure, attempts)``
         records a job that failed ``max_retries + 1`` times in this run; ``on_retry(job, failure, attempt)`` hears
         of each failed attempt that is tried again; ``on_tick(tally)`` is called at least every ``tick_s``.
@@ -332,4 +355,3 @@ class Engine:
 class Rejected(Exception):
     """Raised by ``on_done`` when a result cannot be committed (e.g. rows that do not fit the schema):
     the attempt counts as failed."""
-

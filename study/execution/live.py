@@ -39,13 +39,17 @@ class UnitProgress:
     """The worker's side: ``probe`` (timed steps, for the first units only), ``measured``, the trainer's
     ``epoch`` callback; a context that starts and stops the writer thread."""
 
-    def __init__(self, store: Store, name: str, attempt: int = 1, *, probe: bool = False,
-                 every_s: float | None = None):
+    def __init__(self, store: Store, name: str, attempt: int = 1, *, probe: bool = False, every_s: float | None = None):
         self.store, self.name, self.want_probe = store, name, probe
         self.every_s = WRITE_EVERY_S[store.local] if every_s is None else every_s
         self.t0 = time.monotonic()
-        self.record: dict[str, Any] = {"unit": name, "attempt": attempt, "host": socket.gethostname(),
-                                       "pid": os.getpid(), "stage": "starting"}
+        self.record: dict[str, Any] = {
+            "unit": name,
+            "attempt": attempt,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "stage": "starting",
+        }
         self._lock = threading.Lock()
         self._urgent = False  # a change to write at once (a stage, the probe), not after ``every_s``
         self._changed = threading.Event()
@@ -66,8 +70,12 @@ class UnitProgress:
         from .costs import expected_epochs, probe
 
         expected = expected_epochs(protocol, steps_per_epoch(len(data.train.y), protocol.batch_size))
-        self.update(stage="probing" if self.want_probe else "measuring", total_runs=protocol.num_lrs,
-                    max_epochs=protocol.max_epochs, expected_epochs=expected)
+        self.update(
+            stage="probing" if self.want_probe else "measuring",
+            total_runs=protocol.num_lrs,
+            max_epochs=protocol.max_epochs,
+            expected_epochs=expected,
+        )
         if self.want_probe:
             try:
                 self.update(urgent=True, probe=probe(spec, data, protocol, device), stage="measuring")
@@ -79,8 +87,9 @@ class UnitProgress:
 
     def epoch(self, p) -> None:
         """The trainer's per-epoch callback (``TrainingProgress``)."""
-        self.update(stage="training", epoch=p.epoch, live_runs=p.live_runs, total_runs=p.total_runs,
-                    train_elapsed_s=p.elapsed_s)
+        self.update(
+            stage="training", epoch=p.epoch, live_runs=p.live_runs, total_runs=p.total_runs, train_elapsed_s=p.elapsed_s
+        )
 
     # -- the writer ---------------------------------------------------------------------------------
     def __enter__(self) -> "UnitProgress":

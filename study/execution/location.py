@@ -65,8 +65,9 @@ def open_location(location: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
     if fs.type_name != "local":
         if not root.strip("/") or root.startswith("/"):
             scheme = text.split("://", 1)[0]
-            raise UserError(f"study location {text!r}: names no bucket; an object-storage study is "
-                            f"{scheme}://BUCKET/PREFIX")
+            raise UserError(
+                f"study location {text!r}: names no bucket; an object-storage study is {scheme}://BUCKET/PREFIX"
+            )
         if isinstance(fs, pafs.S3FileSystem):
             fs = bounded_s3(fs)
     return fs, root.rstrip("/") or "/"
@@ -74,8 +75,10 @@ def open_location(location: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
 
 def unreachable(location: str, error: BaseException) -> UserError:
     """The one line for a location whose store did not answer (or refused) a request."""
-    return UserError(f"{location}: cannot reach the study's storage ({first_line(error)}); nothing was changed "
-                     f"(a request gives up after at most {wait_bound_s():g} s)")
+    return UserError(
+        f"{location}: cannot reach the study's storage ({first_line(error)}); nothing was changed "
+        f"(a request gives up after at most {wait_bound_s():g} s)"
+    )
 
 
 def reach(fs: pafs.FileSystem, root: str, location: str) -> None:

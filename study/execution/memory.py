@@ -73,10 +73,15 @@ class Estimate:
 
     def terms(self) -> str:
         """The estimate in words, for the plan's line and a refusal."""
-        parts = [f"{self.params:,} parameters x {self.runs} runs x {self.copies} copies x 8 bytes = "
-                 f"{size(FLOAT64 * 4 * self.state)}"]
-        for name, elements in (("steps", self.step + self.activations), ("evaluation", self.evaluation),
-                               ("checkpoint upload", self.upload)):
+        parts = [
+            f"{self.params:,} parameters x {self.runs} runs x {self.copies} copies x 8 bytes = "
+            f"{size(FLOAT64 * 4 * self.state)}"
+        ]
+        for name, elements in (
+            ("steps", self.step + self.activations),
+            ("evaluation", self.evaluation),
+            ("checkpoint upload", self.upload),
+        ):
             if elements:
                 parts.append(f"{name} {size(FLOAT64 * elements)}")
         parts.append(f"data {size(self.data)}")
@@ -109,8 +114,17 @@ def runs_per_chunk(spec: ArchSpec, runs: int, batch: int, threads: int, gpu: boo
     return -(-runs // -(-runs // chunk))  # ceil(R / n) for n = ceil(R / chunk) balanced chunks
 
 
-def estimate(spec: ArchSpec, protocol: Protocol, *, n_train: int, n_largest: int, data: int, threads: int = 1,
-             gpu: bool = False, object_storage: bool = False) -> Estimate:
+def estimate(
+    spec: ArchSpec,
+    protocol: Protocol,
+    *,
+    n_train: int,
+    n_largest: int,
+    data: int,
+    threads: int = 1,
+    gpu: bool = False,
+    object_storage: bool = False,
+) -> Estimate:
     """The estimated peak of training ``spec`` under ``protocol`` (module docstring): ``n_train`` training points,
     ``n_largest`` points in the largest split, ``data`` bytes of dataset, ``threads`` torch threads."""
     from ..training.loss import EVAL_ELEMENTS
@@ -124,13 +138,29 @@ def estimate(spec: ArchSpec, protocol: Protocol, *, n_train: int, n_largest: int
     W = sum(layer.fan_out for layer in spec.layers())
     widest = max(spec.width, spec.d_in, spec.d_out)
     S = (1 + k) * R * P
-    return Estimate(params=P, runs=R, slots=k, chunk=c, state=S, step=c * P * (1 if c == R else 2),
-                    activations=3 * c * B * W, evaluation=2 * min(EVAL_ELEMENTS, R * n_largest * widest),
-                    upload=2 * S if object_storage else 0, data=data)
+    return Estimate(
+        params=P,
+        runs=R,
+        slots=k,
+        chunk=c,
+        state=S,
+        step=c * P * (1 if c == R else 2),
+        activations=3 * c * B * W,
+        evaluation=2 * min(EVAL_ELEMENTS, R * n_largest * widest),
+        upload=2 * S if object_storage else 0,
+        data=data,
+    )
 
 
-def largest(specs: Iterable[ArchSpec], protocol: Protocol, data, *, threads: int = 1, gpu: bool = False,
-            object_storage: bool = False) -> tuple[ArchSpec, Estimate] | None:
+def largest(
+    specs: Iterable[ArchSpec],
+    protocol: Protocol,
+    data,
+    *,
+    threads: int = 1,
+    gpu: bool = False,
+    object_storage: bool = False,
+) -> tuple[ArchSpec, Estimate] | None:
     """The spec of ``specs`` that needs the most memory on ``data`` (a ``Dataset``), and its estimate."""
     n_train = len(data.train)
     n_largest = max(len(data.train), len(data.val), len(data.test))
@@ -140,8 +170,16 @@ def largest(specs: Iterable[ArchSpec], protocol: Protocol, data, *, threads: int
     for spec in specs:
         if spec.content_id in seen:
             continue
-        e = estimate(spec, protocol, n_train=n_train, n_largest=n_largest, data=d, threads=threads, gpu=gpu,
-                     object_storage=object_storage)
+        e = estimate(
+            spec,
+            protocol,
+            n_train=n_train,
+            n_largest=n_largest,
+            data=d,
+            threads=threads,
+            gpu=gpu,
+            object_storage=object_storage,
+        )
         seen[spec.content_id] = (spec, e)
         if best is None or e.bytes > best[1].bytes:
             best = (spec, e)

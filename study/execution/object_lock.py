@@ -60,13 +60,22 @@ def _client(fs: pafs.S3FileSystem):
     _, (o,) = fs.__reduce__()
     endpoint = o.get("endpoint_override") or None
     scheme = o.get("scheme") or "https"
-    config = Config(connect_timeout=location.CONNECT_S, read_timeout=location.STALL_S,
-                    retries={"max_attempts": location.ATTEMPTS, "mode": "standard"})
-    kwargs: dict[str, Any] = {"endpoint_url": f"{scheme}://{endpoint}" if endpoint else None,
-                              "region_name": o.get("region") or None, "config": config}
+    config = Config(
+        connect_timeout=location.CONNECT_S,
+        read_timeout=location.STALL_S,
+        retries={"max_attempts": location.ATTEMPTS, "mode": "standard"},
+    )
+    kwargs: dict[str, Any] = {
+        "endpoint_url": f"{scheme}://{endpoint}" if endpoint else None,
+        "region_name": o.get("region") or None,
+        "config": config,
+    }
     if o.get("access_key"):
-        kwargs.update(aws_access_key_id=o["access_key"], aws_secret_access_key=o.get("secret_key"),
-                      aws_session_token=o.get("session_token") or None)
+        kwargs.update(
+            aws_access_key_id=o["access_key"],
+            aws_secret_access_key=o.get("secret_key"),
+            aws_session_token=o.get("session_token") or None,
+        )
     if o.get("anonymous"):
         from botocore import UNSIGNED
 
@@ -86,8 +95,12 @@ class ObjectLock:
         self.bucket, self.key, self.shown = bucket, f"{prefix}/{name}" if prefix else name, shown
         self.client = _client(fs)
         pid = os.getpid()
-        self.owner = {"host": socket.gethostname(), "pid": pid, "pid_start": process_start(pid),
-                      "token": uuid.uuid4().hex}
+        self.owner = {
+            "host": socket.gethostname(),
+            "pid": pid,
+            "pid_start": process_start(pid),
+            "token": uuid.uuid4().hex,
+        }
         self.etag: str | None = None
         self.lost = threading.Event()
         self._stop = threading.Event()
@@ -99,8 +112,9 @@ class ObjectLock:
         return (json.dumps({**self.owner, "renewed_unix": time.time(), "lease_s": LEASE_S}) + "\n").encode()
 
     def _put(self, **condition) -> str:
-        return self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self._body(),
-                                      ContentType="application/json", **condition)["ETag"]
+        return self.client.put_object(
+            Bucket=self.bucket, Key=self.key, Body=self._body(), ContentType="application/json", **condition
+        )["ETag"]
 
     def _read(self) -> tuple[dict | None, str | None]:
         """(the lock's content, its etag); (None, None) when there is none."""
@@ -149,9 +163,11 @@ class ObjectLock:
             why = self.owner_gone(content)
             if why is None:
                 since = time.time() - float(content.get("renewed_unix", 0) or 0)
-                raise UserError(f"{self.shown}: another archstudy driver is running on this study (pid "
-                                f"{content.get('pid')} on {content.get('host')}, its lock renewed {since:.0f} s ago; "
-                                "see `archstudy status`)")
+                raise UserError(
+                    f"{self.shown}: another archstudy driver is running on this study (pid "
+                    f"{content.get('pid')} on {content.get('host')}, its lock renewed {since:.0f} s ago; "
+                    "see `archstudy status`)"
+                )
             try:
                 self.etag = self._put(IfMatch=etag)
             except Exception as e:  # noqa: BLE001
@@ -177,8 +193,10 @@ class ObjectLock:
                     last_ok = time.monotonic()
                 except Exception as e:  # noqa: BLE001
                     code = _code(e)
-                    if code in ("PreconditionFailed", "412", "NoSuchKey", "404") or \
-                            time.monotonic() - last_ok > LEASE_S:
+                    if (
+                        code in ("PreconditionFailed", "412", "NoSuchKey", "404")
+                        or time.monotonic() - last_ok > LEASE_S
+                    ):
                         self.lost.set()  # taken over (or removed), or not renewed within the lease
                         return
                     # the store did not answer: try again at the next renewal, within the lease

@@ -40,10 +40,8 @@ class Progress:
             eta = self.duration(left * elapsed / t.done) if t.done else "--"
         else:
             seconds, past = f.eta(t.done, t.failed, t.running)
-            eta = "--" if seconds is None else self.duration(seconds) + (" (running past the estimate)" if past
-                                                                          else "")
-        return (f"archstudy: {self.done_before + t.done}/{self.total} done, {running}, "
-                f"{t.failed} failed, ETA {eta}")
+            eta = "--" if seconds is None else self.duration(seconds) + (" (running past the estimate)" if past else "")
+        return f"archstudy: {self.done_before + t.done}/{self.total} done, {running}, {t.failed} failed, ETA {eta}"
 
     def update(self, t: Tally) -> None:
         if self.stream is None:

@@ -38,7 +38,7 @@ def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> 
     deadline = time.monotonic() + timeout_s
     client = address.startswith("ray://")
     try:
-        target = address[len("ray://"):] if client else canonicalize_bootstrap_address(address)
+        target = address[len("ray://") :] if client else canonicalize_bootstrap_address(address)
     except ConnectionError as e:  # auto: no cluster on this node
         raise UserError(f"--address {address}: {_first_line(e)}") from None
     except ValueError:
@@ -50,9 +50,11 @@ def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> 
 
     def unreachable(why: str) -> UserError:
         resolved = "" if target == address else f" ({host}:{port})"
-        return UserError(f"cannot reach Ray at {address}{resolved} within {timeout_s:g} s: {why}; is the cluster "
-                         "up (`ray up`, `ray start --head`) and is this its head's address? (--connect-timeout waits "
-                         "longer)")
+        return UserError(
+            f"cannot reach Ray at {address}{resolved} within {timeout_s:g} s: {why}; is the cluster "
+            "up (`ray up`, `ray start --head`) and is this its head's address? (--connect-timeout waits "
+            "longer)"
+        )
 
     try:
         socket.create_connection((host, int(port)), timeout=timeout_s).close()
@@ -62,8 +64,12 @@ def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> 
         return
     probe = "import sys, ray._raylet as r; r.GcsClient(address=sys.argv[1])"
     try:
-        p = subprocess.run([sys.executable, "-c", probe, f"{host}:{port}"], capture_output=True, text=True,
-                           timeout=max(1.0, deadline - time.monotonic()))
+        p = subprocess.run(
+            [sys.executable, "-c", probe, f"{host}:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=max(1.0, deadline - time.monotonic()),
+        )
     except subprocess.TimeoutExpired:
         raise unreachable("no Ray cluster answered") from None
     if p.returncode != 0:

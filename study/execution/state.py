@@ -33,8 +33,11 @@ def plan_with_progress(config: StudyConfig, say) -> list:
         if now - last >= PLAN_PROGRESS_S:
             last = now
             eta = (now - t0) * (n - done) / done
-            say(f"planning: {done:,}/{n:,} architectures sampled, about {eta / 60:.0f} min left" if eta >= 60 else
-                f"planning: {done:,}/{n:,} architectures sampled, about {eta:.0f} s left")
+            say(
+                f"planning: {done:,}/{n:,} architectures sampled, about {eta / 60:.0f} min left"
+                if eta >= 60
+                else f"planning: {done:,}/{n:,} architectures sampled, about {eta:.0f} s left"
+            )
 
     return plan_units(config, on_index)
 
@@ -74,19 +77,27 @@ class StudyState:
 
     def to_dict(self) -> dict:
         return {
-            "total": self.total, "finished": len(self.finished), "pruned": len(self.pruned),
+            "total": self.total,
+            "finished": len(self.finished),
+            "pruned": len(self.pruned),
             "in_progress": len(self.in_progress),
-            "failed": len(self.failed), "remaining": len(self.remaining), "corrupt": dict(self.corrupt),
-            "foreign": dict(self.foreign), "extra": list(self.extra), "other_config": dict(self.other_config),
+            "failed": len(self.failed),
+            "remaining": len(self.remaining),
+            "corrupt": dict(self.corrupt),
+            "foreign": dict(self.foreign),
+            "extra": list(self.extra),
+            "other_config": dict(self.other_config),
             "checkpoints": len(self.checkpoints),
-            "driver_running": self.driver_running, "in_progress_names": list(self.in_progress),
+            "driver_running": self.driver_running,
+            "in_progress_names": list(self.in_progress),
             "in_progress_nodes": dict(self.nodes),
             "failures": {n: r.get("reason", "") for n, r in self.failed.items()},
         }
 
 
-def survey(store: Store, config: StudyConfig | None = None, units: list[WorkUnit] | None = None, *,
-           driver: bool = True) -> StudyState:
+def survey(
+    store: Store, config: StudyConfig | None = None, units: list[WorkUnit] | None = None, *, driver: bool = True
+) -> StudyState:
     """Compare the study's files with its plan (read-only). ``driver=False`` skips asking whether a driver is
     running (the driver itself surveys while holding the lock)."""
     config = config or store.read_config()

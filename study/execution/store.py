@@ -54,8 +54,18 @@ from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_
 from .location import first_line, open_location, reach
 from .object_lock import LEASE_S, object_lock
 from ..experiment.schema import (
-    ARCHITECTURES, CURVES, RUNS, SCHEMA_KEY, RESULTS_SCHEMA_VERSION, RESULTS_SCHEMA_VERSIONS, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY,
-    TABLE_KEY, TABLES, TIMESTAMP_UNIT, timestamps_as_text,
+    ARCHITECTURES,
+    CURVES,
+    RUNS,
+    SCHEMA_KEY,
+    RESULTS_SCHEMA_VERSION,
+    RESULTS_SCHEMA_VERSIONS,
+    SCIENCE_FINGERPRINT_KEY,
+    SCIENCE_KEY,
+    TABLE_KEY,
+    TABLES,
+    TIMESTAMP_UNIT,
+    timestamps_as_text,
 )
 
 FAILED, CHECKPOINTS, PROGRESS = "failed", "checkpoints", "progress"
@@ -68,8 +78,13 @@ TEMP_MARK = ".tmp-"
 # -- the Parquet schemas, from the one declaration of every column (study.experiment.schema) ---------------------------
 # A timestamp is a Parquet timestamp (UTC) in the file; ISO 8601 UTC text in the files of schema version 1.
 TIMESTAMP = pa.timestamp(TIMESTAMP_UNIT, tz="UTC")
-_ARROW_TYPES = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(),
-                "timestamp": TIMESTAMP}
+_ARROW_TYPES = {
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "str": pa.string(),
+    "timestamp": TIMESTAMP,
+}
 
 
 def arrow_type(type_: str, version: str = RESULTS_SCHEMA_VERSION) -> pa.DataType:
@@ -80,8 +95,10 @@ def arrow_type(type_: str, version: str = RESULTS_SCHEMA_VERSION) -> pa.DataType
 def arrow_schema(table: str, version: str = RESULTS_SCHEMA_VERSION) -> pa.Schema:
     """The pyarrow schema of ``table`` with its key-value metadata (schema version and table name), as the files
     of schema ``version`` have it (default: the version this archstudy writes)."""
-    return pa.schema([(c.name, arrow_type(c.type, version)) for c in schema.columns(table)],
-                     metadata={SCHEMA_KEY.encode(): version.encode(), TABLE_KEY.encode(): table.encode()})
+    return pa.schema(
+        [(c.name, arrow_type(c.type, version)) for c in schema.columns(table)],
+        metadata={SCHEMA_KEY.encode(): version.encode(), TABLE_KEY.encode(): table.encode()},
+    )
 
 
 SCHEMAS = {table: arrow_schema(table) for table in TABLES}
@@ -103,8 +120,11 @@ def schema_fits(found: pa.Schema, kind: str, version: str = RESULTS_SCHEMA_VERSI
 
 def file_version(table: pa.Table | pa.Schema) -> str:
     """The schema version a result file's metadata records ("" where it records none)."""
-    return ((table.metadata if isinstance(table, pa.Schema) else table.schema.metadata) or {}).get(
-        SCHEMA_KEY.encode(), b"").decode(errors="replace")
+    return (
+        ((table.metadata if isinstance(table, pa.Schema) else table.schema.metadata) or {})
+        .get(SCHEMA_KEY.encode(), b"")
+        .decode(errors="replace")
+    )
 
 
 def current(table: pa.Table) -> pa.Table:
@@ -123,8 +143,11 @@ def current(table: pa.Table) -> pa.Table:
 # file of another is never counted as finished, and a driver refuses to run beside it (study.execution.driver).
 def with_science(table: pa.Table, science: str) -> pa.Table:
     """``table`` with the science config ``science`` (canonical JSON) and its fingerprint in its metadata."""
-    meta = {**(table.schema.metadata or {}), SCIENCE_KEY.encode(): science.encode(),
-            SCIENCE_FINGERPRINT_KEY.encode(): science_fingerprint(science).encode()}
+    meta = {
+        **(table.schema.metadata or {}),
+        SCIENCE_KEY.encode(): science.encode(),
+        SCIENCE_FINGERPRINT_KEY.encode(): science_fingerprint(science).encode(),
+    }
     return table.replace_schema_metadata(meta)
 
 
@@ -267,8 +290,11 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
     if meta.get(TABLE_KEY.encode(), b"").decode() != kind:
         return FileCheck(False, f"not an archstudy {kind} file (metadata archstudy.table missing or different)")
     if version not in RESULTS_SCHEMA_VERSIONS:
-        return FileCheck(False, f"schema version {version!r}; this archstudy reads {', '.join(map(repr, RESULTS_SCHEMA_VERSIONS))}",
-                         foreign=True)
+        return FileCheck(
+            False,
+            f"schema version {version!r}; this archstudy reads {', '.join(map(repr, RESULTS_SCHEMA_VERSIONS))}",
+            foreign=True,
+        )
     if not schema_fits(table.schema, kind, version):
         return FileCheck(False, "columns differ from the schema of docs/results.md")
     m = NAME_RE.match(name)
@@ -287,8 +313,12 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
         fp, science = recorded_science(meta)
         if not same_science(fp, None if text is None else text.decode(errors="replace"), fingerprint):
             what = f"science fingerprint {fp}" if fp else "no science config recorded"
-            return FileCheck(False, f"computed under another science config ({what}; this study's is {fingerprint})",
-                             other_config=True, science=science)
+            return FileCheck(
+                False,
+                f"computed under another science config ({what}; this study's is {fingerprint})",
+                other_config=True,
+                science=science,
+            )
     if kind == ARCHITECTURES and "trained" in table.column_names:
         return FileCheck(True, trained=bool(table.column("trained")[0].as_py()))
     return FileCheck(True)
@@ -297,10 +327,17 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
 class Store:
     """One study's files, on a local filesystem or object storage (see the module docstring)."""
 
-    def __init__(self, location: str | os.PathLike | None = None, *, filesystem: pafs.FileSystem | None = None,
-                 root: str | None = None):
+    def __init__(
+        self,
+        location: str | os.PathLike | None = None,
+        *,
+        filesystem: pafs.FileSystem | None = None,
+        root: str | None = None,
+    ):
         self._held: int | None = None  # the driver lock's file descriptor while this store holds it (local)
-        self._object_lock = None  # the driver lock's object while this store holds it (s3://, study.execution.object_lock)
+        self._object_lock = (
+            None  # the driver lock's object while this store holds it (s3://, study.execution.object_lock)
+        )
         if filesystem is not None:  # an already-open filesystem (tests use pyarrow's in-memory one)
             self.fs, self.root, self.location = filesystem, (root or "").rstrip("/"), f"{filesystem.type_name}:{root}"
             return
@@ -347,7 +384,7 @@ class Store:
         return sorted(i.base_name for i in info if i.base_name != LOCK_NAME)
 
     def root_kind(self) -> str:
-        """"missing", "dir" or "file" for the study location itself (object storage: "dir" once anything is
+        """ "missing", "dir" or "file" for the study location itself (object storage: "dir" once anything is
         under it)."""
         t = self.fs.get_file_info(self.root).type
         if t == pafs.FileType.NotFound:
@@ -373,8 +410,11 @@ class Store:
             path = os.path.dirname(path)
         if not os.path.isdir(path):
             return f"{path} is not a directory"
-        folders = [path] + [p for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS, PROGRESS))
-                            if path == self.root and os.path.isdir(p)]
+        folders = [path] + [
+            p
+            for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS, PROGRESS))
+            if path == self.root and os.path.isdir(p)
+        ]
         for folder in folders:
             if not os.access(folder, os.W_OK | os.X_OK):
                 return f"cannot write there ({folder} is not writable)"
@@ -403,8 +443,11 @@ class Store:
         if not self.local:
             lock = self._object_lock
             if lock is not None and lock.lost.is_set():
-                raise StoreWriteError("/".join(parts), "another driver took over the study's lock: this driver's "
-                                      f"lease ran out (not renewed for {LEASE_S:g} s)")
+                raise StoreWriteError(
+                    "/".join(parts),
+                    "another driver took over the study's lock: this driver's "
+                    f"lease ran out (not renewed for {LEASE_S:g} s)",
+                )
             try:
                 self.fs.create_dir(parent, recursive=True)
                 with self.fs.open_output_stream(final) as f:  # the object is visible once the upload completes
@@ -432,8 +475,9 @@ class Store:
             # a worker may have made an empty one since).
             raise StoreWriteError(folder, f"the study directory {self.root} is gone")
         if folder != self.root and os.path.islink(folder):
-            raise StoreWriteError(folder, f"{folder[len(self.root) + 1:]} is a symbolic link; a study never writes "
-                                  "through a link")
+            raise StoreWriteError(
+                folder, f"{folder[len(self.root) + 1 :]} is a symbolic link; a study never writes through a link"
+            )
         if self._held is None:
             os.makedirs(folder, exist_ok=True)
         elif folder != self.root:
@@ -456,8 +500,10 @@ class Store:
                 to = f" (to {os.readlink(self.path(name))})"
             except OSError:
                 to = ""
-            raise UserError(f"{self.location}: {name} is a symbolic link{to}; a study never writes through a link, so "
-                            "nothing was run: replace it with a real directory (or file)")
+            raise UserError(
+                f"{self.location}: {name} is a symbolic link{to}; a study never writes through a link, so "
+                "nothing was run: replace it with a real directory (or file)"
+            )
 
     def delete(self, *parts: str) -> bool:
         try:
@@ -512,8 +558,15 @@ class Store:
         self.write_bytes([CONFIG_NAME], config.to_yaml().encode())
 
     # -- results ---------------------------------------------------------------------------------------
-    def write_result(self, name: str, architecture: Mapping[str, Any], runs: list[Mapping[str, Any]],
-                     curves: list[Mapping[str, Any]] = (), *, science: str | None = None) -> None:
+    def write_result(
+        self,
+        name: str,
+        architecture: Mapping[str, Any],
+        runs: list[Mapping[str, Any]],
+        curves: list[Mapping[str, Any]] = (),
+        *,
+        science: str | None = None,
+    ) -> None:
         """Commit one finished architecture: its runs file and its curves file (a trained architecture; the
         curves when recorded), then its architectures file (the commit point).
 
@@ -524,9 +577,11 @@ class Store:
         arch_table = to_table(ARCHITECTURES, [architecture])
         trained = bool(architecture["trained"])
         if trained != bool(runs) or (curves and not trained):
-            raise SchemaError(f"{name}: an architecture with trained = {trained} and {len(runs)} runs rows, "
-                              f"{len(curves)} curves rows: a trained one has runs (and curves when recorded), a "
-                              "pruned one neither")
+            raise SchemaError(
+                f"{name}: an architecture with trained = {trained} and {len(runs)} runs rows, "
+                f"{len(curves)} curves rows: a trained one has runs (and curves when recorded), a "
+                "pruned one neither"
+            )
         tables = [(RUNS, to_table(RUNS, list(runs)))] if runs else []
         if curves:
             tables.append((CURVES, to_table(CURVES, list(curves))))
@@ -546,8 +601,9 @@ class Store:
             return FileCheck(False, f"unreadable ({e})")
         return check_table_bytes(data, kind, name, fingerprint)
 
-    def check_files(self, kind: str, names: Iterable[str], threads: int = 16,
-                    fingerprint: str | None = None) -> dict[str, FileCheck]:
+    def check_files(
+        self, kind: str, names: Iterable[str], threads: int = 16, fingerprint: str | None = None
+    ) -> dict[str, FileCheck]:
         """``check_file`` for many files, concurrently (object storage answers each read with latency)."""
         names = list(names)
         if not names:
@@ -564,11 +620,14 @@ class Store:
 
     def read_table(self, kind: str = ARCHITECTURES):
         """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""
-        tables = [current(pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet"))))
-                  for n in self.names(kind, ".parquet")]
+        tables = [
+            current(pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet"))))
+            for n in self.names(kind, ".parquet")
+        ]
         # files from before an added column lack it: it is null there; older versions' types are this one's
-        return (pa.concat_tables(tables, promote_options="default") if tables
-                else SCHEMAS[kind].empty_table()).to_pandas()
+        return (
+            pa.concat_tables(tables, promote_options="default") if tables else SCHEMAS[kind].empty_table()
+        ).to_pandas()
 
     # -- failures --------------------------------------------------------------------------------------
     def write_failure(self, name: str, record: Mapping[str, Any]) -> None:
@@ -621,8 +680,10 @@ class Store:
         if not self.local:
             lock = object_lock(self.fs, self.root, self.location)
             if lock is None:
-                yield (f"{self.location}: no driver lock on this object store (s3:// with boto3 >= 1.35 has one): "
-                       "run one driver per study")
+                yield (
+                    f"{self.location}: no driver lock on this object store (s3:// with boto3 >= 1.35 has one): "
+                    "run one driver per study"
+                )
                 return
             taken = lock.acquire()
             self._object_lock = lock
@@ -647,8 +708,10 @@ class Store:
                     break
                 except BlockingIOError:
                     if attempt == 4:
-                        raise UserError(f"{self.location}: another archstudy driver is running on this study "
-                                        "(see `archstudy status`)") from None
+                        raise UserError(
+                            f"{self.location}: another archstudy driver is running on this study "
+                            "(see `archstudy status`)"
+                        ) from None
                     time.sleep(0.1)
             self._held = fd
             yield None

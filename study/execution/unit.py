@@ -62,9 +62,19 @@ def iter_units(config: StudyConfig) -> Iterator[WorkUnit]:
     """Every unit of the study, in order: index 0 (base, then its siblings along each axis), index 1, ..."""
     if config.d_in is None or config.d_out is None:
         raise ValueError("the config's d_in/d_out are filled in from the dataset when the study is created")
-    return (WorkUnit(*planned) for planned in plan_study(config.seed, config.architectures, config.d_in, config.d_out,
-                                                      config.space_obj, config.param_budget, config.siblings,
-                                                      indices=config.indices))
+    return (
+        WorkUnit(*planned)
+        for planned in plan_study(
+            config.seed,
+            config.architectures,
+            config.d_in,
+            config.d_out,
+            config.space_obj,
+            config.param_budget,
+            config.siblings,
+            indices=config.indices,
+        )
+    )
 
 
 def plan_units(config: StudyConfig, on_index: Callable[[int], None] | None = None) -> list[WorkUnit]:
@@ -95,9 +105,18 @@ def device_name(device: Any) -> str:
     return d.type
 
 
-def compute_unit(unit: WorkUnit, data, config: StudyConfig, *, device=None, attempt: int = 1,
-             checkpoint_path: str | None = None, notes: list[str] | None = None,
-             window=None, live=None) -> tuple[dict, list[dict], list[dict]]:
+def compute_unit(
+    unit: WorkUnit,
+    data,
+    config: StudyConfig,
+    *,
+    device=None,
+    attempt: int = 1,
+    checkpoint_path: str | None = None,
+    notes: list[str] | None = None,
+    window=None,
+    live=None,
+) -> tuple[dict, list[dict], list[dict]]:
     """Do one architecture in this process; return its ``architectures`` row, its ``runs`` rows and its
     ``curves`` rows. With ``window`` (lo, hi) the architecture is trained only if lo <= NLC <= hi at
     initialization (``study.execution.pruning.inside``); else, or when the config measures only (``measure_only``), its
@@ -127,25 +146,52 @@ def compute_unit(unit: WorkUnit, data, config: StudyConfig, *, device=None, atte
     measured = measure(net, data, spec, options=options, seed=unit.seed)
     del net  # measure returns exactly its declared columns (study.metrics.measurement.MEASURE_COLUMNS)
     ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}
-    head = {**ident, "dataset": config.dataset, "study_seed": config.seed, "seed": unit.seed, **spec.to_dict(),
-            "num_params": spec.num_params, "activation_units": spec.activation_units, "flops": measured["flops"]}
-    tail = {"package_version": package_version(), "host": socket.gethostname(), "device": device_name(device),
-            "attempt": attempt}
+    head = {
+        **ident,
+        "dataset": config.dataset,
+        "study_seed": config.seed,
+        "seed": unit.seed,
+        **spec.to_dict(),
+        "num_params": spec.num_params,
+        "activation_units": spec.activation_units,
+        "flops": measured["flops"],
+    }
+    tail = {
+        "package_version": package_version(),
+        "host": socket.gethostname(),
+        "device": device_name(device),
+        "attempt": attempt,
+    }
     nonfinite = not all(_finite(measured[k]) for k in ("nlc", "bias", "output_q", "c_out"))
     if config.measure_only or (window is not None and not inside(window, measured["nlc"])):
-        arch = {**head, **{k: measured[k] for k in MEASURED}, **untrained_row(), "nonfinite_init": nonfinite,
-                "build_s": build_s, "measure_s": measured["measure_s"], "total_s": time.perf_counter() - t0,
-                **tail, "finished_at": utc_now()}
+        arch = {
+            **head,
+            **{k: measured[k] for k in MEASURED},
+            **untrained_row(),
+            "nonfinite_init": nonfinite,
+            "build_s": build_s,
+            "measure_s": measured["measure_s"],
+            "total_s": time.perf_counter() - t0,
+            **tail,
+            "finished_at": utc_now(),
+        }
         to_table(ARCHITECTURES, [arch])
         return arch, [], []
     trajectory = Trajectory(options.nlc_trajectory, options.nlc_batches, options.batch_size)
     if live is not None:
         live.measured(measured["measure_s"])
-    outcome = train_architecture(spec, data, seed=unit.seed, protocol=protocol,
-                                 device=device, checkpoint_path=checkpoint_path,
-                                 checkpoint_every_s=config.checkpoint_every_s, trajectory=trajectory,
-                                 report=None if notes is None else notes.append,
-                                 progress=None if live is None else live.epoch)
+    outcome = train_architecture(
+        spec,
+        data,
+        seed=unit.seed,
+        protocol=protocol,
+        device=device,
+        checkpoint_path=checkpoint_path,
+        checkpoint_every_s=config.checkpoint_every_s,
+        trajectory=trajectory,
+        report=None if notes is None else notes.append,
+        progress=None if live is None else live.epoch,
+    )
     if live is not None:
         live.update(urgent=True, stage="finishing")
     t_after = time.perf_counter()
@@ -154,12 +200,19 @@ def compute_unit(unit: WorkUnit, data, config: StudyConfig, *, device=None, atte
     total_s = time.perf_counter() - t0
 
     arch = {
-        **head, **{k: measured[k] for k in MEASURED},
+        **head,
+        **{k: measured[k] for k in MEASURED},
         # The selected run (with the split that selected it), the runs summary, all_diverged, train_s, and
         # c_out: the trainer's output scale (the cross-entropy loss divides by it; study.measure computes the
         # same quantity on the same data).
-        **outcome.selected_row(), "trained": True, "nonfinite_init": nonfinite,
-        "build_s": build_s, "measure_s": measured["measure_s"], "total_s": total_s, **tail, "finished_at": utc_now(),
+        **outcome.selected_row(),
+        "trained": True,
+        "nonfinite_init": nonfinite,
+        "build_s": build_s,
+        "measure_s": measured["measure_s"],
+        "total_s": total_s,
+        **tail,
+        "finished_at": utc_now(),
     }
     run_rows = [{**ident, **row} for row in outcome.run_rows()]
     curve_rows = [{**ident, **row} for row in outcome.curve_rows()]
@@ -268,8 +321,10 @@ def unit_device(gpus: float) -> str:
     if gpus <= 0 or os.environ.get(LOGICAL_GPUS_ENV) == "1":
         return "cpu"
     if not torch.cuda.is_available():
-        raise RuntimeError(f"gpus_per_arch = {gpus} but torch sees no CUDA device on {socket.gethostname()} "
-                           f"(only a rehearsal's nodes, with {LOGICAL_GPUS_ENV}=1, train on CPU under a logical GPU)")
+        raise RuntimeError(
+            f"gpus_per_arch = {gpus} but torch sees no CUDA device on {socket.gethostname()} "
+            f"(only a rehearsal's nodes, with {LOGICAL_GPUS_ENV}=1, train on CPU under a logical GPU)"
+        )
     from ..training.determinism import deterministic_cuda
 
     deterministic_cuda()  # before this process's first CUDA product (study.training.determinism)
@@ -289,8 +344,19 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     store = Store(payload["store"])
     notes: list[str] = []
     window = payload.get("window")
-    with MirroredCheckpoint(store, unit.name) as ckpt, \
-            UnitProgress(store, unit.name, attempt, probe=bool(payload.get("probe"))) as live:
-        arch, runs, curves = compute_unit(unit, data, config, device=device, attempt=attempt, checkpoint_path=ckpt,
-                                      notes=notes, window=None if window is None else tuple(window), live=live)
+    with (
+        MirroredCheckpoint(store, unit.name) as ckpt,
+        UnitProgress(store, unit.name, attempt, probe=bool(payload.get("probe"))) as live,
+    ):
+        arch, runs, curves = compute_unit(
+            unit,
+            data,
+            config,
+            device=device,
+            attempt=attempt,
+            checkpoint_path=ckpt,
+            notes=notes,
+            window=None if window is None else tuple(window),
+            live=live,
+        )
     return {"architecture": arch, "runs": runs, "curves": curves, "notes": notes}

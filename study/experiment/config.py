@@ -37,12 +37,34 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from archstudy.sampling import (
-    DEFAULT_PARAM_BUDGET, DEFAULT_PRESET, PRESETS, SIBLING_AXES, ArchSpec, SpecError, Space, UserError, config_yaml,
+    DEFAULT_PARAM_BUDGET,
+    DEFAULT_PRESET,
+    PRESETS,
+    SIBLING_AXES,
+    ArchSpec,
+    SpecError,
+    Space,
+    UserError,
+    config_yaml,
     get_space,
 )
 from archstudy.sampling.constraints import (
-    SEED, Boolean, Choice, Constraint, Declaration, Declared, Flag, Integer, Maybe, OneOf, Options, Real, Text,
-    bounded_repr, declare, plain,
+    SEED,
+    Boolean,
+    Choice,
+    Constraint,
+    Declaration,
+    Declared,
+    Flag,
+    Integer,
+    Maybe,
+    OneOf,
+    Options,
+    Real,
+    Text,
+    bounded_repr,
+    declare,
+    plain,
 )
 from archstudy.sampling.doc_tables import markdown, presets_column, rewrite_doc, update_blocks
 from archstudy.sampling.plan import INDICES, check_indices
@@ -155,12 +177,22 @@ class Resources(Declared, where=f"{WHERE}.resources", key="a resource", keys="re
     """What one architecture gets: CPUs (torch's thread count is set to this) and GPUs (fractions share a GPU)."""
 
     cpus_per_arch: float = declare(
-        Real(0.0, lo_open=True), 1.0, doc="CPUs per architecture (Ray num_cpus; torch threads)",
-        flag=Flag("CPUs per architecture (torch threads; default {default}, or the study's own)", "N"))
+        Real(0.0, lo_open=True),
+        1.0,
+        doc="CPUs per architecture (Ray num_cpus; torch threads)",
+        flag=Flag("CPUs per architecture (torch threads; default {default}, or the study's own)", "N"),
+    )
     gpus_per_arch: float = declare(
-        _GPUs(), 0.0, doc="GPUs per architecture (Ray num_gpus); > 0 runs on an actor pool",
-        flag=Flag("GPUs per architecture: 0, a fraction such as 0.25 (four per GPU), or a whole number (default "
-                  "{default}, or the study's own)", "G", type=float))
+        _GPUs(),
+        0.0,
+        doc="GPUs per architecture (Ray num_gpus); > 0 runs on an actor pool",
+        flag=Flag(
+            "GPUs per architecture: 0, a fraction such as 0.25 (four per GPU), or a whole number (default "
+            "{default}, or the study's own)",
+            "G",
+            type=float,
+        ),
+    )
 
     @property
     def threads(self) -> int:
@@ -201,71 +233,136 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
     created (the sampler needs them; a resume checks them).
     """
 
-    dataset: str = declare(Choice(DATASET_NAMES), None, required=True, doc="dataset name (`archstudy datasets`)",
-                           flag=Flag("dataset name (see `archstudy datasets`)"))
-    architectures: int = declare(Integer(1, MAX_ARCHITECTURES), None, required=True,
-                                 doc="number of sampled architectures (indices 0 .. n-1; at most what the unit names "
-                                     "hold, sampling.unit_names)",
-                                 flag=Flag("number of architectures to sample", "N"))
-    root: str | None = declare(Maybe(Text(path=True)), None, execution=True,
-                               doc="directory of the dataset's files (mnist, cifar10)")
+    dataset: str = declare(
+        Choice(DATASET_NAMES),
+        None,
+        required=True,
+        doc="dataset name (`archstudy datasets`)",
+        flag=Flag("dataset name (see `archstudy datasets`)"),
+    )
+    architectures: int = declare(
+        Integer(1, MAX_ARCHITECTURES),
+        None,
+        required=True,
+        doc="number of sampled architectures (indices 0 .. n-1; at most what the unit names hold, sampling.unit_names)",
+        flag=Flag("number of architectures to sample", "N"),
+    )
+    root: str | None = declare(
+        Maybe(Text(path=True)), None, execution=True, doc="directory of the dataset's files (mnist, cifar10)"
+    )
     dataset_options: dict = declare(Options(), factory=dict, doc="keyword options for study.load_dataset")
-    dataset_seed: int = declare(SEED, 0, doc="seed of the dataset's generation/split/projection; fixed across "
-                                             "studies by default so studies with different seeds see the same data")
-    seed: int = declare(SEED, 0, doc="study seed: architecture i is sample_spec(seed, i, ...)",
-                        flag=Flag("study seed (default {default})"))
-    preset: str = declare(Text(), DEFAULT_PRESET, doc="name of the architecture space (its full dict is `space`)",
-                          flag=Flag(f"architecture space: {', '.join(PRESETS)} (default {{default}})"))
-    space: dict = declare(Options(), factory=dict,
-                          doc="the full architecture space (Space fields, below); empty: the preset's")
-    param_budget: int = declare(Integer(1), DEFAULT_PARAM_BUDGET,
-                                doc="trainable parameters each architecture is solved for",
-                                flag=Flag("trainable parameters per architecture (default {default})", "N"))
-    protocol: dict = declare(OneOf(Text(), Options()), "paper",
-                             doc="the training protocol: a name of study.PROTOCOLS or its fields (below); stored in "
-                                 "full",
-                             flag=Flag("training protocol: a name (paper, quick, ...) or a YAML file of its fields "
-                                       "(default {default})"))
+    dataset_seed: int = declare(
+        SEED,
+        0,
+        doc="seed of the dataset's generation/split/projection; fixed across "
+        "studies by default so studies with different seeds see the same data",
+    )
+    seed: int = declare(
+        SEED,
+        0,
+        doc="study seed: architecture i is sample_spec(seed, i, ...)",
+        flag=Flag("study seed (default {default})"),
+    )
+    preset: str = declare(
+        Text(),
+        DEFAULT_PRESET,
+        doc="name of the architecture space (its full dict is `space`)",
+        flag=Flag(f"architecture space: {', '.join(PRESETS)} (default {{default}})"),
+    )
+    space: dict = declare(
+        Options(), factory=dict, doc="the full architecture space (Space fields, below); empty: the preset's"
+    )
+    param_budget: int = declare(
+        Integer(1),
+        DEFAULT_PARAM_BUDGET,
+        doc="trainable parameters each architecture is solved for",
+        flag=Flag("trainable parameters per architecture (default {default})", "N"),
+    )
+    protocol: dict = declare(
+        OneOf(Text(), Options()),
+        "paper",
+        doc="the training protocol: a name of study.PROTOCOLS or its fields (below); stored in full",
+        flag=Flag("training protocol: a name (paper, quick, ...) or a YAML file of its fields (default {default})"),
+    )
     metrics: dict = declare(Options(), factory=dict, doc="metric options (MetricOptions fields, below)")
-    siblings: tuple = declare(_Axes(), (), doc="sibling axes; each architecture also runs its siblings along these",
-                              flag=Flag("also run each architecture's siblings along AXES (comma-separated among "
-                                        f"{', '.join(SIBLING_AXES)}; alone: all)", "AXES", nargs="?", const="all"))
+    siblings: tuple = declare(
+        _Axes(),
+        (),
+        doc="sibling axes; each architecture also runs its siblings along these",
+        flag=Flag(
+            "also run each architecture's siblings along AXES (comma-separated among "
+            f"{', '.join(SIBLING_AXES)}; alone: all)",
+            "AXES",
+            nargs="?",
+            const="all",
+        ),
+    )
     nlc_window: Any = declare(
-        OneOf(None, Choice(("auto",)), WINDOW), None,
+        OneOf(None, Choice(("auto",)), WINDOW),
+        None,
         doc="prune at launch: train only the architectures whose NLC at initialization lies in [lo, hi] (`[lo, hi]`, "
-            "'LO,HI' or 'LO HI'); auto: the NLC good range of the pilot; null: train all",
-        flag=Flag("prune at launch: measure every architecture at initialization and train only those whose NLC lies "
-                  "in [LO, HI] (LO,HI or LO HI); 'auto': the NLC good range of a pilot (the first --nlc-pilot "
-                  "architectures, all trained); the others are stored untrained (default: train all)",
-                  "LO,HI|auto", nargs="+"))
-    nlc_pilot: int = declare(Integer(1), DEFAULT_PILOT, doc="with nlc_window auto: the architectures of indices 0 .. "
-                             "N-1 (with their siblings), all trained, whose NLC good range is the window",
-                             flag=Flag("with --nlc-window auto: the pilot's size in architectures (default {default})",
-                                       "N"))
+        "'LO,HI' or 'LO HI'); auto: the NLC good range of the pilot; null: train all",
+        flag=Flag(
+            "prune at launch: measure every architecture at initialization and train only those whose NLC lies "
+            "in [LO, HI] (LO,HI or LO HI); 'auto': the NLC good range of a pilot (the first --nlc-pilot "
+            "architectures, all trained); the others are stored untrained (default: train all)",
+            "LO,HI|auto",
+            nargs="+",
+        ),
+    )
+    nlc_pilot: int = declare(
+        Integer(1),
+        DEFAULT_PILOT,
+        doc="with nlc_window auto: the architectures of indices 0 .. "
+        "N-1 (with their siblings), all trained, whose NLC good range is the window",
+        flag=Flag("with --nlc-window auto: the pilot's size in architectures (default {default})", "N"),
+    )
     indices: tuple | None = declare(
-        _Indices(), None, since=2,
+        _Indices(),
+        None,
+        since=2,
         doc="the draws of the study seed this study holds, in this order, instead of 0 .. architectures-1 (each as "
-            "the study of all draws holds it: `archstudy rank` writes its top K so); `architectures` counts how many "
-            "of them, at most all")
+        "the study of all draws holds it: `archstudy rank` writes its top K so); `architectures` counts how many "
+        "of them, at most all",
+    )
     measure_only: bool = declare(
-        Boolean(), False, since=2,
+        Boolean(),
+        False,
+        since=2,
         doc="measure every architecture at initialization and train none (`archstudy rank`): each row holds what "
-            "was measured, with `trained` false")
-    resources: Resources = declare(None, factory=Resources, execution=True,
-                                   doc="per-architecture CPUs and GPUs (Resources fields, below)")
+        "was measured, with `trained` false",
+    )
+    resources: Resources = declare(
+        None, factory=Resources, execution=True, doc="per-architecture CPUs and GPUs (Resources fields, below)"
+    )
     max_retries: int = declare(
-        Integer(0), 2, execution=True, doc="retries of a failing architecture before it is recorded as failed",
-        flag=Flag("retries of a failing architecture (default {default}, or the study's own)", "N"))
+        Integer(0),
+        2,
+        execution=True,
+        doc="retries of a failing architecture before it is recorded as failed",
+        flag=Flag("retries of a failing architecture (default {default}, or the study's own)", "N"),
+    )
     checkpoint_every_s: float = declare(
-        Real(0.0, lo_open=True), 300.0, execution=True, doc="seconds between trainer checkpoints",
-        flag=Flag("seconds between trainer checkpoints of a long architecture (default {default}, or the study's "
-                  "own)", "S", name="--checkpoint-every"))
+        Real(0.0, lo_open=True),
+        300.0,
+        execution=True,
+        doc="seconds between trainer checkpoints",
+        flag=Flag(
+            "seconds between trainer checkpoints of a long architecture (default {default}, or the study's own)",
+            "S",
+            name="--checkpoint-every",
+        ),
+    )
     d_in: int | None = declare(Maybe(Integer(1)), None, doc="input dimension of the dataset")
     d_out: int | None = declare(Maybe(Integer(1)), None, doc="number of classes of the dataset")
-    data_fingerprint: str | None = declare(Maybe(Text()), None, doc="sha256 (16 hex digits) of the loaded "
-                                           "train/val/test tensors: a resume must see the same data")
-    package_version: str = declare(Text(), factory=package_version, shown="the installed version",
-                                   doc="archstudy version that created the study")
+    data_fingerprint: str | None = declare(
+        Maybe(Text()),
+        None,
+        doc="sha256 (16 hex digits) of the loaded train/val/test tensors: a resume must see the same data",
+    )
+    package_version: str = declare(
+        Text(), factory=package_version, shown="the installed version", doc="archstudy version that created the study"
+    )
     created: str = declare(Text(), factory=utc_now, shown="the creation time", doc="creation time, ISO 8601 UTC")
 
     def _validate(self):
@@ -285,11 +382,13 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         if self.nlc_pilot != DEFAULT_PILOT and self.nlc_window != "auto":
             raise SpecError(WHERE, "nlc_pilot", self.nlc_pilot, f"must stay {DEFAULT_PILOT} unless nlc_window = 'auto'")
         if self.indices is not None and self.architectures > len(self.indices):
-            raise SpecError(WHERE, "architectures", self.architectures, f"must be at most the {len(self.indices)} "
-                            "indices listed")
+            raise SpecError(
+                WHERE, "architectures", self.architectures, f"must be at most the {len(self.indices)} indices listed"
+            )
         if self.measure_only and self.nlc_window is not None:
-            raise SpecError(WHERE, "nlc_window", self.nlc_window, "must be null when measure_only is true (nothing "
-                            "is trained)")
+            raise SpecError(
+                WHERE, "nlc_window", self.nlc_window, "must be null when measure_only is true (nothing is trained)"
+            )
 
     # -- derived -------------------------------------------------------------------------------------
     @property
@@ -300,9 +399,11 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
     # ``normalize``: ``Declared``) ---------------------------------------------------------------------------
     def to_yaml(self) -> str:
         execution = ", ".join(EXECUTION_KEYS[:-1]) + " and " + EXECUTION_KEYS[-1]
-        header = ("# archstudy study config: written once when the study was created; `archstudy resume` reads it.\n"
-                  f"# Science keys must not change on resume; {execution}\n"
-                  "# may be overridden for one session on the command line. data_fingerprint pins the data.\n")
+        header = (
+            "# archstudy study config: written once when the study was created; `archstudy resume` reads it.\n"
+            f"# Science keys must not change on resume; {execution}\n"
+            "# may be overridden for one session on the command line. data_fingerprint pins the data.\n"
+        )
         return header + config_yaml.dump(self.to_dict())
 
     @classmethod

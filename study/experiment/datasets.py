@@ -64,27 +64,65 @@ class DatasetDeclaration:
 
 DATASET_DECLARATIONS: tuple[DatasetDeclaration, ...] = (
     DatasetDeclaration(
-        "waveform-noise", "generated", "Breiman's waveform generator, 21 waves + 19 noise attributes "
-        "(or waveform-+noise.data from --root)", 3, 40, "3000/1000/1000",
-        PAPER_WAVEFORM, _PAPER, reads_root=True),
+        "waveform-noise",
+        "generated",
+        "Breiman's waveform generator, 21 waves + 19 noise attributes (or waveform-+noise.data from --root)",
+        3,
+        40,
+        "3000/1000/1000",
+        PAPER_WAVEFORM,
+        _PAPER,
+        reads_root=True,
+    ),
     DatasetDeclaration(
-        "checkerboard", "generated", "81 x 81 grid on [-1, 1]^2, blocks=8 or 12 (default 12), edges labelled 0",
-        2, 2, "1640/2460/2461", chance_rule(2), _OURS,
-        options={"blocks": Choice((8, 12))}, defaults={"blocks": 12}),
+        "checkerboard",
+        "generated",
+        "81 x 81 grid on [-1, 1]^2, blocks=8 or 12 (default 12), edges labelled 0",
+        2,
+        2,
+        "1640/2460/2461",
+        chance_rule(2),
+        _OURS,
+        options={"blocks": Choice((8, 12))},
+        defaults={"blocks": 12},
+    ),
     DatasetDeclaration(
-        "digits", "bundled", "scikit-learn's bundled 8 x 8 digits", 10, 64, "1078/359/360",
-        chance_rule(10), _OURS),
+        "digits", "bundled", "scikit-learn's bundled 8 x 8 digits", 10, 64, "1078/359/360", chance_rule(10), _OURS
+    ),
     DatasetDeclaration(
-        "mnist", "files", "MNIST IDX files, paper preprocessing (D.2)", 10, None, "50000/10000/10000",
-        PAPER_CIFAR10, _AS_CIFAR10, reads_root=True),
+        "mnist",
+        "files",
+        "MNIST IDX files, paper preprocessing (D.2)",
+        10,
+        None,
+        "50000/10000/10000",
+        PAPER_CIFAR10,
+        _AS_CIFAR10,
+        reads_root=True,
+    ),
     DatasetDeclaration(
-        "fashion-mnist", "files", "Fashion-MNIST IDX files (default: Debian dataset-fashion-mnist), paper "
-        "preprocessing (D.2)", 10, None, "50000/10000/10000",
-        PAPER_CIFAR10, "as MNIST: " + _AS_CIFAR10 + "; Fashion-MNIST is not in the paper, it is MNIST's drop-in "
-        "replacement (same format, sizes, 10 labels, preprocessing)", reads_root=True),
+        "fashion-mnist",
+        "files",
+        "Fashion-MNIST IDX files (default: Debian dataset-fashion-mnist), paper preprocessing (D.2)",
+        10,
+        None,
+        "50000/10000/10000",
+        PAPER_CIFAR10,
+        "as MNIST: " + _AS_CIFAR10 + "; Fashion-MNIST is not in the paper, it is MNIST's drop-in "
+        "replacement (same format, sizes, 10 labels, preprocessing)",
+        reads_root=True,
+    ),
     DatasetDeclaration(
-        "cifar10", "files", "CIFAR-10 python batches, paper preprocessing (D.2)", 10, None, "40000/10000/10000",
-        PAPER_CIFAR10, _PAPER, reads_root=True),
+        "cifar10",
+        "files",
+        "CIFAR-10 python batches, paper preprocessing (D.2)",
+        10,
+        None,
+        "40000/10000/10000",
+        PAPER_CIFAR10,
+        _PAPER,
+        reads_root=True,
+    ),
 )
 
 DECLARED: dict[str, DatasetDeclaration] = {d.name: d for d in DATASET_DECLARATIONS}

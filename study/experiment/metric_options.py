@@ -29,26 +29,33 @@ PERTURBATION_TOLERANCE = 0.05
 class MetricOptions(Declared, key="an option", keys="metric options"):
     """How much work ``measure`` does; the defaults are the paper's where it has them."""
 
-    nlc_batches: int = declare(Integer(1), 100,
-                               doc="minibatches with one Gaussian backward each for Q_x|J| (section G)")
+    nlc_batches: int = declare(
+        Integer(1), 100, doc="minibatches with one Gaussian backward each for Q_x|J| (section G)"
+    )
     batch_size: int = declare(Integer(2), 250, doc="minibatch size of every batch-mode pass (the paper's 250)")
     gradient_batches: int = declare(Integer(1), 10, doc="training minibatches for GVCS and gradient length")
     proxy_batch_size: int = declare(Integer(2), PROXY_BATCH, doc="minibatch of grad_norm, snip, jacob_cov, NWOT")
     variability_grid: int = declare(Integer(4), 65, doc="grid points per side of each variability plane")
     variability_planes: int = declare(Integer(1), 4, doc="random planes through the data (inputs of > 2 dims)")
     lar: bool = declare(Boolean(), False, doc="compute the E.1 relative diameter of linearly approximable regions")
-    perturbation: bool = declare(Boolean(), False, doc="compute the E.3 maximal error-preserving perturbation "
-                                                       "(after training: measure_trained)")
+    perturbation: bool = declare(
+        Boolean(), False, doc="compute the E.3 maximal error-preserving perturbation (after training: measure_trained)"
+    )
     region_batches: int = declare(Integer(1), 10, doc="minibatches of E.1 / E.3 (the paper's 10)")
-    region_directions: int = declare(Integer(1), 10,
-                                     doc="Gaussian direction matrices U (and V) per minibatch (10)")
+    region_directions: int = declare(Integer(1), 10, doc="Gaussian direction matrices U (and V) per minibatch (10)")
     region_k_max: float = declare(Real(K_MIN), K_MAX, doc="largest step k of E.1 / E.3, in diameters of the data")
-    perturbation_tolerance: float = declare(Real(0.0, 1.0, lo_open=True), PERTURBATION_TOLERANCE,
-                                            doc="E.3: allowed increase of the error over the path (absolute)")
-    nlc_trajectory: tuple = declare(Increasing(Integer(0), "epochs", empty=True), (),
-                                    doc="epochs (0: the initialization) at which every run's NLC is measured during "
-                                        "training, into the curves table; empty: off (the cost: one NLC measurement "
-                                        "of the live stack per epoch listed)")
+    perturbation_tolerance: float = declare(
+        Real(0.0, 1.0, lo_open=True),
+        PERTURBATION_TOLERANCE,
+        doc="E.3: allowed increase of the error over the path (absolute)",
+    )
+    nlc_trajectory: tuple = declare(
+        Increasing(Integer(0), "epochs", empty=True),
+        (),
+        doc="epochs (0: the initialization) at which every run's NLC is measured during "
+        "training, into the curves table; empty: off (the cost: one NLC measurement "
+        "of the live stack per epoch listed)",
+    )
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None) -> "MetricOptions":

@@ -62,8 +62,16 @@ def best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random
     return best
 
 
-def good_range(x: np.ndarray, y: np.ndarray, *, log: bool = False, sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
-               confidence: float = CONFIDENCE, seed: int | np.random.Generator = 0) -> tuple[float, float, float]:
+def good_range(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    log: bool = False,
+    sample: float = SUBSAMPLE,
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int | np.random.Generator = 0,
+) -> tuple[float, float, float]:
     """(low, best, high) of factor ``x`` for target ``y`` (lower is better) by the empirical bootstrap (see
     the module docstring); points where x or y is not finite (or x <= 0 on a log scale) are left out. NaN
     without points."""
@@ -76,13 +84,21 @@ def good_range(x: np.ndarray, y: np.ndarray, *, log: bool = False, sample: float
     best = t[best_of_subsamples(y[ok], n_boot, sample, rng)]
     a = 100 * (1 - confidence) / 2
     lo, mid, hi = np.percentile(best, [a, 50, 100 - a])
-    back = (lambda v: float(10.0 ** v)) if log else float
+    back = (lambda v: float(10.0**v)) if log else float
     return back(lo), back(mid), back(hi)
 
 
-def band_stability(x: np.ndarray, y: np.ndarray, *, log: bool = True, sample: float = SUBSAMPLE,
-                   n_boot: int = N_BOOT, confidence: float = CONFIDENCE, draws: int = STABILITY_DRAWS,
-                   seed: int = 0) -> tuple[float, float]:
+def band_stability(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    log: bool = True,
+    sample: float = SUBSAMPLE,
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    draws: int = STABILITY_DRAWS,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Standard deviations of the good range's two ends (in decades on a log scale) over ``draws``
     resamples of the points with replacement, each resample's band from ``good_range``."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -96,9 +112,17 @@ def band_stability(x: np.ndarray, y: np.ndarray, *, log: bool = True, sample: fl
     return float(np.std(e[:, 0], ddof=1)), float(np.std(e[:, 1], ddof=1))
 
 
-def window_of(nlc: ArrayLike, error: ArrayLike, *, sample: float = SUBSAMPLE, n_boot: int = N_BOOT,
-              confidence: float = CONFIDENCE, seed: int = 0, draws: int = STABILITY_DRAWS,
-              fallback: tuple[float, float] = PAPER_WINDOW) -> dict[str, Any]:
+def window_of(
+    nlc: ArrayLike,
+    error: ArrayLike,
+    *,
+    sample: float = SUBSAMPLE,
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+    draws: int = STABILITY_DRAWS,
+    fallback: tuple[float, float] = PAPER_WINDOW,
+) -> dict[str, Any]:
     """The NLC window of the architectures with NLC ``nlc`` and test error ``error`` (one dataset): their NLC good
     range (``low``, ``best``, ``high``), the standard deviations of its ends over ``draws`` resamples (``sd_low``,
     ``sd_high``, in decades) and its ``width`` in decades, whether they are ``large_enough`` for it to be the
@@ -116,22 +140,42 @@ def window_of(nlc: ArrayLike, error: ArrayLike, *, sample: float = SUBSAMPLE, n_
     if n < 2:
         reason = f"{n} architecture(s) with a finite NLC and test error"
     elif m < MIN_SUBSAMPLE:
-        reason = (f"{n} architectures: a bootstrap subsample holds {m} (< {MIN_SUBSAMPLE}), so its best is "
-                  "nearly a random architecture")
+        reason = (
+            f"{n} architectures: a bootstrap subsample holds {m} (< {MIN_SUBSAMPLE}), so its best is "
+            "nearly a random architecture"
+        )
     elif not width > 0:
         reason = "the band has no width: one NLC is the best of nearly every subsample"
     else:
-        sd_low, sd_high = band_stability(x, y, sample=sample, n_boot=n_boot, confidence=confidence,
-                                         draws=draws, seed=seed)
+        sd_low, sd_high = band_stability(
+            x, y, sample=sample, n_boot=n_boot, confidence=confidence, draws=draws, seed=seed
+        )
         worst, limit = max(sd_low, sd_high), min(STABILITY_RATIO * width, STABILITY_DECADES)
-        reason = "" if worst <= limit else (
-            f"the band is not stable: an end moves by {worst:.2f} decades (sd over {draws} resamples of the "
-            f"study), more than {limit:.2f} (a third of its width {width:.2f} or of the paper's window's)")
+        reason = (
+            ""
+            if worst <= limit
+            else (
+                f"the band is not stable: an end moves by {worst:.2f} decades (sd over {draws} resamples of the "
+                f"study), more than {limit:.2f} (a third of its width {width:.2f} or of the paper's window's)"
+            )
+        )
     large = reason == ""
     lo, hi = (low, high) if large else tuple(float(v) for v in fallback)
-    return {"n": n, "subsample": m, "low": low, "best": best, "high": high, "sd_low": sd_low, "sd_high": sd_high,
-            "width": width, "large_enough": large, "reason": reason, "lo": lo, "hi": hi,
-            "source": "study" if large else "paper"}
+    return {
+        "n": n,
+        "subsample": m,
+        "low": low,
+        "best": best,
+        "high": high,
+        "sd_low": sd_low,
+        "sd_high": sd_high,
+        "width": width,
+        "large_enough": large,
+        "reason": reason,
+        "lo": lo,
+        "hi": hi,
+        "source": "study" if large else "paper",
+    }
 
 
 def pilot_window(nlc: ArrayLike, error: ArrayLike, seed: int = 0) -> dict[str, Any]:
@@ -141,7 +185,17 @@ def pilot_window(nlc: ArrayLike, error: ArrayLike, seed: int = 0) -> dict[str, A
     window."""
     w = window_of(nlc, error, seed=seed)
     if not w["n"]:
-        return {"lo": PAPER_WINDOW[0], "hi": PAPER_WINDOW[1], "source": "paper", "n": 0,
-                "reason": "no pilot architecture with a finite NLC and test error"}
-    return {"lo": float(w["lo"]), "hi": float(w["hi"]), "source": str(w["source"]), "n": int(w["n"]),
-            "reason": str(w["reason"])}
+        return {
+            "lo": PAPER_WINDOW[0],
+            "hi": PAPER_WINDOW[1],
+            "source": "paper",
+            "n": 0,
+            "reason": "no pilot architecture with a finite NLC and test error",
+        }
+    return {
+        "lo": float(w["lo"]),
+        "hi": float(w["hi"]),
+        "source": str(w["source"]),
+        "n": int(w["n"]),
+        "reason": str(w["reason"]),
+    }

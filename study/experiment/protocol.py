@@ -74,7 +74,15 @@ from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any, Mapping
 
 from archstudy.sampling.constraints import (
-    Choice, Constraint, Declared, Integer, Maybe, Real, SpecError, Text, declare,
+    Choice,
+    Constraint,
+    Declared,
+    Integer,
+    Maybe,
+    Real,
+    SpecError,
+    Text,
+    declare,
 )
 
 OPTIMIZERS = ("sgd", "adam")
@@ -83,8 +91,10 @@ LOSSES = ("cross_entropy", "mse")
 SCHEDULES = ("plateau", "steps")
 SELECTIONS = ("monitor", "test")
 # The fields each schedule reads; under the other schedule they must keep their defaults.
-SCHEDULE_FIELDS = {"plateau": ("patience_first", "patience", "divisions", "max_epochs"),
-                   "steps": ("iterations", "step_at", "test_every")}
+SCHEDULE_FIELDS = {
+    "plateau": ("patience_first", "patience", "divisions", "max_epochs"),
+    "steps": ("iterations", "step_at", "test_every"),
+}
 
 
 @dataclass(frozen=True)
@@ -114,8 +124,10 @@ class Increasing(Constraint):
         return out
 
     def describe(self):
-        return (f"must be a {'' if self.empty else 'non-empty, '}strictly increasing list of {self.what}, each "
-                + self.element.describe().replace("must be ", ""))
+        return (
+            f"must be a {'' if self.empty else 'non-empty, '}strictly increasing list of {self.what}, each "
+            + self.element.describe().replace("must be ", "")
+        )
 
     def invalid_examples(self):
         lo = 0.0 if self.element.lo is None else self.element.lo
@@ -131,46 +143,73 @@ class Protocol(Declared):
 
     preset: str = declare(Text(), "custom", doc="the preset this protocol started from")
     optimizer: str = declare(Choice(OPTIMIZERS), "sgd", doc="sgd (the paper) or adam (figure 3F)")
-    lrs: tuple | None = declare(Maybe(Increasing(Real(0.0, lo_open=True), "learning rates")), None,
-                                doc="explicit starting learning rates (increasing); null: the series")
-    num_lrs: int = declare(Integer(1), 40,
-                           doc="number of starting rates lr_min * lr_factor^k (len(lrs) when given)")
+    lrs: tuple | None = declare(
+        Maybe(Increasing(Real(0.0, lo_open=True), "learning rates")),
+        None,
+        doc="explicit starting learning rates (increasing); null: the series",
+    )
+    num_lrs: int = declare(Integer(1), 40, doc="number of starting rates lr_min * lr_factor^k (len(lrs) when given)")
     lr_factor: float = declare(Real(1.0, lo_open=True), 3.0, doc="spacing factor of the series")
-    lr_min_scale: float = declare(Real(0.0, lo_open=True), 1e-8,
-                                  doc="lr_min = lr_min_scale / sum_l Q_b|dW_lb|_F / |W_l|_F (1e-8 paper, 1e-16 long)")
+    lr_min_scale: float = declare(
+        Real(0.0, lo_open=True),
+        1e-8,
+        doc="lr_min = lr_min_scale / sum_l Q_b|dW_lb|_F / |W_l|_F (1e-8 paper, 1e-16 long)",
+    )
     batch_size: int = declare(Integer(1), 250, doc="minibatch size")
     max_epochs: int | None = declare(Maybe(Integer(1)), None, doc="cap on the epochs of one run (null: none)")
     patience_first: int = declare(Integer(1), 10, doc="epochs without improvement before the first division")
-    patience: int = declare(Integer(1), 5,
-                            doc="epochs without improvement before each later division and the stop")
+    patience: int = declare(Integer(1), 5, doc="epochs without improvement before each later division and the stop")
     divisions: int = declare(Integer(0), 10, doc="learning-rate divisions before the final patience window")
     division_factor: float = declare(Real(1.0, lo_open=True), 3.0, doc="each division divides the rate by this")
-    monitor: str = declare(Choice(MONITORS), "val",
-                           doc="error that drives patience, rewinds and selection: val (E.2) or train (figure 3D)")
+    monitor: str = declare(
+        Choice(MONITORS), "val", doc="error that drives patience, rewinds and selection: val (E.2) or train (figure 3D)"
+    )
     warmup_epochs: int = declare(Integer(0), 0, doc="Adam: epochs of moment estimates before measuring lr_min")
     adam_beta1: float = declare(Real(0.0, 1.0, hi_open=True), 0.9, doc="Adam beta1")
     adam_beta2: float = declare(Real(0.0, 1.0, hi_open=True), 0.999, doc="Adam beta2")
     adam_eps: float = declare(Real(0.0, lo_open=True), 1e-8, doc="Adam epsilon")
     edge_runs: int = declare(Integer(0), 5, doc="lr_edge flags a selected index among this many lowest or highest")
-    loss: str = declare(Choice(LOSSES), "cross_entropy", since=2,
-                        doc="cross_entropy of softmax(f / c_out) (appendix C) or mse (one-hot targets; 0/1 for one "
-                            "output)")
-    momentum: float = declare(Real(0.0, 1.0, hi_open=True), 0.0, since=2,
-                              doc="SGD momentum (torch.optim.SGD's convention, dampening 0); 0: plain SGD (E.2)")
-    schedule: str = declare(Choice(SCHEDULES), "plateau", since=2,
-                            doc="plateau (E.2: patience, rewinds, divisions) or steps (fixed iterations, divisions at "
-                                "step_at)")
-    iterations: int | None = declare(Maybe(Integer(1)), None, since=2,
-                                     doc="steps: training steps (minibatches) of every run")
-    step_at: tuple = declare(Increasing(Real(0.0, 1.0, lo_open=True, hi_open=True), "fractions", empty=True), (),
-                             since=2, doc="steps: fractions of the iterations where the rate is divided by "
-                                          "division_factor")
-    test_every: int | None = declare(Maybe(Integer(1)), None, since=3,
-                                     doc="steps: evaluate every run's test error every N epochs and after the last, "
-                                         "into the curves (the best test accuracy along training); null: never")
-    selection: str = declare(Choice(SELECTIONS), "monitor", since=2,
-                             doc="the selected run: lowest monitored error (E.2), or lowest test error (only to "
-                                 "reproduce papers that selected so)")
+    loss: str = declare(
+        Choice(LOSSES),
+        "cross_entropy",
+        since=2,
+        doc="cross_entropy of softmax(f / c_out) (appendix C) or mse (one-hot targets; 0/1 for one output)",
+    )
+    momentum: float = declare(
+        Real(0.0, 1.0, hi_open=True),
+        0.0,
+        since=2,
+        doc="SGD momentum (torch.optim.SGD's convention, dampening 0); 0: plain SGD (E.2)",
+    )
+    schedule: str = declare(
+        Choice(SCHEDULES),
+        "plateau",
+        since=2,
+        doc="plateau (E.2: patience, rewinds, divisions) or steps (fixed iterations, divisions at step_at)",
+    )
+    iterations: int | None = declare(
+        Maybe(Integer(1)), None, since=2, doc="steps: training steps (minibatches) of every run"
+    )
+    step_at: tuple = declare(
+        Increasing(Real(0.0, 1.0, lo_open=True, hi_open=True), "fractions", empty=True),
+        (),
+        since=2,
+        doc="steps: fractions of the iterations where the rate is divided by division_factor",
+    )
+    test_every: int | None = declare(
+        Maybe(Integer(1)),
+        None,
+        since=3,
+        doc="steps: evaluate every run's test error every N epochs and after the last, "
+        "into the curves (the best test accuracy along training); null: never",
+    )
+    selection: str = declare(
+        Choice(SELECTIONS),
+        "monitor",
+        since=2,
+        doc="the selected run: lowest monitored error (E.2), or lowest test error (only to "
+        "reproduce papers that selected so)",
+    )
 
     def _validate(self):
         where = self._where
@@ -178,8 +217,12 @@ class Protocol(Declared):
             # The explicit list decides how many runs there are.
             object.__setattr__(self, "num_lrs", len(self.lrs))
         if self.warmup_epochs and self.optimizer != "adam":
-            raise SpecError(where, "warmup_epochs", self.warmup_epochs,
-                            "must be 0 unless optimizer = 'adam' (SGD keeps no running averages)")
+            raise SpecError(
+                where,
+                "warmup_epochs",
+                self.warmup_epochs,
+                "must be 0 unless optimizer = 'adam' (SGD keeps no running averages)",
+            )
         if self.momentum and self.optimizer != "sgd":
             raise SpecError(where, "momentum", self.momentum, "must be 0 unless optimizer = 'sgd'")
         defaults = {name: declared.default for name, declared in self.declarations().items()}
@@ -188,8 +231,9 @@ class Protocol(Declared):
                 continue
             for name in names:
                 if getattr(self, name) != defaults[name]:
-                    raise SpecError(where, name, getattr(self, name),
-                                    f"must stay {defaults[name]!r} unless schedule = {schedule!r}")
+                    raise SpecError(
+                        where, name, getattr(self, name), f"must stay {defaults[name]!r} unless schedule = {schedule!r}"
+                    )
         if self.schedule == "steps" and self.iterations is None:
             raise SpecError(where, "iterations", None, "must be set (an integer >= 1) when schedule = 'steps'")
 
@@ -198,7 +242,7 @@ class Protocol(Declared):
         """The starting learning rates: ``lrs`` when given, else ``lr_min * lr_factor^k``, k < num_lrs."""
         if self.lrs is not None:
             return list(self.lrs)
-        return [lr_min * self.lr_factor ** k for k in range(self.num_lrs)]
+        return [lr_min * self.lr_factor**k for k in range(self.num_lrs)]
 
     def step_boundaries(self) -> list[int]:
         """``steps``: the steps at which the rate is divided, floor(f * iterations + 1/2) for f in ``step_at``
@@ -238,8 +282,9 @@ class Protocol(Declared):
             return protocol
         if isinstance(protocol, str):
             if protocol not in PROTOCOLS:
-                raise SpecError("Protocol", "preset", protocol,
-                                "must be one of " + ", ".join(repr(k) for k in PROTOCOLS))
+                raise SpecError(
+                    "Protocol", "preset", protocol, "must be one of " + ", ".join(repr(k) for k in PROTOCOLS)
+                )
             return PROTOCOLS[protocol]
         return cls.from_dict(protocol)
 
@@ -250,6 +295,7 @@ PROTOCOLS: dict[str, Protocol] = {
     "paper": Protocol(preset="paper"),
     "adam": Protocol(preset="adam", optimizer="adam", warmup_epochs=4),
     "long": Protocol(preset="long", num_lrs=60, lr_min_scale=1e-16, monitor="train"),
-    "quick": Protocol(preset="quick", num_lrs=8, lr_factor=9.0, lr_min_scale=1e-8 * 3.0**12, max_epochs=60,
-                      edge_runs=1),
+    "quick": Protocol(
+        preset="quick", num_lrs=8, lr_factor=9.0, lr_min_scale=1e-8 * 3.0**12, max_epochs=60, edge_runs=1
+    ),
 }

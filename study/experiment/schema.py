@@ -56,6 +56,7 @@ def timestamps_as_text(version: str) -> bool:
     """Whether the files of schema ``version`` store the ``timestamp`` columns as ISO 8601 UTC text."""
     return version == "1"
 
+
 SCHEMA_KEY = "archstudy.schema_version"
 TABLE_KEY = "archstudy.table"  # the table a file belongs to: one of ``TABLES``
 # The science config a file's rows were computed under (``StudyConfig.science_json``: canonical JSON of the
@@ -151,107 +152,249 @@ _SPEC_TYPES = {"int": "int64", "float": "float64", "bool": "bool", "str": "str"}
 # The spec fields the analysis takes as trivial baselines.
 _SPEC_PREDICTORS = {
     "depth": AsPredictor("depth", "baseline", False, "NLC paper figure 4 (linear axis)", rank=1),
-    "width": AsPredictor("width", "baseline", True, "a count spanning orders of magnitude", figure="baselines",
-                         rank=2),
+    "width": AsPredictor("width", "baseline", True, "a count spanning orders of magnitude", figure="baselines", rank=2),
 }
 _GRADIENT_MAGNITUDE = "a gradient magnitude: scales multiplicatively (NLC paper section 6)"
 _COUNT = "a count spanning orders of magnitude"
 
 ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
     *_group(
-        ARCHITECTURES, "identity",
-        Column("arch_id", "str", "", "`ArchSpec.content_id` (16 hex digits); the files are `<index>-<arch_id>`",
-               required=True),
-        Column("index", "int64", "", "index of the architecture in the study (0-based); siblings share it",
-               required=True),
-        Column("variant", "str", "", "`base` (the random draw) or the sibling axis it differs along: `weights`, "
-               "`param`, `norm`, `skip`, `imn`"),
+        ARCHITECTURES,
+        "identity",
+        Column(
+            "arch_id",
+            "str",
+            "",
+            "`ArchSpec.content_id` (16 hex digits); the files are `<index>-<arch_id>`",
+            required=True,
+        ),
+        Column(
+            "index", "int64", "", "index of the architecture in the study (0-based); siblings share it", required=True
+        ),
+        Column(
+            "variant",
+            "str",
+            "",
+            "`base` (the random draw) or the sibling axis it differs along: `weights`, `param`, `norm`, `skip`, `imn`",
+        ),
         Column("dataset", "str", "", "dataset name"),
-        Column("study_seed", "int64", "", "the study seed: architecture `index` is drawn from "
-               "`SeedSequence([study_seed, index])`"),
+        Column(
+            "study_seed",
+            "int64",
+            "",
+            "the study seed: architecture `index` is drawn from `SeedSequence([study_seed, index])`",
+        ),
         Column("seed", "int64", "", "initialization and data-order seed (`sampling.init_seed`), shared by siblings"),
     ),
-    *_group(ARCHITECTURES, "spec", *(Column(f.name, _SPEC_TYPES[str(f.type)], "", f.metadata["doc"],
-                                            added=added_later(f), predictor=_SPEC_PREDICTORS.get(f.name))
-                                     for f in fields(ArchSpec))),
     *_group(
-        ARCHITECTURES, "baselines",
-        Column("num_params", "int64", "parameters", "trainable parameters (exact count)",
-               predictor=AsPredictor("parameters", "baseline", True, _COUNT, figure="baselines", rank=0)),
-        Column("activation_units", "int64", "units", "activation units (width x hidden layers)"),
-        Column("flops", "float64", "FLOP per example", "2 x multiply-adds of one forward pass",
-               predictor=AsPredictor("FLOPs", "baseline", True, _COUNT, figure="baselines", rank=3)),
+        ARCHITECTURES,
+        "spec",
+        *(
+            Column(
+                f.name,
+                _SPEC_TYPES[str(f.type)],
+                "",
+                f.metadata["doc"],
+                added=added_later(f),
+                predictor=_SPEC_PREDICTORS.get(f.name),
+            )
+            for f in fields(ArchSpec)
+        ),
     ),
     *_group(
-        ARCHITECTURES, "init metrics",
-        Column("nlc", "float64", "", f"nonlinearity coefficient at initialization ({NLC_PAPER}, section 3 and "
-               "appendix G)",
-               predictor=AsPredictor("NLC", "metric", True, "NLC paper figure 2 (log axis)")),
-        Column("nlc_jacobian_q", "float64", "", "Q_x of the Frobenius norm of the input-output Jacobian: the "
-               "NLC's numerator factor"),
+        ARCHITECTURES,
+        "baselines",
+        Column(
+            "num_params",
+            "int64",
+            "parameters",
+            "trainable parameters (exact count)",
+            predictor=AsPredictor("parameters", "baseline", True, _COUNT, figure="baselines", rank=0),
+        ),
+        Column("activation_units", "int64", "units", "activation units (width x hidden layers)"),
+        Column(
+            "flops",
+            "float64",
+            "FLOP per example",
+            "2 x multiply-adds of one forward pass",
+            predictor=AsPredictor("FLOPs", "baseline", True, _COUNT, figure="baselines", rank=3),
+        ),
+    ),
+    *_group(
+        ARCHITECTURES,
+        "init metrics",
+        Column(
+            "nlc",
+            "float64",
+            "",
+            f"nonlinearity coefficient at initialization ({NLC_PAPER}, section 3 and appendix G)",
+            predictor=AsPredictor("NLC", "metric", True, "NLC paper figure 2 (log axis)"),
+        ),
+        Column(
+            "nlc_jacobian_q",
+            "float64",
+            "",
+            "Q_x of the Frobenius norm of the input-output Jacobian: the NLC's numerator factor",
+        ),
         Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor"),
         Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor"),
-        Column("bias", "float64", "", f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)",
-               predictor=AsPredictor("output bias", "metric", True, "NLC paper figure 3A (log axis)")),
+        Column(
+            "bias",
+            "float64",
+            "",
+            f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)",
+            predictor=AsPredictor("output bias", "metric", True, "NLC paper figure 3A (log axis)"),
+        ),
         Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output"),
         Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)"),
-        Column("ar", "float64", "", "activation ratio: activation units / trainable parameters (the variability "
-               "paper, eq. 5)",
-               predictor=AsPredictor("activation ratio AR", "metric", True, "a ratio of counts spanning orders of "
-                                     "magnitude (Householder layers raise it by O(width))", figure="metrics")),
-        Column("variability", "float64", "", "variability of the squared output norm on 2-D planes through the "
-               "data, geometric mean over planes (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3)",
-               predictor=AsPredictor("variability V", "metric", True, "a geometric mean over planes: multiplicative",
-                                     figure="metrics")),
-        Column("gvcs", "float64", "", f"gradient vector component size of the loss' input gradient ({NLC_PAPER}, "
-               "section 6)",
-               predictor=AsPredictor("gradient vector component size", "metric", True, _GRADIENT_MAGNITUDE,
-                                     figure="metrics")),
-        Column("grad_length", "float64", "", f"length of the loss' input gradient ({NLC_PAPER}, section 6)",
-               predictor=AsPredictor("gradient length", "metric", True, "a gradient magnitude (NLC paper section 6)",
-                                     figure="metrics")),
-        Column("nlc_tau", "float64", "", f"NLC_tau(1) of the activation ({NLC_PAPER}, Table 1 line A)",
-               predictor=AsPredictor("NLC_tau(1) of the activation", "metric", True, "per-layer NLC; the network's "
-                                     "compounds multiplicatively (NLC paper Table 1)", figure="metrics")),
-        Column("linear_approx_error", "float64", "", f"linear approximation error of the activation ({NLC_PAPER}, "
-               "Table 1 line E)",
-               predictor=AsPredictor("linear-approximation error", "metric", True, "spans 0.0024 to 2 over the "
-                                     "activations (NLC paper Table 1 line E)", figure="metrics")),
-        Column("c_out", "float64", "", f"the trainer's output scale Q_(x,j) f(x,j): the loss divides the output by "
-               f"it ({NLC_PAPER}, appendix C)"),
+        Column(
+            "ar",
+            "float64",
+            "",
+            "activation ratio: activation units / trainable parameters (the variability paper, eq. 5)",
+            predictor=AsPredictor(
+                "activation ratio AR",
+                "metric",
+                True,
+                "a ratio of counts spanning orders of magnitude (Householder layers raise it by O(width))",
+                figure="metrics",
+            ),
+        ),
+        Column(
+            "variability",
+            "float64",
+            "",
+            "variability of the squared output norm on 2-D planes through the "
+            "data, geometric mean over planes (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3)",
+            predictor=AsPredictor(
+                "variability V", "metric", True, "a geometric mean over planes: multiplicative", figure="metrics"
+            ),
+        ),
+        Column(
+            "gvcs",
+            "float64",
+            "",
+            f"gradient vector component size of the loss' input gradient ({NLC_PAPER}, section 6)",
+            predictor=AsPredictor(
+                "gradient vector component size", "metric", True, _GRADIENT_MAGNITUDE, figure="metrics"
+            ),
+        ),
+        Column(
+            "grad_length",
+            "float64",
+            "",
+            f"length of the loss' input gradient ({NLC_PAPER}, section 6)",
+            predictor=AsPredictor(
+                "gradient length", "metric", True, "a gradient magnitude (NLC paper section 6)", figure="metrics"
+            ),
+        ),
+        Column(
+            "nlc_tau",
+            "float64",
+            "",
+            f"NLC_tau(1) of the activation ({NLC_PAPER}, Table 1 line A)",
+            predictor=AsPredictor(
+                "NLC_tau(1) of the activation",
+                "metric",
+                True,
+                "per-layer NLC; the network's compounds multiplicatively (NLC paper Table 1)",
+                figure="metrics",
+            ),
+        ),
+        Column(
+            "linear_approx_error",
+            "float64",
+            "",
+            f"linear approximation error of the activation ({NLC_PAPER}, Table 1 line E)",
+            predictor=AsPredictor(
+                "linear-approximation error",
+                "metric",
+                True,
+                "spans 0.0024 to 2 over the activations (NLC paper Table 1 line E)",
+                figure="metrics",
+            ),
+        ),
+        Column(
+            "c_out",
+            "float64",
+            "",
+            f"the trainer's output scale Q_(x,j) f(x,j): the loss divides the output by it ({NLC_PAPER}, appendix C)",
+        ),
     ),
     *_group(
-        ARCHITECTURES, "proxies",
-        Column("grad_norm", "float64", "", "sum over trainable tensors of the loss gradient's 2-norm "
-               f"({ABDELFATTAH})",
-               predictor=AsPredictor("grad_norm", "proxy", True, "a gradient magnitude", figure="proxies")),
-        Column("snip", "float64", "", f"sum of the absolute values of parameter x loss gradient ({LEE})",
-               predictor=AsPredictor("snip", "proxy", True, "a sum of |gradient x weight|: a magnitude",
-                                     figure="proxies")),
-        Column("synflow", "float64", "", "sum of parameter x gradient of the all-positive network's output on an "
-               f"all-ones input ({TANAKA})",
-               predictor=AsPredictor("synflow", "proxy", True, "a product of weight magnitudes: spans hundreds of "
-                                     "decades", figure="proxies")),
-        Column("jacob_cov", "float64", "", f"the Jacobian covariance score ({MELLOR}, v1)",
-               predictor=AsPredictor("jacob_cov", "proxy", False, "already a sum of logs, and may be negative",
-                                     figure="proxies")),
-        Column("nwot", "float64", "", f"log-determinant of the activation-code kernel ({MELLOR}, v2)",
-               predictor=AsPredictor("NWOT", "proxy", False, "already a log-determinant", figure="proxies")),
+        ARCHITECTURES,
+        "proxies",
+        Column(
+            "grad_norm",
+            "float64",
+            "",
+            f"sum over trainable tensors of the loss gradient's 2-norm ({ABDELFATTAH})",
+            predictor=AsPredictor("grad_norm", "proxy", True, "a gradient magnitude", figure="proxies"),
+        ),
+        Column(
+            "snip",
+            "float64",
+            "",
+            f"sum of the absolute values of parameter x loss gradient ({LEE})",
+            predictor=AsPredictor("snip", "proxy", True, "a sum of |gradient x weight|: a magnitude", figure="proxies"),
+        ),
+        Column(
+            "synflow",
+            "float64",
+            "",
+            f"sum of parameter x gradient of the all-positive network's output on an all-ones input ({TANAKA})",
+            predictor=AsPredictor(
+                "synflow", "proxy", True, "a product of weight magnitudes: spans hundreds of decades", figure="proxies"
+            ),
+        ),
+        Column(
+            "jacob_cov",
+            "float64",
+            "",
+            f"the Jacobian covariance score ({MELLOR}, v1)",
+            predictor=AsPredictor(
+                "jacob_cov", "proxy", False, "already a sum of logs, and may be negative", figure="proxies"
+            ),
+        ),
+        Column(
+            "nwot",
+            "float64",
+            "",
+            f"log-determinant of the activation-code kernel ({MELLOR}, v2)",
+            predictor=AsPredictor("NWOT", "proxy", False, "already a log-determinant", figure="proxies"),
+        ),
     ),
     *_group(
-        ARCHITECTURES, "optional",
-        Column("lar_diameter", "float64", "data diameters", "relative diameter of the linearly approximable "
-               f"regions at initialization ({NLC_PAPER}, appendix E.1); `metrics: {{lar: true}}`",
-               predictor=AsPredictor("linearly approximable region diameter", "metric", True,
-                                     "NLC paper figure 1 (log axis)")),
-        Column("error_perturbation", "float64", "data diameters", "largest error-preserving perturbation of the "
-               f"selected run's trained network, on the test set ({NLC_PAPER}, appendix E.3); "
-               "`metrics: {perturbation: true}`"),
+        ARCHITECTURES,
+        "optional",
+        Column(
+            "lar_diameter",
+            "float64",
+            "data diameters",
+            "relative diameter of the linearly approximable "
+            f"regions at initialization ({NLC_PAPER}, appendix E.1); `metrics: {{lar: true}}`",
+            predictor=AsPredictor(
+                "linearly approximable region diameter", "metric", True, "NLC paper figure 1 (log axis)"
+            ),
+        ),
+        Column(
+            "error_perturbation",
+            "float64",
+            "data diameters",
+            "largest error-preserving perturbation of the "
+            f"selected run's trained network, on the test set ({NLC_PAPER}, appendix E.3); "
+            "`metrics: {perturbation: true}`",
+        ),
     ),
     *_group(
-        ARCHITECTURES, "selected run",
-        Column("lr_min", "float64", "learning rate", f"smallest starting rate, from one epoch without updates "
-               f"({NLC_PAPER}, appendix E.2)"),
+        ARCHITECTURES,
+        "selected run",
+        Column(
+            "lr_min",
+            "float64",
+            "learning rate",
+            f"smallest starting rate, from one epoch without updates ({NLC_PAPER}, appendix E.2)",
+        ),
         Column("lr", "float64", "learning rate", "starting rate of the selected run"),
         Column("lr_index", "int64", "", "index of the selected run's starting rate (0-based, increasing rate)"),
         Column("epochs", "int64", "epochs", "epochs the selected run trained"),
@@ -261,37 +404,62 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
         Column("test_error", "float64", ERROR, "test error of the selected run", required=True),
         Column("nlc_after", "float64", "", "NLC of the selected run after training (the same draws as `nlc`)"),
         Column("bias_after", "float64", "", "output bias of the selected run after training"),
-        Column("lr_edge", "bool", "", "the selected rate is among the protocol's `edge_runs` lowest or highest "
-               "(five in the paper protocol)"),
-        Column("selected_by", "str", "", "the split whose error selected the run: `val` (appendix E.2), `train` "
-               "(the long protocol of figure 3D) or `test` (only to reproduce papers that selected so)", added=True),
+        Column(
+            "lr_edge",
+            "bool",
+            "",
+            "the selected rate is among the protocol's `edge_runs` lowest or highest (five in the paper protocol)",
+        ),
+        Column(
+            "selected_by",
+            "str",
+            "",
+            "the split whose error selected the run: `val` (appendix E.2), `train` "
+            "(the long protocol of figure 3D) or `test` (only to reproduce papers that selected so)",
+            added=True,
+        ),
     ),
     *_group(
-        ARCHITECTURES, "summary",
+        ARCHITECTURES,
+        "summary",
         Column("n_runs", "int64", "runs", "runs trained (one per starting rate)"),
         Column("n_diverged", "int64", "runs", "runs whose loss was not finite at least once"),
-        Column("trained", "bool", "", "trained at its learning rates; false: pruned at launch, its NLC at "
-               "initialization outside the study's `nlc_window`, or measured only (`measure_only`: `archstudy "
-               "rank`): the row holds what was measured at initialization "
-               "(the selected-run columns NaN, `lr_index` -1, `epochs`, `divisions`, `n_runs`, `n_diverged` 0, "
-               "`selected_by` `none`, `lr_edge` and `all_diverged` false, `train_s` 0) and it has no runs or curves "
-               "file", added=True),
+        Column(
+            "trained",
+            "bool",
+            "",
+            "trained at its learning rates; false: pruned at launch, its NLC at "
+            "initialization outside the study's `nlc_window`, or measured only (`measure_only`: `archstudy "
+            "rank`): the row holds what was measured at initialization "
+            "(the selected-run columns NaN, `lr_index` -1, `epochs`, `divisions`, `n_runs`, `n_diverged` 0, "
+            "`selected_by` `none`, `lr_edge` and `all_diverged` false, `train_s` 0) and it has no runs or curves "
+            "file",
+            added=True,
+        ),
     ),
     *_group(
-        ARCHITECTURES, "health",
-        Column("nonfinite_init", "bool", "", "one of `nlc`, `bias`, `output_q`, `c_out` is NaN: the output or its "
-               "statistics overflowed at initialization"),
+        ARCHITECTURES,
+        "health",
+        Column(
+            "nonfinite_init",
+            "bool",
+            "",
+            "one of `nlc`, `bias`, `output_q`, `c_out` is NaN: the output or its "
+            "statistics overflowed at initialization",
+        ),
         Column("all_diverged", "bool", "", "every run diverged"),
     ),
     *_group(
-        ARCHITECTURES, "timings",
+        ARCHITECTURES,
+        "timings",
         Column("build_s", "float64", "s", "building the network"),
         Column("measure_s", "float64", "s", "the metrics at initialization, plus E.3 after training when on"),
         Column("train_s", "float64", "s", "training all runs"),
         Column("total_s", "float64", "s", "the whole architecture"),
     ),
     *_group(
-        ARCHITECTURES, "provenance",
+        ARCHITECTURES,
+        "provenance",
         Column("package_version", "str", "", "archstudy version that computed the row"),
         Column("host", "str", "", "host name of the worker"),
         Column("device", "str", "", "torch device: `cpu` or `cuda:<name>`"),
@@ -300,10 +468,12 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
     ),
 )
 
+
 def _of_architecture(table: str) -> tuple[Column, ...]:
     """The identity columns of a table of one architecture's rows (runs, curves): whose rows they are."""
     return _group(
-        table, "identity",
+        table,
+        "identity",
         Column("arch_id", "str", "", "the architecture's `arch_id`", required=True),
         Column("index", "int64", "", "the architecture's `index`"),
         Column("variant", "str", "", "the architecture's `variant`"),
@@ -313,17 +483,30 @@ def _of_architecture(table: str) -> tuple[Column, ...]:
 RUN_COLUMNS: tuple[Column, ...] = (
     *_of_architecture(RUNS),
     *_group(
-        RUNS, "run",
+        RUNS,
+        "run",
         Column("lr_index", "int64", "", "index of the run's starting rate (0-based, increasing rate)", required=True),
         Column("lr", "float64", "learning rate", "starting rate of the run"),
         Column("epochs", "int64", "epochs", "epochs the run trained"),
         Column("divisions", "int64", "", "learning-rate divisions of the run"),
-        Column("val_error", "float64", ERROR, "validation error at the run's best state (under a `steps` schedule: "
-               "its final state)"),
-        Column("train_error", "float64", ERROR, "training error at the run's best state (under a `steps` schedule: "
-               "its final state)"),
-        Column("test_error", "float64", ERROR, "test error at the run's best state (under a `steps` schedule: its "
-               "final state)"),
+        Column(
+            "val_error",
+            "float64",
+            ERROR,
+            "validation error at the run's best state (under a `steps` schedule: its final state)",
+        ),
+        Column(
+            "train_error",
+            "float64",
+            ERROR,
+            "training error at the run's best state (under a `steps` schedule: its final state)",
+        ),
+        Column(
+            "test_error",
+            "float64",
+            ERROR,
+            "test error at the run's best state (under a `steps` schedule: its final state)",
+        ),
         Column("diverged", "bool", "", "the run's loss was not finite at least once"),
         Column("wall_s", "float64", "s", "the run's share of the training time"),
         Column("selected", "bool", "", "the selected run (exactly one per architecture)"),
@@ -333,21 +516,46 @@ RUN_COLUMNS: tuple[Column, ...] = (
 CURVE_COLUMNS: tuple[Column, ...] = (
     *_of_architecture(CURVES),
     *_group(
-        CURVES, "point",
+        CURVES,
+        "point",
         Column("lr_index", "int64", "", "the run: index of its starting rate (as in `runs`)", required=True),
-        Column("epoch", "int64", "epochs", "epochs the run had trained (rewound ones included, as `epochs`); 0: "
-               "the initialization", required=True),
+        Column(
+            "epoch",
+            "int64",
+            "epochs",
+            "epochs the run had trained (rewound ones included, as `epochs`); 0: the initialization",
+            required=True,
+        ),
         Column("lr", "float64", "learning rate", "the rate of the epoch's last step (epoch 0: the starting rate)"),
-        Column("train_loss", "float64", "", "mean of the run's minibatch losses over the epoch (the loss it "
-               "minimized; NaN at epoch 0)"),
-        Column("monitored_error", "float64", ERROR, "the error of the split E.2's schedule monitors (`monitored`) at "
-               "the end of the epoch, before the schedule rewinds; under a `steps` schedule the test error every "
-               "`test_every` epochs and after the last, NaN at the others (and at all without `test_every`)"),
-        Column("monitored", "str", "", "that split: `val` (appendix E.2), `train` (the long protocol), `test` (a "
-               "`steps` schedule with `test_every`) or `none` (one without)"),
-        Column("nlc", "float64", "", f"NLC of the run's network on the training set at the epochs of "
-               f"`metrics: {{nlc_trajectory: [...]}}` (the draws of `nlc`), NaN at the others ({NLC_PAPER}, "
-               "section 3)"),
+        Column(
+            "train_loss",
+            "float64",
+            "",
+            "mean of the run's minibatch losses over the epoch (the loss it minimized; NaN at epoch 0)",
+        ),
+        Column(
+            "monitored_error",
+            "float64",
+            ERROR,
+            "the error of the split E.2's schedule monitors (`monitored`) at "
+            "the end of the epoch, before the schedule rewinds; under a `steps` schedule the test error every "
+            "`test_every` epochs and after the last, NaN at the others (and at all without `test_every`)",
+        ),
+        Column(
+            "monitored",
+            "str",
+            "",
+            "that split: `val` (appendix E.2), `train` (the long protocol), `test` (a "
+            "`steps` schedule with `test_every`) or `none` (one without)",
+        ),
+        Column(
+            "nlc",
+            "float64",
+            "",
+            f"NLC of the run's network on the training set at the epochs of "
+            f"`metrics: {{nlc_trajectory: [...]}}` (the draws of `nlc`), NaN at the others ({NLC_PAPER}, "
+            "section 3)",
+        ),
     ),
 )
 
@@ -390,8 +598,14 @@ def _check() -> None:
         assert [c.group for c in cols] == [g for g in order for c in cols if c.group == g], f"{table}: groups split"
         for c in cols:
             p = c.predictor
-            assert p is None or (table == ARCHITECTURES and c.type in ("int64", "float64") and p.label and p.why
-                                 and p.kind in PREDICTOR_KINDS and p.figure in ("", *PREDICTOR_FIGURES)), c.name
+            assert p is None or (
+                table == ARCHITECTURES
+                and c.type in ("int64", "float64")
+                and p.label
+                and p.why
+                and p.kind in PREDICTOR_KINDS
+                and p.figure in ("", *PREDICTOR_FIGURES)
+            ), c.name
 
 
 _check()
@@ -405,28 +619,41 @@ def markdown(table: str) -> str:
     for c in COLUMNS[table]:
         group = GROUPS[c.group] if c.group != previous else ""
         previous = c.group
-        cells = [group, f"`{c.name}`", c.type, c.unit,
-                 c.meaning + (" (required)" if c.required else "")
-                 + (" (added later: older files lack it)" if c.added else "")]
+        cells = [
+            group,
+            f"`{c.name}`",
+            c.type,
+            c.unit,
+            c.meaning
+            + (" (required)" if c.required else "")
+            + (" (added later: older files lack it)" if c.added else ""),
+        ]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines)
 
 
 REGENERATE = "python -m archstudy.study.experiment.schema docs/results.md"
 # A generated block: its first line, the table (no other "<!--" inside), the end line.
-_BLOCK = re.compile(r"<!-- columns of (\w+): generated by `[^`]*` from study/experiment/schema.py -->\n"
-                    r"(?:(?!<!--).)*?<!-- end -->", re.S)
+_BLOCK = re.compile(
+    r"<!-- columns of (\w+): generated by `[^`]*` from study/experiment/schema.py -->\n"
+    r"(?:(?!<!--).)*?<!-- end -->",
+    re.S,
+)
 
 
 def update_doc(text: str) -> str:
     """``text`` (docs/results.md) with every generated column table replaced by the current one. A block is
     ``<!-- columns of TABLE: generated by `...` from study/experiment/schema.py -->``, the table, ``<!-- end -->``."""
+
     def block(m: re.Match[str]) -> str:
         table = m.group(1)
         if table not in COLUMNS:
             raise ValueError(f"docs/results.md: no table {table!r}; tables: {', '.join(TABLES)}")
-        return (f"<!-- columns of {table}: generated by `{REGENERATE}` from study/experiment/schema.py -->\n"
-                + markdown(table) + "\n<!-- end -->")
+        return (
+            f"<!-- columns of {table}: generated by `{REGENERATE}` from study/experiment/schema.py -->\n"
+            + markdown(table)
+            + "\n<!-- end -->"
+        )
 
     out, n = _BLOCK.subn(block, text)
     if n != len(TABLES):

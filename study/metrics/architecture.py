@@ -55,5 +55,9 @@ def flops(spec: ArchSpec) -> float:
 def measure_spec(m: Measuring, seed: None) -> dict:
     """The columns of the spec alone: activation ratio, FLOPs, and NLC_tau(1) and the linear approximation
     error of the activation variant."""
-    return {"flops": flops(m.spec), "ar": activation_ratio(m.spec), "nlc_tau": nlc_tau(m.spec),
-            "linear_approx_error": linear_approx_error(m.spec)}
+    return {
+        "flops": flops(m.spec),
+        "ar": activation_ratio(m.spec),
+        "nlc_tau": nlc_tau(m.spec),
+        "linear_approx_error": linear_approx_error(m.spec),
+    }

@@ -41,17 +41,27 @@ from .nlc import batch_mode
 from .registry import Measuring, measures
 
 
-def scaled_cross_entropy(out: torch.Tensor, y: torch.Tensor, c_out: float = 1.0,
-                         reduction: str = "mean") -> torch.Tensor:
+def scaled_cross_entropy(
+    out: torch.Tensor, y: torch.Tensor, c_out: float = 1.0, reduction: str = "mean"
+) -> torch.Tensor:
     """Softmax cross-entropy of ``out / c_out`` against labels ``y`` (the study's training loss)."""
     if out.dim() != 2:
-        raise ValueError(f"output has shape {tuple(out.shape)}: the loss takes one network's [B, d_out] "
-                         "(for a stack, measure net.select(k))")
+        raise ValueError(
+            f"output has shape {tuple(out.shape)}: the loss takes one network's [B, d_out] "
+            "(for a stack, measure net.select(k))"
+        )
     return F.cross_entropy(out / c_out, y, reduction=reduction)
 
 
-def input_gradients(f: Callable, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0, batches: int = 10,
-                    batch_size: int = 250, seed: int = 0) -> torch.Tensor:
+def input_gradients(
+    f: Callable,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    c_out: float = 1.0,
+    batches: int = 10,
+    batch_size: int = 250,
+    seed: int = 0,
+) -> torch.Tensor:
     """dl/dx for the examples of ``batches`` random minibatches of (x, y): a [batches * b, d_in] tensor."""
     gen = torch.Generator().manual_seed(seed)
     n = x.shape[0]
@@ -78,14 +88,28 @@ def grad_length_of(g: torch.Tensor) -> float:
     return float(torch.sqrt((g * g).sum(dim=1).mean()))
 
 
-def gvcs(f: Callable, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0, batches: int = 10,
-         batch_size: int = 250, seed: int = 0) -> float:
+def gvcs(
+    f: Callable,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    c_out: float = 1.0,
+    batches: int = 10,
+    batch_size: int = 250,
+    seed: int = 0,
+) -> float:
     """GVCS = Q_{i,x} dl/dx(i) (NLC paper section 6), see the module docstring."""
     return gvcs_of(input_gradients(f, x, y, c_out, batches, batch_size, seed))
 
 
-def grad_length(f: Callable, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0, batches: int = 10,
-                batch_size: int = 250, seed: int = 0) -> float:
+def grad_length(
+    f: Callable,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    c_out: float = 1.0,
+    batches: int = 10,
+    batch_size: int = 250,
+    seed: int = 0,
+) -> float:
     """Gradient vector length Q_x |dl/dx|_2 (NLC paper section 6), see the module docstring."""
     return grad_length_of(input_gradients(f, x, y, c_out, batches, batch_size, seed))
 

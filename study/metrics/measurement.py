@@ -124,8 +124,9 @@ def measure(net: nn.Module, data, spec: ArchSpec, *, options: MetricOptions | No
     return out
 
 
-def measure_trained(net: nn.Module | None, data, spec: ArchSpec, *, options: MetricOptions | None = None,
-                    seed: int = 0) -> dict:
+def measure_trained(
+    net: nn.Module | None, data, spec: ArchSpec, *, options: MetricOptions | None = None, seed: int = 0
+) -> dict:
     """The metrics of a trained network (the selected run's, ``outcome.network``): ``{"error_perturbation":
     value}``, E.3 on the test set in evaluation mode, NaN when ``options.perturbation`` is off, the
     network is None (nothing was trained) or its output is not finite. The network is not changed."""
@@ -137,9 +138,17 @@ def measure_trained(net: nn.Module | None, data, spec: ArchSpec, *, options: Met
     was_training = net.training
     net.eval()  # the test error's own mode; a plain callable, so error_perturbation adds no batch mode
     try:
-        value = error_perturbation(lambda v: net(v), xt, yt, opts.region_batches, opts.region_directions,
-                                   opts.batch_size, opts.perturbation_tolerance, opts.region_k_max,
-                                   generator_seed(seed, PERTURBATION_STREAM))
+        value = error_perturbation(
+            lambda v: net(v),
+            xt,
+            yt,
+            opts.region_batches,
+            opts.region_directions,
+            opts.batch_size,
+            opts.perturbation_tolerance,
+            opts.region_k_max,
+            generator_seed(seed, PERTURBATION_STREAM),
+        )
     finally:
         net.train(was_training)
     return {"error_perturbation": finite_or_nan(value)}

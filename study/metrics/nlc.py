@@ -35,7 +35,6 @@ from ..experiment.schema import HIGH_BIAS
 from .registry import Measuring, measures
 
 
-
 @dataclass(frozen=True)
 class NLCParts:
     """The NLC and its factors; tensors of shape [R] for a stacked network, floats otherwise."""
@@ -91,8 +90,9 @@ def output_moments(f: Callable, x: torch.Tensor, batch_size: int = 250) -> tuple
     return torch.sqrt(var.mean(dim=-1)), torch.sqrt(second.mean(dim=-1)), mean.shape[-1]
 
 
-def jacobian_q(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250, seed: int = 0,
-               runs: int | None = None) -> torch.Tensor:
+def jacobian_q(
+    f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250, seed: int = 0, runs: int | None = None
+) -> torch.Tensor:
     """Q_X |J(X)|_F / sqrt(b) by back-propagating unit-Gaussian matrices (section G); [R] for a stack."""
     gen = torch.Generator().manual_seed(seed)
     n = x.shape[0]
@@ -121,8 +121,9 @@ def nlc_parts(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int 
     sd_out, q_out, d_out = output_moments(f, x, batch_size)
     sd_in = input_sd_q(x)
     value = q_j * sd_in / (math.sqrt(d_out) * sd_out)
-    return NLCParts(_as_output(value), _as_output(q_j), sd_in, _as_output(sd_out), _as_output(q_out),
-                    _as_output(q_out / sd_out))
+    return NLCParts(
+        _as_output(value), _as_output(q_j), sd_in, _as_output(sd_out), _as_output(q_out), _as_output(q_out / sd_out)
+    )
 
 
 def nlc(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250, seed: int = 0):
@@ -136,13 +137,21 @@ def output_bias(f: Callable, x: torch.Tensor, batch_size: int = 250):
     return _as_output(q_out / sd_out)
 
 
-@measures("nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q", "high_bias", "c_out",
-          stream=None)  # its draws: the NLC pass ``measure`` makes first (``Measuring.nlc``, ``nlc_seed``)
+@measures(
+    "nlc", "nlc_jacobian_q", "nlc_input_sd_q", "nlc_output_sd_q", "bias", "output_q", "high_bias", "c_out", stream=None
+)  # its draws: the NLC pass ``measure`` makes first (``Measuring.nlc``, ``nlc_seed``)
 def measure_nlc(m: Measuring, seed: None) -> dict:
     """The row's NLC columns (section G's batch form on the training set), the output bias, ``high_bias``
     (above ``HIGH_BIAS``; an infinite bias, i.e. a constant output, counts as high) and ``c_out``, the
     trainer's output scale (= ``output_q``), from the NLC pass."""
     p = m.nlc
-    return {"nlc": p.nlc, "nlc_jacobian_q": p.jacobian_q, "nlc_input_sd_q": p.input_sd_q,
-            "nlc_output_sd_q": p.output_sd_q, "bias": p.bias, "output_q": p.output_q,
-            "high_bias": bool(p.bias > HIGH_BIAS), "c_out": p.output_q}
+    return {
+        "nlc": p.nlc,
+        "nlc_jacobian_q": p.jacobian_q,
+        "nlc_input_sd_q": p.input_sd_q,
+        "nlc_output_sd_q": p.output_sd_q,
+        "bias": p.bias,
+        "output_q": p.output_q,
+        "high_bias": bool(p.bias > HIGH_BIAS),
+        "c_out": p.output_q,
+    }

@@ -59,8 +59,19 @@ from .registry import Measuring, measures
 JACOB_COV_K = 1e-5  # Mellor et al. (2021) v1, the regularizer of the eigenvalues
 
 # torch's activation modules, for networks not built by ``study.nn.network``: the code bit is the input's sign.
-_TORCH_ACTIVATIONS = (nn.ReLU, nn.LeakyReLU, nn.ELU, nn.SELU, nn.GELU, nn.SiLU, nn.Tanh, nn.Sigmoid,
-                      nn.Softplus, nn.Hardtanh, nn.Mish)
+_TORCH_ACTIVATIONS = (
+    nn.ReLU,
+    nn.LeakyReLU,
+    nn.ELU,
+    nn.SELU,
+    nn.GELU,
+    nn.SiLU,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.Softplus,
+    nn.Hardtanh,
+    nn.Mish,
+)
 
 
 def _single(net: nn.Module) -> nn.Module:
@@ -73,8 +84,9 @@ def _trainable(net: nn.Module) -> list[tuple[str, nn.Parameter]]:
     return [(name, p) for name, p in net.named_parameters() if p.requires_grad]
 
 
-def loss_gradients(net: nn.Module, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0
-                   ) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+def loss_gradients(
+    net: nn.Module, x: torch.Tensor, y: torch.Tensor, c_out: float = 1.0
+) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
     """(name, theta, dL/dtheta) for every trainable tensor, L the mean scaled cross-entropy on (x, y)."""
     params = _trainable(_single(net))
     with batch_mode(net), torch.enable_grad():
@@ -279,7 +291,7 @@ def det_mod(k: np.ndarray, p: int) -> int:
         pivot = int(col[0])
         det = det * pivot % p
         row = m[i, i:] % p * pow(pivot, p - 2, p) % p
-        m[i + 1:, i:] -= np.outer(col[1:], row)
+        m[i + 1 :, i:] -= np.outer(col[1:], row)
     return det
 
 
@@ -368,9 +380,13 @@ def measure_proxies(m: Measuring, seed: int) -> dict:
     """The zero-cost proxies on one random training minibatch of ``proxy_batch_size`` (synflow: an all-ones
     input), grad_norm and snip from the same loss gradients."""
     gen = torch.Generator().manual_seed(seed)
-    idx = torch.randperm(m.x.shape[0], generator=gen)[:m.options.proxy_batch_size].to(m.device)
+    idx = torch.randperm(m.x.shape[0], generator=gen)[: m.options.proxy_batch_size].to(m.device)
     xp, yp = m.x.index_select(0, idx), m.y.index_select(0, idx)
     grads = loss_gradients(m.net, xp, yp, m.c_out)
-    return {"grad_norm": sum(grad_norm_terms(grads).values()), "snip": sum(snip_terms(grads).values()),
-            "synflow": synflow(m.net, m.spec.d_in), "jacob_cov": jacob_cov_of(output_sum_jacobian(m.net, xp)),
-            "nwot": nwot_of(activation_codes(m.net, xp))}
+    return {
+        "grad_norm": sum(grad_norm_terms(grads).values()),
+        "snip": sum(snip_terms(grads).values()),
+        "synflow": synflow(m.net, m.spec.d_in),
+        "jacob_cov": jacob_cov_of(output_sum_jacobian(m.net, xp)),
+        "nwot": nwot_of(activation_codes(m.net, xp)),
+    }

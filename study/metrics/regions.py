@@ -87,8 +87,9 @@ def jacobian_vector_product(f: Callable, x: torch.Tensor, d: torch.Tensor) -> to
     return jd.detach()
 
 
-def linear_region_k(f: Callable, x: torch.Tensor, f0: torch.Tensor, d: torch.Tensor, v: torch.Tensor,
-                    ks: np.ndarray) -> np.ndarray:
+def linear_region_k(
+    f: Callable, x: torch.Tensor, f0: torch.Tensor, d: torch.Tensor, v: torch.Tensor, ks: np.ndarray
+) -> np.ndarray:
     """For each output direction v[m] ([M, b, d_out]): the largest k of ``ks`` up to which the Jacobian at
     ``x`` predicts (f(x + k d) - f(x)) . v[m] within a factor of 2 (0 if ``ks[0]`` fails, ``ks[-1]`` if none
     does). ``f0`` = f(x); call inside ``batch_mode(f)`` for a module."""
@@ -109,8 +110,14 @@ def linear_region_k(f: Callable, x: torch.Tensor, f0: torch.Tensor, d: torch.Ten
     return result
 
 
-def error_path_k(f: Callable, x: torch.Tensor, y: torch.Tensor, d: torch.Tensor, ks: np.ndarray,
-                 tolerance: float = PERTURBATION_TOLERANCE) -> float:
+def error_path_k(
+    f: Callable,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    d: torch.Tensor,
+    ks: np.ndarray,
+    tolerance: float = PERTURBATION_TOLERANCE,
+) -> float:
     """The largest k of ``ks`` whose path x -> x + k d keeps the error within ``tolerance`` of the error at x
     (0 if ``ks[0]`` fails, ``ks[-1]`` if none does). Call inside ``batch_mode(f)`` for a module."""
     with torch.no_grad():
@@ -127,8 +134,9 @@ def _finite_output(f: Callable, x: torch.Tensor) -> torch.Tensor | None:
     with torch.no_grad():
         out = f(x)
     if out.dim() != 2:
-        raise ValueError(f"takes one network's [B, d_out] output, got {tuple(out.shape)} "
-                         "(for a stack, measure net.select(k))")
+        raise ValueError(
+            f"takes one network's [B, d_out] output, got {tuple(out.shape)} (for a stack, measure net.select(k))"
+        )
     return out if bool(torch.isfinite(out).all()) else None
 
 
@@ -144,8 +152,15 @@ def _displaced_batches(x: torch.Tensor, batches: int, directions: int, batch_siz
         yield idx, [displacement(u, diameter) for u in us]
 
 
-def lar_diameter(f: Callable, x: torch.Tensor, batches: int = 10, directions: int = 10, batch_size: int = 250,
-                 k_max: float = K_MAX, seed: int = 0) -> float:
+def lar_diameter(
+    f: Callable,
+    x: torch.Tensor,
+    batches: int = 10,
+    directions: int = 10,
+    batch_size: int = 250,
+    k_max: float = K_MAX,
+    seed: int = 0,
+) -> float:
     """Relative diameter of linearly approximable regions (E.1): the median over ``batches`` minibatches x
     ``directions`` U x ``directions`` V of the largest k (module docstring). NaN if f(X) is not finite."""
     gen = torch.Generator().manual_seed(seed)
@@ -163,9 +178,17 @@ def lar_diameter(f: Callable, x: torch.Tensor, batches: int = 10, directions: in
     return float(np.median(values))
 
 
-def error_perturbation(f: Callable, x: torch.Tensor, y: torch.Tensor, batches: int = 10, directions: int = 10,
-                       batch_size: int = 250, tolerance: float = PERTURBATION_TOLERANCE, k_max: float = K_MAX,
-                       seed: int = 0) -> float:
+def error_perturbation(
+    f: Callable,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    batches: int = 10,
+    directions: int = 10,
+    batch_size: int = 250,
+    tolerance: float = PERTURBATION_TOLERANCE,
+    k_max: float = K_MAX,
+    seed: int = 0,
+) -> float:
     """Maximal error-preserving perturbation (E.3): the median over ``batches`` minibatches of (x, y) (the
     test set in the paper) x ``directions`` U of the largest k (module docstring). NaN if f(X) is not
     finite."""
@@ -186,8 +209,13 @@ def error_perturbation(f: Callable, x: torch.Tensor, y: torch.Tensor, batches: i
 def measure_lar(m: Measuring, seed: int) -> dict:
     """E.1 at initialization when ``lar`` is on (``region_batches`` training minibatches), else NaN."""
     o = m.options
-    return {"lar_diameter": lar_diameter(m.net, m.x, o.region_batches, o.region_directions, m.batch_size,
-                                         o.region_k_max, seed) if o.lar else math.nan}
+    return {
+        "lar_diameter": lar_diameter(
+            m.net, m.x, o.region_batches, o.region_directions, m.batch_size, o.region_k_max, seed
+        )
+        if o.lar
+        else math.nan
+    }
 
 
 @measures("error_perturbation", stream=None)

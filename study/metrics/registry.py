@@ -105,14 +105,20 @@ def measures(*columns: str, stream: int | None) -> Callable[[F], F]:
     def mark(function: F) -> F:
         setattr(function, _MARK, MetricFunction(tuple(columns), function, stream))
         return function
+
     return mark
 
 
 def marked(*modules: ModuleType) -> tuple[MetricFunction, ...]:
     """The ``@measures`` functions defined in ``modules``, each once."""
-    found = (getattr(v, _MARK) for module in modules for v in vars(module).values()
-             if callable(v) and isinstance(getattr(v, _MARK, None), MetricFunction)
-             and getattr(v, "__module__", None) == module.__name__)
+    found = (
+        getattr(v, _MARK)
+        for module in modules
+        for v in vars(module).values()
+        if callable(v)
+        and isinstance(getattr(v, _MARK, None), MetricFunction)
+        and getattr(v, "__module__", None) == module.__name__
+    )
     return tuple(dict.fromkeys(found))
 
 
@@ -125,8 +131,9 @@ def metric_functions(*modules: ModuleType) -> tuple[MetricFunction, ...]:
     for u in functions:
         stray = [c for c in u.columns if c not in by_column]
         if stray:
-            raise LookupError(f"{u.name} computes {stray}: not columns of the measure row "
-                              "(study.experiment.schema.MEASURE_ROW)")
+            raise LookupError(
+                f"{u.name} computes {stray}: not columns of the measure row (study.experiment.schema.MEASURE_ROW)"
+            )
         for c in u.columns:
             by_column[c].append(u.name)
     missing = [c for c, by in by_column.items() if not by]

@@ -97,16 +97,19 @@ def _evaluate(f: Callable, points: torch.Tensor) -> torch.Tensor:
     flat = points.reshape(-1, points.shape[-1])
     out = []
     for i in range(0, flat.shape[0], EVAL_CHUNK):
-        y = f(flat[i:i + EVAL_CHUNK])
+        y = f(flat[i : i + EVAL_CHUNK])
         if y.dim() != 2:
-            raise ValueError(f"variability takes one network's [B, d_out] output, got {tuple(y.shape)} "
-                             "(for a stack, measure net.select(k))")
+            raise ValueError(
+                f"variability takes one network's [B, d_out] output, got {tuple(y.shape)} "
+                "(for a stack, measure net.select(k))"
+            )
         out.append((y * y).sum(dim=1))
     return torch.cat(out).reshape(points.shape[:-1])
 
 
-def variability(f: Callable, x: torch.Tensor, grid: int = 65, planes: int = 4, seed: int = 0,
-                batch_size: int = 250) -> float:
+def variability(
+    f: Callable, x: torch.Tensor, grid: int = 65, planes: int = 4, seed: int = 0, batch_size: int = 250
+) -> float:
     """V of ``f`` (a module or a batch -> output callable) on the data ``x`` [N, d_in]; see the module docstring.
 
     ``planes`` is ignored for 2-D inputs; ``batch_size`` is the minibatch of the batchnorm calibration."""
@@ -144,11 +147,15 @@ def geometric_mean(values) -> float:
 def measure_variability(m: Measuring, seed: int) -> dict:
     """V on planes through the training data; NaN for 1-D inputs (no plane)."""
     o = m.options
-    return {"variability": variability(m.net, m.x, o.variability_grid, o.variability_planes, seed, m.batch_size)
-            if m.spec.d_in >= 2 else math.nan}
+    return {
+        "variability": variability(m.net, m.x, o.variability_grid, o.variability_planes, seed, m.batch_size)
+        if m.spec.d_in >= 2
+        else math.nan
+    }
 
 
 # -- the variability of many networks at once (a stack, one network per parameter sample) ---------------------
+
 
 @torch.no_grad()
 def box_variability(net: nn.Module, box, grid: int = 65) -> np.ndarray:
@@ -159,8 +166,9 @@ def box_variability(net: nn.Module, box, grid: int = 65) -> np.ndarray:
     figures: the geometric mean of 3000 samples, which vanishes when one sample is constant)."""
     grid = check("variability", "grid", Integer(4), grid)
     if has_batch_statistics(net):
-        raise ValueError("box_variability takes networks without batch statistics (use variability, which "
-                         "calibrates them)")
+        raise ValueError(
+            "box_variability takes networks without batch statistics (use variability, which calibrates them)"
+        )
     b = torch.as_tensor(box, dtype=torch.float64)
     if tuple(b.shape) != (2, 2) or not bool((b[:, 1] > b[:, 0]).all()):
         raise ValueError(f"box must be ((lo1, hi1), (lo2, hi2)) with lo < hi, got {box!r}")
@@ -211,8 +219,10 @@ def plain_layers(net: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]
     up to its last hidden activation (the output layer has no activation and is left out)."""
     spec = net.spec
     if spec.norm != "none" or spec.skip != "none" or spec.param != "sp" or net.runs != 1:
-        raise ValueError("C- and G-matrices are defined for plain networks of one run: no normalization, no skips, "
-                         "standard parameterization")
+        raise ValueError(
+            "C- and G-matrices are defined for plain networks of one run: no normalization, no skips, "
+            "standard parameterization"
+        )
     weights, biases = [], []
     for linear in list(net.linears)[:-1]:
         w = linear.matrix()[0] if hasattr(linear, "matrix") else linear.weight[0]

@@ -65,18 +65,21 @@ def _gaussian(s: torch.Tensor) -> torch.Tensor:
 # The base activations of the space (Table 1 of the NLC paper; abs, the Han activation, from Yu and Zhang,
 # *Householder-Absolute Neural Layers*; linear for tests and ablations). A new activation is one entry here and
 # its name in ``archstudy.sampling.spec.ACTIVATIONS``.
-BASES: dict[str, Base] = {b.name: b for b in (
-    Base("relu", torch.relu, kinks=(0.0,), homogeneous=True),
-    Base("selu", _selu, kinks=(0.0,)),
-    Base("tanh", torch.tanh),
-    Base("sigmoid", torch.sigmoid),
-    Base("even_tanh", lambda s: torch.tanh(s.abs()), kinks=(0.0,)),
-    Base("gaussian", _gaussian),
-    Base("square", lambda s: s * s),
-    Base("odd_square", lambda s: s * s.abs(), kinks=(0.0,)),  # C^1, its second derivative jumps at 0
-    Base("abs", torch.abs, kinks=(0.0,), homogeneous=True),
-    Base("linear", lambda s: s, homogeneous=True),
-)}
+BASES: dict[str, Base] = {
+    b.name: b
+    for b in (
+        Base("relu", torch.relu, kinks=(0.0,), homogeneous=True),
+        Base("selu", _selu, kinks=(0.0,)),
+        Base("tanh", torch.tanh),
+        Base("sigmoid", torch.sigmoid),
+        Base("even_tanh", lambda s: torch.tanh(s.abs()), kinks=(0.0,)),
+        Base("gaussian", _gaussian),
+        Base("square", lambda s: s * s),
+        Base("odd_square", lambda s: s * s.abs(), kinks=(0.0,)),  # C^1, its second derivative jumps at 0
+        Base("abs", torch.abs, kinks=(0.0,), homogeneous=True),
+        Base("linear", lambda s: s, homogeneous=True),
+    )
+}
 assert set(BASES) == set(ACTIVATIONS), "every activation of the space is declared once, and only those"
 TAU: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {name: b.tau for name, b in BASES.items()}
 

@@ -135,13 +135,19 @@ class GmP(Family):
         if spec.gmp_init == "uniform":  # Chen and Ge, section 4.3
             scale, branch = scales(spec, layer)
             r = np.full(layer.fan_out, 1.0) * scale * branch
-            return {"theta": uniform_angles(init_rng(seed, layer.index, ANGLES), layer.fan_out, layer.fan_in),
-                    "lam": torch.zeros(layer.fan_out, dtype=torch.float64), "r": torch.from_numpy(r)}
+            return {
+                "theta": uniform_angles(init_rng(seed, layer.index, ANGLES), layer.fan_out, layer.fan_in),
+                "lam": torch.zeros(layer.fan_out, dtype=torch.float64),
+                "r": torch.from_numpy(r),
+            }
         # "from_sp": the SP twin's weights, u = w / |w|, lambda = b / |w|, r = |w|
         b, w = sp_bias(spec, layer, seed), sp_weight(spec, layer, seed)
         norm = np.linalg.norm(w, axis=1)
-        return {"theta": angles_from_direction(torch.from_numpy(w / norm[:, None])),
-                "lam": torch.from_numpy(b / norm), "r": torch.from_numpy(norm)}
+        return {
+            "theta": angles_from_direction(torch.from_numpy(w / norm[:, None])),
+            "lam": torch.from_numpy(b / norm),
+            "r": torch.from_numpy(norm),
+        }
 
     @staticmethod
     def products(layer: Layer) -> tuple[tuple[int, int], ...]:

@@ -66,8 +66,10 @@ class Householder(Family):
 
     @classmethod
     def initial(cls, spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
-        return {"u": torch.from_numpy(init_rng(seed, layer.index, WEIGHT).standard_normal(layer.fan_in)),
-                "bias": torch.from_numpy(initial_bias(spec, layer, seed))}
+        return {
+            "u": torch.from_numpy(init_rng(seed, layer.index, WEIGHT).standard_normal(layer.fan_in)),
+            "bias": torch.from_numpy(initial_bias(spec, layer, seed)),
+        }
 
     @staticmethod
     def products(layer: Layer) -> tuple[tuple[int, int], ...]:

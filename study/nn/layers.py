@@ -106,8 +106,10 @@ class Dense(Family):
 
     @classmethod
     def initial(cls, spec: ArchSpec, layer: Layer, seed: int) -> dict[str, torch.Tensor]:
-        return {"weight": torch.from_numpy(sp_weight(spec, layer, seed)),
-                "bias": torch.from_numpy(sp_bias(spec, layer, seed))}
+        return {
+            "weight": torch.from_numpy(sp_weight(spec, layer, seed)),
+            "bias": torch.from_numpy(sp_bias(spec, layer, seed)),
+        }
 
     @staticmethod
     def products(layer: Layer) -> tuple[tuple[int, int], ...]:
@@ -155,8 +157,13 @@ class NoNorm(nn.Module):
     def forward(self, x):
         return x
 
-    def normalize(self, s: torch.Tensor, gamma: float | None = None, beta: float | None = None,
-                  folded_bias: torch.Tensor | None = None) -> torch.Tensor:
+    def normalize(
+        self,
+        s: torch.Tensor,
+        gamma: float | None = None,
+        beta: float | None = None,
+        folded_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """``s`` itself: there is nothing to fold into."""
         if gamma is not None or beta is not None or folded_bias is not None:
             raise ValueError("no normalization: nothing can be folded into it")
@@ -203,8 +210,13 @@ class BatchNorm(nn.Module):
     def forward(self, x):
         return self.normalize(x)
 
-    def normalize(self, s: torch.Tensor, gamma: float | None = None, beta: float | None = None,
-                  folded_bias: torch.Tensor | None = None) -> torch.Tensor:
+    def normalize(
+        self,
+        s: torch.Tensor,
+        gamma: float | None = None,
+        beta: float | None = None,
+        folded_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """BN(s) * gamma + beta (None: 1 and 0), over the batch of each run's channels. ``folded_bias`` [R, n]:
         a bias the linear op left out of ``s`` (training mode only), handed to ``fold_biases`` first (a caller
         that folds several layers' biases hands them to ``fold_biases`` at once and none here)."""
@@ -217,10 +229,16 @@ class BatchNorm(nn.Module):
         rv = self.running_var.view(-1) if track or not self.training else None
         if feature_major(s):
             # [1, R*n, B]: channel (r, j) over the batch, no copy either way
-            return _batch_norm(s.transpose(1, 2).view(1, R * n, B), rm, rv, weight, bias,
-                               self.training).view(R, n, B).transpose(1, 2)
-        return _batch_norm(s.transpose(0, 1).reshape(B, R * n), rm, rv, weight, bias,
-                           self.training).view(B, R, n).transpose(0, 1)
+            return (
+                _batch_norm(s.transpose(1, 2).view(1, R * n, B), rm, rv, weight, bias, self.training)
+                .view(R, n, B)
+                .transpose(1, 2)
+            )
+        return (
+            _batch_norm(s.transpose(0, 1).reshape(B, R * n), rm, rv, weight, bias, self.training)
+            .view(B, R, n)
+            .transpose(0, 1)
+        )
 
 
 def _batch_norm(x, running_mean, running_var, weight, bias, training: bool) -> torch.Tensor:
@@ -231,8 +249,7 @@ def _batch_norm(x, running_mean, running_var, weight, bias, training: bool) -> t
     if x.device.type == "cpu":
         if training and x.numel() == x.shape[1]:  # F.batch_norm's own check
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {x.size()}")
-        return torch.native_batch_norm(x, weight, bias, running_mean, running_var, training, BN_MOMENTUM,
-                                       NORM_EPS)[0]
+        return torch.native_batch_norm(x, weight, bias, running_mean, running_var, training, BN_MOMENTUM, NORM_EPS)[0]
     return F.batch_norm(x, running_mean, running_var, weight, bias, training, BN_MOMENTUM, NORM_EPS)
 
 
@@ -254,14 +271,20 @@ class LayerNorm(nn.Module):
     def forward(self, x):
         return self.normalize(x)
 
-    def normalize(self, s: torch.Tensor, gamma: float | None = None, beta: float | None = None,
-                  folded_bias: torch.Tensor | None = None) -> torch.Tensor:
+    def normalize(
+        self,
+        s: torch.Tensor,
+        gamma: float | None = None,
+        beta: float | None = None,
+        folded_bias: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """LN(s) * gamma + beta (None: 1 and 0); no bias cancels here (``folded_bias`` must be None)."""
         if folded_bias is not None:
             raise ValueError("a bias does not cancel in layer normalization")
         n = s.shape[-1]
-        return F.layer_norm(s, (n,), _affine(self.constants, gamma, n, s), _affine(self.constants, beta, n, s),
-                            NORM_EPS)
+        return F.layer_norm(
+            s, (n,), _affine(self.constants, gamma, n, s), _affine(self.constants, beta, n, s), NORM_EPS
+        )
 
 
 # The normalization of a layer by ``Layer.norm`` (archstudy.sampling.spec.NORMS).

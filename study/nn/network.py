@@ -40,8 +40,19 @@ from .families import family
 from .initialization import PROJECTION, init_rng, orthogonal_submatrix
 from .layers import DTYPE, NORMS, ActivationLayer, BatchNorm
 
-__all__ = ["Network", "Seeds", "build_network", "frozen_statistics", "init_rng", "layer_init", "minibatches",
-           "orthogonal_submatrix", "output_scale", "projection_init", "rows_of"]
+__all__ = [
+    "Network",
+    "Seeds",
+    "build_network",
+    "frozen_statistics",
+    "init_rng",
+    "layer_init",
+    "minibatches",
+    "orthogonal_submatrix",
+    "output_scale",
+    "projection_init",
+    "rows_of",
+]
 
 
 class Network(nn.Module):
@@ -75,8 +86,9 @@ class Network(nn.Module):
         # contiguous: the layers leave the output on feature-major memory (study.nn.layers); it is small
         return (h.squeeze(0) if squeeze else h).contiguous()
 
-    def propagate(self, x: torch.Tensor, *, fold: bool = False,
-                  constants: tuple[float, float] | None = None) -> torch.Tensor:
+    def propagate(
+        self, x: torch.Tensor, *, fold: bool = False, constants: tuple[float, float] | None = None
+    ) -> torch.Tensor:
         """The network's function on ``x`` ([B, d_in] shared or [R, B, d_in]) as [R, B, d_out]: per layer the
         family's linear op, the skip arriving there, the norm, the activation and the family's post step.
 
@@ -257,8 +269,9 @@ class Seeds(Constraint):
         return ([], [-1], [1.5], "3", 3)
 
 
-def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | torch.device | None = None, *,
-                  seeds=None) -> Network:
+def build_network(
+    spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | torch.device | None = None, *, seeds=None
+) -> Network:
     """The float64 network ``spec`` describes, initialized as appendix C (or ``spec.init``) says; R identical
     copies with ``runs``; with ``seeds`` one run per seed, run r initialized from ``seeds[r]`` (``runs`` then
     must be 1 or ``len(seeds)``; ``seed`` is not used)."""
@@ -268,7 +281,9 @@ def build_network(spec: ArchSpec, seed: int = 0, runs: int = 1, device: str | to
     else:
         seeds = check("build_network", "seeds", Seeds(), seeds)
         if runs not in (1, len(seeds)):
-            raise SpecError("build_network", "runs", runs, f"must be 1 or len(seeds) = {len(seeds)} when seeds are given")
+            raise SpecError(
+                "build_network", "runs", runs, f"must be 1 or len(seeds) = {len(seeds)} when seeds are given"
+            )
         net = Network(spec, len(seeds))
         groups = [(slice(r, r + 1), s) for r, s in enumerate(seeds)]
     with torch.no_grad():

@@ -70,9 +70,23 @@ from .cases import CASES, CPU_CASES, GPU_CASES, PAPER_CASES, BenchCase  # noqa: 
 from .operators import step_operators
 from .profiles import EXPECTED_STACK_EPOCHS
 
-FIELDS = ("case", "params", "runs", "stacked_s_per_epoch", "sequential_s_per_epoch", "speedup", "gflops",
-          "gemm_gflops", "gemm_fraction", "compiled_s_per_epoch", "compile_s", "rule", "peak_fraction", "operators",
-          "operators_per_layer")
+FIELDS = (
+    "case",
+    "params",
+    "runs",
+    "stacked_s_per_epoch",
+    "sequential_s_per_epoch",
+    "speedup",
+    "gflops",
+    "gemm_gflops",
+    "gemm_fraction",
+    "compiled_s_per_epoch",
+    "compile_s",
+    "rule",
+    "peak_fraction",
+    "operators",
+    "operators_per_layer",
+)
 
 
 def default_cases(device: torch.device) -> tuple[str, ...]:
@@ -132,8 +146,9 @@ PROTOCOL = Protocol()
 LR = 1e-4  # small: timing must not depend on where training goes
 
 
-def stacked_runner(spec: ArchSpec, runs: int, batch: int, device: torch.device, chunk: int | None = None,
-                   forward=folded_forward):
+def stacked_runner(
+    spec: ArchSpec, runs: int, batch: int, device: torch.device, chunk: int | None = None, forward=folded_forward
+):
     """A function ``step(i)`` doing training step i of a fresh R-run stack, after one untimed step (the
     allocator's first blocks, a compile)."""
     stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
@@ -147,14 +162,20 @@ def stacked_runner(spec: ArchSpec, runs: int, batch: int, device: torch.device, 
     return step
 
 
-def time_stacked(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device,
-                 chunk: int | None = None, forward=folded_forward) -> tuple[float, float]:
+def time_stacked(
+    spec: ArchSpec,
+    runs: int,
+    steps: int,
+    batch: int,
+    device: torch.device,
+    chunk: int | None = None,
+    forward=folded_forward,
+) -> tuple[float, float]:
     """(wall, CPU) seconds per training step of the R-run stack (``chunk``: as the trainer chooses it)."""
     return time_calls(stacked_runner(spec, runs, batch, device, chunk, forward), steps, device)
 
 
-def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int,
-                    device: torch.device) -> tuple[float, float]:
+def time_sequential(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.device) -> tuple[float, float]:
     """(wall, CPU) seconds per training step of all R runs, one after another with R = 1 networks."""
     wall = cpu = 0.0
     stacked_runner(spec, 1, batch, device)  # warm-up
@@ -245,10 +266,19 @@ def time_gemm(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.d
     return time_calls(once, steps, device)
 
 
-def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int = 3,
-               device: str | torch.device = "cpu", steps: int | None = None, compiled: bool = True,
-               compile_mode: str | None = None, plain: bool = True, compile_backend: str = "inductor",
-               chunk: int | None = None) -> dict:
+def bench_case(
+    case: BenchCase,
+    runs: int = 40,
+    batch: int = 250,
+    repeats: int = 3,
+    device: str | torch.device = "cpu",
+    steps: int | None = None,
+    compiled: bool = True,
+    compile_mode: str | None = None,
+    plain: bool = True,
+    compile_backend: str = "inductor",
+    chunk: int | None = None,
+) -> dict:
     """One row of the bench table (see the module docstring). ``compiled``: also time the compiled step
     (``compile_mode``, ``compile_backend``: ``torch.compile``'s); ``plain``: also time the two
     one-run-after-another loops; ``chunk``: runs per chunk of the stacked steps (default: the trainer's
@@ -275,46 +305,91 @@ def bench_case(case: BenchCase, runs: int = 40, batch: int = 250, repeats: int =
     per_epoch = max(1, case.samples // batch)
     flops = step_flops(spec, runs, batch)
     (t_stack, c_stack), (t_comp, _), (t_seq, c_seq), (t_same, _), (t_gemm, c_gemm) = (
-        best[k] for k in ("stacked", "compiled", "plain", "same", "gemm"))
+        best[k] for k in ("stacked", "compiled", "plain", "same", "gemm")
+    )
     name = device_name(device)
     peak, peak_source = fp64_peak(name)
     gflops = flops / t_stack / 1e9
     rule = choose(spec, device, case.samples, batch)
     ops = step_operators(spec, runs, batch, device)
     return {
-        "case": case.name, "params": case.params, "runs": runs,
-        "stacked_s_per_epoch": t_stack * per_epoch, "sequential_s_per_epoch": t_seq * per_epoch,
-        "speedup": t_seq / t_stack, "gflops": gflops, "gemm_gflops": flops / t_gemm / 1e9,
+        "case": case.name,
+        "params": case.params,
+        "runs": runs,
+        "stacked_s_per_epoch": t_stack * per_epoch,
+        "sequential_s_per_epoch": t_seq * per_epoch,
+        "speedup": t_seq / t_stack,
+        "gflops": gflops,
+        "gemm_gflops": flops / t_gemm / 1e9,
         "gemm_fraction": t_gemm / t_stack,
         # the runs one after another through the trainer's own optimized step: what stacking alone buys
-        "same_step_s_per_epoch": t_same * per_epoch, "speedup_same_step": t_same / t_stack,
+        "same_step_s_per_epoch": t_same * per_epoch,
+        "speedup_same_step": t_same / t_stack,
         # the compiled step (study.training.compiled) and what the trainer's rule picks
-        "compiled_s_per_epoch": t_comp * per_epoch, "compiled_speedup": t_stack / t_comp,
+        "compiled_s_per_epoch": t_comp * per_epoch,
+        "compiled_speedup": t_stack / t_comp,
         "compile_s": cf.stats.compile_s if cf is not None else math.nan,
         "compiled_graphs": cf.stats.graphs if cf is not None else 0,
         "faster": "-" if cf is None else decide(t_stack, t_comp),
-        "rule": rule.kind, "rule_reason": rule.reason, "layer_steps": layer_steps(spec, case.samples, batch),
+        "rule": rule.kind,
+        "rule_reason": rule.reason,
+        "layer_steps": layer_steps(spec, case.samples, batch),
         # the device's float64 peak (FP64_PEAKS)
-        "peak_tflops": peak, "peak_fraction": gflops / 1e3 / peak, "peak_source": peak_source,
+        "peak_tflops": peak,
+        "peak_fraction": gflops / 1e3 / peak,
+        "peak_source": peak_source,
         # the operators of one step of the whole stack (study.perf.operators), each chunk's on a CPU
-        "operators": ops.total, "operators_per_layer": ops.per_layer(spec.depth), "operator_views": ops.views,
-        "operators_by_name": dict(ops.compute.most_common()), "chunks": len(chunks(runs, chunk)),
+        "operators": ops.total,
+        "operators_per_layer": ops.per_layer(spec.depth),
+        "operator_views": ops.views,
+        "operators_by_name": dict(ops.compute.most_common()),
+        "chunks": len(chunks(runs, chunk)),
         # the same from CPU time (all threads of the process): steadier when the machine is shared
-        "stacked_cpu_s_per_epoch": c_stack * per_epoch, "sequential_cpu_s_per_epoch": c_seq * per_epoch,
-        "speedup_cpu": c_seq / c_stack, "gemm_fraction_cpu": c_gemm / c_stack,
-        "depth": spec.depth, "width": spec.width, "weights": spec.weights, "samples": case.samples, "batch": batch,
-        "chunk": chunk or runs, "threads": torch.get_num_threads(), "device": str(device), "device_name": name,
-        "repeats": repeats, "steps": steps,
+        "stacked_cpu_s_per_epoch": c_stack * per_epoch,
+        "sequential_cpu_s_per_epoch": c_seq * per_epoch,
+        "speedup_cpu": c_seq / c_stack,
+        "gemm_fraction_cpu": c_gemm / c_stack,
+        "depth": spec.depth,
+        "width": spec.width,
+        "weights": spec.weights,
+        "samples": case.samples,
+        "batch": batch,
+        "chunk": chunk or runs,
+        "threads": torch.get_num_threads(),
+        "device": str(device),
+        "device_name": name,
+        "repeats": repeats,
+        "steps": steps,
     }
 
 
-def run_bench(cases=None, runs: int = 40, repeats: int = 3, device="cpu", steps: int | None = None,
-              compiled: bool = True, compile_mode: str | None = None, plain: bool = True,
-              chunk: int | None = None) -> list[dict]:
+def run_bench(
+    cases=None,
+    runs: int = 40,
+    repeats: int = 3,
+    device="cpu",
+    steps: int | None = None,
+    compiled: bool = True,
+    compile_mode: str | None = None,
+    plain: bool = True,
+    chunk: int | None = None,
+) -> list[dict]:
     device = torch.device(device)
     cases = default_cases(device) if cases is None else cases
-    return [bench_case(CASES[name], runs=runs, repeats=repeats, device=device, steps=steps, compiled=compiled,
-                       compile_mode=compile_mode, plain=plain, chunk=chunk) for name in cases]
+    return [
+        bench_case(
+            CASES[name],
+            runs=runs,
+            repeats=repeats,
+            device=device,
+            steps=steps,
+            compiled=compiled,
+            compile_mode=compile_mode,
+            plain=plain,
+            chunk=chunk,
+        )
+        for name in cases
+    ]
 
 
 def _num(value: float, fmt: str) -> str:
@@ -323,17 +398,48 @@ def _num(value: float, fmt: str) -> str:
 
 def format_table(rows: list[dict]) -> str:
     """The table the README's Speed section shows, plus the compiled step and the rule's pick."""
-    head = ("case", "params", "threads", "chunk", "stacked s/epoch", "plain loop s/epoch", "speedup",
-            "same-step speedup", "GFLOP/s", "of bare GEMM", "of peak", "compiled s/epoch", "compile s", "faster",
-            "rule", "ops/step", "ops/layer")
+    head = (
+        "case",
+        "params",
+        "threads",
+        "chunk",
+        "stacked s/epoch",
+        "plain loop s/epoch",
+        "speedup",
+        "same-step speedup",
+        "GFLOP/s",
+        "of bare GEMM",
+        "of peak",
+        "compiled s/epoch",
+        "compile s",
+        "faster",
+        "rule",
+        "ops/step",
+        "ops/layer",
+    )
     lines = [head]
     for r in rows:
-        lines.append((r["case"], f"{r['params']:,}", str(r["threads"]), str(r["chunk"]),
-                      _num(r["stacked_s_per_epoch"], ".3g"), _num(r["sequential_s_per_epoch"], ".3g"),
-                      _num(r["speedup"], ".2f") + "x", _num(r["speedup_same_step"], ".2f") + "x",
-                      _num(r["gflops"], ".1f"), _num(r["gemm_fraction"], ".2f"), _num(r["peak_fraction"], ".2f"),
-                      _num(r["compiled_s_per_epoch"], ".3g"), _num(r["compile_s"], ".0f"), r["faster"], r["rule"],
-                      str(r["operators"]), _num(r["operators_per_layer"], ".1f")))
+        lines.append(
+            (
+                r["case"],
+                f"{r['params']:,}",
+                str(r["threads"]),
+                str(r["chunk"]),
+                _num(r["stacked_s_per_epoch"], ".3g"),
+                _num(r["sequential_s_per_epoch"], ".3g"),
+                _num(r["speedup"], ".2f") + "x",
+                _num(r["speedup_same_step"], ".2f") + "x",
+                _num(r["gflops"], ".1f"),
+                _num(r["gemm_fraction"], ".2f"),
+                _num(r["peak_fraction"], ".2f"),
+                _num(r["compiled_s_per_epoch"], ".3g"),
+                _num(r["compile_s"], ".0f"),
+                r["faster"],
+                r["rule"],
+                str(r["operators"]),
+                _num(r["operators_per_layer"], ".1f"),
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in lines)
 
@@ -343,8 +449,9 @@ def _case(case: "str | BenchCase") -> BenchCase:
     return CASES[case] if isinstance(case, str) else case
 
 
-def _throughput_worker(case: BenchCase, runs: int, batch: int, device: str, threads: int, steps: int, barrier,
-                       results) -> None:
+def _throughput_worker(
+    case: BenchCase, runs: int, batch: int, device: str, threads: int, steps: int, barrier, results
+) -> None:
     from ..training.allocator import keep_freed_memory
 
     # the entry point of a spawned process: it sets itself up as a study worker does
@@ -358,8 +465,16 @@ def _throughput_worker(case: BenchCase, runs: int, batch: int, device: str, thre
     results.put(wall * steps)
 
 
-def throughput(case: "str | BenchCase", processes: int, runs: int = 40, batch: int = 250, device: str = "cpu",
-               threads: int | None = None, steps: int | None = None, timeout_s: float = 3600.0) -> dict:
+def throughput(
+    case: "str | BenchCase",
+    processes: int,
+    runs: int = 40,
+    batch: int = 250,
+    device: str = "cpu",
+    threads: int | None = None,
+    steps: int | None = None,
+    timeout_s: float = 3600.0,
+) -> dict:
     """Several architectures training at once on one device, each in its own process with its own R-run
     stack of ``case`` (what ``--gpus-per-arch 1/processes`` gives on a GPU, or one architecture per core
     on a CPU): every process does ``steps`` steps after a common start; the aggregate rate is
@@ -374,8 +489,10 @@ def throughput(case: "str | BenchCase", processes: int, runs: int = 40, batch: i
 
     def run(n: int, threads_each: int) -> float:
         barrier, results = ctx.Barrier(n), ctx.Queue()
-        procs = [ctx.Process(target=_throughput_worker, args=(c, runs, batch, device, threads_each, steps, barrier,
-                                                              results)) for _ in range(n)]
+        procs = [
+            ctx.Process(target=_throughput_worker, args=(c, runs, batch, device, threads_each, steps, barrier, results))
+            for _ in range(n)
+        ]
         for p in procs:
             p.start()
         try:
@@ -391,8 +508,16 @@ def throughput(case: "str | BenchCase", processes: int, runs: int = 40, batch: i
     shared = run(processes, threads)
     per_epoch = max(1, c.samples // batch)
     arch_per_hour = lambda rate: rate * 3600 / per_epoch / EXPECTED_STACK_EPOCHS  # noqa: E731
-    return {"case": c.name, "processes": processes, "threads_each": threads, "device": device,
-            "steps_per_s_alone": alone, "steps_per_s_shared": shared, "gain": shared / alone,
-            "architectures_per_hour_alone": arch_per_hour(alone),
-            "architectures_per_hour_shared": arch_per_hour(shared),
-            "stack_epochs": EXPECTED_STACK_EPOCHS, "cpu_count": os.cpu_count()}
+    return {
+        "case": c.name,
+        "processes": processes,
+        "threads_each": threads,
+        "device": device,
+        "steps_per_s_alone": alone,
+        "steps_per_s_shared": shared,
+        "gain": shared / alone,
+        "architectures_per_hour_alone": arch_per_hour(alone),
+        "architectures_per_hour_shared": arch_per_hour(shared),
+        "stack_epochs": EXPECTED_STACK_EPOCHS,
+        "cpu_count": os.cpu_count(),
+    }

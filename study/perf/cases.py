@@ -24,8 +24,9 @@ class BenchCase:
 
 
 def _solved(depth: int, d_in: int, d_out: int, budget: int, weights: str = "dense") -> ArchSpec:
-    return solve_width(ArchSpec(depth=depth, width=8, d_in=d_in, d_out=d_out, activation="relu", norm="batch",
-                                weights=weights), budget)
+    return solve_width(
+        ArchSpec(depth=depth, width=8, d_in=d_in, d_out=d_out, activation="relu", norm="batch", weights=weights), budget
+    )
 
 
 def _cifar(depth: int, weights: str = "dense") -> ArchSpec:

@@ -75,8 +75,14 @@ def count_operators(fn: Callable[[], object]) -> Operators:
     return ops
 
 
-def step_operators(spec: ArchSpec, runs: int = 40, batch: int = 250, device: str | torch.device = "cpu",
-                   protocol: Protocol | None = None, forward=None) -> Operators:
+def step_operators(
+    spec: ArchSpec,
+    runs: int = 40,
+    batch: int = 250,
+    device: str | torch.device = "cpu",
+    protocol: Protocol | None = None,
+    forward=None,
+) -> Operators:
     """The operators of one training step (``study.training.stack.train_step``) of ``runs`` runs of ``spec`` on a
     minibatch of ``batch``, the whole stack in one chunk, after one step that is not counted."""
     device = torch.device(device)

@@ -43,6 +43,7 @@ import numpy as np
 
 from .profiles import PROFILES, live_runs
 
+
 # -- the projection ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PaperStudy:
@@ -65,8 +66,15 @@ BATCH = 250
 SCHEDULE_FLOOR = 60  # epochs of a run that never improves: 10 + 10 x 5 (E.2)
 
 
-def measure_step_times(cases=None, sizes=SIZES, device="cpu", repeats: int = 2, steps: int = 2,
-                       compiled: bool = False, eval_examples: int = 1_000) -> list[dict]:
+def measure_step_times(
+    cases=None,
+    sizes=SIZES,
+    device="cpu",
+    repeats: int = 2,
+    steps: int = 2,
+    compiled: bool = False,
+    eval_examples: int = 1_000,
+) -> list[dict]:
     """Per case (default ``study.perf.bench.PAPER_CASES``): seconds per training step at each stack size (best of
     ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled
     one (the projection then uses, per case, the one ``study.training.compiled.decide`` picks at the
@@ -88,8 +96,11 @@ def measure_step_times(cases=None, sizes=SIZES, device="cpu", repeats: int = 2, 
         forwards = {"eager": None}
         if compiled:
             forwards["compiled"] = CompiledForward(spec)
-        runners = {(kind, r): stacked_runner(spec, r, BATCH, device, **({} if f is None else {"forward": f}))
-                   for kind, f in forwards.items() for r in sizes}
+        runners = {
+            (kind, r): stacked_runner(spec, r, BATCH, device, **({} if f is None else {"forward": f}))
+            for kind, f in forwards.items()
+            for r in sizes
+        }
         best: dict = {}
         for _ in range(repeats):
             for key, step in runners.items():
@@ -105,10 +116,18 @@ def measure_step_times(cases=None, sizes=SIZES, device="cpu", repeats: int = 2, 
         width = max(spec.width, spec.d_in, spec.d_out)
         errors(net, x, y, width, RUNS)
         t_eval = min(time_calls(lambda i: errors(net, x, y, width, RUNS), 1, device)[0] for _ in range(repeats))
-        out.append({"case": name, "depth": spec.depth, "width": spec.width, "forward": kind, "compile_s": compile_s,
-                    "step_s": {r: best[(kind, r)] for r in sizes},
-                    "eager_step_s": {r: best[("eager", r)] for r in sizes},
-                    "eval_s_per_example_run": t_eval / (eval_examples * RUNS)})
+        out.append(
+            {
+                "case": name,
+                "depth": spec.depth,
+                "width": spec.width,
+                "forward": kind,
+                "compile_s": compile_s,
+                "step_s": {r: best[(kind, r)] for r in sizes},
+                "eager_step_s": {r: best[("eager", r)] for r in sizes},
+                "eval_s_per_example_run": t_eval / (eval_examples * RUNS),
+            }
+        )
     return out
 
 
@@ -127,8 +146,9 @@ class StepModel:
         per_case = []
         for r in self.rows:
             sizes = sorted(int(k) for k in r["step_s"])
-            per_case.append(_interp(runs, sizes, [r["step_s"][k] if k in r["step_s"] else r["step_s"][str(k)]
-                                                  for k in sizes]))
+            per_case.append(
+                _interp(runs, sizes, [r["step_s"][k] if k in r["step_s"] else r["step_s"][str(k)] for k in sizes])
+            )
         return _interp(depth, self.depths, per_case)
 
     def eval(self, depth: int) -> float:
@@ -165,19 +185,29 @@ def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1
         floor = [architecture_seconds(model, d, [SCHEDULE_FLOOR] * RUNS, study) for d in PAPER_DEPTHS]
         hours = study.architectures * float(np.mean(costs)) / 3600 / gain
         longest = max(costs) / 3600
-        out.append({
-            "study": study.name, "architectures": study.architectures, "train": study.train,
-            "hours_one_device": hours,
-            "floor_hours_one_device": study.architectures * float(np.mean(floor)) / 3600 / gain,
-            "mean_architecture_h": float(np.mean(costs)) / 3600, "longest_architecture_h": longest,
-            "hours_on": {n: max(hours / n, longest) for n in devices},
-        })
+        out.append(
+            {
+                "study": study.name,
+                "architectures": study.architectures,
+                "train": study.train,
+                "hours_one_device": hours,
+                "floor_hours_one_device": study.architectures * float(np.mean(floor)) / 3600 / gain,
+                "mean_architecture_h": float(np.mean(costs)) / 3600,
+                "longest_architecture_h": longest,
+                "hours_on": {n: max(hours / n, longest) for n in devices},
+            }
+        )
     total = sum(r["hours_one_device"] for r in out)
-    out.append({"study": "all three", "architectures": sum(s.architectures for s in PAPER_STUDIES),
-                "hours_one_device": total,
-                "floor_hours_one_device": sum(r["floor_hours_one_device"] for r in out),
-                "longest_architecture_h": max(r["longest_architecture_h"] for r in out),
-                "hours_on": {n: max(total / n, max(r["longest_architecture_h"] for r in out)) for n in devices}})
+    out.append(
+        {
+            "study": "all three",
+            "architectures": sum(s.architectures for s in PAPER_STUDIES),
+            "hours_one_device": total,
+            "floor_hours_one_device": sum(r["floor_hours_one_device"] for r in out),
+            "longest_architecture_h": max(r["longest_architecture_h"] for r in out),
+            "hours_on": {n: max(total / n, max(r["longest_architecture_h"] for r in out)) for n in devices},
+        }
+    )
     return out
 
 
@@ -186,14 +216,23 @@ def format_projection(rows: list[dict], projection: list[dict], device: str) -> 
     sizes = sorted({int(k) for r in rows for k in r["step_s"]}, reverse=True)
     lines.append("  case       depth  forward  " + "  ".join(f"R={s:<6}" for s in sizes) + "  eval s/(example*run)")
     for r in rows:
-        lines.append(f"  {r['case']:<10} {r['depth']:>5}  {r['forward']:<7}  "
-                     + "  ".join(f"{r['step_s'][s]:<8.3g}" for s in sizes) + f"  {r['eval_s_per_example_run']:.3g}")
+        lines.append(
+            f"  {r['case']:<10} {r['depth']:>5}  {r['forward']:<7}  "
+            + "  ".join(f"{r['step_s'][s]:<8.3g}" for s in sizes)
+            + f"  {r['eval_s_per_example_run']:.3g}"
+        )
     devices = list(projection[0]["hours_on"])
-    lines.append(f"Projected hours ({len(PAPER_DEPTHS)} depths x {len(PROFILES) or 'the given'} epoch profiles; "
-                 f"floor: every run {SCHEDULE_FLOOR} epochs):")
-    lines.append("  study            archs  one device  (floor)  "
-                 + "  ".join(f"{n} device{'s' if n > 1 else ' '}" for n in devices))
+    lines.append(
+        f"Projected hours ({len(PAPER_DEPTHS)} depths x {len(PROFILES) or 'the given'} epoch profiles; "
+        f"floor: every run {SCHEDULE_FLOOR} epochs):"
+    )
+    lines.append(
+        "  study            archs  one device  (floor)  "
+        + "  ".join(f"{n} device{'s' if n > 1 else ' '}" for n in devices)
+    )
     for p in projection:
-        lines.append(f"  {p['study']:<15} {p['architectures']:>6}  {p['hours_one_device']:>10.1f}  "
-                     f"({p['floor_hours_one_device']:.1f})  " + "  ".join(f"{p['hours_on'][n]:>9.1f}" for n in devices))
+        lines.append(
+            f"  {p['study']:<15} {p['architectures']:>6}  {p['hours_one_device']:>10.1f}  "
+            f"({p['floor_hours_one_device']:.1f})  " + "  ".join(f"{p['hours_on'][n]:>9.1f}" for n in devices)
+        )
     return "\n".join(lines)

@@ -17,33 +17,63 @@ from typing import Any, TextIO
 
 from archstudy.sampling.constraints import Choice, check
 
-from . import (gmp_banana, han_checkerboard, han_flipped, nlc_figure1, nlc_figure2, nlc_table1, nlc_table2,
-               relu_abs_trainability, resnet_depth, resnet_hessian, resnet_norms, resnet_spectrum,
-               variability_collapse, yz_variability_depth)
+from . import (
+    gmp_banana,
+    han_checkerboard,
+    han_flipped,
+    nlc_figure1,
+    nlc_figure2,
+    nlc_table1,
+    nlc_table2,
+    relu_abs_trainability,
+    resnet_depth,
+    resnet_hessian,
+    resnet_norms,
+    resnet_spectrum,
+    variability_collapse,
+    yz_variability_depth,
+)
 from .catalogue import NOT_OFFERED, NotOffered
 from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
 from .result import Result, Row, format_table
 
-REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
-    nlc_table1.REPRODUCTION,
-    nlc_table2.REPRODUCTION,
-    nlc_figure2.REPRODUCTION,
-    resnet_hessian.REPRODUCTION,
-    han_checkerboard.REPRODUCTION,
-    nlc_figure1.REPRODUCTION,
-    yz_variability_depth.REPRODUCTION,
-    variability_collapse.REPRODUCTION,
-    resnet_depth.REPRODUCTION,
-    relu_abs_trainability.REPRODUCTION,
-    resnet_spectrum.REPRODUCTION,
-    resnet_norms.REPRODUCTION,
-    gmp_banana.REPRODUCTION,
-    han_flipped.REPRODUCTION,
-)}
+REPRODUCTIONS: dict[str, Reproduction] = {
+    r.name: r
+    for r in (
+        nlc_table1.REPRODUCTION,
+        nlc_table2.REPRODUCTION,
+        nlc_figure2.REPRODUCTION,
+        resnet_hessian.REPRODUCTION,
+        han_checkerboard.REPRODUCTION,
+        nlc_figure1.REPRODUCTION,
+        yz_variability_depth.REPRODUCTION,
+        variability_collapse.REPRODUCTION,
+        resnet_depth.REPRODUCTION,
+        relu_abs_trainability.REPRODUCTION,
+        resnet_spectrum.REPRODUCTION,
+        resnet_norms.REPRODUCTION,
+        gmp_banana.REPRODUCTION,
+        han_flipped.REPRODUCTION,
+    )
+}
 ALL = "all"  # ``archstudy reproduce all``: every reproduction above
 
-__all__ = ["ALL", "NOT_OFFERED", "NotOffered", "REPRODUCTIONS", "SCALES", "Context", "Measured", "Reproduction",
-           "Result", "Row", "format_table", "get", "reproduce", "reproduce_all"]
+__all__ = [
+    "ALL",
+    "NOT_OFFERED",
+    "NotOffered",
+    "REPRODUCTIONS",
+    "SCALES",
+    "Context",
+    "Measured",
+    "Reproduction",
+    "Result",
+    "Row",
+    "format_table",
+    "get",
+    "reproduce",
+    "reproduce_all",
+]
 
 
 def get(name: str) -> Reproduction:
@@ -51,18 +81,48 @@ def get(name: str) -> Reproduction:
     return REPRODUCTIONS[check("reproduce", "name", Choice(tuple(REPRODUCTIONS)), name)]
 
 
-def reproduce(name: str, out, *, scale: str = "quick", seed: int = 0, device: Any = "cpu", root=None,
-              threads: int = 1, progress: TextIO | None = sys.stderr):
+def reproduce(
+    name: str,
+    out,
+    *,
+    scale: str = "quick",
+    seed: int = 0,
+    device: Any = "cpu",
+    root=None,
+    threads: int = 1,
+    progress: TextIO | None = sys.stderr,
+):
     """Run reproduction ``name``; returns (``Result``, path of NAME.json, path of NAME.html)."""
-    return run_reproduction(get(name), out, scale=scale, seed=seed, device=device, root=root, threads=threads,
-                            progress=progress)
+    return run_reproduction(
+        get(name), out, scale=scale, seed=seed, device=device, root=root, threads=threads, progress=progress
+    )
 
 
-def reproduce_all(out, *, scale: str = "quick", seed: int = 0, device: Any = "cpu", root=None, threads: int = 1,
-                  jobs: int | None = None, progress: TextIO | None = sys.stderr, echo: TextIO | None = sys.stdout):
+def reproduce_all(
+    out,
+    *,
+    scale: str = "quick",
+    seed: int = 0,
+    device: Any = "cpu",
+    root=None,
+    threads: int = 1,
+    jobs: int | None = None,
+    progress: TextIO | None = sys.stderr,
+    echo: TextIO | None = sys.stdout,
+):
     """Run every reproduction, ``jobs`` side by side (default: one per core on the CPU); returns (the summary's
     entries, path of summary.json, path of index.html)."""
     from .summary import run_all
 
-    return run_all(REPRODUCTIONS, out, scale=scale, seed=seed, device=device, root=root, threads=threads,
-                   jobs=jobs, progress=progress, echo=echo)
+    return run_all(
+        REPRODUCTIONS,
+        out,
+        scale=scale,
+        seed=seed,
+        device=device,
+        root=root,
+        threads=threads,
+        jobs=jobs,
+        progress=progress,
+        echo=echo,
+    )

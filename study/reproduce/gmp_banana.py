@@ -86,9 +86,11 @@ class Settings:
     lrs: tuple[float, ...]  # the smaller rate and 10x it
 
 
-SCALES = {"tiny": Settings(steps=60, inits=1, train=200, test=500, lrs=(0.01, 0.1)),
-          "quick": Settings(steps=3000, inits=5, train=400, test=2000, lrs=(0.01, 0.1)),
-          "paper": Settings(steps=10000, inits=10, train=400, test=2000, lrs=(0.01, 0.1))}
+SCALES = {
+    "tiny": Settings(steps=60, inits=1, train=200, test=500, lrs=(0.01, 0.1)),
+    "quick": Settings(steps=3000, inits=5, train=400, test=2000, lrs=(0.01, 0.1)),
+    "paper": Settings(steps=10000, inits=10, train=400, test=2000, lrs=(0.01, 0.1)),
+}
 
 
 def adam_bound(lr: float) -> float:
@@ -163,7 +165,7 @@ def adam_step(p, grads, state, lr: torch.Tensor, t: int) -> None:
         m, v = state.setdefault(name, (torch.zeros_like(g), torch.zeros_like(g)))
         m.mul_(b1).add_(g, alpha=1 - b1)
         v.mul_(b2).addcmul_(g, g, value=1 - b2)
-        step = (m / (1 - b1 ** t)) / (torch.sqrt(v / (1 - b2 ** t)) + ADAM_EPS)
+        step = (m / (1 - b1**t)) / (torch.sqrt(v / (1 - b2**t)) + ADAM_EPS)
         p[name].sub_(lr.view(-1, *[1] * (g.dim() - 1)) * step)
 
 
@@ -171,7 +173,7 @@ def boundaries(kind, p, x_train):
     """(u [M, UNITS, 2] the boundaries' unit normals, phi [M, UNITS, 2] their spatial locations, eq. 8-9)."""
     w, b, _ = effective(kind, p, x_train)
     norm = w.norm(dim=-1, keepdim=True)
-    return w / norm, -b[..., None] * w / norm ** 2
+    return w / norm, -b[..., None] * w / norm**2
 
 
 def train(kind: str, s: Settings, seeds: list[int], data, trail_every: int) -> dict:
@@ -207,8 +209,13 @@ def train(kind: str, s: Settings, seeds: list[int], data, trail_every: int) -> d
     trail.append(phi.clone())
     with torch.no_grad():
         accuracy = ((logits(kind, p, x_test, x_train) > 0).to(DTYPE) == y_test).to(DTYPE).mean(1)
-    return {"angle": angle.numpy(), "location": location.numpy(), "accuracy": accuracy.numpy(),
-            "trail": torch.stack(trail).numpy(), "params": {k: v.detach() for k, v in p.items()}}
+    return {
+        "angle": angle.numpy(),
+        "location": location.numpy(),
+        "accuracy": accuracy.numpy(),
+        "trail": torch.stack(trail).numpy(),
+        "params": {k: v.detach() for k, v in p.items()},
+    }
 
 
 def reproduce(ctx: Context) -> Measured:
@@ -225,7 +232,7 @@ def reproduce(ctx: Context) -> Measured:
     n = s.inits
 
     def at(kind, key, j):  # the models of rate j
-        return runs[kind][key][..., j * n:(j + 1) * n]
+        return runs[kind][key][..., j * n : (j + 1) * n]
 
     big = len(s.lrs) - 1
     lr_big = s.lrs[big]
@@ -236,84 +243,138 @@ def reproduce(ctx: Context) -> Measured:
     rows = []
     for k in PARAMETERIZATIONS:
         if k == "GmP":
-            rows.append(Row.claim(f"max_angle_step_deg:GmP:lr={lr_big:g}", max_angle[k], max_angle[k] <= bound,
-                                  f"at most {bound:.3g} degrees (Adam's largest step through Theorem 3): GmP's "
-                                  "angular updates stay stable at the large rate (figure 3i); median over inits"))
+            rows.append(
+                Row.claim(
+                    f"max_angle_step_deg:GmP:lr={lr_big:g}",
+                    max_angle[k],
+                    max_angle[k] <= bound,
+                    f"at most {bound:.3g} degrees (Adam's largest step through Theorem 3): GmP's "
+                    "angular updates stay stable at the large rate (figure 3i); median over inits",
+                )
+            )
         else:
-            rows.append(Row.claim(f"max_angle_step_deg:{k}:lr={lr_big:g}", max_angle[k],
-                                  max_angle[k] > max_angle["GmP"],
-                                  f"above GmP's {max_angle['GmP']:.3g}: under {k} the boundary's direction can jump "
-                                  "(up to 180 degrees, figure 3i; eq. 12/14); median over inits"))
+            rows.append(
+                Row.claim(
+                    f"max_angle_step_deg:{k}:lr={lr_big:g}",
+                    max_angle[k],
+                    max_angle[k] > max_angle["GmP"],
+                    f"above GmP's {max_angle['GmP']:.3g}: under {k} the boundary's direction can jump "
+                    "(up to 180 degrees, figure 3i; eq. 12/14); median over inits",
+                )
+            )
     others = [max_loc[k] for k in PARAMETERIZATIONS if k != "GmP"]
     for k in PARAMETERIZATIONS:
         if k == "GmP":
-            rows.append(Row.claim(f"max_location_step:GmP:lr={lr_big:g}", max_loc[k], max_loc[k] < min(others),
-                                  f"below SP's, WN's and BN's ({min(others):.3g} the least): the smoothest "
-                                  "trajectories of the spatial locations (figure 3a-h); median over inits"))
+            rows.append(
+                Row.claim(
+                    f"max_location_step:GmP:lr={lr_big:g}",
+                    max_loc[k],
+                    max_loc[k] < min(others),
+                    f"below SP's, WN's and BN's ({min(others):.3g} the least): the smoothest "
+                    "trajectories of the spatial locations (figure 3a-h); median over inits",
+                )
+            )
         else:
-            rows.append(Row.claim(f"max_location_step:{k}:lr={lr_big:g}", max_loc[k], max_loc[k] > max_loc["GmP"],
-                                  f"above GmP's {max_loc['GmP']:.3g} (figure 3a-h); largest step of a unit's "
-                                  "spatial location phi, median over inits"))
+            rows.append(
+                Row.claim(
+                    f"max_location_step:{k}:lr={lr_big:g}",
+                    max_loc[k],
+                    max_loc[k] > max_loc["GmP"],
+                    f"above GmP's {max_loc['GmP']:.3g} (figure 3a-h); largest step of a unit's "
+                    "spatial location phi, median over inits",
+                )
+            )
     gmp_acc = acc[("GmP", big)]
     best_other = max(v for key, v in acc.items() if key != ("GmP", big))
     for k in PARAMETERIZATIONS:
         for j, lr in enumerate(s.lrs):
             if (k, j) == ("GmP", big):
-                rows.append(Row.claim(f"test_accuracy:GmP:lr={lr:g}", gmp_acc, gmp_acc >= best_other,
-                                      f"at least every other run's ({best_other:.4g} the best): GmP at the 10x rate "
-                                      "has the highest test accuracy of all compared (figure 3j-m); median over "
-                                      "inits"))
+                rows.append(
+                    Row.claim(
+                        f"test_accuracy:GmP:lr={lr:g}",
+                        gmp_acc,
+                        gmp_acc >= best_other,
+                        f"at least every other run's ({best_other:.4g} the best): GmP at the 10x rate "
+                        "has the highest test accuracy of all compared (figure 3j-m); median over "
+                        "inits",
+                    )
+                )
             else:
-                rows.append(Row.claim(f"test_accuracy:{k}:lr={lr:g}", acc[(k, j)], acc[(k, j)] <= gmp_acc,
-                                      f"at most GmP's {gmp_acc:.4g} at lr={lr_big:g} (figure 3j-m); median over "
-                                      "inits"))
-    note = "\n\n".join([
-        f"One hidden layer of {UNITS} ReLU units, one output logit, the logistic loss, full-batch Adam "
-        f"(betas {BETAS}) for {s.steps} steps at learning rates {', '.join(f'{r:g}' for r in s.lrs)}, "
-        f"{s.inits} initializations each (the same draws under all four parameterizations, the same function at "
-        "initialization, BN then standardized). WN is built inside this reproduction (not a family of the "
-        "space); GmP's direction is the space's eq. 10 (study.nn.gmp). Trained by an explicit float64 Adam "
-        "loop: the claims need every unit's boundary after every step, which the stacked trainer does not expose.",
-        "Choices the paper leaves open: its banana data is not defined, here the two-moons generator of "
-        f"scikit-learn's make_moons (noise sd {NOISE}, centred), {s.train} training and {s.test} test points; its "
-        "rates, step count and loss are not given; the text says 100 units and figure 3's caption 10: 10 here.",
-        "Per initialization at the large rate, max angle step (degrees): " + "; ".join(
-            f"{k} " + ", ".join(f"{v:.3g}" for v in at(k, 'angle', big).max(0)) for k in PARAMETERIZATIONS)
-        + ". Test accuracy: " + "; ".join(
-            f"{k} lr={lr:g} " + ", ".join(f"{v:.3f}" for v in at(k, 'accuracy', j))
-            for k in PARAMETERIZATIONS for j, lr in enumerate(s.lrs)) + ".",
-        "The rows are about the largest steps (figure 3i's spikes). The typical step is another matter: the "
-        "median over steps of max_i |Delta theta_i,t| at the large rate, median over initializations, is "
-        + "; ".join(f"{k} {float(np.median(np.median(at(k, 'angle', big), 0))):.3g} degrees"
-                    for k in PARAMETERIZATIONS)
-        + ". Most likely cause of GmP's larger typical turn: Adam moves its angle by up to about lr every step, "
-        "while SP's and WN's turns shrink as |w| (|v|) grows.",
-        f"The test accuracies' binomial standard error is {math.sqrt(gmp_acc * (1 - gmp_acc) / s.test):.2g} "
-        f"({s.test} test points): accuracy rows closer than about twice that are ties within the test set's "
-        "noise, and an accuracy row that differs by less is no evidence against the paper; two-moons data with "
-        f"noise sd {NOISE} is separable by 10 ReLU units under every parameterization, so the paper's accuracy "
-        "gap (on its own banana set, rates and run) need not appear here.",
-        "A row that differs is a finding about the paper's figure, which shows one run per parameterization at "
-        "rates it does not state.",
-    ])
+                rows.append(
+                    Row.claim(
+                        f"test_accuracy:{k}:lr={lr:g}",
+                        acc[(k, j)],
+                        acc[(k, j)] <= gmp_acc,
+                        f"at most GmP's {gmp_acc:.4g} at lr={lr_big:g} (figure 3j-m); median over inits",
+                    )
+                )
+    note = "\n\n".join(
+        [
+            f"One hidden layer of {UNITS} ReLU units, one output logit, the logistic loss, full-batch Adam "
+            f"(betas {BETAS}) for {s.steps} steps at learning rates {', '.join(f'{r:g}' for r in s.lrs)}, "
+            f"{s.inits} initializations each (the same draws under all four parameterizations, the same function at "
+            "initialization, BN then standardized). WN is built inside this reproduction (not a family of the "
+            "space); GmP's direction is the space's eq. 10 (study.nn.gmp). Trained by an explicit float64 Adam "
+            "loop: the claims need every unit's boundary after every step, which the stacked trainer does not expose.",
+            "Choices the paper leaves open: its banana data is not defined, here the two-moons generator of "
+            f"scikit-learn's make_moons (noise sd {NOISE}, centred), {s.train} training and {s.test} test points; its "
+            "rates, step count and loss are not given; the text says 100 units and figure 3's caption 10: 10 here.",
+            "Per initialization at the large rate, max angle step (degrees): "
+            + "; ".join(f"{k} " + ", ".join(f"{v:.3g}" for v in at(k, "angle", big).max(0)) for k in PARAMETERIZATIONS)
+            + ". Test accuracy: "
+            + "; ".join(
+                f"{k} lr={lr:g} " + ", ".join(f"{v:.3f}" for v in at(k, "accuracy", j))
+                for k in PARAMETERIZATIONS
+                for j, lr in enumerate(s.lrs)
+            )
+            + ".",
+            "The rows are about the largest steps (figure 3i's spikes). The typical step is another matter: the "
+            "median over steps of max_i |Delta theta_i,t| at the large rate, median over initializations, is "
+            + "; ".join(
+                f"{k} {float(np.median(np.median(at(k, 'angle', big), 0))):.3g} degrees" for k in PARAMETERIZATIONS
+            )
+            + ". Most likely cause of GmP's larger typical turn: Adam moves its angle by up to about lr every step, "
+            "while SP's and WN's turns shrink as |w| (|v|) grows.",
+            f"The test accuracies' binomial standard error is {math.sqrt(gmp_acc * (1 - gmp_acc) / s.test):.2g} "
+            f"({s.test} test points): accuracy rows closer than about twice that are ties within the test set's "
+            "noise, and an accuracy row that differs by less is no evidence against the paper; two-moons data with "
+            f"noise sd {NOISE} is separable by 10 ReLU units under every parameterization, so the paper's accuracy "
+            "gap (on its own banana set, rates and run) need not appear here.",
+            "A row that differs is a finding about the paper's figure, which shows one run per parameterization at "
+            "rates it does not state.",
+        ]
+    )
     figures = [
-        (f"Figure 3a-h: the spatial locations phi (eq. 8) of the {UNITS} units during training (one colour per "
-         "unit, a dot at the end), the first initialization, over the training data; top row the rate "
-         f"{s.lrs[0]:g}, bottom row {lr_big:g}.", trajectories(runs, s, x_tr, y_tr)),
-        (f"Figure 3i: the largest angle step max_i |Delta theta_i,t| (eq. 12) at each step, rate {lr_big:g}, the "
-         f"first initialization; the dashed line is GmP's bound {bound:.3g} degrees.",
-         angle_steps(runs, s, bound)),
-        (f"Figure 3j-m: the fits after training at the rate {lr_big:g} (the first initialization): the predicted "
-         "probability, the decision boundary (black), the test data and the units' spatial locations (red stars).",
-         fits(runs, s, x_te, y_te, data[0])),
+        (
+            f"Figure 3a-h: the spatial locations phi (eq. 8) of the {UNITS} units during training (one colour per "
+            "unit, a dot at the end), the first initialization, over the training data; top row the rate "
+            f"{s.lrs[0]:g}, bottom row {lr_big:g}.",
+            trajectories(runs, s, x_tr, y_tr),
+        ),
+        (
+            f"Figure 3i: the largest angle step max_i |Delta theta_i,t| (eq. 12) at each step, rate {lr_big:g}, the "
+            f"first initialization; the dashed line is GmP's bound {bound:.3g} degrees.",
+            angle_steps(runs, s, bound),
+        ),
+        (
+            f"Figure 3j-m: the fits after training at the rate {lr_big:g} (the first initialization): the predicted "
+            "probability, the decision boundary (black), the test data and the units' spatial locations (red stars).",
+            fits(runs, s, x_te, y_te, data[0]),
+        ),
     ]
-    return Measured(rows, figures=figures,
-                    data=f"two-moons (banana) data, {s.train} training and {s.test} test points, noise sd {NOISE}",
-                    note=note, extra={
-                        "learning_rates": list(s.lrs), "adam_bound_deg": bound,
-                        "max_angle_step_deg": {k: runs[k]["angle"].max(0).tolist() for k in PARAMETERIZATIONS},
-                        "max_location_step": {k: runs[k]["location"].max(0).tolist() for k in PARAMETERIZATIONS},
-                        "test_accuracy": {k: runs[k]["accuracy"].tolist() for k in PARAMETERIZATIONS}})
+    return Measured(
+        rows,
+        figures=figures,
+        data=f"two-moons (banana) data, {s.train} training and {s.test} test points, noise sd {NOISE}",
+        note=note,
+        extra={
+            "learning_rates": list(s.lrs),
+            "adam_bound_deg": bound,
+            "max_angle_step_deg": {k: runs[k]["angle"].max(0).tolist() for k in PARAMETERIZATIONS},
+            "max_location_step": {k: runs[k]["location"].max(0).tolist() for k in PARAMETERIZATIONS},
+            "test_accuracy": {k: runs[k]["accuracy"].tolist() for k in PARAMETERIZATIONS},
+        },
+    )
 
 
 def _scatter(ax, x, y):
@@ -364,7 +425,7 @@ def fits(runs, s: Settings, x, y, x_train):
     grid = torch.from_numpy(np.stack([g1.ravel(), g2.ravel()], 1))
     m = (len(s.lrs) - 1) * s.inits  # the first initialization at the large rate
     for ax, kind in zip(np.ravel(axes), PARAMETERIZATIONS):
-        p = {k: v[m:m + 1] for k, v in runs[kind]["params"].items()}
+        p = {k: v[m : m + 1] for k, v in runs[kind]["params"].items()}
         with torch.no_grad():
             prob = torch.sigmoid(logits(kind, p, grid, x_train))[0].numpy().reshape(g1.shape)
         ax.contourf(g1, g2, prob, levels=20, cmap="RdBu", alpha=0.5)
@@ -378,8 +439,12 @@ def fits(runs, s: Settings, x, y, x_train):
 
 
 REPRODUCTION = Reproduction(
-    name="gmp-banana", paper=PAPER, source="figure 3 (section 3.5)",
+    name="gmp-banana",
+    paper=PAPER,
+    source="figure 3 (section 3.5)",
     summary="10 ReLU units on 2-D banana (two-moons) data, SP vs WN vs BN vs GmP with Adam at two rates: how far "
-            "the characteristic activation boundaries jump per step, and the test accuracy",
-    scales=SCALES, cost={"tiny": "2 s", "quick": "38 s measured",
-          "paper": "8 min (estimated from quick)"}, reproduce=reproduce)
+    "the characteristic activation boundaries jump per step, and the test accuracy",
+    scales=SCALES,
+    cost={"tiny": "2 s", "quick": "38 s measured", "paper": "8 min (estimated from quick)"},
+    reproduce=reproduce,
+)

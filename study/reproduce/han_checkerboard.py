@@ -79,8 +79,10 @@ from archstudy.sampling import ArchSpec
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row, mean_spread
 
-PAPER = ("Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural "
-         "Networks and Han-Layer*)")
+PAPER = (
+    "Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural "
+    "Networks and Han-Layer*)"
+)
 RATES = (0.001, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0)  # section 3.1
 ITERATIONS, BATCH, MOMENTUM = 40_000, 100, 0.9  # Table 2 (weight decay 0)
 STEP_AT, DIVISION = (0.5, 0.7, 0.9), 5.0  # "annealed by a factor of 5 at the fractions 1/2, 7/10 and 9/10"
@@ -88,8 +90,10 @@ PAPER_RUNS = 5  # "we always run 5 times starting from 5 different random initia
 BLOCKS = 12
 BIAS_INIT = "uniform_fan_in"  # the dense layers: PyTorch's nn.Linear default (module docstring)
 HOUSEHOLDER_BIAS = "zero"  # the Householder layers: our choice, both measured (module docstring)
-REPORTED = ("the best test accuracy along training (over the rates and the epochs where the test error was "
-            "evaluated), as the papers report it; the best final one is in the JSON")
+REPORTED = (
+    "the best test accuracy along training (over the rates and the epochs where the test error was "
+    "evaluated), as the papers report it; the best final one is in the JSON"
+)
 
 
 @dataclass(frozen=True)
@@ -114,15 +118,26 @@ class Net:
 
     def spec(self, d_out: int = 1) -> ArchSpec:
         """The net as an ``ArchSpec`` (``d_out=2``: as Table 3 counts its parameters)."""
-        householder = dict(weights="householder", dense_ends=1, householder_bias=HOUSEHOLDER_BIAS) \
-            if self.householder else {}
-        return ArchSpec(depth=self.hidden + 1, width=self.width, d_in=2, d_out=d_out, activation=self.activation,
-                        init=self.init, scale_activation=False, bias_init=BIAS_INIT, preset="han-checkerboard",
-                        **householder)
+        householder = (
+            dict(weights="householder", dense_ends=1, householder_bias=HOUSEHOLDER_BIAS) if self.householder else {}
+        )
+        return ArchSpec(
+            depth=self.hidden + 1,
+            width=self.width,
+            d_in=2,
+            d_out=d_out,
+            activation=self.activation,
+            init=self.init,
+            scale_activation=False,
+            bias_init=BIAS_INIT,
+            preset="han-checkerboard",
+            **householder,
+        )
 
 
-def _ablation(layers: str, act: str, hidden: int, width: int, frame: str, paper: str | None, spread: str | None,
-              source: str) -> Net:
+def _ablation(
+    layers: str, act: str, hidden: int, width: int, frame: str, paper: str | None, spread: str | None, source: str
+) -> Net:
     # The H nets are the HanNet's structure (its dense layers orthogonal). The FC nets are FCNets: ReLU ones
     # Kaiming-initialized as the FCNets of section 3.2.1; ABS ones orthogonal, since Kaiming's gain sqrt(2) would
     # double an ABS layer's second moment (2^19 over 20 x 30) where the authors' own multiplier for ABS keeps it
@@ -150,8 +165,12 @@ NETS: tuple[Net, ...] = (
 )
 BY_QUANTITY = {n.quantity: n for n in NETS}
 # Table 3's parameter counts (two outputs; ours have one, ``Net.spec``): a test checks them against the specs.
-TABLE3_PARAMS = {"test_accuracy:H+ABS:20x30": 3032, "test_accuracy:FCNet1:6x100": 51002,
-                 "test_accuracy:FCNet2:10x100": 91402, "test_accuracy:FCNet3:6x300": 453002}
+TABLE3_PARAMS = {
+    "test_accuracy:H+ABS:20x30": 3032,
+    "test_accuracy:FCNet1:6x100": 51002,
+    "test_accuracy:FCNet2:10x100": 91402,
+    "test_accuracy:FCNet3:6x300": 453002,
+}
 CLAIM_AGAINST = {"test_accuracy:FC+ReLU:100x17": "test_accuracy:H+ABS:100x17"}
 
 
@@ -180,6 +199,7 @@ SCALES = {
 
 # -- data ---------------------------------------------------------------------------------------------------
 
+
 def checkerboard_data(seed: int):
     """The 12 x 12 board split as the papers split it: ``train`` the 1640 points of ``load_dataset("checkerboard",
     seed)``'s training split, ``test`` the other 4921; ``val`` is ``test`` (the papers have no validation split,
@@ -196,12 +216,23 @@ def checkerboard_data(seed: int):
 
 # -- the reproduction -----------------------------------------------------------------------------------------
 
+
 def protocol(settings: Settings):
     from ..experiment.protocol import Protocol
 
-    return Protocol(preset="han-checkerboard", loss="mse", momentum=MOMENTUM, batch_size=BATCH, schedule="steps",
-                    iterations=settings.iterations, step_at=STEP_AT, division_factor=DIVISION, selection="test",
-                    lrs=settings.rates, test_every=settings.test_every)
+    return Protocol(
+        preset="han-checkerboard",
+        loss="mse",
+        momentum=MOMENTUM,
+        batch_size=BATCH,
+        schedule="steps",
+        iterations=settings.iterations,
+        step_at=STEP_AT,
+        division_factor=DIVISION,
+        selection="test",
+        lrs=settings.rates,
+        test_every=settings.test_every,
+    )
 
 
 def net_seeds(seed: int, net: Net, count: int) -> tuple[int, list[int]]:
@@ -217,24 +248,29 @@ def outcome_results(out, spec: ArchSpec) -> dict:
     initialization's best rate at its last iteration), with that rate; every run's final and best."""
     best_along = [100.0 * (1.0 - e) for e in out.best_along_training()]
     n = out.n_rates
-    per_init = [best_along[j * n:(j + 1) * n] for j in range(len(out.init_seeds))]
+    per_init = [best_along[j * n : (j + 1) * n] for j in range(len(out.init_seeds))]
     final = out.best_per_seed()
     # a run that diverged before its first evaluation has no best (NaN): the best of the others (np.nanmax;
     # Python's max would depend on where the NaN lies)
     reported = [float(np.nanmax(v)) if np.isfinite(v).any() else float("nan") for v in per_init]
     return {
-        "params": spec.num_params, "seconds": out.train_s, "init_seeds": list(out.init_seeds),
+        "params": spec.num_params,
+        "seconds": out.train_s,
+        "init_seeds": list(out.init_seeds),
         "test_accuracy_best": reported,  # per initialization: the reported value
-        "mean": float(np.mean(reported)), "sd": float(np.std(reported, ddof=1)) if len(reported) > 1 else None,
-        "best_lr": [out.seed_runs(j)[int(np.nanargmax(v))].lr if np.isfinite(v).any() else None
-                    for j, v in enumerate(per_init)],
+        "mean": float(np.mean(reported)),
+        "sd": float(np.std(reported, ddof=1)) if len(reported) > 1 else None,
+        "best_lr": [
+            out.seed_runs(j)[int(np.nanargmax(v))].lr if np.isfinite(v).any() else None for j, v in enumerate(per_init)
+        ],
         "test_accuracy_final": [100.0 * (1.0 - r.test_error) for r in final],  # its best rate at the last iteration
         "train_accuracy_final": [100.0 * (1.0 - r.train_error) for r in final],
         "best_final_lr": [r.lr for r in final],
         # every run: [initialization][rate]
         "test_accuracy_best_per_rate": per_init,
-        "test_accuracy_final_per_rate": [[100.0 * (1.0 - r.test_error) for r in out.seed_runs(j)]
-                                         for j in range(len(out.init_seeds))],
+        "test_accuracy_final_per_rate": [
+            [100.0 * (1.0 - r.test_error) for r in out.seed_runs(j)] for j in range(len(out.init_seeds))
+        ],
         "diverged_per_rate": [[r.diverged for r in out.seed_runs(j)] for j in range(len(out.init_seeds))],
     }
 
@@ -251,13 +287,17 @@ def reproduce(ctx: Context) -> Measured:
         net = BY_QUANTITY[q]
         spec = net.spec()
         order_seed, init_seeds = net_seeds(ctx.seed, net, s.seeds)
-        ctx.say(f"han-checkerboard: {q} ({spec.num_params:,} parameters): {s.seeds} initialization(s) x "
-                f"{len(s.rates)} rates, {s.iterations:,} iterations")
+        ctx.say(
+            f"han-checkerboard: {q} ({spec.num_params:,} parameters): {s.seeds} initialization(s) x "
+            f"{len(s.rates)} rates, {s.iterations:,} iterations"
+        )
         out = train_architecture(spec, data, seed=order_seed, protocol=p, device=ctx.device, init_seeds=init_seeds)
         results[q] = outcome_results(out, spec)
         networks[q] = out.network
-        ctx.say(f"han-checkerboard: {q}: best test accuracy along training {results[q]['mean']:.2f}%, best final "
-                f"{float(np.mean(results[q]['test_accuracy_final'])):.2f}% ({out.train_s:.0f} s)")
+        ctx.say(
+            f"han-checkerboard: {q}: best test accuracy along training {results[q]['mean']:.2f}%, best final "
+            f"{float(np.mean(results[q]['test_accuracy_final'])):.2f}% ({out.train_s:.0f} s)"
+        )
     rows = []
     for q in s.nets:
         net, ours = BY_QUANTITY[q], results[q]["test_accuracy_best"]
@@ -265,80 +305,124 @@ def reproduce(ctx: Context) -> Measured:
         if net.paper is None:
             other = CLAIM_AGAINST[q]
             below = other in results and mean < results[other]["mean"]
-            rows.append(Row.claim(q, mean, below, f"below {other} ({net.source}; its conclusion: both Householder "
-                                                  "weights and ABS are needed); best along training"))
+            rows.append(
+                Row.claim(
+                    q,
+                    mean,
+                    below,
+                    f"below {other} ({net.source}; its conclusion: both Householder "
+                    "weights and ABS are needed); best along training",
+                )
+            )
         else:
             spread = mean_spread(ours, PAPER_RUNS, None if net.spread is None else float(net.spread))
             row = Row.printed(q, net.paper, mean, estimated=True, spread=spread)
             rows.append(dataclasses.replace(row, tolerance=f"{row.tolerance}; {net.source}; best along training"))
     cut = [q for q in BY_QUANTITY if q not in s.nets]
-    figures = [("Each net's best test accuracy along training (dots: mean and range over initializations; crosses: "
-                "the papers; open circles: the best final accuracy); right: the best along training against the "
-                "starting rate (mean over initializations).", figure(results, s.rates))]
+    figures = [
+        (
+            "Each net's best test accuracy along training (dots: mean and range over initializations; crosses: "
+            "the papers; open circles: the best final accuracy); right: the best along training against the "
+            "starting rate (mean over initializations).",
+            figure(results, s.rates),
+        )
+    ]
     views = [q for q in ("test_accuracy:FCNet1:6x100", "test_accuracy:H+ABS:20x30") if q in networks]
     if views:
-        figures.append(("As the paper's figure 1: the board, and the function learnt by "
-                        + " and ".join(views) + " (the run of the best final test accuracy, at its last iteration) "
-                        "rounded to 0 or 1, on a grid four times finer than the data's.",
-                        top_views({q: networks[q] for q in views}, results, ctx.device)))
-    return Measured(rows, figures=figures, data=_data_text(data, ctx.seed), note=_note(s, cut),
-                    extra={"reported": REPORTED, "cut_at_this_scale": cut,
-                           "nets": {q: _describe(BY_QUANTITY[q]) for q in s.nets},
-                           "protocol": p.to_dict(), "selected_by": p.selected_by, "results": results})
+        figures.append(
+            (
+                "As the paper's figure 1: the board, and the function learnt by "
+                + " and ".join(views)
+                + " (the run of the best final test accuracy, at its last iteration) "
+                "rounded to 0 or 1, on a grid four times finer than the data's.",
+                top_views({q: networks[q] for q in views}, results, ctx.device),
+            )
+        )
+    return Measured(
+        rows,
+        figures=figures,
+        data=_data_text(data, ctx.seed),
+        note=_note(s, cut),
+        extra={
+            "reported": REPORTED,
+            "cut_at_this_scale": cut,
+            "nets": {q: _describe(BY_QUANTITY[q]) for q in s.nets},
+            "protocol": p.to_dict(),
+            "selected_by": p.selected_by,
+            "results": results,
+        },
+    )
 
 
 def _describe(net: Net) -> dict:
     spec = net.spec()
     kinds = [layer.kind for layer in spec.layers()]
-    return {"spec": spec.to_dict(), "params": spec.num_params, "params_with_2_outputs": net.spec(2).num_params,
-            "hidden_layers": net.hidden, "width": net.width, "frame": net.frame,
-            "householder_layers": kinds.count("householder"), "dense_layers": kinds.count("dense"),
-            "bias_init": spec.bias_init, "householder_bias": spec.householder_bias if net.householder else None,
-            "paper": net.paper, "paper_spread": net.spread, "source": net.source}
+    return {
+        "spec": spec.to_dict(),
+        "params": spec.num_params,
+        "params_with_2_outputs": net.spec(2).num_params,
+        "hidden_layers": net.hidden,
+        "width": net.width,
+        "frame": net.frame,
+        "householder_layers": kinds.count("householder"),
+        "dense_layers": kinds.count("dense"),
+        "bias_init": spec.bias_init,
+        "householder_bias": spec.householder_bias if net.householder else None,
+        "paper": net.paper,
+        "paper_spread": net.spread,
+        "source": net.source,
+    }
 
 
 def _data_text(data, seed: int) -> str:
     src = data.meta["source"]
-    return (f"the 12 x 12 checkerboard: the {src['points']:,} points of the 81 x 81 grid on [-1, 1]^2, "
-            f"{src['label_1_points']:,} labelled 1, {src['edge_points']:,} on block edges labelled 0; "
-            f"{len(data.train):,} (25%) for training, drawn with seed {seed}, the other {len(data.test):,} for testing")
+    return (
+        f"the 12 x 12 checkerboard: the {src['points']:,} points of the 81 x 81 grid on [-1, 1]^2, "
+        f"{src['label_1_points']:,} labelled 1, {src['edge_points']:,} on block edges labelled 0; "
+        f"{len(data.train):,} (25%) for training, drawn with seed {seed}, the other {len(data.test):,} for testing"
+    )
 
 
 def _note(s: Settings, cut: list[str]) -> str:
-    scale = (f"This scale: {s.seeds} initialization(s) per net (the paper: {PAPER_RUNS}), {s.iterations:,} "
-             f"iterations (the paper: {ITERATIONS:,}), {len(s.rates)} starting rates (the paper: {len(RATES)}), the "
-             f"test error evaluated every {s.test_every} epoch(s) of 17 iterations (and after the last).")
+    scale = (
+        f"This scale: {s.seeds} initialization(s) per net (the paper: {PAPER_RUNS}), {s.iterations:,} "
+        f"iterations (the paper: {ITERATIONS:,}), {len(s.rates)} starting rates (the paper: {len(RATES)}), the "
+        f"test error evaluated every {s.test_every} epoch(s) of 17 iterations (and after the last)."
+    )
     if cut:
         scale += " Not run at this scale (their rows are absent): " + ", ".join(cut) + "."
-    return "\n\n".join([
-        f"Reported: {REPORTED} (Yu and Zhang 3.1: \"select the best result as the output\"; their figure 5 and "
-        "the variability paper's figure 10 give the best testing accuracy along training, its B.1 \"the best "
-        "result [...] regardless of where it occurs during training\"). Each row is the mean over initializations "
-        "of each initialization's best test accuracy over its 10 rates and its epochs; JSON 'results' holds it "
-        "per initialization ('test_accuracy_best') beside the best final accuracy ('test_accuracy_final', each "
-        "initialization's best rate at its last iteration). There is no validation split. Always predicting 0 "
-        "scores about 56% (3673 of the 6561 points).",
-        "Outputs: one, trained on the 0/1 label with the mean squared error; accuracy counts the output rounded to "
-        "the label (f > 1/2). The parameter counts of Yu and Zhang's Table 3 (3032, 51002, 91402, 453002) are "
-        "those of the same nets with two outputs (the variability paper's B.1 regresses two copies of the label, "
-        "(0, 0) or (1, 1)); ours have one, 31 to 301 parameters fewer (JSON 'nets'). Table 7's \"100 x 17\" is "
-        "width x depth, as the variability paper writes its nets (D.3: \"100 x 6 for FCNet\", FCNet1): 17 hidden "
-        "layers of width 100.",
-        "Weights: FCNet1-3 Kaiming (normal, fan_in, gain √2) as section 3.2.1; the HanNet's dense layers "
-        "orthogonal (the input layer a Haar-orthogonal 30 x 2 block times √15, appendix C's rule of the NLC "
-        "paper: the papers name no init for the input and output layers). The ablation's FC nets (the papers "
-        "name no init for them): ReLU ones Kaiming like the FCNets; ABS ones orthogonal, since Kaiming's gain "
-        "would double an ABS layer's second moment (2^19 over 20 layers) and the authors' own multiplier for ABS, "
-        "√(1/d) (the variability paper, appendix A), keeps it as orthogonal weights do.",
-        f"Biases: every dense layer's starts uniform in ±1/√fan_in ('{BIAS_INIT}'), PyTorch's nn.Linear default: "
-        "neither paper states a bias init and both trained with PyTorch (Yu and Zhang 3.1, the variability paper "
-        "D.1). The Householder layers' bias (Algorithm 1's b) is stated nowhere: our choice, "
-        f"'{HOUSEHOLDER_BIAS}' (householder_bias), both measured (docs/reproductions.md).",
-        scale,
-    ])
+    return "\n\n".join(
+        [
+            f'Reported: {REPORTED} (Yu and Zhang 3.1: "select the best result as the output"; their figure 5 and '
+            "the variability paper's figure 10 give the best testing accuracy along training, its B.1 \"the best "
+            'result [...] regardless of where it occurs during training"). Each row is the mean over initializations '
+            "of each initialization's best test accuracy over its 10 rates and its epochs; JSON 'results' holds it "
+            "per initialization ('test_accuracy_best') beside the best final accuracy ('test_accuracy_final', each "
+            "initialization's best rate at its last iteration). There is no validation split. Always predicting 0 "
+            "scores about 56% (3673 of the 6561 points).",
+            "Outputs: one, trained on the 0/1 label with the mean squared error; accuracy counts the output rounded to "
+            "the label (f > 1/2). The parameter counts of Yu and Zhang's Table 3 (3032, 51002, 91402, 453002) are "
+            "those of the same nets with two outputs (the variability paper's B.1 regresses two copies of the label, "
+            "(0, 0) or (1, 1)); ours have one, 31 to 301 parameters fewer (JSON 'nets'). Table 7's \"100 x 17\" is "
+            'width x depth, as the variability paper writes its nets (D.3: "100 x 6 for FCNet", FCNet1): 17 hidden '
+            "layers of width 100.",
+            "Weights: FCNet1-3 Kaiming (normal, fan_in, gain √2) as section 3.2.1; the HanNet's dense layers "
+            "orthogonal (the input layer a Haar-orthogonal 30 x 2 block times √15, appendix C's rule of the NLC "
+            "paper: the papers name no init for the input and output layers). The ablation's FC nets (the papers "
+            "name no init for them): ReLU ones Kaiming like the FCNets; ABS ones orthogonal, since Kaiming's gain "
+            "would double an ABS layer's second moment (2^19 over 20 layers) and the authors' own multiplier for ABS, "
+            "√(1/d) (the variability paper, appendix A), keeps it as orthogonal weights do.",
+            f"Biases: every dense layer's starts uniform in ±1/√fan_in ('{BIAS_INIT}'), PyTorch's nn.Linear default: "
+            "neither paper states a bias init and both trained with PyTorch (Yu and Zhang 3.1, the variability paper "
+            "D.1). The Householder layers' bias (Algorithm 1's b) is stated nowhere: our choice, "
+            f"'{HOUSEHOLDER_BIAS}' (householder_bias), both measured (docs/reproductions.md).",
+            scale,
+        ]
+    )
 
 
 # -- figures ---------------------------------------------------------------------------------------------------
+
 
 def figure(results: dict[str, dict], rates):
     from archstudy.analysis.plotting import BLACK, GREY, RED, new_figure, set_log, set_title
@@ -348,10 +432,24 @@ def figure(results: dict[str, dict], rates):
     y = -np.arange(len(names))  # the first net on top
     acc = [np.asarray(results[q]["test_accuracy_best"]) for q in names]
     mean = np.array([a.mean() for a in acc])
-    ax.errorbar(mean, y, xerr=[mean - [a.min() for a in acc], [a.max() for a in acc] - mean], fmt="o", ms=4,
-                color=BLACK, label="here: best along training (mean, range)")
-    ax.scatter([np.mean(results[q]["test_accuracy_final"]) for q in names], y, marker="o", facecolors="none",
-               edgecolors=GREY, zorder=3, label="here: best final (mean)")
+    ax.errorbar(
+        mean,
+        y,
+        xerr=[mean - [a.min() for a in acc], [a.max() for a in acc] - mean],
+        fmt="o",
+        ms=4,
+        color=BLACK,
+        label="here: best along training (mean, range)",
+    )
+    ax.scatter(
+        [np.mean(results[q]["test_accuracy_final"]) for q in names],
+        y,
+        marker="o",
+        facecolors="none",
+        edgecolors=GREY,
+        zorder=3,
+        label="here: best final (mean)",
+    )
     printed = [(float(BY_QUANTITY[q].paper), y[i]) for i, q in enumerate(names) if BY_QUANTITY[q].paper]
     if printed:
         ax.scatter(*zip(*printed), marker="x", color=RED, zorder=3, label="the papers")
@@ -360,8 +458,14 @@ def figure(results: dict[str, dict], rates):
     ax.legend()
     set_title(ax, "best over rates, per initialization")
     for q in names:
-        ax_lr.plot(rates, np.mean(results[q]["test_accuracy_best_per_rate"], axis=0), marker="o", ms=3, lw=1,
-                   label=q.split(":", 1)[1])
+        ax_lr.plot(
+            rates,
+            np.mean(results[q]["test_accuracy_best_per_rate"], axis=0),
+            marker="o",
+            ms=3,
+            lw=1,
+            label=q.split(":", 1)[1],
+        )
     set_log(ax_lr, "x")
     ax_lr.set_xlabel("starting learning rate")
     ax_lr.set_ylabel("best test accuracy along training (%)")
@@ -400,12 +504,17 @@ def top_views(networks: dict, results: dict[str, dict], device):
 
 
 REPRODUCTION = Reproduction(
-    name="han-checkerboard", paper=PAPER,
+    name="han-checkerboard",
+    paper=PAPER,
     source="Yu and Zhang's Tables 3 and 4 (section 3.2.1), the variability paper's Table 7 (appendix D.2)",
     summary="best test accuracy along training on the 12x12 checkerboard of HanNet 20x30, FCNets 6x100, 10x100, "
-            "6x300 and the H/FC x ABS/ReLU ablation at 20x30 and 100x17 (width x depth), the papers' protocol and "
-            "report",
-    scales=SCALES, cost={"tiny": "15 s",
-                         "quick": "23 min measured: the HanNet and FCNet1, 2 initializations, "
-                                  "40,000 iterations",
-                         "paper": "about 6 h (estimated from 200 iterations of each net)"}, reproduce=reproduce)
+    "6x300 and the H/FC x ABS/ReLU ablation at 20x30 and 100x17 (width x depth), the papers' protocol and "
+    "report",
+    scales=SCALES,
+    cost={
+        "tiny": "15 s",
+        "quick": "23 min measured: the HanNet and FCNet1, 2 initializations, 40,000 iterations",
+        "paper": "about 6 h (estimated from 200 iterations of each net)",
+    },
+    reproduce=reproduce,
+)

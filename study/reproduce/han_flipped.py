@@ -57,13 +57,23 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .han_checkerboard import (BY_QUANTITY, ITERATIONS, RATES, REPORTED, _data_text, checkerboard_data,
-                               outcome_results, protocol)
+from .han_checkerboard import (
+    BY_QUANTITY,
+    ITERATIONS,
+    RATES,
+    REPORTED,
+    _data_text,
+    checkerboard_data,
+    outcome_results,
+    protocol,
+)
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row, mean_spread
 
-PAPER = ("Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural "
-         "Networks and Han-Layer*)")
+PAPER = (
+    "Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural "
+    "Networks and Han-Layer*)"
+)
 YZ, VAR = "Yu and Zhang, figure 5", "the variability paper, figure 10"
 FLIP_SEED_KEY = 0xF11B  # the flipped points' own seed stream (sub_seed(seed, FLIP_SEED_KEY, fraction in 0.1%))
 
@@ -81,11 +91,23 @@ class Pair:
     printed: tuple[str | None, str | None]  # the best test accuracies at 10% (HanNet, FCNet)
 
 
-YZ_PAIR = Pair(YZ, "test_accuracy:H+ABS:20x30", "test_accuracy:FCNet1:6x100", ("HanNet:20x30", "FCNet1:6x100"),
-               (0.10,), ("96.5", "80.8"))
+YZ_PAIR = Pair(
+    YZ,
+    "test_accuracy:H+ABS:20x30",
+    "test_accuracy:FCNet1:6x100",
+    ("HanNet:20x30", "FCNet1:6x100"),
+    (0.10,),
+    ("96.5", "80.8"),
+)
 VAR_FRACTIONS = (0.0, 0.05, 0.10, 0.15, 0.20)  # "from 0 to 20%": OUR points in that range (module docstring)
-VAR_PAIR = Pair(VAR, "test_accuracy:H+ABS:100x17", "test_accuracy:FCNet1:6x100", ("HanNet:100x17", "FCNet:100x6"),
-                VAR_FRACTIONS, ("95.2", "86.5"))
+VAR_PAIR = Pair(
+    VAR,
+    "test_accuracy:H+ABS:100x17",
+    "test_accuracy:FCNet1:6x100",
+    ("HanNet:100x17", "FCNet:100x6"),
+    VAR_FRACTIONS,
+    ("95.2", "86.5"),
+)
 # Yu and Zhang's figure 5 (d): the HanNet at its last iteration
 FINAL_TEST, FINAL_TRAIN = "90", "99.8"  # "testing accuracy decreases to around 90%", "training accuracy [...] 99.8%"
 
@@ -115,6 +137,7 @@ SCALES = {
 
 # -- data ---------------------------------------------------------------------------------------------------
 
+
 def flip_labels(data, fraction: float, seed: int):
     """``data`` with exactly round(``fraction`` x n) of its n training labels y replaced by 1 - y, the points
     drawn without replacement by ``seed`` (the same points for every net); ``val`` and ``test`` untouched.
@@ -129,8 +152,9 @@ def flip_labels(data, fraction: float, seed: int):
     flipped = torch.randperm(n, generator=g)[:k].sort().values
     y = data.train.y.clone()
     y[flipped] = 1 - y[flipped]
-    return SimpleNamespace(train=Split(data.train.x, y), val=data.val, test=data.test, d_in=data.d_in,
-                           meta=data.meta), flipped
+    return SimpleNamespace(
+        train=Split(data.train.x, y), val=data.val, test=data.test, d_in=data.d_in, meta=data.meta
+    ), flipped
 
 
 def flip_seed(seed: int, fraction: float) -> int:
@@ -142,6 +166,7 @@ def fraction_key(fraction: float) -> str:
 
 
 # -- the reproduction -----------------------------------------------------------------------------------------
+
 
 def runs_of(settings: Settings) -> list[tuple[str, float]]:
     """Every (net, fraction) trained at this scale, each once whichever figures share it."""
@@ -186,24 +211,44 @@ def rows_of(settings: Settings, results: dict) -> list[Row]:
             if abs(f - 0.10) < 1e-12:
                 for q, name, paper in zip((pair.hannet, pair.fcnet), pair.names, pair.printed):
                     ours = best(q, f)
-                    row = Row.printed(f"best_test_accuracy:{name}:{fk}", paper, float(np.mean(ours)),
-                                      estimated=True, spread=mean_spread(ours, 1))
+                    row = Row.printed(
+                        f"best_test_accuracy:{name}:{fk}",
+                        paper,
+                        float(np.mean(ours)),
+                        estimated=True,
+                        spread=mean_spread(ours, 1),
+                    )
                     rows.append(dataclasses.replace(row, tolerance=f"{row.tolerance}; {pair.source}, one run"))
                 if pair.source == YZ:
                     last = results[pair.hannet][fk]
-                    for what, paper, key in (("test", FINAL_TEST, "test_accuracy_last_of_best_run"),
-                                             ("train", FINAL_TRAIN, "train_accuracy_last_of_best_run")):
+                    for what, paper, key in (
+                        ("test", FINAL_TEST, "test_accuracy_last_of_best_run"),
+                        ("train", FINAL_TRAIN, "train_accuracy_last_of_best_run"),
+                    ):
                         ours = last[key]
-                        row = Row.printed(f"final_{what}_accuracy:{pair.names[0]}:{fk}", paper, float(np.mean(ours)),
-                                          estimated=True, spread=mean_spread(ours, 1))
-                        rows.append(dataclasses.replace(
-                            row, tolerance=f"{row.tolerance}; {YZ} (d), the last iteration of the best run"))
+                        row = Row.printed(
+                            f"final_{what}_accuracy:{pair.names[0]}:{fk}",
+                            paper,
+                            float(np.mean(ours)),
+                            estimated=True,
+                            spread=mean_spread(ours, 1),
+                        )
+                        rows.append(
+                            dataclasses.replace(
+                                row, tolerance=f"{row.tolerance}; {YZ} (d), the last iteration of the best run"
+                            )
+                        )
             h, c = float(np.mean(best(pair.hannet, f))), float(np.mean(best(pair.fcnet, f)))
             diff = h - c
-            rows.append(Row.claim(f"hannet_above_fcnet:{pair.names[0]}-{pair.names[1]}:{fk}", diff,
-                                  bool(np.isfinite(diff) and diff > 0),
-                                  f"{pair.names[0]}'s best test accuracy above {pair.names[1]}'s (measured: the "
-                                  f"difference in points; {pair.source})"))
+            rows.append(
+                Row.claim(
+                    f"hannet_above_fcnet:{pair.names[0]}-{pair.names[1]}:{fk}",
+                    diff,
+                    bool(np.isfinite(diff) and diff > 0),
+                    f"{pair.names[0]}'s best test accuracy above {pair.names[1]}'s (measured: the "
+                    f"difference in points; {pair.source})",
+                )
+            )
     return rows
 
 
@@ -220,42 +265,64 @@ def reproduce(ctx: Context) -> Measured:
         flipped_counts[fraction_key(f)] = len(flipped)
         spec = BY_QUANTITY[q].spec()
         order_seed, init_seeds = net_seeds(ctx.seed, q, f, s.seeds)
-        ctx.say(f"han-flipped: {q} at {fraction_key(f)} ({len(flipped)} labels): {s.seeds} initialization(s) x "
-                f"{len(s.rates)} rates, {s.iterations:,} iterations")
+        ctx.say(
+            f"han-flipped: {q} at {fraction_key(f)} ({len(flipped)} labels): {s.seeds} initialization(s) x "
+            f"{len(s.rates)} rates, {s.iterations:,} iterations"
+        )
         out = train_architecture(spec, data, seed=order_seed, protocol=p, device=ctx.device, init_seeds=init_seeds)
         r = outcome_results(out, spec)
         r.update(last_iteration(out, r))
         results.setdefault(q, {})[fraction_key(f)] = r
-        ctx.say(f"han-flipped: {q} at {fraction_key(f)}: best test accuracy along training {r['mean']:.2f}% "
-                f"({out.train_s:.0f} s)")
+        ctx.say(
+            f"han-flipped: {q} at {fraction_key(f)}: best test accuracy along training {r['mean']:.2f}% "
+            f"({out.train_s:.0f} s)"
+        )
     rows = rows_of(s, results)
-    figures = [("Best test accuracy along training against the fraction of flipped training labels (dots: mean "
-                "over initializations; crosses: the papers' printed values at 10%).", figure(s, results))]
-    return Measured(rows, figures=figures, data=_data_text(clean, ctx.seed) + "; training labels flipped: "
-                    + ", ".join(f"{k} ({n} points)" for k, n in flipped_counts.items()),
-                    note=_note(s), extra={"reported": REPORTED, "protocol": p.to_dict(),
-                                          "flipped_points": flipped_counts,
-                                          "pairs": [dataclasses.asdict(pair) for pair in s.pairs],
-                                          "results": results})
+    figures = [
+        (
+            "Best test accuracy along training against the fraction of flipped training labels (dots: mean "
+            "over initializations; crosses: the papers' printed values at 10%).",
+            figure(s, results),
+        )
+    ]
+    return Measured(
+        rows,
+        figures=figures,
+        data=_data_text(clean, ctx.seed)
+        + "; training labels flipped: "
+        + ", ".join(f"{k} ({n} points)" for k, n in flipped_counts.items()),
+        note=_note(s),
+        extra={
+            "reported": REPORTED,
+            "protocol": p.to_dict(),
+            "flipped_points": flipped_counts,
+            "pairs": [dataclasses.asdict(pair) for pair in s.pairs],
+            "results": results,
+        },
+    )
 
 
 def _note(s: Settings) -> str:
-    return "\n\n".join([
-        f"Reported: {REPORTED}; the final accuracies are at the last iteration of the run (rate) that gave each "
-        "initialization's best. The nets, data split, biases and protocol are han-checkerboard's; only the "
-        "training labels change (a seeded fraction flipped to 1 - y; the test labels are the board's).",
-        "The papers' numbers are each one run (a figure's panel); the variability paper's FCNet at 10% is printed "
-        "as 86.5% in its caption and 86.2% in its panel (compared: the caption's). Its 0-20% sweep marks no "
-        "points: the fractions here are our choice in that range. Not compared: the training accuracies at the "
-        "best test epoch (Yu and Zhang's 94.3% and 90.1%), which the trainer does not record.",
-        f"This scale: {s.seeds} initialization(s) per net and fraction, {s.iterations:,} iterations (the papers: "
-        f"{ITERATIONS:,}), {len(s.rates)} starting rates (the papers: {len(RATES)}), the test error every "
-        f"{s.test_every} epoch(s) of 17 iterations; figures: " + "; ".join(
-            f"{pair.source} at " + ", ".join(fraction_key(f) for f in pair.fractions) for pair in s.pairs) + ".",
-    ])
+    return "\n\n".join(
+        [
+            f"Reported: {REPORTED}; the final accuracies are at the last iteration of the run (rate) that gave each "
+            "initialization's best. The nets, data split, biases and protocol are han-checkerboard's; only the "
+            "training labels change (a seeded fraction flipped to 1 - y; the test labels are the board's).",
+            "The papers' numbers are each one run (a figure's panel); the variability paper's FCNet at 10% is printed "
+            "as 86.5% in its caption and 86.2% in its panel (compared: the caption's). Its 0-20% sweep marks no "
+            "points: the fractions here are our choice in that range. Not compared: the training accuracies at the "
+            "best test epoch (Yu and Zhang's 94.3% and 90.1%), which the trainer does not record.",
+            f"This scale: {s.seeds} initialization(s) per net and fraction, {s.iterations:,} iterations (the papers: "
+            f"{ITERATIONS:,}), {len(s.rates)} starting rates (the papers: {len(RATES)}), the test error every "
+            f"{s.test_every} epoch(s) of 17 iterations; figures: "
+            + "; ".join(f"{pair.source} at " + ", ".join(fraction_key(f) for f in pair.fractions) for pair in s.pairs)
+            + ".",
+        ]
+    )
 
 
 # -- figure ----------------------------------------------------------------------------------------------------
+
 
 def figure(s: Settings, results: dict):
     from archstudy.analysis.plotting import RED, new_figure, set_title
@@ -277,10 +344,17 @@ def figure(s: Settings, results: dict):
 
 
 REPRODUCTION = Reproduction(
-    name="han-flipped", paper=PAPER,
+    name="han-flipped",
+    paper=PAPER,
     source="Yu and Zhang's figure 5 (section 3.2.1), the variability paper's figure 10 (appendix D.3)",
     summary="best test accuracy along training of HanNet 20x30 against FCNet1 6x100 with 10% of the 12x12 "
-            "checkerboard's training labels flipped, and of HanNet 100x17 against FCNet 100x6 from 0 to 20% "
-            "flipped; han-checkerboard's nets and protocol",
-    scales=SCALES, cost={"tiny": "3 s", "quick": "8.8 min measured", "paper": "(estimated) hours: "
-                         "7 runs of the full protocol, HanNet 100x17 five of them"}, reproduce=reproduce)
+    "checkerboard's training labels flipped, and of HanNet 100x17 against FCNet 100x6 from 0 to 20% "
+    "flipped; han-checkerboard's nets and protocol",
+    scales=SCALES,
+    cost={
+        "tiny": "3 s",
+        "quick": "8.8 min measured",
+        "paper": "(estimated) hours: 7 runs of the full protocol, HanNet 100x17 five of them",
+    },
+    reproduce=reproduce,
+)

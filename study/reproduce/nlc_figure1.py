@@ -62,11 +62,13 @@ class Settings:
     nlc_batches: int = 100  # minibatches of 250 for the NLC's Jacobian (section G: 100)
 
 
-SCALES = {"tiny": Settings(architectures=3, param_budget=3000, batches=1, directions=2, nlc_batches=4),
-          # 3 x 3 x 3 of E.1's 10 x 10 x 10 configurations: each one walks the ladder of k with a forward pass per
-          # step, seconds per deep narrow net here, and the median of 27 is the architecture's value
-          "quick": Settings(architectures=40, param_budget=20_000, batches=3, directions=3),
-          "paper": Settings(architectures=250, param_budget=1_000_000, batches=10, directions=10)}
+SCALES = {
+    "tiny": Settings(architectures=3, param_budget=3000, batches=1, directions=2, nlc_batches=4),
+    # 3 x 3 x 3 of E.1's 10 x 10 x 10 configurations: each one walks the ladder of k with a forward pass per
+    # step, seconds per deep narrow net here, and the median of 27 is the architecture's value
+    "quick": Settings(architectures=40, param_budget=20_000, batches=3, directions=3),
+    "paper": Settings(architectures=250, param_budget=1_000_000, batches=10, directions=10),
+}
 
 
 def reproduce(ctx: Context) -> Measured:
@@ -78,22 +80,41 @@ def reproduce(ctx: Context) -> Measured:
         net = build_network(planned.spec, seed=planned.seed, device=ctx.device)
         value = float(nlc(net, x, batches=s.nlc_batches, seed=planned.seed))
         diameter = lar_diameter(net, x, batches=s.batches, directions=s.directions, seed=planned.seed)
-        points.append({"index": planned.index, "nlc": value, "lar_diameter": diameter,
-                       "depth": planned.spec.depth, "activation": planned.spec.activation,
-                       "norm": planned.spec.norm, "skips": planned.spec.skip != "none"})
+        points.append(
+            {
+                "index": planned.index,
+                "nlc": value,
+                "lar_diameter": diameter,
+                "depth": planned.spec.depth,
+                "activation": planned.spec.activation,
+                "norm": planned.spec.norm,
+                "skips": planned.spec.skip != "none",
+            }
+        )
         if (planned.index + 1) % 10 == 0:
             ctx.say(f"nlc-figure1: {planned.index + 1} of {s.architectures} architectures measured")
     rows, facts = claims(points)
-    note = (f"{len(points)} architectures of the paper's space at {s.param_budget:,} parameters on waveform-noise, each "
-            f"at its study initialization seed; E.1 with {s.batches} minibatches of 250 x {s.directions} U x "
-            f"{s.directions} V. Left out of the rows: {facts['censored']} whose region size is at an end of the "
-            f"ladder (k = {K_MIN:g} or {K_MAX:g}) and {facts['not_finite']} whose output or NLC is not finite. The "
-            f"median of relative diameter x NLC is {facts['median_product']:.3g} (section 3's derivation: about 1).")
-    return Measured(rows, figures=[("Figure 1: the relative diameter of the linearly approximable regions against "
-                                    "the NLC at initialization, one point per architecture (dashed: 1/NLC; "
-                                    "crosses: left out at a ladder end).", figure(points))],
-                    data=f"waveform-noise (Breiman's generator, dataset seed 0), training split, {len(x):,} points",
-                    note=note, extra={"architectures": points, **facts})
+    note = (
+        f"{len(points)} architectures of the paper's space at {s.param_budget:,} parameters on waveform-noise, each "
+        f"at its study initialization seed; E.1 with {s.batches} minibatches of 250 x {s.directions} U x "
+        f"{s.directions} V. Left out of the rows: {facts['censored']} whose region size is at an end of the "
+        f"ladder (k = {K_MIN:g} or {K_MAX:g}) and {facts['not_finite']} whose output or NLC is not finite. The "
+        f"median of relative diameter x NLC is {facts['median_product']:.3g} (section 3's derivation: about 1)."
+    )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figure 1: the relative diameter of the linearly approximable regions against "
+                "the NLC at initialization, one point per architecture (dashed: 1/NLC; "
+                "crosses: left out at a ladder end).",
+                figure(points),
+            )
+        ],
+        data=f"waveform-noise (Breiman's generator, dataset seed 0), training split, {len(x):,} points",
+        note=note,
+        extra={"architectures": points, **facts},
+    )
 
 
 def claims(points: list[dict]) -> tuple[list[Row], dict]:
@@ -111,16 +132,28 @@ def claims(points: list[dict]) -> tuple[list[Row], dict]:
         r, p_value, slope = float("nan"), float("nan"), float("nan")
     lo, hi = SLOPE
     rows = [
-        Row.claim("pearson_log:nlc_vs_lar_diameter", float(r), bool(r <= PEARSON_AT_MOST and p_value < 0.05),
-                  f"at most {PEARSON_AT_MOST:g} and significant (p < 0.05): \"a remarkably close match\" of the NLC "
-                  "and the relative diameter (logs, as figure 1's axes)"),
-        Row.claim("slope_log:lar_diameter_on_nlc", slope, bool(lo <= slope <= hi),
-                  f"within [{lo:g}, {hi:g}]: the relative diameter as 1/NLC (section 3), least squares on the logs"),
+        Row.claim(
+            "pearson_log:nlc_vs_lar_diameter",
+            float(r),
+            bool(r <= PEARSON_AT_MOST and p_value < 0.05),
+            f'at most {PEARSON_AT_MOST:g} and significant (p < 0.05): "a remarkably close match" of the NLC '
+            "and the relative diameter (logs, as figure 1's axes)",
+        ),
+        Row.claim(
+            "slope_log:lar_diameter_on_nlc",
+            slope,
+            bool(lo <= slope <= hi),
+            f"within [{lo:g}, {hi:g}]: the relative diameter as 1/NLC (section 3), least squares on the logs",
+        ),
     ]
     products = [p["nlc"] * p["lar_diameter"] for p in inside]
-    facts = {"pearson_p": float(p_value), "n_in_rows": len(inside), "censored": len(finite) - len(inside),
-             "not_finite": len(points) - len(finite),
-             "median_product": float(np.median(products)) if products else float("nan")}
+    facts = {
+        "pearson_p": float(p_value),
+        "n_in_rows": len(inside),
+        "censored": len(finite) - len(inside),
+        "not_finite": len(points) - len(finite),
+        "median_product": float(np.median(products)) if products else float("nan"),
+    }
     return rows, facts
 
 
@@ -131,11 +164,17 @@ def figure(points: list[dict]):
     ok = [p for p in points if math.isfinite(p["nlc"]) and p["nlc"] > 0 and math.isfinite(p["lar_diameter"])]
     inside = [p for p in ok if K_MIN <= p["lar_diameter"] < K_MAX and p["lar_diameter"] > 0]
     ends = [p for p in ok if p not in inside]
-    ax.scatter([p["nlc"] for p in inside], [p["lar_diameter"] for p in inside], s=12,
-               c=[RED if p["skips"] else BLACK for p in inside], alpha=0.7)
+    ax.scatter(
+        [p["nlc"] for p in inside],
+        [p["lar_diameter"] for p in inside],
+        s=12,
+        c=[RED if p["skips"] else BLACK for p in inside],
+        alpha=0.7,
+    )
     if ends:
-        ax.scatter([p["nlc"] for p in ends], [max(p["lar_diameter"], K_MIN) for p in ends], marker="x", s=14,
-                   color=GREY)
+        ax.scatter(
+            [p["nlc"] for p in ends], [max(p["lar_diameter"], K_MIN) for p in ends], marker="x", s=14, color=GREY
+        )
     if inside:
         grid = np.geomspace(min(p["nlc"] for p in inside), max(p["nlc"] for p in inside), 50)
         ax.plot(grid, 1.0 / grid, color=GREY, ls="--", lw=0.8)
@@ -148,7 +187,12 @@ def figure(points: list[dict]):
 
 
 REPRODUCTION = Reproduction(
-    name="nlc-figure1", paper=PAPER, source="figure 1 (section 4, appendix E.1)",
+    name="nlc-figure1",
+    paper=PAPER,
+    source="figure 1 (section 4, appendix E.1)",
     summary="NLC against the relative diameter of linearly approximable regions at initialization over random "
-            "architectures of the paper's space on waveform-noise",
-    scales=SCALES, cost={"tiny": "3 s", "quick": "3.1 min measured", "paper": "hours (estimated): a GPU job"}, reproduce=reproduce)
+    "architectures of the paper's space on waveform-noise",
+    scales=SCALES,
+    cost={"tiny": "3 s", "quick": "3.1 min measured", "paper": "hours (estimated): a GPU job"},
+    reproduce=reproduce,
+)

@@ -65,9 +65,11 @@ def groups(arch):
     high = base["high_bias"].fillna(False).astype(bool)
     low_bias, biased = base[~high], base[high]
     nlc = low_bias["nlc"]
-    by_nlc = {"[1, 3]": low_bias[(nlc >= WINDOW[0]) & (nlc <= WINDOW[1])],
-              "(3, 100]": low_bias[(nlc > WINDOW[1]) & (nlc <= FAR)],
-              "above 100": low_bias[nlc > FAR]}
+    by_nlc = {
+        "[1, 3]": low_bias[(nlc >= WINDOW[0]) & (nlc <= WINDOW[1])],
+        "(3, 100]": low_bias[(nlc > WINDOW[1]) & (nlc <= FAR)],
+        "above 100": low_bias[nlc > FAR],
+    }
     return low_bias, biased, by_nlc
 
 
@@ -85,40 +87,70 @@ def claims(arch, threshold: float) -> tuple[list[Row], dict]:
     known = {k: v for k, v in medians.items() if np.isfinite(v)}
     inner, far = medians["[1, 3]"], medians["above 100"]
     rows = [
-        Row.claim("spearman:nlc_vs_test_error", rho, bool(rho > 0 and p < 0.05),
-                  "positive and significant (p < 0.05): test error rises with the initial NLC; high-bias nets left out"),
-        Row.claim("median_test_error:nlc_in_1_3", inner if len(by_nlc["[1, 3]"]) else None,
-                  np.isfinite(inner) and len(known) >= 2 and inner == min(known.values()),
-                  "lowest median of the NLC groups [1, 3], (3, 100], above 100 (high-bias nets left out): optimal "
-                  "test error needs an initial NLC of about 1 to 3"),
-        Row.claim("median_test_error:nlc_above_100", far if len(by_nlc["above 100"]) else None,
-                  np.isfinite(far) and len(known) >= 2 and far == max(known.values()),
-                  "highest median of the three NLC groups: the further from [1, 3], the worse"),
-        Row.claim("median_test_error:high_bias", float(biased["test_error"].median()) if len(biased) else None,
-                  len(biased) > 0 and bool((biased["test_error"] >= threshold).all()),
-                  f"every high-bias net (bias > 1000) at a random test error, >= {threshold:g} (figure 7's "
-                  "better-than-random threshold for waveform-noise)"),
+        Row.claim(
+            "spearman:nlc_vs_test_error",
+            rho,
+            bool(rho > 0 and p < 0.05),
+            "positive and significant (p < 0.05): test error rises with the initial NLC; high-bias nets left out",
+        ),
+        Row.claim(
+            "median_test_error:nlc_in_1_3",
+            inner if len(by_nlc["[1, 3]"]) else None,
+            np.isfinite(inner) and len(known) >= 2 and inner == min(known.values()),
+            "lowest median of the NLC groups [1, 3], (3, 100], above 100 (high-bias nets left out): optimal "
+            "test error needs an initial NLC of about 1 to 3",
+        ),
+        Row.claim(
+            "median_test_error:nlc_above_100",
+            far if len(by_nlc["above 100"]) else None,
+            np.isfinite(far) and len(known) >= 2 and far == max(known.values()),
+            "highest median of the three NLC groups: the further from [1, 3], the worse",
+        ),
+        Row.claim(
+            "median_test_error:high_bias",
+            float(biased["test_error"].median()) if len(biased) else None,
+            len(biased) > 0 and bool((biased["test_error"] >= threshold).all()),
+            f"every high-bias net (bias > 1000) at a random test error, >= {threshold:g} (figure 7's "
+            "better-than-random threshold for waveform-noise)",
+        ),
     ]
-    facts = {"spearman_p": p, "n_without_high_bias": len(low_bias), "n_high_bias": len(biased),
-             "group_sizes": {k: len(g) for k, g in by_nlc.items()}, "group_medians": medians,
-             "high_bias_test_errors": [float(v) for v in biased["test_error"]], "random_threshold": threshold}
+    facts = {
+        "spearman_p": p,
+        "n_without_high_bias": len(low_bias),
+        "n_high_bias": len(biased),
+        "group_sizes": {k: len(g) for k, g in by_nlc.items()},
+        "group_medians": medians,
+        "high_bias_test_errors": [float(v) for v in biased["test_error"]],
+        "random_threshold": threshold,
+    }
     return rows, facts
 
 
 def reproduce(ctx: Context) -> Measured:
     from archstudy.analysis import load_results
     from archstudy.analysis.figures import (
-        FigureData, fig2_nlc_vs_test_error, fig3a_bias_vs_test_error, random_threshold,
+        FigureData,
+        fig2_nlc_vs_test_error,
+        fig3a_bias_vs_test_error,
+        random_threshold,
     )
 
     from ..execution.driver import run_study
 
     s: Settings = ctx.settings
     where = study_dir(ctx)
-    config = {"dataset": DATASET, "architectures": s.architectures, "param_budget": s.param_budget,
-              "preset": s.preset, "protocol": s.protocol, "seed": ctx.seed}
-    ctx.say(f"nlc-figure2: the study in {where} ({s.architectures} architectures of the '{s.preset}' space, "
-            f"{s.param_budget:,} parameters)")
+    config = {
+        "dataset": DATASET,
+        "architectures": s.architectures,
+        "param_budget": s.param_budget,
+        "preset": s.preset,
+        "protocol": s.protocol,
+        "seed": ctx.seed,
+    }
+    ctx.say(
+        f"nlc-figure2: the study in {where} ({s.architectures} architectures of the '{s.preset}' space, "
+        f"{s.param_budget:,} parameters)"
+    )
     gpus = 1.0 if ctx.device.type == "cuda" else 0.0
     outcome = run_study(config, where, progress=ctx.progress, gpus_per_arch=gpus)
     results = load_results(where, runs=False)
@@ -126,25 +158,44 @@ def reproduce(ctx: Context) -> Measured:
     threshold = random_threshold(DATASET, 3)
     rows, facts = claims(arch, threshold)
     data = FigureData(DATASET, arch)
-    note = (f"A study of {len(arch)} architectures drawn from the paper's space (appendix C) at "
-            f"{s.param_budget:,} trainable parameters on waveform-noise, protocol {s.protocol}. The paper's study: "
-            "250 architectures at 1,000,000 parameters, the E.2 protocol. Figure 2's NLC groups: [1, 3] "
-            f"{facts['group_sizes']['[1, 3]']}, (3, 100] {facts['group_sizes']['(3, 100]']}, above 100 "
-            f"{facts['group_sizes']['above 100']} nets; high bias {facts['n_high_bias']}.")
+    note = (
+        f"A study of {len(arch)} architectures drawn from the paper's space (appendix C) at "
+        f"{s.param_budget:,} trainable parameters on waveform-noise, protocol {s.protocol}. The paper's study: "
+        "250 architectures at 1,000,000 parameters, the E.2 protocol. Figure 2's NLC groups: [1, 3] "
+        f"{facts['group_sizes']['[1, 3]']}, (3, 100] {facts['group_sizes']['(3, 100]']}, above 100 "
+        f"{facts['group_sizes']['above 100']} nets; high bias {facts['n_high_bias']}."
+    )
     if not outcome.complete:
-        note += f" The study is not complete ({outcome.total - outcome.finished_before - outcome.finished} " \
-                "architectures failed): the rows cover the finished ones."
-    return Measured(rows, figures=[("Figure 2: NLC before training vs test error (red: high output bias, blue: "
-                                    "skips).", fig2_nlc_vs_test_error(data)),
-                                   ("Figure 3A: output bias before training vs test error.",
-                                    fig3a_bias_vs_test_error(data))],
-                    data=f"waveform-noise (Breiman's generator, dataset seed 0); the study: {where}", note=note,
-                    extra={"study": str(where), "architectures": len(arch), **facts})
+        note += (
+            f" The study is not complete ({outcome.total - outcome.finished_before - outcome.finished} "
+            "architectures failed): the rows cover the finished ones."
+        )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figure 2: NLC before training vs test error (red: high output bias, blue: skips).",
+                fig2_nlc_vs_test_error(data),
+            ),
+            ("Figure 3A: output bias before training vs test error.", fig3a_bias_vs_test_error(data)),
+        ],
+        data=f"waveform-noise (Breiman's generator, dataset seed 0); the study: {where}",
+        note=note,
+        extra={"study": str(where), "architectures": len(arch), **facts},
+    )
 
 
 REPRODUCTION = Reproduction(
-    name="nlc-figure2", paper=PAPER, source="figures 2 and 3A (section 4)",
+    name="nlc-figure2",
+    paper=PAPER,
+    source="figures 2 and 3A (section 4)",
     summary="a study of the paper's architecture space on waveform-noise, then figure 2's claims (NLC vs test error)",
-    scales=SCALES, cost={"tiny": "40 s", "quick": "8.6 min measured (alone: its study takes both cores)",
-                                    "paper": "days on 2 cores (estimated): a GPU job"}, reproduce=reproduce,
-    whole_machine=True)  # the study's workers take every core
+    scales=SCALES,
+    cost={
+        "tiny": "40 s",
+        "quick": "8.6 min measured (alone: its study takes both cores)",
+        "paper": "days on 2 cores (estimated): a GPU job",
+    },
+    reproduce=reproduce,
+    whole_machine=True,
+)  # the study's workers take every core

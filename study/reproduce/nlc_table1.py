@@ -52,16 +52,56 @@ from .result import Row, median_spread
 PAPER = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
 
 # Table 1 as printed, line by line.
-LINE_A = {"relu": "1.211", "selu": "1.035", "tanh": "1.085", "sigmoid": "1.017", "even_tanh": "2.335",
-          "gaussian": "1.577", "square": "1.414", "odd_square": "1.155"}
-LINE_B = {"relu": "1.22", "selu": "1.05", "tanh": "1.09", "sigmoid": "1.03", "even_tanh": "2.34",
-          "gaussian": "1.61", "square": "1.48", "odd_square": "1.20"}
-LINE_C = {"relu": "9793", "selu": "5.21", "tanh": "50.19", "sigmoid": "2.25", "even_tanh": "4.76e17",
-          "gaussian": "3.13e9", "square": "1.67e7", "odd_square": "1009"}
-LINE_D = {"relu": "7376", "selu": "7.06", "tanh": "59.9", "sigmoid": "3.06", "even_tanh": "4.90e17",
-          "gaussian": "3.74e9", "square": "4.28e12", "odd_square": "1.38e11"}
-LINE_E = {"relu": "0.222", "selu": "0.030", "tanh": "0.075", "sigmoid": "0.0024", "even_tanh": "0.276",
-          "gaussian": "0.155", "square": "2.000", "odd_square": "0.178"}
+LINE_A = {
+    "relu": "1.211",
+    "selu": "1.035",
+    "tanh": "1.085",
+    "sigmoid": "1.017",
+    "even_tanh": "2.335",
+    "gaussian": "1.577",
+    "square": "1.414",
+    "odd_square": "1.155",
+}
+LINE_B = {
+    "relu": "1.22",
+    "selu": "1.05",
+    "tanh": "1.09",
+    "sigmoid": "1.03",
+    "even_tanh": "2.34",
+    "gaussian": "1.61",
+    "square": "1.48",
+    "odd_square": "1.20",
+}
+LINE_C = {
+    "relu": "9793",
+    "selu": "5.21",
+    "tanh": "50.19",
+    "sigmoid": "2.25",
+    "even_tanh": "4.76e17",
+    "gaussian": "3.13e9",
+    "square": "1.67e7",
+    "odd_square": "1009",
+}
+LINE_D = {
+    "relu": "7376",
+    "selu": "7.06",
+    "tanh": "59.9",
+    "sigmoid": "3.06",
+    "even_tanh": "4.90e17",
+    "gaussian": "3.74e9",
+    "square": "4.28e12",
+    "odd_square": "1.38e11",
+}
+LINE_E = {
+    "relu": "0.222",
+    "selu": "0.030",
+    "tanh": "0.075",
+    "sigmoid": "0.0024",
+    "even_tanh": "0.276",
+    "gaussian": "0.155",
+    "square": "2.000",
+    "odd_square": "0.178",
+}
 assert all(set(line) == set(PAPER_ACTIVATIONS) for line in (LINE_A, LINE_B, LINE_C, LINE_D, LINE_E))
 
 POWER = 48  # line C: NLC_tau(1)^48, the 48 activations of a 49-layer net
@@ -78,9 +118,11 @@ class Settings:
     batches: int  # random minibatches of 250 for Q|J| (section G: 100)
 
 
-SCALES = {"tiny": Settings(inits=2, deep_inits=2, points=500, batches=4),
-          "quick": Settings(inits=5, deep_inits=3, points=None, batches=100),
-          "paper": Settings(inits=PAPER_INITS, deep_inits=PAPER_INITS, points=None, batches=100)}
+SCALES = {
+    "tiny": Settings(inits=2, deep_inits=2, points=500, batches=4),
+    "quick": Settings(inits=5, deep_inits=3, points=None, batches=100),
+    "paper": Settings(inits=PAPER_INITS, deep_inits=PAPER_INITS, points=None, batches=100),
+}
 
 
 def training_inputs(ctx: Context, points: int | None) -> tuple[torch.Tensor, str]:
@@ -100,8 +142,9 @@ def bn_net_nlc(activation: str, depth: int, x: torch.Tensor, seed: int, batches:
     """NLC (section G's batch form) of one He-initialized batchnorm net of ``depth`` linear layers (width 100, 3
     outputs),
     initialization ``seed``, on inputs ``x``; its minibatches and Gaussian matrices drawn from ``seed`` too."""
-    spec = ArchSpec(depth=depth, width=WIDTH, d_in=x.shape[1], d_out=D_OUT, activation=activation, norm="batch",
-                    init="kaiming")
+    spec = ArchSpec(
+        depth=depth, width=WIDTH, d_in=x.shape[1], d_out=D_OUT, activation=activation, norm="batch", init="kaiming"
+    )
     return float(nlc(build_network(spec, seed=seed, device=device), x, batches=batches, seed=seed))
 
 
@@ -113,37 +156,73 @@ def reproduce(ctx: Context) -> Measured:
     for act in PAPER_ACTIVATIONS:
         a = nlc_tau(act)
         lines["A"].append(Row.printed(f"nlc_tau:{act}", LINE_A[act], a, estimated=True))
-        lines["C"].append(Row.derived(f"nlc_tau_power48:{act}", LINE_C[act], a ** POWER, LINE_A[act],
-                                      POWER * float(LINE_A[act]) ** (POWER - 1), "line A^48", estimated=True))
-        lines["E"].append(Row.printed(f"linear_approx_error:{act}", LINE_E[act], linear_approx_error(act),
-                                      estimated=True))
+        lines["C"].append(
+            Row.derived(
+                f"nlc_tau_power48:{act}",
+                LINE_C[act],
+                a**POWER,
+                LINE_A[act],
+                POWER * float(LINE_A[act]) ** (POWER - 1),
+                "line A^48",
+                estimated=True,
+            )
+        )
+        lines["E"].append(
+            Row.printed(f"linear_approx_error:{act}", LINE_E[act], linear_approx_error(act), estimated=True)
+        )
         ctx.say(f"nlc-table1: lines B and D, {act} ({s.inits} and {s.deep_inits} initializations)")
         line_b[act] = [bn_net_nlc(act, 2, x, sub_seed(ctx.seed, k), s.batches, ctx.device) for k in range(s.inits)]
-        line_d[act] = [bn_net_nlc(act, DEEP, x, sub_seed(ctx.seed, DEEP, k), s.batches, ctx.device)
-                       for k in range(s.deep_inits)]
-        lines["B"].append(Row.printed(f"nlc_depth2_bn:{act}", LINE_B[act], float(np.median(line_b[act])),
-                                      estimated=True, spread=median_spread(line_b[act], PAPER_INITS)))
-        lines["D"].append(Row.printed(f"nlc_depth49_bn:{act}", LINE_D[act], float(np.median(line_d[act])),
-                                      estimated=True, spread=median_spread(line_d[act], PAPER_INITS)))
-    note = "\n\n".join([
-        f"Lines B and D: He-initialized batchnorm nets of width {WIDTH} with {D_OUT} outputs (Table 2's, appendix A.2; the paper "
-        "gives neither for Table 1) of depth 2 and 49, their NLC in section G's batch form on the training split "
-        f"named under Data, the median over initializations as the paper's ({s.inits} for B and {s.deep_inits} for "
-        f"D at this scale; the paper: {PAPER_INITS}).",
-        "Estimates: the paper's lines A and E are its numerical values of Gaussian integrals (line E's sigmoid, "
-        "0.0024 for the exact 0.0023465, shows an error beyond their rounding), lines B and D sampled medians; "
-        "each is compared within one unit of its last printed digit (B and D plus two standard errors of the "
-        "difference of two medians). Line C is the paper's printed line A to the 48th power (1.211^48 = 9793): "
-        "its tolerance is line A's, one unit, times 48 a^47, plus its own rounding.",
-        "Section 5's claims: line B close to line A (one batchnorm layer of a wide net contributes about "
-        "NLC_tau(1)), line D close to line C for 6 of the 8 activations, far above it for square and odd_square "
-        "(unstable activations). On real data line B lies above line A (waveform-noise: square about 1.50 "
-        "against 1.414); on Gaussian inputs the two would be equal by construction.",
-    ])
-    return Measured(lines["A"] + lines["B"] + lines["C"] + lines["D"] + lines["E"],
-                    figures=[("Table 1: lines B and D here (median and range over initializations) against lines A "
-                              "and C; crosses: the paper's lines B and D.", figure(line_b, line_d))],
-                    data=where, note=note, extra={"line_b_values": line_b, "line_d_values": line_d})
+        line_d[act] = [
+            bn_net_nlc(act, DEEP, x, sub_seed(ctx.seed, DEEP, k), s.batches, ctx.device) for k in range(s.deep_inits)
+        ]
+        lines["B"].append(
+            Row.printed(
+                f"nlc_depth2_bn:{act}",
+                LINE_B[act],
+                float(np.median(line_b[act])),
+                estimated=True,
+                spread=median_spread(line_b[act], PAPER_INITS),
+            )
+        )
+        lines["D"].append(
+            Row.printed(
+                f"nlc_depth49_bn:{act}",
+                LINE_D[act],
+                float(np.median(line_d[act])),
+                estimated=True,
+                spread=median_spread(line_d[act], PAPER_INITS),
+            )
+        )
+    note = "\n\n".join(
+        [
+            f"Lines B and D: He-initialized batchnorm nets of width {WIDTH} with {D_OUT} outputs (Table 2's, appendix A.2; the paper "
+            "gives neither for Table 1) of depth 2 and 49, their NLC in section G's batch form on the training split "
+            f"named under Data, the median over initializations as the paper's ({s.inits} for B and {s.deep_inits} for "
+            f"D at this scale; the paper: {PAPER_INITS}).",
+            "Estimates: the paper's lines A and E are its numerical values of Gaussian integrals (line E's sigmoid, "
+            "0.0024 for the exact 0.0023465, shows an error beyond their rounding), lines B and D sampled medians; "
+            "each is compared within one unit of its last printed digit (B and D plus two standard errors of the "
+            "difference of two medians). Line C is the paper's printed line A to the 48th power (1.211^48 = 9793): "
+            "its tolerance is line A's, one unit, times 48 a^47, plus its own rounding.",
+            "Section 5's claims: line B close to line A (one batchnorm layer of a wide net contributes about "
+            "NLC_tau(1)), line D close to line C for 6 of the 8 activations, far above it for square and odd_square "
+            "(unstable activations). On real data line B lies above line A (waveform-noise: square about 1.50 "
+            "against 1.414); on Gaussian inputs the two would be equal by construction.",
+        ]
+    )
+    return Measured(
+        lines["A"] + lines["B"] + lines["C"] + lines["D"] + lines["E"],
+        figures=[
+            (
+                "Table 1: lines B and D here (median and range over initializations) against lines A "
+                "and C; crosses: the paper's lines B and D.",
+                figure(line_b, line_d),
+            )
+        ],
+        data=where,
+        note=note,
+        extra={"line_b_values": line_b, "line_d_values": line_d},
+    )
 
 
 def figure(line_b: dict[str, list[float]], line_d: dict[str, list[float]]):
@@ -155,8 +234,9 @@ def figure(line_b: dict[str, list[float]], line_d: dict[str, list[float]]):
     acts = list(line_b)
     x = np.arange(len(acts))
     for axis, values, paper, exact, title in (
-            (ax, line_b, LINE_B, [nlc_tau(a) for a in acts], "depth 2 (line B) vs NLC_τ(1) (line A)"),
-            (ax_d, line_d, LINE_D, [nlc_tau(a) ** POWER for a in acts], "depth 49 (line D) vs NLC_τ(1)^48 (line C)")):
+        (ax, line_b, LINE_B, [nlc_tau(a) for a in acts], "depth 2 (line B) vs NLC_τ(1) (line A)"),
+        (ax_d, line_d, LINE_D, [nlc_tau(a) ** POWER for a in acts], "depth 49 (line D) vs NLC_τ(1)^48 (line C)"),
+    ):
         axis.bar(x, exact, color=GREY, alpha=0.5, label="line A / C (exact)")
         median_and_range(axis, x, [values[a] for a in acts], color=BLACK, label="here (median, range)")
         axis.scatter(x, [float(paper[a]) for a in acts], marker="x", color=RED, zorder=3, label="the paper")
@@ -170,9 +250,17 @@ def figure(line_b: dict[str, list[float]], line_d: dict[str, list[float]]):
 
 
 REPRODUCTION = Reproduction(
-    name="nlc-table1", paper=PAPER, source="Table 1, lines A to E (section 5, appendix E.4)",
+    name="nlc-table1",
+    paper=PAPER,
+    source="Table 1, lines A to E (section 5, appendix E.4)",
     summary="NLC_tau(1), its 48th power, the NLC of depth-2 and depth-49 batchnorm nets on CIFAR10 (--root) or "
-            "waveform-noise, and the linear-approximation error of the 8 activations",
-    scales=SCALES, cost={"tiny": "10 s", "quick": "146 s measured",
-                                   "paper": "10 min (estimated: line D's 10 initializations for quick's 3)"}, reproduce=reproduce,
-    reads_root="cifar10")
+    "waveform-noise, and the linear-approximation error of the 8 activations",
+    scales=SCALES,
+    cost={
+        "tiny": "10 s",
+        "quick": "146 s measured",
+        "paper": "10 min (estimated: line D's 10 initializations for quick's 3)",
+    },
+    reproduce=reproduce,
+    reads_root="cifar10",
+)

@@ -40,8 +40,11 @@ class Settings:
     points: int | None  # training points used (None: the whole training split)
 
 
-SCALES = {"tiny": Settings(inits=2, batches=4, points=500), "quick": Settings(inits=5, batches=100, points=None),
-          "paper": Settings(inits=10, batches=100, points=None)}
+SCALES = {
+    "tiny": Settings(inits=2, batches=4, points=500),
+    "quick": Settings(inits=5, batches=100, points=None),
+    "paper": Settings(inits=10, batches=100, points=None),
+}
 
 
 def reproduce(ctx: Context) -> Measured:
@@ -50,21 +53,48 @@ def reproduce(ctx: Context) -> Measured:
     rows, values = [], {}
     for depth, printed in TABLE2.items():
         ctx.say(f"nlc-table2: depth {depth} ({s.inits} initializations)")
-        spec = ArchSpec(depth=depth, width=WIDTH, d_in=x.shape[1], d_out=D_OUT, activation="relu", norm="batch",
-                        init="kaiming")
-        values[depth] = [float(nlc(build_network(spec, seed=sub_seed(ctx.seed, depth, k), device=ctx.device), x,
-                                   batches=s.batches, seed=sub_seed(ctx.seed, depth, k)))
-                         for k in range(s.inits)]
-        rows.append(Row.printed(f"nlc:depth={depth}", printed, float(np.median(values[depth])), estimated=True,
-                                spread=median_spread(values[depth], PAPER_INITS)))
-    note = ("He-initialized batchnorm-ReLU nets of width 100 with 3 outputs (appendix A.2), NLC in section G's batch "
-            f"form on {len(x):,} training points; median over initializations as the paper's. Each "
-            "printed median is an estimate: ours agrees within one unit of its last digit plus two standard errors "
-            "of the difference of two medians.")
-    return Measured(rows, figures=[("Table 2: NLC at initialization against depth (median and range over "
-                                    "initializations); crosses: the paper; dashed: NLC_relu(1)^(depth-1).",
-                                    figure(values))],
-                    data=where, note=note, extra={"values": values})
+        spec = ArchSpec(
+            depth=depth, width=WIDTH, d_in=x.shape[1], d_out=D_OUT, activation="relu", norm="batch", init="kaiming"
+        )
+        values[depth] = [
+            float(
+                nlc(
+                    build_network(spec, seed=sub_seed(ctx.seed, depth, k), device=ctx.device),
+                    x,
+                    batches=s.batches,
+                    seed=sub_seed(ctx.seed, depth, k),
+                )
+            )
+            for k in range(s.inits)
+        ]
+        rows.append(
+            Row.printed(
+                f"nlc:depth={depth}",
+                printed,
+                float(np.median(values[depth])),
+                estimated=True,
+                spread=median_spread(values[depth], PAPER_INITS),
+            )
+        )
+    note = (
+        "He-initialized batchnorm-ReLU nets of width 100 with 3 outputs (appendix A.2), NLC in section G's batch "
+        f"form on {len(x):,} training points; median over initializations as the paper's. Each "
+        "printed median is an estimate: ours agrees within one unit of its last digit plus two standard errors "
+        "of the difference of two medians."
+    )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Table 2: NLC at initialization against depth (median and range over "
+                "initializations); crosses: the paper; dashed: NLC_relu(1)^(depth-1).",
+                figure(values),
+            )
+        ],
+        data=where,
+        note=note,
+        extra={"values": values},
+    )
 
 
 def figure(values: dict[int, list[float]]):
@@ -88,7 +118,12 @@ def figure(values: dict[int, list[float]]):
 
 
 REPRODUCTION = Reproduction(
-    name="nlc-table2", paper=PAPER, source="Table 2 (appendix A.2)",
+    name="nlc-table2",
+    paper=PAPER,
+    source="Table 2 (appendix A.2)",
     summary="NLC of batchnorm-ReLU nets at initialization vs depth 2-50, on CIFAR10 (--root) or waveform-noise",
-    scales=SCALES, cost={"tiny": "30 s", "quick": "60 s measured",
-                                   "paper": "3 min (estimated)"}, reproduce=reproduce, reads_root="cifar10")
+    scales=SCALES,
+    cost={"tiny": "30 s", "quick": "60 s measured", "paper": "3 min (estimated)"},
+    reproduce=reproduce,
+    reads_root="cifar10",
+)

@@ -18,17 +18,26 @@ from ..experiment.config import package_version
 
 from .result import Result, number, write_text
 
-PAGE_CSS = CSS + """
+PAGE_CSS = (
+    CSS
+    + """
 .side { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
 tr.differs td:last-child { color: #b42318; font-weight: bold; } tr.agrees td:last-child { color: #1a7f37; }
 """
+)
 
 
 def rows_html(result: Result) -> str:
-    rows = [[esc(r.quantity), number(r.paper), number(r.measured), esc(r.tolerance),
-             "ok" if r.ok else "differs"] for r in result.rows]
-    return table(["quantity", "paper", "here", "tolerance", "verdict"], rows, left=1,
-                 row_classes=["agrees" if r.ok else "differs" for r in result.rows])
+    rows = [
+        [esc(r.quantity), number(r.paper), number(r.measured), esc(r.tolerance), "ok" if r.ok else "differs"]
+        for r in result.rows
+    ]
+    return table(
+        ["quantity", "paper", "here", "tolerance", "verdict"],
+        rows,
+        left=1,
+        row_classes=["agrees" if r.ok else "differs" for r in result.rows],
+    )
 
 
 def render(result: Result, figures) -> str:
@@ -36,14 +45,15 @@ def render(result: Result, figures) -> str:
     n, ok = len(result.rows), result.passed
     box = "done" if ok == n else "partial"
     head = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>archstudy reproduce {esc(result.name)}: {esc(plain(result.paper))}</title>",
         f"<style>{PAGE_CSS}</style></head><body>",
         f"<h1>{esc(result.name)}: {emphasised(result.paper)}, {esc(extra.get('source', ''))}</h1>",
         f'<p class="muted">Scale {esc(result.scale)}, seed {esc(extra.get("seed", ""))}, device '
-        f'{esc(extra.get("device", ""))}, {result.seconds:.1f} s. Drawn '
-        f'{datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")} by archstudy {esc(package_version())} on '
+        f"{esc(extra.get('device', ''))}, {result.seconds:.1f} s. Drawn "
+        f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by archstudy {esc(package_version())} on "
         f"{esc(platform.node())}.</p>",
         f'<div class="box {box}"><b>{ok} of {n} rows agree with the paper.</b> A row that differs is a finding '
         "(its tolerance comes from the paper's precision or spread and is never widened to pass).</div>",
@@ -55,8 +65,10 @@ def render(result: Result, figures) -> str:
     if extra.get("note"):
         body.append("<h2>Notes</h2>" + "".join(f"<p>{esc(p)}</p>" for p in str(extra["note"]).split("\n\n")))
     shown = {k: v for k, v in extra.items() if k not in ("note", "data")}
-    body.append("<details><summary>settings and everything else in the JSON</summary>"
-                f"<pre>{esc(json.dumps(shown, indent=1, default=str))}</pre></details>")
+    body.append(
+        "<details><summary>settings and everything else in the JSON</summary>"
+        f"<pre>{esc(json.dumps(shown, indent=1, default=str))}</pre></details>"
+    )
     return "\n".join(head + body + ["</body></html>"])
 
 
@@ -64,8 +76,10 @@ def figure_html(caption: str, fig) -> str:
     """A figure as the report shows one (``analysis.plotting.render``): a PNG of twice its pixels, shown at its size
     in inches, so that its type is as large on the page as in the figure (at least ``plotting.MIN_PT``)."""
     img = render_figure(fig, "png")
-    return (f'<figure><img alt="{esc(caption)}" width="{img.width}" height="{img.height}" '
-            f'src="data:image/png;base64,{img.base64}"><figcaption>{esc(caption)}</figcaption></figure>')
+    return (
+        f'<figure><img alt="{esc(caption)}" width="{img.width}" height="{img.height}" '
+        f'src="data:image/png;base64,{img.base64}"><figcaption>{esc(caption)}</figcaption></figure>'
+    )
 
 
 def median_and_range(ax, x, samples, **style) -> None:

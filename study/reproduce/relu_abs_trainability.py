@@ -68,8 +68,10 @@ from archstudy.sampling.width import solve_width
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
 
-PAPER = ("the variability paper (*Variability of Neural Networks and Han-Layer*); Yu and Zhang, "
-         "*Householder-Absolute Neural Layers*")
+PAPER = (
+    "the variability paper (*Variability of Neural Networks and Han-Layer*); Yu and Zhang, "
+    "*Householder-Absolute Neural Layers*"
+)
 RATES = (0.001, 0.003, 0.006, 0.01, 0.03, 0.06, 0.1, 0.3, 0.6, 1.0)  # B.1
 ITERATIONS = 40_000  # B.1: gradient descent, "40000 iterations without a stopping criterion"
 STEP_AT, DIVISION = (0.5, 0.7, 0.9), 5.0  # "reduced by a factor of 5 [...] at iterations 20000, 28000, and 36000"
@@ -95,19 +97,26 @@ class Settings:
 
 
 SCALES = {
-    "tiny": Settings(budgets=(3200,), relu_depths=(21,), abs_depths=(21, 31), inits=1, iterations=8,
-                     rates=(0.01, 0.1)),
+    "tiny": Settings(budgets=(3200,), relu_depths=(21,), abs_depths=(21, 31), inits=1, iterations=8, rates=(0.01, 0.1)),
     # one net each side of 20 (ReLU) and of 30 (ABS) layers; the paper's 4 smallest rates (the larger ones
     # diverge within 300 steps from B.1's N(0, 1) biases: docs/reproductions.md), 3,000 iterations
-    "quick": Settings(budgets=(3200,), relu_depths=(12, 23), abs_depths=(23, 35), inits=2, iterations=3_000,
-                      rates=RATES[:4]),
-    "paper": Settings(budgets=(1600, 2400, 3200), relu_depths=RELU_DEPTHS, abs_depths=ABS_DEPTHS,
-                      inits=PAPER_INITS, iterations=ITERATIONS, rates=RATES),
+    "quick": Settings(
+        budgets=(3200,), relu_depths=(12, 23), abs_depths=(23, 35), inits=2, iterations=3_000, rates=RATES[:4]
+    ),
+    "paper": Settings(
+        budgets=(1600, 2400, 3200),
+        relu_depths=RELU_DEPTHS,
+        abs_depths=ABS_DEPTHS,
+        inits=PAPER_INITS,
+        iterations=ITERATIONS,
+        rates=RATES,
+    ),
 }
 HEADLINE = 3200  # Yu and Zhang's figure 3, the variability paper's figure 8, third column
 
 
 # -- data and nets ------------------------------------------------------------------------------------------
+
 
 def checkerboard_data(seed: int):
     """The 8 x 8 board: ``train`` the 1640 points of the seeded training split, ``test`` (and ``val``) the other
@@ -126,8 +135,17 @@ def net_spec(act: str, hidden: int, budget: int, d_out: int = 1) -> ArchSpec:
     """FCNet-``act`` ("ReLU" | "ABS") with ``hidden`` layers, its width the one whose count with two outputs is
     closest to ``budget``; ``d_out`` outputs (1: the one trained here)."""
     activation, init = ACTIVATIONS[act]
-    spec = ArchSpec(depth=hidden + 1, width=2, d_in=2, d_out=2, activation=activation, init=init,
-                    scale_activation=False, bias_init="normal", preset="relu-abs-trainability")
+    spec = ArchSpec(
+        depth=hidden + 1,
+        width=2,
+        d_in=2,
+        d_out=2,
+        activation=activation,
+        init=init,
+        scale_activation=False,
+        bias_init="normal",
+        preset="relu-abs-trainability",
+    )
     return solve_width(spec, budget).replace(d_out=d_out)
 
 
@@ -135,9 +153,18 @@ def protocol(settings: Settings):
     from ..experiment.protocol import Protocol
 
     # full batch: one gradient-descent step per epoch; the final selection among rates by the training error
-    return Protocol(preset="relu-abs-trainability", loss="mse", momentum=0.0, batch_size=TRAIN, schedule="steps",
-                    iterations=settings.iterations, step_at=STEP_AT, division_factor=DIVISION, monitor="train",
-                    lrs=settings.rates)
+    return Protocol(
+        preset="relu-abs-trainability",
+        loss="mse",
+        momentum=0.0,
+        batch_size=TRAIN,
+        schedule="steps",
+        iterations=settings.iterations,
+        step_at=STEP_AT,
+        division_factor=DIVISION,
+        monitor="train",
+        lrs=settings.rates,
+    )
 
 
 def key(act: str, hidden: int, budget: int) -> str:
@@ -160,13 +187,17 @@ def outcome_results(out, spec: ArchSpec) -> dict:
     accuracy (%) and rate of its run of lowest final training error."""
     n = out.n_rates
     per_run = best_train_loss(out)
-    per_init = [per_run[j * n:(j + 1) * n] for j in range(len(out.init_seeds))]
+    per_init = [per_run[j * n : (j + 1) * n] for j in range(len(out.init_seeds))]
     best = [float(np.nanmin(v)) if np.isfinite(v).any() else float("nan") for v in per_init]
     final = out.best_per_seed()
     return {
-        "width": spec.width, "params": spec.num_params, "params_with_2_outputs": spec.replace(d_out=2).num_params,
-        "seconds": out.train_s, "init_seeds": list(out.init_seeds),
-        "best_train_loss": best, "best_train_loss_per_rate": per_init,
+        "width": spec.width,
+        "params": spec.num_params,
+        "params_with_2_outputs": spec.replace(d_out=2).num_params,
+        "seconds": out.train_s,
+        "init_seeds": list(out.init_seeds),
+        "best_train_loss": best,
+        "best_train_loss_per_rate": per_init,
         "train_accuracy": [100.0 * (1.0 - r.train_error) for r in final],
         "test_accuracy": [100.0 * (1.0 - r.test_error) for r in final],
         "selected_lr": [r.lr for r in final],
@@ -180,6 +211,7 @@ def _mean(results: dict, k: str, field: str) -> float:
 
 
 # -- the reproduction -----------------------------------------------------------------------------------------
+
 
 def reproduce(ctx: Context) -> Measured:
     from ..training import train_architecture
@@ -195,20 +227,38 @@ def reproduce(ctx: Context) -> Measured:
                 k = key(act, hidden, budget)
                 # seeds keyed by (activation, depth, budget), not by position: a net draws the same at every scale
                 inits = [sub_seed(ctx.seed, budget, a, hidden, j) for j in range(s.inits)]
-                out = train_architecture(spec, data, seed=sub_seed(ctx.seed, budget, a, hidden), protocol=p,
-                                         device=ctx.device, init_seeds=inits)
+                out = train_architecture(
+                    spec,
+                    data,
+                    seed=sub_seed(ctx.seed, budget, a, hidden),
+                    protocol=p,
+                    device=ctx.device,
+                    init_seeds=inits,
+                )
                 results[k] = outcome_results(out, spec)
-                ctx.say(f"relu-abs-trainability: {k} (width {spec.width}, {spec.num_params} parameters): best "
-                        f"training loss {_mean(results, k, 'best_train_loss'):.4f}, train / test accuracy "
-                        f"{_mean(results, k, 'train_accuracy'):.1f} / {_mean(results, k, 'test_accuracy'):.1f}% "
-                        f"({out.train_s:.0f} s)")
+                ctx.say(
+                    f"relu-abs-trainability: {k} (width {spec.width}, {spec.num_params} parameters): best "
+                    f"training loss {_mean(results, k, 'best_train_loss'):.4f}, train / test accuracy "
+                    f"{_mean(results, k, 'train_accuracy'):.1f} / {_mean(results, k, 'test_accuracy'):.1f}% "
+                    f"({out.train_s:.0f} s)"
+                )
     rows = _rows(s, results)
-    figures = [("As the variability paper's figure 8 (Yu and Zhang's figure 3): against the number of hidden layers "
-                "L, per budget (columns), the best training loss along training (log scale) and the final training "
-                "and test accuracies (rows), mean and standard deviation over initializations; dotted: the "
-                f"near-zero threshold {NEAR_ZERO}.", figure(s, results))]
-    return Measured(rows, figures=figures, data=_data_text(data, ctx.seed), note=_note(s),
-                    extra={"near_zero": NEAR_ZERO, "protocol": p.to_dict(), "results": results})
+    figures = [
+        (
+            "As the variability paper's figure 8 (Yu and Zhang's figure 3): against the number of hidden layers "
+            "L, per budget (columns), the best training loss along training (log scale) and the final training "
+            "and test accuracies (rows), mean and standard deviation over initializations; dotted: the "
+            f"near-zero threshold {NEAR_ZERO}.",
+            figure(s, results),
+        )
+    ]
+    return Measured(
+        rows,
+        figures=figures,
+        data=_data_text(data, ctx.seed),
+        note=_note(s),
+        extra={"near_zero": NEAR_ZERO, "protocol": p.to_dict(), "results": results},
+    )
 
 
 def _rows(s: Settings, results: dict) -> list[Row]:
@@ -221,65 +271,90 @@ def _rows(s: Settings, results: dict) -> list[Row]:
     deep_relu = [d for d in s.relu_depths if d > 20]
     if deep_relu:
         lowest = min(loss("ReLU", d) for d in deep_relu)
-        rows.append(Row.claim(
-            "best_train_loss_min:ReLU:L>20", lowest, lowest > NEAR_ZERO,
-            f"above {NEAR_ZERO} (near zero, our threshold) at every L > 20 run ({', '.join(map(str, deep_relu))}): "
-            "\"FCNet-ReLU is unable to reach near-zero loss values with more than 20 hidden layers\"; mean over "
-            f"initializations of the best training loss along training, {budget} parameters"))
+        rows.append(
+            Row.claim(
+                "best_train_loss_min:ReLU:L>20",
+                lowest,
+                lowest > NEAR_ZERO,
+                f"above {NEAR_ZERO} (near zero, our threshold) at every L > 20 run ({', '.join(map(str, deep_relu))}): "
+                '"FCNet-ReLU is unable to reach near-zero loss values with more than 20 hidden layers"; mean over '
+                f"initializations of the best training loss along training, {budget} parameters",
+            )
+        )
     deep_abs = [d for d in s.abs_depths if d > 30]
     if deep_abs:
         highest = max(loss("ABS", d) for d in deep_abs)
-        rows.append(Row.claim(
-            "best_train_loss_max:ABS:L>30", highest, highest < NEAR_ZERO,
-            f"below {NEAR_ZERO} at every L > 30 run ({', '.join(map(str, deep_abs))}): \"FCNet-ABS still succeeds "
-            "even after the hidden-layer number exceeds 30\"; mean over initializations of the best training loss "
-            f"along training, {budget} parameters"))
+        rows.append(
+            Row.claim(
+                "best_train_loss_max:ABS:L>30",
+                highest,
+                highest < NEAR_ZERO,
+                f'below {NEAR_ZERO} at every L > 30 run ({", ".join(map(str, deep_abs))}): "FCNet-ABS still succeeds '
+                'even after the hidden-layer number exceeds 30"; mean over initializations of the best training loss '
+                f"along training, {budget} parameters",
+            )
+        )
     both = sorted(set(s.relu_depths) & set(s.abs_depths))
     deepest = both[-1]
     diff = loss("ABS", deepest) - loss("ReLU", deepest)
-    rows.append(Row.claim(
-        f"best_train_loss:ABS-ReLU:L={deepest}", diff, diff < 0,
-        f"below 0 (ABS's best training loss below ReLU's at the deepest L both run, {budget} parameters): "
-        "\"confirming that ABS works better than ReLU in deeper DNNs\""))
+    rows.append(
+        Row.claim(
+            f"best_train_loss:ABS-ReLU:L={deepest}",
+            diff,
+            diff < 0,
+            f"below 0 (ABS's best training loss below ReLU's at the deepest L both run, {budget} parameters): "
+            '"confirming that ABS works better than ReLU in deeper DNNs"',
+        )
+    )
     window = [d for d in s.relu_depths if 10 <= d <= 15]
     if len(window) == 6:  # the claim needs the depths around and inside 10..15 (paper scale)
         acc = {d: _mean(results, key("ReLU", d, budget), "test_accuracy") for d in s.relu_depths}
         top = max(acc, key=lambda d: (acc[d], -d))
-        rows.append(Row.claim(
-            f"best_test_accuracy_depth:ReLU:{budget}", float(top), 10 <= top <= 15,
-            "between 10 and 15: \"the best performance of the FCNet happens between L = 10 and L = 15\" (the "
-            "variability paper, B.2, third column); the L of the highest mean test accuracy"))
+        rows.append(
+            Row.claim(
+                f"best_test_accuracy_depth:ReLU:{budget}",
+                float(top),
+                10 <= top <= 15,
+                'between 10 and 15: "the best performance of the FCNet happens between L = 10 and L = 15" (the '
+                "variability paper, B.2, third column); the L of the highest mean test accuracy",
+            )
+        )
     return rows
 
 
 def _data_text(data, seed: int) -> str:
     src = data.meta["source"]
-    return (f"the 8 x 8 checkerboard: the {src['points']:,} points of the 81 x 81 grid on [-1, 1]^2, "
-            f"{src['label_1_points']:,} labelled 1, {src['edge_points']:,} on block edges labelled 0; "
-            f"{len(data.train):,} (25%) for training, drawn with seed {seed}, the other {len(data.test):,} for testing")
+    return (
+        f"the 8 x 8 checkerboard: the {src['points']:,} points of the 81 x 81 grid on [-1, 1]^2, "
+        f"{src['label_1_points']:,} labelled 1, {src['edge_points']:,} on block edges labelled 0; "
+        f"{len(data.train):,} (25%) for training, drawn with seed {seed}, the other {len(data.test):,} for testing"
+    )
 
 
 def _note(s: Settings) -> str:
-    return "\n\n".join([
-        "Reported per net: the mean over initializations of each initialization's best training loss along "
-        "training (over its rates and every gradient-descent step: B.1's \"best result in terms of the training "
-        "error regardless of where it occurs\"), and the training and test accuracy at the last iteration of its "
-        "run of lowest final training error (the trainer evaluates accuracies at the end only). The loss is the "
-        "mean squared error over the points (figure 8's axis: the best constant scores the label variance, "
-        f"about 0.24). Near zero: below {NEAR_ZERO}, our threshold (the papers give none).",
-        "Nets: one output on the 0/1 label (the paper's two outputs regress two copies of it); the width is the "
-        "one whose count with two outputs is closest to the budget, uniform over the hidden layers (JSON "
-        "'results': width, params, params_with_2_outputs). Weights standard normal times the Kaiming constant "
-        "(ReLU) or the Xavier one (ABS); biases standard normal (B.1).",
-        f"This scale: budgets {', '.join(map(str, s.budgets))} (the paper: 1600, 2400, 3200); ReLU at L = "
-        f"{', '.join(map(str, s.relu_depths))}, ABS at L = {', '.join(map(str, s.abs_depths))} (the paper: 2 to 31 "
-        f"and to 41); {s.inits} initialization(s) (the paper: {PAPER_INITS}); {len(s.rates)} rates (the paper: "
-        f"{len(RATES)}); {s.iterations:,} gradient-descent iterations (the paper: {ITERATIONS:,}), the divisions at "
-        "1/2, 7/10 and 9/10 of them.",
-    ])
+    return "\n\n".join(
+        [
+            "Reported per net: the mean over initializations of each initialization's best training loss along "
+            "training (over its rates and every gradient-descent step: B.1's \"best result in terms of the training "
+            'error regardless of where it occurs"), and the training and test accuracy at the last iteration of its '
+            "run of lowest final training error (the trainer evaluates accuracies at the end only). The loss is the "
+            "mean squared error over the points (figure 8's axis: the best constant scores the label variance, "
+            f"about 0.24). Near zero: below {NEAR_ZERO}, our threshold (the papers give none).",
+            "Nets: one output on the 0/1 label (the paper's two outputs regress two copies of it); the width is the "
+            "one whose count with two outputs is closest to the budget, uniform over the hidden layers (JSON "
+            "'results': width, params, params_with_2_outputs). Weights standard normal times the Kaiming constant "
+            "(ReLU) or the Xavier one (ABS); biases standard normal (B.1).",
+            f"This scale: budgets {', '.join(map(str, s.budgets))} (the paper: 1600, 2400, 3200); ReLU at L = "
+            f"{', '.join(map(str, s.relu_depths))}, ABS at L = {', '.join(map(str, s.abs_depths))} (the paper: 2 to 31 "
+            f"and to 41); {s.inits} initialization(s) (the paper: {PAPER_INITS}); {len(s.rates)} rates (the paper: "
+            f"{len(RATES)}); {s.iterations:,} gradient-descent iterations (the paper: {ITERATIONS:,}), the divisions at "
+            "1/2, 7/10 and 9/10 of them.",
+        ]
+    )
 
 
 # -- figure ----------------------------------------------------------------------------------------------------
+
 
 def figure(s: Settings, results: dict):
     from archstudy.analysis.plotting import new_figure, set_log, set_title
@@ -288,15 +363,26 @@ def figure(s: Settings, results: dict):
     axes = np.asarray(axes).reshape(2, len(s.budgets))
     for col, budget in enumerate(s.budgets):
         for act, depths, marker in (("ReLU", s.relu_depths, "o"), ("ABS", s.abs_depths, "s")):
-            for ax, fields in ((axes[0, col], ("best_train_loss",)),
-                               (axes[1, col], ("train_accuracy", "test_accuracy"))):
+            for ax, fields in (
+                (axes[0, col], ("best_train_loss",)),
+                (axes[1, col], ("train_accuracy", "test_accuracy")),
+            ):
                 for f in fields:
                     v = [np.asarray(results[key(act, d, budget)][f], dtype=float) for d in depths]
                     mean = [np.nanmean(x) if np.isfinite(x).any() else np.nan for x in v]
                     sd = [np.nanstd(x) if np.isfinite(x).sum() > 1 else 0.0 for x in v]
                     label = f"{act} {f.replace('_', ' ')}"
-                    ax.errorbar(depths, mean, yerr=sd, marker=marker, ms=3, lw=1, capsize=2, label=label,
-                                ls="-" if f != "test_accuracy" else "--")
+                    ax.errorbar(
+                        depths,
+                        mean,
+                        yerr=sd,
+                        marker=marker,
+                        ms=3,
+                        lw=1,
+                        capsize=2,
+                        label=label,
+                        ls="-" if f != "test_accuracy" else "--",
+                    )
         axes[0, col].axhline(NEAR_ZERO, color="grey", ls=":", lw=1)
         set_log(axes[0, col], "y")  # from the near-zero threshold to the deep ABS nets' initial losses (tens)
         set_title(axes[0, col], f"{budget} parameters")
@@ -309,11 +395,17 @@ def figure(s: Settings, results: dict):
 
 
 REPRODUCTION = Reproduction(
-    name="relu-abs-trainability", paper=PAPER,
+    name="relu-abs-trainability",
+    paper=PAPER,
     source="the variability paper's figure 8 (appendix B.2), Yu and Zhang's figure 3 (section 2.1)",
     summary="FCNet-ReLU against FCNet-ABS of 3200 parameters (and 1600, 2400) trained by gradient descent on the "
-            "8x8 checkerboard against the number of hidden layers: deep ReLU nets get stuck, deep ABS nets reach "
-            "near-zero training loss",
-    scales=SCALES, cost={"tiny": "2 s",
-                                   "quick": "6.4 min measured",
-                                   "paper": "not run: 165 nets x 100 runs x 40,000 full-batch steps, GPU hours (estimated)"}, reproduce=reproduce)
+    "8x8 checkerboard against the number of hidden layers: deep ReLU nets get stuck, deep ABS nets reach "
+    "near-zero training loss",
+    scales=SCALES,
+    cost={
+        "tiny": "2 s",
+        "quick": "6.4 min measured",
+        "paper": "not run: 165 nets x 100 runs x 40,000 full-batch steps, GPU hours (estimated)",
+    },
+    reproduce=reproduce,
+)

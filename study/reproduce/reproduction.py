@@ -119,9 +119,17 @@ def torch_threads(n: int):
         torch.set_num_threads(before)
 
 
-def run_reproduction(reproduction: Reproduction, out, *, scale: str = "quick", seed: int = 0,
-                     device: Any = "cpu", root=None, threads: int = 1,
-                     progress: TextIO | None = sys.stderr) -> tuple[Result, Path, Path]:
+def run_reproduction(
+    reproduction: Reproduction,
+    out,
+    *,
+    scale: str = "quick",
+    seed: int = 0,
+    device: Any = "cpu",
+    root=None,
+    threads: int = 1,
+    progress: TextIO | None = sys.stderr,
+) -> tuple[Result, Path, Path]:
     """Run ``reproduction`` at ``scale`` and write ``out/NAME.json`` and ``out/NAME.html``; returns the
     result and both paths. Bad arguments and missing data files raise ``UserError`` before any work.
 
@@ -150,9 +158,16 @@ def run_reproduction(reproduction: Reproduction, out, *, scale: str = "quick", s
     with torch_threads(threads):
         measured = reproduction.reproduce(context)
     seconds = time.perf_counter() - t0
-    extra = {"source": reproduction.source, "seed": seed, "device": str(device), "threads": threads,
-             "data": measured.data,
-             "settings": dataclasses.asdict(settings), "note": measured.note, **measured.extra}
+    extra = {
+        "source": reproduction.source,
+        "seed": seed,
+        "device": str(device),
+        "threads": threads,
+        "data": measured.data,
+        "settings": dataclasses.asdict(settings),
+        "note": measured.note,
+        **measured.extra,
+    }
     result = Result(name, reproduction.paper, scale, seconds, measured.rows, extra)
     json_path = result.write_json(out)
     html_path = write_page(result, measured.figures, out / f"{name}.html")

@@ -60,11 +60,12 @@ class Settings:
     runs: int  # initial points per (kind, depth); the final loss per rate is their mean
 
 
-RATES = tuple(float(10.0 ** e) for e in np.arange(-4.0, 0.01, 1 / 3))  # 13 rates, 1e-4 .. 1
-SCALES = {"tiny": Settings(depths=(6, 12), relu_depths=(4,), lrs=RATES[::4], epochs=30, runs=1),
-          "quick": Settings(depths=(6, 24, 96), relu_depths=(4, 16, 64), lrs=RATES[::2], epochs=1000, runs=2),
-          "paper": Settings(depths=(6, 12, 24, 48, 96), relu_depths=(4, 8, 16, 32, 64), lrs=RATES, epochs=1000,
-                            runs=5)}
+RATES = tuple(float(10.0**e) for e in np.arange(-4.0, 0.01, 1 / 3))  # 13 rates, 1e-4 .. 1
+SCALES = {
+    "tiny": Settings(depths=(6, 12), relu_depths=(4,), lrs=RATES[::4], epochs=30, runs=1),
+    "quick": Settings(depths=(6, 24, 96), relu_depths=(4, 16, 64), lrs=RATES[::2], epochs=1000, runs=2),
+    "paper": Settings(depths=(6, 12, 24, 48, 96), relu_depths=(4, 8, 16, 32, 64), lrs=RATES, epochs=1000, runs=5),
+}
 
 
 def optimal_loss(data: Moments) -> float:
@@ -102,8 +103,9 @@ def end_to_end(layers: torch.Tensor, shortcut: int) -> torch.Tensor:
     return forward(layers, eye, shortcut, relu=False).transpose(1, 2)
 
 
-def losses(layers: torch.Tensor, shortcut: int, relu: bool, x: torch.Tensor, y: torch.Tensor,
-           data: Moments) -> torch.Tensor:
+def losses(
+    layers: torch.Tensor, shortcut: int, relu: bool, x: torch.Tensor, y: torch.Tensor, data: Moments
+) -> torch.Tensor:
     """1/(2m) sum |y - f(x)|^2 per network of the stack: through the second moments for a linear net
     (1/2 tr(W Sxx W^T) - tr(W Sxy) + 1/2 tr Syy), through the data with ReLUs."""
     if not relu:
@@ -112,8 +114,9 @@ def losses(layers: torch.Tensor, shortcut: int, relu: bool, x: torch.Tensor, y: 
     return 0.5 * torch.mean(torch.sum((y - forward(layers, x, shortcut, relu=True)) ** 2, dim=2), dim=1)
 
 
-def train(theta: torch.Tensor, depth: int, shortcut: int, relu: bool, lrs, epochs: int, x, y,
-          data: Moments) -> np.ndarray:
+def train(
+    theta: torch.Tensor, depth: int, shortcut: int, relu: bool, lrs, epochs: int, x, y, data: Moments
+) -> np.ndarray:
     """Full-batch gradient descent from ``theta`` (flat, one network) at every rate of ``lrs`` at once; the final
     loss per rate (inf where the copy diverged)."""
     d = x.shape[1]
@@ -150,24 +153,56 @@ def reproduce(ctx: Context) -> Measured:
             n = KINDS[kind]
             results[mode][kind] = {}
             for depth in depths:
-                final = np.stack([train(initial_point(kind, depth, d, sub_seed(ctx.seed, n, depth, r)).to(ctx.device),
-                                        depth, n, mode == "relu", s.lrs, s.epochs, x, y, data)
-                                  for r in range(s.runs)])
+                final = np.stack(
+                    [
+                        train(
+                            initial_point(kind, depth, d, sub_seed(ctx.seed, n, depth, r)).to(ctx.device),
+                            depth,
+                            n,
+                            mode == "relu",
+                            s.lrs,
+                            s.epochs,
+                            x,
+                            y,
+                            data,
+                        )
+                        for r in range(s.runs)
+                    ]
+                )
                 loss, lr = best(final, s.lrs)
-                results[mode][kind][depth] = {"final_loss": loss, "optimal_lr": lr,
-                                              "final_loss_per_rate": final.mean(axis=0).tolist()}
-            ctx.say(f"resnet-depth: {mode} {kind}: " + ", ".join(
-                f"depth {D}: {v['final_loss']:.4g} at rate {v['optimal_lr']:.2g}"
-                for D, v in results[mode][kind].items()))
+                results[mode][kind][depth] = {
+                    "final_loss": loss,
+                    "optimal_lr": lr,
+                    "final_loss_per_rate": final.mean(axis=0).tolist(),
+                }
+            ctx.say(
+                f"resnet-depth: {mode} {kind}: "
+                + ", ".join(
+                    f"depth {D}: {v['final_loss']:.4g} at rate {v['optimal_lr']:.2g}"
+                    for D, v in results[mode][kind].items()
+                )
+            )
     rows = claims(results, optimum)
-    note = (f"Full-batch gradient descent for {s.epochs} epochs at {len(s.lrs)} rates "
-            f"({s.lrs[0]:.2g} .. {s.lrs[-1]:.2g}, log scale), {s.runs} initial points per net and depth; per rate the "
-            f"mean final loss over them, the best rate's reported. Least-squares optimum of a linear map on this data: "
-            f"{optimum:.6g}. Diverged copies count as infinite losses.")
-    return Measured(rows, figures=[("Figures 7 and 8: left, log10(final loss - optimal loss) of linear nets at the "
-                                    "best rate against depth; right, log10(final loss) with ReLUs at the mid "
-                                    "positions.", figure(results, optimum))],
-                    data=what, note=note, extra={"optimal_loss": optimum, "results": results})
+    note = (
+        f"Full-batch gradient descent for {s.epochs} epochs at {len(s.lrs)} rates "
+        f"({s.lrs[0]:.2g} .. {s.lrs[-1]:.2g}, log scale), {s.runs} initial points per net and depth; per rate the "
+        f"mean final loss over them, the best rate's reported. Least-squares optimum of a linear map on this data: "
+        f"{optimum:.6g}. Diverged copies count as infinite losses."
+    )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figures 7 and 8: left, log10(final loss - optimal loss) of linear nets at the "
+                "best rate against depth; right, log10(final loss) with ReLUs at the mid "
+                "positions.",
+                figure(results, optimum),
+            )
+        ],
+        data=what,
+        note=note,
+        extra={"optimal_loss": optimum, "results": results},
+    )
 
 
 def log_excess(loss: float, optimum: float) -> float:
@@ -184,36 +219,63 @@ def claims(results: dict, optimum: float) -> list[Row]:
     growth = ex["shortcut2"][last] - ex["shortcut2"][first]
     lr_ratio = math.log10(linear["shortcut2"][last]["optimal_lr"] / linear["orthogonal"][last]["optimal_lr"])
     rdepth = max(relu["shortcut2"])
-    rl = {k: math.log10(by[rdepth]["final_loss"]) if math.isfinite(by[rdepth]["final_loss"]) else math.inf
-          for k, by in relu.items()}
+    rl = {
+        k: math.log10(by[rdepth]["final_loss"]) if math.isfinite(by[rdepth]["final_loss"]) else math.inf
+        for k, by in relu.items()
+    }
     return [
-        Row.claim(f"log10_excess_loss:shortcut2:depth={last}", s2,
-                  s2 < ex["orthogonal"][last] and s2 < ex["xavier"][last],
-                  f"below the orthogonal ({ex['orthogonal'][last]:.3g}) and Xavier ({ex['xavier'][last]:.3g}) nets' "
-                  "at this depth: 2-shortcut nets \"stay close to optimal as the networks become deeper\" (figure 7)"),
-        Row.claim("log10_excess_loss_growth:shortcut2", growth, growth <= 1.0,
-                  f"at most 1 (one decade from depth {first} to {last}): \"stay close to optimal as the networks "
-                  "become deeper\" (figure 7)"),
-        Row.claim(f"log10_optimal_lr:shortcut2_over_orthogonal:depth={last}", lr_ratio, lr_ratio >= 0.0,
-                  "at least 0: \"Higher learning rates can also be applied\" (figure 7, right)"),
-        Row.claim(f"log10_final_loss:shortcut2-relu:depth={rdepth}", rl["shortcut2"],
-                  rl["shortcut2"] < rl["orthogonal"] and rl["shortcut2"] < rl["xavier"],
-                  f"below the orthogonal-ReLU ({rl['orthogonal']:.3g}) and Xavier-ReLU ({rl['xavier']:.3g}) nets' at "
-                  "this depth: 2-shortcut nets \"find these optimal points easily\" (figure 8)"),
+        Row.claim(
+            f"log10_excess_loss:shortcut2:depth={last}",
+            s2,
+            s2 < ex["orthogonal"][last] and s2 < ex["xavier"][last],
+            f"below the orthogonal ({ex['orthogonal'][last]:.3g}) and Xavier ({ex['xavier'][last]:.3g}) nets' "
+            'at this depth: 2-shortcut nets "stay close to optimal as the networks become deeper" (figure 7)',
+        ),
+        Row.claim(
+            "log10_excess_loss_growth:shortcut2",
+            growth,
+            growth <= 1.0,
+            f'at most 1 (one decade from depth {first} to {last}): "stay close to optimal as the networks '
+            'become deeper" (figure 7)',
+        ),
+        Row.claim(
+            f"log10_optimal_lr:shortcut2_over_orthogonal:depth={last}",
+            lr_ratio,
+            lr_ratio >= 0.0,
+            'at least 0: "Higher learning rates can also be applied" (figure 7, right)',
+        ),
+        Row.claim(
+            f"log10_final_loss:shortcut2-relu:depth={rdepth}",
+            rl["shortcut2"],
+            rl["shortcut2"] < rl["orthogonal"] and rl["shortcut2"] < rl["xavier"],
+            f"below the orthogonal-ReLU ({rl['orthogonal']:.3g}) and Xavier-ReLU ({rl['xavier']:.3g}) nets' at "
+            'this depth: 2-shortcut nets "find these optimal points easily" (figure 8)',
+        ),
     ]
 
 
 def figure(results: dict, optimum: float):
     from archstudy.analysis.plotting import BLACK, new_figure, set_title
 
-    colors = {"shortcut1": "#ff7f0e", "shortcut2": BLACK, "shortcut3": "#9467bd", "orthogonal": "#1f77b4",
-              "xavier": "#d62728"}
+    colors = {
+        "shortcut1": "#ff7f0e",
+        "shortcut2": BLACK,
+        "shortcut3": "#9467bd",
+        "orthogonal": "#1f77b4",
+        "xavier": "#d62728",
+    }
     fig, (left, right) = new_figure(ncols=2, panel=(4.6, 3.6))
     for ax, mode in ((left, "linear"), (right, "relu")):
         for kind, by in results[mode].items():
             ds = sorted(by)
-            vals = [log_excess(by[D]["final_loss"], optimum) if mode == "linear" else
-                    math.log10(by[D]["final_loss"]) if math.isfinite(by[D]["final_loss"]) else np.nan for D in ds]
+            vals = [
+                log_excess(by[D]["final_loss"], optimum)
+                if mode == "linear"
+                else math.log10(by[D]["final_loss"])
+                if math.isfinite(by[D]["final_loss"])
+                else np.nan
+                for D in ds
+            ]
             ax.plot(ds, vals, marker="o", ms=3, lw=1, color=colors[kind], label=kind)
         ax.set_xlabel("depth (weight matrices)")
         ax.legend()
@@ -225,10 +287,18 @@ def figure(results: dict, optimum: float):
 
 
 REPRODUCTION = Reproduction(
-    name="resnet-depth", paper=PAPER, source="figures 7 and 8 (section 5.3.1)",
+    name="resnet-depth",
+    paper=PAPER,
+    source="figures 7 and 8 (section 5.3.1)",
     summary="final loss at the best of a learning-rate sweep (1000 epochs of gradient descent) against depth, linear "
-            "nets with shortcuts of depth 1/2/3 and without, then with mid-position ReLUs, on MNIST (--root) or the "
-            "digits",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "21 min measured",
-                         "paper": "2.5 h (estimated: 5 depths, 13 rates, 5 runs, about 7 times quick)"}, reproduce=reproduce,
-    reads_root="mnist")
+    "nets with shortcuts of depth 1/2/3 and without, then with mid-position ReLUs, on MNIST (--root) or the "
+    "digits",
+    scales=SCALES,
+    cost={
+        "tiny": "5 s",
+        "quick": "21 min measured",
+        "paper": "2.5 h (estimated: 5 depths, 13 rates, 5 runs, about 7 times quick)",
+    },
+    reproduce=reproduce,
+    reads_root="mnist",
+)

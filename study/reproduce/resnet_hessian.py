@@ -72,11 +72,15 @@ class Settings:
     runs: int  # random initial points per (kind, depth); figure 4: 10
 
 
-SCALES = {"tiny": Settings(max_depth=6, runs=2), "quick": Settings(max_depth=16, runs=3),
-          "paper": Settings(max_depth=16, runs=10)}
+SCALES = {
+    "tiny": Settings(max_depth=6, runs=2),
+    "quick": Settings(max_depth=16, runs=3),
+    "paper": Settings(max_depth=16, runs=10),
+}
 
 
 # -- data ---------------------------------------------------------------------------------------------------
+
 
 def whiten(x: np.ndarray, k: int = COMPONENTS) -> np.ndarray:
     """The inputs centred, on their ``k`` leading principal directions, each scaled to unit variance:
@@ -135,6 +139,7 @@ def full_batch(root, device):
 
 # -- the networks, the loss and its Hessian -------------------------------------------------------------------
 
+
 def end_to_end(theta: torch.Tensor, depth: int, shortcut: int, d: int) -> torch.Tensor:
     """W of eq. 1-2 from the flat weights (layer l's matrix is ``theta[l d^2 : (l+1) d^2]`` as d x d, layer 1
     first): prod_r (W^{r,n} ... W^{r,1} + I) for an n-shortcut net, W^L ... W^1 without shortcuts (n = 0)."""
@@ -148,7 +153,7 @@ def end_to_end(theta: torch.Tensor, depth: int, shortcut: int, d: int) -> torch.
     w = eye
     for r in range(depth // shortcut):
         branch = layers[r * shortcut]
-        for layer in layers[r * shortcut + 1:(r + 1) * shortcut]:
+        for layer in layers[r * shortcut + 1 : (r + 1) * shortcut]:
             branch = layer @ branch
         w = (branch + eye) @ w
     return w
@@ -212,6 +217,7 @@ def depths(kind: str, max_depth: int) -> list[int]:
 
 # -- the reproduction ------------------------------------------------------------------------------------------
 
+
 def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     x, y, what = load_data(ctx.root)
@@ -241,67 +247,127 @@ def reproduce(ctx: Context) -> Measured:
         for L, value in means.items():
             key = f"condition_number:{kind}:depth={L}"
             if kind == "shortcut2":
-                rows.append(Row.ratio(key, theorem, value, DEPTH_INVARIANT,
-                                      "depth-invariant, Theorem 2; paper = its eq. 9 on this data"))
+                rows.append(
+                    Row.ratio(
+                        key,
+                        theorem,
+                        value,
+                        DEPTH_INVARIANT,
+                        "depth-invariant, Theorem 2; paper = its eq. 9 on this data",
+                    )
+                )
             elif kind == "shortcut3":
                 continue  # the paper claims nothing of it: Theorem 2.1's rows below
             elif L == first:
-                rows.append(Row.claim(key, value, value < means[last],
-                                      f"grows with depth: below the value at depth {last}"))
+                rows.append(
+                    Row.claim(key, value, value < means[last], f"grows with depth: below the value at depth {last}")
+                )
             else:
-                rows.append(Row.claim(key, value, value > means[first],
-                                      f"grows with depth: above the value at depth {first}"))
+                rows.append(
+                    Row.claim(key, value, value > means[first], f"grows with depth: above the value at depth {first}")
+                )
     for L in largest["shortcut3"]:
         value = float(np.mean(largest["shortcut3"][L]))
-        rows.append(Row.claim(f"largest_eigenvalue:shortcut3:depth={L}", value, value < FAR_BELOW * sigma_max,
-                              f"far below the 2-shortcut net's (Theorem 2.1: zero Hessian at zero): under "
-                              f"{FAR_BELOW:g} x sigma_max(M) = {FAR_BELOW * sigma_max:.3g}, Theorem 2's largest "
-                              f"|eigenvalue| of a 2-shortcut net at zero"))
+        rows.append(
+            Row.claim(
+                f"largest_eigenvalue:shortcut3:depth={L}",
+                value,
+                value < FAR_BELOW * sigma_max,
+                f"far below the 2-shortcut net's (Theorem 2.1: zero Hessian at zero): under "
+                f"{FAR_BELOW:g} x sigma_max(M) = {FAR_BELOW * sigma_max:.3g}, Theorem 2's largest "
+                f"|eigenvalue| of a 2-shortcut net at zero",
+            )
+        )
         ratio = float(np.mean(smaller[L]) / value)
-        rows.append(Row.ratio(f"largest_eigenvalue_shrinks:shortcut3:depth={L}", SMALLER / PERTURBATION, ratio,
-                              DEPTH_INVARIANT, f"the value at perturbation {SMALLER:g} over that at {PERTURBATION:g}: "
-                                               "in proportion to the perturbation, Theorem 2.1 (paper = the perturbations' ratio)"))
-    note = ("Condition number = |λ|max / |λ|(0.1), the 10th percentile of |λ| (appendix B), the mean over runs as "
-            "figure 4. Shortcut nets start at Xavier × 0.01 (section 4.1's perturbed zero), the nets without "
-            "shortcuts at orthogonal or Xavier weights. The paper claims growth with depth for the 1-shortcut, "
-            "Xavier and orthogonal nets only; for the 3-shortcut nets Theorem 2.1 says the Hessian at zero is the "
-            "zero matrix, so the rows check its consequences at the perturbed zero: the largest |λ| far below the "
-            "2-shortcut net's and shrinking in proportion to the perturbation (measured again on the same draws "
-            f"scaled by {SMALLER:g} instead of {PERTURBATION:g}). Their condition numbers stay in the JSON "
-            "('condition_numbers') and the figure.")
-    return Measured(rows, figures=[("Figure 4: the condition number of the Hessian at the initial point against "
-                                    "depth (mean ± standard deviation over runs; dashed: Theorem 2's eq. 9); right: "
-                                    f"its largest |λ| (dotted: the 3-shortcut nets at perturbation {SMALLER:g}).",
-                                    figure(cond, largest, theorem, smaller))],
-                    data=what, note=note,
-                    extra={"theorem2_condition_number": theorem, "theorem2_largest_eigenvalue": sigma_max,
-                           "condition_numbers": cond, "largest_eigenvalue": largest,
-                           "largest_eigenvalue_shortcut3_smaller_perturbation": smaller,
-                           "perturbations": [PERTURBATION, SMALLER]})
+        rows.append(
+            Row.ratio(
+                f"largest_eigenvalue_shrinks:shortcut3:depth={L}",
+                SMALLER / PERTURBATION,
+                ratio,
+                DEPTH_INVARIANT,
+                f"the value at perturbation {SMALLER:g} over that at {PERTURBATION:g}: "
+                "in proportion to the perturbation, Theorem 2.1 (paper = the perturbations' ratio)",
+            )
+        )
+    note = (
+        "Condition number = |λ|max / |λ|(0.1), the 10th percentile of |λ| (appendix B), the mean over runs as "
+        "figure 4. Shortcut nets start at Xavier × 0.01 (section 4.1's perturbed zero), the nets without "
+        "shortcuts at orthogonal or Xavier weights. The paper claims growth with depth for the 1-shortcut, "
+        "Xavier and orthogonal nets only; for the 3-shortcut nets Theorem 2.1 says the Hessian at zero is the "
+        "zero matrix, so the rows check its consequences at the perturbed zero: the largest |λ| far below the "
+        "2-shortcut net's and shrinking in proportion to the perturbation (measured again on the same draws "
+        f"scaled by {SMALLER:g} instead of {PERTURBATION:g}). Their condition numbers stay in the JSON "
+        "('condition_numbers') and the figure."
+    )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figure 4: the condition number of the Hessian at the initial point against "
+                "depth (mean ± standard deviation over runs; dashed: Theorem 2's eq. 9); right: "
+                f"its largest |λ| (dotted: the 3-shortcut nets at perturbation {SMALLER:g}).",
+                figure(cond, largest, theorem, smaller),
+            )
+        ],
+        data=what,
+        note=note,
+        extra={
+            "theorem2_condition_number": theorem,
+            "theorem2_largest_eigenvalue": sigma_max,
+            "condition_numbers": cond,
+            "largest_eigenvalue": largest,
+            "largest_eigenvalue_shortcut3_smaller_perturbation": smaller,
+            "perturbations": [PERTURBATION, SMALLER],
+        },
+    )
 
 
 def figure(cond, largest, theorem: float, smaller=None):
     from archstudy.analysis.plotting import BLACK, GREY, new_figure, set_log, set_title
 
-    colors = {"shortcut1": "#ff7f0e", "shortcut2": BLACK, "shortcut3": "#9467bd", "orthogonal": "#1f77b4",
-              "xavier": "#d62728"}
+    colors = {
+        "shortcut1": "#ff7f0e",
+        "shortcut2": BLACK,
+        "shortcut3": "#9467bd",
+        "orthogonal": "#1f77b4",
+        "xavier": "#d62728",
+    }
     fig, axes = new_figure(ncols=2, panel=(4.6, 3.6))
-    for ax, values, ylabel in ((axes[0], cond, "condition number |λ|max / |λ|(0.1)"),
-                               (axes[1], largest, "largest |λ|")):
+    for ax, values, ylabel in (
+        (axes[0], cond, "condition number |λ|max / |λ|(0.1)"),
+        (axes[1], largest, "largest |λ|"),
+    ):
         for kind, by_depth in values.items():
             ls = np.array(list(by_depth))
             mean = np.array([np.mean(v) for v in by_depth.values()])
             sd = np.array([np.std(v) for v in by_depth.values()])
             # shortcut1 dashed: it lies almost on the orthogonal nets' curve (section 5: similar dynamics)
-            ax.errorbar(ls, mean, yerr=sd, marker="o", ms=3, lw=1, color=colors[kind], label=kind,
-                        ls="--" if kind == "shortcut1" else "-")
+            ax.errorbar(
+                ls,
+                mean,
+                yerr=sd,
+                marker="o",
+                ms=3,
+                lw=1,
+                color=colors[kind],
+                label=kind,
+                ls="--" if kind == "shortcut1" else "-",
+            )
         set_log(ax, "y")
         ax.set_xlabel("depth (weight matrices)")
         ax.set_ylabel(ylabel)
     if smaller:
         ls = np.array(list(smaller))
-        axes[1].plot(ls, [np.mean(v) for v in smaller.values()], marker="o", ms=3, lw=1, ls=":",
-                     color=colors["shortcut3"], label=f"shortcut3 × {SMALLER:g}")
+        axes[1].plot(
+            ls,
+            [np.mean(v) for v in smaller.values()],
+            marker="o",
+            ms=3,
+            lw=1,
+            ls=":",
+            color=colors["shortcut3"],
+            label=f"shortcut3 × {SMALLER:g}",
+        )
         axes[1].legend()
     axes[0].axhline(theorem, color=GREY, ls="--", lw=0.8)
     axes[0].legend()
@@ -311,8 +377,14 @@ def figure(cond, largest, theorem: float, smaller=None):
 
 
 REPRODUCTION = Reproduction(
-    name="resnet-hessian", paper=PAPER, source="figure 4 and Theorem 2",
+    name="resnet-hessian",
+    paper=PAPER,
+    source="figure 4 and Theorem 2",
     summary="condition number of the Hessian at the initial point of linear nets with shortcuts of depth 1/2 "
-            "and without (orthogonal, Xavier) vs depth, and the flatness of the 3-shortcut nets' perturbed zero "
-            "point (Theorem 2.1), on MNIST (--root) or the digits",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "41 s measured", "paper": "3 min (estimated)"}, reproduce=reproduce, reads_root="mnist")
+    "and without (orthogonal, Xavier) vs depth, and the flatness of the 3-shortcut nets' perturbed zero "
+    "point (Theorem 2.1), on MNIST (--root) or the digits",
+    scales=SCALES,
+    cost={"tiny": "5 s", "quick": "41 s measured", "paper": "3 min (estimated)"},
+    reproduce=reproduce,
+    reads_root="mnist",
+)

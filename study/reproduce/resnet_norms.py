@@ -46,9 +46,11 @@ class Settings:
     runs: int
 
 
-SCALES = {"tiny": Settings(depths=(2, 4, 8), epochs=100, lr=0.1, runs=1),
-          "quick": Settings(depths=(4, 8, 16, 32), epochs=1000, lr=0.1, runs=2),
-          "paper": Settings(depths=(4, 8, 16, 32, 64), epochs=1000, lr=0.1, runs=5)}
+SCALES = {
+    "tiny": Settings(depths=(2, 4, 8), epochs=100, lr=0.1, runs=1),
+    "quick": Settings(depths=(4, 8, 16, 32), epochs=1000, lr=0.1, runs=2),
+    "paper": Settings(depths=(4, 8, 16, 32, 64), epochs=1000, lr=0.1, runs=5),
+}
 
 
 def mean_frobenius_norm(layers: torch.Tensor) -> float:
@@ -56,8 +58,9 @@ def mean_frobenius_norm(layers: torch.Tensor) -> float:
     return float(torch.linalg.matrix_norm(layers).mean())
 
 
-def norms_during_training(theta: torch.Tensor, depth: int, relu: bool, lr: float, epochs: int, x, y,
-                          data: Moments) -> list[float]:
+def norms_during_training(
+    theta: torch.Tensor, depth: int, relu: bool, lr: float, epochs: int, x, y, data: Moments
+) -> list[float]:
     """Full-batch gradient descent from ``theta``; the average Frobenius norm at epochs 0 .. ``epochs`` (shorter
     where the loss diverged)."""
     d = x.shape[1]
@@ -87,22 +90,45 @@ def reproduce(ctx: Context) -> Measured:
     curves: dict[str, dict[int, list[float]]] = {p: {} for p in PANELS}
     for panel in PANELS:
         for depth in s.depths:
-            runs = [norms_during_training(initial_point("shortcut2", depth, d,
-                                                        sub_seed(ctx.seed, SHORTCUT, depth, r)).to(ctx.device),
-                                          depth, panel == "relu", s.lr, s.epochs, x, y, data)
-                    for r in range(s.runs)]
+            runs = [
+                norms_during_training(
+                    initial_point("shortcut2", depth, d, sub_seed(ctx.seed, SHORTCUT, depth, r)).to(ctx.device),
+                    depth,
+                    panel == "relu",
+                    s.lr,
+                    s.epochs,
+                    x,
+                    y,
+                    data,
+                )
+                for r in range(s.runs)
+            ]
             n = min(len(r) for r in runs)
             curves[panel][depth] = np.mean([r[:n] for r in runs], axis=0).tolist()
-        ctx.say(f"resnet-norms: {panel}: final average norm " + ", ".join(
-            f"depth {D}: {c[-1]:.4g}" for D, c in curves[panel].items()))
+        ctx.say(
+            f"resnet-norms: {panel}: final average norm "
+            + ", ".join(f"depth {D}: {c[-1]:.4g}" for D, c in curves[panel].items())
+        )
     rows = claims(curves, s.epochs)
-    note = (f"2-shortcut nets from Xavier x 0.01, full-batch gradient descent at rate {s.lr:g} for {s.epochs} epochs, "
-            f"{s.runs} run(s) per depth; the average Frobenius norm (1/L) sum |W_l|_F, the mean over runs. The paper "
-            "states neither the rate nor the epochs of figure 3.")
-    return Measured(rows, figures=[("Figure 3: the average Frobenius norm of the weight matrices of 2-shortcut nets "
-                                    "from the perturbed zero point during training; left without nonlinearities, "
-                                    "right with ReLUs at the mid positions.", figure(curves))],
-                    data=what, note=note, extra={"norms": curves})
+    note = (
+        f"2-shortcut nets from Xavier x 0.01, full-batch gradient descent at rate {s.lr:g} for {s.epochs} epochs, "
+        f"{s.runs} run(s) per depth; the average Frobenius norm (1/L) sum |W_l|_F, the mean over runs. The paper "
+        "states neither the rate nor the epochs of figure 3."
+    )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figure 3: the average Frobenius norm of the weight matrices of 2-shortcut nets "
+                "from the perturbed zero point during training; left without nonlinearities, "
+                "right with ReLUs at the mid positions.",
+                figure(curves),
+            )
+        ],
+        data=what,
+        note=note,
+        extra={"norms": curves},
+    )
 
 
 def claims(curves: dict[str, dict[int, list[float]]], epochs: int) -> list[Row]:
@@ -113,13 +139,21 @@ def claims(curves: dict[str, dict[int, list[float]]], epochs: int) -> list[Row]:
         by = [curves[panel][D] for D in sorted(curves[panel])]
         during = [float(np.mean(c)) if len(c) == epochs + 1 else np.inf for c in by]
         final = [c[-1] if len(c) == epochs + 1 else np.inf for c in by]
-        for what, values, words in (("mean_norm_during_training", during, "during the training process"),
-                                    ("final_norm", final, "when the training ends")):
+        for what, values, words in (
+            ("mean_norm_during_training", during, "during the training process"),
+            ("final_norm", final, "when the training ends"),
+        ):
             f = fraction_decreasing(values)
-            rows.append(Row.claim(f"fraction_decreasing:{what}:{panel}", f, f == 1.0,
-                                  f"1: the deeper, the smaller at every step of depth (\"the deeper a residual "
-                                  f"network is, the small its average Frobenius norm of weight matrices is\", "
-                                  f"{words}; figure 3, {'left' if panel == 'linear' else 'right'})"))
+            rows.append(
+                Row.claim(
+                    f"fraction_decreasing:{what}:{panel}",
+                    f,
+                    f == 1.0,
+                    f'1: the deeper, the smaller at every step of depth ("the deeper a residual '
+                    f'network is, the small its average Frobenius norm of weight matrices is", '
+                    f"{words}; figure 3, {'left' if panel == 'linear' else 'right'})",
+                )
+            )
     return rows
 
 
@@ -138,8 +172,13 @@ def figure(curves):
 
 
 REPRODUCTION = Reproduction(
-    name="resnet-norms", paper=PAPER, source="figure 3 (section 4.1)",
+    name="resnet-norms",
+    paper=PAPER,
+    source="figure 3 (section 4.1)",
     summary="average Frobenius norm of the weights of zero-initialized 2-shortcut nets of different depths during "
-            "gradient descent, linear and with mid-position ReLUs, on MNIST (--root) or the digits",
-    scales=SCALES, cost={"tiny": "3 s", "quick": "76 s measured", "paper": "15 min (estimated)"},
-    reproduce=reproduce, reads_root="mnist")
+    "gradient descent, linear and with mid-position ReLUs, on MNIST (--root) or the digits",
+    scales=SCALES,
+    cost={"tiny": "3 s", "quick": "76 s measured", "paper": "15 min (estimated)"},
+    reproduce=reproduce,
+    reads_root="mnist",
+)

@@ -73,9 +73,11 @@ class Settings:
     runs: int  # initial points per net
 
 
-SCALES = {"tiny": Settings(depth=6, epochs=60, every=20, lr=0.1, runs=1),
-          "quick": Settings(depth=16, epochs=1000, every=20, lr=0.01, runs=1),
-          "paper": Settings(depth=16, epochs=1000, every=10, lr=0.01, runs=5)}
+SCALES = {
+    "tiny": Settings(depth=6, epochs=60, every=20, lr=0.1, runs=1),
+    "quick": Settings(depth=16, epochs=1000, every=20, lr=0.01, runs=1),
+    "paper": Settings(depth=16, epochs=1000, every=10, lr=0.01, runs=5),
+}
 
 
 def eigen_summary(eigenvalues: np.ndarray) -> dict[str, float]:
@@ -83,8 +85,12 @@ def eigen_summary(eigenvalues: np.ndarray) -> dict[str, float]:
     and the index (the fraction of negative eigenvalues)."""
     a = np.abs(eigenvalues)
     top, p10 = float(a.max()), float(np.percentile(a, PERCENTILE))
-    return {"largest": top, "percentile10": p10, "condition_number": top / p10,
-            "index": float(np.mean(eigenvalues < 0))}
+    return {
+        "largest": top,
+        "percentile10": p10,
+        "condition_number": top / p10,
+        "index": float(np.mean(eigenvalues < 0)),
+    }
 
 
 def trajectory(theta: torch.Tensor, depth: int, shortcut: int, data: Moments, s: Settings) -> dict[str, list]:
@@ -97,8 +103,9 @@ def trajectory(theta: torch.Tensor, depth: int, shortcut: int, data: Moments, s:
         if not math.isfinite(value):
             break  # diverged: the trajectory ends here
         if epoch % s.every == 0 or epoch == s.epochs:
-            out["checkpoints"].append({"epoch": epoch, "loss": value,
-                                       **eigen_summary(spectrum(hessian(theta, depth, shortcut, data)))})
+            out["checkpoints"].append(
+                {"epoch": epoch, "loss": value, **eigen_summary(spectrum(hessian(theta, depth, shortcut, data)))}
+            )
         if epoch == s.epochs:
             break
         g = grad(theta)
@@ -160,26 +167,49 @@ def reproduce(ctx: Context) -> Measured:
     d = xn.shape[1]
     runs: dict[str, list[dict]] = {}
     for kind, n in KINDS.items():
-        runs[kind] = [trajectory(initial_point(kind, s.depth, d, sub_seed(ctx.seed, n, s.depth, r)).to(ctx.device),
-                                 s.depth, n, data, s) for r in range(s.runs)]
+        runs[kind] = [
+            trajectory(
+                initial_point(kind, s.depth, d, sub_seed(ctx.seed, n, s.depth, r)).to(ctx.device), s.depth, n, data, s
+            )
+            for r in range(s.runs)
+        ]
         ends = [r["checkpoints"][-1] for r in runs[kind]]
-        ctx.say(f"resnet-spectrum: {kind}: loss {runs[kind][0]['checkpoints'][0]['loss']:.4g} -> "
-                + ", ".join(f"{e['loss']:.4g} (epoch {e['epoch']})" for e in ends))
+        ctx.say(
+            f"resnet-spectrum: {kind}: loss {runs[kind][0]['checkpoints'][0]['loss']:.4g} -> "
+            + ", ".join(f"{e['loss']:.4g} (epoch {e['epoch']})" for e in ends)
+        )
     grid = common_grid(runs)
     rows = claims(runs, grid, s.every)
-    curves = {k: {q: mean_on_grid(runs[k], q, grid, q != "index").tolist() if len(grid) else []
-                  for q in ("largest", "percentile10", "condition_number", "index")} for k in KINDS}
-    note = (f"Depth {s.depth}, full-batch gradient descent at rate {s.lr:g} for {s.epochs} epochs, {s.runs} run(s) per "
-            f"net, the exact Hessian every {s.every} epochs; curves on {len(grid)} losses of the range every run of "
-            f"the 2-shortcut, orthogonal and Xavier nets passes through"
-            + (f" ({grid[0]:.4g} .. {grid[-1]:.4g})" if len(grid) else " (empty: no claim can be checked)")
-            + ", interpolated linearly in the loss per run, log10 of the eigenvalues averaged over runs. The paper "
-            "states neither the rate nor the number of runs of these figures.")
-    return Measured(rows, figures=[("Figures 5 and 6: the largest |λ| and the 10th percentile of |λ| of the "
-                                    "Hessian (left), the index (middle) against the loss at depth "
-                                    f"{s.depth}; right, the gradient norm and the index of one 2-shortcut run "
-                                    "against the epoch.", figure(runs, grid, curves))],
-                    data=what, note=note, extra={"loss_grid": grid.tolist(), "on_grid": curves, "runs": runs})
+    curves = {
+        k: {
+            q: mean_on_grid(runs[k], q, grid, q != "index").tolist() if len(grid) else []
+            for q in ("largest", "percentile10", "condition_number", "index")
+        }
+        for k in KINDS
+    }
+    note = (
+        f"Depth {s.depth}, full-batch gradient descent at rate {s.lr:g} for {s.epochs} epochs, {s.runs} run(s) per "
+        f"net, the exact Hessian every {s.every} epochs; curves on {len(grid)} losses of the range every run of "
+        f"the 2-shortcut, orthogonal and Xavier nets passes through"
+        + (f" ({grid[0]:.4g} .. {grid[-1]:.4g})" if len(grid) else " (empty: no claim can be checked)")
+        + ", interpolated linearly in the loss per run, log10 of the eigenvalues averaged over runs. The paper "
+        "states neither the rate nor the number of runs of these figures."
+    )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figures 5 and 6: the largest |λ| and the 10th percentile of |λ| of the "
+                "Hessian (left), the index (middle) against the loss at depth "
+                f"{s.depth}; right, the gradient norm and the index of one 2-shortcut run "
+                "against the epoch.",
+                figure(runs, grid, curves),
+            )
+        ],
+        data=what,
+        note=note,
+        extra={"loss_grid": grid.tolist(), "on_grid": curves, "runs": runs},
+    )
 
 
 def claims(runs: dict[str, list[dict]], grid: np.ndarray, every: int) -> list[Row]:
@@ -194,39 +224,69 @@ def claims(runs: dict[str, list[dict]], grid: np.ndarray, every: int) -> list[Ro
         high, low = float(cond["shortcut2"][-1] - others_cond[-1]), float(cond["shortcut2"][0] - others_cond[0])
     else:
         below_cond = below_index = high = low = nan
-    final = {k: float(np.mean([math.log10(r["checkpoints"][-1]["condition_number"]) for r in runs[k]]))
-             for k in ("shortcut2", "orthogonal")}
+    final = {
+        k: float(np.mean([math.log10(r["checkpoints"][-1]["condition_number"]) for r in runs[k]]))
+        for k in ("shortcut2", "orthogonal")
+    }
     final_ratio = final["shortcut2"] - final["orthogonal"]
     share = float(np.mean([index_drop_share(r["checkpoints"]) for r in runs["shortcut2"]]))
     lag = gradient_to_index_drop(runs["shortcut2"][0])
     return [
-        Row.claim("fraction_below:condition_number:shortcut2", below_cond, below_cond == 1.0,
-                  "1: below the orthogonal and Xavier nets' at every loss of the grid (\"the condition numbers of "
-                  "2-shortcut networks at different losses are always smaller\", figure 5)"),
-        Row.claim("log10_condition_ratio:shortcut2_over_others:highest_loss", high, high < 0 and high < low,
-                  f"below 0 and below the ratio at the grid's lowest loss ({low:.3g}): smaller \"especially when "
-                  "the loss is large\" (figure 5)"),
-        Row.claim("log10_final_condition_ratio:shortcut2_over_orthogonal", final_ratio,
-                  abs(final_ratio) <= math.log10(ROUGHLY),
-                  f"within log10 {ROUGHLY:g} of 0 at the end of training: \"roughly evolved to the same value for "
-                  "both orthogonal and 2-shortcut linear networks\" (figure 5)"),
-        Row.claim("fraction_below:index:shortcut2", below_index, below_index == 1.0,
-                  "1: below the orthogonal and Xavier nets' at every loss of the grid (\"the index of a 2-shortcut "
-                  "network is always smaller\", figure 6 left)"),
-        Row.claim("index_drop_share:shortcut2:first_quarter", share, share >= 0.5,
-                  "at least 1/2 of the index's whole drop while the loss falls through the first quarter of its "
-                  "decrease: it \"drops dramatically at the beginning\" (figure 6 left)"),
-        Row.claim("epochs:max_gradient_to_steepest_index_drop:shortcut2", lag, abs(lag) <= every,
-                  f"within one checkpoint interval ({every} epochs) of 0, first run: \"The gradient reaches its "
-                  "maximum while the index drops dramatically\" (figure 6 right)"),
+        Row.claim(
+            "fraction_below:condition_number:shortcut2",
+            below_cond,
+            below_cond == 1.0,
+            "1: below the orthogonal and Xavier nets' at every loss of the grid (\"the condition numbers of "
+            '2-shortcut networks at different losses are always smaller", figure 5)',
+        ),
+        Row.claim(
+            "log10_condition_ratio:shortcut2_over_others:highest_loss",
+            high,
+            high < 0 and high < low,
+            f"below 0 and below the ratio at the grid's lowest loss ({low:.3g}): smaller \"especially when "
+            'the loss is large" (figure 5)',
+        ),
+        Row.claim(
+            "log10_final_condition_ratio:shortcut2_over_orthogonal",
+            final_ratio,
+            abs(final_ratio) <= math.log10(ROUGHLY),
+            f'within log10 {ROUGHLY:g} of 0 at the end of training: "roughly evolved to the same value for '
+            'both orthogonal and 2-shortcut linear networks" (figure 5)',
+        ),
+        Row.claim(
+            "fraction_below:index:shortcut2",
+            below_index,
+            below_index == 1.0,
+            "1: below the orthogonal and Xavier nets' at every loss of the grid (\"the index of a 2-shortcut "
+            'network is always smaller", figure 6 left)',
+        ),
+        Row.claim(
+            "index_drop_share:shortcut2:first_quarter",
+            share,
+            share >= 0.5,
+            "at least 1/2 of the index's whole drop while the loss falls through the first quarter of its "
+            'decrease: it "drops dramatically at the beginning" (figure 6 left)',
+        ),
+        Row.claim(
+            "epochs:max_gradient_to_steepest_index_drop:shortcut2",
+            lag,
+            abs(lag) <= every,
+            f'within one checkpoint interval ({every} epochs) of 0, first run: "The gradient reaches its '
+            'maximum while the index drops dramatically" (figure 6 right)',
+        ),
     ]
 
 
 def figure(runs: dict[str, list[dict]], grid: np.ndarray, curves: dict):
     from archstudy.analysis.plotting import BLACK, new_figure, set_title
 
-    colors = {"shortcut1": "#ff7f0e", "shortcut2": BLACK, "shortcut3": "#9467bd", "orthogonal": "#1f77b4",
-              "xavier": "#d62728"}
+    colors = {
+        "shortcut1": "#ff7f0e",
+        "shortcut2": BLACK,
+        "shortcut3": "#9467bd",
+        "orthogonal": "#1f77b4",
+        "xavier": "#d62728",
+    }
     fig, (left, middle, right) = new_figure(ncols=3, panel=(4.2, 3.4))
     for kind, runs_of in runs.items():  # every net along its own first run, beside the common-grid means
         cps = runs_of[0]["checkpoints"]
@@ -255,10 +315,14 @@ def figure(runs: dict[str, list[dict]], grid: np.ndarray, curves: dict):
 
 
 REPRODUCTION = Reproduction(
-    name="resnet-spectrum", paper=PAPER, source="figures 5 and 6 (section 5.2)",
+    name="resnet-spectrum",
+    paper=PAPER,
+    source="figures 5 and 6 (section 5.2)",
     summary="largest |eigenvalue|, its 10th percentile and the index of the exact Hessian against the loss during "
-            "gradient descent at depth 16, linear nets with shortcuts of depth 1/2/3 and without (orthogonal, "
-            "Xavier), on MNIST (--root) or the digits",
-    scales=SCALES, cost={"tiny": "5 s", "quick": "3.1 min measured", "paper": "1.5 h (estimated)"},
+    "gradient descent at depth 16, linear nets with shortcuts of depth 1/2/3 and without (orthogonal, "
+    "Xavier), on MNIST (--root) or the digits",
+    scales=SCALES,
+    cost={"tiny": "5 s", "quick": "3.1 min measured", "paper": "1.5 h (estimated)"},
     reproduce=reproduce,
-    reads_root="mnist")
+    reads_root="mnist",
+)

@@ -55,16 +55,32 @@ class Row:
         return cls(quantity, float(paper), _finite_or_none(measured), f"±{tolerance:.3g} ({why})", ok)
 
     @classmethod
-    def printed(cls, quantity: str, paper_text: str, measured: float, *, estimated: bool = False,
-                spread: tuple[float, str] = (0.0, "")) -> "Row":
+    def printed(
+        cls,
+        quantity: str,
+        paper_text: str,
+        measured: float,
+        *,
+        estimated: bool = False,
+        spread: tuple[float, str] = (0.0, ""),
+    ) -> "Row":
         """The paper's printed number (``paper_text`` as printed, e.g. "0.0024") against ours, by the one rule of
         the module docstring (``printed_tolerance``)."""
         tol, why = printed_tolerance(paper_text, estimated=estimated, spread=spread)
         return cls.close(quantity, float(paper_text), measured, tol, why)
 
     @classmethod
-    def derived(cls, quantity: str, paper_text: str, measured: float, source_text: str, derivative: float,
-                source: str, *, estimated: bool = False) -> "Row":
+    def derived(
+        cls,
+        quantity: str,
+        paper_text: str,
+        measured: float,
+        source_text: str,
+        derivative: float,
+        source: str,
+        *,
+        estimated: bool = False,
+    ) -> "Row":
         """The paper's printed number ``paper_text``, which it computed as f(a) from its printed ``source_text`` a
         (``source`` names it, e.g. "line A^48"), against ours: the one rule's tolerance of a (one unit of its
         last digit when ``estimated``, else half) times |f'(a)| = |``derivative``|, plus half a unit of the
@@ -73,9 +89,14 @@ class Row:
         rounding = printed_unit(paper_text) / 2
         tol = abs(derivative) * tol_a + rounding
         what = "one unit" if estimated else "half a unit"
-        return cls.close(quantity, float(paper_text), measured, tol,
-                         f"the paper's {source} from its printed {source_text}: {what} of that, through the "
-                         f"derivative ({abs(derivative) * tol_a:.3g}), + the rounding of the printed {paper_text}")
+        return cls.close(
+            quantity,
+            float(paper_text),
+            measured,
+            tol,
+            f"the paper's {source} from its printed {source_text}: {what} of that, through the "
+            f"derivative ({abs(derivative) * tol_a:.3g}), + the rounding of the printed {paper_text}",
+        )
 
     @classmethod
     def ratio(cls, quantity: str, paper: float, measured: float, factor: float, why: str) -> "Row":
@@ -102,7 +123,7 @@ def printed_precision(value: str) -> float:
     """Half a unit in the last printed digit of a number as the paper prints it ("1.22" -> 0.005,
     "95.8" -> 0.05, "9952" -> 0.5, "4.90e17" -> 5e14): how far the true value may lie from the print."""
     exponent = Decimal(value).as_tuple().exponent
-    return 0.5 * 10.0 ** exponent
+    return 0.5 * 10.0**exponent
 
 
 def printed_unit(value: str) -> float:
@@ -110,14 +131,18 @@ def printed_unit(value: str) -> float:
     return 10.0 ** Decimal(value).as_tuple().exponent
 
 
-def printed_tolerance(paper_text: str, *, estimated: bool = False,
-                      spread: tuple[float, str] = (0.0, "")) -> tuple[float, str]:
+def printed_tolerance(
+    paper_text: str, *, estimated: bool = False, spread: tuple[float, str] = (0.0, "")
+) -> tuple[float, str]:
     """(tolerance, why) of the one rule (module docstring): half a unit of the last printed digit (the print's
     rounding) or, for a value the paper itself estimated, one unit; plus ``spread`` = (amount, what it is) for a
     statistic over random seeds."""
     unit = printed_unit(paper_text)
-    base, what = (unit, f"one unit of the printed {paper_text} (the paper's value is an estimate)") if estimated \
+    base, what = (
+        (unit, f"one unit of the printed {paper_text} (the paper's value is an estimate)")
+        if estimated
         else (unit / 2, f"half a unit of the printed {paper_text}")
+    )
     amount, spread_why = spread
     if amount:
         return base + amount, f"{what} + {spread_why}"
@@ -136,8 +161,9 @@ def mean_spread(ours, paper_n: int, paper_sd: float | None = None) -> tuple[floa
         whose = f"our sd {sigma:.2g} (none printed)"
     else:
         return 0.0, "no spread (none printed, one run here)"
-    return 2.0 * sigma * math.sqrt(1.0 / paper_n + 1.0 / n), (f"2 SE of mean({paper_n}) - mean({n}), runs spread by "
-                                                             f"{whose}")
+    return 2.0 * sigma * math.sqrt(1.0 / paper_n + 1.0 / n), (
+        f"2 SE of mean({paper_n}) - mean({n}), runs spread by {whose}"
+    )
 
 
 def median_spread(ours, paper_n: int | None = None) -> tuple[float, str]:
@@ -148,8 +174,9 @@ def median_spread(ours, paper_n: int | None = None) -> tuple[float, str]:
     n = len(ours)
     paper_n = n if paper_n is None else paper_n
     se = median_standard_error(ours)
-    return 2.0 * se * math.sqrt(1.0 + n / paper_n), (f"2 SE of median({paper_n}) - median({n}), SE = {se:.2g} "
-                                                     f"(bootstrap, ours)")
+    return 2.0 * se * math.sqrt(1.0 + n / paper_n), (
+        f"2 SE of median({paper_n}) - median({n}), SE = {se:.2g} (bootstrap, ours)"
+    )
 
 
 def median_standard_error(values, n_boot: int = 2000, seed: int = 0) -> float:
@@ -177,8 +204,14 @@ class Result:
         return sum(r.ok for r in self.rows)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "paper": self.paper, "scale": self.scale, "seconds": round(self.seconds, 3),
-                "rows": [r.to_dict() for r in self.rows], **_null_nonfinite(plain(self.extra))}
+        return {
+            "name": self.name,
+            "paper": self.paper,
+            "scale": self.scale,
+            "seconds": round(self.seconds, 3),
+            "rows": [r.to_dict() for r in self.rows],
+            **_null_nonfinite(plain(self.extra)),
+        }
 
     def write_json(self, directory: Path) -> Path:
         """``directory/NAME.json``, written whole (temporary name, then renamed)."""
@@ -217,13 +250,21 @@ def number(x: float | None) -> str:
 def format_table(result: Result) -> str:
     """The rows as a plain-text table (quantity, paper, here, tolerance, verdict) and a summary line."""
     header = ("quantity", "paper", "here", "tolerance", "verdict")
-    lines = [(r.quantity, number(r.paper), number(r.measured), r.tolerance, "ok" if r.ok else "DIFFERS")
-             for r in result.rows]
+    lines = [
+        (r.quantity, number(r.paper), number(r.measured), r.tolerance, "ok" if r.ok else "DIFFERS") for r in result.rows
+    ]
     widths = [max(len(str(x[i])) for x in [header, *lines]) for i in range(4)]
     out = []
     for row in [header, *lines]:
-        out.append("  ".join(str(c).ljust(w) if i in (0, 3) else str(c).rjust(w)
-                             for i, (c, w) in enumerate(zip(row[:4], widths))) + "  " + row[4])
-    out.append(f"{result.name} ({result.scale}): {result.passed} of {len(result.rows)} rows agree with the paper, "
-               f"{result.seconds:.1f} s")
+        out.append(
+            "  ".join(
+                str(c).ljust(w) if i in (0, 3) else str(c).rjust(w) for i, (c, w) in enumerate(zip(row[:4], widths))
+            )
+            + "  "
+            + row[4]
+        )
+    out.append(
+        f"{result.name} ({result.scale}): {result.passed} of {len(result.rows)} rows agree with the paper, "
+        f"{result.seconds:.1f} s"
+    )
     return "\n".join(out)

@@ -91,7 +91,7 @@ def default_jobs(device: Any, threads: int = 1) -> int:
 
 
 def duration(seconds: float) -> str:
-    """"42 s", "3.5 min", "1.2 h"."""
+    """ "42 s", "3.5 min", "1.2 h"."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:
@@ -108,9 +108,17 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
-        return {"name": self.name, "paper": r.paper, "source": r.extra.get("source", ""), "agreeing": r.passed,
-                "rows": len(r.rows), "seconds": round(r.seconds, 3), "json": f"{self.name}.json",
-                "html": f"{self.name}.html", "differing": [row.quantity for row in r.rows if not row.ok]}
+        return {
+            "name": self.name,
+            "paper": r.paper,
+            "source": r.extra.get("source", ""),
+            "agreeing": r.passed,
+            "rows": len(r.rows),
+            "seconds": round(r.seconds, 3),
+            "json": f"{self.name}.json",
+            "html": f"{self.name}.html",
+            "differing": [row.quantity for row in r.rows if not row.ok],
+        }
 
 
 def roots_for(reproductions: Mapping[str, Reproduction], root) -> dict[str, Path | None]:
@@ -136,10 +144,19 @@ def roots_for(reproductions: Mapping[str, Reproduction], root) -> dict[str, Path
     return found
 
 
-def run_all(reproductions: Mapping[str, Reproduction], out, *, scale: str = "quick", seed: int = 0,
-            device: Any = "cpu", root=None, threads: int = 1, jobs: int | None = None,
-            progress: TextIO | None = sys.stderr,
-            echo: TextIO | None = sys.stdout) -> tuple[list[Entry], Path, Path]:
+def run_all(
+    reproductions: Mapping[str, Reproduction],
+    out,
+    *,
+    scale: str = "quick",
+    seed: int = 0,
+    device: Any = "cpu",
+    root=None,
+    threads: int = 1,
+    jobs: int | None = None,
+    progress: TextIO | None = sys.stderr,
+    echo: TextIO | None = sys.stdout,
+) -> tuple[list[Entry], Path, Path]:
     """Run every reproduction at ``scale`` into ``out`` (each writes NAME.json and NAME.html), ``jobs`` at a
     time (default ``default_jobs(device, threads)``), then write ``summary.json`` and ``index.html``; returns
     the entries (in catalogue order) and both paths. ``echo`` gets the up-front estimate, each reproduction's
@@ -160,36 +177,67 @@ def run_all(reproductions: Mapping[str, Reproduction], out, *, scale: str = "qui
     say = (lambda text: print(text, file=echo, flush=True)) if echo is not None else (lambda text: None)
     alone, side_by_side = order(reproductions, scale, jobs)
     at_once = min(jobs, len(side_by_side))
-    side = f"{at_once} at a time, longest first; {duration(total)} one after another" if at_once > 1 \
-        else "one at a time"
-    say(f"reproduce all ({scale}): {len(reproductions)} reproductions, about {duration(estimate)} ({side}) on the "
+    side = (
+        f"{at_once} at a time, longest first; {duration(total)} one after another" if at_once > 1 else "one at a time"
+    )
+    say(
+        f"reproduce all ({scale}): {len(reproductions)} reproductions, about {duration(estimate)} ({side}) on the "
         "2-core machine they were built on, from their declared costs"
-        + (f"; no time declared for {', '.join(unknown)}" if unknown else ""))
+        + (f"; no time declared for {', '.join(unknown)}" if unknown else "")
+    )
     results: dict[str, Result] = {}
     t0 = time.perf_counter()
 
     def done(name: str, result: Result) -> None:
         results[name] = result
-        say(f"[{len(results)}/{len(reproductions)}] {name} done in {duration(result.seconds)} (declared "
-            f"{reproductions[name].cost[scale]})")
+        say(
+            f"[{len(results)}/{len(reproductions)}] {name} done in {duration(result.seconds)} (declared "
+            f"{reproductions[name].cost[scale]})"
+        )
         say(format_table(result))
 
     for name in alone:
         say(f"{name} ({reproductions[name].cost[scale]})" + (": alone, it keeps every core busy" if jobs > 1 else ""))
-        result, _, _ = run_reproduction(reproductions[name], out, scale=scale, seed=seed, device=device,
-                                        root=roots[name], threads=threads, progress=progress)
+        result, _, _ = run_reproduction(
+            reproductions[name],
+            out,
+            scale=scale,
+            seed=seed,
+            device=device,
+            root=roots[name],
+            threads=threads,
+            progress=progress,
+        )
         done(name, result)
     if side_by_side:
         say(f"side by side in {at_once} processes: {', '.join(side_by_side)}")
-        run_side_by_side({n: reproductions[n] for n in side_by_side}, jobs, done, out=out, scale=scale, seed=seed,
-                         device=str(device), roots=roots, threads=threads, progress=progress)
+        run_side_by_side(
+            {n: reproductions[n] for n in side_by_side},
+            jobs,
+            done,
+            out=out,
+            scale=scale,
+            seed=seed,
+            device=str(device),
+            roots=roots,
+            threads=threads,
+            progress=progress,
+        )
     seconds = time.perf_counter() - t0
     entries = [Entry(name, results[name]) for name in reproductions]
-    summary = {"scale": scale, "seed": seed, "device": str(device), "jobs": jobs, "threads": threads,
-               "seconds": round(seconds, 3), "estimated_seconds": estimate,
-               "agreeing": sum(e.result.passed for e in entries), "rows": sum(len(e.result.rows) for e in entries),
-               "reproductions": [e.to_dict() for e in entries],
-               "not_offered": [n.to_dict() for n in NOT_OFFERED]}
+    summary = {
+        "scale": scale,
+        "seed": seed,
+        "device": str(device),
+        "jobs": jobs,
+        "threads": threads,
+        "seconds": round(seconds, 3),
+        "estimated_seconds": estimate,
+        "agreeing": sum(e.result.passed for e in entries),
+        "rows": sum(len(e.result.rows) for e in entries),
+        "reproductions": [e.to_dict() for e in entries],
+        "not_offered": [n.to_dict() for n in NOT_OFFERED],
+    }
     import json
 
     json_path = out / "summary.json"
@@ -232,9 +280,19 @@ def progress_fd(progress: TextIO | None) -> int | None:
     return fd
 
 
-def run_side_by_side(reproductions: Mapping[str, Reproduction], jobs: int, done: Callable[[str, Result], None], *,
-                     out: Path, scale: str, seed: int, device: str, roots: Mapping[str, Path | None], threads: int,
-                     progress: TextIO | None) -> None:
+def run_side_by_side(
+    reproductions: Mapping[str, Reproduction],
+    jobs: int,
+    done: Callable[[str, Result], None],
+    *,
+    out: Path,
+    scale: str,
+    seed: int,
+    device: str,
+    roots: Mapping[str, Path | None],
+    threads: int,
+    progress: TextIO | None,
+) -> None:
     """Each of ``reproductions`` (in the order given) in its own process, at most ``jobs`` at once; ``done(name,
     result)`` as each ends; their progress lines to ``progress`` (``progress_fd``). A worker that fails ends the
     others, then raises: its ``UserError`` as the same one-line ``UserError``, anything else as a RuntimeError
@@ -247,12 +305,21 @@ def run_side_by_side(reproductions: Mapping[str, Reproduction], jobs: int, done:
                 while waiting and len(running) < jobs:
                     name = waiting.pop(0)
                     job = Path(tmp) / name
-                    job.with_suffix(".in").write_bytes(pickle.dumps(
-                        (reproductions[name], out, scale, seed, device, roots[name], threads, progress is not None)))
+                    job.with_suffix(".in").write_bytes(
+                        pickle.dumps(
+                            (reproductions[name], out, scale, seed, device, roots[name], threads, progress is not None)
+                        )
+                    )
                     with job.with_suffix(".err").open("wb") as kept:  # the child holds its own copy
-                        running[name] = (subprocess.Popen([sys.executable, "-c", WORKER, str(job)], env=env,
-                                                          stdout=subprocess.DEVNULL,
-                                                          stderr=kept if fd is None else fd), job)
+                        running[name] = (
+                            subprocess.Popen(
+                                [sys.executable, "-c", WORKER, str(job)],
+                                env=env,
+                                stdout=subprocess.DEVNULL,
+                                stderr=kept if fd is None else fd,
+                            ),
+                            job,
+                        )
                 for name, (proc, job) in list(running.items()):
                     if proc.poll() is None:
                         continue
@@ -264,9 +331,11 @@ def run_side_by_side(reproductions: Mapping[str, Reproduction], jobs: int, done:
                         raise KeyboardInterrupt
                     if proc.returncode != 0 or not job.with_suffix(".out").exists():
                         tail = said.strip().splitlines()[-5:]
-                        raise RuntimeError(f"reproduce all: {name} failed in its process (exit status "
-                                           f"{proc.returncode})" + ("; its last lines:\n" + "\n".join(tail) if tail
-                                                                    else "; its error is above"))
+                        raise RuntimeError(
+                            f"reproduce all: {name} failed in its process (exit status "
+                            f"{proc.returncode})"
+                            + ("; its last lines:\n" + "\n".join(tail) if tail else "; its error is above")
+                        )
                     if fd is None and progress is not None and said:
                         progress.write(said)
                         progress.flush()
@@ -291,8 +360,16 @@ def work(job: str) -> int:
     path = Path(job)
     reproduction, out, scale, seed, device, root, threads, say = pickle.loads(path.with_suffix(".in").read_bytes())
     try:
-        result, _, _ = run_reproduction(reproduction, out, scale=scale, seed=seed, device=device, root=root,
-                                        threads=threads, progress=sys.stderr if say else None)
+        result, _, _ = run_reproduction(
+            reproduction,
+            out,
+            scale=scale,
+            seed=seed,
+            device=device,
+            root=root,
+            threads=threads,
+            progress=sys.stderr if say else None,
+        )
     except UserError as e:
         path.with_suffix(".error").write_text(str(e))
         return USER_ERROR
@@ -311,8 +388,9 @@ def summary_table(entries: list[Entry], seconds: float) -> str:
     agreeing, rows = sum(e.result.passed for e in entries), sum(len(e.result.rows) for e in entries)
     lines.append(("all", f"{agreeing} / {rows}", duration(seconds)))
     widths = [max(len(x[i]) for x in [header, *lines]) for i in range(3)]
-    return "\n".join(f"{a.ljust(widths[0])}  {b.rjust(widths[1])}  {c.rjust(widths[2])}"
-                     for a, b, c in [header, *lines])
+    return "\n".join(
+        f"{a.ljust(widths[0])}  {b.rjust(widths[1])}  {c.rjust(widths[2])}" for a, b, c in [header, *lines]
+    )
 
 
 def index_page(entries: list[Entry], summary: dict) -> str:
@@ -321,21 +399,33 @@ def index_page(entries: list[Entry], summary: dict) -> str:
 
     from .page import PAGE_CSS
 
-    rows = [[f'<a href="{esc(e.name)}.html">{esc(e.name)}</a>', esc(e.result.paper),
-             esc(e.result.extra.get("source", "")), f"{e.result.passed} / {len(e.result.rows)}",
-             duration(e.result.seconds),
-             esc(", ".join(r.quantity for r in e.result.rows if not r.ok)) or "–"] for e in entries]
+    rows = [
+        [
+            f'<a href="{esc(e.name)}.html">{esc(e.name)}</a>',
+            esc(e.result.paper),
+            esc(e.result.extra.get("source", "")),
+            f"{e.result.passed} / {len(e.result.rows)}",
+            duration(e.result.seconds),
+            esc(", ".join(r.quantity for r in e.result.rows if not r.ok)) or "–",
+        ]
+        for e in entries
+    ]
     missing = [[esc(n.paper), esc(n.source), esc(n.what), esc(n.reason)] for n in NOT_OFFERED]
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        "<title>archstudy reproduce all</title>", f"<style>{PAGE_CSS}</style></head><body>",
-        f"<h1>The papers' experiments, reproduced ({esc(summary['scale'])} scale)</h1>",
-        f"<p><b>{summary['agreeing']} of {summary['rows']} rows agree with the papers</b>, "
-        f"{duration(summary['seconds'])} here (estimated {duration(summary['estimated_seconds'])}), seed "
-        f"{summary['seed']}, device {esc(summary['device'])}. A row that differs is a finding: its tolerance comes "
-        "from the paper's precision or spread.</p>",
-        table(["reproduction", "paper", "source", "rows agreeing", "time here", "differing rows"], rows, left=3),
-        "<h2>Not offered</h2><p>The papers' other experiments, each with why it is not run here.</p>",
-        table(["paper", "source", "experiment", "why not here"], missing, left=4),
-        "</body></html>"])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            "<title>archstudy reproduce all</title>",
+            f"<style>{PAGE_CSS}</style></head><body>",
+            f"<h1>The papers' experiments, reproduced ({esc(summary['scale'])} scale)</h1>",
+            f"<p><b>{summary['agreeing']} of {summary['rows']} rows agree with the papers</b>, "
+            f"{duration(summary['seconds'])} here (estimated {duration(summary['estimated_seconds'])}), seed "
+            f"{summary['seed']}, device {esc(summary['device'])}. A row that differs is a finding: its tolerance comes "
+            "from the paper's precision or spread.</p>",
+            table(["reproduction", "paper", "source", "rows agreeing", "time here", "differing rows"], rows, left=3),
+            "<h2>Not offered</h2><p>The papers' other experiments, each with why it is not run here.</p>",
+            table(["paper", "source", "experiment", "why not here"], missing, left=4),
+            "</body></html>",
+        ]
+    )

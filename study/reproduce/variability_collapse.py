@@ -60,8 +60,11 @@ from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
 
 PAPER = "the variability paper (*Variability of Neural Networks and Han-Layer*)"
-KINDS = {"ReLU": ("relu", "kaiming", "dense"), "ABS": ("abs", "xavier", "dense"),
-         "HanNet": ("abs", "xavier", "householder")}  # kind -> activation, init of the dense layers, weights
+KINDS = {
+    "ReLU": ("relu", "kaiming", "dense"),
+    "ABS": ("abs", "xavier", "dense"),
+    "HanNet": ("abs", "xavier", "householder"),
+}  # kind -> activation, init of the dense layers, weights
 ABOUT_TWO_DECADES = (-3.0, -1.0)  # "about two orders of magnitude smaller"
 THREE_DECADES = -3.0  # "more than three orders of magnitude smaller"
 ROUND_OFF = 1e-9
@@ -75,18 +78,29 @@ class Settings:
     points: int  # depths at which the norms are recorded (log-spaced from 1 to L)
 
 
-SCALES = {"tiny": Settings(width=12, depth=40, samples=2, points=12),
-          "quick": Settings(width=150, depth=1000, samples=4, points=60),
-          "paper": Settings(width=150, depth=1000, samples=10, points=120)}
+SCALES = {
+    "tiny": Settings(width=12, depth=40, samples=2, points=12),
+    "quick": Settings(width=150, depth=1000, samples=4, points=60),
+    "paper": Settings(width=150, depth=1000, samples=10, points=120),
+}
 
 
 def spec_of(kind: str, s: Settings) -> ArchSpec:
     """The plain network of ``kind``: L hidden layers of width d (the output layer, which the matrices leave out,
     only completes the ``ArchSpec``)."""
     activation, init, weights = KINDS[kind]
-    return ArchSpec(depth=s.depth + 1, width=s.width, d_in=s.width, d_out=s.width, activation=activation,
-                    scale_activation=False, init=init, bias_init="normal", weights=weights,
-                    preset="variability-collapse")
+    return ArchSpec(
+        depth=s.depth + 1,
+        width=s.width,
+        d_in=s.width,
+        d_out=s.width,
+        activation=activation,
+        scale_activation=False,
+        init=init,
+        bias_init="normal",
+        weights=weights,
+        preset="variability-collapse",
+    )
 
 
 def depths_at(s: Settings) -> list[int]:
@@ -129,35 +143,66 @@ def reproduce(ctx: Context) -> Measured:
     relu_abs = float(np.median(paired))
     lo, hi = ABOUT_TWO_DECADES
     rows = [
-        Row.claim(f"log10_c_over_g:ReLU:L={last}", float(np.median(ratio)), lo <= float(np.median(ratio)) <= hi,
-                  f"between {lo:g} and {hi:g}: the C-matrix about two orders of magnitude smaller than the two "
-                  "G-matrices at the same depth (figure 6, left); median over samples"),
-        Row.claim(f"log10_c_relu_over_abs:L={last}", relu_abs, relu_abs < THREE_DECADES,
-                  f"below {THREE_DECADES:g}: at L = 1000 the C-matrix for ReLU more than three orders of magnitude "
-                  "smaller than for absolute-value (figure 6, right); median over the paired samples"),
-        Row.claim(f"g_orthogonality_error:HanNet:L={last}", max(han_error), max(han_error) < ROUND_OFF,
-                  f"below {ROUND_OFF:g}: a HanNet's G-matrix is orthogonal (Proposition 1); largest |singular value "
-                  "- 1| over samples"),
+        Row.claim(
+            f"log10_c_over_g:ReLU:L={last}",
+            float(np.median(ratio)),
+            lo <= float(np.median(ratio)) <= hi,
+            f"between {lo:g} and {hi:g}: the C-matrix about two orders of magnitude smaller than the two "
+            "G-matrices at the same depth (figure 6, left); median over samples",
+        ),
+        Row.claim(
+            f"log10_c_relu_over_abs:L={last}",
+            relu_abs,
+            relu_abs < THREE_DECADES,
+            f"below {THREE_DECADES:g}: at L = 1000 the C-matrix for ReLU more than three orders of magnitude "
+            "smaller than for absolute-value (figure 6, right); median over the paired samples",
+        ),
+        Row.claim(
+            f"g_orthogonality_error:HanNet:L={last}",
+            max(han_error),
+            max(han_error) < ROUND_OFF,
+            f"below {ROUND_OFF:g}: a HanNet's G-matrix is orthogonal (Proposition 1); largest |singular value "
+            "- 1| over samples",
+        ),
     ]
-    note = "\n\n".join([
-        f"Plain networks of {s.depth} hidden layers of width {s.width}: weights Gaussian times sqrt(2/d) (ReLU) or "
-        "sqrt(1/d) (ABS), biases i.i.d. N(0, 1) as appendix B.1 specifies them (A.4 says only \"as specified\"), "
-        "one point pair x, x~ ~ N(0, I) (the paper: \"a randomly select point pair\"), sample j the same draws under "
-        "both activations. Spectral norms of C_L(x, x~), "
-        f"G_L(x) and G_L(x~) at {len(at)} depths from 1 to {s.depth}, for {s.samples} weight samples per activation.",
-        f"Per sample at L = {last}: log10 |C| / sqrt(|G(x)| |G(x~)|) under ReLU: "
-        + ", ".join(f"{v:.2f}" for v in ratio) + "; log10 |C| under ReLU: "
-        + ", ".join(f"{v:.2f}" for v in np.log10(at_last("ReLU", "c"))) + ", under ABS: "
-        + ", ".join(f"{v:.2f}" for v in np.log10(at_last("ABS", "c"))) + ".",
-        "A row that differs here is a finding about the paper's figure, which shows single draws: the C-matrix "
-        "norms at L = 1000 spread over more than two decades from one weight sample to the next.",
-    ])
-    figures = [("Figure 6: left, the spectral norms of C_L(x, x~), G_L(x) and G_L(x~) of one ReLU network against "
-                "its depth; right, |C_L| under ReLU and under ABS for every weight sample (thin) and their median "
-                "(thick).", figure(norms))]
-    return Measured(rows, figures=figures, data=f"random point pairs x, x~ ~ N(0, I_{s.width})", note=note,
-                    extra={"depths": at, "norms": norms, "hannet_orthogonality_error": han_error,
-                           "log10_c_over_g_relu": ratio.tolist()})
+    note = "\n\n".join(
+        [
+            f"Plain networks of {s.depth} hidden layers of width {s.width}: weights Gaussian times sqrt(2/d) (ReLU) or "
+            'sqrt(1/d) (ABS), biases i.i.d. N(0, 1) as appendix B.1 specifies them (A.4 says only "as specified"), '
+            'one point pair x, x~ ~ N(0, I) (the paper: "a randomly select point pair"), sample j the same draws under '
+            "both activations. Spectral norms of C_L(x, x~), "
+            f"G_L(x) and G_L(x~) at {len(at)} depths from 1 to {s.depth}, for {s.samples} weight samples per activation.",
+            f"Per sample at L = {last}: log10 |C| / sqrt(|G(x)| |G(x~)|) under ReLU: "
+            + ", ".join(f"{v:.2f}" for v in ratio)
+            + "; log10 |C| under ReLU: "
+            + ", ".join(f"{v:.2f}" for v in np.log10(at_last("ReLU", "c")))
+            + ", under ABS: "
+            + ", ".join(f"{v:.2f}" for v in np.log10(at_last("ABS", "c")))
+            + ".",
+            "A row that differs here is a finding about the paper's figure, which shows single draws: the C-matrix "
+            "norms at L = 1000 spread over more than two decades from one weight sample to the next.",
+        ]
+    )
+    figures = [
+        (
+            "Figure 6: left, the spectral norms of C_L(x, x~), G_L(x) and G_L(x~) of one ReLU network against "
+            "its depth; right, |C_L| under ReLU and under ABS for every weight sample (thin) and their median "
+            "(thick).",
+            figure(norms),
+        )
+    ]
+    return Measured(
+        rows,
+        figures=figures,
+        data=f"random point pairs x, x~ ~ N(0, I_{s.width})",
+        note=note,
+        extra={
+            "depths": at,
+            "norms": norms,
+            "hannet_orthogonality_error": han_error,
+            "log10_c_over_g_relu": ratio.tolist(),
+        },
+    )
 
 
 def figure(norms: dict[str, list[dict]]):
@@ -185,7 +230,12 @@ def figure(norms: dict[str, list[dict]]):
 
 
 REPRODUCTION = Reproduction(
-    name="variability-collapse", paper=PAPER, source="figure 6 and appendix A.4; Proposition 1 (section 4.3)",
+    name="variability-collapse",
+    paper=PAPER,
+    source="figure 6 and appendix A.4; Proposition 1 (section 4.3)",
     summary="spectral norms of the C- and G-matrices of plain ReLU and ABS nets (d = 150) against depth to 1000, "
-            "and the orthogonality of a HanNet's G-matrix",
-    scales=SCALES, cost={"tiny": "2 s", "quick": "19 s measured", "paper": "2 min (estimated)"}, reproduce=reproduce)
+    "and the orthogonality of a HanNet's G-matrix",
+    scales=SCALES,
+    cost={"tiny": "2 s", "quick": "19 s measured", "paper": "2 min (estimated)"},
+    reproduce=reproduce,
+)

@@ -57,10 +57,15 @@ from ..nn.network import build_network
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
 
-PAPER = "Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural Networks " \
-        "and Han-Layer*)"
-KINDS = {"FC+ReLU": ("relu", "kaiming", "dense"), "FC+ABS": ("abs", "xavier", "dense"),
-         "HanNet": ("abs", "xavier", "householder")}
+PAPER = (
+    "Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural Networks "
+    "and Han-Layer*)"
+)
+KINDS = {
+    "FC+ReLU": ("relu", "kaiming", "dense"),
+    "FC+ABS": ("abs", "xavier", "dense"),
+    "HanNet": ("abs", "xavier", "householder"),
+}
 PARAMS = 4000  # "the total number of model parameters is approximately 4000"
 OMEGA = ((-1.0, 1.0), (-1.0, 1.0))
 RELU_PEAK = (12, 18)  # "at around L = 16" (section 3.2), "at L = 12" (B.2)
@@ -75,16 +80,27 @@ class Settings:
     grid: int  # lattice points per side of Omega
 
 
-SCALES = {"tiny": Settings(samples=6, depths=(3, 15, 24, 27), grid=17),
-          "quick": Settings(samples=500, depths=tuple(range(3, 46, 3)), grid=65),
-          "paper": Settings(samples=3000, depths=tuple(range(3, 46, 3)), grid=65)}
+SCALES = {
+    "tiny": Settings(samples=6, depths=(3, 15, 24, 27), grid=17),
+    "quick": Settings(samples=500, depths=tuple(range(3, 46, 3)), grid=65),
+    "paper": Settings(samples=3000, depths=tuple(range(3, 46, 3)), grid=65),
+}
 
 
 def spec_of(kind: str, hidden: int) -> ArchSpec:
     """The net of ``kind`` with ``hidden`` hidden layers, at the width of the FC net closest to 4,000 parameters."""
     activation, init, weights = KINDS[kind]
-    fc = ArchSpec(depth=hidden + 1, width=2, d_in=2, d_out=2, activation=activation, scale_activation=False,
-                  init=init, bias_init="normal", preset="yz-variability-depth")
+    fc = ArchSpec(
+        depth=hidden + 1,
+        width=2,
+        d_in=2,
+        d_out=2,
+        activation=activation,
+        scale_activation=False,
+        init=init,
+        bias_init="normal",
+        preset="yz-variability-depth",
+    )
     fc = solve_width(fc, PARAMS)
     return fc.replace(weights=weights) if weights != "dense" else fc
 
@@ -92,8 +108,10 @@ def spec_of(kind: str, hidden: int) -> ArchSpec:
 def variabilities(spec: ArchSpec, seeds: list[int], grid: int, device) -> np.ndarray:
     """V of the net built from each seed, in stacks of as many samples as ``CHUNK_ELEMENTS`` allows."""
     per = max(1, CHUNK_ELEMENTS // (grid * grid * max(spec.width, 2)))
-    out = [box_variability(build_network(spec, seeds=seeds[i:i + per], device=device), OMEGA, grid)
-           for i in range(0, len(seeds), per)]
+    out = [
+        box_variability(build_network(spec, seeds=seeds[i : i + per], device=device), OMEGA, grid)
+        for i in range(0, len(seeds), per)
+    ]
     return np.concatenate(out)
 
 
@@ -112,25 +130,43 @@ def reproduce(ctx: Context) -> Measured:
             zeros[kind][hidden] = int((values == 0).sum())
             params[kind][hidden] = spec.num_params
             widths[hidden] = spec.width
-        ctx.say(f"yz-variability-depth: L = {hidden} (width {widths[hidden]}): "
-                + ", ".join(f"{k} {v[k][hidden]:.3g}" for k in KINDS))
+        ctx.say(
+            f"yz-variability-depth: L = {hidden} (width {widths[hidden]}): "
+            + ", ".join(f"{k} {v[k][hidden]:.3g}" for k in KINDS)
+        )
     rows = claims(v, s.depths)
-    note = "\n\n".join([
-        f"V on a {s.grid} x {s.grid} lattice of [-1, 1]^2, the geometric mean over {s.samples} parameter samples per "
-        f"net and depth (the papers: 3,000). Widths by depth: " + ", ".join(f"L={d}: {w}" for d, w in widths.items())
-        + "; parameters FC " + ", ".join(str(params['FC+ReLU'][d]) for d in s.depths) + ", HanNet "
-        + ", ".join(str(params['HanNet'][d]) for d in s.depths) + ".",
-        "Samples with a constant output (V = 0) per depth, FC+ReLU: "
-        + ", ".join(f"L={d}: {zeros['FC+ReLU'][d]}" for d in s.depths) + ". With fewer samples than the papers' "
-        "3,000 the geometric mean vanishes at a larger depth (one constant sample suffices).",
-        "V is the third-difference measure at one fixed lattice: for piecewise-linear nets it grows with the "
-        "lattice's resolution, so only values on the same lattice compare.",
-    ])
-    return Measured(rows, figures=[("Figure 4 (Yu and Zhang) / figure 2 (the variability paper): the geometric mean "
-                                    "of V over parameter samples against the number of hidden layers; a zero "
-                                    "(Collapse to Constants) is drawn at the bottom of the axis.", figure(v))],
-                    data=f"the lattice of Omega = [-1, 1]^2 ({s.grid} x {s.grid} points)", note=note,
-                    extra={"variability": v, "constant_samples": zeros, "params": params, "widths": widths})
+    note = "\n\n".join(
+        [
+            f"V on a {s.grid} x {s.grid} lattice of [-1, 1]^2, the geometric mean over {s.samples} parameter samples per "
+            f"net and depth (the papers: 3,000). Widths by depth: "
+            + ", ".join(f"L={d}: {w}" for d, w in widths.items())
+            + "; parameters FC "
+            + ", ".join(str(params["FC+ReLU"][d]) for d in s.depths)
+            + ", HanNet "
+            + ", ".join(str(params["HanNet"][d]) for d in s.depths)
+            + ".",
+            "Samples with a constant output (V = 0) per depth, FC+ReLU: "
+            + ", ".join(f"L={d}: {zeros['FC+ReLU'][d]}" for d in s.depths)
+            + ". With fewer samples than the papers' "
+            "3,000 the geometric mean vanishes at a larger depth (one constant sample suffices).",
+            "V is the third-difference measure at one fixed lattice: for piecewise-linear nets it grows with the "
+            "lattice's resolution, so only values on the same lattice compare.",
+        ]
+    )
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figure 4 (Yu and Zhang) / figure 2 (the variability paper): the geometric mean "
+                "of V over parameter samples against the number of hidden layers; a zero "
+                "(Collapse to Constants) is drawn at the bottom of the axis.",
+                figure(v),
+            )
+        ],
+        data=f"the lattice of Omega = [-1, 1]^2 ({s.grid} x {s.grid} points)",
+        note=note,
+        extra={"variability": v, "constant_samples": zeros, "params": params, "widths": widths},
+    )
 
 
 def claims(v: dict[str, dict[int, float]], depths) -> list[Row]:
@@ -151,24 +187,51 @@ def claims(v: dict[str, dict[int, float]], depths) -> list[Row]:
     ratio = han_last / v["HanNet"][first] if v["HanNet"][first] > 0 else float("inf")
     lo, hi = RELU_PEAK
     return [
-        Row.claim("peak_depth:FC+ReLU", relu_peak, lo <= relu_peak <= hi,
-                  f"between {lo} and {hi}: V rises with depth to a peak \"at around L = 16\" (the variability paper, "
-                  "3.2; \"L = 12\" in its B.2), then declines"),
-        Row.claim(f"min_variability_below_{RELU_VANISHES}:FC+ReLU", relu_before, relu_before > 0,
-                  f"positive at every depth below {RELU_VANISHES}: no Collapse to Constants before \"the number of "
-                  f"hidden layers reaches {RELU_VANISHES}\" (Yu and Zhang)"),
-        Row.claim(f"max_variability_from_{RELU_VANISHES}:FC+ReLU", relu_from, relu_from == 0.0,
-                  f"0 at every depth from {RELU_VANISHES} on: \"once the number of hidden layers reaches 27 or larger, "
-                  "C2C happens to FCNet-ReLU\" (Yu and Zhang; the geometric mean vanishes with one constant sample)"),
-        Row.claim("peak_depth:FC+ABS", abs_peak, first < abs_peak < last,
-                  f"inside ({first}, {last}): \"variability rises and then gradually declines\""),
-        Row.claim("min_variability:FC+ABS", abs_min, abs_min > 0,
-                  f"positive at every depth up to {last}: \"a fully-developed C2C never happens in the tested range\""),
-        Row.claim(f"variability:HanNet:L={last}", han_last,
-                  han_last > v["FC+ReLU"][last] and han_last > v["FC+ABS"][last],
-                  f"above FC+ReLU and FC+ABS at L = {last}: HanNets' variability \"remains at a high level\""),
-        Row.claim("deepest_over_shallowest:HanNet", ratio, ratio >= 1.0,
-                  f"V(L = {last}) / V(L = {first}) at least 1: \"without degradation in the entire tested range\""),
+        Row.claim(
+            "peak_depth:FC+ReLU",
+            relu_peak,
+            lo <= relu_peak <= hi,
+            f'between {lo} and {hi}: V rises with depth to a peak "at around L = 16" (the variability paper, '
+            '3.2; "L = 12" in its B.2), then declines',
+        ),
+        Row.claim(
+            f"min_variability_below_{RELU_VANISHES}:FC+ReLU",
+            relu_before,
+            relu_before > 0,
+            f'positive at every depth below {RELU_VANISHES}: no Collapse to Constants before "the number of '
+            f'hidden layers reaches {RELU_VANISHES}" (Yu and Zhang)',
+        ),
+        Row.claim(
+            f"max_variability_from_{RELU_VANISHES}:FC+ReLU",
+            relu_from,
+            relu_from == 0.0,
+            f'0 at every depth from {RELU_VANISHES} on: "once the number of hidden layers reaches 27 or larger, '
+            'C2C happens to FCNet-ReLU" (Yu and Zhang; the geometric mean vanishes with one constant sample)',
+        ),
+        Row.claim(
+            "peak_depth:FC+ABS",
+            abs_peak,
+            first < abs_peak < last,
+            f'inside ({first}, {last}): "variability rises and then gradually declines"',
+        ),
+        Row.claim(
+            "min_variability:FC+ABS",
+            abs_min,
+            abs_min > 0,
+            f'positive at every depth up to {last}: "a fully-developed C2C never happens in the tested range"',
+        ),
+        Row.claim(
+            f"variability:HanNet:L={last}",
+            han_last,
+            han_last > v["FC+ReLU"][last] and han_last > v["FC+ABS"][last],
+            f'above FC+ReLU and FC+ABS at L = {last}: HanNets\' variability "remains at a high level"',
+        ),
+        Row.claim(
+            "deepest_over_shallowest:HanNet",
+            ratio,
+            ratio >= 1.0,
+            f'V(L = {last}) / V(L = {first}) at least 1: "without degradation in the entire tested range"',
+        ),
     ]
 
 
@@ -193,8 +256,12 @@ def figure(v: dict[str, dict[int, float]]):
 
 
 REPRODUCTION = Reproduction(
-    name="yz-variability-depth", paper=PAPER,
+    name="yz-variability-depth",
+    paper=PAPER,
     source="Yu and Zhang's figure 4 (section 2.3); the variability paper's figure 2 (section 3.2, A.2)",
     summary="variability V at initialization against depth 3-45 of FC+ReLU, FC+ABS and HanNet nets of about 4,000 "
-            "parameters, the geometric mean over parameter samples",
-    scales=SCALES, cost={"tiny": "2 s", "quick": "8.7 min measured", "paper": "40 min (estimated from quick)"}, reproduce=reproduce)
+    "parameters, the geometric mean over parameter samples",
+    scales=SCALES,
+    cost={"tiny": "2 s", "quick": "8.7 min measured", "paper": "40 min (estimated from quick)"},
+    reproduce=reproduce,
+)

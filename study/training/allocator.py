@@ -35,8 +35,7 @@ def keep_freed_memory() -> bool:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             mallopt = libc.mallopt
             mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-            ok = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD,
-                                                                                    TRIM_THRESHOLD))
+            ok = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
         except (OSError, AttributeError):
             ok = False
     _done.append(ok)

@@ -21,6 +21,7 @@ transient (it lives while its architecture trains), so only the layout written h
 another layout costs the architecture's training so far, never a result. Writes go to a temporary file in the
 same directory, are flushed to disk and renamed over the target, so the file is always whole.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -104,7 +105,6 @@ def _first_line(e: BaseException, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-
 # -- the training state a checkpoint holds ----------------------------------------------------------------
 @dataclass
 class Candidate:
@@ -159,26 +159,40 @@ def save_state(path: str | os.PathLike, key: dict, s: TrainingState, elapsed_s: 
     the optimizer keeps in it."""
     stack, c = s.stack, s.candidate
     state = {
-        "key": key, "seeds": [int(v) for v in s.seeds], "lr_min": [float(v) for v in s.lr_min],
-        "c_out": [float(v) for v in s.c_out], "lrs": [float(v) for v in s.lrs],
-        "schedule": s.schedule.to_dict(), "epoch": int(s.epoch), "step": int(s.step),
-        "epoch_s": float(s.epoch_s), "wall": s.wall.tolist(),
+        "key": key,
+        "seeds": [int(v) for v in s.seeds],
+        "lr_min": [float(v) for v in s.lr_min],
+        "c_out": [float(v) for v in s.c_out],
+        "lrs": [float(v) for v in s.lrs],
+        "schedule": s.schedule.to_dict(),
+        "epoch": int(s.epoch),
+        "step": int(s.step),
+        "epoch_s": float(s.epoch_s),
+        "wall": s.wall.tolist(),
         "records": {int(k): _plain_record(r) for k, r in s.records.items()},
-        "candidate": None if c is None else {"index": int(c.index), "error": float(c.error),
-                                             "net": stacked_state(c.net)},
+        "candidate": None
+        if c is None
+        else {"index": int(c.index), "error": float(c.error), "net": stacked_state(c.net)},
         "elapsed_s": float(elapsed_s),
         "live": [] if stack is None else stack.runs.tolist(),
         "forward": s.forward,
         "curves": s.curves.to_dict(),
     }
     if stack is not None:
-        state.update(net=stacked_state(stack.net), opt=dict(stack.opt), best=dict(stack.best), lr=stack.lr,
-                     nonfinite=stack.nonfinite, loss_sum=stack.loss_sum)
+        state.update(
+            net=stacked_state(stack.net),
+            opt=dict(stack.opt),
+            best=dict(stack.best),
+            lr=stack.lr,
+            nonfinite=stack.nonfinite,
+            loss_sum=stack.loss_sum,
+        )
     save_checkpoint(path, state)
 
 
-def resume(path: str | os.PathLike, key: dict, spec: ArchSpec, protocol: Protocol,
-           device: torch.device) -> tuple[TrainingState | None, str]:
+def resume(
+    path: str | os.PathLike, key: dict, spec: ArchSpec, protocol: Protocol, device: torch.device
+) -> tuple[TrainingState | None, str]:
     """The training state saved at ``path`` for the training ``key``, or None and why the file (if any) was
     discarded: not a data-only checkpoint of this key (``load_checkpoint``), or one whose contents do not fit this
     architecture and protocol (``restore``)."""
@@ -223,11 +237,21 @@ def restore(spec: ArchSpec, saved: dict, device: torch.device, protocol: Protoco
         _same_tensors(saved["net"], stacked_state(net), "net")
         _same_tensors(saved["opt"], fresh.opt, "opt")
         _same_tensors(saved["best"], fresh.best, "best")
-        _same_tensors({"lr": saved["lr"], "nonfinite": saved["nonfinite"], "loss_sum": saved["loss_sum"]},
-                      {"lr": fresh.lr, "nonfinite": fresh.nonfinite, "loss_sum": fresh.loss_sum}, "stack")
-        stack = Stack(net=load_stacked(net, saved["net"]), runs=live, lr=saved["lr"].to(device),
-                      optimizer=fresh.optimizer, opt=dict(saved["opt"]), best=dict(saved["best"]),
-                      nonfinite=saved["nonfinite"].to(device), loss_sum=saved["loss_sum"].to(device))
+        _same_tensors(
+            {"lr": saved["lr"], "nonfinite": saved["nonfinite"], "loss_sum": saved["loss_sum"]},
+            {"lr": fresh.lr, "nonfinite": fresh.nonfinite, "loss_sum": fresh.loss_sum},
+            "stack",
+        )
+        stack = Stack(
+            net=load_stacked(net, saved["net"]),
+            runs=live,
+            lr=saved["lr"].to(device),
+            optimizer=fresh.optimizer,
+            opt=dict(saved["opt"]),
+            best=dict(saved["best"]),
+            nonfinite=saved["nonfinite"].to(device),
+            loss_sum=saved["loss_sum"].to(device),
+        )
     candidate = None
     if saved["candidate"] is not None:
         c = saved["candidate"]
@@ -246,10 +270,23 @@ def restore(spec: ArchSpec, saved: dict, device: torch.device, protocol: Protoco
     forward = saved["forward"]
     if forward not in (None, "eager", "compiled"):  # None: not chosen yet
         raise ValueError(f"forward: {forward!r} is not eager or compiled")
-    return TrainingState(seeds=seeds, lr_min=lr_min, c_out=c_out, lrs=lrs, schedule=schedule, stack=stack,
-                         epoch=int(saved["epoch"]), step=int(saved["step"]), epoch_s=float(saved["epoch_s"]),
-                         wall=wall, records=records, candidate=candidate, elapsed_s=float(saved["elapsed_s"]),
-                         curves=Curves.from_dict(saved["curves"]), forward=forward)
+    return TrainingState(
+        seeds=seeds,
+        lr_min=lr_min,
+        c_out=c_out,
+        lrs=lrs,
+        schedule=schedule,
+        stack=stack,
+        epoch=int(saved["epoch"]),
+        step=int(saved["step"]),
+        epoch_s=float(saved["epoch_s"]),
+        wall=wall,
+        records=records,
+        candidate=candidate,
+        elapsed_s=float(saved["elapsed_s"]),
+        curves=Curves.from_dict(saved["curves"]),
+        forward=forward,
+    )
 
 
 def _same_tensors(got, like: dict[str, torch.Tensor], what: str) -> None:

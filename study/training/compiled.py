@@ -174,14 +174,16 @@ def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size
     On a GPU, the compiled forward from ``cuda_compile_min_layer_steps`` layer-steps per epoch on (see
     there: measured on an H100, where it pays for its compile)."""
     if device.type == "cpu":
-        return ForwardChoice("eager", "CPU: the compiled step measured slower than the eager one "
-                             "(study.training.compiled.choose)")
+        return ForwardChoice(
+            "eager", "CPU: the compiled step measured slower than the eager one (study.training.compiled.choose)"
+        )
     n = layer_steps(spec, train_examples, batch_size)
     least = cuda_compile_min_layer_steps(spec)
     if n >= least:
         return ForwardChoice("compiled", f"GPU: {n:,} layer-steps per epoch >= {least:,} ({spec.weights})")
-    return ForwardChoice("eager", f"GPU: {n:,} layer-steps per epoch < {least:,} ({spec.weights}): "
-                         "the compile would not pay for itself")
+    return ForwardChoice(
+        "eager", f"GPU: {n:,} layer-steps per epoch < {least:,} ({spec.weights}): the compile would not pay for itself"
+    )
 
 
 def decide(eager_s: float, compiled_s: float) -> str:
@@ -195,13 +197,21 @@ def scratch_copy(stack: Stack, size: int | None = None) -> Stack:
     compile steps on; the training state is untouched."""
     n = stack.size if size is None else size
     with torch.no_grad():
-        return Stack(net=stack.net.take(list(range(n))), runs=stack.runs[:n].copy(), lr=stack.lr[:n].clone(),
-                     optimizer=stack.optimizer, opt={k: t[:n].clone() for k, t in stack.opt.items()}, best={},
-                     nonfinite=stack.nonfinite[:n].clone(), loss_sum=stack.loss_sum[:n].clone())
+        return Stack(
+            net=stack.net.take(list(range(n))),
+            runs=stack.runs[:n].copy(),
+            lr=stack.lr[:n].clone(),
+            optimizer=stack.optimizer,
+            opt={k: t[:n].clone() for k, t in stack.opt.items()},
+            best={},
+            nonfinite=stack.nonfinite[:n].clone(),
+            loss_sum=stack.loss_sum[:n].clone(),
+        )
 
 
-def warm(forward, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float,
-         protocol: Protocol, chunk: int | None) -> None:
+def warm(
+    forward, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, protocol: Protocol, chunk: int | None
+) -> None:
     """Compile, before training, every graph the training will need: one step on a copy of ``stack`` and
     one on a copy of a single run of it (the dynamic graph for 2 runs or more, and the graph of 1). No
     compile then happens inside an epoch, where it would wait for the device and distort its time."""
@@ -209,8 +219,16 @@ def warm(forward, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float,
         train_step(scratch_copy(stack, size), x, y, c_out, protocol, chunk, forward)
 
 
-def select_forward(option, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out: float, protocol: Protocol,
-                   chunk: int | None, train_examples: int) -> tuple[Callable, ForwardChoice]:
+def select_forward(
+    option,
+    stack: Stack,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    c_out: float,
+    protocol: Protocol,
+    chunk: int | None,
+    train_examples: int,
+) -> tuple[Callable, ForwardChoice]:
     """The training forward for ``option``: a callable ``forward(net, x)`` (used as given), "eager",
     "compiled", or "auto" (``choose``). A forward other than the eager one is run first on copies of the
     stack (``warm``, on the minibatch (x, y)): a compiled one compiles there."""
@@ -218,8 +236,11 @@ def select_forward(option, stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out
         choice = ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
         forward = option
     else:
-        choice = choose(stack.net.spec, stack.lr.device, train_examples, protocol.batch_size) if option == "auto" else \
-            ForwardChoice(option, "asked for")
+        choice = (
+            choose(stack.net.spec, stack.lr.device, train_examples, protocol.batch_size)
+            if option == "auto"
+            else ForwardChoice(option, "asked for")
+        )
         forward = folded_forward if choice.kind == "eager" else CompiledForward(stack.net.spec)
     if forward is not folded_forward:  # a compiled forward compiles here, on copies
         warm(forward, stack, x, y, c_out, protocol, chunk)

@@ -63,8 +63,9 @@ def predictions(out: torch.Tensor, loss: str = "cross_entropy") -> torch.Tensor:
 
 
 @torch.no_grad()
-def errors(net: nn.Module, x: torch.Tensor, y: torch.Tensor, width: int, runs: int,
-           loss: str = "cross_entropy") -> torch.Tensor:
+def errors(
+    net: nn.Module, x: torch.Tensor, y: torch.Tensor, width: int, runs: int, loss: str = "cross_entropy"
+) -> torch.Tensor:
     """Classification error of every run of ``net`` on (x, y), evaluation mode: float64 [R] on x's device.
 
     ``width`` is the widest layer (for the chunk size); ``loss`` decides the predicted class
@@ -75,8 +76,8 @@ def errors(net: nn.Module, x: torch.Tensor, y: torch.Tensor, width: int, runs: i
         rows = max(1, EVAL_ELEMENTS // (runs * max(width, 1)))
         wrong = torch.zeros(runs, dtype=torch.float64, device=x.device)
         for i in range(0, x.shape[0], rows):
-            out = stack_output(net, x[i:i + rows])
-            bad = (predictions(out, loss) != y[i:i + rows]) | ~torch.isfinite(out).all(dim=-1)
+            out = stack_output(net, x[i : i + rows])
+            bad = (predictions(out, loss) != y[i : i + rows]) | ~torch.isfinite(out).all(dim=-1)
             wrong += bad.sum(dim=1)
         return wrong / x.shape[0]
     finally:

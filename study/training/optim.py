@@ -94,8 +94,10 @@ class Optimizer:
 
     def view(self, state: dict[str, torch.Tensor], names: list[str], runs: slice = slice(None)) -> Slots:
         """Views of ``state`` for the parameters ``names`` and the stack positions ``runs``."""
-        return Slots({slot: [state[f"{slot}.{n}"][runs] for n in names] for slot in self.slots},
-                     {k: state[k][runs] for k in self.scalars})
+        return Slots(
+            {slot: [state[f"{slot}.{n}"][runs] for n in names] for slot in self.slots},
+            {k: state[k][runs] for k in self.scalars},
+        )
 
     def update(self, params: list[torch.Tensor], grads: list[torch.Tensor], slots: Slots, lr: torch.Tensor) -> None:
         raise NotImplementedError

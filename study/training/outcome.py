@@ -55,7 +55,6 @@ class BestRecord(RunRecord):
     selected_by: str = "val"  # the split whose error selected it: "val" (E.2), "train" (figure 3D) or "test"
 
 
-
 @dataclass
 class Outcome:
     runs: list[RunRecord]  # in the order of the rates (seed-major with several initializations)
@@ -81,23 +80,35 @@ class Outcome:
     def seed_runs(self, j: int) -> list[RunRecord]:
         """The runs of initialization ``init_seeds[j]``, one per rate."""
         n = self.n_rates
-        return self.runs[j * n:(j + 1) * n]
+        return self.runs[j * n : (j + 1) * n]
 
     def best_per_seed(self) -> list[RunRecord]:
         """The selected run of each initialization (by ``best.selected_by``, ties to the lower rate)."""
-        return [self.seed_runs(j)[select(self.seed_runs(j), self.best.selected_by)]
-                for j in range(len(self.init_seeds))]
+        return [
+            self.seed_runs(j)[select(self.seed_runs(j), self.best.selected_by)] for j in range(len(self.init_seeds))
+        ]
 
     def selected_row(self) -> dict:
         """The ``architectures`` columns this outcome fills (docs/results.md: selected run, runs summary,
         health, ``c_out`` and ``train_s``)."""
         b = self.best
         return {
-            "lr_min": float(self.lr_min), "lr": b.lr, "lr_index": b.lr_index, "epochs": b.epochs,
-            "divisions": b.divisions, "val_error": b.val_error, "train_error": b.train_error,
-            "test_error": b.test_error, "nlc_after": b.nlc_after, "bias_after": b.bias_after,
-            "lr_edge": b.lr_edge, "selected_by": b.selected_by, "n_runs": len(self.runs), "n_diverged": self.n_diverged,
-            "all_diverged": self.n_diverged == len(self.runs), "c_out": float(self.c_out),
+            "lr_min": float(self.lr_min),
+            "lr": b.lr,
+            "lr_index": b.lr_index,
+            "epochs": b.epochs,
+            "divisions": b.divisions,
+            "val_error": b.val_error,
+            "train_error": b.train_error,
+            "test_error": b.test_error,
+            "nlc_after": b.nlc_after,
+            "bias_after": b.bias_after,
+            "lr_edge": b.lr_edge,
+            "selected_by": b.selected_by,
+            "n_runs": len(self.runs),
+            "n_diverged": self.n_diverged,
+            "all_diverged": self.n_diverged == len(self.runs),
+            "c_out": float(self.c_out),
             "train_s": float(self.train_s),
         }
 
@@ -105,8 +116,10 @@ class Outcome:
         """The ``runs`` table's rows (without the architecture's identity columns): one initialization, one
         row per rate (a study trains each architecture from its own seed)."""
         if len(self.init_seeds) != 1:
-            raise ValueError(f"the runs table holds one initialization per architecture; this outcome has "
-                             f"{len(self.init_seeds)} (use seed_runs / best_per_seed)")
+            raise ValueError(
+                f"the runs table holds one initialization per architecture; this outcome has "
+                f"{len(self.init_seeds)} (use seed_runs / best_per_seed)"
+            )
         return [{**asdict(r), "selected": k == self.selected} for k, r in enumerate(self.runs)]
 
     @property
@@ -139,17 +152,35 @@ class Outcome:
         """The ``curves`` table's rows (without the architecture's identity columns), one per run and epoch,
         by rate and epoch. One initialization, as ``run_rows``."""
         if len(self.init_seeds) != 1:
-            raise ValueError(f"the curves table holds one initialization per architecture; this outcome has "
-                             f"{len(self.init_seeds)} (use Outcome.curves)")
-        return [{"lr_index": p["run"], "epoch": p["epoch"], "lr": p["lr"], "train_loss": p["train_loss"],
-                 "monitored_error": p["monitored_error"], "monitored": self.monitored, "nlc": p["nlc"]}
-                for p in Curves.from_dict(self.curves).rows()]
+            raise ValueError(
+                f"the curves table holds one initialization per architecture; this outcome has "
+                f"{len(self.init_seeds)} (use Outcome.curves)"
+            )
+        return [
+            {
+                "lr_index": p["run"],
+                "epoch": p["epoch"],
+                "lr": p["lr"],
+                "train_loss": p["train_loss"],
+                "monitored_error": p["monitored_error"],
+                "monitored": self.monitored,
+                "nlc": p["nlc"],
+            }
+            for p in Curves.from_dict(self.curves).rows()
+        ]
 
     def to_dict(self) -> dict:
         """A JSON-friendly form (everything but the network)."""
-        return {"runs": [asdict(r) for r in self.runs], "best": asdict(self.best), "lr_min": float(self.lr_min),
-                "c_out": float(self.c_out), "train_s": float(self.train_s), "protocol": self.protocol.to_dict(),
-                "init_seeds": list(self.init_seeds), "selected": self.selected}
+        return {
+            "runs": [asdict(r) for r in self.runs],
+            "best": asdict(self.best),
+            "lr_min": float(self.lr_min),
+            "c_out": float(self.c_out),
+            "train_s": float(self.train_s),
+            "protocol": self.protocol.to_dict(),
+            "init_seeds": list(self.init_seeds),
+            "selected": self.selected,
+        }
 
 
 SPLITS = ("val", "train", "test")

@@ -96,10 +96,14 @@ def start(lrs, initial_error: float | np.ndarray) -> Schedule:
     n = len(lrs)
     zeros = np.zeros(n, dtype=np.int64)
     return Schedule(
-        lr=lrs.copy(), divisions=zeros.copy(), wait=zeros.copy(),
+        lr=lrs.copy(),
+        divisions=zeros.copy(),
+        wait=zeros.copy(),
         best=np.broadcast_to(np.asarray(initial_error, dtype=np.float64), (n,)).copy(),
-        best_epoch=zeros.copy(), epochs=zeros.copy(),
-        done=np.zeros(n, dtype=bool), diverged=np.zeros(n, dtype=bool),
+        best_epoch=zeros.copy(),
+        epochs=zeros.copy(),
+        done=np.zeros(n, dtype=bool),
+        diverged=np.zeros(n, dtype=bool),
     )
 
 

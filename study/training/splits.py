@@ -76,10 +76,15 @@ def check_split(split, name: str, spec: ArchSpec, device: torch.device, classes:
         if lo < 0 or hi >= spec.d_out:
             raise SpecError(where, f"{name}.y", f"labels in [{lo}, {hi}]", f"must be in [0, d_out = {spec.d_out})")
     elif lo < 0 or hi >= classes:
-        raise SpecError(where, f"{name}.y", f"labels in [{lo}, {hi}]",
-                        f"must be in [0, {classes}) (the classes {spec.d_out} output(s) tell apart under this loss)")
-    return Split(x.to(device=device, dtype=torch.float64).contiguous(),
-                 y.to(device=device, dtype=torch.int64).contiguous())
+        raise SpecError(
+            where,
+            f"{name}.y",
+            f"labels in [{lo}, {hi}]",
+            f"must be in [0, {classes}) (the classes {spec.d_out} output(s) tell apart under this loss)",
+        )
+    return Split(
+        x.to(device=device, dtype=torch.float64).contiguous(), y.to(device=device, dtype=torch.int64).contiguous()
+    )
 
 
 def check_splits(data, spec: ArchSpec, device: torch.device, classes: int | None = None) -> Splits:
@@ -94,8 +99,7 @@ def steps_per_epoch(n: int, batch_size: int) -> int:
     return max(1, n // batch_size)
 
 
-def epoch_order(n: int, batch_size: int, seed: int, purpose: int, epoch: int,
-                device: torch.device) -> torch.Tensor:
+def epoch_order(n: int, batch_size: int, seed: int, purpose: int, epoch: int, device: torch.device) -> torch.Tensor:
     """Minibatch indices of epoch ``epoch``: [steps, min(batch_size, n)] int64 on ``device``."""
     perm = np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, purpose, epoch]))).permutation(n)
     b = min(batch_size, n)

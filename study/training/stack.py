@@ -102,10 +102,16 @@ def new_stack(net: Network, lrs, protocol: Protocol) -> Stack:
     """The stack of all runs at their starting rates; the initial state is every run's best."""
     device = net.device
     optimizer = optimizer_of(protocol)
-    stack = Stack(net=net, runs=np.arange(net.runs), lr=torch.tensor(lrs, dtype=torch.float64, device=device),
-                  optimizer=optimizer, opt=optimizer.init(dict(net.named_parameters())), best={},
-                  nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device),
-                  loss_sum=torch.zeros(net.runs, dtype=torch.float64, device=device))
+    stack = Stack(
+        net=net,
+        runs=np.arange(net.runs),
+        lr=torch.tensor(lrs, dtype=torch.float64, device=device),
+        optimizer=optimizer,
+        opt=optimizer.init(dict(net.named_parameters())),
+        best={},
+        nonfinite=torch.zeros(net.runs, dtype=torch.bool, device=device),
+        loss_sum=torch.zeros(net.runs, dtype=torch.float64, device=device),
+    )
     stack.best = {k: t.detach().clone() for k, t in stack.tensors().items()}
     return stack
 
@@ -151,8 +157,16 @@ def keep(stack: Stack, runs) -> Stack:
         net = stack.net.take(pos)
         opt = {k: t.index_select(0, pos) for k, t in stack.opt.items()}
         best = {k: t.index_select(0, pos) for k, t in stack.best.items()}
-    return Stack(net=net, runs=runs, lr=stack.lr.index_select(0, pos), optimizer=stack.optimizer, opt=opt, best=best,
-                 nonfinite=stack.nonfinite.index_select(0, pos), loss_sum=stack.loss_sum.index_select(0, pos))
+    return Stack(
+        net=net,
+        runs=runs,
+        lr=stack.lr.index_select(0, pos),
+        optimizer=stack.optimizer,
+        opt=opt,
+        best=best,
+        nonfinite=stack.nonfinite.index_select(0, pos),
+        loss_sum=stack.loss_sum.index_select(0, pos),
+    )
 
 
 def chunks(size: int, chunk: int | None) -> list[slice]:
@@ -200,11 +214,18 @@ def parts(stack: Stack, chunk: int | None) -> list[Chunk]:
         for sl in chunks(stack.size, chunk):
             net = stack.net if sl.stop - sl.start == stack.size else view_network(stack.net, sl)
             names = [name for name, _ in net.named_parameters()]
-            out.append(Chunk(
-                net=net, params=[p for _, p in net.named_parameters()], lr=stack.lr[sl],
-                nonfinite=stack.nonfinite[sl], loss_sum=stack.loss_sum[sl],
-                slots=stack.optimizer.view(stack.opt, names, sl), positions=sl,
-                ones=torch.ones(sl.stop - sl.start, dtype=torch.float64, device=stack.lr.device)))
+            out.append(
+                Chunk(
+                    net=net,
+                    params=[p for _, p in net.named_parameters()],
+                    lr=stack.lr[sl],
+                    nonfinite=stack.nonfinite[sl],
+                    loss_sum=stack.loss_sum[sl],
+                    slots=stack.optimizer.view(stack.opt, names, sl),
+                    positions=sl,
+                    ones=torch.ones(sl.stop - sl.start, dtype=torch.float64, device=stack.lr.device),
+                )
+            )
         stack._parts[chunk] = out
     return stack._parts[chunk]
 
@@ -216,8 +237,15 @@ def folded_forward(net: Network, x: torch.Tensor, constants: tuple[float, float]
     return net.propagate(x, fold=True, constants=constants)
 
 
-def train_step(stack: Stack, x: torch.Tensor, y: torch.Tensor, c_out, protocol: Protocol,
-               chunk: int | None = None, forward=folded_forward) -> None:
+def train_step(
+    stack: Stack,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    c_out,
+    protocol: Protocol,
+    chunk: int | None = None,
+    forward=folded_forward,
+) -> None:
     """One step of every run on the shared minibatch (x, y): forward, per-run losses (``protocol.loss``;
     ``c_out`` a number, or one per stack position), backward, the update of the stack's optimizer
     (``study.training.optim``); ``stack.nonfinite`` marks the runs

@@ -115,11 +115,22 @@ def _monitored(splits: Splits, protocol: Protocol):
     return splits.val if protocol.monitor == "val" else splits.train
 
 
-def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dict | Protocol" = "paper", *,
-                       device=None, checkpoint_path: str | os.PathLike | None = None,
-                       checkpoint_every_s: float = 300.0, progress: Callable[[TrainingProgress], None] | None = None,
-                       chunk_runs: int | None = None, init_seeds=None, trajectory: Trajectory | None = None,
-                       report: Callable[[str], None] | None = None, forward: "str | Callable" = "auto") -> Outcome:
+def train_architecture(
+    spec: ArchSpec,
+    data,
+    seed: int = 0,
+    protocol: "str | dict | Protocol" = "paper",
+    *,
+    device=None,
+    checkpoint_path: str | os.PathLike | None = None,
+    checkpoint_every_s: float = 300.0,
+    progress: Callable[[TrainingProgress], None] | None = None,
+    chunk_runs: int | None = None,
+    init_seeds=None,
+    trajectory: Trajectory | None = None,
+    report: Callable[[str], None] | None = None,
+    forward: "str | Callable" = "auto",
+) -> Outcome:
     """Train ``spec`` on ``data`` (``.train/.val/.test`` with ``.x`` [N, d_in] and ``.y`` [N]) at all the
     protocol's learning rates as one stacked float64 model; see the module docstring.
 
@@ -145,15 +156,24 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
         chunk_runs = check("train_architecture", "chunk_runs", Integer(1), chunk_runs)
     seeds = [seed] if init_seeds is None else list(check("train_architecture", "init_seeds", Seeds(), init_seeds))
     if len(seeds) > 1 and protocol.lrs is None:
-        raise SpecError("train_architecture", "init_seeds", seeds,
-                        "more than one initialization needs the protocol's explicit lrs (each would measure "
-                        "its own lr_min and so its own rates)")
+        raise SpecError(
+            "train_architecture",
+            "init_seeds",
+            seeds,
+            "more than one initialization needs the protocol's explicit lrs (each would measure "
+            "its own lr_min and so its own rates)",
+        )
     if not callable(forward):
         forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = available_device(device, "train_architecture")
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
-    key = ckpt.checkpoint_key(spec.content_id, seed, protocol.canonical(), splits.fingerprint(),
-                              init_seeds=None if init_seeds is None else seeds)
+    key = ckpt.checkpoint_key(
+        spec.content_id,
+        seed,
+        protocol.canonical(),
+        splits.fingerprint(),
+        init_seeds=None if init_seeds is None else seeds,
+    )
     trajectory = trajectory if trajectory is not None and trajectory.epochs else None
     if trajectory is not None:  # the curves hold its NLCs: a checkpoint without them cannot continue them
         key["nlc_trajectory"] = [list(trajectory.epochs), trajectory.batches, trajectory.batch_size]
@@ -166,8 +186,22 @@ def train_architecture(spec: ArchSpec, data, seed: int = 0, protocol: "str | dic
         state = _fresh(spec, splits, seed, seeds, protocol, device, trajectory)
         if state is None:
             return _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory)
-    trainer = _Trainer(spec, splits, seed, protocol, device, state, session_start, checkpoint_path,
-                       checkpoint_every_s, progress, key, chunk_runs, trajectory, forward)
+    trainer = _Trainer(
+        spec,
+        splits,
+        seed,
+        protocol,
+        device,
+        state,
+        session_start,
+        checkpoint_path,
+        checkpoint_every_s,
+        progress,
+        key,
+        chunk_runs,
+        trajectory,
+        forward,
+    )
     return trainer.train()
 
 
@@ -201,8 +235,9 @@ def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> Trai
         nlc0.append(_trajectory_nlc(base, splits, seed, trajectory, 0))
         c_out = float(output_scale(base, splits.train.x, batch_size=protocol.batch_size))
         c_outs.append(c_out)
-        lr_mins.append(measure_lr_min(base, splits.train, c_out, protocol, seed) if _trainable(c_out, protocol)
-                       else math.nan)
+        lr_mins.append(
+            measure_lr_min(base, splits.train, c_out, protocol, seed) if _trainable(c_out, protocol) else math.nan
+        )
     untrainable = [j for j, c in enumerate(c_outs) if not _trainable(c, protocol)]
     if len(untrainable) == len(seeds) or (protocol.lrs is None and math.isnan(lr_mins[0])):
         return None
@@ -220,11 +255,30 @@ def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> Trai
     if untrainable:
         schedule = give_up(schedule, [j * n + k for j in untrainable for k in range(n)])
     curves = Curves()
-    curves.add(range(len(lrs)), 0, lrs, None, initial,
-               None if trajectory is None or 0 not in trajectory else [nlc0[r // n] for r in range(len(lrs))])
-    return TrainingState(seeds=list(seeds), lr_min=lr_mins, c_out=c_outs, lrs=lrs, schedule=schedule,
-                         stack=new_stack(net, lrs, protocol), epoch=0, step=0, epoch_s=0.0, wall=np.zeros(len(lrs)),
-                         records={}, candidate=None, elapsed_s=0.0, curves=curves)
+    curves.add(
+        range(len(lrs)),
+        0,
+        lrs,
+        None,
+        initial,
+        None if trajectory is None or 0 not in trajectory else [nlc0[r // n] for r in range(len(lrs))],
+    )
+    return TrainingState(
+        seeds=list(seeds),
+        lr_min=lr_mins,
+        c_out=c_outs,
+        lrs=lrs,
+        schedule=schedule,
+        stack=new_stack(net, lrs, protocol),
+        epoch=0,
+        step=0,
+        epoch_s=0.0,
+        wall=np.zeros(len(lrs)),
+        records={},
+        candidate=None,
+        elapsed_s=0.0,
+        curves=curves,
+    )
 
 
 def _warn(message: str) -> None:
@@ -234,8 +288,23 @@ def _warn(message: str) -> None:
 class _Trainer:
     """The epoch loop over one training state."""
 
-    def __init__(self, spec, splits, seed, protocol, device, state: TrainingState, session_start, checkpoint_path,
-                 checkpoint_every_s, progress, key, chunk_runs, trajectory=None, forward="auto"):
+    def __init__(
+        self,
+        spec,
+        splits,
+        seed,
+        protocol,
+        device,
+        state: TrainingState,
+        session_start,
+        checkpoint_path,
+        checkpoint_every_s,
+        progress,
+        key,
+        chunk_runs,
+        trajectory=None,
+        forward="auto",
+    ):
         self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
         self.s = state
         self.session_start = session_start
@@ -306,8 +375,9 @@ class _Trainer:
         remaining = np.asarray([r for r in stack.runs if not s.schedule.done[r]], dtype=np.int64)
         s.stack = keep(stack, remaining) if len(remaining) else None
 
-    def _steps(self, stack: Stack, order: torch.Tensor, last: int, c_out, chunk: int | None, forward,
-               mark: float) -> float:
+    def _steps(
+        self, stack: Stack, order: torch.Tensor, last: int, c_out, chunk: int | None, forward, mark: float
+    ) -> float:
         """The epoch's steps from ``s.step`` to ``last`` (the rates are divided where the schedule says, a steps
         schedule at its boundaries); returns the time from which the epoch's time still counts.
 
@@ -356,12 +426,19 @@ class _Trainer:
         split = self.scheduler.tracked(s.epoch + 1, steps_done)
         if split is not None:
             evaluated = getattr(self.splits, split)
-            self._errors = errors(stack.net, evaluated.x, evaluated.y, _widest(self.spec), stack.size,
-                                  p.loss).cpu().numpy()
+            self._errors = (
+                errors(stack.net, evaluated.x, evaluated.y, _widest(self.spec), stack.size, p.loss).cpu().numpy()
+            )
         epoch = s.epoch + 1
         loss = (stack.loss_sum / steps).cpu().numpy()
-        s.curves.add(stack.runs, epoch, stack.lr.cpu().numpy(), loss, self._errors,
-                     _trajectory_nlc(stack.net, self.splits, self.seed, self.trajectory, epoch))
+        s.curves.add(
+            stack.runs,
+            epoch,
+            stack.lr.cpu().numpy(),
+            loss,
+            self._errors,
+            _trajectory_nlc(stack.net, self.splits, self.seed, self.trajectory, epoch),
+        )
         stack.loss_sum.zero_()
 
     def _end_epoch(self, stack: Stack, epoch_s: float, steps_done: int) -> None:
@@ -370,8 +447,9 @@ class _Trainer:
         final state, diverged ones at their initial state), then the improved runs' states are saved."""
         s = self.s
         bad = stack.nonfinite | nonfinite_parameters(stack)
-        s.schedule, decision = self.scheduler.end_epoch(s.schedule, stack.runs, self._errors, bad.cpu().numpy(),
-                                                        steps_done)
+        s.schedule, decision = self.scheduler.end_epoch(
+            s.schedule, stack.runs, self._errors, bad.cpu().numpy(), steps_done
+        )
         save_best(stack, decision.improved)
         self._apply(stack, decision, epoch_s)
 
@@ -397,8 +475,10 @@ class _Trainer:
         pos = np.searchsorted(stack.runs, finished)
         sub = stack.net.take(pos)
         width = _widest(spec)
-        measured = {name: errors(sub, split.x, split.y, width, len(pos), p.loss).cpu().numpy()
-                    for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
+        measured = {
+            name: errors(sub, split.x, split.y, width, len(pos), p.loss).cpu().numpy()
+            for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))
+        }
         if self.scheduler.monitors:
             # The monitored error is the one the schedule kept (measured in the stack that chose the state).
             measured[p.monitor] = s.schedule.best[finished]
@@ -406,10 +486,15 @@ class _Trainer:
         for j, run in enumerate(finished):
             run = int(run)
             rec = RunRecord(
-                lr=float(s.lrs[run]), lr_index=run % s.n_rates, epochs=int(sched.epochs[run]),
-                divisions=int(sched.divisions[run]), val_error=float(measured["val"][j]),
-                train_error=float(measured["train"][j]), test_error=float(measured["test"][j]),
-                diverged=bool(sched.diverged[run]), wall_s=0.0,
+                lr=float(s.lrs[run]),
+                lr_index=run % s.n_rates,
+                epochs=int(sched.epochs[run]),
+                divisions=int(sched.divisions[run]),
+                val_error=float(measured["val"][j]),
+                train_error=float(measured["train"][j]),
+                test_error=float(measured["test"][j]),
+                diverged=bool(sched.diverged[run]),
+                wall_s=0.0,
             )
             s.records[run] = rec
             score = float(measured[p.selected_by][j])
@@ -427,8 +512,9 @@ class _Trainer:
         network = s.candidate.net
         network.eval()
         j = chosen // s.n_rates
-        return _outcome(runs, chosen, network, self.splits, self.seed, s.seeds, p, s.lr_min[j], s.c_out[j],
-                        self._elapsed, s.curves)
+        return _outcome(
+            runs, chosen, network, self.splits, self.seed, s.seeds, p, s.lr_min[j], s.c_out[j], self._elapsed, s.curves
+        )
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _elapsed(self) -> float:
@@ -446,18 +532,32 @@ def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:
     return RunRecord(**{**vars(rec), "wall_s": float(wall_s)})
 
 
-def _outcome(runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed,
-             curves: Curves) -> Outcome:
+def _outcome(
+    runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed, curves: Curves
+) -> Outcome:
     """The outcome, with the selected network's NLC and output bias on the training set (the NLC from the
     same seeded draws as ``measure``'s at initialization: common random numbers for before vs after)."""
     x = splits.train.x
     run = runs[chosen]
-    best = BestRecord(**vars(run), nlc_after=float(nlc(network, x, seed=nlc_seed(seed))),
-                      bias_after=float(output_bias(network, x)), lr_edge=protocol.is_edge(run.lr_index),
-                      selected_by=protocol.selected_by)
-    return Outcome(runs=runs, best=best, lr_min=float(lr_min), c_out=float(c_out), train_s=float(elapsed()),
-                   protocol=protocol, network=network, init_seeds=tuple(seeds), selected=chosen,
-                   curves=curves.to_dict())
+    best = BestRecord(
+        **vars(run),
+        nlc_after=float(nlc(network, x, seed=nlc_seed(seed))),
+        bias_after=float(output_bias(network, x)),
+        lr_edge=protocol.is_edge(run.lr_index),
+        selected_by=protocol.selected_by,
+    )
+    return Outcome(
+        runs=runs,
+        best=best,
+        lr_min=float(lr_min),
+        c_out=float(c_out),
+        train_s=float(elapsed()),
+        protocol=protocol,
+        network=network,
+        init_seeds=tuple(seeds),
+        selected=chosen,
+        curves=curves.to_dict(),
+    )
 
 
 def _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory=None) -> Outcome:
@@ -471,19 +571,48 @@ def _untrainable(spec, splits, seed, seeds, protocol, device, session_start, tra
     curves = Curves()
     for j, s in enumerate(seeds):
         base = build_network(spec, s, runs=1, device=device)
-        err = {name: float(errors(base, split.x, split.y, width, 1, protocol.loss)[0])
-               for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))}
+        err = {
+            name: float(errors(base, split.x, split.y, width, 1, protocol.loss)[0])
+            for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))
+        }
         c_outs.append(float(output_scale(base, splits.train.x, batch_size=protocol.batch_size)))
         bases.append(base)
-        curves.add(range(j * len(lrs), (j + 1) * len(lrs)), 0, lrs, None,
-                   err[protocol.monitor] if scheduler_of(protocol).monitors else None,
-                   _trajectory_nlc(base, splits, seed, trajectory, 0))
-        runs += [RunRecord(lr=float(lr), lr_index=k, epochs=0, divisions=0, val_error=err["val"],
-                           train_error=err["train"], test_error=err["test"], diverged=True, wall_s=0.0)
-                 for k, lr in enumerate(lrs)]
+        curves.add(
+            range(j * len(lrs), (j + 1) * len(lrs)),
+            0,
+            lrs,
+            None,
+            err[protocol.monitor] if scheduler_of(protocol).monitors else None,
+            _trajectory_nlc(base, splits, seed, trajectory, 0),
+        )
+        runs += [
+            RunRecord(
+                lr=float(lr),
+                lr_index=k,
+                epochs=0,
+                divisions=0,
+                val_error=err["val"],
+                train_error=err["train"],
+                test_error=err["test"],
+                diverged=True,
+                wall_s=0.0,
+            )
+            for k, lr in enumerate(lrs)
+        ]
     chosen = select(runs, protocol.selected_by)
     j = chosen // len(lrs)
     base = bases[j]
     base.eval()
-    return _outcome(runs, chosen, base, splits, seed, seeds, protocol, math.nan, c_outs[j],
-                    lambda: time.perf_counter() - session_start, curves)
+    return _outcome(
+        runs,
+        chosen,
+        base,
+        splits,
+        seed,
+        seeds,
+        protocol,
+        math.nan,
+        c_outs[j],
+        lambda: time.perf_counter() - session_start,
+        curves,
+    )

@@ -22,18 +22,23 @@ from archstudy.sampling import SpecError
 
 # -- error EDFs --------------------------------------------------------------------------------------------------------
 
+
 def small_table() -> pd.DataFrame:
     """Two norm levels. log10 num_params: 3 (1000), 3.477 (3000), 4 (10000); with bins a tenth of a decade
     wide from 3, they fall in bins 0, 4 and 10. batch occupies {0, 4}, none {0, 4, 10}: the shared bins are
     {0, 4}, k = 2.
     batch: errors 0.10 (bin 0), 0.45 (bin 0), 0.20 (bin 4): weights 1/(2*2), 1/(2*2), 1/(2*1) = .25, .25, .5
     none:  errors 0.40 (bin 0), 0.15 (bin 4), 0.50 (bin 4), 0.60 (bin 10): weights .5, .25, .25, 0"""
-    return pd.DataFrame({
-        "dataset": "d", "variant": "base", "arch_id": list("abcdefg"),
-        "norm": ["batch"] * 3 + ["none"] * 4,
-        "num_params": [1000, 1000, 3000, 1000, 3000, 3000, 10000],
-        "test_error": [0.10, 0.45, 0.20, 0.40, 0.15, 0.50, 0.60],
-    })
+    return pd.DataFrame(
+        {
+            "dataset": "d",
+            "variant": "base",
+            "arch_id": list("abcdefg"),
+            "norm": ["batch"] * 3 + ["none"] * 4,
+            "num_params": [1000, 1000, 3000, 1000, 3000, 3000, 10000],
+            "test_error": [0.10, 0.45, 0.20, 0.40, 0.15, 0.50, 0.60],
+        }
+    )
 
 
 def test_edf_and_normalized_edf_equal_a_hand_computation():
@@ -43,14 +48,14 @@ def test_edf_and_normalized_edf_equal_a_hand_computation():
     assert c.loc[["a", "c", "b"], "cdf"].tolist() == pytest.approx([1 / 3, 2 / 3, 1.0])
     assert c.loc[["e", "d", "f", "g"], "cdf"].tolist() == pytest.approx([0.25, 0.5, 0.75, 1.0])
     # normalized weights and EDF (the docstring of small_table)
-    assert c.loc[list("abcdefg"), "normalized_weight"].tolist() == pytest.approx([.25, .25, .5, .5, .25, .25, 0])
+    assert c.loc[list("abcdefg"), "normalized_weight"].tolist() == pytest.approx([0.25, 0.25, 0.5, 0.5, 0.25, 0.25, 0])
     assert c.loc[["a", "c", "b"], "normalized_cdf"].tolist() == pytest.approx([0.25, 0.75, 1.0])
     assert c.loc[["e", "d", "f", "g"], "normalized_cdf"].tolist() == pytest.approx([0.25, 0.75, 1.0, 1.0])
     lv = e.levels.set_index("level")
     assert lv.loc["batch", ["n", "min", "mean"]].tolist() == pytest.approx([3, 0.10, 0.25])
     assert lv.loc["none", ["n", "min", "mean"]].tolist() == pytest.approx([4, 0.15, 0.4125])
     assert lv.loc["none", "n_normalized"] == 3 and (lv["bins"] == 2).all()
-    assert lv.loc["none", "normalized_mean"] == pytest.approx(.5 * .40 + .25 * .15 + .25 * .50)
+    assert lv.loc["none", "normalized_mean"] == pytest.approx(0.5 * 0.40 + 0.25 * 0.15 + 0.25 * 0.50)
     # KS by hand on the grid of all errors (.10 .15 .20 .40 .45 .50 .60): plain |F_b - F_n| =
     # 1/3, 1/12, 5/12, 1/6, 1/2, 1/4, 0 -> 1/2; normalized: .25, 0, .5, 0, .25, 0, 0 -> 1/2
     k = e.ks.iloc[0]
@@ -99,8 +104,7 @@ def test_step_cdf_and_normalized_weights_basics():
 
 
 def test_axis_levels_bin_depth_and_keep_categories_in_order():
-    df = pd.DataFrame({"depth": [3, 5, 13, 15, 25, 27, 37, 49, 49], "norm": list("bnlbnlbnl"),
-                       "skip": ["none"] * 9})
+    df = pd.DataFrame({"depth": [3, 5, 13, 15, 25, 27, 37, 49, 49], "norm": list("bnlbnlbnl"), "skip": ["none"] * 9})
     depth = axis_levels(df, "depth")  # 7 distinct values <= 8: kept as they are
     assert list(depth.cat.categories) == ["3", "5", "13", "15", "25", "27", "37", "49"]
     binned = axis_levels(df, "depth", max_levels=4, numeric_bins=4)  # 4 bins of width 11.5 from 3
@@ -129,6 +133,7 @@ def test_edf_covers_every_axis_with_two_levels_and_checks_its_inputs(tiny_study_
 
 
 # -- good ranges -------------------------------------------------------------------------------------------------------
+
 
 def test_good_ranges_recover_the_interval_where_the_best_models_lie():
     """x uniform on [0, 10]; every architecture with x in [4, 6] has error 0.1 (a tie: a subsample's best is
@@ -186,6 +191,7 @@ def test_good_ranges_defaults_inputs_and_missing_values(tiny_study_dir):
 
 # -- the study's own NLC window ----------------------------------------------------------------------------------------
 
+
 def test_the_nlc_window_of_a_large_windowed_study_is_its_good_range():
     df = synth.window_population(120, seed=0)
     w = nlc_window(df).iloc[0]
@@ -209,6 +215,7 @@ def test_a_small_study_keeps_the_papers_window_and_says_why():
 
 
 # -- window predictors -------------------------------------------------------------------------------------------------
+
 
 def test_the_window_score_shows_a_windowed_relation_that_the_raw_nlc_understates():
     """The researcher's case: median test error 0.15 inside NLC [1, 3], 0.64 above 100, raw Kendall 0.44.
@@ -234,8 +241,9 @@ def test_a_monotone_relation_gains_nothing_from_a_window():
 
 
 def test_window_distance_and_tau():
-    assert window_distance(np.array([1.0, 10.0, 100.0, 0.0]), 1.0, 100.0, log=True)[:3].tolist() == \
-        pytest.approx([1.0, 0.0, 1.0])
+    assert window_distance(np.array([1.0, 10.0, 100.0, 0.0]), 1.0, 100.0, log=True)[:3].tolist() == pytest.approx(
+        [1.0, 0.0, 1.0]
+    )
     assert math.isnan(window_distance(np.array([0.0]), 1.0, 100.0, log=True)[0])
     assert window_distance(np.array([-1.0, 3.0]), 0.0, 2.0, log=False).tolist() == pytest.approx([2.0, 2.0])
     rng = np.random.default_rng(8)
@@ -245,21 +253,35 @@ def test_window_distance_and_tau():
 
 # -- training curves ---------------------------------------------------------------------------------------------------
 
+
 def test_the_curves_figure_draws_the_selected_run_of_the_best_and_typical_architectures():
     """A synthetic curves table (one row per architecture, run and epoch): the panels are the 2 best and the
     2 closest to the median test error, each with the selected run's validation error and training loss."""
     from archstudy.analysis.figures import fig_curves
 
     rng = np.random.default_rng(0)
-    arch = pd.DataFrame({"arch_id": [f"a{k}" for k in range(7)], "test_error": [0.5, 0.1, 0.3, 0.2, 0.9, 0.4, 0.35],
-                         "lr_index": rng.integers(0, 3, 7)})
+    arch = pd.DataFrame(
+        {
+            "arch_id": [f"a{k}" for k in range(7)],
+            "test_error": [0.5, 0.1, 0.3, 0.2, 0.9, 0.4, 0.35],
+            "lr_index": rng.integers(0, 3, 7),
+        }
+    )
     rows = []
     for a in arch["arch_id"]:
         for run in range(3):
             for epoch in range(1, 11):
-                rows.append({"arch_id": a, "lr_index": run, "epoch": epoch, "train_loss": 2.0 / epoch + run,
-                             "monitored_error": 0.5 / epoch + 0.1 * run, "monitored": "val",
-                             "lr": 0.1 / 3 ** (epoch // 5)})
+                rows.append(
+                    {
+                        "arch_id": a,
+                        "lr_index": run,
+                        "epoch": epoch,
+                        "train_loss": 2.0 / epoch + run,
+                        "monitored_error": 0.5 / epoch + 0.1 * run,
+                        "monitored": "val",
+                        "lr": 0.1 / 3 ** (epoch // 5),
+                    }
+                )
     curves = pd.DataFrame(rows)
     fig = fig_curves(curves, arch, n_best=2, n_typical=2)
     panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]

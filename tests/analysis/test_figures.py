@@ -22,7 +22,13 @@ from archstudy.analysis import report as page
 from archstudy.analysis.columns import PREDICTORS, figure_grid
 from archstudy.analysis.figures.base import DATA_FIELDS, FigureData, FigureSpec
 from archstudy.analysis.figures import (
-    BASELINE_GRID, COMPARISON_FIGURES, FIGURES, METRIC_GRID, PROXY_GRID, fig7_lr_index_histogram, fig_metrics,
+    BASELINE_GRID,
+    COMPARISON_FIGURES,
+    FIGURES,
+    METRIC_GRID,
+    PROXY_GRID,
+    fig7_lr_index_histogram,
+    fig_metrics,
 )
 from archstudy.analysis.figures.base import NothingToDraw
 from archstudy.analysis.figures.curves import NO_CURVES, curve_architectures
@@ -91,9 +97,18 @@ def test_the_curves_figures_are_skipped_with_one_note_without_curves_and_drawn_w
     html = page.section_html(section)
     assert html.count(NO_CURVES) == 1 and 'data-figure="curves"' not in html
     best = d.arch[d.arch["arch_id"] == curve_architectures(d.arch)[0][0]].iloc[0]  # the first one drawn
-    points = pd.DataFrame({"arch_id": best["arch_id"], "lr_index": best["lr_index"],
-                           "epoch": [0, 1, 2], "train_loss": [math.nan, 1.0, 0.5], "monitored_error": [0.5, 0.4, 0.3],
-                           "monitored": "val", "lr": 0.1, "nlc": math.nan})
+    points = pd.DataFrame(
+        {
+            "arch_id": best["arch_id"],
+            "lr_index": best["lr_index"],
+            "epoch": [0, 1, 2],
+            "train_loss": [math.nan, 1.0, 0.5],
+            "monitored_error": [0.5, 0.4, 0.3],
+            "monitored": "val",
+            "lr": 0.1,
+            "nlc": math.nan,
+        }
+    )
     with_curves = dataclasses.replace(d, curves=points)
     assert curves.skip(with_curves) is None and isinstance(curves.draw(with_curves), Figure)
     other = dataclasses.replace(d, curves=points.assign(lr_index=best["lr_index"] + 1))  # not the selected run
@@ -114,8 +129,11 @@ def test_the_page_draws_each_section_s_figures_in_declaration_order(section):
     for f in FIGURES:
         if f.skip(d) is None:
             after = html.index(f'<h3 id="tiny-{f.section}">')
-            following = [html.index(f'<h3 id="tiny-{p.key}">') for p in page.STUDY_SECTIONS
-                         if html.index(f'<h3 id="tiny-{p.key}">') > after]
+            following = [
+                html.index(f'<h3 id="tiny-{p.key}">')
+                for p in page.STUDY_SECTIONS
+                if html.index(f'<h3 id="tiny-{p.key}">') > after
+            ]
             assert after < html.index(f'data-figure="{f.key}"') < min(following, default=len(html)), f.key
 
 
@@ -136,8 +154,9 @@ def test_a_new_declaration_is_drawn_in_its_section_and_a_lost_one_is_refused(sec
 
 
 def test_the_scatter_grids_are_the_predictors_whose_columns_name_them(section):
-    assert (METRIC_GRID, PROXY_GRID, BASELINE_GRID) == tuple(figure_grid(k) for k in ("metrics", "proxies",
-                                                                                       "baselines"))
+    assert (METRIC_GRID, PROXY_GRID, BASELINE_GRID) == tuple(
+        figure_grid(k) for k in ("metrics", "proxies", "baselines")
+    )
     assert METRIC_GRID == ("ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error")
     assert PROXY_GRID == ("grad_norm", "snip", "synflow", "jacob_cov", "nwot")
     assert BASELINE_GRID == ("num_params", "width", "flops")

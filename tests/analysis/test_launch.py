@@ -28,14 +28,30 @@ def test_the_pilot_window_is_the_pilots_own_band_when_it_is_stable_else_the_pape
 def pruned_study(root, window=(1.0, 3.0)):
     """The synthetic study with its architectures outside ``window`` stored as a runner pruning at launch
     stores them (``trained`` false, nothing trained), and the window in its study.yaml."""
+
     def rows(i, variant, spec, rng):
         row = synth.synthetic_row(i, variant, spec, "waveform-noise", 0, rng)
         inside = window[0] <= row["nlc"] <= window[1]
         row["trained"] = inside
         if not inside:
-            row.update(lr_min=np.nan, lr=np.nan, lr_index=-1, epochs=0, divisions=0, val_error=np.nan,
-                       train_error=np.nan, test_error=np.nan, nlc_after=np.nan, bias_after=np.nan, lr_edge=False,
-                       n_runs=0, n_diverged=0, all_diverged=False, train_s=0.0, total_s=1.1)
+            row.update(
+                lr_min=np.nan,
+                lr=np.nan,
+                lr_index=-1,
+                epochs=0,
+                divisions=0,
+                val_error=np.nan,
+                train_error=np.nan,
+                test_error=np.nan,
+                nlc_after=np.nan,
+                bias_after=np.nan,
+                lr_edge=False,
+                n_runs=0,
+                n_diverged=0,
+                all_diverged=False,
+                train_s=0.0,
+                total_s=1.1,
+            )
         return row
 
     return synth.write_study(root, n=30, rows=rows, extra={"nlc_window": list(window)})
@@ -48,10 +64,12 @@ def test_the_report_on_a_pruned_study_says_what_was_pruned_and_covers_the_traine
     html = write_report(root, tmp_path / "r.html", n_boot=20).read_text(encoding="utf-8")
     k = len(r.pruned)
     assert f"pruned at launch (measured, not trained)</td><td>{k}</td>" in html
-    assert (f"<b>Pruned at launch</b> with the NLC window [1, 3], given (<code>nlc_window</code>, "
-            f"<code>--nlc-window</code>): {k} of 30 finished architectures") in html
+    assert (
+        f"<b>Pruned at launch</b> with the NLC window [1, 3], given (<code>nlc_window</code>, "
+        f"<code>--nlc-window</code>): {k} of 30 finished architectures"
+    ) in html
     for arch_id in r.pruned["arch_id"]:
-        assert f"<td class=\"l\">{arch_id}</td>" in html
+        assert f'<td class="l">{arch_id}</td>' in html
     # the estimate of the training time saved: the pruned FLOPs at the trained ones' seconds per FLOP
     per_flop = r.trained["train_s"].sum() / r.trained["flops"].sum()
     saved = r.pruned["flops"].sum() * per_flop / 3600
@@ -80,26 +98,37 @@ def test_curves_are_read_through_load_results(real_study_dir):
 
 
 def _row(spec: ArchSpec, index: int, variant: str, error: float) -> dict:
-    return {**spec.to_dict(), "arch_id": spec.content_id, "index": index, "variant": variant, "dataset": "d",
-            "test_error": error, "nlc": 1.0}
+    return {
+        **spec.to_dict(),
+        "arch_id": spec.content_id,
+        "index": index,
+        "variant": variant,
+        "dataset": "d",
+        "test_error": error,
+        "nlc": 1.0,
+    }
 
 
 def test_paired_effects_are_labelled_by_exactly_the_factors_that_differ():
     rows = []
-    bases = [ArchSpec(depth=5, width=8, d_in=4, d_out=3),  # imn auto: GmP switches IMN on
-             ArchSpec(depth=5, width=8, d_in=4, d_out=3, imn="off", activation="tanh"),
-             ArchSpec(depth=5, width=8, d_in=4, d_out=3, imn="off", param="gmp", gmp_init="uniform",
-                      activation="abs")]
+    bases = [
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3),  # imn auto: GmP switches IMN on
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3, imn="off", activation="tanh"),
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3, imn="off", param="gmp", gmp_init="uniform", activation="abs"),
+    ]
     for i, base in enumerate(bases):
-        twin, = siblings(base, "param")
+        (twin,) = siblings(base, "param")
         rows += [_row(base, i, "base", 0.3), _row(twin, i, "param", 0.2 + 0.01 * i)]
     base = ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="selu")
-    twin, = siblings(base, "imn")
+    (twin,) = siblings(base, "imn")
     rows += [_row(base, 7, "base", 0.4), _row(twin, 7, "imn", 0.45)]
     p = paired_effects(pd.DataFrame(rows))
     param = p[(p["axis"] == "param") & (p["n_pairs"] > 0)].set_index("context")
-    assert set(param.index) == {"IMN off → on, as the parameterization implies", "IMN unchanged: off",
-                                f"IMN unchanged: off; {UNIFORM_GMP}"}
+    assert set(param.index) == {
+        "IMN off → on, as the parameterization implies",
+        "IMN unchanged: off",
+        f"IMN unchanged: off; {UNIFORM_GMP}",
+    }
     assert param["n_pairs"].tolist() == [1, 1, 1] and math.isclose(param.loc["IMN unchanged: off", "median"], -0.09)
     imn = p[(p["axis"] == "imn") & (p["n_pairs"] > 0)]
     assert imn[["a", "b", "context", "n_pairs"]].values.tolist() == [["off", "on", "param: SP", 1]]

@@ -28,8 +28,19 @@ def test_the_best_by_test_error_are_the_lowest_test_errors_with_their_specs_and_
     assert got["rank"].tolist() == [1, 2, 3, 4]
     assert got["arch_id"].tolist() == want["arch_id"].tolist()
     assert got["test_error"].tolist() == want["test_error"].tolist()
-    assert {"val_error", "depth", "width", "activation", "norm", "skip", "weights", "param", "num_params", "nlc",
-            "bias"} <= set(got.columns)
+    assert {
+        "val_error",
+        "depth",
+        "width",
+        "activation",
+        "norm",
+        "skip",
+        "weights",
+        "param",
+        "num_params",
+        "nlc",
+        "bias",
+    } <= set(got.columns)
     row = arch.set_index("arch_id").loc[got["arch_id"].iloc[0]]
     assert got["nlc"].iloc[0] == row["nlc"] and got["depth"].iloc[0] == row["depth"]
     assert (board.finished, board.trained, board.candidates) == (len(arch), len(arch), len(arch))
@@ -69,17 +80,27 @@ def test_by_nlc_ranks_from_inside_the_window_out_and_counts_the_pruned(results):
     assert set(arch.loc[pruned, "arch_id"]) <= set(board.architectures["arch_id"])
     by_error = leaderboard(arch, k=len(arch))
     assert len(by_error.architectures) == len(arch) - 2 and not set(arch.loc[pruned, "arch_id"]) & set(
-        by_error.architectures["arch_id"])
-    assert by_error.notes == ["2 finished architectures have no test_error (pruned at launch, or every run "
-                              "diverged) and are not ranked"]
+        by_error.architectures["arch_id"]
+    )
+    assert by_error.notes == [
+        "2 finished architectures have no test_error (pruned at launch, or every run diverged) and are not ranked"
+    ]
 
 
 def test_by_another_predictor_ranks_by_the_distance_from_its_good_range():
     rng = np.random.default_rng(0)
     x = 10 ** rng.uniform(-2, 2, 80)
     err = np.clip(0.1 + 0.2 * np.log10(x) ** 2 + rng.normal(0, 0.01, 80), 0, 1)  # best around x = 1
-    df = pd.DataFrame({"variability": x, "test_error": err, "dataset": "d", "variant": "base",
-                       "index": np.arange(80), "arch_id": [f"{i:016x}" for i in range(80)]})
+    df = pd.DataFrame(
+        {
+            "variability": x,
+            "test_error": err,
+            "dataset": "d",
+            "variant": "base",
+            "index": np.arange(80),
+            "arch_id": [f"{i:016x}" for i in range(80)],
+        }
+    )
     board = leaderboard(df, k=10, by="variability")
     assert "good range" in board.order
     top = board.architectures["variability"].to_numpy()
@@ -89,8 +110,9 @@ def test_by_another_predictor_ranks_by_the_distance_from_its_good_range():
     assert few.order.startswith("ascending") and few.architectures["variability"].is_monotonic_increasing
 
 
-@pytest.mark.parametrize("kwargs, field", [({"by": "colour"}, "by"), ({"k": 0}, "k"), ({"predictors": -1},
-                                                                                           "predictors")])
+@pytest.mark.parametrize(
+    "kwargs, field", [({"by": "colour"}, "by"), ({"k": 0}, "k"), ({"predictors": -1}, "predictors")]
+)
 def test_bad_arguments_are_one_line_errors(results, kwargs, field):
     with pytest.raises(SpecError) as e:
         leaderboard(results, **kwargs)

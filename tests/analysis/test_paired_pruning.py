@@ -39,11 +39,13 @@ def test_too_few_pairs_have_no_interval():
 def test_paired_effects_of_a_known_householder_penalty(tmp_path):
     """Householder siblings get exactly +0.05 test error over their dense twin, GmP exactly -0.02 over SP,
     so every pair of those axes has that difference."""
+
     def rows(i, variant, spec, rng):
         row = synth.synthetic_row(i, variant, spec, "waveform-noise", 0, rng)
         base = 0.3 + 0.01 * i  # the same for a draw and all its siblings
-        row["test_error"] = base + (0.05 if spec.weights == "householder" else 0.0) \
-            + (-0.02 if spec.param == "gmp" else 0.0)
+        row["test_error"] = (
+            base + (0.05 if spec.weights == "householder" else 0.0) + (-0.02 if spec.param == "gmp" else 0.0)
+        )
         return row
 
     root = synth.write_study(tmp_path / "s", n=12, with_siblings=True, rows=rows)
@@ -71,19 +73,32 @@ def test_sibling_pairs_share_the_draw_and_differ_only_along_the_axis(tiny_study_
     for _, p in pairs.iterrows():
         a, b = by_id.loc[p["arch_id_a"]], by_id.loc[p["arch_id_b"]]
         assert a["index"] == b["index"] and (a["norm"], b["norm"]) == ("batch", "layer")
-        for f in ("depth", "activation", "dilation", "shift", "debias", "skip", "weights", "param", "bias_init",
-                  "init_scale"):
+        for f in (
+            "depth",
+            "activation",
+            "dilation",
+            "shift",
+            "debias",
+            "skip",
+            "weights",
+            "param",
+            "bias_init",
+            "init_scale",
+        ):
             assert a[f] == b[f], f
     # two siblings of the same axis pair with each other too: batch vs layer needs no base of either
     assert (by_id.loc[pairs["arch_id_a"], "variant"] == "norm").any()
 
 
 def test_nlc_pruning_by_hand():
-    df = pd.DataFrame({
-        "dataset": "d", "nlc": [0.5, 1.0, 2.0, 3.0, 5.0, np.nan],
-        "test_error": [0.30, 0.20, 0.10, 0.25, 0.05, 0.60],
-        "train_s": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
-    })
+    df = pd.DataFrame(
+        {
+            "dataset": "d",
+            "nlc": [0.5, 1.0, 2.0, 3.0, 5.0, np.nan],
+            "test_error": [0.30, 0.20, 0.10, 0.25, 0.05, 0.60],
+            "train_s": [10.0, 20.0, 30.0, 40.0, 50.0, 60.0],
+        }
+    )
     df["total_s"] = df["train_s"] + 1.0
     r = nlc_pruning(df).iloc[0]  # the paper's window [1, 3]: kept NLC 1, 2, 3 (the ends included)
     assert (r["n_kept"], r["n_skipped"]) == (3, 3)

@@ -25,9 +25,18 @@ def population(n: int = 240, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     log_nlc, log_v = rng.normal(0.3, 0.8, n), rng.normal(0.0, 1.0, n)
     error = 0.2 + 0.12 * (log_nlc - 0.3) ** 2 + 0.1 * log_v + rng.normal(0, 0.03, n)
-    d = {"index": np.arange(n), "arch_id": [f"{i:016x}" for i in range(n)], "variant": "base", "study_seed": 0,
-         "dataset": "waveform-noise", "trained": True, "test_error": error,
-         "nlc": 10 ** log_nlc, "variability": 10 ** log_v, "lar_diameter": np.nan}
+    d = {
+        "index": np.arange(n),
+        "arch_id": [f"{i:016x}" for i in range(n)],
+        "variant": "base",
+        "study_seed": 0,
+        "dataset": "waveform-noise",
+        "trained": True,
+        "test_error": error,
+        "nlc": 10**log_nlc,
+        "variability": 10**log_v,
+        "lar_diameter": np.nan,
+    }
     for f in P.METRIC_FEATURES:
         if f.column not in d:
             d[f.column] = 10 ** rng.normal(0, 1, n) if f.log else rng.normal(0, 1, n)
@@ -142,13 +151,11 @@ def test_the_report_section_says_the_verdict_and_the_transfer(tiny_study_dir, re
 
     saved = P.fit_predictor(load_results(real_study_dir, runs=False), "nlc").save(tmp_path / "p.json")
     out = tmp_path / "r.html"
-    assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "20", "--predict-from",
-                 str(saved)]) == 0
+    assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "20", "--predict-from", str(saved)]) == 0
     html = out.read_text()
     assert "Predicting test error from everything measured at initialization" in html
     assert "On held-out architectures" in html and "Transfer: a predictor fitted on another study" in html
-    assert all(f'data-figure="{k}"' in html for k in ("predict-held-out", "predict-importance",
-                                                       "predict-dependence"))
+    assert all(f'data-figure="{k}"' in html for k in ("predict-held-out", "predict-importance", "predict-dependence"))
 
 
 def test_the_lift_of_a_ranking_is_the_difference_of_medians_with_intervals():
@@ -178,8 +185,9 @@ def test_batched_predictions_give_scikit_learns_own_numbers(learner):
         def importance(m):
             return permutation_importance(m, held, y_held, scoring=P._spearman_scorer, n_repeats=3, random_state=0)
 
-        np.testing.assert_array_equal(P.BatchedPredictions(model).run(importance).importances,
-                                      importance(model).importances)
+        np.testing.assert_array_equal(
+            P.BatchedPredictions(model).run(importance).importances, importance(model).importances
+        )
         grid = np.unique(np.percentile(X["nlc"], np.linspace(2, 98, 10)))
 
         def dependence(m):

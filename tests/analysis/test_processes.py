@@ -39,7 +39,7 @@ def test_an_error_there_is_raised_here_with_its_message():
 
 
 def test_an_answer_that_does_not_pickle_is_computed_in_the_caller():
-    value = Background(lambda: (lambda: os.getpid())).result()  # a function made there cannot cross the pipe
+    value = Background(lambda: lambda: os.getpid()).result()  # a function made there cannot cross the pipe
     assert value() == os.getpid()
 
 

@@ -59,11 +59,27 @@ def test_report_is_self_contained(report):
 
 def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
     r = load_results(real_study_dir)
-    for text in ("What predicts test error", "Kendall τ", "granulated Kendall Ψ", "lift over best baseline",
-                 "Ψ over defined cells (τ-b)", "Window predictors", "Granulated Kendall coefficient by axis",
-                 "Error distributions by axis (EDFs)", "largest KS", "Good ranges", "U-shaped",
-                 "Paired effects of sibling architectures", "sign test p", "NLC-guided pruning", "regret",
-                 "Status and provenance", "study.yaml", "At a glance", "Contents"):
+    for text in (
+        "What predicts test error",
+        "Kendall τ",
+        "granulated Kendall Ψ",
+        "lift over best baseline",
+        "Ψ over defined cells (τ-b)",
+        "Window predictors",
+        "Granulated Kendall coefficient by axis",
+        "Error distributions by axis (EDFs)",
+        "largest KS",
+        "Good ranges",
+        "U-shaped",
+        "Paired effects of sibling architectures",
+        "sign test p",
+        "NLC-guided pruning",
+        "regret",
+        "Status and provenance",
+        "study.yaml",
+        "At a glance",
+        "Contents",
+    ):
         assert text in report, text
     assert "<b>Complete:</b>" in report and "Partial study" not in report
     assert f"all {r.planned:,} planned architectures" in report
@@ -71,23 +87,26 @@ def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
     a = r.architectures
     n = int(((a["variant"] == "base") & (a["nlc"] > 0) & np.isfinite(a["nlc"]) & np.isfinite(a["test_error"])).sum())
     assert 2 <= n < 20
-    assert (f"Window: the NLC paper's [1, 3]. The study is not large enough for its own window: {n} architectures: "
-            f"a bootstrap subsample holds {max(1, n // 4)} (&lt; 5)") in report
+    assert (
+        f"Window: the NLC paper's [1, 3]. The study is not large enough for its own window: {n} architectures: "
+        f"a bootstrap subsample holds {max(1, n // 4)} (&lt; 5)"
+    ) in report
     # provenance: the study's own values (the synthetic study's host is "testhost"; a runner's is the machine's)
     assert f"{a['host'].iloc[0]} ({(a['host'] == a['host'].iloc[0]).sum()})" in report
-    assert f"<td class=\"l\">{r.config['package_version']}</td>" in report and r.dataset in report
+    assert f'<td class="l">{r.config["package_version"]}</td>' in report and r.dataset in report
     # every measured predictor has a row; the unmeasured ones are named as such
     c = correlations(a, n_boot=10)
     for label in c[c["n"] >= 3]["label"]:
-        assert f"<td class=\"l\">{label}</td>" in report, label
+        assert f'<td class="l">{label}</td>' in report, label
     unmeasured = c[c["n"] < 3]["label"].tolist()
     if unmeasured:
-        assert ("Fewer than 3 finite values (not switched on, or not finite where measured): "
-                + ", ".join(unmeasured) + ".") in report
+        assert (
+            "Fewer than 3 finite values (not switched on, or not finite where measured): " + ", ".join(unmeasured) + "."
+        ) in report
 
 
 def test_the_first_screen_names_the_ranking_charts_top_bar_and_the_lowest_test_errors(report, real_study_dir):
-    """"What predicts test error, and what are the best architectures", answered before any section, by the
+    """ "What predicts test error, and what are the best architectures", answered before any section, by the
     statistic the ranking chart draws (its top bar) and the lowest test errors of the trained architectures."""
     from archstudy.analysis.figures.predictors import fig_ranking
     from archstudy.analysis.html import esc, fmt
@@ -122,8 +141,15 @@ def test_figure_titles_agree_with_the_correlation_table(tiny_study_dir):
 
 
 def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
-    partial = synth.write_study(tmp_path / "digits", n=10, dataset="digits", study_seed=3, failed=(1,),
-                                in_progress=(2, 3), finished=[0, 4, 5, 6, 7, 8])
+    partial = synth.write_study(
+        tmp_path / "digits",
+        n=10,
+        dataset="digits",
+        study_seed=3,
+        failed=(1,),
+        in_progress=(2, 3),
+        finished=[0, 4, 5, 6, 7, 8],
+    )
     html = write_report([tiny_study_dir, partial], tmp_path / "both.html", n_boot=50).read_text(encoding="utf-8")
     assert "<b>Partial study:</b> 6 of 10 planned architectures finished, 1 failed, 2 in progress" in html
     assert "<b>Complete:</b>" in html
@@ -132,20 +158,24 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
     assert '<a href="#digits">digits</a>' in html and "worker lost" in html
     # the two studies side by side: test errors, config differences, good ranges of the same factors, EDFs
     assert '<section id="compare"><h2>Studies side by side</h2>' in html and '<a href="#compare">' in html
-    compare = html[html.index('<section id="compare">'):html.index("</section>", html.index('<section id="compare">'))]
-    assert ('<th>study<br><span class="ci">waveform-noise</span></th><th>digits<br><span class="ci">digits</span>'
-            "</th>") in compare and "<td class=\"l\">NLC</td>" in compare
+    compare = html[
+        html.index('<section id="compare">') : html.index("</section>", html.index('<section id="compare">'))
+    ]
+    assert (
+        '<th>study<br><span class="ci">waveform-noise</span></th><th>digits<br><span class="ci">digits</span></th>'
+    ) in compare and '<td class="l">NLC</td>' in compare
     from archstudy.analysis.report import COMPARISON_SECTIONS
 
     assert re.findall(r'data-figure="([^"]+)"><img', compare) == [
-        c.key for p in COMPARISON_SECTIONS for c in COMPARISON_FIGURES if c.section == p.key]
+        c.key for p in COMPARISON_SECTIONS for c in COMPARISON_FIGURES if c.section == p.key
+    ]
     errors = compare.split('id="compare-errors"')[1].split("</table>")[0]
     for label, root in (("study", tiny_study_dir), ("digits", partial)):
         e = load_results(root, runs=False).trained["test_error"].dropna()
         row = errors.split(f'<a href="#{label}">{label}</a>')[1].split("</tr>")[0]
         assert f"<td>{e.min():.3f}</td>" in row and f"<td>{e.median():.3f}</td>" in row, row
     differ = compare.split('id="compare-config"')[1].split("</table>")[0]
-    assert "<code>dataset</code></td><td class=\"l\">waveform-noise</td><td class=\"l\">digits</td>" in differ
+    assert '<code>dataset</code></td><td class="l">waveform-noise</td><td class="l">digits</td>' in differ
     # the synthetic studies recorded no training curves: those figures are replaced by a note
     # ... and the digits study's 6 finished architectures are too few for the joint predictor's held-out evaluation
     assert MIN_ROWS > 6
@@ -172,8 +202,23 @@ def test_cli_report_writes_the_file_and_reports_user_errors_in_one_line(tiny_stu
 
 def test_cli_report_writes_every_figure_of_the_page_as_a_file_in_the_format_asked(tiny_study_dir, tmp_path, capsys):
     figures, out = tmp_path / "figures", tmp_path / "r.html"
-    assert main(["report", str(tiny_study_dir), "--out", str(out), "--n-boot", "5", "--figures", str(figures),
-                 "--format", "svg"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(tiny_study_dir),
+                "--out",
+                str(out),
+                "--n-boot",
+                "5",
+                "--figures",
+                str(figures),
+                "--format",
+                "svg",
+            ]
+        )
+        == 0
+    )
     assert f"figures as svg in {figures}" in capsys.readouterr().out
     ids = re.findall(r'<figure id="([^"]+)" data-figure="[^"]+"><img', out.read_text(encoding="utf-8"))
     assert len(ids) == len(WITHOUT_CURVES)  # the tiny study recorded no training curves
@@ -185,8 +230,19 @@ def test_cli_report_writes_every_figure_of_the_page_as_a_file_in_the_format_aske
     assert main(["report", str(tiny_study_dir), "--out", str(tmp_path / "x.html"), "--format", "pdf"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "give --figures DIR too" in err
-    assert main(["report", str(tiny_study_dir), "--out", str(tmp_path / "x.html"), "--figures",
-                 str(tiny_study_dir / "figures")]) == 2
+    assert (
+        main(
+            [
+                "report",
+                str(tiny_study_dir),
+                "--out",
+                str(tmp_path / "x.html"),
+                "--figures",
+                str(tiny_study_dir / "figures"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is inside the study" in err
     assert not (tiny_study_dir / "figures").exists() and not (tmp_path / "x.html").exists()
@@ -196,6 +252,7 @@ def test_the_report_never_overwrites_a_studys_files_or_a_non_html_file(tiny_stud
     """``--out`` inside the study (other than STUDY/report.html), a directory, no name, or an existing
     non-HTML file: one line, exit 2, nothing written, no temporary file left; STUDY/report.html is allowed."""
     from archstudy.study.experiment.config import REPORT_NAME  # the file ``archstudy run --report`` writes
+
     victim = next((tiny_study_dir / "architectures").glob("*.parquet"))
     notes = tmp_path / "notes.txt"
     notes.write_text("mine\n")
@@ -229,15 +286,23 @@ def test_report_command_imports_only_analysis_sampling_and_the_standard_library(
         if isinstance(node, ast.Import):
             modules |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            modules.add(".".join(node.module.split(".")[:2]) if node.module.startswith("archstudy.") else
-                        node.module.split(".")[0])
+            modules.add(
+                ".".join(node.module.split(".")[:2])
+                if node.module.startswith("archstudy.")
+                else node.module.split(".")[0]
+            )
     allowed = {"archstudy.analysis", "archstudy.sampling"} | set(sys.stdlib_module_names)
     assert modules and modules <= allowed, modules - allowed
     # and analysis itself never imports torch
     code = "import sys, archstudy.analysis, archstudy.analysis.report; print('torch' in sys.modules)"
     root = str(Path(__file__).resolve().parents[2])
-    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                         env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"})
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"},
+    )
     assert res.returncode == 0 and res.stdout.strip() == "False", res.stderr
 
 
@@ -245,29 +310,48 @@ def test_the_report_needs_no_matplotlib_backend(tiny_study_dir, tmp_path):
     """The figures are ``Figure`` objects rendered straight to PNG, never through pyplot: with no MPLBACKEND
     and a display that does not exist, the report is written and matplotlib never chose a backend."""
     out = tmp_path / "report.html"
-    code = ("import matplotlib; from archstudy.analysis import write_report; "
-            f"write_report({str(tiny_study_dir)!r}, {str(out)!r}, n_boot=10); "
-            "print(matplotlib.rcParams._get_backend_or_none())")
+    code = (
+        "import matplotlib; from archstudy.analysis import write_report; "
+        f"write_report({str(tiny_study_dir)!r}, {str(out)!r}, n_boot=10); "
+        "print(matplotlib.rcParams._get_backend_or_none())"
+    )
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"} | {"DISPLAY": ":99"}
-    res = subprocess.run([sys.executable, "-c", code], cwd=str(Path(__file__).resolve().parents[2]),
-                         capture_output=True, text=True, env=env, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=str(Path(__file__).resolve().parents[2]),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert res.returncode == 0 and res.stdout.strip() == "None", res.stderr[-2000:]
     assert len(IMG.findall(out.read_text(encoding="utf-8"))) == len(WITHOUT_CURVES)
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
 # Appended to a copy of the report (the report itself has no script): after load, write into the DOM how many
 # images decoded with a size, the page's scroll width beside the viewport's, and how many images are wider than
 # their column (the element their figure sits in) or run past its right edge.
-PROBE = ('<script>window.addEventListener("load", () => { const i = [...document.images]; '
-         'const wide = i.filter(x => { const r = x.getBoundingClientRect(), '
-         'c = x.closest("figure").parentElement.getBoundingClientRect(); '
-         'return r.width > c.width + 0.5 || r.right > c.right + 0.5; }).length; '
-         'document.body.setAttribute("data-images", i.filter(x => x.complete && x.naturalWidth > 0).length '
-         '+ "/" + i.length); document.body.setAttribute("data-layout", '
-         'document.documentElement.scrollWidth + "/" + window.innerWidth + "/" + wide); });</script>')
+PROBE = (
+    '<script>window.addEventListener("load", () => { const i = [...document.images]; '
+    "const wide = i.filter(x => { const r = x.getBoundingClientRect(), "
+    'c = x.closest("figure").parentElement.getBoundingClientRect(); '
+    "return r.width > c.width + 0.5 || r.right > c.right + 0.5; }).length; "
+    'document.body.setAttribute("data-images", i.filter(x => x.complete && x.naturalWidth > 0).length '
+    '+ "/" + i.length); document.body.setAttribute("data-layout", '
+    'document.documentElement.scrollWidth + "/" + window.innerWidth + "/" + wide); });</script>'
+)
 # Where the test run keeps what a reader would look at (git-ignored; CI keeps the folder as an artifact).
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -301,6 +385,7 @@ def test_report_renders_in_headless_chromium_at_1280_px_without_horizontal_scrol
 def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_path):
     """What a real study holds besides clean rows: architectures whose every run diverged (no test error),
     a non-finite NLC at initialization, metrics that were not measured (NaN)."""
+
     def rows(i, variant, spec, rng):
         row = synth.synthetic_row(i, variant, spec, "checkerboard", 0, rng)
         row.update(nlc_after=np.nan, bias_after=np.nan, snip=np.nan, synflow=np.nan)
@@ -349,6 +434,7 @@ def test_the_regions_figure_draws_the_optional_metrics_and_the_one_over_nlc_line
 def test_a_study_where_nothing_trained_or_too_few_finished_says_so_first(tmp_path):
     """Every run diverged: a warning before any statistic; fewer than 10 architectures: another. A tie for
     the best predictor is shown as a tie, not as whichever name sorted first."""
+
     def diverged(i, v, s, rng):
         row = synth.synthetic_row(i, v, s, "waveform-noise", 0, rng)
         return {**row, "all_diverged": True, "n_diverged": row["n_runs"]}
@@ -384,8 +470,11 @@ def test_the_analysis_functions_take_a_results_as_well_as_its_table(tiny_study_d
     pd.testing.assert_frame_equal(nlc_pruning(results), nlc_pruning(results.architectures))
     with pytest.raises(SpecError, match="is given twice: each study once"):
         write_report([tiny_study_dir, str(tiny_study_dir) + "/"], tiny_study_dir.parent / "twice.html", n_boot=5)
-    with pytest.raises(SpecError, match=r"^correlations\.df = 'list': must be a pandas DataFrame or an "
-                                        r"analysis\.Results$"):
+    with pytest.raises(
+        SpecError,
+        match=r"^correlations\.df = 'list': must be a pandas DataFrame or an "
+        r"analysis\.Results$",
+    ):
         correlations([1, 2])
 
 
@@ -396,17 +485,33 @@ def test_the_pruning_analysis_defaults_to_the_studys_own_window_when_it_is_large
     score in the window-predictor table. A 30-architecture one keeps the paper's window."""
     from archstudy.analysis import Results
     from archstudy.analysis.report import (
-        analyse, good_ranges_html, nlc_window_html, pruning_html, window_text, windows_html,
+        analyse,
+        good_ranges_html,
+        nlc_window_html,
+        pruning_html,
+        window_text,
+        windows_html,
     )
 
     from archstudy.analysis.columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED
     from archstudy.analysis.results import typed
 
     def results(n):  # every other column of the contract present and empty, as for an older runner's files
-        arch = typed(synth.window_population(n, seed=0).assign(train_s=10.0, total_s=11.0), ARCHITECTURE_DTYPES,
-                     ARCHITECTURE_REQUIRED, "synthetic")
-        return Results(study_dir="synthetic", config={"dataset": "waveform-noise"}, architectures=arch,
-                       runs=pd.DataFrame(), failed=[], in_progress=0, planned=n)
+        arch = typed(
+            synth.window_population(n, seed=0).assign(train_s=10.0, total_s=11.0),
+            ARCHITECTURE_DTYPES,
+            ARCHITECTURE_REQUIRED,
+            "synthetic",
+        )
+        return Results(
+            study_dir="synthetic",
+            config={"dataset": "waveform-noise"},
+            architectures=arch,
+            runs=pd.DataFrame(),
+            failed=[],
+            in_progress=0,
+            planned=n,
+        )
 
     s = analyse(results(120), "w", n_boot=20, seed=0, window=None)
     own = s.own_nlc_window.iloc[0]
@@ -414,7 +519,10 @@ def test_the_pruning_analysis_defaults_to_the_studys_own_window_when_it_is_large
     assert s.pruning["label"].tolist() == ["the study's own", "the NLC paper's"]
     assert s.pruning[["lo", "hi"]].to_numpy().tolist() == [list(s.pruning_window), [1.0, 3.0]]
     html = pruning_html(s)
-    assert f"Window: the study's own {window_text(*s.pruning_window)}, its NLC's good range (the paper's is [1, 3])" in html
+    assert (
+        f"Window: the study's own {window_text(*s.pruning_window)}, its NLC's good range (the paper's is [1, 3])"
+        in html
+    )
     assert "the study&#x27;s own (used)" in html  # the label, HTML-escaped
     box = nlc_window_html(s)
     assert f"<b>The study's own NLC window:</b> {window_text(own['low'], own['high'])}" in box
@@ -430,7 +538,10 @@ def test_the_pruning_analysis_defaults_to_the_studys_own_window_when_it_is_large
     assert "The study is not large enough for its own window: the band is not stable" in pruning_html(small)
     given = analyse(results(120), "w", n_boot=20, seed=0, window=(0.5, 4.0))
     assert given.pruning_window == (0.5, 4.0) and given.pruning["label"].tolist() == [
-        "given", "the NLC paper's", "the study's own"]
+        "given",
+        "the NLC paper's",
+        "the study's own",
+    ]
 
 
 def test_the_report_shows_both_granulated_kendalls_of_depth(report, real_study_dir):
@@ -440,8 +551,12 @@ def test_the_report_shows_both_granulated_kendalls_of_depth(report, real_study_d
     cells = re.findall(r"<td>(.*?)</td>", row, re.S)
     psi_cell, tau_b_cell = cells[7], cells[8]  # after n, Pearson, p, Spearman, p, Kendall, p
     assert psi_cell.startswith(f"{c.loc['depth', 'psi']:.2f}") and c.loc["depth", "psi_constant_cells"] > 0
-    assert f"{int(c.loc['depth', 'psi_cells'])} cells ({int(c.loc['depth', 'psi_constant_cells'])} constant)" in psi_cell
+    assert (
+        f"{int(c.loc['depth', 'psi_cells'])} cells ({int(c.loc['depth', 'psi_constant_cells'])} constant)" in psi_cell
+    )
     assert tau_b_cell == ("–" if np.isnan(c.loc["depth", "psi_tau_b"]) else f"{c.loc['depth', 'psi_tau_b']:.2f}")
+
+
 def test_result_files_of_another_science_config_are_left_out_of_the_report_and_it_says_so(tmp_path):
     import pyarrow.parquet as pq
     import yaml
@@ -453,6 +568,8 @@ def test_result_files_of_another_science_config_are_left_out_of_the_report_and_i
     target.unlink()
     synth.write_parquet(df, target, "architectures", science={**{k: config[k] for k in synth.SCIENCE}, "seed": 9})
     html = write_report(root, tmp_path / "r.html", n_boot=5).read_text(encoding="utf-8")
-    assert ("<b>Left out:</b> 1 result file(s) (1 architecture(s)) that do not belong to this study: computed under "
-            "another science config than study.yaml&#x27;s.") in html
+    assert (
+        "<b>Left out:</b> 1 result file(s) (1 architecture(s)) that do not belong to this study: computed under "
+        "another science config than study.yaml&#x27;s."
+    ) in html
     assert "11 of 12 planned architectures finished" in html

@@ -66,8 +66,9 @@ def test_planned_count_with_siblings_counts_each_draws_siblings(tiny_study_dir):
 
 
 def test_partly_finished_study_counts_failed_and_in_progress(tmp_path):
-    root = synth.write_study(tmp_path / "s", n=6, with_siblings=True, failed=(2, 9), in_progress=(4,),
-                        finished=[0, 1, 3, 5, 6, 7, 8])
+    root = synth.write_study(
+        tmp_path / "s", n=6, with_siblings=True, failed=(2, 9), in_progress=(4,), finished=[0, 1, 3, 5, 6, 7, 8]
+    )
     r = load_results(root)
     n_items = len(synth.specs_of(6, 0, 40, 3, with_siblings=True))
     assert r.planned == n_items
@@ -95,10 +96,19 @@ def test_planned_without_siblings_is_the_configured_count(tmp_path):
     assert (r.planned, r.n_finished, r.complete) == (5, 2, False)
 
 
-@pytest.mark.parametrize("value, expected", [
-    (True, tuple(SIBLING_AXES)), (False, ()), (None, ()), (["norm", "skip"], ("norm", "skip")), ("param", ("param",)),
-    ({"axes": ["weights"]}, ("weights",)), (["colour"], None), (3, None),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (True, tuple(SIBLING_AXES)),
+        (False, ()),
+        (None, ()),
+        (["norm", "skip"], ("norm", "skip")),
+        ("param", ("param",)),
+        ({"axes": ["weights"]}, ("weights",)),
+        (["colour"], None),
+        (3, None),
+    ],
+)
 def test_sibling_setting_is_read_defensively(value, expected):
     assert sibling_axes(value) == expected
 
@@ -159,8 +169,10 @@ def test_a_file_of_the_wrong_table_or_truncated_is_left_out_and_listed(tmp_path)
     (root / "architectures" / run.name).write_bytes(run.read_bytes())
     (root / "architectures" / other.name).write_bytes((root / "architectures" / other.name).read_bytes()[:50])
     r = load_results(root)
-    assert r.corrupt == {f"architectures/{run.name}": "not an archstudy architectures file (archstudy.table 'runs')",
-                         f"architectures/{other.name}": r.corrupt[f"architectures/{other.name}"]}
+    assert r.corrupt == {
+        f"architectures/{run.name}": "not an archstudy architectures file (archstudy.table 'runs')",
+        f"architectures/{other.name}": r.corrupt[f"architectures/{other.name}"],
+    }
     assert r.corrupt[f"architectures/{other.name}"].startswith("not readable Parquet (")
     assert len(r.architectures) == 1 and r.excluded == {}
 

@@ -11,12 +11,22 @@ import pytest
 from scipy import stats as sps
 
 from archstudy.analysis import (
-    correlations, granulated_kendall, granulated_kendall_interval, granulated_kendall_tau_b, psi_table,
+    correlations,
+    granulated_kendall,
+    granulated_kendall_interval,
+    granulated_kendall_tau_b,
+    psi_table,
     psi_table_tau_b,
 )
 from archstudy.analysis.columns import AXES
 from archstudy.analysis.stats import (
-    boot_kendall, boot_pearson, boot_spearman, bootstrap_indices, bootstrap_statistic, counts, pearson_on_scale,
+    boot_kendall,
+    boot_pearson,
+    boot_spearman,
+    bootstrap_indices,
+    bootstrap_statistic,
+    counts,
+    pearson_on_scale,
 )
 from archstudy.sampling import ArchSpec, SpecError
 
@@ -37,6 +47,7 @@ def grid(values: dict[str, list], **columns) -> pd.DataFrame:
 
 # -- known relations -------------------------------------------------------------------------------------------
 
+
 def test_monotone_relation_gives_one_everywhere():
     """test error = 0.1 log10(NLC) + 0.2 exactly: Pearson on log NLC, Spearman, Kendall, every bootstrap
     resample and the granulated Psi are all 1."""
@@ -45,8 +56,18 @@ def test_monotone_relation_gives_one_everywhere():
     g["nlc"] = 10 ** rng.uniform(-1, 3, len(g))
     g["test_error"] = 0.1 * np.log10(g["nlc"]) + 0.2
     c = correlations(g, predictors=["nlc"], n_boot=200).iloc[0]
-    for k in ("pearson", "spearman", "kendall", "pearson_lo", "pearson_hi", "spearman_lo", "spearman_hi",
-              "kendall_lo", "kendall_hi", "psi"):
+    for k in (
+        "pearson",
+        "spearman",
+        "kendall",
+        "pearson_lo",
+        "pearson_hi",
+        "spearman_lo",
+        "spearman_hi",
+        "kendall_lo",
+        "kendall_hi",
+        "psi",
+    ):
         assert c[k] == pytest.approx(1.0, abs=1e-12), k
     assert c["psi_axes"] == 3  # depth, norm and activation each have cells; the others none
     assert c["psi_cells"] == 3 * 2 + 4 * 2 + 4 * 3  # cells of depth (norm x act), norm (depth x act), activation
@@ -86,6 +107,7 @@ def test_bootstrap_interval_covers_the_truth_about_95_percent_of_the_time():
 
 # -- the bootstrap machinery against scipy on explicit resamples -------------------------------------------------
 
+
 def test_matrix_bootstrap_equals_scipy_on_explicit_resamples_with_ties():
     rng = np.random.default_rng(1)
     n, b = 40, 60
@@ -99,15 +121,22 @@ def test_matrix_bootstrap_equals_scipy_on_explicit_resamples_with_ties():
         want = np.array([ref(x[i], y[i]).statistic for i in idx])
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-10, err_msg=mine.__name__)
     for kind in ("pearson", "spearman", "kendall"):
-        np.testing.assert_allclose(bootstrap_statistic(kind, x, y, idx, "matrix"),
-                                   bootstrap_statistic(kind, x, y, idx, "explicit"), atol=1e-10)
+        np.testing.assert_allclose(
+            bootstrap_statistic(kind, x, y, idx, "matrix"), bootstrap_statistic(kind, x, y, idx, "explicit"), atol=1e-10
+        )
 
 
 def test_matrix_and_explicit_methods_agree_through_correlations_with_missing_and_nonpositive_values():
     rng = np.random.default_rng(3)
     n = 60
-    df = pd.DataFrame({"nlc": 10 ** rng.normal(0, 1, n), "synflow": rng.lognormal(0, 3, n),
-                       "depth": rng.integers(3, 50, n).astype(float), "jacob_cov": rng.normal(size=n)})
+    df = pd.DataFrame(
+        {
+            "nlc": 10 ** rng.normal(0, 1, n),
+            "synflow": rng.lognormal(0, 3, n),
+            "depth": rng.integers(3, 50, n).astype(float),
+            "jacob_cov": rng.normal(size=n),
+        }
+    )
     df["test_error"] = 0.1 * np.log10(df["nlc"]) + rng.normal(0, 0.1, n)
     df.loc[[1, 7, 20], "nlc"] = np.nan
     df.loc[[3, 4], "synflow"] = 0.0  # no log: left out of Pearson only
@@ -148,6 +177,7 @@ def test_bootstrap_is_seeded():
 
 
 # -- granulated Kendall --------------------------------------------------------------------------------------------
+
 
 def test_granulated_psi_matches_a_hand_computation_of_jiangs_equations():
     """Jiang et al., *Fantastic Generalization Measures and Where to Find Them* (2020), section 6.1 (tau over all
@@ -252,17 +282,20 @@ def test_psi_cells_are_per_dataset_and_skip_axis_groups_its_fields():
 
 # -- lift over the best trivial baseline -----------------------------------------------------------------------------
 
+
 def test_lift_is_over_the_best_baseline_by_abs_tau():
     rng = np.random.default_rng(9)
     n = 120
     err = rng.uniform(size=n)
-    df = pd.DataFrame({
-        "test_error": err,
-        "nlc": 10 ** (err * 3),  # perfect predictor
-        "depth": np.round(err * 10 + rng.normal(0, 3, n)),  # decent baseline, positive
-        "width": 10 ** (-err + rng.normal(0, 1, n)),  # weaker baseline, negative
-        "num_params": rng.uniform(size=n),  # useless
-    })
+    df = pd.DataFrame(
+        {
+            "test_error": err,
+            "nlc": 10 ** (err * 3),  # perfect predictor
+            "depth": np.round(err * 10 + rng.normal(0, 3, n)),  # decent baseline, positive
+            "width": 10 ** (-err + rng.normal(0, 1, n)),  # weaker baseline, negative
+            "num_params": rng.uniform(size=n),  # useless
+        }
+    )
     c = correlations(df, n_boot=200, axes={}).set_index("predictor")
     taus = {k: sps.kendalltau(df[k], err).statistic for k in ("depth", "width", "num_params")}
     best = max(taus, key=lambda k: abs(taus[k]))
@@ -275,8 +308,7 @@ def test_lift_is_over_the_best_baseline_by_abs_tau():
     assert c.loc["nlc", "rank"] == 1 and c.loc["num_params", "rank"] == 4
     rows = correlations(df, n_boot=0, axes={})  # the rows come best first, by |tau|
     assert list(rows["rank"]) == sorted(rows["rank"]) and rows["predictor"].iloc[0] == "nlc"
-    assert list(rows["predictor"]) == sorted(taus | {"nlc": 1.0}, key=lambda k: -abs(
-        1.0 if k == "nlc" else taus[k]))
+    assert list(rows["predictor"]) == sorted(taus | {"nlc": 1.0}, key=lambda k: -abs(1.0 if k == "nlc" else taus[k]))
 
 
 def test_correlation_inputs_are_checked():

@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 import pytest
 
 from archstudy.sampling.constraints import (
-    Boolean, Choice, Declared, Distribution, Flag, Integer, Maybe, SpecError, declare,
+    Boolean,
+    Choice,
+    Declared,
+    Distribution,
+    Flag,
+    Integer,
+    Maybe,
+    SpecError,
+    declare,
 )
 from archstudy.sampling.doc_tables import inline, markdown, update_blocks
 
@@ -24,8 +32,9 @@ class Toy(Declared, where="toy", key="a toy key", keys="toy keys", whole="toy"):
     size: int = declare(Integer(1), doc="how big")
     colour: str = declare(Choice(("red", "blue")), "red", doc="its colour | a pipe")
     mix: tuple = declare(Distribution(Choice(("a", "b"))), (("b", 0.5), ("a", 0.5)), doc="a distribution")
-    limit: int | None = declare(Maybe(Integer(0)), None, since=3, doc="added later",
-                                flag=Flag("the limit (default {default})", "N"))
+    limit: int | None = declare(
+        Maybe(Integer(0)), None, since=3, doc="added later", flag=Flag("the limit (default {default})", "N")
+    )
     serial: int = declare(Integer(1), factory=_count, shown="a counter", doc="made by a factory")
     on: bool = declare(Boolean(), True, doc="a switch")
 
@@ -98,17 +107,19 @@ def test_a_declaration_is_checked_when_it_is_made():
 
 
 def test_the_markdown_table_is_one_row_per_field_in_the_constraints_words():
-    assert markdown(Toy, {"extra": str.upper}) == "\n".join([
-        "| field | allowed | default | since | meaning | extra |",
-        "|---|---|---|---|---|---|",
-        "| `size` | an integer >= 1 | required |  | how big | SIZE |",
-        "| `colour` | one of 'red', 'blue' | `red` |  | its colour \\| a pipe | COLOUR |",
-        "| `mix` | map each choice to a probability in [0, 1], the probabilities summing to 1; choices one of 'a', "
-        "'b' | `{a: 0.5, b: 0.5}` |  | a distribution | MIX |",
-        "| `limit` | an integer >= 0, or null | `null` | 3 | added later | LIMIT |",
-        "| `serial` | an integer >= 1 | a counter |  | made by a factory | SERIAL |",
-        "| `on` | true or false | `true` |  | a switch | ON |",
-    ])
+    assert markdown(Toy, {"extra": str.upper}) == "\n".join(
+        [
+            "| field | allowed | default | since | meaning | extra |",
+            "|---|---|---|---|---|---|",
+            "| `size` | an integer >= 1 | required |  | how big | SIZE |",
+            "| `colour` | one of 'red', 'blue' | `red` |  | its colour \\| a pipe | COLOUR |",
+            "| `mix` | map each choice to a probability in [0, 1], the probabilities summing to 1; choices one of 'a', "
+            "'b' | `{a: 0.5, b: 0.5}` |  | a distribution | MIX |",
+            "| `limit` | an integer >= 0, or null | `null` | 3 | added later | LIMIT |",
+            "| `serial` | an integer >= 1 | a counter |  | made by a factory | SERIAL |",
+            "| `on` | true or false | `true` |  | a switch | ON |",
+        ]
+    )
     assert inline({"a": [1, 2.5, None], "b": "", 0.8: True}) == "{a: [1, 2.5, null], b: '', 0.8: true}"
 
 

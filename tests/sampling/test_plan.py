@@ -36,13 +36,14 @@ def test_without_siblings_the_plan_is_the_draws():
 def test_architecture_i_does_not_depend_on_the_count_and_the_plan_is_lazy():
     small = list(plan_study(9, 3, D_IN, D_OUT, "extended", BUDGET, ("norm",)))
     larger = list(plan_study(9, 7, D_IN, D_OUT, "extended", BUDGET, ("norm",)))
-    assert larger[:len(small)] == small
+    assert larger[: len(small)] == small
     # A generator: the first units of a 10^12-architecture study come at once, and are the same ones.
     huge = plan_study(9, 10**12, D_IN, D_OUT, "extended", BUDGET, ("norm",))
     assert list(itertools.islice(huge, len(small))) == small
     # and it may start at any index: the units of indices 3 .. 6 are those of the whole plan
     assert list(plan_study(9, 7, D_IN, D_OUT, "extended", BUDGET, ("norm",), start=3)) == [
-        p for p in larger if p.index >= 3]
+        p for p in larger if p.index >= 3
+    ]
 
 
 def test_init_seed_is_seedsequence_of_the_study_seed_and_index_on_a_child_branch():
@@ -55,8 +56,13 @@ def test_init_seed_is_seedsequence_of_the_study_seed_and_index_on_a_child_branch
 
 def test_a_sibling_whose_content_is_already_planned_is_left_out(monkeypatch):
     """Two variants with the same content would be one unit (one file name): the plan keeps the first."""
-    monkeypatch.setattr(sampling_plan, "siblings", lambda spec, axis, budget: [spec, spec.replace(norm="layer")]
-                        if axis == "norm" else [spec.replace(norm="layer")])
+    monkeypatch.setattr(
+        sampling_plan,
+        "siblings",
+        lambda spec, axis, budget: (
+            [spec, spec.replace(norm="layer")] if axis == "norm" else [spec.replace(norm="layer")]
+        ),
+    )
     planned = list(plan_study(2, 1, D_IN, D_OUT, "paper", BUDGET, ("norm", "skip")))
     base = sample_spec(2, 0, D_IN, D_OUT, "paper", BUDGET)
     layer = base.replace(norm="layer")
@@ -64,15 +70,18 @@ def test_a_sibling_whose_content_is_already_planned_is_left_out(monkeypatch):
     assert [(p.variant, p.spec) for p in planned] == [("base", base), ("norm", layer)]
 
 
-@pytest.mark.parametrize("args, message", [
-    ((-1, 3, D_IN, D_OUT, "paper", BUDGET), "plan_study.study_seed = -1: must be an integer >= 0"),
-    ((0, 2.5, D_IN, D_OUT, "paper", BUDGET), "plan_study.architectures = 2.5"),
-    ((0, 3, 0, D_OUT, "paper", BUDGET), "plan_study.d_in = 0"),
-    ((0, 3, D_IN, D_OUT, "paper", 0), "plan_study.param_budget = 0"),
-    ((0, 3, D_IN, D_OUT, "paper", BUDGET, ("colour",)), "plan_study.sibling_axes = 'colour'"),
-    ((0, 3, D_IN, D_OUT, "paper", BUDGET, (), -2), "plan_study.start = -2"),
-    ((0, 3, D_IN, D_OUT, "nowhere", BUDGET), "sample.preset = 'nowhere'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((-1, 3, D_IN, D_OUT, "paper", BUDGET), "plan_study.study_seed = -1: must be an integer >= 0"),
+        ((0, 2.5, D_IN, D_OUT, "paper", BUDGET), "plan_study.architectures = 2.5"),
+        ((0, 3, 0, D_OUT, "paper", BUDGET), "plan_study.d_in = 0"),
+        ((0, 3, D_IN, D_OUT, "paper", 0), "plan_study.param_budget = 0"),
+        ((0, 3, D_IN, D_OUT, "paper", BUDGET, ("colour",)), "plan_study.sibling_axes = 'colour'"),
+        ((0, 3, D_IN, D_OUT, "paper", BUDGET, (), -2), "plan_study.start = -2"),
+        ((0, 3, D_IN, D_OUT, "nowhere", BUDGET), "sample.preset = 'nowhere'"),
+    ],
+)
 def test_bad_arguments_are_one_line_errors_before_anything_is_drawn(args, message):
     with pytest.raises(SpecError) as e:
         plan_study(*args)  # not iterated: the arguments are checked when the plan is made
@@ -85,19 +94,24 @@ def test_a_plan_of_chosen_draws_holds_each_as_the_plan_of_all_draws_does():
     planned = list(plan_study(4, 3, D_IN, D_OUT, "extended", BUDGET, SIBLING_AXES, indices=chosen))
     assert planned == [p for i in chosen for p in everything if p.index == i]  # in the list's order, siblings too
     assert list(plan_study(4, 2, D_IN, D_OUT, "extended", BUDGET, indices=chosen)) == [
-        p for i in chosen[:2] for p in everything if p.index == i and p.variant == BASE]
+        p for i in chosen[:2] for p in everything if p.index == i and p.variant == BASE
+    ]
     assert list(plan_study(4, 3, D_IN, D_OUT, "extended", BUDGET, indices=chosen, start=2)) == [
-        p for p in everything if p.index == 5 and p.variant == BASE]
+        p for p in everything if p.index == 5 and p.variant == BASE
+    ]
 
 
-@pytest.mark.parametrize("indices, architectures, message", [
-    ([], 0, "plan_study.indices = []: must be a non-empty list of distinct draw indices in [0, 999999]"),
-    ([3, 1, 3], 2, "plan_study.indices = 3: is listed twice"),
-    ([1, -4], 2, "plan_study.indices = -4: must be an integer in [0, 999999]"),
-    ([1, 10**6], 2, "plan_study.indices = 1000000: must be an integer in [0, 999999]"),
-    ("12", 1, "plan_study.indices = '12': must be a non-empty list"),
-    ([1, 2], 3, "plan_study.architectures = 3: must be at most the 2 indices listed"),
-])
+@pytest.mark.parametrize(
+    "indices, architectures, message",
+    [
+        ([], 0, "plan_study.indices = []: must be a non-empty list of distinct draw indices in [0, 999999]"),
+        ([3, 1, 3], 2, "plan_study.indices = 3: is listed twice"),
+        ([1, -4], 2, "plan_study.indices = -4: must be an integer in [0, 999999]"),
+        ([1, 10**6], 2, "plan_study.indices = 1000000: must be an integer in [0, 999999]"),
+        ("12", 1, "plan_study.indices = '12': must be a non-empty list"),
+        ([1, 2], 3, "plan_study.architectures = 3: must be at most the 2 indices listed"),
+    ],
+)
 def test_bad_chosen_draws_are_one_line_errors(indices, architectures, message):
     with pytest.raises(SpecError) as e:
         plan_study(0, architectures, D_IN, D_OUT, "paper", BUDGET, indices=indices)

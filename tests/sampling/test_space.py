@@ -12,7 +12,15 @@ import pytest
 from scipy import stats
 
 from archstudy.sampling import (
-    EXTENDED, PAPER, PRESETS, SIBLING_AXES, Space, SpecError, sample_spec, sample_specs, siblings,
+    EXTENDED,
+    PAPER,
+    PRESETS,
+    SIBLING_AXES,
+    Space,
+    SpecError,
+    sample_spec,
+    sample_specs,
+    siblings,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,8 +58,13 @@ def test_norm_after_post_processing_is_20_4_39_8_39_8(paper_specs):
     counts = collections.Counter(s.norm for s in paper_specs)
     for kind, p in (("none", 0.204), ("batch", 0.398), ("layer", 0.398)):
         assert abs(counts[kind] / N - p) < 0.02, (kind, counts[kind] / N)
-    assert _chi2_p(counts, {"none": 0.5 * 0.5 * 9 / 11, "batch": (1 - 0.5 * 0.5 * 9 / 11) / 2,
-                            "layer": (1 - 0.5 * 0.5 * 9 / 11) / 2}) > 1e-4
+    assert (
+        _chi2_p(
+            counts,
+            {"none": 0.5 * 0.5 * 9 / 11, "batch": (1 - 0.5 * 0.5 * 9 / 11) / 2, "layer": (1 - 0.5 * 0.5 * 9 / 11) / 2},
+        )
+        > 1e-4
+    )
     # the post-processing rule itself
     for s in paper_specs:
         if s.skip != "none" or s.activation in ("square", "odd_square"):
@@ -59,17 +72,18 @@ def test_norm_after_post_processing_is_20_4_39_8_39_8(paper_specs):
 
 
 def test_skips_dilation_shift_debias_bias_and_scale_frequencies(paper_specs):
-    skips = collections.Counter("none" if s.skip == "none" else ("one" if s.skip_strength == 1.0 else "u")
-                                for s in paper_specs)
+    skips = collections.Counter(
+        "none" if s.skip == "none" else ("one" if s.skip_strength == 1.0 else "u") for s in paper_specs
+    )
     assert abs(skips["none"] / N - 0.5) < 0.02 and abs(skips["one"] / N - 0.25) < 0.02
     strengths = [s.skip_strength for s in paper_specs if s.skip != "none" and s.skip_strength != 1.0]
     assert stats.kstest(strengths, "uniform").pvalue > 1e-4
     with_skips = [s for s in paper_specs if s.skip != "none"]
     assert abs(sum(s.skip == "after_norm" for s in with_skips) / len(with_skips) - 0.5) < 0.03
     assert {s.skip_length for s in with_skips} == {2}
-    assert _chi2_p(collections.Counter(s.dilation for s in paper_specs), {1.0: .5, 1.2: .25, 0.8: .25}) > 1e-4
-    assert _chi2_p(collections.Counter(s.shift for s in paper_specs), {0.0: .5, 0.2: .25, -0.2: .25}) > 1e-4
-    assert _chi2_p(collections.Counter(s.init_scale for s in paper_specs), {1.0: .5, 0.9: .25, 1.1: .25}) > 1e-4
+    assert _chi2_p(collections.Counter(s.dilation for s in paper_specs), {1.0: 0.5, 1.2: 0.25, 0.8: 0.25}) > 1e-4
+    assert _chi2_p(collections.Counter(s.shift for s in paper_specs), {0.0: 0.5, 0.2: 0.25, -0.2: 0.25}) > 1e-4
+    assert _chi2_p(collections.Counter(s.init_scale for s in paper_specs), {1.0: 0.5, 0.9: 0.25, 1.1: 0.25}) > 1e-4
     assert abs(sum(s.debias for s in paper_specs) / N - 0.5) < 0.02
     assert abs(sum(s.bias_init == "gaussian" for s in paper_specs) / N - 0.5) < 0.02
     assert all(s.weights == "dense" and s.param == "sp" and s.preset == "paper" for s in paper_specs)
@@ -106,10 +120,18 @@ def test_extended_space_draws_every_extension():
 
 def test_same_seed_and_index_give_the_same_spec_in_a_fresh_process():
     here = [sample_spec(7, i, 40, 3, "extended").to_json() for i in (0, 17, 4242)]
-    code = ("from archstudy.sampling import sample_spec\n"
-            "for i in (0, 17, 4242): print(sample_spec(7, i, 40, 3, 'extended').to_json())")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    code = (
+        "from archstudy.sampling import sample_spec\n"
+        "for i in (0, 17, 4242): print(sample_spec(7, i, 40, 3, 'extended').to_json())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.split() == here
 
 
@@ -143,8 +165,14 @@ def test_order_does_not_matter():
 
 def test_sampling_never_imports_torch():
     code = "import sys, archstudy.sampling as s; s.sample_specs(5, 0, 40, 3); print('torch' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -179,7 +207,8 @@ def test_space_round_trips_and_user_probabilities_take_effect():
     # one uniform per field: changing the parameterization leaves every other draw as it was
     base = sample_specs(50, 0, 40, 3, EXTENDED.replace(weights={"dense": 1.0}))
     assert [s.replace(param="sp", width=2) for s in specs] == [
-        s.replace(param="sp", width=2, preset="mine") for s in base]
+        s.replace(param="sp", width=2, preset="mine") for s in base
+    ]
 
 
 def test_unknown_preset_is_a_one_line_error():
@@ -189,8 +218,12 @@ def test_unknown_preset_is_a_one_line_error():
 
 @pytest.mark.parametrize("axis", ["weights", "param", "norm", "skip"])
 def test_siblings_differ_in_exactly_one_axis(axis):
-    axis_fields = {"weights": {"weights"}, "param": {"param"}, "norm": {"norm"},
-                   "skip": {"skip", "skip_strength", "skip_length", "branch_scale"}}[axis]
+    axis_fields = {
+        "weights": {"weights"},
+        "param": {"param"},
+        "norm": {"norm"},
+        "skip": {"skip", "skip_strength", "skip_length", "branch_scale"},
+    }[axis]
     for spec in sample_specs(60, 4, 40, 3, "extended"):
         sibs = siblings(spec, axis, param_budget=1_000_000)
         # the one documented gap: a reflector cannot carry a near-zero residual branch

@@ -53,7 +53,15 @@ def test_named_mistakes_give_one_line_errors(change, field, allowed):
 def test_defaults_are_the_plain_choice():
     s = ArchSpec(**BASE, activation="relu", norm="batch")
     assert (s.dilation, s.shift, s.debias, s.skip, s.weights, s.param, s.bias_init, s.init_scale) == (
-        1.0, 0.0, False, "none", "dense", "sp", "zero", 1.0)
+        1.0,
+        0.0,
+        False,
+        "none",
+        "dense",
+        "sp",
+        "zero",
+        1.0,
+    )
 
 
 def test_json_round_trip_is_exact_for_sampled_specs():
@@ -100,8 +108,17 @@ def test_num_params_formula(weights, depth):
 
 
 def test_layers_and_skips_follow_appendix_c():
-    s = ArchSpec(depth=7, width=10, d_in=4, d_out=2, norm="layer", skip="after_norm", skip_length=3,
-                 weights="householder", param="gmp")
+    s = ArchSpec(
+        depth=7,
+        width=10,
+        d_in=4,
+        d_out=2,
+        norm="layer",
+        skip="after_norm",
+        skip_length=3,
+        weights="householder",
+        param="gmp",
+    )
     kinds = [layer.kind for layer in s.layers()]
     assert kinds == ["gmp"] + ["householder"] * 5 + ["dense"]  # input dense (GmP), output plain linear
     assert [layer.activation for layer in s.layers()] == [True] * 6 + [False]

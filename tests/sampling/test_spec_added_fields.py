@@ -16,8 +16,21 @@ from archstudy.sampling.constraints import added, added_later, canonical
 # created must find its finished units under the same names.
 PINNED = [
     (ArchSpec(depth=3, width=16, d_in=40, d_out=3, activation="relu", norm="batch"), "d5a228e572e5de70"),
-    (ArchSpec(depth=5, width=12, d_in=40, d_out=3, activation="tanh", norm="batch", weights="householder",
-              skip="after_linear", debias=True, shift=0.2), "08aecb8e792bf154"),
+    (
+        ArchSpec(
+            depth=5,
+            width=12,
+            d_in=40,
+            d_out=3,
+            activation="tanh",
+            norm="batch",
+            weights="householder",
+            skip="after_linear",
+            debias=True,
+            shift=0.2,
+        ),
+        "08aecb8e792bf154",
+    ),
     (sample_spec(0, 0, 40, 3, "paper", 20_000), "64e99165f226cef0"),
     (sample_spec(0, 1, 40, 3, "paper", 20_000), "6c846851cda36cc3"),
     (sample_spec(0, 2, 40, 3, "paper", 20_000), "c04963b250310b07"),
@@ -37,8 +50,13 @@ def test_ids_of_specs_from_before_the_added_fields_are_unchanged(spec, arch_id):
 
 def test_an_added_field_away_from_its_default_is_in_the_canonical_json_and_the_id():
     base = ArchSpec(depth=5, width=12, d_in=40, d_out=3, skip="after_linear")
-    for change in ({"init": "kaiming"}, {"init": "xavier"}, {"init": "zero"},
-                   {"weights": "householder", "dense_ends": 1}, {"scale_activation": False}):
+    for change in (
+        {"init": "kaiming"},
+        {"init": "xavier"},
+        {"init": "zero"},
+        {"weights": "householder", "dense_ends": 1},
+        {"scale_activation": False},
+    ):
         spec = base.replace(**change)
         written = json.loads(spec.to_json())
         assert all(written[k] == v for k, v in change.items()) and spec.content_id != base.content_id
@@ -52,15 +70,18 @@ def test_the_declaration_is_checked_and_applies_to_any_dataclass():
     assert canonical(HAN, HAN.to_dict())["dense_ends"] == 1 and "init" not in canonical(HAN, HAN.to_dict())
 
 
-@pytest.mark.parametrize("change, field, allowed", [
-    (dict(dense_ends=1), "dense_ends", "unless weights = 'householder'"),
-    (dict(weights="householder", dense_ends=4), "dense_ends", "2 * dense_ends <= depth - 3 = 6"),
-    (dict(init="zero"), "init", "needs skip connections"),
-    (dict(init="zero", skip="after_linear", weights="householder"), "init", "weights = 'dense'"),
-    (dict(init="zero", skip="after_linear", param="gmp"), "init", "param = 'sp'"),
-    (dict(init="zero", skip="after_linear", branch_scale=0.01), "init", "branch_scale = 1.0"),
-    (dict(init="he"), "init", "one of 'orthogonal', 'kaiming', 'xavier', 'zero'"),
-])
+@pytest.mark.parametrize(
+    "change, field, allowed",
+    [
+        (dict(dense_ends=1), "dense_ends", "unless weights = 'householder'"),
+        (dict(weights="householder", dense_ends=4), "dense_ends", "2 * dense_ends <= depth - 3 = 6"),
+        (dict(init="zero"), "init", "needs skip connections"),
+        (dict(init="zero", skip="after_linear", weights="householder"), "init", "weights = 'dense'"),
+        (dict(init="zero", skip="after_linear", param="gmp"), "init", "param = 'sp'"),
+        (dict(init="zero", skip="after_linear", branch_scale=0.01), "init", "branch_scale = 1.0"),
+        (dict(init="he"), "init", "one of 'orthogonal', 'kaiming', 'xavier', 'zero'"),
+    ],
+)
 def test_bad_combinations_are_one_line_errors(change, field, allowed):
     with pytest.raises(SpecError) as e:
         ArchSpec(depth=9, width=20, d_in=4, d_out=3, **change)
@@ -78,9 +99,14 @@ def test_hannet_structure_and_the_paper_parameter_counts():
     for hidden, width, params in ((6, 100, 51002), (10, 100, 91402), (6, 300, 453002)):
         assert ArchSpec(depth=hidden + 1, width=width, d_in=2, d_out=2, init="kaiming").num_params == params
     assert [layer.kind for layer in HAN.replace(dense_ends=0).layers()].count("householder") == 19
-    assert [layer.kind for layer in HAN.replace(depth=5).layers()] == ["dense", "dense", "householder", "dense",
-                                                                        "dense"]
-    twin, = siblings(HAN, "weights")
+    assert [layer.kind for layer in HAN.replace(depth=5).layers()] == [
+        "dense",
+        "dense",
+        "householder",
+        "dense",
+        "dense",
+    ]
+    (twin,) = siblings(HAN, "weights")
     assert twin.weights == "dense" and twin.dense_ends == 0 and twin.num_params > HAN.num_params
 
 

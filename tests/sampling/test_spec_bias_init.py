@@ -10,12 +10,39 @@ from archstudy.sampling import EXTENDED, PAPER, ArchSpec, SpecError, sample_spec
 
 # Ids computed before ``normal``, ``uniform_fan_in`` and ``householder_bias`` existed.
 PINNED = [
-    (ArchSpec(depth=4, width=10, d_in=2, d_out=1, activation="abs", weights="householder", bias_init="gaussian",
-              init_scale=1.1), "978698821b88917d"),
-    (ArchSpec(depth=7, width=100, d_in=2, d_out=1, init="kaiming", scale_activation=False,
-              preset="han-checkerboard"), "467f2212d50b9ac2"),
-    (ArchSpec(depth=21, width=30, d_in=2, d_out=1, activation="abs", weights="householder", dense_ends=1,
-              scale_activation=False, preset="han-checkerboard"), "a58125c4e06e2f9e"),
+    (
+        ArchSpec(
+            depth=4,
+            width=10,
+            d_in=2,
+            d_out=1,
+            activation="abs",
+            weights="householder",
+            bias_init="gaussian",
+            init_scale=1.1,
+        ),
+        "978698821b88917d",
+    ),
+    (
+        ArchSpec(
+            depth=7, width=100, d_in=2, d_out=1, init="kaiming", scale_activation=False, preset="han-checkerboard"
+        ),
+        "467f2212d50b9ac2",
+    ),
+    (
+        ArchSpec(
+            depth=21,
+            width=30,
+            d_in=2,
+            d_out=1,
+            activation="abs",
+            weights="householder",
+            dense_ends=1,
+            scale_activation=False,
+            preset="han-checkerboard",
+        ),
+        "a58125c4e06e2f9e",
+    ),
     (ArchSpec(depth=3, width=16, d_in=40, d_out=3, bias_init="gaussian", param="gmp"), "7886960172de0174"),
 ]
 # sha256 (16 hex digits) of the comma-joined ids of architectures 0..199 of study seed 5 (d_in 21, d_out 3,
@@ -55,12 +82,20 @@ def test_a_space_that_asks_draws_the_new_inits_and_nothing_else_changes():
 
 def test_new_values_are_in_the_id_and_bad_ones_are_one_line():
     base = ArchSpec(depth=5, width=8, d_in=2, d_out=1, weights="householder")
-    ids = {base.replace(**c).content_id for c in (dict(), dict(bias_init="normal"), dict(bias_init="uniform_fan_in"),
-                                                   dict(householder_bias="zero"))}
+    ids = {
+        base.replace(**c).content_id
+        for c in (dict(), dict(bias_init="normal"), dict(bias_init="uniform_fan_in"), dict(householder_bias="zero"))
+    }
     assert len(ids) == 4
-    with pytest.raises(SpecError, match=r"^ArchSpec\.bias_init = 'kaiming': must be one of 'zero', 'gaussian', "
-                                        r"'normal', 'uniform_fan_in'$"):
+    with pytest.raises(
+        SpecError,
+        match=r"^ArchSpec\.bias_init = 'kaiming': must be one of 'zero', 'gaussian', "
+        r"'normal', 'uniform_fan_in'$",
+    ):
         base.replace(bias_init="kaiming")
-    with pytest.raises(SpecError, match=r"^ArchSpec\.householder_bias = 'zero': must stay 'bias_init' unless "
-                                        r"weights = 'householder'$"):
+    with pytest.raises(
+        SpecError,
+        match=r"^ArchSpec\.householder_bias = 'zero': must stay 'bias_init' unless "
+        r"weights = 'householder'$",
+    ):
         base.replace(weights="dense", householder_bias="zero")

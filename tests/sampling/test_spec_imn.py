@@ -13,10 +13,14 @@ from archstudy.sampling import EXTENDED, PAPER, SIBLING_AXES, ArchSpec, SpecErro
 # Ids computed before ``imn`` and ``gmp_init`` existed (by the code of the previous commit): a study's unit names
 # hold them. GmP specs had IMN on their intermediate layers and SP specs none: "auto" keeps exactly that.
 PINNED = [
-    (ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="relu", param="gmp", bias_init="gaussian"),
-     "c5388f2232792f16"),
-    (ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="tanh", param="gmp", norm="batch", skip="after_linear"),
-     "fbf1d4de45fafadd"),
+    (
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="relu", param="gmp", bias_init="gaussian"),
+        "c5388f2232792f16",
+    ),
+    (
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="tanh", param="gmp", norm="batch", skip="after_linear"),
+        "fbf1d4de45fafadd",
+    ),
     (ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="selu", param="sp", norm="layer"), "5ac4a18674ab86c7"),
 ]
 
@@ -26,15 +30,21 @@ def test_specs_from_before_the_fields_keep_their_ids_and_their_imn(spec, arch_id
     assert spec.content_id == arch_id and (spec.imn, spec.gmp_init) == ("auto", "from_sp")
     assert not {"imn", "gmp_init"} & set(json.loads(spec.to_json()))
     # auto: IMN on the intermediate layers of a GmP net (layers 2 .. L-1), never in an SP net
-    assert [layer.imn for layer in spec.layers()] == ([False, True, True, True, False] if spec.param == "gmp"
-                                                       else [False] * 5)
+    assert [layer.imn for layer in spec.layers()] == (
+        [False, True, True, True, False] if spec.param == "gmp" else [False] * 5
+    )
 
 
 def test_explicit_values_are_in_the_canonical_json_and_the_id():
     sp = PINNED[2][0]
     gmp = PINNED[0][0]
-    for spec, change in ((sp, {"imn": "on"}), (sp, {"imn": "off"}), (gmp, {"imn": "off"}), (gmp, {"imn": "on"}),
-                         (gmp, {"gmp_init": "uniform"})):
+    for spec, change in (
+        (sp, {"imn": "on"}),
+        (sp, {"imn": "off"}),
+        (gmp, {"imn": "off"}),
+        (gmp, {"imn": "on"}),
+        (gmp, {"gmp_init": "uniform"}),
+    ):
         new = spec.replace(**change)
         written = json.loads(new.to_json())
         assert all(written[k] == v for k, v in change.items()) and new.content_id != spec.content_id
@@ -47,11 +57,14 @@ def test_explicit_values_are_in_the_canonical_json_and_the_id():
     assert [layer.imn for layer in hh.layers()] == [False, True, False, False, False, True, False]  # dense ends only
 
 
-@pytest.mark.parametrize("change, allowed", [
-    (dict(gmp_init="uniform"), "must stay 'from_sp' unless param = 'gmp'"),
-    (dict(gmp_init="paper"), "one of 'from_sp', 'uniform'"),
-    (dict(imn=True), "one of 'auto', 'off', 'on'"),
-])
+@pytest.mark.parametrize(
+    "change, allowed",
+    [
+        (dict(gmp_init="uniform"), "must stay 'from_sp' unless param = 'gmp'"),
+        (dict(gmp_init="paper"), "one of 'from_sp', 'uniform'"),
+        (dict(imn=True), "one of 'auto', 'off', 'on'"),
+    ],
+)
 def test_bad_values_are_one_line_errors(change, allowed):
     with pytest.raises(SpecError) as e:
         ArchSpec(depth=5, width=8, d_in=4, d_out=3, **change)
@@ -61,14 +74,14 @@ def test_bad_values_are_one_line_errors(change, allowed):
 def test_siblings_change_exactly_one_factor():
     assert SIBLING_AXES[-1] == "imn" and SIBLING_AXES[:4] == ("weights", "param", "norm", "skip")
     off = ArchSpec(depth=5, width=8, d_in=4, d_out=3, imn="off")
-    gmp, = siblings(off, "param")
+    (gmp,) = siblings(off, "param")
     assert (gmp.param, gmp.imn) == ("gmp", "off") and not any(layer.imn for layer in gmp.layers())
-    back, = siblings(gmp.replace(gmp_init="uniform"), "param")
+    (back,) = siblings(gmp.replace(gmp_init="uniform"), "param")
     assert back == off  # the SP twin of a GmP spec has no GmP initialization
     auto = ArchSpec(depth=5, width=8, d_in=4, d_out=3)
-    twin, = siblings(auto, "param")
+    (twin,) = siblings(auto, "param")
     assert twin.imn == "auto" and twin.input_mean_norm  # as it always was: IMN switches with GmP under auto
-    on, = siblings(auto, "imn")
+    (on,) = siblings(auto, "imn")
     assert on == auto.replace(imn="on")
     assert siblings(twin, "imn") == [twin.replace(imn="off")]
     assert siblings(ArchSpec(depth=2, width=8, d_in=4, d_out=3), "imn") == []  # no intermediate layer

@@ -7,8 +7,9 @@ from archstudy.sampling import ArchSpec, SpecError, solve_width
 SPECS = {
     "dense": ArchSpec(depth=9, width=2, d_in=40, d_out=3),
     "householder": ArchSpec(depth=7, width=2, d_in=40, d_out=3, weights="householder"),
-    "gmp-skips": ArchSpec(depth=7, width=2, d_in=64, d_out=10, param="gmp", skip="after_linear", skip_length=3,
-                          norm="batch"),
+    "gmp-skips": ArchSpec(
+        depth=7, width=2, d_in=64, d_out=10, param="gmp", skip="after_linear", skip_length=3, norm="batch"
+    ),
     "deep-narrow-input": ArchSpec(depth=49, width=2, d_in=2, d_out=2, skip="after_norm", norm="layer"),
 }
 

@@ -11,16 +11,29 @@ from archstudy.study.cli import build_parser
 from archstudy.study.cli.flags import shown
 from archstudy.study.cli.run import EXECUTION_FLAGS, execution_of
 from archstudy.study.experiment.config import (
-    EXECUTION_KEYS, EXECUTION_SETTINGS, SCIENCE_KEYS, StudyConfig, execution_settings,
+    EXECUTION_KEYS,
+    EXECUTION_SETTINGS,
+    SCIENCE_KEYS,
+    StudyConfig,
+    execution_settings,
 )
 
 KEYS = {"dataset": "waveform-noise", "architectures": 3}
 # Each execution setting with a value other than its default, and the flag of those a session may override
 # (the README and the tests use these names).
-OTHER = {"root": "/data/elsewhere", "cpus_per_arch": 2.5, "gpus_per_arch": 0.5, "max_retries": 5,
-         "checkpoint_every_s": 10.0}
-FLAGS = {"cpus_per_arch": "--cpus-per-arch", "gpus_per_arch": "--gpus-per-arch", "max_retries": "--max-retries",
-         "checkpoint_every_s": "--checkpoint-every"}
+OTHER = {
+    "root": "/data/elsewhere",
+    "cpus_per_arch": 2.5,
+    "gpus_per_arch": 0.5,
+    "max_retries": 5,
+    "checkpoint_every_s": 10.0,
+}
+FLAGS = {
+    "cpus_per_arch": "--cpus-per-arch",
+    "gpus_per_arch": "--gpus-per-arch",
+    "max_retries": "--max-retries",
+    "checkpoint_every_s": "--checkpoint-every",
+}
 
 
 def _parsers(parser, prog="archstudy"):
@@ -39,8 +52,11 @@ def _help(parser, option: str) -> str:
 
 
 def test_the_execution_keys_and_their_settings_are_the_declared_ones():
-    assert EXECUTION_KEYS == tuple(n for n, d in StudyConfig.declarations().items() if d.execution) == (
-        "root", "resources", "max_retries", "checkpoint_every_s")
+    assert (
+        EXECUTION_KEYS
+        == tuple(n for n, d in StudyConfig.declarations().items() if d.execution)
+        == ("root", "resources", "max_retries", "checkpoint_every_s")
+    )
     assert not set(EXECUTION_KEYS) & set(SCIENCE_KEYS) and list(EXECUTION_SETTINGS) == list(OTHER)
     base = StudyConfig(**KEYS)
     changed = base.with_execution(**OTHER)
@@ -52,7 +68,9 @@ def test_the_execution_keys_and_their_settings_are_the_declared_ones():
     with pytest.raises(TypeError, match="unexpected keyword argument 'seed'"):
         base.with_execution(seed=3)
     assert execution_settings({**KEYS, "resources": {"gpus_per_arch": 0.5}, "max_retries": 4}) == {
-        "gpus_per_arch": 0.5, "max_retries": 4}
+        "gpus_per_arch": 0.5,
+        "max_retries": 4,
+    }
 
 
 @pytest.mark.parametrize("argv", [["run"], ["resume", "s"]], ids=["run", "resume"])
@@ -70,18 +88,39 @@ def test_run_and_resume_have_a_flag_for_every_execution_setting_that_declares_on
 
 def test_the_help_texts_follow_the_declared_defaults(monkeypatch):
     """With other declared defaults, --help says the other defaults: none is written by hand."""
-    fake = {"seed": 4242, "preset": "mine", "param_budget": 123456, "protocol": "myproto", "nlc_pilot": 77,
-            "max_retries": 9, "checkpoint_every_s": 12.5, "cpus_per_arch": 3.5, "gpus_per_arch": 0.75}
+    fake = {
+        "seed": 4242,
+        "preset": "mine",
+        "param_budget": 123456,
+        "protocol": "myproto",
+        "nlc_pilot": 77,
+        "max_retries": 9,
+        "checkpoint_every_s": 12.5,
+        "cpus_per_arch": 3.5,
+        "gpus_per_arch": 0.75,
+    }
     real = Declared.__dict__["default"].__func__
     monkeypatch.setattr(Declared, "default", classmethod(lambda cls, name: fake.get(name, real(cls, name))))
     parsers = dict(_parsers(build_parser()))
-    shows = {("run", "--seed"): "default 4,242", ("run", "--preset"): "default mine",
-             ("run", "--param-budget"): "default 123,456", ("run", "--protocol"): "default myproto",
-             ("run", "--nlc-pilot"): "default 77", ("sample", "--seed"): "default 4242",
-             ("sample", "--preset"): "default mine", ("sample", "--param-budget"): "default 123,456"}
+    shows = {
+        ("run", "--seed"): "default 4,242",
+        ("run", "--preset"): "default mine",
+        ("run", "--param-budget"): "default 123,456",
+        ("run", "--protocol"): "default myproto",
+        ("run", "--nlc-pilot"): "default 77",
+        ("sample", "--seed"): "default 4242",
+        ("sample", "--preset"): "default mine",
+        ("sample", "--param-budget"): "default 123,456",
+    }
     for command in ("run", "resume"):
-        shows.update({(command, "--max-retries"): "default 9,", (command, "--checkpoint-every"): "default 12.5,",
-                      (command, "--cpus-per-arch"): "default 3.5,", (command, "--gpus-per-arch"): "default 0.75,"})
+        shows.update(
+            {
+                (command, "--max-retries"): "default 9,",
+                (command, "--checkpoint-every"): "default 12.5,",
+                (command, "--cpus-per-arch"): "default 3.5,",
+                (command, "--gpus-per-arch"): "default 0.75,",
+            }
+        )
     for (command, option), text in shows.items():
         assert text in _help(parsers[f"archstudy {command}"], option), (command, option)
 

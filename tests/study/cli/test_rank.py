@@ -24,8 +24,21 @@ SEED, N, TOP = 9, 4, 2
 
 def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(real_study_dir, tmp_path, capsys):
     out = tmp_path / "rank"
-    args = ["rank", "--from", str(real_study_dir), "--architectures", str(N), "--top", str(TOP), "--check", "1",
-            "--seed", str(SEED), "--out", str(out)]
+    args = [
+        "rank",
+        "--from",
+        str(real_study_dir),
+        "--architectures",
+        str(N),
+        "--top",
+        str(TOP),
+        "--check",
+        "1",
+        "--seed",
+        str(SEED),
+        "--out",
+        str(out),
+    ]
     with ray_session():  # one Ray for the ranking, the check and the top K's training
         assert main(args) == 0
         said = capsys.readouterr()
@@ -38,13 +51,20 @@ def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(rea
         assert not top.measure_only and top.nlc_window is None and top.siblings == ()
         base = StudyConfig.from_yaml((real_study_dir / "study.yaml").read_bytes())
         assert (top.dataset, top.param_budget, top.protocol, top.space) == (
-            base.dataset, base.param_budget, base.protocol, base.space)
-        held = {p.spec.content_id for p in plan_study(base.seed, base.architectures, base.d_in, base.d_out,
-                                                       base.space_obj, base.param_budget, base.siblings)}
+            base.dataset,
+            base.param_budget,
+            base.protocol,
+            base.space,
+        )
+        held = {
+            p.spec.content_id
+            for p in plan_study(
+                base.seed, base.architectures, base.d_in, base.d_out, base.space_obj, base.param_budget, base.siblings
+            )
+        }
         assert not held & set(ranked["arch_id"])  # fresh: none is in STUDY
         assert load_predictor(out / "predictor.json").source["rows"] == 15
-        assert "check: the top 1 by prediction: median test error" in said.out and "drawn at random: median" in \
-            said.out
+        assert "check: the top 1 by prediction: median test error" in said.out and "drawn at random: median" in said.out
         check = json.loads((out / "check.json").read_text())
         assert check["top_indices"] == [int(ranked["index"][0])] and check["n_top"] == check["n_drawn"] == 1
 
@@ -55,18 +75,26 @@ def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(rea
         for _, r in ranked[:TOP].iterrows():
             t = trained.loc[r["arch_id"]]
             assert (t["index"], t["seed"], t["nlc"], t["snip"], t["nwot"]) == (
-                r["index"], r["seed"], r["nlc"], r["snip"], r["nwot"])
+                r["index"],
+                r["seed"],
+                r["nlc"],
+                r["snip"],
+                r["nwot"],
+            )
 
         # the same command again: everything is there, nothing runs (the progress line says so)
         assert main(args) == 0
         assert "nothing to do" in capsys.readouterr().err.lower()
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--learner", "forest"], "fit_predictor.learner = 'forest': must be one of 'auto', 'linear'"),
-    (["--top", "9"], "rank.top = 9: must be an integer in [1, 4]"),
-    (["--check", "0"], "rank.check = 0: must be an integer in [1, 4]"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--learner", "forest"], "fit_predictor.learner = 'forest': must be one of 'auto', 'linear'"),
+        (["--top", "9"], "rank.top = 9: must be an integer in [1, 4]"),
+        (["--check", "0"], "rank.check = 0: must be an integer in [1, 4]"),
+    ],
+)
 def test_bad_input_is_one_line_before_anything_is_measured(flags, message, real_study_dir, tmp_path, capsys):
     out = tmp_path / "rank"
     assert main(["rank", "--from", str(real_study_dir), "--architectures", "4", "--out", str(out), *flags]) == 2

@@ -26,11 +26,14 @@ from archstudy.study.datasets.dataset import make_split, split_indices, stream, 
 
 
 def all_points(data: Dataset) -> tuple[np.ndarray, np.ndarray]:
-    return (np.concatenate([s.x.numpy() for s in data.splits.values()]),
-            np.concatenate([s.y.numpy() for s in data.splits.values()]))
+    return (
+        np.concatenate([s.x.numpy() for s in data.splits.values()]),
+        np.concatenate([s.y.numpy() for s in data.splits.values()]),
+    )
 
 
 # ---------------------------------------------------------------- waveform-noise
+
 
 @pytest.fixture(scope="module")
 def wave():
@@ -66,8 +69,10 @@ def test_waveform_noise_columns_carry_no_label_information(wave):
     x, y = all_points(wave)
     groups = lambda col: [col[y == c] for c in range(3)]  # noqa: E731
     # the 19 pure-noise attributes: neither class means (F test) nor class spreads (F test on squares) differ
-    noise_p = [min(stats.f_oneway(*groups(x[:, j])).pvalue, stats.f_oneway(*groups(x[:, j] ** 2)).pvalue)
-               for j in range(21, 40)]
+    noise_p = [
+        min(stats.f_oneway(*groups(x[:, j])).pvalue, stats.f_oneway(*groups(x[:, j] ** 2)).pvalue)
+        for j in range(21, 40)
+    ]
     assert min(noise_p) > 1e-3
     # while the wave attributes where h1, h2, h3 differ depend on the class overwhelmingly
     wave_p = [stats.f_oneway(*groups(x[:, j])).pvalue for j in range(4, 17)]
@@ -122,7 +127,7 @@ def bayes_log_likelihoods(x: np.ndarray) -> np.ndarray:
         rd = r @ d
         mu, nd = rd / dd, np.sqrt(dd)
         hi, lo = log_ndtr((1 - mu) * nd), log_ndtr(-mu * nd)
-        out.append(-0.5 * ((r * r).sum(1) - rd ** 2 / dd) - np.log(nd) + hi + np.log1p(-np.exp(lo - hi)))
+        out.append(-0.5 * ((r * r).sum(1) - rd**2 / dd) - np.log(nd) + hi + np.log1p(-np.exp(lo - hi)))
     return np.stack(out, axis=1)
 
 
@@ -167,6 +172,7 @@ def test_waveform_file_errors_name_the_file_and_directory(tmp_path):
 
 # ---------------------------------------------------------------- checkerboard
 
+
 def blocks_of(x: np.ndarray, blocks: int) -> tuple[np.ndarray, np.ndarray]:
     """Independently of the module: edge test and block index from the float coordinates."""
     t = (x + 1) * blocks / 2  # block coordinate
@@ -210,6 +216,7 @@ def test_checkerboard_default_is_12_blocks_and_splits_are_seeded():
 
 # ---------------------------------------------------------------- digits
 
+
 def test_digits_bundled_standardized_split():
     data = load_dataset("digits", seed=0)
     assert (data.d_in, data.n_classes) == (64, 10)
@@ -224,6 +231,7 @@ def test_digits_bundled_standardized_split():
 
 
 # ---------------------------------------------------------------- the Dataset type and arguments
+
 
 def test_dataset_to_moves_and_casts_but_keeps_labels_int64(wave):
     moved = wave.to("cpu", dtype=torch.float32)
@@ -240,16 +248,28 @@ def test_public_api_exports():
     assert set(DATASETS) == {"waveform-noise", "checkerboard", "digits", "mnist", "fashion-mnist", "cifar10"}
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: load_dataset("imagenet"), "load_dataset.name = 'imagenet': must be one of 'waveform-noise'"),
-    (lambda: load_dataset("checkerboard", blocks=10), "load_dataset.blocks = 10: must be one of 8, 12"),
-    (lambda: load_dataset("waveform-noise", blocks=8), "load_dataset.blocks = 8: is not an option of waveform-noise"),
-    (lambda: load_dataset("digits", seed=-1), "load_dataset.seed = -1: must be an integer in [0, 9223372036854775807]"),
-    (lambda: load_dataset("digits", seed=1.5), "load_dataset.seed = 1.5: must be an integer in [0, 9223372036854775807]"),
-    (lambda: load_dataset("checkerboard", root="/data"), "load_dataset.root = '/data': must be None"),
-    (lambda: load_dataset("mnist", cache=3), "load_dataset.cache = 3: must be true or false"),
-    (lambda: load_dataset("mnist", cache_dir=5), "load_dataset.cache_dir = 5: must be a path"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: load_dataset("imagenet"), "load_dataset.name = 'imagenet': must be one of 'waveform-noise'"),
+        (lambda: load_dataset("checkerboard", blocks=10), "load_dataset.blocks = 10: must be one of 8, 12"),
+        (
+            lambda: load_dataset("waveform-noise", blocks=8),
+            "load_dataset.blocks = 8: is not an option of waveform-noise",
+        ),
+        (
+            lambda: load_dataset("digits", seed=-1),
+            "load_dataset.seed = -1: must be an integer in [0, 9223372036854775807]",
+        ),
+        (
+            lambda: load_dataset("digits", seed=1.5),
+            "load_dataset.seed = 1.5: must be an integer in [0, 9223372036854775807]",
+        ),
+        (lambda: load_dataset("checkerboard", root="/data"), "load_dataset.root = '/data': must be None"),
+        (lambda: load_dataset("mnist", cache=3), "load_dataset.cache = 3: must be true or false"),
+        (lambda: load_dataset("mnist", cache_dir=5), "load_dataset.cache_dir = 5: must be a path"),
+    ],
+)
 def test_bad_arguments_are_one_line_spec_errors(call, message):
     with pytest.raises(SpecError) as e:
         call()
@@ -265,21 +285,34 @@ def test_common_options_are_accepted_by_every_dataset(tmp_path):
 def _sized(train_y, val_n, test_n, classes=3) -> Dataset:
     rng = np.random.default_rng(0)
     split = lambda y: make_split(rng.standard_normal((len(y), 2)), np.asarray(y, dtype=np.int64))  # noqa: E731
-    return Dataset("tiny", split(train_y), split(np.arange(val_n) % classes), split(np.arange(test_n) % classes),
-                   d_in=2, n_classes=classes)
+    return Dataset(
+        "tiny",
+        split(train_y),
+        split(np.arange(val_n) % classes),
+        split(np.arange(test_n) % classes),
+        d_in=2,
+        n_classes=classes,
+    )
 
 
-@pytest.mark.parametrize("data, problem", [
-    (lambda: _sized([0, 1, 2], 0, 0), "the val and test splits are empty (train/val/test = 3/0/0 points)"),
-    (lambda: _sized([], 3, 3), "the train split is empty (train/val/test = 0/3/3 points)"),
-    (lambda: _sized([0, 1, 0, 1], 2, 2), "class 2 of 3 has no point in the training split (train/val/test = 4/2/2 "
-                                         "points)"),
-    (lambda: _sized([0, 0], 2, 2, classes=4), "classes 1, 2, 3 of 4 have no point in the training split "
-                                              "(train/val/test = 2/2/2 points)"),
-    (lambda: _sized([0, 1, 5], 2, 2), "the train split has labels in [0, 5], outside the 3 classes 0..2"),
-    (lambda: _sized([0, 1, 2], 1, 1), None),
-    (lambda: load_dataset("checkerboard"), None),
-])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        (lambda: _sized([0, 1, 2], 0, 0), "the val and test splits are empty (train/val/test = 3/0/0 points)"),
+        (lambda: _sized([], 3, 3), "the train split is empty (train/val/test = 0/3/3 points)"),
+        (
+            lambda: _sized([0, 1, 0, 1], 2, 2),
+            "class 2 of 3 has no point in the training split (train/val/test = 4/2/2 points)",
+        ),
+        (
+            lambda: _sized([0, 0], 2, 2, classes=4),
+            "classes 1, 2, 3 of 4 have no point in the training split (train/val/test = 2/2/2 points)",
+        ),
+        (lambda: _sized([0, 1, 5], 2, 2), "the train split has labels in [0, 5], outside the 3 classes 0..2"),
+        (lambda: _sized([0, 1, 2], 1, 1), None),
+        (lambda: load_dataset("checkerboard"), None),
+    ],
+)
 def test_a_dataset_that_a_study_cannot_train_and_select_on_says_why_in_one_line(data, problem):
     """A dataset too small to split (3 training images) made every unit fail in its worker."""
     assert unusable(data()) == problem

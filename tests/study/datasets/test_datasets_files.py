@@ -30,8 +30,14 @@ from archstudy.study.datasets import DataFileMalformed, DataFilesMissing, load_d
 from archstudy.study.datasets import images, preprocess
 from archstudy.study.datasets.idx import parse_idx
 
-IDX_CODES = {np.dtype("u1"): 0x08, np.dtype("i1"): 0x09, np.dtype("i2"): 0x0B, np.dtype("i4"): 0x0C,
-             np.dtype("f4"): 0x0D, np.dtype("f8"): 0x0E}
+IDX_CODES = {
+    np.dtype("u1"): 0x08,
+    np.dtype("i1"): 0x09,
+    np.dtype("i2"): 0x0B,
+    np.dtype("i4"): 0x0C,
+    np.dtype("f4"): 0x0D,
+    np.dtype("f8"): 0x0E,
+}
 FASHION = Path("/usr/share/datasets/fashion-mnist")
 
 
@@ -47,7 +53,7 @@ def fake_images(rng, n, classes=10, side=8):
     x = rng.integers(0, 60, (n, side, side)).astype(np.uint8)
     for i, c in enumerate(y):
         r, col = divmod(int(c), 4)
-        x[i, 2 * r:2 * r + 3, 2 * col:2 * col + 3] += 180
+        x[i, 2 * r : 2 * r + 3, 2 * col : 2 * col + 3] += 180
     return x, y
 
 
@@ -55,8 +61,12 @@ def write_mnist(folder: Path, rng, gz=False, n_train=120, n_test=30):
     folder.mkdir(parents=True, exist_ok=True)
     xtr, ytr = fake_images(rng, n_train)
     xte, yte = fake_images(rng, n_test)
-    for stem, a in [("train-images-idx3-ubyte", xtr), ("train-labels-idx1-ubyte", ytr),
-                    ("t10k-images-idx3-ubyte", xte), ("t10k-labels-idx1-ubyte", yte)]:
+    for stem, a in [
+        ("train-images-idx3-ubyte", xtr),
+        ("train-labels-idx1-ubyte", ytr),
+        ("t10k-images-idx3-ubyte", xte),
+        ("t10k-labels-idx1-ubyte", yte),
+    ]:
         raw = idx_bytes(a)
         if gz:
             (folder / (stem + ".gz")).write_bytes(gzip.compress(raw))
@@ -81,28 +91,35 @@ def cache(tmp_path, monkeypatch):
 
 # ---------------------------------------------------------------- IDX
 
-@pytest.mark.parametrize("array", [
-    np.arange(24, dtype=np.uint8).reshape(2, 3, 4),
-    np.array([-3, 258, 32767], dtype=np.int16),
-    np.array([[1.5, -2.25], [1e300, 0.0]], dtype=np.float64),
-])
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(24, dtype=np.uint8).reshape(2, 3, 4),
+        np.array([-3, 258, 32767], dtype=np.int16),
+        np.array([[1.5, -2.25], [1e300, 0.0]], dtype=np.float64),
+    ],
+)
 def test_idx_round_trip_big_endian(array):
     raw = idx_bytes(array)
     out = parse_idx(raw)
     np.testing.assert_array_equal(out, array)
     assert out.shape == array.shape
     if array.dtype == np.int16:  # 258 is stored big-endian as 01 02
-        assert raw[4 + 4 + 2:4 + 4 + 4] == b"\x01\x02"
+        assert raw[4 + 4 + 2 : 4 + 4 + 4] == b"\x01\x02"
 
 
-@pytest.mark.parametrize("raw, message", [
-    (b"\x00\x00", "shorter than the 4-byte IDX magic"),
-    (b"\x01\x00\x08\x01" + (3).to_bytes(4, "big") + b"abc", "bad IDX magic 0x01000801"),
-    (b"\x00\x00\x07\x01" + (3).to_bytes(4, "big") + b"abc", "bad IDX magic 0x00000701"),
-    (b"\x00\x00\x08\x03" + (3).to_bytes(4, "big"), "header of 3 dimensions truncated"),
-    (b"\x00\x00\x08\x01" + (4).to_bytes(4, "big") + b"abc", "header says shape (4,) of u1 (4 bytes of data) but 3"),
-    (b"\x00\x00\x08\x01" + (2).to_bytes(4, "big") + b"abc", "but 3 bytes follow"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b"\x00\x00", "shorter than the 4-byte IDX magic"),
+        (b"\x01\x00\x08\x01" + (3).to_bytes(4, "big") + b"abc", "bad IDX magic 0x01000801"),
+        (b"\x00\x00\x07\x01" + (3).to_bytes(4, "big") + b"abc", "bad IDX magic 0x00000701"),
+        (b"\x00\x00\x08\x03" + (3).to_bytes(4, "big"), "header of 3 dimensions truncated"),
+        (b"\x00\x00\x08\x01" + (4).to_bytes(4, "big") + b"abc", "header says shape (4,) of u1 (4 bytes of data) but 3"),
+        (b"\x00\x00\x08\x01" + (2).to_bytes(4, "big") + b"abc", "but 3 bytes follow"),
+    ],
+)
 def test_idx_malformed_headers_rejected(raw, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_idx(raw)
@@ -153,26 +170,46 @@ def test_missing_idx_files_name_the_files_and_directories(tmp_path, mnist_dir):
         load_dataset("mnist")
 
 
-@pytest.mark.parametrize("damage, message", [
-    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(b"\x00\x00\x08\x09" + b"\x00" * 8),
-     "header of 9 dimensions truncated"),
-    (lambda f: (f / "train-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros((120, 2), np.uint8))),
-     "holds a 2-d uint8 array, need a 1-d uint8"),
-    (lambda f: (f / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros(29, np.uint8))),
-     "holds 30 images but .* 29 labels"),
-    (lambda f: (f / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.full(30, 10, np.uint8))),
-     "label 10 outside 0..9"),
-    (lambda f: (f / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((30, 7, 7), np.uint8))),
-     "train images have 64 pixels, test images 49"),
-    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(
-        gzip.compress((f / "train-images-idx3-ubyte").read_bytes())[:-9]),
-     "broken gzip stream"),
-    # issue 23: it was three numpy RuntimeWarnings and numpy's own message
-    (lambda f: (f / "train-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((120, 0, 0), np.uint8))),
-     "train-images-idx3-ubyte: holds images of 0 x 0 pixels, need at least 1 x 1"),
-    (lambda f: (f / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((30, 8, 0), np.uint8))),
-     "t10k-images-idx3-ubyte: holds images of 8 x 0 pixels, need at least 1 x 1"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (
+            lambda f: (f / "train-images-idx3-ubyte").write_bytes(b"\x00\x00\x08\x09" + b"\x00" * 8),
+            "header of 9 dimensions truncated",
+        ),
+        (
+            lambda f: (f / "train-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros((120, 2), np.uint8))),
+            "holds a 2-d uint8 array, need a 1-d uint8",
+        ),
+        (
+            lambda f: (f / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.zeros(29, np.uint8))),
+            "holds 30 images but .* 29 labels",
+        ),
+        (
+            lambda f: (f / "t10k-labels-idx1-ubyte").write_bytes(idx_bytes(np.full(30, 10, np.uint8))),
+            "label 10 outside 0..9",
+        ),
+        (
+            lambda f: (f / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((30, 7, 7), np.uint8))),
+            "train images have 64 pixels, test images 49",
+        ),
+        (
+            lambda f: (f / "train-images-idx3-ubyte").write_bytes(
+                gzip.compress((f / "train-images-idx3-ubyte").read_bytes())[:-9]
+            ),
+            "broken gzip stream",
+        ),
+        # issue 23: it was three numpy RuntimeWarnings and numpy's own message
+        (
+            lambda f: (f / "train-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((120, 0, 0), np.uint8))),
+            "train-images-idx3-ubyte: holds images of 0 x 0 pixels, need at least 1 x 1",
+        ),
+        (
+            lambda f: (f / "t10k-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((30, 8, 0), np.uint8))),
+            "t10k-images-idx3-ubyte: holds images of 8 x 0 pixels, need at least 1 x 1",
+        ),
+    ],
+)
 def test_malformed_idx_files_are_one_line_errors(mnist_dir, cache, damage, message):
     folder, _ = mnist_dir
     damage(folder)
@@ -186,6 +223,7 @@ def test_malformed_idx_files_are_one_line_errors(mnist_dir, cache, damage, messa
 
 # ---------------------------------------------------------------- CIFAR-10
 
+
 def cifar_batches(rng, n_per_batch=12, n_test=15):
     """Python-2-style CIFAR batches: dicts with bytes keys, uint8 data [n, 3072], labels a list."""
     out = {}
@@ -194,8 +232,12 @@ def cifar_batches(rng, n_per_batch=12, n_test=15):
         data = rng.integers(0, 256, (n, 3072)).astype(np.uint8)
         # the red channel carries the class
         data[:, :1024] = np.clip(data[:, :1024].astype(int) // 4 + 25 * labels[:, None], 0, 255)
-        out[name] = {b"batch_label": name.encode(), b"labels": labels.tolist(), b"data": data,
-                     b"filenames": [f"{i}.png".encode() for i in range(n)]}
+        out[name] = {
+            b"batch_label": name.encode(),
+            b"labels": labels.tolist(),
+            b"data": data,
+            b"filenames": [f"{i}.png".encode() for i in range(n)],
+        }
     return out
 
 
@@ -217,10 +259,22 @@ def _py2_value(v) -> bytes:
     assert isinstance(v, np.ndarray) and v.dtype == np.uint8
     # numpy.core.multiarray._reconstruct(ndarray, (0,), 'b') then __setstate__((1, shape, dtype, False, raw)),
     # the dtype rebuilt as dtype('u1', 0, 1) with __setstate__((3, '|', None, None, None, -1, -1, 0))
-    array = (b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + _py2_int(0) + b"\x85" + _py2_str(b"b")
-             + b"\x87R")
-    dtype = (b"cnumpy\ndtype\n" + _py2_str(b"u1") + _py2_int(0) + _py2_int(1) + b"\x87R(" + _py2_int(3)
-             + _py2_str(b"|") + b"NNN" + b"J\xff\xff\xff\xff" * 2 + _py2_int(0) + b"tb")
+    array = (
+        b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + _py2_int(0) + b"\x85" + _py2_str(b"b") + b"\x87R"
+    )
+    dtype = (
+        b"cnumpy\ndtype\n"
+        + _py2_str(b"u1")
+        + _py2_int(0)
+        + _py2_int(1)
+        + b"\x87R("
+        + _py2_int(3)
+        + _py2_str(b"|")
+        + b"NNN"
+        + b"J\xff\xff\xff\xff" * 2
+        + _py2_int(0)
+        + b"tb"
+    )
     shape = b"(" + b"".join(_py2_int(n) for n in v.shape) + b"t"
     return array + b"(" + _py2_int(1) + shape + dtype + b"\x89" + _py2_str(v.tobytes()) + b"tb"
 
@@ -285,14 +339,21 @@ class Boom:
         return (os.remove, (self.marker,))
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    (lambda b, m: {**b, "data_batch_3": {b"labels": [1]}}, r"keys \['labels'\] lack b'data' and b'labels'"),
-    (lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}},
-     r"b'data' must be a uint8 array \[n, 3072\]"),
-    (lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 12]}},
-     "label 12 outside 0..9"),
-    (lambda b, m: {**b, "data_batch_1": {b"data": Boom(m), b"labels": []}}, "refusing to load global posix.remove"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (lambda b, m: {**b, "data_batch_3": {b"labels": [1]}}, r"keys \['labels'\] lack b'data' and b'labels'"),
+        (
+            lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 100), np.uint8), b"labels": [0, 1]}},
+            r"b'data' must be a uint8 array \[n, 3072\]",
+        ),
+        (
+            lambda b, m: {**b, "test_batch": {b"data": np.zeros((2, 3072), np.uint8), b"labels": [0, 12]}},
+            "label 12 outside 0..9",
+        ),
+        (lambda b, m: {**b, "data_batch_1": {b"data": Boom(m), b"labels": []}}, "refusing to load global posix.remove"),
+    ],
+)
 def test_malformed_cifar_batches_are_rejected_without_running_code(tmp_path, cache, corrupt, message):
     marker = tmp_path / "marker"
     marker.write_text("still here")
@@ -303,18 +364,40 @@ def test_malformed_cifar_batches_are_rejected_without_running_code(tmp_path, cac
     assert marker.exists() and "cifar-10-batches-py/{data_batch_1," in str(e.value) and "\n" not in str(e.value)
 
 
-
 def _py2_array(shape, dtype: bytes, raw: bytes, flags: int = 0) -> bytes:
     """An ndarray pickled the way numpy does it, with any dtype name, dtype flags and raw bytes: only the
     globals the CIFAR reader has always admitted (numpy.core.multiarray._reconstruct, numpy.ndarray,
     numpy.dtype). With dtype 'O8' and flags 0 (numpy's "pickle as a list" flag cleared) numpy takes the raw
     bytes as the array's object pointers."""
-    array = (b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + _py2_int(0) + b"\x85" + _py2_str(b"b")
-             + b"\x87R")
-    dt = (b"cnumpy\ndtype\n" + _py2_str(dtype) + _py2_int(0) + _py2_int(1) + b"\x87R(" + _py2_int(3)
-          + _py2_str(b"|") + b"NNN" + _py2_int(-1) + _py2_int(-1) + _py2_int(flags) + b"tb")
-    return (array + b"(" + _py2_int(1) + b"(" + b"".join(_py2_int(n) for n in shape) + b"t" + dt + b"\x89"
-            + _py2_str(raw) + b"tb")
+    array = (
+        b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n" + _py2_int(0) + b"\x85" + _py2_str(b"b") + b"\x87R"
+    )
+    dt = (
+        b"cnumpy\ndtype\n"
+        + _py2_str(dtype)
+        + _py2_int(0)
+        + _py2_int(1)
+        + b"\x87R("
+        + _py2_int(3)
+        + _py2_str(b"|")
+        + b"NNN"
+        + _py2_int(-1)
+        + _py2_int(-1)
+        + _py2_int(flags)
+        + b"tb"
+    )
+    return (
+        array
+        + b"("
+        + _py2_int(1)
+        + b"("
+        + b"".join(_py2_int(n) for n in shape)
+        + b"t"
+        + dt
+        + b"\x89"
+        + _py2_str(raw)
+        + b"tb"
+    )
 
 
 def _hostile_batch(kind: str) -> bytes:
@@ -347,23 +430,31 @@ sys.exit("accepted")
 """
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("object pointers in labels", "b'labels' must be a list of"),
-    ("object array as labels", "b'labels' must be a list of"),
-    ("object array as data", "b'data' must be a uint8 array"),
-    ("labels an int array", "b'labels' must be a list of"),
-    ("labels not ints", "b'labels' must be a list of"),
-    ("data of another length", "b'data' must be a uint8 array"),
-])
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("object pointers in labels", "b'labels' must be a list of"),
+        ("object array as labels", "b'labels' must be a list of"),
+        ("object array as data", "b'data' must be a uint8 array"),
+        ("labels an int array", "b'labels' must be a list of"),
+        ("labels not ints", "b'labels' must be a list of"),
+        ("data of another length", "b'data' must be a uint8 array"),
+    ],
+)
 def test_hostile_cifar_batches_are_refused_in_one_line_naming_the_file(tmp_path, cache, kind, message):
     batches = cifar_batches(np.random.default_rng(3))
     folder = tmp_path / "cifar-10-batches-py"
     write_cifar_folder(folder, batches, py2=True)
     (folder / "data_batch_2").write_bytes(_hostile_batch(kind))
     root = Path(__file__).resolve().parents[3]
-    p = subprocess.run([sys.executable, "-c", READ_BATCHES, str(tmp_path)], capture_output=True, text=True,
-                       timeout=120, cwd=root, env={**os.environ, "PYTHONPATH": str(root),
-                                                   "ARCHSTUDY_CACHE": str(cache)})
+    p = subprocess.run(
+        [sys.executable, "-c", READ_BATCHES, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root), "ARCHSTUDY_CACHE": str(cache)},
+    )
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
     line = p.stdout.strip()
     assert "\n" not in line and line.startswith(f"cifar10: {folder / 'data_batch_2'}: ") and message in line, line
@@ -384,6 +475,7 @@ def test_cifar_missing_and_bad_archive(tmp_path):
 
 
 # ---------------------------------------------------------------- the paper's preprocessing (D.2)
+
 
 def test_normalize_points():
     x = np.array([[1.0, 2.0, 3.0, 6.0], [5.0, 5.0, 5.0, 5.0]])
@@ -437,14 +529,14 @@ def test_paper_preprocessing_matches_an_independent_computation():
     c = np.sqrt(np.mean(projected[0] ** 2))
     for got, want in zip((tr, va, te), projected):
         np.testing.assert_allclose(got, want / c, atol=1e-12)
-    assert np.sqrt(np.mean(tr ** 2)) == pytest.approx(1.0, abs=1e-14)  # Q_{x,i} x(i) = 1
+    assert np.sqrt(np.mean(tr**2)) == pytest.approx(1.0, abs=1e-14)  # Q_{x,i} x(i) = 1
     np.testing.assert_allclose(tr.mean(0), 0, atol=1e-13)
 
 
 def test_fixture_dataset_has_unit_quadratic_mean_and_no_test_leakage(tmp_path, mnist_dir, cache):
     folder, (xtr, ytr, xte, yte) = mnist_dir
     data = load_dataset("mnist", seed=0, root=folder)
-    assert torch.sqrt(torch.mean(data.train.x ** 2)).item() == pytest.approx(1.0, abs=1e-14)
+    assert torch.sqrt(torch.mean(data.train.x**2)).item() == pytest.approx(1.0, abs=1e-14)
     assert torch.mean(data.train.x, 0).abs().max().item() < 1e-13
     # other test images change the test split only: no statistic comes from the test file
     (folder / "t10k-images-idx3-ubyte").write_bytes(idx_bytes((255 - xte).reshape(30, 8, 8)))
@@ -457,6 +549,7 @@ def test_fixture_dataset_has_unit_quadratic_mean_and_no_test_leakage(tmp_path, m
 
 # ---------------------------------------------------------------- the cache
 
+
 def test_cache_is_written_atomically_reused_and_keyed_by_source_hashes(mnist_dir, cache, monkeypatch):
     folder, _ = mnist_dir
     first = load_dataset("mnist", seed=0, root=folder)
@@ -466,6 +559,7 @@ def test_cache_is_written_atomically_reused_and_keyed_by_source_hashes(mnist_dir
 
     def no_recompute(*a, **k):
         raise AssertionError("the cache was not used")
+
     monkeypatch.setattr(images, "paper_preprocessing", no_recompute)
     second = load_dataset("mnist", seed=0, root=folder)
     for a, b in zip(first.splits.values(), second.splits.values()):
@@ -494,6 +588,7 @@ def test_cache_dir_option_wins_and_a_corrupt_cache_file_is_rebuilt(tmp_path, mni
 
 
 # ---------------------------------------------------------------- archstudy datasets
+
 
 def test_fashion_mnist_default_folder_missing_says_how_to_get_it(monkeypatch, tmp_path):
     moved = dataclasses.replace(images.IMAGE_SETS["fashion-mnist"], default_root=tmp_path)
@@ -524,8 +619,11 @@ def test_cli_lists_every_dataset_and_where_it_looks(tmp_path, mnist_dir, capsys)
 
 # ---------------------------------------------------------------- the real Fashion-MNIST (Debian package)
 
-@pytest.mark.skipif(not (FASHION / "train-images-idx3-ubyte.gz").is_file(),
-                    reason="Debian package dataset-fashion-mnist not installed (/usr/share/datasets/fashion-mnist)")
+
+@pytest.mark.skipif(
+    not (FASHION / "train-images-idx3-ubyte.gz").is_file(),
+    reason="Debian package dataset-fashion-mnist not installed (/usr/share/datasets/fashion-mnist)",
+)
 def test_fashion_mnist_real_70000_images_end_to_end(cache):
     data = load_dataset("fashion-mnist", seed=0)
     assert [len(s) for s in data.splits.values()] == [50000, 10000, 10000]
@@ -535,7 +633,7 @@ def test_fashion_mnist_real_70000_images_end_to_end(cache):
     assert st["variance_held"] >= 0.99 > st["variance_held_by_one_less"]
     assert 300 <= data.d_in <= 700  # 512 measured (the paper's MNIST: 334)
     x = data.train.x.numpy()
-    assert np.sqrt(np.mean(x ** 2)) == pytest.approx(1.0, abs=1e-12)
+    assert np.sqrt(np.mean(x**2)) == pytest.approx(1.0, abs=1e-12)
     assert np.abs(x.mean(0)).max() < 1e-12
     assert np.sqrt(np.mean(data.test.x.numpy() ** 2)) == pytest.approx(1.0, abs=0.02)
     # Fashion-MNIST: 6000 training and 1000 test images per class

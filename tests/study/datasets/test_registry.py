@@ -13,7 +13,12 @@ from archstudy.sampling import SpecError
 from archstudy.study.datasets import DATASETS, checkerboard, images, load_dataset, loaders, status, waveform
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.datasets import (
-    DATASET_DECLARATIONS, DATASET_NAMES, DECLARED, DatasetDeclaration, better_than_random, chance_rule,
+    DATASET_DECLARATIONS,
+    DATASET_NAMES,
+    DECLARED,
+    DatasetDeclaration,
+    better_than_random,
+    chance_rule,
 )
 
 GENERATED = [d for d in DATASET_DECLARATIONS if d.source != "files"]
@@ -37,8 +42,9 @@ def test_datasets_are_the_declarations_and_every_one_has_exactly_one_loader():
 
 def test_a_loader_for_an_undeclared_name_or_a_second_loader_is_refused(monkeypatch):
     monkeypatch.setattr(loaders, "LOADERS", dict(loaders.LOADERS))
-    with pytest.raises(LookupError, match="registers a loader for 'imagenet', which study.experiment.datasets does "
-                                          "not declare"):
+    with pytest.raises(
+        LookupError, match="registers a loader for 'imagenet', which study.experiment.datasets does not declare"
+    ):
         loaders.register("imagenet", checkerboard.load)
     with pytest.raises(LookupError, match="dataset 'digits' has two loaders"):
         loaders.register("digits", checkerboard.load)
@@ -51,7 +57,9 @@ def test_status_is_the_loaders_find_or_the_declared_summary(tmp_path):
     assert status("digits") == (True, DECLARED["digits"].summary)
     assert status("waveform-noise") == (True, DECLARED["waveform-noise"].summary)  # generated without a root
     assert status("waveform-noise", tmp_path) == (
-        False, f"expected {waveform.FILE} in {tmp_path} (without a root: generated)")
+        False,
+        f"expected {waveform.FILE} in {tmp_path} (without a root: generated)",
+    )
     (tmp_path / waveform.FILE).write_text("")
     assert status("waveform-noise", tmp_path) == (True, f"found {tmp_path / waveform.FILE}")
     found, where = status("cifar10", tmp_path)
@@ -61,8 +69,9 @@ def test_status_is_the_loaders_find_or_the_declared_summary(tmp_path):
 def test_a_config_accepts_exactly_the_declared_names():
     for name in DATASET_NAMES:
         assert StudyConfig(dataset=name, architectures=1).dataset == name
-    with pytest.raises(SpecError, match="study.dataset = 'imagenet': must be one of " + ", ".join(
-            repr(n) for n in DATASET_NAMES)):
+    with pytest.raises(
+        SpecError, match="study.dataset = 'imagenet': must be one of " + ", ".join(repr(n) for n in DATASET_NAMES)
+    ):
         StudyConfig(dataset="imagenet", architectures=1)
 
 
@@ -77,7 +86,8 @@ def test_each_built_in_dataset_loads_as_declared(d: DatasetDeclaration):
 def test_the_declared_options_are_the_loaders_own():
     blocks = DECLARED["checkerboard"].options["blocks"]
     assert blocks.values == checkerboard.BLOCK_CHOICES and DECLARED["checkerboard"].defaults == {
-        "blocks": checkerboard.DEFAULT_BLOCKS}
+        "blocks": checkerboard.DEFAULT_BLOCKS
+    }
     assert load_dataset("checkerboard").meta["options"] == {"blocks": checkerboard.DEFAULT_BLOCKS}
     assert [d.name for d in DATASET_DECLARATIONS if d.reads_root] == [waveform.NAME] + [d.name for d in FILES]
 
@@ -99,8 +109,14 @@ def test_better_than_random_per_dataset():
     """The NLC paper's thresholds (figures 7 and 8: 80% on CIFAR10, 10 labels; 50% on waveform-noise, 3 labels),
     CIFAR10's for the other 10-label image sets MNIST and Fashion-MNIST, and 90% of the chance error for the
     sets the paper did not study (checkerboard 0.45, digits 0.81) and for undeclared names."""
-    expected = {"waveform-noise": 0.5, "checkerboard": 0.45, "digits": 0.81, "mnist": 0.8, "fashion-mnist": 0.8,
-                "cifar10": 0.8}
+    expected = {
+        "waveform-noise": 0.5,
+        "checkerboard": 0.45,
+        "digits": 0.81,
+        "mnist": 0.8,
+        "fashion-mnist": 0.8,
+        "cifar10": 0.8,
+    }
     assert set(expected) == set(DATASET_NAMES)
     for name, value in expected.items():
         assert better_than_random(name) == pytest.approx(value, abs=1e-15), name

@@ -28,8 +28,16 @@ from ray.autoscaler._private.util import validate_config
 from archstudy.sampling import EXTENDED, SpecError
 from archstudy.study.cli import main
 from archstudy.study.execution.cluster import (
-    HEAD_TYPE, LOGICAL_GPUS_ENV, Scale, _free_port, _stop_session, autoscaling_config, read_cluster_file,
-    session_processes, start, stop,
+    HEAD_TYPE,
+    LOGICAL_GPUS_ENV,
+    Scale,
+    _free_port,
+    _stop_session,
+    autoscaling_config,
+    read_cluster_file,
+    session_processes,
+    start,
+    stop,
 )
 from archstudy.study.execution.driver import run_study
 from archstudy.study.execution.state import survey
@@ -43,7 +51,10 @@ CLUSTER_YAML = ROOT / "cluster.yaml"
 # -- the translation ----------------------------------------------------------------------------------------
 def _stated_in_comments(text: str) -> dict:
     """instance type -> (GPUs, vCPUs) as cluster.yaml's comments state them ("# p5.4xlarge: 1 x H100 80 GB, 16 vCPU")."""
-    return {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(r"#\s*([a-z0-9]+\.[a-z0-9]+): (\d+) x [^,]+, (\d+) vCPU", text)}
+    return {
+        m[1]: (int(m[2]), int(m[3]))
+        for m in re.finditer(r"#\s*([a-z0-9]+\.[a-z0-9]+): (\d+) x [^,]+, (\d+) vCPU", text)
+    }
 
 
 def test_the_project_file_translates_to_its_instances_gpus_as_logical_gpus_on_a_cpu_0_head():
@@ -82,13 +93,16 @@ def _write(tmp_path, data) -> Path:
     return path
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda d: d["available_node_types"]["gpu.h100"]["node_config"].update(InstanceType="x9.huge"), "resources"),
-    (lambda d: d.update(head_node_type="nope"), "head_node_type"),
-    (lambda d: d["available_node_types"]["gpu.h100"].update(min_workers=9), "min_workers"),
-    (lambda d: d["available_node_types"]["gpu.h100"].update(resources={"GPU": -1}), "GPU"),
-    (lambda d: d.pop("available_node_types"), "available_node_types"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda d: d["available_node_types"]["gpu.h100"]["node_config"].update(InstanceType="x9.huge"), "resources"),
+        (lambda d: d.update(head_node_type="nope"), "head_node_type"),
+        (lambda d: d["available_node_types"]["gpu.h100"].update(min_workers=9), "min_workers"),
+        (lambda d: d["available_node_types"]["gpu.h100"].update(resources={"GPU": -1}), "GPU"),
+        (lambda d: d.pop("available_node_types"), "available_node_types"),
+    ],
+)
 def test_a_file_that_cannot_be_translated_is_a_one_line_error_naming_the_field(tmp_path, change, field):
     data = yaml.safe_load(CLUSTER_YAML.read_text())
     change(data)
@@ -103,8 +117,12 @@ def test_declared_resources_win_over_the_instance_table(tmp_path):
     data["available_node_types"]["gpu.h100"]["node_config"]["InstanceType"] = "x9.huge"  # unknown: not needed
     t = next(t for t in read_cluster_file(_write(tmp_path, data)).workers if t.name == "gpu.h100")
     assert (t.cpus, t.gpus, t.custom) == (1, 2, {"spot": 1})
-    assert autoscaling_config(read_cluster_file(_write(tmp_path, data)), Scale(), "h:1")[
-        "available_node_types"]["gpu.h100"]["resources"]["spot"] == 1
+    assert (
+        autoscaling_config(read_cluster_file(_write(tmp_path, data)), Scale(), "h:1")["available_node_types"][
+            "gpu.h100"
+        ]["resources"]["spot"]
+        == 1
+    )
 
 
 def test_logical_gpus_train_on_cpu_only_in_rehearsal_mode(monkeypatch):
@@ -143,9 +161,11 @@ def _alive(pid: int) -> bool:
 def test_only_processes_naming_the_session_and_their_descendants_are_its_own(tmp_path):
     session = str(tmp_path / "session_1")
     mine = subprocess.Popen([sys.executable, "-c", PARENT, f"--session_dir={session}"])
-    other = [subprocess.Popen([sys.executable, "-c", SLEEP, f"--session_dir={session}0"]),  # a sibling session
-             subprocess.Popen([sys.executable, "-c", SLEEP, f"{session}/logs/monitor.log"]),  # e.g. `tail -f` of a log
-             subprocess.Popen([sys.executable, "-c", SLEEP, f"--temp-dir={tmp_path}"])]
+    other = [
+        subprocess.Popen([sys.executable, "-c", SLEEP, f"--session_dir={session}0"]),  # a sibling session
+        subprocess.Popen([sys.executable, "-c", SLEEP, f"{session}/logs/monitor.log"]),  # e.g. `tail -f` of a log
+        subprocess.Popen([sys.executable, "-c", SLEEP, f"--temp-dir={tmp_path}"]),
+    ]
     try:
         deadline = time.monotonic() + 30
         while len(session_processes(session)) < 2 and time.monotonic() < deadline:
@@ -164,11 +184,23 @@ def test_only_processes_naming_the_session_and_their_descendants_are_its_own(tmp
 
 
 # -- a study under the real autoscaler (slow) ---------------------------------------------------------------
-CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
-                 "proxy_batch_size": 32}
-KEYS = {"dataset": "waveform-noise", "architectures": 4, "param_budget": 3000, "seed": 11,
-        "space": EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict(),
-        "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2}, "metrics": CHEAP_METRICS, "max_retries": 1}
+CHEAP_METRICS = {
+    "nlc_batches": 4,
+    "gradient_batches": 2,
+    "variability_grid": 8,
+    "variability_planes": 1,
+    "proxy_batch_size": 32,
+}
+KEYS = {
+    "dataset": "waveform-noise",
+    "architectures": 4,
+    "param_budget": 3000,
+    "seed": 11,
+    "space": EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict(),
+    "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
+    "metrics": CHEAP_METRICS,
+    "max_retries": 1,
+}
 # What legitimately differs between two computations of the same architecture on different workers.
 VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt", "host", "device"}
 
@@ -182,6 +214,7 @@ def _values(df: pd.DataFrame) -> pd.DataFrame:
 @contextmanager
 def deadline(seconds: int, what: str):
     """Fail (instead of hanging the suite) if the body takes longer than ``seconds``."""
+
     def expired(signum, frame):
         raise TimeoutError(f"{what}: still not done after {seconds} s")
 
@@ -230,8 +263,13 @@ def test_a_study_from_zero_gpu_nodes_under_the_autoscaler_equals_the_embedded_ru
         ray.shutdown()
 
     t0 = time.monotonic()
-    rehearsal = start(read_cluster_file(CLUSTER_YAML), Scale(node_cpus=2, max_nodes=2, idle_timeout_minutes=0.05),
-                      port=_free_port(), dashboard=False, update_interval_s=1)
+    rehearsal = start(
+        read_cluster_file(CLUSTER_YAML),
+        Scale(node_cpus=2, max_nodes=2, idle_timeout_minutes=0.05),
+        port=_free_port(),
+        dashboard=False,
+        update_interval_s=1,
+    )
     started_s = time.monotonic() - t0
     seen, watching = {}, threading.Event()
     watcher = threading.Thread(target=_watch_raylets, args=(rehearsal, seen, watching), daemon=True)
@@ -243,8 +281,11 @@ def test_a_study_from_zero_gpu_nodes_under_the_autoscaler_equals_the_embedded_ru
                 head = [n for n in ray.nodes() if n["Alive"]]
                 assert len(head) == 1 and head[0]["Resources"].get("CPU", 0) == 0  # from zero workers
                 submitted, box = time.monotonic(), {}
-                driver = threading.Thread(target=lambda: box.setdefault("result", run_study(
-                    KEYS, study, address=rehearsal.address, gpus_per_arch=0.25, progress=None)))
+                driver = threading.Thread(
+                    target=lambda: box.setdefault(
+                        "result", run_study(KEYS, study, address=rehearsal.address, gpus_per_arch=0.25, progress=None)
+                    )
+                )
                 driver.start()
                 # While it runs, `archstudy status` says which node runs which architecture.
                 where = _wait_for(lambda: _nodes_in_progress(study), what="architectures in progress on a node")
@@ -259,7 +300,9 @@ def test_a_study_from_zero_gpu_nodes_under_the_autoscaler_equals_the_embedded_ru
         assert workers and {n["type"] for n in workers} <= {"gpu.h100", "gpu.a100x8", "gpu.h100x8"}
         for name, node in where.items():
             assert node["type"] in {n["type"] for n in workers} and node["node_id"] in {n["node_id"] for n in workers}
-            assert re.search(rf"^  {name}  node {re.escape(node['ip'])} \({node['type']}, {node['node_id']}\)$", out, re.M)
+            assert re.search(
+                rf"^  {name}  node {re.escape(node['ip'])} \({node['type']}, {node['node_id']}\)$", out, re.M
+            )
         first_node_s = min(n["seen"] for n in workers) - submitted
         # Idle worker nodes are removed after the idle timeout (3 s here), the head stays.
         with deadline(120, "the idle scale-down"):
@@ -283,8 +326,9 @@ def test_a_study_from_zero_gpu_nodes_under_the_autoscaler_equals_the_embedded_ru
 
     embedded, cluster = Store(tmp_path / "embedded"), Store(tmp_path / "cluster")
     for table in ("architectures", "runs"):
-        pd.testing.assert_frame_equal(_values(cluster.read_table(table)), _values(embedded.read_table(table)),
-                                      check_exact=True)
+        pd.testing.assert_frame_equal(
+            _values(cluster.read_table(table)), _values(embedded.read_table(table)), check_exact=True
+        )
     assert set(cluster.read_table("architectures")["device"]) == {"cpu"}
     print(f"rehearsal: started in {started_s:.1f} s, first GPU node {first_node_s:.1f} s after submitting")
 
@@ -319,8 +363,13 @@ def test_the_provider_forgets_a_node_whose_raylet_died_as_ec2_forgets_a_reclaime
     head = provider.non_terminated_nodes({})
     tags = {TAG_RAY_NODE_KIND: "worker"}
     lost, alive, agentless = _StandInNode(["raylet"]), _StandInNode([]), _StandInNode(["dashboard_agent"])
-    provider._nodes.update({"lost": {"tags": tags, "node": lost}, "alive": {"tags": tags, "node": alive},
-                            "agentless": {"tags": tags, "node": agentless}})
+    provider._nodes.update(
+        {
+            "lost": {"tags": tags, "node": lost},
+            "alive": {"tags": tags, "node": alive},
+            "agentless": {"tags": tags, "node": agentless},
+        }
+    )
     assert sorted(provider.non_terminated_nodes({})) == sorted(head + ["alive", "agentless"])
     assert lost.killed and not alive.killed and not agentless.killed  # what was left of the lost one is ended
     assert provider.non_terminated_nodes({TAG_RAY_NODE_KIND: "worker"}) == ["alive", "agentless"]

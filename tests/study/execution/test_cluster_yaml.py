@@ -19,8 +19,12 @@ CONFIG = yaml.safe_load((ROOT / "cluster.yaml").read_text())
 FAST_FP64 = {"p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en"}  # V100, A100, H100 (H200) families
 SLOW_FP64 = {"g4dn", "g4ad", "g5", "g5g", "g6", "g6e", "gr6"}  # T4, A10G, L4, L40S: FP64 at 1/32-1/64 of FP32
 # The GPUs of the worker instance types (AWS), and FP64 rates without tensor cores (NVIDIA data sheets, TFLOP/s).
-INSTANCE_GPUS = {"p3dn.24xlarge": ("V100", 8), "p4d.24xlarge": ("A100", 8), "p5.4xlarge": ("H100", 1),
-                 "p5.48xlarge": ("H100", 8)}
+INSTANCE_GPUS = {
+    "p3dn.24xlarge": ("V100", 8),
+    "p4d.24xlarge": ("A100", 8),
+    "p5.4xlarge": ("H100", 1),
+    "p5.48xlarge": ("H100", 8),
+}
 FP64_TFLOPS = {"V100": 7.8, "A100": 9.7, "H100": 34.0}
 
 
@@ -32,8 +36,13 @@ def test_ray_accepts_the_file_with_its_own_schema():
     prepared = prepare_config(copy.deepcopy(CONFIG))
     validate_config(prepared)  # raises on any field Ray's ray-schema.json does not allow
     # Every command list is ours, not defaults.yaml's (which would install a nightly Ray wheel).
-    for key in ("setup_commands", "head_setup_commands", "worker_setup_commands", "head_start_ray_commands",
-                "worker_start_ray_commands"):
+    for key in (
+        "setup_commands",
+        "head_setup_commands",
+        "worker_setup_commands",
+        "head_start_ray_commands",
+        "worker_start_ray_commands",
+    ):
         assert key in CONFIG, key
 
 
@@ -113,8 +122,9 @@ def offline(monkeypatch, tmp_path):
     # Only these: Ray's launcher lists every instance type of the region, which moto would serialize for seconds.
     monkeypatch.setattr(ec2_types.InstanceTypeBackend, "instance_types", [ec2_types.InstanceType(n) for n in names])
     policies = json.loads(iam_models.aws_managed_policies_data)
-    monkeypatch.setattr(iam_models, "aws_managed_policies_data",
-                        json.dumps({name: policies[name] for name in RAY_NODE_POLICIES}))
+    monkeypatch.setattr(
+        iam_models, "aws_managed_policies_data", json.dumps({name: policies[name] for name in RAY_NODE_POLICIES})
+    )
     import ray.autoscaler._private.aws.config as aws_config
 
     waits: list = []  # Ray waits 15 s for IAM to propagate a new role and profile: not in a fake AWS
@@ -156,4 +166,3 @@ def test_ray_up_prepares_the_file_with_the_aws_provider_offline(offline, tmp_pat
     assert head["ImageId"].startswith("ami-") and len(head["SubnetIds"]) == len(zones) and head["SecurityGroupIds"]
     key = Path(ready["auth"]["ssh_private_key"])
     assert key.is_file() and tmp_path in key.parents  # the key pair Ray created, under the fake home
-

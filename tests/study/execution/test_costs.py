@@ -9,14 +9,29 @@ from archstudy.study import load_dataset
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.protocol import Protocol
 from archstudy.study.execution.costs import (
-    PAST, Forecast, count_text, describe_protocol, duration, expected_epochs, plan_line, probe,
+    PAST,
+    Forecast,
+    count_text,
+    describe_protocol,
+    duration,
+    expected_epochs,
+    plan_line,
+    probe,
 )
 from archstudy.study.execution.unit import plan_units
 from archstudy.study.perf.profiles import EXPECTED_STACK_EPOCHS
 from archstudy.study.perf.projection import SCHEDULE_FLOOR
 
-CONFIG = StudyConfig(dataset="waveform-noise", architectures=3, param_budget=1500, seed=2, siblings=["norm"],
-                     protocol={"preset": "quick", "num_lrs": 2, "max_epochs": 2}, d_in=40, d_out=3)
+CONFIG = StudyConfig(
+    dataset="waveform-noise",
+    architectures=3,
+    param_budget=1500,
+    seed=2,
+    siblings=["norm"],
+    protocol={"preset": "quick", "num_lrs": 2, "max_epochs": 2},
+    d_in=40,
+    d_out=3,
+)
 
 
 def test_expected_epochs_follow_the_schedule():
@@ -84,8 +99,17 @@ def test_a_unit_in_training_counts_its_own_epochs_left():
     f = Forecast(todo=1, slots=1)
     f.seen(["a"], now=0.0)
     f.finished("z", now=0.0)  # not in flight: ignored
-    f.observe({"a": {"stage": "training", "epoch": 5, "expected_epochs": 20, "train_elapsed_s": 10.0,
-                     "probe": {"train_s": 1000.0}}})
+    f.observe(
+        {
+            "a": {
+                "stage": "training",
+                "epoch": 5,
+                "expected_epochs": 20,
+                "train_elapsed_s": 10.0,
+                "probe": {"train_s": 1000.0},
+            }
+        }
+    )
     seconds, past = f.eta(0, 0, 1, now=11.0)
     assert seconds == pytest.approx(10.0 * 15 / 5) and not past
     assert f.detail({"a": "0"}) == "#0 epoch 5"

@@ -19,8 +19,15 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 def ray_session():
     # address="local": a Ray of this module's own, even where `ray start` or a ray.cluster_utils.Cluster has
     # written /tmp/ray/ray_current_cluster (which a plain ray.init() would join).
-    ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False,
-             logging_level=logging.ERROR, object_store_memory=100 * 2**20)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        num_gpus=1,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+        object_store_memory=100 * 2**20,
+    )
     yield
     ray.shutdown()
 
@@ -51,9 +58,13 @@ def _flaky_span(payload, attempt):
 
 def _collect(engine, jobs, **kwargs):
     done, failed, ticks = {}, {}, []
-    tally = engine.execute(jobs, on_done=lambda j, r, a: done.__setitem__(j.key, (r, a)),
-                       on_failed=lambda j, f, a: failed.__setitem__(j.key, (f, a)),
-                       on_tick=lambda t: ticks.append((t.done, t.failed, len(t.in_flight))), **kwargs)
+    tally = engine.execute(
+        jobs,
+        on_done=lambda j, r, a: done.__setitem__(j.key, (r, a)),
+        on_failed=lambda j, f, a: failed.__setitem__(j.key, (f, a)),
+        on_tick=lambda t: ticks.append((t.done, t.failed, len(t.in_flight))),
+        **kwargs,
+    )
     return done, failed, ticks, tally
 
 
@@ -85,8 +96,11 @@ def test_capacity_follows_the_cluster_resources():
 
 
 def test_a_failing_job_is_retried_then_reported_and_never_stops_the_others():
-    jobs = [Job("ok", {"value": 3}), Job("flaky", {"value": 4, "raise_on": (1,)}),
-            Job("bad", {"value": 5, "raise_on": (1, 2, 3)})]
+    jobs = [
+        Job("ok", {"value": 3}),
+        Job("flaky", {"value": 4, "raise_on": (1,)}),
+        Job("bad", {"value": 5, "raise_on": (1, 2, 3)}),
+    ]
     done, failed, _, tally = _collect(Engine(_flaky, max_retries=2, tick_s=0.1), jobs)
     assert done["ok"] == ({"value": 9, "attempt": 1, "pid": done["ok"][0]["pid"]}, 1)
     assert done["flaky"][0]["value"] == 16 and done["flaky"][1] == 2
@@ -123,19 +137,24 @@ def test_rejected_results_count_as_failed_attempts():
             raise Rejected("SchemaError: column 'nlc' missing")
 
     failed = {}
-    Engine(_flaky, max_retries=1, tick_s=0.1).execute([Job("r", {"value": 1})], on_done=on_done,
-                                                   on_failed=lambda j, f, a: failed.setdefault(j.key, f))
+    Engine(_flaky, max_retries=1, tick_s=0.1).execute(
+        [Job("r", {"value": 1})], on_done=on_done, on_failed=lambda j, f, a: failed.setdefault(j.key, f)
+    )
     assert seen == [1, 2] and not failed
 
 
 def test_gpu_jobs_run_on_a_reused_actor_pool_packed_by_fractional_gpus_and_dead_actors_are_replaced():
     engine = Engine(_flaky_span, cpus=0.5, gpus=0.5, max_retries=1, tick_s=0.1)
     jobs = [Job("dies", {"sleep": 0.3, "value": 3, "die_on": (1,)})] + [
-        Job(i, {"sleep": 0.3, "value": i}) for i in range(5)]
+        Job(i, {"sleep": 0.3, "value": i}) for i in range(5)
+    ]
     pool, done, failed = [], {}, {}
-    engine.execute(jobs, on_done=lambda j, r, a: done.__setitem__(j.key, (r, a)),
-               on_failed=lambda j, f, a: failed.__setitem__(j.key, (f, a)),
-               on_tick=lambda t: pool.append((engine.pool_size(), len(t.in_flight))))
+    engine.execute(
+        jobs,
+        on_done=lambda j, r, a: done.__setitem__(j.key, (r, a)),
+        on_failed=lambda j, f, a: failed.__setitem__(j.key, (f, a)),
+        on_tick=lambda t: pool.append((engine.pool_size(), len(t.in_flight))),
+    )
     assert not failed and len(done) == 6
     assert done["dies"][1] == 2 and done["dies"][0]["value"] == 9  # retried on a fresh actor
     # One GPU / 0.5 per job: a pool of two actors (never more, a dead one replaced), two jobs in flight, each
@@ -189,8 +208,11 @@ def test_any_exception_of_a_job_keeps_its_one_line_reason_and_every_failed_attem
     ``on_retry``, the last one ``on_failed``, with the worker's traceback as the detail."""
     retries, failed = [], {}
     Engine(_raises_unrebuildable, max_retries=1, tick_s=0.1).execute(
-        [Job("u", {})], on_done=lambda j, r, a: None, on_failed=lambda j, f, a: failed.setdefault(j.key, (f, a)),
-        on_retry=lambda j, f, a: retries.append((j.key, f.reason, a)))
+        [Job("u", {})],
+        on_done=lambda j, r, a: None,
+        on_failed=lambda j, f, a: failed.setdefault(j.key, (f, a)),
+        on_retry=lambda j, f, a: retries.append((j.key, f.reason, a)),
+    )
     reason = "SpecError: data.val.x = (0, 2): must have shape [N >= 1, d_in = 2]"
     assert retries == [("u", reason, 1)]
     failure, attempts = failed["u"]

@@ -26,18 +26,35 @@ from archstudy.sampling import EXTENDED, UserError
 from archstudy.study.cli import main
 from archstudy.study.execution.store import Store
 
-CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
-                 "proxy_batch_size": 32}
+CHEAP_METRICS = {
+    "nlc_batches": 4,
+    "gradient_batches": 2,
+    "variability_grid": 8,
+    "variability_planes": 1,
+    "proxy_batch_size": 32,
+}
 SPACE = EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict()
-KEYS = {"dataset": "waveform-noise", "architectures": 2, "param_budget": 3000, "seed": 11, "space": SPACE,
-        "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2}, "metrics": CHEAP_METRICS, "max_retries": 1}
+KEYS = {
+    "dataset": "waveform-noise",
+    "architectures": 2,
+    "param_budget": 3000,
+    "seed": 11,
+    "space": SPACE,
+    "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
+    "metrics": CHEAP_METRICS,
+    "max_retries": 1,
+}
 VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt"}
 
 
 # Credentials for the local S3 server (any pass there). Every process that opens an s3:// study needs them: the
 # driver and every Ray worker (a worker reads and writes checkpoints), so they are set before Ray starts.
-S3_ENV = {"AWS_ACCESS_KEY_ID": "archstudy-test", "AWS_SECRET_ACCESS_KEY": "archstudy-test",
-          "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+S3_ENV = {
+    "AWS_ACCESS_KEY_ID": "archstudy-test",
+    "AWS_SECRET_ACCESS_KEY": "archstudy-test",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +62,7 @@ def local_ray():
     with pytest.MonkeyPatch.context() as mp:
         for key, value in S3_ENV.items():
             mp.setenv(key, value)
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.ERROR)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
         yield
         ray.shutdown()
 
@@ -98,12 +114,16 @@ def one_line_error(argv, capsys, command="resume") -> str:
 
 
 # -- one study, one science config ------------------------------------------------------------------------
-@pytest.mark.parametrize("edit, differs", [
-    ({"seed": 12}, "seed (11 in the results, 12 here)"),  # other architectures: the old files are in no plan
-    ({"protocol": {"max_epochs": 3}}, "protocol.max_epochs (2 in the results, 3 here)"),  # the same names
-])
-def test_a_study_yaml_edited_after_results_were_written_is_refused_and_nothing_changes(reference, tmp_path, capsys,
-                                                                                      edit, differs):
+@pytest.mark.parametrize(
+    "edit, differs",
+    [
+        ({"seed": 12}, "seed (11 in the results, 12 here)"),  # other architectures: the old files are in no plan
+        ({"protocol": {"max_epochs": 3}}, "protocol.max_epochs (2 in the results, 3 here)"),  # the same names
+    ],
+)
+def test_a_study_yaml_edited_after_results_were_written_is_refused_and_nothing_changes(
+    reference, tmp_path, capsys, edit, differs
+):
     study = copy_of(reference, tmp_path)
     edit_yaml(study, **edit)
     before = snapshot(study)
@@ -129,7 +149,6 @@ def test_force_config_never_mixes_a_new_config_into_finished_rows(reference, tmp
     line = one_line_error(["run", "--config", str(cfg), "--out", str(study), "--force-config"], capsys, "run")
     assert "seed (11 in the results, 12 here)" in line
     assert snapshot(study) == before
-
 
 
 def test_result_files_of_this_config_that_no_unit_of_its_plan_names_are_refused_too(reference, tmp_path, capsys):
@@ -158,7 +177,8 @@ class Planted:
 
 
 def test_a_planted_checkpoint_is_never_executed_on_resume_and_the_study_ends_as_an_uninterrupted_one(
-        reference, tmp_path, capsys):
+    reference, tmp_path, capsys
+):
     import torch
 
     study = copy_of(reference, tmp_path)
@@ -171,8 +191,12 @@ def test_a_planted_checkpoint_is_never_executed_on_resume_and_the_study_ends_as_
     assert main(["resume", str(study)]) == 0
     err = capsys.readouterr().err
     assert not marker.exists()
-    assert re.search(rf"^archstudy: {name}: checkpoint \S+{name}\.pt: not a valid checkpoint \(UnpicklingError: "
-                     r".*\); discarded; training starts afresh$", err, re.M), err
+    assert re.search(
+        rf"^archstudy: {name}: checkpoint \S+{name}\.pt: not a valid checkpoint \(UnpicklingError: "
+        r".*\); discarded; training starts afresh$",
+        err,
+        re.M,
+    ), err
     for mine, ref in zip(values(study), values(reference)):
         pd.testing.assert_frame_equal(mine, ref, check_exact=True)
     assert Store(study).names("checkpoints", ".pt") == []
@@ -180,7 +204,8 @@ def test_a_planted_checkpoint_is_never_executed_on_resume_and_the_study_ends_as_
 
 # -- two drivers racing for a new directory ------------------------------------------------------------------
 def test_a_driver_that_finds_a_study_created_while_it_started_refuses_instead_of_overwriting_it(
-        local_ray, tmp_path, monkeypatch):
+    local_ray, tmp_path, monkeypatch
+):
     """B checks that the directory is new, then pauses (as in a slow Ray start) before it takes the lock; A
     creates the study with another seed and finishes. B, continued, must not rewrite study.yaml or mix seeds."""
     from archstudy.study.execution import driver
@@ -214,7 +239,8 @@ def test_a_driver_that_finds_a_study_created_while_it_started_refuses_instead_of
     b.join(120)
     assert "result" not in box and str(box["error"]) == (
         f"{study}: another driver created a study here while this one started (seed 5 in its study.yaml); "
-        "nothing was changed: run the command again to continue that study, or choose another directory")
+        "nothing was changed: run the command again to continue that study, or choose another directory"
+    )
     assert snapshot(study) == before and Store(study).read_config().seed == 5
 
 
@@ -276,20 +302,39 @@ def _session(sid: int) -> list[tuple[int, bytes]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum, moment", [
-    (signal.SIGINT, b"raylet/raylet"),  # the raylet has just been started (its agents follow)
-    (signal.SIGTERM, b"raylet/raylet"),
-    (signal.SIGTERM, b"ray::DashboardAgent"),  # the raylet's agents are up
-])
+@pytest.mark.parametrize(
+    "signum, moment",
+    [
+        (signal.SIGINT, b"raylet/raylet"),  # the raylet has just been started (its agents follow)
+        (signal.SIGTERM, b"raylet/raylet"),
+        (signal.SIGTERM, b"ray::DashboardAgent"),  # the raylet's agents are up
+    ],
+)
 def test_an_interrupt_while_ray_starts_shuts_it_all_down_and_says_interrupted(signum, moment, tmp_path):
     """SIGINT (Ctrl-C) or SIGTERM (`kill`, `ray job stop`) at a moment of the embedded Ray's start: the driver
     says "interrupted" (exit 130), writes nothing, and leaves no Ray process behind (its session is empty)."""
     out = tmp_path / "s"
-    argv = ["run", "--dataset", "waveform-noise", "--architectures", "1", "--param-budget", "3000", "--protocol",
-            "quick", "--out", str(out)]
-    proc = subprocess.Popen([sys.executable, "-m", "archstudy.study.cli", *argv],
-                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    argv = [
+        "run",
+        "--dataset",
+        "waveform-noise",
+        "--architectures",
+        "1",
+        "--param-budget",
+        "3000",
+        "--protocol",
+        "quick",
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "archstudy.study.cli", *argv],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 240
         while not any(moment in cmd for _, cmd in _session(proc.pid)):
@@ -323,8 +368,11 @@ def s3_endpoint():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -341,26 +389,45 @@ def s3_endpoint():
 
 
 def test_a_study_on_an_s3_server_killed_and_resumed_reads_back_as_the_same_study_on_a_local_disk(
-        local_ray, reference, s3_endpoint, tmp_path, capsys):
+    local_ray, reference, s3_endpoint, tmp_path, capsys
+):
     """Through pyarrow's S3 client (the endpoint in the URI): the driver is SIGKILLed after its first commit,
     `archstudy resume` finishes the study, `status` and `report` read it back, and its rows are the local
     study's, value for value."""
     import pyarrow.fs as pafs
 
     query = f"endpoint_override={s3_endpoint}&scheme=http"
-    pafs.FileSystem.from_uri(f"s3://archstudy-test?{query}&allow_bucket_creation=true")[0].create_dir(
-        "archstudy-test")
+    pafs.FileSystem.from_uri(f"s3://archstudy-test?{query}&allow_bucket_creation=true")[0].create_dir("archstudy-test")
     uri = f"s3://archstudy-test/studies/wave?{query}"
     cfg = tmp_path / "keys.yaml"
     cfg.write_text(yaml.safe_dump(KEYS))
     fs, root = pafs.FileSystem.from_uri(uri)
-    committed = lambda: [i for i in fs.get_file_info(pafs.FileSelector(f"{root}/architectures", allow_not_found=True))
-                         if i.base_name.endswith(".parquet")]  # noqa: E731
+    committed = lambda: [
+        i
+        for i in fs.get_file_info(pafs.FileSelector(f"{root}/architectures", allow_not_found=True))
+        if i.base_name.endswith(".parquet")
+    ]  # noqa: E731
     # A driver connected to this module's Ray, one architecture at a time: killed after its first commit.
-    driver = subprocess.Popen([sys.executable, "-m", "archstudy.study.cli", "run", "--config", str(cfg), "--out", uri,
-                               "--address", ray.get_runtime_context().gcs_address, "--max-in-flight", "1"],
-                              cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "archstudy.study.cli",
+            "run",
+            "--config",
+            str(cfg),
+            "--out",
+            uri,
+            "--address",
+            ray.get_runtime_context().gcs_address,
+            "--max-in-flight",
+            "1",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 300
         while not committed():
@@ -406,11 +473,17 @@ def _injected_folder_failure(monkeypatch, study: Path, cause: str) -> None:
     monkeypatch.setattr(Store, "_local_folder", folder)
 
 
-@pytest.mark.parametrize("cause, why", [("disk full", "No space left on device"),
-                                        ("read-only", "Permission denied"),
-                                        ("vanished", "the study directory {study} is gone")])
-def test_a_study_directory_that_stops_accepting_writes_stops_the_driver_in_one_line(local_ray, reference, tmp_path,
-                                                                                     monkeypatch, cause, why):
+@pytest.mark.parametrize(
+    "cause, why",
+    [
+        ("disk full", "No space left on device"),
+        ("read-only", "Permission denied"),
+        ("vanished", "the study directory {study} is gone"),
+    ],
+)
+def test_a_study_directory_that_stops_accepting_writes_stops_the_driver_in_one_line(
+    local_ray, reference, tmp_path, monkeypatch, cause, why
+):
     """It was a traceback (PermissionError ... .parquet.tmp-... from store.write_bytes). Now: one line saying where,
     why and that `archstudy resume` continues; the engine's jobs cancelled; the committed architecture and
     everything else stored intact (and a vanished directory never made again); the resume ends with the
@@ -426,7 +499,9 @@ def test_a_study_directory_that_stops_accepting_writes_stops_the_driver_in_one_l
         rf"{re.escape(str(study))}: the study stopped: cannot write (architectures/\d{{6}}-[0-9a-f]{{16}}\.parquet|\.) "
         rf"\({re.escape(why.format(study=study))}\); every architecture committed before is kept and nothing stored "
         rf"was damaged: `archstudy resume {re.escape(str(study))}` continues it once the location accepts writes "
-        r"again", str(e.value)), str(e.value)
+        r"again",
+        str(e.value),
+    ), str(e.value)
     deadline = time.monotonic() + 60  # the job in flight was cancelled: its CPU is free again
     while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -462,8 +537,10 @@ def test_a_link_inside_an_untrusted_study_is_refused_before_anything_is_written(
     target.symlink_to(elsewhere / entry)
     before = snapshot(study)
     line = one_line_error(["resume", str(study)], capsys)
-    assert line.endswith(f"{study}: {entry} is a symbolic link (to {elsewhere / entry}); a study never writes through "
-                         "a link, so nothing was run: replace it with a real directory (or file)")
+    assert line.endswith(
+        f"{study}: {entry} is a symbolic link (to {elsewhere / entry}); a study never writes through "
+        "a link, so nothing was run: replace it with a real directory (or file)"
+    )
     assert snapshot(study) == before and list(elsewhere.iterdir()) == []
 
 
@@ -480,7 +557,8 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
 def test_an_exception_a_worker_raises_reaches_the_progress_line_and_status_with_its_own_reason(
-        local_ray, tmp_path, monkeypatch, capsys):
+    local_ray, tmp_path, monkeypatch, capsys
+):
     """It arrived as "UnserializableException: Failed to deserialize exception", the real reason only at the end
     of failed/*.json. The memory estimate is printed with the plan."""
     from archstudy.study.execution import driver
@@ -494,8 +572,12 @@ def test_an_exception_a_worker_raises_reaches_the_progress_line_and_status_with_
     text = log.getvalue()
     assert f"archstudy: {name}: attempt 1 failed: {reason}; trying again\n" in text
     assert f"archstudy: {name} failed after 2 attempt(s): {reason}\n" in text
-    assert re.search(r"^archstudy: memory: the largest architecture needs about \d[\d.]* (kB|MB) \([\d,]+ parameters "
-                     r"x 3 runs x 4 copies x 8 bytes = ", text, re.M), text
+    assert re.search(
+        r"^archstudy: memory: the largest architecture needs about \d[\d.]* (kB|MB) \([\d,]+ parameters "
+        r"x 3 runs x 4 copies x 8 bytes = ",
+        text,
+        re.M,
+    ), text
     record = json.loads((study / "failed" / f"{name}.json").read_text())
     assert record["reason"] == reason and "_raises_a_spec_error" in record["detail"]
     assert main(["status", str(study)]) == 0
@@ -512,7 +594,8 @@ def _bucket(endpoint: str, name: str) -> str:
 
 
 def test_of_many_drivers_taking_an_s3_lock_at_once_exactly_one_holds_it_and_a_gone_owner_is_taken_over(
-        local_ray, s3_endpoint):
+    local_ray, s3_endpoint
+):
     """The conditional create against the S3 server: six takers released together by a barrier, one wins; the
     lock is deleted on the way out; a lock left by a process of this host that has ended is taken over."""
     from archstudy.study.execution.object_lock import ObjectLock
@@ -540,8 +623,10 @@ def test_of_many_drivers_taking_an_s3_lock_at_once_exactly_one_holds_it_and_a_go
     for t in threads:
         t.join(60)
     assert outcomes.count("held") == 1, outcomes
-    assert all(o == "held" or f"{uri}: another archstudy driver is running on this study (pid {os.getpid()} on "
-               in o for o in outcomes), outcomes
+    assert all(
+        o == "held" or f"{uri}: another archstudy driver is running on this study (pid {os.getpid()} on " in o
+        for o in outcomes
+    ), outcomes
     assert not Store(uri).exists(".lock")  # released
     # A driver killed by SIGKILL leaves its lock: its process is gone, so the next driver here takes over at once.
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -550,25 +635,51 @@ def test_of_many_drivers_taking_an_s3_lock_at_once_exactly_one_holds_it_and_a_go
     dead.owner.update(pid=int(gone.stdout), pid_start="1")
     dead.client.put_object(Bucket=dead.bucket, Key=dead.key, Body=dead._body())
     with store.driver_lock() as taken:
-        assert taken == f"took over the lock of pid {int(gone.stdout)} on {socket.gethostname()} (its process " \
-                        f"{int(gone.stdout)} on this host has ended)"
-    assert ObjectLock.owner_gone({"host": "elsewhere", "pid": 1, "renewed_unix": time.time() - 61}) == \
-        "its lease was last renewed 61 s ago"
+        assert (
+            taken == f"took over the lock of pid {int(gone.stdout)} on {socket.gethostname()} (its process "
+            f"{int(gone.stdout)} on this host has ended)"
+        )
+    assert (
+        ObjectLock.owner_gone({"host": "elsewhere", "pid": 1, "renewed_unix": time.time() - 61})
+        == "its lease was last renewed 61 s ago"
+    )
     assert ObjectLock.owner_gone({"host": "elsewhere", "pid": 1, "renewed_unix": time.time() - 5}) is None
 
 
 def test_two_drivers_started_together_on_one_s3_study_one_runs_it_and_the_other_is_refused(
-        local_ray, reference, s3_endpoint, tmp_path):
+    local_ray, reference, s3_endpoint, tmp_path
+):
     """Both start at once on a new study (connected to this module's Ray, one architecture at a time, so the one
     that takes the lock holds it while the other arrives): exactly one runs the study to the end, the other is
     refused in one line; the study holds the uninterrupted study's values and no lock."""
     uri = f"s3://archstudy-race/studies/wave?{_bucket(s3_endpoint, 'archstudy-race')}"
     cfg = tmp_path / "keys.yaml"
     cfg.write_text(yaml.safe_dump(KEYS))
-    argv = [sys.executable, "-m", "archstudy.study.cli", "run", "--config", str(cfg), "--out", uri, "--address",
-            ray.get_runtime_context().gcs_address, "--max-in-flight", "1"]
-    drivers = [subprocess.Popen(argv, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    argv = [
+        sys.executable,
+        "-m",
+        "archstudy.study.cli",
+        "run",
+        "--config",
+        str(cfg),
+        "--out",
+        uri,
+        "--address",
+        ray.get_runtime_context().gcs_address,
+        "--max-in-flight",
+        "1",
+    ]
+    drivers = [
+        subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     ends = []
     try:
         for d in drivers:
@@ -581,8 +692,11 @@ def test_two_drivers_started_together_on_one_s3_study_one_runs_it_and_the_other_
     codes = sorted(code for code, _ in ends)
     assert codes == [0, 2], [err[-2000:] for _, err in ends]
     refused = next(err for code, err in ends if code == 2)
-    assert refused.strip().splitlines()[-1].startswith(
-        f"archstudy run: error: {uri}: another archstudy driver is running on this study (pid "), refused[-2000:]
+    assert (
+        refused.strip()
+        .splitlines()[-1]
+        .startswith(f"archstudy run: error: {uri}: another archstudy driver is running on this study (pid ")
+    ), refused[-2000:]
     assert "Traceback" not in refused
     for mine, ref in zip(values(uri), values(reference)):
         pd.testing.assert_frame_equal(mine, ref, check_exact=True)

@@ -25,17 +25,36 @@ from archstudy.study.execution.driver import resume_study, run_study
 from archstudy.study.execution.store import Store
 from archstudy.study.execution.unit import plan_units
 
-CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
-                 "proxy_batch_size": 32}
-KEYS = {"dataset": "waveform-noise", "architectures": 4, "param_budget": 2000, "seed": 3, "preset": "paper",
-        "protocol": {"preset": "quick", "num_lrs": 2, "max_epochs": 2}, "metrics": CHEAP_METRICS, "max_retries": 0}
+CHEAP_METRICS = {
+    "nlc_batches": 4,
+    "gradient_batches": 2,
+    "variability_grid": 8,
+    "variability_planes": 1,
+    "proxy_batch_size": 32,
+}
+KEYS = {
+    "dataset": "waveform-noise",
+    "architectures": 4,
+    "param_budget": 2000,
+    "seed": 3,
+    "preset": "paper",
+    "protocol": {"preset": "quick", "num_lrs": 2, "max_epochs": 2},
+    "metrics": CHEAP_METRICS,
+    "max_retries": 0,
+}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def ray_session():
     # address="local": a new Ray of its own, never one another test run on this machine started
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-             object_store_memory=100 * 2**20)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+        object_store_memory=100 * 2**20,
+    )
     yield
     ray.shutdown()
 
@@ -52,8 +71,10 @@ def init_nlcs(keys, data) -> dict[str, float]:
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return {u.name: measure(build_network(u.spec, u.seed), data, u.spec, options=options, seed=u.seed)["nlc"]
-                for u in plan_units(config)}
+        return {
+            u.name: measure(build_network(u.spec, u.seed), data, u.spec, options=options, seed=u.seed)["nlc"]
+            for u in plan_units(config)
+        }
     finally:
         torch.set_num_threads(n)
 

@@ -37,12 +37,25 @@ from archstudy.study.execution.store import Store
 from archstudy.study.execution.unit import execute_unit
 
 ROOT = Path(__file__).resolve().parents[3]
-CHEAP_METRICS = {"nlc_batches": 4, "gradient_batches": 2, "variability_grid": 8, "variability_planes": 1,
-                 "proxy_batch_size": 32}
+CHEAP_METRICS = {
+    "nlc_batches": 4,
+    "gradient_batches": 2,
+    "variability_grid": 8,
+    "variability_planes": 1,
+    "proxy_batch_size": 32,
+}
 # The extended space with shallow depths only, 3 learning rates, 2 epochs: seconds per architecture.
 SPACE = EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict()
-KEYS = {"dataset": "waveform-noise", "architectures": 4, "param_budget": 3000, "seed": 11, "space": SPACE,
-        "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2}, "metrics": CHEAP_METRICS, "max_retries": 1}
+KEYS = {
+    "dataset": "waveform-noise",
+    "architectures": 4,
+    "param_budget": 3000,
+    "seed": 11,
+    "space": SPACE,
+    "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
+    "metrics": CHEAP_METRICS,
+    "max_retries": 1,
+}
 # Columns that legitimately differ between two computations of the same architecture.
 VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt"}
 
@@ -65,8 +78,11 @@ def _tables(location):
 
 def _values(df):
     keep = [c for c in df.columns if c not in VOLATILE]
-    return df[keep].sort_values(["index", "arch_id", *(["lr_index"] if "lr_index" in keep and "lr_min" not in keep
-                                                        else [])]).reset_index(drop=True)
+    return (
+        df[keep]
+        .sort_values(["index", "arch_id", *(["lr_index"] if "lr_index" in keep and "lr_min" not in keep else [])])
+        .reset_index(drop=True)
+    )
 
 
 def assert_same_study(location, reference):
@@ -209,8 +225,9 @@ def test_error_perturbation_is_measured_on_the_trained_network_when_switched_on(
         outcome = train_architecture(unit.spec, data, seed=unit.seed, protocol=Protocol.from_dict(config.protocol))
     finally:
         torch.set_num_threads(threads)
-    expected = measure_trained(outcome.network, data, unit.spec, options=MetricOptions.from_dict(metrics),
-                               seed=unit.seed)["error_perturbation"]
+    expected = measure_trained(
+        outcome.network, data, unit.spec, options=MetricOptions.from_dict(metrics), seed=unit.seed
+    )["error_perturbation"]
     assert 0 < arch["error_perturbation"] <= 1e3 and arch["error_perturbation"] == expected
     stored = reference["arch"].set_index("arch_id").loc[unit.arch_id]
     assert arch["nlc"] == stored["nlc"] and stored["error_perturbation"] != stored["error_perturbation"]  # NaN
@@ -220,8 +237,11 @@ def test_capacity_is_counted_node_by_node_and_resources_no_node_has_are_refused_
     assert Engine(execute_unit, cpus=1).capacity() == 2
     assert Engine(execute_unit, cpus=0.5, gpus=0.5).capacity() == 2  # both on the head, the node with the GPU
     assert Engine(execute_unit, cpus=2).capacity() == 0  # two CPUs in the cluster, never two on one node
-    with pytest.raises(UserError, match=r"^this machine cannot run one architecture \(each needs 2 CPU; Ray sees "
-                                        r"2 CPU, 1 GPU\): lower --cpus-per-arch"):
+    with pytest.raises(
+        UserError,
+        match=r"^this machine cannot run one architecture \(each needs 2 CPU; Ray sees "
+        r"2 CPU, 1 GPU\): lower --cpus-per-arch",
+    ):
         _check_capacity(Engine(execute_unit, cpus=2), True, Progress(None, 0, 0))
     log = io.StringIO()
     _check_capacity(Engine(execute_unit, cpus=2), False, Progress(log, 0, 0))  # a cluster may still grow
@@ -267,8 +287,11 @@ def test_a_resume_that_loads_other_data_is_refused_unless_the_config_is_forced(r
     assert real == data_fingerprint(load_dataset("waveform-noise")) and f"data_fingerprint: {real}" in text
     (study / "study.yaml").write_text(text.replace(real, "0123456789abcdef"))
     before = _snapshot(study)
-    with pytest.raises(UserError, match=r"the data loaded now \(fingerprint [0-9a-f]{16}\) is not the study's "
-                                        r"\(0123456789abcdef\)"):
+    with pytest.raises(
+        UserError,
+        match=r"the data loaded now \(fingerprint [0-9a-f]{16}\) is not the study's "
+        r"\(0123456789abcdef\)",
+    ):
         resume_study(study, progress=None)
     assert _snapshot(study) == before
     log = io.StringIO()
@@ -328,6 +351,7 @@ def test_a_worker_killed_mid_architecture_is_retried_and_the_study_completes(clu
     box = {}
     thread = threading.Thread(target=lambda: box.setdefault("result", run_study(KEYS, study, progress=None)))
     thread.start()
+
     # While it runs, status sees the driver and what it has in flight.
     def in_progress():
         state = survey(Store(study)) if Store(study).is_study() else None
@@ -368,8 +392,12 @@ def test_failing_architectures_are_recorded_with_their_reason_and_resume_redoes_
     """Asking for a GPU where torch sees none fails every attempt (on the GPU actor pool); the study still ends,
     each failure recorded with its one-line reason; a resume on CPUs finishes them. With siblings."""
     study = tmp_path / "s"
-    keys = {**KEYS, "architectures": 1, "siblings": ["param", "skip"],
-            "resources": {"cpus_per_arch": 0.5, "gpus_per_arch": 0.5}}
+    keys = {
+        **KEYS,
+        "architectures": 1,
+        "siblings": ["param", "skip"],
+        "resources": {"cpus_per_arch": 0.5, "gpus_per_arch": 0.5},
+    }
     log = io.StringIO()
     result = run_study(keys, study, progress=log)
     assert not result.complete and result.finished == 0 and len(result.failed) == 3
@@ -403,8 +431,14 @@ def test_failing_architectures_are_recorded_with_their_reason_and_resume_redoes_
 
 def _launch(args, env_extra=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
-    return subprocess.Popen([sys.executable, "-m", "archstudy.study.cli", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "archstudy.study.cli", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
 
 
 def _kill(proc):
@@ -417,8 +451,9 @@ def _kill(proc):
         pass
 
 
-def test_the_driver_killed_at_different_moments_then_resumed_gives_the_uninterrupted_study(cluster, reference,
-                                                                                         tmp_path):
+def test_the_driver_killed_at_different_moments_then_resumed_gives_the_uninterrupted_study(
+    cluster, reference, tmp_path
+):
     study = tmp_path / "s"
     cfg = tmp_path / "study-keys.yaml"
     cfg.write_text(yaml.safe_dump(KEYS))
@@ -436,8 +471,11 @@ def test_the_driver_killed_at_different_moments_then_resumed_gives_the_uninterru
     assert proc.returncode == -signal.SIGKILL
     first = n_files()
     assert 1 <= first < 4, proc.stderr.read().decode()[-2000:]
-    _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in embedded), timeout=60,
-              what="the embedded Ray's workers to end with it")
+    _wait_for(
+        lambda: not any(Path(f"/proc/{pid}").exists() for pid in embedded),
+        timeout=60,
+        what="the embedded Ray's workers to end with it",
+    )
 
     # 2. Connected to the cluster: killed while an architecture is in flight on one of its workers.
     raylets = _raylets(cluster)

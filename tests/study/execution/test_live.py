@@ -16,7 +16,9 @@ def test_a_record_goes_from_the_worker_to_the_readers_and_away(tmp_path):
         live.epoch(TrainingProgress(3, 6, 2, 8, 4.0))
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            rec = read_live(store, ["000001-00000000000000aa", "000002-00000000000000bb"]).get("000001-00000000000000aa", {})
+            rec = read_live(store, ["000001-00000000000000aa", "000002-00000000000000bb"]).get(
+                "000001-00000000000000aa", {}
+            )
             if rec.get("epoch") == 3:
                 break
             time.sleep(0.02)
@@ -24,8 +26,14 @@ def test_a_record_goes_from_the_worker_to_the_readers_and_away(tmp_path):
     rec = read_live(store, ["000001-00000000000000aa", "000002-00000000000000bb"])
     assert list(rec) == ["000001-00000000000000aa"]  # a unit with no record is left out
     r = rec["000001-00000000000000aa"]
-    assert (r["stage"], r["epoch"], r["live_runs"], r["total_runs"], r["attempt"], r["measure_s"]) == \
-        ("training", 3, 6, 8, 2, 1.5)
+    assert (r["stage"], r["epoch"], r["live_runs"], r["total_runs"], r["attempt"], r["measure_s"]) == (
+        "training",
+        3,
+        6,
+        8,
+        2,
+        1.5,
+    )
     assert describe(r, now=r["updated_unix"] + 2).startswith("epoch 3, 6 of 8 runs live, ")
     assert describe(r, now=r["updated_unix"] + 2).endswith("updated 2s ago")
     clear_live(store, "000001-00000000000000aa")

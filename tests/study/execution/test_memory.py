@@ -53,20 +53,26 @@ peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 print(json.dumps({"peak": peak - before, "epochs": [r.epochs for r in out.runs]}))
 """
 SPEC = ArchSpec(depth=3, width=400, d_in=40, d_out=3, activation="relu", norm="none")
-RATES = [1e-4 * 1.2 ** k for k in range(39)] + [1e300]
+RATES = [1e-4 * 1.2**k for k in range(39)] + [1e300]
 N = 10  # points per split
 
 
 def _protocol(optimizer: str) -> Protocol:
-    return Protocol.of("quick").replace(lrs=RATES, batch_size=N, max_epochs=3, patience_first=10, divisions=0,
-                                        optimizer=optimizer)
+    return Protocol.of("quick").replace(
+        lrs=RATES, batch_size=N, max_epochs=3, patience_first=10, divisions=0, optimizer=optimizer
+    )
 
 
 def _measure(optimizer: str) -> subprocess.Popen:
     cfg = {"spec": SPEC.to_dict(), "protocol": _protocol(optimizer).to_dict(), "n": N}
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, json.dumps(cfg)], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-                                                                    "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, json.dumps(cfg)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+    )
 
 
 def _peak(proc: subprocess.Popen) -> int:
@@ -77,9 +83,12 @@ def _peak(proc: subprocess.Popen) -> int:
     return measured["peak"]
 
 
-@pytest.mark.skipif(os.environ.get("ARCHSTUDY_MEASURE_MEMORY") != "1", reason="a measurement of this machine, run "
-                    "on demand: ARCHSTUDY_MEASURE_MEMORY=1 pytest tests/study/execution/test_memory.py -k within -s (the "
-                    "peak depends on the machine's state: it measured 4 times the estimate inside a full suite run)")
+@pytest.mark.skipif(
+    os.environ.get("ARCHSTUDY_MEASURE_MEMORY") != "1",
+    reason="a measurement of this machine, run "
+    "on demand: ARCHSTUDY_MEASURE_MEMORY=1 pytest tests/study/execution/test_memory.py -k within -s (the "
+    "peak depends on the machine's state: it measured 4 times the estimate inside a full suite run)",
+)
 def test_the_estimate_is_within_30_percent_of_the_measured_peak_of_a_real_training():
     """Both optimizers measured at once. The high-water mark is a property of one process's malloc and of the
     machine (the estimate was 0.96-1.12 times it in eight measurements, and a quarter of it once, for SGD, on the
@@ -94,8 +103,10 @@ def test_the_estimate_is_within_30_percent_of_the_measured_peak_of_a_real_traini
         if not 1 / 1.3 <= estimate.bytes / peaks[0] <= 1.3:
             peaks.append(_peak(_measure(optimizer)))
         ratio = estimate.bytes / peaks[-1]
-        print(f"{optimizer}: estimate {memory.size(estimate.bytes)}, measured "
-              f"{', then '.join(memory.size(p) for p in peaks)}, ratio {ratio:.3f}")
+        print(
+            f"{optimizer}: estimate {memory.size(estimate.bytes)}, measured "
+            f"{', then '.join(memory.size(p) for p in peaks)}, ratio {ratio:.3f}"
+        )
         assert 1 / 1.3 <= ratio <= 1.3, (optimizer, estimate, peaks)
 
 
@@ -114,25 +125,38 @@ def test_the_terms_follow_the_trainer_the_optimizer_and_the_data():
     assert (cpu.step, cpu.activations, cpu.upload) == (2 * c * P, 3 * c * 250 * W, 0)
     assert cpu.evaluation == 2 * min(EVAL_ELEMENTS, 40 * 3000 * 300)
     assert cpu.bytes == 8 * (4 * 40 * P + 2 * c * P + 3 * c * 250 * W + cpu.evaluation) + 1000
-    gpu = memory.estimate(spec, Protocol.of("adam"), n_train=100, n_largest=100, data=0, gpu=True,
-                          object_storage=True)
+    gpu = memory.estimate(spec, Protocol.of("adam"), n_train=100, n_largest=100, data=0, gpu=True, object_storage=True)
     assert (gpu.slots, gpu.chunk, gpu.copies) == (2, 40, 12)  # Adam's two moments; one chunk of all runs
     assert (gpu.step, gpu.activations, gpu.upload) == (40 * P, 3 * 40 * 100 * W, 2 * 3 * 40 * P)
-    assert memory.estimate(spec, Protocol.of("quick").replace(momentum=0.9), n_train=10, n_largest=10,
-                           data=0).copies == 8
+    assert (
+        memory.estimate(spec, Protocol.of("quick").replace(momentum=0.9), n_train=10, n_largest=10, data=0).copies == 8
+    )
     # 33 runs per chunk by the rule, so 40 runs go in two balanced chunks of 20
     assert memory.runs_per_chunk(ArchSpec(depth=3, width=400, d_in=40, d_out=3), 40, 10, 1, False) == 20
 
 
-@pytest.mark.parametrize("nodes, cpus, in_flight, expected", [
-    ([{"Alive": True, "Resources": {"CPU": 2.0, "memory": 8e9}}], 1.0, None, (4e9, 2)),
-    ([{"Alive": True, "Resources": {"CPU": 2.0, "memory": 8e9}}], 1.0, 1, (8e9, 1)),
-    ([{"Alive": True, "Resources": {"CPU": 8.0, "memory": 8e9}}, {"Alive": True, "Resources": {"CPU": 2.0,
-                                                                                               "memory": 6e9}}],
-     2.0, None, (6e9, 1)),  # 2 CPUs per unit: 4 at once on the first (2 GB each), 1 on the second (6 GB)
-    ([{"Alive": False, "Resources": {"CPU": 2.0, "memory": 8e9}}, {"Alive": True, "Resources": {"CPU": 1.0}}], 2.0,
-     None, None),  # a dead node, and one that cannot run a unit
-])
+@pytest.mark.parametrize(
+    "nodes, cpus, in_flight, expected",
+    [
+        ([{"Alive": True, "Resources": {"CPU": 2.0, "memory": 8e9}}], 1.0, None, (4e9, 2)),
+        ([{"Alive": True, "Resources": {"CPU": 2.0, "memory": 8e9}}], 1.0, 1, (8e9, 1)),
+        (
+            [
+                {"Alive": True, "Resources": {"CPU": 8.0, "memory": 8e9}},
+                {"Alive": True, "Resources": {"CPU": 2.0, "memory": 6e9}},
+            ],
+            2.0,
+            None,
+            (6e9, 1),
+        ),  # 2 CPUs per unit: 4 at once on the first (2 GB each), 1 on the second (6 GB)
+        (
+            [{"Alive": False, "Resources": {"CPU": 2.0, "memory": 8e9}}, {"Alive": True, "Resources": {"CPU": 1.0}}],
+            2.0,
+            None,
+            None,
+        ),  # a dead node, and one that cannot run a unit
+    ],
+)
 def test_a_worker_has_its_nodes_memory_shared_by_the_units_it_runs_at_once(nodes, cpus, in_flight, expected):
     have = memory.worker_memory(nodes, cpus, 0.0, in_flight)
     assert (None if have is None else (have.bytes, have.at_once)) == expected

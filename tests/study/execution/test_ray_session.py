@@ -30,11 +30,14 @@ def test_the_callers_sigterm_handler_is_kept_during_and_after_the_session():
         signal.signal(signal.SIGTERM, previous)
 
 
-@pytest.mark.parametrize("asked, env, expected", [
-    (None, None, "local"),  # never the cluster a `ray start` on this machine recorded in /tmp/ray
-    (None, "10.0.0.1:6379", "10.0.0.1:6379"),  # a Ray job's driver: the cluster it was submitted to
-    ("auto", "10.0.0.1:6379", "auto"),  # --address wins
-])
+@pytest.mark.parametrize(
+    "asked, env, expected",
+    [
+        (None, None, "local"),  # never the cluster a `ray start` on this machine recorded in /tmp/ray
+        (None, "10.0.0.1:6379", "10.0.0.1:6379"),  # a Ray job's driver: the cluster it was submitted to
+        ("auto", "10.0.0.1:6379", "auto"),  # --address wins
+    ],
+)
 def test_the_embedded_ray_is_a_new_local_one_unless_an_address_is_given(monkeypatch, asked, env, expected):
     if ray.is_initialized():
         pytest.skip("a Ray session of another test is up: ray_session would not start its own")

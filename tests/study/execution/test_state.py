@@ -11,8 +11,16 @@ from archstudy.study.execution.state import STALE_S, survey
 from archstudy.study.execution.store import Store, parquet_bytes, to_table
 from archstudy.study.execution.unit import WorkUnit, plan_units
 
-CONFIG = StudyConfig(dataset="waveform-noise", architectures=4, param_budget=2000, seed=7, siblings=["norm"],
-                     protocol="quick", d_in=40, d_out=3)
+CONFIG = StudyConfig(
+    dataset="waveform-noise",
+    architectures=4,
+    param_budget=2000,
+    seed=7,
+    siblings=["norm"],
+    protocol="quick",
+    d_in=40,
+    d_out=3,
+)
 UNITS = plan_units(CONFIG)
 VALUE = {"int64": 1, "float64": 0.5, "bool": True, "str": "x", "timestamp": "2026-01-31T12:00:00Z"}
 
@@ -21,8 +29,9 @@ def rows(unit):
     """A valid architectures row and two runs rows of ``unit`` (the values are arbitrary but well typed)."""
     ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}
     arch = {**{c.name: VALUE[c.type] for c in columns(ARCHITECTURES)}, **unit.spec.to_dict(), **ident}
-    runs = [{**{c.name: VALUE[c.type] for c in columns(RUNS)}, **ident, "lr_index": k, "selected": k == 0}
-            for k in range(2)]
+    runs = [
+        {**{c.name: VALUE[c.type] for c in columns(RUNS)}, **ident, "lr_index": k, "selected": k == 0} for k in range(2)
+    ]
     return arch, runs
 
 

@@ -20,9 +20,18 @@ from pyarrow._fs import _MockFileSystem
 
 from archstudy.sampling import SPEC_FIELDS, UserError, sample_spec
 from archstudy.study.execution.store import (
-    ARCHITECTURES, ARCHITECTURES_SCHEMA, RUNS, RUNS_SCHEMA, SchemaError, Store, StoreWriteError, arrow_schema,
+    ARCHITECTURES,
+    ARCHITECTURES_SCHEMA,
+    RUNS,
+    RUNS_SCHEMA,
+    SchemaError,
+    Store,
+    StoreWriteError,
+    arrow_schema,
     check_table_bytes,
-    parquet_bytes, to_table, unit_name,
+    parquet_bytes,
+    to_table,
+    unit_name,
 )
 
 SPEC = sample_spec(3, 7, 40, 3, "extended", 4000)
@@ -56,8 +65,16 @@ def rows(index=7, spec=SPEC, n_runs=3):
     """An architectures row and its runs rows, every column set (storage tests: the values are arbitrary)."""
     arch = {f.name: _value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
     arch.update(spec.to_dict(), arch_id=spec.content_id, index=index, variant="base", nlc=math.nan, trained=True)
-    runs = [{**{f.name: _value(f, k) for f in RUNS_SCHEMA}, "arch_id": spec.content_id, "index": index,
-             "lr_index": k, "selected": k == 1} for k in range(n_runs)]
+    runs = [
+        {
+            **{f.name: _value(f, k) for f in RUNS_SCHEMA},
+            "arch_id": spec.content_id,
+            "index": index,
+            "lr_index": k,
+            "selected": k == 1,
+        }
+        for k in range(n_runs)
+    ]
     return arch, runs
 
 
@@ -200,8 +217,9 @@ def test_the_driver_lock_is_exclusive_and_released_with_its_holder(tmp_path):
 def test_each_result_file_records_its_science_config_and_a_file_of_another_is_found(tmp_path):
     from archstudy.study.experiment.config import StudyConfig, science_fingerprint, science_json
 
-    config = StudyConfig(dataset="waveform-noise", architectures=3, seed=4).replace(d_in=40, d_out=3,
-                                                                                   data_fingerprint="00ff")
+    config = StudyConfig(dataset="waveform-noise", architectures=3, seed=4).replace(
+        d_in=40, d_out=3, data_fingerprint="00ff"
+    )
     other = config.replace(seed=5)
     store = Store(tmp_path / "s")
     arch, runs = rows()
@@ -211,23 +229,42 @@ def test_each_result_file_records_its_science_config_and_a_file_of_another_is_fo
         assert meta[b"archstudy.science_fingerprint"] == config.science_fingerprint.encode()
         assert meta[b"archstudy.science"].decode() == config.science_json
         assert json.loads(config.science_json)["seed"] == 4 and set(json.loads(config.science_json)) == set(
-            config.science())
+            config.science()
+        )
         assert store.check_file(kind, NAME, config.science_fingerprint).ok
         c = store.check_file(kind, NAME, other.science_fingerprint)
         assert not c.ok and c.other_config and not c.foreign and c.science == json.loads(config.science_json)
-        assert c.problem == (f"computed under another science config (science fingerprint {config.science_fingerprint}"
-                             f"; this study's is {other.science_fingerprint})")
+        assert c.problem == (
+            f"computed under another science config (science fingerprint {config.science_fingerprint}"
+            f"; this study's is {other.science_fingerprint})"
+        )
     assert config.replace(architectures=30).science_fingerprint == config.science_fingerprint  # it may grow
-    assert len({config.replace(**change).science_fingerprint for change in (
-        {}, {"seed": 5}, {"param_budget": 7}, {"data_fingerprint": "00fe"}, {"protocol": "quick"})}) == 5
+    assert (
+        len(
+            {
+                config.replace(**change).science_fingerprint
+                for change in (
+                    {},
+                    {"seed": 5},
+                    {"param_budget": 7},
+                    {"data_fingerprint": "00fe"},
+                    {"protocol": "quick"},
+                )
+            }
+        )
+        == 5
+    )
     # A file that records no science config was written by archstudy 0.1.0, under its study.yaml: the study's own.
     store.write_result(NAME, arch, runs)
     assert store.check_file(ARCHITECTURES, NAME, config.science_fingerprint).ok
     # A record without the keys a later version added (here the protocol's options beyond E.2, at their
     # defaults) is read as this version reads it: the same config, although its text and fingerprint differ.
     older = config.science()
-    older["protocol"] = {k: v for k, v in older["protocol"].items()
-                         if k not in ("loss", "momentum", "schedule", "iterations", "step_at", "selection")}
+    older["protocol"] = {
+        k: v
+        for k, v in older["protocol"].items()
+        if k not in ("loss", "momentum", "schedule", "iterations", "step_at", "selection")
+    }
     older_json = science_json(older)
     assert science_fingerprint(older_json) != config.science_fingerprint
     store.write_result(NAME, arch, runs, science=older_json)
@@ -262,8 +299,9 @@ def version_1_file(arch: dict, finished_at: str) -> bytes:
     i = t.column_names.index("finished_at")
     t = t.set_column(i, "finished_at", pa.array([finished_at], pa.string()))
     assert t.schema.equals(arrow_schema(ARCHITECTURES, "1"), check_metadata=False)
-    return parquet_bytes(t.replace_schema_metadata({b"archstudy.schema_version": b"1",
-                                                    b"archstudy.table": b"architectures"}))
+    return parquet_bytes(
+        t.replace_schema_metadata({b"archstudy.schema_version": b"1", b"archstudy.table": b"architectures"})
+    )
 
 
 def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_still_read(tmp_path):
@@ -281,12 +319,18 @@ def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_st
     # the version 1 file is valid and finished; a file that says version 2 but stores text is not
     assert store.check_file(ARCHITECTURES, old_name).ok and store.check_file(ARCHITECTURES, NAME).ok
     mislabelled = pq.read_table(pa.BufferReader(version_1_file(old_arch, "2025-06-30T23:59:58Z")))
-    mislabelled = mislabelled.replace_schema_metadata({**mislabelled.schema.metadata, b"archstudy.schema_version": b"2"})
-    assert check_table_bytes(parquet_bytes(mislabelled), ARCHITECTURES, old_name).problem == \
-        "columns differ from the schema of docs/results.md"
+    mislabelled = mislabelled.replace_schema_metadata(
+        {**mislabelled.schema.metadata, b"archstudy.schema_version": b"2"}
+    )
+    assert (
+        check_table_bytes(parquet_bytes(mislabelled), ARCHITECTURES, old_name).problem
+        == "columns differ from the schema of docs/results.md"
+    )
     # both read as the same instants, one type, whichever reader
-    want = {7: dt.datetime(2026, 1, 31, 12, tzinfo=dt.timezone.utc),
-            8: dt.datetime(2025, 6, 30, 23, 59, 58, tzinfo=dt.timezone.utc)}
+    want = {
+        7: dt.datetime(2026, 1, 31, 12, tzinfo=dt.timezone.utc),
+        8: dt.datetime(2025, 6, 30, 23, 59, 58, tzinfo=dt.timezone.utc),
+    }
     raw = store.read_table(ARCHITECTURES).set_index("index")["finished_at"]
     assert isinstance(raw.dtype, pd.DatetimeTZDtype) and raw.to_dict() == want
     (tmp_path / "s" / "study.yaml").write_text("dataset: waveform-noise\narchitectures: 9\n")
@@ -299,8 +343,12 @@ def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_st
 
 def test_a_timestamp_needs_a_time_zone():
     arch, _ = rows()
-    for bad, why in (("yesterday", "not an ISO 8601 time"), ("2026-01-31T12:00:00", "not a time with a time zone"),
-                     (dt.datetime(2026, 1, 31), "not a time with a time zone"), (17, "not a time with a time zone")):
+    for bad, why in (
+        ("yesterday", "not an ISO 8601 time"),
+        ("2026-01-31T12:00:00", "not a time with a time zone"),
+        (dt.datetime(2026, 1, 31), "not a time with a time zone"),
+        (17, "not a time with a time zone"),
+    ):
         with pytest.raises(SchemaError, match=f"'finished_at' = .*: {why}"):
             to_table(ARCHITECTURES, [{**arch, "finished_at": bad}])
 
@@ -328,8 +376,11 @@ def test_a_study_directory_removed_under_its_driver_is_never_made_again(tmp_path
         store.write_bytes(["failed", "x.json"], b"{}")
         shutil.rmtree(tmp_path / "s")
         for parts in (["failed", "y.json"], ["driver.json"]):
-            with pytest.raises(StoreWriteError, match=rf"\(the study directory {re.escape(str(tmp_path / 's'))} is "
-                                                      r"gone\)$"):
+            with pytest.raises(
+                StoreWriteError,
+                match=rf"\(the study directory {re.escape(str(tmp_path / 's'))} is "
+                r"gone\)$",
+            ):
                 store.write_bytes(parts, b"{}")
         (tmp_path / "s" / "checkpoints").mkdir(parents=True)  # a worker made it again: still not this study
         with pytest.raises(StoreWriteError, match="is gone"):
@@ -345,8 +396,11 @@ def test_a_folder_of_a_study_that_is_a_link_is_never_written_through(tmp_path):
     store.write_bytes(["study.yaml"], b"x")
     for folder in ("runs", "checkpoints"):
         (tmp_path / "s" / folder).symlink_to(elsewhere)
-    with pytest.raises(StoreWriteError, match=r"^cannot write runs/a\.parquet \(runs is a symbolic link; a study "
-                                              r"never writes through a link\)$"):
+    with pytest.raises(
+        StoreWriteError,
+        match=r"^cannot write runs/a\.parquet \(runs is a symbolic link; a study "
+        r"never writes through a link\)$",
+    ):
         store.write_bytes(["runs", "a.parquet"], b"x")
     with pytest.raises(StoreWriteError, match=r"checkpoints is a symbolic link"):
         store.checkpoint_folder()

@@ -11,7 +11,14 @@ from archstudy.analysis import load_results
 from archstudy.sampling import ArchSpec, sample_spec
 from archstudy.study.experiment.schema import ADDED_COLUMNS
 from archstudy.study.execution.store import (
-    ARCHITECTURES, ARCHITECTURES_SCHEMA, RUNS, RUNS_SCHEMA, Store, check_table_bytes, parquet_bytes, to_table,
+    ARCHITECTURES,
+    ARCHITECTURES_SCHEMA,
+    RUNS,
+    RUNS_SCHEMA,
+    Store,
+    check_table_bytes,
+    parquet_bytes,
+    to_table,
     unit_name,
 )
 
@@ -20,16 +27,44 @@ SPEC = sample_spec(3, 7, 40, 3, "extended", 4000)
 
 def rows(index, spec):
     """An architectures row and its runs rows, every column set (storage tests: the values are arbitrary)."""
+
     def value(f, i):
         t = f.type
-        return 0.5 + i if pa.types.is_floating(t) else i if pa.types.is_integer(t) else (
-            i % 2 == 0 if pa.types.is_boolean(t) else "2025-01-01T00:00:00Z" if pa.types.is_timestamp(t) else f"s{i}")
+        return (
+            0.5 + i
+            if pa.types.is_floating(t)
+            else i
+            if pa.types.is_integer(t)
+            else (
+                i % 2 == 0
+                if pa.types.is_boolean(t)
+                else "2025-01-01T00:00:00Z"
+                if pa.types.is_timestamp(t)
+                else f"s{i}"
+            )
+        )
 
     arch = {f.name: value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
-    arch.update(spec.to_dict(), arch_id=spec.content_id, index=index, variant="base", nlc=math.nan,
-                selected_by="test", finished_at="2025-01-01T00:00:00Z", trained=True)
-    runs = [{**{f.name: value(f, k) for f in RUNS_SCHEMA}, "arch_id": spec.content_id, "index": index,
-             "lr_index": k, "selected": k == 1} for k in range(3)]
+    arch.update(
+        spec.to_dict(),
+        arch_id=spec.content_id,
+        index=index,
+        variant="base",
+        nlc=math.nan,
+        selected_by="test",
+        finished_at="2025-01-01T00:00:00Z",
+        trained=True,
+    )
+    runs = [
+        {
+            **{f.name: value(f, k) for f in RUNS_SCHEMA},
+            "arch_id": spec.content_id,
+            "index": index,
+            "lr_index": k,
+            "selected": k == 1,
+        }
+        for k in range(3)
+    ]
     return arch, runs
 
 
@@ -45,7 +80,9 @@ def test_a_file_without_the_added_columns_is_a_valid_finished_file_and_nothing_e
     assert check_table_bytes(old_file(arch), ARCHITECTURES, name).ok
     assert check_table_bytes(old_file(arch, drop=["init"]), ARCHITECTURES, name).ok  # a version in between
     for bad in (old_file(arch, drop=["nlc"]), old_file(arch, drop=["init", "lr_edge"])):
-        assert check_table_bytes(bad, ARCHITECTURES, name).problem == "columns differ from the schema of docs/results.md"
+        assert (
+            check_table_bytes(bad, ARCHITECTURES, name).problem == "columns differ from the schema of docs/results.md"
+        )
     t = to_table(ARCHITECTURES, [arch])
     moved = t.select([t.column_names[-1]] + t.column_names[:-1])
     assert not check_table_bytes(parquet_bytes(moved), ARCHITECTURES, name).ok
@@ -54,8 +91,11 @@ def test_a_file_without_the_added_columns_is_a_valid_finished_file_and_nothing_e
 def test_a_study_with_older_and_newer_files_reads_them_all_with_their_values(tmp_path):
     store = Store(tmp_path / "s")
     (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "study.yaml").write_text(yaml.safe_dump(
-        {"dataset": "waveform-noise", "architectures": 2, "d_in": 40, "d_out": 3, "protocol": {"monitor": "train"}}))
+    (tmp_path / "s" / "study.yaml").write_text(
+        yaml.safe_dump(
+            {"dataset": "waveform-noise", "architectures": 2, "d_in": 40, "d_out": 3, "protocol": {"monitor": "train"}}
+        )
+    )
     old_arch, old_runs = rows(0, SPEC)
     new_spec = ArchSpec(depth=5, width=12, d_in=40, d_out=3, skip="after_linear", init="zero")
     new_arch, new_runs = rows(1, new_spec)

@@ -12,8 +12,9 @@ from archstudy.study.execution.store import SchemaError, Store, check_table_byte
 from archstudy.study.execution.pruning import untrained_row
 from archstudy.study.execution.unit import plan_units
 
-CONFIG = StudyConfig(dataset="waveform-noise", architectures=6, param_budget=2000, seed=7, protocol="quick",
-                     d_in=40, d_out=3)
+CONFIG = StudyConfig(
+    dataset="waveform-noise", architectures=6, param_budget=2000, seed=7, protocol="quick", d_in=40, d_out=3
+)
 UNITS = plan_units(CONFIG)
 VALUE = {"int64": 1, "float64": 0.5, "bool": True, "str": "x", "timestamp": "2026-01-31T12:00:00Z"}
 
@@ -24,10 +25,14 @@ def rows(unit, trained=True):
     arch = {**{c.name: VALUE[c.type] for c in columns(ARCHITECTURES)}, **unit.spec.to_dict(), **ident}
     if not trained:
         return {**arch, **untrained_row()}, [], []
-    runs = [{**{c.name: VALUE[c.type] for c in columns(RUNS)}, **ident, "lr_index": k, "selected": k == 0}
-            for k in range(2)]
-    curves = [{**{c.name: VALUE[c.type] for c in columns(CURVES)}, **ident, "lr_index": k, "epoch": e}
-              for k in range(1) for e in range(3)]
+    runs = [
+        {**{c.name: VALUE[c.type] for c in columns(RUNS)}, **ident, "lr_index": k, "selected": k == 0} for k in range(2)
+    ]
+    curves = [
+        {**{c.name: VALUE[c.type] for c in columns(CURVES)}, **ident, "lr_index": k, "epoch": e}
+        for k in range(1)
+        for e in range(3)
+    ]
     return arch, runs, curves
 
 
@@ -60,9 +65,11 @@ def test_which_files_a_unit_needs_is_what_its_architectures_file_says(tmp_path):
     assert not store.check_file(ARCHITECTURES, pruned.name).trained
     state = survey(store)
     assert state.finished == [new.name, old.name, pruned.name] and state.pruned == [pruned.name]
-    assert state.corrupt == {no_runs.name: "runs file: missing",
-                             bad_curves.name: state.corrupt[bad_curves.name],
-                             stray.name: state.corrupt[stray.name]}
+    assert state.corrupt == {
+        no_runs.name: "runs file: missing",
+        bad_curves.name: state.corrupt[bad_curves.name],
+        stray.name: state.corrupt[stray.name],
+    }
     assert state.corrupt[bad_curves.name].startswith("curves file: unreadable Parquet")
     assert state.corrupt[stray.name].startswith("curves file: its rows name arch_id")
     assert state.to_dict()["pruned"] == 1 and state.to_dict()["finished"] == 3

@@ -15,11 +15,23 @@ from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, names
 from archstudy.study.execution.store import unit_name
 from archstudy.study.execution.unit import WorkUnit, plan_units, compute_unit
 
-CONFIG = StudyConfig(dataset="waveform-noise", architectures=3, param_budget=1500, seed=2, siblings=["norm", "skip"],
-                     protocol={"preset": "quick", "num_lrs": 2, "max_epochs": 2},
-                     metrics={"nlc_batches": 2, "gradient_batches": 1, "variability_grid": 8, "variability_planes": 1,
-                              "proxy_batch_size": 16},
-                     d_in=40, d_out=3)
+CONFIG = StudyConfig(
+    dataset="waveform-noise",
+    architectures=3,
+    param_budget=1500,
+    seed=2,
+    siblings=["norm", "skip"],
+    protocol={"preset": "quick", "num_lrs": 2, "max_epochs": 2},
+    metrics={
+        "nlc_batches": 2,
+        "gradient_batches": 1,
+        "variability_grid": 8,
+        "variability_planes": 1,
+        "proxy_batch_size": 16,
+    },
+    d_in=40,
+    d_out=3,
+)
 # Columns that differ between two computations of the same unit.
 VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at"}
 
@@ -51,8 +63,8 @@ def _run(unit, data, threads=1):
 
 def _same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(
-        k in VOLATILE or a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k]))
-        for k in a)
+        k in VOLATILE or a[k] == b[k] or (isinstance(a[k], float) and math.isnan(a[k]) and math.isnan(b[k])) for k in a
+    )
 
 
 def test_a_unit_gives_the_same_rows_whatever_the_global_random_state_and_leaves_it_alone(data, global_random_state):
@@ -73,8 +85,13 @@ def test_a_unit_gives_the_same_rows_whatever_the_global_random_state_and_leaves_
     assert all(set(r) == set(names(CURVES)) for r in curves_a) and arch_a["trained"]
     # every run has its curve from epoch 0 to its last epoch
     assert sorted({(r["lr_index"], r["epoch"]) for r in curves_a}) == sorted(
-        (r["lr_index"], e) for r in runs_a for e in range(r["epochs"] + 1))
+        (r["lr_index"], e) for r in runs_a for e in range(r["epochs"] + 1)
+    )
     assert (arch_a["arch_id"], arch_a["index"], arch_a["variant"], arch_a["seed"]) == (
-        unit.arch_id, unit.index, unit.variant, unit.seed)
+        unit.arch_id,
+        unit.index,
+        unit.variant,
+        unit.seed,
+    )
     assert arch_a["study_seed"] == 2 and arch_a["n_runs"] == len(runs_a) == 2
     assert sum(r["selected"] for r in runs_a) == 1

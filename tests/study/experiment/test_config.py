@@ -20,7 +20,8 @@ def test_a_config_holds_the_full_space_protocol_and_metric_options_and_round_tri
     c = StudyConfig(**BASE, preset="paper", protocol="quick", siblings="norm,skip", param_budget=5000, seed=4)
     assert c.space == yaml.safe_load(yaml.safe_dump(PRESETS["paper"].to_dict()))
     assert c.protocol == Protocol.of("quick").to_dict() or c.protocol == yaml.safe_load(
-        yaml.safe_dump(Protocol.of("quick").to_dict()))
+        yaml.safe_dump(Protocol.of("quick").to_dict())
+    )
     assert MetricOptions.from_dict(c.metrics) == MetricOptions()
     assert c.siblings == ("norm", "skip") and c.resources == Resources(1.0, 0.0)
     assert c.package_version and c.created.endswith("Z")
@@ -59,8 +60,10 @@ def test_every_declared_constraint_gives_a_one_line_error(name, bad):
         ({"preset": "huge"}, "study.preset = 'huge': must be one of 'paper', 'extended'"),
         ({"siblings": ["colour"]}, "study.siblings = ['colour']: must be a list of distinct sibling axes"),
         ({"resources": {"gpus_per_arch": 1.5}}, "study.resources.gpus_per_arch = 1.5: must be 0, a fraction"),
-        ({"resources": {"cpus_per_arch": 0}},
-         "study.resources.cpus_per_arch = 0: must be a finite number in (0.0, inf)"),
+        (
+            {"resources": {"cpus_per_arch": 0}},
+            "study.resources.cpus_per_arch = 0: must be a finite number in (0.0, inf)",
+        ),
         ({"resources": {"tpus": 1}}, "study.resources.tpus = 1: is not a resource"),
         ({"max_retries": -1}, "study.max_retries = -1: must be an integer >= 0"),
         ({"nlc_window": [3, 1]}, "study.nlc_window = [3, 1]: must be null, 'auto', or two finite numbers 0 <= lo < hi"),
@@ -98,8 +101,14 @@ def test_siblings_forms_and_resources():
 def test_science_keys_decide_a_resume_execution_keys_do_not():
     a = StudyConfig(**BASE, protocol="quick")
     assert set(SCIENCE_KEYS) | set(EXECUTION_KEYS) | {"package_version", "created"} == {f.name for f in fields(a)}
-    assert a.differences(a.with_execution(root="/data/elsewhere", cpus_per_arch=2, gpus_per_arch=0.5,
-                                          max_retries=5, checkpoint_every_s=10)) == []
+    assert (
+        a.differences(
+            a.with_execution(
+                root="/data/elsewhere", cpus_per_arch=2, gpus_per_arch=0.5, max_retries=5, checkpoint_every_s=10
+            )
+        )
+        == []
+    )
     assert a.differences(a.replace(package_version="9.9", created="2000-01-01T00:00:00Z")) == []
     assert a.differences(StudyConfig(**{**BASE, "architectures": 4}, protocol="quick")) == ["architectures"]
     assert a.differences(StudyConfig(**BASE, protocol="paper", seed=1)) == ["seed", "protocol"]
@@ -116,8 +125,11 @@ def test_a_study_yaml_from_before_the_pruning_keys_and_the_added_options_is_the_
     del old["metrics"]["nlc_trajectory"], old["space"]["imns"], old["space"]["gmp_inits"]
     read = StudyConfig.from_dict(old)
     assert read.differences(new) == [] and (read.nlc_window, read.nlc_pilot) == (None, 100)
-    assert StudyConfig(**BASE, nlc_window="0.5,2").nlc_window == (0.5, 2.0) == \
-        StudyConfig(**BASE, nlc_window=[0.5, 2]).nlc_window
+    assert (
+        StudyConfig(**BASE, nlc_window="0.5,2").nlc_window
+        == (0.5, 2.0)
+        == StudyConfig(**BASE, nlc_window=[0.5, 2]).nlc_window
+    )
     auto = new.replace(nlc_window="auto", nlc_pilot=20)
     assert StudyConfig.from_yaml(auto.to_yaml()) == auto and new.differences(auto) == ["nlc_window", "nlc_pilot"]
 
@@ -140,12 +152,14 @@ def test_declared_defaults_and_constraints_read_as_a_config_does():
 def test_a_config_is_built_and_read_without_torch():
     """study.experiment.config, the analysis and the sampler never import torch: building a StudyConfig (its protocol,
     metric options and dataset name checked) and loading the analysis leave torch out of sys.modules."""
-    code = ("import sys; from archstudy.study.experiment.config import StudyConfig; "
-            "c = StudyConfig(dataset='digits', architectures=2, protocol='quick', metrics={'lar': True}); "
-            "StudyConfig.from_yaml(c.to_yaml()); "
-            "import archstudy.analysis, archstudy.sampling, archstudy.study.experiment.schema; "
-            "from archstudy.study import MetricOptions; MetricOptions(); "
-            "print(sorted(m for m in ('torch', 'ray') if m in sys.modules))")
+    code = (
+        "import sys; from archstudy.study.experiment.config import StudyConfig; "
+        "c = StudyConfig(dataset='digits', architectures=2, protocol='quick', metrics={'lar': True}); "
+        "StudyConfig.from_yaml(c.to_yaml()); "
+        "import archstudy.analysis, archstudy.sampling, archstudy.study.experiment.schema; "
+        "from archstudy.study import MetricOptions; MetricOptions(); "
+        "print(sorted(m for m in ('torch', 'ray') if m in sys.modules))"
+    )
     root = Path(__file__).resolve().parents[3]
     res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stderr[-2000:]
@@ -167,16 +181,19 @@ def _hostile(case: str, alias_bomb) -> str:
     raise AssertionError(case)
 
 
-@pytest.mark.parametrize("case, message", [
-    ("bomb 6 seed", "uses a YAML alias (*a) at line 5; an archstudy config takes none"),  # the echo was 3 MB
-    ("bomb 9 seed", "uses a YAML alias"),
-    ("bomb 9 dataset_options", "uses a YAML alias"),
-    ("bomb 9 space", "uses a YAML alias"),
-    ("bomb 9 -", "uses a YAML alias"),
-    ("larger than 1 MiB", "is larger than 1 MiB (1048576 bytes); a config is small"),
-    ("nested 100000 deep", "nests deeper than"),
-    ("a long value", "study.seed = '99999999"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("bomb 6 seed", "uses a YAML alias (*a) at line 5; an archstudy config takes none"),  # the echo was 3 MB
+        ("bomb 9 seed", "uses a YAML alias"),
+        ("bomb 9 dataset_options", "uses a YAML alias"),
+        ("bomb 9 space", "uses a YAML alias"),
+        ("bomb 9 -", "uses a YAML alias"),
+        ("larger than 1 MiB", "is larger than 1 MiB (1048576 bytes); a config is small"),
+        ("nested 100000 deep", "nests deeper than"),
+        ("a long value", "study.seed = '99999999"),
+    ],
+)
 def test_a_hostile_study_yaml_is_refused_at_once_in_one_short_line(case, message, alias_bomb, monkeypatch):
     """Refused before the work grows with what the file stands for (the 9-level bomb stands for 9^9 values, and
     took 37 s and 3.7 GB before aliases were refused): the reader consumes no YAML event past the first alias or

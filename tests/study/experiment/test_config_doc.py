@@ -37,6 +37,6 @@ def test_a_stale_table_is_rewritten_by_the_command_the_failure_names(tmp_path):
 def test_a_doc_without_a_generated_table_is_refused():
     text = DOC.read_text(encoding="utf-8")
     start = text.index("<!-- fields of Protocol")
-    shortened = text[:start] + text[text.index("<!-- end -->", start) + len("<!-- end -->"):]
+    shortened = text[:start] + text[text.index("<!-- end -->", start) + len("<!-- end -->") :]
     with pytest.raises(ValueError, match="expected one of each of StudyConfig, Resources, Protocol"):
         update_doc(shortened)

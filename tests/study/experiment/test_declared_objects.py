@@ -14,11 +14,24 @@ from archstudy.study.experiment.protocol import Protocol
 from archstudy.study.execution.cluster import WHERE as CLUSTER, Scale
 
 # A valid object of each declared class: its required keys (every other field at its default).
-VALID = {ArchSpec: {"depth": 9, "width": 100, "d_in": 40, "d_out": 3}, Space: {},
-         StudyConfig: {"dataset": "digits", "architectures": 2}, Resources: {}, Protocol: {}, MetricOptions: {},
-         Scale: {}}
-WHERE = {ArchSpec: "ArchSpec", Space: "Space", StudyConfig: "study", Resources: "study.resources",
-         Protocol: "Protocol", MetricOptions: "MetricOptions", Scale: CLUSTER}
+VALID = {
+    ArchSpec: {"depth": 9, "width": 100, "d_in": 40, "d_out": 3},
+    Space: {},
+    StudyConfig: {"dataset": "digits", "architectures": 2},
+    Resources: {},
+    Protocol: {},
+    MetricOptions: {},
+    Scale: {},
+}
+WHERE = {
+    ArchSpec: "ArchSpec",
+    Space: "Space",
+    StudyConfig: "study",
+    Resources: "study.resources",
+    Protocol: "Protocol",
+    MetricOptions: "MetricOptions",
+    Scale: CLUSTER,
+}
 
 
 def _declared_classes(base=Declared):

@@ -25,8 +25,10 @@ def test_paper_preset_is_appendix_e2():
 
 def test_variants_change_only_what_the_paper_changes():
     paper = PROTOCOLS["paper"].to_dict()
-    diff = {name: {k: v for k, v in PROTOCOLS[name].to_dict().items() if paper[k] != v}
-            for name in ("adam", "long", "quick")}
+    diff = {
+        name: {k: v for k, v in PROTOCOLS[name].to_dict().items() if paper[k] != v}
+        for name in ("adam", "long", "quick")
+    }
     assert diff["adam"] == {"preset": "adam", "optimizer": "adam", "warmup_epochs": 4}
     assert diff["long"] == {"preset": "long", "num_lrs": 60, "lr_min_scale": 1e-16, "monitor": "train"}
     q = PROTOCOLS["quick"]
@@ -45,7 +47,7 @@ def test_quick_rates_are_members_of_the_paper_series():
 
 def test_long_preset_starts_eight_orders_lower_and_spans_60_rates():
     rates = PROTOCOLS["long"].rates(5e-17)  # lr_min measured at scale 1e-16
-    assert len(rates) == 60 and rates[-1] / rates[0] == pytest.approx(3.0 ** 59)
+    assert len(rates) == 60 and rates[-1] / rates[0] == pytest.approx(3.0**59)
 
 
 @pytest.mark.parametrize("name", sorted(PROTOCOLS))
@@ -85,14 +87,17 @@ def test_every_field_rejects_its_invalid_values_in_one_line(f):
         assert msg.startswith(f"Protocol.{f.name} = ") and "\n" not in msg and "must" in msg
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"warmup_epochs": 4}, "warmup_epochs"),  # SGD has no running averages to warm up
-    ({"lrs": [0.1, 0.01]}, "lrs"),
-    ({"lrs": [0.1, float("inf")]}, "lrs"),
-    ({"monitor": "test"}, "monitor"),
-    ({"optimizer": "rmsprop"}, "optimizer"),
-    ({"max_epochs": 0}, "max_epochs"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"warmup_epochs": 4}, "warmup_epochs"),  # SGD has no running averages to warm up
+        ({"lrs": [0.1, 0.01]}, "lrs"),
+        ({"lrs": [0.1, float("inf")]}, "lrs"),
+        ({"monitor": "test"}, "monitor"),
+        ({"optimizer": "rmsprop"}, "optimizer"),
+        ({"max_epochs": 0}, "max_epochs"),
+    ],
+)
 def test_relations_and_values_are_checked(kwargs, field):
     with pytest.raises(SpecError, match=rf"^Protocol\.{field} = "):
         Protocol(**kwargs)

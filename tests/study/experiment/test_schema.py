@@ -14,16 +14,31 @@ import pytest
 from archstudy.sampling import ArchSpec
 from archstudy.study.experiment import schema
 from archstudy.study.experiment.schema import (
-    ARCHITECTURES, REGENERATE, RUNS, SCHEMA_KEY, SCIENCE_FINGERPRINT_KEY, SCIENCE_KEY, TABLE_KEY, TABLES, TYPES,
-    columns, names, update_doc,
+    ARCHITECTURES,
+    REGENERATE,
+    RUNS,
+    SCHEMA_KEY,
+    SCIENCE_FINGERPRINT_KEY,
+    SCIENCE_KEY,
+    TABLE_KEY,
+    TABLES,
+    TYPES,
+    columns,
+    names,
+    update_doc,
 )
 from archstudy.study.execution.store import Store
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "results.md"
 # The file type of each declared type, written out here independently of study.execution.store.
-ARROW = {"int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(), "str": pa.string(),
-         "timestamp": pa.timestamp("us", tz="UTC")}
+ARROW = {
+    "int64": pa.int64(),
+    "float64": pa.float64(),
+    "bool": pa.bool_(),
+    "str": pa.string(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+}
 
 
 def test_docs_results_md_holds_the_generated_column_tables():
@@ -39,7 +54,8 @@ def test_the_declaration_is_complete_and_the_spec_columns_are_the_archspec_field
     spec = columns(ARCHITECTURES, "spec")
     assert [(c.name, c.type) for c in spec] == [
         (f.name, {"int": "int64", "float": "float64", "bool": "bool", "str": "str"}[str(f.type)])
-        for f in fields(ArchSpec)]
+        for f in fields(ArchSpec)
+    ]
     for table in TABLES:
         cols = columns(table)
         assert len({c.name for c in cols}) == len(cols) and all(c.meaning and c.table == table for c in cols)
@@ -51,8 +67,13 @@ def test_update_doc_rewrites_only_the_generated_tables_and_refuses_a_doc_without
     text = DOC.read_text(encoding="utf-8")
     stale = text.replace("| `nlc` | float64 |", "| `nlc` | int64 |")
     assert stale != text and update_doc(stale) == text
-    shortened = text.replace(text[text.index("<!-- columns of runs"):text.index("<!-- end -->", text.index(
-        "<!-- columns of runs")) + len("<!-- end -->")], "")
+    shortened = text.replace(
+        text[
+            text.index("<!-- columns of runs") : text.index("<!-- end -->", text.index("<!-- columns of runs"))
+            + len("<!-- end -->")
+        ],
+        "",
+    )
     with pytest.raises(ValueError, match=f"{len(TABLES) - 1} generated column tables"):
         update_doc(shortened)
     path = tmp_path / "results.md"  # the command the failure message names
@@ -78,8 +99,13 @@ def test_a_real_study_writes_exactly_the_declared_columns_types_and_metadata(rea
             for c in columns(table):
                 values = t.column(c.name).to_pylist()
                 if c.type == "timestamp":  # UTC, to the second (when the row was made)
-                    assert all(v.tzinfo is not None and v.utcoffset() == dt.timedelta(0) and v.microsecond == 0
-                               and abs(v - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(days=1) for v in values)
+                    assert all(
+                        v.tzinfo is not None
+                        and v.utcoffset() == dt.timedelta(0)
+                        and v.microsecond == 0
+                        and abs(v - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(days=1)
+                        for v in values
+                    )
                 elif c.type in ("str", "int64", "bool"):
                     assert None not in values, (path.name, c.name)  # only floats may be missing (NaN)
     # and the analysis reads them with the declared pandas types
@@ -100,10 +126,14 @@ def test_a_real_study_writes_exactly_the_declared_columns_types_and_metadata(rea
 # The columns of the measure row and the baselines that do not predict test error, and why: a new metric column
 # must either declare how the analysis uses it (``AsPredictor``) or be named here.
 NOT_PREDICTORS = {
-    "nlc_jacobian_q": "a factor of the NLC", "nlc_input_sd_q": "a factor of the NLC (the data's)",
-    "nlc_output_sd_q": "a factor of the NLC and the bias", "output_q": "the scale c_out, a factor of the bias",
-    "c_out": "the trainer's output scale (= output_q)", "high_bias": "a flag: bias > 1000",
-    "error_perturbation": "measured after training", "activation_units": "AR's numerator",
+    "nlc_jacobian_q": "a factor of the NLC",
+    "nlc_input_sd_q": "a factor of the NLC (the data's)",
+    "nlc_output_sd_q": "a factor of the NLC and the bias",
+    "output_q": "the scale c_out, a factor of the bias",
+    "c_out": "the trainer's output scale (= output_q)",
+    "high_bias": "a flag: bias > 1000",
+    "error_perturbation": "measured after training",
+    "activation_units": "AR's numerator",
 }
 
 
@@ -118,7 +148,10 @@ def test_every_measured_column_and_baseline_declares_how_the_analysis_uses_it():
         assert p.figure in ("", *schema.PREDICTOR_FIGURES), c.name
     # the trivial baselines are the spec's depth and width and the counts of the baselines group
     assert {c.name for c in schema.predictor_columns() if c.predictor.kind == "baseline"} == {
-        "depth", "width", *(n for n in names(ARCHITECTURES, "baselines") if n != "activation_units")}
+        "depth",
+        "width",
+        *(n for n in names(ARCHITECTURES, "baselines") if n != "activation_units"),
+    }
 
 
 def test_the_predictors_are_listed_kind_by_kind_by_rank_then_in_column_order():
@@ -127,8 +160,25 @@ def test_the_predictors_are_listed_kind_by_kind_by_rank_then_in_column_order():
     keys = [(schema.PREDICTOR_KINDS.index(c.predictor.kind), c.predictor.rank, order[c.name]) for c in cols]
     assert keys == sorted(keys)
     assert [c.name for c in cols] == [
-        "nlc", "bias", "ar", "variability", "gvcs", "grad_length", "nlc_tau", "linear_approx_error", "lar_diameter",
-        "grad_norm", "snip", "synflow", "jacob_cov", "nwot", "num_params", "depth", "width", "flops"]
+        "nlc",
+        "bias",
+        "ar",
+        "variability",
+        "gvcs",
+        "grad_length",
+        "nlc_tau",
+        "linear_approx_error",
+        "lar_diameter",
+        "grad_norm",
+        "snip",
+        "synflow",
+        "jacob_cov",
+        "nwot",
+        "num_params",
+        "depth",
+        "width",
+        "flops",
+    ]
 
 
 def test_the_measure_row_is_the_metric_groups_and_flops():

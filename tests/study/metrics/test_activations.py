@@ -18,8 +18,14 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 # Table 1, lines A (NLC_tau(1)) and E (linear approximation error).
 TABLE_1 = {
-    "relu": (1.211, 0.222), "selu": (1.035, 0.030), "tanh": (1.085, 0.075), "sigmoid": (1.017, 0.0024),
-    "even_tanh": (2.335, 0.276), "gaussian": (1.577, 0.155), "square": (1.414, 2.000), "odd_square": (1.155, 0.178),
+    "relu": (1.211, 0.222),
+    "selu": (1.035, 0.030),
+    "tanh": (1.085, 0.075),
+    "sigmoid": (1.017, 0.0024),
+    "even_tanh": (2.335, 0.276),
+    "gaussian": (1.577, 0.155),
+    "square": (1.414, 2.000),
+    "odd_square": (1.155, 0.178),
 }
 
 
@@ -38,19 +44,26 @@ def test_linear_approx_error_matches_table_1_line_e(name):
 
 def _expect(g, lo=-40.0, hi=40.0, points=()):
     pdf = lambda s: math.exp(-0.5 * s * s) / math.sqrt(2 * math.pi)
-    return quad(lambda s: g(s) * pdf(s), lo, hi, points=list(points) or None, limit=400,
-                epsabs=1e-13, epsrel=1e-11)[0]
+    return quad(lambda s: g(s) * pdf(s), lo, hi, points=list(points) or None, limit=400, epsabs=1e-13, epsrel=1e-11)[0]
 
 
 def _scalar(act: Activation):
     return lambda s: float(act(torch.tensor([s], dtype=torch.float64))[0])
 
 
-@pytest.mark.parametrize("name,dilation,shift,debias,sigma", [
-    ("relu", 1.2, 0.2, True, 1.0), ("selu", 0.8, -0.2, False, 1.0), ("tanh", 1.0, 0.2, True, 2.0),
-    ("even_tanh", 1.2, -0.2, False, 0.5), ("gaussian", 0.8, 0.2, True, 1.0), ("abs", 1.0, -0.2, False, 1.0),
-    ("odd_square", 1.2, 0.0, True, 1.0), ("sigmoid", 0.8, 0.2, False, 3.0),
-])
+@pytest.mark.parametrize(
+    "name,dilation,shift,debias,sigma",
+    [
+        ("relu", 1.2, 0.2, True, 1.0),
+        ("selu", 0.8, -0.2, False, 1.0),
+        ("tanh", 1.0, 0.2, True, 2.0),
+        ("even_tanh", 1.2, -0.2, False, 0.5),
+        ("gaussian", 0.8, 0.2, True, 1.0),
+        ("abs", 1.0, -0.2, False, 1.0),
+        ("odd_square", 1.2, 0.0, True, 1.0),
+        ("sigmoid", 0.8, 0.2, False, 3.0),
+    ],
+)
 def test_variants_agree_with_scipy_quadrature(name, dilation, shift, debias, sigma):
     act = Activation(name, dilation, shift, debias)
     f = _scalar(act)
@@ -70,8 +83,9 @@ def test_variants_agree_with_scipy_quadrature(name, dilation, shift, debias, sig
     b = _expect(lambda s: s * g(s), points=kink)
     m2 = _expect(lambda s: g(s) ** 2, points=kink)
     assert linear_approx_error(act) == pytest.approx((m2 - a * a - b * b) / (a * a + b * b), rel=1e-8)
-    assert linear_approx_error(act) == pytest.approx(linear_approx_error(Activation(name, dilation, shift, False)),
-                                                     rel=1e-12)
+    assert linear_approx_error(act) == pytest.approx(
+        linear_approx_error(Activation(name, dilation, shift, False)), rel=1e-12
+    )
     assert math.isfinite(linear_approx_error(act)) and linear_approx_error(act) < 25  # never 0/0
 
 

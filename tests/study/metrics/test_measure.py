@@ -12,8 +12,7 @@ from archstudy.study.metrics import activation_ratio, flops, linear_approx_error
 from archstudy.study.metrics.measurement import MEASURE_COLUMNS
 from archstudy.study.experiment.schema import ARCHITECTURES, names
 
-FAST = MetricOptions(nlc_batches=5, gradient_batches=2, proxy_batch_size=32, variability_grid=9,
-                     variability_planes=2)
+FAST = MetricOptions(nlc_batches=5, gradient_batches=2, proxy_batch_size=32, variability_grid=9, variability_planes=2)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -24,11 +23,11 @@ def stand_in_data(n=400, d_in=5, classes=3, seed=0):
     g = torch.Generator().manual_seed(seed)
 
     def split(m):
-        return types.SimpleNamespace(x=torch.randn(m, d_in, generator=g, dtype=torch.float64),
-                                     y=torch.randint(0, classes, (m,), generator=g))
+        return types.SimpleNamespace(
+            x=torch.randn(m, d_in, generator=g, dtype=torch.float64), y=torch.randint(0, classes, (m,), generator=g)
+        )
 
-    return types.SimpleNamespace(train=split(n), val=split(n // 4), test=split(n // 4), d_in=d_in,
-                                 n_classes=classes)
+    return types.SimpleNamespace(train=split(n), val=split(n // 4), test=split(n // 4), d_in=d_in, n_classes=classes)
 
 
 def spec_of(**kw):
@@ -58,7 +57,8 @@ def test_values_agree_with_their_definitions():
     assert row["c_out"] == row["output_q"] == pytest.approx(output_scale(net, data.train.x), rel=1e-12)
     assert row["bias"] == pytest.approx(row["output_q"] / row["nlc_output_sd_q"], rel=1e-12)
     assert row["nlc"] == pytest.approx(
-        row["nlc_jacobian_q"] * row["nlc_input_sd_q"] / (math.sqrt(3) * row["nlc_output_sd_q"]), rel=1e-12)
+        row["nlc_jacobian_q"] * row["nlc_input_sd_q"] / (math.sqrt(3) * row["nlc_output_sd_q"]), rel=1e-12
+    )
     assert row["grad_length"] == pytest.approx(math.sqrt(5) * row["gvcs"], rel=1e-12)
     assert row["ar"] == activation_ratio(spec) and row["flops"] == flops(spec)
     assert row["nlc_tau"] == nlc_tau(spec) and row["linear_approx_error"] == linear_approx_error(spec)
@@ -70,8 +70,9 @@ def test_measure_never_changes_the_network_or_the_global_random_state(global_ran
     net = build_network(spec, seed=0)
     before = {k: v.clone() for k, v in net.state_dict().items()}
     rng_state = global_random_state()
-    everything = MetricOptions.from_dict({**FAST.to_dict(), "lar": True, "perturbation": True, "region_batches": 1,
-                                          "region_directions": 1})
+    everything = MetricOptions.from_dict(
+        {**FAST.to_dict(), "lar": True, "perturbation": True, "region_batches": 1, "region_directions": 1}
+    )
     measure(net, stand_in_data(), spec, options=everything)
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
     assert net.training and all(p.grad is None for p in net.parameters())
@@ -102,8 +103,9 @@ def test_a_stack_is_measured_on_its_first_copy():
 
 def test_optional_metrics_when_switched_on():
     spec = spec_of(activation="tanh")
-    opts = MetricOptions.from_dict({**FAST.to_dict(), "lar": True, "perturbation": True, "region_batches": 1,
-                                    "region_directions": 2})
+    opts = MetricOptions.from_dict(
+        {**FAST.to_dict(), "lar": True, "perturbation": True, "region_batches": 1, "region_directions": 2}
+    )
     net = build_network(spec)
     row = measure(net, stand_in_data(), spec, options=opts)
     assert 0 < row["lar_diameter"] < opts.region_k_max
@@ -126,15 +128,25 @@ def test_error_perturbation_after_training_uses_evaluation_mode_and_changes_noth
     net.train()
     with torch.no_grad():  # running statistics that differ from the initial (0, 1)
         net(torch.as_tensor(data.train.x) * 3.0 + 1.0)
-    opts = MetricOptions.from_dict({**FAST.to_dict(), "perturbation": True, "region_batches": 1,
-                                    "region_directions": 2})
+    opts = MetricOptions.from_dict(
+        {**FAST.to_dict(), "perturbation": True, "region_batches": 1, "region_directions": 2}
+    )
     buffers = [b.clone() for b in net.buffers()]
     value = measure_trained(net, data, spec, options=opts, seed=5)["error_perturbation"]
     assert net.training and all(torch.equal(a, b) for a, b in zip(buffers, net.buffers()))
     net.eval()
     xt, yt = torch.as_tensor(data.test.x), torch.as_tensor(data.test.y)
-    expected = error_perturbation(lambda v: net(v), xt, yt, 1, 2, opts.batch_size, opts.perturbation_tolerance,
-                                  opts.region_k_max, generator_seed(5, PERTURBATION_STREAM))
+    expected = error_perturbation(
+        lambda v: net(v),
+        xt,
+        yt,
+        1,
+        2,
+        opts.batch_size,
+        opts.perturbation_tolerance,
+        opts.region_k_max,
+        generator_seed(5, PERTURBATION_STREAM),
+    )
     assert value == expected
 
 

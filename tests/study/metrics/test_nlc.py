@@ -44,14 +44,17 @@ def test_jacobian_estimate_of_a_linear_map_is_its_frobenius_norm():
     assert float(jacobian_q(lambda v: v @ a.T, x, seed=5)) == pytest.approx(float(torch.linalg.norm(a)), rel=0.02)
 
 
-@pytest.mark.parametrize("kw", [
-    dict(activation="relu"),
-    dict(activation="tanh", bias_init="gaussian", dilation=1.2, shift=0.2, debias=True),
-    dict(activation="even_tanh", init_scale=1.1),
-    dict(activation="abs", weights="householder", bias_init="gaussian"),
-    dict(activation="selu", skip="after_linear", skip_strength=0.5),
-    dict(activation="relu", param="gmp", depth=2, bias_init="gaussian"),  # GmP without IMN: pointwise
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(activation="relu"),
+        dict(activation="tanh", bias_init="gaussian", dilation=1.2, shift=0.2, debias=True),
+        dict(activation="even_tanh", init_scale=1.1),
+        dict(activation="abs", weights="householder", bias_init="gaussian"),
+        dict(activation="selu", skip="after_linear", skip_strength=0.5),
+        dict(activation="relu", param="gmp", depth=2, bias_init="gaussian"),  # GmP without IMN: pointwise
+    ],
+)
 def test_nlc_agrees_with_per_example_jacobians(kw):
     spec = ArchSpec(**{**dict(depth=5, width=12, d_in=6, d_out=3), **kw})
     net = build_network(spec, seed=0)

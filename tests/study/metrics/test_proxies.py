@@ -9,8 +9,19 @@ import torch
 from archstudy.sampling import ArchSpec
 from archstudy.study import build_network
 from archstudy.study.metrics import (
-    activation_codes, activation_ratio, flops, grad_length, grad_norm, grad_norm_by_tensor, gvcs, jacob_cov, nwot,
-    snip, snip_by_tensor, synflow, synflow_by_tensor,
+    activation_codes,
+    activation_ratio,
+    flops,
+    grad_length,
+    grad_norm,
+    grad_norm_by_tensor,
+    gvcs,
+    jacob_cov,
+    nwot,
+    snip,
+    snip_by_tensor,
+    synflow,
+    synflow_by_tensor,
 )
 
 
@@ -46,19 +57,36 @@ class TwoLayer:
         p /= p.sum(axis=1, keepdims=True)
         delta = (p - np.eye(f.shape[1])[y]) / c_out / (len(x) if mean else 1)
         ds = (delta @ self.w2) * self.c * self.d * (z > 0)
-        grads = {"linears.0.weight": ds.T @ x, "linears.0.bias": ds.sum(0),
-                 "linears.1.weight": delta.T @ h, "linears.1.bias": delta.sum(0)}
+        grads = {
+            "linears.0.weight": ds.T @ x,
+            "linears.0.bias": ds.sum(0),
+            "linears.1.weight": delta.T @ h,
+            "linears.1.bias": delta.sum(0),
+        }
         return grads, ds @ self.w1
 
     def params(self):
-        return {"linears.0.weight": self.w1, "linears.0.bias": self.b1,
-                "linears.1.weight": self.w2, "linears.1.bias": self.b2}
+        return {
+            "linears.0.weight": self.w1,
+            "linears.0.bias": self.b1,
+            "linears.1.weight": self.w2,
+            "linears.1.bias": self.b2,
+        }
 
 
 @pytest.fixture
 def two_layer():
-    spec = ArchSpec(depth=2, width=40, d_in=8, d_out=3, activation="relu", bias_init="gaussian",
-                    dilation=1.2, shift=0.2, init_scale=1.1)
+    spec = ArchSpec(
+        depth=2,
+        width=40,
+        d_in=8,
+        d_out=3,
+        activation="relu",
+        bias_init="gaussian",
+        dilation=1.2,
+        shift=0.2,
+        init_scale=1.1,
+    )
     return build_network(spec, seed=3)
 
 
@@ -68,9 +96,11 @@ def test_grad_norm_and_snip_equal_their_formulas(two_layer):
     grads, _ = hand.loss_grads(x.numpy(), y.numpy(), c_out=1.7)
     params = hand.params()
     assert grad_norm(two_layer, x, y, c_out=1.7) == pytest.approx(
-        sum(np.linalg.norm(g) for g in grads.values()), rel=1e-10)
+        sum(np.linalg.norm(g) for g in grads.values()), rel=1e-10
+    )
     assert snip(two_layer, x, y, c_out=1.7) == pytest.approx(
-        sum(np.abs(params[k] * g).sum() for k, g in grads.items()), rel=1e-10)
+        sum(np.abs(params[k] * g).sum() for k, g in grads.items()), rel=1e-10
+    )
     terms = grad_norm_by_tensor(two_layer, x, y, c_out=1.7)
     assert set(terms) == set(grads)
     assert terms["linears.0.bias"] == pytest.approx(np.linalg.norm(grads["linears.0.bias"]), rel=1e-10)
@@ -171,8 +201,17 @@ def test_nwot_of_a_singular_kernel_is_nan():
     net = build_network(ArchSpec(depth=2, width=8, d_in=8, d_out=3), seed=0)
     assert math.isnan(nwot(net, batch(n=16)[0]))
     # 40 relu units on 4-D inputs: here the 16 codes have rank 15 (checked: numpy's slogdet gives sign -1).
-    spec = ArchSpec(depth=2, width=40, d_in=4, d_out=3, activation="relu", bias_init="gaussian",
-                    dilation=1.2, shift=0.2, init_scale=1.1)
+    spec = ArchSpec(
+        depth=2,
+        width=40,
+        d_in=4,
+        d_out=3,
+        activation="relu",
+        bias_init="gaussian",
+        dilation=1.2,
+        shift=0.2,
+        init_scale=1.1,
+    )
     x = batch(n=16, d_in=4)[0]
     codes = activation_codes(build_network(spec, seed=3), x).double().numpy()
     assert np.linalg.matrix_rank(codes @ codes.T + (1 - codes) @ (1 - codes).T) < 16
@@ -189,19 +228,23 @@ def exact_rank(codes: np.ndarray) -> int:
     return DomainMatrix.from_Matrix(Matrix(a.tolist())).convert_to(ZZ).rank()
 
 
-@pytest.mark.parametrize("norm, draw, rank", [
-    # relu depth 5, width 32, d_in 20, Gaussian bias, network seed 0, 128 Gaussian inputs (torch, seed 0)
-    ("none", lambda: torch.randn(128, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64), 126),
-    # the same with layernorm and numpy's generator: rank 123 of 128
-    ("layer", lambda: torch.from_numpy(np.random.default_rng(0).standard_normal((20, 128)).T.copy()), 123),
-])
+@pytest.mark.parametrize(
+    "norm, draw, rank",
+    [
+        # relu depth 5, width 32, d_in 20, Gaussian bias, network seed 0, 128 Gaussian inputs (torch, seed 0)
+        ("none", lambda: torch.randn(128, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64), 126),
+        # the same with layernorm and numpy's generator: rank 123 of 128
+        ("layer", lambda: torch.from_numpy(np.random.default_rng(0).standard_normal((20, 128)).T.copy()), 123),
+    ],
+)
 def test_nwot_of_an_exactly_singular_kernel_of_distinct_codes_is_nan(norm, draw, rank):
     """128 distinct codes of 128 units (so no shortcut applies), rank below 128: floating point gives a finite
     log-determinant (``nwot`` returned 238.7 and 163.6), the exact decision gives NaN."""
     from archstudy.study.metrics.proxies import hamming_kernel
 
-    net = build_network(ArchSpec(depth=5, width=32, d_in=20, d_out=3, activation="relu", bias_init="gaussian",
-                                 norm=norm), seed=0)
+    net = build_network(
+        ArchSpec(depth=5, width=32, d_in=20, d_out=3, activation="relu", bias_init="gaussian", norm=norm), seed=0
+    )
     x = draw()
     codes = activation_codes(net, x).numpy().astype(np.int64)
     assert len(np.unique(codes, axis=0)) == 128 and codes.shape[1] + 1 >= 128
@@ -219,8 +262,7 @@ def test_nwot_of_a_full_rank_kernel_is_its_log_determinant(monkeypatch):
     rounding is taken to have missed the sign (the fallback)."""
     from archstudy.study.metrics.proxies import integer_det, nwot_of
 
-    net = build_network(ArchSpec(depth=5, width=64, d_in=20, d_out=3, activation="relu", bias_init="gaussian"),
-                        seed=0)
+    net = build_network(ArchSpec(depth=5, width=64, d_in=20, d_out=3, activation="relu", bias_init="gaussian"), seed=0)
     x = torch.randn(128, 20, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     codes = activation_codes(net, x).numpy()
     n_units = codes.shape[1]
@@ -267,7 +309,8 @@ def test_gvcs_and_grad_length_equal_their_formulas(two_layer):
     # one minibatch holding all 250 examples: the estimates are the exact quadratic means
     assert gvcs(two_layer, x, y, c_out=0.8, batches=1) == pytest.approx(np.sqrt((g**2).mean()), rel=1e-10)
     assert grad_length(two_layer, x, y, c_out=0.8, batches=1) == pytest.approx(
-        np.sqrt((g**2).sum(axis=1).mean()), rel=1e-10)
+        np.sqrt((g**2).sum(axis=1).mean()), rel=1e-10
+    )
 
 
 def test_gvcs_shrinks_with_input_scale_of_a_batchnorm_net():
@@ -277,11 +320,14 @@ def test_gvcs_shrinks_with_input_scale_of_a_batchnorm_net():
     assert gvcs(net, 10 * x, y, batches=3) == pytest.approx(gvcs(net, x, y, batches=3) / 10, rel=1e-4)
 
 
-@pytest.mark.parametrize("kw", [
-    dict(weights="householder", activation="abs", norm="layer"),
-    dict(param="gmp", activation="relu", norm="batch"),
-    dict(param="gmp", weights="householder", activation="selu", skip="after_linear", skip_length=1),
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(weights="householder", activation="abs", norm="layer"),
+        dict(param="gmp", activation="relu", norm="batch"),
+        dict(param="gmp", weights="householder", activation="selu", skip="after_linear", skip_length=1),
+    ],
+)
 def test_householder_and_gmp_nets_score_on_every_tensor(kw):
     spec = ArchSpec(**{**dict(depth=4, width=12, d_in=5, d_out=3, bias_init="gaussian"), **kw})
     net = build_network(spec, seed=0)
@@ -306,8 +352,9 @@ def test_householder_and_gmp_nets_score_on_every_tensor(kw):
 
 
 def test_synflow_leaves_the_network_alone():
-    net = build_network(ArchSpec(depth=4, width=8, d_in=3, d_out=2, norm="batch", param="gmp",
-                                 bias_init="gaussian"), seed=0)
+    net = build_network(
+        ArchSpec(depth=4, width=8, d_in=3, d_out=2, norm="batch", param="gmp", bias_init="gaussian"), seed=0
+    )
     before = {k: v.clone() for k, v in net.state_dict().items()}
     synflow(net)
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())

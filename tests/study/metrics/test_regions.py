@@ -10,7 +10,13 @@ from archstudy.sampling import ArchSpec
 from archstudy.study import build_network, frozen_statistics
 from archstudy.study.metrics import error_perturbation, lar_diameter, nlc
 from archstudy.study.metrics.regions import (
-    K_MAX, displacement, input_diameter, error_path_k, jacobian_vector_product, k_ladder, linear_region_k,
+    K_MAX,
+    displacement,
+    input_diameter,
+    error_path_k,
+    jacobian_vector_product,
+    k_ladder,
+    linear_region_k,
 )
 
 
@@ -20,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def test_k_ladder_is_the_papers_geometric_series():
     ks = k_ladder()
     assert ks[0] == 1e-9
-    assert np.allclose(ks[1:] / ks[:-1], 10 ** 0.1, rtol=1e-12)
+    assert np.allclose(ks[1:] / ks[:-1], 10**0.1, rtol=1e-12)
     assert ks[-1] == pytest.approx(K_MAX, rel=1e-12) and len(ks) == 121
 
 
@@ -51,8 +57,14 @@ def test_relative_diameter_times_nlc_does_not_grow_with_the_input_dimension():
     assert 0.5 < products[1] / products[0] < 2.0  # measured 0.72; x sqrt(32 / 2) = 2.9 with 2 Q_i S x(i)
 
 
-@pytest.mark.parametrize("kw", [dict(norm="batch", activation="tanh"), dict(param="gmp", norm="layer"),
-                                dict(weights="householder", activation="abs")])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(norm="batch", activation="tanh"),
+        dict(param="gmp", norm="layer"),
+        dict(weights="householder", activation="abs"),
+    ],
+)
 def test_jacobian_vector_product_matches_central_differences(kw):
     net = build_network(ArchSpec(**{**dict(depth=4, width=8, d_in=3, d_out=2, bias_init="gaussian"), **kw}), seed=1)
     g = torch.Generator().manual_seed(0)
@@ -119,7 +131,8 @@ def test_error_on_the_path_counts_a_point_wrong_anywhere_on_it():
     y = torch.zeros(1, dtype=torch.int64)
     ks = k_ladder(1e-3, 1e2)
     assert error_path_k(f, x, y, torch.ones(1, 1, dtype=torch.float64), ks) == pytest.approx(
-        ks[ks <= math.pi / 3].max(), rel=1e-12)
+        ks[ks <= math.pi / 3].max(), rel=1e-12
+    )
 
 
 def test_error_perturbation_is_finite_and_positive_for_a_small_net():

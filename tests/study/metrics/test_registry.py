@@ -19,7 +19,14 @@ from archstudy.study.experiment.schema import ARCHITECTURES, MEASURE_ROW, MEASUR
 from archstudy.study.metrics import measurement
 from archstudy.study.metrics.nlc import nlc_parts
 from archstudy.study.metrics.registry import (
-    NLC_STREAM, PERTURBATION_STREAM, Measuring, MetricFunction, generator_seed, marked, measures, metric_functions,
+    NLC_STREAM,
+    PERTURBATION_STREAM,
+    Measuring,
+    MetricFunction,
+    generator_seed,
+    marked,
+    measures,
+    metric_functions,
 )
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -28,8 +35,10 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def every_marked_function() -> set[MetricFunction]:
     """The ``@measures`` functions of every module of ``study.metrics``, found by walking the package (not by the
     list of modules ``measurement`` imports, which is what this checks)."""
-    modules = [importlib.import_module(f"{metrics_package.__name__}.{m.name}")
-               for m in pkgutil.iter_modules(metrics_package.__path__)]
+    modules = [
+        importlib.import_module(f"{metrics_package.__name__}.{m.name}")
+        for m in pkgutil.iter_modules(metrics_package.__path__)
+    ]
     return set(marked(*modules))
 
 
@@ -46,16 +55,28 @@ def test_the_functions_are_called_in_the_order_of_their_first_column_in_the_sche
     firsts = [min(order.index(c) for c in u.columns) for u in measurement.METRIC_FUNCTIONS]
     assert firsts == sorted(firsts)
     assert [u.function.__name__ for u in measurement.METRIC_FUNCTIONS] == [
-        "measure_spec", "measure_nlc", "measure_variability", "measure_gradients", "measure_proxies", "measure_lar",
-        "perturbation_at_init"]
+        "measure_spec",
+        "measure_nlc",
+        "measure_variability",
+        "measure_gradients",
+        "measure_proxies",
+        "measure_lar",
+        "perturbation_at_init",
+    ]
 
 
 def test_the_streams_are_the_ones_every_stored_number_was_drawn_with():
     """The seed of each metric's draws is (seed, stream): a changed stream would change the stored values."""
     streams = {u.name.removeprefix("archstudy.study.metrics."): u.stream for u in measurement.METRIC_FUNCTIONS}
-    assert streams == {"architecture.measure_spec": None, "nlc.measure_nlc": None,
-                       "variability.measure_variability": 3, "gradients.measure_gradients": 1,
-                       "proxies.measure_proxies": 2, "regions.measure_lar": 4, "regions.perturbation_at_init": None}
+    assert streams == {
+        "architecture.measure_spec": None,
+        "nlc.measure_nlc": None,
+        "variability.measure_variability": 3,
+        "gradients.measure_gradients": 1,
+        "proxies.measure_proxies": 2,
+        "regions.measure_lar": 4,
+        "regions.perturbation_at_init": None,
+    }
     assert (NLC_STREAM, PERTURBATION_STREAM) == (0, 5)
     assert measurement.nlc_seed(7) == generator_seed(7, 0) != generator_seed(7, 1)
 
@@ -83,8 +104,10 @@ def test_a_function_must_return_exactly_its_columns():
 
 
 def test_the_row_refuses_a_missing_a_doubled_or_a_stray_column():
-    here = [importlib.import_module(f"archstudy.study.metrics.{m}")
-            for m in ("architecture", "gradients", "nlc", "proxies", "regions", "variability")]
+    here = [
+        importlib.import_module(f"archstudy.study.metrics.{m}")
+        for m in ("architecture", "gradients", "nlc", "proxies", "regions", "variability")
+    ]
     assert metric_functions(*here) == measurement.METRIC_FUNCTIONS
     with pytest.raises(LookupError, match=r"no @measures function of the metric modules computes \['variability'\]"):
         metric_functions(*(m for m in here if not m.__name__.endswith("variability")))
@@ -106,9 +129,12 @@ def test_the_row_refuses_a_missing_a_doubled_or_a_stray_column():
 
 def test_a_stream_taken_twice_or_reserved_is_refused():
     """Two functions drawing from one stream would draw the same numbers: ``metric_functions`` refuses it."""
-    without = [importlib.import_module(f"archstudy.study.metrics.{m}")
-               for m in ("architecture", "gradients", "nlc", "proxies", "regions")]
+    without = [
+        importlib.import_module(f"archstudy.study.metrics.{m}")
+        for m in ("architecture", "gradients", "nlc", "proxies", "regions")
+    ]
     for stream, taken in ((1, "measure_gradients"), (NLC_STREAM, "the NLC pass"), (PERTURBATION_STREAM, "E.3")):
+
         @measures("variability", stream=stream)
         def twin(m, seed):
             return {"variability": 0.0}
@@ -152,16 +178,19 @@ def test_the_row_is_the_functions_outputs():
     g = torch.Generator().manual_seed(1)
 
     def split(n):
-        return types.SimpleNamespace(x=torch.randn(n, 5, generator=g, dtype=torch.float64),
-                                     y=torch.randint(0, 3, (n,), generator=g))
+        return types.SimpleNamespace(
+            x=torch.randn(n, 5, generator=g, dtype=torch.float64), y=torch.randint(0, 3, (n,), generator=g)
+        )
 
     data = types.SimpleNamespace(train=split(300), val=split(50), test=split(50), d_in=5, n_classes=3)
-    opts = MetricOptions(nlc_batches=2, gradient_batches=2, proxy_batch_size=32, variability_grid=9,
-                         variability_planes=1)
+    opts = MetricOptions(
+        nlc_batches=2, gradient_batches=2, proxy_batch_size=32, variability_grid=9, variability_planes=1
+    )
     net = build_network(spec, seed=0)
     row = measurement.measure(net, data, spec, options=opts, seed=4)
-    m = Measuring(net, spec, opts, data.train.x, data.train.y, nlc_parts(net, data.train.x, 2, 250,
-                                                                          measurement.nlc_seed(4)))
+    m = Measuring(
+        net, spec, opts, data.train.x, data.train.y, nlc_parts(net, data.train.x, 2, 250, measurement.nlc_seed(4))
+    )
     by_hand = {}
     for u in every_marked_function():
         by_hand.update(u(m, 4))

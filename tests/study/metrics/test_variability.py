@@ -116,13 +116,27 @@ def test_bad_arguments_are_one_line_errors():
 # -- many parameter samples at once; the C- and G-matrices of Collapse to Constants (variability paper, A.4) -----
 
 from archstudy.study.metrics.variability import (  # noqa: E402
-    activation_slopes, box_variability, c_matrix, collapse_norms, g_matrix, plain_layers, secant_slopes,
+    activation_slopes,
+    box_variability,
+    c_matrix,
+    collapse_norms,
+    g_matrix,
+    plain_layers,
+    secant_slopes,
 )
 
 
 def test_box_variability_of_a_stack_is_each_runs_variability_on_the_box():
-    spec = ArchSpec(depth=5, width=9, d_in=2, d_out=2, activation="abs", scale_activation=False, init="xavier",
-                    weights="householder")
+    spec = ArchSpec(
+        depth=5,
+        width=9,
+        d_in=2,
+        d_out=2,
+        activation="abs",
+        scale_activation=False,
+        init="xavier",
+        weights="householder",
+    )
     stack = build_network(spec, seeds=[3, 4, 5])
     corners = torch.tensor([[-1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
     v = box_variability(stack, ((-1, 1), (-1, 1)), grid=17)
@@ -140,8 +154,17 @@ def test_secant_slopes_follow_eq_14_with_0_over_0_one():
 
 
 def _plain(activation, depth=7, width=6, seed=0, weights="dense"):
-    spec = ArchSpec(depth=depth, width=width, d_in=width, d_out=3, activation=activation, scale_activation=False,
-                    init="kaiming", bias_init="gaussian", weights=weights)
+    spec = ArchSpec(
+        depth=depth,
+        width=width,
+        d_in=width,
+        d_out=3,
+        activation=activation,
+        scale_activation=False,
+        init="kaiming",
+        bias_init="gaussian",
+        weights=weights,
+    )
     return build_network(spec, seed=seed)
 
 
@@ -159,8 +182,9 @@ def test_proposition_2_the_c_matrix_maps_input_differences_to_output_differences
     x, xt = gaussian(2, 6, seed=7)
     c = c_matrix(ws, bs, phi, x, xt)
     # F_L(x) - F_L(x~) = C_L^T (x - x~): F_L by its own forward pass, and through the network's output layer
-    assert torch.allclose(_hidden_output(ws, bs, phi, x) - _hidden_output(ws, bs, phi, xt), c.T @ (x - xt),
-                          rtol=1e-10, atol=1e-12)
+    assert torch.allclose(
+        _hidden_output(ws, bs, phi, x) - _hidden_output(ws, bs, phi, xt), c.T @ (x - xt), rtol=1e-10, atol=1e-12
+    )
     w_out = net.linears[-1].weight[0].detach()
     with torch.no_grad():
         assert torch.allclose(net(x[None])[0] - net(xt[None])[0], w_out @ (c.T @ (x - xt)), rtol=1e-10, atol=1e-12)
@@ -188,7 +212,9 @@ def test_collapse_norms_are_the_norms_of_the_partial_products_and_a_hannet_g_mat
     assert out["depth"] == [1, 4, 8]
     for i, k in enumerate(out["depth"]):
         assert out["c"][i] == pytest.approx(float(torch.linalg.matrix_norm(c_matrix(ws[:k], bs[:k], phi, x, xt), 2)))
-        assert out["g_x_tilde"][i] == pytest.approx(float(torch.linalg.matrix_norm(g_matrix(ws[:k], bs[:k], phi, xt), 2)))
+        assert out["g_x_tilde"][i] == pytest.approx(
+            float(torch.linalg.matrix_norm(g_matrix(ws[:k], bs[:k], phi, xt), 2))
+        )
     # Yu and Zhang, Proposition 1: Householder weights and |.| keep G orthogonal (the input layer aside: here every
     # hidden layer after the first is a reflector, so G_L = W_1^T D_1 times an orthogonal matrix)
     han = _plain("abs", depth=12, width=8, seed=4, weights="householder")

@@ -22,11 +22,15 @@ def _quad_gauss(fn) -> float:
     """E_{s ~ N(0,1)} fn(s) with scipy's adaptive quad, split at 0 and at every variant's kink."""
     pdf = lambda s: math.exp(-0.5 * s * s) / math.sqrt(2 * math.pi)  # noqa: E731
     pts = sorted({-40.0, -1 / 6, 0.0, 1 / 6, 0.25, -0.25, 40.0})
-    return sum(integrate.quad(lambda s: fn(s) * pdf(s), a, b, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
-               for a, b in zip(pts[:-1], pts[1:]))
+    return sum(
+        integrate.quad(lambda s: fn(s) * pdf(s), a, b, epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+        for a, b in zip(pts[:-1], pts[1:])
+    )
 
 
-@pytest.mark.parametrize("act", VARIANTS, ids=lambda a: f"{a.name}-d{a.dilation}-t{a.shift}-{'deb' if a.debias else 'raw'}")
+@pytest.mark.parametrize(
+    "act", VARIANTS, ids=lambda a: f"{a.name}-d{a.dilation}-t{a.shift}-{'deb' if a.debias else 'raw'}"
+)
 def test_variant_has_unit_rms_and_zero_mean_when_debiased(act):
     f = lambda s: float(act(torch.tensor(s, dtype=torch.float64)))  # noqa: E731
     rms = math.sqrt(_quad_gauss(lambda s: f(s) ** 2))

@@ -29,8 +29,9 @@ def _kinds() -> set:
     """Every ``Layer.kind`` the specs of the space make: each weights x param choice, and sampled specs."""
     kinds = set()
     for weights, param in itertools.product(WEIGHTS, PARAMS):
-        kinds |= {layer.kind for layer in ArchSpec(depth=7, width=8, d_in=5, d_out=3, weights=weights,
-                                                    param=param).layers()}
+        kinds |= {
+            layer.kind for layer in ArchSpec(depth=7, width=8, d_in=5, d_out=3, weights=weights, param=param).layers()
+        }
     for spec in sample_specs(30, 4, 6, 3, "extended", param_budget=2000):
         kinds |= {layer.kind for layer in spec.layers()}
     return kinds
@@ -59,8 +60,9 @@ LAYERS = {
     "gmp-imn": Layer(2, "gmp", 6, 5, "layer", True, True, True),
     "householder": Layer(2, "householder", 6, 6, "batch", True, False, True),
 }
-SPEC = ArchSpec(depth=5, width=6, d_in=4, d_out=3, bias_init="gaussian", init_scale=1.1, skip="after_linear",
-                branch_scale=0.5)
+SPEC = ArchSpec(
+    depth=5, width=6, d_in=4, d_out=3, bias_init="gaussian", init_scale=1.1, skip="after_linear", branch_scale=0.5
+)
 
 
 def _built(name):
@@ -122,12 +124,20 @@ def test_a_family_declares_its_roles_products_and_statistics(name):
         assert module.post(a) is a
 
 
-INITS = {"orthogonal": SPEC, "zero": SPEC.replace(init="zero", branch_scale=1.0),
-         "kaiming": SPEC.replace(init="kaiming", bias_init="zero"), "from_sp": SPEC.replace(param="gmp"),
-         "uniform": SPEC.replace(param="gmp", gmp_init="uniform")}
+INITS = {
+    "orthogonal": SPEC,
+    "zero": SPEC.replace(init="zero", branch_scale=1.0),
+    "kaiming": SPEC.replace(init="kaiming", bias_init="zero"),
+    "from_sp": SPEC.replace(param="gmp"),
+    "uniform": SPEC.replace(param="gmp", gmp_init="uniform"),
+}
 # the layers each spec can hold: GmP layers under param = gmp (which init = zero excludes), the others under sp
-INIT_CASES = [(name, init) for name, layer in LAYERS.items() for init, spec in INITS.items()
-              if (layer.kind == "gmp") == (spec.param == "gmp")]
+INIT_CASES = [
+    (name, init)
+    for name, layer in LAYERS.items()
+    for init, spec in INITS.items()
+    if (layer.kind == "gmp") == (spec.param == "gmp")
+]
 
 
 @pytest.mark.parametrize("name, init", INIT_CASES, ids=[f"{n}-{i}" for n, i in INIT_CASES])
@@ -169,8 +179,10 @@ def test_the_network_builds_initializes_and_applies_whatever_the_registry_declar
 
         @classmethod
         def initial(cls, spec, layer, seed):
-            return {"weight": torch.full((layer.fan_out, layer.fan_in), 1.0 / layer.fan_in, dtype=torch.float64),
-                    "bias": torch.zeros(layer.fan_out, dtype=torch.float64)}
+            return {
+                "weight": torch.full((layer.fan_out, layer.fan_in), 1.0 / layer.fan_in, dtype=torch.float64),
+                "bias": torch.zeros(layer.fan_out, dtype=torch.float64),
+            }
 
         def transform(self, x, with_bias=True):
             return 2 * super().transform(x, with_bias)

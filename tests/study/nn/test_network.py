@@ -61,16 +61,37 @@ def reference_forward(spec: ArchSpec, net, x: np.ndarray) -> np.ndarray:
 def _tame_specs():
     """Specs of every kind at small depth, with tame activations so round-off is not amplified chaotically."""
     out = []
-    combos = itertools.product(["none", "batch", "layer"], ["none", "after_linear", "after_norm"],
-                               ["dense", "householder"], ["sp", "gmp"], [1, 2, 3])
+    combos = itertools.product(
+        ["none", "batch", "layer"],
+        ["none", "after_linear", "after_norm"],
+        ["dense", "householder"],
+        ["sp", "gmp"],
+        [1, 2, 3],
+    )
     for norm, skip, weights, param, k in combos:
         if skip == "none" and k != 2 or skip == "after_norm" and norm == "none":
             continue
         depth = 7 if skip == "none" or 6 % k == 0 else 4
-        out.append(ArchSpec(depth=depth, width=12, d_in=5, d_out=3, activation="tanh", dilation=1.2, shift=0.2,
-                            debias=True, norm=norm, skip=skip, skip_strength=0.7 if skip != "none" else 1.0,
-                            skip_length=k if skip != "none" else 2, weights=weights, param=param,
-                            bias_init="gaussian", init_scale=1.1))
+        out.append(
+            ArchSpec(
+                depth=depth,
+                width=12,
+                d_in=5,
+                d_out=3,
+                activation="tanh",
+                dilation=1.2,
+                shift=0.2,
+                debias=True,
+                norm=norm,
+                skip=skip,
+                skip_strength=0.7 if skip != "none" else 1.0,
+                skip_length=k if skip != "none" else 2,
+                weights=weights,
+                param=param,
+                bias_init="gaussian",
+                init_scale=1.1,
+            )
+        )
     return out
 
 
@@ -97,8 +118,9 @@ def test_trainable_count_equals_spec_and_everything_is_float64(spec):
 
 
 def test_stacked_copies_equal_separate_networks_and_take_reorders():
-    spec = ArchSpec(depth=5, width=30, d_in=6, d_out=3, activation="relu", norm="batch", skip="after_norm",
-                    bias_init="gaussian")
+    spec = ArchSpec(
+        depth=5, width=30, d_in=6, d_out=3, activation="relu", norm="batch", skip="after_norm", bias_init="gaussian"
+    )
     stack = build_network(spec, seed=5, runs=4)
     with torch.no_grad():  # make the copies differ, as training would
         for i, p in enumerate(stack.parameters()):
@@ -203,7 +225,11 @@ def test_angles_round_trip():
     u = torch.randn(200, 9, dtype=torch.float64)
     u = u / u.norm(dim=1, keepdim=True)
     assert torch.allclose(direction_from_angles(angles_from_direction(u)), u, atol=1e-14)
-    assert torch.allclose(direction_from_angles(angles_from_direction(u[:, :2])), u[:, :2] / u[:, :2].norm(dim=1, keepdim=True), atol=1e-14)
+    assert torch.allclose(
+        direction_from_angles(angles_from_direction(u[:, :2])),
+        u[:, :2] / u[:, :2].norm(dim=1, keepdim=True),
+        atol=1e-14,
+    )
 
 
 # ---------------------------------------------------------------- statistics and the output scale
@@ -258,14 +284,19 @@ def test_output_scale_on_a_batchnorm_net_whose_last_minibatch_would_hold_one_exa
 def test_frozen_statistics_also_freezes_torchs_own_batchnorm():
     """The metrics take any module: torch's nn.BatchNorm1d runs on batch statistics inside and its running
     buffers (and counter) come out unchanged, its mode and flag restored."""
-    net = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(),
-                              torch.nn.Linear(6, 2)).double().eval()
+    net = (
+        torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(), torch.nn.Linear(6, 2))
+        .double()
+        .eval()
+    )
     bn = net[1]
     before = [b.clone() for b in bn.buffers()]
     x = 5.0 + torch.randn(300, 4, dtype=torch.float64)
     with frozen_statistics(net), torch.no_grad():
         h = net[:2](x)
-    assert torch.allclose(h.mean(0), torch.zeros(6, dtype=torch.float64), atol=1e-12)  # batch statistics, not the (0, 1) buffers
+    assert torch.allclose(
+        h.mean(0), torch.zeros(6, dtype=torch.float64), atol=1e-12
+    )  # batch statistics, not the (0, 1) buffers
     assert all(torch.equal(a, b) for a, b in zip(before, bn.buffers()))
     assert bn.track_running_stats and not net.training
     c = output_scale(net, x)

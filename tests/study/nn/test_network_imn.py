@@ -22,12 +22,21 @@ X = torch.linspace(-2, 2, 40, dtype=torch.float64).reshape(10, 4)
 # LAPACK that numpy ships (numpy 2.4's gives other round-off than the one these were recorded with), while a
 # change of function moves the sums by far more.
 OLD_OUTPUTS = [
-    (ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="relu", param="gmp", bias_init="gaussian"),
-     "-0x1.915c4db52d64ep+2", "-0x1.9c99f58b05a09p+4"),
-    (ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="tanh", param="gmp", norm="batch", skip="after_linear"),
-     "0x1.f736d73139a4cp-2", "0x1.642165cc409bdp-1"),
-    (ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="selu", param="sp", norm="layer"),
-     "-0x1.2d5c3cc3ee7abp+2", "-0x1.2d5c3cc3ee7abp+2"),
+    (
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="relu", param="gmp", bias_init="gaussian"),
+        "-0x1.915c4db52d64ep+2",
+        "-0x1.9c99f58b05a09p+4",
+    ),
+    (
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="tanh", param="gmp", norm="batch", skip="after_linear"),
+        "0x1.f736d73139a4cp-2",
+        "0x1.642165cc409bdp-1",
+    ),
+    (
+        ArchSpec(depth=5, width=8, d_in=4, d_out=3, activation="selu", param="sp", norm="layer"),
+        "-0x1.2d5c3cc3ee7abp+2",
+        "-0x1.2d5c3cc3ee7abp+2",
+    ),
 ]
 
 
@@ -41,21 +50,31 @@ def test_specs_from_before_compute_what_they_computed(spec, train_sum, eval_sum)
     assert float(net(X).sum()) == pytest.approx(float.fromhex(eval_sum), rel=1e-12, abs=0)
 
 
-SHAPES = [dict(depth=6, width=9, d_in=5, d_out=3), dict(depth=3, width=20, d_in=7, d_out=2),
-          dict(depth=9, width=6, d_in=3, d_out=4)]
+SHAPES = [
+    dict(depth=6, width=9, d_in=5, d_out=3),
+    dict(depth=3, width=20, d_in=7, d_out=2),
+    dict(depth=9, width=6, d_in=3, d_out=4),
+]
 
 
 @pytest.mark.parametrize("activation", ["relu", "abs"])
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"d{s['depth']}w{s['width']}")
-@pytest.mark.parametrize("other", [dict(), dict(bias_init="gaussian", init_scale=1.1, dilation=1.2),
-                                   dict(init="kaiming"), dict(init="xavier", bias_init="gaussian")],
-                         ids=["plain", "gaussian-bias", "kaiming", "xavier"])
+@pytest.mark.parametrize(
+    "other",
+    [
+        dict(),
+        dict(bias_init="gaussian", init_scale=1.1, dilation=1.2),
+        dict(init="kaiming"),
+        dict(init="xavier", bias_init="gaussian"),
+    ],
+    ids=["plain", "gaussian-bias", "kaiming", "xavier"],
+)
 @torch.no_grad()
 def test_a_gmp_sibling_without_imn_is_its_sp_twin_at_init(activation, shape, other):
     """r tau(u^T x + lambda) = tau(w^T x + b) for w = r u, b = r lambda and a positively homogeneous tau
     (Chen and Ge, section 4.3's invariance): the same outputs, in training and in evaluation mode."""
     sp = ArchSpec(activation=activation, imn="off", **shape, **other)
-    gmp, = siblings(sp, "param")
+    (gmp,) = siblings(sp, "param")
     assert (gmp.param, gmp.imn, gmp.gmp_init) == ("gmp", "off", "from_sp")
     x = torch.randn(60, shape["d_in"], dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     a, b = build_network(sp, 11), build_network(gmp, 11)
@@ -83,14 +102,19 @@ def test_an_sp_layer_with_imn_subtracts_the_batch_mean_and_then_the_running_mean
         return h
 
     seen = {}
-    hooks = [net.linears[l - 1].register_forward_pre_hook(lambda m, a, l=l: seen.__setitem__(l, a[0][0].mean(0)))
-             for l in (2, 3)]
+    hooks = [
+        net.linears[l - 1].register_forward_pre_hook(lambda m, a, l=l: seen.__setitem__(l, a[0][0].mean(0)))
+        for l in (2, 3)
+    ]
     net.train()
     out = net(x)
     for h in hooks:
         h.remove()
-    assert set(seen) == {2, 3} and not hasattr(net.linears[0], "running_mean") and not hasattr(net.linears[3],
-                                                                                                "running_mean")
+    assert (
+        set(seen) == {2, 3}
+        and not hasattr(net.linears[0], "running_mean")
+        and not hasattr(net.linears[3], "running_mean")
+    )
     assert torch.allclose(out, reference(seen), rtol=1e-13, atol=1e-13)
     running = {l: 0.1 * seen[l] for l in (2, 3)}  # momentum 0.1 from zero
     for l in (2, 3):
@@ -99,12 +123,16 @@ def test_an_sp_layer_with_imn_subtracts_the_batch_mean_and_then_the_running_mean
     assert torch.allclose(net(x), reference(running), rtol=1e-13, atol=1e-13)
 
 
-@pytest.mark.parametrize("spec", [
-    ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="relu", norm="batch", imn="on"),
-    ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="selu", norm="layer", imn="on", bias_init="gaussian"),
-    ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="abs", norm="batch", imn="on", skip="after_norm"),
-    ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="relu", norm="batch", param="gmp", imn="off"),
-], ids=lambda s: s.content_id)
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="relu", norm="batch", imn="on"),
+        ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="selu", norm="layer", imn="on", bias_init="gaussian"),
+        ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="abs", norm="batch", imn="on", skip="after_norm"),
+        ArchSpec(depth=5, width=7, d_in=4, d_out=3, activation="relu", norm="batch", param="gmp", imn="off"),
+    ],
+    ids=lambda s: s.content_id,
+)
 def test_the_trainers_folded_forward_equals_the_reference_with_imn(spec):
     x = torch.randn(3, 25, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
     a, b = build_network(spec, 1, runs=3), build_network(spec, 1, runs=3)
@@ -116,8 +144,19 @@ def test_the_trainers_folded_forward_equals_the_reference_with_imn(spec):
 
 
 def test_uniform_gmp_init_is_chen_and_ges_section_4_3():
-    spec = ArchSpec(depth=4, width=120, d_in=60, d_out=3, param="gmp", gmp_init="uniform", init_scale=0.9,
-                    skip="after_linear", skip_length=1, branch_scale=0.5, bias_init="gaussian")
+    spec = ArchSpec(
+        depth=4,
+        width=120,
+        d_in=60,
+        d_out=3,
+        param="gmp",
+        gmp_init="uniform",
+        init_scale=0.9,
+        skip="after_linear",
+        skip_length=1,
+        branch_scale=0.5,
+        bias_init="gaussian",
+    )
     net = build_network(spec, 3)
     again = build_network(spec, 3)
     for layer, module, other in zip(spec.layers(), net.linears, again.linears):

@@ -20,10 +20,13 @@ def _weights(spec, seed=4):
     return [m.weight.detach()[0].numpy() for m in net.linears]
 
 
-@pytest.mark.parametrize("init, variance", [
-    ("kaiming", lambda fan_in, fan_out: 2.0 / fan_in),  # He et al. 2015: normal, fan_in, gain sqrt(2)
-    ("xavier", lambda fan_in, fan_out: 2.0 / (fan_in + fan_out)),  # Glorot and Bengio 2010: normal
-])
+@pytest.mark.parametrize(
+    "init, variance",
+    [
+        ("kaiming", lambda fan_in, fan_out: 2.0 / fan_in),  # He et al. 2015: normal, fan_in, gain sqrt(2)
+        ("xavier", lambda fan_in, fan_out: 2.0 / (fan_in + fan_out)),  # Glorot and Bengio 2010: normal
+    ],
+)
 def test_gaussian_schemes_have_their_variance_and_are_the_seeded_normal_draws(init, variance):
     spec = ArchSpec(**WIDE, init=init)
     for layer, w in zip(spec.layers(), _weights(spec)):
@@ -46,8 +49,9 @@ def test_init_composes_with_bias_init_and_scales():
 
 
 def test_zero_init_zeroes_exactly_the_residual_branches():
-    spec = ArchSpec(depth=5, width=20, d_in=4, d_out=3, norm="layer", skip="after_linear", bias_init="gaussian",
-                    init="zero")
+    spec = ArchSpec(
+        depth=5, width=20, d_in=4, d_out=3, norm="layer", skip="after_linear", bias_init="gaussian", init="zero"
+    )
     ref = build_network(spec.replace(init="orthogonal"), seed=9)
     net = build_network(spec, seed=9)
     for layer, m, r in zip(spec.layers(), net.linears, ref.linears):
@@ -65,8 +69,18 @@ def test_zero_init_zeroes_exactly_the_residual_branches():
 
 def test_a_stack_of_seeds_is_the_networks_of_each_seed():
     # GmP (running input means), batchnorm (running statistics), skips with the output projection
-    spec = ArchSpec(depth=5, width=12, d_in=4, d_out=3, activation="tanh", norm="batch", param="gmp",
-                    skip="after_linear", bias_init="gaussian", init="kaiming")
+    spec = ArchSpec(
+        depth=5,
+        width=12,
+        d_in=4,
+        d_out=3,
+        activation="tanh",
+        norm="batch",
+        param="gmp",
+        skip="after_linear",
+        bias_init="gaussian",
+        init="kaiming",
+    )
     seeds = [5, 2, 5, 7]
     stack = build_network(spec, seeds=seeds)
     assert stack.runs == 4 and stack.projection.shape == (4, 3, 12)
@@ -96,11 +110,15 @@ def test_seeds_are_checked_in_one_line():
 
 # -- bias initializations (ArchSpec.bias_init, householder_bias) ---------------------------------------------
 
-@pytest.mark.parametrize("bias_init, law", [
-    ("gaussian", lambda fan_in: stats.norm(0.0, math.sqrt(0.05))),  # appendix C
-    ("normal", lambda fan_in: stats.norm(0.0, 1.0)),  # the variability paper, B.1
-    ("uniform_fan_in", lambda fan_in: stats.uniform(-1 / math.sqrt(fan_in), 2 / math.sqrt(fan_in))),  # nn.Linear
-])
+
+@pytest.mark.parametrize(
+    "bias_init, law",
+    [
+        ("gaussian", lambda fan_in: stats.norm(0.0, math.sqrt(0.05))),  # appendix C
+        ("normal", lambda fan_in: stats.norm(0.0, 1.0)),  # the variability paper, B.1
+        ("uniform_fan_in", lambda fan_in: stats.uniform(-1 / math.sqrt(fan_in), 2 / math.sqrt(fan_in))),  # nn.Linear
+    ],
+)
 def test_biases_follow_their_stated_distribution(bias_init, law):
     """A Kolmogorov-Smirnov test of each layer's 2,000 or 1,000 biases (seeded: the same p-values every time)
     against the stated law, which accepts them, and against the other laws, which reject them."""
@@ -113,8 +131,9 @@ def test_biases_follow_their_stated_distribution(bias_init, law):
         for name, other in others.items():
             if name != bias_init:
                 assert stats.kstest(b, other.cdf).pvalue < 1e-6, name
-        assert stats.kstest(b, stats.uniform(-2 / math.sqrt(layer.fan_in), 4 / math.sqrt(layer.fan_in)).cdf
-                            ).pvalue < 1e-6
+        assert (
+            stats.kstest(b, stats.uniform(-2 / math.sqrt(layer.fan_in), 4 / math.sqrt(layer.fan_in)).cdf).pvalue < 1e-6
+        )
     # the weights: Kaiming's, untouched by the bias init unless appendix C's sqrt(0.95) applies ("gaussian")
     factor = math.sqrt(0.95) if bias_init == "gaussian" else 1.0
     for w, ref in zip(_weights(spec, seed=1), _weights(spec.replace(bias_init="zero"), seed=1)):
@@ -124,22 +143,36 @@ def test_biases_follow_their_stated_distribution(bias_init, law):
 def test_bias_draws_share_the_layers_generator_and_scale_with_the_net():
     spec = ArchSpec(depth=4, width=20, d_in=5, d_out=3, bias_init="normal", init_scale=1.1)
     for layer, b_normal, b_gauss, b_uniform in zip(
-            spec.layers(), build_network(spec, seed=2).linears,
-            build_network(spec.replace(bias_init="gaussian"), seed=2).linears,
-            build_network(spec.replace(bias_init="uniform_fan_in", init_scale=1.0), seed=2).linears):
+        spec.layers(),
+        build_network(spec, seed=2).linears,
+        build_network(spec.replace(bias_init="gaussian"), seed=2).linears,
+        build_network(spec.replace(bias_init="uniform_fan_in", init_scale=1.0), seed=2).linears,
+    ):
         z = init_rng(2, layer.index, 1)  # the layer's bias generator
-        np.testing.assert_allclose(b_normal.bias[0].detach().numpy(), z.standard_normal(layer.fan_out) * 1.1,
-                                   rtol=1e-15)
-        np.testing.assert_allclose(b_gauss.bias[0].detach().numpy(), b_normal.bias[0].detach().numpy()
-                                   * math.sqrt(0.05), rtol=1e-14)
+        np.testing.assert_allclose(
+            b_normal.bias[0].detach().numpy(), z.standard_normal(layer.fan_out) * 1.1, rtol=1e-15
+        )
+        np.testing.assert_allclose(
+            b_gauss.bias[0].detach().numpy(), b_normal.bias[0].detach().numpy() * math.sqrt(0.05), rtol=1e-14
+        )
         bound = 1 / math.sqrt(layer.fan_in)
-        np.testing.assert_array_equal(b_uniform.bias[0].detach().numpy(),
-                                      init_rng(2, layer.index, 1).uniform(-bound, bound, layer.fan_out))
+        np.testing.assert_array_equal(
+            b_uniform.bias[0].detach().numpy(), init_rng(2, layer.index, 1).uniform(-bound, bound, layer.fan_out)
+        )
 
 
 def test_householder_layers_take_the_bias_init_or_zero():
-    spec = ArchSpec(depth=6, width=30, d_in=2, d_out=1, activation="abs", weights="householder", dense_ends=1,
-                    bias_init="uniform_fan_in", scale_activation=False)
+    spec = ArchSpec(
+        depth=6,
+        width=30,
+        d_in=2,
+        d_out=1,
+        activation="abs",
+        weights="householder",
+        dense_ends=1,
+        bias_init="uniform_fan_in",
+        scale_activation=False,
+    )
     same = build_network(spec, seed=3)
     zero = build_network(spec.replace(householder_bias="zero"), seed=3)
     for layer, a, b in zip(spec.layers(), same.linears, zero.linears):

@@ -9,14 +9,24 @@ import torch
 from archstudy.sampling import ArchSpec, solve_width
 from archstudy.study import build_network, frozen_statistics
 from archstudy.study.perf.bench import (
-    CASES, FIELDS, PAPER_CASES, BenchCase, bench_case, fp64_peak, gemm_ops, plain_model, step_flops,
+    CASES,
+    FIELDS,
+    PAPER_CASES,
+    BenchCase,
+    bench_case,
+    fp64_peak,
+    gemm_ops,
+    plain_model,
+    step_flops,
 )
 from archstudy.study.cli import main
 from archstudy.study.training import allocator
 
 
-pytestmark = [pytest.mark.usefixtures("one_thread"),
-              pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")]
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
+]
 
 
 def test_step_flops_by_hand():
@@ -46,10 +56,12 @@ def test_a_row_is_consistent():
     assert set(FIELDS) <= set(row)
     per_epoch = 1_000 // 50
     assert row["speedup"] == pytest.approx(row["sequential_s_per_epoch"] / row["stacked_s_per_epoch"], rel=1e-12)
-    assert row["speedup_same_step"] == pytest.approx(row["same_step_s_per_epoch"] / row["stacked_s_per_epoch"],
-                                                     rel=1e-12)
-    assert row["gflops"] == pytest.approx(step_flops(case.spec, 3, 50) * per_epoch / row["stacked_s_per_epoch"] / 1e9,
-                                          rel=1e-12)
+    assert row["speedup_same_step"] == pytest.approx(
+        row["same_step_s_per_epoch"] / row["stacked_s_per_epoch"], rel=1e-12
+    )
+    assert row["gflops"] == pytest.approx(
+        step_flops(case.spec, 3, 50) * per_epoch / row["stacked_s_per_epoch"] / 1e9, rel=1e-12
+    )
     assert row["gemm_fraction"] == pytest.approx(row["gflops"] / row["gemm_gflops"], rel=1e-12)
     assert row["params"] == case.spec.num_params and row["runs"] == 3 and row["chunk"] >= 1
     assert all(row[k] > 0 for k in ("stacked_s_per_epoch", "sequential_s_per_epoch", "gemm_gflops"))
@@ -90,8 +102,9 @@ def malloc_settings(monkeypatch):
 
 def test_a_row_times_the_compiled_step_and_says_what_the_rule_picks():
     case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2, 100)
-    row = bench_case(case, runs=3, batch=50, repeats=1, plain=False, compiled=True,
-                     compile_backend="aot_eager_decomp_partition")
+    row = bench_case(
+        case, runs=3, batch=50, repeats=1, plain=False, compiled=True, compile_backend="aot_eager_decomp_partition"
+    )
     assert row["compiled_s_per_epoch"] > 0 and row["compile_s"] > 0 and row["compiled_graphs"] == 1
     assert row["compiled_speedup"] == pytest.approx(row["stacked_s_per_epoch"] / row["compiled_s_per_epoch"], rel=1e-12)
     assert row["rule"] == "eager" and math.isnan(row["sequential_s_per_epoch"])
@@ -114,8 +127,10 @@ def test_the_householder_case_is_a_1m_parameter_net_as_the_sampler_solves_it():
 
 
 def test_command_prints_json_rows(capsys, malloc_settings):
-    assert main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json",
-                 "--no-compile"]) == 0
+    assert (
+        main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json", "--no-compile"])
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert [r["case"] for r in rows] == ["small"] and set(FIELDS) <= set(rows[0]) and rows[0]["runs"] == 2
     assert malloc_settings == [True]
@@ -129,15 +144,18 @@ def test_command_prints_a_table(capsys, malloc_settings):
     assert malloc_settings == [True]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--cases", "huge"], "bench.cases = 'huge': must be one of"),
-    (["--cases", ","], "bench.cases = ',': must name at least one of"),
-    (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
-    (["--device", "nowhere"], "bench.device = 'nowhere'"),
-    (["--gpus-per-arch", "2"], "bench.gpus_per_arch = 2.0: must be"),
-    (["--compile-mode", "fastest"], "bench.compile_mode = 'fastest': must be one of"),
-    (["--project", "--devices", "0"], "bench.devices = '0': must be a comma-separated list of integers >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--cases", "huge"], "bench.cases = 'huge': must be one of"),
+        (["--cases", ","], "bench.cases = ',': must name at least one of"),
+        (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
+        (["--device", "nowhere"], "bench.device = 'nowhere'"),
+        (["--gpus-per-arch", "2"], "bench.gpus_per_arch = 2.0: must be"),
+        (["--compile-mode", "fastest"], "bench.compile_mode = 'fastest': must be one of"),
+        (["--project", "--devices", "0"], "bench.devices = '0': must be a comma-separated list of integers >= 1"),
+    ],
+)
 def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err

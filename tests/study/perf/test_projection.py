@@ -11,7 +11,13 @@ from archstudy.study.perf import profiles, projection
 from archstudy.study.perf.bench import BenchCase, throughput
 from archstudy.study.cli import main
 from archstudy.study.perf.projection import (
-    PAPER_DEPTHS, PAPER_STUDIES, PaperStudy, StepModel, architecture_seconds, measure_step_times, project,
+    PAPER_DEPTHS,
+    PAPER_STUDIES,
+    PaperStudy,
+    StepModel,
+    architecture_seconds,
+    measure_step_times,
+    project,
 )
 from archstudy.study.perf.profiles import live_runs, stack_epochs
 
@@ -26,8 +32,17 @@ def test_live_runs_count_the_runs_still_training_in_each_epoch():
 def _rows(a=2e-3, b=1e-4, e=1e-7):
     """Synthetic step times linear in R and depth: t(d, R) = a R + b d, eval e per example and run."""
     sizes = (40, 10, 1)
-    return [{"case": f"d{d}", "depth": d, "width": 1, "forward": "eager",
-             "step_s": {r: a * r + b * d for r in sizes}, "eval_s_per_example_run": e * d} for d in (3, 9, 25, 49)]
+    return [
+        {
+            "case": f"d{d}",
+            "depth": d,
+            "width": 1,
+            "forward": "eager",
+            "step_s": {r: a * r + b * d for r in sizes},
+            "eval_s_per_example_run": e * d,
+        }
+        for d in (3, 9, 25, 49)
+    ]
 
 
 def test_step_model_interpolates_linearly_in_depth_and_runs():
@@ -90,7 +105,8 @@ def test_throughput_of_processes_sharing_the_device():
     assert row["processes"] == 2 and row["steps_per_s_alone"] > 0 and row["steps_per_s_shared"] > 0
     assert row["gain"] == pytest.approx(row["steps_per_s_shared"] / row["steps_per_s_alone"], rel=1e-12)
     assert row["architectures_per_hour_shared"] == pytest.approx(
-        row["steps_per_s_shared"] * 3600 / (1_000 // 50) / profiles.EXPECTED_STACK_EPOCHS, rel=1e-12)
+        row["steps_per_s_shared"] * 3600 / (1_000 // 50) / profiles.EXPECTED_STACK_EPOCHS, rel=1e-12
+    )
 
 
 def test_the_command_projects_from_measured_step_times(monkeypatch, capsys):

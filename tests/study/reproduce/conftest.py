@@ -32,8 +32,9 @@ class TinyRuns:
             # claim has its nets
             with pytest.MonkeyPatch.context() as mp:
                 mp.setattr(page, "write_page", keep_figures)
-                self.results[name] = reproduce(name, self.out, scale="tiny", seed=3 if name == "nlc-figure2" else 0,
-                                               progress=None)[0]
+                self.results[name] = reproduce(
+                    name, self.out, scale="tiny", seed=3 if name == "nlc-figure2" else 0, progress=None
+                )[0]
             assert torch.get_num_threads() == threads  # one thread (the default) during each run only
         return self.out, self.results[name]
 

@@ -18,8 +18,11 @@ from archstudy.study.reproduce.result import ROW_KEYS
 @pytest.fixture(scope="module")
 def tiny(tiny_runs):
     out, result = tiny_runs.run("gmp-banana")
-    return result, json.loads((out / "gmp-banana.json").read_text()), (out / "gmp-banana.html").read_text(
-        encoding="utf-8")
+    return (
+        result,
+        json.loads((out / "gmp-banana.json").read_text()),
+        (out / "gmp-banana.html").read_text(encoding="utf-8"),
+    )
 
 
 def test_tiny_writes_every_key_with_finite_values(tiny):
@@ -27,9 +30,9 @@ def test_tiny_writes_every_key_with_finite_values(tiny):
     assert "gmp-banana" in REPRODUCTIONS
     assert tuple(d)[:5] == ("name", "paper", "scale", "seconds", "rows") and d["scale"] == "tiny"
     lr = gb.SCALES["tiny"].lrs
-    expected = ({f"{q}:{k}:lr={lr[-1]:g}" for q in ("max_angle_step_deg", "max_location_step")
-                 for k in gb.PARAMETERIZATIONS}
-                | {f"test_accuracy:{k}:lr={r:g}" for k in gb.PARAMETERIZATIONS for r in lr})
+    expected = {
+        f"{q}:{k}:lr={lr[-1]:g}" for q in ("max_angle_step_deg", "max_location_step") for k in gb.PARAMETERIZATIONS
+    } | {f"test_accuracy:{k}:lr={r:g}" for k in gb.PARAMETERIZATIONS for r in lr}
     assert [r["quantity"] for r in d["rows"]] and {r["quantity"] for r in d["rows"]} == expected
     assert len(d["rows"]) == len(expected)
     for r in d["rows"]:
@@ -49,7 +52,7 @@ def test_gmp_turns_its_boundaries_by_at_most_adams_step(tiny):
     _, d, _ = tiny
     s = gb.SCALES["tiny"]
     for j, lr in enumerate(s.lrs):
-        for a in d["max_angle_step_deg"]["GmP"][j * s.inits:(j + 1) * s.inits]:
+        for a in d["max_angle_step_deg"]["GmP"][j * s.inits : (j + 1) * s.inits]:
             assert math.degrees(lr) * (1 - 1e-6) <= a <= math.degrees(gb.adam_bound(lr)) * (1 + 1e-9)
     assert gb.adam_bound(0.1) == pytest.approx(0.1 * 0.1 / math.sqrt(0.001))
 
@@ -107,7 +110,7 @@ def test_adam_step_is_kingma_and_ba_algorithm_1():
             theta, m, v = 0.0, 0.0, 0.0
             for t, g in enumerate((float(g1[k, i]), float(g2[k, i])), 1):
                 m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
-                theta -= float(lr[k]) * (m / (1 - b1 ** t)) / (math.sqrt(v / (1 - b2 ** t)) + gb.ADAM_EPS)
+                theta -= float(lr[k]) * (m / (1 - b1**t)) / (math.sqrt(v / (1 - b2**t)) + gb.ADAM_EPS)
             assert float(p["w"][k, i]) == pytest.approx(theta, rel=1e-12)
 
 

@@ -14,9 +14,13 @@ from archstudy.study.reproduce import REPRODUCTIONS, han_flipped
 from archstudy.study.reproduce.han_checkerboard import checkerboard_data
 from archstudy.study.reproduce.result import ROW_KEYS
 
-TINY_KEYS = {"best_test_accuracy:HanNet:20x30:flipped=10%", "best_test_accuracy:FCNet1:6x100:flipped=10%",
-             "final_test_accuracy:HanNet:20x30:flipped=10%", "final_train_accuracy:HanNet:20x30:flipped=10%",
-             "hannet_above_fcnet:HanNet:20x30-FCNet1:6x100:flipped=10%"}
+TINY_KEYS = {
+    "best_test_accuracy:HanNet:20x30:flipped=10%",
+    "best_test_accuracy:FCNet1:6x100:flipped=10%",
+    "final_test_accuracy:HanNet:20x30:flipped=10%",
+    "final_train_accuracy:HanNet:20x30:flipped=10%",
+    "hannet_above_fcnet:HanNet:20x30-FCNet1:6x100:flipped=10%",
+}
 
 
 def test_tiny_writes_every_key_with_finite_values(tiny_runs):
@@ -55,8 +59,10 @@ def fake_results(settings, han: float, fc: float) -> dict:
     for q, f in han_flipped.runs_of(settings):
         acc = han if "H+ABS" in q else fc
         results.setdefault(q, {})[han_flipped.fraction_key(f)] = {
-            "test_accuracy_best": [acc], "test_accuracy_last_of_best_run": [90.0],
-            "train_accuracy_last_of_best_run": [99.8]}
+            "test_accuracy_best": [acc],
+            "test_accuracy_last_of_best_run": [90.0],
+            "train_accuracy_last_of_best_run": [99.8],
+        }
     return results
 
 
@@ -66,14 +72,17 @@ def test_paper_rows_compare_by_the_one_rule_and_claim_the_hannet_above():
     assert len(runs) == len(set(runs)) == 2 + 2 * len(han_flipped.VAR_FRACTIONS) - 1  # FCNet1 at 10% shared
     rows = {r.quantity: r for r in han_flipped.rows_of(paper, fake_results(paper, 95.8, 83.0))}
     fractions = [han_flipped.fraction_key(f) for f in han_flipped.VAR_FRACTIONS]
-    assert set(rows) == TINY_KEYS | {"best_test_accuracy:HanNet:100x17:flipped=10%",
-                                     "best_test_accuracy:FCNet:100x6:flipped=10%"} | {
-        f"hannet_above_fcnet:HanNet:100x17-FCNet:100x6:{k}" for k in fractions}
+    assert set(rows) == TINY_KEYS | {
+        "best_test_accuracy:HanNet:100x17:flipped=10%",
+        "best_test_accuracy:FCNet:100x6:flipped=10%",
+    } | {f"hannet_above_fcnet:HanNet:100x17-FCNet:100x6:{k}" for k in fractions}
     # one run here and one in the paper: one unit of the printed digit, nothing more
     assert not rows["best_test_accuracy:HanNet:20x30:flipped=10%"].ok  # 95.8 against 96.5 ± 0.1
     assert not rows["best_test_accuracy:HanNet:100x17:flipped=10%"].ok  # 95.8 against 95.2 ± 0.1
-    assert rows["final_test_accuracy:HanNet:20x30:flipped=10%"].ok and rows[
-        "final_train_accuracy:HanNet:20x30:flipped=10%"].ok  # 90.0 and 99.8 exactly
+    assert (
+        rows["final_test_accuracy:HanNet:20x30:flipped=10%"].ok
+        and rows["final_train_accuracy:HanNet:20x30:flipped=10%"].ok
+    )  # 90.0 and 99.8 exactly
     assert all(r.ok and r.measured == 95.8 - 83.0 for q, r in rows.items() if q.startswith("hannet_above"))
     exact = {r.quantity: r for r in han_flipped.rows_of(paper, fake_results(paper, 96.55, 80.75))}
     assert exact["best_test_accuracy:HanNet:20x30:flipped=10%"].ok  # within 0.1 of 96.5

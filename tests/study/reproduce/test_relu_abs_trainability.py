@@ -64,7 +64,8 @@ def test_tiny_writes_every_key_finite_and_rows_follow_from_the_results(tiny):
     assert rows["best_train_loss_min:ReLU:L>20"]["measured"] == pytest.approx(mean_loss("ReLU", 21), rel=1e-12)
     assert rows["best_train_loss_max:ABS:L>30"]["measured"] == pytest.approx(mean_loss("ABS", 31), rel=1e-12)
     assert rows["best_train_loss:ABS-ReLU:L=21"]["measured"] == pytest.approx(
-        mean_loss("ABS", 21) - mean_loss("ReLU", 21), rel=1e-12)
+        mean_loss("ABS", 21) - mean_loss("ReLU", 21), rel=1e-12
+    )
     for k, v in res.items():
         # the best loss over the rates is the least of each rate's best; accuracies are percentages
         assert v["best_train_loss"] == [min(r) for r in v["best_train_loss_per_rate"]]
@@ -74,8 +75,10 @@ def test_tiny_writes_every_key_finite_and_rows_follow_from_the_results(tiny):
 
 
 def _results(losses: dict) -> dict:
-    return {raa.key(act, hidden, 3200): {"best_train_loss": [v, v], "test_accuracy": [50.0, 50.0]}
-            for (act, hidden), v in losses.items()}
+    return {
+        raa.key(act, hidden, 3200): {"best_train_loss": [v, v], "test_accuracy": [50.0, 50.0]}
+        for (act, hidden), v in losses.items()
+    }
 
 
 def test_claims_can_fail():

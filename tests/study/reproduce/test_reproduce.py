@@ -25,22 +25,38 @@ TOP_KEYS = ("name", "paper", "scale", "seconds", "rows")
 def expected_keys(name: str, settings) -> set[str]:
     """The quantity keys of the issue (Table 2 and figure 4 at the depths of the scale)."""
     if name == "nlc-table1":
-        return {f"{line}:{a}" for line in ("nlc_tau", "nlc_depth2_bn", "nlc_tau_power48", "nlc_depth49_bn",
-                                           "linear_approx_error") for a in PAPER_ACTIVATIONS}
+        return {
+            f"{line}:{a}"
+            for line in ("nlc_tau", "nlc_depth2_bn", "nlc_tau_power48", "nlc_depth49_bn", "linear_approx_error")
+            for a in PAPER_ACTIVATIONS
+        }
     if name == "nlc-table2":
         return {f"nlc:depth={d}" for d in (2, 5, 10, 15, 20, 25, 50)}
     if name == "nlc-figure2":
-        return {"spearman:nlc_vs_test_error", "median_test_error:nlc_in_1_3", "median_test_error:nlc_above_100",
-                "median_test_error:high_bias"}
+        return {
+            "spearman:nlc_vs_test_error",
+            "median_test_error:nlc_in_1_3",
+            "median_test_error:nlc_above_100",
+            "median_test_error:high_bias",
+        }
     if name == "han-checkerboard":
-        return ({f"test_accuracy:{layers}+{act}:{frame}" for layers in ("H", "FC") for act in ("ABS", "ReLU")
-                 for frame in ("20x30", "100x17")}
-                | {"test_accuracy:FCNet1:6x100", "test_accuracy:FCNet2:10x100", "test_accuracy:FCNet3:6x300"})
+        return {
+            f"test_accuracy:{layers}+{act}:{frame}"
+            for layers in ("H", "FC")
+            for act in ("ABS", "ReLU")
+            for frame in ("20x30", "100x17")
+        } | {"test_accuracy:FCNet1:6x100", "test_accuracy:FCNet2:10x100", "test_accuracy:FCNet3:6x300"}
     assert name == "resnet-hessian"
-    return ({f"condition_number:{k}:depth={d}" for k in resnet_hessian.KINDS if k != "shortcut3"
-             for d in resnet_hessian.depths(k, settings.max_depth)}
-            | {f"{q}:shortcut3:depth={d}" for q in ("largest_eigenvalue", "largest_eigenvalue_shrinks")
-               for d in resnet_hessian.depths("shortcut3", settings.max_depth)})
+    return {
+        f"condition_number:{k}:depth={d}"
+        for k in resnet_hessian.KINDS
+        if k != "shortcut3"
+        for d in resnet_hessian.depths(k, settings.max_depth)
+    } | {
+        f"{q}:shortcut3:depth={d}"
+        for q in ("largest_eigenvalue", "largest_eigenvalue_shrinks")
+        for d in resnet_hessian.depths("shortcut3", settings.max_depth)
+    }
 
 
 def check_outputs(name: str, out, scale="tiny") -> dict:
@@ -69,8 +85,7 @@ def tiny(tiny_runs):
     return tiny_runs.out, results
 
 
-@pytest.mark.parametrize("name", ["nlc-table1", "nlc-table2", "nlc-figure2", "resnet-hessian",
-                                  "han-checkerboard"])
+@pytest.mark.parametrize("name", ["nlc-table1", "nlc-table2", "nlc-figure2", "resnet-hessian", "han-checkerboard"])
 def test_every_reproduction_writes_every_key_with_finite_values(tiny, name):
     out, results = tiny
     d = check_outputs(name, out)
@@ -134,13 +149,25 @@ def test_row_helpers_compare_as_they_say():
 
 # -- nlc-figure2 -------------------------------------------------------------------------------------------------
 
+
 def _arch(rows):
     return pd.DataFrame(rows, columns=["nlc", "test_error", "high_bias"]).assign(variant="base")
 
 
 def test_figure2_claims_are_the_medians_of_the_nlc_groups_and_can_fail():
-    good = _arch([(1.5, 0.10, False), (2.5, 0.20, False), (3.0, 0.12, False), (10, 0.30, False), (50, 0.40, False),
-                  (200, 0.60, False), (1e6, 0.66, False), (2.0, 0.67, True), (1e4, 0.55, True)])
+    good = _arch(
+        [
+            (1.5, 0.10, False),
+            (2.5, 0.20, False),
+            (3.0, 0.12, False),
+            (10, 0.30, False),
+            (50, 0.40, False),
+            (200, 0.60, False),
+            (1e6, 0.66, False),
+            (2.0, 0.67, True),
+            (1e4, 0.55, True),
+        ]
+    )
     rows, facts = nlc_figure2.claims(good, threshold=0.5)
     r = {row.quantity: row for row in rows}
     assert facts["group_sizes"] == {"[1, 3]": 3, "(3, 100]": 2, "above 100": 2} and facts["n_high_bias"] == 2
@@ -148,11 +175,22 @@ def test_figure2_claims_are_the_medians_of_the_nlc_groups_and_can_fail():
     assert r["median_test_error:nlc_above_100"].measured == pytest.approx(0.63)
     assert r["median_test_error:high_bias"].measured == pytest.approx(0.61)
     assert r["spearman:nlc_vs_test_error"].measured == pytest.approx(
-        pd.Series([1.5, 2.5, 3.0, 10, 50, 200, 1e6]).rank().corr(pd.Series([0.1, 0.2, 0.12, 0.3, 0.4, 0.6, 0.66]).rank()))
+        pd.Series([1.5, 2.5, 3.0, 10, 50, 200, 1e6])
+        .rank()
+        .corr(pd.Series([0.1, 0.2, 0.12, 0.3, 0.4, 0.6, 0.66]).rank())
+    )
     assert all(row.ok for row in rows) and all(row.paper is None for row in rows)
     # the far nets better than the window's, a high-bias net that trained: those claims fail
-    bad = _arch([(1.5, 0.50, False), (2.5, 0.60, False), (200, 0.10, False), (1e6, 0.20, False), (10, 0.3, False),
-                 (2.0, 0.20, True)])
+    bad = _arch(
+        [
+            (1.5, 0.50, False),
+            (2.5, 0.60, False),
+            (200, 0.10, False),
+            (1e6, 0.20, False),
+            (10, 0.3, False),
+            (2.0, 0.20, True),
+        ]
+    )
     r = {row.quantity: row for row in nlc_figure2.claims(bad, threshold=0.5)[0]}
     assert not r["median_test_error:nlc_in_1_3"].ok and not r["median_test_error:nlc_above_100"].ok
     assert not r["median_test_error:high_bias"].ok and not r["spearman:nlc_vs_test_error"].ok
@@ -185,6 +223,7 @@ def test_figure2_keeps_its_study_for_the_report_which_lists_the_verdicts_only_wh
 
 # -- resnet-hessian --------------------------------------------------------------------------------------------
 
+
 def _moments(rng, m=50, d=3, whitened=False):
     x = rng.standard_normal((m, d)) @ rng.standard_normal((d, d))
     if whitened:
@@ -206,8 +245,12 @@ def test_loss_is_the_mean_squared_error_and_its_hessian_the_finite_difference_on
     h = resnet_hessian.hessian(theta, depth, shortcut, data).numpy()
     grad = torch.func.grad(lambda t: resnet_hessian.loss(t, depth, shortcut, data))
     eps = 1e-6
-    fd = np.stack([(grad(theta + eps * e) - grad(theta - eps * e)).numpy() / (2 * eps)
-                   for e in torch.eye(len(theta), dtype=torch.float64)])
+    fd = np.stack(
+        [
+            (grad(theta + eps * e) - grad(theta - eps * e)).numpy() / (2 * eps)
+            for e in torch.eye(len(theta), dtype=torch.float64)
+        ]
+    )
     assert np.allclose(h, h.T, atol=1e-12)
     assert np.abs(h - fd).max() < 1e-7 * max(1.0, np.abs(h).max())
 
@@ -224,8 +267,9 @@ def test_theorem2_at_zero_the_two_shortcut_hessian_has_eigenvalues_plus_minus_th
     sigma = np.linalg.svd(x.T @ x / len(x) - y.T @ x / len(x), compute_uv=False)
     expected = np.sort(np.repeat(np.concatenate([sigma, -sigma]), 3 * depth // 2))
     assert np.allclose(eig, expected, atol=1e-12)
-    assert resnet_hessian.condition_number_of(eig) == pytest.approx(resnet_hessian.theorem2_condition_number(data),
-                                                                    rel=1e-10)
+    assert resnet_hessian.condition_number_of(eig) == pytest.approx(
+        resnet_hessian.theorem2_condition_number(data), rel=1e-10
+    )
 
 
 def test_theorem2_the_three_shortcut_hessian_is_zero_and_the_one_shortcut_blocks_are_sxx():
@@ -237,7 +281,7 @@ def test_theorem2_the_three_shortcut_hessian_is_zero_and_the_one_shortcut_blocks
     h = resnet_hessian.hessian(zero[:27], 3, 1, data).numpy()
     block = np.kron(np.eye(3), x.T @ x / len(x))  # eq. 29 (rows of W, row-major): d2L/dW_ij dW_kl = delta_ik Sxx_jl
     for r in range(3):
-        assert np.allclose(h[9 * r:9 * r + 9, 9 * r:9 * r + 9], block, atol=1e-12)
+        assert np.allclose(h[9 * r : 9 * r + 9, 9 * r : 9 * r + 9], block, atol=1e-12)
 
 
 def test_condition_number_is_the_largest_over_the_tenth_percentile_of_absolute_eigenvalues():
@@ -250,8 +294,12 @@ def test_whitened_data_from_mnist_files_and_a_missing_root(tmp_path):
     n, side = 200, 8
     labels = rng.integers(0, 10, n).astype(np.uint8)
     images = rng.integers(0, 256, (n, side, side)).astype(np.uint8)
-    for stem, a in [("train-images-idx3-ubyte", images), ("train-labels-idx1-ubyte", labels),
-                    ("t10k-images-idx3-ubyte", images[:20]), ("t10k-labels-idx1-ubyte", labels[:20])]:
+    for stem, a in [
+        ("train-images-idx3-ubyte", images),
+        ("train-labels-idx1-ubyte", labels),
+        ("t10k-images-idx3-ubyte", images[:20]),
+        ("t10k-labels-idx1-ubyte", labels[:20]),
+    ]:
         header = bytes([0, 0, 0x08, a.ndim]) + b"".join(k.to_bytes(4, "big") for k in a.shape)
         (tmp_path / stem).write_bytes(header + a.tobytes())
     x, y, what = resnet_hessian.load_data(tmp_path)
@@ -283,8 +331,10 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
     sigma_max = d["theorem2_largest_eigenvalue"]
     assert np.mean(d["largest_eigenvalue"]["shortcut2"]["2"]) == pytest.approx(sigma_max, rel=0.05)
     for L in resnet_hessian.depths("shortcut3", 6):
-        big, small = d["largest_eigenvalue"]["shortcut3"][str(L)], \
-            d["largest_eigenvalue_shortcut3_smaller_perturbation"][str(L)]
+        big, small = (
+            d["largest_eigenvalue"]["shortcut3"][str(L)],
+            d["largest_eigenvalue_shortcut3_smaller_perturbation"][str(L)],
+        )
         assert rows[f"largest_eigenvalue:shortcut3:depth={L}"]["measured"] == pytest.approx(np.mean(big))
         assert np.mean(big) < 0.1 * sigma_max and rows[f"largest_eigenvalue:shortcut3:depth={L}"]["ok"]
         ratio = rows[f"largest_eigenvalue_shrinks:shortcut3:depth={L}"]
@@ -293,6 +343,7 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
 
 
 # -- han-checkerboard ------------------------------------------------------------------------------------------
+
 
 def test_han_checkerboard_splits_the_12_block_board_25_75_with_its_closed_form_labels():
     """Blocks span 6 2/3 grid steps: per axis the interior columns of blocks 0..11 are 6, 7, 6, 6, 7, 6, ...
@@ -325,8 +376,15 @@ def _hand_forward(net, x):
     return h
 
 
-@pytest.mark.parametrize("quantity", ["test_accuracy:H+ABS:20x30", "test_accuracy:H+ReLU:100x17",
-                                      "test_accuracy:FC+ReLU:20x30", "test_accuracy:FCNet1:6x100"])
+@pytest.mark.parametrize(
+    "quantity",
+    [
+        "test_accuracy:H+ABS:20x30",
+        "test_accuracy:H+ReLU:100x17",
+        "test_accuracy:FC+ReLU:20x30",
+        "test_accuracy:FCNet1:6x100",
+    ],
+)
 def test_han_checkerboard_nets_are_the_papers_nets(quantity):
     """The forward pass written out by hand; every dense layer's bias PyTorch's nn.Linear default, uniform in
     +-1/sqrt(fan_in); the Householder layers' bias our choice (zero)."""
@@ -361,6 +419,7 @@ def test_han_checkerboard_nets_have_the_tables_shapes_and_parameter_counts():
     "20 x 30" is 20 hidden layers of width 30, "100 x 17" is 17 of width 100. Parameters with Table 3's two
     outputs, by hand: input (2 + 1) w, each width-to-width layer w (w + 1) (a Householder layer 2 w: u and b), the
     output 2 (w + 1); the HanNet keeps its first and last width-to-width layers dense."""
+
     def hand(hidden, w, householder):
         squares = hidden - 1
         h = squares - 2 if householder else 0
@@ -409,6 +468,7 @@ def test_han_checkerboard_rows_report_the_best_test_accuracy_along_training(tiny
 
 # -- the command line --------------------------------------------------------------------------------------------
 
+
 def _cifar(folder):
     """A tiny CIFAR-10 folder in the python-pickle format."""
     rng = np.random.default_rng(0)
@@ -437,19 +497,25 @@ def test_list_names_every_reproduction_with_its_paper_and_costs(capsys):
         assert r.paper in line and all(f"{s}: " in line for s in SCALES)
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["reproduce", "nlc-table9"], "reproduce.name = 'nlc-table9': must be one of 'nlc-table1'"),
-    (["reproduce", "nlc-table1", "--scale", "huge"], "reproduce.scale = 'huge': must be one of 'tiny', 'quick'"),
-    (["reproduce", "nlc-table2", "--root", "/nonexistent/cifar"], "cifar10"),
-    (["reproduce", "resnet-hessian", "--root", "/nonexistent/mnist"], "mnist"),
-    (["reproduce", "nlc-figure2", "--root", "/tmp"], "reproduce.root = '/tmp': must not be given: nlc-figure2 reads"),
-    (["reproduce", "nlc-table1", "--seed", "-1"], "reproduce.seed = -1"),
-    (["reproduce", "nlc-table1", "--device", "nodevice"], "reproduce.device = 'nodevice'"),
-    (["reproduce", "nlc-table1", "--threads", "0"], "reproduce.threads = 0: must be an integer >= 1"),
-    (["reproduce", "all", "--jobs", "0"], "reproduce.jobs = 0: must be an integer >= 1"),
-    (["reproduce", "nlc-table1", "--jobs", "2"], "reproduce.jobs = 2: only with `reproduce all`"),
-    (["reproduce"], "name a reproduction"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["reproduce", "nlc-table9"], "reproduce.name = 'nlc-table9': must be one of 'nlc-table1'"),
+        (["reproduce", "nlc-table1", "--scale", "huge"], "reproduce.scale = 'huge': must be one of 'tiny', 'quick'"),
+        (["reproduce", "nlc-table2", "--root", "/nonexistent/cifar"], "cifar10"),
+        (["reproduce", "resnet-hessian", "--root", "/nonexistent/mnist"], "mnist"),
+        (
+            ["reproduce", "nlc-figure2", "--root", "/tmp"],
+            "reproduce.root = '/tmp': must not be given: nlc-figure2 reads",
+        ),
+        (["reproduce", "nlc-table1", "--seed", "-1"], "reproduce.seed = -1"),
+        (["reproduce", "nlc-table1", "--device", "nodevice"], "reproduce.device = 'nodevice'"),
+        (["reproduce", "nlc-table1", "--threads", "0"], "reproduce.threads = 0: must be an integer >= 1"),
+        (["reproduce", "all", "--jobs", "0"], "reproduce.jobs = 0: must be an integer >= 1"),
+        (["reproduce", "nlc-table1", "--jobs", "2"], "reproduce.jobs = 2: only with `reproduce all`"),
+        (["reproduce"], "name a reproduction"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path, capsys, argv, message):
     out = tmp_path / "out"
     code = main([*argv, "--out", str(out)] if argv[1:] else argv)

@@ -16,8 +16,11 @@ from archstudy.study.reproduce.reproduction import torch_threads
 from archstudy.study.reproduce.resnet_hessian import Moments, load_data
 from archstudy.study.reproduce.result import ROW_KEYS
 
-KEYS = {f"fraction_decreasing:{what}:{panel}" for what in ("mean_norm_during_training", "final_norm")
-        for panel in ("linear", "relu")}
+KEYS = {
+    f"fraction_decreasing:{what}:{panel}"
+    for what in ("mean_norm_during_training", "final_norm")
+    for panel in ("linear", "relu")
+}
 
 
 def test_tiny_writes_every_key_with_finite_values(tiny_runs):
@@ -43,8 +46,9 @@ def test_mean_frobenius_norm_and_zero_is_stationary():
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     with torch_threads(1):
         for relu in (False, True):  # every product of two weight matrices has a zero gradient at zero
-            norms = resnet_norms.norms_during_training(torch.zeros(400, dtype=torch.float64), 4, relu, 0.1, 5, xt,
-                                                       yt, data)
+            norms = resnet_norms.norms_during_training(
+                torch.zeros(400, dtype=torch.float64), 4, relu, 0.1, 5, xt, yt, data
+            )
             assert norms == [0.0] * 6
 
 

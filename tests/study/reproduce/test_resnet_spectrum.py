@@ -16,9 +16,14 @@ from archstudy.study.reproduce.reproduction import torch_threads
 from archstudy.study.reproduce.resnet_hessian import Moments, load_data, theorem2_largest_eigenvalue
 from archstudy.study.reproduce.result import ROW_KEYS
 
-KEYS = {"fraction_below:condition_number:shortcut2", "log10_condition_ratio:shortcut2_over_others:highest_loss",
-        "log10_final_condition_ratio:shortcut2_over_orthogonal", "fraction_below:index:shortcut2",
-        "index_drop_share:shortcut2:first_quarter", "epochs:max_gradient_to_steepest_index_drop:shortcut2"}
+KEYS = {
+    "fraction_below:condition_number:shortcut2",
+    "log10_condition_ratio:shortcut2_over_others:highest_loss",
+    "log10_final_condition_ratio:shortcut2_over_orthogonal",
+    "fraction_below:index:shortcut2",
+    "index_drop_share:shortcut2:first_quarter",
+    "epochs:max_gradient_to_steepest_index_drop:shortcut2",
+}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +70,7 @@ def test_spectrum_at_zero_is_theorem_2s_and_descent_lowers_the_loss(data):
 
 
 def test_interpolation_in_the_loss_is_exact_on_a_line():
-    cps = [{"loss": l, "v": 2.0 * l + 1.0, "w": 10.0 ** l} for l in (5.0, 3.0, 1.0, 0.5)]  # descending, as in training
+    cps = [{"loss": l, "v": 2.0 * l + 1.0, "w": 10.0**l} for l in (5.0, 3.0, 1.0, 0.5)]  # descending, as in training
     grid = np.array([0.7, 2.0, 4.5])
     assert resnet_spectrum.on_grid(cps, "v", grid, log=False) == pytest.approx(2.0 * grid + 1.0)
     assert resnet_spectrum.on_grid(cps, "w", grid, log=True) == pytest.approx(grid)
@@ -76,13 +81,17 @@ def picture(swap: bool) -> dict:
     checkpoints every 10 epochs; the 2-shortcut net's condition number low at high loss, meeting the orthogonal
     net's (just below) at the end; its index low, dropping at the start while its gradient peaks."""
     losses = np.linspace(5.0, 0.3, 11)
-    shapes = {"shortcut2": (lambda l: 9 - 0.5 * (l - 0.3), lambda i: 0.1 if i else 0.4),
-              "orthogonal": (lambda l: 10 + 200 * (l - 0.3), lambda i: 0.45),
-              "xavier": (lambda l: 30 + 300 * (l - 0.3), lambda i: 0.48)}
+    shapes = {
+        "shortcut2": (lambda l: 9 - 0.5 * (l - 0.3), lambda i: 0.1 if i else 0.4),
+        "orthogonal": (lambda l: 10 + 200 * (l - 0.3), lambda i: 0.45),
+        "xavier": (lambda l: 30 + 300 * (l - 0.3), lambda i: 0.48),
+    }
     runs = {}
     for kind, (cond, index) in shapes.items():
-        cps = [{"epoch": 10 * i, "loss": float(l), "condition_number": float(cond(l)), "index": index(i)}
-               for i, l in enumerate(losses)]
+        cps = [
+            {"epoch": 10 * i, "loss": float(l), "condition_number": float(cond(l)), "index": index(i)}
+            for i, l in enumerate(losses)
+        ]
         grad = [0.0] * 100
         grad[5] = 1.0  # the largest gradient at epoch 5: the middle of the first interval, where the index drops
         runs[kind] = [{"checkpoints": cps, "gradient_norm": grad}]
@@ -104,7 +113,10 @@ def test_claims_pass_on_the_papers_picture_and_fail_on_its_opposite():
         else:  # the Xavier picture in the 2-shortcut slot: high condition numbers, no index drop (no share: null)
             assert rows["index_drop_share:shortcut2:first_quarter"].measured is None
             failing = {q for q, r in rows.items() if not r.ok}
-            assert failing >= {"fraction_below:condition_number:shortcut2", "fraction_below:index:shortcut2",
-                               "log10_final_condition_ratio:shortcut2_over_orthogonal",
-                               "log10_condition_ratio:shortcut2_over_others:highest_loss",
-                               "index_drop_share:shortcut2:first_quarter"}
+            assert failing >= {
+                "fraction_below:condition_number:shortcut2",
+                "fraction_below:index:shortcut2",
+                "log10_final_condition_ratio:shortcut2_over_orthogonal",
+                "log10_condition_ratio:shortcut2_over_others:highest_loss",
+                "index_drop_share:shortcut2:first_quarter",
+            }

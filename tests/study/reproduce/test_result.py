@@ -7,7 +7,13 @@ import pytest
 
 from archstudy.study.reproduce import nlc_table1
 from archstudy.study.reproduce.result import (
-    Row, mean_spread, median_spread, median_standard_error, printed_precision, printed_tolerance, printed_unit,
+    Row,
+    mean_spread,
+    median_spread,
+    median_standard_error,
+    printed_precision,
+    printed_tolerance,
+    printed_unit,
 )
 
 
@@ -53,10 +59,10 @@ def test_median_spread_uses_the_bootstrap_standard_error_of_ours():
 def test_derived_rows_carry_the_source_tolerance_through_the_derivative():
     # line C relu: 1.211^48 with 1.211 known to one unit (0.001): 48 * 1.211^47 * 0.001 + 0.5 (9793's rounding)
     a = 1.211
-    row = Row.derived("q", "9793", 1.2112 ** 48, "1.211", 48 * a ** 47, "line A^48", estimated=True)
-    tol = 48 * a ** 47 * 0.001 + 0.5
-    assert row.tolerance.startswith(f"±{tol:.3g}") and row.ok == (abs(1.2112 ** 48 - 9793) <= tol)
-    assert not Row.derived("q", "9793", 9793 + 1.01 * tol, "1.211", 48 * a ** 47, "line A^48", estimated=True).ok
+    row = Row.derived("q", "9793", 1.2112**48, "1.211", 48 * a**47, "line A^48", estimated=True)
+    tol = 48 * a**47 * 0.001 + 0.5
+    assert row.tolerance.startswith(f"±{tol:.3g}") and row.ok == (abs(1.2112**48 - 9793) <= tol)
+    assert not Row.derived("q", "9793", 9793 + 1.01 * tol, "1.211", 48 * a**47, "line A^48", estimated=True).ok
 
 
 def test_table1_line_c_is_the_printed_line_a_to_the_48th_power():

@@ -22,11 +22,20 @@ from archstudy.study.reproduce import resnet_depth, resnet_hessian, variability_
 from archstudy.study.reproduce.result import ROW_KEYS
 from archstudy.study.reproduce.reproduction import Reproduction
 from archstudy.study.reproduce.summary import (
-    cost_seconds, estimated_seconds, order, planned_seconds, run_all, summary_table,
+    cost_seconds,
+    estimated_seconds,
+    order,
+    planned_seconds,
+    run_all,
+    summary_table,
 )
 
-PART_B = {"nlc-figure1": nlc_figure1, "yz-variability-depth": yz_variability_depth,
-          "variability-collapse": variability_collapse, "resnet-depth": resnet_depth}
+PART_B = {
+    "nlc-figure1": nlc_figure1,
+    "yz-variability-depth": yz_variability_depth,
+    "variability-collapse": variability_collapse,
+    "resnet-depth": resnet_depth,
+}
 
 
 def expected_keys(name: str) -> set[str]:
@@ -34,18 +43,30 @@ def expected_keys(name: str) -> set[str]:
         return {"pearson_log:nlc_vs_lar_diameter", "slope_log:lar_diameter_on_nlc"}
     if name == "yz-variability-depth":
         last = yz_variability_depth.SCALES["tiny"].depths[-1]
-        return {"peak_depth:FC+ReLU", "min_variability_below_27:FC+ReLU", "max_variability_from_27:FC+ReLU",
-                "peak_depth:FC+ABS", "min_variability:FC+ABS", f"variability:HanNet:L={last}",
-                "deepest_over_shallowest:HanNet"}
+        return {
+            "peak_depth:FC+ReLU",
+            "min_variability_below_27:FC+ReLU",
+            "max_variability_from_27:FC+ReLU",
+            "peak_depth:FC+ABS",
+            "min_variability:FC+ABS",
+            f"variability:HanNet:L={last}",
+            "deepest_over_shallowest:HanNet",
+        }
     if name == "resnet-depth":
         tiny = resnet_depth.SCALES["tiny"]
         last, relu = tiny.depths[-1], tiny.relu_depths[-1]
-        return {f"log10_excess_loss:shortcut2:depth={last}", "log10_excess_loss_growth:shortcut2",
-                f"log10_optimal_lr:shortcut2_over_orthogonal:depth={last}",
-                f"log10_final_loss:shortcut2-relu:depth={relu}"}
+        return {
+            f"log10_excess_loss:shortcut2:depth={last}",
+            "log10_excess_loss_growth:shortcut2",
+            f"log10_optimal_lr:shortcut2_over_orthogonal:depth={last}",
+            f"log10_final_loss:shortcut2-relu:depth={relu}",
+        }
     last = variability_collapse.SCALES["tiny"].depth
-    return {f"log10_c_over_g:ReLU:L={last}", f"log10_c_relu_over_abs:L={last}",
-            f"g_orthogonality_error:HanNet:L={last}"}
+    return {
+        f"log10_c_over_g:ReLU:L={last}",
+        f"log10_c_relu_over_abs:L={last}",
+        f"g_orthogonality_error:HanNet:L={last}",
+    }
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +76,9 @@ def tiny_all(tmp_path_factory):
     from archstudy.study.reproduce.summary import run_all
 
     out, progress, echo = tmp_path_factory.mktemp("all"), io.StringIO(), io.StringIO()
-    entries, json_path, html_path = run_all({n: REPRODUCTIONS[n] for n in PART_B}, out, scale="tiny", jobs=2,
-                                            progress=progress, echo=echo)
+    entries, json_path, html_path = run_all(
+        {n: REPRODUCTIONS[n] for n in PART_B}, out, scale="tiny", jobs=2, progress=progress, echo=echo
+    )
     return out, entries, json.loads(json_path.read_text()), html_path.read_text(), progress.getvalue(), echo.getvalue()
 
 
@@ -80,7 +102,7 @@ def test_summary_json_and_index_add_up_and_link_every_page(tiny_all):
         assert e["rows"] == len(d["rows"]) and e["agreeing"] == sum(r["ok"] for r in d["rows"])
         assert e["differing"] == [r["quantity"] for r in d["rows"] if not r["ok"]]
         assert e["seconds"] == d["seconds"] and (out / e["html"]).exists()
-        assert f'href="{e["html"]}"' in index and f'{e["agreeing"]} / {e["rows"]}' in index
+        assert f'href="{e["html"]}"' in index and f"{e['agreeing']} / {e['rows']}" in index
     assert summary["agreeing"] == sum(e["agreeing"] for e in summary["reproductions"])
     assert summary["rows"] == sum(e["rows"] for e in summary["reproductions"])
     assert summary["seconds"] >= max(e["seconds"] for e in summary["reproductions"])  # side by side: not the sum
@@ -109,8 +131,9 @@ def test_side_by_side_processes_give_the_numbers_of_one_process_in_catalogue_ord
     assert [e.name for e in entries] == list(PART_B) and summary["jobs"] == 2 and summary["threads"] == 1
     for e in entries:
         alone = tiny_runs.run(e.name)[1]
-        assert [(r.quantity, r.measured, r.ok) for r in e.result.rows] == \
-            [(r.quantity, r.measured, r.ok) for r in alone.rows], e.name
+        assert [(r.quantity, r.measured, r.ok) for r in e.result.rows] == [
+            (r.quantity, r.measured, r.ok) for r in alone.rows
+        ], e.name
         assert f"] {e.name} done in " in echo
     for name in ("yz-variability-depth", "variability-collapse", "resnet-depth"):  # nlc-figure1 says nothing at tiny
         assert f"\n{name}: " in "\n" + progress
@@ -118,9 +141,16 @@ def test_side_by_side_processes_give_the_numbers_of_one_process_in_catalogue_ord
 
 
 def fake(name: str, seconds: float, whole_machine: bool = False) -> Reproduction:
-    return Reproduction(name, "p", "s", "x", scales={s: None for s in ("tiny", "quick", "paper")},
-                        cost={"tiny": "1 s", "quick": f"{seconds:g} s", "paper": "days"}, run=print,
-                        whole_machine=whole_machine)
+    return Reproduction(
+        name,
+        "p",
+        "s",
+        "x",
+        scales={s: None for s in ("tiny", "quick", "paper")},
+        cost={"tiny": "1 s", "quick": f"{seconds:g} s", "paper": "days"},
+        run=print,
+        whole_machine=whole_machine,
+    )
 
 
 def test_the_plan_runs_whole_machine_ones_alone_then_the_rest_longest_first_on_the_first_free_process():
@@ -142,8 +172,14 @@ def test_a_mistake_found_in_a_worker_is_its_one_line_and_a_crash_names_the_repro
     r = REPRODUCTIONS[name]
     mistaken = dataclasses.replace(r, scales={**r.scales, "tiny": dataclasses.replace(r.scales["tiny"], width=0)})
     with pytest.raises(UserError, match=r"^ArchSpec.width = 0: must be an integer >= 1$"):
-        run_all({name: mistaken, "resnet-norms": REPRODUCTIONS["resnet-norms"]}, tmp_path, scale="tiny", jobs=2,
-                progress=io.StringIO(), echo=None)
+        run_all(
+            {name: mistaken, "resnet-norms": REPRODUCTIONS["resnet-norms"]},
+            tmp_path,
+            scale="tiny",
+            jobs=2,
+            progress=io.StringIO(),
+            echo=None,
+        )
     crashing = dataclasses.replace(r, scales={**r.scales, "tiny": dataclasses.replace(r.scales["tiny"], points="x")})
     failed = f"(?s)reproduce all: {name} failed in its process .*its last lines:\n.*Error"
     with pytest.raises(RuntimeError, match=failed):
@@ -176,17 +212,20 @@ def test_list_names_the_experiments_not_offered_with_their_reasons(capsys):
 
 # -- the claims of each part-B reproduction: computed right, and able to fail ------------------------------------
 
+
 def test_yz_claims_pass_on_the_papers_picture_and_fail_without_collapse():
     depths = list(range(3, 46, 3))
     relu = {d: (0.0 if d >= 27 else 10.0 - abs(d - 15) / 3) for d in depths}  # peak at 15, C2C from 27
     abs_ = {d: 20.0 - abs(d - 21) / 3 for d in depths}
     han = {d: 30.0 + d / 45 for d in depths}
-    rows = {r.quantity: r for r in yz_variability_depth.claims({"FC+ReLU": relu, "FC+ABS": abs_, "HanNet": han},
-                                                               depths)}
+    rows = {
+        r.quantity: r for r in yz_variability_depth.claims({"FC+ReLU": relu, "FC+ABS": abs_, "HanNet": han}, depths)
+    }
     assert all(r.ok for r in rows.values()) and rows["peak_depth:FC+ReLU"].measured == 15
     relu[45] = 1.0  # one depth from 27 on without Collapse to Constants
-    rows = {r.quantity: r for r in yz_variability_depth.claims({"FC+ReLU": relu, "FC+ABS": abs_, "HanNet": han},
-                                                               depths)}
+    rows = {
+        r.quantity: r for r in yz_variability_depth.claims({"FC+ReLU": relu, "FC+ABS": abs_, "HanNet": han}, depths)
+    }
     assert not rows["max_variability_from_27:FC+ReLU"].ok and rows["max_variability_from_27:FC+ReLU"].measured == 1.0
 
 
@@ -233,8 +272,9 @@ def test_resnet_depth_nets_are_resnet_hessians_and_descent_reaches_the_least_squ
     direct = 0.5 * ((yt[None] - xt[None] @ w.transpose(1, 2)) ** 2).sum(dim=2).mean(dim=1)
     assert torch.allclose(resnet_depth.losses(layers, 1, False, xt, yt, data), direct, atol=1e-12)
     beta = np.linalg.lstsq(x, y, rcond=None)[0]
-    assert resnet_depth.optimal_loss(data) == pytest.approx(0.5 * np.mean(np.sum((y - x @ beta) ** 2, axis=1)),
-                                                            rel=1e-10)
+    assert resnet_depth.optimal_loss(data) == pytest.approx(
+        0.5 * np.mean(np.sum((y - x @ beta) ** 2, axis=1)), rel=1e-10
+    )
     # one layer without shortcut is least squares itself: gradient descent at a good rate reaches the optimum; a
     # rate far too large diverges and counts as infinite
     final = resnet_depth.train(torch.zeros(100, dtype=torch.float64), 1, 0, False, (0.5, 1e3), 400, xt, yt, data)
@@ -245,16 +285,31 @@ def test_resnet_depth_claims_pass_on_the_papers_picture_and_fail_on_its_opposite
     def entry(loss, lr):
         return {"final_loss": loss, "optimal_lr": lr}
 
-    good = {"linear": {"shortcut2": {6: entry(1.0 + 1e-8, 0.1), 96: entry(1.0 + 1e-8, 0.1)},
-                       "orthogonal": {6: entry(1.0 + 1e-8, 0.1), 96: entry(1.01, 0.01)},
-                       "xavier": {6: entry(1.0 + 1e-6, 0.1), 96: entry(1.4, 0.001)}},
-            "relu": {"shortcut2": {64: entry(0.5, 0.1)}, "orthogonal": {64: entry(0.9, 0.1)},
-                     "xavier": {64: entry(1.4, 0.1)}}}
+    good = {
+        "linear": {
+            "shortcut2": {6: entry(1.0 + 1e-8, 0.1), 96: entry(1.0 + 1e-8, 0.1)},
+            "orthogonal": {6: entry(1.0 + 1e-8, 0.1), 96: entry(1.01, 0.01)},
+            "xavier": {6: entry(1.0 + 1e-6, 0.1), 96: entry(1.4, 0.001)},
+        },
+        "relu": {
+            "shortcut2": {64: entry(0.5, 0.1)},
+            "orthogonal": {64: entry(0.9, 0.1)},
+            "xavier": {64: entry(1.4, 0.1)},
+        },
+    }
     assert all(r.ok for r in resnet_depth.claims(good, 1.0))
-    bad = {"linear": {"shortcut2": good["linear"]["xavier"], "orthogonal": good["linear"]["orthogonal"],
-                      "xavier": good["linear"]["shortcut2"]},
-           "relu": {"shortcut2": good["relu"]["xavier"], "orthogonal": good["relu"]["orthogonal"],
-                    "xavier": good["relu"]["shortcut2"]}}
+    bad = {
+        "linear": {
+            "shortcut2": good["linear"]["xavier"],
+            "orthogonal": good["linear"]["orthogonal"],
+            "xavier": good["linear"]["shortcut2"],
+        },
+        "relu": {
+            "shortcut2": good["relu"]["xavier"],
+            "orthogonal": good["relu"]["orthogonal"],
+            "xavier": good["relu"]["shortcut2"],
+        },
+    }
     rows = {r.quantity: r for r in resnet_depth.claims(bad, 1.0)}
     assert not any(r.ok for r in rows.values())
     assert rows["log10_excess_loss_growth:shortcut2"].measured == pytest.approx(math.log10(0.4) + 6)

@@ -65,8 +65,7 @@ for step in sys.argv[1:]:
 
 
 def _probe(*steps: str) -> dict:
-    res = subprocess.run([sys.executable, "-c", PROBE, *steps], cwd=ROOT, capture_output=True, text=True,
-                         timeout=300)
+    res = subprocess.run([sys.executable, "-c", PROBE, *steps], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     return dict(line.split() for line in res.stdout.splitlines())
 

@@ -20,21 +20,44 @@ from archstudy.study.training import compiled
 from archstudy.study.training.compiled import CompiledForward, choose, decide, select_forward
 from archstudy.study.training.stack import keep, new_stack, train_step
 
-pytestmark = [pytest.mark.usefixtures("one_thread"),
-              pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning")]
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated:DeprecationWarning"),
+]
 
 CAPTURE = "aot_eager_decomp_partition"
 KINDS = {
     # Householder layers, a GmP input layer, batchnorm (biases folded where no skip starts), skips after the
     # linear op with a projection into the output, a debiased shifted tanh
-    "householder-gmp-bn-skip": ArchSpec(depth=5, width=6, d_in=5, d_out=3, activation="tanh", norm="batch",
-                                        weights="householder", param="gmp", skip="after_linear", debias=True,
-                                        shift=0.2),
+    "householder-gmp-bn-skip": ArchSpec(
+        depth=5,
+        width=6,
+        d_in=5,
+        d_out=3,
+        activation="tanh",
+        norm="batch",
+        weights="householder",
+        param="gmp",
+        skip="after_linear",
+        debias=True,
+        shift=0.2,
+    ),
     # GmP with input mean normalization (running means), layernorm with the relu folded into its affine,
     # skips after the norm op at strength 0.5, Gaussian biases
-    "gmp-imn-ln-skip": ArchSpec(depth=5, width=6, d_in=5, d_out=3, activation="relu", norm="layer", param="gmp",
-                                skip="after_norm", skip_strength=0.5, bias_init="gaussian", dilation=1.2,
-                                shift=-0.2),
+    "gmp-imn-ln-skip": ArchSpec(
+        depth=5,
+        width=6,
+        d_in=5,
+        d_out=3,
+        activation="relu",
+        norm="layer",
+        param="gmp",
+        skip="after_norm",
+        skip_strength=0.5,
+        bias_init="gaussian",
+        dilation=1.2,
+        shift=-0.2,
+    ),
     # dense layers with batchnorm: the bias folded into the running mean, relu into batchnorm's affine
     "dense-bn": ArchSpec(depth=3, width=6, d_in=5, d_out=3, activation="relu", norm="batch", bias_init="gaussian"),
 }
@@ -44,8 +67,10 @@ LRS = [0.01, 0.1, 0.3]
 
 def _data(spec, n=20, count=3):
     g = torch.Generator().manual_seed(0)
-    return [(torch.randn(n, spec.d_in, generator=g, dtype=torch.float64),
-             torch.randint(0, spec.d_out, (n,), generator=g)) for _ in range(count)]
+    return [
+        (torch.randn(n, spec.d_in, generator=g, dtype=torch.float64), torch.randint(0, spec.d_out, (n,), generator=g))
+        for _ in range(count)
+    ]
 
 
 def _relative(a, b) -> float:
@@ -104,8 +129,9 @@ def test_a_training_with_the_compiled_forward_is_the_eager_training_with_one_gra
     for name, n in (("train", 60), ("val", 30), ("test", 30)):
         x = torch.randn(n, spec.d_in, generator=g, dtype=torch.float64)
         setattr(data, name, SimpleNamespace(x=x, y=(x[:, 0] > 0).long() + (x[:, 1] > 0.5).long()))
-    protocol = Protocol(batch_size=20, patience_first=2, patience=1, divisions=1, max_epochs=8,
-                        lrs=[0.003, 0.03, 0.3, 3.0])
+    protocol = Protocol(
+        batch_size=20, patience_first=2, patience=1, divisions=1, max_epochs=8, lrs=[0.003, 0.03, 0.3, 3.0]
+    )
     forward = CompiledForward(spec, backend=CAPTURE)
     eager = train_architecture(spec, data, seed=4, protocol=protocol, forward="eager")
     other = train_architecture(spec, data, seed=4, protocol=protocol, forward=forward)
@@ -138,7 +164,7 @@ def test_the_rule_is_eager_on_a_cpu_and_on_a_gpu_a_threshold_on_the_layer_steps(
     assert {k for k, v in picks.items() if v == "compiled"} == {"1M-d49", "1M-householder"}
     assert decide(1.0, compiled.FASTER) == "compiled" and decide(1.0, compiled.FASTER * 1.01) == "eager"
     stack = new_stack(build_network(spec, 0, runs=2), LRS[:2], PROTOCOL)
-    (x, y), = _data(spec, count=1)
+    ((x, y),) = _data(spec, count=1)
     forward, choice = select_forward("auto", stack, x, y, 1.0, PROTOCOL, None, 1_000)
     assert choice.kind == "eager" and forward is compiled.folded_forward  # on this CPU
 
@@ -167,8 +193,16 @@ def test_a_resumed_training_keeps_the_forward_it_started_with(tmp_path, monkeypa
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train_architecture(spec, data, seed=1, protocol=protocol, forward="compiled", checkpoint_path=path,
-                           checkpoint_every_s=0.0, progress=stop)
+        train_architecture(
+            spec,
+            data,
+            seed=1,
+            protocol=protocol,
+            forward="compiled",
+            checkpoint_path=path,
+            checkpoint_every_s=0.0,
+            progress=stop,
+        )
     assert torch.load(path, weights_only=False)["forward"] == "compiled"
     train_architecture(spec, data, seed=1, protocol=protocol, checkpoint_path=path)
     assert options == ["compiled", "compiled"]

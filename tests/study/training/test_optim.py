@@ -16,8 +16,10 @@ SHAPES = {"a.weight": (RUNS, 4, 3), "a.bias": (RUNS, 4), "b.u": (RUNS, 5)}
 CASES = {  # name -> (protocol, the torch.optim equivalent for one run at rate lr)
     "sgd": (Protocol(), lambda ps, lr: torch.optim.SGD(ps, lr=lr)),
     "momentum": (Protocol(momentum=0.9), lambda ps, lr: torch.optim.SGD(ps, lr=lr, momentum=0.9)),
-    "adam": (Protocol(optimizer="adam", adam_beta1=0.8, adam_beta2=0.99, adam_eps=1e-6),
-             lambda ps, lr: torch.optim.Adam(ps, lr=lr, betas=(0.8, 0.99), eps=1e-6)),
+    "adam": (
+        Protocol(optimizer="adam", adam_beta1=0.8, adam_beta2=0.99, adam_eps=1e-6),
+        lambda ps, lr: torch.optim.Adam(ps, lr=lr, betas=(0.8, 0.99), eps=1e-6),
+    ),
 }
 
 
@@ -91,8 +93,9 @@ def test_stacked_steps_equal_torch_optim_run_by_run(case):
             torch_opts[r].step()
         for r in range(RUNS):
             for n in names:
-                torch.testing.assert_close(params[n][r], alone[r][n].detach(), rtol=1e-13, atol=1e-15,
-                                           msg=f"{case} step {step} run {r} {n}")
+                torch.testing.assert_close(
+                    params[n][r], alone[r][n].detach(), rtol=1e-13, atol=1e-15, msg=f"{case} step {step} run {r} {n}"
+                )
 
 
 def _hand_written(case, params, steps):
@@ -202,10 +205,14 @@ def test_the_foreach_update_is_one_call_per_tensor_bit_for_bit(case):
     params, ref = _params(3), _params(3)
     names = list(params)
     slots = opt.view(opt.init(params), names)
-    state = {"b": [torch.zeros_like(ref[n]) for n in names], "m": [torch.zeros_like(ref[n]) for n in names],
-             "v": [torch.zeros_like(ref[n]) for n in names], "t": torch.zeros(RUNS, dtype=torch.float64)}
+    state = {
+        "b": [torch.zeros_like(ref[n]) for n in names],
+        "m": [torch.zeros_like(ref[n]) for n in names],
+        "v": [torch.zeros_like(ref[n]) for n in names],
+        "t": torch.zeros(RUNS, dtype=torch.float64),
+    }
     for step in range(4):
-        grads = [_grads(step)[n] * 10.0 ** step for n in names]
+        grads = [_grads(step)[n] * 10.0**step for n in names]
         opt.update([params[n] for n in names], grads, slots, LRS)
         _one_call_per_tensor(case, [ref[n] for n in names], grads, state, LRS)
     assert all(torch.equal(params[n], ref[n]) for n in names)

@@ -16,8 +16,7 @@ from archstudy.study.training.stack import folded_forward, new_stack, parts, tra
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 DATA = standins.waveform_noise(100, 50, 50, seed=2)
-SPEC = ArchSpec(depth=4, width=10, d_in=40, d_out=3, activation="tanh", norm="batch", param="gmp",
-                bias_init="gaussian")
+SPEC = ArchSpec(depth=4, width=10, d_in=40, d_out=3, activation="tanh", norm="batch", param="gmp", bias_init="gaussian")
 PROTOCOLS = {"sgd": Protocol(), "momentum": Protocol(momentum=0.9), "adam": Protocol(optimizer="adam")}
 
 

@@ -11,9 +11,20 @@ from archstudy.study.training.stack import folded_forward
 SPECS = [s for s in (sample_spec(1, i, 12, 3, "extended", 2_000) for i in range(120)) if s.depth <= 7][:30]
 SPECS += [s for s in (sample_spec(2, i, 12, 3, "paper", 2_000) for i in range(60)) if s.depth <= 7][:10]
 SPECS += [
-    ArchSpec(depth=4, width=9, d_in=12, d_out=3, activation=a, norm=n, dilation=1.2, shift=-0.2, debias=True,
-             bias_init="gaussian")
-    for a in ("relu", "abs", "linear", "selu", "tanh") for n in ("batch", "layer")
+    ArchSpec(
+        depth=4,
+        width=9,
+        d_in=12,
+        d_out=3,
+        activation=a,
+        norm=n,
+        dilation=1.2,
+        shift=-0.2,
+        debias=True,
+        bias_init="gaussian",
+    )
+    for a in ("relu", "abs", "linear", "selu", "tanh")
+    for n in ("batch", "layer")
 ]
 assert {s.norm for s in SPECS} >= {"none", "batch", "layer"}
 assert {s.skip for s in SPECS} >= {"after_linear", "after_norm"}
@@ -28,8 +39,9 @@ def _close(a, b, scale, what):
     assert err <= 1e-9 * scale, f"{what}: {err} vs scale {scale}"
 
 
-@pytest.mark.parametrize("spec", SPECS,
-                         ids=lambda s: f"{s.activation}-{s.norm}-{s.weights}-{s.param}-{s.skip}-d{s.depth}")
+@pytest.mark.parametrize(
+    "spec", SPECS, ids=lambda s: f"{s.activation}-{s.norm}-{s.weights}-{s.param}-{s.skip}-d{s.depth}"
+)
 def test_folded_forward_equals_network_forward(spec):
     ref, fast = build_network(spec, seed=3, runs=2), build_network(spec, seed=3, runs=2)
     g = torch.Generator().manual_seed(0)

@@ -55,15 +55,39 @@ def test_training_leaves_the_global_random_state_alone(global_random_state):
     assert global_random_state() == before and outcome.best.nlc_after > 0
 
 
-@pytest.mark.parametrize("spec", [
-    SPEC,
-    # GmP with input mean normalization (a per-run buffer), layernorm, skips after the norm op
-    ArchSpec(depth=5, width=12, d_in=40, d_out=3, activation="selu", norm="layer", param="gmp",
-             skip="after_norm", skip_strength=0.5, bias_init="gaussian"),
-    # Householder layers, batchnorm, skips after the linear op with a projection into the output
-    ArchSpec(depth=5, width=12, d_in=40, d_out=3, activation="tanh", norm="batch", weights="householder",
-             skip="after_linear", debias=True, shift=0.2),
-], ids=["dense-bn", "gmp-ln-skip", "householder-bn-skip"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        SPEC,
+        # GmP with input mean normalization (a per-run buffer), layernorm, skips after the norm op
+        ArchSpec(
+            depth=5,
+            width=12,
+            d_in=40,
+            d_out=3,
+            activation="selu",
+            norm="layer",
+            param="gmp",
+            skip="after_norm",
+            skip_strength=0.5,
+            bias_init="gaussian",
+        ),
+        # Householder layers, batchnorm, skips after the linear op with a projection into the output
+        ArchSpec(
+            depth=5,
+            width=12,
+            d_in=40,
+            d_out=3,
+            activation="tanh",
+            norm="batch",
+            weights="householder",
+            skip="after_linear",
+            debias=True,
+            shift=0.2,
+        ),
+    ],
+    ids=["dense-bn", "gmp-ln-skip", "householder-bn-skip"],
+)
 def test_chunks_of_the_stack_train_like_the_whole_stack(spec):
     p = SHORT.replace(lrs=[0.01, 0.1, 1.0], max_epochs=12)
     whole = train_architecture(spec, DATA, seed=5, protocol=p, chunk_runs=3)
@@ -106,8 +130,8 @@ def _hand_lr_min(w1, b1, w2, b2, train, c_out, batch_size, seed, scale=1e-8):
         g = (torch.softmax(f / c_out, dim=1) - F.one_hot(y, f.shape[1]).double()) / (len(y) * c_out)  # dL/df
         dw2 = g.T @ h
         dw1 = (g @ w2).T @ x
-        sq1 += float((dw1 ** 2).sum())
-        sq2 += float((dw2 ** 2).sum())
+        sq1 += float((dw1**2).sum())
+        sq2 += float((dw2**2).sum())
         batches += 1
     total = math.sqrt(sq1 / batches) / float(w1.norm()) + math.sqrt(sq2 / batches) / float(w2.norm())
     return scale / total
@@ -121,10 +145,20 @@ def test_lr_min_equals_the_formula_with_hand_written_gradients():
     p = Protocol(batch_size=64)
     got = measure_lr_min(net, splits.train, c_out, p, seed=2)
     l1, l2 = net.linears
-    want = _hand_lr_min(l1.weight[0].detach(), l1.bias[0].detach(), l2.weight[0].detach(), l2.bias[0].detach(),
-                        splits.train, c_out, 64, seed=2)
+    want = _hand_lr_min(
+        l1.weight[0].detach(),
+        l1.bias[0].detach(),
+        l2.weight[0].detach(),
+        l2.bias[0].detach(),
+        splits.train,
+        c_out,
+        64,
+        seed=2,
+    )
     assert got == pytest.approx(want, rel=1e-12)
-    assert measure_lr_min(net, splits.train, c_out, p.replace(lr_min_scale=1e-16), 2) == pytest.approx(want * 1e-8, rel=1e-12)
+    assert measure_lr_min(net, splits.train, c_out, p.replace(lr_min_scale=1e-16), 2) == pytest.approx(
+        want * 1e-8, rel=1e-12
+    )
 
 
 def test_lr_min_with_adam_equals_torch_adam_steps_that_are_undone():
@@ -159,8 +193,9 @@ def test_lr_min_with_adam_equals_torch_adam_steps_that_are_undone():
 
 
 def test_lr_min_counts_every_weight_tensor_of_every_layer_kind_and_leaves_the_net_untouched():
-    spec = ArchSpec(depth=4, width=8, d_in=40, d_out=3, activation="relu", norm="batch", param="gmp",
-                    weights="householder")
+    spec = ArchSpec(
+        depth=4, width=8, d_in=40, d_out=3, activation="relu", norm="batch", param="gmp", weights="householder"
+    )
     net = build_network(spec, seed=1)
     before = {k: v.clone() for k, v in net.stacked_tensors()}
     splits = check_splits(DATA, spec, torch.device("cpu"))
@@ -176,7 +211,7 @@ def test_lr_min_counts_every_weight_tensor_of_every_layer_kind_and_leaves_the_ne
 
 
 def test_outcome_records_selection_and_metrics_after_training():
-    p = SHORT.replace(num_lrs=4, lr_factor=9.0, lr_min_scale=1e-8 * 3.0 ** 10, edge_runs=1)
+    p = SHORT.replace(num_lrs=4, lr_factor=9.0, lr_min_scale=1e-8 * 3.0**10, edge_runs=1)
     seen = []
     out = train_architecture(SPEC, DATA, seed=7, protocol=p, progress=seen.append)
     splits = check_splits(DATA, SPEC, torch.device("cpu"))
@@ -208,8 +243,7 @@ def test_outcome_records_selection_and_metrics_after_training():
 
 def test_selection_ties_go_to_the_lower_rate():
     # Two identical rates train identically: the lower index wins the tie.
-    out = train_architecture(SPEC, DATA, seed=3, protocol=SHORT.replace(lrs=[0.1, 0.1 * (1 + 1e-15)],
-                                                                     max_epochs=4))
+    out = train_architecture(SPEC, DATA, seed=3, protocol=SHORT.replace(lrs=[0.1, 0.1 * (1 + 1e-15)], max_epochs=4))
     assert out.runs[0].val_error == out.runs[1].val_error and out.best.lr_index == 0
 
 
@@ -277,17 +311,34 @@ def test_untrainable_network_is_recorded_as_diverged_everywhere():
     assert out.best.lr_index == 0
 
 
-@pytest.mark.parametrize("data, field", [
-    (SimpleNamespace(train=DATA.train, val=DATA.val), "data.test"),
-    (SimpleNamespace(train=SimpleNamespace(x=DATA.train.x[:, :39], y=DATA.train.y), val=DATA.val, test=DATA.test),
-     "data.train.x"),
-    (SimpleNamespace(train=DATA.train, val=SimpleNamespace(x=DATA.val.x, y=DATA.val.y + 1), test=DATA.test),
-     "data.val.y"),
-    (SimpleNamespace(train=DATA.train, val=DATA.val, test=SimpleNamespace(x=DATA.test.x, y=DATA.test.y.double())),
-     "data.test.y"),
-    (SimpleNamespace(train=SimpleNamespace(x=DATA.train.x * float("nan"), y=DATA.train.y), val=DATA.val,
-                     test=DATA.test), "data.train.x"),
-])
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        (SimpleNamespace(train=DATA.train, val=DATA.val), "data.test"),
+        (
+            SimpleNamespace(
+                train=SimpleNamespace(x=DATA.train.x[:, :39], y=DATA.train.y), val=DATA.val, test=DATA.test
+            ),
+            "data.train.x",
+        ),
+        (
+            SimpleNamespace(train=DATA.train, val=SimpleNamespace(x=DATA.val.x, y=DATA.val.y + 1), test=DATA.test),
+            "data.val.y",
+        ),
+        (
+            SimpleNamespace(
+                train=DATA.train, val=DATA.val, test=SimpleNamespace(x=DATA.test.x, y=DATA.test.y.double())
+            ),
+            "data.test.y",
+        ),
+        (
+            SimpleNamespace(
+                train=SimpleNamespace(x=DATA.train.x * float("nan"), y=DATA.train.y), val=DATA.val, test=DATA.test
+            ),
+            "data.train.x",
+        ),
+    ],
+)
 def test_bad_data_is_a_one_line_error_naming_the_field(data, field):
     with pytest.raises(SpecError, match=rf"^{field.replace('.', chr(92) + '.')} = "):
         train_architecture(SPEC, data, protocol=SHORT.replace(lrs=[0.1]))

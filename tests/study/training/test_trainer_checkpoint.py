@@ -21,8 +21,16 @@ ROOT = HERE.parents[2]
 SPEC = ArchSpec(depth=3, width=16, d_in=40, d_out=3, activation="relu", norm="batch")
 # Adam (moments and step counts are state too), batchnorm (running statistics), and runs that finish
 # at different epochs (20, 12 and 13: the stack shrinks, the selected-so-far network is kept).
-PROTOCOL = Protocol(optimizer="adam", warmup_epochs=1, lrs=[1e-3, 3e-2, 1e6], batch_size=50, patience_first=3,
-                    patience=2, divisions=2, max_epochs=20)
+PROTOCOL = Protocol(
+    optimizer="adam",
+    warmup_epochs=1,
+    lrs=[1e-3, 3e-2, 1e6],
+    batch_size=50,
+    patience_first=3,
+    patience=2,
+    divisions=2,
+    max_epochs=20,
+)
 SEED = 3
 
 # Run in a fresh interpreter: train with a checkpoint written after every step and every epoch; with
@@ -57,8 +65,14 @@ torch.save({{"runs": [vars(r) for r in o.runs], "best": vars(o.best), "lr_min": 
 def run_fresh(kill: int, path: Path, out: Path) -> int:
     script = SCRIPT.format(here=str(ROOT / "tests"), spec=SPEC.to_dict(), protocol=PROTOCOL.to_dict(), seed=SEED)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-c", script, str(kill), str(path), str(out)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(kill), str(path), str(out)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode in (0, 17), proc.stderr[-3000:]
     return proc.returncode
 
@@ -91,8 +105,9 @@ def test_killed_and_resumed_in_a_fresh_process_gives_the_uninterrupted_outcome(k
     assert run_fresh(0, path, out) == 0
     got = torch.load(out, weights_only=False)
     assert without_wall(got["runs"]) == without_wall([vars(r) for r in uninterrupted.runs])
-    assert {k: v for k, v in got["best"].items() if k != "wall_s"} == \
-        {k: v for k, v in vars(uninterrupted.best).items() if k != "wall_s"}
+    assert {k: v for k, v in got["best"].items() if k != "wall_s"} == {
+        k: v for k, v in vars(uninterrupted.best).items() if k != "wall_s"
+    }
     assert got["lr_min"] == uninterrupted.lr_min and got["c_out"] == uninterrupted.c_out
     for name, t in uninterrupted.network.stacked_tensors():
         assert torch.equal(got["net"][name], t), name
@@ -101,12 +116,15 @@ def test_killed_and_resumed_in_a_fresh_process_gives_the_uninterrupted_outcome(k
 def test_a_checkpoint_of_another_training_is_discarded(tmp_path):
     state = {"key": ckpt.checkpoint_key("abc", 1, PROTOCOL.to_dict(), "d"), "x": torch.zeros(2)}
     ckpt.save_checkpoint(tmp_path / "c.pt", state)
-    loaded, problem = ckpt.load_checkpoint(tmp_path / "c.pt", ckpt.checkpoint_key("abc", 1, PROTOCOL.to_dict(), "d"),
-                                           torch.device("cpu"))
+    loaded, problem = ckpt.load_checkpoint(
+        tmp_path / "c.pt", ckpt.checkpoint_key("abc", 1, PROTOCOL.to_dict(), "d"), torch.device("cpu")
+    )
     assert loaded["x"].shape == (2,) and problem == ""
     assert ckpt.load_checkpoint(tmp_path / "none.pt", state["key"], torch.device("cpu")) == (None, "")
-    others = [ckpt.checkpoint_key(a, s, PROTOCOL.to_dict(), d) for a, s, d in (("abd", 1, "d"), ("abc", 2, "d"),
-                                                                               ("abc", 1, "e"))]
+    others = [
+        ckpt.checkpoint_key(a, s, PROTOCOL.to_dict(), d)
+        for a, s, d in (("abd", 1, "d"), ("abc", 2, "d"), ("abc", 1, "e"))
+    ]
     others.append(ckpt.checkpoint_key("abc", 1, PROTOCOL.replace(max_epochs=3).to_dict(), "d"))
     for key in others:
         ckpt.save_checkpoint(tmp_path / "c.pt", state)
@@ -121,7 +139,8 @@ def test_a_checkpoint_of_another_training_is_discarded(tmp_path):
 
 @pytest.mark.parametrize("damage", ["net shape", "opt name", "live", "candidate"])
 def test_a_checkpoint_of_this_key_whose_contents_do_not_fit_is_discarded_and_training_starts_afresh(
-        damage, tmp_path, uninterrupted, one_thread):
+    damage, tmp_path, uninterrupted, one_thread
+):
     """A data-only file with the right key but tensors or bookkeeping this architecture does not make (a bug
     or a hand-made file) is reported and discarded, never trained from."""
     path = tmp_path / "c.pt"
@@ -150,8 +169,9 @@ def test_a_checkpoint_of_this_key_whose_contents_do_not_fit_is_discarded_and_tra
         state["candidate"] = {"index": 0, "error": 0.5, "net": {}}
     torch.save(state, path)
     lines = []
-    got = train_architecture(SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9,
-                             report=lines.append)
+    got = train_architecture(
+        SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9, report=lines.append
+    )
     assert len(lines) == 1 and "its contents do not fit this training (" in lines[0], lines
     assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
 
@@ -174,7 +194,8 @@ def _as_older(state: dict, layout: str) -> None:
 
 @pytest.mark.parametrize("layout", OLDER_LAYOUTS)
 def test_a_checkpoint_in_an_older_layout_is_reported_discarded_and_training_starts_afresh(
-        layout, tmp_path, monkeypatch, uninterrupted, one_thread):
+    layout, tmp_path, monkeypatch, uninterrupted, one_thread
+):
     path = tmp_path / "c.pt"
     data = waveform_noise(400, 200, 200, seed=1)
     standins.interrupted(monkeypatch, path, 1, spec=SPEC, data=data, seed=SEED, protocol=PROTOCOL)
@@ -182,8 +203,9 @@ def test_a_checkpoint_in_an_older_layout_is_reported_discarded_and_training_star
     _as_older(state, layout)
     ckpt.save_checkpoint(path, state)
     lines = []
-    got = train_architecture(SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9,
-                             report=lines.append)
+    got = train_architecture(
+        SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9, report=lines.append
+    )
     assert len(lines) == 1 and lines[0].startswith(f"checkpoint {path}: its contents do not fit this training ("), lines
     assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
     assert len(got.curve_rows()) == len(uninterrupted.curve_rows())
@@ -220,16 +242,27 @@ def test_a_planted_pickle_is_never_executed_but_reported_and_discarded(form, tmp
     assert not path.exists()  # discarded: the unit starts afresh
 
 
-def test_training_over_a_planted_checkpoint_reports_it_and_gives_the_uninterrupted_outcome(tmp_path, uninterrupted,
-                                                                                       one_thread):
+def test_training_over_a_planted_checkpoint_reports_it_and_gives_the_uninterrupted_outcome(
+    tmp_path, uninterrupted, one_thread
+):
     path, marker = tmp_path / "c.pt", tmp_path / "marker"
     _plant(path, marker, "torch.save")
     lines = []
-    got = train_architecture(SPEC, waveform_noise(400, 200, 200, seed=1), seed=SEED, protocol=PROTOCOL,
-                             checkpoint_path=path, checkpoint_every_s=1e9, report=lines.append)
+    got = train_architecture(
+        SPEC,
+        waveform_noise(400, 200, 200, seed=1),
+        seed=SEED,
+        protocol=PROTOCOL,
+        checkpoint_path=path,
+        checkpoint_every_s=1e9,
+        report=lines.append,
+    )
     assert not marker.exists()
-    assert len(lines) == 1 and lines[0].startswith(f"checkpoint {path}: not a valid checkpoint (") and \
-        lines[0].endswith("discarded; training starts afresh"), lines
+    assert (
+        len(lines) == 1
+        and lines[0].startswith(f"checkpoint {path}: not a valid checkpoint (")
+        and lines[0].endswith("discarded; training starts afresh")
+    ), lines
     assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
     # what it saved instead is data only: it loads with weights_only=True
     assert torch.load(path, weights_only=True)["key"]["arch_id"] == SPEC.content_id

@@ -2,7 +2,6 @@
 after a division, within an epoch), with momentum buffers, several initializations and runs that already left
 the stack, resumes to exactly the uninterrupted outcome."""
 
-
 import pytest
 import torch
 
@@ -45,8 +44,9 @@ def uninterrupted():
 # runs have left; the next step, 6, is divided at the restart); 24: after step 20, within epoch 4, the next
 # step (21) divided after the restart; 25: after step 21, its division already in the file.
 @pytest.mark.parametrize("kill", [7, 24, 25])
-def test_interrupted_mid_step_schedule_with_momentum_resumes_to_the_uninterrupted_outcome(kill, tmp_path,
-                                                                                          monkeypatch, uninterrupted):
+def test_interrupted_mid_step_schedule_with_momentum_resumes_to_the_uninterrupted_outcome(
+    kill, tmp_path, monkeypatch, uninterrupted
+):
     path = tmp_path / "state.pt"
     train = dict(spec=HAN, data=BOARD, seed=5, protocol=STEPS, init_seeds=SEEDS)
     interrupted(monkeypatch, path, kill, **train)

@@ -41,8 +41,9 @@ def test_the_curves_of_a_run_trained_alone_equal_its_curves_inside_the_stack():
     lrs = [0.03, 0.3, 3.0]
     both = by_run(train_architecture(SPEC, DATA, seed=3, protocol=SHORT.replace(lrs=lrs), trajectory=TRAJECTORY))
     for k, lr in enumerate(lrs):
-        alone = by_run(train_architecture(SPEC, DATA, seed=3, protocol=SHORT.replace(lrs=[lr]),
-                                          trajectory=TRAJECTORY))[0]
+        alone = by_run(train_architecture(SPEC, DATA, seed=3, protocol=SHORT.replace(lrs=[lr]), trajectory=TRAJECTORY))[
+            0
+        ]
         stacked = both[k]
         assert [r["epoch"] for r in alone] == [r["epoch"] for r in stacked] == list(range(len(alone)))
         # errors and rates exactly; the loss and the NLC to rounding (other GEMM shapes in a stack)
@@ -63,7 +64,7 @@ def test_the_curves_hold_what_they_define():
         # the best state's validation error is the lowest monitored error of the curve (epoch 0 included)
         assert min(r["monitored_error"] for r in c) == run.val_error
         # the rates: the starting one, divided by 3 at each of the run's divisions
-        assert sorted({r["lr"] for r in c}, reverse=True) == [lrs[k] / 3 ** d for d in range(run.divisions + 1)]
+        assert sorted({r["lr"] for r in c}, reverse=True) == [lrs[k] / 3**d for d in range(run.divisions + 1)]
         assert math.isnan(c[0]["train_loss"]) and all(math.isfinite(r["train_loss"]) for r in c[1:])
     # epoch 0: the initialization's NLC with measure's draws (the unit's nlc column), the same for every run
     base = build_network(SPEC, 3)

@@ -19,10 +19,31 @@ from archstudy.study.training.compiled import CompiledForward
 SPEC = ArchSpec(depth=3, width=16, d_in=40, d_out=3, activation="relu", norm="batch")
 # every layer kind the trainer's step has: Householder, GmP with input mean normalization is not here (its
 # hidden layers are Householder) but the GmP input layer is, batchnorm, skips with a projection
-RICH = ArchSpec(depth=5, width=12, d_in=40, d_out=3, activation="tanh", norm="batch", weights="householder",
-                param="gmp", skip="after_linear", debias=True, shift=0.2)
-LAYERNORM = ArchSpec(depth=5, width=12, d_in=40, d_out=3, activation="selu", norm="layer", param="gmp",
-                     skip="after_norm", skip_strength=0.5, bias_init="gaussian")
+RICH = ArchSpec(
+    depth=5,
+    width=12,
+    d_in=40,
+    d_out=3,
+    activation="tanh",
+    norm="batch",
+    weights="householder",
+    param="gmp",
+    skip="after_linear",
+    debias=True,
+    shift=0.2,
+)
+LAYERNORM = ArchSpec(
+    depth=5,
+    width=12,
+    d_in=40,
+    d_out=3,
+    activation="selu",
+    norm="layer",
+    param="gmp",
+    skip="after_norm",
+    skip_strength=0.5,
+    bias_init="gaussian",
+)
 SHORT = Protocol(batch_size=50, patience_first=3, patience=2, divisions=2, max_epochs=12)
 
 
@@ -84,8 +105,15 @@ def _host_conversions_inside_steps(monkeypatch, device):
 
 def _no_host_sync(monkeypatch, device, spec, forward="eager"):
     with _host_conversions_inside_steps(monkeypatch, device) as calls:
-        train_architecture(spec, DATA, seed=3, protocol=SHORT.replace(lrs=[0.01, 0.1, 1.0, 10.0], max_epochs=4),
-                                 device=device, forward=forward, chunk_runs=2)
+        train_architecture(
+            spec,
+            DATA,
+            seed=3,
+            protocol=SHORT.replace(lrs=[0.01, 0.1, 1.0, 10.0], max_epochs=4),
+            device=device,
+            forward=forward,
+            chunk_runs=2,
+        )
     assert calls == [], sorted(set(calls))
 
 
@@ -113,8 +141,14 @@ def test_the_spies_see_a_host_conversion(monkeypatch):
 
 # -- on a CUDA device ------------------------------------------------------------------------------------
 def _on(data, device):
-    return SimpleNamespace(**{k: SimpleNamespace(x=getattr(data, k).x.to(device), y=getattr(data, k).y.to(device))
-                              for k in ("train", "val", "test")}, d_in=data.d_in, n_classes=data.n_classes)
+    return SimpleNamespace(
+        **{
+            k: SimpleNamespace(x=getattr(data, k).x.to(device), y=getattr(data, k).y.to(device))
+            for k in ("train", "val", "test")
+        },
+        d_in=data.d_in,
+        n_classes=data.n_classes,
+    )
 
 
 def _same_runs(a, b, tol, fields=("lr_index", "epochs", "divisions", "diverged")):
@@ -147,8 +181,9 @@ def test_cuda_builds_measures_trains_and_resumes_a_checkpoint(cuda, tmp_path):
             raise Stop
 
     with pytest.raises(Stop):
-        train_architecture(RICH, data, seed=3, protocol=p, device=cuda, checkpoint_path=path, checkpoint_every_s=0.0,
-                           progress=stop)
+        train_architecture(
+            RICH, data, seed=3, protocol=p, device=cuda, checkpoint_path=path, checkpoint_every_s=0.0, progress=stop
+        )
     resumed = train_architecture(RICH, data, seed=3, protocol=p, device=cuda, checkpoint_path=path)
     _same_runs(whole, resumed, 0.0)
     for (name, a), (_, b) in zip(whole.network.stacked_tensors(), resumed.network.stacked_tensors()):
@@ -164,8 +199,12 @@ def test_cuda_stacked_equals_each_rate_trained_alone(cuda, spec):
     alone = [train_architecture(spec, data, seed=3, protocol=SHORT.replace(lrs=[lr]), device=cuda) for lr in lrs]
     for k in range(2):
         # the same run: its index in the stack of one is 0, in the stack of two k
-        _same_runs(SimpleNamespace(runs=[alone[k].runs[0]]), SimpleNamespace(runs=[both.runs[k]]), 1e-9,
-                   fields=("epochs", "divisions", "diverged"))
+        _same_runs(
+            SimpleNamespace(runs=[alone[k].runs[0]]),
+            SimpleNamespace(runs=[both.runs[k]]),
+            1e-9,
+            fields=("epochs", "divisions", "diverged"),
+        )
     k = both.best.lr_index
     for (name, a), (_, b) in zip(alone[k].network.stacked_tensors(), both.network.stacked_tensors()):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12, msg=name)
@@ -209,6 +248,8 @@ def test_cuda_bench_row_is_complete(cuda):
     case = BenchCase("tiny", SPEC, 1_000, 3, 200)
     row = bench_case(case, runs=4, batch=50, repeats=1, device=cuda)
     assert row["device_name"] == torch.cuda.get_device_name(cuda) and row["device"].startswith("cuda")
-    assert all(row[k] > 0 for k in ("stacked_s_per_epoch", "compiled_s_per_epoch", "sequential_s_per_epoch",
-                                    "gemm_gflops", "compile_s"))
+    assert all(
+        row[k] > 0
+        for k in ("stacked_s_per_epoch", "compiled_s_per_epoch", "sequential_s_per_epoch", "gemm_gflops", "compile_s")
+    )
     assert row["rule"] in ("eager", "compiled") and np.isnan(row["stacked_cpu_s_per_epoch"])

@@ -28,6 +28,7 @@ DATA_SEED = 5
 
 # -- reference loops (plain nn.Module, float64) -----------------------------------------------------------
 
+
 class Reflect(nn.Module):
     """x -> x - 2 u (u^T x) / |u|^2 + b (the Householder paper's Algorithm 1, line 2)."""
 
@@ -75,7 +76,7 @@ def minibatches(protocol: Protocol, n: int):
     out = []
     for epoch in range(1, math.ceil(protocol.iterations / steps) + 1):
         out += list(epoch_order(n, protocol.batch_size, DATA_SEED, TRAIN_ORDER, epoch, torch.device("cpu")))
-    return out[:protocol.iterations]
+    return out[: protocol.iterations]
 
 
 def boundaries(protocol: Protocol) -> list[int]:
@@ -141,6 +142,7 @@ def stacked_parameters(state: dict, spec: ArchSpec) -> list[torch.Tensor]:
 
 # -- mse, momentum, steps: the same trajectories -----------------------------------------------------------
 
+
 def test_mse_momentum_and_steps_follow_torch_sgd_and_a_hand_written_loop_for_every_stacked_rate_and_seed(monkeypatch):
     seen = final_states(monkeypatch)
     out = train_architecture(HAN, BOARD, seed=DATA_SEED, protocol=STEPS, init_seeds=SEEDS)
@@ -152,8 +154,10 @@ def test_mse_momentum_and_steps_follow_torch_sgd_and_a_hand_written_loop_for_eve
             assert (rec.lr, rec.lr_index, rec.divisions, rec.diverged) == (lr, k, 3, False)
             assert rec.epochs == 4  # three whole epochs and a part of the fourth
             got = stacked_parameters(seen[run], HAN)
-            for ref in (with_torch_sgd(reference_module(HAN, s), lr, STEPS, BOARD),
-                        by_hand(reference_module(HAN, s), lr, STEPS, BOARD)):
+            for ref in (
+                with_torch_sgd(reference_module(HAN, s), lr, STEPS, BOARD),
+                by_hand(reference_module(HAN, s), lr, STEPS, BOARD),
+            ):
                 for a, b in zip(got, reference_parameters(ref)):
                     torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10)
                 # errors of the final state: the class of the nearest target, 0 or 1 (f > 1/2)
@@ -173,7 +177,7 @@ def test_selection_by_test_names_itself_and_selects_per_seed(monkeypatch):
     assert out.best.test_error == min(tests) and out.best.lr_index == out.runs[out.selected].lr_index
     per_seed = out.best_per_seed()
     for j in range(2):
-        mine = out.runs[3 * j:3 * j + 3]
+        mine = out.runs[3 * j : 3 * j + 3]
         assert per_seed[j] == min(mine, key=lambda r: (r.test_error, r.lr_index))
     # the selected network is the selected run's final state, with its record's errors
     splits = check_splits(BOARD, HAN, torch.device("cpu"), classes=2)
@@ -201,6 +205,7 @@ def test_a_run_that_diverges_under_steps_leaves_at_the_end_of_that_epoch_at_its_
 
 # -- several initializations in one stack ---------------------------------------------------------------
 
+
 def assert_same_run(a, b, tol=1e-9):
     assert (a.lr, a.epochs, a.divisions, a.diverged) == (b.lr, b.epochs, b.divisions, b.diverged)
     for f in ("val_error", "train_error", "test_error"):
@@ -210,14 +215,17 @@ def assert_same_run(a, b, tol=1e-9):
 def test_a_stack_of_initializations_equals_the_same_runs_trained_one_by_one():
     # E.2's schedule, cross-entropy (each initialization divides by its own c_out), batchnorm, skips with the
     # fixed projection into the output (one per run), and chunks that cut across the initializations.
-    spec = ArchSpec(depth=5, width=12, d_in=40, d_out=3, activation="relu", norm="batch", skip="after_linear",
-                    bias_init="gaussian")
+    spec = ArchSpec(
+        depth=5, width=12, d_in=40, d_out=3, activation="relu", norm="batch", skip="after_linear", bias_init="gaussian"
+    )
     data = standins.waveform_noise(400, 200, 200, seed=1)
     p = Protocol(batch_size=50, patience_first=3, patience=2, divisions=2, max_epochs=12, lrs=(0.03, 0.3))
     seeds = [11, 4]
     stacked = train_architecture(spec, data, seed=2, protocol=p, init_seeds=seeds, chunk_runs=3)
-    alone = [[train_architecture(spec, data, seed=2, protocol=p.replace(lrs=(lr,)), init_seeds=[s])
-              for lr in p.lrs] for s in seeds]
+    alone = [
+        [train_architecture(spec, data, seed=2, protocol=p.replace(lrs=(lr,)), init_seeds=[s]) for lr in p.lrs]
+        for s in seeds
+    ]
     assert [r.lr for r in stacked.runs] == list(p.lrs) * 2
     for j in range(2):
         for k in range(2):
@@ -233,7 +241,8 @@ def test_a_stack_of_initializations_equals_the_same_runs_trained_one_by_one():
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12, msg=name)
     assert torch.equal(one.network.projection, stacked.network.projection)
     assert [r.lr_index for r in stacked.best_per_seed()] == [
-        min(range(2), key=lambda kk: (alone[jj][kk].runs[0].val_error, kk)) for jj in range(2)]
+        min(range(2), key=lambda kk: (alone[jj][kk].runs[0].val_error, kk)) for jj in range(2)
+    ]
 
 
 def test_init_seeds_are_checked_in_one_line():
@@ -247,6 +256,7 @@ def test_init_seeds_are_checked_in_one_line():
 
 
 # -- the pieces -----------------------------------------------------------------------------------------
+
 
 def test_mse_losses_targets_and_predictions():
     g = torch.Generator().manual_seed(0)
@@ -283,7 +293,8 @@ def test_momentum_buffers_are_state_that_rewinds_restore_and_keep_drops():
     p = Protocol(momentum=0.5)
     stack = new_stack(build_network(spec, seed=0, runs=3), [0.1, 0.2, 0.3], p)
     assert sorted(k for k in stack.tensors() if k.startswith("opt.")) == sorted(
-        f"opt.b.{n}" for n, _ in stack.net.named_parameters())
+        f"opt.b.{n}" for n, _ in stack.net.named_parameters()
+    )
     x, y = data.train.x[:50], data.train.y[:50]
     train_step(stack, x, y, 1.0, p)
     save_best(stack, [1])

@@ -40,7 +40,7 @@ def test_plateau_after_three_improvements_counts_out_the_paper_schedule():
     assert ev[0]["finished"] == [63]
     assert state.epochs[0] == 63 and state.divisions[0] == 10 and state.best_epoch[0] == 3
     assert state.best[0] == 0.3
-    assert state.lr[0] == pytest.approx(3.0 ** -10, rel=1e-15)
+    assert state.lr[0] == pytest.approx(3.0**-10, rel=1e-15)
     assert not state.diverged[0]
 
 
@@ -78,7 +78,7 @@ def test_nonfinite_loss_ends_the_window_at_once():
     assert ev[1]["rewind"] == [4, 5] + [5 + 5 * k for k in range(1, 10)]
     assert ev[1]["finished"] == [50]
     assert state.diverged.tolist() == [False, True]
-    assert state.lr[1] == pytest.approx(3.0 ** -10)
+    assert state.lr[1] == pytest.approx(3.0**-10)
 
 
 def test_divergence_at_every_window_is_recorded_and_ends_after_all_divisions():
@@ -127,17 +127,26 @@ def reference(curve, bad_epochs, p: Protocol, initial):
             since = 0
 
 
-@pytest.mark.parametrize("protocol", [PAPER, Protocol(patience_first=3, patience=2, divisions=4),
-                                      Protocol(patience_first=2, patience=1, divisions=2, max_epochs=9)])
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        PAPER,
+        Protocol(patience_first=3, patience=2, divisions=4),
+        Protocol(patience_first=2, patience=1, divisions=2, max_epochs=9),
+    ],
+)
 def test_vectorized_schedule_equals_the_plain_transcription_on_random_curves(protocol):
     rng = np.random.default_rng(5)
     n, length = 30, 400
     # quantized curves (ties happen, as with classification errors) that drift down with noise
-    curves = [np.round(0.7 * np.exp(-np.arange(length) / rng.uniform(3, 40)) + rng.uniform(0, 0.2, length), 2)
-              for _ in range(n)]
+    curves = [
+        np.round(0.7 * np.exp(-np.arange(length) / rng.uniform(3, 40)) + rng.uniform(0, 0.2, length), 2)
+        for _ in range(n)
+    ]
     bad = {k: set(np.flatnonzero(rng.random(length) < 0.03) + 1) for k in range(n)}
-    state, ev = drive([list(c) for c in curves], protocol=protocol, initial=0.66, nonfinite=bad,
-                      lrs=np.geomspace(1e-3, 1.0, n))
+    state, ev = drive(
+        [list(c) for c in curves], protocol=protocol, initial=0.66, nonfinite=bad, lrs=np.geomspace(1e-3, 1.0, n)
+    )
     for k in range(n):
         epochs, divisions, best, best_epoch, rate, diverged, rewinds = reference(curves[k], bad[k], protocol, 0.66)
         assert state.epochs[k] == epochs and state.divisions[k] == divisions
@@ -218,8 +227,9 @@ def test_steps_scheduler_divides_at_its_boundaries_and_finishes_after_its_iterat
     assert [scheduler.divisions_at(i) for i in range(10)] == [0, 0, 0, 0, 0, 1, 0, 1, 0, 0]
     state, rates, epochs = run_scheduler(scheduler, 4, [[], [], []], nonfinite={2: {2}}, lrs=[1.0, 2.0, 4.0])
     assert [steps for steps, _ in epochs] == [4, 4, 2]
-    assert [r.tolist() for r in rates] == [[1.0, 2.0, 4.0]] * 5 + [[0.2, 0.4, 0.8]] * 2 + [[0.04, 0.08, 0.16]] \
-        + [[0.04, 0.08]] * 2
+    assert [r.tolist() for r in rates] == [[1.0, 2.0, 4.0]] * 5 + [[0.2, 0.4, 0.8]] * 2 + [[0.04, 0.08, 0.16]] + [
+        [0.04, 0.08]
+    ] * 2
     assert epochs[1][1].finished.tolist() == [2] and epochs[1][1].rewind.tolist() == [2]  # to its initial state
     assert epochs[2][1].finished.tolist() == [0, 1] and epochs[2][1].rewind.tolist() == []
     assert all(len(d.improved) == 0 for _, d in epochs)

@@ -53,8 +53,9 @@ def test_tracked_points_are_the_test_errors_of_the_states_along_training():
         assert best[k] == min(points[e] for e in (1, 2, 3, 4)) <= run.test_error
     assert all(math.isnan(b) for b in plain.best_along_training())  # nothing evaluated, nothing to report
     every_two = train_architecture(standins.HAN, BOARD, seed=5, protocol=PLAIN.replace(test_every=2))
-    assert [r["epoch"] for r in every_two.curve_rows() if r["lr_index"] == 0
-            and not math.isnan(r["monitored_error"])] == [2, 4]
+    assert [
+        r["epoch"] for r in every_two.curve_rows() if r["lr_index"] == 0 and not math.isnan(r["monitored_error"])
+    ] == [2, 4]
 
 
 def test_a_diverged_run_is_best_before_it_diverged():
