@@ -7,13 +7,16 @@ load matplotlib and seaborn on first use, so loading results and computing stati
 if __name__ != "archstudy.analysis":  # one module object per file: the packages are imported as archstudy.analysis
     raise ImportError(f"import archstudy.analysis, not {__name__} (archstudy's packages live under archstudy)")
 
+from typing import Any
+
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW
 from archstudy.study.experiment.schema import RESULTS_SCHEMA_VERSION
 
 from .columns import AXES, BASELINES, PREDICTORS, Predictor
 from .edf import ErrorEDF, edf
 from .good_ranges import good_ranges, nlc_window
 from .leaderboard import Leaderboard, leaderboard
-from .pruning import PAPER_WINDOW, nlc_pruning, pruning_curve
+from .pruning import nlc_pruning, pruning_curve
 from .results import Results, load_results, planned_count, read_curves
 from .stats import (
     correlations,
@@ -59,7 +62,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "write_report":
         from .report import write_report
 

@@ -9,9 +9,13 @@ predictors and axes from here.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from archstudy.sampling import SPEC_FIELDS, space
 from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, AsPredictor, columns, predictor_columns
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # pandas dtypes of the schema's types. Integers and booleans become pandas' nullable kinds only where a
 # value is missing (e.g. a column an older runner did not write); see ``results.typed``.
@@ -84,14 +88,14 @@ assert all(f in SPEC_FIELDS for group in AXES.values() for f in group)
 SIBLING_LEVELS = space.SIBLING_LEVELS
 
 
-def input_mean_norm(df):
+def input_mean_norm(df: pd.DataFrame) -> pd.Series:
     """Each architecture's effective input mean normalization, "on" or "off" (``ArchSpec.input_mean_norm``:
     ``imn``, with ``auto`` as the parameterization implies: on for GmP, off for SP)."""
     on = (df["imn"] == "on") | ((df["imn"] == "auto") & (df["param"] == "gmp"))
     return on.map({True: "on", False: "off"})
 
 
-def axis_level(df, axis: str):
+def axis_level(df: pd.DataFrame, axis: str) -> pd.Series:
     """Each architecture's level along a sibling axis (the values of ``SIBLING_LEVELS[axis]``): its spec
     field, except for skips, whose level is "none" or "skips" (where they start is one of the skip axis'
     fields, not a level), and IMN, whose level is the effective choice (``input_mean_norm``)."""

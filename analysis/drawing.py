@@ -15,7 +15,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from archstudy.sampling import SpecError
 from archstudy.study.experiment.config import REPORT_NAME
@@ -25,6 +25,9 @@ from .html import esc
 from .plotting import Image, render
 from .processes import workers
 from .results import local_root
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class FigureJob:
     key: str
     caption: str
     where: str
-    draw: Callable
+    draw: Callable[[], Figure]
     skip: str | None = None
     note_skip: bool = True
 
@@ -127,10 +130,11 @@ class Drawer:
                 f"{esc(job.key)} could not be drawn: {esc(d.error)}</div><figcaption>{esc(job.caption)}"
                 "</figcaption></figure>"
             )
-        if self.directory is not None:
-            self._write(job.fid, d.file or d.image)
-        left_out = "".join(f' <span class="missing">{esc(line)}</span>' for line in d.omitted)
         img = d.image
+        assert img is not None  # ``draw`` gives an image wherever it gives no missing line and no error
+        if self.directory is not None:
+            self._write(job.fid, d.file or img)
+        left_out = "".join(f' <span class="missing">{esc(line)}</span>' for line in d.omitted)
         return (
             f'<figure id="{job.fid}" data-figure="{esc(job.key)}"><img alt="{esc(job.caption)}" width="{img.width}" '
             f'height="{img.height}" src="data:image/png;base64,{img.base64}">'
@@ -138,6 +142,7 @@ class Drawer:
         )
 
     def _write(self, fid: str, image: Image) -> None:
+        assert self.directory is not None  # called only where the figures are written to files
         path = self.directory / f"{fid}.{image.fmt}"
         tmp = path.with_name(f".{path.name}.tmp")
         try:
@@ -165,7 +170,7 @@ def _weight(job: FigureJob) -> int:
     }.get(job.key, 2)
 
 
-def check_figures_dir(figures, study_dirs) -> Path:
+def check_figures_dir(figures: object, study_dirs: Iterable[str | os.PathLike[str]]) -> Path:
     """The directory ``--figures`` writes every figure to: made if missing (its parent must exist), never inside
     a study (whose files are never touched) and not an existing file."""
     text = os.fspath(figures) if isinstance(figures, (str, os.PathLike)) else None

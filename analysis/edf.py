@@ -45,7 +45,7 @@ from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, Real, check
 
 from .columns import AXES
-from .results import architectures_table
+from .results import Results, architectures_table
 
 COMPLEXITY = "num_params"  # the study's budget: what "the same size" means here (FLOPs: complexity="flops")
 BIN_DECADES = 0.1  # width of a complexity bin in log10 units
@@ -99,9 +99,9 @@ def ks_distance(a: np.ndarray, b: np.ndarray, wa: np.ndarray | None = None, wb: 
         return math.nan
     grid = np.union1d(a, b)  # the steps of both functions: the supremum is attained at one of them
 
-    def at(x, w):
+    def at(x: np.ndarray, w: np.ndarray) -> np.ndarray:
         order = np.argsort(x, kind="stable")
-        cum = np.concatenate([[0.0], np.cumsum(w[order])]) / w.sum()
+        cum: np.ndarray = np.concatenate([[0.0], np.cumsum(w[order])]) / w.sum()
         return cum[np.searchsorted(x[order], grid, side="right")]
 
     return float(np.max(np.abs(at(a, wa) - at(b, wb))))
@@ -144,7 +144,7 @@ def normalized_weights(
     counts = np.zeros((len(levels), int(j.max()) + 1), dtype=np.int64)  # m_j of every level
     li = np.searchsorted(levels, level[ok])
     np.add.at(counts, (li, j), 1)
-    shared = (counts > 0).all(axis=0)
+    shared = np.asarray((counts > 0).all(axis=0))  # numpy's stubs type all(axis=0) as a scalar or an array
     k = int(shared.sum())
     if k == 0:
         return w, 0
@@ -170,13 +170,14 @@ def axis_levels(
             lo, hi = values[0], values[-1]
             code = np.full(len(x), -1)
             code[finite] = np.minimum(((x[finite] - lo) / (hi - lo) * numeric_bins).astype(np.int64), numeric_bins - 1)
-            labels = {}
+            bin_labels = {}
             for c in np.unique(code[code >= 0]):
                 inside = x[code == c]
-                labels[c] = f"{_num(inside.min())}-{_num(inside.max())}"
-            out = pd.Series([labels.get(c) for c in code], index=df.index, dtype=object)
+                bin_labels[c] = f"{_num(inside.min())}-{_num(inside.max())}"
+            out = pd.Series([bin_labels.get(c) for c in code], index=df.index, dtype=object)
             return pd.Series(
-                pd.Categorical(out, categories=[labels[c] for c in sorted(labels)], ordered=True), index=df.index
+                pd.Categorical(out, categories=[bin_labels[c] for c in sorted(bin_labels)], ordered=True),
+                index=df.index,
             )
         labels = [_num(u) for u in values]
         out = pd.Series([_num(u) if f else None for u, f in zip(x, finite)], index=df.index, dtype=object)
@@ -192,7 +193,7 @@ def _num(u: float) -> str:
 # -- the table ----------------------------------------------------------------------------------------------------
 
 
-def _axes_of(df: pd.DataFrame, by) -> list[str]:
+def _axes_of(df: pd.DataFrame, by: str | Iterable[str] | None) -> list[str]:
     if by is None:
         return [a for a in AXES if AXES[a][0] in df.columns]
     names = [by] if isinstance(by, str) else list(by)
@@ -203,7 +204,7 @@ def _axes_of(df: pd.DataFrame, by) -> list[str]:
 
 
 def edf(
-    results,
+    results: Results | pd.DataFrame,
     by: str | Iterable[str] | None = None,
     *,
     target: str = "test_error",

@@ -31,7 +31,7 @@ band lies around [1, 3] and its ends move by 0.03 to 0.15 decades (docs/analysis
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -51,7 +51,7 @@ from archstudy.study.experiment.nlc_window import (
 )
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS
-from .results import architectures_table
+from .results import Results, architectures_table
 
 U_TAIL = 0.10  # U-shaped: at least this share of the architectures below the good range and above it
 
@@ -88,19 +88,19 @@ def default_factors(df: pd.DataFrame) -> list[str]:
     return out
 
 
-def _sample(df: pd.DataFrame, variants) -> pd.DataFrame:
+def _sample(df: pd.DataFrame, variants: Iterable[str] | None) -> pd.DataFrame:
     if variants is None or "variant" not in df.columns:
         return df
     return df[df["variant"].isin(list(variants))]
 
 
-def _groups(df: pd.DataFrame):
+def _groups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if "dataset" not in df.columns:
         return [("", df)]
     return list(df.groupby(df["dataset"].astype(str), sort=True))
 
 
-def _check(where: str, sample, n_boot, confidence):
+def _check(where: str, sample: float, n_boot: int, confidence: float) -> tuple[float, int, float]:
     sample = check(where, "sample", Real(0.0, lo_open=True), sample)
     n_boot = check(where, "n_boot", Integer(1), n_boot)
     confidence = check(where, "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
@@ -126,7 +126,7 @@ GOOD_RANGE_COLUMNS = [
 
 
 def good_ranges(
-    results,
+    results: Results | pd.DataFrame,
     factors: Iterable[str] | None = None,
     *,
     target: str = "test_error",
@@ -205,7 +205,7 @@ NLC_WINDOW_COLUMNS = [
 
 
 def nlc_window(
-    results,
+    results: Results | pd.DataFrame,
     *,
     target: str = "test_error",
     variants: Iterable[str] | None = ("base",),
@@ -214,7 +214,7 @@ def nlc_window(
     confidence: float = CONFIDENCE,
     seed: int = 0,
     draws: int = STABILITY_DRAWS,
-    fallback=PAPER_WINDOW,
+    fallback: tuple[float, float] = PAPER_WINDOW,
 ) -> pd.DataFrame:
     """One row per dataset: the NLC's good range (``low``, ``best``, ``high``, as ``good_ranges``), the
     standard deviations of its ends over ``draws`` resamples of the study (``sd_low``, ``sd_high``, in
@@ -225,7 +225,7 @@ def nlc_window(
     df = architectures_table(results, "nlc_window")
     sample, n_boot, confidence = _check("nlc_window", sample, n_boot, confidence)
     draws = check("nlc_window", "draws", Integer(2), draws)
-    rows = []
+    rows: list[dict[str, Any]] = []
     if "nlc" not in df.columns or target not in df.columns:
         return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)
     for ds, g in _groups(_sample(df, variants)):

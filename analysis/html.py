@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import math
 import re
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,7 @@ nav.toc ul { margin: 4px 0; padding-left: 1.2em; } nav.toc li { margin: 2px 0; }
 """
 
 
-def fmt(x, digits: int = 3) -> str:
+def fmt(x: Any, digits: int = 3) -> str:
     """A number for a table cell: ``digits`` decimals (fewer from 10 up), scientific when tiny or huge,
     thousands separated, a dash when missing."""
     if x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and not math.isfinite(x)):
@@ -56,30 +57,30 @@ def fmt(x, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if abs(x) < 10 else f"{x:,.{max(digits - 2, 0)}f}"
 
 
-def interval(lo, hi, digits: int = 2) -> str:
+def interval(lo: float, hi: float, digits: int = 2) -> str:
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return ""
     return f'<span class="ci">[{lo:.{digits}f}, {hi:.{digits}f}]</span>'
 
 
-def with_interval(value, lo, hi, digits: int = 2) -> str:
+def with_interval(value: float | None, lo: float, hi: float, digits: int = 2) -> str:
     """A correlation-like value in fixed point, and below it its interval in small type."""
     ci = interval(lo, hi, digits)
     text = f"{value:.{digits}f}" if value is not None and np.isfinite(value) else "–"
     return text + (f"<br>{ci}" if ci else "")
 
 
-def esc(x) -> str:
+def esc(x: object) -> str:
     return html.escape(str(x), quote=True)
 
 
-def emphasised(text) -> str:
+def emphasised(text: object) -> str:
     """``text`` escaped, its ``*short title*`` spans (the markdown the reproductions' ``paper`` fields use for a
     paper's title) set in italics."""
     return re.sub(r"\*([^*\n]+)\*", r"<i>\1</i>", esc(text))
 
 
-def plain(text) -> str:
+def plain(text: object) -> str:
     """``text`` without the ``*`` of its ``*short title*`` spans (for a page's ``<title>``, which holds no markup)."""
     return re.sub(r"\*([^*\n]+)\*", r"\1", str(text))
 
@@ -99,7 +100,7 @@ def folded(text: str, limit: int = 90, full: str | None = None) -> str:
 def table(
     headers: list[str] | None,
     rows: list[list[str]],
-    left=1,
+    left: int | Iterable[int] = 1,
     row_classes: list[str] | None = None,
     cls: str | None = None,
 ) -> str:
@@ -117,9 +118,9 @@ def table(
         )
     body = []
     for k, r in enumerate(rows):
-        cls = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
+        row_attr = f' class="{row_classes[k]}"' if row_classes and row_classes[k] else ""
         cells = "".join(f'<td class="l">{c}</td>' if i in lefts else f"<td>{c}</td>" for i, c in enumerate(r))
-        body.append(f"<tr{cls}>{cells}</tr>")
+        body.append(f"<tr{row_attr}>{cells}</tr>")
     attr = f' class="{cls}"' if cls else ""
     return f"<table{attr}>{head}<tbody>{''.join(body)}</tbody></table>"
 

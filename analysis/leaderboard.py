@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -77,7 +78,7 @@ class Leaderboard:
     candidates: int = 0  # architectures that had a value of ``by``
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The leaderboard as JSON-ready data (NaN as None)."""
         return {
             "study": self.study,
@@ -121,7 +122,7 @@ def _label(column: str) -> str:
     return p.label if p is not None else column.replace("_", " ")
 
 
-def _records(df: pd.DataFrame) -> list[dict]:
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     out = []
     for row in df.to_dict("records"):
         clean = {}
@@ -206,7 +207,7 @@ def _ranked(corr: pd.DataFrame) -> pd.DataFrame:
     return ok.sort_values("rank", kind="stable")
 
 
-def _by_window(arch: pd.DataFrame, trained: pd.DataFrame, by: str):
+def _by_window(arch: pd.DataFrame, trained: pd.DataFrame, by: str) -> tuple[pd.DataFrame, np.ndarray, str]:
     """The architectures with a value of ``by``, their sort key, ascending (the distance from the centre of
     ``by``'s good range, or the value itself), and the order in words (module docstring)."""
     log = PREDICTOR_BY_COLUMN[by].log
@@ -262,7 +263,7 @@ _SHORT = {
 }
 
 
-def _cell(value, error: bool = False) -> str:
+def _cell(value: object, error: bool = False) -> str:
     """A table cell: an error (a fraction) to three decimals, other numbers to three significant digits."""
     if value is None or value is pd.NA:
         return "-"
@@ -280,7 +281,7 @@ def _cell(value, error: bool = False) -> str:
 
 def _grid(header: list[str], rows: list[list[str]], left: set[int]) -> list[str]:
     widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(len(header))]
-    fmt = lambda cells: "  ".join(
+    fmt: Callable[[list[str]], str] = lambda cells: "  ".join(
         c.ljust(w) if i in left else c.rjust(w)  # noqa: E731
         for i, (c, w) in enumerate(zip(cells, widths))
     ).rstrip()

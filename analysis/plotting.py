@@ -19,15 +19,24 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from cycler import cycler
 from matplotlib import rc_context
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
+from matplotlib.gridspec import GridSpec
 from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 RED, BLUE, BLACK, GREY, GREEN = "#d62728", "#1f77b4", "#222222", "#999999", "#2ca02c"
 # Colours of levels and series (seaborn's "deep" palette, without importing seaborn for it).
@@ -41,7 +50,7 @@ MAX_WIDTH = 12.2  # inches: 1171 CSS pixels, inside the page's column (1232 pixe
 DPI = 80  # the default of ``to_png`` (the report and the reproductions' pages use ``render``)
 
 TEXT = "#262626"
-THEME = {
+THEME: dict[RcKeyType, Any] = {
     "figure.facecolor": "white",
     "axes.facecolor": "white",
     "savefig.facecolor": "white",
@@ -115,14 +124,15 @@ class Layout:
 
     ncols: int
     nrows: int
-    panel: tuple[float, float]
+    panel: tuple[float, ...]
     left: float
     right: float
     gap_w: float
     legend_rows: int
-    spec: object = None
+    spec: GridSpec | None = None
 
     def apply(self, fig: Figure, title_lines: int) -> None:
+        assert self.spec is not None  # set by ``new_figure`` before the first call
         pw, ph = self.panel
         top = 0.12 + LINE * title_lines + LINE * 1.25 * self.legend_rows
         gap_h = GAP_H + LINE * title_lines
@@ -148,7 +158,7 @@ class Layout:
 def new_figure(
     ncols: int = 1,
     nrows: int = 1,
-    panel=PANEL,
+    panel: Sequence[float] = PANEL,
     left: float = LEFT,
     *,
     n: int | None = None,
@@ -167,7 +177,8 @@ def new_figure(
         fig = Figure()
         layout.spec = fig.add_gridspec(nrows, ncols)
         axes = [fig.add_subplot(layout.spec[k // ncols, k % ncols]) for k in range(count)]
-    fig.archstudy_layout = layout
+    # The layout rides on the figure for ``relayout``: an attribute of ours, unknown to matplotlib's stubs.
+    fig.archstudy_layout = layout  # type: ignore[attr-defined]
     layout.apply(fig, 1)
     return fig, np.array(axes, dtype=object)
 
@@ -178,7 +189,8 @@ def title_lines(fig: Figure) -> int:
         t.get_text().count("\n") + 1
         for ax in fig.axes
         if ax.get_visible()
-        for t in (ax.title, ax._left_title, ax._right_title)
+        # matplotlib keeps the left and right titles in private attributes, absent from its stubs
+        for t in (ax.title, ax._left_title, ax._right_title)  # type: ignore[attr-defined]
         if t.get_text()
     ]
     return max(lines, default=0)
@@ -192,14 +204,16 @@ def relayout(fig: Figure) -> None:
         layout.apply(fig, title_lines(fig))
 
 
-def panels(n: int, ncols: int = 3, panel=PANEL, **kw) -> tuple[Figure, np.ndarray]:
+def panels(n: int, ncols: int = 3, panel: Sequence[float] = PANEL, **kw: Any) -> tuple[Figure, np.ndarray]:
     """``new_figure`` with exactly ``n`` panels (at least one), ``ncols`` across (fewer when ``n`` is smaller)."""
     n = max(1, n)
     ncols = min(ncols, n)
     return new_figure(ncols=ncols, nrows=math.ceil(n / ncols), panel=panel, n=n, **kw)
 
 
-def figure_legend(fig: Figure, handles, labels, ncol: int | None = None, title: str | None = None) -> None:
+def figure_legend(
+    fig: Figure, handles: Sequence[Artist], labels: Sequence[str], ncol: int | None = None, title: str | None = None
+) -> None:
     """A legend across the top of the figure, above the panels' titles (room made by ``legend_rows``), so
     that it covers no data."""
     if not handles:
@@ -218,7 +232,7 @@ def figure_legend(fig: Figure, handles, labels, ncol: int | None = None, title: 
         )
 
 
-def points(n: int) -> dict:
+def points(n: int) -> dict[str, Any]:
     """Marker size and transparency of a scatter of ``n`` points: every point visible (at least 3.5 pt across)
     and, where there are many, transparent enough that overlapping series and the points under others show."""
     size = 18.0 if n <= 200 else 14.0
@@ -231,14 +245,16 @@ class LegibleLogLocator(Locator):
     labels), 1-2-5 steps over one to three decades, and below one decade evenly spaced values (``MaxNLocator``
     on the values themselves); never fewer than three inside the view when the view spans a finite range."""
 
-    def __init__(self, numticks: int = 7):
+    def __init__(self, numticks: int = 7) -> None:
         self.numticks = numticks
 
-    def __call__(self):
+    def __call__(self) -> np.ndarray:  # type: ignore[override]  # see ``tick_values``
+        assert self.axis is not None  # a locator is called only once set on an axis
         vmin, vmax = self.axis.get_view_interval()
         return self.tick_values(vmin, vmax)
 
-    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
+    # matplotlib's stubs say Sequence[float], but its own locators return arrays, as this one does
+    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:  # type: ignore[override]
         vmin, vmax = sorted((float(vmin), float(vmax)))
         if not (vmin > 0 and np.isfinite(vmax) and vmax > vmin):
             return np.array([vmin]) if vmin > 0 else np.array([])
@@ -252,23 +268,24 @@ class LegibleLogLocator(Locator):
             decades = 10.0 ** np.arange(math.floor(lo), math.ceil(hi) + 1)
             ticks = np.sort(np.concatenate([decades * m for m in (1.0, 2.0, 5.0)]))
         else:
-            ticks = MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax)
+            # an array already (typed a Sequence by matplotlib's stubs): asarray returns it as it is
+            ticks = np.asarray(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax))
             ticks = ticks[ticks > 0]
         inside = ticks[(ticks >= vmin * (1 - 1e-9)) & (ticks <= vmax * (1 + 1e-9))]
         if len(inside) < 3:  # a view between ticks of the rule: three evenly spaced values of its own
-            nice = MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax)
+            nice = np.asarray(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax))
             nice = nice[(nice > 0) & (nice >= vmin) & (nice <= vmax)]
             inside = nice if len(nice) >= 3 else np.geomspace(vmin, vmax, 3)
         return inside
 
 
-def _label(v: float, _pos=None) -> str:
+def _label(v: float, _pos: int | None = None) -> str:
     """A log axis' tick label as plain text, 3 significant digits ("0.01", "1", "1000", "1e+06"): mathtext labels
     (10^k) cost more to lay out than the whole plot."""
     return f"{float(f'{v:.3g}'):g}"
 
 
-def set_log(ax, which: str = "x") -> None:
+def set_log(ax: Axes, which: str = "x") -> None:
     """A log axis with at least three labelled ticks in view (``LegibleLogLocator``), no minor ticks (a
     13-decade NLC axis would get ~120), labels as plain numbers."""
     axis = ax.xaxis if which == "x" else ax.yaxis
@@ -278,11 +295,12 @@ def set_log(ax, which: str = "x") -> None:
     axis.set_minor_locator(NullLocator())
 
 
-def text_width(texts, size: float = MIN_PT) -> float:
+def text_width(texts: Sequence[object], size: float = MIN_PT) -> float:
     """The width in inches of the widest of ``texts`` at ``size`` points in the theme's font."""
     if not texts:
         return 0.0
-    renderer = RendererAgg(1, 1, 72)  # 72 dpi: one pixel is one point
+    # 72 dpi: one pixel is one point (backend_agg is unannotated: typed as the base renderer it is)
+    renderer: RendererBase = RendererAgg(1, 1, 72)  # type: ignore[no-untyped-call]
     with rc_context(THEME):
         prop = FontProperties(size=size)
         widest = max(renderer.get_text_width_height_descent(str(t), prop, ismath=False)[0] for t in texts)
@@ -302,9 +320,11 @@ def wrap(text: str, width_in: float, size: float = 10.0) -> str:
     )
 
 
-def set_title(ax, text: str, size: float = 10.0) -> None:
+def set_title(ax: Axes, text: str, size: float = 10.0) -> None:
     """A panel's title, wrapped to the panel's width (``relayout`` makes room for its lines)."""
-    width = ax.get_position().width * ax.get_figure().get_figwidth()
+    fig = ax.get_figure()
+    assert isinstance(fig, Figure)  # a panel of a ``new_figure`` (a subfigure has no width of its own)
+    width = ax.get_position().width * fig.get_figwidth()
     ax.set_title(wrap(text, width, size), fontsize=size)
 
 
@@ -329,7 +349,7 @@ def render(fig: Figure, fmt: str = "png") -> Image:
     """The figure as ``fmt`` (PNG at ``PIXEL_RATIO`` pixels per CSS pixel, fast zlib; SVG and PDF as vectors),
     with the size it is shown at."""
     buf = io.BytesIO()
-    extra = {"pil_kwargs": {"compress_level": 3}} if fmt == "png" else {}
+    extra: dict[str, Any] = {"pil_kwargs": {"compress_level": 3}} if fmt == "png" else {}
     relayout(fig)
     with rc_context(THEME):
         fig.savefig(buf, format=fmt, dpi=CSS_DPI * PIXEL_RATIO, metadata=_metadata(fmt), **extra)
@@ -337,7 +357,7 @@ def render(fig: Figure, fmt: str = "png") -> Image:
     return Image(buf.getvalue(), fmt, round(w * CSS_DPI), round(h * CSS_DPI))
 
 
-def _metadata(fmt: str) -> dict:
+def _metadata(fmt: str) -> dict[str, None]:
     """No creation date or tool version in the files: the same figure gives the same bytes."""
     if fmt == "png":
         return {"Software": None}

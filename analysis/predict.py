@@ -42,8 +42,8 @@ the whole study; the NLC's should show the paper's window.
 architectures: does what was learned on waveform-noise hold on MNIST?
 
 **A fitted predictor is data** (``FittedPredictor``): the learner's numbers (the ridge's quantiles, medians,
-means, scales, coefficients and intercept; every tree's features, thresholds, missing-value directions, children and leaf
-values; the window's metric, centre and line), the feature list and the study it came from (location, dataset,
+means, scales, coefficients and intercept; every tree's features, thresholds, missing-value directions, children and
+leaf values; the window's metric, centre and line), the feature list and the study it came from (location, dataset,
 science fingerprint, rows), in a JSON file with its sha256 (``save``, ``load_predictor``). Loading runs no code
 (the rule of checkpoints): the file is parsed as JSON, checked field by field (a tree's children come after
 their node, every index is in range) and evaluated by numpy; a file changed after it was saved is refused in one
@@ -58,11 +58,13 @@ import json
 import math
 import os
 import warnings
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, TypeVar, overload
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
@@ -101,6 +103,8 @@ IMPORTANCE_REPEATS = 5
 DEPENDENCE_TOP = 4  # partial-dependence curves: the top metrics by importance, the NLC always among them
 GRID = 40
 
+_T = TypeVar("_T")
+
 
 # -- features ---------------------------------------------------------------------------------------------
 
@@ -121,7 +125,7 @@ class Feature:
         name = p.label if p else self.column
         return f"log10 {name}" if self.log and not p else name
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"column": self.column, "log": self.log, "kind": self.kind, "categorical": self.categorical}
 
 
@@ -169,7 +173,7 @@ def choose_features(arch: pd.DataFrame, descriptors: bool = False) -> list[Featu
     return out
 
 
-def fit_rows(results) -> pd.DataFrame:
+def fit_rows(results: Results | pd.DataFrame) -> pd.DataFrame:
     """The architectures a predictor learns from: trained (not pruned at launch or measured only), with a finite
     test error; in the order read."""
     arch = architectures_table(results, "predict")
@@ -191,7 +195,7 @@ def _split(features: Sequence[Feature]) -> tuple[list[str], list[str]]:
     return [f.column for f in features if not f.categorical], [f.column for f in features if f.categorical]
 
 
-def _columns(numeric_step, numeric: list[str], categorical: list[str]):
+def _columns(numeric_step: Any, numeric: list[str], categorical: list[str]) -> Any:
     from sklearn.compose import ColumnTransformer
     from sklearn.preprocessing import OneHotEncoder
 
@@ -201,7 +205,7 @@ def _columns(numeric_step, numeric: list[str], categorical: list[str]):
     return ColumnTransformer(parts, remainder="drop")
 
 
-def make_learner(learner: str, features: Sequence[Feature], seed: int = 0):
+def make_learner(learner: str, features: Sequence[Feature], seed: int = 0) -> Any:
     """The scikit-learn estimator of ``learner`` (``LEARNERS``) on ``feature_table`` columns of ``features``."""
     from sklearn.ensemble import HistGradientBoostingRegressor
     from sklearn.impute import SimpleImputer
@@ -247,11 +251,11 @@ class WindowPredictor:
     with the target, and fits target ~ a + b d by least squares; a row without the metric gets the training
     rows' mean. ``metric_``, ``centre_``, ``slope_``, ``intercept_``, ``fill_`` hold the fit."""
 
-    def __init__(self, metrics: tuple = (), seed: int = 0):
+    def __init__(self, metrics: tuple[str, ...] = (), seed: int = 0) -> None:
         self.metrics = metrics
         self.seed = seed
 
-    def fit(self, X: pd.DataFrame, y):
+    def fit(self, X: pd.DataFrame, y: npt.ArrayLike) -> WindowPredictor:
         from sklearn.linear_model import LinearRegression
 
         y = np.asarray(y, dtype=np.float64)
@@ -277,7 +281,7 @@ class WindowPredictor:
         self.slope_, self.intercept_ = float(line.coef_[0]), float(line.intercept_)
         return self
 
-    def get_params(self, deep: bool = True) -> dict:
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
         return {"metrics": self.metrics, "seed": self.seed}
 
     def predict(self, X: pd.DataFrame) -> np.ndarray:
@@ -294,7 +298,8 @@ def base_groups(arch: pd.DataFrame) -> np.ndarray:
     """The base architecture of each row, as an integer group: a draw and its siblings share (study seed, index)."""
     seed = arch["study_seed"].astype("Int64").fillna(-1).astype(str) if "study_seed" in arch.columns else ""
     key = seed + ":" + arch["index"].astype(str)
-    return pd.factorize(key, sort=True)[0]
+    codes: np.ndarray = pd.factorize(key, sort=True)[0]
+    return codes
 
 
 def group_folds(groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -311,7 +316,7 @@ def group_folds(groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndar
     return list(GroupKFold(n_splits=k).split(np.zeros(len(groups)), groups=shuffled))
 
 
-def _spearman_scorer(estimator, X, y) -> float:
+def _spearman_scorer(estimator: Any, X: pd.DataFrame, y: np.ndarray) -> float:
     """Held-out Spearman's rho of the predictions (``permutation_importance``'s score; higher is better)."""
     p = estimator.predict(X)
     if np.ptp(p) == 0 or np.ptp(y) == 0:
@@ -329,6 +334,10 @@ def group_counts(groups: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     return per_group[:, groups]
 
 
+@overload
+def _r2(y: np.ndarray, p: np.ndarray, c: None = None) -> float: ...
+@overload
+def _r2(y: np.ndarray, p: np.ndarray, c: np.ndarray) -> np.ndarray: ...
 def _r2(y: np.ndarray, p: np.ndarray, c: np.ndarray | None = None) -> np.ndarray | float:
     """R^2 = 1 - sum (y - p)^2 / sum (y - mean y)^2, with row weights ``c`` (B, n) per resample when given."""
     if c is None:
@@ -340,16 +349,17 @@ def _r2(y: np.ndarray, p: np.ndarray, c: np.ndarray | None = None) -> np.ndarray
         return np.where(ss > 0, 1.0 - (c * (y - p) ** 2).sum(axis=1) / np.where(ss > 0, ss, 1.0), np.nan)
 
 
-def held_out_scores(y: np.ndarray, p: np.ndarray, c: np.ndarray, confidence: float = CONFIDENCE) -> dict:
+def held_out_scores(y: np.ndarray, p: np.ndarray, c: np.ndarray, confidence: float = CONFIDENCE) -> dict[str, Any]:
     """Spearman, Kendall and R^2 of predictions ``p`` against ``y``, each with its percentile-bootstrap interval
     over the resamples ``c`` (``group_counts``), and the resampled rho (``_rho``) for paired differences."""
     out: dict[str, Any] = {"n": len(y)}
     constant = np.ptp(p) == 0 or np.ptp(y) == 0
-    for name, point, boot in (
+    statistics: tuple[tuple[str, Callable[[], float], Callable[[], np.ndarray]], ...] = (
         ("spearman", lambda: float(sps.spearmanr(p, y).statistic), lambda: boot_spearman(p, y, c)),
         ("kendall", lambda: float(sps.kendalltau(p, y).statistic), lambda: boot_kendall(p, y, c)),
         ("r2", lambda: _r2(y, p), lambda: _r2(y, p, c)),
-    ):
+    )
+    for name, point, boot in statistics:
         values = np.full(len(c), np.nan) if constant and name != "r2" else boot()
         out[name] = math.nan if constant and name != "r2" else point()
         out[f"{name}_lo"], out[f"{name}_hi"] = percentile_interval(values, confidence)
@@ -401,7 +411,7 @@ class Prediction:
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def one_thread():
+def one_thread() -> AbstractContextManager[Any]:
     """scikit-learn's OpenMP and BLAS pools held to one thread: a tree's prediction on a few dozen rows is
     microseconds of work, and waking a pool of threads for each of the thousands of them permutation importance
     makes costs milliseconds (on a busy machine most of the time went there). threadpoolctl limits the pools of
@@ -410,11 +420,12 @@ def one_thread():
     import sklearn.linear_model  # noqa: F401 (BLAS)
     from threadpoolctl import threadpool_limits
 
-    return threadpool_limits(limits=1)
+    limits: AbstractContextManager[Any] = threadpool_limits(limits=1)
+    return limits
 
 
 def predict_study(
-    results,
+    results: Results | pd.DataFrame,
     *,
     descriptors: bool = False,
     folds: int = FOLDS,
@@ -433,7 +444,16 @@ def predict_study(
         return _predict_study(results, descriptors, folds, n_boot, seed, confidence, importance, dependence)
 
 
-def _predict_study(results, descriptors, folds, n_boot, seed, confidence, importance, dependence) -> Prediction:
+def _predict_study(
+    results: Results | pd.DataFrame,
+    descriptors: bool,
+    folds: int,
+    n_boot: int,
+    seed: int,
+    confidence: float,
+    importance: bool,
+    dependence: bool,
+) -> Prediction:
     where = "predict_study"
     folds = check(where, "folds", Integer(2), folds)
     n_boot = check(where, "n_boot", Integer(1), n_boot)
@@ -452,7 +472,7 @@ def _predict_study(results, descriptors, folds, n_boot, seed, confidence, import
     splits = group_folds(groups, folds, seed)
     held = {learner: np.full(len(y), np.nan) for learner in LEARNERS}
     fold_of = np.zeros(len(y), dtype=int)
-    fitted: dict[str, list] = {learner: [] for learner in LEARNERS}
+    fitted: dict[str, list[Any]] = {learner: [] for learner in LEARNERS}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ridge's near-singular solves, constant columns: expected at these sizes
         for k, (train, test) in enumerate(splits):
@@ -476,7 +496,7 @@ def _predict_study(results, descriptors, folds, n_boot, seed, confidence, import
             }
         )
     scores = pd.DataFrame(rows, columns=SCORE_COLUMNS)
-    best = max(JOINT, key=lambda l: (np.nan_to_num(scored[l]["spearman"], nan=-2.0), l == "boosted"))
+    best = max(JOINT, key=lambda name: (np.nan_to_num(scored[name]["spearman"], nan=-2.0), name == "boosted"))
     versus = pd.DataFrame([_difference(best, other, scored, confidence) for other in ("nlc", "window")])
     out = Prediction(
         features,
@@ -508,7 +528,7 @@ def _predict_study(results, descriptors, folds, n_boot, seed, confidence, import
     return out
 
 
-def _difference(best: str, other: str, scored: dict, confidence: float) -> dict:
+def _difference(best: str, other: str, scored: dict[str, dict[str, Any]], confidence: float) -> dict[str, Any]:
     """The paired bootstrap difference of held-out rho, ``best`` minus ``other`` (the same resamples)."""
     d = scored[best]["_spearman"] - scored[other]["_spearman"]
     lo, hi = percentile_interval(d, confidence)
@@ -552,7 +572,7 @@ def _num(x: float, sign: bool = False) -> str:
     return f"{x:+.2f}" if sign else f"{x:.2f}"
 
 
-def row_wise(model) -> bool:
+def row_wise(model: Any) -> bool:
     """Whether ``model``'s prediction of a row depends on that row alone, bit for bit, however many rows are
     predicted at once: gradient-boosted trees (each row's sum of leaf values, chosen by comparisons, in tree
     order) and the window predictor (elementwise). Not the ridge: its product with the coefficients goes through
@@ -572,16 +592,17 @@ class BatchedPredictions:
 
     _estimator_type = "regressor"
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self.model = model
         self.fitted_ = True
         self._tables: list[pd.DataFrame] = []
         self._answers: list[np.ndarray] | None = None
 
-    def fit(self, X, y=None):  # scikit-learn's checks ask for one; the model is fitted already
+    # scikit-learn's checks ask for one; the model is fitted already
+    def fit(self, X: pd.DataFrame, y: object = None) -> BatchedPredictions:
         return self
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         from sklearn.utils import RegressorTags, Tags, TargetTags
 
         return Tags(estimator_type="regressor", target_tags=TargetTags(required=True), regressor_tags=RegressorTags())
@@ -589,7 +610,7 @@ class BatchedPredictions:
     def __sklearn_is_fitted__(self) -> bool:
         return True
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: pd.DataFrame) -> np.ndarray:
         if self._answers is None:
             self._tables.append(X.copy())
             return np.zeros(len(X))
@@ -597,9 +618,10 @@ class BatchedPredictions:
         if len(answer) != len(X):
             raise AssertionError("scikit-learn asked for other tables the second time")  # pragma: no cover
         self._tables.append(X)
-        return answer.copy()
+        copied: np.ndarray = answer.copy()
+        return copied
 
-    def run(self, call):
+    def run(self, call: Callable[[BatchedPredictions], _T]) -> _T:
         call(self)
         tables, self._tables = self._tables, []
         if row_wise(self.model) and len(tables) > 1:
@@ -615,10 +637,10 @@ class BatchedPredictions:
 
 
 def permutation_importances(
-    models: list,
+    models: list[Any],
     X: pd.DataFrame,
     y: np.ndarray,
-    splits,
+    splits: Sequence[tuple[np.ndarray, np.ndarray]],
     features: Sequence[Feature],
     seed: int,
     repeats: int = IMPORTANCE_REPEATS,
@@ -634,9 +656,15 @@ def permutation_importances(
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # ``run`` calls the lambda within this iteration: ``test`` is this fold's
             r = BatchedPredictions(model).run(
                 lambda m: permutation_importance(
-                    m, X.iloc[test], y[test], scoring=_spearman_scorer, n_repeats=repeats, random_state=seed
+                    m,
+                    X.iloc[test],  # noqa: B023
+                    y[test],  # noqa: B023
+                    scoring=_spearman_scorer,
+                    n_repeats=repeats,
+                    random_state=seed,
                 )
             )
         drops.append(r.importances)
@@ -675,7 +703,8 @@ def partial_dependences(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = make_learner(learner, features, seed).fit(X, y)
-    rows, values = [], {}
+    rows: list[dict[str, Any]] = []
+    values: dict[str, np.ndarray] = {}
     for col in chosen:
         x = X[col].to_numpy(np.float64)
         finite = x[np.isfinite(x)]
@@ -684,16 +713,17 @@ def partial_dependences(
         grid = np.unique(np.percentile(finite, np.linspace(2, 98, GRID)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # ``run`` calls the lambdas within this iteration: ``col``, ``grid`` and ``x`` are this feature's
             if custom_grid:
                 r = BatchedPredictions(model).run(
-                    lambda m: partial_dependence(m, X, [col], custom_values={col: grid}, kind="average", method="brute")
+                    lambda m: partial_dependence(m, X, [col], custom_values={col: grid}, kind="average", method="brute")  # noqa: B023
                 )
             else:  # scikit-learn before 1.7: the grid from the rows where the feature is finite
                 r = BatchedPredictions(model).run(
                     lambda m: partial_dependence(
                         m,
-                        X[np.isfinite(x)],
-                        [col],
+                        X[np.isfinite(x)],  # noqa: B023
+                        [col],  # noqa: B023
                         grid_resolution=GRID,
                         percentiles=(0.02, 0.98),
                         kind="average",
@@ -701,7 +731,7 @@ def partial_dependences(
                     )
                 )
         grid_values = np.asarray(r["grid_values"][0], dtype=np.float64)
-        back = (lambda v: 10.0**v) if numeric[col].log else (lambda v: v)
+        back: Callable[[np.ndarray], np.ndarray] = (lambda v: 10.0**v) if numeric[col].log else (lambda v: v)
         rows += [
             {
                 "feature": col,
@@ -722,7 +752,7 @@ FORMAT, VERSION = "archstudy.predictor", 1
 MAX_BYTES = 64 * 2**20
 
 
-def _study_identity(results, arch: pd.DataFrame) -> dict:
+def _study_identity(results: Results | pd.DataFrame, arch: pd.DataFrame) -> dict[str, Any]:
     """Where a predictor learned: the study's location, dataset, science fingerprint (``StudyConfig``), and its
     rows (how many, and a hash of their architecture ids and test errors)."""
     from archstudy.study.experiment.config import StudyConfig
@@ -745,7 +775,12 @@ def _study_identity(results, arch: pd.DataFrame) -> dict:
 
 
 def fit_predictor(
-    results, learner: str = "auto", *, descriptors: bool = False, seed: int = 0, folds: int = FOLDS
+    results: str | os.PathLike[str] | Results | pd.DataFrame,
+    learner: str = "auto",
+    *,
+    descriptors: bool = False,
+    seed: int = 0,
+    folds: int = FOLDS,
 ) -> "FittedPredictor":
     """A predictor fitted on every trained architecture of a study (``results``: ``load_results``, a study
     directory, or an architectures DataFrame). ``learner``: one of ``LEARNERS``, or ``auto``: the joint learner
@@ -776,7 +811,7 @@ def fit_predictor(
     return FittedPredictor(learner, list(features), export(learner, model, features), source)
 
 
-def export(learner: str, model, features: Sequence[Feature]) -> dict:
+def export(learner: str, model: Any, features: Sequence[Feature]) -> dict[str, Any]:
     """A fitted learner's numbers, as plain data (the module docstring)."""
     numeric, categorical = _split(features)
     if learner in ("window", "nlc"):
@@ -832,7 +867,7 @@ def export(learner: str, model, features: Sequence[Feature]) -> dict:
     }
 
 
-def _floats(values) -> list[float]:
+def _floats(values: npt.ArrayLike) -> list[float]:
     return [float(v) for v in np.asarray(values, dtype=np.float64).ravel()]
 
 
@@ -844,8 +879,8 @@ class FittedPredictor:
 
     learner: str
     features: list[Feature]
-    model: dict
-    source: dict
+    model: dict[str, Any]
+    source: dict[str, Any]
 
     # -- prediction --
     def matrix(self, arch: pd.DataFrame) -> np.ndarray:
@@ -866,7 +901,8 @@ class FittedPredictor:
                 return np.full(len(arch), m["fill"])
             x = feature_table(arch, [f for f in self.features if f.column == m["metric"]])[m["metric"]]
             d = np.abs(x.to_numpy(np.float64) - m["centre"])
-            return np.where(np.isfinite(d), m["intercept"] + m["slope"] * d, m["fill"])
+            window: np.ndarray = np.where(np.isfinite(d), m["intercept"] + m["slope"] * d, m["fill"])
+            return window
         if self.learner == "linear":
             n_num = len(m["median"])
             X = self.matrix(arch)
@@ -880,7 +916,8 @@ class FittedPredictor:
                 num[x == q[0], j] = 0.0
             u = np.where(np.isnan(num), np.asarray(m["median"]), num)
             z = (np.hstack([u, u * u]) - np.asarray(m["mean"])) / np.asarray(m["scale"])
-            return np.hstack([z, cat]) @ np.asarray(m["coef"]) + m["intercept"]
+            linear: np.ndarray = np.hstack([z, cat]) @ np.asarray(m["coef"]) + m["intercept"]
+            return linear
         X = self.matrix(arch)
         out = np.full(len(X), m["baseline"])
         rows = np.arange(len(X))
@@ -900,7 +937,7 @@ class FittedPredictor:
         return out
 
     # -- as data --
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         body = {
             "format": FORMAT,
             "version": VERSION,
@@ -911,7 +948,7 @@ class FittedPredictor:
         }
         return {**body, "sha256": _digest(body)}
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the predictor as JSON (whole, then renamed)."""
         path = Path(path)
         tmp = path.with_name(f".{path.name}.tmp")
@@ -931,11 +968,11 @@ class FittedPredictor:
             raise UserError(f"{where}: not a valid archstudy predictor: {e}") from None
 
 
-def _digest(body: Mapping) -> str:
+def _digest(body: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=True).encode()).hexdigest()
 
 
-def load_predictor(path) -> FittedPredictor:
+def load_predictor(path: str | os.PathLike[str]) -> FittedPredictor:
     """Read a predictor saved by ``FittedPredictor.save``: JSON only (no code runs), every field checked, the
     sha256 compared; a file that is not one, or was changed after it was saved, is refused in one line."""
     shown = os.fspath(path)
@@ -959,12 +996,12 @@ class _Invalid(ValueError):
     pass
 
 
-def _need(ok: bool, why: str) -> None:
+def _need(ok: object, why: str) -> None:
     if not ok:
         raise _Invalid(why)
 
 
-def _float_list(v, name: str, n: int | None = None, finite: bool = True) -> list[float]:
+def _float_list(v: Any, name: str, n: int | None = None, finite: bool = True) -> list[float]:
     _need(
         isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v),
         f"{name} must be a list of numbers",
@@ -974,24 +1011,26 @@ def _float_list(v, name: str, n: int | None = None, finite: bool = True) -> list
     return [float(x) for x in v]
 
 
-def _int_list(v, name: str, lo: int, hi: int, n: int) -> list[int]:
+def _int_list(v: Any, name: str, lo: int, hi: int, n: int) -> list[int]:
     _need(
         isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
         f"{name} must be a list of {n} integers",
     )
     _need(all(lo <= x < hi for x in v), f"{name} must lie in [{lo}, {hi})")
-    return v
+    ints: list[int] = v  # checked above
+    return ints
 
 
-def _bool_list(v, name: str, n: int) -> list[bool]:
+def _bool_list(v: Any, name: str, n: int) -> list[bool]:
     _need(
         isinstance(v, list) and len(v) == n and all(isinstance(x, bool) for x in v),
         f"{name} must be a list of {n} booleans",
     )
-    return v
+    bools: list[bool] = v  # checked above
+    return bools
 
 
-def _number(v, name: str) -> float:
+def _number(v: Any, name: str) -> float:
     _need(
         isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v), f"{name} must be a finite number"
     )
@@ -1097,7 +1136,12 @@ TRANSFER_COLUMNS = ["source", "source_dataset", "learner", "label", "metric"] + 
 
 
 def score_predictor(
-    predictor: FittedPredictor, results, *, n_boot: int = N_BOOT, seed: int = 0, confidence: float = CONFIDENCE
+    predictor: FittedPredictor,
+    results: Results | pd.DataFrame,
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
 ) -> pd.DataFrame:
     """How a predictor fitted elsewhere ranks this study's trained architectures: Spearman, Kendall and R^2 of
     its predictions against their test errors, with bootstrap intervals over base architectures (one row)."""
@@ -1123,7 +1167,7 @@ def score_predictor(
     )
 
 
-def predictor_from(source) -> FittedPredictor:
+def predictor_from(source: FittedPredictor | str | os.PathLike[str] | Results | pd.DataFrame) -> FittedPredictor:
     """A predictor from a study directory (fitted on it, ``fit_predictor``) or a saved predictor file."""
     if isinstance(source, FittedPredictor):
         return source
@@ -1149,7 +1193,9 @@ def rank_rows(predictor: FittedPredictor, arch: pd.DataFrame) -> pd.DataFrame:
 REPORT_BOOT = 1000  # at most this many bootstrap resamples for the section (the report's --n-boot, capped)
 
 
-def report_prediction(arch: pd.DataFrame, *, n_boot: int, seed: int, predictor: FittedPredictor | None = None):
+def report_prediction(
+    arch: pd.DataFrame, *, n_boot: int, seed: int, predictor: FittedPredictor | None = None
+) -> Prediction | str:
     """The report's evaluation of one study's trained architectures (``predict_study``, with the scores of
     ``predictor`` fitted elsewhere in ``transfer``), or the one line saying why there is none."""
     try:
@@ -1161,7 +1207,13 @@ def report_prediction(arch: pd.DataFrame, *, n_boot: int, seed: int, predictor: 
     return p
 
 
-def predict_html(s) -> str:
+class _WithPrediction(Protocol):
+    """What ``predict_html`` reads of a study's section (``sections.StudyAnalysis``, whose module imports this one)."""
+
+    predict: Any
+
+
+def predict_html(s: _WithPrediction) -> str:
     """The report's section (``analysis.report``): the verdict, the held-out scores of every learner, the paired
     differences, the transfer from another study where asked, and how it was computed."""
     from .html import esc, fmt, table, with_interval
@@ -1243,12 +1295,12 @@ def predict_html(s) -> str:
         f"{p.folds}-fold GroupKFold over the {p.groups} base architectures (a draw and its siblings are one group, "
         "never on both sides of a split); every architecture is predicted by the model fitted on the other folds. "
         "Learners: ridge regression (RidgeCV) on each metric's rank u among the training architectures (its "
-        "empirical CDF) and u² (a window is a parabola in u); gradient-boosted trees (HistGradientBoostingRegressor, which routes missing values "
-        "itself); the rank-based baselines: the window predictor of the best single metric chosen on the training "
-        "folds, and of the NLC alone (distance from the centre of its good range, mapped to error by least "
-        "squares). Intervals: percentile bootstrap over base architectures of the held-out predictions "
-        "(differences: the same resamples, paired). The architecture's own depth, width and categories can join "
-        "the metrics: <code>archstudy.predict_study(results, descriptors=True)</code>.</p>"
+        "empirical CDF) and u² (a window is a parabola in u); gradient-boosted trees (HistGradientBoostingRegressor, "
+        "which routes missing values itself); the rank-based baselines: the window predictor of the best single "
+        "metric chosen on the training folds, and of the NLC alone (distance from the centre of its good range, "
+        "mapped to error by least squares). Intervals: percentile bootstrap over base architectures of the held-out "
+        "predictions (differences: the same resamples, paired). The architecture's own depth, width and categories "
+        "can join the metrics: <code>archstudy.predict_study(results, descriptors=True)</code>.</p>"
     )
     return "\n".join(out)
 
@@ -1257,8 +1309,13 @@ def predict_html(s) -> str:
 
 
 def median_lift(
-    top: Sequence[float], drawn: Sequence[float], *, n_boot: int = 10_000, seed: int = 0, confidence: float = CONFIDENCE
-) -> dict:
+    top: Sequence[float] | npt.NDArray[np.float64],
+    drawn: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    n_boot: int = 10_000,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> dict[str, Any]:
     """What a ranking before training was worth (``archstudy rank --check``): the median test error of the top K
     by prediction and of K drawn at random from the same ranked architectures, each with its percentile-bootstrap
     interval, and the lift = median(drawn) - median(top) (positive: the ranking picked better architectures),

@@ -12,7 +12,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-from typing import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any, Callable
 
 
 def workers() -> int:
@@ -31,9 +33,10 @@ class Background:
     pickle), it is computed in the caller, which raises any error with its whole traceback: the value is the
     same either way."""
 
-    def __init__(self, fn: Callable, *args, **kw):
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> None:
         self._call = (fn, args, kw)
-        self._process = self._pipe = None
+        self._process: BaseProcess | None = None
+        self._pipe: Connection[Any, Any] | None = None
         if workers() < 2:
             return
         for stream in (sys.stdout, sys.stderr):  # else the child would write what the parent had buffered again
@@ -44,10 +47,10 @@ class Background:
         self._process.start()
         send.close()
 
-    def result(self):
+    def result(self) -> Any:
         fn, args, kw = self._call
         process, self._process = self._process, None
-        if process is None:
+        if process is None or self._pipe is None:
             return fn(*args, **kw)
         try:
             ok, value = self._pipe.recv()
@@ -62,14 +65,14 @@ class Background:
 
     def cancel(self) -> None:
         """Ends the child (the caller failed and will not ask for the result)."""
-        if self._process is not None:
+        if self._process is not None and self._pipe is not None:
             self._process.terminate()
             self._pipe.close()
             self._process.join()
             self._process = None
 
 
-def _background(send, fn: Callable, args: tuple, kw: dict) -> None:
+def _background(send: Connection[Any, Any], fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any]) -> None:
     try:
         answer = (True, fn(*args, **kw))
     except BaseException:  # noqa: BLE001 - the parent computes it again, and raises there

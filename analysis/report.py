@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import numpy as np
 import yaml
@@ -43,8 +43,11 @@ from .html import CSS, emphasised, esc, fmt, folded, interval, slug, table, with
 from .plotting import FORMATS
 from .predict import predict_html, predictor_from
 from .pruning import check_window
-from .results import load_results, local_root
+from .results import Results, load_results, local_root
 from .sections import StudyAnalysis, analyse, study_labels
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "COMPARISON_SECTIONS",
@@ -116,7 +119,7 @@ def status_table(s: StudyAnalysis) -> str:
     return table(["architectures", "count"], rows) + note
 
 
-def excluded_html(r) -> str:
+def excluded_html(r: Results) -> str:
     """Result files left out of every number: those of another science config (``Results.excluded``: a study
     holds one), and those that cannot be read whole (``Results.corrupt``: a resume redoes them)."""
     out = ""
@@ -202,7 +205,7 @@ def provenance_html(s: StudyAnalysis) -> str:
     return table(None, rows, left=2, cls="kv")
 
 
-def config_html(cfg: dict) -> str:
+def config_html(cfg: dict[str, Any]) -> str:
     text = yaml.safe_dump(cfg, sort_keys=False, default_flow_style=False)
     return f"<details><summary>study.yaml</summary><pre>{esc(text)}</pre></details>"
 
@@ -286,7 +289,7 @@ def correlations_html(s: StudyAnalysis) -> str:
     return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
 
 
-def psi_cell(r) -> str:
+def psi_cell(r: pd.Series) -> str:
     """Jiang et al.'s Ψ with its interval and what it averages."""
     if not r["psi_cells"]:
         return "–"
@@ -366,7 +369,7 @@ def paired_html(s: StudyAnalysis) -> str:
     )
 
 
-def launch_how(w: dict) -> str:
+def launch_how(w: dict[str, Any]) -> str:
     """Where the window of pruning at launch (``sections.launch_window``) came from, in one clause."""
     if w["given"]:
         return "given (<code>nlc_window</code>, <code>--nlc-window</code>)"
@@ -473,8 +476,8 @@ def window_choice_html(s: StudyAnalysis) -> str:
     if r["large_enough"]:
         return (
             f"<p>Window: the study's own {window_text(r['lo'], r['hi'])}, its NLC's good range (the paper's "
-            f"is [1, 3]): the study is large enough, each end moving by at most {fmt(max(r['sd_low'], r['sd_high']), 2)} "
-            "decades over resamples of the study (see Good ranges).</p>"
+            "is [1, 3]): the study is large enough, each end moving by at most "
+            f"{fmt(max(r['sd_low'], r['sd_high']), 2)} decades over resamples of the study (see Good ranges).</p>"
         )
     return (
         f"<p>Window: the NLC paper's [1, 3]. The study is not large enough for its own window: {esc(r['reason'])}.</p>"
@@ -546,7 +549,8 @@ def edf_html(s: StudyAnalysis) -> str:
                 if not differ
                 else "–"
                 if top is None
-                else f"{fmt(k['ks_normalized'].max(), 2)} (p ≈ {fmt_p(k.loc[k['ks_normalized'].idxmax(), 'p_normalized'])})",
+                else f"{fmt(k['ks_normalized'].max(), 2)} "
+                f"(p ≈ {fmt_p(k.loc[k['ks_normalized'].idxmax(), 'p_normalized'])})",
             ]
         )
     return table(
@@ -652,7 +656,7 @@ class PageSection:
 
     key: str
     title: str
-    html: Callable | None = None
+    html: Callable[..., str] | None = None
 
 
 def status_part_html(s: StudyAnalysis) -> str:
@@ -732,7 +736,7 @@ def section_html(s: StudyAnalysis, drawer: Drawer | None = None) -> str:
     return "\n".join(parts)
 
 
-def _tau_text(r) -> str:
+def _tau_text(r: pd.Series) -> str:
     ci = interval(r["abs_lo"], r["abs_hi"])
     return f"{r['abs_tau']:.2f}{' ' + ci if ci else ''}"
 
@@ -768,7 +772,7 @@ def best_predictor_html(s: StudyAnalysis) -> str:
     return head + table(["rank", "predictor (sign of τ)", "kind", "|τ| [95% interval]"], rows, left=3)
 
 
-def _spec_text(r) -> dict[str, str]:
+def _spec_text(r: pd.Series) -> dict[str, str]:
     skip = str(r.get("skip", ""))
     if skip and skip != "none" and "skip_length" in r and np.isfinite(r["skip_length"]):
         skip = f"{skip} (length {int(r['skip_length'])})"
@@ -896,7 +900,7 @@ def config_diff_html(have: list[StudyAnalysis]) -> str:
     """The study.yaml keys whose values differ between the studies, one column per study; the keys they share in
     one line."""
 
-    def text(v) -> str:
+    def text(v: object) -> str:
         if v is None:
             return "–"
         return json.dumps(v, default=str, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
@@ -1000,7 +1004,7 @@ def _check_placement() -> None:
 _check_placement()
 
 
-def reproductions_html(directory, out: Path) -> str:
+def reproductions_html(directory: str | os.PathLike[str], out: Path) -> str:
     """The verdicts of the paper reproductions (``archstudy reproduce``) whose ``NAME.json`` files lie in
     ``directory``, each linked to its page; only when the user names the directory (``--reproductions``)."""
     found, skipped = [], []
@@ -1084,16 +1088,16 @@ def render(sections: list[StudyAnalysis], extra: str = "", drawer: Drawer | None
 
 
 def write_report(
-    study_dirs,
-    out,
+    study_dirs: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
     *,
     n_boot: int = 1000,
     seed: int = 0,
-    window=None,
-    reproductions=None,
-    figures=None,
+    window: Any = None,
+    reproductions: str | os.PathLike[str] | None = None,
+    figures: str | os.PathLike[str] | None = None,
     figure_format: str = "png",
-    predict_from=None,
+    predict_from: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
@@ -1172,7 +1176,7 @@ def _is_html(path: Path) -> bool:
     return head.startswith(b"<!doctype html") or head.startswith(b"<html")
 
 
-def check_out(out, study_dirs) -> Path:
+def check_out(out: object, study_dirs: Iterable[str | os.PathLike[str]]) -> Path:
     """The report's path, refused where writing it could lose something: a directory, no name, a file
     inside a study other than ``STUDY/report.html`` (the study's files are never overwritten, and a stray
     file in ``architectures/`` would break ``pandas.read_parquet`` of it), or an existing file that is not
@@ -1192,8 +1196,8 @@ def check_out(out, study_dirs) -> Path:
         root = local_root(d)
         if root is None:
             continue
-        root = Path(root).resolve()
-        if target.is_relative_to(root) and target != root / REPORT_NAME:
+        study_root = Path(root).resolve()
+        if target.is_relative_to(study_root) and target != study_root / REPORT_NAME:
             raise SpecError(
                 "write_report",
                 "out",

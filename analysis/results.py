@@ -122,7 +122,7 @@ def _trained(arch: pd.DataFrame) -> pd.Series:
 # -- reading files -----------------------------------------------------------------------------------
 
 
-def _filesystem(study_dir) -> tuple[pafs.FileSystem, str, str]:
+def _filesystem(study_dir: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str, str]:
     """(filesystem, root path within it, the name to show the user)."""
     text = str(study_dir)
     if "://" in text:
@@ -134,13 +134,13 @@ def _filesystem(study_dir) -> tuple[pafs.FileSystem, str, str]:
     return pafs.LocalFileSystem(), os.path.abspath(text), text
 
 
-def local_root(study_dir) -> str | None:
+def local_root(study_dir: str | os.PathLike[str]) -> str | None:
     """The study's absolute local path (a plain path or a file:// URI), None on object storage."""
     fs, root, _ = _filesystem(study_dir)
     return root if isinstance(fs, pafs.LocalFileSystem) else None
 
 
-def _list(fs: pafs.FileSystem, root: str, sub: str, ext: str) -> list[tuple[str, re.Match]]:
+def _list(fs: pafs.FileSystem, root: str, sub: str, ext: str) -> list[tuple[str, re.Match[str]]]:
     """Whole files ``<root>/<sub>/<index>-<arch_id>.<ext>``, sorted by name (so by index)."""
     infos = fs.get_file_info(pafs.FileSelector(f"{root}/{sub}", allow_not_found=True))
     out = []
@@ -153,7 +153,8 @@ def _list(fs: pafs.FileSystem, root: str, sub: str, ext: str) -> list[tuple[str,
 
 def _read_text(fs: pafs.FileSystem, path: str) -> str:
     with fs.open_input_stream(path) as f:
-        return f.read().decode("utf-8")
+        text: str = f.read().decode("utf-8")
+        return text
 
 
 def read_config(fs: pafs.FileSystem, root: str, shown: str) -> dict[str, Any]:
@@ -177,15 +178,17 @@ def config_fingerprint(config: dict[str, Any]) -> str | None:
         return None
 
 
-def not_of_config(metadata: dict | None, config: dict[str, Any], fingerprint: str | None = None) -> str | None:
+def not_of_config(
+    metadata: dict[bytes, bytes] | None, config: dict[str, Any], fingerprint: str | None = None
+) -> str | None:
     """Why a result file is not one of the study described by ``config`` (study.yaml), or None when it is: the
     science config a file records (``archstudy.science`` and its fingerprint) must be study.yaml's, as
     ``study.experiment.config.same_science`` reads them (a file of a version that recorded none is the study's own).
     ``fingerprint``: study.yaml's (``config_fingerprint``), when the caller has it already."""
     meta = metadata or {}
-    fp, text = meta.get(SCIENCE_FINGERPRINT_KEY.encode()), meta.get(SCIENCE_KEY.encode())
-    fp = None if fp is None else fp.decode(errors="replace")
-    text = None if text is None else text.decode(errors="replace")
+    raw_fp, raw_text = meta.get(SCIENCE_FINGERPRINT_KEY.encode()), meta.get(SCIENCE_KEY.encode())
+    fp = None if raw_fp is None else raw_fp.decode(errors="replace")
+    text = None if raw_text is None else raw_text.decode(errors="replace")
     mine = fingerprint if fingerprint is not None else config_fingerprint(config)
     if mine is None:
         # a study.yaml this version cannot read as a whole: its values of the recorded keys, as they are
@@ -259,7 +262,7 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
 
 
 def _read_table(
-    fs,
+    fs: pafs.FileSystem,
     root: str,
     shown: str,
     table: str,
@@ -276,20 +279,20 @@ def _read_table(
         files = [(p, m) for p, m in files if m["arch_id"] in arch_ids]
 
     # One small file per architecture: the per-file overhead dominates, so read several at once.
-    def read(pm):
+    def read(pm: tuple[str, re.Match[str]]) -> pa.Table | CorruptFile:
         try:
             return read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}")
         except CorruptFile as e:
             return e
 
     with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
-        read = list(pool.map(read, files))
+        read_files = list(pool.map(read, files))
     count = config.get("architectures")
     chosen = config.get("indices")  # a study of chosen draws (``archstudy rank``'s top K): the first ``count``
     drawn = set(chosen[:count]) if isinstance(chosen, list) and isinstance(count, int) else None
     mine = config_fingerprint(config)
     tables = []
-    for (_, m), t in zip(files, read):
+    for (_, m), t in zip(files, read_files):
         if isinstance(t, CorruptFile):  # left out, and said (a resume redoes it)
             if corrupt is not None:
                 corrupt[f"{table}/{m.group(0)}"] = t.problem
@@ -374,7 +377,7 @@ def typed(df: pd.DataFrame, dtypes: dict[str, str], required: tuple[str, ...], w
     return pd.DataFrame({**out, **extra}, index=pd.RangeIndex(n))
 
 
-def _fill_derived(arch: pd.DataFrame, config: dict) -> pd.DataFrame:
+def _fill_derived(arch: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
     """Fill what the contract defines from other columns when a file lacks it: also the columns added after
     the first files of the schema (``study.experiment.schema.ADDED_COLUMNS``), with what every older row was: a spec
     field's default, and the protocol's monitored split as the split that selected the run."""
@@ -414,7 +417,8 @@ def sibling_axes(value: Any) -> tuple[str, ...] | None:
             return sibling_axes(bool(value["enabled"]))
         return None
     try:
-        return StudyConfig.normalize("siblings", value)
+        axes: tuple[str, ...] = StudyConfig.normalize("siblings", value)
+        return axes
     except SpecError:
         return None
 
@@ -481,7 +485,9 @@ def planned_count(config: dict[str, Any], architectures: pd.DataFrame) -> tuple[
 # -- the entry point ----------------------------------------------------------------------------------
 
 
-def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] = False) -> Results:
+def load_results(
+    study_dir: str | os.PathLike[str], *, runs: bool = True, curves: bool | Iterable[str] = False
+) -> Results:
     """Read a study: ``study.yaml``, ``architectures/*.parquet``, ``runs/*.parquet``, ``failed/*.json``
     and the count of ``checkpoints/*.pt`` (architectures in progress), per docs/results.md; with ``curves``
     also ``curves/*.parquet`` (True: every architecture's; a collection of arch_ids: only theirs, a few
@@ -510,14 +516,14 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
     )
     arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
     arch = _fill_derived(arch, config)
-    runs = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
+    run_table = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
     curve_table = (
         read_curves(study_dir, None if curves is True else curves)
         if curves is not False
         else typed(pd.DataFrame(), CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")
     )
     arch = arch.sort_values(["index", "variant", "arch_id"], kind="stable").reset_index(drop=True)
-    runs = runs.sort_values(["index", "arch_id", "lr_index"], kind="stable").reset_index(drop=True)
+    run_table = run_table.sort_values(["index", "arch_id", "lr_index"], kind="stable").reset_index(drop=True)
 
     finished = set(arch["arch_id"].astype(str))
     failed = []
@@ -538,7 +544,7 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
         study_dir=shown,
         config=config,
         architectures=arch,
-        runs=runs,
+        runs=run_table,
         failed=failed,
         in_progress=in_progress,
         planned=planned,
@@ -550,7 +556,7 @@ def load_results(study_dir, *, runs: bool = True, curves: bool | Iterable[str] =
     )
 
 
-def read_curves(study_dir, arch_ids: Iterable[str] | None = None) -> pd.DataFrame:
+def read_curves(study_dir: str | os.PathLike[str], arch_ids: Iterable[str] | None = None) -> pd.DataFrame:
     """The ``curves`` table of a study (docs/results.md), typed, sorted by architecture, run and epoch; only the
     files of ``arch_ids`` when given. Architectures without a curves file (finished before curves were recorded,
     or pruned at launch) have no rows."""
@@ -564,7 +570,7 @@ def read_curves(study_dir, arch_ids: Iterable[str] | None = None) -> pd.DataFram
     return out.sort_values(["index", "arch_id", "lr_index", "epoch"], kind="stable").reset_index(drop=True)
 
 
-def architectures_table(table, where: str) -> pd.DataFrame:
+def architectures_table(table: object, where: str) -> pd.DataFrame:
     """The architectures DataFrame of ``table``: a ``Results`` (``load_results``) or the DataFrame itself,
     so ``correlations(load_results(d))`` works as ``correlations(load_results(d).architectures)``."""
     if isinstance(table, Results):

@@ -13,12 +13,13 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
 from archstudy.sampling import SpecError
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW
 
 from .processes import Background
 from .edf import edf
@@ -26,7 +27,7 @@ from .figures.base import FigureData
 from .figures.curves import curve_architectures
 from .good_ranges import good_ranges, nlc_window
 from .predict import report_prediction
-from .pruning import PAPER_WINDOW, nlc_pruning, pilot_window
+from .pruning import nlc_pruning, pilot_window
 from .ranking import predictor_ranking
 from .results import Results, read_curves
 from .stats import correlations, paired_effects, psi_table
@@ -51,7 +52,7 @@ def health(arch: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def provenance(arch: pd.DataFrame) -> dict:
+def provenance(arch: pd.DataFrame) -> dict[str, Any]:
     """Where and when the architectures were computed: for ``package_version``, ``host`` and ``device`` the
     (value, count) pairs, most frequent first (None without a value); ``finished``, the first and last
     ``finished_at`` (None without one); ``compute_h``, the recorded hours (Σ ``total_s``; None without rows)."""
@@ -84,7 +85,7 @@ def best_architectures(arch: pd.DataFrame, k: int = 5, target: str = "test_error
     return a[[c for c in cols if c in a.columns]].assign(rank=np.arange(1, len(a) + 1)).reset_index(drop=True)
 
 
-def study_labels(study_dirs) -> list[str]:
+def study_labels(study_dirs: Iterable[str | os.PathLike[str]]) -> list[str]:
     """The name of each study in a report: its directory's name, with as many parent directories as make the
     names distinct ("wave" and "wave-2", or "a/wave" and "b/wave"); an object-storage prefix likewise."""
     parts = [
@@ -149,7 +150,7 @@ class StudyAnalysis(FigureData):
         return self.label or self.results.study_dir
 
 
-def launch_window(results: Results) -> dict | None:
+def launch_window(results: Results) -> dict[str, Any] | None:
     """The NLC window a study pruned at launch with (study.yaml's ``nlc_window``), None without one: ``lo``,
     ``hi`` and ``given`` (True: the config's own pair). For ``auto``, the window of its pilot's rows,
     recomputed as the runner computed it (``pruning.pilot_window``), with ``pilot`` (the pilot's finished
@@ -195,7 +196,15 @@ def launch_savings(results: Results) -> dict[str, float]:
 
 
 def analyse(
-    results: Results, anchor: str, *, n_boot: int, seed: int, window, predictor=None, label: str = "", wait: bool = True
+    results: Results,
+    anchor: str,
+    *,
+    n_boot: int,
+    seed: int,
+    window: tuple[float, float] | None,
+    predictor: Any = None,
+    label: str = "",
+    wait: bool = True,
 ) -> StudyAnalysis:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
@@ -237,10 +246,10 @@ def _analyse(
     anchor: str,
     n_boot: int,
     seed: int,
-    window,
+    window: tuple[float, float] | None,
     label: str,
-    launch,
-    savings,
+    launch: dict[str, Any] | None,
+    savings: dict[str, float],
     prediction: Background,
 ) -> StudyAnalysis:
     corr = correlations(arch, n_boot=n_boot, seed=seed)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
-from typing import Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -58,18 +58,21 @@ def _local(indices: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Resamples of the whole sample as indices into its points where ``mask`` holds (-1 elsewhere)."""
     remap = np.full(len(mask), -1)
     remap[mask] = np.arange(int(mask.sum()))
-    return remap[indices]
+    local: np.ndarray = remap[indices]
+    return local
 
 
 def _signs(v: np.ndarray) -> np.ndarray:
     """s_ij = sign(v_i - v_j), as float32: the sums below are of small integers, exact in float32 up to
     2^24 (n^2 <= 2.25e6 at ``MATRIX_BOOTSTRAP_MAX``), and float32 products are twice as fast."""
-    return np.sign(v[:, None] - v[None, :]).astype(np.float32)
+    signs: np.ndarray = np.sign(v[:, None] - v[None, :]).astype(np.float32)
+    return signs
 
 
 def _quadratic(c: np.ndarray, m: np.ndarray) -> np.ndarray:
     """c_b^T M c_b for every row b of c."""
-    return ((c @ m) * c).sum(axis=1, dtype=np.float64)
+    forms: np.ndarray = ((c @ m) * c).sum(axis=1, dtype=np.float64)
+    return forms
 
 
 def _tau(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -93,7 +96,8 @@ def _pairs_apart(c: np.ndarray, v: np.ndarray) -> np.ndarray:
     order, _, starts = _ties(v)
     g = np.add.reduceat(c[:, order].astype(np.float64), starts, axis=1) if len(v) else np.zeros((len(c), 0))
     total = g.sum(axis=1)
-    return total * total - (g * g).sum(axis=1)
+    apart: np.ndarray = total * total - (g * g).sum(axis=1)
+    return apart
 
 
 def boot_kendall(x: np.ndarray, y: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -167,16 +171,16 @@ class SharedResamples:
     baseline has a paired interval). What depends only on the target and on which points a predictor
     has (counts, the target's sign matrix and ranks) is computed once per set of points."""
 
-    def __init__(self, y_all: np.ndarray, indices: np.ndarray, method: str = "auto"):
+    def __init__(self, y_all: np.ndarray, indices: np.ndarray, method: str = "auto") -> None:
         self.y_all, self.indices, self.method = y_all, indices, method
-        self._cache: dict[bytes, dict] = {}
+        self._cache: dict[bytes, dict[str, np.ndarray]] = {}
 
-    def _points(self, mask: np.ndarray) -> dict:
+    def _points(self, mask: np.ndarray) -> dict[str, np.ndarray]:
         key = mask.tobytes()
         if key not in self._cache:
             y = self.y_all[mask]
             local = _local(self.indices, mask)
-            entry = {"y": y, "local": local}
+            entry: dict[str, np.ndarray] = {"y": y, "local": local}
             if self._matrix(len(y)):
                 c = counts(local, len(y))
                 dy, vy = _centred_ranks(y, c)
@@ -187,7 +191,13 @@ class SharedResamples:
     def _matrix(self, n: int) -> bool:
         return self.method == "matrix" or (self.method == "auto" and n <= MATRIX_BOOTSTRAP_MAX)
 
-    def statistic(self, kind: str, x_all: np.ndarray, mask: np.ndarray, transform=None) -> np.ndarray:
+    def statistic(
+        self,
+        kind: str,
+        x_all: np.ndarray,
+        mask: np.ndarray,
+        transform: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
         """``kind`` of (x, target) on every resample, keeping the points where ``mask`` holds;
         ``transform`` (e.g. log10) is applied to those x first."""
         t = self._points(mask)
@@ -203,20 +213,31 @@ class SharedResamples:
         return boot_pearson(x, t["y"], t["c"])
 
 
-def _scipy_pearson(x, y):
-    return sps.pearsonr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else np.nan
+def _scipy_pearson(x: np.ndarray, y: np.ndarray) -> float:
+    r: float = sps.pearsonr(x, y).statistic if np.ptp(x) > 0 and np.ptp(y) > 0 else np.nan
+    return r
 
 
-def _scipy_spearman(x, y):
-    return sps.spearmanr(x, y).statistic
+def _scipy_spearman(x: np.ndarray, y: np.ndarray) -> float:
+    r: float = sps.spearmanr(x, y).statistic
+    return r
 
 
-def _scipy_kendall(x, y):
-    return sps.kendalltau(x, y).statistic
+def _scipy_kendall(x: np.ndarray, y: np.ndarray) -> float:
+    r: float = sps.kendalltau(x, y).statistic
+    return r
 
 
-_MATRIX = {"pearson": boot_pearson, "spearman": boot_spearman, "kendall": boot_kendall}
-_SCIPY = {"pearson": _scipy_pearson, "spearman": _scipy_spearman, "kendall": _scipy_kendall}
+_MATRIX: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]] = {
+    "pearson": boot_pearson,
+    "spearman": boot_spearman,
+    "kendall": boot_kendall,
+}
+_SCIPY: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "pearson": _scipy_pearson,
+    "spearman": _scipy_spearman,
+    "kendall": _scipy_kendall,
+}
 METHODS = Choice(("auto", "matrix", "explicit"))
 
 
@@ -257,7 +278,7 @@ def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, f
 # -- correlations -------------------------------------------------------------------------------------------
 
 
-def statistic_and_p(fn, x, y) -> tuple[float, float]:
+def statistic_and_p(fn: Callable[..., Any], x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return math.nan, math.nan
     with warnings.catch_warnings():
@@ -282,7 +303,7 @@ def _random_sample(df: pd.DataFrame, variants: Iterable[str] | None) -> pd.DataF
     return df[df["variant"].isin(list(variants))]
 
 
-def _predictor_list(df: pd.DataFrame, predictors) -> list[Predictor]:
+def _predictor_list(df: pd.DataFrame, predictors: Iterable[str] | None) -> list[Predictor]:
     if predictors is None:
         return [p for p in PREDICTORS if p.column in df.columns]
     out = []
@@ -295,7 +316,7 @@ def _predictor_list(df: pd.DataFrame, predictors) -> list[Predictor]:
     return out
 
 
-def _groups(df: pd.DataFrame):
+def _groups(df: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
     if "dataset" not in df.columns:
         yield "", df
         return
@@ -366,7 +387,18 @@ def _blas_threads() -> ThreadpoolController:
     return ThreadpoolController()  # finding the BLAS libraries reads /proc: once per process
 
 
-def _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, method, axes) -> list[dict]:
+def _dataset_rows(
+    ds: str,
+    group: pd.DataFrame,
+    target: str,
+    preds: list[Predictor],
+    variants: Iterable[str] | None,
+    n_boot: int,
+    seed: int,
+    confidence: float,
+    method: str,
+    axes: dict[str, tuple[str, ...]],
+) -> list[dict[str, Any]]:
     """The correlation rows of one dataset."""
     sample = _random_sample(group, variants)
     y_all = sample[target].to_numpy(np.float64)
@@ -374,7 +406,8 @@ def _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, 
     boot = SharedResamples(y_all, idx, method)
     psi_b = psi_table_tau_b(group, [p.column for p in preds], target, axes)
     cells = _axis_cells(group, axes)
-    rows, abs_tau_boot = [], {}
+    rows: list[dict[str, Any]] = []
+    abs_tau_boot: dict[str, np.ndarray] = {}
     for p in preds:
         row, abs_tau_boot[p.column] = _one_predictor(p, sample[p.column].to_numpy(np.float64), y_all, boot, confidence)
         rows.append(
@@ -394,7 +427,9 @@ def _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, 
     return rows
 
 
-def _psi_columns(per_axis: dict, n_boot: int, seed: int, confidence: float) -> dict:
+def _psi_columns(
+    per_axis: dict[str, tuple[np.ndarray, np.ndarray]], n_boot: int, seed: int, confidence: float
+) -> dict[str, float]:
     """Jiang et al.'s Psi with its cell-bootstrap interval, and what it averages."""
     lo, hi = percentile_interval(_psi_bootstrap(per_axis, n_boot, seed), confidence) if n_boot else (math.nan,) * 2
     used = [(taus, constant) for taus, constant in per_axis.values() if len(taus)]
@@ -408,7 +443,7 @@ def _psi_columns(per_axis: dict, n_boot: int, seed: int, confidence: float) -> d
     }
 
 
-def _psi_tau_b_columns(t: pd.DataFrame) -> dict:
+def _psi_tau_b_columns(t: pd.DataFrame) -> dict[str, float]:
     used = t[t["cells"] > 0]
     return {
         "psi_tau_b": float(used["psi"].mean()) if len(used) else math.nan,
@@ -456,7 +491,7 @@ _CORRELATION_COLUMNS = [
 
 def _one_predictor(
     p: Predictor, x_all: np.ndarray, y_all: np.ndarray, boot: SharedResamples, confidence: float
-) -> tuple[dict, np.ndarray]:
+) -> tuple[dict[str, float], np.ndarray]:
     """The statistics of one predictor, and |tau| of every resample (for the paired lift interval).
     Each statistic keeps only its own points: finite x and y, and x > 0 for Pearson on a log scale."""
     ok = np.isfinite(x_all) & np.isfinite(y_all)
@@ -485,7 +520,7 @@ def _one_predictor(
     return row, np.abs(values["kendall"])
 
 
-def _add_lift(rows: list[dict], ds: str, abs_tau_boot: dict[str, np.ndarray], confidence: float) -> None:
+def _add_lift(rows: list[dict[str, Any]], ds: str, abs_tau_boot: dict[str, np.ndarray], confidence: float) -> None:
     """lift = |tau| - |tau of the best trivial baseline| (chosen on the full sample), with the interval of
     the same difference over the paired resamples."""
     mine = [r for r in rows if r["dataset"] == ds]
@@ -557,7 +592,7 @@ def _pairs(cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.concatenate(ii), np.concatenate(jj), np.concatenate(cc)
 
 
-def _cell_taus(x: np.ndarray, y: np.ndarray, i, j, cell) -> np.ndarray:
+def _cell_taus(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, cell: np.ndarray) -> np.ndarray:
     """Kendall tau-b within every cell that has a defined one (>= 2 points, neither x nor y constant)."""
     ok = np.isfinite(x[i]) & np.isfinite(x[j]) & np.isfinite(y[i]) & np.isfinite(y[j])
     i, j, cell = i[ok], j[ok], cell[ok]
@@ -567,7 +602,8 @@ def _cell_taus(x: np.ndarray, y: np.ndarray, i, j, cell) -> np.ndarray:
     ids, inv = np.unique(cell, return_inverse=True)
     num = np.bincount(inv, sx * sy, len(ids))
     den = np.bincount(inv, np.abs(sx), len(ids)) * np.bincount(inv, np.abs(sy), len(ids))
-    return num[den > 0] / np.sqrt(den[den > 0])
+    taus: np.ndarray = num[den > 0] / np.sqrt(den[den > 0])
+    return taus
 
 
 def psi_table_tau_b(
@@ -624,7 +660,9 @@ def granulated_kendall_tau_b(
 # axis without such a cell has no psi_i and is left out of the mean (eq. 5 over the axes that have one).
 
 
-def _jiang_cell_taus(x: np.ndarray, y: np.ndarray, cell: np.ndarray, i, j, pair_cell) -> tuple[np.ndarray, np.ndarray]:
+def _jiang_cell_taus(
+    x: np.ndarray, y: np.ndarray, cell: np.ndarray, i: np.ndarray, j: np.ndarray, pair_cell: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """tau (Jiang et al.'s, above) of every cell with >= 2 rows where x and y are finite, and whether x is
     constant there."""
     ok = np.isfinite(x) & np.isfinite(y)
@@ -639,9 +677,13 @@ def _jiang_cell_taus(x: np.ndarray, y: np.ndarray, cell: np.ndarray, i, j, pair_
     return agree[cells] / (m * (m - 1) / 2), ~varies[cells]  # unordered pairs: the same ratio as ordered ones
 
 
-def _axis_cells(df: pd.DataFrame, axes) -> dict[str, tuple]:
+# An axis' cells: the cell id of each row, and the pairs i, j, cell of ``_pairs``.
+_AxisCells = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _axis_cells(df: pd.DataFrame, axes: dict[str, tuple[str, ...]]) -> dict[str, _AxisCells]:
     """{axis: (cell id of each row, and the pairs i, j, cell of ``_pairs``)}: what every predictor shares."""
-    out = {}
+    out: dict[str, _AxisCells] = {}
     codes = _codes(df, axes)
     for axis in axes:
         cell = _cells(df, axis, axes, codes)
@@ -650,7 +692,11 @@ def _axis_cells(df: pd.DataFrame, axes) -> dict[str, tuple]:
 
 
 def _jiang_axes(
-    df: pd.DataFrame, predictor: str, target: str, axes, cells: dict[str, tuple] | None = None
+    df: pd.DataFrame,
+    predictor: str,
+    target: str,
+    axes: dict[str, tuple[str, ...]],
+    cells: dict[str, _AxisCells] | None = None,
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """{axis: (tau of each cell, whether the measure is constant in it)} for ``predictor``."""
     x = df[predictor].to_numpy(np.float64)
@@ -738,7 +784,7 @@ def granulated_kendall_interval(
 # -- paired effects of siblings ----------------------------------------------------------------------------------
 
 
-def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict:
+def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
     """Median of the paired differences d, the two-sided sign test of median 0 (zeros dropped, exact
     binomial), and the distribution-free interval for the median that inverts it: [d_(k), d_(n+1-k)]
     with the largest k whose coverage 1 - 2 P(Bin(n, 1/2) <= k - 1) is at least ``confidence``

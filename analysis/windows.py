@@ -17,7 +17,7 @@ architectures), and the gain |tau_window| - |tau_raw| per split.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -25,10 +25,11 @@ from scipy import stats as sps
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, Real, check
+from archstudy.study.experiment.nlc_window import CONFIDENCE, N_BOOT, SUBSAMPLE, good_range
 
 from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
-from .good_ranges import CONFIDENCE, N_BOOT, SUBSAMPLE, _groups, _sample, good_range, is_u_shaped, tails
-from .results import architectures_table
+from .good_ranges import _groups, _sample, is_u_shaped, tails
+from .results import Results, architectures_table
 from .stats import MATRIX_BOOTSTRAP_MAX, _blas_threads, boot_kendall
 
 SPLITS = 50  # random halves: the spread of tau over them is the uncertainty the table reports
@@ -105,7 +106,7 @@ def _subset_taus(x: np.ndarray, y: np.ndarray, subsets: list[np.ndarray]) -> np.
 
 
 def window_predictors(
-    results,
+    results: Results | pd.DataFrame,
     metrics: Iterable[str] | None = None,
     *,
     target: str = "test_error",
@@ -141,7 +142,19 @@ def window_predictors(
     return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
 
 
-def _window_rows(df, names, target, variants, splits, sample, n_boot, confidence, seed, metrics, a) -> list[dict]:
+def _window_rows(
+    df: pd.DataFrame,
+    names: list[str],
+    target: str,
+    variants: Iterable[str] | None,
+    splits: int,
+    sample: float,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+    metrics: Iterable[str] | None,
+    a: float,
+) -> list[dict[str, Any]]:
     rows = []
     for ds, g in _groups(_sample(df, variants)):
         y_all = g[target].to_numpy(np.float64)
@@ -155,7 +168,9 @@ def _window_rows(df, names, target, variants, splits, sample, n_boot, confidence
             if n < MIN_POINTS and metrics is None:
                 continue
             rng = np.random.default_rng([seed, 2])  # the same halves for every metric measured on the same rows
-            taus, helds, centres = [], [], []
+            split_taus: list[float] = []
+            helds: list[np.ndarray] = []
+            centres: list[float] = []
             for _ in range(splits if n >= MIN_POINTS else 0):
                 perm = rng.permutation(n)
                 fit, held = perm[: n // 2], perm[n // 2 :]
@@ -163,11 +178,11 @@ def _window_rows(df, names, target, variants, splits, sample, n_boot, confidence
                     x[fit], y[fit], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng
                 )
                 d = window_distance(x[held], low, high, log)
-                taus.append(_tau(d, y[held]))
+                split_taus.append(_tau(d, y[held]))
                 helds.append(held)
                 centres.append((math.log10(low) + math.log10(high)) / 2 if log else (low + high) / 2)
             # the raw metric on the same held-out halves, all splits at once
-            taus, raws = np.array(taus), _subset_taus(x, y, helds)
+            taus, raws = np.array(split_taus), _subset_taus(x, y, helds)
             gain = np.abs(taus) - np.abs(raws)
             # the shape is that of ``good_ranges`` (same draws, same seed): one verdict in the whole report
             full_low, _, full_high = good_range(
@@ -211,5 +226,5 @@ def _pct(v: np.ndarray, q: float) -> float:
     return float(np.percentile(v, q)) if len(v) else math.nan
 
 
-def _summary(name: str, v: np.ndarray, a: float) -> dict:
+def _summary(name: str, v: np.ndarray, a: float) -> dict[str, float]:
     return {name: _mean(v), f"{name}_sd": _sd(v), f"{name}_lo": _pct(v, a), f"{name}_hi": _pct(v, 100 - a)}

@@ -25,14 +25,15 @@ class _Refused(Exception):
     """What the loader refuses, and why (one line)."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
+# PyYAML ships no type stubs here (no types-PyYAML), so its classes are Any to mypy.
+class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
     """PyYAML's safe loader that refuses aliases and bounds the nesting (the composer recurses per level)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             raise _Refused(
@@ -48,8 +49,8 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-class _PlainDumper(yaml.SafeDumper):
-    def ignore_aliases(self, data):
+class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML: no stubs, as above
+    def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
@@ -75,7 +76,7 @@ def parse(text: str | bytes, where: str, field: str, shown: str) -> Any:
         raise SpecError(where, field, shown, f"is not valid YAML{at}") from None
 
 
-def read(path: str | os.PathLike, where: str, field: str) -> Any:
+def read(path: str | os.PathLike[str], where: str, field: str) -> Any:
     """``parse`` of the local file ``path`` (at most ``MAX_BYTES`` + 1 bytes are read); a missing, unreadable
     or directory path is the same one-line ``SpecError``."""
     shown = os.fspath(path)
@@ -93,4 +94,5 @@ def read(path: str | os.PathLike, where: str, field: str) -> Any:
 
 def dump(data: Any) -> str:
     """``data`` (plain values) as block YAML without anchors or aliases, in the given key order."""
-    return yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100)
+    text: str = yaml.dump(data, Dumper=_PlainDumper, sort_keys=False, default_flow_style=None, width=100)
+    return text

@@ -111,7 +111,7 @@ def update_blocks(text: str, tables: Mapping[str, str], command: str, doc: str) 
     exactly one block."""
     seen: list[str] = []
 
-    def replace(m: re.Match) -> str:
+    def replace(m: re.Match[str]) -> str:
         name = m.group(1)
         if name not in tables:
             raise ValueError(f"{doc}: no table {name!r}; tables: {', '.join(tables)}")

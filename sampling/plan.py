@@ -19,7 +19,7 @@ stream. Never imports torch.
 
 from __future__ import annotations
 
-from typing import Iterator, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -34,7 +34,8 @@ BASE = "base"  # the variant of a study's random draw (a sibling's variant is it
 class Planned(NamedTuple):
     """One architecture of a study: its index, variant (``BASE`` or a sibling axis), spec and init seed."""
 
-    index: int
+    # The field shadows tuple.index, as a NamedTuple field may; mypy flags any such name.
+    index: int  # type: ignore[assignment]
     variant: str
     spec: ArchSpec
     seed: int
@@ -54,7 +55,7 @@ def plan_study(
     architectures: int,
     d_in: int,
     d_out: int,
-    space: str | Space | Mapping,
+    space: str | Space | Mapping[str, Any],
     param_budget: int,
     sibling_axes: Sequence[str] = (),
     start: int = 0,
@@ -81,7 +82,7 @@ def plan_study(
     return _plan(study_seed, indices[start:architectures], d_in, d_out, space, param_budget, axes)
 
 
-def check_indices(where: str, indices) -> tuple[int, ...]:
+def check_indices(where: str, indices: Any) -> tuple[int, ...]:
     """A list of draw indices as a study holds it: distinct integers in [0, ``MAX_ARCHITECTURES``) (what the unit
     names hold), at least one; else a one-line ``SpecError`` naming the first bad entry."""
     if isinstance(indices, (str, bytes, Mapping)) or not isinstance(indices, Sequence) or not len(indices):
@@ -112,7 +113,7 @@ def fresh_indices(
     n: int,
     d_in: int,
     d_out: int,
-    space: str | Space | Mapping,
+    space: str | Space | Mapping[str, Any],
     param_budget: int,
     exclude: set[str] | frozenset[str] = frozenset(),
 ) -> list[int]:
@@ -142,7 +143,15 @@ def fresh_indices(
     )
 
 
-def _plan(study_seed, indices, d_in, d_out, space, param_budget, axes) -> Iterator[Planned]:
+def _plan(
+    study_seed: int,
+    indices: Iterable[int],
+    d_in: int,
+    d_out: int,
+    space: Space,
+    param_budget: int,
+    axes: tuple[str, ...],
+) -> Iterator[Planned]:
     for i in indices:
         base = sample_spec(study_seed, i, d_in, d_out, space, param_budget)
         seed = init_seed(study_seed, i)

@@ -18,7 +18,7 @@ whether or not it ends up mattering: changing one probability of a space changes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping, TypeVar
 
 import numpy as np
 
@@ -43,10 +43,12 @@ from .width import solve_width
 SKIP_STRENGTH_KINDS = ("none", "one", "uniform")  # no skips / strength 1 / one U(0, 1) strength for all
 RANDOM_BIAS_INITS = tuple(b for b in BIAS_INITS if b != "zero")  # what a spec with random biases may get
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class _Depths(Constraint):
-    def normalize(self, value):
+    def normalize(self, value: Any) -> tuple[int, ...]:
         try:
             out = tuple(Integer(2).normalize(v) for v in value)
         except (TypeError, ValueError):
@@ -55,26 +57,26 @@ class _Depths(Constraint):
             self.fail()
         return out
 
-    def describe(self):
+    def describe(self) -> str:
         return "must be a non-empty list of distinct integers >= 2"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return ((), (1, 3), 5)
 
 
 @dataclass(frozen=True)
 class _Activations(Constraint):
-    def normalize(self, value):
+    def normalize(self, value: Any) -> tuple[str, ...]:
         try:
             out = tuple(Choice(ACTIVATIONS).normalize(v) for v in value)
         except (TypeError, ValueError):
             self.fail()
         return out
 
-    def describe(self):
+    def describe(self) -> str:
         return "must be a list of activations among " + ", ".join(ACTIVATIONS)
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return (["swish"], "relu")
 
 
@@ -109,14 +111,16 @@ class Space(Declared):
     """Every probability of the sampling scheme. Defaults are the paper's (appendix C)."""
 
     name: str = declare(Text(), "paper", doc="name recorded in each spec's ``preset`` field")
-    depths: tuple = declare(_Depths(), tuple(range(3, 50, 2)), doc="depth uniform over these (odd 3..49)")
-    activations: tuple = declare(Distribution(Choice(ACTIVATIONS)), _PAPER_ACTIVATIONS, doc="activation tau")
-    dilations: tuple = declare(
+    depths: tuple[int, ...] = declare(_Depths(), tuple(range(3, 50, 2)), doc="depth uniform over these (odd 3..49)")
+    activations: tuple[tuple[str, float], ...] = declare(
+        Distribution(Choice(ACTIVATIONS)), _PAPER_ACTIVATIONS, doc="activation tau"
+    )
+    dilations: tuple[tuple[float, float], ...] = declare(
         Distribution(Real(0.0, lo_open=True)),
         ((1.0, 0.5), (1.2, 0.25), (0.8, 0.25)),
         doc="dilation d of c*tau(d s + t) + b",
     )
-    shifts: tuple = declare(
+    shifts: tuple[tuple[float, float], ...] = declare(
         Distribution(Real()), ((0.0, 0.5), (0.2, 0.25), (-0.2, 0.25)), doc="shift t of c*tau(d s + t) + b"
     )
     p_debias: float = declare(PROBABILITY, 0.5, doc="probability of debiasing the activation")
@@ -125,57 +129,63 @@ class Space(Declared):
         0.5,
         doc="probability of random biases (else zero): N(0, 0.05) unless random_bias_inits says otherwise",
     )
-    init_scales: tuple = declare(
+    init_scales: tuple[tuple[float, float], ...] = declare(
         Distribution(Real(0.0, lo_open=True)),
         ((1.0, 0.5), (0.9, 0.25), (1.1, 0.25)),
         doc="joint factor on all weights and biases",
     )
-    norms: tuple = declare(
+    norms: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(NORMS)), (("none", 0.5), ("batch", 0.25), ("layer", 0.25)), doc="normalization"
     )
-    skip_strengths: tuple = declare(
+    skip_strengths: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(SKIP_STRENGTH_KINDS)),
         (("none", 0.5), ("one", 0.25), ("uniform", 0.25)),
         doc="no skips, strength 1, or one U(0,1) strength for all skips",
     )
-    skip_starts: tuple = declare(
+    skip_starts: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(("after_linear", "after_norm"))),
         (("after_linear", 0.5), ("after_norm", 0.5)),
         doc="where skips start",
     )
-    skip_lengths: tuple = declare(Distribution(Integer(1)), ((2, 1.0),), doc="layers a skip bypasses")
-    branch_scales: tuple = declare(
+    skip_lengths: tuple[tuple[int, float], ...] = declare(
+        Distribution(Integer(1)), ((2, 1.0),), doc="layers a skip bypasses"
+    )
+    branch_scales: tuple[tuple[float, float], ...] = declare(
         Distribution(Real(0.0, lo_open=True)),
         ((1.0, 1.0),),
         doc="residual-branch init factor (0.01: near-zero, Demystifying ResNet)",
     )
-    weights: tuple = declare(Distribution(Choice(WEIGHTS)), ((DENSE, 1.0),), doc="weight kind of width-to-width layers")
-    params: tuple = declare(Distribution(Choice(PARAMS)), (("sp", 1.0),), doc="parameterization of dense hidden layers")
-    inits: tuple = declare(
+    weights: tuple[tuple[str, float], ...] = declare(
+        Distribution(Choice(WEIGHTS)), ((DENSE, 1.0),), doc="weight kind of width-to-width layers"
+    )
+    params: tuple[tuple[str, float], ...] = declare(
+        Distribution(Choice(PARAMS)), (("sp", 1.0),), doc="parameterization of dense hidden layers"
+    )
+    inits: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(INITS)),
         (("orthogonal", 1.0),),
         doc="weight init scheme (orthogonal: appendix C; kaiming, xavier, zero residual branches)",
     )
-    imns: tuple = declare(
+    imns: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(IMNS)),
         (("auto", 1.0),),
         doc="input mean normalization of the intermediate dense layers (auto: as param implies)",
     )
-    gmp_inits: tuple = declare(
+    gmp_inits: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(GMP_INITS)),
         (("from_sp", 1.0),),
         doc="GmP parameters: from_sp (the SP weights) or uniform (Chen and Ge 4.3); GmP specs only",
     )
-    random_bias_inits: tuple = declare(
+    random_bias_inits: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(RANDOM_BIAS_INITS)),
         (("gaussian", 1.0),),
         doc="the bias init of a spec with random biases: gaussian (appendix C), normal or uniform_fan_in",
     )
     stabilize: bool = declare(Boolean(), True, doc="apply appendix C's post-processing")
-    unstable_activations: tuple = declare(
+    unstable_activations: tuple[str, ...] = declare(
         _Activations(), ("square", "odd_square"), doc="activations that force a norm in post-processing"
     )
-    stabilize_norms: tuple = declare(
+    stabilize_norms: tuple[tuple[str, float], ...] = declare(
         Distribution(Choice(("batch", "layer"))), (("batch", 0.5), ("layer", 0.5)), doc="norm given by post-processing"
     )
 
@@ -196,7 +206,7 @@ DEFAULT_PRESET = "extended"
 DEFAULT_PARAM_BUDGET = 1_000_000
 
 
-def get_space(preset: str | Space | Mapping) -> Space:
+def get_space(preset: str | Space | Mapping[str, Any]) -> Space:
     if isinstance(preset, Space):
         return preset
     if isinstance(preset, Mapping):
@@ -206,7 +216,7 @@ def get_space(preset: str | Space | Mapping) -> Space:
     return PRESETS[preset]
 
 
-def _pick(rng: np.random.Generator, dist: tuple):
+def _pick(rng: np.random.Generator, dist: tuple[tuple[T, float], ...]) -> T:
     """One uniform number -> a choice, by the cumulative distribution (zero-probability choices never win)."""
     u = rng.random()
     acc = 0.0
@@ -222,7 +232,7 @@ def sample_spec(
     index: int,
     d_in: int,
     d_out: int,
-    preset: str | Space | Mapping = DEFAULT_PRESET,
+    preset: str | Space | Mapping[str, Any] = DEFAULT_PRESET,
     param_budget: int = DEFAULT_PARAM_BUDGET,
 ) -> ArchSpec:
     """Architecture ``index`` of the study with seed ``study_seed``, drawn from ``preset``.
@@ -328,7 +338,7 @@ def sample_specs(
     study_seed: int,
     d_in: int,
     d_out: int,
-    preset: str | Space | Mapping = DEFAULT_PRESET,
+    preset: str | Space | Mapping[str, Any] = DEFAULT_PRESET,
     param_budget: int = DEFAULT_PARAM_BUDGET,
     start: int = 0,
 ) -> list[ArchSpec]:
@@ -370,7 +380,7 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
       (an ``imn`` twin of a net without an intermediate dense layer), are left out.
     """
     axis = check("siblings", "axis", Choice(SIBLING_AXES), axis)
-    changes: list[dict] = []
+    changes: list[dict[str, Any]] = []
     if axis == "weights":
         # a dense twin has no dense ends to keep; a Householder twin of a dense net has none either
         changes.extend({"weights": w, "dense_ends": 0} for w in WEIGHTS if w != spec.weights)
@@ -392,7 +402,7 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
             sib = spec.replace(**change)
         except SpecError:
             continue
-        if axis == "imn" and [l.imn for l in sib.layers()] == [l.imn for l in spec.layers()]:
+        if axis == "imn" and [layer.imn for layer in sib.layers()] == [layer.imn for layer in spec.layers()]:
             continue  # no layer can subtract its input mean (no intermediate dense layer): the same network
         out.append(solve_width(sib, param_budget) if param_budget is not None else sib)
     return out

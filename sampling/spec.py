@@ -37,8 +37,8 @@ Structure (NLC paper, appendix C; ``layers()`` and ``skips()`` spell it out for 
 * init: ``init`` is the distribution of the dense (and GmP) weight matrices: "orthogonal" (appendix C:
   a d_out x d_in submatrix of a Haar-random orthogonal matrix times max(1, sqrt(d_out / d_in))),
   "kaiming" (He, Zhang, Ren and Sun, *Delving Deep into Rectifiers*, 2015: normal, fan_in mode, gain sqrt(2):
-  W_ij ~ N(0, 2 / fan_in)), "xavier" (Glorot and Bengio, *Understanding the Difficulty of Training Deep Feedforward Neural Networks*, 2010: normal,
-  W_ij ~ N(0, 2 / (fan_in + fan_out))) or "zero" (Li, Jiao, Han and
+  W_ij ~ N(0, 2 / fan_in)), "xavier" (Glorot and Bengio, *Understanding the Difficulty of Training Deep
+  Feedforward Neural Networks*, 2010: normal, W_ij ~ N(0, 2 / (fan_in + fan_out))) or "zero" (Li, Jiao, Han and
   Weissman, *Demystifying ResNet*, section 4: the layers inside residual branches start exactly at zero,
   weights and biases, the zero initial point of Theorem 2; the other layers as "orthogonal"). Householder
   vectors are u ~ N(0, I) under every scheme (a reflection does not depend on the length of u);
@@ -229,7 +229,7 @@ class ArchSpec(Declared):
     branch_scale: float = declare(Real(0.0, lo_open=True), 1.0, doc="residual-branch weights and biases times this")
     preset: str = declare(Text(), "custom", doc="the space this spec was drawn from")
 
-    def _validate(self):
+    def _validate(self) -> None:
         where = self._where
         if self.skip == "none":
             for name, default in (("skip_strength", 1.0), ("skip_length", 2), ("branch_scale", 1.0)):
@@ -301,20 +301,20 @@ class ArchSpec(Declared):
         """The linear layers in order, with their kind, shape and what follows them."""
         out = []
         replaces = WEIGHT_KINDS[self.weights].replaces
-        for l in range(1, self.depth + 1):
-            last = l == self.depth
-            fan_in = self.d_in if l == 1 else self.width
+        for index in range(1, self.depth + 1):
+            last = index == self.depth
+            fan_in = self.d_in if index == 1 else self.width
             fan_out = self.d_out if last else self.width
-            replaced = replaces and 1 + self.dense_ends < l < self.depth - self.dense_ends
+            replaced = replaces and 1 + self.dense_ends < index < self.depth - self.dense_ends
             if last:
                 kind = DENSE
             elif replaced:
                 kind = self.weights
             else:
                 kind = "gmp" if self.param == "gmp" else DENSE
-            in_branch = self.skip != "none" and l > 1  # skips chain from layer 1 to the output
-            imn = self.input_mean_norm and not replaced and 1 < l < self.depth  # dense (SP or GmP) layers only
-            out.append(Layer(l, kind, fan_in, fan_out, "none" if last else self.norm, not last, imn, in_branch))
+            in_branch = self.skip != "none" and index > 1  # skips chain from layer 1 to the output
+            imn = self.input_mean_norm and not replaced and 1 < index < self.depth  # dense (SP or GmP) layers only
+            out.append(Layer(index, kind, fan_in, fan_out, "none" if last else self.norm, not last, imn, in_branch))
         return tuple(out)
 
     def skips(self) -> tuple[Skip, ...]:

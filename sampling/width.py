@@ -9,6 +9,7 @@ grow much wider for the same budget.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 from .constraints import Integer, SpecError, check
 from .spec import ArchSpec
@@ -51,7 +52,7 @@ def solve_width(spec: ArchSpec, param_budget: int, min_width: int = 2) -> ArchSp
 OVER_BUDGET = 1.5
 
 
-def check_budget(where: str, specs, param_budget: int, shape: str) -> None:
+def check_budget(where: str, specs: Iterable[ArchSpec], param_budget: int, shape: str) -> None:
     """Refuse a parameter budget some of ``specs`` (solved for it) need more than ``OVER_BUDGET`` times even at
     their smallest width, in one line naming the budget and ``shape`` (the data's: "d_in 40, 3 classes"):
     ``archstudy run`` (every architecture of a new study) and ``archstudy sample`` refuse alike."""

@@ -35,8 +35,8 @@ _EXPORTS = {
     "Trajectory": "training",
     "train_architecture": "training",
     "StudyConfig": "experiment.config",
-    "run_study": "run.driver",
-    "resume_study": "run.driver",
+    "run_study": "execution.driver",
+    "resume_study": "execution.driver",
 }
 
 __all__ = sorted(_EXPORTS)

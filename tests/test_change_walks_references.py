@@ -77,8 +77,13 @@ def test_a_derived_type_extends_the_declaration_it_derives_from():
 
 # -- the walk of a new metric column ------------------------------------------------------------------------------
 
-NEW_COLUMN = """        Column("walk_metric", "float64", "", "mean square of the training inputs (the walk's metric)",
-               predictor=AsPredictor("walk metric", "metric", True, "a mean of squares", figure="metrics")),
+NEW_COLUMN = """        Column(
+            "walk_metric",
+            "float64",
+            "",
+            "mean square of the training inputs (the walk's metric)",
+            predictor=AsPredictor("walk metric", "metric", True, "a mean of squares", figure="metrics"),
+        ),
 """
 NEW_FUNCTION = '''
 
@@ -90,7 +95,8 @@ def measure_walk_metric(m: Measuring, seed: int) -> dict:
 # The end of the "init metrics" group of study/experiment/schema.py, where the column goes.
 PROXIES_GROUP = """    ),
     *_group(
-        ARCHITECTURES, "proxies",
+        ARCHITECTURES,
+        "proxies",
 """
 PROBE = """
 import json, types

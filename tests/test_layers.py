@@ -14,6 +14,7 @@ Every ``import`` statement of every file counts, at any depth (a function's lazy
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import subprocess
 import sys
@@ -228,3 +229,14 @@ def test_the_command_line_parser_loads_neither_torch_nor_ray():
         "bad = [m for m in ('torch', 'ray') if m in sys.modules]\nassert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("package", ["archstudy", "archstudy.study"])
+def test_every_lazy_export_resolves_to_an_object_of_that_name(package):
+    """``archstudy`` and ``archstudy.study`` load their public names on first use from the module each names (a
+    module path as a string, so that ``import archstudy`` loads neither torch nor Ray): every one of them loads. A
+    renamed module (``study.run`` became ``study.execution``) broke ``archstudy.run_study`` while every module
+    imported."""
+    module = importlib.import_module(package)
+    missing = [name for name in module.__all__ if getattr(module, name, None) is None]
+    assert missing == []

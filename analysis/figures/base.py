@@ -25,14 +25,15 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 from matplotlib import rc_context
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from archstudy.study.experiment.datasets import better_than_random
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW
 
 from ..columns import PREDICTOR_BY_COLUMN
 from ..edf import ErrorEDF
 from ..plotting import BLACK, BLUE, RED, THEME, points, set_log, set_title
-from ..pruning import PAPER_WINDOW
 from ..stats import pearson_on_scale, statistic_and_p
 from scipy import stats as sps
 
@@ -51,7 +52,8 @@ class NothingToDraw(Exception):
 
 def omitted(fig: Figure, line: str) -> None:
     """Records on ``fig`` that a panel was left out and why (the page prints each line under the figure)."""
-    fig.archstudy_omitted = [*getattr(fig, "archstudy_omitted", []), line]
+    # a note of archstudy's own on matplotlib's Figure, which declares no such attribute
+    fig.archstudy_omitted = [*getattr(fig, "archstudy_omitted", []), line]  # type: ignore[attr-defined]
 
 
 def omissions(fig: Figure) -> list[str]:
@@ -97,7 +99,7 @@ class FigureData:
         return self.label or self.dataset
 
 
-def fmt_p(p) -> str:
+def fmt_p(p: float | None) -> str:
     """A p-value for a table cell or a figure title: 3 decimals, scientific below 1e-3, a dash when missing."""
     if p is None or not np.isfinite(p):
         return "–"
@@ -183,17 +185,17 @@ def jittered(x: np.ndarray, log: bool = False) -> np.ndarray:
 
 
 def scatter(
-    ax,
+    ax: Axes,
     df: pd.DataFrame,
     x: str,
     y: str,
     *,
-    logx=False,
-    logy=False,
-    colored=False,
-    title=None,
-    color=BLACK,
-    size=None,
+    logx: bool = False,
+    logy: bool = False,
+    colored: bool = False,
+    title: str | None = None,
+    color: str = BLACK,
+    size: float | None = None,
     jitter: bool = True,
 ) -> int:
     """One scatter panel, with the correlation of its points in the title (unless ``title`` is given); points

@@ -12,8 +12,9 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+
 from ..plotting import BLACK, BLUE, GREY, PALETTE, RED, THEME, figure_legend, new_figure, panels, set_log, set_title
-from ..pruning import PAPER_WINDOW
 from .base import FigureData, NothingToDraw, comparison_figure, label, omitted
 from .design import _edf_axes, _ranged, level_colors
 
@@ -90,9 +91,9 @@ def fig_edf_compare(datas: Sequence[FigureData]) -> Figure:
             colors = level_colors(levels)
             shown = []
             for d in datas:
-                if axis not in _edf_axes(d.edf, d.dataset):
-                    continue
                 e = d.edf
+                if e is None or axis not in _edf_axes(e, d.dataset):
+                    continue
                 lv = e.levels[(e.levels["dataset"] == d.dataset) & (e.levels["axis"] == axis)]
                 cv = e.curves[(e.curves["dataset"] == d.dataset) & (e.curves["axis"] == axis)]
                 for level in lv["level"]:

@@ -10,6 +10,8 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+
 from ..plotting import (
     BLACK,
     BLUE,
@@ -25,7 +27,6 @@ from ..plotting import (
     set_title,
     text_width,
 )
-from ..pruning import PAPER_WINDOW
 from .base import FigureData, NothingToDraw, figure, omitted
 
 TWIN = 0.75  # inches at a panel's right for its learning-rate axis' tick labels and label

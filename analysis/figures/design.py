@@ -5,35 +5,40 @@ scatters (``analysis.good_ranges``; ``good_band`` also shades the predictor grid
 
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 import numpy as np
 import pandas as pd
 from matplotlib import rc_context
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW
 
 from ..columns import PREDICTORS
 from ..edf import ErrorEDF
 from ..plotting import BLACK, BLUE, PALETTE, RED, THEME, panels, set_log, set_title
-from ..pruning import PAPER_WINDOW, pruning_curve
+from ..pruning import pruning_curve
 from .base import FigureData, NothingToDraw, figure, fmt_p, label, scatter
 
 # The predictors a scatter grid shows with its band (``figures.predictors``): the good-ranges figure leaves them out.
 GRIDDED = tuple(p.column for p in PREDICTORS if p.figure)
 
 
-def level_colors(levels) -> dict:
+def level_colors(levels: Iterable[Any]) -> dict[Any, str]:
     """One colour per level, in order (the palette repeats past ten levels)."""
     return {lv: PALETTE[k % len(PALETTE)] for k, lv in enumerate(levels)}
 
 
 def _edf_panel(
-    ax,
+    ax: Axes,
     e: ErrorEDF,
     dataset: str,
     axis: str,
     *,
     normalized: bool = True,
     title: str | None = None,
-    colors: dict | None = None,
+    colors: dict[Any, str] | None = None,
     legend: bool = True,
 ) -> None:
     """One axis' EDFs: a step line per level; dashed, the normalized EDF where the axis has more than one
@@ -94,7 +99,7 @@ def _edf_axes(e: ErrorEDF | None, dataset: str) -> list[str]:
 def fig_edf(d: FigureData) -> Figure:
     """Error EDFs per level of every sampled axis with at least two levels (``analysis.edf``)."""
     names = _edf_axes(d.edf, d.dataset)
-    if not names:
+    if d.edf is None or not names:  # no EDFs, no axes
         raise NothingToDraw("No sampled axis has two levels among the random draws: no error EDFs.")
     fig, axes = panels(len(names))
     for ax, axis in zip(axes, names):
@@ -102,7 +107,7 @@ def fig_edf(d: FigureData) -> Figure:
     return fig
 
 
-def _band(ax, low: float, best: float, high: float, log: bool) -> None:
+def _band(ax: Axes, low: float, best: float, high: float, log: bool) -> None:
     if np.isfinite(low) and np.isfinite(high):
         ax.axvspan(low, high, color=BLUE, alpha=0.14, lw=0, zorder=0)
     if np.isfinite(best):
@@ -114,7 +119,7 @@ def _ranged(good: pd.DataFrame, dataset: str | None = None) -> pd.DataFrame:
     return g[(g["n"] >= 3) & np.isfinite(g["low"]) & (g["min"] < g["max"])] if len(g) else g
 
 
-def _keep_margins(ax) -> None:
+def _keep_margins(ax: Axes) -> None:
     """The points' own margins back after a band: ``axvspan`` / ``axhspan`` pin the limits to their edges, which
     put the points at a band's ends on the frame."""
     ax.use_sticky_edges = False
@@ -122,7 +127,7 @@ def _keep_margins(ax) -> None:
     ax.autoscale_view()
 
 
-def good_band(ax, d: FigureData, column: str) -> None:
+def good_band(ax: Axes, d: FigureData, column: str) -> None:
     """The good range of ``column`` (``analysis.good_ranges``) shaded on a factor-vs-error scatter, its best
     value as a black line (pycls's ``plot_values``), the range in the title; on the NLC, the paper's
     window [1, 3] dashed in red."""

@@ -9,9 +9,12 @@ not measured (the optional E.1 and E.3 metrics) is left out and named under the 
 
 from __future__ import annotations
 
+from typing import Iterable
+
 import numpy as np
 import pandas as pd
 from matplotlib import rc_context
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -64,7 +67,7 @@ def fig1_regions(d: FigureData) -> Figure:
     return fig
 
 
-def _one_over(ax) -> None:
+def _one_over(ax: Axes) -> None:
     lo, hi = ax.get_xlim()
     grid = np.geomspace(lo, hi, 50)
     ax.plot(grid, 1.0 / grid, color=GREY, lw=0.9, ls="--", zorder=2)
@@ -103,7 +106,9 @@ def fig2_nlc_vs_test_error(d: FigureData) -> Figure:
     return fig
 
 
-def _one(d: FigureData, df: pd.DataFrame, x: str, y: str, what: str, *, logx=False, logy=False) -> Figure:
+def _one(
+    d: FigureData, df: pd.DataFrame, x: str, y: str, what: str, *, logx: bool = False, logy: bool = False
+) -> Figure:
     if not plottable(df, x, y, logx, logy):
         raise NothingToDraw(f"{what}: no architecture has a finite {label(x)} and {label(y)}.")
     fig, (ax,) = new_figure()
@@ -314,13 +319,13 @@ def fig10_skips_side_by_side(d: FigureData) -> Figure:
     return fig
 
 
-def _diagonal(ax) -> None:
+def _diagonal(ax: Axes) -> None:
     lo, hi = ax.get_xlim()
     ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.9, ls="--", zorder=2)
     ax.set_xlim(lo, hi)
 
 
-def _share_limits(axes) -> None:
+def _share_limits(axes: Iterable[Axes]) -> None:
     have = [a for a in axes if a.collections]
     if len(have) < 2:
         return

@@ -7,6 +7,7 @@ declaration, ``study.experiment.schema.AsPredictor.figure``).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 
-def ranking_labels(r) -> list[str]:
+def ranking_labels(r: pd.DataFrame) -> list[str]:
     """The ranking chart's labels: rank, name and the sign of tau ("1. window: NLC (+)")."""
     return [f"{k}. {lbl} ({'+' if t >= 0 else '−'})" for k, lbl, t in zip(r["rank"], r["label"], r["kendall"])]
 

@@ -10,6 +10,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 from matplotlib import rc_context
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
@@ -35,7 +36,7 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
             "with its other levels)."
         )
     sample = d.sample
-    combos = []
+    combos: list[tuple[str, str, pd.DataFrame | None, list[np.ndarray] | None]] = []
     for i, a in enumerate(levels):
         for b in levels[i + 1 :]:
             pairs = sibling_pairs(d.arch, axis, a, b)
@@ -43,11 +44,11 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
                 combos.append((a, b, pairs, None))
                 continue
             level = axis_level(sample, axis)
-            groups = [
+            draws = [
                 sample.loc[(level == v) & sample["test_error"].notna(), "test_error"].to_numpy(np.float64)
                 for v in (a, b)
             ]
-            combos.append((a, b, None, groups) if all(len(g) for g in groups) else (a, b, None, None))
+            combos.append((a, b, None, draws) if all(len(g) for g in draws) else (a, b, None, None))
     drawn = [c for c in combos if c[2] is not None or c[3] is not None]
     nlc = _plottable(d.arch, "nlc", "test_error", True, False)
     if not drawn and not len(nlc):
@@ -59,7 +60,7 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
     for ax, (a, b, pairs, groups) in zip(axes, drawn):
         if pairs is not None:
             _paired(ax, pairs, a, b)
-        else:
+        elif groups is not None:  # drawn: one or the other
             _unpaired(ax, groups, a, b)
     for a, b, pairs, groups in combos:
         if pairs is None and groups is None:
@@ -86,7 +87,7 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
     return fig
 
 
-def _paired(ax, pairs: pd.DataFrame, a: str, b: str) -> None:
+def _paired(ax: Axes, pairs: pd.DataFrame, a: str, b: str) -> None:
     t = sign_test((pairs["test_error_b"] - pairs["test_error_a"]).to_numpy(np.float64))
     title = f"{t['n_pairs']} sibling pairs: median Δ = {t['median']:.3f}, sign test p = {fmt_p(t['p_sign'])}"
     contexts = sorted(c for c in pairs["context"].unique() if c)
@@ -111,7 +112,7 @@ def _paired(ax, pairs: pd.DataFrame, a: str, b: str) -> None:
     ax.set_ylim(lo, hi)
 
 
-def _unpaired(ax, groups: list[np.ndarray], a: str, b: str) -> None:
+def _unpaired(ax: Axes, groups: list[np.ndarray], a: str, b: str) -> None:
     """Without sibling pairs: the test error of the random draws at level a and at level b side by side,
     with the Mann-Whitney U test (unpaired, so confounded by every other axis)."""
     with rc_context(THEME):

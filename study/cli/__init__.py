@@ -47,7 +47,7 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
 
 
-def one_line(message: str, limit: int = 1000) -> str:
+def one_line(message: object, limit: int = 1000) -> str:
     """An error message as one line of at most ``limit`` characters, whatever it echoes (a value the user
     typed, a path): the last guard of "one line, no traceback"."""
     return shorten(" ".join(str(message).splitlines()), limit)

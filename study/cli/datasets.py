@@ -41,7 +41,7 @@ def rows(root=None) -> list[tuple[str, ...]]:
     from ..datasets import DATASETS  # torch: loaded by this command only, not by every command's parser
     from ..datasets.loaders import status
 
-    out = []
+    out: list[tuple[str, ...]] = []
     for name, info in DATASETS.items():
         available, where = status(name, root if info.reads_root else None)
         d_in = str(info.d_in) if info.d_in is not None else "PCA"

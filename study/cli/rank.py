@@ -24,6 +24,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import cast
 
 from archstudy.sampling import UserError, config_yaml
 from archstudy.sampling.constraints import Integer, check
@@ -183,8 +184,8 @@ def command(args) -> int:
         for u in plan_study(
             base.seed,
             base.architectures,
-            base.d_in,
-            base.d_out,
+            cast(int, base.d_in),  # a study's config holds its data's dimensions
+            cast(int, base.d_out),
             base.space_obj,
             base.param_budget,
             base.siblings,
@@ -192,7 +193,9 @@ def command(args) -> int:
         )
     }
     held |= set(results.architectures["arch_id"].astype(str))
-    wanted = fresh_indices(seed, n, base.d_in, base.d_out, base.space_obj, base.param_budget, held)
+    wanted = fresh_indices(
+        seed, n, cast(int, base.d_in), cast(int, base.d_out), base.space_obj, base.param_budget, held
+    )
     out.mkdir(parents=True, exist_ok=True)
     predictor.save(out / "predictor.json")
     print(

@@ -48,7 +48,8 @@ def write_cache(path: Path, arrays: dict[str, np.ndarray]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
+            # numpy's stub types **arrays as possibly naming its allow_pickle flag; they name arrays
+            np.savez(f, **arrays)  # type: ignore[arg-type]
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -47,8 +47,8 @@ def axis(blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def board(blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """All 6561 points: x [6561, 2] (first coordinate varies slowest), label [6561], on-edge mask [6561]."""
     coord, edge, block = axis(blocks)
-    a, b = np.meshgrid(np.arange(GRID), np.arange(GRID), indexing="ij")
-    a, b = a.ravel(), b.ravel()
+    grid_a, grid_b = np.meshgrid(np.arange(GRID), np.arange(GRID), indexing="ij")
+    a, b = grid_a.ravel(), grid_b.ravel()
     x = np.stack([coord[a], coord[b]], axis=1)
     on_edge = edge[a] | edge[b]
     y = np.where(on_edge, 0, (block[a] + block[b]) % 2).astype(np.int64)
@@ -77,7 +77,8 @@ def load(seed: int = 0, blocks: int = DEFAULT_BLOCKS) -> Dataset:
         "d_in": 2,
         "n_classes": 2,
     }
-    return Dataset(NAME, *splits, d_in=2, n_classes=2, meta=jsonable(meta))
+    train, val, test = splits
+    return Dataset(NAME, train, val, test, d_in=2, n_classes=2, meta=jsonable(meta))
 
 
 register(NAME, load)

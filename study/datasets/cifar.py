@@ -20,6 +20,7 @@ import io
 import pickle
 import tarfile
 from pathlib import Path
+from typing import IO, cast
 
 import numpy as np
 
@@ -142,7 +143,9 @@ def batch_bytes(name: str, paths: dict[str, Path], expected: str) -> dict[str, t
         with tarfile.open(archive, "r:*") as tar:
             for member in tar:  # one pass: a .tar.gz is a stream, random access would decompress again
                 if member.name in wanted and member.isfile():
-                    out[wanted[member.name]] = (f"{archive}:{member.name}", tar.extractfile(member).read())
+                    # a file member: extractfile returns its reader (None only for other members)
+                    reader = cast(IO[bytes], tar.extractfile(member))
+                    out[wanted[member.name]] = (f"{archive}:{member.name}", reader.read())
     except (tarfile.TarError, OSError, EOFError) as e:
         raise DataFileMalformed(f"{name}: {archive}: not a readable tar archive ({e}); expected {expected}") from None
     missing = [f"{FOLDER}/{b}" for b in BATCHES if b not in out]

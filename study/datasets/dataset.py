@@ -77,7 +77,9 @@ class Dataset:
 
     def to(self, device=None, dtype: torch.dtype | None = None) -> "Dataset":
         """The same dataset with every split on ``device`` (and ``x`` cast to ``dtype`` if given; ``y`` stays int64)."""
-        return replace(self, **{k: s.to(device, dtype) for k, s in self.splits.items()})
+        return replace(
+            self, train=self.train.to(device, dtype), val=self.val.to(device, dtype), test=self.test.to(device, dtype)
+        )
 
     def __repr__(self) -> str:
         sizes = "/".join(str(len(s)) for s in self.splits.values())
@@ -101,13 +103,17 @@ def unusable(data: Dataset) -> str | None:
     for name, split in data.splits.items():
         lo, hi = int(split.y.min()), int(split.y.max())
         if lo < 0 or hi >= data.n_classes:
-            return f"the {name} split has labels in [{lo}, {hi}], outside the {data.n_classes} classes 0..{data.n_classes - 1}"
+            return (
+                f"the {name} split has labels in [{lo}, {hi}], outside the {data.n_classes} classes "
+                f"0..{data.n_classes - 1}"
+            )
     present = set(torch.unique(data.train.y).tolist())
     missing = [c for c in range(data.n_classes) if c not in present]
     if missing:
         listed = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
         return (
-            f"class{'es' if len(missing) > 1 else ''} {listed} of {data.n_classes} ha{'ve' if len(missing) > 1 else 's'} "
+            f"class{'es' if len(missing) > 1 else ''} {listed} of {data.n_classes} "
+            f"ha{'ve' if len(missing) > 1 else 's'} "
             f"no point in the training split (train/val/test = {shown} points)"
         )
     return None

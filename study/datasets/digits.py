@@ -46,7 +46,8 @@ def load(seed: int = 0) -> Dataset:
         "d_in": D_IN,
         "n_classes": N_CLASSES,
     }
-    return Dataset(NAME, *splits, d_in=D_IN, n_classes=N_CLASSES, meta=jsonable(meta))
+    train, val, test = splits
+    return Dataset(NAME, train, val, test, d_in=D_IN, n_classes=N_CLASSES, meta=jsonable(meta))
 
 
 register(NAME, load)

@@ -19,13 +19,14 @@ from __future__ import annotations
 import gzip
 import zlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .dataset import DataFileMalformed, DataFilesMissing
 from .sources import find_file, search_text
 
-IDX_TYPES = {
+IDX_TYPES: dict[int, np.dtype[Any]] = {
     0x08: np.dtype(">u1"),
     0x09: np.dtype(">i1"),
     0x0B: np.dtype(">i2"),
@@ -107,7 +108,7 @@ def locate(name: str, root: Path | None, torchvision_folder: str) -> dict[str, P
         raise DataFilesMissing(
             f"{name}: expected {expected_text(root, torchvision_folder)}; missing {', '.join(missing)}"
         )
-    return found
+    return {role: path for role, path in found.items() if path is not None}  # every one: none is missing
 
 
 def read_idx_file(name: str, path: Path, ndim: int, expected: str) -> np.ndarray:

@@ -160,7 +160,8 @@ def load(name: str, seed: int = 0, root: Path | None = None, cache_dir=None, cac
         "d_in": k,
         "n_classes": N_CLASSES,
     }
-    return Dataset(name, *splits, d_in=k, n_classes=N_CLASSES, meta=jsonable(meta))
+    train, val, test = splits
+    return Dataset(name, train, val, test, d_in=k, n_classes=N_CLASSES, meta=jsonable(meta))
 
 
 def find(name: str, root: Path | None) -> tuple[bool, str]:

@@ -124,7 +124,8 @@ def load(seed: int = 0, root: Path | None = None) -> Dataset:
         "d_in": N_WAVE + N_NOISE,
         "n_classes": N_CLASSES,
     }
-    return Dataset(NAME, *splits, d_in=N_WAVE + N_NOISE, n_classes=N_CLASSES, meta=jsonable(meta))
+    train, val, test = splits
+    return Dataset(NAME, train, val, test, d_in=N_WAVE + N_NOISE, n_classes=N_CLASSES, meta=jsonable(meta))
 
 
 def find(root: Path | None) -> tuple[bool, str] | None:

@@ -158,7 +158,7 @@ def read_cluster_file(path: str | os.PathLike) -> ClusterFile:
     types = data.get("available_node_types")
     if not isinstance(types, Mapping) or not types:
         raise SpecError(WHERE, "available_node_types", types, "must map node type names to their configs")
-    head_name = data.get("head_node_type")
+    head_name: Any = data.get("head_node_type")  # YAML: checked to be a key of ``types`` below
     if head_name not in types:
         raise SpecError(WHERE, "head_node_type", head_name, f"must be one of available_node_types: {', '.join(types)}")
     head = _node_type(head_name, types[head_name], head=True)

@@ -1,4 +1,5 @@
-"""The rehearsal's node provider (``study.execution.cluster``): Ray's fake multi-node provider, where a lost node is gone.
+"""The rehearsal's node provider (``study.execution.cluster``): Ray's fake multi-node provider, where a lost node
+is gone.
 
 On AWS a reclaimed spot instance disappears from EC2's list of instances, so the autoscaler stops counting it
 and starts another for the waiting work. Ray 2.58's ``FakeMultiNodeProvider`` forgets a node only when the
@@ -16,9 +17,13 @@ rehearsal's head, started from this package's Python.
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, cast
 
 from ray._private import ray_constants
 from ray.autoscaler._private.fake_multi_node.node_provider import FakeMultiNodeProvider
+
+if TYPE_CHECKING:
+    from ray._private.node import Node
 
 
 log = logging.getLogger(__name__)
@@ -28,7 +33,9 @@ class RehearsalNodeProvider(FakeMultiNodeProvider):
     def _forget_lost(self) -> None:
         """Forget the nodes whose raylet has died (killed, as by `archstudy cluster lose-node`, or crashed)."""
         for node_id, entry in list(self._nodes.items()):
-            node = entry.get("node")  # the head's entry has none: the head is not this provider's to lose
+            # the head's entry has none: the head is not this provider's to lose (Ray's typing infers every
+            # entry's type from the head's, without a node)
+            node = cast("Node | None", entry.get("node"))
             if node is not None and any(kind == ray_constants.PROCESS_TYPE_RAYLET for kind, _ in node.dead_processes()):
                 self._nodes.pop(node_id)
                 node.kill_all_processes(check_alive=False, allow_graceful=False)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from ..experiment.config import StudyConfig
 from ..experiment.protocol import Protocol
@@ -153,8 +153,10 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
     for r in sorted({1, min(runs, PROBE_RUNS)}):
         stack = new_stack(build_network(spec, 0, runs=r, device=device), [LR] * r, protocol)
         chunk = auto_chunk(spec, r, batch, device)
-        step[r] = fastest(lambda i: train_step(stack, *xy, 1.0, protocol, chunk))
-        evaluate[r] = fastest(lambda i: errors(stack.net, x, y, width, r, protocol.loss)) / max(1, len(y))
+        step[r] = fastest(lambda i, stack=stack, chunk=chunk: train_step(stack, *xy, 1.0, protocol, chunk))
+        evaluate[r] = fastest(lambda i, stack=stack, r=r: errors(stack.net, x, y, width, r, protocol.loss)) / max(
+            1, len(y)
+        )
         del stack
     r = max(step)
     scale = lambda t: t[1] + (t[r] - t[1]) * (runs - 1) / (r - 1) if r > 1 else t[1] * runs  # noqa: E731
@@ -302,14 +304,15 @@ class Forecast:
         measured = any(_finite(p.get("measure_s")) for p in self.probes.values())
         if not measured and max(p["train_s"] for p in self.probes.values()) < LONG_UNIT_S:
             return None
-        unit = self._probed_s()
+        unit = cast(float, self._probed_s())  # probes were taken: known
         self.said = True
         n = len(self.probes)
         steps = next(iter(self.probes.values())).get("timed_steps", 2)
-        total, _ = self.eta(0, 0, 0, now)
+        total, _ = self.eta(0, 0, 0, now)  # known, as ``unit``
         what = "the metrics at initialization included" if measured else "training; the metrics at initialization add"
         return (
-            f"estimated {duration(total)} for {self.todo:,} architecture{'s' if self.todo != 1 else ''} "
+            f"estimated {duration(cast(float, total))} for {self.todo:,} "
+            f"architecture{'s' if self.todo != 1 else ''} "
             f"({self.slots} at a time; about {duration(unit)} each, {what}), from {steps} timed steps of "
             f"the first {n} on these workers; the progress line updates it as architectures finish"
         )

@@ -8,9 +8,9 @@
 2. the driver takes the study's lock (local stores), writes ``study.yaml`` once (new studies), removes
    temporary files of writes a killed driver left, and reports and removes result files that are
    truncated or unreadable (they are redone);
-3. every finished unit (its result files there and valid, ``study.execution.state``) is skipped; the others (failed ones too,
-   unless ``retry_failed=False``) go to the engine (``study.execution.engine``): Ray tasks on CPUs, an actor pool
-   on GPUs, one architecture per job, the dataset shared through Ray's object store;
+3. every finished unit (its result files there and valid, ``study.execution.state``) is skipped; the others
+   (failed ones too, unless ``retry_failed=False``) go to the engine (``study.execution.engine``): Ray tasks on
+   CPUs, an actor pool on GPUs, one architecture per job, the dataset shared through Ray's object store;
 4. each result comes back to the driver, the only writer, which writes the ``runs`` and ``curves`` files and
    then the ``architectures`` file (the commit point), each whole or not at all, then drops the unit's
    checkpoint and any earlier failure record. A unit that keeps failing is recorded in ``failed/`` with its
@@ -35,7 +35,7 @@ import socket
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, TextIO
+from typing import Any, Mapping, TextIO, cast
 
 from archstudy.sampling import BASE, SpecError, UserError
 from archstudy.sampling.width import check_budget
@@ -569,7 +569,7 @@ def _launch(
     the others with the window of the pilot's stored rows, once every pilot unit is finished."""
     window = config.nlc_window
     if window != "auto":
-        _run_units(
+        _execute_units(
             store, config, engine, todo, state, result, address=address, progress=progress, data=data, window=window
         )
         return
@@ -579,7 +579,7 @@ def _launch(
         progress.say(
             f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a window"
         )
-        _run_units(store, config, engine, pilot, state, result, address=address, progress=progress, data=data)
+        _execute_units(store, config, engine, pilot, state, result, address=address, progress=progress, data=data)
     if not rest:
         return
     names = [u.name for u in units if is_pilot(config, u.index)]
@@ -597,7 +597,7 @@ def _launch(
         f"NLC window [{w['lo']:.3g}, {w['hi']:.3g}] from the pilot's {len(names)} architectures ({why}); "
         f"{len(rest)} architectures to measure, the ones inside it to train"
     )
-    _run_units(
+    _execute_units(
         store,
         config,
         engine,
@@ -611,7 +611,7 @@ def _launch(
     )
 
 
-def _run_units(
+def _execute_units(
     store: Store,
     config: StudyConfig,
     engine: Engine,
@@ -658,27 +658,29 @@ def _run_units(
         )
 
     def on_done(job: Job, rows: dict, attempt: int) -> None:
+        key = cast(str, job.key)  # the driver's jobs: one per unit, keyed by its name
         for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
-            progress.say(f"{job.key}: {note}")
+            progress.say(f"{key}: {note}")
         try:
             store.write_result(
-                job.key, rows["architecture"], rows["runs"], rows.get("curves", ()), science=config.science_json
+                key, rows["architecture"], rows["runs"], rows.get("curves", ()), science=config.science_json
             )
         except SchemaError as e:
             raise Rejected(f"SchemaError: {e}") from None
-        store.delete(*store.checkpoint_parts(job.key))
-        store.delete(FAILED, f"{job.key}.json")
-        clear_live(store, job.key)
-        forecast.finished(job.key)
+        store.delete(*store.checkpoint_parts(key))
+        store.delete(FAILED, f"{key}.json")
+        clear_live(store, key)
+        forecast.finished(key)
         result.finished += 1
 
     def on_retry(job: Job, failure: Failure, attempt: int) -> None:
         progress.say(f"{job.key}: attempt {attempt} failed: {failure.reason}; trying again")
 
     def on_failed(job: Job, failure: Failure, attempt: int) -> None:
-        unit = by_name[job.key]
+        key = cast(str, job.key)  # a unit's name
+        unit = by_name[key]
         store.write_failure(
-            job.key,
+            key,
             {
                 "index": unit.index,
                 "arch_id": unit.arch_id,
@@ -691,9 +693,9 @@ def _run_units(
                 "package_version": package_version(),
             },
         )
-        result.failed[job.key] = failure.reason
-        clear_live(store, job.key)
-        progress.say(f"{job.key} failed after {attempt} attempt(s): {failure.reason}")
+        result.failed[key] = failure.reason
+        clear_live(store, key)
+        progress.say(f"{key} failed after {attempt} attempt(s): {failure.reason}")
 
     progress.total, progress.done_before = result.total, result.finished_before + result.finished
     res = config.resources
@@ -741,7 +743,7 @@ def _run_units(
             on_failed=on_failed,
             on_tick=on_tick,
             on_retry=on_retry,
-            first_attempt=lambda job: earlier_attempts.get(job.key, 0) + 1,
+            first_attempt=lambda job: earlier_attempts.get(cast(str, job.key), 0) + 1,
         )
         stop = "finished"
     except KeyboardInterrupt:

@@ -127,7 +127,7 @@ def failure_of(exc: BaseException) -> Failure:
     lines = text.splitlines()
     first = lines[0] if lines else ""
     # An actor that could not even start (e.g. an import error on that node): its exception is the last such line.
-    raised = [l.strip() for l in lines if _EXCEPTION_LINE.match(l.strip())]
+    raised = [line.strip() for line in lines if _EXCEPTION_LINE.match(line.strip())]
     if isinstance(exc, rex.RayActorError) and "creation task" in first and raised:
         return Failure(f"actor failed to start ({raised[-1][:300]})", text, system=True)
     kind = {
@@ -187,8 +187,8 @@ class Engine:
         self.fn, self.cpus, self.gpus = fn, float(cpus), float(gpus)
         self.max_retries, self.max_in_flight, self.tick_s = int(max_retries), max_in_flight, tick_s
         self.name = name or getattr(fn, "__name__", "job")
-        self._task = None
-        self._actor_cls = None
+        self._task: Any = None  # the Ray remote function of ``fn`` (CPU jobs), made on first use
+        self._actor_cls: Any = None  # the Ray actor class of the pool (GPU jobs), made on first use
         self._idle: list = []  # pool actors without a job
         self._actors: list = []  # every live pool actor
         self._node_of: dict = {}  # pool actor -> its node (_PoolWorker.node), or the ref that will tell it
@@ -248,8 +248,8 @@ class Engine:
         """key -> node of the in-flight jobs whose actor has reported it (never waits)."""
         asked = [ref for ref in self._node_of.values() if isinstance(ref, ray.ObjectRef)]
         if asked:
-            told, _ = ray.wait(asked, num_returns=len(asked), timeout=0)
-            told = set(told)
+            ready, _ = ray.wait(asked, num_returns=len(asked), timeout=0)
+            told = set(ready)
             for actor, ref in list(self._node_of.items()):
                 if isinstance(ref, ray.ObjectRef) and ref in told:
                     try:

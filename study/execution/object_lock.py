@@ -160,6 +160,7 @@ class ObjectLock:
             content, etag = self._read()
             if etag is None:
                 continue  # released meanwhile: try to create it again
+            assert content is not None  # ``_read``: a lock with an etag has content
             why = self.owner_gone(content)
             if why is None:
                 since = time.time() - float(content.get("renewed_unix", 0) or 0)

@@ -20,6 +20,7 @@ class Progress:
         self.stream, self.total, self.done_before = stream, total, done_before
         self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
         self.t0 = time.monotonic()
+        self.last_counts: tuple[int, int] | None  # (done, failed) when the last line was printed
         self.last_print, self.last_counts, self.dirty = 0.0, None, False
         self.forecast: Forecast | None = None  # set by the driver for a session's units
         self.indices: dict[str, str] = {}  # unit name -> its label (index, and variant for a sibling)

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..experiment.config import StudyConfig
-from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, Store
+from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, FileCheck, Store
 from .unit import WorkUnit, plan_units
 
 PLAN_PROGRESS_S = 2.0  # planning says how far it is after this long, and again every this long
@@ -112,6 +112,7 @@ def survey(
     committed = [n for n in present if arch_checks[n].ok]
     # The other files of the committed units: absent where a unit does not require them, else checked.
     others = {}
+    kind: str | None  # here a table kind; below the kind of a unit's bad file, if any
     for kind in (RUNS, CURVES):
         listed = set(store.names(kind, ".parquet"))
         others[kind] = store.check_files(kind, [n for n in committed if n in listed], fingerprint=fingerprint)
@@ -119,6 +120,7 @@ def survey(
     for name in planned:
         if name in arch_names:
             a = arch_checks[name]
+            bad: FileCheck | None  # the first bad file of the unit, and its kind
             bad, kind = (a, ARCHITECTURES) if not a.ok else (None, None)
             for k in (RUNS, CURVES) if a.ok else ():
                 c = others[k].get(name)

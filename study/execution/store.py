@@ -39,7 +39,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +52,7 @@ from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - u
 from ..experiment import schema
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
 from .location import first_line, open_location, reach
-from .object_lock import LEASE_S, object_lock
+from .object_lock import LEASE_S, ObjectLock, object_lock
 from ..experiment.schema import (
     ARCHITECTURES,
     CURVES,
@@ -73,6 +73,7 @@ DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"
+PROBE = f".write-check{TEMP_MARK}"  # the name of an object-store write probe begins so (``Store.write_problem``)
 
 
 # -- the Parquet schemas, from the one declaration of every column (study.experiment.schema) ---------------------------
@@ -229,7 +230,7 @@ def _instant(value: Any, column: str) -> datetime.datetime:
     return value.astimezone(datetime.timezone.utc)
 
 
-def to_table(kind: str, rows: list[Mapping[str, Any]]) -> pa.Table:
+def to_table(kind: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Rows as a table of the ``kind`` schema; the columns must be exactly the schema's (else ``SchemaError``)."""
     schema = SCHEMAS[kind]
     if not rows:
@@ -335,13 +336,12 @@ class Store:
         root: str | None = None,
     ):
         self._held: int | None = None  # the driver lock's file descriptor while this store holds it (local)
-        self._object_lock = (
-            None  # the driver lock's object while this store holds it (s3://, study.execution.object_lock)
-        )
+        # the driver lock's object while this store holds it (s3://, study.execution.object_lock)
+        self._object_lock: ObjectLock | None = None
         if filesystem is not None:  # an already-open filesystem (tests use pyarrow's in-memory one)
             self.fs, self.root, self.location = filesystem, (root or "").rstrip("/"), f"{filesystem.type_name}:{root}"
             return
-        location = os.fspath(location)
+        location = os.fspath(cast("str | os.PathLike[str]", location))  # given without a filesystem
         self.fs, self.root = open_location(location)  # a bad URI is one line; s3:// with bounded waits
         self.location = location
 
@@ -379,9 +379,11 @@ class Store:
 
     def listing(self) -> list[str]:
         """Names of the study root's entries (for the 'is it empty' check before creating a study), but the lock a
-        driver killed before it wrote study.yaml left."""
+        driver killed before it wrote study.yaml left, and a starting driver's write probe (``write_problem``: a
+        second driver that lists the root while the first one's probe exists must not take it for a study's
+        file)."""
         info = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
-        return sorted(i.base_name for i in info if i.base_name != LOCK_NAME)
+        return sorted(i.base_name for i in info if i.base_name != LOCK_NAME and not i.base_name.startswith(PROBE))
 
     def root_kind(self) -> str:
         """ "missing", "dir" or "file" for the study location itself (object storage: "dir" once anything is
@@ -397,7 +399,7 @@ class Store:
         the nearest existing parent, which it would be created in) and its existing folders must be writable
         directories. Object storage: a probe object is put and deleted (a hidden temporary name)."""
         if not self.local:
-            probe = f".write-check{TEMP_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            probe = f"{PROBE}{os.getpid()}-{uuid.uuid4().hex[:8]}"
             try:
                 with self.fs.open_output_stream(self.path(probe)) as f:
                     f.write(b"")
@@ -562,8 +564,8 @@ class Store:
         self,
         name: str,
         architecture: Mapping[str, Any],
-        runs: list[Mapping[str, Any]],
-        curves: list[Mapping[str, Any]] = (),
+        runs: Sequence[Mapping[str, Any]],
+        curves: Sequence[Mapping[str, Any]] = (),
         *,
         science: str | None = None,
     ) -> None:
@@ -642,7 +644,8 @@ class Store:
             return {"reason": f"(unreadable failure record: {e})", "attempts": 0}
 
     def failures(self) -> dict[str, dict]:
-        return {n: self.read_failure(n) for n in self.names(FAILED, ".json")}
+        # the records listed: read_failure's None (a record gone since the listing) is not expected here
+        return {n: cast(dict, self.read_failure(n)) for n in self.names(FAILED, ".json")}
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def checkpoint_parts(self, name: str) -> tuple[str, str]:

@@ -314,8 +314,8 @@ def prepare_worker(threads: int) -> None:
 
 def unit_device(gpus: float) -> str:
     """The torch device of a unit holding ``gpus`` GPUs on this worker: ``cpu`` for 0, or on a rehearsal's node
-    (``study.execution.cluster.LOGICAL_GPUS_ENV`` = 1: its GPUs are logical); else ``cuda``, which torch must see (never a
-    silent fallback to the CPU on a real cluster)."""
+    (``study.execution.cluster.LOGICAL_GPUS_ENV`` = 1: its GPUs are logical); else ``cuda``, which torch must see
+    (never a silent fallback to the CPU on a real cluster)."""
     import torch
 
     if gpus <= 0 or os.environ.get(LOGICAL_GPUS_ENV) == "1":

@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from archstudy.sampling import (
     DEFAULT_PARAM_BUDGET,
@@ -107,7 +107,7 @@ class _Axes(Constraint):
     """Sibling axes: a list of distinct names among ``SIBLING_AXES``; ``all``/``true`` = every axis,
     ``none``/``false``/empty = off."""
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> tuple[str, ...]:
         if value is None or value is False or value == "none" or value == "":
             return ()
         if value is True or value == "all":
@@ -122,10 +122,10 @@ class _Axes(Constraint):
             self.fail()
         return tuple(a for a in SIBLING_AXES if a in out)  # canonical order
 
-    def describe(self):
+    def describe(self) -> str:
         return "must be a list of distinct sibling axes among " + ", ".join(SIBLING_AXES) + " (or 'all', or empty)"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return (["colour"], ["norm", "norm"], 7)
 
 
@@ -134,7 +134,7 @@ class _Indices(Constraint):
     """Chosen draws of the study seed (``sampling.plan_study``'s ``indices``): null (the draws 0 .. n-1) or a
     non-empty list of distinct indices, held as a tuple."""
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> tuple[int, ...] | None:
         if value is None:
             return None
         try:
@@ -142,10 +142,10 @@ class _Indices(Constraint):
         except SpecError:
             self.fail()
 
-    def describe(self):
+    def describe(self) -> str:
         return INDICES + ", or null"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return ([], [3, 3], [-1], "1,2", [1.5])
 
 
@@ -156,19 +156,19 @@ DEFAULT_PILOT = 100  # the NLC window's stability rule held on 8 of 8 synthetic 
 class _GPUs(Constraint):
     """GPUs per architecture: 0 (CPU), a fraction in (0, 1] (several architectures share a GPU), or a whole number."""
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> float:
         try:
-            v = Real(0.0).normalize(value)
+            v: float = Real(0.0).normalize(value)
         except ValueError:
             self.fail()
         if v > 1 and v != int(v):
             self.fail()
         return v
 
-    def describe(self):
+    def describe(self) -> str:
         return "must be 0, a fraction in (0, 1], or a whole number of GPUs"
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         return (-1, 1.5, "1")
 
 
@@ -200,7 +200,7 @@ class Resources(Declared, where=f"{WHERE}.resources", key="a resource", keys="re
         return max(1, int(math.floor(self.cpus_per_arch)))
 
     @classmethod
-    def of(cls, value: "Resources | Mapping | None") -> "Resources":
+    def of(cls, value: "Resources | Mapping[str, Any] | None") -> "Resources":
         if value is None:
             return cls()
         if isinstance(value, Resources):
@@ -210,18 +210,19 @@ class Resources(Declared, where=f"{WHERE}.resources", key="a resource", keys="re
         return cls.from_dict(value)
 
 
-def _protocol(value: Any) -> dict:
-    return plain(Protocol.of(value).to_dict())
+# ``plain`` (typed Any: it takes any value) of a dict form is a dict.
+def _protocol(value: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], plain(Protocol.of(value).to_dict()))
 
 
-def _metric_options(value: Any) -> dict:
+def _metric_options(value: Any) -> dict[str, Any]:
     if value is None:
-        return plain(MetricOptions().to_dict())
+        return cast(dict[str, Any], plain(MetricOptions().to_dict()))
     if isinstance(value, MetricOptions):
-        return plain(value.to_dict())
+        return cast(dict[str, Any], plain(value.to_dict()))
     if not isinstance(value, Mapping):
         raise SpecError(WHERE, "metrics", value, "must be a mapping of metric options")
-    return plain(MetricOptions.from_dict(dict(value)).to_dict())
+    return cast(dict[str, Any], plain(MetricOptions.from_dict(dict(value)).to_dict()))
 
 
 @dataclass(frozen=True)
@@ -250,7 +251,7 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
     root: str | None = declare(
         Maybe(Text(path=True)), None, execution=True, doc="directory of the dataset's files (mnist, cifar10)"
     )
-    dataset_options: dict = declare(Options(), factory=dict, doc="keyword options for study.load_dataset")
+    dataset_options: dict[str, Any] = declare(Options(), factory=dict, doc="keyword options for study.load_dataset")
     dataset_seed: int = declare(
         SEED,
         0,
@@ -269,7 +270,7 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         doc="name of the architecture space (its full dict is `space`)",
         flag=Flag(f"architecture space: {', '.join(PRESETS)} (default {{default}})"),
     )
-    space: dict = declare(
+    space: dict[str, Any] = declare(
         Options(), factory=dict, doc="the full architecture space (Space fields, below); empty: the preset's"
     )
     param_budget: int = declare(
@@ -278,14 +279,14 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         doc="trainable parameters each architecture is solved for",
         flag=Flag("trainable parameters per architecture (default {default})", "N"),
     )
-    protocol: dict = declare(
+    protocol: dict[str, Any] = declare(
         OneOf(Text(), Options()),
         "paper",
         doc="the training protocol: a name of study.PROTOCOLS or its fields (below); stored in full",
         flag=Flag("training protocol: a name (paper, quick, ...) or a YAML file of its fields (default {default})"),
     )
-    metrics: dict = declare(Options(), factory=dict, doc="metric options (MetricOptions fields, below)")
-    siblings: tuple = declare(
+    metrics: dict[str, Any] = declare(Options(), factory=dict, doc="metric options (MetricOptions fields, below)")
+    siblings: tuple[str, ...] = declare(
         _Axes(),
         (),
         doc="sibling axes; each architecture also runs its siblings along these",
@@ -317,7 +318,7 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         "N-1 (with their siblings), all trained, whose NLC good range is the window",
         flag=Flag("with --nlc-window auto: the pilot's size in architectures (default {default})", "N"),
     )
-    indices: tuple | None = declare(
+    indices: tuple[int, ...] | None = declare(
         _Indices(),
         None,
         since=2,
@@ -365,8 +366,8 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
     )
     created: str = declare(Text(), factory=utc_now, shown="the creation time", doc="creation time, ISO 8601 UTC")
 
-    def _validate(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
+    def _validate(self) -> None:
+        set_: Callable[[str, Any], None] = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
         # The space: a full dict wins and names the preset (``preset`` is then its name); else the named preset.
         if self.space:
             space = get_space(dict(self.space))
@@ -438,7 +439,7 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         a, b = self.to_dict(), other.to_dict()
         return [k for k in SCIENCE_KEYS if a[k] != b[k]]
 
-    def with_execution(self, **settings) -> "StudyConfig":
+    def with_execution(self, **settings: Any) -> "StudyConfig":
         """This config with the given execution settings (``EXECUTION_SETTINGS``) changed; None keeps the stored
         value."""
         changes: dict[str, Any] = {}
@@ -527,7 +528,7 @@ def _numeric_keys(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
 
-    def key(k):
+    def key(k: Any) -> Any:
         if isinstance(k, str) and re.fullmatch(r"-?\d+", k):
             return int(k)
         if isinstance(k, str) and re.fullmatch(r"-?(\d+\.\d*|\.\d+)(e-?\d+)?|-?\d+e-?\d+", k):
@@ -556,15 +557,16 @@ def science_differences(recorded: Mapping[str, Any] | None, science: Mapping[str
         return "they do not record the config they were computed under"
     science = json.loads(science_json(science))  # as JSON reads it back (mapping keys become strings)
 
-    def flat(d: Mapping, prefix: str = "") -> dict:  # nested mappings as dotted keys: protocol.lr_factor
-        out = {}
+    # nested mappings as dotted keys: protocol.lr_factor
+    def flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+        out: dict[str, Any] = {}
         for k, v in d.items():
             out.update(flat(v, f"{prefix}{k}.") if isinstance(v, Mapping) and v else {f"{prefix}{k}": v})
         return out
 
     a, b = flat(recorded), flat(science)
     diff = [k for k in sorted(set(a) | set(b)) if a.get(k, ...) != b.get(k, ...)]
-    missing = lambda d, k: "(none)" if k not in d else bounded_repr(d[k], 40)  # noqa: E731
+    missing: Callable[[dict[str, Any], str], str] = lambda d, k: "(none)" if k not in d else bounded_repr(d[k], 40)  # noqa: E731
     shown = [f"{k} ({missing(a, k)} in the results, {missing(b, k)} here)" for k in diff[:limit]]
     more = f" and {len(diff) - limit} more key(s)" if len(diff) > limit else ""
     return ", ".join(shown) + more if shown else "the same keys, another fingerprint"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from archstudy.sampling.constraints import Choice, Constraint
 
@@ -58,7 +59,7 @@ class DatasetDeclaration:
     better_than_random: float
     threshold_why: str
     options: dict[str, Constraint] = field(default_factory=dict, repr=False)
-    defaults: dict = field(default_factory=dict, repr=False)
+    defaults: dict[str, Any] = field(default_factory=dict, repr=False)
     reads_root: bool = False
 
 

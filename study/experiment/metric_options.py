@@ -49,7 +49,7 @@ class MetricOptions(Declared, key="an option", keys="metric options"):
         PERTURBATION_TOLERANCE,
         doc="E.3: allowed increase of the error over the path (absolute)",
     )
-    nlc_trajectory: tuple = declare(
+    nlc_trajectory: tuple[int, ...] = declare(
         Increasing(Integer(0), "epochs", empty=True),
         (),
         doc="epochs (0: the initialization) at which every run's NLC is measured during "

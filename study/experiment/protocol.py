@@ -71,7 +71,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import MISSING, dataclass, fields, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from archstudy.sampling.constraints import (
     Choice,
@@ -102,11 +102,11 @@ class Increasing(Constraint):
     """A strictly increasing sequence of numbers, each under ``element`` (learning rates, fractions of a
     training); ``what`` names them, ``empty`` allows none."""
 
-    element: Real
+    element: Real | Integer
     what: str
     empty: bool = False
 
-    def normalize(self, value):
+    def normalize(self, value: Any) -> tuple[Any, ...]:
         if isinstance(value, (str, bytes, Mapping)):
             self.fail()
         try:
@@ -123,13 +123,13 @@ class Increasing(Constraint):
             self.fail()
         return out
 
-    def describe(self):
+    def describe(self) -> str:
         return (
             f"must be a {'' if self.empty else 'non-empty, '}strictly increasing list of {self.what}, each "
             + self.element.describe().replace("must be ", "")
         )
 
-    def invalid_examples(self):
+    def invalid_examples(self) -> tuple[Any, ...]:
         lo = 0.0 if self.element.lo is None else self.element.lo
         hi = lo + 3.0 if self.element.hi is None else self.element.hi
         a, b = lo + (hi - lo) / 3, lo + 2 * (hi - lo) / 3  # two allowed values
@@ -143,7 +143,7 @@ class Protocol(Declared):
 
     preset: str = declare(Text(), "custom", doc="the preset this protocol started from")
     optimizer: str = declare(Choice(OPTIMIZERS), "sgd", doc="sgd (the paper) or adam (figure 3F)")
-    lrs: tuple | None = declare(
+    lrs: tuple[float, ...] | None = declare(
         Maybe(Increasing(Real(0.0, lo_open=True), "learning rates")),
         None,
         doc="explicit starting learning rates (increasing); null: the series",
@@ -190,7 +190,7 @@ class Protocol(Declared):
     iterations: int | None = declare(
         Maybe(Integer(1)), None, since=2, doc="steps: training steps (minibatches) of every run"
     )
-    step_at: tuple = declare(
+    step_at: tuple[float, ...] = declare(
         Increasing(Real(0.0, 1.0, lo_open=True, hi_open=True), "fractions", empty=True),
         (),
         since=2,
@@ -211,7 +211,7 @@ class Protocol(Declared):
         "reproduce papers that selected so)",
     )
 
-    def _validate(self):
+    def _validate(self) -> None:
         where = self._where
         if self.lrs is not None:
             # The explicit list decides how many runs there are.
@@ -247,7 +247,9 @@ class Protocol(Declared):
     def step_boundaries(self) -> list[int]:
         """``steps``: the steps at which the rate is divided, floor(f * iterations + 1/2) for f in ``step_at``
         (step i, counted from 0, trains at the starting rate / division_factor^(boundaries <= i))."""
-        return [math.floor(f * self.iterations + 0.5) for f in self.step_at]
+        # step_at is empty unless schedule = "steps", which sets iterations (_validate)
+        iterations = cast(int, self.iterations)
+        return [math.floor(f * iterations + 0.5) for f in self.step_at]
 
     @property
     def selected_by(self) -> str:
@@ -270,13 +272,14 @@ class Protocol(Declared):
         if not isinstance(d, Mapping):
             raise SpecError("Protocol", "protocol", d, "must be a preset name or a mapping of Protocol fields")
         d = cls.known(d)
-        base = PROTOCOLS.get(d.get("preset")) if isinstance(d.get("preset"), str) else None
+        preset = d.get("preset")
+        base = PROTOCOLS.get(preset) if isinstance(preset, str) else None
         if base is None:
             return cls(**d)
         return replace(base, **d)
 
     @classmethod
-    def of(cls, protocol: "str | Mapping | Protocol") -> "Protocol":
+    def of(cls, protocol: "str | Mapping[str, Any] | Protocol") -> "Protocol":
         """``"paper" | "adam" | "long" | "quick"``, a mapping of fields (see ``from_dict``) or a Protocol."""
         if isinstance(protocol, Protocol):
             return protocol

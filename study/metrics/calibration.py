@@ -17,6 +17,7 @@ minibatch ("precise batchnorm" statistics). The network itself is never touched.
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import torch
 from torch import nn
@@ -40,7 +41,8 @@ def calibrated(net: nn.Module, x: torch.Tensor, batch_size: int = 250) -> nn.Mod
     """An evaluation-mode deep copy of ``net`` whose running statistics are measured on ``x`` (see above)."""
     twin = copy.deepcopy(net)
     layers = [m for m in twin.modules() if _batch_statistics(m)]
-    sums: dict[nn.Module, list] = {m: [0, 0.0, 0.0] for m in layers}  # examples, sum of b*mean, sum of b*var
+    # layer (a module with running statistics, ``_batch_statistics``) -> examples, sum of b*mean, sum of b*var
+    sums: dict[Any, list[Any]] = {m: [0, 0.0, 0.0] for m in layers}
 
     def hook(module, args):
         h = args[0]  # [R, B, n]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import cast
 
 import torch
 from torch import nn
@@ -52,6 +53,7 @@ from archstudy.sampling.constraints import SEED, check
 
 from ..experiment.metric_options import MetricOptions
 from ..experiment.schema import MEASURE_ROW
+from ..nn.network import Network
 from . import architecture, gradients, nlc, proxies, regions, variability
 from .gradients import finite_or_nan
 from .nlc import nlc_parts
@@ -97,7 +99,7 @@ def _first_run(net: nn.Module, data, spec: ArchSpec) -> nn.Module:
     """``net`` checked against ``spec`` and ``data``; a stack of R runs (identical at initialization, or
     the selected run after training) is measured on its first copy."""
     _check_inputs(net, data, spec)
-    return net.select(0) if getattr(net, "runs", 1) > 1 else net
+    return cast(Network, net).select(0) if getattr(net, "runs", 1) > 1 else net  # a stack: a Network
 
 
 def nlc_seed(seed: int) -> int:

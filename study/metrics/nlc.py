@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 import torch
 from torch import nn
@@ -52,7 +52,7 @@ def batch_mode(f):
     return frozen_statistics(f) if isinstance(f, nn.Module) else contextlib.nullcontext(f)
 
 
-def _as_output(out: float | torch.Tensor):
+def _as_output(out: torch.Tensor) -> float | torch.Tensor:
     return float(out) if out.dim() == 0 else out.detach()
 
 
@@ -86,6 +86,8 @@ def output_moments(f: Callable, x: torch.Tensor, batch_size: int = 250) -> tuple
             m2 = m2 + m2b + delta * delta * (count * nb / total)
             sq = sq + sqb
             count = total
+    # x holds rows: the first minibatch set the sums
+    mean, m2, sq = cast(torch.Tensor, mean), cast(torch.Tensor, m2), cast(torch.Tensor, sq)
     var, second = m2 / count, sq / count
     return torch.sqrt(var.mean(dim=-1)), torch.sqrt(second.mean(dim=-1)), mean.shape[-1]
 
@@ -111,7 +113,7 @@ def jacobian_q(
                 (g,) = torch.autograd.grad((out * u).sum(), xb)
             sq = (g * g).sum(dim=(-2, -1)) / b
             total = sq if total is None else total + sq
-    return torch.sqrt(total / batches)
+    return torch.sqrt(cast(torch.Tensor, total) / batches)  # batches >= 1 were summed
 
 
 def nlc_parts(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250, seed: int = 0) -> NLCParts:
@@ -132,7 +134,8 @@ def nlc(f: Callable, x: torch.Tensor, batches: int = 100, batch_size: int = 250,
 
 
 def output_bias(f: Callable, x: torch.Tensor, batch_size: int = 250):
-    """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``study.experiment.schema.HIGH_BIAS`` the study flags it."""
+    """Q_{x,j} f(x, j) / Q_j S_x f(x, j) (NLC paper B.2); above ``study.experiment.schema.HIGH_BIAS`` the study
+    flags it."""
     sd_out, q_out, _ = output_moments(f, x, batch_size)
     return _as_output(q_out / sd_out)
 

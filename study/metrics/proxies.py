@@ -36,7 +36,8 @@ minibatch; networks run in batch mode with their running statistics untouched (N
   activation (tanh, sigmoid, gaussian, square) has no kink: its bit is the sign of u, the point of symmetry
   of each. torch's own activation modules, if a foreign network uses them, give the sign of their input.
 
-Mellor et al. use minibatches of 128 (``study.experiment.metric_options.PROXY_BATCH``, the default ``proxy_batch_size``).
+Mellor et al. use minibatches of 128 (``study.experiment.metric_options.PROXY_BATCH``, the default
+``proxy_batch_size``).
 A non-finite score (a network whose output or gradients overflow, a singular kernel, a constant Jacobian)
 is reported as NaN by ``study.measure``.
 """
@@ -45,11 +46,13 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 import torch
 from torch import nn
+
+from archstudy.sampling import ArchSpec
 
 from ..nn.layers import DTYPE, ActivationLayer
 from .gradients import scaled_cross_entropy
@@ -129,7 +132,7 @@ def synflow_by_tensor(net: nn.Module, d_in: int | None = None) -> dict[str, floa
     if d_in is None:
         if not hasattr(net, "spec"):
             raise ValueError("synflow needs d_in for a network without an ArchSpec")
-        d_in = net.spec.d_in
+        d_in = cast(ArchSpec, net.spec).d_in
     twin = copy.deepcopy(net)  # the network itself is never touched
     with torch.no_grad():
         for t in twin.state_dict(keep_vars=True).values():
@@ -261,6 +264,7 @@ def _is_prime(n: int) -> bool:
 
 def _primes(count: int) -> list[int]:
     """The ``count`` largest primes below 2^21, largest first (each above 2^20)."""
+    out: list[int]
     out, n = [], (1 << _MODULUS_BITS) - 1
     while len(out) < count:
         if _is_prime(n):

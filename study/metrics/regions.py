@@ -165,7 +165,7 @@ def lar_diameter(
     ``directions`` U x ``directions`` V of the largest k (module docstring). NaN if f(X) is not finite."""
     gen = torch.Generator().manual_seed(seed)
     ks = k_ladder(K_MIN, k_max)
-    values = []
+    values: list[float] = []
     with batch_mode(f):
         for idx, ds in _displaced_batches(x, batches, directions, batch_size, gen):
             xb = x.index_select(0, idx)

@@ -40,7 +40,7 @@ fixed grid only (the study's default 65, i.e. 4225 points a plane), as the Han p
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -48,6 +48,7 @@ from torch import nn
 
 from archstudy.sampling.constraints import Integer, check
 
+from ..nn.network import Network
 from .calibration import calibrated, has_batch_statistics
 from .registry import Measuring, measures
 
@@ -213,7 +214,7 @@ def activation_slopes(phi: Callable, z: torch.Tensor) -> torch.Tensor:
     return g
 
 
-def plain_layers(net: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor], Callable]:
+def plain_layers(net: Network) -> tuple[list[torch.Tensor], list[torch.Tensor], Callable]:
     """(W_k, b_k, phi) of the hidden layers k = 1 .. L-1 of a plain ``study.nn.network.Network`` of one run (no
     normalization, no skips; dense or Householder layers, whose W_k is H(u_k)): the paper's F_L is the network
     up to its last hidden activation (the output layer has no activation and is left out)."""
@@ -224,6 +225,7 @@ def plain_layers(net: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]
             "standard parameterization"
         )
     weights, biases = [], []
+    linear: Any  # a dense or Householder layer: its ``matrix()`` or ``weight``, and ``bias``
     for linear in list(net.linears)[:-1]:
         w = linear.matrix()[0] if hasattr(linear, "matrix") else linear.weight[0]
         weights.append(w.detach())
@@ -243,7 +245,7 @@ def collapse_norms(weights, biases, phi: Callable, x: torch.Tensor, x_tilde: tor
     n0 = x.shape[-1]
     c = torch.eye(n0, dtype=x.dtype, device=x.device)
     gx, gt = c.clone(), c.clone()
-    out = {"depth": [], "c": [], "g_x": [], "g_x_tilde": []}
+    out: dict[str, list[float]] = {"depth": [], "c": [], "g_x": [], "g_x_tilde": []}
     for k, (w, b) in enumerate(zip(weights, biases), start=1):
         z, zt = w @ s + b, w @ st + b
         wt = w.T

@@ -8,8 +8,9 @@ Every base ``tau`` is one declaration (``Base`` in ``BASES``: its torch expressi
 it is positively homogeneous; Table 1 of the NLC paper, abs from Yu and Zhang, selu with the constants of the
 paper's footnote 1), so a new activation is one entry there. The constants ``c`` and ``b`` are Gaussian
 expectations computed once per variant by quadrature (``study.nn.gaussian``), and the network evaluates the
-very same expression, so there is one definition of each activation. ``scaled = False`` (``ArchSpec.scale_activation``) keeps
-c = 1: the activation as papers without appendix C's rescaling write it (Yu and Zhang's plain ReLU and ABS).
+very same expression, so there is one definition of each activation. ``scaled = False``
+(``ArchSpec.scale_activation``) keeps c = 1: the activation as papers without appendix C's rescaling write it
+(Yu and Zhang's plain ReLU and ABS).
 
 Also here, because they are properties of an activation alone (NLC paper section 5 and E.4):
 

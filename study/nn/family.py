@@ -46,6 +46,9 @@ class Family(nn.Module):
     bias_name: ClassVar[str]  # the parameter added to the linear op's output
     bias_folds: ClassVar[bool] = True  # a following batchnorm cancels that bias
     imn: bool = False  # input mean normalization (families that support it set it per layer)
+    # with ``imn``: the buffer of the input's running mean [R, fan_in], and whether training updates it
+    running_mean: torch.Tensor
+    track: bool
     cuda_compile_min_layer_steps: ClassVar[int] = 6_000  # measured for dense layers (module docstring)
 
     @classmethod

@@ -24,9 +24,9 @@ def _legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def gauss_nodes(sigma: float = 1.0, breaks: Iterable[float] = (), nodes: int = 48) -> tuple[torch.Tensor, torch.Tensor]:
     """Nodes ``x`` and weights ``w`` (float64) with ``sum(w * g(x)) ~= E_{x ~ N(0, sigma^2)} g(x)``."""
-    edges = set(np.arange(-Z_MAX, Z_MAX + 0.5, 1.0).tolist())
-    edges |= {b / sigma for b in breaks if -Z_MAX < b / sigma < Z_MAX}
-    edges = np.array(sorted(edges))
+    edge_set = set(np.arange(-Z_MAX, Z_MAX + 0.5, 1.0).tolist())
+    edge_set |= {b / sigma for b in breaks if -Z_MAX < b / sigma < Z_MAX}
+    edges = np.array(sorted(edge_set))
     t, wt = _legendre(nodes)
     lo, hi = edges[:-1, None], edges[1:, None]
     z = (lo + hi) / 2 + (hi - lo) / 2 * t[None, :]

@@ -6,8 +6,9 @@ twin's biases). The layer families (``study.nn.families``) compose their initial
 
 * ``sp_weight``: the standard-parameterization weight matrix, ``init = "orthogonal"`` (appendix C): a
   d_out x d_in submatrix of a uniformly random orthogonal max x max matrix, times max(1, sqrt(d_out / d_in));
-  ``"kaiming"``: W_ij ~ N(0, 2 / d_in) (He, Zhang, Ren and Sun, *Delving Deep into Rectifiers*, 2015: normal, fan_in, gain sqrt(2)); ``"xavier"``:
-  W_ij ~ N(0, 2 / (d_in + d_out)) (Glorot and Bengio, *Understanding the Difficulty of Training Deep Feedforward Neural Networks*, 2010: normal); ``"zero"``: exactly zero inside residual
+  ``"kaiming"``: W_ij ~ N(0, 2 / d_in) (He, Zhang, Ren and Sun, *Delving Deep into Rectifiers*, 2015: normal,
+  fan_in, gain sqrt(2)); ``"xavier"``: W_ij ~ N(0, 2 / (d_in + d_out)) (Glorot and Bengio, *Understanding the
+  Difficulty of Training Deep Feedforward Neural Networks*, 2010: normal); ``"zero"``: exactly zero inside residual
   branches (Li, Jiao, Han and Weissman, *Demystifying ResNet*, the zero initial point of section 4), orthogonal
   elsewhere; then times sqrt(0.95) when the biases are Gaussian;
 * ``sp_bias`` (``ArchSpec.bias_init``): zero; "gaussian", N(0, 0.05) (appendix C); "normal", N(0, 1) (the

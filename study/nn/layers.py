@@ -67,7 +67,7 @@ def feature_major(x: torch.Tensor) -> bool:
     return x.dim() == 3 and x.transpose(1, 2).is_contiguous()
 
 
-def centered(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
+def centered(layer: Family, x: torch.Tensor) -> torch.Tensor:
     """Input mean normalization (Chen and Ge, eq. 16) of a layer with ``imn``: ``x - E[x]``, the batch mean in
     training (updating the layer's running mean with momentum ``BN_MOMENTUM`` unless ``track`` is off) and the
     running mean in evaluation; ``x`` itself for a layer without it. ``x``: [R, B, n] or shared [B, n]."""
@@ -175,6 +175,8 @@ class BatchNorm(nn.Module):
 
     affine = True  # ``normalize`` applies a given scale and shift inside the kernel
     input_statistics = ("mean", "var")
+    running_mean: torch.Tensor  # buffers [R, width]
+    running_var: torch.Tensor
 
     def __init__(self, width: int, runs: int = 1):
         super().__init__()
@@ -298,7 +300,8 @@ class ActivationLayer(nn.Module):
     def __init__(self, act: Activation):
         super().__init__()
         self.act = act
-        act.constants  # computed (and cached) once per variant, at build time rather than in the first forward
+        # computed (and cached) once per variant, at build time rather than in the first forward
+        act.constants  # noqa: B018
 
     def forward(self, s, constants: tuple[float, float] | None = None):
         return self.act(s, constants)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Sequence, cast
 
 import torch
 from torch import nn
@@ -37,8 +37,9 @@ from archstudy.sampling.constraints import Constraint, check, is_int
 
 from .activations import Activation
 from .families import family
+from .family import Family
 from .initialization import PROJECTION, init_rng, orthogonal_submatrix
-from .layers import DTYPE, NORMS, ActivationLayer, BatchNorm
+from .layers import DTYPE, NORMS, ActivationLayer, BatchNorm, LayerNorm, NoNorm
 
 __all__ = [
     "Network",
@@ -57,6 +58,8 @@ __all__ = [
 
 class Network(nn.Module):
     """R stacked copies of the architecture ``spec``; see the module docstring."""
+
+    projection: torch.Tensor | None  # a buffer where the last skip is projected (``project``), else None
 
     def __init__(self, spec: ArchSpec, runs: int = 1):
         super().__init__()
@@ -107,17 +110,23 @@ class Network(nn.Module):
         strength = self.spec.skip_strength
         depth = self.spec.depth
         folds, shifted = self._folds(fold)
+        linears = cast("Sequence[Family]", self.linears)
+        norms = cast("Sequence[NoNorm | BatchNorm | LayerNorm]", self.norms)
         if shifted:
-            BatchNorm.fold_biases([self.norms[i] for i in shifted], [self.linears[i].additive_bias() for i in shifted])
+            # the shifted layers' norms are tracking batchnorms (``_folds``)
+            shifted_norms = cast("list[BatchNorm]", [norms[i] for i in shifted])
+            BatchNorm.fold_biases(shifted_norms, [linears[i].additive_bias() for i in shifted])
         gamma, beta = act.norm_affine(c) if fold else (None, None)
-        h, start = x, None
-        for l, (linear, norm, (fold_bias, fold_act)) in enumerate(zip(self.linears, self.norms, folds), start=1):
-            last = l == depth
-            skip = self._skip_from.get(l)
+        h = x
+        start: torch.Tensor | None = None  # the value the skip in flight carries
+        for layer, (linear, norm, (fold_bias, fold_act)) in enumerate(zip(linears, norms, folds), start=1):
+            last = layer == depth
+            skip = self._skip_from.get(layer)
             at = None if skip is None else skip.at  # where a skip starting here takes its value
             s = linear.transform(h, with_bias=False) if fold_bias else linear(h)
-            if l in self._skip_to:
-                carried = self.project(start) if self._skip_to[l].project else start
+            if layer in self._skip_to:
+                start = cast(torch.Tensor, start)  # taken where the skip started, at an earlier layer
+                carried = self.project(start) if self._skip_to[layer].project else start
                 s = s + carried if strength == 1.0 else s + strength * carried
             if at == "linear":
                 start = s
@@ -147,14 +156,18 @@ class Network(nn.Module):
         if key in plans and not torch.compiler.is_compiling():
             return plans[key]
         depth = self.spec.depth
-        folds, shifted = [], []
-        for l, (linear, norm) in enumerate(zip(self.linears, self.norms), start=1):
-            skip = self._skip_from.get(l)
+        folds: list[tuple[bool, bool]] = []
+        shifted: list[int] = []
+        linears = cast("Sequence[Family]", self.linears)
+        norms = cast("Sequence[NoNorm | BatchNorm | LayerNorm]", self.norms)
+        for layer, (linear, norm) in enumerate(zip(linears, norms), start=1):
+            skip = self._skip_from.get(layer)
             at = None if skip is None else skip.at
             fold_bias = norm.cancels_bias and linear.bias_folds and at != "linear"
-            folds.append((fold_bias, norm.affine and l != depth and at != "norm"))
-            if fold_bias and norm.tracks:
-                shifted.append(l - 1)
+            folds.append((fold_bias, norm.affine and layer != depth and at != "norm"))
+            # only a batchnorm cancels a bias
+            if fold_bias and cast(BatchNorm, norm).tracks:
+                shifted.append(layer - 1)
         plan = (tuple(folds), tuple(shifted))
         if not torch.compiler.is_compiling():
             plans[key] = plan
@@ -164,7 +177,8 @@ class Network(nn.Module):
         """The fixed skip projection into the output, ``start @ P^T``, computed as ``P @ start^T``, which reads
         feature-major memory without a copy (``P`` [d_out, width] shared by the runs, or [R, d_out, width] one
         per run: the product broadcasts)."""
-        return torch.matmul(self.projection, start.transpose(-1, -2)).transpose(-1, -2)
+        projection = cast(torch.Tensor, self.projection)  # called only where there is one
+        return torch.matmul(projection, start.transpose(-1, -2)).transpose(-1, -2)
 
     # -- stacks ----------------------------------------------------------------------------------
     def take(self, runs) -> "Network":
@@ -172,7 +186,7 @@ class Network(nn.Module):
         idx = torch.as_tensor(runs, dtype=torch.long, device=self.device).reshape(-1)
         out = Network(self.spec, runs=len(idx)).to(self.device)
         with torch.no_grad():
-            for (name, dst), (_, src) in zip(out.stacked_tensors(), self.stacked_tensors()):
+            for (_name, dst), (_, src) in zip(out.stacked_tensors(), self.stacked_tensors()):
                 dst.copy_(src.index_select(0, idx))
             if self.projection is not None:
                 p = self.projection
@@ -199,7 +213,7 @@ class Network(nn.Module):
         """``name -> "weight" | "bias"`` for every trainable tensor (the lr_min sum runs over the weights), as
         each layer's family declares them."""
         roles = {}
-        for i, linear in enumerate(self.linears):
+        for i, linear in enumerate(cast("Sequence[Family]", self.linears)):
             for pname, role in linear.roles.items():
                 roles[f"linears.{i}.{pname}"] = role
         return roles
@@ -219,7 +233,7 @@ def frozen_statistics(net: nn.Module):
     Covers this package's norms (their ``track`` flag) and torch's own ``nn.BatchNorm*`` (whose training
     forward updates running statistics unless ``track_running_stats`` is off), so the metrics can be used
     on any module."""
-    ours = [m for m in net.modules() if hasattr(m, "track")]
+    ours: list[Any] = [m for m in net.modules() if hasattr(m, "track")]  # modules with a ``track`` flag
     torchs = [m for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
     saved = [m.track for m in ours], [m.track_running_stats for m in torchs]
     was_training = net.training
@@ -332,5 +346,5 @@ def output_scale(net: nn.Module, x: torch.Tensor, batch_size: int = 250):
             sq = (f * f).sum(dim=(-2, -1)) if f.dim() == 3 else (f * f).sum()
             total = sq if total is None else total + sq
             count += f.shape[-2] * f.shape[-1]
-    q = torch.sqrt(total / count)
+    q = torch.sqrt(cast(torch.Tensor, total) / count)  # x holds rows: a minibatch was summed
     return float(q) if q.dim() == 0 else q

@@ -135,7 +135,9 @@ def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
     return float(total * runs)
 
 
-def _batches(spec: ArchSpec, batch: int, device: torch.device, count: int = 4):
+def _batches(
+    spec: ArchSpec, batch: int, device: torch.device, count: int = 4
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     g = torch.Generator().manual_seed(0)
     xs = [torch.randn(batch, spec.d_in, generator=g, dtype=torch.float64).to(device) for _ in range(count)]
     ys = [torch.randint(0, spec.d_out, (batch,), generator=g).to(device) for _ in range(count)]
@@ -217,11 +219,12 @@ def time_plain(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.
         model = plain_model(spec, device).train()
         opt = torch.optim.SGD(model.parameters(), lr=LR)
 
+        # called only within this iteration (time_calls below): the loop's model and opt are this run's
         def step(i: int) -> None:
             x, y = data[i % len(data)]
-            opt.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x), y).backward()
-            opt.step()
+            opt.zero_grad(set_to_none=True)  # noqa: B023
+            F.cross_entropy(model(x), y).backward()  # noqa: B023
+            opt.step()  # noqa: B023
 
         w, c = time_calls(step, steps, device)
         if r:

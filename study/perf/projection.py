@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -93,11 +94,13 @@ def measure_step_times(
     for case in cases or PAPER_CASES:
         case = CASES[case] if isinstance(case, str) else case
         name, spec = case.name, case.spec
-        forwards = {"eager": None}
+        forwards: dict[str, CompiledForward | None] = {"eager": None}
         if compiled:
             forwards["compiled"] = CompiledForward(spec)
         runners = {
-            (kind, r): stacked_runner(spec, r, BATCH, device, **({} if f is None else {"forward": f}))
+            (kind, r): stacked_runner(
+                spec, r, BATCH, device, **cast("dict[str, Any]", {} if f is None else {"forward": f})
+            )
             for kind, f in forwards.items()
             for r in sizes
         }
@@ -109,13 +112,18 @@ def measure_step_times(
         kind, compile_s = "eager", 0.0
         if compiled:
             kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
-            compile_s = forwards["compiled"].stats.compile_s if kind == "compiled" else 0.0
+            compiled_forward = cast(CompiledForward, forwards["compiled"])
+            compile_s = compiled_forward.stats.compile_s if kind == "compiled" else 0.0
         net = build_network(spec, 0, runs=RUNS, device=device)
         x = torch.randn(eval_examples, spec.d_in, dtype=torch.float64, device=device)
         y = torch.randint(0, spec.d_out, (eval_examples,), device=device)
         width = max(spec.width, spec.d_in, spec.d_out)
         errors(net, x, y, width, RUNS)
-        t_eval = min(time_calls(lambda i: errors(net, x, y, width, RUNS), 1, device)[0] for _ in range(repeats))
+        t_eval = min(
+            # the lambda is called at once, in this iteration
+            time_calls(lambda i: errors(net, x, y, width, RUNS), 1, device)[0]  # noqa: B023
+            for _ in range(repeats)
+        )
         out.append(
             {
                 "case": name,
@@ -179,7 +187,7 @@ def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1
     if not profiles:
         raise ValueError("no epoch profiles: run measure_epoch_profiles first")
     model = StepModel(rows)
-    out = []
+    out: list[dict[str, Any]] = []
     for study in PAPER_STUDIES:
         costs = [architecture_seconds(model, d, p["epochs"], study) for d in PAPER_DEPTHS for p in profiles]
         floor = [architecture_seconds(model, d, [SCHEDULE_FLOOR] * RUNS, study) for d in PAPER_DEPTHS]

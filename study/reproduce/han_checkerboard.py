@@ -46,10 +46,10 @@ What is reported. "The best result" is the best test accuracy over the 10 rates 
 Zhang's figure 5 shows a HanNet's "best testing accuracy" (96.5%) beside its last-iteration one (about 90%), the
 variability paper's figure 10 "the best testing accuracies", and its B.1 outputs "the best result [...]
 regardless of where it occurs during training". So the test error of every run is evaluated every
-``Settings.test_every`` epochs (``Protocol.test_every``; an epoch is 17 iterations) and each initialization's row value is its best test accuracy
-over rates and epochs (``Outcome.best_along_training``); the best final accuracy (each initialization's best
-rate at its last iteration) is in the JSON beside it (``results``: ``test_accuracy_best`` and
-``test_accuracy_final``). Every output says which is reported.
+``Settings.test_every`` epochs (``Protocol.test_every``; an epoch is 17 iterations) and each initialization's row
+value is its best test accuracy over rates and epochs (``Outcome.best_along_training``); the best final accuracy
+(each initialization's best rate at its last iteration) is in the JSON beside it (``results``:
+``test_accuracy_best`` and ``test_accuracy_final``). Every output says which is reported.
 
 Rows ``test_accuracy:<H|FC>+<ABS|ReLU>:<frame>`` and ``test_accuracy:FCNet<k>:<frame>``, in percent as the papers
 print them, compared by ``result``'s one rule: each printed value is a mean over 5 runs, an ESTIMATE, so ours
@@ -68,9 +68,11 @@ Scales: ``paper`` is all of it (11 nets, 5 initializations, mean and standard de
 from __future__ import annotations
 
 import dataclasses
+import typing
 import zlib
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +120,7 @@ class Net:
 
     def spec(self, d_out: int = 1) -> ArchSpec:
         """The net as an ``ArchSpec`` (``d_out=2``: as Table 3 counts its parameters)."""
-        householder = (
+        householder: dict[str, Any] = (
             dict(weights="householder", dense_ends=1, householder_bias=HOUSEHOLDER_BIAS) if self.householder else {}
         )
         return ArchSpec(
@@ -217,7 +219,18 @@ def checkerboard_data(seed: int):
 # -- the reproduction -----------------------------------------------------------------------------------------
 
 
-def protocol(settings: Settings):
+class ScheduleSettings(typing.Protocol):  # typing's (``protocol`` imports the study's Protocol)
+    """What ``protocol`` reads of a reproduction's settings (this module's ``Settings`` and ``han_flipped``'s)."""
+
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def rates(self) -> tuple: ...
+    @property
+    def test_every(self) -> int: ...
+
+
+def protocol(settings: ScheduleSettings):
     from ..experiment.protocol import Protocol
 
     return Protocol(
@@ -450,7 +463,7 @@ def figure(results: dict[str, dict], rates):
         zorder=3,
         label="here: best final (mean)",
     )
-    printed = [(float(BY_QUANTITY[q].paper), y[i]) for i, q in enumerate(names) if BY_QUANTITY[q].paper]
+    printed = [(float(paper), y[i]) for i, q in enumerate(names) if (paper := BY_QUANTITY[q].paper)]
     if printed:
         ax.scatter(*zip(*printed), marker="x", color=RED, zorder=3, label="the papers")
     ax.set_yticks(y, [q.split(":", 1)[1] for q in names])

@@ -151,7 +151,7 @@ def bn_net_nlc(activation: str, depth: int, x: torch.Tensor, seed: int, batches:
 def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     x, where = training_inputs(ctx, s.points)
-    lines = {k: [] for k in "ABCDE"}
+    lines: dict[str, list[Row]] = {k: [] for k in "ABCDE"}
     line_b, line_d = {}, {}
     for act in PAPER_ACTIVATIONS:
         a = nlc_tau(act)
@@ -195,10 +195,10 @@ def reproduce(ctx: Context) -> Measured:
         )
     note = "\n\n".join(
         [
-            f"Lines B and D: He-initialized batchnorm nets of width {WIDTH} with {D_OUT} outputs (Table 2's, appendix A.2; the paper "
-            "gives neither for Table 1) of depth 2 and 49, their NLC in section G's batch form on the training split "
-            f"named under Data, the median over initializations as the paper's ({s.inits} for B and {s.deep_inits} for "
-            f"D at this scale; the paper: {PAPER_INITS}).",
+            f"Lines B and D: He-initialized batchnorm nets of width {WIDTH} with {D_OUT} outputs (Table 2's, appendix "
+            "A.2; the paper gives neither for Table 1) of depth 2 and 49, their NLC in section G's batch form on the "
+            f"training split named under Data, the median over initializations as the paper's ({s.inits} for B and "
+            f"{s.deep_inits} for D at this scale; the paper: {PAPER_INITS}).",
             "Estimates: the paper's lines A and E are its numerical values of Gaussian integrals (line E's sigmoid, "
             "0.0024 for the exact 0.0023465, shows an error beyond their rounding), lines B and D sampled medians; "
             "each is compared within one unit of its last printed digit (B and D plus two standard errors of the "

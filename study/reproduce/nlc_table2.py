@@ -3,9 +3,10 @@ plain fully-connected batchnorm-ReLU networks at initialization against depth.
 
 The paper's setting (A.2): width 100 for every hidden layer, d_out = 3, "the NLC on CIFAR10 for batchnorm-ReLU
 networks of the same depth (median of 10 random initializations)", computed as in section G (the batch form;
-100 random minibatches of 250). Here: the same nets (``ArchSpec(depth, width=100, d_out=3, norm="batch", init="kaiming")``) on
-the training split of CIFAR10 when ``--root`` holds it, else of waveform-noise (the JSON's ``data`` says which),
-median over initializations; keys ``nlc:depth=<L>`` for every depth of the table (2, 5, 10, 15, 20, 25, 50).
+100 random minibatches of 250). Here: the same nets (``ArchSpec(depth, width=100, d_out=3, norm="batch",
+init="kaiming")``) on the training split of CIFAR10 when ``--root`` holds it, else of waveform-noise (the JSON's
+``data`` says which), median over initializations; keys ``nlc:depth=<L>`` for every depth of the table (2, 5, 10,
+15, 20, 25, 50).
 
 The nets are "plain, fully-connected, He-initialized batchnorm-ReLU networks" (A.2): ``init="kaiming"``, He,
 Zhang, Ren and Sun's normal fan-in weights (*Delving Deep into Rectifiers*, 2015), biases zero.

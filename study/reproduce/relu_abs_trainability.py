@@ -220,7 +220,7 @@ def reproduce(ctx: Context) -> Measured:
     data = checkerboard_data(ctx.seed)
     p = protocol(s)
     results: dict[str, dict] = {}
-    for b, budget in enumerate(s.budgets):
+    for _b, budget in enumerate(s.budgets):
         for a, (act, depths) in enumerate((("ReLU", s.relu_depths), ("ABS", s.abs_depths))):
             for hidden in depths:
                 spec = net_spec(act, hidden, budget)
@@ -347,8 +347,8 @@ def _note(s: Settings) -> str:
             f"This scale: budgets {', '.join(map(str, s.budgets))} (the paper: 1600, 2400, 3200); ReLU at L = "
             f"{', '.join(map(str, s.relu_depths))}, ABS at L = {', '.join(map(str, s.abs_depths))} (the paper: 2 to 31 "
             f"and to 41); {s.inits} initialization(s) (the paper: {PAPER_INITS}); {len(s.rates)} rates (the paper: "
-            f"{len(RATES)}); {s.iterations:,} gradient-descent iterations (the paper: {ITERATIONS:,}), the divisions at "
-            "1/2, 7/10 and 9/10 of them.",
+            f"{len(RATES)}); {s.iterations:,} gradient-descent iterations (the paper: {ITERATIONS:,}), the divisions "
+            "at 1/2, 7/10 and 9/10 of them.",
         ]
     )
 

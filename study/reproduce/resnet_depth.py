@@ -81,17 +81,17 @@ def forward(layers: torch.Tensor, x: torch.Tensor, shortcut: int, relu: bool) ->
     h = x.expand(layers.shape[0], *x.shape)
     depth = layers.shape[1]
     if shortcut == 0:
-        for l in range(depth):
-            h = h @ layers[:, l].transpose(1, 2)
-            if relu and l % 2 == 0 and l < depth - 1:
+        for layer in range(depth):
+            h = h @ layers[:, layer].transpose(1, 2)
+            if relu and layer % 2 == 0 and layer < depth - 1:
                 h = torch.relu(h)
         return h
     for r in range(depth // shortcut):
         branch = h
         for i in range(shortcut):
-            l = r * shortcut + i
-            branch = branch @ layers[:, l].transpose(1, 2)
-            if relu and l % 2 == 0:
+            layer = r * shortcut + i
+            branch = branch @ layers[:, layer].transpose(1, 2)
+            if relu and layer % 2 == 0:
                 branch = torch.relu(branch)
         h = h + branch
     return h

@@ -13,8 +13,8 @@ moments: L = 1/2 tr(W Sxx W^T) - tr(W Sxy) + 1/2 tr(Syy), Sxx = X^T X / m, Sxy =
 
 The initial points (section 4.1 and 5): the shortcut networks start at zero, "with small random perturbations
 to escape from it. We first Xavier initialize the weight matrices, and then multiply a small constant (0.01)
-to them"; the networks without shortcuts start from orthogonal (Saxe, McClelland and Ganguli, *Exact Solutions to the Nonlinear Dynamics of Learning in Deep Linear
-Neural Networks*, 2014) or Xavier (Glorot and Bengio:
+to them"; the networks without shortcuts start from orthogonal (Saxe, McClelland and Ganguli, *Exact Solutions to
+the Nonlinear Dynamics of Learning in Deep Linear Neural Networks*, 2014) or Xavier (Glorot and Bengio:
 Gaussian, variance 2 / (fan_in + fan_out)) weights. The data (appendix B): "whitened versions of MNIST. Ten
 greatest principal components are kept for the dataset inputs. The dataset outputs are represented using
 one-hot encoding": the inputs centred, projected on their 10 leading principal directions and each scaled to
@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
@@ -168,7 +169,8 @@ def loss(theta: torch.Tensor, depth: int, shortcut: int, data: Moments) -> torch
 def hessian(theta: torch.Tensor, depth: int, shortcut: int, data: Moments) -> torch.Tensor:
     """The exact Hessian of ``loss`` at ``theta`` (P x P, P = depth d^2), by reverse-over-reverse autodiff (the
     Jacobian of the gradient; forward mode would make torch load its jit-scripted decompositions, seconds)."""
-    return torch.func.jacrev(torch.func.grad(lambda t: loss(t, depth, shortcut, data)))(theta)
+    of_theta: Callable[[torch.Tensor], torch.Tensor] = lambda t: loss(t, depth, shortcut, data)
+    return torch.func.jacrev(torch.func.grad(of_theta))(theta)
 
 
 def condition_number_of(eigenvalues) -> float:

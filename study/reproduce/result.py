@@ -31,11 +31,11 @@ import os
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ..experiment.config import plain
+from archstudy.sampling.constraints import plain
 
 ROW_KEYS = ("quantity", "paper", "measured", "tolerance", "ok")
 
@@ -122,13 +122,13 @@ def _finite_or_none(x: float) -> float | None:
 def printed_precision(value: str) -> float:
     """Half a unit in the last printed digit of a number as the paper prints it ("1.22" -> 0.005,
     "95.8" -> 0.05, "9952" -> 0.5, "4.90e17" -> 5e14): how far the true value may lie from the print."""
-    exponent = Decimal(value).as_tuple().exponent
+    exponent = cast(int, Decimal(value).as_tuple().exponent)  # a number's ("n", "N", "F": NaN, infinity)
     return 0.5 * 10.0**exponent
 
 
 def printed_unit(value: str) -> float:
     """One unit of the last printed digit of a number as the paper prints it ("0.0024" -> 0.0001, "95.8" -> 0.1)."""
-    return 10.0 ** Decimal(value).as_tuple().exponent
+    return 10.0 ** cast(int, Decimal(value).as_tuple().exponent)  # a number's (as ``printed_precision``)
 
 
 def printed_tolerance(

@@ -26,7 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, TextIO
+from typing import Any, Callable, Mapping, TextIO, cast
 
 from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Choice, Integer, check
@@ -129,7 +129,7 @@ def roots_for(reproductions: Mapping[str, Reproduction], root) -> dict[str, Path
     from ..datasets.images import IMAGE_SETS
 
     root = Path(root).expanduser()
-    found = {}
+    found: dict[str, Path | None] = {}
     for name, r in reproductions.items():
         found[name] = None
         if r.reads_root is not None:
@@ -261,7 +261,7 @@ def worker_env() -> dict[str, str]:
     """The caller's environment, with the folder holding ``archstudy`` first on PYTHONPATH: a source tree run
     with ``PYTHONPATH=.`` or pytest's ``pythonpath`` is importable from the worker too."""
     package = sys.modules["archstudy"]  # loaded: this module is inside it
-    here = os.path.dirname(os.path.dirname(os.path.abspath(package.__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(cast(str, package.__file__))))  # a package of files
     paths = [here, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
@@ -298,6 +298,7 @@ def run_side_by_side(
     others, then raises: its ``UserError`` as the same one-line ``UserError``, anything else as a RuntimeError
     with its last lines."""
     fd, env = progress_fd(progress), worker_env()
+    running: dict[str, tuple[subprocess.Popen[bytes], Path]]  # name -> (its worker, its job's path stem)
     waiting, running = list(reproductions), {}
     with tempfile.TemporaryDirectory(prefix="archstudy-reproduce-") as tmp:
         try:

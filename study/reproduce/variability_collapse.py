@@ -171,7 +171,8 @@ def reproduce(ctx: Context) -> Measured:
             'sqrt(1/d) (ABS), biases i.i.d. N(0, 1) as appendix B.1 specifies them (A.4 says only "as specified"), '
             'one point pair x, x~ ~ N(0, I) (the paper: "a randomly select point pair"), sample j the same draws under '
             "both activations. Spectral norms of C_L(x, x~), "
-            f"G_L(x) and G_L(x~) at {len(at)} depths from 1 to {s.depth}, for {s.samples} weight samples per activation.",
+            f"G_L(x) and G_L(x~) at {len(at)} depths from 1 to {s.depth}, for {s.samples} weight samples per "
+            "activation.",
             f"Per sample at L = {last}: log10 |C| / sqrt(|G(x)| |G(x~)|) under ReLU: "
             + ", ".join(f"{v:.2f}" for v in ratio)
             + "; log10 |C| under ReLU: "

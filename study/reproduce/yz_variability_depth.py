@@ -137,8 +137,8 @@ def reproduce(ctx: Context) -> Measured:
     rows = claims(v, s.depths)
     note = "\n\n".join(
         [
-            f"V on a {s.grid} x {s.grid} lattice of [-1, 1]^2, the geometric mean over {s.samples} parameter samples per "
-            f"net and depth (the papers: 3,000). Widths by depth: "
+            f"V on a {s.grid} x {s.grid} lattice of [-1, 1]^2, the geometric mean over {s.samples} parameter samples "
+            f"per net and depth (the papers: 3,000). Widths by depth: "
             + ", ".join(f"L={d}: {w}" for d, w in widths.items())
             + "; parameters FC "
             + ", ".join(str(params["FC+ReLU"][d]) for d in s.depths)

@@ -65,7 +65,7 @@ class _Folded(nn.Module):
 
 def _tensors(net: Network) -> dict[str, torch.Tensor]:
     """Every parameter and buffer of ``net`` by its name in ``_Folded`` (the projection included)."""
-    out = {f"net.{name}": p for name, p in net.named_parameters()}
+    out: dict[str, torch.Tensor] = {f"net.{name}": p for name, p in net.named_parameters()}
     out.update({f"net.{name}": b for name, b in net.named_buffers()})
     return out
 
@@ -108,7 +108,7 @@ class CompiledForward:
         tensors = self._tensors.get(net)
         if tensors is None:
             tensors = self._tensors[net] = _tensors(net)
-            for name, t in net.stacked_tensors():
+            for _name, t in net.stacked_tensors():
                 torch._dynamo.maybe_mark_dynamic(t, 0)
         self.stats.calls += 1
         before = _graphs()

@@ -43,7 +43,7 @@ momentum when ``Protocol.momentum`` > 0; "adam" is Adam with the protocol's beta
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar
+from typing import Callable, ClassVar, Sequence
 
 import torch
 
@@ -58,7 +58,7 @@ def per_run(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 def per_runs(v: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
     """``per_run(v, t)`` for every tensor ``t`` of ``like`` (one view per number of dimensions), for the
     ``torch._foreach_*`` operations, which take one operand per tensor."""
-    views = {}
+    views: dict[int, torch.Tensor] = {}  # number of dimensions -> view
     return [views[t.dim()] if t.dim() in views else views.setdefault(t.dim(), per_run(v, t)) for t in like]
 
 
@@ -99,13 +99,13 @@ class Optimizer:
             {k: state[k][runs] for k in self.scalars},
         )
 
-    def update(self, params: list[torch.Tensor], grads: list[torch.Tensor], slots: Slots, lr: torch.Tensor) -> None:
+    def update(self, params: list[torch.Tensor], grads: Sequence[torch.Tensor], slots: Slots, lr: torch.Tensor) -> None:
         raise NotImplementedError
 
-    def advance(self, grads: list[torch.Tensor], slots: Slots) -> None:
+    def advance(self, grads: Sequence[torch.Tensor], slots: Slots) -> None:
         raise NotImplementedError
 
-    def direction(self, grads: list[torch.Tensor], slots: Slots) -> list[torch.Tensor]:
+    def direction(self, grads: Sequence[torch.Tensor], slots: Slots) -> list[torch.Tensor]:
         raise NotImplementedError
 
     def __repr__(self):

@@ -64,6 +64,7 @@ cost 11-12 (``study.perf.operators`` counts them; docs/performance.md measures b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -257,7 +258,7 @@ def train_step(
         losses = run_losses(forward(part.net, x), y, scale, protocol.loss)
         # The gradient of sum_r loss_r: its gradient by each loss_r is 1 (``part.ones``, made once, rather than a
         # sum and the ones that autograd would make every step).
-        grads = torch.autograd.grad(losses, part.params, part.ones, allow_unused=True)
+        grads: Sequence[torch.Tensor] = torch.autograd.grad(losses, part.params, part.ones, allow_unused=True)
         # A bias folded into batchnorm has no gradient (exactly zero): its SGD update and, with its Adam
         # moments staying zero, its Adam update are nothing.
         used = [i for i, g in enumerate(grads) if g is not None]

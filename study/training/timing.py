@@ -22,7 +22,7 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def time_calls(fn: Callable[[int], None], calls: int, device: torch.device) -> tuple[float, float]:
+def time_calls(fn: Callable[[int], object], calls: int, device: torch.device) -> tuple[float, float]:
     """(wall seconds, CPU seconds) per call of ``fn(i)``, i = 0 .. calls - 1 (see the module docstring).
     The device is synchronized before the first call so that earlier queued work is not counted."""
     synchronize(device)

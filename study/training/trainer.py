@@ -66,7 +66,7 @@ from ..nn.network import Network, Seeds, build_network, output_scale
 from ..experiment.protocol import Protocol
 from . import checkpoint as ckpt
 from .checkpoint import Candidate, TrainingState
-from .compiled import FORWARDS, select_forward
+from .compiled import FORWARDS, ForwardChoice, select_forward
 from .curves import Curves, Trajectory
 from .device import available_device
 from .loss import errors
@@ -246,6 +246,7 @@ def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> Trai
     lrs = rates * len(seeds)
     net = _stack_network(spec, seeds, n, device)
     scheduler = scheduler_of(protocol)
+    initial: float | np.ndarray
     if scheduler.monitors:
         monitored = _monitored(splits, protocol)
         initial = errors(net, monitored.x, monitored.y, _widest(spec), net.runs, protocol.loss).cpu().numpy()
@@ -312,11 +313,12 @@ class _Trainer:
         self.last_save = time.perf_counter()
         self.chunk_runs = chunk_runs
         self.trajectory = trajectory
-        self._errors = None  # the monitored errors of the epoch just trained (a schedule that monitors)
+        # the monitored errors of the epoch just trained (a schedule that monitors)
+        self._errors: np.ndarray | None = None
         self.scheduler = scheduler_of(protocol)
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
         self.forward_option = forward
-        self.forward_choice = None  # ``study.training.compiled.ForwardChoice`` of this session
+        self.forward_choice: ForwardChoice | None = None  # the training forward chosen in this session
 
     # -- the loop --------------------------------------------------------------------------------
     def train(self) -> Outcome:
@@ -508,7 +510,7 @@ class _Trainer:
             self._save()  # a crash before the caller stores the outcome loses only the final metrics
         runs = [_with_wall(s.records[k], s.wall[k]) for k in range(len(s.lrs))]
         chosen = select(runs, p.selected_by)
-        assert chosen == s.candidate.index
+        assert s.candidate is not None and chosen == s.candidate.index
         network = s.candidate.net
         network.eval()
         j = chosen // s.n_rates

@@ -19,3 +19,16 @@ def test_a_long_value_folds_into_details_holding_all_of_it():
     assert html.startswith('<details class="fold"><summary>') and f"({len(long):,} characters)" in html
     summary = html.split("<summary>")[1].split("</summary>")[0]
     assert len(summary) < 120 and long.replace('"', "&quot;") in html
+
+
+def test_row_classes_mark_their_rows_and_leave_the_tables_own_class():
+    """The row's class was written into the table's own (``<table class=" class="best"">``), the loop variable
+    shadowing the ``cls`` argument."""
+    from archstudy.analysis.html import table
+
+    out = table(["a"], [["1"], ["2"]], row_classes=["", "best"])
+    assert (
+        out == '<table><thead><tr><th class="l">a</th></tr></thead><tbody><tr><td class="l">1</td></tr>'
+        '<tr class="best"><td class="l">2</td></tr></tbody></table>'
+    )
+    assert table(["a"], [["1"]], row_classes=["best"], cls="wide").startswith('<table class="wide">')

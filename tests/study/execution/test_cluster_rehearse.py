@@ -1,5 +1,5 @@
-"""The rehearsal of cluster.yaml (study.execution.cluster): its translation into a fake multi-node autoscaling config, the
-processes it calls its own, and (slow) a study under Ray's real autoscaler started from zero worker nodes.
+"""The rehearsal of cluster.yaml (study.execution.cluster): its translation into a fake multi-node autoscaling config,
+the processes it calls its own, and (slow) a study under Ray's real autoscaler started from zero worker nodes.
 
 Other Rays run on this machine at the same time (other tests, other people): the rehearsal gets a free port
 and its own temp dir, the test connects to it by its explicit address, and only processes of its own session
@@ -50,7 +50,8 @@ CLUSTER_YAML = ROOT / "cluster.yaml"
 
 # -- the translation ----------------------------------------------------------------------------------------
 def _stated_in_comments(text: str) -> dict:
-    """instance type -> (GPUs, vCPUs) as cluster.yaml's comments state them ("# p5.4xlarge: 1 x H100 80 GB, 16 vCPU")."""
+    """instance type -> (GPUs, vCPUs) as cluster.yaml's comments state them ("# p5.4xlarge: 1 x H100 80 GB, 16
+    vCPU")."""
     return {
         m[1]: (int(m[2]), int(m[3]))
         for m in re.finditer(r"#\s*([a-z0-9]+\.[a-z0-9]+): (\d+) x [^,]+, (\d+) vCPU", text)
@@ -147,7 +148,10 @@ def test_stop_without_a_rehearsal_says_so(tmp_path, monkeypatch, capsys):
 
 # -- processes of a session ---------------------------------------------------------------------------------
 SLEEP = "import time; time.sleep(120)"
-PARENT = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); time.sleep(120)"
+PARENT = (
+    "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+    "time.sleep(120)"
+)
 
 
 def _alive(pid: int) -> bool:

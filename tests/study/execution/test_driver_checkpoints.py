@@ -35,10 +35,10 @@ def test_each_new_checkpoint_reaches_the_store_and_a_retry_starts_from_it():
         for version in (b"epoch 1", b"epoch 2"):
             time.sleep(0.05)  # each version with a later modification time
             _write(path, version)
-            _wait_until(
+            _wait_until(  # waits here: the lambda does not outlive this iteration
                 lambda: (
                     store.exists("checkpoints", f"{NAME}.pt")
-                    and store.read_bytes("checkpoints", f"{NAME}.pt") == version
+                    and store.read_bytes("checkpoints", f"{NAME}.pt") == version  # noqa: B023
                 )
             )
     assert not os.path.exists(path)  # the local scratch copy is gone with the attempt

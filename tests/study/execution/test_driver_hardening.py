@@ -646,6 +646,25 @@ def test_of_many_drivers_taking_an_s3_lock_at_once_exactly_one_holds_it_and_a_go
     assert ObjectLock.owner_gone({"host": "elsewhere", "pid": 1, "renewed_unix": time.time() - 5}) is None
 
 
+def test_a_starting_drivers_write_probe_does_not_make_a_new_s3_location_look_taken(s3_endpoint):
+    """The race the two-driver test below saw on a loaded machine: the second driver listed the new study while
+    the first one's write probe (``Store.write_problem``) existed, and said "exists and is not a study"."""
+    from archstudy.study.execution.driver import _check_new_location
+    from archstudy.study.execution.store import PROBE
+
+    uri = f"s3://archstudy-probe/studies/new?{_bucket(s3_endpoint, 'archstudy-probe')}"
+    store = Store(uri)
+    with store.fs.open_output_stream(store.path(f"{PROBE}123-abcdef12")) as f:
+        f.write(b"")
+    assert store.listing() == []
+    _check_new_location(store)  # a new study may start here
+    with store.fs.open_output_stream(store.path("notes.txt")) as f:  # anything else is the user's
+        f.write(b"x")
+    assert store.listing() == ["notes.txt"]
+    with pytest.raises(UserError, match="exists and is not a study"):
+        _check_new_location(store)
+
+
 def test_two_drivers_started_together_on_one_s3_study_one_runs_it_and_the_other_is_refused(
     local_ray, reference, s3_endpoint, tmp_path
 ):

@@ -1,7 +1,7 @@
-"""NLC-guided pruning at launch (study.execution.pruning, ``archstudy run --nlc-window``) end to end on the real pipeline:
-pruned architectures are stored untrained with their measurements at initialization, ``archstudy status`` counts
-them apart, a resume trains nothing, another window is refused; ``auto`` trains a pilot and prunes the rest by the
-pilot's window. One embedded Ray for the module."""
+"""NLC-guided pruning at launch (study.execution.pruning, ``archstudy run --nlc-window``) end to end on the real
+pipeline: pruned architectures are stored untrained with their measurements at initialization, ``archstudy
+status`` counts them apart, a resume trains nothing, another window is refused; ``auto`` trains a pilot and prunes
+the rest by the pilot's window. One embedded Ray for the module."""
 
 import io
 import json

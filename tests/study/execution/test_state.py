@@ -1,5 +1,5 @@
-"""study.execution.state.survey: a study's files against its plan: finished, corrupt, foreign, failed, in progress, left,
-extra files and checkpoints, read-only (no Ray: the files are written here through the store)."""
+"""study.execution.state.survey: a study's files against its plan: finished, corrupt, foreign, failed, in progress,
+left, extra files and checkpoints, read-only (no Ray: the files are written here through the store)."""
 
 import time
 

@@ -306,7 +306,7 @@ def version_1_file(arch: dict, finished_at: str) -> bytes:
 
 def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_still_read(tmp_path):
     store = Store(tmp_path / "s")
-    old_spec, new_spec = sample_spec(3, 8, 40, 3, "extended", 4000), SPEC
+    old_spec = sample_spec(3, 8, 40, 3, "extended", 4000)
     old_name = unit_name(8, old_spec.content_id)
     old_arch, old_runs = rows(8, old_spec)
     store.write_bytes([RUNS, f"{old_name}.parquet"], parquet_bytes(to_table(RUNS, old_runs)))

@@ -1,5 +1,5 @@
-"""Columns added to schema version 1 after its first files (study.experiment.schema.ADDED_COLUMNS): a study's older files
-stay finished (a resume does not redo them) and are read with the values their rows had."""
+"""Columns added to schema version 1 after its first files (study.experiment.schema.ADDED_COLUMNS): a study's older
+files stay finished (a resume does not redo them) and are read with the values their rows had."""
 
 import math
 

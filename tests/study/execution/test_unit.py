@@ -1,5 +1,5 @@
-"""study.execution.unit: a study's units (the plan of its config), one unit run in this process (its rows fit the schema,
-they do not depend on the process's global random state, which it leaves alone), the worker's set-up."""
+"""study.execution.unit: a study's units (the plan of its config), one unit run in this process (its rows fit the
+schema, they do not depend on the process's global random state, which it leaves alone), the worker's set-up."""
 
 import math
 import random

@@ -27,8 +27,8 @@ def reference_forward(spec: ArchSpec, net, x: np.ndarray) -> np.ndarray:
     ends = {s + k: s for s in starts}
     act = net.act
     h, carried = x, None
-    for l in range(1, L + 1):
-        mod = net.linears[l - 1]
+    for layer in range(1, L + 1):
+        mod = net.linears[layer - 1]
         p = {n: t.detach().numpy()[0] for n, t in mod.named_parameters()}
         if "u" in p:  # Householder: H = I - 2 u u^T / |u|^2, formed explicitly here
             u = p["u"]
@@ -36,21 +36,21 @@ def reference_forward(spec: ArchSpec, net, x: np.ndarray) -> np.ndarray:
             z = h @ H.T + p["bias"]
         elif "theta" in p:  # GmP: u(theta)^T (x - E[x]) + lambda, the mean subtracted on intermediate layers
             U = unit_from_angles(p["theta"])
-            xc = h - h.mean(axis=0, keepdims=True) if l > 1 else h
+            xc = h - h.mean(axis=0, keepdims=True) if layer > 1 else h
             z = xc @ U.T + p["lam"]
         else:
             z = h @ p["weight"].T + p["bias"]
-        if l in ends:
-            z = z + spec.skip_strength * (carried if l < L else carried @ net.projection.numpy().T)
-        if l in starts and spec.skip == "after_linear":
+        if layer in ends:
+            z = z + spec.skip_strength * (carried if layer < L else carried @ net.projection.numpy().T)
+        if layer in starts and spec.skip == "after_linear":
             carried = z
-        if l < L and spec.norm == "batch":
+        if layer < L and spec.norm == "batch":
             z = (z - z.mean(0)) / np.sqrt(z.var(0) + EPS)
-        elif l < L and spec.norm == "layer":
+        elif layer < L and spec.norm == "layer":
             z = (z - z.mean(1, keepdims=True)) / np.sqrt(z.var(1, keepdims=True) + EPS)
-        if l in starts and spec.skip == "after_norm":
+        if layer in starts and spec.skip == "after_norm":
             carried = z
-        if l == L:
+        if layer == L:
             return z
         h = act(torch.from_numpy(z)).numpy()
         if "theta" in p:
@@ -123,7 +123,7 @@ def test_stacked_copies_equal_separate_networks_and_take_reorders():
     )
     stack = build_network(spec, seed=5, runs=4)
     with torch.no_grad():  # make the copies differ, as training would
-        for i, p in enumerate(stack.parameters()):
+        for _i, p in enumerate(stack.parameters()):
             p.add_(0.01 * torch.randn_like(p))
     x = torch.randn(50, 6, dtype=torch.float64)
     with frozen_statistics(stack):
@@ -138,8 +138,8 @@ def test_stacked_copies_equal_separate_networks_and_take_reorders():
 
 
 # ---------------------------------------------------------------- initialization facts of appendix C
-def _w(net, l):
-    return net.linears[l - 1].weight.detach()[0]
+def _w(net, layer):
+    return net.linears[layer - 1].weight.detach()[0]
 
 
 def test_orthogonal_submatrices_with_the_forward_multiplier():
@@ -167,12 +167,12 @@ def test_joint_scale_and_near_zero_branches_multiply_the_same_draws():
     ref = build_network(base, seed=9)
     scaled = build_network(base.replace(init_scale=1.1), seed=9)
     branch = build_network(base.replace(branch_scale=0.01), seed=9)
-    for l in range(1, 6):
+    for layer in range(1, 6):
         for name in ("weight", "bias"):
-            r = getattr(ref.linears[l - 1], name).detach()
-            assert torch.allclose(getattr(scaled.linears[l - 1], name).detach(), 1.1 * r, rtol=1e-15, atol=0)
-            factor = 1.0 if l == 1 else 0.01  # every layer after the first is inside a residual branch
-            assert torch.allclose(getattr(branch.linears[l - 1], name).detach(), factor * r, rtol=1e-15, atol=0)
+            r = getattr(ref.linears[layer - 1], name).detach()
+            assert torch.allclose(getattr(scaled.linears[layer - 1], name).detach(), 1.1 * r, rtol=1e-15, atol=0)
+            factor = 1.0 if layer == 1 else 0.01  # every layer after the first is inside a residual branch
+            assert torch.allclose(getattr(branch.linears[layer - 1], name).detach(), factor * r, rtol=1e-15, atol=0)
     p = ref.projection
     assert torch.allclose(p @ p.T, torch.eye(3, dtype=torch.float64), atol=1e-12)
 

@@ -95,16 +95,16 @@ def test_an_sp_layer_with_imn_subtracts_the_batch_mean_and_then_the_running_mean
 
     def reference(means):
         h = x
-        for l, layer in enumerate(net.linears, start=1):
-            inp = h - means[l] if l in means else h
+        for k, layer in enumerate(net.linears, start=1):
+            inp = h - means[k] if k in means else h
             s = inp @ layer.weight[0].T + layer.bias[0]
-            h = s if l == spec.depth else act(s)
+            h = s if k == spec.depth else act(s)
         return h
 
     seen = {}
     hooks = [
-        net.linears[l - 1].register_forward_pre_hook(lambda m, a, l=l: seen.__setitem__(l, a[0][0].mean(0)))
-        for l in (2, 3)
+        net.linears[k - 1].register_forward_pre_hook(lambda m, a, k=k: seen.__setitem__(k, a[0][0].mean(0)))
+        for k in (2, 3)
     ]
     net.train()
     out = net(x)
@@ -116,9 +116,9 @@ def test_an_sp_layer_with_imn_subtracts_the_batch_mean_and_then_the_running_mean
         and not hasattr(net.linears[3], "running_mean")
     )
     assert torch.allclose(out, reference(seen), rtol=1e-13, atol=1e-13)
-    running = {l: 0.1 * seen[l] for l in (2, 3)}  # momentum 0.1 from zero
-    for l in (2, 3):
-        assert torch.allclose(net.linears[l - 1].running_mean[0], running[l], rtol=1e-14, atol=1e-15)
+    running = {k: 0.1 * seen[k] for k in (2, 3)}  # momentum 0.1 from zero
+    for k in (2, 3):
+        assert torch.allclose(net.linears[k - 1].running_mean[0], running[k], rtol=1e-14, atol=1e-15)
     net.eval()
     assert torch.allclose(net(x), reference(running), rtol=1e-13, atol=1e-13)
 

@@ -365,13 +365,13 @@ def _hand_forward(net, x):
 
     act = {"relu": torch.relu, "abs": torch.abs}[net.spec.activation]
     h = x
-    for l, linear in enumerate(net.linears, start=1):
+    for layer, linear in enumerate(net.linears, start=1):
         if linear.kind == "householder":
             u = linear.u[0]
             h = h @ (torch.eye(len(u), dtype=u.dtype) - 2 * torch.outer(u, u) / (u @ u)).T + linear.bias[0]
         else:
             h = h @ linear.weight[0].T + linear.bias[0]
-        if l < net.spec.depth:
+        if layer < net.spec.depth:
             h = act(h)
     return h
 

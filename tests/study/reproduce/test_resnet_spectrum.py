@@ -70,7 +70,8 @@ def test_spectrum_at_zero_is_theorem_2s_and_descent_lowers_the_loss(data):
 
 
 def test_interpolation_in_the_loss_is_exact_on_a_line():
-    cps = [{"loss": l, "v": 2.0 * l + 1.0, "w": 10.0**l} for l in (5.0, 3.0, 1.0, 0.5)]  # descending, as in training
+    # descending, as in training
+    cps = [{"loss": loss, "v": 2.0 * loss + 1.0, "w": 10.0**loss} for loss in (5.0, 3.0, 1.0, 0.5)]
     grid = np.array([0.7, 2.0, 4.5])
     assert resnet_spectrum.on_grid(cps, "v", grid, log=False) == pytest.approx(2.0 * grid + 1.0)
     assert resnet_spectrum.on_grid(cps, "w", grid, log=True) == pytest.approx(grid)
@@ -82,15 +83,15 @@ def picture(swap: bool) -> dict:
     net's (just below) at the end; its index low, dropping at the start while its gradient peaks."""
     losses = np.linspace(5.0, 0.3, 11)
     shapes = {
-        "shortcut2": (lambda l: 9 - 0.5 * (l - 0.3), lambda i: 0.1 if i else 0.4),
-        "orthogonal": (lambda l: 10 + 200 * (l - 0.3), lambda i: 0.45),
-        "xavier": (lambda l: 30 + 300 * (l - 0.3), lambda i: 0.48),
+        "shortcut2": (lambda loss: 9 - 0.5 * (loss - 0.3), lambda i: 0.1 if i else 0.4),
+        "orthogonal": (lambda loss: 10 + 200 * (loss - 0.3), lambda i: 0.45),
+        "xavier": (lambda loss: 30 + 300 * (loss - 0.3), lambda i: 0.48),
     }
     runs = {}
     for kind, (cond, index) in shapes.items():
         cps = [
-            {"epoch": 10 * i, "loss": float(l), "condition_number": float(cond(l)), "index": index(i)}
-            for i, l in enumerate(losses)
+            {"epoch": 10 * i, "loss": float(loss), "condition_number": float(cond(loss)), "index": index(i)}
+            for i, loss in enumerate(losses)
         ]
         grad = [0.0] * 100
         grad[5] = 1.0  # the largest gradient at epoch 5: the middle of the first interval, where the index drops

@@ -148,7 +148,7 @@ def fake(name: str, seconds: float, whole_machine: bool = False) -> Reproduction
         "x",
         scales={s: None for s in ("tiny", "quick", "paper")},
         cost={"tiny": "1 s", "quick": f"{seconds:g} s", "paper": "days"},
-        run=print,
+        reproduce=print,
         whole_machine=whole_machine,
     )
 

@@ -76,7 +76,7 @@ def _data(spec, n=20, count=3):
 def _relative(a, b) -> float:
     """max |a - b| / max |a| over every stacked tensor (parameters and running statistics)."""
     worst = 0.0
-    for (name, x), (_, y) in zip(a.net.stacked_tensors(), b.net.stacked_tensors()):
+    for (_name, x), (_, y) in zip(a.net.stacked_tensors(), b.net.stacked_tensors()):
         scale = float(x.detach().abs().max())
         if scale:
             worst = max(worst, float((x.detach() - y.detach()).abs().max()) / scale)

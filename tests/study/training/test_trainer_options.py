@@ -56,7 +56,7 @@ def reference_module(spec: ArchSpec, seed: int) -> nn.Sequential:
     stacked = build_network(spec, seed)
     c, b = stacked.act.constants
     layers = []
-    for l, mod in enumerate(stacked.linears, start=1):
+    for layer, mod in enumerate(stacked.linears, start=1):
         if mod.kind == "householder":
             layers.append(Reflect(mod.u.detach()[0], mod.bias.detach()[0]))
         else:
@@ -65,7 +65,7 @@ def reference_module(spec: ArchSpec, seed: int) -> nn.Sequential:
                 lin.weight.copy_(mod.weight[0])
                 lin.bias.copy_(mod.bias[0])
             layers.append(lin)
-        if l < spec.depth:
+        if layer < spec.depth:
             layers.append(Scaled(c, b))
     return nn.Sequential(*layers)
 
