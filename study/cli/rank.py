@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import cast
@@ -110,6 +111,34 @@ def default_out(study: str) -> Path:
     return Path(text.removeprefix("file://") + "-rank")
 
 
+def _check_out(text: str, study: str) -> None:
+    """Refuse, before anything is written, a DIR that is not rank's to write: a file, a URI (rank writes a local
+    directory), a study (its study.yaml would be replaced by the top K's config), or a directory inside a study (a
+    study's directory and everything under it belong to that study). DIR may be rank's own output (a study.yaml
+    beside its predictor.json): running the same command again resumes it."""
+    from ..execution.location import RANK_MARK, SCHEMES, open_location, study_above
+
+    out = Path(text)
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", text)
+    if "://" in text or (scheme and scheme[1].lower() in SCHEMES):
+        raise UserError(f"rank: --out {text}: rank writes a local directory, not a URI; give a directory")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"rank: --out {out} is a file, not a directory")
+    fs, root = open_location(out)
+    if (out / CONFIG_NAME).is_file() and not (out / RANK_MARK).is_file():
+        raise UserError(
+            f"rank: --out {out} is a study (it holds {CONFIG_NAME}); nothing was changed: rank writes the top K's "
+            f"config as DIR/{CONFIG_NAME}, which would replace that study's: choose a new directory"
+            + (f" (the default is {default_out(study)})" if Path(default_out(study)) != out else "")
+        )
+    above = study_above(fs, root)
+    if above is not None:
+        raise UserError(
+            f"rank: --out {out} lies inside the study {above} (it holds {CONFIG_NAME}); nothing was changed: a "
+            "study's directory and everything under it belong to that study: choose a directory outside it"
+        )
+
+
 def _grown(directory: Path, wanted: list[int]) -> list[int]:
     """The draws a study in ``directory`` must hold to include ``wanted``: the ones it holds (its list of chosen
     draws, in its order), then the wanted ones it lacks, so that running again extends it (a study's draws only
@@ -159,14 +188,15 @@ def command(args) -> int:
     from archstudy.analysis.predict import fit_predictor, fit_rows, median_lift, rank_rows
     from archstudy.analysis.results import load_results
 
+    from ..execution.location import RANK_MARK, open_location
     from ..execution.ray_session import ray_session
 
     n = check("rank", "architectures", Integer(1, MAX_ARCHITECTURES), args.architectures)
     top = min(DEFAULT_TOP, n) if args.top is None else check("rank", "top", Integer(1, n), args.top)
     k = None if args.check is None else check("rank", "check", Integer(1, n), args.check)
     out = Path(args.out) if args.out else default_out(args.study)
-    if out.exists() and not out.is_dir():
-        raise UserError(f"rank: --out {out} is a file, not a directory")
+    open_location(args.study)  # a malformed location is one line (study.execution.location), as for every command
+    _check_out(args.out or os.fspath(out), args.study)
 
     results = load_results(args.study, runs=False)
     base = StudyConfig.from_dict(results.config)
@@ -196,8 +226,6 @@ def command(args) -> int:
     wanted = fresh_indices(
         seed, n, cast(int, base.d_in), cast(int, base.d_out), base.space_obj, base.param_budget, held
     )
-    out.mkdir(parents=True, exist_ok=True)
-    predictor.save(out / "predictor.json")
     print(
         f"archstudy rank: {predictor.learner} predictor fitted on {predictor.source['rows']} trained architectures "
         f"of {args.study}; measuring {n} fresh architectures (study seed {seed}) at initialization in "
@@ -208,6 +236,8 @@ def command(args) -> int:
     with ray_session(args.address):
         measured_config = config_of(base, seed, _grown(out / MEASURED, wanted), measure_only=True, root=args.root)
         done = _study(measured_config, out / MEASURED, args)
+        # Written once the measured study has accepted the data (a wrong --root is refused before any write).
+        predictor.save(out / RANK_MARK)
         measured = load_results(out / MEASURED, runs=False).architectures
         measured = measured[measured["index"].isin(wanted)]
         ranked = rank_rows(predictor, measured)

@@ -54,6 +54,7 @@ from ..experiment.nlc_window import pilot_window
 from . import interrupts
 from .engine import Engine, Failure, Job, Rejected, Tally
 from . import memory
+from .location import study_above
 from .costs import PROBE_UNITS, Forecast, count_text, plan_line
 from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
 from .progress import Progress
@@ -83,6 +84,17 @@ class DriverSummary:
 
 
 # -- the driver ------------------------------------------------------------------------------------------
+def _check_not_inside_a_study(store: Store) -> None:
+    """Refuse a location inside another study's directory (``checkpoints/x``, ``architectures/x``, ``inner``): a
+    study's directory and everything under it belong to that study (its table folders are read whole)."""
+    above = study_above(store.fs, store.root)
+    if above is not None:
+        raise UserError(
+            f"{store.location}: lies inside the study {above} (it holds {CONFIG_NAME}); nothing was changed: "
+            "a study's directory and everything under it belong to that study: choose a directory outside it"
+        )
+
+
 def _check_new_location(store: Store) -> None:
     kind = store.root_kind()
     if kind == "file":
@@ -163,12 +175,17 @@ def run_study(
     config = _execution(config, execution)
     store = Store(out)
     store.reach()  # object storage that refuses or never answers: one line, in bounded time
+    _check_not_inside_a_study(store)
     new = not store.is_study()
+    unchanged: StudyConfig | None = None
     if not new:
         stored = store.read_config()
         config, rewrite, note = _reconcile(store, stored, config, force_config)
         if not rewrite:
             config = stored.with_execution(**named)
+        elif force_config and not stored.differences(config.replace(data_fingerprint=stored.data_fingerprint)):
+            # --force-config with the study's own science keys: rewritten only if the data turns out to differ.
+            unchanged = stored.with_execution(**named)
     else:
         _check_new_location(store)
         rewrite, note = True, None
@@ -176,6 +193,7 @@ def run_study(
         store,
         config,
         write_config=rewrite,
+        unless_same_data=unchanged,
         address=address,
         retry_failed=retry_failed,
         max_in_flight=max_in_flight,
@@ -304,6 +322,7 @@ def _drive(
     config: StudyConfig,
     *,
     write_config: bool,
+    unless_same_data: StudyConfig | None = None,
     address: str | None,
     retry_failed: bool,
     max_in_flight: int | None,
@@ -326,6 +345,9 @@ def _drive(
     check_address(address, connect_timeout_s)
     data = _load_data(config)
     d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
+    if unless_same_data is not None and unless_same_data.data_fingerprint == fingerprint:
+        # --force-config asked nothing new (the same science keys, the same data): nothing is rewritten.
+        config, write_config, note = unless_same_data, False, None
     if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
         raise UserError(
             f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "

@@ -2,7 +2,16 @@
 
 ``open_location(text)`` gives the ``pyarrow.fs`` filesystem and the root path of a study location. A URI
 that names no bucket (``s3://``, ``s3://?endpoint_override=...``) is refused in one line: pyarrow would
-take it as the root of the whole store and every file of the study as ``/study.yaml``.
+take it as the root of the whole store and every file of the study as ``/study.yaml``. So is an
+object-storage URI whose path is not in its one normal form (a ``..``, ``.`` or empty segment: the store
+resolves ``x/../ab1`` when it reads or writes one object, never when it lists a prefix, so the study's files
+would be written where its listing never finds them), an ``endpoint_override`` whose port is not one
+(``127.0.0.1:99999``), and a known scheme without its ``//`` (``s3:bucket/x`` would be the local directory
+``./s3:bucket/x``). A ``file://`` URI's path is normalized as a local path is. Every command opens a study
+location here (``study.execution.store.Store``).
+
+``study_above(fs, root)`` names the study a location lies inside, if any: a study's directory and everything
+under it belong to that study, never to another study or to ``archstudy rank``'s output.
 
 An ``s3://`` filesystem is made with bounded waits, so an endpoint that refuses, or accepts and never
 answers, fails instead of hanging:
@@ -23,6 +32,9 @@ one line naming the address (``unreachable``). Every process that opens the loca
 from __future__ import annotations
 
 import os
+import posixpath
+import re
+import urllib.parse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -52,10 +64,58 @@ def bounded_s3(fs: pafs.S3FileSystem) -> pafs.S3FileSystem:
     return pafs.S3FileSystem(**options, retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=ATTEMPTS))
 
 
+# The schemes pyarrow.fs opens: ``s3:bucket/x`` (no ``//``) is a mistake for one of them, not a local directory.
+SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "file", "abfs", "abfss")
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def _refuse_malformed(text: str) -> None:
+    """One ``UserError`` line for a location that would open somewhere else than it says (module docstring)."""
+    m = _SCHEME.match(text)
+    if "://" not in text:
+        if m and m[1].lower() in SCHEMES:
+            form = "file:///ABSOLUTE/PATH" if m[1].lower() == "file" else f"{m[1]}://BUCKET/PREFIX"
+            raise UserError(
+                f"study location {text!r}: a {m[1]}: URI without '//'; write {form} "
+                f"(or ./{text} for a local directory of that name)"
+            )
+        return
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme.lower() == "file":
+        return
+    for value in urllib.parse.parse_qs(parts.query).get("endpoint_override", []):
+        try:
+            port = urllib.parse.urlsplit(value if "://" in value else f"//{value}").port
+            if port == 0:
+                raise ValueError("port 0")
+        except ValueError:
+            raise UserError(
+                f"study location {text!r}: endpoint_override={value!r}: not HOST or HOST:PORT with a port "
+                "from 1 to 65535"
+            ) from None
+    path = urllib.parse.unquote(parts.path)
+    segments = path.split("/")[1:]
+    if segments and segments[-1] == "":
+        segments.pop()  # one trailing slash: the same prefix
+    if any(s in ("", ".", "..") for s in segments):
+        bucket = parts.netloc.rsplit("@", 1)[-1]
+        normal = posixpath.normpath(f"/{bucket}{path}").lstrip("/")
+        if normal.split("/", 1)[0] == bucket:
+            query = f"?{parts.query}" if parts.query else ""
+            hint = f": write {parts.scheme}://{normal}{query}"
+        else:
+            hint = f": it leaves the bucket {bucket!r}"
+        raise UserError(
+            f"study location {text!r}: its path holds a '..', '.' or empty segment, which the object store "
+            f"resolves for one object but not for a listing{hint}"
+        )
+
+
 def open_location(location: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
     """(filesystem, root path) of a study location: a local path (absolute, ``~`` expanded) or a URI
     (``s3://BUCKET/PREFIX``, ``gs://...``, ``file:///abs/path``); a bad URI is one ``UserError`` line."""
     text = os.fspath(location)
+    _refuse_malformed(text)
     if "://" not in text:
         return pafs.LocalFileSystem(), os.path.abspath(os.path.expanduser(text)).rstrip("/") or "/"
     try:
@@ -70,7 +130,36 @@ def open_location(location: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
             )
         if isinstance(fs, pafs.S3FileSystem):
             fs = bounded_s3(fs)
+    else:
+        root = os.path.normpath(root) if root else root
     return fs, root.rstrip("/") or "/"
+
+
+# Beside the study.yaml it writes (the top K as a study's config), `archstudy rank`'s output holds its predictor:
+# a directory with both is rank's output, not a study, and the studies rank runs live inside it (measured, check).
+RANK_MARK = "predictor.json"
+
+
+def study_above(fs: pafs.FileSystem, root: str) -> str | None:
+    """The nearest directory strictly above ``root`` that holds a study (its ``study.yaml``; rank's output, which
+    holds ``RANK_MARK`` beside it, is none), or None."""
+    from ..experiment.config import CONFIG_NAME
+
+    parents = []
+    path = root.rstrip("/")
+    while "/" in path.strip("/"):
+        path = path.rsplit("/", 1)[0] or "/"
+        parents.append(path)
+    if fs.type_name == "local" and root.startswith("/") and root != "/" and "/" not in parents:
+        parents.append("/")
+    if not parents:
+        return None
+    join = lambda parent, name: f"{parent.rstrip('/')}/{name}"  # noqa: E731
+    infos = fs.get_file_info([join(p, CONFIG_NAME) for p in parents])
+    for parent, info in zip(parents, infos):
+        if info.type == pafs.FileType.File and fs.get_file_info(join(parent, RANK_MARK)).type != pafs.FileType.File:
+            return parent
+    return None
 
 
 def unreachable(location: str, error: BaseException) -> UserError:

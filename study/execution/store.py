@@ -19,11 +19,17 @@ writer of results, and each file appears whole or not at all: on a local filesys
 hidden temporary name in the same directory (``.<name>.tmp-...``, which Parquet dataset readers skip) and
 renamed; on object storage it is put whole (an object becomes visible only when its upload completes).
 The ``architectures`` file is written last, so it is the commit point, and it says which other files the
-unit has (``FileCheck.requires``): a trained architecture's ``runs`` file (and its ``curves`` file, which
-an architecture finished before curves were recorded, or resumed from a checkpoint that had none, lacks),
-none for an architecture pruned at launch (``trained`` false). A unit is finished when its
-``architectures`` file is valid, the files it requires are there and valid, and a ``curves`` file, if there,
-is valid: a write is never lost after the commit point, so an absent curves file means none was recorded.
+unit has (``FileCheck.requires``): its metadata ``archstudy.unit_tables`` names the tables written before it
+(``runs,curves`` for a trained architecture, none for one pruned at launch, ``trained`` false). A file from
+before that key requires what its writer always wrote: a trained architecture's ``runs`` and ``curves`` files
+when the file has the ``trained`` column (added with the curves), else (finished before curves were
+recorded) its ``runs`` file only. A unit is finished when its ``architectures`` file is valid, the files it
+requires are there and valid, and a ``curves`` file, if there, is valid: a deleted file of a finished unit
+is found, and a resume redoes the unit.
+
+Every entry of a local study the driver writes or deletes (``ENTRIES``) is checked never to be a symbolic
+link (``Store.links``, ``Store.refuse_links``; ``write_bytes`` and ``delete`` refuse a folder that is one):
+a planted ``progress -> /elsewhere`` never has files written or deleted there.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from ..experiment.schema import (
     CURVES,
     RUNS,
     SCHEMA_KEY,
+    UNIT_TABLES_KEY,
     RESULTS_SCHEMA_VERSION,
     RESULTS_SCHEMA_VERSIONS,
     SCIENCE_FINGERPRINT_KEY,
@@ -71,6 +78,11 @@ from ..experiment.schema import (
 FAILED, CHECKPOINTS, PROGRESS = "failed", "checkpoints", "progress"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
+# Every entry of a study a driver (or a worker of it) writes or deletes: its folders and its files at the root.
+# Declared once: the writers use these names, and each is checked never to be a symbolic link (``Store.links``).
+FOLDERS = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS)
+ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
+ENTRIES = FOLDERS + ROOT_FILES
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"
 PROBE = f".write-check{TEMP_MARK}"  # the name of an object-store write probe begins so (``Store.write_problem``)
@@ -172,12 +184,12 @@ class StoreWriteError(UserError, OSError):
     full, the directory is read-only or gone, a folder is a link, the object store refused). The file was not
     written, and nothing written before it is touched (a write is whole or not at all)."""
 
-    def __init__(self, path: str, why: str):
-        super().__init__(f"cannot write {path} ({why})")
-        self.path, self.why = path, why
+    def __init__(self, path: str, why: str, doing: str = "write"):
+        super().__init__(f"cannot {doing} {path} ({why})")
+        self.path, self.why, self.doing = path, why, doing
 
-    def __reduce__(self):  # picklable with its two arguments (it may cross from a worker to the driver)
-        return type(self), (self.path, self.why)
+    def __reduce__(self):  # picklable with its arguments (it may cross from a worker to the driver)
+        return type(self), (self.path, self.why, self.doing)
 
 
 def write_failure_why(error: BaseException) -> str:
@@ -266,17 +278,32 @@ class FileCheck:
     other_config: bool = False  # a valid file of another science config (never deleted: not this study's)
     science: dict | None = None  # the science config such a file records (None: it records none)
     trained: bool = True
+    tables: tuple[str, ...] | None = None  # a valid architectures file: the tables its unit has besides it
 
     @property
     def requires(self) -> tuple[str, ...]:
-        return runs_required(self.trained)
+        return runs_required(self.trained) if self.tables is None else self.tables
 
 
-def runs_required(trained: bool) -> tuple[str, ...]:
-    """The tables whose file a committed unit must have besides its ``architectures`` file: ``runs`` for a
-    trained architecture, nothing for one pruned at launch. (``curves`` is never required: see the module
-    docstring.)"""
-    return (RUNS,) if trained else ()
+def runs_required(trained: bool, curves: bool = False) -> tuple[str, ...]:
+    """The tables whose file a committed unit must have besides its ``architectures`` file: ``runs`` (and
+    ``curves`` with ``curves``) for a trained architecture, nothing for one pruned at launch."""
+    return ((RUNS, CURVES) if curves else (RUNS,)) if trained else ()
+
+
+def unit_tables(meta: Mapping[bytes, bytes], columns: Sequence[str], trained: bool) -> tuple[str, ...] | str:
+    """The tables a valid architectures file says its unit has (module docstring), or why its record does not fit."""
+    recorded = meta.get(UNIT_TABLES_KEY.encode())
+    if recorded is None:  # a writer from before the key: what it always wrote
+        return runs_required(trained, curves="trained" in columns)
+    text = recorded.decode(errors="replace")
+    tables = tuple(t for t in text.split(",") if t)
+    if tables not in (runs_required(trained), runs_required(trained, curves=True)):
+        return (
+            f"metadata {UNIT_TABLES_KEY} = {text!r} does not fit trained = {trained} "
+            f"(a trained architecture has {RUNS!r} or {f'{RUNS},{CURVES}'!r}, a pruned one none)"
+        )
+    return tables
 
 
 def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
@@ -320,8 +347,12 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
                 other_config=True,
                 science=science,
             )
-    if kind == ARCHITECTURES and "trained" in table.column_names:
-        return FileCheck(True, trained=bool(table.column("trained")[0].as_py()))
+    if kind == ARCHITECTURES:
+        trained = bool(table.column("trained")[0].as_py()) if "trained" in table.column_names else True
+        tables = unit_tables(meta, table.column_names, trained)
+        if isinstance(tables, str):
+            return FileCheck(False, tables)
+        return FileCheck(True, trained=trained, tables=tables)
     return FileCheck(True)
 
 
@@ -412,11 +443,7 @@ class Store:
             path = os.path.dirname(path)
         if not os.path.isdir(path):
             return f"{path} is not a directory"
-        folders = [path] + [
-            p
-            for p in (self.path(d) for d in (ARCHITECTURES, RUNS, FAILED, CHECKPOINTS, PROGRESS))
-            if path == self.root and os.path.isdir(p)
-        ]
+        folders = [path] + [p for p in (self.path(d) for d in FOLDERS) if path == self.root and os.path.isdir(p)]
         for folder in folders:
             if not os.access(folder, os.W_OK | os.X_OK):
                 return f"cannot write there ({folder} is not writable)"
@@ -440,6 +467,8 @@ class Store:
         study directory is never created again (its results would land in an empty directory without its
         study.yaml); and a folder of the study that is a symbolic link is never written through."""
         parts = tuple(parts)
+        if not parts or parts[0] not in ENTRIES:  # every entry written is one ``links`` checks
+            raise ValueError(f"{'/'.join(parts)}: not an entry of a study ({', '.join(ENTRIES)})")
         final = self.path(*parts)
         parent = final.rsplit("/", 1)[0]
         if not self.local:
@@ -487,13 +516,13 @@ class Store:
                 os.mkdir(folder)  # below the locked root only: never the root again
 
     def links(self) -> list[str]:
-        """The entries of a local study that are symbolic links (its folders, study.yaml, driver.json, the lock):
-        a driver never writes through one (a planted ``checkpoints -> /elsewhere`` would make every worker
-        write there); object storage has none."""
+        """The entries of a local study that are symbolic links (``ENTRIES``: every folder and root file a driver
+        writes or deletes): a driver never writes or deletes through one (a planted ``checkpoints -> /elsewhere``
+        would make every worker write there, ``progress -> /elsewhere`` the driver delete files there); object
+        storage has none."""
         if not self.local:
             return []
-        names = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
-        return [name for name in names if os.path.islink(self.path(name))]
+        return [name for name in ENTRIES if os.path.islink(self.path(name))]
 
     def refuse_links(self) -> None:
         """A ``UserError`` naming the first entry of the study that is a symbolic link (``links``), if any."""
@@ -508,6 +537,16 @@ class Store:
             )
 
     def delete(self, *parts: str) -> bool:
+        """Delete one file of the study (False where there was none, or it could not be deleted); never in a folder
+        of the study that is a symbolic link (``StoreWriteError``: a planted link is never followed)."""
+        if self.local and len(parts) > 1:
+            folder = self.path(*parts[:-1])
+            if os.path.islink(folder):
+                raise StoreWriteError(
+                    "/".join(parts),
+                    f"{folder[len(self.root) + 1 :]} is a symbolic link; a study never deletes through a link",
+                    "delete",
+                )
         try:
             self.fs.delete_file(self.path(*parts))
             return True
@@ -529,8 +568,10 @@ class Store:
         """Leftover temporary files of writes that a killed process did not finish: the driver's hidden
         ``.<name>.tmp-...`` files, and the trainer's ``checkpoints/<name>.pt.<random>.tmp`` files."""
         out = []
-        for folder in ("", ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS):
+        for folder in ("", *FOLDERS):
             base = self.path(folder) if folder else self.root
+            if folder and self.local and os.path.islink(base):
+                continue  # never listed, never deleted through a link (``refuse_links`` names it)
             for i in self.fs.get_file_info(pafs.FileSelector(base, allow_not_found=True)):
                 if i.type != pafs.FileType.File:
                     continue
@@ -590,6 +631,10 @@ class Store:
         if science is not None:
             arch_table = with_science(arch_table, science)
             tables = [(kind, with_science(table, science)) for kind, table in tables]
+        written = ",".join(kind for kind, _ in tables)  # what the commit point says its unit has
+        arch_table = arch_table.replace_schema_metadata(
+            {**(arch_table.schema.metadata or {}), UNIT_TABLES_KEY.encode(): written.encode()}
+        )
         for kind, table in tables:
             self.write_bytes([kind, f"{name}.parquet"], parquet_bytes(table))
         self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table))

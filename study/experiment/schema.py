@@ -62,6 +62,9 @@ TABLE_KEY = "archstudy.table"  # the table a file belongs to: one of ``TABLES``
 # The science config a file's rows were computed under (``StudyConfig.science_json``: canonical JSON of the
 # science keys but ``architectures``) and its fingerprint: a study holds one science config (study.execution.driver).
 SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY = "archstudy.science", "archstudy.science_fingerprint"
+# An architectures file's: the tables of its unit written before it (comma-separated; "" for none), so that a
+# finished architecture is checked table by table (``study.execution.store.FileCheck.requires``).
+UNIT_TABLES_KEY = "archstudy.unit_tables"
 ARCHITECTURES, RUNS, CURVES = "architectures", "runs", "curves"
 TABLES = (ARCHITECTURES, RUNS, CURVES)
 TYPES = ("int64", "float64", "bool", "str", "timestamp")

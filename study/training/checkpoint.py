@@ -16,7 +16,13 @@ study's ``checkpoints/`` (by anyone who can write there, an object-storage prefi
 code. A checkpoint belongs to one (architecture content id, seed, protocol, data fingerprint); a file
 that is not a checkpoint of this training (unreadable, not data only, another key, or contents that do not
 fit: names, shapes and dtypes of the stacked tensors, the run bookkeeping, a layout an older version wrote)
-is discarded: deleted, and training starts afresh; the caller reports the one-line reason. A checkpoint is
+is discarded: deleted, and training starts afresh; the caller reports the one-line reason.
+
+A checkpoint carries the digest of its content, written with it (``digest``: the SHA-256 of every other entry,
+``content_digest``: each tensor's dtype, shape and bytes, each plain value, dicts in key order). A file whose
+content no longer matches it (weights scaled, the epoch or a flag edited, NaN planted: a file loaded, changed
+and saved again) or that has none (not written by this module) is discarded the same way, never trained from:
+a result is only ever computed from the state the trainer itself saved. A checkpoint is
 transient (it lives while its architecture trains), so only the layout written here is read: a file of
 another layout costs the architecture's training so far, never a result. Writes go to a temporary file in the
 same directory, are flushed to disk and renamed over the target, so the file is always whole.
@@ -25,6 +31,7 @@ same directory, are flushed to disk and renamed over the target, so the file is 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -55,8 +62,51 @@ def checkpoint_key(arch_id: str, seed: int, protocol: dict, data: str, init_seed
     return key
 
 
+DIGEST = "digest"  # the entry holding the digest of the others (``content_digest``)
+
+
+def content_digest(state: dict) -> str:
+    """``sha256:<hex>`` of a checkpoint's content (every entry but ``DIGEST``): the same for the state saved and
+    the state ``torch.load`` gives back, on any device; a value of any other type raises ``TypeError``."""
+    h = hashlib.sha256()
+
+    def feed(tag: bytes, data) -> None:  # bytes, or a numpy array of bytes (hashed in place)
+        h.update(tag + len(data).to_bytes(8, "little"))
+        h.update(data)
+
+    def walk(v) -> None:
+        if isinstance(v, torch.Tensor):
+            t = v.detach().to("cpu").contiguous().reshape(-1)
+            feed(b"T", f"{t.dtype}{tuple(v.shape)}".encode())
+            feed(b"B", t.view(torch.uint8).numpy())
+        elif v is None or isinstance(v, (bool, np.bool_)):
+            feed(b"N" if v is None else b"b", b"" if v is None else str(bool(v)).encode())
+        elif isinstance(v, (int, np.integer)):
+            feed(b"i", str(int(v)).encode())
+        elif isinstance(v, (float, np.floating)):
+            feed(b"f", float(v).hex().encode())
+        elif isinstance(v, str):
+            feed(b"s", v.encode())
+        elif isinstance(v, (list, tuple)):
+            feed(b"l", str(len(v)).encode())
+            for item in v:
+                walk(item)
+        elif isinstance(v, dict):
+            feed(b"d", str(len(v)).encode())
+            for k in sorted(v, key=lambda k: (type(k).__name__, str(k))):
+                walk(k)
+                walk(v[k])
+        else:
+            raise TypeError(f"a checkpoint holds tensors and plain data, not {type(v).__name__}")
+
+    walk({k: v for k, v in state.items() if k != DIGEST})
+    return f"sha256:{h.hexdigest()}"
+
+
 def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
-    """Write ``state`` (tensors and plain data) to ``path`` atomically: temp file, fsync, rename."""
+    """Write ``state`` (tensors and plain data) with its digest (``content_digest``) to ``path`` atomically:
+    temp file, fsync, rename."""
+    state = {**state, DIGEST: content_digest(state)}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -75,7 +125,8 @@ def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
 def load_checkpoint(path: str | os.PathLike, key: dict, device: torch.device) -> tuple[dict | None, str]:
     """``(state, "")`` for the checkpoint of this training (``key``) at ``path``; ``(None, "")`` when there is
     no file; ``(None, problem)`` for a file that is not one: it is deleted (discarded) and ``problem`` says
-    why in one line. Nothing in the file is executed (``weights_only=True``)."""
+    why in one line: not data only, no digest or one its content does not match (changed since it was
+    written), another key. Nothing in the file is executed (``weights_only=True``)."""
     path = Path(path)
     if not path.is_file():
         return None, ""
@@ -84,12 +135,29 @@ def load_checkpoint(path: str | os.PathLike, key: dict, device: torch.device) ->
     except Exception as e:  # noqa: BLE001 - a damaged, foreign or hostile file: whatever failed is the reason
         problem = f"not a valid checkpoint ({type(e).__name__}: {_first_line(e)})"
     else:
-        if not isinstance(state, dict) or state.get("key") != key:
+        problem = _tampered(state)
+        if not problem and state.get("key") != key:
             problem = "a checkpoint of another training (architecture, seed, protocol or data differ)"
-        else:
+        if not problem:
             return state, ""
     discard(path)
     return None, problem
+
+
+def _tampered(state) -> str:
+    """Why a loaded file is not a checkpoint as ``save_checkpoint`` wrote it (its content digest), or ""."""
+    if not isinstance(state, dict):
+        return f"not a valid checkpoint (a {type(state).__name__}, not a dict of the training state)"
+    recorded = state.get(DIGEST)
+    if not isinstance(recorded, str):
+        return "not a valid checkpoint (no content digest: not written by archstudy's trainer)"
+    try:
+        digest = content_digest(state)
+    except (TypeError, RuntimeError) as e:
+        return f"not a valid checkpoint ({type(e).__name__}: {_first_line(e)})"
+    if digest != recorded:
+        return "its content does not match the digest written with it (changed since it was written)"
+    return ""
 
 
 def discard(path: str | os.PathLike) -> None:

@@ -113,3 +113,67 @@ def test_a_study_grows_by_a_longer_count_or_list_of_draws_that_begins_with_its_o
     # neither key changes the record every result file carries while it is at its default
     assert c.replace(indices=None, architectures=3).science_fingerprint == c.science_fingerprint
     assert c.replace(measure_only=True).science_fingerprint != c.science_fingerprint
+
+
+def _files(path) -> dict:
+    """Every file under ``path`` with its bytes (what a refused command must leave as it was)."""
+    from pathlib import Path
+
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(Path(path).rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "where, message",
+    [
+        ("the study itself", "is a study (it holds study.yaml); nothing was changed"),
+        ("another study", "is a study (it holds study.yaml); nothing was changed"),
+        ("architectures/x", "lies inside the study"),
+        ("checkpoints/nested", "lies inside the study"),
+        ("inner", "lies inside the study"),
+        ("s3://bucket/x", "rank writes a local directory, not a URI"),
+        ("s3:bucket/x", "rank writes a local directory, not a URI"),
+    ],
+)
+def test_rank_never_writes_into_a_study_or_under_one(where, message, real_study_dir, tmp_path, capsys, monkeypatch):
+    """`rank --out` onto a study replaced its study.yaml with the top K's config (then status was a traceback, resume
+    refused, top said 0 of 3 finished); under a study it broke pd.read_parquet(STUDY/architectures)."""
+    import shutil
+
+    study = tmp_path / "study"
+    shutil.copytree(real_study_dir, study)
+    other = tmp_path / "other"
+    shutil.copytree(real_study_dir, other)
+    monkeypatch.chdir(tmp_path)
+    out = {"the study itself": str(study), "another study": str(other)}.get(where, str(study / where))
+    if "s3" in where:
+        out = where
+    before = (_files(study), _files(other), sorted(p.name for p in tmp_path.iterdir()))
+    assert main(["rank", "--from", str(study), "--architectures", "2", "--seed", str(SEED), "--out", out]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and (out in err or where in err)
+    assert (_files(study), _files(other), sorted(p.name for p in tmp_path.iterdir())) == before
+
+
+def test_rank_into_its_own_output_and_the_studies_inside_it_is_not_refused(tmp_path):
+    """rank's output holds a study.yaml (the top K's config) beside its predictor.json: it is not a study, so running
+    rank again there and `run --out DIR/top` stay allowed."""
+    from archstudy.study.cli.rank import _check_out
+    from archstudy.study.execution.driver import _check_not_inside_a_study
+    from archstudy.study.execution.store import Store
+
+    out = tmp_path / "rank"
+    (out / "measured").mkdir(parents=True)
+    (out / "study.yaml").write_text("dataset: digits\n")
+    (out / "predictor.json").write_text("{}\n")
+    _check_out(str(out), "s")
+    for inner in ("measured", "check", "top"):
+        _check_not_inside_a_study(Store(out / inner))
+
+
+def test_rank_with_a_root_that_does_not_hold_the_data_writes_nothing(real_study_dir, tmp_path, capsys):
+    """It refused only after writing OUT/predictor.json."""
+    out = tmp_path / "rank"
+    argv = ["rank", "--from", str(real_study_dir), "--architectures", "2", "--seed", str(SEED), "--out", str(out)]
+    assert main([*argv, "--root", str(tmp_path / "nonexistent")]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert "waveform-noise: expected" in last and "nonexistent; not found" in last and not out.exists()

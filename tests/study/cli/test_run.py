@@ -719,3 +719,58 @@ def test_both_commands_read_an_nlc_window_in_the_same_forms():
         )
     )[0]
     assert StudyConfig.from_dict(auto).nlc_window == "auto"
+
+
+@pytest.mark.parametrize("inside", ["inner", "checkpoints/nested", "architectures/sub", "failed/x/y"])
+def test_a_new_study_inside_an_existing_one_is_refused_before_anything_is_written(inside, dirs, capsys):
+    """`run --out STUDY/architectures/sub` made a study there (it broke pd.read_parquet(STUDY/architectures)): a
+    study's directory and everything under it belong to that study."""
+    where = dirs["study"] / inside
+    line = _refused(_new(dirs)[:-1] + [str(where)], dirs, capsys, f"lies inside the study {dirs['study']}")
+    assert str(where) in line and not where.exists()
+
+
+@pytest.mark.parametrize("command", ["status", "resume", "run", "report"])
+@pytest.mark.parametrize(
+    "uri, expected",
+    [
+        (
+            "s3://bucket/x/../study?endpoint_override=127.0.0.1:9&scheme=http",
+            "its path holds a '..', '.' or empty segment, which the object store resolves for one object but not "
+            "for a listing: write s3://bucket/study?endpoint_override=127.0.0.1:9&scheme=http",
+        ),
+        ("s3://bucket//study?endpoint_override=127.0.0.1:9&scheme=http", "write s3://bucket/study?"),
+        ("s3://bucket/./study/?endpoint_override=127.0.0.1:9&scheme=http", "write s3://bucket/study?"),
+        ("s3://bucket/../other?endpoint_override=127.0.0.1:9&scheme=http", "it leaves the bucket 'bucket'"),
+        (
+            "s3://bucket/study?endpoint_override=127.0.0.1:99999&scheme=http",
+            "endpoint_override='127.0.0.1:99999': not HOST or HOST:PORT with a port from 1 to 65535",
+        ),
+        ("s3://bucket/study?endpoint_override=127.0.0.1:x&scheme=http", "endpoint_override='127.0.0.1:x'"),
+        ("s3:bucket/study", "a s3: URI without '//'; write s3://BUCKET/PREFIX (or ./s3:bucket/study"),
+        ("gs:/bucket/study", "a gs: URI without '//'; write gs://BUCKET/PREFIX"),
+    ],
+)
+def test_a_study_uri_that_would_open_somewhere_else_is_one_line(command, uri, expected, dirs, capsys, monkeypatch):
+    """A non-normalized URI made a finished study look unfinished (the store resolves x/../ab1 for one object, not
+    for a listing: status said 0 finished, resume recomputed and overwrote committed objects); `s3:bucket/x` ran a
+    local directory ./s3:bucket/x; port 99999 connected elsewhere. Refused before any request, for every command
+    that opens a study location."""
+    if command == "report" and "://" not in uri:
+        pytest.skip("report opens a location without '//' as a local path (analysis.results)")
+    for key, value in S3_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(dirs["tmp"])
+    before = sorted(p.name for p in dirs["tmp"].iterdir())
+    line = _refused(_object_storage_argv(command, uri, dirs), dirs, capsys, expected)
+    assert f"study location {uri!r}" in line
+    assert sorted(p.name for p in dirs["tmp"].iterdir()) == before  # no ./s3:bucket
+
+
+def test_a_file_uri_is_normalized_as_a_local_path_is(tmp_path):
+    study = tmp_path / "s"
+    Store(study).write_config(StudyConfig(**KEYS).replace(d_in=40, d_out=3))
+    (tmp_path / "x").mkdir()
+    for location in (f"file://{tmp_path}/x/../s", f"file://{tmp_path}//s/", f"{tmp_path}/./x/../s"):
+        store = Store(location)
+        assert store.root == str(study) and store.is_study()

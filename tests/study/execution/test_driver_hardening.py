@@ -720,3 +720,64 @@ def test_two_drivers_started_together_on_one_s3_study_one_runs_it_and_the_other_
     for mine, ref in zip(values(uri), values(reference)):
         pd.testing.assert_frame_equal(mine, ref, check_exact=True)
     assert not Store(uri).exists(".lock") and Store(uri).temp_files() == []
+
+
+# -- issue 37: every entry the driver writes or deletes is link-checked; every table's file of a finished unit ---------
+def test_a_planted_progress_link_is_refused_and_nothing_there_is_written_or_deleted(reference, tmp_path, capsys):
+    """`progress` was not among the link-checked names: a resume deleted the `NNNNNN-<id>.json` files there."""
+    study = copy_of(reference, tmp_path)
+    name = Store(study).names("architectures", ".parquet")[1]
+    for kind in ("architectures", "runs", "curves"):  # unit 1 is not finished: a resume would run it
+        (study / kind / f"{name}.parquet").unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    theirs = {f"{name}.json": b'{"mine": 1}\n', "000000-0123456789abcdef.json": b"{}\n", "keep.txt": b"x"}
+    for file, data in theirs.items():
+        (elsewhere / file).write_bytes(data)
+    if (study / "progress").exists():
+        shutil.rmtree(study / "progress")
+    (study / "progress").symlink_to(elsewhere)
+    before = snapshot(study)
+    line = one_line_error(["resume", str(study)], capsys)
+    assert line.endswith(
+        f"{study}: progress is a symbolic link (to {elsewhere}); a study never writes through a link, so nothing "
+        "was run: replace it with a real directory (or file)"
+    )
+    assert snapshot(study) == before
+    assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == theirs
+
+
+def test_a_deleted_curves_file_of_a_finished_study_is_reported_by_status_and_redone_by_resume(
+    reference, tmp_path, capsys
+):
+    """It went unnoticed: `status` complete, `resume` nothing to do, the unit's curve rows lost."""
+    study = copy_of(reference, tmp_path)
+    name = Store(study).names("architectures", ".parquet")[0]
+    (study / "curves" / f"{name}.parquet").unlink()
+    assert main(["status", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^corrupt:\n  " + re.escape(name) + r"  curves file: missing$", out, re.M), out
+    assert main(["resume", str(study)]) == 0
+    err = capsys.readouterr().err
+    assert f"archstudy: {name}: curves file: missing: removed, it will be redone\n" in err, err
+    assert "nothing to do" not in err
+    for mine, ref in zip(values(study), values(reference)):
+        pd.testing.assert_frame_equal(mine, ref, check_exact=True)
+    curves = [
+        Store(s).read_table("curves").sort_values(["index", "arch_id", "lr_index", "epoch"]) for s in (study, reference)
+    ]
+    pd.testing.assert_frame_equal(*(c.reset_index(drop=True) for c in curves), check_exact=True)
+    assert main(["status", str(study)]) == 0 and "corrupt" not in capsys.readouterr().out
+
+
+def test_force_config_with_the_studys_own_config_and_data_rewrites_nothing(reference, tmp_path, capsys):
+    """It rewrote study.yaml and said "replacing the study's config (--force-config): the data changed"."""
+    study = copy_of(reference, tmp_path)
+    before, stat = snapshot(study), os.stat(study / "study.yaml")
+    cfg = tmp_path / "keys.yaml"
+    cfg.write_text(yaml.safe_dump(KEYS))
+    assert main(["run", "--config", str(cfg), "--out", str(study), "--force-config"]) == 0
+    err = capsys.readouterr().err
+    assert "nothing to do: all 2 architectures are finished" in err and "changed" not in err and "replacing" not in err
+    after = os.stat(study / "study.yaml")
+    assert snapshot(study) == before and (after.st_ino, after.st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)

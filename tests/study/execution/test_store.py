@@ -409,3 +409,46 @@ def test_a_folder_of_a_study_that_is_a_link_is_never_written_through(tmp_path):
         with store.driver_lock():
             pass
     assert list(elsewhere.iterdir()) == []
+
+
+# -- issue 37: every entry a driver writes or deletes is link-checked (progress was not) ------------------------------
+def test_every_entry_a_driver_writes_or_deletes_is_checked_never_to_be_a_symbolic_link(tmp_path):
+    """A planted ``progress -> /elsewhere`` let run/resume delete the ``NNNNNN-<id>.json`` files there."""
+    from archstudy.study.execution import live
+    from archstudy.study.execution.store import ENTRIES, FOLDERS
+
+    assert set(ENTRIES) == set(FOLDERS) | {"study.yaml", "driver.json", ".lock"}
+    assert {"architectures", "runs", "curves", "failed", "checkpoints", "progress"} == set(FOLDERS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    theirs = ["000000-0123456789abcdef.json", ".000001-0123456789abcdef.json.tmp-1-ab"]
+    for name in theirs:
+        (elsewhere / name).write_text("{}")
+    store = Store(tmp_path / "s")
+    store.write_bytes(["study.yaml"], b"x")
+    (tmp_path / "s" / "progress").symlink_to(elsewhere)
+    assert store.links() == ["progress"]
+    with pytest.raises(UserError, match=r": progress is a symbolic link \(to .*elsewhere\); a study never writes"):
+        with store.driver_lock():
+            pass
+    with pytest.raises(
+        StoreWriteError,
+        match=r"^cannot delete progress/000000-0123456789abcdef\.json \(progress is a symbolic link; a study never "
+        r"deletes through a link\)$",
+    ):
+        live.clear_all(store)
+    with pytest.raises(StoreWriteError, match=r"^cannot write progress/x\.json \(progress is a symbolic link"):
+        store.write_bytes(["progress", "x.json"], b"{}")
+    assert store.temp_files() == [] and store.remove_temp_files() == []  # never listed through the link
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted(theirs)
+    with pytest.raises(ValueError, match=r"^elsewhere/x: not an entry of a study \(architectures, "):
+        store.write_bytes(["elsewhere", "x"], b"x")  # a writer's new entry must be one ``links`` checks
+    for entry in ENTRIES:  # each entry planted as a link is named (a lock planted so is refused by O_NOFOLLOW too)
+        s = Store(tmp_path / entry.strip("."))
+        s.write_bytes(["study.yaml"], b"x")
+        if entry != "study.yaml":
+            (tmp_path / entry.strip(".") / entry).symlink_to(elsewhere / "nothing")
+        else:
+            os.replace(tmp_path / entry.strip(".") / entry, elsewhere / "config")
+            (tmp_path / entry.strip(".") / entry).symlink_to(elsewhere / "config")
+        assert s.links() == [entry]

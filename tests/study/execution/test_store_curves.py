@@ -91,3 +91,48 @@ def test_a_commit_holds_the_files_its_kind_of_unit_has():
     assert store.check_file(ARCHITECTURES, unit.name).ok and store.names(CURVES, ".parquet") == []
     assert check_table_bytes(parquet_bytes(to_table(CURVES, curves)), CURVES, unit.name).ok
     assert pruned_arch["lr_index"] == -1 and pruned_arch["n_runs"] == 0 and pruned_arch["selected_by"] == "none"
+
+
+# -- issue 37: every table's file of a finished architecture is checked, the curves file included --------------------
+def test_a_deleted_curves_file_of_a_finished_architecture_makes_it_corrupt_and_redone(tmp_path):
+    """Its architectures file says which tables its unit has (``archstudy.unit_tables``); a file written before that
+    key by a writer that recorded curves (it has the ``trained`` column) requires them too."""
+    import pyarrow.parquet as pq
+
+    from archstudy.study.execution.store import UNIT_TABLES_KEY
+
+    store = Store(tmp_path / "study")
+    store.write_config(CONFIG)
+    full, no_curves, unkeyed, old, pruned, bad_key = UNITS[:6]
+    for unit in (full, no_curves, unkeyed, bad_key):
+        store.write_result(unit.name, *rows(unit))
+    store.write_result(pruned.name, *rows(pruned, trained=False))
+    arch, runs, _ = rows(old)  # finished before curves were recorded: runs and architectures files only
+    store.write_bytes([RUNS, f"{old.name}.parquet"], parquet_bytes(to_table(RUNS, runs)))
+    store.write_bytes([ARCHITECTURES, f"{old.name}.parquet"], older(arch))
+    meta = {
+        u.name: pq.read_schema(tmp_path / "study" / ARCHITECTURES / f"{u.name}.parquet").metadata for u in UNITS[:6]
+    }
+    assert meta[full.name][UNIT_TABLES_KEY.encode()] == b"runs,curves"
+    assert meta[pruned.name][UNIT_TABLES_KEY.encode()] == b"" and UNIT_TABLES_KEY.encode() not in meta[old.name]
+    # the architectures file of today's main: the trained column, no key
+    arch, _, _ = rows(unkeyed)
+    store.write_bytes([ARCHITECTURES, f"{unkeyed.name}.parquet"], parquet_bytes(to_table(ARCHITECTURES, [arch])))
+    bad = to_table(ARCHITECTURES, [rows(bad_key)[0]])
+    bad = bad.replace_schema_metadata({**bad.schema.metadata, UNIT_TABLES_KEY.encode(): b"runs,nonsense"})
+    store.write_bytes([ARCHITECTURES, f"{bad_key.name}.parquet"], parquet_bytes(bad))
+    assert survey(store).finished == sorted(u.name for u in UNITS[:6] if u is not bad_key)
+
+    for unit in (full, no_curves, unkeyed):
+        (tmp_path / "study" / CURVES / f"{unit.name}.parquet").unlink()
+    (tmp_path / "study" / CURVES / f"{bad_key.name}.parquet").unlink()
+    store.write_result(no_curves.name, *rows(no_curves)[:2])  # a writer that recorded none says so: finished
+    state = survey(store)
+    assert state.finished == [no_curves.name, old.name, pruned.name] and state.pruned == [pruned.name]
+    assert state.corrupt == {
+        full.name: "curves file: missing",
+        unkeyed.name: "curves file: missing",
+        bad_key.name: "architectures file: metadata archstudy.unit_tables = 'runs,nonsense' does not fit trained = "
+        "True (a trained architecture has 'runs' or 'runs,curves', a pruned one none)",
+    }
+    assert state.remaining == sorted(state.corrupt) and not state.done

@@ -167,7 +167,7 @@ def test_a_checkpoint_of_this_key_whose_contents_do_not_fit_is_discarded_and_tra
         state["live"] = [0, 7]
     else:
         state["candidate"] = {"index": 0, "error": 0.5, "net": {}}
-    torch.save(state, path)
+    ckpt.save_checkpoint(path, state)  # as the trainer saves it (its digest fits): only the content check refuses it
     lines = []
     got = train_architecture(
         SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9, report=lines.append
@@ -266,3 +266,65 @@ def test_training_over_a_planted_checkpoint_reports_it_and_gives_the_uninterrupt
     assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
     # what it saved instead is data only: it loads with weights_only=True
     assert torch.load(path, weights_only=True)["key"]["arch_id"] == SPEC.content_id
+
+
+# -- issue 37: a well-formed but tampered checkpoint is refused by its content digest ---------------------------------
+def _tamper(state: dict, how: str) -> None:
+    """Change a loaded checkpoint as a hand (or a bug) would: every tensor still of its dtype and shape."""
+    if how == "weights x1.5":
+        state["net"] = {k: t * 1.5 if t.is_floating_point() else t for k, t in state["net"].items()}
+    elif how == "epoch 10**6":
+        state["epoch"] = 10**6
+    elif how == "NaN weights":
+        name = next(k for k, t in state["net"].items() if t.is_floating_point())
+        state["net"][name] = torch.full_like(state["net"][name], float("nan"))
+    else:  # saved without its digest (torch.save of the state as an older archstudy wrote it)
+        del state[ckpt.DIGEST]
+
+
+@pytest.mark.parametrize("how", ["weights x1.5", "epoch 10**6", "NaN weights", "no digest"])
+def test_a_well_formed_but_tampered_checkpoint_is_reported_discarded_and_training_starts_afresh(
+    how, tmp_path, monkeypatch, uninterrupted, one_thread
+):
+    """Before, the changed state was resumed without a word and changed the results (weights x1.5, NaN), or ended
+    the training at once (epoch 10**6)."""
+    path = tmp_path / "c.pt"
+    data = waveform_noise(400, 200, 200, seed=1)
+    standins.interrupted(monkeypatch, path, 3, spec=SPEC, data=data, seed=SEED, protocol=PROTOCOL)
+    state = torch.load(path, weights_only=True)
+    _tamper(state, how)
+    torch.save(state, path)  # well-formed: data only, the right key, every tensor of its dtype and shape
+    lines = []
+    got = train_architecture(
+        SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9, report=lines.append
+    )
+    why = "no content digest" if how == "no digest" else "its content does not match the digest written with it"
+    assert len(lines) == 1 and lines[0].startswith(f"checkpoint {path}: ") and why in lines[0], lines
+    assert lines[0].endswith("; discarded; training starts afresh") and "\n" not in lines[0]
+    assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
+    assert len(got.curve_rows()) == len(uninterrupted.curve_rows())
+
+
+def test_the_content_digest_is_that_of_the_state_saved_on_any_device_and_changes_with_any_value(tmp_path):
+    state = {
+        "key": {"arch_id": "a", "seed": 1},
+        "net": {"w": torch.arange(6.0).reshape(2, 3), "flag": torch.tensor([True, False])},
+        "records": {0: {"lr": 0.1, "epochs": 3, "best": None}},
+        "wall": [0.5, float("nan")],
+    }
+    ckpt.save_checkpoint(tmp_path / "c.pt", state)
+    saved = torch.load(tmp_path / "c.pt", weights_only=True)
+    assert saved[ckpt.DIGEST] == ckpt.content_digest(state) == ckpt.content_digest(saved)
+    assert ckpt.DIGEST not in state  # the caller's state is not changed
+    assert ckpt.load_checkpoint(tmp_path / "c.pt", state["key"], torch.device("cpu"))[1] == ""
+    for change in (
+        lambda s: s["net"]["w"].__setitem__((0, 0), 1e-30),
+        lambda s: s["net"].__setitem__("w", s["net"]["w"].double()),
+        lambda s: s["net"].__setitem__("w", s["net"]["w"].reshape(3, 2)),
+        lambda s: s["records"][0].__setitem__("epochs", 4),
+        lambda s: s["wall"].append(0.0),
+        lambda s: s["key"].__setitem__("seed", True),
+    ):
+        other = torch.load(tmp_path / "c.pt", weights_only=True)
+        change(other)
+        assert ckpt.content_digest(other) != saved[ckpt.DIGEST]
