@@ -41,10 +41,21 @@ bananas") generator of scikit-learn's ``make_moons`` (the paper does not define 
 centred, 400 training and 2,000 test points; two learning rates, 0.01 and 10x that (the paper: GmP "allows us
 to use a 10x larger learning rate"; its rates are not given); Adam with its default betas, full batch, the
 logistic loss (binary cross-entropy on one output logit); initialization: the SP weights He-normal (sd 1 for two
-inputs), biases 0, the output layer N(0, 1/10); WN, BN and GmP start from the same draw as the same function
-(g = |w|; gamma = 1, beta = 0 up to BN's standardization; GmP section 4.3 with r = |w|: theta is the angle of
-w, uniform in 2-D as section 4.3 says, lambda = b / |w| = 0). The text says 100 units and the caption 10: the
-caption's 10 is used, as the brief of the reproduction says and as the figure's ten colours show.
+inputs), biases 0, the output layer N(0, 1/10); WN and BN start from the same draw as the same function (g = |w|;
+gamma = 1, beta = 0 up to BN's standardization). The text says 100 units and the caption 10: the caption's 10 is
+used, as the brief of the reproduction says and as the figure's ten colours show.
+
+GmP's initialization is section 4.3's, in its words: "This allows us to initialize the angular parameter theta
+uniformly at random. The parameter lambda is initialized to zero due to its connection lambda = b/|w|_2 to SP and
+the common practice to set b = 0 at initialization. The scaling parameter r is initialized to one based on the
+intuition that the scale r roughly corresponds to the total variance of the weights w in SP" (section 4.1: "We
+apply GmP to all layers except for the output layer", so the output layer is the same N(0, 1/10) draw). Done
+here: r = 1; theta the angle of the same SP draw w (its direction is uniform on the circle, as section 4.3 says:
+a uniform theta, and every parameterization starts with the same boundaries); lambda = 0. So at initialization
+every unit i computes ReLU(u(theta_i)^T x), which is SP's unit ReLU(w_i^T x) divided by |w_i|: the same
+boundaries B, locations phi (all at the origin) and directions u as SP, WN and BN, but not the same function (the
+net's output is sum_i a_i ReLU(u_i^T x), not sum_i a_i |w_i| ReLU(u_i^T x)). Before issue 32, r started at
+|w_i|, which made GmP's function at initialization SP's; the paper's r = 1 is used now.
 
 Training is an explicit float64 loop with Adam written out (``adam_step``), all initializations and both rates
 of one parameterization stacked in one batch of models: the claim needs every unit's boundary at every step,
@@ -116,7 +127,8 @@ def two_moons(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def initial(kind: str, models: int, seeds: list[int]) -> dict[str, torch.Tensor]:
     """The parameters of ``models`` nets [models, ...]; model k drawn from ``seeds[k]``, the same draw under every
     parameterization (He-normal SP weights, zero biases, output weights N(0, 1/UNITS)), turned into ``kind``'s
-    parameters of the same function."""
+    parameters: of the same function for WN and BN; for GmP section 4.3's r = 1, lambda = 0 and theta the draw's
+    angle (the same boundaries, each unit's output divided by |w|)."""
     w = torch.empty(models, UNITS, 2, dtype=DTYPE)
     a = torch.empty(models, UNITS, dtype=DTYPE)
     for k, s in enumerate(seeds):
@@ -133,7 +145,8 @@ def initial(kind: str, models: int, seeds: list[int]) -> dict[str, torch.Tensor]
     elif kind == "BN":
         out.update(w=w, b=b, gamma=torch.ones_like(b), beta=torch.zeros_like(b))
     else:
-        out.update(theta=torch.atan2(w[..., 1], w[..., 0]), lam=b / norm, r=norm)
+        # section 4.3: theta uniform (the angle of the same draw), lambda = b / |w| = 0, r = 1
+        out.update(theta=torch.atan2(w[..., 1], w[..., 0]), lam=b / norm, r=torch.ones_like(norm))
     return out
 
 
@@ -312,10 +325,12 @@ def reproduce(ctx: Context) -> Measured:
         [
             f"One hidden layer of {UNITS} ReLU units, one output logit, the logistic loss, full-batch Adam "
             f"(betas {BETAS}) for {s.steps} steps at learning rates {', '.join(f'{r:g}' for r in s.lrs)}, "
-            f"{s.inits} initializations each (the same draws under all four parameterizations, the same function at "
-            "initialization, BN then standardized). WN is built inside this reproduction (not a family of the "
-            "space); GmP's direction is the space's eq. 10 (study.nn.gmp). Trained by an explicit float64 Adam "
-            "loop: the claims need every unit's boundary after every step, which the stacked trainer does not expose.",
+            f"{s.inits} initializations each (the same draws under all four parameterizations, the same boundaries at "
+            "initialization; SP, WN and BN the same function, BN then standardized; GmP as its section 4.3 says, "
+            "r = 1, lambda = 0, theta the draw's angle, so each GmP unit starts as SP's divided by |w|). WN is built "
+            "inside this reproduction (not a family of the space); GmP's direction is the space's eq. 10 "
+            "(study.nn.gmp). Trained by an explicit float64 Adam loop: the claims need every unit's boundary after "
+            "every step, which the stacked trainer does not expose.",
             "Choices the paper leaves open: its banana data is not defined, here the two-moons generator of "
             f"scikit-learn's make_moons (noise sd {NOISE}, centred), {s.train} training and {s.test} test points; its "
             "rates, step count and loss are not given; the text says 100 units and figure 3's caption 10: 10 here.",

@@ -60,7 +60,7 @@ def test_gmp_turns_its_boundaries_by_at_most_adams_step(tiny):
 @pytest.mark.parametrize("kind", gb.PARAMETERIZATIONS)
 def test_effective_units_are_the_parameterizations_formulas(kind):
     """Each parameterization's hidden units equal scale * ReLU(w_eff^T x + b_eff), the boundary form every row
-    reads (eq. 7-9), against the formulas written out independently; all four start as the same SP draw."""
+    reads (eq. 7-9), against the formulas written out independently; all four start from the same SP draw."""
     torch.manual_seed(0)
     x = torch.randn(50, 2, dtype=torch.float64)
     p = gb.initial(kind, 2, [11, 12])
@@ -90,9 +90,33 @@ def test_effective_units_are_the_parameterizations_formulas(kind):
     direction = sp["w"] / sp["w"].norm(dim=-1, keepdim=True)
     if kind == "GmP":
         torch.testing.assert_close(gb.effective(kind, q, x)[0], direction)
-        torch.testing.assert_close(q["r"], sp["w"].norm(dim=-1))
+        torch.testing.assert_close(q["r"], torch.ones_like(q["r"]))  # section 4.3
     elif kind == "WN":
         torch.testing.assert_close(gb.effective(kind, q, x)[0], sp["w"])
+
+
+def test_gmp_starts_as_section_4_3_says():
+    """Chen and Ge, section 4.3: "The scaling parameter r is initialized to one", lambda to zero (b = 0), theta
+    uniformly at random (here the angle of the same He draw as SP's, whose direction is uniform). So at
+    initialization each GmP unit is ReLU(u^T x), SP's unit divided by |w|: the net's output is
+    sum_i a_i ReLU(u_i^T x) with SP's output weights a, and its boundaries are SP's."""
+    seeds = [21, 22, 23]
+    gmp, sp = gb.initial("GmP", 3, seeds), gb.initial("SP", 3, seeds)
+    assert torch.equal(gmp["r"], torch.ones(3, gb.UNITS, dtype=torch.float64))
+    assert torch.equal(gmp["lam"], torch.zeros(3, gb.UNITS, dtype=torch.float64))
+    assert torch.equal(gmp["a"], sp["a"]) and torch.equal(gmp["c"], sp["c"])
+    x = torch.randn(64, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    u = sp["w"] / sp["w"].norm(dim=-1, keepdim=True)
+    expected = torch.einsum("mnu,mu->mn", torch.relu(torch.einsum("mud,nd->mnu", u, x)), sp["a"])
+    torch.testing.assert_close(gb.logits("GmP", gmp, x, x), expected)
+    # not SP's function: SP's units carry the factor |w| that r = 1 drops
+    assert not torch.allclose(gb.logits("GmP", gmp, x, x), gb.logits("SP", sp, x, x))
+    for a, b in zip(gb.boundaries("GmP", gmp, x), gb.boundaries("SP", sp, x)):
+        torch.testing.assert_close(a, b)
+    # theta uniform: over many draws the angles fill (-pi, pi] evenly (each quarter within 4 standard errors)
+    theta = gb.initial("GmP", 400, list(range(400)))["theta"].flatten()
+    counts = torch.histc(theta, bins=4, min=-math.pi, max=math.pi)
+    assert (counts - len(theta) / 4).abs().max() < 4 * math.sqrt(len(theta) * 3 / 16)
 
 
 def test_adam_step_is_kingma_and_ba_algorithm_1():
