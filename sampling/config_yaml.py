@@ -2,15 +2,16 @@
 
 A config is a small tree of plain values, so its reader refuses what only an attacker's file needs:
 more than ``MAX_BYTES``, YAML aliases (``*name``: a few hundred bytes of nested aliases expand to
-hundreds of millions of values, the "billion laughs"), and nesting deeper than ``MAX_DEPTH``. Every
-refusal is the one-line ``SpecError``, at once. ``dump`` writes a tree without anchors or aliases
-(PyYAML would otherwise emit them for a list that appears twice), so every file archstudy writes reads
-back under these rules.
+hundreds of millions of values, the "billion laughs"), nesting deeper than ``MAX_DEPTH``, and a key
+given twice in one mapping (PyYAML would keep the last one without a word). Every refusal is the one-line
+``SpecError``, at once. ``dump`` writes a tree without anchors or aliases (PyYAML would otherwise emit them
+for a list that appears twice), so every file archstudy writes reads back under these rules.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 import yaml
@@ -48,6 +49,27 @@ class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark)
+                except TypeError:  # an unhashable key: PyYAML's own constructor refuses it
+                    continue
+                if first is not key_node.start_mark:
+                    again = key_node.start_mark
+                    at = (
+                        f"lines {first.line + 1} and {again.line + 1}"
+                        if first.line != again.line
+                        else f"line {again.line + 1} (columns {first.column + 1} and {again.column + 1})"
+                    )
+                    raise _Refused(f"gives the key {key!r} twice, at {at}; each key once")
+        return super().construct_mapping(node, deep=deep)
+
 
 class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML: no stubs, as above
     def ignore_aliases(self, data: Any) -> bool:
@@ -78,10 +100,23 @@ def parse(text: str | bytes, where: str, field: str, shown: str) -> Any:
 
 def read(path: str | os.PathLike[str], where: str, field: str) -> Any:
     """``parse`` of the local file ``path`` (at most ``MAX_BYTES`` + 1 bytes are read); a missing, unreadable
-    or directory path is the same one-line ``SpecError``."""
+    or directory path, or one that is not a regular file (a FIFO, a device: reading one could wait forever), is
+    the same one-line ``SpecError``."""
     shown = os.fspath(path)
     try:
-        with open(path, "rb") as f:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as f:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(mode):
+                raise SpecError(
+                    where,
+                    field,
+                    shown,
+                    "is not a regular file (a FIFO, a device or a socket); a config is read from one",
+                )
             data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(where, field, shown, "no such file") from None

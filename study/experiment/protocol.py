@@ -274,9 +274,30 @@ class Protocol(Declared):
         d = cls.known(d)
         preset = d.get("preset")
         base = PROTOCOLS.get(preset) if isinstance(preset, str) else None
-        if base is None:
-            return cls(**d)
-        return replace(base, **d)
+        if base is None and preset is not None and preset != "custom":
+            # A name that is no preset: the fields left out would silently be the paper's. Only a mapping that
+            # names every field of the first schema (a stored protocol, its preset a label such as a
+            # reproduction's) takes any name.
+            declared = cls.declarations()
+            if any(name not in d for name, p in declared.items() if not p.added_later and name != "preset"):
+                raise SpecError(
+                    cls._where,
+                    "preset",
+                    preset,
+                    "must be one of " + ", ".join(repr(k) for k in PROTOCOLS) + " (or 'custom': the paper's "
+                    "defaults), the preset whose fields a mapping leaves out",
+                )
+        protocol = cls(**d) if base is None else replace(base, **d)
+        if protocol.lrs is not None and "num_lrs" in d:
+            num_lrs = cls.normalize("num_lrs", d["num_lrs"])
+            if num_lrs != len(protocol.lrs):
+                raise SpecError(
+                    cls._where,
+                    "num_lrs",
+                    num_lrs,
+                    f"must be len(lrs) = {len(protocol.lrs)} when lrs is given (or left out: lrs sets it)",
+                )
+        return protocol
 
     @classmethod
     def of(cls, protocol: "str | Mapping[str, Any] | Protocol") -> "Protocol":

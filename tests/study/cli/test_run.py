@@ -774,3 +774,42 @@ def test_a_file_uri_is_normalized_as_a_local_path_is(tmp_path):
     for location in (f"file://{tmp_path}/x/../s", f"file://{tmp_path}//s/", f"{tmp_path}/./x/../s"):
         store = Store(location)
         assert store.root == str(study) and store.is_study()
+
+
+@pytest.mark.parametrize("flag, name", [("--config", "fifo"), ("--protocol", "fifo.yaml"), ("--config", "null")])
+def test_a_config_file_that_is_no_regular_file_is_refused_not_waited_on(flag, name, dirs, capsys):
+    """`--config FIFO` (or `--protocol FIFO`) waited forever for a writer; only a regular file is read."""
+    import signal
+
+    path = "/dev/null" if name == "null" else str(dirs["tmp"] / name)
+    if name != "null":
+        os.mkfifo(path)
+
+    def hung(signum, frame):
+        raise AssertionError(f"{flag} {path}: still waiting after 20 s")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        line = _refused(_new(dirs, flag, path), dirs, capsys, "is not a regular file (a FIFO, a device or a socket)")
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert f"run.{flag[2:]} = {path!r}" in line
+
+
+@pytest.mark.parametrize(
+    "flag, text, expected",
+    [
+        (
+            "--config",
+            "architectures: 2\nseed: 1\narchitectures: 5\n",
+            "gives the key 'architectures' twice, at lines 1 and 3",
+        ),
+        ("--protocol", "preset: quick\nnum_lrs: 2\nnum_lrs: 3\n", "gives the key 'num_lrs' twice, at lines 2 and 3"),
+        ("--protocol", "{num_lrs: 2, lrs: [0.1, 0.2, 0.3]}\n", "Protocol.num_lrs = 2: must be len(lrs) = 3"),
+        ("--protocol", "{preset: nosuch, num_lrs: 2}\n", "Protocol.preset = 'nosuch': must be one of 'paper', 'adam'"),
+    ],
+)
+def test_a_config_file_that_repeats_or_contradicts_a_key_is_refused(flag, text, expected, dirs, capsys):
+    _refused(_new(dirs, flag, _file(dirs, "c.yaml", text)), dirs, capsys, expected)

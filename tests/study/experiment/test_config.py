@@ -255,3 +255,34 @@ def test_a_seed_is_what_numpy_and_the_parquet_int64_column_both_take(key):
         pa.array([top + 1], pa.int64())
     with pytest.raises(SpecError, match=rf"^study\.{key} = {top + 1}: must be an integer in \[0, {top}\]$"):
         StudyConfig(**BASE, **{key: top + 1})
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (HEAD + "architectures: 5\n", "gives the key 'architectures' twice, at lines 2 and 3; each key once"),
+        (HEAD + "protocol: {num_lrs: 2, num_lrs: 3}\n", "gives the key 'num_lrs' twice, at line 3 (columns 12 and 24)"),
+    ],
+)
+def test_a_key_given_twice_is_refused_not_the_last_one_taken(text, message):
+    """PyYAML keeps the last of two equal keys: `architectures: 2` then `5` ran 5 without a word."""
+    with pytest.raises(SpecError) as e:
+        StudyConfig.from_yaml(text, where="x/study.yaml")
+    assert str(e.value).startswith("study.config = 'x/study.yaml': ") and message in str(e.value)
+    assert config_yaml.parse("a: {b: 1}\nc: [{b: 2}, {b: 3}]\n", "w", "f", "s") == {
+        "a": {"b": 1},
+        "c": [{"b": 2}, {"b": 3}],
+    }
+
+
+@pytest.mark.parametrize(
+    "protocol, message",
+    [
+        ({"num_lrs": 2, "lrs": [0.1, 0.2, 0.3]}, "Protocol.num_lrs = 2: must be len(lrs) = 3"),
+        ({"preset": "nosuch", "num_lrs": 2}, "Protocol.preset = 'nosuch': must be one of 'paper', 'adam'"),
+    ],
+)
+def test_a_study_protocol_that_contradicts_itself_or_names_no_preset_is_refused(protocol, message):
+    with pytest.raises(SpecError) as e:
+        StudyConfig(**BASE, protocol=protocol)
+    assert str(e.value).startswith(message)

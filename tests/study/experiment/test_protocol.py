@@ -110,3 +110,26 @@ def test_unknown_names_are_one_line_errors():
         Protocol.of({"epochs": 3})
     with pytest.raises(SpecError, match=r"^Protocol\.protocol = 3"):
         Protocol.of(3)
+
+
+def test_a_num_lrs_that_contradicts_lrs_is_refused():
+    """`{num_lrs: 2, lrs: [0.1, 0.2, 0.3]}` ran 3 rates without a word: num_lrs is len(lrs) when lrs is given."""
+    with pytest.raises(SpecError, match=r"^Protocol\.num_lrs = 2: must be len\(lrs\) = 3 when lrs is given"):
+        Protocol.of({"num_lrs": 2, "lrs": [0.1, 0.2, 0.3]})
+    with pytest.raises(SpecError, match=r"^Protocol\.num_lrs = 2: "):
+        Protocol.of({"preset": "quick", "num_lrs": 2, "lrs": [0.1]})
+    assert Protocol.of({"num_lrs": 3, "lrs": [0.1, 0.2, 0.3]}).num_lrs == 3  # agreeing (a stored protocol)
+    assert Protocol.of({"preset": "quick", "lrs": [0.1, 0.2]}).num_lrs == 2  # the preset's 8 is no contradiction
+
+
+def test_an_unknown_preset_inside_a_mapping_is_refused_as_at_the_top_level():
+    """`{preset: nosuch, num_lrs: 2}` took the paper's values for every other field; a stored protocol (every
+    field named) keeps its label, as a reproduction's ``han-checkerboard`` is."""
+    top = r"^Protocol\.preset = '{}': must be one of 'paper', 'adam', 'long', 'quick'"
+    with pytest.raises(SpecError, match=top.format("nosuch")):
+        Protocol.of({"preset": "nosuch", "num_lrs": 2})
+    with pytest.raises(SpecError, match=top.format("nosuch")):
+        Protocol.of("nosuch")
+    assert Protocol.of({"preset": "custom", "num_lrs": 2}).num_lrs == 2
+    labelled = Protocol(preset="han-checkerboard", schedule="steps", iterations=5)
+    assert Protocol.of(labelled.to_dict()) == Protocol.of(labelled.canonical()) == labelled
