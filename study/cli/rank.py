@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import cast
@@ -116,16 +115,15 @@ def _check_out(text: str, study: str) -> None:
     directory), a study (its study.yaml would be replaced by the top K's config), or a directory inside a study (a
     study's directory and everything under it belong to that study). DIR may be rank's own output (a study.yaml
     beside its predictor.json): running the same command again resumes it."""
-    from ..execution.location import RANK_MARK, SCHEMES, open_location, study_above
+    from ..execution.location import holds_study, names_a_uri, open_location, study_above
 
     out = Path(text)
-    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", text)
-    if "://" in text or (scheme and scheme[1].lower() in SCHEMES):
+    if names_a_uri(text):
         raise UserError(f"rank: --out {text}: rank writes a local directory, not a URI; give a directory")
     if out.exists() and not out.is_dir():
         raise UserError(f"rank: --out {out} is a file, not a directory")
     fs, root = open_location(out)
-    if (out / CONFIG_NAME).is_file() and not (out / RANK_MARK).is_file():
+    if holds_study(fs, root):
         raise UserError(
             f"rank: --out {out} is a study (it holds {CONFIG_NAME}); nothing was changed: rank writes the top K's "
             f"config as DIR/{CONFIG_NAME}, which would replace that study's: choose a new directory"

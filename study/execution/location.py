@@ -69,6 +69,13 @@ SCHEMES = ("s3", "gs", "gcs", "hdfs", "viewfs", "file", "abfs", "abfss")
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 
+def names_a_uri(text: str) -> bool:
+    """Whether ``text`` is meant as a URI: it has ``://``, or starts with a scheme of ``SCHEMES`` and a colon (a
+    mistyped URI, never a local directory)."""
+    m = _SCHEME.match(text)
+    return "://" in text or bool(m and m[1].lower() in SCHEMES)
+
+
 def _refuse_malformed(text: str) -> None:
     """One ``UserError`` line for a location that would open somewhere else than it says (module docstring)."""
     m = _SCHEME.match(text)
@@ -154,12 +161,26 @@ def study_above(fs: pafs.FileSystem, root: str) -> str | None:
         parents.append("/")
     if not parents:
         return None
-    join = lambda parent, name: f"{parent.rstrip('/')}/{name}"  # noqa: E731
-    infos = fs.get_file_info([join(p, CONFIG_NAME) for p in parents])
+    infos = fs.get_file_info([_join(p, CONFIG_NAME) for p in parents])
     for parent, info in zip(parents, infos):
-        if info.type == pafs.FileType.File and fs.get_file_info(join(parent, RANK_MARK)).type != pafs.FileType.File:
+        if info.type == pafs.FileType.File and not _is_file(fs, _join(parent, RANK_MARK)):
             return parent
     return None
+
+
+def holds_study(fs: pafs.FileSystem, root: str) -> bool:
+    """Whether ``root`` itself is a study: it holds ``study.yaml`` and is not rank's output (``RANK_MARK``)."""
+    from ..experiment.config import CONFIG_NAME
+
+    return _is_file(fs, _join(root, CONFIG_NAME)) and not _is_file(fs, _join(root, RANK_MARK))
+
+
+def _join(parent: str, name: str) -> str:
+    return f"{parent.rstrip('/')}/{name}"
+
+
+def _is_file(fs: pafs.FileSystem, path: str) -> bool:
+    return bool(fs.get_file_info(path).type == pafs.FileType.File)
 
 
 def unreachable(location: str, error: BaseException) -> UserError:
