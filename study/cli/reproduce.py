@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 
 from archstudy.sampling import SpecError, UserError
 
@@ -16,10 +17,11 @@ def register(sub) -> None:
     p = sub.add_parser(
         "reproduce",
         help="run a paper's experiment and compare with its published numbers",
-        description="Run one of the papers' experiments with this pipeline, print a table (quantity, the paper's "
-        "value, ours, the tolerance, the verdict), and write OUT/NAME.json and a self-contained OUT/NAME.html "
+        description="Run one of the papers' experiments with this pipeline, print a table (the verdict: agrees, "
+        "differs, or cannot tell where this scale cannot test the claim; quantity, the paper's value, ours, the "
+        "tolerance), and write OUT/NAME.json and a self-contained OUT/NAME.html "
         "(its figure beside the table). A row that differs is a finding: tolerances come from the papers' "
-        "precision or spread. Exit status 0 when every row agrees, 1 when some differ. `all` runs every "
+        "precision or spread. Exit status 0 when every row agrees, 1 when some differ or cannot tell. `all` runs every "
         "reproduction and adds OUT/summary.json and OUT/index.html. `--list` names them, and the papers' "
         "experiments not offered with the reason.",
     )
@@ -37,6 +39,11 @@ def register(sub) -> None:
         default="quick",
         help="tiny (seconds: a smoke test), quick (minutes on 2 cores) or paper (the paper's own "
         "settings); default %(default)s",
+    )
+    p.add_argument(
+        "--wide",
+        action="store_true",
+        help="print the table whole (by default it fits 100 columns, long quantities and tolerances cut with …)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw (default %(default)s)")
     p.add_argument("--device", default="cpu", help="torch device (default %(default)s; e.g. cuda)")
@@ -67,13 +74,17 @@ def register(sub) -> None:
 def command(args) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
     from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
+    from ..reproduce.reproduction import LIST_WIDTH
 
     if args.list:
         for r in REPRODUCTIONS.values():
             print(r.line())
         print(
-            "(costs: wall time on a 2-core machine without a GPU; quick measured in one `reproduce all`, two "
-            "reproductions side by side; paper scale estimated where not run)"
+            textwrap.fill(
+                "(costs: wall time on a 2-core machine without a GPU; quick measured in one `reproduce all`, two "
+                "reproductions side by side; paper scale estimated where not run)",
+                LIST_WIDTH,
+            )
         )
         for n in NOT_OFFERED:
             print(n.line())
@@ -108,6 +119,6 @@ def command(args) -> int:
         threads=args.threads,
         progress=sys.stderr,
     )
-    print(format_table(result))
+    print(format_table(result, wide=args.wide))
     print(f"wrote {json_path} and {html_path}")
     return 0 if result.passed == len(result.rows) else 1

@@ -5,7 +5,9 @@ paper, table or figure, settings and cost per scale, a ``reproduce`` function) a
 below; the papers' experiments not offered are ``NOT_OFFERED`` (``catalogue``), each with its reason.
 ``reproduce_all(out, scale=...)`` runs every one (``summary``: ``OUT/summary.json`` and ``OUT/index.html``).
 ``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` runs one and writes ``out/NAME.json``
-(``result.Result``: the issue's fixed shape) and ``out/NAME.html`` (``page``: its figure beside the table).
+(``result.Result``: the issue's fixed shape; each row agrees, differs or cannot tell, and names the claim it
+checks) and ``out/NAME.html`` (``page``: its figure beside the table). ``record`` keeps one run's summary in
+docs/reproductions.json and writes the README's and docs' reproduction tables from it.
 
     >>> result, json_path, html_path = reproduce("nlc-table1", "reproductions", scale="quick")
 """

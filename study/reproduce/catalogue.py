@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .reproduction import LIST_WIDTH, listing
+
 NLC = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
 VARIABILITY = "the variability paper (*Variability of Neural Networks and Han-Layer*)"
 YZ = "Yu and Zhang, *Householder-Absolute Neural Layers*"
@@ -29,9 +31,9 @@ class NotOffered:
     what: str  # the experiment in a few words
     reason: str  # why it is not run here
 
-    def line(self) -> str:
-        """One line for ``archstudy reproduce --list``."""
-        return f"not offered: {self.paper}, {self.source}: {self.what} -- {self.reason}"
+    def line(self, width: int = LIST_WIDTH) -> str:
+        """Its entry in ``archstudy reproduce --list``, wrapped to ``width`` columns: paper and source, what, why."""
+        return listing(f"not offered: {self.paper}, {self.source}", [self.what, f"why not: {self.reason}"], width)
 
     def to_dict(self) -> dict[str, str]:
         return asdict(self)

@@ -74,7 +74,9 @@ def groups(arch):
 
 
 def claims(arch, threshold: float) -> tuple[list[Row], dict]:
-    """The four rows from a study's architectures table (``analysis.load_results(...).architectures``)."""
+    """The four rows from a study's architectures table (``analysis.load_results(...).architectures``). They
+    cannot tell when no net without high bias trained below the random ``threshold`` (then every claim would rest
+    on untrained nets), and the high-bias row cannot when no high-bias net was drawn."""
     from scipy import stats
 
     low_bias, biased, by_nlc = groups(arch)
@@ -114,6 +116,11 @@ def claims(arch, threshold: float) -> tuple[list[Row], dict]:
             "better-than-random threshold for waveform-noise)",
         ),
     ]
+    if not (ok_pts["test_error"] < threshold).any():  # every claim would hold or fail on untrained nets alone
+        why = f"no net without high bias reached a test error below {threshold:g} (random): none trained here"
+        rows = [r.cannot_tell(why) for r in rows]
+    elif not len(biased):
+        rows[3] = rows[3].cannot_tell("no high-bias net among those drawn")
     facts = {
         "spearman_p": p,
         "n_without_high_bias": len(low_bias),

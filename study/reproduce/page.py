@@ -16,27 +16,36 @@ from archstudy.analysis.plotting import render as render_figure
 
 from ..experiment.config import package_version
 
-from .result import Result, number, write_text
+from .result import Result, number, verdict_counts, write_text
 
 PAGE_CSS = (
     CSS
     + """
 .side { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
 tr.differs td:last-child { color: #b42318; font-weight: bold; } tr.agrees td:last-child { color: #1a7f37; }
+tr.cannot-tell td:last-child { color: #8a6d00; }
 """
 )
 
 
 def rows_html(result: Result) -> str:
+    """The rows (claim, quantity, paper, here, tolerance, verdict), a "cannot tell" verdict with its reason."""
     rows = [
-        [esc(r.quantity), number(r.paper), number(r.measured), esc(r.tolerance), "ok" if r.ok else "differs"]
+        [
+            esc(r.checks),
+            esc(r.quantity),
+            number(r.paper),
+            number(r.measured),
+            esc(r.tolerance),
+            esc(r.verdict if r.why_cannot_tell is None else f"{r.verdict}: {r.why_cannot_tell}"),
+        ]
         for r in result.rows
     ]
     return table(
-        ["quantity", "paper", "here", "tolerance", "verdict"],
+        ["claim", "quantity", "paper", "here", "tolerance", "verdict"],
         rows,
-        left=1,
-        row_classes=["agrees" if r.ok else "differs" for r in result.rows],
+        left=(0, 1, 4, 5),
+        row_classes=[r.verdict.replace(" ", "-") for r in result.rows],
     )
 
 
@@ -55,8 +64,9 @@ def render(result: Result, figures) -> str:
         f"{esc(extra.get('device', ''))}, {result.seconds:.1f} s. Drawn "
         f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by archstudy {esc(package_version())} on "
         f"{esc(platform.node())}.</p>",
-        f'<div class="box {box}"><b>{ok} of {n} rows agree with the paper.</b> A row that differs is a finding '
-        "(its tolerance comes from the paper's precision or spread and is never widened to pass).</div>",
+        f'<div class="box {box}"><b>{esc(verdict_counts(result))}.</b> A row that differs is a finding '
+        "(its tolerance comes from the paper's precision or spread and is never widened to pass); a row that "
+        "cannot tell is one this run cannot test (e.g. no net trained).</div>",
     ]
     if extra.get("data"):
         head.append(f"<p><b>Data:</b> {esc(extra['data'])}</p>")

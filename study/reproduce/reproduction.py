@@ -26,6 +26,19 @@ SCALES = ("tiny", "quick", "paper")
 WHERE = "reproduce"
 
 
+LIST_WIDTH = 100  # ``archstudy reproduce --list`` fits this many columns
+
+
+def listing(head: str, parts: list[str], width: int = LIST_WIDTH) -> str:
+    """``head`` wrapped to ``width`` columns, then each of ``parts`` on lines of its own, indented by two."""
+    import textwrap
+
+    lines = textwrap.wrap(head, width, subsequent_indent="  ")
+    for part in parts:
+        lines += textwrap.wrap(part, width, initial_indent="  ", subsequent_indent="    ")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class Context:
     """What a reproduction's ``reproduce`` gets: the settings of the chosen scale and where to work."""
@@ -71,10 +84,14 @@ class Reproduction:
         if set(self.scales) != set(SCALES) or set(self.cost) != set(SCALES):
             raise ValueError(f"reproduction {self.name}: settings and cost for exactly the scales {SCALES}")
 
-    def line(self) -> str:
-        """One line for ``archstudy reproduce --list``."""
-        costs = "; ".join(f"{s}: {self.cost[s]}" for s in SCALES)
-        return f"{self.name}: {self.paper}, {self.source}: {self.summary} [{costs}]"
+    def line(self, width: int = LIST_WIDTH) -> str:
+        """Its entry in ``archstudy reproduce --list``: "NAME: paper, source", what it measures, then its cost at
+        each scale, wrapped to ``width`` columns (the lines after the first indented)."""
+        return listing(
+            f"{self.name}: {self.paper}, {self.source}",
+            [self.summary, *(f"{s}: {self.cost[s]}" for s in SCALES)],
+            width,
+        )
 
 
 def sub_seed(seed: int, *keys: int) -> int:

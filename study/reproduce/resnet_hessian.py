@@ -59,6 +59,16 @@ from .result import Row
 
 PAPER = "Li, Jiao, Han and Weissman, *Demystifying ResNet*"
 KINDS = {"shortcut1": 1, "shortcut2": 2, "shortcut3": 3, "orthogonal": 0, "xavier": 0}  # kind -> shortcut depth
+# The claims the rows check (``Row.checking``): figure 4's, one per kind of net (none of the 3-shortcut nets), and
+# Theorem 2.1's two, of its zero Hessian at zero, at the perturbed zero point.
+CLAIMS = {
+    "shortcut1": "figure 4: the 1-shortcut nets' condition number grows with depth",
+    "shortcut2": "figure 4, Theorem 2: the 2-shortcut nets' condition number does not grow with depth",
+    "orthogonal": "figure 4: the orthogonal nets' condition number grows with depth",
+    "xavier": "figure 4: the Xavier nets' condition number grows with depth",
+}
+FLAT_CLAIM = "Theorem 2.1: the 3-shortcut nets' largest |eigenvalue| at the perturbed zero far below the 2-shortcut's"
+SHRINK_CLAIM = "Theorem 2.1: the 3-shortcut nets' largest |eigenvalue| in proportion to the perturbation"
 COMPONENTS = 10  # "Ten greatest principal components are kept" (appendix B)
 PERTURBATION = 0.01  # "Xavier initialize the weight matrices, and then multiply a small constant (0.01)" (4.1)
 SMALLER = 0.001  # the second perturbation size at which the 3-shortcut nets are measured (Theorem 2.1's check)
@@ -242,8 +252,9 @@ def reproduce(ctx: Context) -> Measured:
                     smaller.setdefault(L, []).append(float(np.abs(spectrum(hessian(theta, L, n, data))).max()))
     theorem = theorem2_condition_number(data)
     sigma_max = theorem2_largest_eigenvalue(data)
-    rows = []
+    rows: list[Row] = []
     for kind in KINDS:
+        claim = CLAIMS.get(kind, "")
         means = {L: float(np.mean(v)) for L, v in cond[kind].items()}
         first, last = min(means), max(means)
         for L, value in means.items():
@@ -256,17 +267,21 @@ def reproduce(ctx: Context) -> Measured:
                         value,
                         DEPTH_INVARIANT,
                         "depth-invariant, Theorem 2; paper = its eq. 9 on this data",
-                    )
+                    ).checking(claim)
                 )
             elif kind == "shortcut3":
                 continue  # the paper claims nothing of it: Theorem 2.1's rows below
             elif L == first:
                 rows.append(
-                    Row.claim(key, value, value < means[last], f"grows with depth: below the value at depth {last}")
+                    Row.claim(
+                        key, value, value < means[last], f"grows with depth: below the value at depth {last}"
+                    ).checking(claim)
                 )
             else:
                 rows.append(
-                    Row.claim(key, value, value > means[first], f"grows with depth: above the value at depth {first}")
+                    Row.claim(
+                        key, value, value > means[first], f"grows with depth: above the value at depth {first}"
+                    ).checking(claim)
                 )
     for L in largest["shortcut3"]:
         value = float(np.mean(largest["shortcut3"][L]))
@@ -278,7 +293,7 @@ def reproduce(ctx: Context) -> Measured:
                 f"far below the 2-shortcut net's (Theorem 2.1: zero Hessian at zero): under "
                 f"{FAR_BELOW:g} x sigma_max(M) = {FAR_BELOW * sigma_max:.3g}, Theorem 2's largest "
                 f"|eigenvalue| of a 2-shortcut net at zero",
-            )
+            ).checking(FLAT_CLAIM)
         )
         ratio = float(np.mean(smaller[L]) / value)
         rows.append(
@@ -289,7 +304,7 @@ def reproduce(ctx: Context) -> Measured:
                 DEPTH_INVARIANT,
                 f"the value at perturbation {SMALLER:g} over that at {PERTURBATION:g}: "
                 "in proportion to the perturbation, Theorem 2.1 (paper = the perturbations' ratio)",
-            )
+            ).checking(SHRINK_CLAIM)
         )
     note = (
         "Condition number = |λ|max / |λ|(0.1), the 10th percentile of |λ| (appendix B), the mean over runs as "

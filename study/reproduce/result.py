@@ -17,10 +17,23 @@ A row compares one quantity with the paper in one of three ways:
 * ``Row.claim``: the paper shows only a figure (``paper`` is null); ``tolerance`` states the qualitative
   claim checked and ``ok`` whether our numbers bear it out.
 
-A failing row is a finding, never a reason to widen its tolerance. The JSON shape is fixed (the issue's):
-``{"name", "paper", "scale", "seconds", "rows": [{"quantity", "paper", "measured", "tolerance", "ok"}], ...}``
-with further top-level keys per reproduction (``source``, ``data``, ``settings``, ``note``, ...), so results
-of different versions compare key by key.
+A failing row is a finding, never a reason to widen its tolerance.
+
+Each row's verdict (``Row.verdict``) is one of three: "agrees" (ours within the tolerance), "differs", or
+"cannot tell" (``Row.cannot_tell(why)``): the run at this scale cannot test the claim, e.g. no net left the best
+constant, or every run ties within the data's noise; a row that would agree only because nothing trained is
+"cannot tell", not "agrees". ``Row.ok`` keeps the comparison itself (ours within the tolerance), the verdict
+decides; in the JSON, "ok" is whether the row agrees (false for "cannot tell"), so a reader of "ok" alone never
+counts a row that cannot tell as agreeing.
+Each row names the claim it checks (``Row.checking``: the paper's table cell or the figure's stated claim, e.g.
+"Table 1, line D"; read as ``Row.checks``), so a summary counts claims as well as rows (several rows may
+check one claim).
+
+The JSON shape is fixed (the issue's): ``{"name", "paper", "scale", "seconds", "rows": [{"quantity", "paper",
+"measured", "tolerance", "ok", "verdict", "claim", "cannot_tell"}], ...}`` with further top-level keys per
+reproduction (``source``, ``data``, ``settings``, ``note``, ...), so results of different versions compare key
+by key. ``Row.from_dict`` reads rows written before the verdict, the claim and the reason were keys (the verdict
+then follows ``ok``, the claim is the quantity).
 """
 
 from __future__ import annotations
@@ -28,7 +41,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+import textwrap
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, cast
@@ -37,7 +51,9 @@ import numpy as np
 
 from archstudy.sampling.constraints import plain
 
-ROW_KEYS = ("quantity", "paper", "measured", "tolerance", "ok")
+ROW_KEYS = ("quantity", "paper", "measured", "tolerance", "ok", "verdict", "claim", "cannot_tell")
+AGREES, DIFFERS, CANNOT_TELL = "agrees", "differs", "cannot tell"
+VERDICTS = (AGREES, DIFFERS, CANNOT_TELL)
 
 
 @dataclass(frozen=True)
@@ -46,7 +62,36 @@ class Row:
     paper: float | None
     measured: float | None  # None (null in JSON) when nothing could be measured: the row then fails
     tolerance: str
-    ok: bool
+    ok: bool  # ours within the tolerance (the comparison); the verdict is ``verdict``
+    claim_name: str = ""  # the paper's claim this row checks (a table cell, a figure's stated claim); "" = quantity
+    why_cannot_tell: str | None = None  # why this run cannot test the claim; None when it can
+
+    @property
+    def verdict(self) -> str:
+        """ "cannot tell" when the run cannot test the claim (``cannot_tell``), else "agrees" or "differs"."""
+        if self.why_cannot_tell is not None:
+            return CANNOT_TELL
+        return AGREES if self.ok else DIFFERS
+
+    @property
+    def agrees(self) -> bool:
+        return self.verdict == AGREES
+
+    @property
+    def checks(self) -> str:
+        """The claim this row checks: ``claim_name``, or the quantity when none was named (its own claim)."""
+        return self.claim_name or self.quantity
+
+    def cannot_tell(self, why: str) -> "Row":
+        """This row with the verdict "cannot tell": ``why`` says why the run cannot test the claim (e.g. "no net
+        left the best constant"); the comparison (``ok``) and the tolerance are kept."""
+        if not why.strip():
+            raise ValueError("a 'cannot tell' verdict needs its reason")
+        return replace(self, why_cannot_tell=why)
+
+    def checking(self, claim: str) -> "Row":
+        """This row, named as checking ``claim`` (the paper's table cell or figure's stated claim)."""
+        return replace(self, claim_name=claim)
 
     @classmethod
     def close(cls, quantity: str, paper: float, measured: float, tolerance: float, why: str) -> "Row":
@@ -111,7 +156,39 @@ class Row:
         return cls(quantity, None, measured, claim, bool(ok) and measured is not None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in ROW_KEYS}
+        return {
+            "quantity": self.quantity,
+            "paper": self.paper,
+            "measured": self.measured,
+            "tolerance": self.tolerance,
+            "ok": self.agrees,
+            "verdict": self.verdict,
+            "claim": self.checks,
+            "cannot_tell": self.why_cannot_tell,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Row":
+        """A row as ``to_dict`` writes it, or as written before "verdict", "claim" and "cannot_tell" were keys
+        (the verdict then follows "ok"). A "cannot tell" row reads with ``ok`` false (the JSON keeps its verdict,
+        not its comparison)."""
+        claim = d.get("claim") or ""
+        row = cls(
+            str(d["quantity"]),
+            d["paper"],
+            d["measured"],
+            str(d["tolerance"]),
+            bool(d["ok"]),
+            "" if claim == d["quantity"] else str(claim),
+        )
+        verdict = d.get("verdict", AGREES if row.ok else DIFFERS)
+        if verdict not in VERDICTS:
+            raise ValueError(f"row {row.quantity!r}: verdict {verdict!r} is none of {', '.join(VERDICTS)}")
+        if verdict == CANNOT_TELL:
+            return row.cannot_tell(str(d.get("cannot_tell") or "not given"))
+        if (verdict == AGREES) != row.ok:
+            raise ValueError(f"row {row.quantity!r}: verdict {verdict!r} contradicts ok={row.ok}")
+        return row
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -201,7 +278,20 @@ class Result:
 
     @property
     def passed(self) -> int:
-        return sum(r.ok for r in self.rows)
+        """The rows that agree (a "cannot tell" row is not one of them)."""
+        return self.count(AGREES)
+
+    def count(self, verdict: str) -> int:
+        """The rows whose verdict is ``verdict`` (one of ``VERDICTS``)."""
+        return sum(r.verdict == verdict for r in self.rows)
+
+    @property
+    def claims(self) -> dict[str, list[Row]]:
+        """The claims checked, in the order first met, each with its rows."""
+        out: dict[str, list[Row]] = {}
+        for r in self.rows:
+            out.setdefault(r.checks, []).append(r)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -247,24 +337,50 @@ def number(x: float | None) -> str:
     return f"{x:.4g}"
 
 
-def format_table(result: Result) -> str:
-    """The rows as a plain-text table (quantity, paper, here, tolerance, verdict) and a summary line."""
-    header = ("quantity", "paper", "here", "tolerance", "verdict")
+TABLE_WIDTH = 100  # the terminal table's width by default (``format_table``); ``wide`` prints every character
+VERDICT_WORD = {AGREES: "agrees", DIFFERS: "DIFFERS", CANNOT_TELL: "cannot tell"}
+
+
+def cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: cut, ending in "…", when longer."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def format_table(result: Result, *, wide: bool = False) -> str:
+    """The rows as a plain-text table (verdict, quantity, paper, here, tolerance), then why each "cannot tell"
+    row cannot tell, then a summary line: rows and claims by verdict. The verdict comes first, so it is in view
+    on any terminal; the table fits ``TABLE_WIDTH`` columns, the quantity and the tolerance cut ("…") where
+    longer, unless ``wide`` (every character)."""
+    header = ("verdict", "quantity", "paper", "here", "tolerance")
     lines = [
-        (r.quantity, number(r.paper), number(r.measured), r.tolerance, "ok" if r.ok else "DIFFERS") for r in result.rows
+        (VERDICT_WORD[r.verdict], r.quantity, number(r.paper), number(r.measured), r.tolerance) for r in result.rows
     ]
-    widths = [max(len(str(x[i])) for x in [header, *lines]) for i in range(4)]
+    widths = [max(len(x[i]) for x in [header, *lines]) for i in range(5)]
+    if not wide:
+        room = TABLE_WIDTH - widths[0] - widths[2] - widths[3] - 4 * 2  # for the quantity and the tolerance
+        widths[1] = min(widths[1], max(len(header[1]), room - min(widths[4], max(20, room // 3))))
+        widths[4] = min(widths[4], room - widths[1])
     out = []
     for row in [header, *lines]:
+        cells = [cut(c, w) for c, w in zip(row, widths)]
         out.append(
             "  ".join(
-                str(c).ljust(w) if i in (0, 3) else str(c).rjust(w) for i, (c, w) in enumerate(zip(row[:4], widths))
-            )
-            + "  "
-            + row[4]
+                c.ljust(w) if i in (0, 1, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+            ).rstrip()
         )
-    out.append(
-        f"{result.name} ({result.scale}): {result.passed} of {len(result.rows)} rows agree with the paper, "
-        f"{result.seconds:.1f} s"
-    )
+    said = [f"cannot tell, {r.quantity}: {r.why_cannot_tell}" for r in result.rows if r.why_cannot_tell is not None]
+    said.append(f"{result.name} ({result.scale}): {verdict_counts(result)}, {result.seconds:.1f} s")
+    out += said if wide else [textwrap.fill(s, TABLE_WIDTH, subsequent_indent="  ") for s in said]
     return "\n".join(out)
+
+
+def verdict_counts(result: Result) -> str:
+    """ "34 of 40 rows agree, 5 differ, 1 cannot tell; 9 claims" (each verdict named only when some row has it)."""
+    n, agree = len(result.rows), result.passed
+    parts = [f"{agree} of {n} rows agree with the paper"]
+    if result.count(DIFFERS):
+        parts.append(f"{result.count(DIFFERS)} differ")
+    if result.count(CANNOT_TELL):
+        parts.append(f"{result.count(CANNOT_TELL)} cannot tell")
+    claims = len(result.claims)
+    return ", ".join(parts) + f"; {claims} claim{'s' if claims != 1 else ''} checked"

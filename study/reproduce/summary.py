@@ -1,5 +1,6 @@
-"""``archstudy reproduce all``: every offered reproduction, one summary table (reproduction, rows agreeing /
-total, time here), ``OUT/summary.json`` and an index page ``OUT/index.html`` linking each reproduction's page; its
+"""``archstudy reproduce all``: every offered reproduction, one summary table (reproduction, claims agreeing /
+claims, rows agreeing / rows, rows that cannot tell, time here), ``OUT/summary.json`` and an index page
+``OUT/index.html`` linking each reproduction's page; its
 estimated time is printed before any work, from the reproductions' declared costs at the scale
 (``Reproduction.cost``, read by ``cost_seconds``) and the number of processes (``planned_seconds``).
 
@@ -10,6 +11,11 @@ reproduction that keeps every core busy itself (``Reproduction.whole_machine``: 
 workers take every core) runs alone first, in the calling process; with one, every reproduction runs there, in
 catalogue order. Each draw of a reproduction comes from its own seeds (``reproduction.sub_seed``), so its
 numbers are the same in any process and in any order; the summary lists the reproductions in catalogue order.
+
+Two counts, both printed: rows, and claims (a table cell or a figure's stated claim, ``Row.checks``), each claim
+with the rows that check it (resnet-hessian's rows check a handful of claims). A claim's verdict
+(``claim_verdict``): it differs when one of its rows differs, cannot tell when none differs and one cannot tell,
+agrees when every row agrees.
 
 The not offered experiments of the five papers (``catalogue.NOT_OFFERED``) close the index page and the JSON, so a
 reader sees the whole map of the papers in one place.
@@ -25,6 +31,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO, cast
 
@@ -33,7 +40,7 @@ from archstudy.sampling.constraints import Choice, Integer, check
 
 from .catalogue import NOT_OFFERED
 from .reproduction import SCALES, WHERE, Reproduction, check_device, check_out, run_reproduction
-from .result import Result, write_text
+from .result import AGREES, CANNOT_TELL, DIFFERS, Result, Row, write_text
 
 UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 _COST = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|min|h)\b")
@@ -99,12 +106,27 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def claim_verdict(rows: list[Row]) -> str:
+    """The verdict of one claim from those of its rows: "differs" when any row differs, else "cannot tell" when
+    any row cannot tell, else "agrees"."""
+    verdicts = {r.verdict for r in rows}
+    return DIFFERS if DIFFERS in verdicts else CANNOT_TELL if CANNOT_TELL in verdicts else AGREES
+
+
 @dataclass
 class Entry:
     """One reproduction's line of the summary."""
 
     name: str
     result: Result
+
+    @property
+    def claims(self) -> dict[str, str]:
+        """Each claim checked (in the order first met) -> its verdict (``claim_verdict``)."""
+        return {claim: claim_verdict(rows) for claim, rows in self.result.claims.items()}
+
+    def claims_with(self, verdict: str) -> int:
+        return sum(v == verdict for v in self.claims.values())
 
     def to_dict(self) -> dict[str, Any]:
         r = self.result
@@ -117,7 +139,13 @@ class Entry:
             "seconds": round(r.seconds, 3),
             "json": f"{self.name}.json",
             "html": f"{self.name}.html",
-            "differing": [row.quantity for row in r.rows if not row.ok],
+            "differing": [row.quantity for row in r.rows if row.verdict == DIFFERS],
+            "cannot_tell": [row.quantity for row in r.rows if row.verdict == CANNOT_TELL],
+            "claims_agreeing": self.claims_with(AGREES),
+            "claims": [
+                {"claim": claim, "verdict": claim_verdict(rows), "rows": [row.to_dict() for row in rows]}
+                for claim, rows in r.claims.items()
+            ],
         }
 
 
@@ -226,6 +254,7 @@ def run_all(
     seconds = time.perf_counter() - t0
     entries = [Entry(name, results[name]) for name in reproductions]
     summary = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "scale": scale,
         "seed": seed,
         "device": str(device),
@@ -233,8 +262,7 @@ def run_all(
         "threads": threads,
         "seconds": round(seconds, 3),
         "estimated_seconds": estimate,
-        "agreeing": sum(e.result.passed for e in entries),
-        "rows": sum(len(e.result.rows) for e in entries),
+        **totals(entries),
         "reproductions": [e.to_dict() for e in entries],
         "not_offered": [n.to_dict() for n in NOT_OFFERED],
     }
@@ -382,15 +410,50 @@ def work(job: str) -> int:
     return 0
 
 
+def totals(entries: list[Entry]) -> dict[str, int]:
+    """The counts of ``summary.json``: rows agreeing, differing, cannot tell, all; claims the same."""
+    rows = [r for e in entries for r in e.result.rows]
+    claims = [v for e in entries for v in e.claims.values()]
+    return {
+        "agreeing": sum(r.verdict == AGREES for r in rows),
+        "differing_rows": sum(r.verdict == DIFFERS for r in rows),
+        "cannot_tell_rows": sum(r.verdict == CANNOT_TELL for r in rows),
+        "rows": len(rows),
+        "claims_agreeing": claims.count(AGREES),
+        "claims_differing": claims.count(DIFFERS),
+        "claims_cannot_tell": claims.count(CANNOT_TELL),
+        "claims": len(claims),
+    }
+
+
 def summary_table(entries: list[Entry], seconds: float) -> str:
-    """Reproduction, rows agreeing / total, time here; then the total."""
-    header = ("reproduction", "rows agreeing", "time here")
-    lines = [(e.name, f"{e.result.passed} / {len(e.result.rows)}", duration(e.result.seconds)) for e in entries]
-    agreeing, rows = sum(e.result.passed for e in entries), sum(len(e.result.rows) for e in entries)
-    lines.append(("all", f"{agreeing} / {rows}", duration(seconds)))
-    widths = [max(len(x[i]) for x in [header, *lines]) for i in range(3)]
+    """Reproduction, claims agreeing / claims, rows agreeing / rows, rows that cannot tell, time here; then the
+    totals (within 100 columns)."""
+    header = ("reproduction", "claims agree", "rows agree", "cannot tell", "time here")
+    lines = [
+        (
+            e.name,
+            f"{e.claims_with(AGREES)} / {len(e.claims)}",
+            f"{e.result.passed} / {len(e.result.rows)}",
+            str(e.result.count(CANNOT_TELL)),
+            duration(e.result.seconds),
+        )
+        for e in entries
+    ]
+    t = totals(entries)
+    lines.append(
+        (
+            "all",
+            f"{t['claims_agreeing']} / {t['claims']}",
+            f"{t['agreeing']} / {t['rows']}",
+            str(t["cannot_tell_rows"]),
+            duration(seconds),
+        )
+    )
+    widths = [max(len(x[i]) for x in [header, *lines]) for i in range(5)]
     return "\n".join(
-        f"{a.ljust(widths[0])}  {b.rjust(widths[1])}  {c.rjust(widths[2])}" for a, b, c in [header, *lines]
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
+        for line in [header, *lines]
     )
 
 
@@ -405,9 +468,11 @@ def index_page(entries: list[Entry], summary: dict) -> str:
             f'<a href="{esc(e.name)}.html">{esc(e.name)}</a>',
             esc(e.result.paper),
             esc(e.result.extra.get("source", "")),
+            f"{e.claims_with(AGREES)} / {len(e.claims)}",
             f"{e.result.passed} / {len(e.result.rows)}",
             duration(e.result.seconds),
-            esc(", ".join(r.quantity for r in e.result.rows if not r.ok)) or "–",
+            esc(", ".join(r.quantity for r in e.result.rows if r.verdict == DIFFERS)) or "–",
+            esc(", ".join(r.quantity for r in e.result.rows if r.verdict == CANNOT_TELL)) or "–",
         ]
         for e in entries
     ]
@@ -420,11 +485,27 @@ def index_page(entries: list[Entry], summary: dict) -> str:
             "<title>archstudy reproduce all</title>",
             f"<style>{PAGE_CSS}</style></head><body>",
             f"<h1>The papers' experiments, reproduced ({esc(summary['scale'])} scale)</h1>",
-            f"<p><b>{summary['agreeing']} of {summary['rows']} rows agree with the papers</b>, "
+            f"<p><b>{summary['claims_agreeing']} of {summary['claims']} claims and {summary['agreeing']} of "
+            f"{summary['rows']} rows agree with the papers</b> ({summary['claims_differing']} claims differ, "
+            f"{summary['claims_cannot_tell']} cannot tell at this scale), "
             f"{duration(summary['seconds'])} here (estimated {duration(summary['estimated_seconds'])}), seed "
             f"{summary['seed']}, device {esc(summary['device'])}. A row that differs is a finding: its tolerance comes "
-            "from the paper's precision or spread.</p>",
-            table(["reproduction", "paper", "source", "rows agreeing", "time here", "differing rows"], rows, left=3),
+            "from the paper's precision or spread; a claim is a table cell or a figure's stated claim, checked by one "
+            "row or several; a row that cannot tell is one this scale cannot test (e.g. no net trained).</p>",
+            table(
+                [
+                    "reproduction",
+                    "paper",
+                    "source",
+                    "claims agreeing",
+                    "rows agreeing",
+                    "time here",
+                    "differing rows",
+                    "rows that cannot tell",
+                ],
+                rows,
+                left=3,
+            ),
             "<h2>Not offered</h2><p>The papers' other experiments, each with why it is not run here.</p>",
             table(["paper", "source", "experiment", "why not here"], missing, left=4),
             "</body></html>",

@@ -90,7 +90,9 @@ def test_every_reproduction_writes_every_key_with_finite_values(tiny, name):
     out, results = tiny
     d = check_outputs(name, out)
     assert d == json.loads(json.dumps(results[name].to_dict()))  # what was written is what was returned
-    assert format_table(results[name]).count("\n") == len(d["rows"]) + 1
+    lines = format_table(results[name], wide=True).splitlines()[1 : len(d["rows"]) + 1]
+    for line, r in zip(lines, d["rows"], strict=True):  # the verdict first, then the quantity
+        assert line.startswith(r["verdict"] if r["verdict"] != "differs" else "DIFFERS") and r["quantity"] in line
     page = (out / f"{name}.html").read_text(encoding="utf-8")
     title, h1 = page.split("<title>")[1].split("</title>")[0], page.split("<h1>")[1].split("</h1>")[0]
     assert "*" not in title + h1 and "<i>" in h1  # the paper's *short title* in italics, not in asterisks
@@ -198,6 +200,12 @@ def test_figure2_claims_are_the_medians_of_the_nlc_groups_and_can_fail():
     # no high-bias net drawn: nothing to measure, and the row says so by failing with a null value
     r = {row.quantity: row for row in nlc_figure2.claims(good[~good["high_bias"]], threshold=0.5)[0]}
     assert r["median_test_error:high_bias"].measured is None and not r["median_test_error:high_bias"].ok
+    assert r["median_test_error:high_bias"].verdict == "cannot tell"
+    # nothing trained: every net at a random test error, so no claim can be tested (the high-bias one would agree)
+    untrained = good.assign(test_error=0.6 + 0.01 * np.arange(len(good)))
+    verdicts = {row.quantity: row.verdict for row in nlc_figure2.claims(untrained, threshold=0.5)[0]}
+    assert set(verdicts.values()) == {"cannot tell"}, verdicts
+    assert {row.verdict for row in nlc_figure2.claims(good, threshold=0.5)[0]} == {"agrees"}
 
 
 def test_figure2_keeps_its_study_for_the_report_which_lists_the_verdicts_only_when_asked(tiny, tmp_path):
@@ -341,6 +349,14 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
         ratio = rows[f"largest_eigenvalue_shrinks:shortcut3:depth={L}"]
         assert ratio["measured"] == pytest.approx(np.mean(small) / np.mean(big)) and ratio["paper"] == 0.1
         assert ratio["measured"] == pytest.approx(0.1, rel=0.05) and ratio["ok"]
+    # the rows check six claims: figure 4's one per kind of net (none of the 3-shortcut nets), Theorem 2.1's two
+    claims = results["resnet-hessian"].claims
+    assert list(claims) == [*resnet_hessian.CLAIMS.values(), resnet_hessian.FLAT_CLAIM, resnet_hessian.SHRINK_CLAIM]
+    for kind, claim in resnet_hessian.CLAIMS.items():
+        assert [r.quantity for r in claims[claim]] == [
+            f"condition_number:{kind}:depth={L}" for L in resnet_hessian.depths(kind, 6)
+        ]
+    assert sum(len(rows) for rows in claims.values()) == len(d["rows"])
 
 
 # -- han-checkerboard ------------------------------------------------------------------------------------------
@@ -490,12 +506,15 @@ def test_nlc_table2_reads_cifar10_from_root_and_says_so(tmp_path, monkeypatch, c
     assert "nlc:depth=25" in capsys.readouterr().out
 
 
-def test_list_names_every_reproduction_with_its_paper_and_costs(capsys):
+def test_list_names_every_reproduction_with_its_paper_and_costs_within_100_columns(capsys):
     assert main(["reproduce", "--list"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    text = capsys.readouterr().out
+    assert max(len(x) for x in text.splitlines()) <= 100
     for name, r in REPRODUCTIONS.items():
-        line = next(x for x in lines if x.startswith(f"{name}: "))
-        assert r.paper in line and all(f"{s}: " in line for s in SCALES)
+        entry = r.line()
+        assert entry.startswith(f"{name}: ") and entry in text
+        words = " ".join(entry.split())  # unwrapped
+        assert r.paper in words and r.summary in words and all(f"{s}: {r.cost[s]}" in words for s in SCALES)
 
 
 @pytest.mark.parametrize(

@@ -99,17 +99,36 @@ def test_summary_json_and_index_add_up_and_link_every_page(tiny_all):
     assert [e["name"] for e in summary["reproductions"]] == list(PART_B)
     for e in summary["reproductions"]:
         d = json.loads((out / e["json"]).read_text())
-        assert e["rows"] == len(d["rows"]) and e["agreeing"] == sum(r["ok"] for r in d["rows"])
-        assert e["differing"] == [r["quantity"] for r in d["rows"] if not r["ok"]]
+        assert e["rows"] == len(d["rows"]) and e["agreeing"] == sum(r["verdict"] == "agrees" for r in d["rows"])
+        assert e["agreeing"] == sum(r["ok"] for r in d["rows"])  # "ok" is "agrees" for a reader of the old key
+        assert e["differing"] == [r["quantity"] for r in d["rows"] if r["verdict"] == "differs"]
+        assert e["cannot_tell"] == [r["quantity"] for r in d["rows"] if r["verdict"] == "cannot tell"]
+        # every row under exactly one claim: its own
+        under = [(c["claim"], r) for c in e["claims"] for r in c["rows"]]
+        assert sorted(r["quantity"] for _, r in under) == sorted(r["quantity"] for r in d["rows"])
+        assert all(r in d["rows"] and r["claim"] == claim for claim, r in under)
+        assert e["claims_agreeing"] == sum(c["verdict"] == "agrees" for c in e["claims"])
         assert e["seconds"] == d["seconds"] and (out / e["html"]).exists()
         assert f'href="{e["html"]}"' in index and f"{e['agreeing']} / {e['rows']}" in index
     assert summary["agreeing"] == sum(e["agreeing"] for e in summary["reproductions"])
     assert summary["rows"] == sum(e["rows"] for e in summary["reproductions"])
+    assert summary["claims"] == sum(len(e["claims"]) for e in summary["reproductions"])
+    assert summary["claims_agreeing"] == sum(e["claims_agreeing"] for e in summary["reproductions"])
+    assert f"{summary['claims_agreeing']} of {summary['claims']} claims" in index
     assert summary["seconds"] >= max(e["seconds"] for e in summary["reproductions"])  # side by side: not the sum
     assert len(summary["not_offered"]) == len(NOT_OFFERED) and all(esc(n.reason) in index for n in NOT_OFFERED)
     assert not re.search(r'(src|href)="(https?:)?//', index)
     table = summary_table(entries, summary["seconds"]).splitlines()
-    assert table[-1].split()[:4] == ["all", str(summary["agreeing"]), "/", str(summary["rows"])]
+    assert table[-1].split()[:7] == [
+        "all",
+        str(summary["claims_agreeing"]),
+        "/",
+        str(summary["claims"]),
+        str(summary["agreeing"]),
+        "/",
+        str(summary["rows"]),
+    ]
+    assert max(len(line) for line in table) <= 100
 
 
 def test_costs_parse_and_the_estimate_is_the_sum_of_the_declared_times():
