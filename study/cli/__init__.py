@@ -1,7 +1,12 @@
 """``archstudy``: the command line. One module per subcommand, each with ``register(subparsers)``.
 
 A user's mistake (``sampling.UserError``: bad input, missing files, a non-study directory) is printed as
-one line on stderr with exit code 2, never as a traceback; so is an argument error (``OneLineParser``).
+one line on stderr with exit code 2, never as a traceback; so is an argument error (``OneLineParser``). ``main``
+is the one error boundary of every command: an error of the operating system, of pyarrow or of the object store
+that reaches it (a name over 255 bytes, a file where the study keeps a directory, a read-only or full disk) is one
+line too, naming the path, what was being done and why (``system_error_line``), exit code 2; ``--debug`` (before
+or after the command's name) prints the traceback as well. Every study location a command reads is opened, and
+object storage asked once whether it answers, before the command starts (``open_locations``).
 
 ``main`` is the command line's entry point, and the one place that changes the process for the command's
 duration: SIGTERM (``kill``, ``ray job stop``) is turned into Ctrl-C (``sigterm_as_interrupt``), so a
@@ -15,10 +20,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import os
+import re
 import signal
 import sys
+import threading
+import traceback
 
 from archstudy.sampling import UserError
 from archstudy.sampling.constraints import shorten
@@ -62,7 +71,161 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)
+    for command_parser in (parser, *sub.choices.values()):
+        command_parser.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,  # a subcommand's default would overwrite `archstudy --debug COMMAND`
+            help="on an error, print the traceback too",
+        )
     return parser
+
+
+# What each command is doing when the system refuses it: the "while ..." of ``system_error_line``.
+ACTIVITY = {
+    "run": "running the study",
+    "resume": "resuming the study",
+    "status": "reading the study",
+    "top": "reading the study",
+    "report": "reading the studies and writing the report",
+    "rank": "ranking architectures",
+    "sample": "sampling architectures",
+    "datasets": "looking for the datasets",
+    "bench": "benchmarking",
+    "reproduce": "reproducing",
+    "cluster": "checking the cluster file",
+}
+
+# The study locations a command reads, by argument name, opened (and object storage asked) before it starts.
+# run, resume and status open theirs through ``study.execution.store.Store``, which does the same.
+LOCATIONS = {"top": ("study",), "rank": ("study",), "report": ("study_dirs",)}
+
+# pyarrow's own words for the operation (its errors carry no ``filename``; the path is quoted in the message).
+_ARROW_OPERATION = (
+    ("Failed stat()ing", "looking it up"),
+    ("Cannot list directory", "listing it"),
+    ("Cannot create directory", "creating it"),
+    ("Failed to open local file", "opening it"),
+    ("Failed to open", "opening it"),
+    ("Cannot delete", "deleting it"),
+    ("Failed renaming", "renaming it"),
+    ("Failed to rename", "renaming it"),
+    ("When getting information for key", "asking the object store for it"),
+    ("When listing objects", "listing it in the object store"),
+    ("When reading information", "asking the object store for it"),
+    ("When uploading", "writing it to the object store"),
+    ("When deleting", "deleting it from the object store"),
+)
+
+# Why, in a user's words, beside the system's own (os.strerror).
+_WHY = {
+    errno.ENAMETOOLONG: "a name in the path is over 255 bytes, or the whole path over 4096",
+    errno.ENOTDIR: "a file stands where a directory is expected",
+    errno.EISDIR: "a directory stands where a file is expected",
+    errno.EROFS: "the file system is mounted read-only",
+    errno.EACCES: "not allowed to this user",
+    errno.EPERM: "not allowed (an immutable file or directory?)",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.ENOENT: "it does not exist",
+    errno.ELOOP: "a symbolic link where none may be, or a loop of links",
+    errno.ENXIO: "a FIFO or device with no one at the other end",
+}
+
+
+def is_system_error(error: BaseException) -> bool:
+    """An error of the operating system, of pyarrow or of the object store (pyarrow's are ``ArrowException``s;
+    pyarrow is looked up only if the command loaded it)."""
+    if isinstance(error, (OSError, MemoryError)):
+        return True
+    arrow = sys.modules.get("pyarrow")
+    return arrow is not None and isinstance(error, arrow.ArrowException)
+
+
+def system_error_line(error: BaseException, command: str) -> str:
+    """One line for an error of the operating system, pyarrow or the object store: the path it names (the
+    error's ``filename``, or the first quoted path of pyarrow's message), what was being done (pyarrow's
+    operation where it says one, and the command's activity) and why (the system's words, and a user's)."""
+    activity = ACTIVITY.get(command, f"running {command}")
+    if isinstance(error, MemoryError):
+        return f"out of memory while {activity} ({type(error).__name__}: {error or 'no detail'})"
+    text = " ".join(str(error).split())
+    path = getattr(error, "filename", None)
+    if path is None:
+        quoted = re.search(r"'(/[^']*|[a-z0-9]+://[^']*|[^' ]+/[^']*)'", text)
+        path = quoted[1] if quoted else None
+    number = getattr(error, "errno", None)
+    if number is None:  # pyarrow: "... Detail: [errno 20] Not a directory"
+        found = re.search(r"\[errno (\d+)\]", text, re.IGNORECASE)
+        number = int(found[1]) if found else None
+    operation = next((words for prefix, words in _ARROW_OPERATION if prefix in text), None)
+    if number is not None and number in errno.errorcode:
+        why = os.strerror(number)
+        if number in _WHY:
+            why = f"{why}: {_WHY[number]}"
+    else:
+        why = re.sub(r"^\[Errno \d+\]\s*", "", text) or type(error).__name__
+    doing = f"{operation}, while {activity}" if operation else f"while {activity}"
+    where = f"{path}: " if path else ""
+    if path and getattr(error, "filename2", None):
+        where = f"{path} -> {error.filename2}: "  # type: ignore[attr-defined]
+    return f"{where}{why} ({doing})"
+
+
+def open_locations(args: argparse.Namespace) -> None:
+    """Open every study location the command reads (``LOCATIONS``) and ask object storage once whether it answers
+    (``study.execution.location``): a malformed URI (``s3:bucket/x``, ``s3://``) or an endpoint that does not
+    answer is one ``UserError`` line before the command starts, as ``run``, ``resume`` and ``status`` do."""
+    from ..execution.location import names_a_uri, open_location, reach
+
+    for name in LOCATIONS.get(args.command, ()):
+        value = getattr(args, name, None)
+        for location in value if isinstance(value, list) else [value]:
+            if isinstance(location, str) and names_a_uri(location):
+                fs, root = open_location(location)
+                reach(fs, root, location)
+
+
+# Linux prctl(2) option: the signal a process gets when the thread that forked it ends.
+PR_SET_PDEATHSIG = 1
+_FORK = {"registered": False, "main": False, "parent": 0}
+
+
+def _before_fork() -> None:
+    _FORK["main"] = threading.current_thread() is threading.main_thread()
+    _FORK["parent"] = os.getpid()
+
+
+def die_with_parent() -> None:
+    """The calling process gets SIGKILL when the thread that started it ends (prctl PR_SET_PDEATHSIG; Linux only,
+    elsewhere nothing). It survives ``exec``: ``subprocess.Popen(..., preexec_fn=die_with_parent)`` from the main
+    thread gives a worker process that dies with its parent however the parent dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+def _die_with_parent() -> None:
+    """In a process forked from the command's main thread: ``die_with_parent``. A report's forked workers outlived a
+    SIGKILL of ``archstudy report`` and ignored SIGTERM. Not for a fork from another thread: the signal comes when
+    the forking *thread* ends."""
+    if not _FORK["main"]:
+        return
+    die_with_parent()
+    if os.getppid() != _FORK["parent"]:  # the parent died before the line above: nobody waits for this process
+        os._exit(1)
+
+
+def children_die_with_the_command() -> None:
+    """Every process the command forks from its main thread (the report's workers) dies with it (``_die_with_parent``);
+    registered once per process. (A subprocess started with exec, such as Ray's or ``reproduce all``'s workers,
+    runs no fork hook: those end through their own parent-death checks.)"""
+    if not _FORK["registered"]:
+        os.register_at_fork(before=_before_fork, after_in_child=_die_with_parent)
+        _FORK["registered"] = True
 
 
 @contextlib.contextmanager
@@ -88,12 +251,16 @@ def sigterm_as_interrupt():
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    children_die_with_the_command()
     try:
         with sigterm_as_interrupt():
+            open_locations(args)
             return int(args.func(args) or 0)
     except UserError as e:
         from .datasets import on_the_command_line
 
+        if getattr(args, "debug", False):
+            traceback.print_exc()
         print(f"archstudy {args.command}: error: {on_the_command_line(one_line(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -102,6 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `archstudy sample | head`: the reader left; not an error of ours
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as e:
+        if not is_system_error(e):
+            raise
+        if getattr(args, "debug", False):
+            traceback.print_exc()
+        print(f"archstudy {args.command}: error: {one_line(system_error_line(e, args.command))}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

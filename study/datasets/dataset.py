@@ -91,7 +91,9 @@ def unusable(data: Dataset) -> str | None:
     hold points (each run is evaluated on all three: the schedule watches one, the selection reads one, the
     test error is recorded), their labels must be classes of the dataset, and the training split must hold
     every class (a class without a training point could never be learned; its chance-level error would be
-    counted against every architecture alike)."""
+    counted against every architecture alike). Every input must be a finite number (a NaN in a damaged
+    preprocessed cache failed every unit), and the training points must not all be the same point (nothing to
+    learn from: a constant data file)."""
     sizes = {name: len(split) for name, split in data.splits.items()}
     shown = "/".join(str(n) for n in sizes.values())
     empty = [name for name, n in sizes.items() if n == 0]
@@ -107,6 +109,14 @@ def unusable(data: Dataset) -> str | None:
                 f"the {name} split has labels in [{lo}, {hi}], outside the {data.n_classes} classes "
                 f"0..{data.n_classes - 1}"
             )
+    for name, split in data.splits.items():
+        bad = int((~torch.isfinite(split.x)).sum())
+        if bad:
+            return (
+                f"the {name} split's inputs hold {bad} value(s) that are not finite numbers (NaN or inf) once loaded "
+                "and preprocessed: a data file with such values, or a damaged preprocessed cache (delete it to "
+                "have it made again)"
+            )
     present = set(torch.unique(data.train.y).tolist())
     missing = [c for c in range(data.n_classes) if c not in present]
     if missing:
@@ -115,6 +125,12 @@ def unusable(data: Dataset) -> str | None:
             f"class{'es' if len(missing) > 1 else ''} {listed} of {data.n_classes} "
             f"ha{'ve' if len(missing) > 1 else 's'} "
             f"no point in the training split (train/val/test = {shown} points)"
+        )
+    x = data.train.x
+    if len(x) > 1 and bool((x == x[:1]).all()):
+        return (
+            f"all {len(x)} points of the training split have the same inputs: there is nothing to learn from "
+            "(a constant data file?)"
         )
     return None
 
@@ -145,9 +161,18 @@ def fifths(n: int) -> tuple[int, int, int]:
 def standardize(train: np.ndarray, *others: np.ndarray) -> tuple[list[np.ndarray], dict]:
     """Features to zero mean and unit variance with the TRAINING split's statistics
     (x - mean_train) / sd_train, sd with ddof = 0, applied to every split. A feature constant on the
-    training split (sd = 0) is only centred. Returns the arrays and the statistics (for ``meta``)."""
-    mean = train.mean(axis=0)
-    sd = train.std(axis=0)
+    training split (sd = 0) is only centred. Returns the arrays and the statistics (for ``meta``).
+
+    A feature whose sum or squares leave float64's range (a file scaled by 1e300: sd = inf, every point 0) has its
+    statistics computed on the feature divided by its largest magnitude m and scaled back, mean = m mean(x / m),
+    sd = m sd(x / m): the same numbers up to rounding, as standardization does not depend on the scale."""
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is handled just below, not printed
+        mean = train.mean(axis=0)
+        sd = train.std(axis=0)
+    if not (np.isfinite(mean).all() and np.isfinite(sd).all()):
+        m = np.abs(train).max(axis=0)
+        m = np.where((m > 0) & np.isfinite(m), m, 1.0)
+        mean, sd = (train / m).mean(axis=0) * m, (train / m).std(axis=0) * m
     scale = np.where(sd > 0, sd, 1.0)
     out = [(a - mean) / scale for a in (train,) + others]
     return out, {"constant_features": int((sd == 0).sum())}

@@ -307,6 +307,16 @@ def _stops_on_write_errors(drive):
         try:
             return drive(store, *args, **kwargs)
         except StoreWriteError as e:
+            try:  # a directory without its study.yaml: stopped before the study was written (one that vanished
+                # since it was created, or a location that no longer answers, is said as for any study)
+                created = store.root_kind() != "dir" or store.is_study()
+            except Exception:  # noqa: BLE001 - the location does not answer at all
+                created = True
+            if not created:  # stopped before its study.yaml was written: there is nothing to resume
+                raise StudyStopped(
+                    f"{store.location}: the study stopped before it was created: {e}; nothing stored was damaged: "
+                    "run the same `archstudy run` again once the location accepts writes"
+                ) from None
             raise StudyStopped(
                 f"{store.location}: the study stopped: {e}; every architecture committed before is "
                 f"kept and nothing stored was damaged: `archstudy resume {store.location}` continues "
@@ -342,12 +352,21 @@ def _drive(
     problem = store.write_problem()
     if problem:
         raise UserError(f"{store.location}: {problem}")
+    store.check_lock()
     check_address(address, connect_timeout_s)
     data = _load_data(config)
     d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
     if unless_same_data is not None and unless_same_data.data_fingerprint == fingerprint:
         # --force-config asked nothing new (the same science keys, the same data): nothing is rewritten.
         config, write_config, note = unless_same_data, False, None
+    if new:  # d_in, d_out and data_fingerprint are the data's, recorded when a study is created: never a choice
+        for key, value in (("d_in", d_in), ("d_out", d_out), ("data_fingerprint", fingerprint)):
+            given = getattr(config, key)
+            if given is not None and given != value:
+                raise UserError(
+                    f"study.{key} = {given!r}: is not the data's ({config.dataset} has {key} = {value!r}); "
+                    "archstudy derives it from the data when it creates a study: leave it out of the config"
+                )
     if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
         raise UserError(
             f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
@@ -414,6 +433,13 @@ def _drive(
         if new:
             _check_still_new(store)  # with the lock held: create the lock, check, then write
         state = survey(store, config, units, driver=False)
+        blocked = store.blocked(u.name for u in units)
+        if blocked:
+            more = f" (and {len(blocked) - 1} more)" if len(blocked) > 1 else ""
+            raise UserError(
+                f"{blocked[0]}{more}: not a file, where the study writes one of an architecture's files (a "
+                "directory?); nothing was run: move it away"
+            )
         if state.foreign:
             name, problem = next(iter(state.foreign.items()))
             raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
@@ -507,6 +533,7 @@ def _check_pilot(config: StudyConfig) -> None:
 def _memory_needed(config: StudyConfig, units: list[WorkUnit], data, store: Store):
     """(spec, ``memory.Estimate``) of the unit that needs the most memory (``study.execution.memory``), or None for a
     study without units."""
+    from ..experiment.metric_options import MetricOptions
     from ..experiment.protocol import Protocol
 
     res = config.resources
@@ -517,6 +544,7 @@ def _memory_needed(config: StudyConfig, units: list[WorkUnit], data, store: Stor
         threads=res.threads,
         gpu=res.gpus_per_arch > 0,
         object_storage=not store.local,
+        grid=MetricOptions.from_dict(config.metrics).variability_grid,
     )
 
 
@@ -549,9 +577,13 @@ def _check_memory(
         f"of width {spec.width}), but {have.describe()}"
     )
     if embedded:
+        advice = (
+            "lower metrics.variability_grid (points per side of the lattice)"
+            if need.lattice > need.training
+            else "lower --param-budget, use fewer learning rates"
+        )
         raise UserError(
-            f"{what}: nothing was run; lower --param-budget, use fewer learning rates, or run fewer at "
-            "once (--max-in-flight 1, or a larger --cpus-per-arch)"
+            f"{what}: nothing was run; {advice}, or run fewer at once (--max-in-flight 1, or a larger --cpus-per-arch)"
         )
     shown.say(f"{what}; its architectures will fail until a node with more memory per architecture joins")
 

@@ -21,6 +21,15 @@ A unit trains the R runs of one architecture of P trainable parameters as one fl
                        (``study.execution.unit.MirroredCheckpoint``);
     D                  the dataset the worker holds: its splits' inputs (float64) and labels (int64).
 
+Before training, the variability V at initialization (``study.metrics.variability``) evaluates the network on every
+point of a g x g lattice of a plane at once (g = ``metrics.variability_grid``), a layer's input and output alive:
+
+    L = g^2 (d_in + 2 w)   the lattice, w the widest layer; it comes before training, so the peak is
+                           8 max(4 S + G + A + E + U, L) + D.
+
+A grid of 10^6 per side is 10^12 points: refused here, before the study starts (it was an allocation of hundreds
+of terabytes in every unit).
+
 c is the trainer's runs per chunk: on a CPU its ``auto_chunk`` rule with the worker's threads, on a GPU all R.
 The terms add up rather than peak one at a time: a worker's malloc keeps freed memory for the next step
 (``study.training.allocator``), so a step's and an evaluation's buffers are still in the process when runs
@@ -61,10 +70,16 @@ class Estimate:
     evaluation: int  # E
     upload: int  # U
     data: int  # D, bytes
+    lattice: int = 0  # L: the variability lattice at initialization (0: not measured)
+
+    @property
+    def training(self) -> int:
+        """4 S + G + A + E + U, in elements."""
+        return 4 * self.state + self.step + self.activations + self.evaluation + self.upload
 
     @property
     def bytes(self) -> int:
-        return FLOAT64 * (4 * self.state + self.step + self.activations + self.evaluation + self.upload) + self.data
+        return FLOAT64 * max(self.training, self.lattice) + self.data
 
     @property
     def copies(self) -> int:
@@ -85,6 +100,8 @@ class Estimate:
             if elements:
                 parts.append(f"{name} {size(FLOAT64 * elements)}")
         parts.append(f"data {size(self.data)}")
+        if self.lattice > self.training:
+            parts.append(f"and before training the variability lattice {size(FLOAT64 * self.lattice)}, the peak")
         return ", ".join(parts)
 
 
@@ -124,9 +141,11 @@ def estimate(
     threads: int = 1,
     gpu: bool = False,
     object_storage: bool = False,
+    grid: int = 0,
 ) -> Estimate:
     """The estimated peak of training ``spec`` under ``protocol`` (module docstring): ``n_train`` training points,
-    ``n_largest`` points in the largest split, ``data`` bytes of dataset, ``threads`` torch threads."""
+    ``n_largest`` points in the largest split, ``data`` bytes of dataset, ``threads`` torch threads, ``grid``
+    points per side of the variability lattice (0: none)."""
     from ..training.loss import EVAL_ELEMENTS
     from ..training.optim import optimizer_of
 
@@ -149,6 +168,7 @@ def estimate(
         evaluation=2 * min(EVAL_ELEMENTS, R * n_largest * widest),
         upload=2 * S if object_storage else 0,
         data=data,
+        lattice=grid * grid * (spec.d_in + 2 * widest) if grid and spec.d_in >= 2 else 0,
     )
 
 
@@ -160,6 +180,7 @@ def largest(
     threads: int = 1,
     gpu: bool = False,
     object_storage: bool = False,
+    grid: int = 0,
 ) -> tuple[ArchSpec, Estimate] | None:
     """The spec of ``specs`` that needs the most memory on ``data`` (a ``Dataset``), and its estimate."""
     n_train = len(data.train)
@@ -179,6 +200,7 @@ def largest(
             threads=threads,
             gpu=gpu,
             object_storage=object_storage,
+            grid=grid,
         )
         seen[spec.content_id] = (spec, e)
         if best is None or e.bytes > best[1].bytes:

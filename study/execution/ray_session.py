@@ -26,6 +26,34 @@ from ..experiment.config import CONNECT_TIMEOUT_S
 from . import interrupts
 
 
+def own_cluster(address: str | None) -> str | None:
+    """``auto`` as the user's own cluster, every other address as it is: ``RAY_ADDRESS``, else the address the last
+    ``ray start --head`` on this node recorded (``/tmp/ray/ray_current_cluster``) if this user wrote it. Never what
+    Ray's own ``auto`` falls back to, any Ray process found on the machine (another job's session, another user's:
+    a study joined it and ran there); none found is one ``UserError`` line."""
+    if address != "auto":
+        return address
+    env = os.environ.get("RAY_ADDRESS")
+    if env and env != "auto":
+        return env
+    from ray._private.utils import get_ray_address_file, read_ray_address
+
+    record = get_ray_address_file(None)
+    found = read_ray_address(None) if os.path.isfile(record) else None
+    owner = os.stat(record).st_uid if found else None
+    if not found or owner != os.getuid():
+        why = (
+            f"the one recorded in {record} was started by another user (uid {owner})"
+            if found
+            else f"RAY_ADDRESS is unset and no `ray start --head` recorded one in {record}"
+        )
+        raise UserError(
+            f"--address auto: no Ray cluster of yours was found on this node ({why}); start one with `ray start "
+            "--head`, or give --address HOST:PORT (without --address the study runs on an embedded Ray)"
+        )
+    return found
+
+
 def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     """Refuse, within about ``timeout_s``, a Ray address where no Ray cluster answers (``ray.init`` would retry
     for minutes, printing only Ray's log lines): a TCP connection to the head (host:port, ``ray://host:port``,
@@ -33,6 +61,7 @@ def check_address(address: str | None, timeout_s: float = CONNECT_TIMEOUT_S) -> 
     a Ray GCS must give its cluster id (asked from a separate process, killed at the deadline)."""
     if not address:
         return
+    address = own_cluster(address) or address  # a str stays a str: None only for None
     from ray._private.services import canonicalize_bootstrap_address
 
     deadline = time.monotonic() + timeout_s
@@ -222,7 +251,7 @@ def ray_session(address: str | None = None):
     kwargs: dict[str, Any] = dict(log_to_driver=False, logging_level=logging.ERROR, configure_logging=True)
     main_thread = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM)
-    address = address or os.environ.get("RAY_ADDRESS") or None
+    address = own_cluster(address or os.environ.get("RAY_ADDRESS") or None)
     before = _ray_processes_below(os.getpid())  # never touched: not this session's
     try:
         with contextlib.ExitStack() as stack:

@@ -41,6 +41,7 @@ import fcntl
 import json
 import math
 import os
+import stat
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -82,6 +83,14 @@ LOCK_NAME = ".lock"
 # Declared once: the writers use these names, and each is checked never to be a symbolic link (``Store.links``).
 FOLDERS = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS)
 ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
+# The files one unit may have, by folder and suffix (``blocked``).
+UNIT_FILES = (
+    (ARCHITECTURES, ".parquet"),
+    (RUNS, ".parquet"),
+    (CURVES, ".parquet"),
+    (FAILED, ".json"),
+    (CHECKPOINTS, ".pt"),
+)
 ENTRIES = FOLDERS + ROOT_FILES
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"
@@ -428,7 +437,8 @@ class Store:
         """Why a driver could not write this study, or None: checked before anything starts (Ray, the data),
         so a read-only location is one line, not a traceback after minutes. Local: the study directory (or
         the nearest existing parent, which it would be created in) and its existing folders must be writable
-        directories. Object storage: a probe object is put and deleted (a hidden temporary name)."""
+        directories (a file where a folder should be is refused too). Object storage: a probe object is put and
+        deleted (a hidden temporary name)."""
         if not self.local:
             probe = f"{PROBE}{os.getpid()}-{uuid.uuid4().hex[:8]}"
             try:
@@ -443,6 +453,11 @@ class Store:
             path = os.path.dirname(path)
         if not os.path.isdir(path):
             return f"{path} is not a directory"
+        if path == self.root:
+            for name in FOLDERS:
+                folder = self.path(name)
+                if os.path.lexists(folder) and not os.path.islink(folder) and not os.path.isdir(folder):
+                    return f"{folder} is not a directory: a file stands where the study keeps a folder"
         folders = [path] + [p for p in (self.path(d) for d in FOLDERS) if path == self.root and os.path.isdir(p)]
         for folder in folders:
             if not os.access(folder, os.W_OK | os.X_OK):
@@ -562,6 +577,24 @@ class Store:
                 stem = i.base_name[: -len(suffix)]
                 if NAME_RE.match(stem):
                     out.append(stem)
+        return sorted(out)
+
+    def blocked(self, names: Iterable[str]) -> list[str]:
+        """Paths where the study writes a file of one of the units ``names`` (its checkpoint, result files, failure
+        record) that hold something else, a directory say (local stores): every attempt to write there fails."""
+        if not self.local:
+            return []
+        wanted = set(names)
+        out = []
+        for folder, suffix in UNIT_FILES:
+            infos = self.fs.get_file_info(pafs.FileSelector(self.path(folder), allow_not_found=True))
+            for i in infos:
+                if (
+                    i.base_name.endswith(suffix)
+                    and i.base_name[: -len(suffix)] in wanted
+                    and i.type != pafs.FileType.File
+                ):
+                    out.append(i.path)
         return sorted(out)
 
     def temp_files(self) -> list[str]:
@@ -744,7 +777,7 @@ class Store:
         self.fs.create_dir(self.root, recursive=True)
         self.refuse_links()  # an untrusted study: a planted `checkpoints -> /elsewhere` would be written through
         try:  # O_NOFOLLOW: a `.lock -> /anywhere` planted since is refused too, never created or opened there
-            fd = os.open(self.path(LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            fd = self._open_lock(os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
         except OSError as e:
             if e.errno == errno.ELOOP:
                 self.refuse_links()
@@ -767,12 +800,35 @@ class Store:
             self._held = None
             os.close(fd)
 
+    def _open_lock(self, flags: int) -> int:
+        """The local lock file opened without waiting (``O_NONBLOCK``: a FIFO planted at ``.lock`` waited forever
+        for a writer); anything but a regular file there (a directory, a FIFO, a device) is one ``UserError``."""
+        path = self.path(LOCK_NAME)
+        try:
+            fd = os.open(path, flags | os.O_NONBLOCK, 0o644)
+        except IsADirectoryError:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a directory opens read-only: refused just below
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, a device or a socket"
+            raise UserError(
+                f"{path}: the study's driver lock is {kind}, not a regular file; nothing was changed (move it away: "
+                "the lock is made again when a driver starts)"
+            )
+        return fd
+
+    def check_lock(self) -> None:
+        """Refuse, before anything starts, a local study whose ``.lock`` is not a regular file (``_open_lock``)."""
+        if self.local and os.path.lexists(self.path(LOCK_NAME)) and not os.path.islink(self.path(LOCK_NAME)):
+            os.close(self._open_lock(os.O_RDONLY))
+
     def driver_running(self) -> bool | None:
         """Whether a driver holds the lock now (local stores); None where it cannot be known (object storage)."""
         if not self.local:
             return None
         try:
-            fd = os.open(self.path(LOCK_NAME), os.O_RDONLY)
+            fd = self._open_lock(os.O_RDONLY)
         except FileNotFoundError:
             return False
         try:

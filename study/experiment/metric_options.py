@@ -22,6 +22,10 @@ PROXY_BATCH = 128
 # data; E.3 allows the error over the path to be 5% (absolute) higher than at the start.
 K_MIN = 1e-9
 K_MAX = 1e3
+# The largest k a study may ask for: a step of k diameters moves a point by k times the data's scale, and from about
+# 1 / eps = 4.5e15 diameters on (eps = 2.2e-16, float64's relative precision) the point itself is lost in the sum,
+# so a larger k measures nothing of the data (1e308 overflowed in every unit).
+K_CEILING = 1e15
 PERTURBATION_TOLERANCE = 0.05
 
 
@@ -43,7 +47,9 @@ class MetricOptions(Declared, key="an option", keys="metric options"):
     )
     region_batches: int = declare(Integer(1), 10, doc="minibatches of E.1 / E.3 (the paper's 10)")
     region_directions: int = declare(Integer(1), 10, doc="Gaussian direction matrices U (and V) per minibatch (10)")
-    region_k_max: float = declare(Real(K_MIN), K_MAX, doc="largest step k of E.1 / E.3, in diameters of the data")
+    region_k_max: float = declare(
+        Real(K_MIN, K_CEILING), K_MAX, doc="largest step k of E.1 / E.3, in diameters of the data"
+    )
     perturbation_tolerance: float = declare(
         Real(0.0, 1.0, lo_open=True),
         PERTURBATION_TOLERANCE,

@@ -225,6 +225,8 @@ class Protocol(Declared):
             )
         if self.momentum and self.optimizer != "sgd":
             raise SpecError(where, "momentum", self.momentum, "must be 0 unless optimizer = 'sgd'")
+        if self.schedule == "steps" and self.iterations is None:  # first: what the schedule asked for lacks
+            raise SpecError(where, "iterations", None, "must be set (an integer >= 1) when schedule = 'steps'")
         defaults = {name: declared.default for name, declared in self.declarations().items()}
         for schedule, names in SCHEDULE_FIELDS.items():
             if schedule == self.schedule:
@@ -234,8 +236,6 @@ class Protocol(Declared):
                     raise SpecError(
                         where, name, getattr(self, name), f"must stay {defaults[name]!r} unless schedule = {schedule!r}"
                     )
-        if self.schedule == "steps" and self.iterations is None:
-            raise SpecError(where, "iterations", None, "must be set (an integer >= 1) when schedule = 'steps'")
 
     # -- derived ---------------------------------------------------------------------------------
     def rates(self, lr_min: float) -> list[float]:

@@ -756,8 +756,6 @@ def test_a_study_uri_that_would_open_somewhere_else_is_one_line(command, uri, ex
     for a listing: status said 0 finished, resume recomputed and overwrote committed objects); `s3:bucket/x` ran a
     local directory ./s3:bucket/x; port 99999 connected elsewhere. Refused before any request, for every command
     that opens a study location."""
-    if command == "report" and "://" not in uri:
-        pytest.skip("report opens a location without '//' as a local path (analysis.results)")
     for key, value in S3_ENV.items():
         monkeypatch.setenv(key, value)
     monkeypatch.chdir(dirs["tmp"])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 
 import numpy as np
 import pytest
@@ -21,7 +22,6 @@ import archstudy.study as study
 from archstudy.sampling import SpecError, UserError
 from archstudy.study.datasets import DATASETS, DataFileMalformed, DataFilesMissing, Dataset, Split, load_dataset
 from archstudy.study.datasets import waveform
-from archstudy.study.datasets.checkerboard import board
 from archstudy.study.datasets.dataset import make_split, split_indices, stream, unusable
 
 
@@ -170,48 +170,24 @@ def test_waveform_file_errors_name_the_file_and_directory(tmp_path):
         load_dataset("waveform-noise", root=tmp_path)
 
 
-# ---------------------------------------------------------------- checkerboard
+def test_a_waveform_file_scaled_by_1e300_is_the_same_data_once_standardized(tmp_path):
+    """Its squares overflowed float64 (sd = inf): every point standardized to 0 or NaN, and every unit failed in its
+    worker. Standardization does not depend on the scale: the scaled file gives the unscaled file's splits."""
+    rng = np.random.default_rng(3)
+    table = np.column_stack([rng.standard_normal((50, 40)) + 2.0, np.arange(50) % 3])
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "scaled").mkdir()
+    np.savetxt(tmp_path / "plain" / "waveform-+noise.data", table, delimiter=",", fmt="%.17g")
+    scaled = np.column_stack([table[:, :40] * 1e300, table[:, 40]])
+    np.savetxt(tmp_path / "scaled" / "waveform-+noise.data", scaled, delimiter=",", fmt="%.17g")
+    plain, big = (load_dataset("waveform-noise", root=tmp_path / k) for k in ("plain", "scaled"))
+    for name in ("train", "val", "test"):
+        np.testing.assert_allclose(big.splits[name].x.numpy(), plain.splits[name].x.numpy(), rtol=1e-12, atol=1e-12)
+        assert torch.equal(big.splits[name].y, plain.splits[name].y)
+    assert unusable(big) is None
 
 
-def blocks_of(x: np.ndarray, blocks: int) -> tuple[np.ndarray, np.ndarray]:
-    """Independently of the module: edge test and block index from the float coordinates."""
-    t = (x + 1) * blocks / 2  # block coordinate
-    on_edge = np.isclose(t, np.round(t), atol=1e-9, rtol=0).any(axis=1)
-    return on_edge, np.floor(t).astype(int)
-
-
-@pytest.mark.parametrize("blocks, edge_points", [(8, 1377), (12, 785)])
-def test_checkerboard_grid_edges_and_alternating_blocks(blocks, edge_points):
-    data = load_dataset("checkerboard", seed=0, blocks=blocks)
-    assert (data.d_in, data.n_classes) == (2, 2)
-    assert [len(s) for s in data.splits.values()] == [1640, 2460, 2461]  # 25% train as the Han papers
-    x, y = all_points(data)
-    assert len(np.unique(x, axis=0)) == 6561  # the three splits partition the 81 x 81 grid
-    np.testing.assert_allclose(np.unique(x[:, 0]), -1 + np.arange(81) / 40)
-    on_edge, block = blocks_of(x, blocks)
-    assert on_edge.sum() == edge_points == data.meta["source"]["edge_points"]
-    assert np.all(y[on_edge] == 0)
-    inside = ~on_edge
-    labels = {}
-    for (bx, by), label in zip(map(tuple, block[inside]), y[inside]):
-        assert labels.setdefault((bx, by), label) == label  # one label per square
-    assert len(labels) == blocks * blocks
-    for (bx, by), label in labels.items():  # neighbours differ
-        for nb in [(bx + 1, by), (bx, by + 1)]:
-            if nb in labels:
-                assert labels[nb] != label
-    if blocks == 8:  # the variability paper, B.1: each of the 64 squares contains 81 grid points
-        counts = np.unique(block[inside], axis=0, return_counts=True)[1]
-        assert np.all(counts == 81)
-
-
-def test_checkerboard_default_is_12_blocks_and_splits_are_seeded():
-    a, b = load_dataset("checkerboard"), load_dataset("checkerboard", blocks=12, seed=0)
-    c = load_dataset("checkerboard", seed=1)
-    assert a.meta["options"] == {"blocks": 12}
-    assert torch.equal(a.train.x, b.train.x) and not torch.equal(a.train.x, c.train.x)
-    x, y, edge = board(12)
-    assert x.shape == (6561, 2) and edge.sum() == 785 and y.sum() == a.meta["source"]["label_1_points"]
+# ---------------------------------------------------------------- checkerboard: test_checkerboard.py
 
 
 # ---------------------------------------------------------------- digits
@@ -282,6 +258,16 @@ def test_common_options_are_accepted_by_every_dataset(tmp_path):
 
 
 # -- issue 23: a dataset a study cannot train and select on is refused up front ----------------------------------
+def _with_x(data: Dataset, split: str, element: int | None, value: float) -> Dataset:
+    """``data`` with one input of a split set to ``value`` (``element`` of the flattened inputs; None: all)."""
+    x = data.splits[split].x.view(-1)
+    if element is None:
+        x.fill_(value)
+    else:
+        x[element] = value
+    return data
+
+
 def _sized(train_y, val_n, test_n, classes=3) -> Dataset:
     rng = np.random.default_rng(0)
     split = lambda y: make_split(rng.standard_normal((len(y), 2)), np.asarray(y, dtype=np.int64))  # noqa: E731
@@ -311,6 +297,23 @@ def _sized(train_y, val_n, test_n, classes=3) -> Dataset:
         (lambda: _sized([0, 1, 5], 2, 2), "the train split has labels in [0, 5], outside the 3 classes 0..2"),
         (lambda: _sized([0, 1, 2], 1, 1), None),
         (lambda: load_dataset("checkerboard"), None),
+        (
+            lambda: _with_x(_sized([0, 1, 2], 2, 2), "val", 1, math.nan),
+            "the val split's inputs hold 1 value(s) that are not finite numbers (NaN or inf) once loaded and "
+            "preprocessed: a data file with such values, or a damaged preprocessed cache (delete it to have it "
+            "made again)",
+        ),
+        (
+            lambda: _with_x(_sized([0, 1, 2], 2, 2), "train", 3, math.inf),
+            "the train split's inputs hold 1 value(s) that are not finite numbers (NaN or inf) once loaded and "
+            "preprocessed: a data file with such values, or a damaged preprocessed cache (delete it to have it "
+            "made again)",
+        ),
+        (
+            lambda: _with_x(_sized([0, 1, 2, 0], 2, 2), "train", None, 0.5),
+            "all 4 points of the training split have the same inputs: there is nothing to learn from (a constant "
+            "data file?)",
+        ),
     ],
 )
 def test_a_dataset_that_a_study_cannot_train_and_select_on_says_why_in_one_line(data, problem):

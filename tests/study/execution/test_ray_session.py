@@ -35,7 +35,8 @@ def test_the_callers_sigterm_handler_is_kept_during_and_after_the_session():
     [
         (None, None, "local"),  # never the cluster a `ray start` on this machine recorded in /tmp/ray
         (None, "10.0.0.1:6379", "10.0.0.1:6379"),  # a Ray job's driver: the cluster it was submitted to
-        ("auto", "10.0.0.1:6379", "auto"),  # --address wins
+        ("auto", "10.0.0.1:6379", "10.0.0.1:6379"),  # auto: the user's own cluster, RAY_ADDRESS first (as Ray's)
+        ("10.0.0.2:6379", "10.0.0.1:6379", "10.0.0.2:6379"),  # an address given wins
     ],
 )
 def test_the_embedded_ray_is_a_new_local_one_unless_an_address_is_given(monkeypatch, asked, env, expected):

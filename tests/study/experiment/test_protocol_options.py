@@ -102,3 +102,10 @@ def test_each_schedule_declares_the_fields_it_reads_and_the_options_are_declared
         "step_at",
         "selection",
     }
+
+
+def test_steps_without_iterations_names_iterations_not_a_field_the_preset_filled_in():
+    """`{preset: quick, schedule: steps}` blamed Protocol.max_epochs = 60 (the quick preset's, not the user's)."""
+    with pytest.raises(SpecError) as e:
+        Protocol.from_dict({"preset": "quick", "schedule": "steps"})
+    assert "Protocol.iterations = None: must be set (an integer >= 1) when schedule = 'steps'" in str(e.value)
