@@ -1011,7 +1011,8 @@ def reproductions_html(directory: str | os.PathLike[str], out: Path) -> str:
     for path in sorted(Path(directory).glob("*.json")):
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
-            rows = [(str(r["quantity"]), r["ok"] is True) for r in d["rows"]]
+            # "ok" means agrees; a row that cannot tell (its own "verdict") is neither agreeing nor differing
+            rows = [(str(r["quantity"]), r["ok"] is True, r.get("verdict")) for r in d["rows"]]
             found.append((path, d, rows))
         except (OSError, ValueError, KeyError, TypeError) as e:
             skipped.append(f"{path.name} ({type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})")
@@ -1031,7 +1032,8 @@ def reproductions_html(directory: str | os.PathLike[str], out: Path) -> str:
         name = esc(d.get("name", path.stem))
         if page.is_file():
             name = f'<a href="{esc(Path(os.path.relpath(page.resolve(), out.resolve().parent)).as_posix())}">{name}</a>'
-        differ = [q for q, ok in rows if not ok]
+        untold = [q for q, _, verdict in rows if verdict == "cannot tell"]
+        differ = [q for q, ok, verdict in rows if not ok and verdict != "cannot tell"]
         table_rows.append(
             [
                 name,
@@ -1039,14 +1041,24 @@ def reproductions_html(directory: str | os.PathLike[str], out: Path) -> str:
                 esc(d.get("source", "")),
                 esc(d.get("scale", "")),
                 fmt(d.get("seconds")),
-                f"{len(rows) - len(differ)} / {len(rows)}",
+                f"{len(rows) - len(differ) - len(untold)} / {len(rows)}",
                 esc(", ".join(differ)) or "–",
+                esc(", ".join(untold)) or "–",
             ]
         )
     return (
         f'<h2 id="reproductions">Reproductions <span class="muted">{esc(os.fspath(directory))}</span></h2>'
         + table(
-            ["reproduction", "paper", "table or figure", "scale", "seconds", "rows agreeing", "rows that differ"],
+            [
+                "reproduction",
+                "paper",
+                "table or figure",
+                "scale",
+                "seconds",
+                "rows agreeing",
+                "rows that differ",
+                "rows that cannot tell",
+            ],
             table_rows,
             left=4,
         )

@@ -35,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO, cast
 
+from archstudy.study.cli import die_with_parent
 from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Choice, Integer, check
 
@@ -344,6 +345,7 @@ def run_side_by_side(
                             subprocess.Popen(
                                 [sys.executable, "-c", WORKER, str(job)],
                                 env=env,
+                                preexec_fn=die_with_parent,  # a killed `reproduce all` leaves no worker running
                                 stdout=subprocess.DEVNULL,
                                 stderr=kept if fd is None else fd,
                             ),
