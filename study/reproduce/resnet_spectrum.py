@@ -15,10 +15,15 @@ zero); the Hessian is its exact one (``resnet_hessian.hessian``). Section 5 comp
 initialization, networks with orthogonal initialization and 2-shortcut networks with zero initialization"; the
 1- and 3-shortcut nets are run too (data and figure) but the paper claims nothing of them here. Training is
 full-batch gradient descent (appendix B), a Hessian every ``every`` epochs. The paper does not state the learning
-rate of these figures nor the number of runs; we use one rate for all nets, 0.01: at depth 16 on the digits it is
-the largest of ``resnet-depth``'s third-decade grid at which the Xavier nets do not diverge (0.03 does, in a
-trial run), so every net trains at it. The gradient descent is written here as in ``resnet-depth`` (the stacked
-trainer does not build n-shortcut residual units).
+rates of these figures nor the number of runs; its protocol elsewhere (5.3.1) uses "the optimal learning rates":
+each net's rate here is the one of a log-spaced sweep (``lrs``, ``resnet-depth``'s third-decade grid) whose
+final loss after ``epochs`` epochs, the mean over the runs' initial points, is lowest (``resnet_depth.train``,
+``resnet_depth.best``), and the spectra are taken along training at that rate. A net has converged when its final
+loss is within ``CONVERGED`` (relative) of the least-squares optimum of a linear map on the data
+(``resnet_depth.optimal_loss``); the claim on the final condition numbers is read only when the 2-shortcut and
+orthogonal nets both have ("cannot tell" otherwise), the others on the loss range every compared run passes
+through. The gradient descent is written here as in ``resnet-depth`` (the stacked trainer does not build
+n-shortcut residual units).
 
 Rows (claims: the figures print no number), on the common loss range of the 2-shortcut, orthogonal and Xavier
 runs (the grid), "others" the orthogonal and the Xavier nets:
@@ -36,7 +41,8 @@ runs (the grid), "others" the orthogonal and the Xavier nets:
   below both others'; 1 ("the index of a 2-shortcut network is always smaller", figure 6 left);
 * ``index_drop_share:shortcut2:first_quarter``: of the 2-shortcut nets' whole drop of index during training, the
   share that happens while the loss falls through the first quarter of its whole decrease; at least 1/2
-  ("drops dramatically at the beginning");
+  ("drops dramatically at the beginning"); "cannot tell" when no Hessian falls inside that quarter (Hessians are
+  also taken at epochs 1, 2, 4, .. below ``every``, where a fast rate does most of its descent);
 * ``epochs:max_gradient_to_steepest_index_drop:shortcut2``: in the first run, the epoch of the largest gradient
   norm minus the middle of the checkpoint interval where the index falls fastest; within one interval
   (``every`` epochs) of 0 ("The gradient reaches its maximum while the index drops dramatically", figure 6
@@ -56,12 +62,15 @@ import numpy as np
 import torch
 
 from .reproduction import Context, Measured, Reproduction, sub_seed
+from .resnet_depth import RATES, best, optimal_loss, train
 from .resnet_hessian import KINDS, PAPER, PERCENTILE, Moments, hessian, initial_point, load_data, loss, spectrum
 from .result import Row
 
 COMPARED = ("shortcut2", "orthogonal", "xavier")  # section 5's three; the claims are about these
 ROUGHLY = 2.0  # "roughly the same value": within this factor
 GRID = 25  # losses of the common grid
+CONVERGED = 0.01  # converged: final loss at most this fraction above the least-squares optimum
+NEAR_ZERO = 1e-6  # an eigenvalue within this fraction of |lambda|_max of zero: numerically zero, its sign noise
 
 
 @dataclass(frozen=True)
@@ -69,20 +78,21 @@ class Settings:
     depth: int  # weight matrices (a multiple of 6: every shortcut depth divides it)
     epochs: int  # full-batch gradient-descent steps
     every: int  # a Hessian every this many epochs (and at the start and the end)
-    lr: float  # the one learning rate of every net
+    lrs: tuple  # the sweep of learning rates; each net trains at its best (lowest mean final loss)
     runs: int  # initial points per net
 
 
 SCALES = {
-    "tiny": Settings(depth=6, epochs=60, every=20, lr=0.1, runs=1),
-    "quick": Settings(depth=16, epochs=1000, every=20, lr=0.01, runs=1),
-    "paper": Settings(depth=16, epochs=1000, every=10, lr=0.01, runs=5),
+    "tiny": Settings(depth=6, epochs=60, every=20, lrs=(0.03, 0.1, 0.3), runs=1),
+    "quick": Settings(depth=16, epochs=1000, every=20, lrs=RATES[3:], runs=1),  # 1e-3 .. 1
+    "paper": Settings(depth=16, epochs=1000, every=10, lrs=RATES[3:], runs=5),
 }
 
 
 def eigen_summary(eigenvalues: np.ndarray) -> dict[str, float]:
-    """|lambda|_max, |lambda|_(0.1) (the 10th percentile of |lambda|), their ratio (appendix B's condition number)
-    and the index (the fraction of negative eigenvalues)."""
+    """|lambda|_max, |lambda|_(0.1) (the 10th percentile of |lambda|), their ratio (appendix B's condition number),
+    the index (the fraction of negative eigenvalues) and the fraction of eigenvalues within ``NEAR_ZERO``
+    |lambda|_max of zero (whose signs, counted by the index, are round-off)."""
     a = np.abs(eigenvalues)
     top, p10 = float(a.max()), float(np.percentile(a, PERCENTILE))
     return {
@@ -90,19 +100,31 @@ def eigen_summary(eigenvalues: np.ndarray) -> dict[str, float]:
         "percentile10": p10,
         "condition_number": top / p10,
         "index": float(np.mean(eigenvalues < 0)),
+        "near_zero": float(np.mean(a <= NEAR_ZERO * top)),
     }
 
 
-def trajectory(theta: torch.Tensor, depth: int, shortcut: int, data: Moments, s: Settings) -> dict[str, list]:
-    """Gradient descent from ``theta``: the loss and the gradient norm at every epoch (before its step), and the
-    Hessian's ``eigen_summary`` at epochs 0, every, 2 every, ..., epochs."""
+def checkpoint_epochs(s: Settings) -> set[int]:
+    """The epochs of a Hessian: 0, every, 2 every, ..., epochs, and 1, 2, 4, .. below ``every``: at a net's best
+    rate the loss may fall most of its way within the first interval (the 2-shortcut nets at rate 1), which
+    the interpolation in the loss would otherwise bridge with a straight line."""
+    early = {2**k for k in range(s.every.bit_length()) if 2**k < s.every}
+    return {0, s.epochs} | early | set(range(0, s.epochs + 1, s.every))
+
+
+def trajectory(
+    theta: torch.Tensor, depth: int, shortcut: int, data: Moments, s: Settings, lr: float
+) -> dict[str, list]:
+    """Gradient descent from ``theta`` at rate ``lr``: the loss and the gradient norm at every epoch (before its
+    step), and the Hessian's ``eigen_summary`` at epochs 0, every, 2 every, ..., epochs."""
     grad = torch.func.grad(lambda t: loss(t, depth, shortcut, data))
+    at = checkpoint_epochs(s)
     out: dict[str, list] = {"loss": [], "gradient_norm": [], "checkpoints": []}
     for epoch in range(s.epochs + 1):
         value = float(loss(theta, depth, shortcut, data))
         if not math.isfinite(value):
             break  # diverged: the trajectory ends here
-        if epoch % s.every == 0 or epoch == s.epochs:
+        if epoch in at:
             out["checkpoints"].append(
                 {"epoch": epoch, "loss": value, **eigen_summary(spectrum(hessian(theta, depth, shortcut, data)))}
             )
@@ -111,7 +133,7 @@ def trajectory(theta: torch.Tensor, depth: int, shortcut: int, data: Moments, s:
         g = grad(theta)
         out["loss"].append(value)
         out["gradient_norm"].append(float(torch.linalg.vector_norm(g)))
-        theta = theta - s.lr * g
+        theta = theta - lr * g
     return out
 
 
@@ -145,7 +167,25 @@ def index_drop_share(checkpoints: list[dict]) -> float:
     whole = index[0] - index.min()
     quarter = losses[0] - (losses[0] - losses.min()) / 4
     early = index[losses >= quarter]
+    if len(early) < 2:
+        return math.nan  # no checkpoint but the start in the first quarter: the drop there is not resolved
     return float((index[0] - early.min()) / whole) if whole > 0 else math.nan
+
+
+def index_drop_share_by_epoch(checkpoints: list[dict], fraction: float = 0.01) -> float:
+    """Of the index's whole drop (start minus its minimum), the share done by the checkpoint at ``fraction`` of
+    the epochs (the drop read against the epoch, as figure 6 right, instead of the loss)."""
+    index = np.array([c["index"] for c in checkpoints])
+    epochs = np.array([c["epoch"] for c in checkpoints])
+    whole = index[0] - index.min()
+    early = index[epochs <= fraction * epochs[-1]]
+    return float((index[0] - early.min()) / whole) if whole > 0 else math.nan
+
+
+def first_quarter_unresolved(checkpoints: list[dict]) -> bool:
+    """No checkpoint but the start while the loss falls through the first quarter of its decrease."""
+    losses = np.array([c["loss"] for c in checkpoints])
+    return int(np.sum(losses >= losses[0] - (losses[0] - losses.min()) / 4)) < 2
 
 
 def gradient_to_index_drop(run: dict) -> float:
@@ -160,26 +200,40 @@ def gradient_to_index_drop(run: dict) -> float:
     return float(np.argmax(run["gradient_norm"]) - (epochs[k] + epochs[k + 1]) / 2)
 
 
+def best_rate(thetas: list[torch.Tensor], depth: int, shortcut: int, x, y, data: Moments, s: Settings):
+    """(the rate of ``s.lrs`` whose final loss after ``s.epochs`` epochs, the mean over the initial points
+    ``thetas``, is lowest; that loss): ``resnet-depth``'s sweep."""
+    final = np.array([train(t, depth, shortcut, False, s.lrs, s.epochs, x, y, data) for t in thetas])
+    loss_at_best, lr = best(final, s.lrs)
+    return lr, loss_at_best
+
+
 def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     xn, yn, what = load_data(ctx.root)
     data = Moments.of(xn, yn).to(ctx.device)
+    x, y = torch.from_numpy(xn).to(ctx.device), torch.from_numpy(yn).to(ctx.device)
+    optimum = optimal_loss(data)
     d = xn.shape[1]
     runs: dict[str, list[dict]] = {}
+    rates: dict[str, float] = {}
+    converged: dict[str, bool] = {}
     for kind, n in KINDS.items():
-        runs[kind] = [
-            trajectory(
-                initial_point(kind, s.depth, d, sub_seed(ctx.seed, n, s.depth, r)).to(ctx.device), s.depth, n, data, s
-            )
-            for r in range(s.runs)
+        thetas = [
+            initial_point(kind, s.depth, d, sub_seed(ctx.seed, n, s.depth, r)).to(ctx.device) for r in range(s.runs)
         ]
+        rates[kind], _ = best_rate(thetas, s.depth, n, x, y, data, s)
+        runs[kind] = [trajectory(t, s.depth, n, data, s, rates[kind]) for t in thetas]
         ends = [r["checkpoints"][-1] for r in runs[kind]]
+        converged[kind] = all(e["epoch"] == s.epochs and e["loss"] <= optimum * (1 + CONVERGED) for e in ends)
         ctx.say(
-            f"resnet-spectrum: {kind}: loss {runs[kind][0]['checkpoints'][0]['loss']:.4g} -> "
+            f"resnet-spectrum: {kind} at its best rate {rates[kind]:.3g}: loss "
+            f"{runs[kind][0]['checkpoints'][0]['loss']:.4g} -> "
             + ", ".join(f"{e['loss']:.4g} (epoch {e['epoch']})" for e in ends)
+            + f" (optimum {optimum:.4g}; {'converged' if converged[kind] else 'not converged'})"
         )
     grid = common_grid(runs)
-    rows = claims(runs, grid, s.every)
+    rows = claims(runs, grid, s.every, converged)
     curves = {
         k: {
             q: mean_on_grid(runs[k], q, grid, q != "index").tolist() if len(grid) else []
@@ -188,12 +242,28 @@ def reproduce(ctx: Context) -> Measured:
         for k in KINDS
     }
     note = (
-        f"Depth {s.depth}, full-batch gradient descent at rate {s.lr:g} for {s.epochs} epochs, {s.runs} run(s) per "
-        f"net, the exact Hessian every {s.every} epochs; curves on {len(grid)} losses of the range every run of "
-        f"the 2-shortcut, orthogonal and Xavier nets passes through"
+        f"Depth {s.depth}, full-batch gradient descent for {s.epochs} epochs at each net's best rate of the sweep "
+        + ", ".join(f"{r:.3g}" for r in s.lrs)
+        + " (lowest mean final loss): "
+        + ", ".join(
+            f"{k} {rates[k]:.3g} (final loss {np.mean([r['checkpoints'][-1]['loss'] for r in runs[k]]):.6g}, "
+            + ("converged" if converged[k] else "not converged")
+            + ")"
+            for k in KINDS
+        )
+        + f"; the least-squares optimum {optimum:.6g}, converged meaning within {CONVERGED:.0%} of it. "
+        f"{s.runs} run(s) per net, the exact Hessian every {s.every} epochs; curves on {len(grid)} losses of the "
+        f"range every run of the 2-shortcut, orthogonal and Xavier nets passes through"
         + (f" ({grid[0]:.4g} .. {grid[-1]:.4g})" if len(grid) else " (empty: no claim can be checked)")
         + ", interpolated linearly in the loss per run, log10 of the eigenvalues averaged over runs. The paper "
-        "states neither the rate nor the number of runs of these figures."
+        "states neither the rates nor the number of runs of these figures. The index counts the signs of "
+        f"eigenvalues that are numerically zero (within {NEAR_ZERO:g} |λ|_max): at the end of training their "
+        "fraction is "
+        + ", ".join(f"{k} {np.mean([r['checkpoints'][-1]['near_zero'] for r in runs[k]]):.2f}" for k in COMPARED)
+        + ", so the index of a converged net is mostly round-off; and at its start (the perturbed zero) the "
+        "2-shortcut net's index is 1/2 (Theorem 2: eigenvalues +-sigma_k(M) in pairs). Read against the epoch "
+        "instead of the loss, the share of the 2-shortcut nets' index drop done within the first 1% of the epochs "
+        f"is {np.nanmean([index_drop_share_by_epoch(r['checkpoints']) for r in runs['shortcut2']]):.2f}."
     )
     return Measured(
         rows,
@@ -208,12 +278,23 @@ def reproduce(ctx: Context) -> Measured:
         ],
         data=what,
         note=note,
-        extra={"loss_grid": grid.tolist(), "on_grid": curves, "runs": runs},
+        extra={
+            "learning_rates": rates,
+            "converged": converged,
+            "optimal_loss": optimum,
+            "loss_grid": grid.tolist(),
+            "on_grid": curves,
+            "runs": runs,
+        },
     )
 
 
-def claims(runs: dict[str, list[dict]], grid: np.ndarray, every: int) -> list[Row]:
-    """The rows (module docstring) from the runs' trajectories and the common grid."""
+def claims(
+    runs: dict[str, list[dict]], grid: np.ndarray, every: int, converged: dict[str, bool] | None = None
+) -> list[Row]:
+    """The rows (module docstring) from the runs' trajectories and the common grid; ``converged`` (kind ->
+    whether its runs converged; all, when not given) decides whether the final condition numbers can be read,
+    an empty grid whether the rows on it can."""
     nan = math.nan
     if len(grid):
         cond = {k: mean_on_grid(runs[k], "condition_number", grid, log=True) for k in COMPARED}
@@ -231,7 +312,7 @@ def claims(runs: dict[str, list[dict]], grid: np.ndarray, every: int) -> list[Ro
     final_ratio = final["shortcut2"] - final["orthogonal"]
     share = float(np.mean([index_drop_share(r["checkpoints"]) for r in runs["shortcut2"]]))
     lag = gradient_to_index_drop(runs["shortcut2"][0])
-    return [
+    rows = [
         Row.claim(
             "fraction_below:condition_number:shortcut2",
             below_cond,
@@ -275,6 +356,30 @@ def claims(runs: dict[str, list[dict]], grid: np.ndarray, every: int) -> list[Ro
             'maximum while the index drops dramatically" (figure 6 right)',
         ),
     ]
+    no_grid = "the compared nets' runs share no range of losses"
+    on_grid = {
+        "fraction_below:condition_number:shortcut2",
+        "log10_condition_ratio:shortcut2_over_others:highest_loss",
+        "fraction_below:index:shortcut2",
+    }
+    final_read = converged is None or (converged["shortcut2"] and converged["orthogonal"])
+    unresolved = any(first_quarter_unresolved(r["checkpoints"]) for r in runs["shortcut2"])
+    out = []
+    for row in rows:
+        if row.quantity in on_grid and not len(grid):
+            row = row.cannot_tell(no_grid)
+        elif row.quantity == "index_drop_share:shortcut2:first_quarter" and unresolved:
+            row = row.cannot_tell(
+                "the 2-shortcut nets' loss falls through the first quarter of its decrease before their first "
+                "Hessian after the start: the drop there is not resolved"
+            )
+        elif row.quantity == "log10_final_condition_ratio:shortcut2_over_orthogonal" and not final_read:
+            row = row.cannot_tell(
+                f"the 2-shortcut or the orthogonal nets did not converge (final loss more than {CONVERGED:.0%} "
+                "above the least-squares optimum): their end of training is not the paper's"
+            )
+        out.append(row)
+    return out
 
 
 def figure(runs: dict[str, list[dict]], grid: np.ndarray, curves: dict):
@@ -322,7 +427,7 @@ REPRODUCTION = Reproduction(
     "gradient descent at depth 16, linear nets with shortcuts of depth 1/2/3 and without (orthogonal, "
     "Xavier), on MNIST (--root) or the digits",
     scales=SCALES,
-    cost={"tiny": "5 s", "quick": "3.1 min measured", "paper": "1.5 h (estimated)"},
+    cost={"tiny": "5 s", "quick": "3.5 min (estimated)", "paper": "1.7 h (estimated)"},
     reproduce=reproduce,
     reads_root="mnist",
 )

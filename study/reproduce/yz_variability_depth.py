@@ -7,18 +7,26 @@ The measure (Yu and Zhang, eq. 3; the variability paper, eq. 4 and A.2): f = |F_
 Omega = [-1, 1]^2, V = |f|^-2 times the integral of the squared third derivatives along both axes
 (``study.metrics.variability``: third differences on a 65 x 65 lattice), "the geometric mean [over parameter
 samples] is used which will vanish whenever C2C occurs" (a sample whose output is constant on Omega has V = 0).
+|f| is read as the 2-norm over Omega (Yu and Zhang's eq. 3 prints |f|^-2 without a subscript; the variability
+paper's eq. 4 is garbled in our copy and may read |f|_inf, the sup norm): the rows use the 2-norm, and the note
+gives the peaks under the sup-norm readings |f|_inf^-2 and |f|_inf^-1 of the same samples (``READINGS``).
 
 The networks. "We add an input layer and an output layer, both of dimension 2, to the L hidden layers" (the
 variability paper, 3.1): ``ArchSpec(depth=L + 1, d_in=2, d_out=2)``, L = 3, 6, ..., 45 ("depth L varying from 3
 to 45 (with increment 3)"); "as depth L grows, the width d decreases so that the total number of model parameters
 is approximately 4000": the width whose exact parameter count is closest to 4,000 (``solve_width``). "For ReLU we
 use Kaiming initialization, and for [...] ABS we use Xavier initialization" (the variability paper, 3.1): weights
-Gaussian times sqrt(2 / fan_in) or sqrt(2 / (fan_in + fan_out)); biases i.i.d. standard normal (the variability
-paper's B.1, "We initialize weight matrices and bias vectors with i.i.d. standard normal random numbers, and the
-weight matrices are then scaled by the Xavier/Kaiming initialization constants"; its section 3.1 says only
-"randomly sampled (W, b) with proper scalings"); plain relu(s) and |s|. The HanNets: "The structure of HanNets is
+Gaussian times sqrt(2 / fan_in) or sqrt(2 / (fan_in + fan_out)); biases i.i.d. standard normal times the same
+constant ("randomly sampled (W, b) with proper scalings", the variability paper, 3.1; "normally distributed
+parameter samples scaled by standard initialization factors", Yu and Zhang, figure 2; ``scale_biases``). The
+variability paper's B.1 ("We initialize weight matrices and bias vectors with i.i.d. standard normal random
+numbers, and the weight matrices are then scaled") describes its training experiment, not these figures; its
+unscaled N(0, 1) biases were used here before issue 32 (the before and after of that change are measured in
+docs/reproductions.md);
+plain relu(s) and |s|. The HanNets: "The structure of HanNets is
 the same as that of FCNets with far fewer model parameters" (figure 2's caption): the FC+ABS net's depth and width
-with every width-to-width matrix a Householder reflector (u ~ N(0, I), its bias N(0, 1) like the others; the
+with every width-to-width matrix a Householder reflector (u ~ N(0, I), its bias scaled like the dense square
+layer's it replaces; the
 variability paper, 1.2: "we replace square weight matrices with Householder reflectors"): 389 to 839 parameters
 over the depths, where Yu and Zhang's caption says "reduced from 4000 to 800" (their count at the shallow end is
 not explained). Sample j of a depth is the same standard normal draws for the three nets (paired).
@@ -47,15 +55,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+from typing import TYPE_CHECKING, cast
+
 import numpy as np
+import torch
 
 from archstudy.sampling import ArchSpec
 from archstudy.sampling.width import solve_width
 
-from ..metrics.variability import box_variability, geometric_mean
-from ..nn.network import build_network
+from ..metrics.variability import geometric_mean, third_difference_variability
+from ..nn.network import Network, build_network
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..nn.family import Family
 
 PAPER = (
     "Yu and Zhang, *Householder-Absolute Neural Layers*; the variability paper (*Variability of Neural Networks "
@@ -71,6 +88,7 @@ OMEGA = ((-1.0, 1.0), (-1.0, 1.0))
 RELU_PEAK = (12, 18)  # "at around L = 16" (section 3.2), "at L = 12" (B.2)
 RELU_VANISHES = 27  # Yu and Zhang: "once the number of hidden layers reaches 27 or larger"
 CHUNK_ELEMENTS = 1 << 24  # activations per stacked forward (128 MiB of float64)
+READINGS = ("2-norm", "sup^-2", "sup^-1")  # |f|^-2 over Omega (the rows), |f|_inf^-2, |f|_inf^-1
 
 
 @dataclass(frozen=True)
@@ -105,19 +123,67 @@ def spec_of(kind: str, hidden: int) -> ArchSpec:
     return fc.replace(weights=weights) if weights != "dense" else fc
 
 
-def variabilities(spec: ArchSpec, seeds: list[int], grid: int, device) -> np.ndarray:
-    """V of the net built from each seed, in stacks of as many samples as ``CHUNK_ELEMENTS`` allows."""
+def init_constant(init: str, fan_in: int, fan_out: int) -> float:
+    """The standard deviation of a weight under ``init``: "kaiming" sqrt(2 / fan_in) (He, Zhang, Ren and Sun,
+    *Delving Deep into Rectifiers*), "xavier" sqrt(2 / (fan_in + fan_out)) (Glorot and Bengio)."""
+    if init == "kaiming":
+        return math.sqrt(2.0 / fan_in)
+    if init == "xavier":
+        return math.sqrt(2.0 / (fan_in + fan_out))
+    raise ValueError(f"init_constant: init = {init!r}: must be 'kaiming' or 'xavier'")
+
+
+@torch.no_grad()
+def scale_biases(net: Network) -> Network:
+    """``net`` (built with N(0, 1) biases, ``bias_init="normal"``) with every layer's bias times the layer's
+    ``init_constant``: W and b both "scaled by standard initialization factors" (Yu and Zhang, figure 2). A
+    Householder layer's bias takes the constant of the square dense layer it replaces."""
+    linears = cast("Sequence[Family]", net.linears)
+    for layer, linear in zip(net.spec.layers(), linears):
+        linear.additive_bias().mul_(init_constant(net.spec.init, layer.fan_in, layer.fan_out))
+    return net
+
+
+def lattice_outputs(net: Network, grid: int) -> torch.Tensor:
+    """f = |F(x)|^2 of every run of the stack on the grid x grid lattice of Omega = [-1, 1]^2: [runs, grid,
+    grid], axis 1 along x_1 (the lattice of ``study.metrics.variability.box_variability``)."""
+    t = torch.linspace(-1.0, 1.0, grid, dtype=torch.float64)
+    points = torch.cartesian_prod(t, t).to(net.device)  # row i: x_1 = t_i; column j: x_2 = t_j
+    with torch.no_grad():
+        y = net(points)
+    if y.dim() == 2:
+        y = y.unsqueeze(0)
+    return (y * y).sum(dim=-1).reshape(-1, grid, grid).cpu()
+
+
+def readings(f: torch.Tensor, grid: int) -> dict[str, np.ndarray]:
+    """V of every run's lattice values ``f`` [runs, grid, grid] under each of ``READINGS``: the 2-norm's is
+    ``third_difference_variability`` (Yu and Zhang, eq. 3); the sup-norm's divide the same integral by
+    max f^2 or max f instead of mean f^2 (f >= 0). A constant f gives 0 under all three."""
+    h = 2.0 / (grid - 1)
+    v2 = np.array([third_difference_variability(f_r, h) for f_r in f])
+    mean_sq = (f * f).mean(dim=(1, 2)).numpy()
+    top = f.amax(dim=(1, 2)).numpy()
+    integral = v2 * mean_sq  # mean (Delta_1^3 f / h^3)^2 + mean (Delta_2^3 f / h^3)^2
+    safe = np.where(top > 0, top, 1.0)
+    return {"2-norm": v2, "sup^-2": integral / safe**2, "sup^-1": integral / safe}
+
+
+def variabilities(spec: ArchSpec, seeds: list[int], grid: int, device) -> dict[str, np.ndarray]:
+    """V of the net built from each seed (biases scaled, ``scale_biases``) under each of ``READINGS``, in stacks
+    of as many samples as ``CHUNK_ELEMENTS`` allows."""
     per = max(1, CHUNK_ELEMENTS // (grid * grid * max(spec.width, 2)))
-    out = [
-        box_variability(build_network(spec, seeds=seeds[i : i + per], device=device), OMEGA, grid)
-        for i in range(0, len(seeds), per)
-    ]
-    return np.concatenate(out)
+    parts = []
+    for i in range(0, len(seeds), per):
+        net = scale_biases(build_network(spec, seeds=seeds[i : i + per], device=device))
+        parts.append(readings(lattice_outputs(net, grid), grid))
+    return {r: np.concatenate([p[r] for p in parts]) for r in READINGS}
 
 
 def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
-    v: dict[str, dict[int, float]] = {k: {} for k in KINDS}
+    by_reading: dict[str, dict[str, dict[int, float]]] = {r: {k: {} for k in KINDS} for r in READINGS}
+    v = by_reading["2-norm"]  # the rows' reading (Yu and Zhang, eq. 3)
     zeros: dict[str, dict[int, int]] = {k: {} for k in KINDS}
     params: dict[str, dict[int, int]] = {k: {} for k in KINDS}
     widths: dict[int, int] = {}
@@ -126,8 +192,9 @@ def reproduce(ctx: Context) -> Measured:
         for kind in KINDS:
             spec = spec_of(kind, hidden)
             values = variabilities(spec, seeds, s.grid, ctx.device)
-            v[kind][hidden] = geometric_mean(values)
-            zeros[kind][hidden] = int((values == 0).sum())
+            for reading in READINGS:
+                by_reading[reading][kind][hidden] = geometric_mean(values[reading])
+            zeros[kind][hidden] = int((values["2-norm"] == 0).sum())
             params[kind][hidden] = spec.num_params
             widths[hidden] = spec.width
         ctx.say(
@@ -149,6 +216,14 @@ def reproduce(ctx: Context) -> Measured:
             + ", ".join(f"L={d}: {zeros['FC+ReLU'][d]}" for d in s.depths)
             + ". With fewer samples than the papers' "
             "3,000 the geometric mean vanishes at a larger depth (one constant sample suffices).",
+            "Biases N(0, 1) times each layer's initialization constant, as the weights (the figures' \"proper "
+            'scalings"). The norm of f that divides the integral, read three ways on the same samples (peak depth '
+            "of the geometric mean per net): "
+            + "; ".join(
+                f"{reading}: " + ", ".join(f"{k} {peak_depth(by_reading[reading][k])}" for k in KINDS)
+                for reading in READINGS
+            )
+            + ". The rows use the 2-norm (Yu and Zhang, eq. 3).",
             "V is the third-difference measure at one fixed lattice: for piecewise-linear nets it grows with the "
             "lattice's resolution, so only values on the same lattice compare.",
         ]
@@ -165,8 +240,19 @@ def reproduce(ctx: Context) -> Measured:
         ],
         data=f"the lattice of Omega = [-1, 1]^2 ({s.grid} x {s.grid} points)",
         note=note,
-        extra={"variability": v, "constant_samples": zeros, "params": params, "widths": widths},
+        extra={
+            "variability": v,
+            "variability_by_reading": by_reading,
+            "constant_samples": zeros,
+            "params": params,
+            "widths": widths,
+        },
     )
+
+
+def peak_depth(by_depth: dict[int, float]) -> int:
+    """The depth of the largest value (the first of equal ones)."""
+    return max(by_depth, key=lambda d: by_depth[d])
 
 
 def claims(v: dict[str, dict[int, float]], depths) -> list[Row]:
@@ -174,10 +260,8 @@ def claims(v: dict[str, dict[int, float]], depths) -> list[Row]:
     depths = list(depths)
     first, last = depths[0], depths[-1]
 
-    def peak(kind):
-        return max(depths, key=lambda d: v[kind][d])
-
-    relu_peak, abs_peak = peak("FC+ReLU"), peak("FC+ABS")
+    relu_peak = peak_depth({d: v["FC+ReLU"][d] for d in depths})
+    abs_peak = peak_depth({d: v["FC+ABS"][d] for d in depths})
     before = [d for d in depths if d < RELU_VANISHES]
     from_27 = [d for d in depths if d >= RELU_VANISHES]
     relu_before = min(v["FC+ReLU"][d] for d in before) if before else float("nan")

@@ -33,12 +33,13 @@ def test_tiny_writes_every_key_with_finite_values(tiny):
     expected = {
         f"{q}:{k}:lr={lr[-1]:g}" for q in ("max_angle_step_deg", "max_location_step") for k in gb.PARAMETERIZATIONS
     } | {f"test_accuracy:{k}:lr={r:g}" for k in gb.PARAMETERIZATIONS for r in lr}
+    expected |= {f"log2_max_location_step:{k}:levy" for k in gb.PARAMETERIZATIONS}
     assert [r["quantity"] for r in d["rows"]] and {r["quantity"] for r in d["rows"]} == expected
     assert len(d["rows"]) == len(expected)
     for r in d["rows"]:
         assert tuple(r) == ROW_KEYS and r["paper"] is None and math.isfinite(r["measured"]), r
         assert r["quantity"] in page
-    assert page.count('src="data:image/png;base64,') == 3
+    assert page.count('src="data:image/png;base64,') == 4
     assert d == json.loads(json.dumps(result.to_dict()))
     # every accuracy a fraction of the test set, every angle step within [0, 180] degrees
     for k in gb.PARAMETERIZATIONS:
@@ -147,3 +148,46 @@ def test_two_moons_are_the_two_centred_bananas():
     outer = x[y == 0] + np.array([0.5, 0.25])
     # the outer moon lies on the unit circle up to the noise: mean radius 1 within noise
     assert abs(np.median(np.linalg.norm(outer, axis=1)) - 1.0) < 0.05
+
+
+def test_levy_is_the_one_dimensional_levy_function():
+    """Levy (Surjanovic and Bingham's test functions; Chen and Ge's ``levy_normalized`` at d = 1): its global
+    minimum 0 at x = 1 (w = 1), and at x = -3 (w = 0): sin^2(0) + 1 * (1 + sin^2(0)) = 1; at x = 3 (w = 1.5):
+    sin^2(1.5 pi) + 0.25 (1 + sin^2(3 pi)) = 1.25."""
+    np.testing.assert_allclose(gb.levy(np.array([1.0, -3.0, 3.0])), [0.0, 1.0, 1.25], atol=1e-15)
+    x, y, xt, yt = gb.levy_data(gb.LEVY_TRAIN, 0)
+    assert x.shape == (50, 1) and np.all(np.abs(x) <= 10) and xt.shape == (201, 1)
+    assert xt[0, 0] == -10 and xt[-1, 0] == 10 and np.allclose(yt, gb.levy(xt[:, 0]))
+    assert 0.05 < np.std(y - gb.levy(x[:, 0])) < 0.2  # label noise of sd 0.1
+
+
+def test_levy_nets_start_as_the_authors_and_gmp_moves_its_points_by_at_most_adams_step():
+    """All four 1-D parameterizations start from the same units (boundary points phi = -b / w all at 0, WN the
+    same function as SP, GmP's r = 1); under GmP a point moves by |Delta lambda| per step, at most Adam's largest
+    step, and the step is read from the parameters independently here."""
+    seeds = [5, 6]
+    sp = gb.initial_1d("SP", seeds)
+    limit = math.sqrt(6.0 / 101)
+    assert sp["w"].abs().max() <= limit and sp["a"].abs().max() <= limit and torch.all(sp["b"] == 0)
+    wn, gmp = gb.initial_1d("WN", seeds), gb.initial_1d("GmP", seeds)
+    x = torch.linspace(-10, 10, 7, dtype=torch.float64)[:, None]
+    sign = torch.sign(sp["w"])
+    for kind, p in (("WN", wn), ("SP", sp)):
+        w, b, scale = gb.effective_1d(kind, p, x, sign)
+        torch.testing.assert_close(w, sp["w"])
+    assert torch.equal(gmp["r"], torch.ones_like(gmp["r"])) and torch.equal(gmp["lam"], torch.zeros_like(gmp["lam"]))
+    data = tuple(torch.from_numpy(v) for v in gb.levy_data(gb.LEVY_TRAIN, 1))
+    steps = gb.train_levy("GmP", 30, 0.1, seeds, data)["location"]
+    assert steps.shape == (30, 2) and steps.max() <= gb.adam_bound(0.1) * (1 + 1e-12)
+    assert steps[0].min() >= 0.1 * (1 - 1e-6)  # the first Adam step moves every lambda by lr (up to eps / |g|)
+
+
+def test_an_accuracy_row_cannot_tell_when_its_two_accuracies_tie_within_the_test_sets_noise():
+    """Two-moons at noise 0.2 with 400 training points: GmP's 0.964 against SP's 0.9655 at 2,000 test points,
+    whose binomial standard error is sqrt(0.96475 * 0.03525 / 2000) = 0.0041: a tie. 0.9365 against 0.948 is not."""
+    tied = gb.accuracy_tie(0.964, 0.9655, 2000)
+    assert tied is not None and "0.0041" in tied
+    assert gb.accuracy_tie(0.9365, 0.948, 2000) is None
+    se = math.sqrt(0.5 * 0.5 / 100)
+    assert gb.accuracy_tie(0.5 - se, 0.5 + se * 0.99, 100) is not None
+    assert gb.accuracy_tie(0.5 - se, 0.5 + se * 1.01, 100) is None
