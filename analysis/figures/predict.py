@@ -12,7 +12,7 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 
 from ..plotting import BLACK, BLUE, GREY, MIN_PT, RED, THEME, new_figure, points, set_log, set_title
-from ..predict import LABELS, TARGET, Prediction
+from ..predict import CANNOT_FIT, LABELS, TARGET, Prediction
 from .base import FigureData, figure
 
 
@@ -26,8 +26,9 @@ def _skipped(d: FigureData) -> str | None:
     "predict",
     "Held-out prediction of test error: each architecture's prediction by a "
     "model fitted on the other folds (GroupKFold on the base architecture: its siblings were never in the "
-    "model's training rows), for the best joint model and for NLC alone (its window predictor). Spearman's ρ "
-    "of the points in each title; the dashed line is y = x.",
+    "model's training rows; the first of the repeated splits), for the joint model a whole study picks and for "
+    "NLC alone (the NLC paper's window [1, 3], unfitted: its distance from the window). The mean Spearman's ρ "
+    "over held-out folds and repeats in each title; the dashed line is y = x.",
     needs=("predict",),
     skip=_skipped,
     note_skip=False,
@@ -41,19 +42,31 @@ def fig_predict_held_out(d: FigureData) -> Figure:
     y = h[TARGET].to_numpy(np.float64)
     lo, hi = float(np.nanmin(y)), float(np.nanmax(y))
     for ax, learner, color in zip(axes, (p.best, "nlc"), (BLUE, BLACK)):
+        if learner not in h.columns or learner not in scores.index:
+            ax.set_axis_off()
+            continue
         x = h[learner].to_numpy(np.float64)
         with rc_context(THEME):
             ax.scatter(x, y, color=color, **points(len(x)))
-            both = np.concatenate([x[np.isfinite(x)], y])
-            a, b = float(both.min()), float(both.max())
-            ax.plot([a, b], [a, b], ls="--", lw=0.8, color=GREY)
+            if learner != "nlc":  # the NLC's rule is a distance in decades, not an error: no y = x
+                both = np.concatenate([x[np.isfinite(x)], y])
+                a, b = float(both.min()), float(both.max())
+                ax.plot([a, b], [a, b], ls="--", lw=0.8, color=GREY)
             ax.set_ylim(lo - 0.03 * (hi - lo + 1e-9), hi + 0.03 * (hi - lo + 1e-9))
-            ax.set_xlabel(f"held-out prediction: {LABELS[learner]}")
+            ax.set_xlabel(
+                f"held-out prediction: {LABELS[learner]}"
+                if learner != "nlc"
+                else "NLC's distance from [1, 3] (decades)"
+            )
             ax.set_ylabel("test error")
             s = scores.loc[learner]
-            set_title(
-                ax, f"ρ = {s['spearman']:.2f} [{s['spearman_lo']:.2f}, {s['spearman_hi']:.2f}], n = {int(s['n'])}"
-            )
+            if s["status"] == CANNOT_FIT or not np.isfinite(s["spearman"]):
+                set_title(ax, f"{CANNOT_FIT}, n = {int(s['n'])}")
+            else:
+                set_title(
+                    ax,
+                    f"ρ = {s['spearman']:.2f} [{s['spearman_lo']:.2f}, {s['spearman_hi']:.2f}], n = {int(s['n'])}",
+                )
     return fig
 
 

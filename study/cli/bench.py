@@ -1,6 +1,7 @@
 """``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
 operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
-``--gpus-per-arch``); the projected hours of the paper's studies (``--project``, ``study.perf.projection``)."""
+``--gpus-per-arch``); the projected hours of the paper's studies (``--project``, ``study.perf.projection``); the
+joint predictor's verdicts on simulated studies (``--calibration``, ``analysis.predict_simulation``)."""
 
 from __future__ import annotations
 
@@ -86,7 +87,45 @@ def register(sub) -> None:
         default=1.0,
         help="with --project: aggregate gain of several architectures per device (from --concurrent)",
     )
+    p.add_argument(
+        "--calibration",
+        action="store_true",
+        help="instead: the joint predictor's verdicts on simulated studies (analysis.predict_simulation): how "
+        "often each fires when nothing predicts test error (null), and how often the raw NLC's interval covers "
+        "its true held-out ρ (signal); no torch",
+    )
+    p.add_argument(
+        "--replicates",
+        type=int,
+        default=200,
+        help="with --calibration: studies per size and kind (default %(default)s)",
+    )
+    p.add_argument(
+        "--sizes",
+        default="48,120",
+        help="with --calibration: architectures per study, comma-separated (default %(default)s)",
+    )
     p.set_defaults(func=command)
+
+
+def calibration(args) -> int:
+    """``bench --calibration``: the rates of ``analysis.predict_simulation.calibration_bench``, as a table or JSON."""
+    from archstudy.analysis.predict_simulation import calibration_bench
+
+    replicates = check("bench", "replicates", Integer(1), args.replicates)
+    try:
+        sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 8:
+        raise SpecError("bench", "sizes", args.sizes, "must be a comma-separated list of integers >= 8")
+    table = calibration_bench(replicates, sizes, progress=sys.stderr)
+    if args.json:
+        json.dump(table.to_dict("records"), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
 
 
 def _cases(args, CASES) -> tuple[str, ...] | None:
@@ -114,6 +153,8 @@ def _devices(text: str) -> tuple[int, ...]:
 def command(args) -> int:
     """The bench command, an entry point: like a study worker (``study.execution.unit.execute_unit``) it keeps freed
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
+    if args.calibration:
+        return calibration(args)
     import torch
 
     from ..perf.bench import CASES, format_table, run_bench, throughput

@@ -13,14 +13,22 @@ progress line, in ``DIR/measured``), ranks them by predicted test error and writ
     DIR/study.yaml       the top K as a study (the same config, those draws as ``indices``): `archstudy run --config
                          DIR/study.yaml --out DIR/top` trains them as a normal study
 
-``--check K`` trains the top K and K drawn at random from the N (one study, ``DIR/check``) and prints the median
-test error of each with its interval and the lift: the honest measure of whether the ranking is worth anything.
+Before anything is measured it prints the predictor's held-out score on STUDY (``analysis.predict.predict_study``:
+Spearman's rho with its interval, the precision of its top K) and refuses, in one line naming the score, a predictor
+whose interval does not lie above 0 (``--allow-weak-predictor`` ranks anyway, and the first line says so); the
+scores go into predictor.json and ranked.parquet's metadata.
+
+``--check K`` trains the top K, the top K of the simple NLC rule (nearest the NLC paper's window [1, 3]) and K
+drawn at random from the N (one study, ``DIR/check``) and prints the lift of the ranking over each, median test
+error of the other minus the top's, with a paired bootstrap interval: the honest measure of whether the ranking is
+worth anything.
 Running the same command again resumes where it stopped; a larger N (or K) extends the studies.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -47,8 +55,9 @@ def register(sub) -> None:
         "architectures of STUDY's space (same budget, dataset and protocol, new seeds), measure them at "
         "initialization only (Ray-parallel, resumable), rank them by predicted test error and write "
         "DIR/ranked.parquet, DIR/predictor.json and DIR/study.yaml (the top K: `archstudy run --config "
-        "DIR/study.yaml --out DIR/top` trains them). --check K trains the top K and K drawn at random and "
-        "prints the lift.",
+        "DIR/study.yaml --out DIR/top` trains them). First it prints the predictor's held-out score and refuses one "
+        "not shown to predict. --check K trains the top K, the NLC-window rule's top K and K drawn at random and "
+        "prints the lift over each.",
     )
     p.add_argument(
         "--from",
@@ -77,8 +86,8 @@ def register(sub) -> None:
         "--check",
         type=int,
         metavar="K",
-        help="also train the top K and K drawn at random from the N, "
-        "and print the median test error of each with the lift",
+        help="also train the top K, the top K of the NLC-window rule and K drawn at random from the N, "
+        "and print the lift of the ranking over each with a paired interval",
     )
     p.add_argument(
         "--learner",
@@ -86,6 +95,12 @@ def register(sub) -> None:
         metavar="NAME",
         help="the predictor: linear, boosted, window or nlc (analysis.predict.LEARNERS); default "
         "%(default)s: the joint model (linear or boosted) with the higher held-out Spearman ρ",
+    )
+    p.add_argument(
+        "--allow-weak-predictor",
+        action="store_true",
+        help="rank even when the predictor's held-out Spearman ρ interval does not lie above 0 (by default rank "
+        "refuses: such a ranking cannot be told from a random one); the output then says so in its first line",
     )
     p.add_argument(
         "--seed",
@@ -182,8 +197,85 @@ def _study(config: StudyConfig, out: Path, args):
     )
 
 
+HELD_OUT_KEY = b"archstudy.held_out"  # ranked.parquet's metadata: the predictor's held-out scores, as JSON
+
+
+def held_out(results, learner: str, asked: str, study: str, allow: bool) -> dict:
+    """The held-out evaluation of the predictor rank will use (``analysis.predict.predict_study``: repeated
+    grouped cross-validation on STUDY), printed before anything is measured: its Spearman's rho with its interval
+    and the precision of its top K. When the interval does not lie above 0 rank refuses in one line naming the
+    score, unless ``allow``; then the first line of its output says so. Returns ``Prediction.summary``."""
+    from archstudy.analysis.predict import CANNOT_FIT, JOINT, predict_study
+    from archstudy.sampling import SpecError
+
+    joint = JOINT if asked == "auto" else (learner,)
+    evaluation, why = None, f"the {learner} learner (a single metric's fitted window) has no held-out evaluation"
+    if learner in JOINT:
+        try:
+            evaluation = predict_study(results, importance=False, dependence=False, curve=False, joint=joint)
+        except SpecError as e:
+            why = str(e)
+    if evaluation is None:
+        score, line, weak = {"evaluated": False, "why": why}, f"no held-out score: {why}", True
+    else:
+        score = evaluation.summary()
+        r = evaluation.scores.set_index("learner").loc["joint"]
+        top = evaluation.ranking[evaluation.ranking["learner"] == "joint"]
+        if r["status"] == CANNOT_FIT or not math.isfinite(r["spearman"]):
+            line = f"held-out Spearman ρ: the {learner} predictor cannot fit (constant predictions in a held-out fold)"
+            weak = True
+        else:
+            line = (
+                f"held-out Spearman ρ = {r['spearman']:.2f} [{r['spearman_lo']:.2f}, {r['spearman_hi']:.2f}] "
+                f"({evaluation.folds}-fold grouped cross-validation over {evaluation.groups} base architectures, "
+                f"{evaluation.repeats} fold seeds"
+                + "".join(
+                    f"; precision of its top {int(t['k'])}: {t['precision']:.2f} (chance {t['chance']:.2f})"
+                    for _, t in top.iterrows()
+                )
+                + ")"
+            )
+            weak = not (math.isfinite(r["spearman_lo"]) and r["spearman_lo"] > 0)
+    if weak and not allow:
+        raise UserError(
+            f"rank: the predictor fitted on {study}: {line}; its interval does not lie above 0, so its ranking "
+            "cannot be told from a random one: nothing was measured (--allow-weak-predictor ranks anyway)"
+        )
+    if weak:
+        print(
+            f"archstudy rank: WARNING: ranking with a predictor that is not shown to predict ({line}): "
+            "--allow-weak-predictor was given",
+            flush=True,
+        )
+    print(f"archstudy rank: the {learner} predictor fitted on {study}: {line}", file=sys.stderr)
+    return score
+
+
+def nlc_rule_top(ranked, k: int) -> list[int]:
+    """The top K of the simple NLC rule (the NLC paper's window [1, 3]): the draws whose NLC lies nearest the window
+    (distance in decades, 0 inside; ``analysis.predict.NLC_RULE``), ties in the ranking's order, no NLC last."""
+    import numpy as np
+
+    from archstudy.analysis.predict import NLC_RULE
+
+    d = NLC_RULE.values(ranked)
+    order = np.lexsort((np.arange(len(d)), np.where(np.isfinite(d), d, np.inf)))
+    return [int(i) for i in ranked["index"].to_numpy()[order][:k]]
+
+
+def write_ranked(ranked, path: Path, score: dict | None) -> None:
+    """``ranked`` as Parquet with the predictor's held-out scores in its metadata (``HELD_OUT_KEY``, JSON)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(ranked, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[HELD_OUT_KEY] = json.dumps(score or {}).encode()
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
 def command(args) -> int:
-    from archstudy.analysis.predict import fit_predictor, fit_rows, median_lift, rank_rows
+    from archstudy.analysis.predict import fit_predictor, fit_rows, paired_lift, rank_rows
     from archstudy.analysis.results import load_results
 
     from ..execution.location import RANK_MARK, open_location
@@ -204,6 +296,7 @@ def command(args) -> int:
             "made it): learn from a study of trained architectures"
         )
     predictor = fit_predictor(results, args.learner)
+    predictor.held_out = held_out(results, predictor.learner, args.learner, args.study, args.allow_weak_predictor)
     seed = fresh_seed(base.seed) if args.seed is None else check("rank", "seed", Integer(0, 2**63 - 1), args.seed)
     if seed == base.seed:
         raise UserError(f"rank: --seed {seed} is STUDY's own seed: its draws are in STUDY")
@@ -239,7 +332,7 @@ def command(args) -> int:
         measured = load_results(out / MEASURED, runs=False).architectures
         measured = measured[measured["index"].isin(wanted)]
         ranked = rank_rows(predictor, measured)
-        ranked.to_parquet(out / "ranked.parquet", index=False)
+        write_ranked(ranked, out / "ranked.parquet", predictor.held_out)
         best = ranked["index"].astype(int).tolist()[:top]
         top_config = config_of(base, seed, best, measure_only=False, root=None)
         top_keys = {k: v for k, v in top_config.to_dict().items() if k not in RECORDED_KEYS}
@@ -262,25 +355,36 @@ def command(args) -> int:
 
         pool = ranked["index"].astype(int).to_numpy()
         chosen = ranked["index"].astype(int).tolist()[:k]
+        by_nlc = nlc_rule_top(ranked, k)
         drawn = (
             np.random.default_rng([seed, CHECK_SEED])
             .choice(np.sort(pool), size=min(k, len(pool)), replace=False)
             .tolist()
         )
-        union = chosen + [i for i in drawn if i not in set(chosen)]
+        union = list(dict.fromkeys(chosen + by_nlc + drawn))
         checked = _study(
             config_of(base, seed, _grown(out / CHECK, union), measure_only=False, root=args.root), out / CHECK, args
         )
     trained = fit_rows(load_results(out / CHECK, runs=False)).set_index("index")["test_error"]
-    errors = lambda idx: [float(trained[i]) for i in idx if i in trained.index]  # noqa: E731
-    lift = median_lift(errors(chosen), errors(drawn), seed=seed)
-    lift.update(top_indices=chosen, drawn_indices=drawn, study_seed=seed, learner=predictor.learner, source=args.study)
-    (out / "check.json").write_text(json.dumps(lift, indent=1) + "\n", encoding="utf-8")
-    print(
-        f"check: the top {lift['n_top']} by prediction: median test error {lift['top']:.4f} "
-        f"[{lift['top_lo']:.4f}, {lift['top_hi']:.4f}]; {lift['n_drawn']} drawn at random: median "
-        f"{lift['drawn']:.4f} [{lift['drawn_lo']:.4f}, {lift['drawn_hi']:.4f}]; lift (random - top) "
-        f"{lift['lift']:+.4f} [{lift['lift_lo']:+.4f}, {lift['lift_hi']:+.4f}] (95% bootstrap intervals; "
-        f"{out / 'check.json'})"
-    )
+    errors = {int(i): float(e) for i, e in trained.items()}
+    report: dict = {
+        "top_indices": chosen,
+        "nlc_rule_indices": by_nlc,
+        "drawn_indices": drawn,
+        "study_seed": seed,
+        "learner": predictor.learner,
+        "source": args.study,
+        "held_out": predictor.held_out,
+    }
+    for name, other in (("nlc_rule", by_nlc), ("random", drawn)):
+        report[name] = paired_lift(errors, chosen, other, seed=seed)
+    (out / "check.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    for name, what in (("nlc_rule", "by the NLC-window rule"), ("random", "drawn at random")):
+        r = report[name]
+        print(
+            f"check: the top {r['n_top']} by prediction: median test error {r['top']:.4f}; {r['n_other']} {what}: "
+            f"median {r['other']:.4f}; lift ({name.replace('_', ' ')} - top) {r['lift']:+.4f} "
+            f"[{r['lift_lo']:+.4f}, {r['lift_hi']:+.4f}] (95% paired bootstrap; {r['shared']} in both; "
+            f"{out / 'check.json'})"
+        )
     return 0 if done.complete and checked.complete else 1

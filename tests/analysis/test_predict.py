@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from archstudy.analysis import load_results
 from archstudy.analysis import predict as P
-from archstudy.sampling import UserError
+from archstudy.sampling import SpecError, UserError
 
 
 def population(n: int = 240, seed: int = 0) -> pd.DataFrame:
@@ -45,30 +45,31 @@ def population(n: int = 240, seed: int = 0) -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def known():
-    arch = population()
-    return arch, P.predict_study(arch, n_boot=200, seed=0)
+    arch = population(200)
+    return arch, P.predict_study(arch, repeats=2, seed=0)
 
 
 def test_the_joint_model_beats_every_single_metric_held_out_and_names_the_two_metrics(known):
     arch, p = known
     s = p.scores.set_index("learner")
-    joint = s.at[p.best, "spearman"]
-    # each metric alone: its window predictor, held out on the same folds, and its raw rank correlation in-sample
-    groups = P.base_groups(arch)
-    features = P.choose_features(arch)
-    X, y = P.feature_table(arch, features), arch["test_error"].to_numpy()
-    assert "lar_diameter" not in X.columns  # off (NaN throughout): not a feature
-    for f in features:
-        held = np.empty(len(y))
-        for train, test in P.group_folds(groups, P.FOLDS, 0):
-            held[test] = P.WindowPredictor((f.column,)).fit(X.iloc[train], y[train]).predict(X.iloc[test])
-        alone = max(sps.spearmanr(held, y).statistic, abs(sps.spearmanr(X[f.column], y, nan_policy="omit").statistic))
-        assert joint > alone + 0.05, (f.column, joint, alone)
-    assert joint > 0.85 and s.at["nlc", "spearman"] < joint and s.at["window", "spearman"] < joint
+    joint = s.at["joint", "spearman"]
+    assert "lar_diameter" not in {f.column for f in p.features}  # off (NaN throughout): not a feature
+    # each metric alone, raw (sign from the training folds), on the same folds: far below the joint model
+    raw = [name for name in s.index if name.startswith("raw:")]
+    assert len(raw) == len(p.features)
+    for name in raw:
+        assert joint > s.at[name, "spearman"] + 0.05, (name, joint, s.at[name, "spearman"])
+    assert joint > 0.85 and s.at["nlc", "spearman"] < joint and s.at["baseline", "metric"] == "raw:variability"
     assert {p.importance["feature"].iloc[0], p.importance["feature"].iloc[1]} == {"nlc", "variability"}
     assert p.importance["mean"].iloc[1] > 5 * max(p.importance["mean"].iloc[2], 0.01)
-    v = p.versus.set_index("versus").loc["nlc"]
-    assert v["lo"] > 0 and "The joint model beats NLC alone" in p.verdict
+    v = p.versus.set_index("versus")
+    assert v.at["baseline", "lo"] > 0 and v.at["nlc", "lo"] > 0
+    assert p.calls == {"joint_above_zero": 1, "beats_baseline": 1, "beats_nlc": 1} and p.level == "done"
+    assert "it beats the best baseline by" in p.verdict and "it beats NLC alone by" in p.verdict
+    # the ranking measures: the joint model's top 10% holds more of the truly best than chance, regret small
+    r = p.ranking.set_index(["learner", "k"])
+    assert r.at[("joint", 20), "precision"] > 3 * r.at[("joint", 20), "chance"]
+    assert r.at[("joint", 20), "regret"] <= r.at[("nlc", 20), "regret"]
 
 
 def test_the_nlc_partial_dependence_is_the_papers_window(known):
@@ -87,10 +88,84 @@ def test_group_kfold_never_splits_siblings(real_study_dir, tiny_study_dir):
         assert len(groups) > groups.max() + 1  # some draw has siblings
         for train, test in P.group_folds(groups, P.FOLDS, 0):
             assert not set(arch["index"].iloc[train]) & set(arch["index"].iloc[test])
-        p = P.predict_study(arch, n_boot=20, importance=False, dependence=False)
+    for study, draws in ((real_study_dir, 3), (tiny_study_dir, 8)):  # the README's example has eight draws
+        arch = P.fit_rows(load_results(study, runs=False))
+        p = P.predict_study(arch, importance=False, dependence=False)
         assert (p.held_out.groupby("index")["fold"].nunique() == 1).all()
-        assert p.folds == min(P.FOLDS, len(set(arch["index"])))
-    assert "cannot tell" in p.verdict  # eight draws cannot tell the joint model from NLC alone
+        assert p.folds == P.fold_count(draws, P.FOLDS) == 2 and p.groups == draws
+        # four draws or fewer to train on in a fold: nothing can be told, and the section says so plainly
+        assert p.calls["joint_above_zero"] == 0 and p.level == "partial"
+        assert "othing can be told" in p.verdict
+
+
+def test_a_study_path_is_evaluated_as_its_results(tiny_study_dir):
+    by_path = P.predict_study(str(tiny_study_dir), importance=False, dependence=False, repeats=1)
+    results = load_results(tiny_study_dir, runs=False)
+    by_results = P.predict_study(results, importance=False, dependence=False, repeats=1)
+    pd.testing.assert_frame_equal(by_path.scores, by_results.scores)
+
+
+def test_a_learner_that_cannot_fit_is_reported_as_such_not_as_a_rho():
+    """Boosted trees with leaves of 8 architectures cannot split 9 training rows: their predictions are one
+    constant, and the old code printed a rho for them (from the folds' offsets alone)."""
+    p = P.predict_study(population(12, seed=5), importance=False, dependence=False, repeats=1, folds=3)
+    s = p.scores.set_index("learner")
+    assert s.at["boosted", "status"] == P.CANNOT_FIT and np.isnan(s.at["boosted", "spearman"])
+    assert s.at["linear", "status"] == "" and np.isfinite(s.at["linear", "spearman"])
+
+
+def test_the_choice_is_made_on_the_training_rows_alone():
+    arch = population(60, seed=2)
+    features = P.choose_features(arch)
+    X, y = P.feature_table(arch, features), arch["test_error"].to_numpy()
+    groups = P.base_groups(arch)
+    pool = [c for c in P.candidates(arch, features) if c.name != "boosted"]  # the trees' fits: the time
+    rows = np.arange(40)
+    chosen = P.choose(pool, X, y, groups, rows, 0)
+    shuffled = y.copy()
+    shuffled[40:] = np.random.default_rng(0).permutation(y[40:])[::-1] * 7  # the held-out rows: anything
+    assert P.choose(pool, X, shuffled, groups, rows, 0).name == chosen.name
+    again = P.choose([c for c in pool if c.kind == "baseline"], X, shuffled, groups, rows, 0)
+    assert again.name == P.choose([c for c in pool if c.kind == "baseline"], X, y, groups, rows, 0).name
+
+
+def test_the_corrected_resampled_t_interval_is_nadeau_and_bengios():
+    x = np.array([0.1, 0.3, -0.2, 0.4, 0.0, 0.25, np.nan])
+    m, lo, hi = P.corrected_interval(x, 0.25, 0.95)
+    v = x[:-1]
+    half = sps.t.ppf(0.975, 5) * np.sqrt((1 / 6 + 0.25) * v.var(ddof=1))
+    assert m == pytest.approx(v.mean())
+    assert (lo, hi) == (pytest.approx(v.mean() - half), pytest.approx(v.mean() + half))
+    assert np.isnan(P.corrected_interval(np.array([0.2]), 0.25)[1])
+
+
+def test_fast_rank_correlations_are_scipys():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        a, b = rng.integers(0, 4, 25).astype(float), rng.normal(size=25)
+        assert P.spearman(a, b) == pytest.approx(sps.spearmanr(a, b).statistic, abs=1e-12)
+        assert P.kendall(a, b) == pytest.approx(sps.kendalltau(a, b).statistic, abs=1e-12)
+
+
+def test_ranking_measures_by_hand():
+    y = np.array([0.5, 0.1, 0.3, 0.2, 0.4])
+    score = np.array([1.0, 3.0, 2.0, 5.0, 4.0])  # predicted order: rows 0, 2, 1, ...
+    m = P.ranking_measures(y, score, 2)
+    assert m["precision"] == 0.0  # top 2 by prediction {0, 2}, truly best {1, 3}: none shared
+    assert m["regret"] == pytest.approx(0.3 - 0.1)
+    gain = y.max() - y
+    dcg = gain[0] / np.log2(2) + gain[2] / np.log2(3)
+    idcg = gain[1] / np.log2(2) + gain[3] / np.log2(3)
+    assert m["ndcg"] == pytest.approx(dcg / idcg)
+    assert P.ranking_measures(y, y, 3) == {"precision": 1.0, "ndcg": 1.0, "regret": 0.0}
+    assert P.top_k_sizes(120) == [5, 12] and P.top_k_sizes(8) == [1, 5]
+
+
+def test_the_nlc_papers_window_rule_is_the_distance_from_one_to_three():
+    arch = pd.DataFrame({"nlc": [0.1, 1.0, 2.0, 3.0, 30.0, np.nan, -1.0]})
+    d = P.NLC_RULE.values(arch)
+    np.testing.assert_allclose(d[:5], [1.0, 0.0, 0.0, 0.0, 1.0], atol=1e-12)
+    assert np.isnan(d[5]) and np.isnan(d[6])
 
 
 @pytest.mark.parametrize("learner", P.LEARNERS)
@@ -146,6 +221,23 @@ def test_transfer_scores_a_predictor_fitted_on_another_study(real_study_dir, tin
     assert row["spearman_lo"] <= row["spearman"] <= row["spearman_hi"] and row["source"].endswith("study")
 
 
+def test_transfer_leaves_out_the_designs_the_predictor_was_trained_on(tiny_study_dir):
+    """Two studies of one seed on two datasets share every design (only the width is solved anew): transfer rho
+    0.70 with them, 0.42 without. The designs the source held are now detected and left out of the second score."""
+    results = load_results(tiny_study_dir, runs=False)
+    fitted = P.fit_predictor(results, "linear")
+    arch = P.fit_rows(results)
+    other = arch.assign(width=arch["width"] * 2, d_in=arch["d_in"] + 3)  # the same designs, another budget and data
+    row = P.score_predictor(fitted, other, n_boot=20).iloc[0]
+    assert (row["shared"], row["n_new"]) == (len(arch), 0) and np.isnan(row["spearman_new"])
+    changed = np.arange(len(arch)) < 9
+    other.loc[changed, "depth"] = other.loc[changed, "depth"] + 10  # nine rows: designs the source never held
+    row = P.score_predictor(fitted, other, n_boot=20).iloc[0]
+    assert (row["shared"], row["n_new"]) == (len(arch) - 9, 9)
+    expected = sps.spearmanr(fitted.predict(other)[changed], other["test_error"][changed]).statistic
+    assert row["spearman_new"] == pytest.approx(expected, abs=1e-12)
+
+
 def test_the_report_section_says_the_verdict_and_the_transfer(tiny_study_dir, real_study_dir, tmp_path):
     from archstudy.study.cli import main
 
@@ -164,6 +256,17 @@ def test_the_lift_of_a_ranking_is_the_difference_of_medians_with_intervals():
     assert lift["top"] == 0.12 and lift["drawn"] == 0.4 and lift["lift"] == pytest.approx(0.28)
     assert lift["n_drawn"] == 5 and lift["top_lo"] <= 0.12 <= lift["top_hi"] and lift["lift_lo"] > 0
     assert lift["drawn_lo"] >= 0.2 and lift["drawn_hi"] <= 0.6  # medians of resamples of the drawn values
+
+
+def test_the_paired_lift_resamples_both_sets_together():
+    errors = {1: 0.10, 2: 0.12, 3: 0.11, 4: 0.30, 5: 0.40, 6: 0.50, 7: float("nan")}
+    lift = P.paired_lift(errors, [1, 2, 3, 7], [4, 5, 6], n_boot=2000)
+    assert (lift["n_top"], lift["n_other"], lift["shared"]) == (3, 3, 0)
+    assert lift["lift"] == pytest.approx(0.40 - 0.11) and lift["lift_lo"] > 0
+    same = P.paired_lift(errors, [1, 4, 5], [1, 4, 5], n_boot=500)  # one set twice: every resample's lift is 0
+    assert same["lift"] == same["lift_lo"] == same["lift_hi"] == 0 and same["shared"] == 3
+    with pytest.raises(SpecError):
+        P.paired_lift(errors, [7], [4])
 
 
 @pytest.mark.parametrize("learner", ["boosted", "linear"])

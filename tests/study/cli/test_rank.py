@@ -13,6 +13,7 @@ import pytest
 from archstudy.analysis.predict import load_predictor
 from archstudy.sampling.plan import fresh_seed, plan_study
 from archstudy.study.cli import main
+from archstudy.study.cli.rank import nlc_rule_top
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.execution.driver import _extends
 from archstudy.study.execution.ray_session import ray_session
@@ -38,10 +39,21 @@ def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(rea
         str(SEED),
         "--out",
         str(out),
+        "--allow-weak-predictor",  # eight draws: the predictor is not shown to predict (the test below)
     ]
     with ray_session():  # one Ray for the ranking, the check and the top K's training
         assert main(args) == 0
         said = capsys.readouterr()
+        first = said.out.splitlines()[0]
+        assert first.startswith("archstudy rank: WARNING: ranking with a predictor that is not shown to predict")
+        assert "--allow-weak-predictor was given" in first
+        import pyarrow.parquet as pq
+
+        from archstudy.study.cli.rank import HELD_OUT_KEY
+
+        stored = json.loads(pq.read_schema(out / "ranked.parquet").metadata[HELD_OUT_KEY])
+        assert stored == load_predictor(out / "predictor.json").held_out and stored["groups"] == 3
+        assert stored["calls"]["joint_above_zero"] == 0 and "othing can be told" in stored["verdict"]
         ranked = pd.read_parquet(out / "ranked.parquet")
         assert len(ranked) == N and list(ranked["predicted_rank"]) == list(range(1, N + 1))
         assert ranked["predicted_test_error"].is_monotonic_increasing and ranked["nlc"].notna().all()
@@ -64,9 +76,15 @@ def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(rea
         }
         assert not held & set(ranked["arch_id"])  # fresh: none is in STUDY
         assert load_predictor(out / "predictor.json").source["rows"] == 15
-        assert "check: the top 1 by prediction: median test error" in said.out and "drawn at random: median" in said.out
+        assert "check: the top 1 by prediction: median test error" in said.out
+        assert "1 drawn at random: median" in said.out
+        assert "1 by the NLC-window rule: median" in said.out and "95% paired bootstrap" in said.out
         check = json.loads((out / "check.json").read_text())
-        assert check["top_indices"] == [int(ranked["index"][0])] and check["n_top"] == check["n_drawn"] == 1
+        assert check["top_indices"] == [int(ranked["index"][0])]
+        assert check["nlc_rule_indices"] == nlc_rule_top(ranked, 1)
+        for other in ("nlc_rule", "random"):
+            r = check[other]
+            assert r["n_top"] == r["n_other"] == 1 and r["lift"] == pytest.approx(r["other"] - r["top"])
 
         # the top K trains as a normal study; each of its rows is the ranked one (spec, seed, init metrics)
         assert main(["run", "--config", str(out / "study.yaml"), "--out", str(out / "top")]) == 0
@@ -170,10 +188,22 @@ def test_rank_into_its_own_output_and_the_studies_inside_it_is_not_refused(tmp_p
         _check_not_inside_a_study(Store(out / inner))
 
 
+def test_rank_refuses_a_predictor_not_shown_to_predict_in_one_line_naming_its_score(real_study_dir, tmp_path, capsys):
+    """On the README's example (eight draws) rank ranked with an anti-predictive model (held-out rho -0.60) and said
+    nothing: now it prints the held-out score and refuses before anything is measured or written."""
+    out = tmp_path / "rank"
+    argv = ["rank", "--from", str(real_study_dir), "--architectures", "2", "--seed", str(SEED), "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "held-out Spearman ρ" in err and "does not lie above 0" in err
+    assert "--allow-weak-predictor ranks anyway" in err and not out.exists()
+
+
 def test_rank_with_a_root_that_does_not_hold_the_data_writes_nothing(real_study_dir, tmp_path, capsys):
     """It refused only after writing OUT/predictor.json."""
     out = tmp_path / "rank"
     argv = ["rank", "--from", str(real_study_dir), "--architectures", "2", "--seed", str(SEED), "--out", str(out)]
+    argv.append("--allow-weak-predictor")
     assert main([*argv, "--root", str(tmp_path / "nonexistent")]) == 2
     last = capsys.readouterr().err.splitlines()[-1]
     assert "waveform-noise: expected" in last and "nonexistent; not found" in last and not out.exists()

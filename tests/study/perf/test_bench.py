@@ -144,9 +144,20 @@ def test_command_prints_a_table(capsys, malloc_settings):
     assert malloc_settings == [True]
 
 
+def test_calibration_prints_each_verdicts_rate_under_the_null_and_the_coverage_with_signal(capsys):
+    assert main(["bench", "--calibration", "--replicates", "1", "--sizes", "16", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    flags = {(r["kind"], r["flag"]) for r in rows}
+    assert {("null", "beats_baseline"), ("null", "beats_nlc"), ("null", "excludes:any learner (pooled)")} <= flags
+    assert ("signal", "covers") in flags and all(r["architectures"] == 16 for r in rows)
+    assert all(0 <= r["fired"] <= r["of"] for r in rows) and all(r["seconds_per_study"] > 0 for r in rows)
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
+        (["--calibration", "--sizes", "4"], "bench.sizes = '4': must be a comma-separated list of integers >= 8"),
+        (["--calibration", "--replicates", "0"], "bench.replicates = 0: must be an integer >= 1"),
         (["--cases", "huge"], "bench.cases = 'huge': must be one of"),
         (["--cases", ","], "bench.cases = ',': must name at least one of"),
         (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
