@@ -82,8 +82,9 @@ NOT_OFFERED: tuple[NotOffered, ...] = (
     # Chen and Ge
     NotOffered(
         GMP,
-        "figures 1, 2, 5, 6",
-        "characteristic activation boundaries of one ReLU unit under a perturbation",
+        "figures 1, 2(a)-(b), 5, 6",
+        "characteristic activation boundaries of one ReLU unit under a perturbation (figure 2(c)'s measured claim, "
+        "the size of the location steps, is checked by gmp-banana)",
         "illustrations of the analysis (section 3), no measured claim",
     ),
     NotOffered(GMP, "table 1", "ResNet-50 on ImageNet under four parameterizations", IMAGENET),

@@ -261,7 +261,7 @@ def test_the_report_never_overwrites_a_studys_files_or_a_non_html_file(tiny_stud
         (tiny_study_dir / "study.yaml", "is inside the study"),
         (victim, "is inside the study"),
         (tiny_study_dir / "architectures" / "report.html", "is inside the study"),
-        (tmp_path, "is a directory: give a file path"),
+        (tmp_path, "is a directory: give the HTML file to write"),
         ("", "must be a file path"),
         (notes, "exists and is not an HTML file"),
     ]
