@@ -1,6 +1,7 @@
 """Flags from declarations: a declared field's ``Flag`` (``sampling.constraints``) as an argparse argument, a
 default as help texts write it, and how every option stores its value (once: ``StoreOnce``; in several words:
-``Words``).
+``Words``); and ``--wide``, the flag of the commands that print for a terminal, with the width it lifts (``WIDTH``,
+``fit``).
 
 A help text never writes a default by hand: it is the declared one (``shown(StudyConfig.default(key))``, a
 ``Flag``'s ``{default}``) or argparse's own (``%(default)s``) for a flag that sets no declared field.
@@ -9,6 +10,8 @@ A help text never writes a default by hand: it is the declared one (``shown(Stud
 from __future__ import annotations
 
 import argparse
+import sys
+import textwrap
 from typing import Any
 
 from archstudy.sampling.constraints import Constraint, Declared, Integer, OneOf, Real, shorten
@@ -110,3 +113,41 @@ def add_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, owner: t
         help=flag.help.format(default=shown(owner.default(name))),
         **how,
     )
+
+
+WIDTH = 100  # columns of a command's output on a terminal, unless --wide
+
+
+def add_wide(parser: argparse.ArgumentParser) -> None:
+    """``--wide``: print every column and every line in full, however wide."""
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help=f"every column, and lines as long as they are (default on a terminal: at most {WIDTH} columns, long "
+        "lines wrapped; into a pipe or a file: as with --wide)",
+    )
+
+
+def output_width(wide: bool) -> int | None:
+    """The width a command's output keeps to: ``WIDTH`` on a terminal, None (no limit) with --wide or into a pipe or
+    a file (where a reader greps whole lines)."""
+    return None if wide or not stdout_is_terminal() else WIDTH
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def fit(line: str, width: int | None, hang: int | None = None) -> list[str]:
+    """``line`` as lines of at most ``width`` columns (None: as it is), broken at spaces; a continuation is indented
+    by the line's own indent plus 4, or by ``hang`` columns; a word longer than the width is broken."""
+    if width is None or len(line) <= width:
+        return [line]
+    indent = len(line) - len(line.lstrip(" "))
+    wrapper = textwrap.TextWrapper(
+        width,
+        initial_indent=" " * indent,
+        subsequent_indent=" " * (indent + 4 if hang is None else hang),
+        break_on_hyphens=False,
+    )
+    return wrapper.wrap(line.lstrip(" "))

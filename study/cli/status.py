@@ -2,6 +2,9 @@
 failure's reason; for each architecture in progress, how far it is (stage, epoch, live runs: its progress record,
 ``study.execution.live``).
 
+On a terminal, lines keep within ``flags.WIDTH`` columns (``--wide``, a pipe or a file: as long as they are); a
+long note or reason continues on the next line, indented.
+
 Read-only: it reads the study's files (validating every result file, as a resume would), the
 driver's heartbeat (what is in flight, and on which node where the driver knows it) and the progress records of
 the architectures in flight, and changes nothing.
@@ -12,6 +15,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+
+from .flags import add_wide, fit, output_width
 
 
 def register(sub) -> None:
@@ -24,6 +29,7 @@ def register(sub) -> None:
     )
     p.add_argument("study", metavar="STUDY", help="the study directory or URI")
     p.add_argument("--json", action="store_true", help="print the counts and lists as one JSON object")
+    add_wide(p)
     p.set_defaults(func=command)
 
 
@@ -49,8 +55,14 @@ def command(args) -> int:
     if args.json:
         print(json.dumps({"study": store.location, **state.to_dict(), "in_progress_live": live}, indent=1))
         return 0
+    width = output_width(args.wide)
+    out: list[tuple[str, int | None]] = []  # each line, and the indent of its continuation lines (None: 4 more)
+
+    def show(line: str, hang: int | None = None) -> None:
+        out.append((line, hang))
+
     c = state.config
-    print(
+    show(
         f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
         f"{c.param_budget:,} parameters; archstudy {c.package_version}"
     )
@@ -67,14 +79,23 @@ def command(args) -> int:
         pruning = f"NLC window auto, from a pilot of the first {c.nlc_pilot} architectures"
     elif window is not None:
         pruning = f"NLC window [{window[0]:g}, {window[1]:g}]"
+    untrained = (
+        (
+            "  measured only",
+            "a study that measures only (measure_only, as `archstudy rank` makes): metrics at "
+            "initialization, nothing trained",
+        )
+        if c.measure_only
+        else ("  pruned", f"{pruning}: NLC at initialization outside it, not trained")
+    )
     rows = [
         ("finished", len(state.finished), ""),
         *(
             [
                 ("  trained", len(state.finished) - len(state.pruned), ""),
-                ("  pruned", len(state.pruned), f"{pruning}: NLC at initialization outside it, not trained"),
+                (untrained[0], len(state.pruned), untrained[1]),
             ]
-            if window is not None or state.pruned
+            if window is not None or state.pruned or c.measure_only
             else []
         ),
         ("in progress", len(state.in_progress), driver),
@@ -97,31 +118,35 @@ def command(args) -> int:
         rows.append(
             ("not in plan", len(state.extra), "architecture files that are no unit of this config; not counted")
         )
+    label_width = max(len(label) for label, _, _ in rows)
     for label, n, note in rows:
-        print(f"  {label:<12} {n:>6}" + (f"   ({note})" if note else ""))
+        show(f"  {label:<{label_width}} {n:>6}" + (f"   ({note})" if note else ""), hang=2 + label_width + 11)
     if state.nodes:
-        print("in progress on:")
+        show("in progress on:")
         for name in state.in_progress:
             node = state.nodes.get(name)
             if node:
                 kind = f"{node['type']}, " if node.get("type") else ""
-                print(f"  {name}  node {node.get('ip') or '?'} ({kind}{node['node_id']})")
+                show(f"  {name}  node {node.get('ip') or '?'} ({kind}{node['node_id']})")
     if live:
-        print("in progress:")
+        show("in progress:")
         for name in state.in_progress:
             if name in live:
-                print(f"  {name}  {describe(live[name])}")
+                show(f"  {name}  {describe(live[name])}")
     if state.failed:
-        print("failed:")
+        show("failed:")
         for name, rec in state.failed.items():
-            print(f"  {name}  {rec.get('reason', '')}  ({rec.get('attempts', '?')} attempts)")
+            show(f"  {name}  {rec.get('reason', '')}  ({rec.get('attempts', '?')} attempts)")
     if state.corrupt:
-        print("corrupt:")
+        show("corrupt:")
         for name, problem in state.corrupt.items():
-            print(f"  {name}  {problem}")
+            show(f"  {name}  {problem}")
     if state.other_config or state.extra:
         recorded = next(iter(state.recorded.values()), None)
-        print(f"not this study's (a resume refuses to run beside them): {science_differences(recorded, c.science())}")
+        show(f"not this study's (a resume refuses to run beside them): {science_differences(recorded, c.science())}")
         for name in list(state.other_config)[:20] + state.extra[:20]:
-            print(f"  {name}")
+            show(f"  {name}")
+    for line, hang in out:
+        for part in fit(line, width, hang):
+            sys.stdout.write(part + "\n")
     return 0
