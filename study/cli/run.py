@@ -494,6 +494,7 @@ def command(args) -> int:
         max_in_flight=args.max_in_flight,
         progress=sys.stderr,
         connect_timeout_s=args.connect_timeout_s,
+        announced=True,  # the plan above said what will run and its memory
         **execution_of(args),
     )
     return finish(result, out, args, example)

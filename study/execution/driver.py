@@ -157,6 +157,7 @@ def run_study(
     progress: TextIO | None = sys.stderr,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     intro: str | None = None,
+    announced: bool = False,
     **execution,
 ) -> DriverSummary:
     """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
@@ -168,7 +169,8 @@ def run_study(
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
     ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
     may take to answer (``check_address``). ``intro``: a line said once every check has passed, before the
-    line of what will run (the command line's: which defaults it took)."""
+    line of what will run (the command line's: which defaults it took). ``announced``: the caller has already said
+    what will run and the memory it needs (``archstudy run``'s plan), so the driver does not say it again."""
     named = _named_execution(config, execution)
     if not isinstance(config, StudyConfig):
         config = StudyConfig.from_dict(config)
@@ -202,6 +204,7 @@ def run_study(
         new=new,
         connect_timeout_s=connect_timeout_s,
         intro=intro,
+        announced=announced,
     )
 
 
@@ -341,6 +344,7 @@ def _drive(
     new: bool = False,
     connect_timeout_s: float = CONNECT_TIMEOUT_S,
     intro: str | None = None,
+    announced: bool = False,
 ) -> DriverSummary:
     """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
     t0 = time.monotonic()
@@ -483,8 +487,9 @@ def _drive(
         clear_all(store)  # progress records a killed session left (no unit of this study runs now)
         if intro:
             shown.say(intro)
-        shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
-        if needs is not None:
+        if not announced:
+            shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
+        if needs is not None and not announced:
             shown.say(
                 f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} ({needs[1].terms()})"
             )
