@@ -24,10 +24,14 @@ projections, ``activation_units``, studies of several budgets).
 
 The EDFs are step functions; F(e) is reported at the models' own errors as the share at or below e (the
 right limit of the paper's 1[e_i < e]), which leaves D = sup_e |F_1 - F_2| unchanged. A weighted D is the
-same supremum over the weighted step functions; its p-value (``p_normalized``) is scipy's asymptotic
-two-sample one with Kish's effective sizes n = (sum w)^2 / sum w^2 in place of the sample sizes, an
-approximation (no exact null distribution exists for weighted EDFs); the unweighted p-value is scipy's
-``ks_2samp``.
+same supremum over the weighted step functions; no closed null distribution exists for it, so its p-value
+(``p_normalized``) is a permutation one (``ks_p_permutation``): the errors of the two levels' weighted
+architectures reassigned to them at random, each keeping its level and weight, p = (1 + #{D* >= D}) / (1 + P)
+over P permutations, exact under the null that error does not depend on the level (Kolmogorov's asymptotic
+distribution at Kish's effective sizes, ``ks_p_weighted``, which this replaced, fired at 8 times its level in
+small studies). The unweighted p-value is scipy's ``ks_2samp``. An axis of several levels compares every pair
+of them, so ``p_holm`` and ``p_normalized_holm`` adjust the pairs' p-values over the axis (Holm, ``stats.holm``):
+what a verdict on the axis' largest KS may read.
 """
 
 from __future__ import annotations
@@ -46,11 +50,13 @@ from archstudy.sampling.constraints import Integer, Real, check
 
 from .columns import AXES
 from .results import Results, architectures_table
+from .stats import holm
 
 COMPLEXITY = "num_params"  # the study's budget: what "the same size" means here (FLOPs: complexity="flops")
 BIN_DECADES = 0.1  # width of a complexity bin in log10 units
 MAX_LEVELS = 8  # a numeric axis with more distinct values (depth 3..49) is shown in bins ...
 NUMERIC_BINS = 4  # ... this many, of equal width
+PERMUTATIONS = 999  # permutations of a normalized KS p-value (resolution 0.001)
 
 
 @dataclass(frozen=True)
@@ -63,8 +69,8 @@ class ErrorEDF:
     n_normalized (architectures of positive normalized weight), normalized_min, normalized_mean, bins
     (the shared complexity bins k of the axis: 1 means the levels do not differ in size).
     ``ks``: pair of levels of an axis: dataset, axis, a, b, n_a, n_b, ks, p, ks_normalized, p_normalized,
-    complexity_ks (the KS distance between the two levels' complexity distributions: how much they differ
-    in size, so how much normalizing can change).
+    p_holm and p_normalized_holm (adjusted over the axis' pairs), complexity_ks (the KS distance between the
+    two levels' complexity distributions: how much they differ in size, so how much normalizing can change).
     """
 
     curves: pd.DataFrame
@@ -122,6 +128,32 @@ def ks_p_weighted(d: float, wa: np.ndarray, wb: np.ndarray) -> float:
     if not (math.isfinite(d) and na > 0 and nb > 0):
         return math.nan
     return float(sps.kstwo.sf(d, max(1, round(na * nb / (na + nb)))))
+
+
+def ks_p_permutation(
+    a: np.ndarray, b: np.ndarray, wa: np.ndarray, wb: np.ndarray, permutations: int = PERMUTATIONS, seed: int = 0
+) -> float:
+    """Permutation p-value of the weighted KS distance D of (a, wa) and (b, wb) (``ks_distance``): the errors of
+    the points of positive weight pooled and dealt at random to the points (each keeping its level and weight),
+    p = (1 + #{D* >= D}) / (1 + permutations). NaN when either side has no weight.
+
+    Along the pooled errors in ascending order, the difference of the two weighted EDFs is the cumulative sum of
+    s_k = w_k / sum(wa) on a's points and -w_k / sum(wb) on b's, read where the error changes (ties step
+    together); a permutation deals the s_k to the sorted errors in a random order."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    wa, wb = np.asarray(wa, dtype=np.float64), np.asarray(wb, dtype=np.float64)
+    ka, kb = wa > 0, wb > 0
+    if not ka.any() or not kb.any():
+        return math.nan
+    e = np.concatenate([a[ka], b[kb]])
+    s = np.concatenate([wa[ka] / wa[ka].sum(), -wb[kb] / wb[kb].sum()])
+    order = np.argsort(e, kind="stable")
+    es = e[order]
+    ends = np.flatnonzero(np.r_[es[1:] != es[:-1], True])  # the last position of each run of equal errors
+    d = float(np.max(np.abs(np.cumsum(s[order])[ends])))
+    perm = np.random.default_rng(seed).permuted(np.tile(s, (permutations, 1)), axis=1)
+    dstar = np.max(np.abs(np.cumsum(perm, axis=1)[:, ends]), axis=1)
+    return float((1 + np.sum(dstar >= d - 1e-12)) / (1 + permutations))
 
 
 def normalized_weights(
@@ -213,12 +245,15 @@ def edf(
     variants: Iterable[str] | None = ("base",),
     max_levels: int = MAX_LEVELS,
     numeric_bins: int = NUMERIC_BINS,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
 ) -> ErrorEDF:
     """Error EDFs per level of each axis in ``by`` (default every axis of ``columns.AXES``; an axis name or
     any column), per dataset, over the rows whose ``variant`` is in ``variants`` (default the random draws:
     a design space's distribution is that of its samples) and whose ``target`` is finite. An axis with fewer
     than 2 levels among them is left out. ``complexity``: the column the normalized EDFs equalize
-    (``num_params``, or ``flops``, ...), in bins ``decades`` wide in log10. ``results``: a ``Results`` or its
+    (``num_params``, or ``flops``, ...), in bins ``decades`` wide in log10; their KS p-values from
+    ``permutations`` permutations seeded by ``seed`` (``ks_p_permutation``). ``results``: a ``Results`` or its
     architectures table. See ``ErrorEDF`` for the tables."""
     df = architectures_table(results, "edf")
     if target not in df.columns:
@@ -228,11 +263,13 @@ def edf(
     decades = check("edf", "decades", Real(0.0, lo_open=True), decades)
     max_levels = check("edf", "max_levels", Integer(2), max_levels)
     numeric_bins = check("edf", "numeric_bins", Integer(2), numeric_bins)
+    permutations = check("edf", "permutations", Integer(1), permutations)
     axes = _axes_of(df, by)
     if variants is not None and "variant" in df.columns:
         df = df[df["variant"].isin(list(variants))]
     df = df[np.isfinite(df[target].to_numpy(np.float64))]
-    curves, levels, ks = [], [], []
+    curves, levels = [], []
+    ks: list[dict[str, object]] = []
     groups = df.groupby(df["dataset"].astype(str), sort=True) if "dataset" in df.columns else [("", df)]
     for ds, g in groups:
         for axis in axes:
@@ -298,7 +335,9 @@ def edf(
                         "ks": d,
                         "p": float(sps.ks_2samp(err[ia], err[ib]).pvalue),
                         "ks_normalized": dn,
-                        "p_normalized": ks_p_weighted(dn, w_norm[ia], w_norm[ib]),
+                        "p_normalized": ks_p_permutation(
+                            err[ia], err[ib], w_norm[ia], w_norm[ib], permutations, seed + len(ks)
+                        ),
                         "complexity_ks": ks_distance(cx[ia & finite_c], cx[ib & finite_c])
                         if (ia & finite_c).any() and (ib & finite_c).any()
                         else math.nan,
@@ -350,6 +389,17 @@ def edf(
                 "p_normalized",
                 "complexity_ks",
             ],
-        ),
+        ).pipe(_with_holm),
         complexity=complexity,
     )
+
+
+def _with_holm(ks: pd.DataFrame) -> pd.DataFrame:
+    """``ks`` with ``p_holm`` and ``p_normalized_holm``: each p-value adjusted over its axis' pairs (``holm``)."""
+    for col in ("p", "p_normalized"):
+        ks[f"{col}_holm"] = (
+            ks.groupby(["dataset", "axis"])[col].transform(lambda p: holm(p.to_numpy(np.float64)))
+            if len(ks)
+            else pd.Series(dtype=np.float64)
+        )
+    return ks

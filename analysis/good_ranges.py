@@ -54,6 +54,8 @@ from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS
 from .results import Results, architectures_table
 
 U_TAIL = 0.10  # U-shaped: at least this share of the architectures below the good range and above it
+U_PERMUTATIONS = 99  # permutations of test error for the U-shape's p-value (resolution 0.01)
+U_ALPHA = 0.05  # the level of the U-shape verdict
 
 
 def tails(x: np.ndarray, low: float, high: float) -> tuple[float, float]:
@@ -65,6 +67,48 @@ def tails(x: np.ndarray, low: float, high: float) -> tuple[float, float]:
 def is_u_shaped(below: float, above: float) -> bool:
     """The best architectures lie inside the factor's range: at least ``U_TAIL`` of all on each side."""
     return bool(below >= U_TAIL and above >= U_TAIL)
+
+
+def u_shape_p(
+    x: np.ndarray,
+    y: np.ndarray,
+    below: float,
+    above: float,
+    *,
+    log: bool,
+    sample: float = SUBSAMPLE,
+    n_boot: int = N_BOOT,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+    permutations: int = U_PERMUTATIONS,
+) -> float:
+    """Permutation p-value of the U-shape: with u = min(below, above) the shares of the points outside the good
+    range, p = (1 + #{u* >= u}) / (1 + P), u* of the good range refitted (``good_range``, the same settings)
+    after test error is dealt to the points at random, P = ``permutations`` times. Exact under the null that
+    test error does not depend on x. NaN where the tails are not both at least ``U_TAIL`` (not U-shaped
+    whatever the p-value, so not computed). ``x``, ``y``: the points the range was fitted on (finite).
+
+    Without it the verdict fired under the null: the best of a 25% subsample is one of the few lowest-error
+    architectures of the study most of the time, so the range spans their x wherever they happen to lie, and
+    often leaves 10% of the points beyond it on each side for a factor unrelated to test error
+    (docs/analysis.md)."""
+    u = min(below, above)
+    if not (len(x) and below >= U_TAIL and above >= U_TAIL):
+        return math.nan
+    rng = np.random.default_rng([seed, 4])
+    hits = 0
+    for _ in range(permutations):
+        low, _, high = good_range(
+            x, rng.permutation(y), log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng
+        )
+        hits += min(tails(x, low, high)) >= u
+    return (1 + hits) / (1 + permutations)
+
+
+def u_shaped_verdict(below: float, above: float, p: float) -> bool:
+    """U-shaped: at least ``U_TAIL`` of the points on each side of the good range (``is_u_shaped``) and the
+    permutation p-value of that (``u_shape_p``) below ``U_ALPHA``."""
+    return bool(is_u_shaped(below, above) and math.isfinite(p) and p < U_ALPHA)
 
 
 def _scale(column: str) -> tuple[str, bool]:
@@ -121,6 +165,7 @@ GOOD_RANGE_COLUMNS = [
     "max",
     "below",
     "above",
+    "u_p",
     "u_shaped",
 ]
 
@@ -140,8 +185,9 @@ def good_ranges(
     each factor (default ``default_factors``) over the random draws (``variants``) with a finite target and
     factor, the factor's observed ``min`` / ``max``, the share of architectures ``below`` low and ``above``
     high, and ``u_shaped``: both shares at least ``U_TAIL`` (the best architectures lie inside the range,
-    not at an end of it). Every factor draws from the same seeded stream, so factors measured on the same
-    architectures share their subsamples. ``results``: a ``Results`` or its architectures table."""
+    not at an end of it) and ``u_p``, the permutation p-value of that (``u_shape_p``), below ``U_ALPHA``.
+    Every factor draws from the same seeded stream, so factors measured on the same architectures share their
+    subsamples. ``results``: a ``Results`` or its architectures table."""
     df = architectures_table(results, "good_ranges")
     sample, n_boot, confidence = _check("good_ranges", sample, n_boot, confidence)
     if target not in df.columns:
@@ -163,6 +209,9 @@ def good_ranges(
             )
             n = int(ok.sum())
             below, above = tails(x, low, high)
+            u_p = u_shape_p(
+                x, y_all[ok], below, above, log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=seed
+            )
             rows.append(
                 {
                     "dataset": ds,
@@ -178,7 +227,8 @@ def good_ranges(
                     "max": float(x.max()) if n else math.nan,
                     "below": below,
                     "above": above,
-                    "u_shaped": is_u_shaped(below, above),
+                    "u_p": u_p,
+                    "u_shaped": u_shaped_verdict(below, above, u_p),
                 }
             )
     return pd.DataFrame(rows, columns=GOOD_RANGE_COLUMNS)

@@ -61,7 +61,8 @@ class Leaderboard:
 
     ``architectures``: one row per architecture shown, best first, with ``rank`` (1 = best), the identity, the
     errors, ``SPEC_SHOWN``, ``num_params`` and the metrics shown (``metrics``); ``predictors``: the top rows of
-    ``correlations`` (predictor, label, kind, n, kendall, kendall_p, spearman, lift over ``best_baseline``,
+    ``correlations`` (predictor, label, kind, n, kendall, kendall_p, kendall_p_holm (adjusted over every predictor
+    ranked: the p-value a "significant" may read), spearman, lift over ``best_baseline``,
     rank). ``order``: how the rows are ordered, in words. ``finished``/``trained``/``planned``: how far the
     study is (``planned`` None where ``load_results`` cannot know it)."""
 
@@ -183,7 +184,19 @@ def leaderboard(
     columns = [c for c in (*IDENTITY, *ERRORS, *SPEC_SHOWN, "num_params", *shown_metrics) if c in top.columns]
     table = top[columns].reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
-    keep = ["predictor", "label", "kind", "n", "kendall", "kendall_p", "spearman", "lift", "best_baseline", "rank"]
+    keep = [
+        "predictor",
+        "label",
+        "kind",
+        "n",
+        "kendall",
+        "kendall_p",
+        "kendall_p_holm",
+        "spearman",
+        "lift",
+        "best_baseline",
+        "rank",
+    ]
     best = ranked[keep].head(predictors).reset_index(drop=True) if len(ranked) else pd.DataFrame(columns=keep)
     planned = results.planned if isinstance(results, Results) else None
     name = study or (results.study_dir if isinstance(results, Results) else "architectures")
@@ -305,7 +318,7 @@ def _short_label(column: str) -> str:
 
 
 def _predictor_table(df: pd.DataFrame) -> list[str]:
-    header = ["rank", "predictor", "kind", "tau", "p", "spearman", "lift", "over"]
+    header = ["rank", "predictor", "kind", "tau", "p", "p Holm", "spearman", "lift", "over"]
     rows = [
         [
             _cell(r.rank),
@@ -313,6 +326,7 @@ def _predictor_table(df: pd.DataFrame) -> list[str]:
             r.kind,
             f"{r.kendall:+.3f}",
             f"{r.kendall_p:.2g}",
+            f"{r.kendall_p_holm:.2g}",
             "-" if not np.isfinite(r.spearman) else f"{r.spearman:+.3f}",
             "-" if not np.isfinite(r.lift) else f"{r.lift:+.3f}",
             "-"
@@ -321,4 +335,4 @@ def _predictor_table(df: pd.DataFrame) -> list[str]:
         ]
         for r in df.itertuples(index=False)
     ]
-    return _grid(header, rows, {1, 2, 7})
+    return _grid(header, rows, {1, 2, 8})

@@ -9,6 +9,8 @@
   ``granulated_kendall_interval``; ``granulated_kendall_tau_b``: the variant that averages tau-b over
   the cells where it is defined (a cell where the measure is constant is skipped instead of scoring 0).
 * ``paired_effects``: median test-error difference of sibling architectures with a sign test.
+* ``holm``: Holm's step-down adjustment of a family of p-values (every p-value column above has a ``_holm``
+  twin adjusted over its family: the predictors of a dataset, the paired comparisons of a dataset).
 
 The bootstrap resamples architectures with replacement. A resample is a vector of counts c (how often
 each architecture was drawn), and every statistic of the resample is a weighted statistic of the
@@ -36,6 +38,8 @@ from .results import architectures_table
 # Up to this many architectures per dataset the bootstrap uses n x n matrices (18 MB each at 1500);
 # beyond it, one explicit resample at a time with scipy (O(n log n) each).
 MATRIX_BOOTSTRAP_MAX = 1500
+# Psi's interval needs at least this many base draws holding a cell (``_psi_bootstrap``).
+MIN_PSI_CLUSTERS = 10
 
 
 # -- bootstrap machinery ---------------------------------------------------------------------------------
@@ -275,6 +279,27 @@ def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, f
     return float(lo), float(hi)
 
 
+# -- multiplicity ----------------------------------------------------------------------------------------------
+
+
+def holm(p: Iterable[float] | np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979, *A simple sequentially rejective multiple test
+    procedure*): for the m finite p-values in ascending order p_(1) <= ... <= p_(m),
+
+        p~_(i) = min(1, max_{j <= i} (m - j + 1) p_(j)),
+
+    each in its original place (NaN stays NaN and does not count in m). Rejecting where p~ <= alpha keeps the
+    probability of any false rejection in the family at most alpha, whatever the dependence between the tests."""
+    p = np.asarray(list(p) if not isinstance(p, np.ndarray) else p, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    if m:
+        order = ok[np.argsort(p[ok], kind="stable")]
+        out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
+
+
 # -- correlations -------------------------------------------------------------------------------------------
 
 
@@ -339,10 +364,12 @@ def correlations(
     """One row per predictor and dataset: how well it predicts ``target`` across architectures.
 
     Columns: ``pearson`` (on log10 of the predictor where ``log``; ``n_pearson`` points), ``spearman``,
-    ``kendall`` (tau-b), each with ``_p`` (scipy's two-sided p-value) and ``_lo``/``_hi`` (percentile
+    ``kendall`` (tau-b), each with ``_p`` (scipy's two-sided p-value), ``_p_holm`` (``holm`` over the
+    predictors of the dataset: what a verdict "significant" may read, as every predictor of the table is
+    tested at once) and ``_lo``/``_hi`` (percentile
     bootstrap interval at ``confidence`` over ``n_boot`` resamples of architectures, seeded by ``seed``;
     every predictor of a dataset sees the same resamples); ``psi`` (granulated Kendall of Jiang et al. over
-    ``axes``, all variants: ``granulated_kendall``, with ``psi_lo``/``psi_hi`` from resampled cells and
+    ``axes``, all variants: ``granulated_kendall``, with ``psi_lo``/``psi_hi`` from resampled base draws and
     ``psi_axes`` / ``psi_cells`` / ``psi_constant_cells`` used); ``psi_tau_b`` (the variant averaging tau-b
     over defined cells, ``granulated_kendall_tau_b``, with ``psi_tau_b_axes`` / ``psi_tau_b_cells``);
     ``lift`` = |tau| - |tau of the best trivial
@@ -369,6 +396,8 @@ def correlations(
         for ds, group in _groups(df):
             rows += _dataset_rows(ds, group, target, preds, variants, n_boot, seed, confidence, method, axes)
     out = pd.DataFrame(rows, columns=_CORRELATION_COLUMNS)
+    for kind in ("pearson", "spearman", "kendall"):
+        out[f"{kind}_p_holm"] = out.groupby("dataset")[f"{kind}_p"].transform(lambda p: holm(p.to_numpy(np.float64)))
     out["rank"] = out.groupby("dataset")["kendall"].transform(lambda t: t.abs().rank(ascending=False, method="min"))
     out["rank"] = out["rank"].astype("Int64")
     # best first within each dataset (datasets in their order; ties, and the predictors without a tau last, in
@@ -406,6 +435,7 @@ def _dataset_rows(
     boot = SharedResamples(y_all, idx, method)
     psi_b = psi_table_tau_b(group, [p.column for p in preds], target, axes)
     cells = _axis_cells(group, axes)
+    clusters = _clusters(group)
     rows: list[dict[str, Any]] = []
     abs_tau_boot: dict[str, np.ndarray] = {}
     for p in preds:
@@ -419,7 +449,7 @@ def _dataset_rows(
                 "log": p.log,
                 "target": target,
                 **row,
-                **_psi_columns(_jiang_axes(group, p.column, target, axes, cells), n_boot, seed, confidence),
+                **_psi_columns(_jiang_axes(group, p.column, target, axes, cells, clusters), n_boot, seed, confidence),
                 **_psi_tau_b_columns(psi_b[psi_b["predictor"] == p.column]),
             }
         )
@@ -427,12 +457,10 @@ def _dataset_rows(
     return rows
 
 
-def _psi_columns(
-    per_axis: dict[str, tuple[np.ndarray, np.ndarray]], n_boot: int, seed: int, confidence: float
-) -> dict[str, float]:
+def _psi_columns(per_axis: _PerAxis, n_boot: int, seed: int, confidence: float) -> dict[str, float]:
     """Jiang et al.'s Psi with its cell-bootstrap interval, and what it averages."""
     lo, hi = percentile_interval(_psi_bootstrap(per_axis, n_boot, seed), confidence) if n_boot else (math.nan,) * 2
-    used = [(taus, constant) for taus, constant in per_axis.values() if len(taus)]
+    used = [(taus, constant) for taus, constant, _ in per_axis.values() if len(taus)]
     return {
         "psi": _psi_of(per_axis),
         "psi_lo": lo,
@@ -463,14 +491,17 @@ _CORRELATION_COLUMNS = [
     "n_pearson",
     "pearson",
     "pearson_p",
+    "pearson_p_holm",
     "pearson_lo",
     "pearson_hi",
     "spearman",
     "spearman_p",
+    "spearman_p_holm",
     "spearman_lo",
     "spearman_hi",
     "kendall",
     "kendall_p",
+    "kendall_p_holm",
     "kendall_lo",
     "kendall_hi",
     "psi",
@@ -662,9 +693,9 @@ def granulated_kendall_tau_b(
 
 def _jiang_cell_taus(
     x: np.ndarray, y: np.ndarray, cell: np.ndarray, i: np.ndarray, j: np.ndarray, pair_cell: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """tau (Jiang et al.'s, above) of every cell with >= 2 rows where x and y are finite, and whether x is
-    constant there."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """tau (Jiang et al.'s, above) of every cell with >= 2 rows where x and y are finite, whether x is
+    constant there, and the cells' ids."""
     ok = np.isfinite(x) & np.isfinite(y)
     size = np.bincount(cell[ok], minlength=int(cell.max()) + 1 if len(cell) else 0)
     keep = ok[i] & ok[j]
@@ -674,7 +705,7 @@ def _jiang_cell_taus(
     varies = np.bincount(pair_cell, np.abs(sx), len(size)) > 0
     cells = np.flatnonzero(size >= 2)
     m = size[cells].astype(np.float64)
-    return agree[cells] / (m * (m - 1) / 2), ~varies[cells]  # unordered pairs: the same ratio as ordered ones
+    return agree[cells] / (m * (m - 1) / 2), ~varies[cells], cells  # unordered pairs: the ratio of ordered ones
 
 
 # An axis' cells: the cell id of each row, and the pairs i, j, cell of ``_pairs``.
@@ -691,18 +722,45 @@ def _axis_cells(df: pd.DataFrame, axes: dict[str, tuple[str, ...]]) -> dict[str,
     return out
 
 
+# Per axis: the tau of each cell, whether the measure is constant in it, and the cell's cluster (``_clusters``).
+_PerAxis = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _clusters(df: pd.DataFrame) -> np.ndarray:
+    """The cluster of each row: its base draw (dataset and ``index``: a random draw and its siblings), else the
+    row itself. In a random study the cells are sibling groups, and the cells of different axes share their base
+    draw, so their taus are dependent while base draws are independent: the unit a bootstrap of Psi resamples.
+    A cell is given the cluster of its first row (a cell across two base draws, a coincidence of a random study,
+    counts with the first)."""
+    if "index" not in df.columns:
+        return np.arange(len(df))
+    key = [df["dataset"].astype(str).to_numpy()] if "dataset" in df.columns else []
+    labels: np.ndarray = pd.MultiIndex.from_arrays(key + [df["index"].to_numpy()]).factorize()[0]
+    return labels
+
+
 def _jiang_axes(
     df: pd.DataFrame,
     predictor: str,
     target: str,
     axes: dict[str, tuple[str, ...]],
     cells: dict[str, _AxisCells] | None = None,
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{axis: (tau of each cell, whether the measure is constant in it)} for ``predictor``."""
+    clusters: np.ndarray | None = None,
+) -> _PerAxis:
+    """{axis: (tau of each cell, whether the measure is constant in it, the cell's cluster)} for
+    ``predictor``."""
     x = df[predictor].to_numpy(np.float64)
     y = df[target].to_numpy(np.float64)
     cells = _axis_cells(df, axes) if cells is None else cells
-    return {axis: _jiang_cell_taus(x, y, *cells[axis]) for axis in axes}
+    clusters = _clusters(df) if clusters is None else clusters
+    out: _PerAxis = {}
+    for axis in axes:
+        cell = cells[axis][0]
+        taus, constant, ids = _jiang_cell_taus(x, y, *cells[axis])
+        first = np.full(int(cell.max()) + 1 if len(cell) else 0, len(cell))
+        np.minimum.at(first, cell, np.arange(len(cell)))
+        out[axis] = (taus, constant, clusters[first[ids]])
+    return out
 
 
 def psi_table(
@@ -720,7 +778,7 @@ def psi_table(
     cells = _axis_cells(df, axes)
     rows = []
     for name in predictors:
-        for axis, (taus, constant) in _jiang_axes(df, name, target, axes, cells).items():
+        for axis, (taus, constant, _) in _jiang_axes(df, name, target, axes, cells).items():
             rows.append(
                 {
                     "predictor": name,
@@ -733,22 +791,39 @@ def psi_table(
     return pd.DataFrame(rows, columns=["predictor", "axis", "psi", "cells", "constant_cells"])
 
 
-def _psi_of(per_axis: dict[str, tuple[np.ndarray, np.ndarray]]) -> float:
-    means = [taus.mean() for taus, _ in per_axis.values() if len(taus)]
+def _psi_of(per_axis: _PerAxis) -> float:
+    means = [taus.mean() for taus, _, _ in per_axis.values() if len(taus)]
     return float(np.mean(means)) if means else math.nan
 
 
-def _psi_bootstrap(per_axis: dict[str, tuple[np.ndarray, np.ndarray]], n_boot: int, seed: int) -> np.ndarray:
-    """Psi of ``n_boot`` resamples: within each axis its cells drawn with replacement (cells are the units
-    that eq. 4 averages; an architecture is in one cell per axis, so the axes' resamples are independent
-    draws, which ignores that a base draw's cells of different axes share it)."""
-    rng = np.random.default_rng(seed)
-    psis = [
-        taus[rng.integers(0, len(taus), size=(n_boot, len(taus)))].mean(axis=1)
-        for taus, _ in per_axis.values()
-        if len(taus)
-    ]
-    return np.mean(psis, axis=0) if psis else np.full(n_boot, math.nan)
+def _psi_bootstrap(per_axis: _PerAxis, n_boot: int, seed: int) -> np.ndarray:
+    """Psi of ``n_boot`` resamples of the clusters that hold a cell (``_clusters``: a base draw with its
+    siblings), as many as there are, drawn with replacement, the same draw for every axis: a resample weights
+    each cell by c_k, how often its cluster k was drawn, psi_i = sum_cells c tau / sum_cells c over the axis'
+    cells, Psi their mean over the axes with a drawn cell (as ``_psi_of``). Resampling cells within each axis
+    independently held a lone cell fixed in every resample and ignored that a base draw's cells of different
+    axes share it: the interval was too narrow (docs/analysis.md, verdict calibration). There is no interval
+    (NaN) with fewer than ``MIN_PSI_CLUSTERS`` clusters (a percentile bootstrap of so few units is itself too
+    narrow), nor when an axis has a single cell (two base draws that happen to differ along it only): its psi_i
+    is that cell's tau in every resample that draws it, +1 or -1 by chance, a sixth of Psi that no resample
+    varies."""
+    used = [(taus, cl) for taus, _, cl in per_axis.values() if len(taus)]
+    if not used:
+        return np.full(n_boot, math.nan)
+    ids, inverse = np.unique(np.concatenate([cl for _, cl in used]), return_inverse=True)
+    if len(ids) < MIN_PSI_CLUSTERS or any(len(taus) < 2 for taus, _ in used):
+        return np.full(n_boot, math.nan)
+    c = counts(np.random.default_rng(seed).integers(0, len(ids), size=(n_boot, len(ids))), len(ids))
+    psis, start = [], 0
+    for taus, cl in used:
+        w = c[:, inverse[start : start + len(cl)]]
+        start += len(cl)
+        tot = w.sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            psis.append(np.where(tot > 0, (w @ taus) / np.where(tot > 0, tot, 1.0), np.nan))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a resample that drew no cell of any axis: NaN
+        return np.asarray(np.nanmean(np.vstack(psis), axis=0))
 
 
 def granulated_kendall(
@@ -770,8 +845,8 @@ def granulated_kendall_interval(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``granulated_kendall``: cells resampled with replacement within
-    each axis (``_psi_bootstrap``). NaN when no axis has a cell."""
+    """Percentile bootstrap interval of ``granulated_kendall``: base draws (with their siblings) resampled
+    with replacement (``_psi_bootstrap``). NaN when no axis has a cell."""
     df = architectures_table(df, "granulated_kendall_interval")
     n_boot = check("granulated_kendall_interval", "n_boot", Integer(1), n_boot)
     confidence = check(
@@ -867,8 +942,9 @@ def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: flo
     """For every sibling axis and pair of its levels (dense vs householder, sp vs gmp, each two norm
     kinds, no skips vs skips, IMN off vs on), per dataset and ``context`` (what else the pairs differ in or
     share, ``pair_context``: an effect is labelled by exactly the factors that differ): the pairs' median
-    difference ``target``(B) - ``target``(A), with the sign test and the interval of ``sign_test``. A
-    positive median: B has the higher error."""
+    difference ``target``(B) - ``target``(A), with the sign test and the interval of ``sign_test``, and
+    ``p_holm``: the sign test's p-value adjusted (``holm``) over every comparison of the dataset, which the
+    report tests at once. A positive median: B has the higher error."""
     df = architectures_table(df, "paired_effects")
     confidence = check("paired_effects", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
     rows = []
@@ -892,7 +968,9 @@ def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: flo
                                 **sign_test(d, confidence),
                             }
                         )
-    return pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
+    out = pd.DataFrame(rows, columns=_PAIRED_COLUMNS)
+    out["p_holm"] = out.groupby("dataset")["p_sign"].transform(lambda p: holm(p.to_numpy(np.float64)))
+    return out
 
 
 _PAIRED_COLUMNS = [
@@ -907,6 +985,7 @@ _PAIRED_COLUMNS = [
     "n_zero",
     "median",
     "p_sign",
+    "p_holm",
     "ci_lo",
     "ci_hi",
     "ci_level",

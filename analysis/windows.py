@@ -28,7 +28,7 @@ from archstudy.sampling.constraints import Integer, Real, check
 from archstudy.study.experiment.nlc_window import CONFIDENCE, N_BOOT, SUBSAMPLE, good_range
 
 from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
-from .good_ranges import _groups, _sample, is_u_shaped, tails
+from .good_ranges import _groups, _sample, tails, u_shape_p, u_shaped_verdict
 from .results import Results, architectures_table
 from .stats import MATRIX_BOOTSTRAP_MAX, _blas_threads, boot_kendall
 
@@ -189,6 +189,8 @@ def _window_rows(
                 x, y, log=log, sample=sample, n_boot=N_BOOT, confidence=confidence, seed=seed
             )
             centre = float(np.median(centres)) if centres else math.nan
+            below, above = tails(x, full_low, full_high)
+            u_p = u_shape_p(x, y, below, above, log=log, sample=sample, n_boot=N_BOOT, confidence=confidence, seed=seed)
             rows.append(
                 {
                     "dataset": ds,
@@ -197,7 +199,7 @@ def _window_rows(
                     "log": log,
                     "n": n,
                     "splits": len(taus),
-                    "u_shaped": is_u_shaped(*tails(x, full_low, full_high)),
+                    "u_shaped": u_shaped_verdict(below, above, u_p),
                     "centre": 10**centre if log and math.isfinite(centre) else centre,
                     **_summary("tau", taus, a),
                     "raw_tau": _mean(raws),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from .run import add_execution_arguments, execution_of, finish
+from .run import Status, add_execution_arguments, execution_of, finish
 
 
 def register(sub) -> None:
@@ -32,8 +32,13 @@ def register(sub) -> None:
 
 
 def command(args) -> int:
-    from ..execution.driver import resume_study
-
+    status = Status()
+    # At once on a terminal, before the heavy imports (torch, Ray) and the data: the driver's first line takes seconds.
+    status.now(f"resuming {args.study}: reading the study, loading its data ...")
+    try:
+        from ..execution.driver import resume_study
+    finally:
+        status.clear()
     result = resume_study(
         args.study,
         address=args.address,

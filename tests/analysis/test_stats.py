@@ -243,27 +243,38 @@ def test_a_baseline_constant_in_most_cells_separates_the_two_definitions():
     assert granulated_kendall_tau_b(g, "depth") == pytest.approx(1.0)
 
 
-def test_the_interval_of_psi_resamples_cells_within_axes():
-    """Two axes with cell taus known: depth cells all +1 (psi_depth = 1 in every resample), norm cells +1 and
-    -1 in equal numbers: Psi* = (1 + mean of resampled norm taus) / 2, whose 95% interval is that of a
-    binomial mean of m = 8 cells; checked against the same draws made by hand."""
-    g = grid({"norm": ["none", "batch"], "depth": [3, 5, 7, 9, 11, 13, 15, 17]})
-    # norm cells (one per depth): y increases with x in 4 depths, decreases in 4
-    sign = np.where(g["depth"].isin([3, 7, 11, 15]), 1.0, -1.0)
+def test_the_interval_of_psi_resamples_base_draws_shared_by_the_axes():
+    """Two axes with cell taus known: depth cells all +1 (psi_depth = 1 whenever a resample draws one), norm
+    cells +1 and -1 in equal numbers. The unit resampled is the base draw (``index``; here each row), the same
+    draw for both axes, each cell weighted by how often the draw of its first row was drawn: checked against
+    the same draws made by hand."""
+    depths = [3, 5, 7, 9, 11, 13, 15, 17, 19, 21]
+    g = grid({"norm": ["none", "batch"], "depth": depths})
+    # norm cells (one per depth): y increases with x in 5 depths, decreases in 5
+    up = [3, 7, 11, 15, 19]
+    sign = np.where(g["depth"].isin(up), 1.0, -1.0)
     g["x"] = np.where(g["norm"] == "none", 0.0, 1.0) + 0.01 * g["depth"]
     g["test_error"] = sign * np.where(g["norm"] == "none", 0.0, 0.01) + 0.1 * g["depth"]
     # depth cells (one per norm): both increase with depth: tau = 1
     t = psi_table(g, ["x"]).set_index("axis")
     assert t.loc["depth", "psi"] == pytest.approx(1.0) and t.loc["norm", "psi"] == pytest.approx(0.0)
     lo, hi = granulated_kendall_interval(g, "x", n_boot=4000, seed=3)
-    # by hand: the depth axis' 2 cells, then the norm axis' 8 cells (dict order of AXES), from one generator
-    rng = np.random.default_rng(3)
-    norm_taus = np.array([1.0 if d in (3, 7, 11, 15) else -1.0 for d in sorted(set(g["depth"]))])
-    depth_draw = np.ones(2)[rng.integers(0, 2, size=(4000, 2))].mean(axis=1)
-    norm_draw = norm_taus[rng.integers(0, 8, size=(4000, 8))].mean(axis=1)
-    want = np.quantile((depth_draw + norm_draw) / 2, [0.025, 0.975])
+    # by hand: rows 0-9 are norm "none" at the 10 depths, rows 10-19 "batch"; the depth cells' first rows are 0
+    # and 10, the norm cell of the k-th depth starts at row k: 11 base draws hold a cell, and are drawn
+    c = np.zeros((4000, 11))
+    draws = np.random.default_rng(3).integers(0, 11, size=(4000, 11))
+    for b in range(4000):
+        np.add.at(c[b], draws[b], 1.0)
+    norm_taus = np.array([1.0 if d in up else -1.0 for d in depths])
+    depth_psi = np.where(c[:, 0] + c[:, 10] > 0, 1.0, np.nan)
+    norm_psi = (c[:, :10] @ norm_taus) / c[:, :10].sum(axis=1)
+    psi = np.where(np.isnan(depth_psi), norm_psi, (depth_psi + norm_psi) / 2)
+    want = np.quantile(psi[np.isfinite(psi)], [0.025, 0.975])
     assert (lo, hi) == pytest.approx(tuple(want))
-    assert -0.5 < lo < 0.5 < hi <= 1.0
+    assert -1.0 <= lo < 0.5 < hi <= 1.0
+    # with fewer than MIN_PSI_CLUSTERS base draws holding a cell (here 9), no interval
+    few = g[g["depth"] <= 17]
+    assert all(math.isnan(v) for v in granulated_kendall_interval(few, "x", n_boot=100, seed=3))
 
 
 def test_psi_cells_are_per_dataset_and_skip_axis_groups_its_fields():

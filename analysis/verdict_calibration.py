@@ -1,0 +1,383 @@
+"""How often each verdict of the report fires when nothing predicts test error: null studies and the rates.
+
+A null study is a study plan of ``sampling`` (its spec columns, and siblings where asked: the sibling structure
+the paired effects and the granulated Kendall use) whose measured columns are synthetic: every metric, proxy and
+trivial baseline depends on the architecture (so they are correlated with each other, as real ones are), and test
+error is drawn independently of all of them, i.i.d. over architectures. Under it no metric predicts test error, no
+sibling axis changes it and no window exists, so every verdict that says otherwise is a false positive.
+
+``null_rates`` runs R such studies through the report's own functions and counts, for each verdict, how often it
+fires: per test (each predictor, comparison or axis a trial) and per study ("any": the study shows at least one).
+A verdict at level alpha should fire per test at a rate at most alpha within binomial error
+(sd = sqrt(alpha (1 - alpha) / trials)); a verdict adjusted for multiplicity (Holm 1979, *A simple sequentially
+rejective multiple test procedure*) should fire per study at a rate at most alpha.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from archstudy.sampling import SIBLING_AXES, plan_study
+
+from .columns import BASELINES, PREDICTORS
+
+# The dimensions and parameter budget the null studies are planned at (a tabular dataset of 40 inputs and 3
+# classes, as the README's waveform-noise example).
+D_IN, D_OUT, BUDGET = 40, 3, 20_000
+SPACE = "extended"
+
+
+def plan_table(architectures: int, seed: int, *, siblings: bool = False, dataset: str = "null") -> pd.DataFrame:
+    """The spec columns of a study plan of ``sampling`` (``architectures`` base draws of seed ``seed``, with
+    their siblings when ``siblings``), as the runner writes them: arch_id, index, variant, dataset, the spec
+    fields, num_params, flops (2 x num_params), activation_units."""
+    axes = SIBLING_AXES if siblings else ()
+    rows: list[dict[str, Any]] = []
+    for p in plan_study(seed, architectures, D_IN, D_OUT, SPACE, BUDGET, axes):
+        s = p.spec
+        rows.append(
+            {
+                "arch_id": s.content_id,
+                "index": p.index,
+                "variant": p.variant,
+                "dataset": dataset,
+                **s.to_dict(),
+                "num_params": s.num_params,
+                "flops": 2.0 * s.num_params,
+                "activation_units": s.activation_units,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def null_measures(plan: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``plan`` (``plan_table``) with synthetic measured columns under the null, drawn with seed ``seed``: each
+    metric and proxy of ``columns.PREDICTORS`` is 10^(c_k z + e) on a log scale (else c_k z + e), z = the
+    standardized depth plus a per-activation offset, c_k in [0.2, 1] and e standard normal (so metrics depend
+    on the design and on each other); the trivial baselines are the spec's; ``test_error`` ~ Beta(4, 8), i.i.d.,
+    independent of all of them."""
+    df = plan.copy()
+    n = len(df)
+    rng = np.random.default_rng([seed, 17])
+    depth = df["depth"].to_numpy(np.float64)
+    act = pd.factorize(df["activation"])[0]
+    offset = rng.normal(0, 0.5, int(act.max()) + 1 if n else 0)[act]
+    z = (depth - depth.mean()) / (depth.std() or 1.0) + offset if n else depth
+    for k, p in enumerate(q for q in PREDICTORS if q.kind != "baseline"):
+        c = 0.2 + 0.8 * ((k * 0.37) % 1.0)
+        v = c * z + rng.standard_normal(n)
+        df[p.column] = 10.0**v if p.log else v
+    df["test_error"] = rng.beta(4.0, 8.0, n)
+    return df
+
+
+def null_study(architectures: int, seed: int, *, siblings: bool = False, dataset: str = "null") -> pd.DataFrame:
+    """A null study: the plan of seed ``seed`` (``plan_table``) with its measured columns (``null_measures``)."""
+    return null_measures(plan_table(architectures, seed, siblings=siblings, dataset=dataset), seed)
+
+
+ALPHA = 0.05  # the level of every p-value verdict and the complement of every 95% interval's coverage
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One verdict of the report: ``name``; ``where`` it is computed; ``nominal``, the rate at which it may fire
+    under the null (per ``unit``: "test", each trial; "study", at least one per study); ``tables``, what it needs
+    computed (``STUDY_TABLES``); ``fires``: from those tables, (trials, fired) of one study."""
+
+    name: str
+    where: str
+    nominal: float
+    unit: str
+    tables: tuple[str, ...]
+    fires: Callable[[dict[str, Any]], tuple[int, int]]
+    siblings: bool = False
+
+
+def _excludes_zero(lo: pd.Series, hi: pd.Series) -> np.ndarray:
+    lo_, hi_ = lo.to_numpy(np.float64), hi.to_numpy(np.float64)
+    out: np.ndarray = np.isfinite(lo_) & np.isfinite(hi_) & ((lo_ > 0) | (hi_ < 0))
+    return out
+
+
+def _count(mask: np.ndarray) -> tuple[int, int]:
+    return int(len(mask)), int(np.sum(mask))
+
+
+def _any(mask: np.ndarray) -> tuple[int, int]:
+    return 1, int(bool(np.any(mask)))
+
+
+def _corr(t: dict[str, Any]) -> pd.DataFrame:
+    c: pd.DataFrame = t["corr"]
+    return c[c["n"] >= 3]
+
+
+def _not_baseline(c: pd.DataFrame) -> pd.DataFrame:
+    return c[~c["predictor"].isin(BASELINES)]
+
+
+def _p(c: pd.DataFrame, column: str) -> np.ndarray:
+    p = c[column].to_numpy(np.float64)
+    out: np.ndarray = np.isfinite(p) & (p < ALPHA)
+    return out
+
+
+def _paired(t: dict[str, Any]) -> pd.DataFrame:
+    p: pd.DataFrame = t["paired"]
+    return p[p["n_pairs"] > 0]
+
+
+def _edf_top(t: dict[str, Any], p: str, d: str) -> np.ndarray:
+    """Per axis, whether the p-value shown beside its largest KS (the report's EDF table) is below ALPHA."""
+    ks: pd.DataFrame = t["edf"].ks
+    if not len(ks):
+        return np.zeros(0, bool)
+    top = ks.loc[ks.groupby("axis")[d].idxmax()]
+    return _p(top, p)
+
+
+def _window_rows(t: dict[str, Any]) -> pd.DataFrame:
+    w: pd.DataFrame = t["windows"]
+    return w[np.isfinite(w["tau"].to_numpy(np.float64))] if len(w) else w
+
+
+VERDICTS: tuple[Verdict, ...] = (
+    Verdict(
+        "Kendall p < 0.05 (each predictor)",
+        "stats.correlations: kendall_p",
+        ALPHA,
+        "test",
+        ("corr",),
+        lambda t: _count(_p(_corr(t), "kendall_p")),
+    ),
+    Verdict(
+        "Spearman p < 0.05 (each predictor)",
+        "stats.correlations: spearman_p",
+        ALPHA,
+        "test",
+        ("corr",),
+        lambda t: _count(_p(_corr(t), "spearman_p")),
+    ),
+    Verdict(
+        "Pearson p < 0.05 (each predictor)",
+        "stats.correlations: pearson_p",
+        ALPHA,
+        "test",
+        ("corr",),
+        lambda t: _count(_p(_corr(t), "pearson_p")),
+    ),
+    Verdict(
+        "Kendall interval excludes 0 (each predictor)",
+        "stats.correlations: kendall_lo, kendall_hi",
+        ALPHA,
+        "test",
+        ("corr",),
+        lambda t: _count(_excludes_zero(_corr(t)["kendall_lo"], _corr(t)["kendall_hi"])),
+    ),
+    Verdict(
+        "some predictor's Kendall p < 0.05 (study)",
+        "stats.correlations: kendall_p",
+        ALPHA,
+        "study",
+        ("corr",),
+        lambda t: _any(_p(_corr(t), "kendall_p")),
+    ),
+    Verdict(
+        "some predictor's Kendall p < 0.05 after Holm over the predictors (study)",
+        "stats.correlations: kendall_p_holm; ranking.predictor_ranking: p_holm",
+        ALPHA,
+        "study",
+        ("corr",),
+        lambda t: _any(_p(_corr(t), "kendall_p_holm")),
+    ),
+    Verdict(
+        "the best-ranked predictor's |tau| interval excludes 0 (study)",
+        "ranking.predictor_ranking: abs_lo of rank 1",
+        ALPHA,
+        "study",
+        ("ranking",),
+        lambda t: _any(t["ranking"]["abs_lo"].to_numpy(np.float64)[:1] > 0),
+    ),
+    Verdict(
+        "lift over the best baseline: interval above 0 (each metric or proxy)",
+        "stats.correlations: lift_lo",
+        ALPHA / 2,
+        "test",
+        ("corr",),
+        lambda t: _count(_not_baseline(_corr(t))["lift_lo"].to_numpy(np.float64) > 0),
+    ),
+    Verdict(
+        "granulated Kendall Psi interval excludes 0 (each predictor)",
+        "stats.correlations: psi_lo, psi_hi",
+        ALPHA,
+        "test",
+        ("corr",),
+        lambda t: _count(_excludes_zero(_corr(t)["psi_lo"], _corr(t)["psi_hi"])),
+        siblings=True,
+    ),
+    Verdict(
+        "paired sibling effect: sign test p < 0.05 (each comparison)",
+        "stats.paired_effects: p_sign",
+        ALPHA,
+        "test",
+        ("paired",),
+        lambda t: _count(_p(_paired(t), "p_sign")),
+        siblings=True,
+    ),
+    Verdict(
+        "some paired sibling effect p < 0.05 (study)",
+        "stats.paired_effects: p_sign",
+        ALPHA,
+        "study",
+        ("paired",),
+        lambda t: _any(_p(_paired(t), "p_sign")),
+        siblings=True,
+    ),
+    Verdict(
+        "some paired sibling effect p < 0.05 after Holm over the comparisons (study)",
+        "stats.paired_effects: p_holm",
+        ALPHA,
+        "study",
+        ("paired",),
+        lambda t: _any(_p(_paired(t), "p_holm")),
+        siblings=True,
+    ),
+    Verdict(
+        "U-shaped (each predictor's good range)",
+        "good_ranges.good_ranges: u_shaped",
+        ALPHA,
+        "test",
+        ("good",),
+        lambda t: _count(
+            t["good"].loc[t["good"]["factor"].isin([p.column for p in PREDICTORS]), "u_shaped"].to_numpy(bool)
+        ),
+    ),
+    Verdict(
+        "window score: tau interval excludes 0 (each metric)",
+        "windows.window_predictors: tau_lo, tau_hi",
+        ALPHA,
+        "test",
+        ("windows",),
+        lambda t: _count(_excludes_zero(_window_rows(t)["tau_lo"], _window_rows(t)["tau_hi"])),
+    ),
+    Verdict(
+        "window beats the raw metric: gain interval above 0 (each metric)",
+        "windows.window_predictors: gain_lo",
+        ALPHA / 2,
+        "test",
+        ("windows",),
+        lambda t: _count(_window_rows(t)["gain_lo"].to_numpy(np.float64) > 0),
+    ),
+    Verdict(
+        "error EDFs differ: p of the largest KS < 0.05 (each axis)",
+        "edf.edf: ks, p (the report's EDF table)",
+        ALPHA,
+        "test",
+        ("edf",),
+        lambda t: _count(_edf_top(t, "p", "ks")),
+    ),
+    Verdict(
+        "normalized error EDFs differ: p of the largest normalized KS < 0.05 (each axis)",
+        "edf.edf: ks_normalized, p_normalized",
+        ALPHA,
+        "test",
+        ("edf",),
+        lambda t: _count(_edf_top(t, "p_normalized", "ks_normalized")),
+    ),
+    Verdict(
+        "error EDFs differ: Holm p of the largest KS < 0.05 (each axis)",
+        "edf.edf: ks, p_holm",
+        ALPHA,
+        "test",
+        ("edf",),
+        lambda t: _count(_edf_top(t, "p_holm", "ks")),
+    ),
+    Verdict(
+        "normalized error EDFs differ: Holm p of the largest normalized KS < 0.05 (each axis)",
+        "edf.edf: ks_normalized, p_normalized_holm",
+        ALPHA,
+        "test",
+        ("edf",),
+        lambda t: _count(_edf_top(t, "p_normalized_holm", "ks_normalized")),
+    ),
+)
+VERDICT_BY_NAME = {v.name: v for v in VERDICTS}
+
+
+def study_tables(df: pd.DataFrame, needed: Iterable[str], *, n_boot: int, seed: int) -> dict[str, Any]:
+    """The report's tables of one study that the verdicts ``needed`` read, computed as ``sections.analyse``
+    computes them (``n_boot`` bootstrap resamples, seed ``seed``)."""
+    from .edf import edf
+    from .good_ranges import good_ranges
+    from .ranking import predictor_ranking
+    from .stats import correlations, paired_effects
+    from .windows import window_predictors
+
+    need = set(needed)
+    out: dict[str, Any] = {}
+    if need & {"corr", "ranking"}:
+        out["corr"] = correlations(df, n_boot=n_boot, seed=seed)
+    if need & {"windows", "ranking"}:
+        out["windows"] = window_predictors(df, seed=seed)
+    if "ranking" in need:
+        out["ranking"] = predictor_ranking(out["corr"], out["windows"])
+    if "paired" in need:
+        out["paired"] = paired_effects(df)
+    if "good" in need:
+        out["good"] = good_ranges(df, seed=seed)
+    if "edf" in need:
+        out["edf"] = edf(df)
+    return out
+
+
+def null_rates(
+    sizes: Iterable[int] = (8, 48, 120, 500),
+    replicates: int = 200,
+    *,
+    verdicts: Iterable[str] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """The false-positive rate of each verdict (default all of ``VERDICTS``) over ``replicates`` null studies
+    (``null_study``, with siblings) of each size in ``sizes`` (base draws). One row per verdict and size:
+    verdict, where, unit, nominal, architectures, replicates, trials, fired, rate, and ``sd``, the binomial
+    standard error of a rate at the nominal level over those trials (sqrt(nominal (1 - nominal) / trials))."""
+    chosen = [VERDICT_BY_NAME[v] for v in verdicts] if verdicts is not None else list(VERDICTS)
+    needed = {t for v in chosen for t in v.tables}
+    rows = []
+    for n in sizes:
+        trials = dict.fromkeys([v.name for v in chosen], 0)
+        fired = dict.fromkeys([v.name for v in chosen], 0)
+        for r in range(replicates):
+            df = null_study(n, seed * 100_003 + r, siblings=True)
+            tables = study_tables(df, needed, n_boot=n_boot, seed=r)
+            for v in chosen:
+                k, f = v.fires(tables)
+                trials[v.name] += k
+                fired[v.name] += f
+            if progress is not None and (r + 1) % 10 == 0:
+                progress(f"{n} architectures: {r + 1} of {replicates} null studies")
+        for v in chosen:
+            k = trials[v.name]
+            rows.append(
+                {
+                    "verdict": v.name,
+                    "where": v.where,
+                    "unit": v.unit,
+                    "nominal": v.nominal,
+                    "architectures": n,
+                    "replicates": replicates,
+                    "trials": k,
+                    "fired": fired[v.name],
+                    "rate": fired[v.name] / k if k else math.nan,
+                    "sd": math.sqrt(v.nominal * (1 - v.nominal) / k) if k else math.nan,
+                }
+            )
+    return pd.DataFrame(rows)
