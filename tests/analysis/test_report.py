@@ -573,3 +573,30 @@ def test_result_files_of_another_science_config_are_left_out_of_the_report_and_i
         "another science config than study.yaml&#x27;s."
     ) in html
     assert "11 of 12 planned architectures finished" in html
+
+
+@pytest.mark.parametrize(("smallest", "said"), [(0.30, True), (0.01, False)])
+def test_the_best_predictor_is_called_chance_when_no_holm_adjusted_p_survives(smallest, said):
+    """Under the null the first of many ranked predictors has an interval away from 0 about half the time
+    (docs/analysis.md): the overview names it, and says it is not a finding when every Holm-adjusted Kendall p
+    is at least 0.05."""
+    from types import SimpleNamespace
+
+    from archstudy.analysis.report import best_predictor_html
+
+    rk = pd.DataFrame(
+        {
+            "rank": [1, 2, 3],
+            "predictor": ["nlc", "bias", "n_params"],
+            "label": ["NLC", "output bias", "parameters"],
+            "kind": ["metric", "metric", "baseline"],
+            "kendall": [0.31, -0.2, 0.1],
+            "abs_tau": [0.31, 0.2, 0.1],
+            "abs_lo": [0.05, 0.01, -0.1],
+            "abs_hi": [0.5, 0.4, 0.3],
+            "p_holm": [smallest, 0.6, 0.9],
+        }
+    )
+    html = best_predictor_html(SimpleNamespace(ranking=rk, anchor="s0"))
+    assert "<b>NLC</b>" in html
+    assert ("No predictor is distinguishable from chance once all 3 are tested" in html) is said
