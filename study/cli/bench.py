@@ -95,23 +95,29 @@ def register(sub) -> None:
         "its true held-out ρ (signal); no torch",
     )
     p.add_argument(
+        "--verdict-calibration",
+        action="store_true",
+        help="instead: the report's other verdicts (significant correlations, U-shapes, paired effects, EDF "
+        "tests, ...) on simulated null studies (analysis.verdict_calibration): how often each fires; no torch",
+    )
+    p.add_argument(
         "--replicates",
         type=int,
         default=200,
-        help="with --calibration: studies per size and kind (default %(default)s)",
+        help="with --calibration or --verdict-calibration: studies per size and kind (default %(default)s)",
     )
     p.add_argument(
         "--sizes",
         default="48,120",
-        help="with --calibration: architectures per study, comma-separated (default %(default)s)",
+        help="with --calibration or --verdict-calibration: architectures per study, comma-separated (default "
+        "%(default)s)",
     )
     p.set_defaults(func=command)
 
 
 def calibration(args) -> int:
-    """``bench --calibration``: the rates of ``analysis.predict_simulation.calibration_bench``, as a table or JSON."""
-    from archstudy.analysis.predict_simulation import calibration_bench
-
+    """``bench --calibration``: the rates of ``analysis.predict_simulation.calibration_bench``;
+    ``--verdict-calibration``: those of ``analysis.verdict_calibration.null_rates``; as a table or JSON."""
     replicates = check("bench", "replicates", Integer(1), args.replicates)
     try:
         sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
@@ -119,7 +125,14 @@ def calibration(args) -> int:
         sizes = ()
     if not sizes or min(sizes) < 8:
         raise SpecError("bench", "sizes", args.sizes, "must be a comma-separated list of integers >= 8")
-    table = calibration_bench(replicates, sizes, progress=sys.stderr)
+    if args.verdict_calibration:
+        from archstudy.analysis.verdict_calibration import null_rates
+
+        table = null_rates(sizes, replicates, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    else:
+        from archstudy.analysis.predict_simulation import calibration_bench
+
+        table = calibration_bench(replicates, sizes, progress=sys.stderr)
     if args.json:
         json.dump(table.to_dict("records"), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -153,7 +166,7 @@ def _devices(text: str) -> tuple[int, ...]:
 def command(args) -> int:
     """The bench command, an entry point: like a study worker (``study.execution.unit.execute_unit``) it keeps freed
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
-    if args.calibration:
+    if args.calibration or args.verdict_calibration:
         return calibration(args)
     import torch
 

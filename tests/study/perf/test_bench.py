@@ -153,6 +153,18 @@ def test_calibration_prints_each_verdicts_rate_under_the_null_and_the_coverage_w
     assert all(0 <= r["fired"] <= r["of"] for r in rows) and all(r["seconds_per_study"] > 0 for r in rows)
 
 
+def test_verdict_calibration_counts_each_report_verdict_over_the_null_studies(capsys):
+    assert main(["bench", "--verdict-calibration", "--replicates", "2", "--sizes", "8", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    from archstudy.analysis.verdict_calibration import VERDICTS
+
+    assert {r["verdict"] for r in rows} == {v.name for v in VERDICTS}
+    assert all(r["replicates"] == 2 and r["architectures"] == 8 for r in rows)
+    assert all(0 <= r["fired"] <= r["trials"] and r["rate"] == pytest.approx(r["fired"] / r["trials"]) for r in rows)
+    study_wide = [r for r in rows if r["unit"] == "study"]
+    assert study_wide and all(r["trials"] == 2 for r in study_wide)  # one trial per null study
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
