@@ -78,7 +78,7 @@ DATASET_DECLARATIONS: tuple[DatasetDeclaration, ...] = (
     DatasetDeclaration(
         "checkerboard",
         "generated",
-        "81 x 81 grid on [-1, 1]^2, blocks=8 or 12 (default 12), edges labelled 0",
+        "81 x 81 grid on [-1, 1]^2, blocks=8 or 12 (default 12) squares in its central 72 x 72, a zero frame",
         2,
         2,
         "1640/2460/2461",

@@ -1,7 +1,7 @@
 """``han-flipped`` (Yu and Zhang figure 5, the variability paper figure 10): at tiny it writes every key with
-finite values; flipping changes exactly round(fraction x 1640) training labels to 1 - y, seeded, the test set
-untouched; the rows of the paper scale compare the printed values by the one rule and the claims pass only when
-the HanNet lies above the FCNet."""
+finite values; flipping changes each training label to 1 - y with probability the fraction (the authors'
+``datanoise``), seeded, the test set untouched; the rows of the paper scale compare the printed values by the one
+rule and the claims pass only when the HanNet lies above the FCNet."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def test_tiny_writes_every_key_with_finite_values(tiny_runs):
     for r in d["rows"]:
         assert tuple(r) == ROW_KEYS
         assert r["measured"] is not None and math.isfinite(r["measured"]), r
-    assert d["flipped_points"] == {"flipped=10%": 164}  # round(0.1 x 1640)
+    (flipped,) = d["flipped_points"].values()  # Binomial(1640, 0.1): mean 164, sd 12.1
+    assert list(d["flipped_points"]) == ["flipped=10%"] and abs(flipped - 164) < 5 * math.sqrt(1640 * 0.09)
     han = d["results"]["test_accuracy:H+ABS:20x30"]["flipped=10%"]
     # the final test accuracy of the best run can never beat that run's best along training
     assert han["test_accuracy_last_of_best_run"][0] <= han["test_accuracy_best"][0] + 1e-9
@@ -40,13 +41,18 @@ def test_tiny_writes_every_key_with_finite_values(tiny_runs):
 
 def test_flipping_changes_exactly_the_drawn_training_labels_and_nothing_else():
     clean = checkerboard_data(seed=0)
-    for fraction, k in ((0.0, 0), (0.10, 164), (0.20, 328)):
+    drawn = {}
+    for fraction in (0.0, 0.10, 0.20):
         data, flipped = han_flipped.flip_labels(clean, fraction, seed=7)
-        assert len(flipped) == len(set(flipped.tolist())) == k
+        drawn[fraction] = set(flipped.tolist())
+        assert len(flipped) == len(drawn[fraction])
+        # each label flipped with probability the fraction: Binomial(1640, fraction), within 5 sd of its mean
+        assert abs(len(flipped) - 1640 * fraction) <= 5 * math.sqrt(1640 * fraction * (1 - fraction))
         changed = torch.nonzero(data.train.y != clean.train.y).flatten()
         assert torch.equal(changed, flipped)  # exactly those, each to 1 - y
         assert torch.equal(data.train.y[flipped], 1 - clean.train.y[flipped])
         assert data.train.x is clean.train.x and data.test is clean.test and data.val is clean.val
+    assert not drawn[0.0] and drawn[0.10] < drawn[0.20]  # one uniform draw per point: u > 0.9 implies u > 0.8
     again, f1 = han_flipped.flip_labels(clean, 0.10, seed=7)
     _, f2 = han_flipped.flip_labels(clean, 0.10, seed=8)
     assert torch.equal(again.train.y, han_flipped.flip_labels(clean, 0.10, seed=7)[0].train.y)
@@ -89,3 +95,14 @@ def test_paper_rows_compare_by_the_one_rule_and_claim_the_hannet_above():
     assert exact["best_test_accuracy:FCNet1:6x100:flipped=10%"].ok  # within 0.1 of 80.8
     reverse = han_flipped.rows_of(paper, fake_results(paper, 80.0, 85.0))
     assert all(not r.ok for r in reverse if r.quantity.startswith("hannet_above"))
+
+
+def test_rows_of_nets_that_never_left_the_constant_prediction_cannot_tell():
+    quick = han_flipped.SCALES["quick"]
+    rows = han_flipped.rows_of(quick, fake_results(quick, 60.5, 83.0), constant=60.4)
+    verdicts = {r.quantity: r.verdict for r in rows}
+    # the HanNet never left 60.4% + 1 point: its rows and the comparison cannot tell; FCNet1's row can
+    assert verdicts.pop("best_test_accuracy:FCNet1:6x100:flipped=10%") == "differs"  # 83.0 against 80.8
+    assert set(verdicts.values()) == {"cannot tell"}
+    trained = han_flipped.rows_of(quick, fake_results(quick, 96.5, 83.0), constant=60.4)
+    assert all(r.verdict != "cannot tell" for r in trained)

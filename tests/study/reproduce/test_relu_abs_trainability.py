@@ -27,6 +27,17 @@ def test_board_is_the_papers_8_by_8_checkerboard_split_25_75():
     assert (len(data.train), len(data.test)) == (1640, 4921) and data.val is data.test
     x = np.concatenate([data.train.x.numpy(), data.test.x.numpy()])
     assert len(np.unique(x, axis=0)) == 6561  # train and test partition the grid
+    # the authors' board: the frame (grid index < 4 or > 75 on an axis) is 0, squares of 9 x 9 points from index 4
+    y = np.concatenate([data.train.y.numpy(), data.test.y.numpy()])
+    label = {tuple(np.rint((p + 1) * 40).astype(int)): v for p, v in zip(x, y)}
+    assert [label[(3, 13)], label[(4, 4)], label[(12, 13)], label[(13, 13)], label[(75, 4)], label[(76, 5)]] == [
+        0,
+        0,
+        1,
+        0,
+        1,
+        0,
+    ]
 
 
 @pytest.mark.parametrize("act,hidden", [("ReLU", 1), ("ReLU", 12), ("ReLU", 31), ("ABS", 41)])
@@ -87,3 +98,17 @@ def test_claims_can_fail():
     fails = _results({("ReLU", 21): 0.01, ("ABS", 21): 0.3, ("ABS", 31): 0.1})
     assert [r.ok for r in raa._rows(s, holds)] == [True, True, True]
     assert [r.ok for r in raa._rows(s, fails)] == [False, False, False]
+
+
+def test_a_run_where_nothing_trained_cannot_tell():
+    """At 3,000 iterations no net may leave the best constant (loss = the label variance, 0.239 on the 8 x 8
+    board's training split): the claims then cannot tell, whichever way they come out."""
+    s = raa.SCALES["tiny"]
+    constant = raa.label_variance(raa.checkerboard_data(0))
+    p = 2592 / 6561  # the board's fraction of 1-labels; the training split's differs by sampling only
+    assert constant == pytest.approx(p * (1 - p), abs=0.01)
+    flat = _results({("ReLU", 21): 0.22, ("ABS", 21): 0.21, ("ABS", 31): 9.5})
+    rows = raa._rows(s, flat, constant)
+    assert [r.verdict for r in rows] == ["cannot tell"] * 3 and [r.ok for r in rows] == [True, False, True]
+    trained = _results({("ReLU", 21): 0.2, ("ABS", 21): 0.001, ("ABS", 31): 0.005})
+    assert [r.verdict for r in raa._rows(s, trained, constant)] == ["agrees"] * 3

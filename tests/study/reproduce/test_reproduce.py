@@ -16,7 +16,7 @@ import pytest
 from archstudy.sampling import PAPER_ACTIVATIONS, SpecError, UserError
 from archstudy.study.cli import main
 from archstudy.study.reproduce import REPRODUCTIONS, SCALES, Row
-from archstudy.study.reproduce import han_checkerboard, nlc_figure2, nlc_table1, resnet_hessian
+from archstudy.study.reproduce import nlc_figure2, nlc_table1, resnet_hessian
 from archstudy.study.reproduce.result import ROW_KEYS, format_table
 
 TOP_KEYS = ("name", "paper", "scale", "seconds", "rows")
@@ -357,130 +357,6 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
             f"condition_number:{kind}:depth={L}" for L in resnet_hessian.depths(kind, 6)
         ]
     assert sum(len(rows) for rows in claims.values()) == len(d["rows"])
-
-
-# -- han-checkerboard ------------------------------------------------------------------------------------------
-
-
-def test_han_checkerboard_splits_the_12_block_board_25_75_with_its_closed_form_labels():
-    """Blocks span 6 2/3 grid steps: per axis the interior columns of blocks 0..11 are 6, 7, 6, 6, 7, 6, ...
-    (38 in even blocks, 38 in odd ones) and 5 columns lie on edges (i = 0, 20, 40, 60, 80), so the label-1
-    points (an odd block sum) are 2 * 38 * 38 and the edges 81^2 - 76^2."""
-    data = han_checkerboard.checkerboard_data(seed=0)
-    assert (len(data.train), len(data.test)) == (1640, 4921) and data.val is data.test  # 25% / 75%
-    x = np.concatenate([data.train.x.numpy(), data.test.x.numpy()])
-    y = np.concatenate([data.train.y.numpy(), data.test.y.numpy()])
-    assert len(np.unique(x, axis=0)) == 81 * 81  # train and test partition the grid
-    assert y.sum() == 2 * 38 * 38 and data.meta["source"]["edge_points"] == 81**2 - 76**2
-    assert data.train.y.numpy().mean() == pytest.approx(2888 / 6561, abs=0.03)  # a random quarter
-
-
-def _hand_forward(net, x):
-    """The paper's net written out: Algorithm 1's x - 2 u (u^T x) / |u|^2 + b with H(u) formed, plain relu or
-    abs (no rescaling), dense layers W x + b; from the parameters of ``net`` (one run)."""
-    import torch
-
-    act = {"relu": torch.relu, "abs": torch.abs}[net.spec.activation]
-    h = x
-    for layer, linear in enumerate(net.linears, start=1):
-        if linear.kind == "householder":
-            u = linear.u[0]
-            h = h @ (torch.eye(len(u), dtype=u.dtype) - 2 * torch.outer(u, u) / (u @ u)).T + linear.bias[0]
-        else:
-            h = h @ linear.weight[0].T + linear.bias[0]
-        if layer < net.spec.depth:
-            h = act(h)
-    return h
-
-
-@pytest.mark.parametrize(
-    "quantity",
-    [
-        "test_accuracy:H+ABS:20x30",
-        "test_accuracy:H+ReLU:100x17",
-        "test_accuracy:FC+ReLU:20x30",
-        "test_accuracy:FCNet1:6x100",
-    ],
-)
-def test_han_checkerboard_nets_are_the_papers_nets(quantity):
-    """The forward pass written out by hand; every dense layer's bias PyTorch's nn.Linear default, uniform in
-    +-1/sqrt(fan_in); the Householder layers' bias our choice (zero)."""
-    import torch
-
-    from archstudy.study.nn.network import build_network
-
-    net = han_checkerboard.BY_QUANTITY[quantity]
-    spec = net.spec()
-    built = build_network(spec, seed=3)
-    x = torch.rand(50, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 2 - 1
-    assert torch.allclose(built(x), _hand_forward(built, x), rtol=1e-12, atol=1e-12)
-    assert sum(p.numel() for p in built.parameters()) == spec.num_params
-    assert (spec.norm, spec.skip, spec.debias, spec.scale_activation) == ("none", "none", False, False)
-    for layer, linear in zip(spec.layers(), built.linears):
-        b = linear.bias.detach()[0].numpy()
-        if layer.kind == "householder":
-            assert han_checkerboard.HOUSEHOLDER_BIAS == "zero" and not b.any()
-        else:
-            assert 0 < np.abs(b).max() <= 1 / math.sqrt(layer.fan_in) and len(np.unique(b)) == len(b)
-
-
-def _hidden(spec):
-    """(hidden layers, their width, how many are Householder layers) of a spec, from its layers."""
-    hidden = [layer for layer in spec.layers()[1:]]  # each hidden layer's output is one linear layer's input
-    assert {layer.fan_in for layer in hidden} == {spec.width}
-    return len(hidden), spec.width, sum(layer.kind == "householder" for layer in spec.layers())
-
-
-def test_han_checkerboard_nets_have_the_tables_shapes_and_parameter_counts():
-    """Yu and Zhang (Tables 3 and 4) write depth x width, the variability paper (Table 7, D.3) width x depth:
-    "20 x 30" is 20 hidden layers of width 30, "100 x 17" is 17 of width 100. Parameters with Table 3's two
-    outputs, by hand: input (2 + 1) w, each width-to-width layer w (w + 1) (a Householder layer 2 w: u and b), the
-    output 2 (w + 1); the HanNet keeps its first and last width-to-width layers dense."""
-
-    def hand(hidden, w, householder):
-        squares = hidden - 1
-        h = squares - 2 if householder else 0
-        return 3 * w + (squares - h) * w * (w + 1) + h * 2 * w + 2 * (w + 1)
-
-    assert hand(20, 30, True) == 3032 and hand(6, 100, False) == 51002  # the printed counts, by hand
-    frames = {"20x30": (20, 30), "100x17": (17, 100), "6x100": (6, 100), "10x100": (10, 100), "6x300": (6, 300)}
-    assert {q.rsplit(":", 1)[1] for q in han_checkerboard.BY_QUANTITY} == set(frames)
-    for quantity, net in han_checkerboard.BY_QUANTITY.items():
-        hidden, width = frames[quantity.rsplit(":", 1)[1]]
-        two = net.spec(d_out=2)
-        assert _hidden(two) == (hidden, width, hidden - 3 if net.householder else 0), quantity
-        assert two.num_params == hand(hidden, width, net.householder)
-        assert net.spec().num_params == two.num_params - (width + 1)  # ours: one output
-        if quantity in han_checkerboard.TABLE3_PARAMS:
-            assert two.num_params == han_checkerboard.TABLE3_PARAMS[quantity]  # Table 3's printed counts
-    assert han_checkerboard.BY_QUANTITY["test_accuracy:H+ABS:100x17"].spec(2).num_params == 23502
-    assert han_checkerboard.BY_QUANTITY["test_accuracy:FC+ABS:100x17"].spec(2).num_params == 162102
-
-
-def test_han_checkerboard_rows_report_the_best_test_accuracy_along_training(tiny):
-    """Each row: the mean over initializations of each one's best test accuracy over its rates and epochs, by
-    the one rule (one unit of the printed mean plus two standard errors of the difference of two means, the
-    runs spread by Table 3's printed sd where it prints one); the best final accuracy beside it, never above."""
-    out, _ = tiny
-    d = json.loads((out / "han-checkerboard.json").read_text())
-    assert d["selected_by"] == "test" and d["protocol"]["loss"] == "mse" and d["protocol"]["momentum"] == 0.9
-    assert d["protocol"]["test_every"] == 1 and "best test accuracy along training" in d["reported"]
-    assert d["reported"] in d["note"] and d["cut_at_this_scale"] == []
-    for r in d["rows"]:
-        res = d["results"][r["quantity"]]
-        best = np.array(res["test_accuracy_best_per_rate"], dtype=float)  # NaN (null): diverged before any point
-        assert r["measured"] == pytest.approx(np.nanmax(best, axis=1).mean(), abs=1e-9) == pytest.approx(res["mean"])
-        final = np.array(res["test_accuracy_final_per_rate"], dtype=float)
-        seen = np.isfinite(best)
-        assert seen.any(axis=1).all() and np.all(best[seen] >= final[seen] - 1e-9)
-        assert res["test_accuracy_final"] == pytest.approx(np.max(res["test_accuracy_final_per_rate"], axis=1))
-        assert r["tolerance"].endswith("best along training")
-        net = han_checkerboard.BY_QUANTITY[r["quantity"]]
-        if net.paper is not None:
-            sd = float(net.spread) if net.spread else 0.0  # one run here: no sd of ours
-            expected = 10.0 ** -len(net.paper.split(".")[1]) + 2 * sd * math.sqrt(1 / 5 + 1 / 1)
-            assert r["tolerance"].startswith(f"±{expected:.3g} (one unit of the printed {net.paper}")
-    assert set(han_checkerboard.SCALES["quick"].nets) < set(han_checkerboard.SCALES["paper"].nets)
 
 
 # -- the command line --------------------------------------------------------------------------------------------
