@@ -556,8 +556,20 @@ class _Candidate:
             return rule_predict(self.values, y, train, test, self.fixed), None
         if self.table is not None:
             X = self.table
-        model = make_learner(self.model, self.features, seed).fit(X.iloc[train], y[train])
+        # A feature with no value on the training rows (a metric measured on a few architectures only, all in the
+        # held-out fold) has nothing to learn from: scikit-learn's binning refuses an empty column.
+        features = [f for f in self.features if _observed(X[f.column].iloc[train])]
+        if not features:
+            return np.full(len(test), math.nan), None
+        model = make_learner(self.model, features, seed).fit(X.iloc[train], y[train])
         return np.asarray(model.predict(X.iloc[test]), dtype=np.float64), model
+
+
+def _observed(values: pd.Series) -> bool:
+    """Whether a feature column holds at least one value (a finite number, or a category)."""
+    if pd.api.types.is_numeric_dtype(values):
+        return bool(np.isfinite(values.to_numpy(np.float64)).any())
+    return bool(values.notna().any())
 
 
 def candidates(arch: pd.DataFrame, features: Sequence[Feature], joint: Sequence[str] = JOINT) -> list[_Candidate]:

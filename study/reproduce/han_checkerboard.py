@@ -398,7 +398,7 @@ def _describe(net: Net, s: Settings) -> dict:
         "frame": net.frame,
         "outputs": arch.outputs,
         "params": arch.num_params,
-        "householder_layers": kinds.count("householder"),
+        "householder_layers": kinds.count("reflection"),
         "dense_layers": kinds.count("dense"),
         "activation": arch.activation,
         "dense_weights": arch.init,

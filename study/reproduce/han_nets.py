@@ -69,12 +69,13 @@ class HanArch:
     outputs: int = 2
 
     def layers(self) -> list[tuple[str, int, int]]:
-        """(kind, fan_in, fan_out) of every layer, input to output; kind "dense" or "householder". The code's
-        rule: hidden layer k (0-based) is dense when its width differs from its input's, or k is 1 or the last."""
+        """(kind, fan_in, fan_out) of every layer, input to output; kind "dense" or "reflection" (a Householder
+        layer). The code's rule: hidden layer k (0-based) is dense when its width differs from its input's, or k is 1
+        or the last."""
         out, fan_in = [], self.d_in
         for k in range(self.hidden):
             dense = not self.householder or self.width != fan_in or k in (1, self.hidden - 1)
-            out.append(("dense" if dense else "householder", fan_in, self.width))
+            out.append(("dense" if dense else "reflection", fan_in, self.width))
             fan_in = self.width
         out.append(("dense", fan_in, self.outputs))
         return out
@@ -100,7 +101,7 @@ def initial_parameters(arch: HanArch, seed: int) -> list[dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     params = []
     for kind, fan_in, fan_out in arch.layers():
-        if kind == "householder":
+        if kind == "reflection":
             v = _orthogonal(rng, fan_in, 1)[:, 0]
             bound = 1.0 / math.sqrt(fan_in)
             params.append({"v": v, "bias": rng.uniform(-bound, bound, fan_in)})

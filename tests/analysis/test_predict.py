@@ -299,3 +299,23 @@ def test_batched_predictions_give_scikit_learns_own_numbers(learner):
         batched, direct = P.BatchedPredictions(model).run(dependence), dependence(model)
     np.testing.assert_array_equal(batched["average"], direct["average"])
     np.testing.assert_array_equal(batched["grid_values"][0], direct["grid_values"][0])
+
+
+@pytest.mark.parametrize("learner", ["linear", "boosted"])
+def test_a_feature_with_no_value_on_the_training_rows_is_left_out_of_that_fit(learner):
+    """A metric measured on a few architectures only, all of them held out: the fit on the training rows uses the
+    other features (scikit-learn's binning refused the empty column) and predicts as a fit without it."""
+    rng = np.random.default_rng(0)
+    n = 40
+    X = pd.DataFrame({"nlc": rng.normal(size=n), "bias": rng.normal(size=n), "lar": np.nan})
+    X.loc[30:, "lar"] = rng.normal(size=n - 30)  # only the held-out rows have it
+    y = X["nlc"].to_numpy() + 0.1 * rng.normal(size=n)
+    train, test = np.arange(30), np.arange(30, n)
+    features = [
+        P.Feature("nlc", False, "metric"),
+        P.Feature("bias", False, "metric"),
+        P.Feature("lar", False, "metric"),
+    ]
+    got, _ = P._Candidate(learner, learner, "joint", model=learner, features=features).fit_predict(X, y, train, test, 0)
+    want = P.make_learner(learner, features[:2], 0).fit(X.iloc[train], y[train]).predict(X.iloc[test])
+    np.testing.assert_allclose(got, want, rtol=0, atol=0)

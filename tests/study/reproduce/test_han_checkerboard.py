@@ -32,7 +32,7 @@ def test_every_net_has_its_tables_shape_and_parameter_count():
         layers = arch.layers()
         assert len(layers) == hidden + 1 and {n_out for _, _, n_out in layers[:-1]} == {width}
         assert layers[0][1] == 2 and layers[-1] == ("dense", width, 2)  # two outputs, as the code
-        assert [k for k, _, _ in layers].count("householder") == (hidden - 3 if net.householder else 0)
+        assert [k for k, _, _ in layers].count("reflection") == (hidden - 3 if net.householder else 0)
         assert arch.num_params == hand(hidden, width, net.householder)
         if quantity in hc.TABLE3_PARAMS:
             assert arch.num_params == hc.TABLE3_PARAMS[quantity]

@@ -19,7 +19,7 @@ HANNET = HanArch(20, 30, True, "abs", "orthogonal")
 def test_the_hannet_is_the_codes_layer_for_layer_and_table_3_counts_its_parameters():
     kinds = HANNET.layers()
     assert kinds[:2] == [("dense", 2, 30), ("dense", 30, 30)] and kinds[-2:] == [("dense", 30, 30), ("dense", 30, 2)]
-    assert kinds[2:-2] == [("householder", 30, 30)] * 17 and len(kinds) == 21  # 20 hidden layers and the output
+    assert kinds[2:-2] == [("reflection", 30, 30)] * 17 and len(kinds) == 21  # 20 hidden layers and the output
     # Table 3 (two outputs): 2*30+30 + 2 (30*30+30) + 17 * 2 * 30 + 30*2+2
     assert HANNET.num_params == 90 + 2 * 930 + 17 * 60 + 62 == 3032
     for hidden, width, count in ((6, 100, 51002), (10, 100, 91402), (6, 300, 453002)):  # FCNet1-3, Table 3
@@ -27,7 +27,7 @@ def test_the_hannet_is_the_codes_layer_for_layer_and_table_3_counts_its_paramete
         assert fc.num_params == count and [k for k, _, _ in fc.layers()] == ["dense"] * (hidden + 1)
     # Table 7's 100 x 17 (width x depth): 17 hidden layers of width 100, 14 of them Householder layers
     h17 = HanArch(17, 100, True, "abs", "orthogonal")
-    assert [k for k, _, _ in h17.layers()].count("householder") == 14 and len(h17.layers()) == 18
+    assert [k for k, _, _ in h17.layers()].count("reflection") == 14 and len(h17.layers()) == 18
     assert h17.num_params == 300 + 2 * 10100 + 14 * 200 + 202
 
 
@@ -40,7 +40,7 @@ def test_the_initialization_is_the_codes():
     for p, (kind, fan_in, _) in zip(params, HANNET.layers()):
         bound = 1 / math.sqrt(fan_in)
         assert 0 < np.abs(p["bias"]).max() <= bound and len(np.unique(p["bias"])) == len(p["bias"])
-        if kind == "householder":
+        if kind == "reflection":
             assert np.linalg.norm(p["v"]) == pytest.approx(1.0, abs=1e-12)  # torch's orthogonal_ of [n, 1]
     # the distribution of torch's orthogonal_: the first entry of a uniform unit vector in R^30 has mean 0 and
     # variance 1/30; its square's variance is 3 / (30 * 32) - 1 / 900, so 4 standard errors over 400 draws
@@ -72,7 +72,7 @@ def reference_net(arch: HanArch, params) -> torch.nn.Sequential:
     act = torch.nn.ReLU if arch.activation == "relu" else None
     layers: list[torch.nn.Module] = []
     for k, (p, (kind, fan_in, fan_out)) in enumerate(zip(params, arch.layers())):
-        if kind == "householder":
+        if kind == "reflection":
             layers.append(Reflector(torch.tensor(p["v"]), torch.tensor(p["bias"])))
         else:
             lin = torch.nn.Linear(fan_in, fan_out, dtype=torch.float64)
