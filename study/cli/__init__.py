@@ -248,9 +248,38 @@ def sigterm_as_interrupt():
         interrupts.clear()
 
 
+_NEGATIVE_VALUE = re.compile(r"^-(\d|\.\d)")  # "-1,3", "-0.5": a value, never one of archstudy's options
+_PLAIN_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's own rule: these it already reads as values
+
+
+def _valued_options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string, of the parser and its subcommands, that takes a value."""
+    out: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out |= _valued_options(sub)
+        elif action.option_strings and action.nargs != 0:
+            out.update(o for o in action.option_strings if o.startswith("--"))
+    return out
+
+
+def _attached_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--nlc-window -1,3`` as ``--nlc-window=-1,3``: argparse reads a word starting with "-" as an option unless
+    it is one plain negative number, so a negative window bound was refused as "expected one argument" instead of
+    by the window's own check, which names the value and what is allowed."""
+    valued, out = _valued_options(parser), list(argv)
+    i = 0
+    while i < len(out) - 1:
+        if out[i] in valued and _NEGATIVE_VALUE.match(out[i + 1]) and not _PLAIN_NEGATIVE.match(out[i + 1]):
+            out[i : i + 2] = [f"{out[i]}={out[i + 1]}"]
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_attached_negative_values(parser, sys.argv[1:] if argv is None else argv))
     children_die_with_the_command()
     try:
         with sigterm_as_interrupt():

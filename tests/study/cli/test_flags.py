@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from archstudy.sampling.constraints import Declared
-from archstudy.study.cli import build_parser
+from archstudy.study.cli import build_parser, main
 from archstudy.study.cli.flags import shown
 from archstudy.study.cli.run import EXECUTION_FLAGS, execution_of
 from archstudy.study.experiment.config import (
@@ -132,3 +132,14 @@ def test_no_help_text_writes_a_flags_own_default_by_hand():
             if action.default in (None, argparse.SUPPRESS) or isinstance(action.default, bool) or not action.help:
                 continue
             assert f"default {action.default}" not in action.help, (prog, action.option_strings, action.help)
+
+
+@pytest.mark.parametrize("words", [["-1,3"], ["-1", "3"], ["0.5,-3"], ["-.5,2"]])
+def test_a_negative_window_bound_is_refused_by_the_windows_own_check(words, tmp_path, capsys):
+    """argparse reads "-1,3" as an option ("expected one argument"); the window's own check names the value."""
+    out = tmp_path / "s"
+    argv = ["run", "--dataset", "waveform-noise", "--architectures", "2", "--out", str(out), "--nlc-window", *words]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"study.nlc_window = '{' '.join(words)}': must be null, 'auto'" in err
+    assert not out.exists()
