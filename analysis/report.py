@@ -45,6 +45,7 @@ from .predict import predict_html, predictor_from
 from .pruning import check_window
 from .results import Results, load_results, local_root
 from .sections import StudyAnalysis, analyse, study_labels
+from .stats import FEW
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -146,8 +147,6 @@ def excluded_html(r: Results) -> str:
 JIANG = "Jiang et al., <i>Fantastic Generalization Measures and Where to Find Them</i>, 2020"
 RADOSAVOVIC_2019 = "Radosavovic et al., <i>On Network Design Spaces for Visual Recognition</i>, 2019"
 RADOSAVOVIC_2020 = "Radosavovic et al., <i>Designing Network Design Spaces</i>, 2020"
-
-FEW = 10  # below this many architectures a correlation's p-value cannot be small: say so up front
 
 
 def caveats_html(s: StudyAnalysis) -> str:

@@ -40,6 +40,7 @@ from .results import architectures_table
 MATRIX_BOOTSTRAP_MAX = 1500
 # Psi's interval needs at least this many base draws holding a cell (``_psi_bootstrap``).
 MIN_PSI_CLUSTERS = 10
+FEW = 10  # below this many architectures a correlation's p-value cannot be small: the report and `top` say so
 
 
 # -- bootstrap machinery ---------------------------------------------------------------------------------

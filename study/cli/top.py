@@ -7,7 +7,7 @@ has finished). ``--json`` prints the same as one JSON object.
 
 On a terminal the text keeps within ``flags.WIDTH`` columns (``--wide``, a pipe or a file: all of it): the
 architectures' table drops columns in a fixed order (``DROPPED_FIRST``) and says which; a long predictor label is
-shown by its column name; prose lines are wrapped. With few trained architectures (fewer than the report's ``FEW``)
+shown by its column name; prose lines are wrapped. With few trained architectures (fewer than ``analysis.stats.FEW``)
 it says how coarse Kendall's tau is: over n architectures it moves in steps of 4 / (n (n - 1)) (tau = (concordant -
 discordant) / (n (n - 1) / 2), Kendall, *A New Measure of Rank Correlation*, 1938), and the smallest two-sided
 exact p-value, of a perfect order, is 2 / n!.
@@ -176,7 +176,7 @@ def text(board, width: int | None, few: int, measured_only: bool) -> str:
 def command(args) -> int:
     from archstudy.analysis import load_results
     from archstudy.analysis.leaderboard import leaderboard
-    from archstudy.analysis.report import FEW
+    from archstudy.analysis.stats import FEW  # not analysis.report: importing it takes seconds (matplotlib)
 
     results = load_results(args.study, runs=False)
     board = leaderboard(results, args.k, args.by, predictors=args.predictors, study=args.study)
