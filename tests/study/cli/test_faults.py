@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from process_state import alive
 
 from archstudy.study.cli import main, system_error_line
 from archstudy.study.execution.store import Store
@@ -303,14 +304,6 @@ def _children(pid: int) -> set[int]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signals and /proc are Linux's")
 def test_the_reports_workers_die_with_a_killed_report(tmp_path):
     """After SIGKILL of `archstudy report`, its two forked workers stayed alive and ignored SIGTERM: each now gets
@@ -334,9 +327,9 @@ def test_the_reports_workers_die_with_a_killed_report(tmp_path):
         report.kill()
         report.wait()
         deadline = time.monotonic() + 10
-        while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        while any(alive(c) for c in children) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(_alive(c) for c in children), children
+        assert not any(alive(c) for c in children), children
     finally:
         if report.poll() is None:
             report.kill()
@@ -359,10 +352,10 @@ def test_a_worker_started_with_die_with_parent_dies_with_a_killed_parent():
         text=True,
     )
     worker = int(parent.stdout.readline())
-    assert _alive(worker)
+    assert alive(worker)
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10
-    while _alive(worker) and time.monotonic() < deadline:
+    while alive(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(worker)
+    assert not alive(worker)

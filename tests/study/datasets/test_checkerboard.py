@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from schema_values import value
 import torch
 
 from archstudy.study.datasets import Dataset, load_dataset
@@ -141,22 +142,7 @@ def earlier_board(x: np.ndarray, blocks: int) -> np.ndarray:
 def result_rows(spec) -> tuple[dict, list[dict]]:
     """An architectures row and its runs rows of ``spec`` (the values arbitrary: the store's check reads the
     file's recorded science config, not the rows)."""
-    import datetime as dt
-
-    import pyarrow as pa
-
     from archstudy.study.execution.store import ARCHITECTURES_SCHEMA, RUNS_SCHEMA
-
-    def value(field: pa.Field, i: int):
-        if pa.types.is_floating(field.type):
-            return 0.5 + i
-        if pa.types.is_integer(field.type):
-            return i
-        if pa.types.is_boolean(field.type):
-            return i % 2 == 0
-        if pa.types.is_timestamp(field.type):
-            return dt.datetime(2026, 11, 27, 12, i % 60, tzinfo=dt.timezone.utc)
-        return f"s{i}"
 
     arch = {f.name: value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
     arch.update(spec.to_dict(), arch_id=spec.content_id, index=7, variant="base", nlc=float("nan"), trained=True)

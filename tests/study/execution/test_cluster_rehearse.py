@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from process_state import alive
 import ray
 import yaml
 from ray.autoscaler._private.fake_multi_node.node_provider import FakeMultiNodeProvider
@@ -154,14 +155,6 @@ PARENT = (
 )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def test_only_processes_naming_the_session_and_their_descendants_are_its_own(tmp_path):
     session = str(tmp_path / "session_1")
     mine = subprocess.Popen([sys.executable, "-c", PARENT, f"--session_dir={session}"])
@@ -179,7 +172,7 @@ def test_only_processes_naming_the_session_and_their_descendants_are_its_own(tmp
         child = next(p for p in found if p != mine.pid)
         assert _stop_session(session, grace_s=5.0) == 2
         mine.wait(timeout=10)
-        assert not _alive(child) and not session_processes(session)
+        assert not alive(child) and not session_processes(session)
         assert all(p.poll() is None for p in other)  # nobody else's process was touched
     finally:
         for p in [mine, *other]:
@@ -324,7 +317,7 @@ def test_a_study_from_zero_gpu_nodes_under_the_autoscaler_equals_the_embedded_ru
     assert stopped is not None and not state.exists()
     # Everything it started has ended: no process names its session, no raylet it had is alive.
     assert not session_processes(rehearsal.session_dir)
-    assert not [n for n in seen.values() if _alive(n["pid"])]
+    assert not [n for n in seen.values() if alive(n["pid"])]
     raylets = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline_names(p, rehearsal.session_dir)]
     assert raylets == []
 

@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from schema_values import value
 from pyarrow._fs import _MockFileSystem
 
 from archstudy.sampling import SPEC_FIELDS, UserError, sample_spec
@@ -38,18 +39,6 @@ SPEC = sample_spec(3, 7, 40, 3, "extended", 4000)
 NAME = unit_name(7, SPEC.content_id)
 
 
-def _value(field: pa.Field, i: int):
-    if pa.types.is_floating(field.type):
-        return 0.5 + i
-    if pa.types.is_integer(field.type):
-        return i
-    if pa.types.is_boolean(field.type):
-        return i % 2 == 0
-    if pa.types.is_timestamp(field.type):
-        return dt.datetime(2026, 1, 31, 12, i % 60, tzinfo=dt.timezone.utc)
-    return f"s{i}"
-
-
 class _Proxy:
     """A filesystem that forwards everything to ``real`` except the methods given."""
 
@@ -63,11 +52,11 @@ class _Proxy:
 
 def rows(index=7, spec=SPEC, n_runs=3):
     """An architectures row and its runs rows, every column set (storage tests: the values are arbitrary)."""
-    arch = {f.name: _value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
+    arch = {f.name: value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
     arch.update(spec.to_dict(), arch_id=spec.content_id, index=index, variant="base", nlc=math.nan, trained=True)
     runs = [
         {
-            **{f.name: _value(f, k) for f in RUNS_SCHEMA},
+            **{f.name: value(f, k) for f in RUNS_SCHEMA},
             "arch_id": spec.content_id,
             "index": index,
             "lr_index": k,
