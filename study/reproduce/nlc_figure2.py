@@ -200,7 +200,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "40 s",
-        "quick": "8.6 min measured (alone: its study takes both cores)",
+        "quick": "7.6 min measured (alone: its study takes both cores)",
         "paper": "days on 2 cores (estimated): a GPU job",
     },
     reproduce=reproduce,

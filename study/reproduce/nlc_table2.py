@@ -124,7 +124,7 @@ REPRODUCTION = Reproduction(
     source="Table 2 (appendix A.2)",
     summary="NLC of batchnorm-ReLU nets at initialization vs depth 2-50, on CIFAR10 (--root) or waveform-noise",
     scales=SCALES,
-    cost={"tiny": "30 s", "quick": "60 s measured", "paper": "3 min (estimated)"},
+    cost={"tiny": "30 s", "quick": "42 s measured", "paper": "3 min (estimated)"},
     reproduce=reproduce,
     reads_root="cifar10",
 )

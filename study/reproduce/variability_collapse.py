@@ -244,6 +244,6 @@ REPRODUCTION = Reproduction(
     summary="spectral norms of the C- and G-matrices of plain ReLU and ABS nets (d = 150) against depth to 1000, "
     "and the orthogonality of a HanNet's G-matrix",
     scales=SCALES,
-    cost={"tiny": "2 s", "quick": "19 s measured", "paper": "2 min (estimated)"},
+    cost={"tiny": "2 s", "quick": "14 s measured", "paper": "2 min (estimated)"},
     reproduce=reproduce,
 )
