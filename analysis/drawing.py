@@ -1,10 +1,12 @@
 """Drawing the report's figures: each figure drawn once, rendered as an inline PNG for the page and, where asked
 (``archstudy report --figures DIR --format svg``), written as a file of its own, ``DIR/<id>.<format>``.
 
-A figure with nothing to draw (``figures.NothingToDraw``, or its declaration's ``skip``) gives the one line the
-page shows in its place; one that fails shows its error instead of sinking the report (and says so on stderr).
-The figures are independent of each other, so ``Drawer.draw_all`` draws them on two processes where the platform
-forks (matplotlib spends most of a report's time in Python, on one core); the page is the same either way.
+A figure's caption ends with how its scatters were drawn where that is not plain opaque points
+(``plotting.density_notes``: semi-transparent points, hexagonal bins). A figure with nothing to draw
+(``figures.NothingToDraw``, or its declaration's ``skip``) gives the one line the page shows in its place; one
+that fails shows its error instead of sinking the report (and says so on stderr). The figures are independent of
+each other, so ``Drawer.draw_all`` draws them on two processes where the platform forks (matplotlib spends most of
+a report's time in Python, on one core); the page is the same either way.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from archstudy.study.experiment.config import REPORT_NAME
 
 from .figures.base import NothingToDraw, omissions
 from .html import esc
-from .plotting import Image, render
+from .plotting import Image, density_notes, render
 from .processes import workers
 from .results import local_root
 
@@ -49,10 +51,13 @@ class FigureJob:
 class Drawn:
     """What drawing a job gave: the page's PNG (``image``) and the lines of the panels it left out
     (``omitted``), or the line that replaces it (``missing``), or the error that kept it from being drawn;
-    ``file``: the figure in the format of the files, when one is asked for and differs from the PNG."""
+    ``file``: the figure in the format of the files, when one is asked for and differs from the PNG; ``notes``:
+    how its scatters were drawn (``plotting.density_notes``: semi-transparent points, hexagonal bins), which the
+    caption says."""
 
     image: Image | None = None
     omitted: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
     missing: str | None = None
     error: str | None = None
     file: Image | None = None
@@ -71,7 +76,7 @@ def draw(job: FigureJob, file_format: str | None = None) -> Drawn:
         return Drawn(missing=str(e))
     except Exception as e:  # noqa: BLE001 - shown in the report, with the figure named
         return Drawn(error=repr(e))
-    return Drawn(image, tuple(omissions(fig)), file=other)
+    return Drawn(image, tuple(omissions(fig)), file=other, notes=tuple(density_notes(fig)))
 
 
 # The jobs of ``Drawer.draw_all`` as the forked workers see them (set before the pool forks).
@@ -135,10 +140,11 @@ class Drawer:
         if self.directory is not None:
             self._write(job.fid, d.file or img)
         left_out = "".join(f' <span class="missing">{esc(line)}</span>' for line in d.omitted)
+        drawn_as = "".join(f' <span class="drawn-as">{esc(line)}</span>' for line in d.notes)
         return (
             f'<figure id="{job.fid}" data-figure="{esc(job.key)}"><img alt="{esc(job.caption)}" width="{img.width}" '
             f'height="{img.height}" src="data:image/png;base64,{img.base64}">'
-            f"<figcaption>{esc(job.caption)}{left_out}</figcaption></figure>"
+            f"<figcaption>{esc(job.caption)}{drawn_as}{left_out}</figcaption></figure>"
         )
 
     def _write(self, fid: str, image: Image) -> None:

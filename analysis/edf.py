@@ -57,6 +57,12 @@ BIN_DECADES = 0.1  # width of a complexity bin in log10 units
 MAX_LEVELS = 8  # a numeric axis with more distinct values (depth 3..49) is shown in bins ...
 NUMERIC_BINS = 4  # ... this many, of equal width
 PERMUTATIONS = 999  # permutations of a normalized KS p-value (resolution 0.001)
+# The most architectures a permutation p-value deals (``ks_p_permutation``): a pair of levels with more is tested
+# on a random subsample of this many. The test stays exact (under the null the errors of any subset are
+# exchangeable between the levels) and its cost bounded: 999 permutations of 10,000 points, a second, where all
+# 100,000 of a large study took 8 GB and minutes per pair. ``ErrorEDF.ks``' ``n_permuted`` says how many it used.
+PERMUTATION_SAMPLE_MAX = 10_000
+_CHUNK = 2_000_000  # permuted values held at once (16 MB): permutations are dealt in chunks of this many
 
 
 @dataclass(frozen=True)
@@ -68,9 +74,11 @@ class ErrorEDF:
     ``levels``: level of an axis: dataset, axis, level, n, min, mean, median, complexity_median,
     n_normalized (architectures of positive normalized weight), normalized_min, normalized_mean, bins
     (the shared complexity bins k of the axis: 1 means the levels do not differ in size).
-    ``ks``: pair of levels of an axis: dataset, axis, a, b, n_a, n_b, ks, p, ks_normalized, p_normalized,
-    p_holm and p_normalized_holm (adjusted over the axis' pairs), complexity_ks (the KS distance between the
-    two levels' complexity distributions: how much they differ in size, so how much normalizing can change).
+    ``ks``: pair of levels of an axis: dataset, axis, a, b, n_a, n_b, ks, p, ks_normalized, p_normalized
+    (from the permutations of ``n_permuted`` of the pair's ``permuted_of`` architectures of positive weight:
+    ``PERMUTATION_SAMPLE_MAX`` at most, ``permutation_note``), p_holm and p_normalized_holm (adjusted over the
+    axis' pairs), complexity_ks (the KS distance between the two levels' complexity distributions: how much they
+    differ in size, so how much normalizing can change).
     """
 
     curves: pd.DataFrame
@@ -131,11 +139,19 @@ def ks_p_weighted(d: float, wa: np.ndarray, wb: np.ndarray) -> float:
 
 
 def ks_p_permutation(
-    a: np.ndarray, b: np.ndarray, wa: np.ndarray, wb: np.ndarray, permutations: int = PERMUTATIONS, seed: int = 0
+    a: np.ndarray,
+    b: np.ndarray,
+    wa: np.ndarray,
+    wb: np.ndarray,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+    max_points: int | None = None,
 ) -> float:
     """Permutation p-value of the weighted KS distance D of (a, wa) and (b, wb) (``ks_distance``): the errors of
     the points of positive weight pooled and dealt at random to the points (each keeping its level and weight),
-    p = (1 + #{D* >= D}) / (1 + permutations). NaN when either side has no weight.
+    p = (1 + #{D* >= D}) / (1 + permutations). NaN when either side has no weight. More than ``max_points``
+    (default ``PERMUTATION_SAMPLE_MAX``) such points: the test runs on that many drawn at random (seeded), D and
+    D* both of the subsample, whose weights are renormalized within each level (``permuted_points``).
 
     Along the pooled errors in ascending order, the difference of the two weighted EDFs is the cumulative sum of
     s_k = w_k / sum(wa) on a's points and -w_k / sum(wb) on b's, read where the error changes (ties step
@@ -146,14 +162,32 @@ def ks_p_permutation(
     if not ka.any() or not kb.any():
         return math.nan
     e = np.concatenate([a[ka], b[kb]])
-    s = np.concatenate([wa[ka] / wa[ka].sum(), -wb[kb] / wb[kb].sum()])
+    w = np.concatenate([wa[ka], wb[kb]])
+    side = np.r_[np.ones(int(ka.sum()), bool), np.zeros(int(kb.sum()), bool)]
+    rng = np.random.default_rng(seed)
+    cap = PERMUTATION_SAMPLE_MAX if max_points is None else max_points
+    if len(e) > cap:
+        keep = np.sort(rng.choice(len(e), cap, replace=False))
+        e, w, side = e[keep], w[keep], side[keep]
+        if side.all() or not side.any():  # the subsample drew one level only: no test
+            return math.nan
+    s = np.where(side, w / w[side].sum(), -w / w[~side].sum())
     order = np.argsort(e, kind="stable")
     es = e[order]
     ends = np.flatnonzero(np.r_[es[1:] != es[:-1], True])  # the last position of each run of equal errors
     d = float(np.max(np.abs(np.cumsum(s[order])[ends])))
-    perm = np.random.default_rng(seed).permuted(np.tile(s, (permutations, 1)), axis=1)
-    dstar = np.max(np.abs(np.cumsum(perm, axis=1)[:, ends]), axis=1)
-    return float((1 + np.sum(dstar >= d - 1e-12)) / (1 + permutations))
+    rows = max(1, _CHUNK // len(s))
+    exceed = 0
+    for start in range(0, permutations, rows):
+        perm = rng.permuted(np.tile(s, (min(rows, permutations - start), 1)), axis=1)
+        exceed += int(np.sum(np.max(np.abs(np.cumsum(perm, axis=1)[:, ends]), axis=1) >= d - 1e-12))
+    return float((1 + exceed) / (1 + permutations))
+
+
+def permuted_points(weighted: int) -> int:
+    """How many of a pair of levels' ``weighted`` points (of positive weight) ``ks_p_permutation`` deals: all, or
+    ``PERMUTATION_SAMPLE_MAX``."""
+    return min(weighted, PERMUTATION_SAMPLE_MAX)
 
 
 def normalized_weights(
@@ -338,6 +372,8 @@ def edf(
                         "p_normalized": ks_p_permutation(
                             err[ia], err[ib], w_norm[ia], w_norm[ib], permutations, seed + len(ks)
                         ),
+                        "n_permuted": permuted_points(int((w_norm[ia | ib] > 0).sum())),
+                        "permuted_of": int((w_norm[ia | ib] > 0).sum()),
                         "complexity_ks": ks_distance(cx[ia & finite_c], cx[ib & finite_c])
                         if (ia & finite_c).any() and (ib & finite_c).any()
                         else math.nan,
@@ -387,10 +423,28 @@ def edf(
                 "p",
                 "ks_normalized",
                 "p_normalized",
+                "n_permuted",
+                "permuted_of",
                 "complexity_ks",
             ],
         ).pipe(_with_holm),
         complexity=complexity,
+    )
+
+
+def permutation_note(result: ErrorEDF) -> str | None:
+    """The line that says where ``p_normalized`` was computed on a subsample (``PERMUTATION_SAMPLE_MAX``): "... on
+    10,000 of 40,000 architectures, sampled"; None where every pair was tested on all of its architectures."""
+    ks = result.ks
+    if not len(ks):
+        return None
+    big = ks[ks["n_permuted"] < ks["permuted_of"]]
+    if not len(big):
+        return None
+    return (
+        f"Normalized KS p-values of {len(big)} of the {len(ks)} pairs of levels from permutations of "
+        f"{PERMUTATION_SAMPLE_MAX:,} of their up to {int(big['permuted_of'].max()):,} architectures of positive "
+        "weight, sampled at random (still an exact test; the KS distances use every architecture)."
     )
 
 

@@ -12,11 +12,11 @@ The NLC's good range is the data's answer to an open question of the NLC paper (
 currently have a way to detect the ideal NLC range for a given dataset, except through observation"); the
 paper's own window is [1, 3] (section 4, figure 2). ``nlc_window`` decides whether the study is large enough
 for its band to be used instead, from the bootstrap itself: the band must not move much if the study were drawn
-again. The study's architectures are resampled with replacement R = 50 times, the band recomputed each time, and the
-standard deviation of each end (in decades of NLC) required to be at most a third of the band's own width
-and of the paper's window's (log10 3 = 0.48 decades):
+again. The study's architectures are resampled with replacement R = 100 times, the band recomputed each time, and
+the root-mean-square distance of each end from the study's own (in decades of NLC: its spread and bias together)
+required to be at most a third of the band's own width and of the paper's window's (log10 3 = 0.48 decades):
 
-    large enough  <=>  subsample >= 5 architectures  and  sd(log10 low), sd(log10 high) <= min(width, log10 3) / 3
+    large enough  <=>  subsample >= 5 architectures  and  rms(low), rms(high) <= min(width, log10 3) / 3
 
 (width = log10 high - log10 low > 0). With fewer than 5 architectures per subsample the "best of a subsample"
 is close to a random architecture (pycls's 25% of n < 20). An end whose resampling spread is above a third
@@ -267,9 +267,10 @@ def nlc_window(
     fallback: tuple[float, float] = PAPER_WINDOW,
 ) -> pd.DataFrame:
     """One row per dataset: the NLC's good range (``low``, ``best``, ``high``, as ``good_ranges``), the
-    standard deviations of its ends over ``draws`` resamples of the study (``sd_low``, ``sd_high``, in
-    decades) and its ``width`` in decades, whether the study is ``large_enough`` for it to serve as the
-    pruning window (module docstring) and if not the ``reason``; ``lo``, ``hi``: the window to use, the
+    root-mean-square distances of its ends from the study's own over ``draws`` resamples of the study
+    (``sd_low``, ``sd_high``, in decades: ``band_stability(..., around=...)``) and its ``width`` in decades,
+    whether the study is ``large_enough`` for it to serve as the pruning window (module docstring) and if not the
+    ``reason``; ``lo``, ``hi``: the window to use, the
     study's own band when large enough, else ``fallback`` (the NLC paper's [1, 3]), named by ``source``
     ("study" or "paper")."""
     df = architectures_table(results, "nlc_window")

@@ -1,5 +1,6 @@
 """The HTML pieces every page of archstudy shares (the study report, each reproduction's page, their index): the
-style sheet, number formats, escaping and tables. Pages are self-contained: CSS inline, no scripts, no network."""
+style sheet, number formats, escaping and tables. Pages are self-contained: CSS inline, scripts inline (the
+report's, ``analysis.interactive``), no network."""
 
 from __future__ import annotations
 
@@ -39,6 +40,22 @@ code.id { white-space: nowrap; font-size: 0.9em; }
 nav.toc { background: #f7f7f7; border: 1px solid #e3e3e3; border-radius: 4px; padding: 6px 14px; font-size: 0.92em; }
 nav.toc ul { margin: 4px 0; padding-left: 1.2em; } nav.toc li { margin: 2px 0; }
 .study { margin-bottom: 1.4em; }
+h2, h3, h4, section, figure { scroll-margin-top: 48px; }
+nav.bar { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid #ccc; margin: 0 -24px;
+          padding: 5px 24px; font-size: 0.85em; display: flex; flex-wrap: wrap; gap: 2px 14px; }
+nav.bar a { text-decoration: none; white-space: nowrap; } nav.bar a:hover { text-decoration: underline; }
+th.sort { cursor: pointer; } th.sort:hover { background: #e6e6e6; }
+th[aria-sort="ascending"]::after { content: " ▲"; font-size: 0.8em; }
+th[aria-sort="descending"]::after { content: " ▼"; font-size: 0.8em; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(290px, 1fr)); gap: 8px 12px; }
+.iplot { min-height: 270px; min-width: 0; border: 1px solid #eee; }
+.scroll { max-height: 460px; overflow: auto; border: 1px solid #eee; }
+.scroll table { margin: 0; } .scroll thead th { position: sticky; top: 0; z-index: 1; }
+aside#detail { position: fixed; top: 0; right: 0; bottom: 0; width: min(480px, 100vw); z-index: 20; overflow-y: auto;
+               background: #fff; border-left: 2px solid #999; padding: 8px 16px; box-shadow: -4px 0 12px #0002; }
+aside#detail[hidden] { display: none; } aside#detail .close { float: right; font-size: 1.4em; cursor: pointer;
+               border: none; background: none; } aside#detail table { width: 100%; }
+a.arch { text-decoration: none; }
 """
 
 

@@ -9,7 +9,7 @@ over the trained architectures of the random sample, rank 1 first).
 The order of ``by``:
 
 * an error (``test_error``, ``val_error``, ``train_error``): lowest first; architectures without one (pruned at
-  launch, every run diverged) are left out;
+  launch, every run diverged; every one of a study that measures only, ``MEASURED_ONLY``) are left out;
 * a predictor (``nlc``, ``variability``, ``grad_norm``, any column of ``analysis.columns.PREDICTORS``): closest
   to where the best architectures of this study lie first, by the report's window score (``analysis.windows``):
   the distance from the centre of the predictor's good range (``analysis.good_ranges``; on log10 where the
@@ -53,6 +53,24 @@ METRICS_SHOWN = ("nlc", "bias")
 IDENTITY = ("index", "variant", "arch_id")
 TARGET = "test_error"
 MIN_FIT = MIN_POINTS  # trained architectures a predictor's good range is fitted on, at least (analysis.windows)
+# Why no architecture of a study that measures only (``measure_only``, as `archstudy rank` makes one: the metrics at
+# initialization, no training) has an error: said in these words by the leaderboard, `archstudy top` and `status`.
+MEASURED_ONLY = "measured only (no training asked)"
+
+
+def untrained_row(measure_only: bool, pruning: str) -> tuple[str, str]:
+    """The label and the words of the finished architectures that were not trained, as `archstudy status` shows
+    them: ``MEASURED_ONLY`` in a study that measures only; else pruned at launch by ``pruning`` (the study's NLC
+    window, in words)."""
+    if measure_only:
+        return "  untrained", f"{MEASURED_ONLY}: the metrics at initialization alone, as `archstudy rank` asks"
+    return "  pruned", f"{pruning}: NLC at initialization outside it, not trained"
+
+
+def untrained_why(measure_only: bool) -> str:
+    """Why finished architectures have no error (test, validation, training): ``MEASURED_ONLY``, or pruned at
+    launch (NLC at initialization outside the study's window) or every run diverged."""
+    return MEASURED_ONLY if measure_only else "pruned at launch, or every run diverged"
 
 
 @dataclass(frozen=True)
@@ -78,6 +96,7 @@ class Leaderboard:
     planned: int | None = None
     candidates: int = 0  # architectures that had a value of ``by``
     notes: list[str] = field(default_factory=list)
+    measure_only: bool = False  # a study that measures only: nothing trained, no errors (``MEASURED_ONLY``)
 
     def to_dict(self) -> dict[str, Any]:
         """The leaderboard as JSON-ready data (NaN as None)."""
@@ -92,6 +111,7 @@ class Leaderboard:
             "candidates": self.candidates,
             "metrics": list(self.metrics),
             "notes": list(self.notes),
+            "measure_only": self.measure_only,
             "architectures": _records(self.architectures),
             "predictors": _records(self.predictors),
         }
@@ -105,6 +125,8 @@ class Leaderboard:
         if len(self.architectures):
             lines.append(f"best {len(self.architectures)} of {self.candidates} by {_label(self.by)}: {self.order}")
             lines += _table(self.architectures, self.metrics)
+        elif self.measure_only and self.by in ERRORS:
+            lines.append(f"no {self.by}: every architecture is {MEASURED_ONLY}")
         else:
             lines.append(f"no architecture has a value of {self.by} yet")
         lines += [f"note: {n}" for n in self.notes]
@@ -147,10 +169,18 @@ def allowed_columns() -> tuple[str, ...]:
 
 
 def leaderboard(
-    results: Results | pd.DataFrame, k: int = 10, by: str = TARGET, *, predictors: int = 5, study: str | None = None
+    results: Results | pd.DataFrame,
+    k: int = 10,
+    by: str = TARGET,
+    *,
+    predictors: int = 5,
+    study: str | None = None,
+    measure_only: bool | None = None,
 ) -> Leaderboard:
     """The best ``k`` architectures of ``results`` (a ``load_results`` ``Results`` or its architectures
-    DataFrame) by ``by`` (see the module docstring), and the ``predictors`` leading predictors of test error."""
+    DataFrame) by ``by`` (see the module docstring), and the ``predictors`` leading predictors of test error.
+    ``measure_only``: whether the study measures only (None: what a ``Results``' study.yaml says; a DataFrame:
+    no)."""
     k = check("leaderboard", "k", Integer(1), k)
     predictors = check("leaderboard", "predictors", Integer(0), predictors)
     by = check("leaderboard", "by", Choice(allowed_columns()), by)
@@ -172,13 +202,17 @@ def leaderboard(
         pool, key, order = arch[np.isfinite(value)], value[np.isfinite(value)], "lowest first"
     else:
         pool, key, order = _by_window(arch, trained, by)
+    if measure_only is None:
+        measure_only = isinstance(results, Results) and bool(results.config.get("measure_only"))
     if len(pool) < len(arch):
-        why = (
-            "pruned at launch, or every run diverged"
-            if by in ERRORS
-            else "not measured, or not positive on a log scale"
-        )
-        notes.append(f"{len(arch) - len(pool)} finished architectures have no {by} ({why}) and are not ranked")
+        if by in ERRORS and measure_only:
+            notes.append(
+                f"{len(arch) - len(pool)} finished architectures have no {by}: {MEASURED_ONLY}; a metric at "
+                "initialization ranks them (`--by nlc`)"
+            )
+        else:
+            why = untrained_why(False) if by in ERRORS else "not measured, or not positive on a log scale"
+            notes.append(f"{len(arch) - len(pool)} finished architectures have no {by} ({why}) and are not ranked")
     shown_metrics = _metrics_shown(ranked, by)
     top = pool.assign(_key=key).sort_values(["_key", "index", "variant"], kind="stable").head(k)
     columns = [c for c in (*IDENTITY, *ERRORS, *SPEC_SHOWN, "num_params", *shown_metrics) if c in top.columns]
@@ -208,7 +242,19 @@ def leaderboard(
         )
     )
     return Leaderboard(
-        name, dataset, by, order, table, best, shown_metrics, len(arch), len(trained), planned, len(pool), notes
+        name,
+        dataset,
+        by,
+        order,
+        table,
+        best,
+        shown_metrics,
+        len(arch),
+        len(trained),
+        planned,
+        len(pool),
+        notes,
+        measure_only=bool(measure_only),
     )
 
 

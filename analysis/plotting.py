@@ -1,7 +1,8 @@
 """The drawing pieces every figure of archstudy shares (the report's, the reproductions'): one theme (no pyplot:
 no display, no global state; a ``matplotlib.figure.Figure`` rendered with Agg), figures laid out on fixed
-margins, the colours, points that stay visible and transparent where they overlap, log axes that keep a scale,
-and rendering to PNG, SVG or PDF.
+margins, the colours, points that stay visible and transparent where they overlap, and from ``HEXBIN_FROM``
+points on a panel hexagonal bins shaded by count instead (``density``: a study of 100,000 architectures is a
+picture of where they lie, not an ink blot), log axes that keep a scale, and rendering to PNG, SVG or PDF.
 
 Sizes are those the reader sees. The report shows a figure at its size in inches times ``CSS_DPI`` CSS pixels
 (96, the CSS inch), so a font of ``MIN_PT`` points in the figure is ``MIN_PT`` points on the page, and it
@@ -30,6 +31,7 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import RendererAgg
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.gridspec import GridSpec
@@ -238,6 +240,128 @@ def points(n: int) -> dict[str, Any]:
     size = 18.0 if n <= 200 else 14.0
     alpha = float(np.clip(math.sqrt(80.0 / max(n, 1)), 0.3, 0.9))
     return {"s": size, "alpha": alpha, "linewidths": 0}
+
+
+# A panel of this many points or more is drawn as hexagonal bins shaded by count instead of as markers
+# (``scatter_mode``). Why 5,000: a marker of ``points`` is a disc of 14 pt^2 (3.7 pt across, 11 pt^2 of ink) at
+# opacity 0.3 from 900 points on, and a panel (``PANEL``) is about 220 x 190 pt, 42,000 pt^2. 5,000 markers are
+# 55,000 pt^2 of ink: where they gather on a quarter of the panel (as architectures do, around the typical NLC
+# and error) every spot lies under about 6 of them, 1 - 0.7^6 = 88% dark, and the eye cannot tell 6 layers from
+# 60: the densest region is one blot whatever its density. Below it, transparency still shows where points
+# pile up (``points``); above it, a bin's shade does, on a log scale, from one architecture to tens of thousands.
+HEXBIN_FROM = 5_000
+HEX_ACROSS = 36  # hexagons across a panel of ``PANEL`` width (about 6 pt each; scaled with a wider panel)
+
+POINTS, TRANSPARENT, HEXBIN = "points", "transparent", "hexbin"
+# What each way of drawing a scatter says under its figure (``density_notes``); opaque points need no word.
+MODE_NOTES = {
+    TRANSPARENT: "Points are drawn semi-transparent (down to opacity 0.3 on a panel of many): darker where they "
+    "overlap.",
+    HEXBIN: f"Panels of {HEXBIN_FROM:,} points or more are drawn as hexagonal bins: a bin's shade grows with the "
+    "logarithm of the number of architectures in it, from the palest (one) to the full colour (the fullest bin), "
+    "and its colour mixes the colours of the kinds in it by their counts.",
+}
+
+
+def scatter_mode(n: int) -> str:
+    """How a scatter of ``n`` points on one panel is drawn: ``"points"`` (few: markers at opacity 0.9 or more,
+    each one distinct), ``"transparent"`` (markers whose opacity, ``points``, falls with their number: where they
+    overlap they darken) or ``"hexbin"`` (from ``HEXBIN_FROM``: hexagonal bins shaded by count)."""
+    if n >= HEXBIN_FROM:
+        return HEXBIN
+    return TRANSPARENT if points(n)["alpha"] < 0.9 else POINTS
+
+
+def _finite(x: np.ndarray, log: bool) -> np.ndarray:
+    ok: np.ndarray = np.isfinite(x)
+    return ok & (x > 0) if log else ok
+
+
+def density(
+    ax: Axes,
+    series: Sequence[tuple[np.ndarray, np.ndarray, str, str | None]],
+    *,
+    logx: bool = False,
+    logy: bool = False,
+    size: float | None = None,
+) -> str:
+    """Draws the series ``(x, y, colour, label)`` of one scatter panel the way their total number asks
+    (``scatter_mode``): markers (sized and transparent by ``points``), or hexagonal bins of all of them coloured
+    by the series in each and shaded by its count (``_hexbins``). Points that are not finite (or not positive on
+    a log axis) are left out. Records the mode's line under the figure (``density_notes``) and returns the mode."""
+    kept = []
+    for x, y, color, lab in series:
+        x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+        ok = _finite(x, logx) & _finite(y, logy)
+        kept.append((x[ok], y[ok], color, lab))
+    n = sum(len(x) for x, *_ in kept)
+    mode = scatter_mode(n)
+    with rc_context(THEME):
+        if mode != HEXBIN:
+            style = points(n) | ({"s": size} if size is not None else {})
+            for x, y, color, lab in kept:
+                if len(x):
+                    ax.scatter(x, y, color=color, label=lab, zorder=3, **style)
+        else:
+            _hexbins(ax, [(x, y, color) for x, y, color, _ in kept if len(x)], logx, logy)
+    fig = ax.get_figure()
+    if mode in MODE_NOTES and isinstance(fig, Figure):
+        note_density(fig, MODE_NOTES[mode])
+    return mode
+
+
+def _hexbins(ax: Axes, series: list[tuple[np.ndarray, np.ndarray, str]], logx: bool, logy: bool) -> None:
+    """Hexagonal bins of all the series' points on one grid (``HEX_ACROSS`` across the panel): a bin's colour is
+    the mean of the series' colours weighted by their counts in it (a bin of one series has its colour), mixed
+    with white by the bin's total count n on a log scale, from a quarter of the colour at n = 1 to all of it at
+    the fullest bin: shade = 0.25 + 0.75 log(n) / log(max n)."""
+    tx = np.concatenate([np.log10(x) if logx else x for x, _, _ in series])
+    ty = np.concatenate([np.log10(y) if logy else y for _, y, _ in series])
+    fig = ax.get_figure()
+    width = ax.get_position().width * fig.get_figwidth() if isinstance(fig, Figure) else PANEL[0]
+    grid: dict[str, Any] = {
+        "gridsize": max(12, round(HEX_ACROSS * width / PANEL[0])),
+        "extent": (*_span(tx), *_span(ty)),
+        "xscale": "log" if logx else "linear",
+        "yscale": "log" if logy else "linear",
+        "linewidths": 0,
+    }
+    per_series = []
+    for x, y, _ in series:  # every bin of the grid (mincnt 0), in the grid's order: the counts of each series
+        bins = ax.hexbin(x, y, mincnt=0, **grid)
+        per_series.append(np.asarray(bins.get_array(), np.float64))
+        bins.remove()
+    counts = np.vstack(per_series)  # (series, bins)
+    total = counts.sum(axis=0)
+    have = total > 0
+    drawn = ax.hexbin(
+        np.concatenate([x for x, _, _ in series]), np.concatenate([y for _, y, _ in series]), mincnt=1, zorder=3, **grid
+    )
+    rgb = np.array([to_rgb(c) for _, _, c in series])
+    mix = (counts[:, have].T @ rgb) / total[have, None]
+    top = float(total.max())
+    shade = 0.25 + 0.75 * (np.log(total[have]) / math.log(top) if top > 1 else np.ones(int(have.sum())))
+    drawn.set_array(None)
+    drawn.set_facecolor(1.0 - shade[:, None] * (1.0 - mix))
+
+
+def _span(v: np.ndarray) -> tuple[float, float]:
+    """The range of ``v``, widened by half a unit where it is a single value (a grid needs a width)."""
+    lo, hi = float(v.min()), float(v.max())
+    return (lo - 0.5, hi + 0.5) if hi <= lo else (lo, hi)
+
+
+def note_density(fig: Figure, line: str) -> None:
+    """Records on ``fig`` the line that says how its scatters were drawn (once, however many panels say it)."""
+    have = density_notes(fig)
+    if line not in have:
+        # a note of archstudy's own on matplotlib's Figure, which declares no such attribute
+        fig.archstudy_density = [*have, line]  # type: ignore[attr-defined]
+
+
+def density_notes(fig: Figure) -> list[str]:
+    """The lines ``note_density`` recorded on ``fig``: the report prints them in the figure's caption."""
+    return list(getattr(fig, "archstudy_density", []))
 
 
 class LegibleLogLocator(Locator):

@@ -1,5 +1,5 @@
-"""The HTML report: one self-contained file (images inline, CSS inline, no scripts, no network) that reads at a
-glance and holds every number behind it.
+"""The HTML report: one self-contained file (images, CSS and scripts inline, no network) that reads at a glance,
+holds every number behind it, and lets the reader explore every architecture (``analysis.interactive``).
 
 The page opens with its contents and, per study, what predicts test error and which architectures are best (the
 predictor ranking's first rows, the same table the ranking chart draws, and the lowest test errors). With several
@@ -34,24 +34,28 @@ import yaml
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, check
-from archstudy.study.experiment.config import REPORT_NAME, package_version
+from archstudy.study.experiment.config import N_BOOT_MAX, REPORT_NAME, package_version
+from archstudy.study.experiment.nlc_window import STABILITY_DRAWS
 
 from .columns import AXES, PREDICTOR_BY_COLUMN
 from .drawing import Drawer, FigureJob, check_figures_dir
 from .figures import COMPARISON_FIGURES, FIGURES, FigureSpec, fmt_p
 from .html import CSS, emphasised, esc, fmt, folded, interval, slug, table, with_interval
+from .interactive import DETAIL_HTML, explore_html, scripts_html, spec_parts
 from .plotting import FORMATS
 from .predict import predict_html, predictor_from
 from .pruning import check_window
 from .results import Results, load_results, local_root
 from .sections import StudyAnalysis, analyse, study_labels
-from .stats import FEW
+from .edf import permutation_note
+from .stats import FEW, bootstrap_note
 
 if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
     "COMPARISON_SECTIONS",
+    "N_BOOT_MAX",
     "STUDY_SECTIONS",
     "PageSection",
     "StudyAnalysis",
@@ -279,6 +283,9 @@ def correlations_html(s: StudyAnalysis) -> str:
         "predictor is constant (a trivial baseline such as depth is constant in every sibling cell but the depth "
         "axis', and there the two differ most).",
     ]
+    sampled = bootstrap_note(c)  # a large study's bootstrap ran on a subsample: say so
+    if sampled:
+        notes.append(esc(sampled))
     if len(missing):
         notes.append(
             "Fewer than 3 finite values (not switched on, or not finite where measured): "
@@ -570,6 +577,7 @@ def edf_html(s: StudyAnalysis) -> str:
         "over the complexity bins (a tenth of a decade) that every level occupies; levels of one size (all in "
         "one bin, as at one parameter budget) have normalized EDFs equal to their EDFs. Its p-value is "
         "asymptotic with Kish's effective sample sizes (approximate).</p>"
+        + (f'<p class="muted">{esc(note)}</p>' if (note := permutation_note(e)) else "")
     )
 
 
@@ -623,7 +631,8 @@ def nlc_window_html(s: StudyAnalysis) -> str:
         else f"not large enough to replace the paper's window: {esc(r['reason'])}"
     )
     sd = (
-        f", each end moving by {fmt(r['sd_low'], 2)} / {fmt(r['sd_high'], 2)} decades over 50 resamples of the study"
+        f", each end moving by {fmt(r['sd_low'], 2)} / {fmt(r['sd_high'], 2)} decades (root mean square) over "
+        f"{STABILITY_DRAWS} resamples of the study"
         if np.isfinite(r["sd_low"])
         else ""
     )
@@ -657,6 +666,7 @@ class PageSection:
     key: str
     title: str
     html: Callable[..., str] | None = None
+    short: str = ""  # its name in the navigation bar (default: the title)
 
 
 def status_part_html(s: StudyAnalysis) -> str:
@@ -670,18 +680,21 @@ def status_part_html(s: StudyAnalysis) -> str:
 
 # A study's section, after its status box (``FigureSpec.section`` names one of these keys).
 STUDY_SECTIONS: tuple[PageSection, ...] = (
-    PageSection("status", "Status and provenance", status_part_html),
-    PageSection("predictors", "What predicts test error", correlations_html),
-    PageSection("windows", "Window predictors", windows_html),
-    PageSection("predict", "Predicting test error from everything measured at initialization", predict_html),
-    PageSection("psi", "Granulated Kendall coefficient by axis", psi_html),
-    PageSection("edf", "Error distributions by axis (EDFs)", edf_html),
-    PageSection("good-ranges", "Good ranges", good_ranges_html),
-    PageSection("paired", "Paired effects of sibling architectures", paired_html),
-    PageSection("pruning", "NLC-guided pruning", pruning_html),
-    PageSection("curves", "Training curves"),
-    PageSection("paper", "The NLC paper's figures"),
-    PageSection("more", "More predictors"),
+    PageSection("status", "Status and provenance", status_part_html, short="Status"),
+    PageSection("predictors", "What predicts test error", correlations_html, short="Predictors"),
+    PageSection("explore", "Explore every architecture (interactive)", explore_html, short="Explore"),
+    PageSection("windows", "Window predictors", windows_html, short="Windows"),
+    PageSection(
+        "predict", "Predicting test error from everything measured at initialization", predict_html, short="Prediction"
+    ),
+    PageSection("psi", "Granulated Kendall coefficient by axis", psi_html, short="Ψ by axis"),
+    PageSection("edf", "Error distributions by axis (EDFs)", edf_html, short="EDFs"),
+    PageSection("good-ranges", "Good ranges", good_ranges_html, short="Good ranges"),
+    PageSection("paired", "Paired effects of sibling architectures", paired_html, short="Paired effects"),
+    PageSection("pruning", "NLC-guided pruning", pruning_html, short="Pruning"),
+    PageSection("curves", "Training curves", short="Curves"),
+    PageSection("paper", "The NLC paper's figures", short="Paper figures"),
+    PageSection("more", "More predictors", short="More"),
 )
 # The parts shown for a study where no architecture has finished training.
 EMPTY_PARTS = ("status",)
@@ -781,19 +794,6 @@ def best_predictor_html(s: StudyAnalysis) -> str:
     return head + table(["rank", "predictor (sign of τ)", "kind", "|τ| [95% interval]"], rows, left=3)
 
 
-def _spec_text(r: pd.Series) -> dict[str, str]:
-    skip = str(r.get("skip", ""))
-    if skip and skip != "none" and "skip_length" in r and np.isfinite(r["skip_length"]):
-        skip = f"{skip} (length {int(r['skip_length'])})"
-    return {
-        "net": f"{int(r['depth'])} × {int(r['width'])}" if np.isfinite(r.get("depth", np.nan)) else "–",
-        "activation": str(r.get("activation", "–")),
-        "norm": str(r.get("norm", "–")),
-        "skip": skip or "–",
-        "layers": f"{r.get('weights', '–')}, {str(r.get('param', '–')).replace('gmp', 'GmP').replace('sp', 'SP')}",
-    }
-
-
 def best_architectures_html(s: StudyAnalysis) -> str:
     """The lowest test errors, with what each architecture is."""
     b = s.best
@@ -806,8 +806,9 @@ def best_architectures_html(s: StudyAnalysis) -> str:
         f"over {len(errors):,} trained architectures.</p>"
     )
     rows = []
+    row_of = {a: k for k, a in enumerate(s.arch["arch_id"].astype(str))}  # its place in the study's data block
     for _, r in b.iterrows():
-        t = _spec_text(r)
+        t = spec_parts(r)
         variant = "" if r.get("variant", "base") == "base" else f' <span class="ci">{esc(r["variant"])} sibling</span>'
         rows.append(
             [
@@ -819,7 +820,8 @@ def best_architectures_html(s: StudyAnalysis) -> str:
                 esc(t["norm"]),
                 esc(t["skip"]),
                 esc(t["layers"]),
-                f'<code class="id">{esc(r["arch_id"])}</code>{variant}',
+                f'<a href="#" class="arch" data-study="{esc(s.anchor)}" data-row="{row_of[str(r["arch_id"])]}">'
+                f'<code class="id">{esc(r["arch_id"])}</code></a>{variant}',
             ]
         )
     return head + table(
@@ -845,6 +847,25 @@ def glance_html(sections: list[StudyAnalysis]) -> str:
             f'<div class="wide"><h4>Best architectures</h4>{best_architectures_html(s)}</div></div></div>'
         )
     return "\n".join(out + ["</section>"])
+
+
+def bar_html(sections: list[StudyAnalysis], compare: bool, reproductions: bool) -> str:
+    """The navigation bar that stays on screen: the overview, the studies side by side, each study (one study: each
+    of its parts) and the reproductions."""
+    links = [("glance", "At a glance")]
+    if compare:
+        links.append(("compare", "Side by side"))
+    if len(sections) == 1:
+        s = sections[0]
+        links += [
+            (f"{s.anchor}-{p.key}", p.short or p.title) for p in STUDY_SECTIONS if len(s.arch) or p.key in EMPTY_PARTS
+        ]
+    else:
+        links += [(s.anchor, s.name) for s in sections]
+    if reproductions:
+        links.append(("reproductions", "Reproductions"))
+    items = "".join(f'<a href="#{esc(a)}">{esc(t)}</a>' for a, t in links)
+    return f'<nav class="bar"><a href="#top" class="top">↑</a>{items}</nav>'
 
 
 def toc_html(sections: list[StudyAnalysis], compare: bool) -> str:
@@ -901,13 +922,14 @@ def errors_compare_html(have: list[StudyAnalysis]) -> str:
     )
 
 
-# Keys every study has its own value of: listed, but they say nothing about how the studies differ.
+# Keys every study has its own value of: they say nothing about how the studies differ (each study's provenance
+# shows them).
 PER_STUDY_KEYS = ("created",)
 
 
 def config_diff_html(have: list[StudyAnalysis]) -> str:
-    """The study.yaml keys whose values differ between the studies, one column per study; the keys they share in
-    one line."""
+    """The study.yaml keys whose values differ between the studies, one column per study, and the keys they share
+    with their one value, in a table of their own (``PER_STUDY_KEYS`` in neither)."""
 
     def text(v: object) -> str:
         if v is None:
@@ -915,10 +937,9 @@ def config_diff_html(have: list[StudyAnalysis]) -> str:
         return json.dumps(v, default=str, sort_keys=True) if isinstance(v, (dict, list)) else str(v)
 
     configs = [s.results.config for s in have]
-    keys = list(dict.fromkeys(k for c in configs for k in c))
+    keys = [k for k in dict.fromkeys(k for c in configs for k in c) if k not in PER_STUDY_KEYS]
     differ = [k for k in keys if len({text(c.get(k)) for c in configs}) > 1]
     same = [k for k in keys if k not in differ]
-    differ = [k for k in differ if k not in PER_STUDY_KEYS] + [k for k in differ if k in PER_STUDY_KEYS]
     out = ""
     if differ:
         out += table(
@@ -927,12 +948,12 @@ def config_diff_html(have: list[StudyAnalysis]) -> str:
             left=len(have) + 1,
         )
     else:
-        out += "<p>The studies' configs are identical.</p>"
+        out += "<p>The studies' configs are identical (their creation times aside).</p>"
     if same:
         out += (
-            '<p class="muted">The same in every study: '
-            + "; ".join(f"<code>{esc(k)}</code> = {folded(text(configs[0].get(k)), 60)}" for k in same)
-            + ".</p>"
+            f'<details class="same"><summary>The same in every study: {len(same)} keys</summary>'
+            + table(None, [[f"<code>{esc(k)}</code>", folded(text(configs[0].get(k)))] for k in same], left=2, cls="kv")
+            + "</details>"
         )
     return out
 
@@ -1095,14 +1116,17 @@ def render(sections: list[StudyAnalysis], extra: str = "", drawer: Drawer | None
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>archstudy report: {esc(names)}</title>",
         f"<style>{CSS}</style></head><body>",
-        "<h1>archstudy report: what predicts test error</h1>",
+        '<h1 id="top">archstudy report: what predicts test error</h1>',
         f'<p class="muted">{esc(names)}. Drawn {now} by archstudy {esc(package_version())} on '
         f"{esc(platform.node())} (Python {platform.python_version()}).</p>",
+        bar_html(sections, compare, 'id="reproductions"' in extra),
         toc_html(sections, compare),
         glance_html(sections),
         extra,
         comparison_html(sections, drawer),
         *[section_html(s, drawer) for s in sections],
+        DETAIL_HTML,
+        scripts_html(interactive=any(len(s.arch) for s in sections)),
         "</body></html>",
     ]
     return "\n".join(body)
@@ -1122,15 +1146,14 @@ def write_report(
 ) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
-    ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path
-    (written whole, then renamed). ``n_boot`` / ``seed``: the bootstrap; ``window``: the NLC window of the
-    pruning analysis (default None: each study's own NLC window where the study is large enough for it,
-    else the NLC paper's [1, 3]; ``good_ranges.nlc_window``); ``reproductions``: a directory of ``archstudy
-    reproduce`` results to list with links (none unless given); ``figures``: a directory to also write every
-    figure to as a file, ``<study>-<figure>.<figure_format>`` (png, svg or pdf; ``compare-<figure>`` for several
-    studies side by side); ``predict_from``: a study directory (or a saved predictor, ``analysis.predict``) whose
-    predictor is fitted there and scored on each study too (transfer). Works on partly finished studies and says
-    so."""
+    ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path (written
+    whole, then renamed). ``n_boot`` / ``seed``: the bootstrap (at most ``N_BOOT_MAX`` resamples); ``window``: the
+    NLC window of the pruning analysis (default None: each study's own NLC window where the study is large enough
+    for it, else the NLC paper's [1, 3]; ``good_ranges.nlc_window``); ``reproductions``: a directory of ``archstudy
+    reproduce`` results to list with links (none unless given); ``figures``: a directory to also write every figure
+    to as a file, ``<study>-<figure>.<figure_format>`` (png, svg or pdf; ``compare-<figure>`` for several studies
+    side by side); ``predict_from``: a study directory (or a saved predictor, ``analysis.predict``) whose predictor
+    is fitted there and scored on each study too (transfer). Works on partly finished studies and says so."""
     dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
     if not dirs:
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
@@ -1141,7 +1164,7 @@ def write_report(
         if key in seen:
             raise SpecError("write_report", "study_dirs", os.fspath(d), "is given twice: each study once")
         seen.add(key)
-    n_boot = check("write_report", "n_boot", Integer(0), n_boot)
+    n_boot = check("write_report", "n_boot", Integer(0, N_BOOT_MAX), n_boot)
     seed = check("write_report", "seed", Integer(0), seed)
     window = None if window is None else check_window(window, "write_report")
     figure_format = check("write_report", "figure_format", Choice(FORMATS), figure_format)
@@ -1155,7 +1178,7 @@ def write_report(
             "must be a directory (the --out of `archstudy reproduce`)",
         )
     predictor = None if predict_from is None else predictor_from(predict_from)
-    results = [load_results(d, runs=False) for d in dirs]  # the report reads the architectures only
+    results = [load_results(d) for d in dirs]  # with the runs: each architecture's detail panel lists them
     labels = study_labels(dirs)
     sections = []
     try:

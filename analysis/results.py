@@ -3,7 +3,10 @@ schema version of every file checked, the failed architectures, and how far the 
 
 A study is a local directory or an object-storage prefix (``s3://``, ``gs://``: read through
 ``pyarrow.fs``). Only whole files are read: the runner writes each file under a temporary name and
-renames it, so a name that is not ``<index>-<arch_id>.<ext>`` is a file in flight and is ignored.
+renames it, so a name that is not ``<index>-<arch_id>.<ext>`` is a file in flight and is ignored. A compacted
+study's packs (``<table>/pack-<seq>-<tag>.parquet``) are read by the rule of ``study.experiment.packs``: a unit's
+rows come from the good pack of highest ``seq`` that holds it, else from its own files, so each row is read once,
+during a compaction too.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -25,6 +29,7 @@ from archstudy.sampling.constraints import Integer, added_later, check
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import UNIT_STEM
 from archstudy.study.experiment.config import StudyConfig, same_science
+from archstudy.study.experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from archstudy.study.experiment.schema import (
     HIGH_BIAS,
     SCHEMA_KEY,
@@ -222,6 +227,8 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
     try:
         with fs.open_input_file(path) as f:
             t = pq.ParquetFile(f).read(use_threads=False)  # files are read in parallel instead
+    except FileNotFoundError:
+        raise  # deleted since it was listed: a compaction packed it (``_read_table`` lists again)
     except (pa.ArrowInvalid, OSError) as e:
         first = (str(e).splitlines() or [type(e).__name__])[0]
         raise CorruptFile(
@@ -271,12 +278,71 @@ def _read_table(
     arch_ids: set[str] | None = None,
     corrupt: dict[str, str] | None = None,
 ) -> tuple[pd.DataFrame, int]:
-    """The rows of ``<root>/<table>/*.parquet`` (only the files of ``arch_ids`` when given) that belong to
-    the study ``config`` describes; the files that do not are added to ``excluded`` (name -> why), those that
-    cannot be read whole (``CorruptFile``) to ``corrupt`` (name -> problem), and left out."""
-    files = _list(fs, root, table, "parquet")
+    """The rows of ``<root>/<table>`` (only the architectures ``arch_ids`` when given) that belong to the study
+    ``config`` describes, each unit's once: from the good pack that holds it, else from its own file
+    (``study.experiment.packs``); the files (or a pack's units) that do not belong are added to ``excluded``
+    (name -> why), those that cannot be read whole (``CorruptFile``, a pack that is not whole) to ``corrupt``
+    (name -> problem), and left out. A file deleted between its listing and its read was packed by a compaction
+    meanwhile: the table is listed and read again (at most ``MAX_READS`` times)."""
+    for attempt in range(MAX_READS):
+        found_excluded: dict[str, str] = {}
+        found_corrupt: dict[str, str] = {}
+        try:
+            out = _read_table_once(fs, root, shown, table, config, found_excluded, arch_ids, found_corrupt)
+        except FileNotFoundError:
+            if attempt == MAX_READS - 1:
+                raise
+            continue
+        excluded.update(found_excluded)
+        if corrupt is not None:
+            corrupt.update(found_corrupt)
+        return out
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _pack_rows(
+    fs: pafs.FileSystem, root: str, table: str, pack: Pack, winners: dict[str, str], arch_ids: set[str] | None
+) -> pa.Table:
+    """The rows of ``pack``'s ``table`` read from it (``rows_of``), only those of ``arch_ids`` when given (row
+    groups of other indices are skipped)."""
+    if table == "architectures":
+        assert pack.architectures is not None  # a good pack's
+        t = pack.architectures
+        if arch_ids is not None:
+            t = t.filter(pc.is_in(t.column("arch_id"), pa.array(sorted(arch_ids), pa.string())))
+    else:
+        with fs.open_input_file(pack_path(root, table, pack.stem)) as f:
+            if arch_ids is None:
+                t = pq.ParquetFile(f).read()
+            else:
+                names = [n for n in pack.names if n.split("-", 1)[1] in arch_ids]
+                indices = sorted({int(n.split("-", 1)[0]) for n in names})
+                t = pq.read_table(
+                    f,
+                    filters=(pc.field("index").isin(indices)) & (pc.field("arch_id").isin(sorted(arch_ids))),
+                )
+    return rows_of(t, pack, winners)
+
+
+def _read_table_once(
+    fs: pafs.FileSystem,
+    root: str,
+    shown: str,
+    table: str,
+    config: dict[str, Any],
+    excluded: dict[str, str],
+    arch_ids: set[str] | None,
+    corrupt: dict[str, str],
+) -> tuple[pd.DataFrame, int]:
+    files = _list(fs, root, table, "parquet")  # the units' own files, listed before the packs
+    packs = read_packs(fs, root)
+    winners = sources(packs)
+    files = [(p, m) for p, m in files if m.group(0)[: -len(".parquet")] not in winners]
     if arch_ids is not None:
         files = [(p, m) for p, m in files if m["arch_id"] in arch_ids]
+    for pack in packs:
+        if not pack.ok and table == "architectures":
+            corrupt[f"{table}/{pack.stem}.parquet"] = f"pack not whole: {pack.problem}"
 
     # One small file per architecture: the per-file overhead dominates, so read several at once.
     def read(pm: tuple[str, re.Match[str]]) -> pa.Table | CorruptFile:
@@ -291,22 +357,43 @@ def _read_table(
     chosen = config.get("indices")  # a study of chosen draws (``archstudy rank``'s top K): the first ``count``
     drawn = set(chosen[:count]) if isinstance(chosen, list) and isinstance(count, int) else None
     mine = config_fingerprint(config)
+
+    def beyond(index: int) -> str | None:
+        if drawn is not None and index not in drawn:
+            return f"index {index} is not among the study's {count} chosen draws (indices)"
+        if drawn is None and isinstance(count, int) and index >= count:
+            return f"index {index} is beyond the study's {count} architectures"
+        return None
+
     tables = []
     for (_, m), t in zip(files, read_files):
         if isinstance(t, CorruptFile):  # left out, and said (a resume redoes it)
-            if corrupt is not None:
-                corrupt[f"{table}/{m.group(0)}"] = t.problem
+            corrupt[f"{table}/{m.group(0)}"] = t.problem
             continue
-        why = not_of_config(t.schema.metadata, config, mine)
-        if why is None and drawn is not None and int(m["index"]) not in drawn:
-            why = f"index {int(m['index'])} is not among the study's {count} chosen draws (indices)"
-        elif why is None and drawn is None and isinstance(count, int) and int(m["index"]) >= count:
-            why = f"index {int(m['index'])} is beyond the study's {count} architectures"
+        why = not_of_config(t.schema.metadata, config, mine) or beyond(int(m["index"]))
         if why is not None:
             excluded[f"{table}/{m.group(0)}"] = why
             continue
         # pandas' own metadata would turn columns into an index; the contract has none.
         tables.append(t.replace_schema_metadata(None))
+    n_files = len(tables)
+    for pack in packs:
+        if not pack.ok or (table != "architectures" and table not in pack.tables):
+            continue
+        why = not_of_config(dict(pack.metadata), config, mine)
+        if why is not None:
+            excluded[f"{table}/{pack.stem}.parquet"] = why
+            continue
+        t = _pack_rows(fs, root, table, pack, winners, arch_ids)
+        out = sorted({i for i in t.column("index").to_pylist() if beyond(i) is not None}) if t.num_rows else []
+        if out:  # rows of indices beyond the study's (a study whose config shrank): left out, per unit
+            for name in pack.names:
+                index = int(name.split("-", 1)[0])
+                if index in set(out):
+                    excluded[f"{table}/{pack.stem}.parquet:{name}"] = cast(str, beyond(index))
+            t = t.filter(pc.invert(pc.is_in(t.column("index"), pa.array(out, pa.int64()))))
+        tables.append(t.replace_schema_metadata(None))
+        n_files += 1
     if not tables:
         return pd.DataFrame(), 0
     try:
@@ -320,7 +407,7 @@ def _read_table(
         ) from None
     # One chunk per column, not one per file: pandas keeps a string column as the Arrow chunks it was given, and
     # every row selection of a 1,000-chunk column costs a millisecond (most of a report's statistics went there).
-    return joined.combine_chunks().to_pandas(), len(tables)
+    return joined.combine_chunks().to_pandas(), n_files
 
 
 # -- typing --------------------------------------------------------------------------------------------
@@ -563,7 +650,9 @@ def read_curves(study_dir: str | os.PathLike[str], arch_ids: Iterable[str] | Non
     fs, root, shown = _filesystem(study_dir)
     ids = None if arch_ids is None else {str(a) for a in arch_ids}
     raw = pd.DataFrame()
-    if any(ids is None or m["arch_id"] in ids for _, m in _list(fs, root, "curves", "parquet")):
+    # Read (and ask for the study's config) only where some curves can be: a unit's own file of ``ids``, or a pack.
+    own = any(ids is None or m["arch_id"] in ids for _, m in _list(fs, root, "curves", "parquet"))
+    if (ids is None or ids) and (own or read_packs(fs, root)):
         excluded: dict[str, str] = {}  # curves of another science config: left out, as load_results does
         raw, _ = _read_table(fs, root, shown, "curves", read_config(fs, root, shown), excluded, ids)
     out = typed(raw, CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")

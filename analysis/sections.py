@@ -4,8 +4,9 @@ table, the predictor ranking (``analysis.ranking``: what the overview and the ra
 architectures, the granulated Kendall cells, the paired sibling effects, the NLC pruning table (the window used
 beside the paper's and the study's own), the design space (error EDFs, good ranges, the study's NLC window,
 window predictors), the health counts of the status table and the provenance, the window a study pruned at
-launch with and what that saved, and the training curves of the architectures the report draws; and the name
-each study goes by in a report of several (``study_labels``: its directory).
+launch with and what that saved, the training curves of the architectures the report draws and the selected
+run's curve of every trained architecture (its detail panel); and the name each study goes by in a report of
+several (``study_labels``: its directory).
 """
 
 from __future__ import annotations
@@ -130,6 +131,8 @@ class StudyAnalysis(FigureData):
     provenance: dict[str, Any] = field(default_factory=dict)  # ``provenance`` of the trained architectures
     ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
     best: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the training curve of every trained architecture's selected run (``selected_curves``), for its detail panel
+    selected_curves: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def settle(self) -> StudyAnalysis:
         """The section with its held-out prediction computed (``analyse(wait=False)`` leaves it computing in a
@@ -287,7 +290,19 @@ def _analyse(
         provenance=provenance(arch),
         ranking=predictor_ranking(corr, scores),
         best=best_architectures(arch),
+        selected_curves=selected_curves(results.study_dir, arch),
     )
+
+
+def selected_curves(study_dir: str, arch: pd.DataFrame) -> pd.DataFrame:
+    """The curves table (``results.read_curves``) of ``arch``'s architectures, of the selected run of each (its
+    ``lr_index``) only."""
+    if not len(arch) or "lr_index" not in arch.columns:
+        return pd.DataFrame()
+    curves = read_curves(study_dir, arch["arch_id"].astype(str))
+    if not len(curves):
+        return curves
+    return curves.merge(arch[["arch_id", "lr_index"]].dropna(), on=["arch_id", "lr_index"], how="inner")
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

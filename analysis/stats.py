@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
@@ -38,6 +39,11 @@ from .results import architectures_table
 # Up to this many architectures per dataset the bootstrap uses n x n matrices (18 MB each at 1500);
 # beyond it, one explicit resample at a time with scipy (O(n log n) each).
 MATRIX_BOOTSTRAP_MAX = 1500
+# The most units (architectures; base draws for Psi) a bootstrap resamples: a larger sample is bootstrapped on a
+# random subsample of this many, its spread rescaled to the whole sample (``subsample``, ``rescaled``), so that
+# the report's 1000 resamples of some 20 predictors cost the same at 100,000 architectures as at 1,500 (the
+# n x n matrices above, a few seconds in all) instead of 60,000 scipy calls on the whole sample (hours).
+BOOTSTRAP_SAMPLE_MAX = MATRIX_BOOTSTRAP_MAX
 # Psi's interval needs at least this many base draws holding a cell (``_psi_bootstrap``).
 MIN_PSI_CLUSTERS = 10
 FEW = 10  # below this many architectures a correlation's p-value cannot be small: the report and `top` say so
@@ -49,6 +55,30 @@ FEW = 10  # below this many architectures a correlation's p-value cannot be smal
 def bootstrap_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) indices of resamples with replacement, seeded."""
     return np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+
+
+def subsample(n: int, seed: int, m: int | None = None) -> np.ndarray | None:
+    """The units a bootstrap of ``n`` resamples: None (all of them) up to ``m`` (default ``BOOTSTRAP_SAMPLE_MAX``),
+    else ``m`` of them drawn at random without replacement (seeded; a stream of its own, apart from the
+    resamples'), in ascending order."""
+    m = BOOTSTRAP_SAMPLE_MAX if m is None else m
+    if n <= m:
+        return None
+    return np.sort(np.random.default_rng((seed, 0x5AB)).choice(n, m, replace=False))
+
+
+def rescaled(values: np.ndarray, full: float, sub: float, m: int, n: int) -> np.ndarray:
+    """Bootstrap values of a statistic on a random subsample of m of the n units, as values for the whole sample:
+    full + sqrt(m / n) (v - sub), where ``full`` and ``sub`` are the statistic on the n and on the m units. The
+    subsample's bootstrap spread estimates that of the statistic at size m; a statistic whose spread falls as
+    1 / sqrt(size) (a correlation, a mean of cell statistics over independent units) has sqrt(m / n) of it at n
+    (the m-out-of-n bootstrap of Bickel, Götze and van Zwet, *Resampling fewer than n observations*, 1997,
+    section 2, here with m drawn without replacement before resampling it). Their percentile interval is
+    centred on ``full``. Identity where m = n."""
+    if m >= n or not (np.isfinite(full) and np.isfinite(sub)):
+        return values if m >= n else np.full(len(values), math.nan)
+    out: np.ndarray = full + math.sqrt(m / n) * (values - sub)
+    return out
 
 
 def counts(indices: np.ndarray, n: int) -> np.ndarray:
@@ -412,6 +442,30 @@ def correlations(
     )
 
 
+def bootstrap_note(corr: pd.DataFrame) -> str | None:
+    """The line that says where ``correlations`` bootstrapped a subsample (``subsample``): for each such dataset,
+    "bootstrap on 1,500 of 100,000 architectures, sampled" (and of the base draws for Psi), with the rescaling;
+    None where every bootstrap resampled the whole sample."""
+    parts = []
+    for ds, g in corr.groupby("dataset", sort=False) if len(corr) else ():
+        r = g.iloc[0]
+        text = []
+        if r["boot_n"] < r["boot_of"]:
+            text.append(f"{r['boot_n']:,} of {r['boot_of']:,} architectures")
+        psi = g[g["psi_boot_n"] < g["psi_boot_of"]]
+        if len(psi):
+            text.append(f"{psi['psi_boot_n'].iloc[0]:,} of {psi['psi_boot_of'].max():,} base draws for Psi")
+        if text:
+            parts.append((f"{ds}: " if ds else "") + " and ".join(text))
+    if not parts:
+        return None
+    return (
+        f"Bootstrap on {'; '.join(parts)}, sampled at random: intervals from resamples of the sample, their spread "
+        "rescaled by √(sampled / all) to the whole study (m-out-of-n bootstrap); the estimates use every "
+        "architecture."
+    )
+
+
 @functools.lru_cache(maxsize=1)
 def _blas_threads() -> ThreadpoolController:
     return ThreadpoolController()  # finding the BLAS libraries reads /proc: once per process
@@ -432,18 +486,24 @@ def _dataset_rows(
     """The correlation rows of one dataset."""
     sample = _random_sample(group, variants)
     y_all = sample[target].to_numpy(np.float64)
-    idx = bootstrap_indices(len(sample), n_boot, seed) if len(sample) else np.zeros((n_boot, 0), int)
-    boot = SharedResamples(y_all, idx, method)
+    sub = subsample(len(sample), seed)
+    y_boot = y_all if sub is None else y_all[sub]
+    idx = bootstrap_indices(len(y_boot), n_boot, seed) if len(y_boot) else np.zeros((n_boot, 0), int)
+    boot = SharedResamples(y_boot, idx, method)
     psi_b = psi_table_tau_b(group, [p.column for p in preds], target, axes)
     cells = _axis_cells(group, axes)
     clusters = _clusters(group)
     rows: list[dict[str, Any]] = []
     abs_tau_boot: dict[str, np.ndarray] = {}
     for p in preds:
-        row, abs_tau_boot[p.column] = _one_predictor(p, sample[p.column].to_numpy(np.float64), y_all, boot, confidence)
+        row, abs_tau_boot[p.column] = _one_predictor(
+            p, sample[p.column].to_numpy(np.float64), y_all, boot, confidence, sub
+        )
         rows.append(
             {
                 "dataset": ds,
+                "boot_n": len(y_boot),
+                "boot_of": len(y_all),
                 "predictor": p.column,
                 "label": p.label,
                 "kind": p.kind,
@@ -459,13 +519,17 @@ def _dataset_rows(
 
 
 def _psi_columns(per_axis: _PerAxis, n_boot: int, seed: int, confidence: float) -> dict[str, float]:
-    """Jiang et al.'s Psi with its cell-bootstrap interval, and what it averages."""
-    lo, hi = percentile_interval(_psi_bootstrap(per_axis, n_boot, seed), confidence) if n_boot else (math.nan,) * 2
+    """Jiang et al.'s Psi with its cell-bootstrap interval (``psi_boot_n`` of the ``psi_boot_of`` base draws that
+    hold a cell resampled), and what it averages."""
+    values, m, of = _psi_resamples(per_axis, n_boot, seed) if n_boot else (np.full(0, math.nan), 0, 0)
+    lo, hi = percentile_interval(values, confidence)
     used = [(taus, constant) for taus, constant, _ in per_axis.values() if len(taus)]
     return {
         "psi": _psi_of(per_axis),
         "psi_lo": lo,
         "psi_hi": hi,
+        "psi_boot_n": m,
+        "psi_boot_of": of,
         "psi_axes": len(used),
         "psi_cells": int(sum(len(t) for t, _ in used)),
         "psi_constant_cells": int(sum(c.sum() for _, c in used)),
@@ -518,14 +582,25 @@ _CORRELATION_COLUMNS = [
     "lift",
     "lift_lo",
     "lift_hi",
+    "boot_n",
+    "boot_of",
+    "psi_boot_n",
+    "psi_boot_of",
 ]
 
 
 def _one_predictor(
-    p: Predictor, x_all: np.ndarray, y_all: np.ndarray, boot: SharedResamples, confidence: float
+    p: Predictor,
+    x_all: np.ndarray,
+    y_all: np.ndarray,
+    boot: SharedResamples,
+    confidence: float,
+    sub: np.ndarray | None = None,
 ) -> tuple[dict[str, float], np.ndarray]:
     """The statistics of one predictor, and |tau| of every resample (for the paired lift interval).
-    Each statistic keeps only its own points: finite x and y, and x > 0 for Pearson on a log scale."""
+    Each statistic keeps only its own points: finite x and y, and x > 0 for Pearson on a log scale. ``sub``:
+    the sample's units that ``boot`` resamples (``subsample``; None: all), whose bootstrap values are
+    ``rescaled`` to the whole sample."""
     ok = np.isfinite(x_all) & np.isfinite(y_all)
     x, y = x_all[ok], y_all[ok]
     pearson, pearson_p, n_pearson = pearson_on_scale(x_all, y_all, p.log)
@@ -541,12 +616,26 @@ def _one_predictor(
         "kendall": kendall,
         "kendall_p": kendall_p,
     }
-    ok_p = ok & (x_all > 0) if p.log else ok
+    x_b, y_b = (x_all, y_all) if sub is None else (x_all[sub], y_all[sub])
+    ok_b = np.isfinite(x_b) & np.isfinite(y_b)
+    with np.errstate(invalid="ignore"):
+        ok_p = ok_b & (x_b > 0) if p.log else ok_b
     values = {
-        "pearson": boot.statistic("pearson", x_all, ok_p, np.log10 if p.log else None),
-        "spearman": boot.statistic("spearman", x_all, ok),
-        "kendall": boot.statistic("kendall", x_all, ok),
+        "pearson": boot.statistic("pearson", x_b, ok_p, np.log10 if p.log else None),
+        "spearman": boot.statistic("spearman", x_b, ok_b),
+        "kendall": boot.statistic("kendall", x_b, ok_b),
     }
+    if sub is not None:
+        for kind, mask, n_full in (
+            ("pearson", ok_p, n_pearson),
+            ("spearman", ok_b, ok.sum()),
+            ("kendall", ok_b, ok.sum()),
+        ):
+            xs = np.log10(x_b[mask]) if kind == "pearson" and p.log else x_b[mask]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                on_sub = _SCIPY[kind](xs, y_b[mask]) if mask.sum() >= 3 else math.nan
+            values[kind] = rescaled(values[kind], row[kind], on_sub, int(mask.sum()), int(n_full))
     for kind, v in values.items():
         row[f"{kind}_lo"], row[f"{kind}_hi"] = percentile_interval(v, confidence)
     return row, np.abs(values["kendall"])
@@ -602,17 +691,41 @@ def _cells(
     return number[inverse.ravel()]
 
 
-def _pairs(cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """All pairs i < j of rows in the same cell: (i, j, cell index of the pair)."""
+# A cell of more rows than this has its Kendall sums computed in O(m log m) (``_kendall_sums``) instead of over its
+# m (m - 1) / 2 pairs: sibling groups (a handful of rows) stay pairs, and a large study in a small discrete space,
+# whose cells hold thousands of coincident draws, costs O(N log N), not O(N^2).
+PAIR_CELL_MAX = 64
+
+
+@dataclass(frozen=True)
+class _CellPairs:
+    """The cells of an axis as every predictor shares them: ``cell`` (the cell id of each row), all pairs i < j of
+    rows in the same cell of at most ``PAIR_CELL_MAX`` rows (``i``, ``j``, ``pair_cell``), and the rows of each
+    larger cell (``big``: cell id -> rows)."""
+
+    cell: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    pair_cell: np.ndarray
+    big: dict[int, np.ndarray]
+
+
+def _pairs(cell: np.ndarray) -> _CellPairs:
+    """The pairs of rows in the same cell, for the cells of at most ``PAIR_CELL_MAX`` rows, and the larger cells'
+    rows."""
     order = np.argsort(cell, kind="stable")
     sorted_cells = cell[order]
     bounds = np.flatnonzero(np.diff(sorted_cells)) + 1
     starts = np.concatenate([[0], bounds])
     ends = np.concatenate([bounds, [len(cell)]])
     ii, jj, cc = [], [], []
+    big = {}
     for s, e in zip(starts, ends):
         m = e - s
         if m < 2:
+            continue
+        if m > PAIR_CELL_MAX:
+            big[int(sorted_cells[s])] = order[s:e]
             continue
         a, b = np.triu_indices(m, k=1)
         ii.append(order[s + a])
@@ -620,20 +733,52 @@ def _pairs(cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         cc.append(np.full(len(a), sorted_cells[s]))
     if not ii:
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    return np.concatenate(ii), np.concatenate(jj), np.concatenate(cc)
+        return _CellPairs(cell, empty, empty, empty, big)
+    return _CellPairs(cell, np.concatenate(ii), np.concatenate(jj), np.concatenate(cc), big)
 
 
-def _cell_taus(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, cell: np.ndarray) -> np.ndarray:
-    """Kendall tau-b within every cell that has a defined one (>= 2 points, neither x nor y constant)."""
-    ok = np.isfinite(x[i]) & np.isfinite(x[j]) & np.isfinite(y[i]) & np.isfinite(y[j])
-    i, j, cell = i[ok], j[ok], cell[ok]
-    if len(i) == 0:
-        return np.zeros(0)
+def _kendall_sums(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """Over the m (m - 1) / 2 pairs of m points: sum sign(dx) sign(dy), sum |sign(dx)|, sum |sign(dy)|, in
+    O(m log m): the pairs not tied in x are n0 - sum_t t (t - 1) / 2 over x's groups of t equal values (n0 = m (m -
+    1) / 2; the same in y), and the first sum is tau-b times the square root of their product (Kendall, *Rank
+    Correlation Methods*, tau-b; scipy's ``kendalltau``, by merge sort)."""
+    m = len(x)
+    n0 = m * (m - 1) / 2
+
+    def untied(v: np.ndarray) -> float:
+        t = np.unique(v, return_counts=True)[1].astype(np.float64)
+        return float(n0 - (t * (t - 1) / 2).sum())
+
+    ax, ay = untied(x), untied(y)
+    if ax == 0 or ay == 0:
+        return 0.0, ax, ay
+    tau = float(sps.kendalltau(x, y).statistic)
+    return float(np.round(tau * math.sqrt(ax * ay))), ax, ay
+
+
+def _cell_sums(x: np.ndarray, y: np.ndarray, cp: _CellPairs) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per cell id, over its rows where x and y are finite: their number, and ``_kendall_sums``' three sums (from
+    the pairs of the small cells, in O(m log m) for the large ones)."""
+    ok = np.isfinite(x) & np.isfinite(y)
+    ncell = int(cp.cell.max()) + 1 if len(cp.cell) else 0
+    size = np.bincount(cp.cell[ok], minlength=ncell)
+    keep = ok[cp.i] & ok[cp.j]
+    i, j, pc = cp.i[keep], cp.j[keep], cp.pair_cell[keep]
     sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
-    ids, inv = np.unique(cell, return_inverse=True)
-    num = np.bincount(inv, sx * sy, len(ids))
-    den = np.bincount(inv, np.abs(sx), len(ids)) * np.bincount(inv, np.abs(sy), len(ids))
+    num = np.bincount(pc, sx * sy, ncell)
+    ax = np.bincount(pc, np.abs(sx), ncell)
+    ay = np.bincount(pc, np.abs(sy), ncell)
+    for c, rows in cp.big.items():
+        r = rows[ok[rows]]
+        if len(r) >= 2:
+            num[c], ax[c], ay[c] = _kendall_sums(x[r], y[r])
+    return size, num, ax, ay
+
+
+def _cell_taus(x: np.ndarray, y: np.ndarray, cp: _CellPairs) -> np.ndarray:
+    """Kendall tau-b within every cell that has a defined one (>= 2 points, neither x nor y constant)."""
+    _, num, ax, ay = _cell_sums(x, y, cp)
+    den = ax * ay
     taus: np.ndarray = num[den > 0] / np.sqrt(den[den > 0])
     return taus
 
@@ -657,8 +802,8 @@ def psi_table_tau_b(
     pairs = {axis: _pairs(_cells(df, axis, axes, codes)) for axis in axes}
     for name in predictors:
         x = df[name].to_numpy(np.float64)
-        for axis, (i, j, cell) in pairs.items():
-            taus = _cell_taus(x, y, i, j, cell)
+        for axis, cp in pairs.items():
+            taus = _cell_taus(x, y, cp)
             rows.append(
                 {
                     "predictor": name,
@@ -692,35 +837,19 @@ def granulated_kendall_tau_b(
 # axis without such a cell has no psi_i and is left out of the mean (eq. 5 over the axes that have one).
 
 
-def _jiang_cell_taus(
-    x: np.ndarray, y: np.ndarray, cell: np.ndarray, i: np.ndarray, j: np.ndarray, pair_cell: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _jiang_cell_taus(x: np.ndarray, y: np.ndarray, cp: _CellPairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """tau (Jiang et al.'s, above) of every cell with >= 2 rows where x and y are finite, whether x is
     constant there, and the cells' ids."""
-    ok = np.isfinite(x) & np.isfinite(y)
-    size = np.bincount(cell[ok], minlength=int(cell.max()) + 1 if len(cell) else 0)
-    keep = ok[i] & ok[j]
-    i, j, pair_cell = i[keep], j[keep], pair_cell[keep]
-    sx = np.sign(x[i] - x[j])
-    agree = np.bincount(pair_cell, sx * np.sign(y[i] - y[j]), len(size))
-    varies = np.bincount(pair_cell, np.abs(sx), len(size)) > 0
+    size, agree, ax, _ = _cell_sums(x, y, cp)
     cells = np.flatnonzero(size >= 2)
     m = size[cells].astype(np.float64)
-    return agree[cells] / (m * (m - 1) / 2), ~varies[cells], cells  # unordered pairs: the ratio of ordered ones
+    return agree[cells] / (m * (m - 1) / 2), ax[cells] == 0, cells  # unordered pairs: the ratio of ordered ones
 
 
-# An axis' cells: the cell id of each row, and the pairs i, j, cell of ``_pairs``.
-_AxisCells = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def _axis_cells(df: pd.DataFrame, axes: dict[str, tuple[str, ...]]) -> dict[str, _AxisCells]:
-    """{axis: (cell id of each row, and the pairs i, j, cell of ``_pairs``)}: what every predictor shares."""
-    out: dict[str, _AxisCells] = {}
+def _axis_cells(df: pd.DataFrame, axes: dict[str, tuple[str, ...]]) -> dict[str, _CellPairs]:
+    """{axis: its cells and their pairs (``_pairs``)}: what every predictor shares."""
     codes = _codes(df, axes)
-    for axis in axes:
-        cell = _cells(df, axis, axes, codes)
-        out[axis] = (cell, *_pairs(cell))
-    return out
+    return {axis: _pairs(_cells(df, axis, axes, codes)) for axis in axes}
 
 
 # Per axis: the tau of each cell, whether the measure is constant in it, and the cell's cluster (``_clusters``).
@@ -745,7 +874,7 @@ def _jiang_axes(
     predictor: str,
     target: str,
     axes: dict[str, tuple[str, ...]],
-    cells: dict[str, _AxisCells] | None = None,
+    cells: dict[str, _CellPairs] | None = None,
     clusters: np.ndarray | None = None,
 ) -> _PerAxis:
     """{axis: (tau of each cell, whether the measure is constant in it, the cell's cluster)} for
@@ -756,8 +885,8 @@ def _jiang_axes(
     clusters = _clusters(df) if clusters is None else clusters
     out: _PerAxis = {}
     for axis in axes:
-        cell = cells[axis][0]
-        taus, constant, ids = _jiang_cell_taus(x, y, *cells[axis])
+        cell = cells[axis].cell
+        taus, constant, ids = _jiang_cell_taus(x, y, cells[axis])
         first = np.full(int(cell.max()) + 1 if len(cell) else 0, len(cell))
         np.minimum.at(first, cell, np.arange(len(cell)))
         out[axis] = (taus, constant, clusters[first[ids]])
@@ -808,23 +937,42 @@ def _psi_bootstrap(per_axis: _PerAxis, n_boot: int, seed: int) -> np.ndarray:
     narrow), nor when an axis has a single cell (two base draws that happen to differ along it only): its psi_i
     is that cell's tau in every resample that draws it, +1 or -1 by chance, a sixth of Psi that no resample
     varies."""
+    return _psi_resamples(per_axis, n_boot, seed)[0]
+
+
+def _psi_resamples(per_axis: _PerAxis, n_boot: int, seed: int) -> tuple[np.ndarray, int, int]:
+    """``_psi_bootstrap``'s values, the clusters it resampled and those that hold a cell: above
+    ``BOOTSTRAP_SAMPLE_MAX`` clusters, a random subsample of them (``subsample``) resampled and ``rescaled`` to
+    all of them (Psi is a mean of cell taus over independent clusters)."""
     used = [(taus, cl) for taus, _, cl in per_axis.values() if len(taus)]
     if not used:
-        return np.full(n_boot, math.nan)
+        return np.full(n_boot, math.nan), 0, 0
     ids, inverse = np.unique(np.concatenate([cl for _, cl in used]), return_inverse=True)
     if len(ids) < MIN_PSI_CLUSTERS or any(len(taus) < 2 for taus, _ in used):
-        return np.full(n_boot, math.nan)
-    c = counts(np.random.default_rng(seed).integers(0, len(ids), size=(n_boot, len(ids))), len(ids))
-    psis, start = [], 0
+        return np.full(n_boot, math.nan), 0, len(ids)
+    sub = subsample(len(ids), seed)
+    column = np.arange(len(ids)) if sub is None else np.full(len(ids), -1)
+    if sub is not None:
+        column[sub] = np.arange(len(sub))
+    m = len(ids) if sub is None else len(sub)
+    c = counts(np.random.default_rng(seed).integers(0, m, size=(n_boot, m)), m)
+    psis, on_sub, start = [], [], 0
     for taus, cl in used:
-        w = c[:, inverse[start : start + len(cl)]]
+        col = column[inverse[start : start + len(cl)]]
         start += len(cl)
+        keep = col >= 0
+        w = c[:, col[keep]]
         tot = w.sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            psis.append(np.where(tot > 0, (w @ taus) / np.where(tot > 0, tot, 1.0), np.nan))
+            psis.append(np.where(tot > 0, (w @ taus[keep]) / np.where(tot > 0, tot, 1.0), np.nan))
+        if keep.any():
+            on_sub.append(float(taus[keep].mean()))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a resample that drew no cell of any axis: NaN
-        return np.asarray(np.nanmean(np.vstack(psis), axis=0))
+        values = np.asarray(np.nanmean(np.vstack(psis), axis=0))
+    if sub is not None:
+        values = rescaled(values, _psi_of(per_axis), float(np.mean(on_sub)) if on_sub else math.nan, m, len(ids))
+    return values, m, len(ids)
 
 
 def granulated_kendall(
@@ -879,12 +1027,10 @@ def sign_test(d: np.ndarray, confidence: float = 0.95) -> dict[str, float]:
         "ci_hi": math.nan,
         "ci_level": math.nan,
     }
-    k_best = 0
-    for k in range(1, n // 2 + 1):
-        if 1.0 - 2.0 * sps.binom.cdf(k - 1, n, 0.5) >= confidence:
-            k_best = k
-        else:
-            break
+    # the coverage 1 - 2 P(Bin(n, 1/2) <= k - 1) of every k at once (it falls as k grows): the largest k that
+    # reaches ``confidence`` is the number of k that do (one vectorized cdf: linear in n)
+    coverage = 1.0 - 2.0 * sps.binom.cdf(np.arange(n // 2), n, 0.5)
+    k_best = int(np.count_nonzero(coverage >= confidence))
     if k_best:
         out.update(
             ci_lo=float(d[k_best - 1]),

@@ -11,6 +11,10 @@ fires: per test (each predictor, comparison or axis a trial) and per study ("any
 A verdict at level alpha should fire per test at a rate at most alpha within binomial error
 (sd = sqrt(alpha (1 - alpha) / trials)); a verdict adjusted for multiplicity (Holm 1979, *A simple sequentially
 rejective multiple test procedure*) should fire per study at a rate at most alpha.
+
+The study's own NLC window ("large enough", ``window_rates``) needs a population whose true band is known: studies
+drawn from a windowed population and from one with no NLC effect (``window_study``), the verdict wrong when it
+calls a band large enough that lies far from the true one.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from archstudy.sampling import SIBLING_AXES, plan_study
+from archstudy.study.experiment.nlc_window import PAPER_WINDOW, STABILITY_DECADES, STABILITY_RATIO
 
 from .columns import BASELINES, PREDICTORS
 
@@ -336,6 +341,20 @@ def study_tables(df: pd.DataFrame, needed: Iterable[str], *, n_boot: int, seed: 
     return out
 
 
+NULL_RATE_COLUMNS = [
+    "verdict",
+    "where",
+    "unit",
+    "nominal",
+    "architectures",
+    "replicates",
+    "trials",
+    "fired",
+    "rate",
+    "sd",
+]
+
+
 def null_rates(
     sizes: Iterable[int] = (8, 48, 120, 500),
     replicates: int = 200,
@@ -345,11 +364,18 @@ def null_rates(
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
 ) -> pd.DataFrame:
-    """The false-positive rate of each verdict (default all of ``VERDICTS``) over ``replicates`` null studies
-    (``null_study``, with siblings) of each size in ``sizes`` (base draws). One row per verdict and size:
-    verdict, where, unit, nominal, architectures, replicates, trials, fired, rate, and ``sd``, the binomial
+    """The false-positive rate of each verdict (default all of ``VERDICTS`` and ``WINDOW_VERDICTS``) over
+    ``replicates`` null studies (``null_study``, with siblings) of each size in ``sizes`` (base draws); the NLC
+    window's verdicts over as many studies of their own populations (``window_rates``). One row per verdict and
+    size: verdict, where, unit, nominal, architectures, replicates, trials, fired, rate, and ``sd``, the binomial
     standard error of a rate at the nominal level over those trials (sqrt(nominal (1 - nominal) / trials))."""
-    chosen = [VERDICT_BY_NAME[v] for v in verdicts] if verdicts is not None else list(VERDICTS)
+    sizes = tuple(sizes)
+    names = list(verdicts) if verdicts is not None else [v.name for v in VERDICTS] + list(WINDOW_VERDICTS.values())
+    unknown = [v for v in names if v not in VERDICT_BY_NAME and v not in WINDOW_VERDICTS.values()]
+    if unknown:
+        raise KeyError(unknown[0])
+    chosen = [VERDICT_BY_NAME[v] for v in names if v in VERDICT_BY_NAME]
+    kinds = [kind for kind, name in WINDOW_VERDICTS.items() if name in names]
     needed = {t for v in chosen for t in v.tables}
     rows = []
     for n in sizes:
@@ -378,6 +404,120 @@ def null_rates(
                     "fired": fired[v.name],
                     "rate": fired[v.name] / k if k else math.nan,
                     "sd": math.sqrt(v.nominal * (1 - v.nominal) / k) if k else math.nan,
+                }
+            )
+    table = pd.DataFrame(rows, columns=NULL_RATE_COLUMNS)
+    if kinds:
+        window = window_rates(sizes, replicates, kinds=kinds, seed=seed, progress=progress)
+        table = pd.concat([table, window[NULL_RATE_COLUMNS]], ignore_index=True)
+    return table
+
+
+# -- the study's own NLC window: "large enough" for a band far from the true one ----------------------------------
+
+# The populations of the window verdict: log10 NLC uniform on [-1, 0] for a fifth of the architectures and on
+# [0, 4] for the rest (as real studies spread over decades); "window": test error flat at 0.13 inside the NLC
+# paper's [1, 3] and rising with the distance r (decades) outside it, 0.13 + 0.51 (1 - exp(-r^2 / 0.3)), plus
+# N(0, 0.025) noise, clipped to [0, 2/3]; "flat": no NLC effect, test error i.i.d. Beta(4, 8). The true band
+# (decades): [0, log10 3] where the window is; with no effect a subsample's best is a random architecture and the
+# band is the central 95% of log10 NLC, [-0.875, 3.875] (0.025 / 0.2 of the way up [-1, 0]; 0.025 / 0.8 of the way
+# down [0, 4]).
+WINDOW_TRUTH = {
+    "window": (math.log10(PAPER_WINDOW[0]), math.log10(PAPER_WINDOW[1])),
+    "flat": (-1.0 + 0.025 / 0.2, 4.0 - 4 * 0.025 / 0.8),
+}
+FAR_SDS = 2.0  # far: an end off the true one by more than this many times the rule's tolerance of one sd
+
+
+def window_study(architectures: int, seed: int, kind: str = "window") -> tuple[np.ndarray, np.ndarray]:
+    """NLC and test error of a study of ``architectures`` draws of the population ``kind`` ("window" or "flat",
+    ``WINDOW_TRUTH``), seed ``seed``."""
+    rng = np.random.default_rng([seed, 23])
+    n = architectures
+    below = rng.random(n) < 0.2
+    u = np.where(below, rng.uniform(-1.0, 0.0, n), rng.uniform(0.0, 4.0, n))
+    if kind == "window":
+        lo, hi = WINDOW_TRUTH["window"]
+        r = np.maximum(np.abs(u - (lo + hi) / 2) - (hi - lo) / 2, 0.0)
+        error = 0.13 + 0.51 * (1 - np.exp(-(r**2) / 0.3)) + rng.normal(0, 0.025, n)
+    else:
+        error = rng.beta(4.0, 8.0, n)
+    return 10.0**u, np.clip(error, 0.0, 2 / 3)
+
+
+def window_tolerance(truth: tuple[float, float]) -> float:
+    """The rule's own tolerance of one standard deviation of an end (decades): min(width, log10 3) / 3 of the true
+    band (``study.experiment.nlc_window``: ``STABILITY_RATIO``, ``STABILITY_DECADES``)."""
+    return min(STABILITY_RATIO * (truth[1] - truth[0]), STABILITY_DECADES)
+
+
+def window_miss(low: float, high: float, truth: tuple[float, float]) -> float:
+    """How far a band [low, high] (NLC) lies from the true one (decades): the larger of its two ends' distances."""
+    if not (low > 0 and high > 0):
+        return math.nan
+    return max(abs(math.log10(low) - truth[0]), abs(math.log10(high) - truth[1]))
+
+
+WINDOW_VERDICTS = {
+    kind: f"the study's own NLC window is large enough, yet far from the true band ({label})"
+    for kind, label in (("window", "test error has the window [1, 3]"), ("flat", "no NLC effect"))
+}
+
+
+def window_rates(
+    sizes: Iterable[int] = (20, 48, 120, 500),
+    replicates: int = 200,
+    *,
+    kinds: Iterable[str] = ("window", "flat"),
+    rule: Callable[..., dict[str, Any]] | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """How often the study's own NLC window is called large enough while it lies far from the true band:
+    ``replicates`` studies (``window_study``) of each size and population ``kind``, each through ``rule`` (default
+    ``study.experiment.nlc_window.window_of``, what ``good_ranges.nlc_window`` and pruning at launch use). Far: an
+    end more than ``FAR_SDS`` tolerances (``window_tolerance``) off the true one: if the rule's bound on one
+    standard deviation held and an end were unbiased and normal, at most 5% of the studies it calls large enough
+    would be. One row per kind and size with the columns of ``null_rates`` (``fired``: large enough and far, per
+    study) and ``large_enough``, ``far`` (the shares of studies), ``far_if_large`` (the share of the studies
+    called large enough that are far) and ``miss`` (the median distance, decades, of those)."""
+    from archstudy.study.experiment.nlc_window import window_of
+
+    rule = window_of if rule is None else rule
+    rows = []
+    for kind in kinds:
+        truth = WINDOW_TRUTH[kind]
+        limit = FAR_SDS * window_tolerance(truth)
+        for n in sizes:
+            large = far = fired = 0
+            misses = []
+            for r in range(replicates):
+                w = rule(*window_study(n, seed * 100_003 + r, kind), seed=r)
+                miss = window_miss(w["low"], w["high"], truth)
+                is_far = not miss <= limit
+                large += bool(w["large_enough"])
+                far += is_far
+                fired += bool(w["large_enough"]) and is_far
+                if w["large_enough"]:
+                    misses.append(miss)
+                if progress is not None and (r + 1) % 50 == 0:
+                    progress(f"NLC window ({kind}), {n} architectures: {r + 1} of {replicates} studies")
+            rows.append(
+                {
+                    "verdict": WINDOW_VERDICTS[kind],
+                    "where": "good_ranges.nlc_window: large_enough (study.experiment.nlc_window.window_of)",
+                    "unit": "study",
+                    "nominal": ALPHA,
+                    "architectures": n,
+                    "replicates": replicates,
+                    "trials": replicates,
+                    "fired": fired,
+                    "rate": fired / replicates,
+                    "sd": math.sqrt(ALPHA * (1 - ALPHA) / replicates),
+                    "large_enough": large / replicates,
+                    "far": far / replicates,
+                    "far_if_large": fired / large if large else math.nan,
+                    "miss": float(np.median(misses)) if misses else math.nan,
                 }
             )
     return pd.DataFrame(rows)

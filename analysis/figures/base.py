@@ -33,7 +33,7 @@ from archstudy.study.experiment.nlc_window import PAPER_WINDOW
 
 from ..columns import PREDICTOR_BY_COLUMN
 from ..edf import ErrorEDF
-from ..plotting import BLACK, BLUE, RED, THEME, points, set_log, set_title
+from ..plotting import BLACK, BLUE, RED, THEME, density, set_log, set_title
 from ..stats import pearson_on_scale, statistic_and_p
 from scipy import stats as sps
 
@@ -199,22 +199,19 @@ def scatter(
     jitter: bool = True,
 ) -> int:
     """One scatter panel, with the correlation of its points in the title (unless ``title`` is given); points
-    sized and transparent by their number (``plotting.points``), above any band or line drawn on the panel;
+    drawn as their number asks (``plotting.density``: markers sized and transparent by their number, or from
+    ``plotting.HEXBIN_FROM`` hexagonal bins shaded by count), above any band or line drawn on the panel;
     a numeric x of few values drawn as a strip (``jittered``). Returns the number of points drawn."""
     pts = _plottable(df, x, y, logx, logy)
-    style = points(len(pts)) | ({"s": size} if size is not None else {})
     with rc_context(THEME):
         xs = pts[x].to_numpy(np.float64)
         xs = jittered(xs, logx) if jitter else xs
         ys = pts[y].to_numpy(np.float64)
+        series: list[tuple[np.ndarray, np.ndarray, str, str | None]] = [(xs, ys, color, None)]
         if colored:
             kinds = point_kind(pts).to_numpy()
-            for kind, c in KIND_COLORS:
-                part = kinds == kind
-                if part.any():
-                    ax.scatter(xs[part], ys[part], color=c, label=kind, zorder=3, **style)
-        elif len(pts):
-            ax.scatter(xs, ys, color=color, zorder=3, **style)
+            series = [(xs[kinds == kind], ys[kinds == kind], c, kind) for kind, c in KIND_COLORS]
+        density(ax, series, logx=logx, logy=logy, size=size)
         if logx and len(pts):
             set_log(ax, "x")
         if logy and len(pts):

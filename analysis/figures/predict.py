@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
 
-from ..plotting import BLACK, BLUE, GREY, MIN_PT, RED, THEME, new_figure, points, set_log, set_title
+from ..plotting import BLACK, BLUE, GREY, MIN_PT, RED, THEME, density, new_figure, set_log, set_title
 from ..predict import CANNOT_FIT, LABELS, TARGET, Prediction
 from .base import FigureData, figure
 
@@ -47,7 +47,7 @@ def fig_predict_held_out(d: FigureData) -> Figure:
             continue
         x = h[learner].to_numpy(np.float64)
         with rc_context(THEME):
-            ax.scatter(x, y, color=color, **points(len(x)))
+            density(ax, [(x, y, color, None)])
             if learner != "nlc":  # the NLC's rule is a distance in decades, not an error: no y = x
                 both = np.concatenate([x[np.isfinite(x)], y])
                 a, b = float(both.min()), float(both.max())

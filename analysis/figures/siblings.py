@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..columns import SIBLING_LEVELS, axis_level
-from ..plotting import BLUE, GREY, PALETTE, RED, THEME, figure_legend, panels, points, set_log, set_title
+from ..plotting import BLUE, GREY, PALETTE, RED, THEME, density, figure_legend, panels, set_log, set_title
 from ..stats import sibling_pairs, sign_test
 from .base import FigureData, FigureSpec, NothingToDraw, declare_figure, fmt_p, label, omitted, scatter, _plottable
 from scipy import stats as sps
@@ -68,12 +68,13 @@ def sibling_figure(d: FigureData, axis: str) -> Figure:
     if len(nlc):
         ax = axes[-1]
         level = axis_level(nlc, axis)
-        style = points(len(nlc))
         with rc_context(THEME):
-            for value, c in zip(levels, PALETTE):
-                part = nlc[level == value]
-                if len(part):
-                    ax.scatter(part["nlc"], part["test_error"], color=c, zorder=3, **style)
+            series = [
+                (part["nlc"].to_numpy(np.float64), part["test_error"].to_numpy(np.float64), c, value)
+                for value, c in zip(levels, PALETTE)
+                for part in (nlc[level == value],)
+            ]
+            density(ax, series, logx=True)
             set_log(ax, "x")
             ax.set_xlabel(label("nlc"))
             ax.set_ylabel(label("test_error"))
@@ -94,12 +95,18 @@ def _paired(ax: Axes, pairs: pd.DataFrame, a: str, b: str) -> None:
     if len(contexts) == 1:
         title += f"\n{contexts[0]}"
     if len(contexts) > 1:  # pairs that differ in more than the axis: each kind in its own colour
-        style = points(len(pairs))
         with rc_context(THEME):
-            for context, c in zip(contexts, PALETTE[1:]):
-                part = pairs[pairs["context"] == context]
-                ax.scatter(part["test_error_a"], part["test_error_b"], color=c, label=context, zorder=3, **style)
-            ax.legend(loc="upper left")
+            series = [
+                (part["test_error_a"].to_numpy(np.float64), part["test_error_b"].to_numpy(np.float64), c, context)
+                for context, c in zip(contexts, PALETTE[1:])
+                for part in (pairs[pairs["context"] == context],)
+            ]
+            density(ax, series)
+            ax.legend(
+                handles=[Line2D([], [], ls="", marker="o", ms=6, color=c) for *_, c, _ in series],
+                labels=[lab for *_, lab in series],
+                loc="upper left",
+            )
         set_title(ax, title)
     else:
         scatter(ax, pairs, "test_error_a", "test_error_b", title=title, color=BLUE, jitter=False)

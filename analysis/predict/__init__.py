@@ -54,13 +54,14 @@ the whole study; the NLC's should show the paper's window.
 architectures: does what was learned on waveform-noise hold on MNIST? Scored again on the new designs only
 (``design_keys``: a design the source held, at another width or on other data, is no test of transfer).
 
-**A fitted predictor is data** (``FittedPredictor``): the learner's numbers (the ridge's quantiles, medians,
-means, scales, coefficients and intercept; every tree's features, thresholds, missing-value directions, children and
-leaf values; the window's metric, centre and line), the feature list and the study it came from (location, dataset,
-science fingerprint, rows), in a JSON file with its sha256 (``save``, ``load_predictor``). Loading runs no code
-(the rule of checkpoints): the file is parsed as JSON, checked field by field (a tree's children come after
-their node, every index is in range) and evaluated by numpy; a file changed after it was saved is refused in one
-line.
+**A fitted predictor is data** (``FittedPredictor``), read from scikit-learn's public API only: the ridge's and
+the window's numbers (quantiles, medians, means, scales, coefficients and intercept; the window's metric, centre
+and line), evaluated by numpy; the boosted trees' recipe (training table, target, seed, parameters, the
+scikit-learn version) with their predictions on the training rows, refitted on loading and compared bit for bit
+(another scikit-learn that grows other trees is refused in one line naming both versions); the feature list and
+the study it came from (location, dataset, science fingerprint, rows), in a JSON file with its sha256 (``save``,
+``load_predictor``). Loading runs no code (the rule of checkpoints): the file is parsed as JSON and checked field
+by field; a file changed after it was saved is refused in one line.
 """
 
 from __future__ import annotations
@@ -157,11 +158,9 @@ from .persistence import (
     NOT_DESIGN,
     TRANSFER_COLUMNS,
     _Invalid as _Invalid,
-    _bool_list as _bool_list,
     _digest as _digest,
     _float_list as _float_list,
     _floats as _floats,
-    _int_list as _int_list,
     _need as _need,
     _number as _number,
     _study_identity as _study_identity,
@@ -172,6 +171,8 @@ from .persistence import (
     load_predictor,
     predictor_from,
     rank_rows,
+    refit,
+    scikit_learn_version,
     score_predictor,
 )
 from .page import REPORT_BOOT, _WithPrediction as _WithPrediction, _own as _own, predict_html, report_prediction
@@ -263,11 +264,9 @@ __all__ = [
     "NOT_DESIGN",
     "TRANSFER_COLUMNS",
     "_Invalid",
-    "_bool_list",
     "_digest",
     "_float_list",
     "_floats",
-    "_int_list",
     "_need",
     "_number",
     "_study_identity",
@@ -278,6 +277,8 @@ __all__ = [
     "load_predictor",
     "predictor_from",
     "rank_rows",
+    "refit",
+    "scikit_learn_version",
     "score_predictor",
     "REPORT_BOOT",
     "_WithPrediction",

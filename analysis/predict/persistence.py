@@ -1,5 +1,12 @@
 """A fitted predictor as data (``fit_predictor``, ``FittedPredictor``, ``load_predictor``) and its transfer to
-another study (``score_predictor``), scored on new designs only as well."""
+another study (``score_predictor``), scored on new designs only as well.
+
+Only scikit-learn's public API is read. The ridge and the window are stored as their numbers (public fitted
+attributes) and evaluated by numpy. The boosted trees are stored as their recipe: the training table, the
+target, the seed, the estimator's parameters and the scikit-learn version that fitted them, with the predictions
+the fitted model made on its training rows. Loading refits them (``HistGradientBoostingRegressor.fit``) and
+compares: predictions equal to the stored ones, bit for bit, load; any other refit (another scikit-learn that
+grows other trees) is refused in one line naming both versions."""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import json
 import math
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -21,6 +28,7 @@ from archstudy.sampling.constraints import Choice, Integer, check
 
 from ..results import Results, architectures_table
 from .learners import (
+    BOOSTED,
     CONFIDENCE,
     FOLDS,
     Feature,
@@ -40,7 +48,7 @@ from .evaluation import SCORE_COLUMNS, _relabel, base_groups, choose_joint, grou
 
 # -- fitting on a whole study, saved as data ------------------------------------------------------------------
 
-FORMAT, VERSION = "archstudy.predictor", 1
+FORMAT, VERSION = "archstudy.predictor", 2  # 2: the boosted trees as a recipe
 MAX_BYTES = 64 * 2**20
 
 
@@ -100,12 +108,36 @@ def fit_predictor(
         model = make_learner(learner, features, seed).fit(X, y)
     source = _study_identity(results, arch)
     source["designs"] = sorted(set(design_keys(arch)))
-    return FittedPredictor(learner, list(features), export(learner, model, features), source)
+    exported = export(learner, model, features, X, y, seed)
+    return FittedPredictor(learner, list(features), exported, source, estimator=model if learner == "boosted" else None)
 
 
-def export(learner: str, model: Any, features: Sequence[Feature]) -> dict[str, Any]:
-    """A fitted learner's numbers, as plain data (the module docstring)."""
+def scikit_learn_version() -> str:
+    import sklearn
+
+    return str(sklearn.__version__)
+
+
+def export(
+    learner: str, model: Any, features: Sequence[Feature], X: pd.DataFrame, y: npt.ArrayLike, seed: int
+) -> dict[str, Any]:
+    """A fitted learner as plain data (the module docstring): the ridge's and the window's numbers; the boosted
+    trees' recipe (``X``, ``y``, ``seed``, ``BOOSTED``, the scikit-learn version) and their predictions on ``X``."""
     numeric, categorical = _split(features)
+    if learner == "boosted":
+        return {
+            "scikit_learn": scikit_learn_version(),
+            "seed": int(seed),
+            "params": dict(BOOSTED),
+            "rows": {
+                f.column: [str(v) for v in X[f.column]]
+                if f.categorical
+                else [None if math.isnan(v) else v for v in _floats(X[f.column])]
+                for f in features
+            },
+            "target": _floats(y),
+            "fitted": _floats(model.predict(X)),
+        }
     if learner in ("window", "nlc"):
         return {
             "metric": model.metric_,
@@ -114,49 +146,26 @@ def export(learner: str, model: Any, features: Sequence[Feature]) -> dict[str, A
             "intercept": float(model.intercept_),
             "fill": float(model.fill_),
         }
-    columns = model.named_steps["columns"]
+    columns = model.named_steps["columns"]  # the ridge
     levels = [list(map(str, c)) for c in columns.named_transformers_["cat"].categories_] if categorical else []
-    if learner == "linear":
-        out = {
-            "levels": levels,
-            "coef": _floats(model.named_steps["ridge"].coef_),
-            "intercept": float(model.named_steps["ridge"].intercept_),
-        }
-        if numeric:
-            u = columns.named_transformers_["num"]
-            rank = u.named_steps["rank"]
-            out.update(
-                quantiles=[_floats(q) for q in np.asarray(rank.quantiles_).T],
-                references=_floats(rank.references_),
-                median=_floats(u.named_steps["impute"].statistics_),
-                mean=_floats(u.named_steps["scale"].mean_),
-                scale=_floats(u.named_steps["scale"].scale_),
-            )
-        else:
-            out.update(quantiles=[], references=[], median=[], mean=[], scale=[])
-        return out
-    trees = model.named_steps["trees"]
-    exported = []
-    for iteration in trees._predictors:  # one regression tree per iteration (squared error: one output)
-        nodes = iteration[0].nodes
-        if np.any(nodes["is_categorical"]):
-            raise ValueError("a categorical split: the features are one-hot encoded, so none is expected")
-        exported.append(
-            {
-                "feature": nodes["feature_idx"].astype(int).tolist(),
-                "threshold": _floats(nodes["num_threshold"]),
-                "missing_left": nodes["missing_go_to_left"].astype(bool).tolist(),
-                "left": nodes["left"].astype(int).tolist(),
-                "right": nodes["right"].astype(int).tolist(),
-                "leaf": nodes["is_leaf"].astype(bool).tolist(),
-                "value": _floats(nodes["value"]),
-            }
-        )
-    return {
+    out = {
         "levels": levels,
-        "baseline": float(np.asarray(trees._baseline_prediction, dtype=np.float64).ravel()[0]),
-        "trees": exported,
+        "coef": _floats(model.named_steps["ridge"].coef_),
+        "intercept": float(model.named_steps["ridge"].intercept_),
     }
+    if numeric:
+        u = columns.named_transformers_["num"]
+        rank = u.named_steps["rank"]
+        out.update(
+            quantiles=[_floats(q) for q in np.asarray(rank.quantiles_).T],
+            references=_floats(rank.references_),
+            median=_floats(u.named_steps["impute"].statistics_),
+            mean=_floats(u.named_steps["scale"].mean_),
+            scale=_floats(u.named_steps["scale"].scale_),
+        )
+    else:
+        out.update(quantiles=[], references=[], median=[], mean=[], scale=[])
+    return out
 
 
 def _floats(values: npt.ArrayLike) -> list[float]:
@@ -167,18 +176,21 @@ def _floats(values: npt.ArrayLike) -> list[float]:
 class FittedPredictor:
     """A fitted predictor as data (module docstring): ``learner``, ``features``, ``model`` (the learner's numbers,
     ``export``) and ``source`` (the study it learned from); ``held_out``: how well it predicted there, on
-    architectures it never saw (``Prediction.summary``), where that was measured. ``predict`` evaluates it with
-    numpy; ``save`` / ``load_predictor`` write and read it as JSON with its sha256."""
+    architectures it never saw (``Prediction.summary``), where that was measured; ``estimator``: the boosted
+    trees' fitted scikit-learn estimator (refitted from ``model`` by ``from_dict``). ``predict`` evaluates the
+    ridge and the window with numpy, the trees with scikit-learn; ``save`` / ``load_predictor`` write and read it
+    as JSON with its sha256."""
 
     learner: str
     features: list[Feature]
     model: dict[str, Any]
     source: dict[str, Any]
     held_out: dict[str, Any] | None = None
+    estimator: Any = field(default=None, compare=False, repr=False)
 
     # -- prediction --
     def matrix(self, arch: pd.DataFrame) -> np.ndarray:
-        """The numeric input of the joint learners: the numeric features, then each category's one-hot levels."""
+        """The ridge's numeric input: the numeric features, then each category's one-hot levels."""
         X = feature_table(arch, self.features)
         numeric, categorical = _split(self.features)
         parts = [X[c].to_numpy(np.float64)[:, None] for c in numeric]
@@ -212,23 +224,10 @@ class FittedPredictor:
             z = (np.hstack([u, u * u]) - np.asarray(m["mean"])) / np.asarray(m["scale"])
             linear: np.ndarray = np.hstack([z, cat]) @ np.asarray(m["coef"]) + m["intercept"]
             return linear
-        X = self.matrix(arch)
-        out = np.full(len(X), m["baseline"])
-        rows = np.arange(len(X))
-        for t in m["trees"]:
-            feature, threshold = np.asarray(t["feature"]), np.asarray(t["threshold"])
-            left, right, leaf = np.asarray(t["left"]), np.asarray(t["right"]), np.asarray(t["leaf"])
-            missing_left = np.asarray(t["missing_left"])
-            node = np.zeros(len(X), dtype=np.int64)
-            for _ in range(len(feature)):  # children come after their node: at most this many steps
-                live = ~leaf[node]
-                if not live.any():
-                    break
-                x = X[rows, feature[node]]
-                go_left = np.where(np.isnan(x), missing_left[node], x <= threshold[node])
-                node = np.where(live, np.where(go_left, left[node], right[node]), node)
-            out += np.asarray(t["value"])[node]
-        return out
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a level the trees never saw: one-hot encoded as none
+            trees: np.ndarray = np.asarray(self.estimator.predict(feature_table(arch, self.features)), np.float64)
+        return trees
 
     # -- as data --
     def to_dict(self) -> dict[str, Any]:
@@ -259,9 +258,12 @@ class FittedPredictor:
     def from_dict(cls, d: Any, where: str = "predictor") -> "FittedPredictor":
         """A predictor from its dict form, checked field by field; anything else is a one-line ``UserError``."""
         try:
-            return _validated(d)
+            predictor = _validated(d)
         except _Invalid as e:
             raise UserError(f"{where}: not a valid archstudy predictor: {e}") from None
+        if predictor.learner == "boosted":
+            predictor.estimator = refit(predictor, where)
+        return predictor
 
 
 def _digest(body: Mapping[str, Any]) -> str:
@@ -305,25 +307,6 @@ def _float_list(v: Any, name: str, n: int | None = None, finite: bool = True) ->
     _need(n is None or len(v) == n, f"{name} must have {n} entries, not {len(v)}")
     _need(not finite or all(math.isfinite(x) for x in v), f"{name} must be finite")
     return [float(x) for x in v]
-
-
-def _int_list(v: Any, name: str, lo: int, hi: int, n: int) -> list[int]:
-    _need(
-        isinstance(v, list) and len(v) == n and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
-        f"{name} must be a list of {n} integers",
-    )
-    _need(all(lo <= x < hi for x in v), f"{name} must lie in [{lo}, {hi})")
-    ints: list[int] = v  # checked above
-    return ints
-
-
-def _bool_list(v: Any, name: str, n: int) -> list[bool]:
-    _need(
-        isinstance(v, list) and len(v) == n and all(isinstance(x, bool) for x in v),
-        f"{name} must be a list of {n} booleans",
-    )
-    bools: list[bool] = v  # checked above
-    return bools
 
 
 def _number(v: Any, name: str) -> float:
@@ -371,6 +354,9 @@ def _validated(d: Any) -> FittedPredictor:
         for k in ("centre", "slope", "intercept", "fill"):
             _number(m[k], f"model.{k}")
         return FittedPredictor(learner, features, m, d["source"], d.get("held_out"))
+    if learner == "boosted":
+        _check_recipe(m, features)
+        return FittedPredictor(learner, features, m, d["source"], d.get("held_out"))
     levels = m.get("levels")
     _need(
         isinstance(levels, list)
@@ -379,52 +365,90 @@ def _validated(d: Any) -> FittedPredictor:
         "model.levels must list each category's levels",
     )
     width = len(numeric) + sum(len(v) for v in levels)
-    if learner == "linear":
-        _need(
-            set(m) == {"levels", "quantiles", "references", "median", "mean", "scale", "coef", "intercept"},
-            "a linear model has levels, quantiles, references, median, mean, scale, coef, intercept",
-        )
-        ref = _float_list(m["references"], "model.references")
-        _need(ref == sorted(ref), "model.references must be increasing")
-        _need(
-            isinstance(m["quantiles"], list) and len(m["quantiles"]) == len(numeric),
-            "model.quantiles must list each numeric feature's quantiles",
-        )
-        for j, q in enumerate(m["quantiles"]):
-            q = _float_list(q, f"model.quantiles[{j}]", len(ref))
-            _need(q == sorted(q), f"model.quantiles[{j}] must be increasing")
-        _float_list(m["median"], "model.median", len(numeric))
-        _float_list(m["mean"], "model.mean", 2 * len(numeric))
-        scale = _float_list(m["scale"], "model.scale", 2 * len(numeric))
-        _need(all(s > 0 for s in scale), "model.scale must be positive")
-        _float_list(m["coef"], "model.coef", 2 * len(numeric) + width - len(numeric))
-        _number(m["intercept"], "model.intercept")
-        return FittedPredictor(learner, features, m, d["source"], d.get("held_out"))
-    _need(set(m) == {"levels", "baseline", "trees"}, "a boosted model has levels, baseline, trees")
-    _number(m["baseline"], "model.baseline")
-    _need(isinstance(m["trees"], list), "model.trees must be a list")
-    for i, t in enumerate(m["trees"]):
-        name = f"model.trees[{i}]"
-        _need(
-            isinstance(t, dict)
-            and set(t) == {"feature", "threshold", "missing_left", "left", "right", "leaf", "value"},
-            f"{name} must have feature, threshold, missing_left, left, right, leaf, value",
-        )
-        n = len(t["leaf"]) if isinstance(t["leaf"], list) else 0
-        _need(n >= 1, f"{name} must have nodes")
-        leaf = _bool_list(t["leaf"], f"{name}.leaf", n)
-        _bool_list(t["missing_left"], f"{name}.missing_left", n)
-        feature = _int_list(t["feature"], f"{name}.feature", 0, max(width, 1), n)
-        left = _int_list(t["left"], f"{name}.left", 0, n, n)
-        right = _int_list(t["right"], f"{name}.right", 0, n, n)
-        threshold = _float_list(t["threshold"], f"{name}.threshold", n, finite=False)
-        _float_list(t["value"], f"{name}.value", n)
-        for j in range(n):
-            if not leaf[j]:
-                _need(left[j] > j and right[j] > j, f"{name}: a node's children must come after it")
-                _need(width > 0 and feature[j] < width, f"{name}: a split on a feature the model does not have")
-                _need(not math.isnan(threshold[j]), f"{name}: a split threshold must be a number")
+    _need(
+        set(m) == {"levels", "quantiles", "references", "median", "mean", "scale", "coef", "intercept"},
+        "a linear model has levels, quantiles, references, median, mean, scale, coef, intercept",
+    )
+    ref = _float_list(m["references"], "model.references")
+    _need(ref == sorted(ref), "model.references must be increasing")
+    _need(
+        isinstance(m["quantiles"], list) and len(m["quantiles"]) == len(numeric),
+        "model.quantiles must list each numeric feature's quantiles",
+    )
+    for j, q in enumerate(m["quantiles"]):
+        q = _float_list(q, f"model.quantiles[{j}]", len(ref))
+        _need(q == sorted(q), f"model.quantiles[{j}] must be increasing")
+    _float_list(m["median"], "model.median", len(numeric))
+    _float_list(m["mean"], "model.mean", 2 * len(numeric))
+    scale = _float_list(m["scale"], "model.scale", 2 * len(numeric))
+    _need(all(s > 0 for s in scale), "model.scale must be positive")
+    _float_list(m["coef"], "model.coef", 2 * len(numeric) + width - len(numeric))
+    _number(m["intercept"], "model.intercept")
     return FittedPredictor(learner, features, m, d["source"], d.get("held_out"))
+
+
+def _check_recipe(m: dict[str, Any], features: list[Feature]) -> None:
+    """A boosted model's recipe (``export``), checked field by field."""
+    _need(
+        set(m) == {"scikit_learn", "seed", "params", "rows", "target", "fitted"},
+        "a boosted model has scikit_learn, seed, params, rows, target, fitted",
+    )
+    _need(
+        isinstance(m["scikit_learn"], str) and 0 < len(m["scikit_learn"]) <= 40, "model.scikit_learn must be a version"
+    )
+    _need(
+        isinstance(m["seed"], int) and not isinstance(m["seed"], bool) and 0 <= m["seed"] < 2**32,
+        "model.seed must be an integer in [0, 2^32)",
+    )
+    _need(m["params"] == BOOSTED, f"model.params must be {BOOSTED} (the trees archstudy fits)")
+    target = _float_list(m["target"], "model.target")
+    n = len(target)
+    _need(n >= MIN_ROWS, f"model.target must hold at least {MIN_ROWS} rows")
+    _float_list(m["fitted"], "model.fitted", n)
+    rows = m["rows"]
+    _need(
+        isinstance(rows, dict) and list(rows) == [f.column for f in features],
+        "model.rows must hold each feature's column, in order",
+    )
+    for f in features:
+        v = rows[f.column]
+        name = f"model.rows[{f.column!r}]"
+        if f.categorical:
+            _need(
+                isinstance(v, list) and len(v) == n and all(isinstance(x, str) for x in v),
+                f"{name} must be {n} strings",
+            )
+        else:
+            _need(isinstance(v, list) and len(v) == n, f"{name} must have {n} entries")
+            _float_list([x for x in v if x is not None], name)
+
+
+def refit(predictor: FittedPredictor, where: str = "predictor") -> Any:
+    """The boosted trees fitted again from their stored recipe (the module docstring), public API only: their
+    predictions on the training rows must equal the stored ones bit for bit, or the file is refused in one line
+    naming the scikit-learn that saved it and the one here."""
+    m = predictor.model
+    X = pd.DataFrame(
+        {
+            f.column: np.asarray(m["rows"][f.column], dtype=object).astype(str)
+            if f.categorical
+            else np.array([np.nan if v is None else v for v in m["rows"][f.column]], dtype=np.float64)
+            for f in predictor.features
+        }
+    )
+    with warnings.catch_warnings(), one_thread():
+        warnings.simplefilter("ignore")
+        model = make_learner("boosted", predictor.features, m["seed"]).fit(X, np.asarray(m["target"], np.float64))
+        got = np.asarray(model.predict(X), dtype=np.float64)
+    want = np.asarray(m["fitted"], dtype=np.float64)
+    if not np.array_equal(got, want):
+        here, saved = scikit_learn_version(), m["scikit_learn"]
+        raise UserError(
+            f"{where}: its boosted trees were fitted by scikit-learn {saved} and scikit-learn {here} here fits "
+            f"other trees from the same rows (predictions differ by up to {np.max(np.abs(got - want)):.3g}): load it "
+            f"with scikit-learn {saved}, or fit it again here (`archstudy rank STUDY`)"
+        )
+    return model
 
 
 # -- transfer: a predictor fitted on one study, scored on another ---------------------------------------------

@@ -28,13 +28,27 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 
 from archstudy.sampling import UserError
 from archstudy.sampling.constraints import shorten
 
 from .flags import GIVEN, StoreOnce
 
-COMMANDS = ("run", "resume", "status", "top", "report", "rank", "sample", "datasets", "bench", "reproduce", "cluster")
+COMMANDS = (
+    "run",
+    "resume",
+    "status",
+    "compact",
+    "top",
+    "report",
+    "rank",
+    "sample",
+    "datasets",
+    "bench",
+    "reproduce",
+    "cluster",
+)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -86,6 +100,7 @@ ACTIVITY = {
     "run": "running the study",
     "resume": "resuming the study",
     "status": "reading the study",
+    "compact": "compacting the study",
     "top": "reading the study",
     "report": "reading the studies and writing the report",
     "rank": "ranking architectures",
@@ -228,6 +243,38 @@ def children_die_with_the_command() -> None:
         _FORK["registered"] = True
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # archstudy's own files
+
+
+@contextlib.contextmanager
+def warnings_as_lines(command: str, debug: bool):
+    """A warning while the command runs: archstudy's own (a ``UserWarning`` warned from a file of the package, such as
+    a cache file that could not be written) as one line ``archstudy COMMAND: warning: ...`` on stderr; any other
+    (Python's, numpy's floating-point ``RuntimeWarning``s, Ray's, scikit-learn's) not at all, with ``--debug`` as
+    Python shows it. Processes the command starts
+    meanwhile (``reproduce all``'s workers, Ray's) inherit ``PYTHONWARNINGS=ignore`` unless ``--debug``. Everything is
+    put back afterwards."""
+    environ = os.environ.get("PYTHONWARNINGS")
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if category is UserWarning and os.path.abspath(filename).startswith(_PACKAGE + os.sep):
+            print(f"archstudy {command}: warning: {one_line(message)}", file=sys.stderr)
+        elif debug:
+            sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        if not debug:
+            os.environ["PYTHONWARNINGS"] = "ignore"
+        try:
+            yield
+        finally:
+            if environ is None:
+                os.environ.pop("PYTHONWARNINGS", None)
+            else:
+                os.environ["PYTHONWARNINGS"] = environ
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """Treat SIGTERM (``ray job stop``, ``kill``) like Ctrl-C while the command runs, and never lose either
@@ -282,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(_attached_negative_values(parser, sys.argv[1:] if argv is None else argv))
     children_die_with_the_command()
     try:
-        with sigterm_as_interrupt():
+        with sigterm_as_interrupt(), warnings_as_lines(args.command, getattr(args, "debug", False)):
             open_locations(args)
             return int(args.func(args) or 0)
     except UserError as e:

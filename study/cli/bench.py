@@ -1,10 +1,13 @@
 """``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
 operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
 ``--gpus-per-arch``); the projected hours of the paper's studies (``--project``, ``study.perf.projection``); the
-joint predictor's verdicts on simulated studies (``--calibration``, ``analysis.predict_simulation``)."""
+joint predictor's verdicts on simulated studies (``--calibration``, ``analysis.predict_simulation``); a synthetic
+study of N architectures written through the store, and its readers timed on it (``--store N --out DIR``,
+``study.perf.synthetic_store``)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -112,7 +115,126 @@ def register(sub) -> None:
         help="with --calibration or --verdict-calibration: architectures per study, comma-separated (default "
         "%(default)s)",
     )
+    p.add_argument(
+        "--store",
+        type=int,
+        default=None,
+        metavar="N",
+        help="instead: write a finished synthetic study of N architectures (runs and curves included) to --out "
+        "through the store's own write path, in seconds per thousand (study.perf.synthetic_store); no torch",
+    )
+    p.add_argument("--out", default=None, help="with --store: the new study's directory or s3:// URI")
+    p.add_argument(
+        "--packed", action="store_true", help="with --store: write the results as packs (as `archstudy compact` does)"
+    )
+    p.add_argument(
+        "--time",
+        action="store_true",
+        help="with --store: then time status, top and load_results on it (with and without runs, curves for "
+        "100 architectures), before and after `archstudy compact`",
+    )
     p.set_defaults(func=command)
+
+
+def _timed(fn) -> tuple[float, float]:
+    """(wall-clock seconds, CPU seconds of this process) ``fn()`` takes, its standard output swallowed (a command's
+    table is not the bench's). On a loaded machine the wall clock is mostly waiting for a core: the CPU time is
+    what the work costs."""
+    import contextlib
+    import io
+    import time
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        return time.perf_counter() - t0, time.process_time() - c0
+
+
+def time_store(location: str, say=print) -> dict:
+    """The store's readers timed on a study, then ``archstudy compact``, then the readers again: planning (sampling
+    the specs, part of `status`), the survey of the files (the rest of `status`), `status` and `top` as commands,
+    ``load_results`` without and with runs, and the curves of 100 architectures. Seconds, one run each."""
+    from archstudy.analysis import load_results
+
+    from ..execution.compaction import compact_study
+    from ..execution.state import survey
+    from ..execution.store import Store
+    from ..execution.unit import plan_units
+    from . import status, top
+
+    parser = argparse.ArgumentParser(prog="archstudy")
+    commands = parser.add_subparsers()
+    status.register(commands)
+    top.register(commands)
+
+    def main(argv: list[str]) -> None:  # the command as the command line runs it; an error is raised, not said
+        args = parser.parse_args(argv)
+        if args.func(args) != 0:
+            raise RuntimeError(f"archstudy {' '.join(argv)} failed")
+
+    out: dict = {}
+    config = Store(location).read_config()
+    units: list = []
+    plan_s = _timed(lambda: units.extend(plan_units(config)))  # the `status` command plans again
+    some = [u.arch_id for u in units[:: max(1, len(units) // 100)]][:100]
+
+    def readers(when: str) -> dict:
+        row = {
+            "plan_s": plan_s,
+            "survey_s": _timed(lambda: survey(Store(location), config, units, driver=False)),
+            "status_s": _timed(lambda: main(["status", location, "--json"])),
+            "top_s": _timed(lambda: main(["top", location, "--json"])),
+            "load_results_s": _timed(lambda: load_results(location, runs=False)),
+            "load_results_runs_s": _timed(lambda: load_results(location)),
+            "curves_100_s": _timed(lambda: load_results(location, runs=False, curves=some)),
+        }
+        say(f"{when}: " + ", ".join(f"{k[:-2]} {v[0]:.2f} s ({v[1]:.2f} s CPU)" for k, v in row.items()))
+        return row
+
+    packed = bool(survey(Store(location), config, units, driver=False).packed)
+    if not packed:
+        out["before"] = readers("own files")
+        done: list = []
+        out["compact_s"] = _timed(lambda: done.append(compact_study(location)))
+        say(f"compact: {out['compact_s'][0]:.2f} s ({out['compact_s'][1]:.2f} s CPU; {done[0].line(location)})")
+    out["after"] = readers("packed")
+    return out
+
+
+def store_bench(args) -> int:
+    """``bench --store N --out DIR``: ``study.perf.synthetic_store.write_synthetic_study``, then (``--time``)
+    ``time_store``; a line per step, or JSON."""
+    from ..execution.store import Store
+    from ..perf.synthetic_store import write_synthetic_study
+
+    n = check("bench", "store", Integer(1), args.store)
+    if not args.out:
+        raise SpecError("bench", "out", args.out, "must name the new study's directory (or s3:// URI) with --store")
+    store = Store(args.out)
+    if store.root_kind() == "file" or (store.root_kind() == "dir" and store.listing()):
+        raise SpecError("bench", "out", args.out, "must be a new or empty directory (it holds files)")
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
+    wrote = write_synthetic_study(args.out, n, packed=args.packed, say=say)
+    row = {
+        "architectures": wrote.units,
+        "runs": wrote.runs,
+        "curves": wrote.curves,
+        "plan_s": wrote.plan_s,
+        "write_s": wrote.write_s,
+        "write_cpu_s": wrote.write_cpu_s,
+        "packed": args.packed,
+    }
+    say(
+        f"wrote {wrote.units:,} architectures ({wrote.runs:,} runs, {wrote.curves:,} curve rows) to {args.out} in "
+        f"{wrote.plan_s + wrote.write_s:.1f} s: planning {wrote.plan_s:.1f} s, writing {wrote.write_s:.1f} s "
+        f"({wrote.write_s / wrote.units * 1000:.2f} s per thousand; {wrote.write_cpu_s:.1f} s CPU)"
+    )
+    if args.time:
+        row["timings"] = time_store(args.out, say=say)
+    if args.json:
+        json.dump(row, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    return 0
 
 
 def calibration(args) -> int:
@@ -168,6 +290,8 @@ def command(args) -> int:
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
     if args.calibration or args.verdict_calibration:
         return calibration(args)
+    if args.store is not None:
+        return store_bench(args)
     import torch
 
     from ..perf.bench import CASES, format_table, run_bench, throughput

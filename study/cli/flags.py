@@ -20,6 +20,35 @@ from archstudy.sampling.constraints import Constraint, Declared, Integer, OneOf,
 GIVEN = "_archstudy_given"  # the values of the options given so far, on the namespace while it is parsed
 
 
+# The characters no path, URI, name or number given on the command line may hold: C0 controls and DEL (a newline in
+# --out split the last line of every message that names the path, and made a file name no shell lists plainly).
+_CONTROL = {chr(c) for c in range(0x20)} | {"\x7f"}
+_CONTROL_NAMES = {"\n": "a newline", "\r": "a carriage return", "\t": "a tab", "\x00": "a NUL"}
+
+
+def argument_name(action: argparse.Action) -> str:
+    """How an argument error names the argument: its options (``--out``), or a positional's metavar or name."""
+    if action.option_strings:
+        return "/".join(action.option_strings)
+    metavar = action.metavar if isinstance(action.metavar, str) else None
+    return metavar or action.dest
+
+
+def refuse_control_characters(parser: argparse.ArgumentParser, action: argparse.Action, values: Any) -> None:
+    """An argument error, one line, for a value (or one of a list of values) holding a control character (``_CONTROL``):
+    it names the argument, the value as Python writes it (``'a\\nb'``) and the character."""
+    for value in values if isinstance(values, (list, tuple)) else [values]:
+        if not isinstance(value, str):
+            continue
+        bad = next((c for c in value if c in _CONTROL), None)
+        if bad is not None:
+            what = _CONTROL_NAMES.get(bad, f"the control character {bad!r}")
+            parser.error(
+                f"argument {argument_name(action)}: {shorten(repr(value), 120)} holds {what}; a path, URI, name or "
+                "number here is printable text"
+            )
+
+
 class StoreOnce(argparse.Action):
     """argparse's ``store`` (built on its public ``Action``), but an option given twice with different values
     (``--dataset waveform-noise --dataset digits``) is refused instead of silently keeping the last one; the same
@@ -34,6 +63,7 @@ class StoreOnce(argparse.Action):
         super().__init__(option_strings, dest, nargs=nargs, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
+        refuse_control_characters(parser, self, values)
         given = namespace.__dict__.setdefault(GIVEN, {})
         if self.dest in given and given[self.dest] != values and self.option_strings:
             parser.error(
@@ -77,6 +107,7 @@ class Words(StoreOnce):
         self.read = read
 
     def __call__(self, parser, namespace, values, option_string=None):
+        refuse_control_characters(parser, self, values)
         try:
             value = self.read(" ".join(values))
         except ValueError as e:

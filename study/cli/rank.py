@@ -27,6 +27,7 @@ Running the same command again resumes where it stopped; a larger N (or K) exten
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -208,11 +209,15 @@ def held_out(results, learner: str, asked: str, study: str, allow: bool) -> dict
     from archstudy.analysis.predict import CANNOT_FIT, JOINT, predict_study
     from archstudy.sampling import SpecError
 
+    from ..execution.progress import phase
+
     joint = JOINT if asked == "auto" else (learner,)
     evaluation, why = None, f"the {learner} learner (a single metric's fitted window) has no held-out evaluation"
     if learner in JOINT:
         try:
-            evaluation = predict_study(results, importance=False, dependence=False, curve=False, joint=joint)
+            what = f"the held-out evaluation on {study} (repeated grouped cross-validation)"
+            with phase(sys.stderr, what, in_log=False):  # a refusal follows it: one line in a log
+                evaluation = predict_study(results, importance=False, dependence=False, curve=False, joint=joint)
         except SpecError as e:
             why = str(e)
     if evaluation is None:
@@ -279,6 +284,7 @@ def command(args) -> int:
     from archstudy.analysis.results import load_results
 
     from ..execution.location import RANK_MARK, open_location
+    from ..execution.progress import phase
     from ..execution.ray_session import ray_session
 
     n = check("rank", "architectures", Integer(1, MAX_ARCHITECTURES), args.architectures)
@@ -295,7 +301,8 @@ def command(args) -> int:
             f"rank: {args.study} measured its architectures without training them (`archstudy rank` "
             "made it): learn from a study of trained architectures"
         )
-    predictor = fit_predictor(results, args.learner)
+    with phase(sys.stderr, f"fitting the {args.learner} predictor on {args.study}", in_log=False):
+        predictor = fit_predictor(results, args.learner)
     predictor.held_out = held_out(results, predictor.learner, args.learner, args.study, args.allow_weak_predictor)
     seed = fresh_seed(base.seed) if args.seed is None else check("rank", "seed", Integer(0, 2**63 - 1), args.seed)
     if seed == base.seed:
@@ -324,7 +331,15 @@ def command(args) -> int:
         file=sys.stderr,
     )
 
-    with ray_session(args.address):
+    import ray
+
+    with contextlib.ExitStack() as session:
+        if ray.is_initialized():
+            session.enter_context(ray_session(args.address))
+        else:  # one Ray for the measuring and the check's training; seconds, a minute on a loaded machine
+            label = f"joining the Ray cluster at {args.address}" if args.address else "starting Ray here"
+            with phase(sys.stderr, label, in_log=False):
+                session.enter_context(ray_session(args.address))
         measured_config = config_of(base, seed, _grown(out / MEASURED, wanted), measure_only=True, root=args.root)
         done = _study(measured_config, out / MEASURED, args)
         # Written once the measured study has accepted the data (a wrong --root is refused before any write).

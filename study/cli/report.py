@@ -13,12 +13,13 @@ import os
 import sys
 import time
 
-N_BOOT_MAX = 100_000  # bootstrap resamples per statistic, at most (module docstring)
+from ..experiment.config import N_BOOT_MAX
 
 
 def register(sub) -> None:
     from archstudy.sampling.constraints import numbers_of
 
+    from ..experiment.config import REPORT_NAME
     from ..experiment.nlc_window import PAPER_WINDOW  # torch-free, like the analysis
     from .flags import Words
 
@@ -33,7 +34,11 @@ def register(sub) -> None:
         "several studies side by side. Works on a study that is still running (it says so).",
     )
     p.add_argument("study_dirs", nargs="+", metavar="STUDY_DIR", help="study directory (or s3:// / gs:// prefix)")
-    p.add_argument("--out", default="report.html", help="HTML file to write (default %(default)s)")
+    p.add_argument(
+        "--out",
+        help=f"HTML file to write (default: STUDY_DIR/{REPORT_NAME} for one study directory, where `run --report` "
+        f"writes it; ./{REPORT_NAME} for several studies or an s3:// or gs:// one)",
+    )
     p.add_argument(
         "--n-boot",
         type=int,
@@ -86,6 +91,8 @@ def command(args) -> int:
 
     # Every study location was opened, and object storage asked once, before this ran (study.cli.open_locations).
     check("report", "n_boot", Integer(0, N_BOOT_MAX), args.n_boot)
+    if args.out is None:
+        args.out = default_out(args.study_dirs)
     if os.path.isdir(args.out):
         raise SpecError("report", "out", args.out, "is a directory: give the HTML file to write (e.g. DIR/report.html)")
     t0 = time.perf_counter()
@@ -113,3 +120,15 @@ def command(args) -> int:
         file=sys.stdout,
     )
     return 0
+
+
+def default_out(study_dirs: list[str]) -> str:
+    """Where the report goes without ``--out``: beside one local study's files (``STUDY/report.html``, where `run
+    --report` writes it, the one file a report may write in a study); in the current directory (``./report.html``)
+    for several studies, which no one study holds, and for an s3:// or gs:// study."""
+    from ..execution.location import names_a_uri
+    from ..experiment.config import REPORT_NAME
+
+    if len(study_dirs) == 1 and not names_a_uri(study_dirs[0]):
+        return os.path.join(study_dirs[0], REPORT_NAME)
+    return REPORT_NAME

@@ -210,9 +210,7 @@ def finish(result, location: str, args, example: bool) -> int:
         from ..execution.store import Store
 
         store = Store(location)
-        # Beside the study's files when it is local; in the current directory for an s3:// or gs:// study.
-        path = os.path.join(store.root, REPORT_NAME) if store.local else REPORT_NAME
-        print(write_report([store.uri], path))
+        print(write_report([store.uri], report_path(store)))
     elif args.report:
         print(
             f"archstudy: no report: {result.total - result.finished_before - result.finished} architectures are "
@@ -234,6 +232,7 @@ class Plan:
     todo: list
     slots: int | None  # architectures at once; None: on a cluster, not known here
     estimate_s: float | None = None
+    study: Any = None  # the driver's plan (``study.execution.driver.StudyPlan``) that `run` then runs
 
     def estimate(self) -> str | None:
         """Time a few steps (``estimate_line``) and return the line that says the estimate, or why there is none
@@ -247,24 +246,6 @@ class Plan:
             )
         text, self.estimate_s = estimate_line(self.config, self.data, self.todo, self.slots)
         return text
-
-
-def _planned_config(store, keys: dict, args):
-    """The config the driver would run (``run_study``'s own reconciliation): a new study's, or on an existing one
-    the stored config, extended or replaced (--force-config) as asked; a command the driver refuses is refused
-    here, before anything is planned, with its line."""
-    from ..execution.driver import _check_new_location, _check_not_inside_a_study, _named_execution, _reconcile
-
-    execution = execution_of(args)
-    config = StudyConfig.from_dict(keys)
-    config = config.with_execution(**{k: v for k, v in execution.items() if v is not None})
-    _check_not_inside_a_study(store)
-    if not store.is_study():
-        _check_new_location(store)
-        return config
-    stored = store.read_config()
-    planned, rewrite, _ = _reconcile(store, stored, config, args.force_config)
-    return planned if rewrite else stored.with_execution(**_named_execution(keys, execution))
 
 
 def _slots(config, address: str | None, max_in_flight: int | None) -> int | None:
@@ -329,79 +310,65 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
     )
 
 
-def make_plan(keys: dict, out: str, args, say) -> Plan:
-    """The plan `run` says before it starts anything (read-only: nothing is written, Ray is not started), after the
-    driver's own checks, in its order (``run_study``): a command it refuses is refused here, in its one line,
-    before anything costly (the timed steps) runs."""
+def report_path(store) -> str:
+    """Where `run --report` (and the example) writes the report: beside the study's files when it is local, in the
+    current directory for an s3:// or gs:// study."""
+    return os.path.join(store.root, REPORT_NAME) if store.local else REPORT_NAME
+
+
+def report_problem(path: str) -> str | None:
+    """Why the report could not be written at ``path`` (checked in the plan, before any training), or None: a
+    directory or something else that is no file there, or a folder that does not take new files."""
+    if os.path.lexists(path) and not os.path.isfile(path):
+        return f"{path} is not a file (a directory?): move it away"
+    if os.path.exists(path):
+        return None if os.access(path, os.W_OK) else f"{path} is not writable"
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(folder):  # a new study: its directory is created where the nearest parent is
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        return f"cannot write {path} ({folder} is not a writable directory)"
+    return None
+
+
+def make_plan(keys: dict, out: str, args, say, example: bool = False) -> Plan:
+    """The plan `run` says before it starts anything (read-only: nothing is written, Ray is not started): the
+    driver's own (``plan_study``, which ``run_plan`` then runs), refused in its one line where the driver would
+    refuse, before anything costly (the timed steps) runs; and where the report goes, when one is asked."""
     from ..execution.costs import plan_line
-    from ..execution.driver import (
-        _check_memory,
-        _check_pilot,
-        _load_data,
-        _memory_needed,
-        _refuse_mixed,
-        data_fingerprint,
-    )
+    from ..execution.driver import plan_study
     from ..execution.memory import size
-    from ..execution.progress import Progress
-    from ..execution.ray_session import check_address
-    from ..execution.state import plan_with_progress, survey
-    from ..execution.store import Store
 
-    from archstudy.sampling.constraints import Real, check
-    from archstudy.sampling.width import check_budget
-
-    store = Store(out)
-    store.reach()
-    existing = store.is_study()
-    config = _planned_config(store, keys, args)
-    # The driver's first checks (``_drive``), made as it makes them.
-    if args.max_in_flight is not None and args.max_in_flight < 1:
-        raise UserError(f"max_in_flight = {args.max_in_flight!r}: must be an integer >= 1")
-    check("run", "connect_timeout", Real(0.0, lo_open=True), args.connect_timeout_s)
-    problem = store.write_problem()
-    if problem:
-        raise UserError(f"{store.location}: {problem}")
-    check_address(args.address, args.connect_timeout_s)
-    data = _load_data(config)
-    config = config.replace(d_in=int(data.d_in), d_out=int(data.n_classes), data_fingerprint=data_fingerprint(data))
-    units = plan_with_progress(config, say)
-    new_config = not existing or args.force_config or config.architectures != store.read_config().architectures
-    if new_config:
-        where = f"{config.dataset} (d_in {config.d_in}, {config.d_out} classes)"
-        check_budget("study", (u.spec for u in units), config.param_budget, where)
-        _check_pilot(config)
-    finished: set[str] = set()
-    if existing:  # the driver's refusals of what the study holds (``_drive``, with its lock: here, read-only)
-        state = survey(store, config, units, driver=False)
-        if state.foreign:
-            name, problem = next(iter(state.foreign.items()))
-            raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
-        _refuse_mixed(store, state, config)
-        finished = set(state.finished)
-    todo = [u for u in units if u.name not in finished]
+    study = plan_study(
+        keys,
+        out,
+        address=args.address,
+        force_config=args.force_config,
+        max_in_flight=args.max_in_flight,
+        connect_timeout_s=args.connect_timeout_s,
+        say=say,
+        **execution_of(args),
+    )
+    study.check()
+    store, config = study.store, study.config
+    if args.report or example:
+        problem = report_problem(report_path(store))
+        if problem:
+            asked = "--report" if args.report else "the example (it ends with its report)"
+            raise UserError(f"{asked}: the report cannot be written: {problem}; nothing was run")
+    todo, units = study.todo, study.units
     slots = _slots(config, args.address, args.max_in_flight)
-    needs = _memory_needed(config, units, data, store) if todo else None
-    if slots is not None:  # an embedded Ray: this machine's memory, as the driver checks it before Ray starts
-        _check_memory(
-            needs,
-            engine_nodes=[{"Alive": True, "Resources": {"CPU": float(os.cpu_count() or 1)}}],
-            cpus=config.resources.cpus_per_arch,
-            gpus=config.resources.gpus_per_arch,
-            max_in_flight=args.max_in_flight,
-            embedded=True,
-            shown=Progress(None, 0, 0),
-        )
     if not todo:
         done = f"plan: {store.location}: all {len(units):,} architectures are finished"
-        return Plan([done], config, data, todo, slots)
-    line = plan_line(config, data, units, todo, slots or 1, store.location, len(finished))
+        return Plan([done], config, study.data, todo, slots, study=study)
+    line = plan_line(config, study.data, units, todo, slots or 1, store.location, len(study.state.finished))
     if slots is None:
         line = line.rsplit("; ", 1)[0] + "; as many at a time as the cluster runs"
     lines = [f"plan: {line}"]
-    if needs is not None:
+    if study.needs is not None:
+        needs = study.needs
         lines.append(f"memory: the largest architecture needs about {size(needs[1].bytes)} ({needs[1].terms()})")
-    return Plan(lines, config, data, todo, slots)
+    return Plan(lines, config, study.data, todo, slots, study=study)
 
 
 def confirmed(plan: Plan, args) -> bool:
@@ -463,17 +430,17 @@ def command(args) -> int:
     # At once on a terminal, before the heavy imports (torch, Ray) and the data.
     status.now(f"planning {out}: loading {keys['dataset']} and sampling the architectures ...")
     try:
-        plan = make_plan(keys, out, args, status.say)
+        plan = make_plan(keys, out, args, status.say, example)
     finally:
         status.clear()
     intro = defaults_line(keys, example)
     for line in ([intro] if intro else []) + plan.lines:
         status.say(line)
-    status.now("timing a few training steps on this machine for the estimate ...")
-    try:
+    from ..execution.progress import phase
+
+    timing = bool(plan.todo) and plan.slots is not None  # else there is nothing to time here
+    with phase(sys.stderr if timing else None, "timing a few training steps on this machine for the estimate"):
         estimate = plan.estimate()
-    finally:
-        status.clear()
     if estimate:
         status.say(estimate)
     if args.dry_run:
@@ -482,19 +449,8 @@ def command(args) -> int:
     if not confirmed(plan, args):
         return 1
 
-    from ..execution.driver import run_study
+    from ..execution.driver import run_plan
 
-    # The keys as given (not a StudyConfig): on an existing study, execution settings they do not name stay
-    # the study's own.
-    result = run_study(
-        keys,
-        out,
-        address=args.address,
-        force_config=args.force_config,
-        max_in_flight=args.max_in_flight,
-        progress=sys.stderr,
-        connect_timeout_s=args.connect_timeout_s,
-        announced=True,  # the plan above said what will run and its memory
-        **execution_of(args),
-    )
+    # The plan said above is the one that runs (the driver surveys the study again once it holds the lock).
+    result = run_plan(plan.study, progress=sys.stderr, announced=True)
     return finish(result, out, args, example)

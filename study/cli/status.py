@@ -40,6 +40,8 @@ def _ago(unix: float | None) -> str:
 
 
 def command(args) -> int:
+    from archstudy.analysis.leaderboard import untrained_row
+
     from ..experiment.config import science_differences
     from ..execution.costs import count_text
     from ..execution.live import describe, read_live
@@ -79,15 +81,7 @@ def command(args) -> int:
         pruning = f"NLC window auto, from a pilot of the first {c.nlc_pilot} architectures"
     elif window is not None:
         pruning = f"NLC window [{window[0]:g}, {window[1]:g}]"
-    untrained = (
-        (
-            "  measured only",
-            "a study that measures only (measure_only, as `archstudy rank` makes): metrics at "
-            "initialization, nothing trained",
-        )
-        if c.measure_only
-        else ("  pruned", f"{pruning}: NLC at initialization outside it, not trained")
-    )
+    untrained = untrained_row(c.measure_only, pruning)
     rows = [
         ("finished", len(state.finished), ""),
         *(
@@ -102,6 +96,14 @@ def command(args) -> int:
         ("failed", len(state.failed), "tried again by `archstudy resume`" if state.failed else ""),
         ("remaining", len(state.remaining), f"{len(state.checkpoints)} with a checkpoint" if state.checkpoints else ""),
     ]
+    if state.packed:
+        rows.append(
+            (
+                "  in packs",
+                len(state.packed),
+                f"of the finished: read from {len(state.packs)} pack(s), `archstudy compact`",
+            )
+        )
     if state.corrupt:
         rows.append(("corrupt", len(state.corrupt), "removed and redone by `archstudy resume` (counted in remaining)"))
     if state.foreign:
@@ -141,9 +143,17 @@ def command(args) -> int:
         show("corrupt:")
         for name, problem in state.corrupt.items():
             show(f"  {name}  {problem}")
+    if state.bad_packs:
+        show("packs that are not whole (their architectures are redone unless their own files are there):")
+        for stem, problem in state.bad_packs.items():
+            show(f"  {stem}  {problem}")
     if state.other_config or state.extra:
         recorded = next(iter(state.recorded.values()), None)
-        show(f"not this study's (a resume refuses to run beside them): {science_differences(recorded, c.science())}")
+        if state.other_config or recorded != json.loads(c.science_json):  # as the driver's refusal reads it
+            why = science_differences(recorded, c.science())
+        else:
+            why = "no architecture of this config's plan"
+        show(f"not this study's (a resume refuses to run beside them): {why}")
         for name in list(state.other_config)[:20] + state.extra[:20]:
             show(f"  {name}")
     for line, hang in out:

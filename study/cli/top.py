@@ -140,28 +140,12 @@ def caution(n: int, few: int) -> str | None:
     )
 
 
-def text(board, width: int | None, few: int, measured_only: bool) -> str:
+def text(board, width: int | None, few: int) -> str:
     """The leaderboard for a terminal (module docstring)."""
     dropped: list[str] = []
-    if measured_only and board.by in ERRORS:
-        n = board.finished
-        board = dataclasses.replace(
-            board,
-            notes=[
-                f"{n} finished architectures were measured only (a measure-only study, as `archstudy rank` makes "
-                f"one): nothing was trained, so none has a {board.by}; `--by nlc` (or another metric) ranks them"
-            ],
-        )
     if width is not None:
         board, dropped = narrowed(board, width)
     lines = board.text().splitlines()
-    if measured_only and board.by in ERRORS:
-        lines = [
-            f"no {board.by}: nothing is trained in a study that measures only"
-            if line == f"no architecture has a value of {board.by} yet"
-            else line
-            for line in lines
-        ]
     if dropped:
         table_end = 2 + 1 + len(board.architectures)
         shown = ", ".join(SHOWN_HEADERS.get(c, c) for c in dropped)
@@ -183,6 +167,5 @@ def command(args) -> int:
     if args.json:
         print(json.dumps(board.to_dict(), indent=1))
         return 0
-    measured_only = bool(results.config.get("measure_only"))
-    print(text(board, output_width(args.wide), FEW, measured_only))
+    print(text(board, output_width(args.wide), FEW))
     return 0

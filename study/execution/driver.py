@@ -1,7 +1,9 @@
 """The study driver: create or resume a study, run its unfinished architectures on Ray, commit each result once.
 
 ``run_study(config, out)`` starts a study (or resumes it, when ``out`` already holds the same study);
-``resume_study(out)`` continues one from its own ``study.yaml``. Either way:
+``resume_study(out)`` continues one from its own ``study.yaml``. Either is ``plan_study`` (read-only: what will
+run, or the one line that refuses it) and then ``run_plan``; ``archstudy run`` prints the same plan before it runs
+it. Either way:
 
 1. everything is checked before anything is written (the config, the location, the dataset): a refused
    command leaves the study directory exactly as it was;
@@ -34,8 +36,8 @@ import os
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any, Mapping, TextIO, cast
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, TextIO, cast
 
 from archstudy.sampling import BASE, SpecError, UserError
 from archstudy.sampling.width import check_budget
@@ -57,7 +59,7 @@ from . import memory
 from .location import study_above
 from .costs import PROBE_UNITS, Forecast, count_text, plan_line
 from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
-from .progress import Progress
+from .progress import Progress, phase
 from .pruning import is_pilot, pilot_points
 from .ray_session import check_address, ray_session
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
@@ -146,6 +148,208 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
     return {**execution_settings(config), **{k: v for k, v in overrides.items() if v is not None}}
 
 
+# The line a plan says where another driver holds the study's lock: what that driver's ``Store.driver_lock`` refuses.
+LOCKED = "another archstudy driver is running on this study (see `archstudy status`)"
+
+
+@dataclass
+class StudyPlan:
+    """What a driver will do on a study, decided before anything is written or started (``plan_study``, read-only):
+    the config it runs, with the keys derived from the data (``derived``: ``d_in``, ``d_out``, ``data_fingerprint``),
+    the study's units and those left to run (``todo``), and the refusals that come from the study's files
+    (``refusal``): a path where an architecture's file goes that holds something else (``blocked``), files of
+    another schema version or science config, another driver holding the study's lock (``locked``).
+
+    ``archstudy run`` prints its plan from it and then runs it (``run_plan``), and ``run_study``/``resume_study``
+    are ``plan_study`` then ``run_plan``: what is said before the start is what runs. The driver surveys the
+    files again once it holds the lock (``surveyed``), with the same code: another process may have finished
+    units between the plan and the start."""
+
+    store: Store
+    config: StudyConfig
+    data: Any
+    units: list[WorkUnit]
+    state: StudyState
+    new: bool  # the location held no study: the driver creates it
+    write_config: bool  # the driver writes study.yaml (a new study, an extended one, --force-config)
+    note: str | None  # what the driver says of the config before it writes (extending it, replacing it)
+    needs: Any  # (spec, ``memory.Estimate``) of the unit that needs the most memory; None without units
+    address: str | None
+    max_in_flight: int | None
+    retry_failed: bool
+    blocked: list[str] = field(default_factory=list)
+    locked: str | None = None
+
+    @property
+    def derived(self) -> dict[str, Any]:
+        """The keys the driver derives from the data loaded now (recorded in a new study's study.yaml)."""
+        return {k: getattr(self.config, k) for k in ("d_in", "d_out", "data_fingerprint")}
+
+    @property
+    def todo(self) -> list[WorkUnit]:
+        """The units this session runs: those not finished (failed ones too, unless ``retry_failed`` is off)."""
+        finished = set(self.state.finished)
+        return [
+            u for u in self.units if u.name not in finished and (self.retry_failed or u.name not in self.state.failed)
+        ]
+
+    def refusal(self) -> str | None:
+        """The one line that refuses to run this plan, in the driver's order, or None."""
+        if self.locked:
+            return self.locked
+        if self.blocked:
+            more = f" (and {len(self.blocked) - 1} more)" if len(self.blocked) > 1 else ""
+            return (
+                f"{self.blocked[0]}{more}: not a file, where the study writes one of an architecture's files (a "
+                "directory?); nothing was run: move it away"
+            )
+        if self.state.foreign:
+            name, problem = next(iter(self.state.foreign.items()))
+            return f"{self.store.location}: {name}: {problem}; resume it with the archstudy version that wrote it"
+        return _mixed_problem(self.store, self.state, self.config)
+
+    def check(self) -> None:
+        """Raise the ``refusal`` as a one-line ``UserError``, if there is one."""
+        problem = self.refusal()
+        if problem:
+            raise UserError(problem)
+
+    def surveyed(self) -> StudyPlan:
+        """The plan with the study's files surveyed again (the driver, holding the lock: not ``locked``)."""
+        state, blocked = _survey(self.store, self.config, self.units)
+        return replace(self, state=state, blocked=blocked, locked=None)
+
+
+def _survey(store: Store, config: StudyConfig, units: list[WorkUnit]) -> tuple[StudyState, list[str]]:
+    """The study's files against its units (``study.execution.state.survey``) and the blocked paths; an empty
+    state where the location does not exist yet."""
+    if store.root_kind() != "dir":
+        return StudyState(config=config, units=units), []
+    return survey(store, config, units, driver=False), store.blocked(u.name for u in units)
+
+
+def plan_study(
+    config: StudyConfig | Mapping[str, Any] | None,
+    out: str | os.PathLike,
+    *,
+    address: str | None = None,
+    force_config: bool = False,
+    retry_failed: bool = True,
+    max_in_flight: int | None = None,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    say: Callable[[str], None] | None = None,
+    **execution,
+) -> StudyPlan:
+    """The plan of ``run_study(config, out, ...)`` (``config`` None: of ``resume_study(out, ...)``), read-only:
+    nothing is written and Ray is not started. Every check that can refuse the command runs here, the cheap
+    ones first (``UserError``, one line); the refusals that come from the study's files are the plan's
+    ``refusal``. ``say``: lines said while it plans (sampling a large study takes minutes)."""
+    say = say or (lambda line: None)
+    store = Store(out)
+    store.reach()  # object storage that refuses or never answers: one line, in bounded time
+    unchanged: StudyConfig | None = None
+    note: str | None = None
+    if config is None:  # a resume: the study's own config
+        config = _execution(store.read_config(), execution)
+        new, write_config = False, False
+    else:
+        named = _named_execution(config, execution)
+        if not isinstance(config, StudyConfig):
+            config = StudyConfig.from_dict(config)
+        config = _execution(config, execution)
+        _check_not_inside_a_study(store)
+        new = not store.is_study()
+        if not new:
+            stored = store.read_config()
+            config, write_config, note = _reconcile(store, stored, config, force_config)
+            if not write_config:
+                config = stored.with_execution(**named)
+            elif force_config and not stored.differences(config.replace(data_fingerprint=stored.data_fingerprint)):
+                # --force-config with the study's own science keys: rewritten only if the data turns out to differ.
+                unchanged = stored.with_execution(**named)
+        else:
+            _check_new_location(store)
+            write_config = True
+    if max_in_flight is not None and max_in_flight < 1:
+        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
+    connect_timeout_s = check("run", "connect_timeout", Real(0.0, lo_open=True), connect_timeout_s)
+    problem = store.write_problem()
+    if problem:
+        raise UserError(f"{store.location}: {problem}")
+    store.check_lock()
+    check_address(address, connect_timeout_s)
+    data = _load_data(config)
+    d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
+    if unchanged is not None and unchanged.data_fingerprint == fingerprint:
+        # --force-config asked nothing new (the same science keys, the same data): nothing is rewritten.
+        config, write_config, note = unchanged, False, None
+    if new:  # d_in, d_out and data_fingerprint are the data's, recorded when a study is created: never a choice
+        for key, value in (("d_in", d_in), ("d_out", d_out), ("data_fingerprint", fingerprint)):
+            given = getattr(config, key)
+            if given is not None and given != value:
+                raise UserError(
+                    f"study.{key} = {given!r}: is not the data's ({config.dataset} has {key} = {value!r}); "
+                    "archstudy derives it from the data when it creates a study: leave it out of the config"
+                )
+    if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
+        raise UserError(
+            f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
+            f"with d_in = {config.d_in}, {config.d_out} classes"
+        )
+    if config.data_fingerprint is not None and config.data_fingerprint != fingerprint:
+        raise UserError(
+            f"{config.dataset}: the data loaded now (fingerprint {fingerprint}) is not the study's "
+            f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
+            "`archstudy run` accepts it"
+        )
+    config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
+    units = plan_with_progress(config, say)
+    if write_config:
+        check_budget(
+            "study", (u.spec for u in units), config.param_budget, f"{config.dataset} (d_in {d_in}, {d_out} classes)"
+        )
+        _check_pilot(config)
+    needs = _memory_needed(config, units, data, store)
+    if not address and not os.environ.get("RAY_ADDRESS"):  # an embedded Ray: this machine's memory, before Ray starts
+        _check_memory(
+            needs,
+            engine_nodes=[{"Alive": True, "Resources": {"CPU": float(os.cpu_count() or 1)}}],
+            cpus=config.resources.cpus_per_arch,
+            gpus=config.resources.gpus_per_arch,
+            max_in_flight=max_in_flight,
+            embedded=True,
+            say=say,
+        )
+    state, blocked = _survey(store, config, units)
+    return StudyPlan(
+        store=store,
+        config=config,
+        data=data,
+        units=units,
+        state=state,
+        new=new,
+        write_config=write_config,
+        note=note,
+        needs=needs,
+        address=address,
+        max_in_flight=max_in_flight,
+        retry_failed=retry_failed,
+        blocked=blocked,
+        locked=f"{store.location}: {LOCKED}" if store.driver_running() else None,
+    )
+
+
+def run_plan(
+    plan: StudyPlan, *, progress: TextIO | None = sys.stderr, intro: str | None = None, announced: bool = False
+) -> DriverSummary:
+    """Run ``plan`` (``plan_study``): start or join Ray, take the study's lock, survey its files again, refuse
+    as the plan's ``refusal`` says, then write the config (a new or changed study) and run the units left.
+    ``intro``: a line said once every check has passed, before the line of what will run (the command line's:
+    which defaults it took). ``announced``: the caller has already said what will run and the memory it needs
+    (``archstudy run``'s plan), so the driver does not say it again."""
+    return _drive(plan.store, plan, progress=progress, intro=intro, announced=announced)
+
+
 def run_study(
     config: StudyConfig | Mapping[str, Any],
     out: str | os.PathLike,
@@ -160,7 +364,8 @@ def run_study(
     announced: bool = False,
     **execution,
 ) -> DriverSummary:
-    """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI).
+    """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI): ``plan_study``,
+    then ``run_plan``.
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
     ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``. A larger
@@ -168,44 +373,23 @@ def run_study(
     ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
     ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
-    may take to answer (``check_address``). ``intro``: a line said once every check has passed, before the
-    line of what will run (the command line's: which defaults it took). ``announced``: the caller has already said
-    what will run and the memory it needs (``archstudy run``'s plan), so the driver does not say it again."""
-    named = _named_execution(config, execution)
-    if not isinstance(config, StudyConfig):
-        config = StudyConfig.from_dict(config)
-    config = _execution(config, execution)
-    store = Store(out)
-    store.reach()  # object storage that refuses or never answers: one line, in bounded time
-    _check_not_inside_a_study(store)
-    new = not store.is_study()
-    unchanged: StudyConfig | None = None
-    if not new:
-        stored = store.read_config()
-        config, rewrite, note = _reconcile(store, stored, config, force_config)
-        if not rewrite:
-            config = stored.with_execution(**named)
-        elif force_config and not stored.differences(config.replace(data_fingerprint=stored.data_fingerprint)):
-            # --force-config with the study's own science keys: rewritten only if the data turns out to differ.
-            unchanged = stored.with_execution(**named)
-    else:
-        _check_new_location(store)
-        rewrite, note = True, None
-    return _drive(
-        store,
-        config,
-        write_config=rewrite,
-        unless_same_data=unchanged,
-        address=address,
-        retry_failed=retry_failed,
-        max_in_flight=max_in_flight,
-        progress=progress,
-        note=note,
-        new=new,
-        connect_timeout_s=connect_timeout_s,
-        intro=intro,
-        announced=announced,
-    )
+    may take to answer (``check_address``). ``intro``, ``announced``: as ``run_plan``'s."""
+    t0 = time.monotonic()
+    shown = Progress(progress, 0, 0)
+    # On a terminal (a line erased once done); not in a log, where a refused command stays one line.
+    with phase(progress, f"planning {os.fspath(out)}: loading the data, sampling", in_log=False):
+        plan = plan_study(
+            config,
+            out,
+            address=address,
+            force_config=force_config,
+            retry_failed=retry_failed,
+            max_in_flight=max_in_flight,
+            connect_timeout_s=connect_timeout_s,
+            say=shown.say,
+            **execution,
+        )
+    return _drive(plan.store, plan, progress=progress, intro=intro, announced=announced, started=t0)
 
 
 def _short(value: Any, limit: int = 60) -> str:
@@ -264,20 +448,23 @@ def resume_study(
     **execution,
 ) -> DriverSummary:
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
-    session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``)."""
-    store = Store(out)
-    store.reach()
-    config = _execution(store.read_config(), execution)
-    return _drive(
-        store,
-        config,
-        write_config=False,
-        address=address,
-        retry_failed=retry_failed,
-        max_in_flight=max_in_flight,
-        progress=progress,
-        connect_timeout_s=connect_timeout_s,
-    )
+    session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``):
+    ``plan_study(None, out, ...)``, then ``run_plan``."""
+    t0 = time.monotonic()
+    shown = Progress(progress, 0, 0)
+    # On a terminal (a line erased once done); not in a log, where a refused command stays one line.
+    with phase(progress, f"planning {os.fspath(out)}: loading the data, sampling", in_log=False):
+        plan = plan_study(
+            None,
+            out,
+            address=address,
+            retry_failed=retry_failed,
+            max_in_flight=max_in_flight,
+            connect_timeout_s=connect_timeout_s,
+            say=shown.say,
+            **execution,
+        )
+    return _drive(plan.store, plan, progress=progress, started=t0)
 
 
 def _check_still_new(store: Store) -> None:
@@ -332,75 +519,18 @@ def _stops_on_write_errors(drive):
 @_stops_on_write_errors
 def _drive(
     store: Store,
-    config: StudyConfig,
+    plan: StudyPlan,
     *,
-    write_config: bool,
-    unless_same_data: StudyConfig | None = None,
-    address: str | None,
-    retry_failed: bool,
-    max_in_flight: int | None,
     progress: TextIO | None,
-    note: str | None = None,
-    new: bool = False,
-    connect_timeout_s: float = CONNECT_TIMEOUT_S,
     intro: str | None = None,
     announced: bool = False,
+    started: float | None = None,
 ) -> DriverSummary:
-    """Run the study's unfinished units; ``new``: ``store`` held no study when the caller decided to create one."""
-    t0 = time.monotonic()
+    """Run the plan's unfinished units (``run_plan``); ``started``: when the caller began (the summary's time)."""
+    t0 = time.monotonic() if started is None else started
     shown = Progress(progress, 0, 0)  # the progress line and messages on the caller's stream
-    # Everything that can refuse the command runs before the first write, the cheap checks first.
-    if max_in_flight is not None and max_in_flight < 1:
-        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
-    connect_timeout_s = check("run", "connect_timeout", Real(0.0, lo_open=True), connect_timeout_s)
-    problem = store.write_problem()
-    if problem:
-        raise UserError(f"{store.location}: {problem}")
-    store.check_lock()
-    check_address(address, connect_timeout_s)
-    data = _load_data(config)
-    d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
-    if unless_same_data is not None and unless_same_data.data_fingerprint == fingerprint:
-        # --force-config asked nothing new (the same science keys, the same data): nothing is rewritten.
-        config, write_config, note = unless_same_data, False, None
-    if new:  # d_in, d_out and data_fingerprint are the data's, recorded when a study is created: never a choice
-        for key, value in (("d_in", d_in), ("d_out", d_out), ("data_fingerprint", fingerprint)):
-            given = getattr(config, key)
-            if given is not None and given != value:
-                raise UserError(
-                    f"study.{key} = {given!r}: is not the data's ({config.dataset} has {key} = {value!r}); "
-                    "archstudy derives it from the data when it creates a study: leave it out of the config"
-                )
-    if config.d_in is not None and (config.d_in, config.d_out) != (d_in, d_out):
-        raise UserError(
-            f"{config.dataset}: the data now has d_in = {d_in}, {d_out} classes; the study was created "
-            f"with d_in = {config.d_in}, {config.d_out} classes"
-        )
-    if config.data_fingerprint is not None and config.data_fingerprint != fingerprint:
-        raise UserError(
-            f"{config.dataset}: the data loaded now (fingerprint {fingerprint}) is not the study's "
-            f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
-            "`archstudy run` accepts it"
-        )
-    config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
-    units = plan_with_progress(config, shown.say)
-    if write_config:
-        check_budget(
-            "study", (u.spec for u in units), config.param_budget, f"{config.dataset} (d_in {d_in}, {d_out} classes)"
-        )
-        _check_pilot(config)
-    needs = _memory_needed(config, units, data, store)
-    if not address and not os.environ.get("RAY_ADDRESS"):  # an embedded Ray: this machine's memory, before Ray starts
-        _check_memory(
-            needs,
-            engine_nodes=[{"Alive": True, "Resources": {"CPU": float(os.cpu_count() or 1)}}],
-            cpus=config.resources.cpus_per_arch,
-            gpus=config.resources.gpus_per_arch,
-            max_in_flight=max_in_flight,
-            embedded=True,
-            shown=shown,
-        )
-
+    config, units, data, needs = plan.config, plan.units, plan.data, plan.needs
+    address, max_in_flight = plan.address, plan.max_in_flight
     res = config.resources
     engine = Engine(
         execute_unit,
@@ -417,7 +547,15 @@ def _drive(
             """Start or join Ray (once), and check that it can run one architecture."""
             if not reached:
                 reached.append(True)
-                embedded = held.enter_context(ray_session(address))
+                import ray
+
+                if ray.is_initialized():  # the caller's Ray (a test, a notebook, `archstudy rank`)
+                    embedded = held.enter_context(ray_session(address))
+                else:  # seconds, a minute on a loaded machine: said, and on a terminal its time runs
+                    where = address or os.environ.get("RAY_ADDRESS")
+                    label = f"joining the Ray cluster at {where}" if where else "starting Ray here"
+                    with phase(progress, label, in_log=False):  # its checks may refuse: one line in a log
+                        embedded = held.enter_context(ray_session(address))
                 _check_capacity(engine, embedded, shown)
                 _check_memory(
                     needs,
@@ -426,57 +564,47 @@ def _drive(
                     gpus=engine.gpus,
                     max_in_flight=max_in_flight,
                     embedded=embedded,
-                    shown=shown,
+                    say=shown.say,
                 )
 
-        if new:
+        if plan.new:
             reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
         locked = held.enter_context(store.driver_lock())
         if locked:
             shown.say(locked)
-        if new:
+        if plan.new:
             _check_still_new(store)  # with the lock held: create the lock, check, then write
-        state = survey(store, config, units, driver=False)
-        blocked = store.blocked(u.name for u in units)
-        if blocked:
-            more = f" (and {len(blocked) - 1} more)" if len(blocked) > 1 else ""
-            raise UserError(
-                f"{blocked[0]}{more}: not a file, where the study writes one of an architecture's files (a "
-                "directory?); nothing was run: move it away"
-            )
-        if state.foreign:
-            name, problem = next(iter(state.foreign.items()))
-            raise UserError(f"{store.location}: {name}: {problem}; resume it with the archstudy version that wrote it")
-        _refuse_mixed(store, state, config)
+        plan = plan.surveyed()  # with the lock held: what the study holds now
+        plan.check()
+        state, todo = plan.state, plan.todo
         finished = set(state.finished)
         # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
         stale = [name for name in state.checkpoints if name in finished]
-        todo = [u for u in units if u.name not in finished and (retry_failed or u.name not in state.failed)]
         result = DriverSummary(
             store.location,
             len(units),
             len(state.finished),
             redone=dict(state.corrupt),
-            skipped_failed=0 if retry_failed else len(state.failed),
+            skipped_failed=0 if plan.retry_failed else len(state.failed),
         )
         for name in stale:
             store.delete(*store.checkpoint_parts(name))
             shown.say(f"{name}: removed the checkpoint of an architecture that had finished")
         if not todo and not state.corrupt:
             what = f"all {len(units)} architectures are finished"
-            if state.failed and not retry_failed:
+            if state.failed and not plan.retry_failed:
                 what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
-            if write_config:  # --force-config on a finished study: record the config (and the data) asked
-                if note:
-                    shown.say(note)
+            if plan.write_config:  # --force-config on a finished study: record the config (and the data) asked
+                if plan.note:
+                    shown.say(plan.note)
                 store.write_config(config)
             shown.say(f"nothing to do: {what} in {store.location}")
             return result
         reach_ray()
         # From here on the driver writes.
-        if note:
-            shown.say(note)
-        if write_config:
+        if plan.note:
+            shown.say(plan.note)
+        if plan.write_config:
             store.write_config(config)
         for path in store.remove_temp_files():
             shown.say(f"removed the temporary file {path} of an interrupted write")
@@ -494,6 +622,7 @@ def _drive(
                 f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} ({needs[1].terms()})"
             )
         _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
+    shown.close()
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
     summary = f"{done}/{count_text(config, result.total)} finished in {store.location}"
@@ -503,19 +632,19 @@ def _drive(
     return result
 
 
-def _refuse_mixed(store: Store, state: StudyState, config: StudyConfig) -> None:
-    """One study, one science config: refuse to run ``config`` beside result files computed under another one
-    (study.yaml edited, or --force-config over finished rows) or that are no unit of its plan."""
+def _mixed_problem(store: Store, state: StudyState, config: StudyConfig) -> str | None:
+    """One study, one science config: the line that refuses to run ``config`` beside result files computed under
+    another one (study.yaml edited, or --force-config over finished rows) or that are no unit of its plan."""
     n = len(state.other_config) + len(state.extra)
     if not n:
-        return
+        return None
     science = config.science()
     recorded = next(iter(state.recorded.values()), None)
     if state.other_config or recorded != json.loads(config.science_json):  # as a file records it
         what = f"were computed under another science config than this one ({science_differences(recorded, science)})"
     else:
         what = "are no architecture of this config's plan"
-    raise UserError(
+    return (
         f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
         f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
         "run this config in a new directory"
@@ -561,7 +690,7 @@ def _check_memory(
     gpus: float,
     max_in_flight: int | None,
     embedded: bool,
-    shown: Progress,
+    say: Callable[[str], None],
 ) -> None:
     """Refuse, before anything runs, a study whose largest unit cannot fit in what a worker has on the nodes
     ``engine_nodes`` (``ray.nodes()`` when None; this machine before an embedded Ray starts: its physical
@@ -590,7 +719,7 @@ def _check_memory(
         raise UserError(
             f"{what}: nothing was run; {advice}, or run fewer at once (--max-in-flight 1, or a larger --cpus-per-arch)"
         )
-    shown.say(f"{what}; its architectures will fail until a node with more memory per architecture joins")
+    say(f"{what}; its architectures will fail until a node with more memory per architecture joins")
 
 
 def _check_capacity(engine: Engine, embedded: bool, shown: Progress) -> None:
@@ -813,6 +942,7 @@ def _execute_units(
         stop = "storage"
         raise
     finally:
+        progress.close()  # the terminal's line ends here; what follows prints below it
         try:
             heartbeat(None, running=False, stopped=stop)
         except StoreWriteError:

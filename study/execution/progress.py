@@ -1,33 +1,94 @@
-"""The one progress line a study's driver shows on stderr, and its messages."""
+"""What a long command shows on stderr while it works: the one progress line of a study's units (``Progress``), and a
+line for a phase that cannot be counted (``phase``: loading data, starting Ray, fitting a predictor).
+
+On a terminal both are tqdm lines (tqdm: a maintained progress library with no dependencies, docs/running.md):
+redrawn at least every ``TICK_S`` seconds, so the elapsed time runs and nothing is silent for longer, with the
+messages printed above the line. In a log (stderr not a terminal) they are plain lines: a study's line when
+something finished (at most every ``LOG_COUNTS_S``) and at least every ``LOG_EVERY_S``; a phase's line once, at
+its start.
+
+The ETA of a study's units is ``study.execution.costs.Forecast``'s: from timed steps at first, then from the
+measured wall time of the units finished in this session (their throughput) and the epochs the running ones
+have done, so it follows the machine's load as it changes.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from typing import TextIO
+from typing import Iterator, TextIO
+
+from tqdm import tqdm
 
 from .costs import Forecast, duration
 from .engine import Tally
 
+TICK_S = 0.5  # a terminal's line is redrawn at least this often
+LOG_COUNTS_S = 2.0  # in a log: a study's line when its counts change, at most this often ...
+LOG_EVERY_S = 60.0  # ... and at least this often
+
+
+def is_terminal(stream: TextIO | None) -> bool:
+    return bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+
+
+@contextlib.contextmanager
+def phase(stream: TextIO | None, label: str, expected_s: float | None = None, *, in_log: bool = True) -> Iterator[None]:
+    """Show ``label`` while the block runs: on a terminal a tqdm line with the elapsed time (and the time left of
+    ``expected_s``, an estimate, when given), redrawn every ``TICK_S`` by a thread while the block blocks (a Ray
+    start, a fit), erased when it ends; in a log one line at the start, unless ``in_log`` is off (a phase whose
+    checks may refuse the command: a refused command is one line in a log). ``stream`` None: nothing."""
+    if stream is None:
+        yield
+        return
+    if not is_terminal(stream):
+        if in_log:
+            stream.write(f"archstudy: {label} ...\n")
+            stream.flush()
+        yield
+        return
+    total = None if expected_s is None else max(float(expected_s), 1e-3)
+    fmt = "archstudy: {desc} {elapsed}" + (" (about {remaining} left)" if total else "")
+    bar = tqdm(total=total, desc=label, file=stream, bar_format=fmt, leave=False, mininterval=0.0)
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def tick() -> None:
+        while not stop.wait(TICK_S):
+            if total is not None:
+                bar.n = min(time.monotonic() - t0, total * 0.99)  # an estimate: never shown as done before it is
+            bar.refresh()
+
+    ticker = threading.Thread(target=tick, name="archstudy-phase", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+        bar.close()
+
 
 class Progress:
-    """The one progress line on stderr: architectures done / total, running (and what the running ones are doing:
-    the epoch and the live runs of each, from their progress records), failed, ETA (``study.execution.costs.Forecast``).
-
-    On a terminal it is rewritten in place; in a log (not a terminal) a line is printed when something
-    finished (at most every 2 s) and at least once a minute."""
+    """The one progress line of a study's units on stderr: architectures done / total, running (and what the running
+    ones are doing: the epoch and the live runs of each, from their progress records), failed, ETA
+    (``study.execution.costs.Forecast``). A tqdm bar on a terminal; plain lines in a log (module docstring)."""
 
     def __init__(self, stream: TextIO | None, total: int, done_before: int):
         self.stream, self.total, self.done_before = stream, total, done_before
-        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self.tty = is_terminal(stream)
         self.t0 = time.monotonic()
         self.last_counts: tuple[int, int] | None  # (done, failed) when the last line was printed
         self.last_print, self.last_counts, self.dirty = 0.0, None, False
         self.forecast: Forecast | None = None  # set by the driver for a session's units
         self.indices: dict[str, str] = {}  # unit name -> its label (index, and variant for a sibling)
+        self.bar: tqdm | None = None  # the terminal's line, once the units run
 
     duration = staticmethod(duration)
 
-    def line(self, t: Tally) -> str:
+    def status(self, t: Tally) -> str:
+        """Running (and what the running ones do), failed, and the ETA."""
         left = t.total - t.done - t.failed
         f = self.forecast
         running = f"{t.running} running"
@@ -42,7 +103,10 @@ class Progress:
         else:
             seconds, past = f.eta(t.done, t.failed, t.running)
             eta = "--" if seconds is None else self.duration(seconds) + (" (running past the estimate)" if past else "")
-        return f"archstudy: {self.done_before + t.done}/{self.total} done, {running}, {t.failed} failed, ETA {eta}"
+        return f"{running}, {t.failed} failed, ETA {eta}"
+
+    def line(self, t: Tally) -> str:
+        return f"archstudy: {self.done_before + t.done}/{self.total} done, {self.status(t)}"
 
     def update(self, t: Tally) -> None:
         if self.stream is None:
@@ -51,15 +115,45 @@ class Progress:
         counts = (t.done, t.failed)
         final = t.done + t.failed == t.total
         if self.tty:
-            self.stream.write("\r" + self.line(t) + "\x1b[K")
+            if self.bar is None:
+                self.bar = tqdm(
+                    total=self.total,
+                    initial=self.done_before + t.done,
+                    file=self.stream,
+                    bar_format="archstudy: {n_fmt}/{total_fmt} done |{bar:12}| {elapsed}{postfix}",
+                    postfix=self.status(t),
+                    mininterval=0.0,
+                    dynamic_ncols=True,
+                )
+                self.last_print, self.last_counts = now, counts
+            elif counts != self.last_counts or now - self.last_print >= TICK_S or final:
+                self.bar.n = self.done_before + t.done
+                self.bar.set_postfix_str(self.status(t), refresh=False)
+                self.bar.refresh()
+                self.last_print, self.last_counts = now, counts
             self.dirty = True
-        elif (counts != self.last_counts and (final or now - self.last_print >= 2.0)) or now - self.last_print >= 60.0:
+            if final:
+                self.close()
+            return
+        if (counts != self.last_counts and (final or now - self.last_print >= LOG_COUNTS_S)) or (
+            now - self.last_print >= LOG_EVERY_S
+        ):
             self.stream.write(self.line(t) + "\n")
             self.last_print, self.last_counts = now, counts
         self.stream.flush()
 
+    def close(self) -> None:
+        """End the terminal's line (it stays on screen, the messages after it print below)."""
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+        self.dirty = False
+
     def say(self, message: str) -> None:
         if self.stream is None:
+            return
+        if self.bar is not None:
+            self.bar.write(f"archstudy: {message}", file=self.stream)  # above the line, which is redrawn below
             return
         if self.dirty:
             self.stream.write("\n")

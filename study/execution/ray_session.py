@@ -4,14 +4,19 @@
 ``ray_session`` starts or joins Ray and, for an embedded Ray, shuts down every process it started on every way
 out (an interrupt during the start included): Ray's own shutdown, then any Ray process below this one that
 appeared during the session (read from /proc; the driver adopts orphans while Ray runs so a raylet killed
-mid-start cannot leave its agents behind).
+mid-start cannot leave its agents behind). A driver killed outright (SIGKILL, the out-of-memory killer) runs none of
+that: its raylet and GCS die with it (Ray starts them with a parent-death signal), and a small reaper process
+(``_reap``) ends the rest, the raylet's agents and workers, which Ray's own watch of the raylet let live up to a
+minute.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -187,6 +192,141 @@ def _shut_down(ray, before: set[tuple[int, str]]) -> None:
             ended |= new
 
 
+# The environment variable every process of an embedded Ray starts with (set while the session runs, inherited by the
+# raylet and GCS and by the agents and workers they start), naming the session: how ``_reap`` finds a worker started
+# after its last look (an agent's is not to be trusted: Ray's process titles overwrite the start of that memory).
+SESSION_VARIABLE = "ARCHSTUDY_RAY_SESSION"
+REAP_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this long
+REAP_TICK_S = 0.25  # how often the reaper looks for the driver's new Ray processes
+
+
+def _reap() -> None:
+    """The reaper's program (run by ``python -c``, standard library only; argv: marker, driver pid, grace, tick).
+    While the driver lives, every ``tick`` seconds (every 8 ticks after the first 20 s) it records the processes below
+    the driver that were not there when it started (pid and start time, from /proc): the embedded Ray's (the driver
+    adopts orphans, so all of its Ray stays below it), and any other the driver started meanwhile (the command's too).
+    When its standard input ends (the driver's end of the pipe closes however the driver ends, SIGKILL included) and
+    the driver is gone, it ends the recorded processes still alive (the same start time) and every process whose
+    environment holds the marker (``SESSION_VARIABLE=token``): SIGTERM, then SIGKILL to those alive ``grace`` seconds
+    later. A driver still alive closed the pipe itself after its own shutdown: nothing is touched."""
+    import os
+    import select
+    import signal
+    import sys
+    import time
+
+    marker, driver, grace, tick = sys.argv[1].encode(), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+
+    def table() -> dict[int, tuple[int, bytes, bytes]]:
+        """pid -> (parent, start time, state) of every process."""
+        out = {}
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                    out[int(d)] = (int(fields[1]), fields[19], fields[0])
+                except (OSError, IndexError, ValueError):
+                    continue
+        return out
+
+    def below(root: int, procs: dict[int, tuple[int, bytes, bytes]]) -> set[tuple[int, bytes]]:
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _, _) in procs.items():
+            children.setdefault(ppid, []).append(pid)
+        found, todo = set(), list(children.get(root, []))
+        while todo:
+            pid = todo.pop()
+            todo.extend(children.get(pid, []))
+            found.add((pid, procs[pid][1]))
+        return found
+
+    def alive(procs: dict[int, tuple[int, bytes, bytes]], pid: int, start: bytes) -> bool:
+        return pid in procs and procs[pid][1] == start and procs[pid][2] != b"Z"
+
+    def marked() -> set[tuple[int, bytes]]:
+        procs, out = table(), set()
+        for pid in procs:
+            if pid in (os.getpid(), driver) or procs[pid][2] == b"Z":
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if marker in f.read().split(b"\0"):
+                        out.add((pid, procs[pid][1]))
+            except OSError:
+                continue
+        return out
+
+    procs = table()
+    if driver not in procs:
+        return
+    driver_start = procs[driver][1]
+    before, seen = below(driver, procs), set()
+    os.write(1, b"ready\n")  # the driver starts Ray only now: nothing of it is among ``before``
+    started = time.monotonic()
+    # every tick while Ray starts (its raylet, GCS and agents), then every 8 ticks (a scan of /proc costs about 3 ms)
+    while not select.select([0], [], [], tick if time.monotonic() - started < 20 else 8 * tick)[0] or os.read(0, 4096):
+        procs = table()
+        seen |= below(driver, procs) - before
+    if alive(table(), driver, driver_start):
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        procs = table()
+        left = {p for p in seen if alive(procs, *p)} | marked()
+        for pid, _ in left:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.monotonic() + grace
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            procs = table()
+            left = {p for p in left if alive(procs, *p)}
+        if not left:
+            return
+
+
+@contextlib.contextmanager
+def _reaped_on_exit():
+    """Start a reaper (``_reap``) that ends the embedded Ray started in this block once this process has ended,
+    however it ends, and give every process started meanwhile ``SESSION_VARIABLE`` (a new token). A normal end
+    closes the pipe after the session's own shutdown (``_shut_down``): the reaper sees this process alive, touches
+    nothing and exits; it is waited for. Linux only (/proc); elsewhere nothing changes."""
+    if not sys.platform.startswith("linux"):
+        yield
+        return
+    marker = f"{SESSION_VARIABLE}={os.getpid()}-{secrets.token_hex(8)}"
+    env = {k: v for k, v in os.environ.items() if k != SESSION_VARIABLE}
+    program = inspect.getsource(_reap) + "\n_reap()\n"
+    reaper = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", program, marker, str(os.getpid()), f"{REAP_GRACE_S:g}", f"{REAP_TICK_S:g}"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,  # not in the terminal's process group: a Ctrl-C there does not end it early
+    )
+    reaper.stdout.readline()  # type: ignore[union-attr]  # it has seen what is below this process before Ray
+    reaper.stdout.close()  # type: ignore[union-attr]
+    previous = os.environ.get(SESSION_VARIABLE)
+    os.environ[SESSION_VARIABLE] = marker.split("=", 1)[1]
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(SESSION_VARIABLE, None)
+        else:
+            os.environ[SESSION_VARIABLE] = previous
+        with contextlib.suppress(OSError):
+            reaper.stdin.close()  # type: ignore[union-attr]
+        try:
+            reaper.wait(timeout=10 + 2 * REAP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            reaper.kill()
+            reaper.wait()
+
+
 @contextlib.contextmanager
 def _adopting_orphans():
     """Make this process the reaper of its orphaned descendants while the embedded Ray runs (Linux
@@ -256,6 +396,7 @@ def ray_session(address: str | None = None):
     try:
         with contextlib.ExitStack() as stack:
             if not address:
+                stack.enter_context(_reaped_on_exit())
                 stack.enter_context(_adopting_orphans())
             try:
                 with _caller_keeps_sigterm(sigterm):

@@ -6,7 +6,9 @@ a trained architecture's ``runs`` file; none for one pruned at launch) and its `
 there is one (a unit finished before curves were recorded has none and stays finished). Finished units that
 were pruned at launch (``trained`` false) are listed apart (``pruned``). ``survey`` reads them all (concurrently)
 and compares them with the plan (``study.execution.unit.plan_units``), so ``archstudy status`` and a resume see
-the same thing. Nothing here writes.
+the same thing. A unit held by a good pack (``study.experiment.packs``, written by ``study.execution.compaction``) is
+finished as its pack is: whole (every table file it records there, with its row count) and of this study's science
+config; a unit recorded only by a pack that is not whole is corrupt. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import time
 from dataclasses import dataclass, field
 
 from ..experiment.config import StudyConfig
-from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, FileCheck, Store
+from ..experiment.packs import sources
+from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, FileCheck, Store, recorded_science
 from .unit import WorkUnit, plan_units
 
 PLAN_PROGRESS_S = 2.0  # planning says how far it is after this long, and again every this long
@@ -64,6 +67,9 @@ class StudyState:
     # the science config recorded by the files of another config or of no plan (name -> dict, None: no record)
     recorded: dict[str, dict | None] = field(default_factory=dict)
     checkpoints: list[str] = field(default_factory=list)  # units with trainer state saved
+    packed: dict[str, str] = field(default_factory=dict)  # finished units read from a pack -> the pack's stem
+    packs: list[str] = field(default_factory=list)  # the good packs (study.experiment.packs)
+    bad_packs: dict[str, str] = field(default_factory=dict)  # committed packs that are not whole -> why
     driver: dict | None = None  # driver.json
     driver_running: bool = False
 
@@ -92,6 +98,9 @@ class StudyState:
             "in_progress_names": list(self.in_progress),
             "in_progress_nodes": dict(self.nodes),
             "failures": {n: r.get("reason", "") for n, r in self.failed.items()},
+            "packed": len(self.packed),
+            "packs": len(self.packs),
+            "bad_packs": dict(self.bad_packs),
         }
 
 
@@ -105,9 +114,23 @@ def survey(
     state = StudyState(config=config, units=units)
     planned = [u.name for u in units]
     planned_set = set(planned)
-    arch_names = set(store.names(ARCHITECTURES, ".parquet"))
-    present = [n for n in planned if n in arch_names]
+    loose = set(store.names(ARCHITECTURES, ".parquet"))  # listed before the packs (study.experiment.packs)
+    packs = store.packs()
+    winners = sources(packs)  # unit -> the good pack it is read from; its own files there are leftovers
+    arch_names = loose | set(winners)
+    present = [n for n in planned if n in loose and n not in winners]
     fingerprint = config.science_fingerprint
+    by_stem = {p.stem: p for p in packs}
+    pack_checks = {p.stem: store.check_pack(p, fingerprint) for p in packs if p.ok}
+    state.packs = [p.stem for p in packs if p.ok]
+    state.bad_packs = {p.stem: p.problem for p in packs if not p.ok}
+    in_bad = {n: p for p in packs if not p.ok for n in p.names}  # the units a bad pack records
+    trained = {
+        n: t is not False
+        for p in packs
+        if p.ok and p.architectures is not None
+        for n, t in zip(p.names, p.architectures.column("trained").to_pylist())
+    }
     arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint)
     committed = [n for n in present if arch_checks[n].ok]
     # The other files of the committed units: absent where a unit does not require them, else checked.
@@ -118,7 +141,26 @@ def survey(
         others[kind] = store.check_files(kind, [n for n in committed if n in listed], fingerprint=fingerprint)
     failures = store.failures()
     for name in planned:
-        if name in arch_names:
+        stem = winners.get(name)
+        if stem is not None:
+            pc = pack_checks[stem]
+            if pc.ok:
+                state.finished.append(name)
+                state.packed[name] = stem
+                if not trained[name]:
+                    state.pruned.append(name)
+                continue
+            state.other_config[name] = f"pack {stem}: {pc.problem}"
+            state.recorded[name] = pc.science
+            state.remaining.append(name)
+            continue
+        if name not in loose and name in in_bad:  # recorded only by a pack that is not whole
+            bad_pack = in_bad[name]
+            if bad_pack.foreign:
+                state.foreign[name] = f"pack {bad_pack.stem}: {bad_pack.problem}"
+                continue
+            state.corrupt[name] = f"pack {bad_pack.stem}: {bad_pack.problem}"
+        if name in loose:
             a = arch_checks[name]
             bad: FileCheck | None  # the first bad file of the unit, and its kind
             bad, kind = (a, ARCHITECTURES) if not a.ok else (None, None)
@@ -148,7 +190,10 @@ def survey(
             state.remaining.append(name)
     state.extra = sorted(arch_names - planned_set)
     for name in state.extra[:1]:  # what the first of them was computed under (for the one-line messages)
-        state.recorded[name] = store.science_of(ARCHITECTURES, name)[1]
+        in_pack = by_stem[winners[name]] if name in winners else None
+        state.recorded[name] = (
+            recorded_science(in_pack.metadata)[1] if in_pack is not None else store.science_of(ARCHITECTURES, name)[1]
+        )
     state.checkpoints = [n for n in store.names(CHECKPOINTS, ".pt") if n in planned_set]
     state.driver = store.read_driver_state()
     if not driver:

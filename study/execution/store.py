@@ -8,6 +8,7 @@ root path, so a local path and a URI take the same code. The layout (docs/result
     architectures/<index>-<arch_id>.parquet   one row per finished architecture
     runs/<index>-<arch_id>.parquet            one row per learning rate of it
     curves/<index>-<arch_id>.parquet          one row per learning rate and epoch of it
+    <table>/pack-<seq>-<tag>.parquet          the rows of many finished units (``study.execution.compaction``)
     failed/<index>-<arch_id>.json             an architecture that failed after its retries
     checkpoints/<index>-<arch_id>.pt          trainer state of an architecture in progress
     progress/<index>-<arch_id>.json           how far a running architecture is (``study.execution.live``)
@@ -26,6 +27,11 @@ when the file has the ``trained`` column (added with the curves), else (finished
 recorded) its ``runs`` file only. A unit is finished when its ``architectures`` file is valid, the files it
 requires are there and valid, and a ``curves`` file, if there, is valid: a deleted file of a finished unit
 is found, and a resume redoes the unit.
+
+Packs (``study.experiment.packs``): a compaction copies finished units into packs, each committed by its
+``architectures`` file, then deletes the units' own files; a unit's rows come from the good pack of highest
+sequence number holding it, else from its own files, so every reader (``read_table``, ``state.survey``,
+``analysis.load_results``) reads each row exactly once, during a compaction and after one killed at any moment.
 
 Every entry of a local study the driver writes or deletes (``ENTRIES``) is checked never to be a symbolic
 link (``Store.links``, ``Store.refuse_links``; ``write_bytes`` and ``delete`` refuse a folder that is one):
@@ -58,6 +64,7 @@ from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - u
 
 from ..experiment import schema
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
+from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from .location import first_line, open_location, reach
 from .object_lock import LEASE_S, ObjectLock, object_lock
 from ..experiment.schema import (
@@ -268,9 +275,15 @@ def to_table(kind: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=schema)
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
+def parquet_bytes(table: pa.Table, *, lean: bool = False) -> bytes:
+    """``table`` as the bytes of a zstd-compressed Parquet file. ``lean``: without column statistics and
+    dictionaries, which a file of one unit's few rows never uses and which double the time to write its
+    80 columns (a unit's files are written so; a pack keeps them, for row-group filters)."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd")
+    if lean:
+        pq.write_table(table, sink, compression="zstd", write_statistics=False, use_dictionary=False)
+    else:
+        pq.write_table(table, sink, compression="zstd")
     return sink.getvalue().to_pybytes()
 
 
@@ -661,6 +674,16 @@ class Store:
         tables = [(RUNS, to_table(RUNS, list(runs)))] if runs else []
         if curves:
             tables.append((CURVES, to_table(CURVES, list(curves))))
+        self.write_tables(name, arch_table, dict(tables), science=science)
+
+    def write_tables(
+        self, name: str, arch_table: pa.Table, others: Mapping[str, pa.Table], *, science: str | None = None
+    ) -> None:
+        """``write_result``'s commit from tables already of the schema (``SCHEMAS``): ``others`` (``runs``, and
+        ``curves`` when recorded; none for a pruned architecture) first, then the architectures file (the commit
+        point) naming them. Batch writers (``study.perf.synthetic_store``) build the tables of many units at once
+        and commit each unit's slices here, so every file is written as the driver writes it."""
+        tables = [(kind, others[kind]) for kind in (RUNS, CURVES) if kind in others]
         if science is not None:
             arch_table = with_science(arch_table, science)
             tables = [(kind, with_science(table, science)) for kind, table in tables]
@@ -669,8 +692,8 @@ class Store:
             {**(arch_table.schema.metadata or {}), UNIT_TABLES_KEY.encode(): written.encode()}
         )
         for kind, table in tables:
-            self.write_bytes([kind, f"{name}.parquet"], parquet_bytes(table))
-        self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table))
+            self.write_bytes([kind, f"{name}.parquet"], parquet_bytes(table, lean=True))
+        self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table, lean=True))
 
     def check_file(self, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
         try:
@@ -698,13 +721,55 @@ class Store:
         except (OSError, pa.ArrowException):
             return None, None
 
+    def packs(self) -> list[Pack]:
+        """The study's committed packs (``study.experiment.packs``), by sequence number, good or not."""
+        return read_packs(self.fs, self.root)
+
+    def check_pack(self, pack: Pack, fingerprint: str | None = None) -> FileCheck:
+        """A good pack's science check (``check_table_bytes``'s last one, for all its units at once): ok, or
+        ``other_config`` when its rows were computed under another science config than ``fingerprint``'s."""
+        if not pack.ok:
+            return FileCheck(False, pack.problem, foreign=pack.foreign)
+        meta = pack.metadata
+        if fingerprint is not None:
+            text = meta.get(SCIENCE_KEY.encode())
+            fp, science = recorded_science(meta)
+            if not same_science(fp, None if text is None else text.decode(errors="replace"), fingerprint):
+                what = f"science fingerprint {fp}" if fp else "no science config recorded"
+                return FileCheck(
+                    False,
+                    f"computed under another science config ({what}; this study's is {fingerprint})",
+                    other_config=True,
+                    science=science,
+                )
+        return FileCheck(True)
+
     def read_table(self, kind: str = ARCHITECTURES):
-        """All of the study's ``kind`` rows as a pandas DataFrame (what ``pandas.read_parquet`` gives)."""
-        tables = [
-            current(pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet"))))
-            for n in self.names(kind, ".parquet")
-        ]
+        """All of the study's ``kind`` rows as a pandas DataFrame, each unit's once: from the good pack that holds it,
+        else from its own file (``study.experiment.packs``: its own files are listed before the packs, and a file
+        deleted under the read means a compaction committed a pack since: listed again)."""
+        for attempt in range(MAX_READS):
+            names = self.names(kind, ".parquet")
+            packs = self.packs()
+            winners = sources(packs)
+            try:
+                tables = [
+                    current(pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet"))))
+                    for n in names
+                    if n not in winners
+                ]
+                for pack in packs:
+                    if pack.ok and (kind == ARCHITECTURES or kind in pack.tables):
+                        path = pack_path(self.root, kind, pack.stem)
+                        with self.fs.open_input_file(path) as f:
+                            tables.append(rows_of(pq.read_table(f), pack, winners))
+            except FileNotFoundError:
+                if attempt == MAX_READS - 1:
+                    raise
+                continue
+            break
         # files from before an added column lack it: it is null there; older versions' types are this one's
+        tables = [t.replace_schema_metadata(None) for t in tables]
         return (
             pa.concat_tables(tables, promote_options="default") if tables else SCHEMAS[kind].empty_table()
         ).to_pandas()

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
-from archstudy.sampling import BASE, ArchSpec, plan_study
+from archstudy.sampling import BASE, ArchSpec, SpecError, plan_study
 
 from .cluster import LOGICAL_GPUS_ENV
 from ..experiment.config import StudyConfig, package_version, utc_now
@@ -61,7 +61,15 @@ class WorkUnit:
 def iter_units(config: StudyConfig) -> Iterator[WorkUnit]:
     """Every unit of the study, in order: index 0 (base, then its siblings along each axis), index 1, ..."""
     if config.d_in is None or config.d_out is None:
-        raise ValueError("the config's d_in/d_out are filled in from the dataset when the study is created")
+        # A study.yaml edited by hand, or written by another tool: the user's to mend, so one line, no traceback.
+        missing = "d_in" if config.d_in is None else "d_out"
+        raise SpecError(
+            "study.yaml",
+            missing,
+            None,
+            "missing: archstudy writes d_in and d_out from the dataset when it creates a study; restore study.yaml, "
+            "or run the config as a new study",
+        )
     return (
         WorkUnit(*planned)
         for planned in plan_study(

@@ -14,11 +14,13 @@ and ``best`` their median, on the scale the factor is plotted on (log10 for the 
 The NLC paper's own window is [1, 3] (Philipp and Carbonell, *The Nonlinearity Coefficient*, section 4,
 figure 2; section 7 proposes discarding architectures before training). ``window_of`` decides whether the
 pilot is large enough for its own band to be used instead, from the bootstrap itself: the band must not move
-much if the study were drawn again. The points are resampled with replacement R = 50 times, the band
-recomputed each time, and the standard deviation of each end (in decades of NLC) required to be at most a
-third of the band's own width and of the paper's window's (log10 3 = 0.48 decades):
+much if the study were drawn again. The points are resampled with replacement R = 100 times, the band
+recomputed each time, and the root-mean-square distance of each end from the study's own (in decades of NLC:
+the bootstrap's estimate of the end's error, its spread and its bias together) required to be at most a third
+of the band's own width and of the paper's window's (log10 3 = 0.48 decades):
 
-    large enough  <=>  subsample >= 5 architectures  and  sd(log10 low), sd(log10 high) <= min(width, log10 3) / 3
+    large enough  <=>  subsample >= 5 architectures  and  rms(log10 low*_r - log10 low), rms(log10 high*_r - log10 high)
+                       <= min(width, log10 3) / 3
 
 (width = log10 high - log10 low > 0). With fewer than 5 architectures per subsample the "best of a subsample"
 is close to a random architecture (pycls's 25% of n < 20). docs/analysis.md gives how the criterion behaves on
@@ -42,8 +44,8 @@ PAPER_WINDOW = (1.0, 3.0)
 SUBSAMPLE = 0.25  # pycls get_filters(sample=0.25): a quarter of the architectures per bootstrap draw
 N_BOOT = 2500  # pycls get_filters(b=2500)
 CONFIDENCE = 0.95  # pycls get_filters(alpha=5): the 2.5th and 97.5th percentiles
-STABILITY_DRAWS = 50  # resamples of the whole study for the band's stability (``nlc_window``)
-STABILITY_RATIO = 1 / 3  # an end may move (one sd) by at most this share of the band's width and ...
+STABILITY_DRAWS = 100  # resamples of the whole study for the band's stability (``nlc_window``)
+STABILITY_RATIO = 1 / 3  # an end may move (rms) by at most this share of the band's width and ...
 STABILITY_DECADES = math.log10(PAPER_WINDOW[1] / PAPER_WINDOW[0]) / 3  # ... of the paper's [1, 3], in decades
 MIN_SUBSAMPLE = 5  # architectures per bootstrap subsample for a best-of-subsample to mean anything
 
@@ -98,9 +100,13 @@ def band_stability(
     confidence: float = CONFIDENCE,
     draws: int = STABILITY_DRAWS,
     seed: int = 0,
+    around: tuple[float, float] | None = None,
 ) -> tuple[float, float]:
-    """Standard deviations of the good range's two ends (in decades on a log scale) over ``draws``
-    resamples of the points with replacement, each resample's band from ``good_range``."""
+    """Spread of the good range's two ends (in decades on a log scale) over ``draws`` resamples of the points with
+    replacement, each resample's band from ``good_range``: their standard deviations, or with ``around`` (the
+    band's own ends) their root-mean-square distances from it, sqrt(mean_r (e*_r - e)^2) (the bootstrap's
+    estimate of an end's error: its spread and its bias; Efron and Tibshirani, *An Introduction to the Bootstrap*,
+    1993, sections 6.2 and 10.2)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     rng = np.random.default_rng([seed, 1])  # a stream of its own: the band itself is unchanged by this
     ends = []
@@ -109,7 +115,11 @@ def band_stability(
         lo, _, hi = good_range(x[i], y[i], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng)
         ends.append((lo, hi))
     e = np.log10(np.array(ends)) if log else np.array(ends)
-    return float(np.std(e[:, 0], ddof=1)), float(np.std(e[:, 1], ddof=1))
+    if around is None:
+        return float(np.std(e[:, 0], ddof=1)), float(np.std(e[:, 1], ddof=1))
+    centre = np.log10(np.array(around)) if log else np.array(around)
+    rms = np.sqrt(np.mean((e - centre) ** 2, axis=0))
+    return float(rms[0]), float(rms[1])
 
 
 def window_of(
@@ -148,14 +158,14 @@ def window_of(
         reason = "the band has no width: one NLC is the best of nearly every subsample"
     else:
         sd_low, sd_high = band_stability(
-            x, y, sample=sample, n_boot=n_boot, confidence=confidence, draws=draws, seed=seed
+            x, y, sample=sample, n_boot=n_boot, confidence=confidence, draws=draws, seed=seed, around=(low, high)
         )
         worst, limit = max(sd_low, sd_high), min(STABILITY_RATIO * width, STABILITY_DECADES)
         reason = (
             ""
             if worst <= limit
             else (
-                f"the band is not stable: an end moves by {worst:.2f} decades (sd over {draws} resamples of the "
+                f"the band is not stable: an end moves by {worst:.2f} decades (rms over {draws} resamples of the "
                 f"study), more than {limit:.2f} (a third of its width {width:.2f} or of the paper's window's)"
             )
         )

@@ -5,8 +5,11 @@ changed file is refused in one line; the NLC's partial dependence has the paper'
 
 from __future__ import annotations
 
+import inspect
 import json
+import os
 import pickle
+import sys
 import warnings
 
 import numpy as np
@@ -191,13 +194,16 @@ def test_a_changed_or_foreign_predictor_file_is_refused_in_one_line(tiny_study_d
     d = fitted.to_dict()
     cases = {}
     edited = json.loads(json.dumps(d))
-    edited["model"]["trees"][0]["value"][-1] += 0.5  # one leaf changed by hand
+    edited["model"]["target"][0] += 0.5  # one training row changed by hand
     cases["edited"] = (json.dumps(edited), "sha256 does not match")
-    looped = json.loads(json.dumps(d))
-    tree = next(t for t in looped["model"]["trees"] if not all(t["leaf"]))
-    tree["left"][0] = 0  # a node that is its own child: a loop, even with the digest redone
-    looped["sha256"] = P._digest({k: v for k, v in looped.items() if k != "sha256"})
-    cases["looped"] = (json.dumps(looped), "children must come after it")
+    short = json.loads(json.dumps(d))
+    short["model"]["fitted"].pop()  # one prediction fewer than rows, even with the digest redone
+    short["sha256"] = P._digest({k: v for k, v in short.items() if k != "sha256"})
+    cases["short"] = (json.dumps(short), "model.fitted must have")
+    other = json.loads(json.dumps(d))
+    other["model"]["params"]["max_iter"] = 10**9  # other trees than archstudy fits
+    other["sha256"] = P._digest({k: v for k, v in other.items() if k != "sha256"})
+    cases["params"] = (json.dumps(other), "model.params must be")
     cases["pickle"] = (pickle.dumps(fitted), "not JSON")
     cases["list"] = ("[1, 2]", "not a JSON object")
     foreign = json.loads(json.dumps(d))
@@ -210,6 +216,45 @@ def test_a_changed_or_foreign_predictor_file_is_refused_in_one_line(tiny_study_d
         with pytest.raises(UserError) as e:
             P.load_predictor(path)
         assert why in str(e.value) and "\n" not in str(e.value) and str(path) in str(e.value), (name, str(e.value))
+
+
+def _resigned(d: dict) -> dict:
+    return {**d, "sha256": P._digest({k: v for k, v in d.items() if k != "sha256"})}
+
+
+def test_the_boosted_trees_are_stored_without_scikit_learns_private_fields(tiny_study_dir, tmp_path, monkeypatch):
+    """The trees are saved as their recipe (rows, target, seed, scikit-learn's version) and refitted on loading
+    through the public API: a file from another scikit-learn whose refit predicts the same loads and predicts
+    exactly; one whose refit differs is refused in one line naming both versions."""
+    import sklearn
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    def private(self, name):  # a private field read from outside scikit-learn fails the test
+        if name in ("_predictors", "_baseline_prediction"):
+            caller = sys._getframe(1).f_code.co_filename
+            assert f"{os.sep}sklearn{os.sep}" in caller, f"{name} read from {caller}"
+        return object.__getattribute__(self, name)
+
+    monkeypatch.setattr(HistGradientBoostingRegressor, "__getattribute__", private)
+    results = load_results(tiny_study_dir, runs=False)
+    arch = P.fit_rows(results)
+    fitted = P.fit_predictor(results, "boosted", descriptors=True)
+    d = fitted.to_dict()
+    assert d["model"]["scikit_learn"] == sklearn.__version__ and len(d["model"]["fitted"]) == len(arch)
+    np.testing.assert_array_equal(d["model"]["fitted"], fitted.predict(arch))
+    saved_elsewhere = json.loads(json.dumps(d))
+    saved_elsewhere["model"]["scikit_learn"] = "1.0.0"  # another version whose trees come out the same
+    path = tmp_path / "elsewhere.json"
+    path.write_text(json.dumps(_resigned(saved_elsewhere)))
+    np.testing.assert_array_equal(P.load_predictor(path).predict(arch), fitted.predict(arch))
+    grown_otherwise = json.loads(json.dumps(saved_elsewhere))
+    grown_otherwise["model"]["fitted"][3] += 1e-9  # what that version's trees predicted: not what they refit to here
+    path.write_text(json.dumps(_resigned(grown_otherwise)))
+    with pytest.raises(UserError) as e:
+        P.load_predictor(path)
+    message = str(e.value)
+    assert "\n" not in message and str(path) in message, message
+    assert "scikit-learn 1.0.0" in message and f"scikit-learn {sklearn.__version__} here" in message, message
 
 
 def test_transfer_scores_a_predictor_fitted_on_another_study(real_study_dir, tiny_study_dir):
@@ -294,7 +339,9 @@ def test_batched_predictions_give_scikit_learns_own_numbers(learner):
         grid = np.unique(np.percentile(X["nlc"], np.linspace(2, 98, 10)))
 
         def dependence(m):
-            return partial_dependence(m, X, ["nlc"], custom_values={"nlc": grid}, kind="average", method="brute")
+            if "custom_values" in inspect.signature(partial_dependence).parameters:  # scikit-learn 1.7 on
+                return partial_dependence(m, X, ["nlc"], custom_values={"nlc": grid}, kind="average", method="brute")
+            return partial_dependence(m, X, ["nlc"], grid_resolution=len(grid), kind="average", method="brute")
 
         batched, direct = P.BatchedPredictions(model).run(dependence), dependence(model)
     np.testing.assert_array_equal(batched["average"], direct["average"])

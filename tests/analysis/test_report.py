@@ -51,10 +51,20 @@ def test_report_has_every_figure_as_an_inline_png(report):
 
 
 def test_report_is_self_contained(report):
-    refs = re.findall(r'(?:src|href)="([^"]*)"', report)
+    """Images and scripts inline, links within the page; the scripts, Plotly.js and ours, once each (the page's
+    behaviour offline is checked in Chromium: tests/analysis/test_interactive_page.py)."""
+    from plotly.offline import get_plotlyjs
+
+    from archstudy.analysis.interactive import SCRIPT
+
+    scripts = re.findall(r"<script([^>]*)>(.*?)</script>", report, flags=re.S)
+    assert [attrs for attrs, _ in scripts if "application/json" not in attrs] == ["", ""]
+    assert report.count(get_plotlyjs()) == 1 and report.count(SCRIPT) == 1
+    rest = re.sub(r"<script[^>]*>.*?</script>", "", report, flags=re.S)
+    refs = re.findall(r'(?:src|href)="([^"]*)"', rest)
     assert refs and all(r.startswith(("data:image/png;base64,", "#")) for r in refs)
-    assert "http://" not in report and "https://" not in report
-    assert "<script" not in report and "@import" not in report and "url(" not in report
+    assert "http://" not in rest and "https://" not in rest and "<link" not in rest
+    assert "@import" not in rest and "url(" not in rest
 
 
 def test_report_has_the_tables_status_and_provenance(report, real_study_dir):
@@ -174,8 +184,14 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
         e = load_results(root, runs=False).trained["test_error"].dropna()
         row = errors.split(f'<a href="#{label}">{label}</a>')[1].split("</tr>")[0]
         assert f"<td>{e.min():.3f}</td>" in row and f"<td>{e.median():.3f}</td>" in row, row
-    differ = compare.split('id="compare-config"')[1].split("</table>")[0]
+    config = compare.split('id="compare-config"')[1].split("<h3")[0]
+    differ = config.split("</table>")[0]
     assert '<code>dataset</code></td><td class="l">waveform-noise</td><td class="l">digits</td>' in differ
+    # each study's creation time says nothing about how they differ: in neither table
+    assert "created" in load_results(partial, runs=False).config and "<code>created</code>" not in config
+    # the keys they share, with their value, one row each in a table of their own (not a sentence of ragged lines)
+    same = config.split('<details class="same">')[1]
+    assert '<tr><td class="l"><code>protocol</code></td>' in same
     # the synthetic studies recorded no training curves: those figures are replaced by a note
     # ... and the digits study's 6 finished architectures are too few for the joint predictor's held-out evaluation
     assert MIN_ROWS > 6
@@ -340,7 +356,7 @@ FLAGS = [
     "--disable-sync",
     "--hide-scrollbars",
 ]
-# Appended to a copy of the report (the report itself has no script): after load, write into the DOM how many
+# Appended to a copy of the report: after load, write into the DOM how many
 # images decoded with a size, the page's scroll width beside the viewport's, and how many images are wider than
 # their column (the element their figure sits in) or run past its right edge.
 PROBE = (

@@ -19,7 +19,18 @@ from archstudy.analysis.columns import PREDICTORS
 from archstudy.analysis.edf import edf
 from archstudy.analysis.good_ranges import good_ranges
 from archstudy.analysis.stats import correlations, granulated_kendall_interval, holm, paired_effects
-from archstudy.analysis.verdict_calibration import ALPHA, null_measures, null_rates, plan_table
+from archstudy.analysis.verdict_calibration import (
+    ALPHA,
+    WINDOW_TRUTH,
+    WINDOW_VERDICTS,
+    null_measures,
+    null_rates,
+    plan_table,
+    window_miss,
+    window_rates,
+    window_study,
+    window_tolerance,
+)
 
 
 def bound(nominal: float, trials: int, z: float = 2.5) -> float:
@@ -137,3 +148,39 @@ def test_null_rates_counts_trials_and_rates_per_verdict():
     assert t.loc[names[0], "trials"] == 2 * 18  # every predictor of the table, both studies
     assert (t["rate"] == t["fired"] / t["trials"]).all()
     assert t.loc[names[0], "sd"] == pytest.approx(math.sqrt(0.05 * 0.95 / 36))
+
+
+def test_the_window_populations_true_bands_are_what_their_draws_give():
+    """The true band of each population of the NLC window's verdict, against an independent computation: with no
+    NLC effect the central 95% of log10 NLC over 200,000 draws; with the window, the NLC paper's [1, 3]; and the
+    rule's tolerance of one sd of an end, a third of log10 3 decades for both (both bands are wider than that)."""
+    x, _ = window_study(200_000, 0, "flat")
+    lo, hi = np.percentile(np.log10(x), [2.5, 97.5])
+    assert WINDOW_TRUTH["flat"] == pytest.approx((lo, hi), abs=0.03)
+    assert WINDOW_TRUTH["window"] == (0.0, pytest.approx(math.log10(3)))
+    assert window_tolerance(WINDOW_TRUTH["window"]) == pytest.approx(window_tolerance(WINDOW_TRUTH["flat"]))
+    assert window_tolerance(WINDOW_TRUTH["window"]) == pytest.approx(math.log10(3) / 3)
+    assert window_miss(1.0, 3.0, WINDOW_TRUTH["window"]) == pytest.approx(0.0, abs=1e-12)
+    assert window_miss(0.5, 3.0, WINDOW_TRUTH["window"]) == pytest.approx(math.log10(2))
+
+
+def test_the_study_s_own_nlc_window_is_rarely_called_large_enough_when_far_from_the_true_band():
+    """48 architectures of the windowed population (error flat inside NLC [1, 3]), 40 studies: the study's own
+    band is called large enough yet lies more than two of the rule's tolerances from [1, 3] in at most 5% of them,
+    within binomial error; 120 architectures, 5 studies: most bands are called large enough and none is far
+    (at least 3 of 5: the rule is not calibrated by never firing). docs/analysis.md gives the rates at full size."""
+    t = window_rates([48], 40, kinds=["window"], seed=3).iloc[0]
+    assert t["trials"] == 40 and t["rate"] == t["fired"] / 40
+    assert t["rate"] <= bound(ALPHA, 40)
+    big = window_rates([120], 5, kinds=["window"], seed=3).iloc[0]
+    assert big["large_enough"] >= 0.6 and big["far"] == 0.0 and big["fired"] == 0
+
+
+def test_null_rates_carries_the_nlc_window_verdicts():
+    """The bench's table (``archstudy bench --verdict-calibration``) holds the window verdicts' rows, named and
+    counted as the others (one trial per study)."""
+    name = WINDOW_VERDICTS["flat"]
+    t = null_rates([20], 2, verdicts=[name]).set_index("verdict")
+    assert list(t.index) == [name] and t.loc[name, "trials"] == 2 and t.loc[name, "unit"] == "study"
+    with pytest.raises(KeyError):
+        null_rates([20], 1, verdicts=["no such verdict"])

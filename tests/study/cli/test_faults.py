@@ -359,3 +359,78 @@ def test_a_worker_started_with_die_with_parent_dies_with_a_killed_parent():
     while alive(worker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(worker)
+
+
+def _warning_command(args):
+    """A command that warns as archstudy's own code and as a library's, and starts a process that warns."""
+    import warnings
+
+    import numpy as np
+
+    from archstudy.study.datasets import images
+
+    warnings.warn_explicit("could not write the cache file /x: disk full", UserWarning, images.__file__, 140)
+    np.log(np.array([-1.0]))  # numpy's "invalid value encountered in log"
+    warnings.warn_explicit("a library's deprecation", DeprecationWarning, np.__file__, 1)
+    child = subprocess.run(
+        [sys.executable, "-c", "import warnings; warnings.warn('from a worker')"], capture_output=True, text=True
+    )
+    sys.stderr.write(child.stderr)
+    return 0
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_only_archstudys_own_warnings_reach_the_terminal_as_one_line_unless_debug(debug, capsys, monkeypatch):
+    """Python's, numpy's and the libraries' warning lines (two lines each: where, and the source line) came out
+    around the results and errors; now a user sees archstudy's own as one line, and the rest only with --debug."""
+    import archstudy.study.cli.datasets as datasets
+
+    monkeypatch.setattr(datasets, "command", _warning_command)
+    before = os.environ.get("PYTHONWARNINGS")
+    assert main(["datasets", *(["--debug"] if debug else [])]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "archstudy datasets: warning: could not write the cache file /x: disk full"
+    if debug:
+        joined = "\n".join(err[1:])
+        assert "RuntimeWarning: invalid value encountered in log" in joined and "from a worker" in joined
+        assert "DeprecationWarning: a library's deprecation" in joined
+    else:
+        assert err == err[:1]
+    assert os.environ.get("PYTHONWARNINGS") == before
+
+
+@pytest.mark.parametrize(
+    "argv, name, shown",
+    [
+        (["run", "--dataset", "waveform-noise", "--out", "studies/a\nb"], "--out", "'studies/a\\nb' holds a newline"),
+        (["status", "s\x1b[2Jx"], "STUDY", "holds the control character '\\x1b'"),
+        (["report", "ok", "s\tx", "--out", "r.html"], "STUDY_DIR", "holds a tab"),
+        (["reproduce", "all", "--out", "o\rp"], "--out", "holds a carriage return"),
+        (["rank", "--from", "s", "--out", "x\x7f"], "--out", "holds the control character '\\x7f'"),
+        (["top", "s", "--config", "a\nb"], None, None),  # top takes no --config: refused by argparse as before
+    ],
+)
+def test_a_control_character_in_any_argument_is_refused_in_one_line_naming_it(argv, name, shown, tmp_path, capsys):
+    """A newline in --out split the last line of every message naming the path (and made a directory no shell lists
+    plainly): every command refuses such a value in its argument parsing, naming the argument and the character."""
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    if name is not None:
+        assert err.startswith(f"archstudy {argv[0]}: error: argument {name}: ") and shown in err, err
+
+
+def test_report_writes_beside_one_study_by_default_and_here_for_several(monkeypatch, tmp_path):
+    """`run --report` wrote STUDY/report.html and `report STUDY` ./report.html: one study's report now goes beside
+    its files in both; several studies' (no one study holds them) and an object-storage study's to ./report.html."""
+    from archstudy.study.cli.report import default_out
+
+    assert default_out([str(tmp_path / "s")]) == str(tmp_path / "s" / "report.html")
+    assert default_out(["studies/wave"]) == os.path.join("studies/wave", "report.html")
+    assert default_out(["studies/wave", "studies/digits"]) == "report.html"
+    assert default_out(["s3://bucket/studies/wave?endpoint_override=x"]) == "report.html"
+    seen = {}
+    monkeypatch.setattr("archstudy.analysis.write_report", lambda dirs, out, **kw: seen.setdefault("out", out))
+    assert main(["report", str(tmp_path / "s"), "--n-boot", "5"]) == 0
+    assert seen["out"] == str(tmp_path / "s" / "report.html")

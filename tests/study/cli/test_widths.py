@@ -148,9 +148,38 @@ def measured_study(tmp_path_factory):
 def test_a_measure_only_study_is_called_so(measured_study, capsys, terminal):
     assert main(["status", str(measured_study)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "measured only 2 (a study that measures only" in out
+    assert "untrained 2 (measured only (no training asked)" in out
     assert "pruned" not in out and "no longer holds" not in out
     assert main(["top", str(measured_study)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "2 finished architectures were measured only" in out and "--by nlc" in out
+    assert "2 finished architectures have no test_error: measured only (no training asked)" in out and "--by nlc" in out
     assert "pruned at launch" not in out and "yet" not in out
+
+
+def test_a_result_file_outside_the_plan_is_named_so_not_another_fingerprint(measured_study, tmp_path, capsys):
+    """A finished unit's file copied under a name the plan does not hold: the same science record, so status says
+    it is no architecture of this config's plan (as the driver's refusal does), not "another fingerprint"."""
+    import shutil
+
+    study = tmp_path / "study"
+    shutil.copytree(measured_study, study)
+    first = sorted((study / "architectures").glob("000000-*.parquet"))[0]
+    shutil.copy(first, study / "architectures" / "000500-ffffffffffffffff.parquet")
+    assert main(["status", str(study)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "not this study's" in out and "no architecture of this config's plan" in out
+    assert "another fingerprint" not in out
+
+
+def test_a_study_yaml_without_d_in_is_one_line_not_a_traceback(measured_study, tmp_path, capsys):
+    import shutil
+
+    study = tmp_path / "study"
+    shutil.copytree(measured_study, study)
+    yaml_path = study / "study.yaml"
+    yaml_path.write_text(
+        "".join(line for line in yaml_path.read_text().splitlines(True) if not line.startswith("d_in:"))
+    )
+    assert main(["status", str(study)]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "study.yaml.d_in = None: missing" in err[0] and "Traceback" not in err[0]

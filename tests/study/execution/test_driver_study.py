@@ -30,7 +30,14 @@ from archstudy.sampling import EXTENDED, UserError, get_space, init_seed, sample
 from archstudy.study.cli import main
 from archstudy.study.execution.engine import Engine
 from archstudy.study import load_dataset
-from archstudy.study.execution.driver import _check_capacity, data_fingerprint, resume_study, run_study
+from archstudy.study.execution.driver import (
+    _check_capacity,
+    data_fingerprint,
+    plan_study,
+    resume_study,
+    run_plan,
+    run_study,
+)
 from archstudy.study.execution.progress import Progress
 from archstudy.study.execution.state import survey
 from archstudy.study.execution.store import Store
@@ -183,6 +190,18 @@ def test_a_four_architecture_study_completes_with_the_rows_the_contract_describe
     assert not list(Path(reference["path"]).glob("progress/*"))
 
 
+def test_the_plan_of_a_new_study_is_what_its_run_did(reference, tmp_path):
+    """``plan_study`` (read-only) of the reference's config on a fresh directory: its todo is the units the
+    reference's run committed, its derived keys are what that run recorded in study.yaml."""
+    plan = plan_study(KEYS, tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists() and plan.new and plan.write_config and plan.refusal() is None
+    committed = {p.name.removesuffix(".parquet") for p in (Path(reference["path"]) / "architectures").iterdir()}
+    assert {u.name for u in plan.todo} == committed and len(plan.todo) == 4
+    stored = Store(reference["path"]).read_config()
+    assert plan.derived == {"d_in": 40, "d_out": 3, "data_fingerprint": stored.data_fingerprint}
+    assert plan.derived["data_fingerprint"] is not None
+
+
 def test_the_table_equals_the_same_units_computed_in_this_process(reference):
     """Ray changes nothing: unit 2 run here, with the same thread count, gives the stored row exactly."""
     import torch
@@ -304,9 +323,16 @@ def test_a_larger_architecture_count_extends_a_study_and_leaves_the_finished_fil
     study = tmp_path / "s"
     shutil.copytree(reference["path"], study)
     before = {k: v for k, v in _snapshot(study).items() if k.endswith(".parquet")}
+    everything = _snapshot(study)
+    # the plan (read-only) says the one new unit; run, it is the one unit trained
+    plan = plan_study({**KEYS, "architectures": 5}, study)
+    assert _snapshot(study) == everything and [u.index for u in plan.todo] == [4] and plan.write_config
     log = io.StringIO()
-    result = run_study({**KEYS, "architectures": 5}, study, progress=log)
+    result = run_plan(plan, progress=log)
     assert result.finished_before == 4 and result.finished == 1 and result.complete
+    new = {p.name.removesuffix(".parquet") for p in (study / "architectures").iterdir()} - set(plan.state.finished)
+    assert new == {plan.todo[0].name}
+    assert plan_study({**KEYS, "architectures": 5}, study).todo == []
     assert "extending the study from 4 to 5 architectures" in log.getvalue()
     after = _snapshot(study)
     assert all(after[k] == v for k, v in before.items())

@@ -1,10 +1,18 @@
 """study.execution.ray_session leaves the process's SIGTERM handler as it found it (ray.init installs its own),
-keeping the caller's Python handler during the session (the CLI's SIGTERM-as-Ctrl-C)."""
+keeping the caller's Python handler during the session (the CLI's SIGTERM-as-Ctrl-C); its reaper ends what a killed
+driver's session started, and nothing after a normal end."""
 
+import contextlib
+import os
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import ray
+from process_state import alive
 
 from archstudy.study.execution.ray_session import ray_session
 
@@ -60,3 +68,68 @@ def test_the_embedded_ray_is_a_new_local_one_unless_an_address_is_given(monkeypa
         with ray_session(asked):
             pass
     assert seen["address"] == expected
+
+
+# A driver that holds a reaped session (``_reaped_on_exit``, no Ray: the mechanism alone) and starts three processes:
+# a child whose environment lacks the session's marker (as a Ray agent's, overwritten by its process title: found
+# only by the reaper's watch of what is below the driver), and an orphan (``sleep &`` of a shell that exits: no longer
+# below the driver, found only by the marker). It prints their pids, waits a second (the reaper looks every quarter
+# of one), then ends as it is told: killed, or leaving the session normally.
+DRIVER = """
+import os, subprocess, sys, time
+from archstudy.study.execution.ray_session import _reaped_on_exit
+with _reaped_on_exit():
+    child = subprocess.Popen(["sleep", "60"], env={"PATH": os.environ["PATH"]})
+    shell = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!"], stdout=subprocess.PIPE, text=True)
+    orphan = int(shell.stdout.readline())
+    shell.wait()
+    time.sleep(1)
+    print(child.pid, orphan, flush=True)
+    if sys.argv[1] == "killed":
+        time.sleep(60)
+print("left", flush=True)
+"""
+
+
+def _driver(end: str) -> tuple[subprocess.Popen[str], list[int]]:
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, end],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    return proc, [int(p) for p in proc.stdout.readline().split()]  # type: ignore[union-attr]
+
+
+def _gone(pids: list[int], within_s: float) -> bool:
+    deadline = time.monotonic() + within_s
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(alive(p) for p in pids)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reaper reads /proc")
+def test_the_reaper_ends_what_a_killed_driver_started_and_nothing_after_a_normal_end():
+    """SIGKILL of the driver: the child and the orphan end within a few seconds (SIGTERM, then SIGKILL a second
+    later). A driver that leaves the session itself (after Ray's own shutdown) has them touched by no one."""
+    proc, pids = _driver("killed")
+    try:
+        assert len(pids) == 2 and all(alive(p) for p in pids)
+        proc.kill()
+        proc.wait()
+        assert _gone(pids, 10), [p for p in pids if alive(p)]
+    finally:
+        for p in pids:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
+    proc, pids = _driver("normal")
+    try:
+        assert proc.stdout.readline() == "left\n" and proc.wait(30) == 0  # type: ignore[union-attr]
+        time.sleep(1.5)
+        assert all(alive(p) for p in pids)
+    finally:
+        for p in pids:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)

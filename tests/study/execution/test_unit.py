@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from archstudy.sampling import plan_study
+from archstudy.sampling import UserError, plan_study
 from archstudy.study import load_dataset
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, names
@@ -43,7 +43,7 @@ def test_the_units_are_the_plan_of_the_config_with_unique_names():
     assert len({u.name for u in units}) == len(units)
     assert all(u.name == unit_name(u.index, u.spec.content_id) == f"{u.index:06d}-{u.arch_id}" for u in units)
     assert all(WorkUnit.from_dict(u.to_dict()) == u for u in units)
-    with pytest.raises(ValueError, match="d_in/d_out are filled in from the dataset"):
+    with pytest.raises(UserError, match=r"^study.yaml.d_in = None: missing: archstudy writes d_in and d_out"):
         plan_units(CONFIG.replace(d_in=None))
 
 

@@ -156,9 +156,9 @@ def test_calibration_prints_each_verdicts_rate_under_the_null_and_the_coverage_w
 def test_verdict_calibration_counts_each_report_verdict_over_the_null_studies(capsys):
     assert main(["bench", "--verdict-calibration", "--replicates", "2", "--sizes", "8", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    from archstudy.analysis.verdict_calibration import VERDICTS
+    from archstudy.analysis.verdict_calibration import VERDICTS, WINDOW_VERDICTS
 
-    assert {r["verdict"] for r in rows} == {v.name for v in VERDICTS}
+    assert {r["verdict"] for r in rows} == {v.name for v in VERDICTS} | set(WINDOW_VERDICTS.values())
     assert all(r["replicates"] == 2 and r["architectures"] == 8 for r in rows)
     assert all(0 <= r["fired"] <= r["trials"] and r["rate"] == pytest.approx(r["fired"] / r["trials"]) for r in rows)
     study_wide = [r for r in rows if r["unit"] == "study"]
