@@ -93,7 +93,7 @@ def u_shape_p(
     often leaves 10% of the points beyond it on each side for a factor unrelated to test error
     (docs/analysis.md)."""
     u = min(below, above)
-    if not (len(x) and below >= U_TAIL and above >= U_TAIL):
+    if not (len(x) and is_u_shaped(below, above)):
         return math.nan
     rng = np.random.default_rng([seed, 4])
     hits = 0

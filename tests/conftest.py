@@ -2,6 +2,10 @@
 
 import io
 import random
+import time
+import sys
+import subprocess
+import socket
 from pathlib import Path
 
 import numpy as np
@@ -102,3 +106,30 @@ def cuda():
     deterministic_cuda()
     yield torch.device("cuda")
     torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """An S3-protocol server on 127.0.0.1 (moto's standalone server, the `dev` extra), one per module asking."""
+    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e '.[dev]')")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "the S3 server did not start"
+                time.sleep(0.1)
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(30)

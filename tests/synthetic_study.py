@@ -17,22 +17,9 @@ import yaml
 
 from archstudy.sampling import SIBLING_AXES, plan_study
 from archstudy.sampling.spec import canonical_json, content_hash
+from archstudy.study.perf.synthetic_store import DIMS, NLC_TAU
 
-# NLC_tau(1) of the NLC paper, Table 1 line A (abs: |s| is as nonlinear as relu around a kink of +-1;
-# linear: 1). The synthetic NLC compounds it over the hidden layers, as the paper finds (section 5).
-NLC_TAU = {
-    "relu": 1.211,
-    "selu": 1.035,
-    "tanh": 1.085,
-    "sigmoid": 1.017,
-    "even_tanh": 2.335,
-    "gaussian": 1.577,
-    "square": 1.414,
-    "odd_square": 1.155,
-    "abs": 1.2,
-    "linear": 1.0,
-}
-DIMS = {"waveform-noise": (40, 3), "digits": (64, 10), "checkerboard": (2, 2)}
+# NLC_tau(1) per activation and each dataset's (d_in, d_out): the store writer's (`archstudy bench --store`).
 BUDGET = 20_000
 
 

@@ -374,21 +374,37 @@ def run_study(
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
     ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
     may take to answer (``check_address``). ``intro``, ``announced``: as ``run_plan``'s."""
+    return _plan_and_drive(
+        config,
+        out,
+        progress,
+        intro=intro,
+        announced=announced,
+        address=address,
+        force_config=force_config,
+        retry_failed=retry_failed,
+        max_in_flight=max_in_flight,
+        connect_timeout_s=connect_timeout_s,
+        **execution,
+    )
+
+
+def _plan_and_drive(
+    config: StudyConfig | Mapping[str, Any] | None,
+    out: str | os.PathLike,
+    progress: TextIO | None,
+    *,
+    intro: str | None = None,
+    announced: bool = False,
+    **planning,
+) -> DriverSummary:
+    """``plan_study(config, out, **planning)`` under a planning line, then ``_drive``: ``run_study``'s and
+    ``resume_study``'s one body (``config`` None: the study's own)."""
     t0 = time.monotonic()
     shown = Progress(progress, 0, 0)
     # On a terminal (a line erased once done); not in a log, where a refused command stays one line.
     with phase(progress, f"planning {os.fspath(out)}: loading the data, sampling", in_log=False):
-        plan = plan_study(
-            config,
-            out,
-            address=address,
-            force_config=force_config,
-            retry_failed=retry_failed,
-            max_in_flight=max_in_flight,
-            connect_timeout_s=connect_timeout_s,
-            say=shown.say,
-            **execution,
-        )
+        plan = plan_study(config, out, say=shown.say, **planning)
     return _drive(plan.store, plan, progress=progress, intro=intro, announced=announced, started=t0)
 
 
@@ -450,21 +466,16 @@ def resume_study(
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
     session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``):
     ``plan_study(None, out, ...)``, then ``run_plan``."""
-    t0 = time.monotonic()
-    shown = Progress(progress, 0, 0)
-    # On a terminal (a line erased once done); not in a log, where a refused command stays one line.
-    with phase(progress, f"planning {os.fspath(out)}: loading the data, sampling", in_log=False):
-        plan = plan_study(
-            None,
-            out,
-            address=address,
-            retry_failed=retry_failed,
-            max_in_flight=max_in_flight,
-            connect_timeout_s=connect_timeout_s,
-            say=shown.say,
-            **execution,
-        )
-    return _drive(plan.store, plan, progress=progress, started=t0)
+    return _plan_and_drive(
+        None,
+        out,
+        progress,
+        address=address,
+        retry_failed=retry_failed,
+        max_in_flight=max_in_flight,
+        connect_timeout_s=connect_timeout_s,
+        **execution,
+    )
 
 
 def _check_still_new(store: Store) -> None:

@@ -328,6 +328,24 @@ def unit_tables(meta: Mapping[bytes, bytes], columns: Sequence[str], trained: bo
     return tables
 
 
+def _other_science(meta: Mapping[bytes, bytes], fingerprint: str | None) -> FileCheck | None:
+    """The refusal of a file (or pack) whose Parquet metadata ``meta`` records another science config than
+    ``fingerprint``'s; None where it is the same, or where no fingerprint is asked for."""
+    if fingerprint is None:
+        return None
+    text = meta.get(SCIENCE_KEY.encode())
+    fp, science = recorded_science(meta)
+    if same_science(fp, None if text is None else text.decode(errors="replace"), fingerprint):
+        return None
+    what = f"science fingerprint {fp}" if fp else "no science config recorded"
+    return FileCheck(
+        False,
+        f"computed under another science config ({what}; this study's is {fingerprint})",
+        other_config=True,
+        science=science,
+    )
+
+
 def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
     """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit,
     and (when ``fingerprint`` is given) computed under the science config of that fingerprint."""
@@ -358,17 +376,9 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
         return FileCheck(False, f"its rows name arch_id {sorted(ids)} / index {sorted(idx)}, not the file's {name}")
     if kind == RUNS and sum(table.column("selected").to_pylist()) != 1:
         return FileCheck(False, "not exactly one selected run")
-    if fingerprint is not None:
-        text = meta.get(SCIENCE_KEY.encode())
-        fp, science = recorded_science(meta)
-        if not same_science(fp, None if text is None else text.decode(errors="replace"), fingerprint):
-            what = f"science fingerprint {fp}" if fp else "no science config recorded"
-            return FileCheck(
-                False,
-                f"computed under another science config ({what}; this study's is {fingerprint})",
-                other_config=True,
-                science=science,
-            )
+    other = _other_science(meta, fingerprint)
+    if other is not None:
+        return other
     if kind == ARCHITECTURES:
         trained = bool(table.column("trained")[0].as_py()) if "trained" in table.column_names else True
         tables = unit_tables(meta, table.column_names, trained)
@@ -730,19 +740,7 @@ class Store:
         ``other_config`` when its rows were computed under another science config than ``fingerprint``'s."""
         if not pack.ok:
             return FileCheck(False, pack.problem, foreign=pack.foreign)
-        meta = pack.metadata
-        if fingerprint is not None:
-            text = meta.get(SCIENCE_KEY.encode())
-            fp, science = recorded_science(meta)
-            if not same_science(fp, None if text is None else text.decode(errors="replace"), fingerprint):
-                what = f"science fingerprint {fp}" if fp else "no science config recorded"
-                return FileCheck(
-                    False,
-                    f"computed under another science config ({what}; this study's is {fingerprint})",
-                    other_config=True,
-                    science=science,
-                )
-        return FileCheck(True)
+        return _other_science(pack.metadata, fingerprint) or FileCheck(True)
 
     def read_table(self, kind: str = ARCHITECTURES):
         """All of the study's ``kind`` rows as a pandas DataFrame, each unit's once: from the good pack that holds it,

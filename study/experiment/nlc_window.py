@@ -134,11 +134,12 @@ def window_of(
     fallback: tuple[float, float] = PAPER_WINDOW,
 ) -> dict[str, Any]:
     """The NLC window of the architectures with NLC ``nlc`` and test error ``error`` (one dataset): their NLC good
-    range (``low``, ``best``, ``high``), the standard deviations of its ends over ``draws`` resamples (``sd_low``,
-    ``sd_high``, in decades) and its ``width`` in decades, whether they are ``large_enough`` for it to be the
-    window (module docstring) and if not the ``reason``; ``lo``, ``hi``: the window to use, the band when large
-    enough, else ``fallback`` (the NLC paper's [1, 3]), named by ``source`` ("study" or "paper"). Points whose NLC
-    or error is not finite, or whose NLC is not positive, are left out; ``n`` counts the others."""
+    range (``low``, ``best``, ``high``), the root-mean-square distances of its ends from the band's own over
+    ``draws`` resamples (``sd_low``, ``sd_high``, in decades) and its ``width`` in decades, whether they are
+    ``large_enough`` for it to be the window (module docstring) and if not the ``reason``; ``lo``, ``hi``: the
+    window to use, the band when large enough, else ``fallback`` (the NLC paper's [1, 3]), named by ``source``
+    ("study" or "paper"). Points whose NLC or error is not finite, or whose NLC is not positive, are left out;
+    ``n`` counts the others."""
     x, y = np.asarray(nlc, dtype=np.float64), np.asarray(error, dtype=np.float64)
     ok = np.isfinite(x) & np.isfinite(y) & (x > 0)
     x, y = x[ok], y[ok]

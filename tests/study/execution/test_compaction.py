@@ -6,10 +6,6 @@ same after compaction; a pack that is not whole is found; `archstudy compact` on
 
 import argparse
 import shutil
-import socket
-import subprocess
-import sys
-import time
 
 import pandas as pd
 import pyarrow as pa
@@ -274,33 +270,6 @@ def test_the_compact_command_refuses_bad_input_in_one_line_and_reports_what_it_d
     assert args.func(args) == 0
     assert capsys.readouterr().out.strip() == f"{root}: nothing to compact"
     assert_same(tables_of(root), reference)
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    """An S3-protocol server on 127.0.0.1 (moto's standalone server, the `dev` extra), for this module."""
-    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e '.[dev]')")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "the S3 server did not start"
-                time.sleep(0.1)
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(30)
 
 
 def test_a_synthetic_study_on_an_s3_server_compacts_and_reads_as_on_a_local_disk(s3_endpoint, template, monkeypatch):

@@ -361,31 +361,6 @@ def test_an_interrupt_while_ray_starts_shuts_it_all_down_and_says_interrupted(si
 
 
 # -- object storage for real: a study on an S3 server ---------------------------------------------------------
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    """An S3-protocol server on 127.0.0.1 (moto's standalone server, the `dev` extra), for this module."""
-    pytest.importorskip("moto.server", reason="moto[server] is not installed (pip install -e '.[dev]')")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "the S3 server did not start"
-                time.sleep(0.1)
-        yield f"127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(30)
 
 
 def test_a_study_on_an_s3_server_killed_and_resumed_reads_back_as_the_same_study_on_a_local_disk(
