@@ -198,17 +198,20 @@ def _shut_down(ray, before: set[tuple[int, str]]) -> None:
 SESSION_VARIABLE = "ARCHSTUDY_RAY_SESSION"
 REAP_GRACE_S = 1.0  # SIGTERM, then SIGKILL after this long
 REAP_TICK_S = 0.25  # how often the reaper looks for the driver's new Ray processes
+REAP_ENDED = "ended\n"  # what a driver writes to its reaper after its own shutdown, before it closes the pipe
 
 
 def _reap() -> None:
-    """The reaper's program (run by ``python -c``, standard library only; argv: marker, driver pid, grace, tick).
-    While the driver lives, every ``tick`` seconds (every 8 ticks after the first 20 s) it records the processes below
-    the driver that were not there when it started (pid and start time, from /proc): the embedded Ray's (the driver
-    adopts orphans, so all of its Ray stays below it), and any other the driver started meanwhile (the command's too).
-    When its standard input ends (the driver's end of the pipe closes however the driver ends, SIGKILL included) and
-    the driver is gone, it ends the recorded processes still alive (the same start time) and every process whose
-    environment holds the marker (``SESSION_VARIABLE=token``): SIGTERM, then SIGKILL to those alive ``grace`` seconds
-    later. A driver still alive closed the pipe itself after its own shutdown: nothing is touched."""
+    """The reaper's program (run by ``python -c``, standard library only; argv: marker, driver pid, grace, tick, the end
+    word). While the driver lives, every ``tick`` seconds (every 8 ticks after the first 20 s) it records the processes
+    below the driver that were not there when it started (pid and start time, from /proc): the embedded Ray's (the
+    driver adopts orphans, so all of its Ray stays below it), and any other the driver started meanwhile (the command's
+    too). When its standard input ends (the driver's end of the pipe closes however the driver ends, SIGKILL included)
+    without the driver having said ``ENDED`` first, it ends the recorded processes still alive (the same start time) and
+    every process whose environment holds the marker (``SESSION_VARIABLE=token``): SIGTERM, then SIGKILL to those alive
+    ``grace`` seconds later. A driver that said ``ENDED`` closed the pipe itself after its own shutdown: nothing is
+    touched. (Whether the driver is alive cannot tell the two apart: a killed process closes its files before it becomes
+    a zombie, and a reaper woken in between would see it running.)"""
     import os
     import select
     import signal
@@ -216,6 +219,7 @@ def _reap() -> None:
     import time
 
     marker, driver, grace, tick = sys.argv[1].encode(), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+    ENDED = sys.argv[5].encode()
 
     def table() -> dict[int, tuple[int, bytes, bytes]]:
         """pid -> (parent, start time, state) of every process."""
@@ -260,15 +264,20 @@ def _reap() -> None:
     procs = table()
     if driver not in procs:
         return
-    driver_start = procs[driver][1]
     before, seen = below(driver, procs), set()
     os.write(1, b"ready\n")  # the driver starts Ray only now: nothing of it is among ``before``
     started = time.monotonic()
+    said = b""
     # every tick while Ray starts (its raylet, GCS and agents), then every 8 ticks (a scan of /proc costs about 3 ms)
-    while not select.select([0], [], [], tick if time.monotonic() - started < 20 else 8 * tick)[0] or os.read(0, 4096):
-        procs = table()
-        seen |= below(driver, procs) - before
-    if alive(table(), driver, driver_start):
+    while True:
+        if select.select([0], [], [], tick if time.monotonic() - started < 20 else 8 * tick)[0]:
+            data = os.read(0, 4096)
+            if not data:
+                break
+            said += data
+        else:
+            seen |= below(driver, table()) - before
+    if said == ENDED:
         return
     for sig in (signal.SIGTERM, signal.SIGKILL):
         procs = table()
@@ -291,7 +300,7 @@ def _reap() -> None:
 def _reaped_on_exit():
     """Start a reaper (``_reap``) that ends the embedded Ray started in this block once this process has ended,
     however it ends, and give every process started meanwhile ``SESSION_VARIABLE`` (a new token). A normal end
-    closes the pipe after the session's own shutdown (``_shut_down``): the reaper sees this process alive, touches
+    writes ``REAP_ENDED`` and closes the pipe after the session's own shutdown (``_shut_down``): the reaper touches
     nothing and exits; it is waited for. Linux only (/proc); elsewhere nothing changes."""
     if not sys.platform.startswith("linux"):
         yield
@@ -300,7 +309,8 @@ def _reaped_on_exit():
     env = {k: v for k, v in os.environ.items() if k != SESSION_VARIABLE}
     program = inspect.getsource(_reap) + "\n_reap()\n"
     reaper = subprocess.Popen(
-        [sys.executable, "-I", "-S", "-c", program, marker, str(os.getpid()), f"{REAP_GRACE_S:g}", f"{REAP_TICK_S:g}"],
+        [sys.executable, "-I", "-S", "-c", program, marker, str(os.getpid()), f"{REAP_GRACE_S:g}", f"{REAP_TICK_S:g}"]
+        + [REAP_ENDED],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -318,6 +328,8 @@ def _reaped_on_exit():
             os.environ.pop(SESSION_VARIABLE, None)
         else:
             os.environ[SESSION_VARIABLE] = previous
+        with contextlib.suppress(OSError):
+            reaper.stdin.write(REAP_ENDED.encode())  # type: ignore[union-attr]
         with contextlib.suppress(OSError):
             reaper.stdin.close()  # type: ignore[union-attr]
         try:
