@@ -26,6 +26,21 @@ PANDAS_DTYPES = {
     "str": "str",
     "timestamp": "datetime64[ns, UTC]",
 }
+# What names one trained architecture of a study in its rows: its arch_id (the spec's content id) at its index. An
+# arch_id alone is not enough: a large study samples some specs more than once (7% of the rows of a synthetic
+# 100,000-architecture study share their arch_id with another index), and siblings share an index, not an arch_id.
+UNIT_KEY = ("arch_id", "index")
+
+
+def unit_keys(table: pd.DataFrame) -> list[str]:
+    """Each row's ``UNIT_KEY`` as one string, ``"arch_id@index"`` (the arch_id alone where the table has no index),
+    to key what the browser looks up per architecture."""
+    ids = table["arch_id"].astype(str)
+    if "index" not in table.columns or table["index"].isna().any():  # a table of an older runner: no index
+        return list(ids)
+    return list(ids + "@" + table["index"].astype("Int64").astype(str))
+
+
 ARCHITECTURE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(ARCHITECTURES)}
 RUN_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(RUNS)}
 CURVE_DTYPES: dict[str, str] = {c.name: PANDAS_DTYPES[c.type] for c in columns(CURVES)}

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS, SPEC_DTYPES
+from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS, SPEC_DTYPES, unit_keys
 from .html import esc, fmt
 
 if TYPE_CHECKING:
@@ -144,17 +144,18 @@ def scatter_panels(s: StudyAnalysis) -> list[dict[str, Any]]:
     ]
 
 
-def _runs(runs: pd.DataFrame, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Per architecture, its runs by learning rate, lowest first: ``lr``, ``val`` (the run's best validation
-    error), ``div`` (a "0"/"1" character per run: diverged) and ``sel`` (the place of the selected run, None
-    without one)."""
+def _runs(runs: pd.DataFrame, keys: list[str]) -> dict[str, dict[str, Any]]:
+    """Per architecture (its ``columns.unit_keys`` key), its runs by learning rate, lowest first: ``lr``, ``val``
+    (the run's best validation error), ``div`` (a "0"/"1" character per run: diverged) and ``sel`` (the place of the
+    selected run, None without one)."""
     if not len(runs) or "arch_id" not in runs.columns:
         return {}
-    runs = runs[runs["arch_id"].isin(ids)].sort_values(["arch_id", "lr_index"], kind="stable")
+    runs = runs.assign(_key=unit_keys(runs))
+    runs = runs[runs["_key"].isin(set(keys))].sort_values(["_key", "lr_index"], kind="stable")
     out = {}
-    for arch_id, g in runs.groupby("arch_id", sort=False):
+    for key, g in runs.groupby("_key", sort=False):
         selected = np.flatnonzero(g["selected"].fillna(False).to_numpy(bool))
-        out[str(arch_id)] = {
+        out[str(key)] = {
             "lr": _column(g["lr"]),
             "val": _column(g["val_error"]),
             "div": "".join("1" if v else "0" for v in g["diverged"].fillna(False)),
@@ -164,16 +165,17 @@ def _runs(runs: pd.DataFrame, ids: list[str]) -> dict[str, dict[str, Any]]:
 
 
 def _curves(curves: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per architecture, the training curve of its selected run (``sections.selected_curves``): epoch, monitored
-    error and training loss at up to ``CURVE_POINTS`` evenly spaced epochs (the last kept)."""
+    """Per architecture (its ``columns.unit_keys`` key), the training curve of its selected run
+    (``sections.selected_curves``): epoch, monitored error and training loss at up to ``CURVE_POINTS`` evenly spaced
+    epochs (the last kept)."""
     if not len(curves):
         return {}
     out = {}
-    for arch_id, g in curves.groupby("arch_id", sort=False):
+    for key, g in curves.assign(_key=unit_keys(curves)).groupby("_key", sort=False):
         g = g.sort_values("epoch")
         if len(g) > CURVE_POINTS:
             g = g.iloc[np.unique(np.linspace(0, len(g) - 1, CURVE_POINTS).round().astype(int))]
-        out[str(arch_id)] = {
+        out[str(key)] = {
             "epoch": _column(g["epoch"]),
             "error": _column(g["monitored_error"]),
             "loss": _column(g["train_loss"]),
@@ -193,7 +195,9 @@ def study_data(s: StudyAnalysis) -> dict[str, Any]:
     spec = [c for c in SPEC_DTYPES if c in a.columns]
     metrics = [p.column for p in PREDICTORS if p.column in a.columns and a[p.column].notna().any()]
     metrics += [c for c in OUTCOMES if c in a.columns and c not in metrics]
+    keys = unit_keys(a)
     cols = {"arch_id": ids, "variant": _column(a["variant"]) if "variant" in a.columns else ["base"] * len(a)}
+    cols["unit"] = keys
     cols["spec_text"] = [spec_text(r) for r in a.to_dict("records")]
     for c in dict.fromkeys(spec + metrics + ["num_params"]):
         if c in a.columns:
@@ -208,7 +212,7 @@ def study_data(s: StudyAnalysis) -> dict[str, Any]:
         "labels": labels,
         "scatter": scatter_panels(s),
         "design": design_axes(a),
-        "runs": _runs(s.results.runs, ids),
+        "runs": _runs(s.results.runs, keys),
         "curves": _curves(s.selected_curves),
     }
 
@@ -224,9 +228,10 @@ def leaderboard_html(s: StudyAnalysis) -> str:
     row's id opens its detail panel)."""
     a = s.arch.reset_index(drop=True)
     order = np.argsort(a["test_error"].to_numpy(np.float64), kind="stable")  # NaN last
+    records = a.to_dict("records")  # one conversion: a row of ``iloc`` costs about 3 ms at 10,000 rows
     rows = []
     for k, i in enumerate(order, start=1):
-        r = a.iloc[int(i)]
+        r = records[int(i)]
         rows.append(
             f'<tr data-row="{int(i)}"><td>{k}</td><td>{fmt(r.get("test_error"), 4)}</td>'
             f"<td>{fmt(r.get('nlc'), 3)}</td><td>{fmt(r.get('bias'), 3)}</td>"
@@ -436,7 +441,7 @@ function openDetail(anchor, i) {
   let html = "<h3><code class=id>" + escapeHtml(id) + "</code></h3><p>" + escapeHtml(c.spec_text[i]) +
     (c.variant[i] !== "base" ? " <span class=muted>(" + escapeHtml(c.variant[i]) + " sibling)</span>" : "") +
     " <span class=muted>" + escapeHtml(d.study) + "</span></p>";
-  const runs = d.runs[id];
+  const runs = d.runs[c.unit[i]] || d.runs[id];  // the arch_id alone: a runs table without index
   html += "<h4>Runs by learning rate</h4>" + (runs ? table(["#", "lr", "best val error", "diverged", "selected"],
     runs.lr.map((lr, k) => [k + 1, fmt(lr), fmt(runs.val[k]), runs.div[k] === "1" ? "yes" : "no",
                             runs.sel === k ? "\u2713" : ""]), "runs") :
@@ -445,7 +450,7 @@ function openDetail(anchor, i) {
   html += "<h4>Metrics</h4>" + kv(d.metrics) + "<h4>Spec</h4>" + kv(d.spec);
   const aside = panel(html);
   aside.scrollTop = 0;
-  const curve = d.curves[id], box = aside.querySelector(".curve");
+  const curve = d.curves[c.unit[i]] || d.curves[id], box = aside.querySelector(".curve");
   if (curve) {
     Plotly.newPlot(box, [
       {x: curve.epoch, y: curve.error, name: curve.monitored + " error", mode: "lines+markers", marker: {size: 4}},

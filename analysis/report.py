@@ -66,6 +66,98 @@ __all__ = [
 ]
 
 
+# -- progress -------------------------------------------------------------------------------------------------
+
+# What a progress callback of the report (``write_report``'s ``progress``) and of ``predict_study`` is called with:
+# a step's label, and where the step's work can be counted, how much of it is done of how much.
+ProgressFn = Callable[[str, int | None, int | None], None]
+TICK_S = 0.5  # a terminal's line is redrawn at least this often (study.execution.progress's TICK_S)
+LOG_COUNTS_S = 2.0  # in a log, a counted step's line at most this often (study.execution.progress's LOG_COUNTS_S)
+
+
+class ReportProgress:
+    """The report's progress on ``stream`` (stderr by default), as ``study.execution.progress`` shows a study's (that
+    module loads Ray, which the analysis never imports): on a terminal one tqdm line, the step's label, its count
+    and the time left (tqdm's estimate from the rate so far) where the step can be counted, and the elapsed time,
+    redrawn every ``TICK_S`` by a thread so that nothing is silent while a step blocks (reading a study, waiting
+    for the held-out evaluation); erased at the end. In a log (stream not a terminal) a plain line with the step
+    and its count whenever ``LOG_COUNTS_S`` passed without one and the step or its count changed; a command
+    refused within that time (a missing study) prints its one error line only. Called as
+    ``progress(label, done, total)``."""
+
+    def __init__(self, stream: Any = None) -> None:
+        import sys
+        import threading
+        import time
+
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.state: tuple[str, int | None, int | None] | None = None  # the step now
+        self.shown: tuple[str, int | None, int | None] | None = None  # the step the log's last line said
+        self.last = time.monotonic()
+        self.bar: Any = None
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, name="archstudy-report", daemon=True)
+        self.ticker.start()
+
+    def _tick(self) -> None:
+        import time
+
+        while not self.stop.wait(TICK_S):
+            with self.lock:
+                if self.tty:
+                    if self.bar is not None:
+                        self.bar.refresh()
+                elif self.state not in (None, self.shown) and time.monotonic() - self.last >= LOG_COUNTS_S:
+                    self._line()
+
+    def _line(self) -> None:
+        import time
+
+        assert self.state is not None
+        label, done, total = self.state
+        counted = f" {done:,}/{total:,}" if total and done is not None else ""
+        self.stream.write(f"archstudy: {label}{counted} ...\n")
+        self.stream.flush()
+        self.shown, self.last = self.state, time.monotonic()
+
+    def __call__(self, label: str, done: int | None = None, total: int | None = None) -> None:
+        with self.lock:
+            same = self.state is not None and self.state[0] == label
+            self.state = (label, done, total)
+            if not self.tty:
+                return
+            from tqdm import tqdm
+
+            if same and self.bar is not None:
+                self.bar.n = done or 0
+                self.bar.refresh()
+                return
+            if self.bar is not None:
+                self.bar.close()
+            counted = "{n_fmt}/{total_fmt} {elapsed} (about {remaining} left)"
+            self.bar = tqdm(
+                total=total,
+                initial=done or 0,
+                desc=label,
+                file=self.stream,
+                bar_format="archstudy: {desc} " + (counted if total else "{elapsed}"),
+                leave=False,
+                mininterval=0.0,
+                dynamic_ncols=True,
+            )
+
+    def close(self) -> None:
+        """Ends the ticker and erases the line."""
+        self.stop.set()
+        self.ticker.join()
+        with self.lock:
+            if self.bar is not None:
+                self.bar.close()
+                self.bar = None
+
+
 # -- rendering ------------------------------------------------------------------------------------------------
 
 
@@ -1097,19 +1189,46 @@ def reproductions_html(directory: str | os.PathLike[str], out: Path) -> str:
     )
 
 
-def render(sections: list[StudyAnalysis], extra: str = "", drawer: Drawer | None = None) -> str:
+DRAW_BATCH = 8  # figures drawn between two progress counts (each batch in parallel where ``workers`` allows)
+
+
+def _draw(drawer: Drawer, jobs: list[FigureJob], progress: ProgressFn | None, label: str) -> None:
+    """``drawer.draw_all(jobs)``, counted by ``progress`` in batches of ``DRAW_BATCH`` figures."""
+    todo = [j for j in jobs if j.skip is None]
+    if progress is None:
+        drawer.draw_all(todo)
+        return
+    for k in range(0, len(todo), DRAW_BATCH):
+        progress(label, k, len(todo))
+        drawer.draw_all(todo[k : k + DRAW_BATCH])
+    progress(label, len(todo), len(todo))
+
+
+def render(
+    sections: list[StudyAnalysis], extra: str = "", drawer: Drawer | None = None, progress: ProgressFn | None = None
+) -> str:
     """The whole HTML document (``extra``: HTML after the overview, e.g. the reproductions' verdicts;
-    ``drawer``: draws the figures, and writes them as files where it was given a directory)."""
+    ``drawer``: draws the figures, and writes them as files where it was given a directory; ``progress``: told
+    each step, ``ReportProgress``)."""
     drawer = drawer or Drawer()
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     compare = sum(1 for s in sections if len(s.arch)) > 1
     names = ", ".join(f"{s.name} ({s.results.dataset})" for s in sections)
     # the figures that need no held-out prediction first, while it is still computing beside them (``analyse``'s
     # ``wait=False``: on two cores one would otherwise sit idle), then the rest
-    drawer.draw_all([job for s in sections for _, job in study_jobs(s, without="predict")])
+    _draw(drawer, [job for s in sections for _, job in study_jobs(s, without="predict")], progress, "drawing figures")
     for s in sections:
+        if progress is not None:
+            progress(f"{s.name}: waiting for the held-out evaluation of the joint predictor", None, None)
         s.settle()
-    drawer.draw_all([job for s in sections for _, job in study_jobs(s)] + [job for _, job in comparison_jobs(sections)])
+    _draw(
+        drawer,
+        [job for s in sections for _, job in study_jobs(s)] + [job for _, job in comparison_jobs(sections)],
+        progress,
+        "drawing the remaining figures",
+    )
+    if progress is not None:
+        progress("writing the page (tables and the interactive data)", None, None)
     body = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -1143,6 +1262,7 @@ def write_report(
     figures: str | os.PathLike[str] | None = None,
     figure_format: str = "png",
     predict_from: str | os.PathLike[str] | None = None,
+    progress: ProgressFn | bool = True,
 ) -> Path:
     """Analyse one study or several (e.g. one per dataset) and write one self-contained HTML report.
 
@@ -1153,7 +1273,27 @@ def write_report(
     reproduce`` results to list with links (none unless given); ``figures``: a directory to also write every figure
     to as a file, ``<study>-<figure>.<figure_format>`` (png, svg or pdf; ``compare-<figure>`` for several studies
     side by side); ``predict_from``: a study directory (or a saved predictor, ``analysis.predict``) whose predictor
-    is fitted there and scored on each study too (transfer). Works on partly finished studies and says so."""
+    is fitted there and scored on each study too (transfer); ``progress``: True shows each step on stderr
+    (``ReportProgress``: a line with the time left where the step can be counted), False nothing, or a callable
+    ``progress(label, done, total)`` is told each step. Works on partly finished studies and says so."""
+    if progress is True:
+        steps = ReportProgress()
+        try:
+            return write_report(
+                study_dirs,
+                out,
+                n_boot=n_boot,
+                seed=seed,
+                window=window,
+                reproductions=reproductions,
+                figures=figures,
+                figure_format=figure_format,
+                predict_from=predict_from,
+                progress=steps,
+            )
+        finally:
+            steps.close()
+    tell = progress or None
     dirs = [study_dirs] if isinstance(study_dirs, (str, os.PathLike)) else list(study_dirs)
     if not dirs:
         raise SpecError("write_report", "study_dirs", dirs, "must name at least one study directory")
@@ -1177,17 +1317,34 @@ def write_report(
             os.fspath(reproductions),
             "must be a directory (the --out of `archstudy reproduce`)",
         )
+    if predict_from is not None and tell is not None:
+        tell(f"fitting the predictor of {os.fspath(predict_from)}", None, None)
     predictor = None if predict_from is None else predictor_from(predict_from)
-    results = [load_results(d) for d in dirs]  # with the runs: each architecture's detail panel lists them
+    results = []
+    for d in dirs:
+        if tell is not None:
+            tell(f"reading {os.fspath(d)}", None, None)
+        results.append(load_results(d))  # with the runs: each architecture's detail panel lists them
     labels = study_labels(dirs)
     sections = []
     try:
         for r, a, lbl in zip(results, _unique_anchors(labels), labels):
             sections.append(
-                analyse(r, a, n_boot=n_boot, seed=seed, window=window, predictor=predictor, label=lbl, wait=False)
+                analyse(
+                    r,
+                    a,
+                    n_boot=n_boot,
+                    seed=seed,
+                    window=window,
+                    predictor=predictor,
+                    label=lbl,
+                    wait=False,
+                    progress=tell,
+                )
             )
         drawer = Drawer(figures, figure_format)
-        text = render(sections, reproductions_html(reproductions, out) if reproductions is not None else "", drawer)
+        extra = reproductions_html(reproductions, out) if reproductions is not None else ""
+        text = render(sections, extra, drawer, tell)
     finally:
         for s in sections:  # a prediction still computing when something failed: ended, not left behind
             s.cancel()

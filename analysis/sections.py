@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,7 @@ from archstudy.study.experiment.nlc_window import PAPER_WINDOW
 
 from .processes import Background
 from .edf import edf
+from .columns import UNIT_KEY
 from .figures.base import FigureData
 from .figures.curves import curve_architectures
 from .good_ranges import good_ranges, nlc_window
@@ -208,12 +209,14 @@ def analyse(
     predictor: Any = None,
     label: str = "",
     wait: bool = True,
+    progress: Callable[[str, int | None, int | None], None] | None = None,
 ) -> StudyAnalysis:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
     study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
     paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
     ``label``: the study's name in the report (``study_labels``). ``wait=False``: the held-out prediction may still
-    be computing when this returns (``StudyAnalysis.settle`` waits for it), so that figures can be drawn beside it."""
+    be computing when this returns (``StudyAnalysis.settle`` waits for it), so that figures can be drawn beside it.
+    ``progress``: told each step, ``progress(label, done, total)`` (``report.ReportProgress``)."""
     arch = results.trained  # the trained architectures: what every statistic and figure covers
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
@@ -236,7 +239,7 @@ def analyse(
     # the held-out prediction (seconds of scikit-learn) in a forked process, beside the statistics below
     prediction = Background(report_prediction, arch, n_boot=n_boot, seed=seed, predictor=predictor)
     try:
-        section = _analyse(results, arch, anchor, n_boot, seed, window, label, launch, savings, prediction)
+        section = _analyse(results, arch, anchor, n_boot, seed, window, label, launch, savings, prediction, progress)
         return section.settle() if wait else section
     except BaseException:
         prediction.cancel()
@@ -254,27 +257,48 @@ def _analyse(
     launch: dict[str, Any] | None,
     savings: dict[str, float],
     prediction: Background,
+    progress: Callable[[str, int | None, int | None], None] | None = None,
 ) -> StudyAnalysis:
+    steps = ANALYSIS_STEPS
+    name = label or results.study_dir
+
+    def step(what: str) -> None:
+        if progress is not None:
+            progress(f"analysing {name}: {what}", steps.index(what), len(steps))
+
+    step("correlations")
     corr = correlations(arch, n_boot=n_boot, seed=seed)
+    step("granulated Kendall")
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
+    step("paired effects")
     paired = paired_effects(arch)
+    step("NLC window")
     own = nlc_window(arch, seed=seed)
     used = (
         window
         if window is not None
         else ((float(own["lo"].iloc[0]), float(own["hi"].iloc[0])) if len(own) else PAPER_WINDOW)
     )
-    drawn = [i for i, _ in curve_architectures(arch)]
+    drawn = [str(r["arch_id"]) for r, _ in curve_architectures(arch)]
+    step("window predictors")
     scores = window_predictors(arch, seed=seed)
+    step("error EDFs")
+    edfs = edf(arch)
+    step("good ranges")
+    good = good_ranges(arch, seed=seed)
+    step("training curves")
+    curves = read_curves(results.study_dir, drawn)
+    chosen = selected_curves(results.study_dir, arch)
+    step("pruning")
     return StudyAnalysis(
         dataset=results.dataset,
         arch=arch,
         corr=corr,
         pruning_window=used,
-        edf=edf(arch),
-        good=good_ranges(arch, seed=seed),
+        edf=edfs,
+        good=good,
         window_scores=scores,
-        curves=read_curves(results.study_dir, drawn),
+        curves=curves,
         predict=prediction,
         label=label,
         results=results,
@@ -290,8 +314,22 @@ def _analyse(
         provenance=provenance(arch),
         ranking=predictor_ranking(corr, scores),
         best=best_architectures(arch),
-        selected_curves=selected_curves(results.study_dir, arch),
+        selected_curves=chosen,
     )
+
+
+# The steps of ``analyse`` its progress counts, in order.
+ANALYSIS_STEPS = (
+    "correlations",
+    "granulated Kendall",
+    "paired effects",
+    "NLC window",
+    "window predictors",
+    "error EDFs",
+    "good ranges",
+    "training curves",
+    "pruning",
+)
 
 
 def selected_curves(study_dir: str, arch: pd.DataFrame) -> pd.DataFrame:
@@ -300,9 +338,14 @@ def selected_curves(study_dir: str, arch: pd.DataFrame) -> pd.DataFrame:
     if not len(arch) or "lr_index" not in arch.columns:
         return pd.DataFrame()
     curves = read_curves(study_dir, arch["arch_id"].astype(str))
-    if not len(curves):
-        return curves
-    return curves.merge(arch[["arch_id", "lr_index"]].dropna(), on=["arch_id", "lr_index"], how="inner")
+    return of_selected_runs(curves, arch) if len(curves) else curves
+
+
+def of_selected_runs(curves: pd.DataFrame, arch: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``curves`` of each architecture's selected run: its arch_id at its index (``columns.UNIT_KEY``;
+    the arch_id alone in a table without index) and its ``lr_index``."""
+    on = [c for c in UNIT_KEY if c in curves.columns and c in arch.columns] + ["lr_index"]
+    return curves.merge(arch[on].dropna(), on=on, how="inner")
 
 
 def pruning_table(arch: pd.DataFrame, used: tuple[float, float], given: bool, own: pd.DataFrame) -> pd.DataFrame:

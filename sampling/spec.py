@@ -351,8 +351,17 @@ class ArchSpec(Declared):
 
     @property
     def content_id(self) -> str:
-        """A stable 16-hex-digit id of the spec's content (sha256 of its canonical JSON)."""
-        return content_hash(self.to_json())
+        """A stable 16-hex-digit id of the spec's content (sha256 of its canonical JSON), computed once per
+        spec: the spec is frozen, so it is kept beside the fields (outside them: equality, hashing and the dict
+        form read the fields only)."""
+        cached = self.__dict__.get(_CONTENT_ID)
+        if cached is None:
+            cached = content_hash(self.to_json())
+            object.__setattr__(self, _CONTENT_ID, cached)  # frozen: set once, to the value of the fields
+        return cached
+
+
+_CONTENT_ID = "_content_id"  # where a spec keeps its content id once computed (not a field)
 
 
 SPEC_FIELDS = tuple(f.name for f in fields(ArchSpec))

@@ -41,6 +41,12 @@ RULES: list[tuple[str, str, int | None, str]] = [
     ),
     (r"^archstudy top studies/wave$", "as pasted", 0, "architectures finished"),
     (
+        r"^archstudy serve studies/wave$",
+        "skip: it serves until Ctrl-C (the live view of a study: tests/analysis/test_live_view.py)",
+        None,
+        "",
+    ),
+    (
         r"^archstudy rank ",
         "skip: it fits a predictor and measures 200 architectures on Ray (tests/study/cli/test_rank.py)",
         None,

@@ -39,9 +39,10 @@ _SPLIT_LABEL = {"val": "validation error", "train": "training error"}
 
 def curve_architectures(
     arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3, target: str = "test_error"
-) -> list[tuple[str, str]]:
-    """(arch_id, why) of the ``n_best`` lowest-``target`` architectures and the ``n_typical`` closest to the
-    median ``target`` (the others), best first."""
+) -> list[tuple[pd.Series, str]]:
+    """(row, why) of the ``n_best`` lowest-``target`` architectures and the ``n_typical`` closest to the
+    median ``target`` (the others), best first: the row, not the arch_id, since a large study samples some specs
+    more than once (an arch_id at several indices)."""
     a = arch[np.isfinite(arch[target].to_numpy(np.float64))].sort_values([target, "arch_id"], kind="stable")
     best = a.head(n_best)
     rest = a.iloc[n_best:]
@@ -50,16 +51,18 @@ def curve_architectures(
         if len(rest)
         else rest
     )
-    return [(i, f"best #{k + 1}") for k, i in enumerate(best["arch_id"])] + [
-        (i, "typical") for i in typical.sort_values(target, kind="stable")["arch_id"]
+    return [(r, f"best #{k + 1}") for k, (_, r) in enumerate(best.iterrows())] + [
+        (r, "typical") for _, r in typical.sort_values(target, kind="stable").iterrows()
     ]
 
 
-def selected_curves(curves: pd.DataFrame, arch: pd.DataFrame, arch_id: str) -> pd.DataFrame:
-    """The curve of ``arch_id``'s selected run (its ``lr_index``), by epoch."""
-    selected = arch.set_index("arch_id")["lr_index"]
-    run = curves[(curves["arch_id"] == arch_id) & (curves["lr_index"] == selected.get(arch_id))]
-    return run.sort_values("epoch")
+def selected_curves(curves: pd.DataFrame, row: pd.Series) -> pd.DataFrame:
+    """The curve of the selected run (its ``lr_index``) of the architecture in ``row`` (a row of the architectures
+    table), by epoch: its arch_id at its ``index`` where both tables have one."""
+    keep = (curves["arch_id"] == row["arch_id"]) & (curves["lr_index"] == row["lr_index"])
+    if "index" in curves.columns and "index" in row.index:
+        keep &= curves["index"] == row["index"]
+    return curves[keep].sort_values("epoch")
 
 
 def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typical: int = 3) -> Figure:
@@ -73,14 +76,14 @@ def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typi
     if missing:
         raise ValueError(f"fig_curves: the curves table lacks {', '.join(missing)} (needs {', '.join(CURVE_COLUMNS)})")
     chosen = curve_architectures(arch, n_best, n_typical)
-    runs = [(arch_id, why, selected_curves(curves, arch, arch_id)) for arch_id, why in chosen]
+    runs = [(row, why, selected_curves(curves, row)) for row, why in chosen]
     have = [r for r in runs if len(r[2])]
     if not have:
         raise NothingToDraw("No curve of the selected run of the architectures drawn (best and typical).")
     # two across: each panel's learning-rate axis needs its tick labels and label at the right
     fig, axes = panels(len(have), ncols=2, panel=(3.9, 2.8), legend_rows=1, gap_w=GAP_W + TWIN, right=TWIN)
     split = "val"
-    for ax, (arch_id, why, run) in zip(axes, have):
+    for ax, (row, why, run) in zip(axes, have):
         split = str(run["monitored"].iloc[0]) if "monitored" in run.columns else "val"
         with rc_context(THEME):
             if np.isfinite(run["monitored_error"].to_numpy(np.float64)).any():
@@ -93,11 +96,10 @@ def fig_curves(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3, n_typi
             lr_ax.set_ylabel("learning rate", color=RED)
             lr_ax.tick_params(colors=RED, axis="y")
             lr_ax.grid(False)
-            err = arch.loc[arch["arch_id"] == arch_id, "test_error"]
-            set_title(ax, f"{why}: {arch_id} (test error {float(err.iloc[0]):.3f})")
+            set_title(ax, f"{why}: {row['arch_id']} (test error {float(row['test_error']):.3f})")
             ax.set_xlabel("epoch")
             ax.set_ylabel("error / loss")
-    lost = [f"{why} ({arch_id})" for arch_id, why, run in runs if not len(run)]
+    lost = [f"{why} ({row['arch_id']})" for row, why, run in runs if not len(run)]
     if lost:
         omitted(fig, f"No curve of the selected run of {', '.join(lost)}.")
     figure_legend(
@@ -118,12 +120,11 @@ def fig_nlc_trajectory(curves: pd.DataFrame, arch: pd.DataFrame, n_best: int = 3
     axis, one line per architecture, with the NLC paper's window [1, 3] shaded."""
     chosen = curve_architectures(arch, n_best, n_typical)
     lines = []
-    for (arch_id, why), c in zip(chosen, PALETTE):
-        run = selected_curves(curves, arch, arch_id)
+    for (row, why), c in zip(chosen, PALETTE):
+        run = selected_curves(curves, row)
         run = run[np.isfinite(run["nlc"].to_numpy(np.float64)) & (run["nlc"] > 0)] if len(run) else run
         if len(run):
-            err = float(arch.loc[arch["arch_id"] == arch_id, "test_error"].iloc[0])
-            lines.append((run, c, f"{why}: {arch_id} ({err:.3f})"))
+            lines.append((run, c, f"{why}: {row['arch_id']} ({float(row['test_error']):.3f})"))
     if not lines:
         raise NothingToDraw("No NLC trajectory recorded for the architectures drawn (metrics: nlc_trajectory).")
     names = [t for _, _, t in lines] + ["the NLC paper's [1, 3]"]

@@ -42,7 +42,11 @@ joint model and the best baseline are chosen inside each training fold by a grou
 alone (``choose``: nested), never on the scores they are judged by; a fitted learner whose predictions are constant
 in a held-out fold cannot fit and gets no rho. The verdict compares the joint model with the best baseline and
 with NLC alone (paired per-fold differences of rho, the same interval); ``analysis.predict_simulation`` measures
-how often it fires when nothing predicts. Ranking measures (``ranking_measures``): precision of the top K, NDCG@K
+how often it fires when nothing predicts. A study of more than ``MAX_ROWS`` trained architectures is
+evaluated on a seeded random subsample of whole base architectures holding at most that many (``capped_rows``),
+which the report says with both numbers: a random sample of base architectures is a study of that size drawn the
+same way, so the verdict keeps its calibration at that size, and the cost stays bounded.
+Ranking measures (``ranking_measures``): precision of the top K, NDCG@K
 and regret; ``learning_curve``: held-out rho against the number of training architectures.
 
 **Why it predicts**: permutation importance on the held-out folds (``sklearn.inspection.permutation_importance``,
@@ -109,6 +113,7 @@ from .evaluation import (
     FOLD_ROWS,
     INNER_FOLDS,
     JOINT_LABEL,
+    MAX_ROWS,
     NLC_RULE,
     Prediction,
     REPEATS,
@@ -126,6 +131,7 @@ from .evaluation import (
     baseline_rules,
     calls,
     candidates,
+    capped_rows,
     choose,
     choose_joint,
     corrected_interval,
@@ -219,6 +225,7 @@ __all__ = [
     "FOLD_ROWS",
     "INNER_FOLDS",
     "JOINT_LABEL",
+    "MAX_ROWS",
     "NLC_RULE",
     "Prediction",
     "REPEATS",
@@ -236,6 +243,7 @@ __all__ = [
     "baseline_rules",
     "calls",
     "candidates",
+    "capped_rows",
     "choose",
     "choose_joint",
     "corrected_interval",

@@ -64,6 +64,24 @@ def group_folds(groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndar
     return list(GroupKFold(n_splits=k).split(np.zeros(len(groups)), groups=shuffled))
 
 
+def capped_rows(groups: np.ndarray, max_rows: int, seed: int) -> np.ndarray | None:
+    """The rows the held-out evaluation keeps of a study larger than ``max_rows``: None (all of them) up to
+    ``max_rows``, else whole base architectures (``groups``) in a seeded random order (a stream of its own), as
+    many as hold at most ``max_rows`` rows together (the first always), their rows in ascending order. A random
+    sample of base architectures is itself a study of that size drawn the same way, so the verdicts keep the
+    calibration measured at that size (``analysis.predict_simulation``)."""
+    if len(groups) <= max_rows:
+        return None
+    sizes = np.bincount(groups)
+    order = np.random.default_rng([seed, 0x9D5]).permutation(len(sizes))
+    fits = np.cumsum(sizes[order]) <= max_rows
+    fits[0] = True
+    keep = np.zeros(len(sizes), dtype=bool)
+    keep[order[fits]] = True
+    rows: np.ndarray = np.flatnonzero(keep[groups])
+    return rows
+
+
 def group_counts(groups: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) bootstrap counts of the rows: base architectures (groups) drawn with replacement, each row
     counted as often as its group was drawn."""
@@ -124,6 +142,11 @@ SCORE_COLUMNS = [
 ]
 EVALUATION_COLUMNS = ["learner", "label", "kind", "status", "metric", "n", "scored_folds"] + SCORE_COLUMNS[4:]
 CANNOT_FIT = "cannot fit"
+# At most this many architectures in the held-out evaluation: a larger study is evaluated on a random subsample of
+# whole base architectures (``capped_rows``). The evaluation's cost grows with the rows (trees, the window's
+# bootstrap, Kendall's tau of each fold's pairs), its verdict's calibration is that of a study of this size
+# (analysis.predict_simulation), and at this size the intervals of the scores are already a few hundredths wide.
+MAX_ROWS = 2_000
 REPEATS = 3  # fold seeds of the repeated grouped cross-validation
 INNER_FOLDS = 3  # grouped folds inside a training fold, where the joint learner and the best baseline are chosen
 FOLD_ROWS = 4  # base architectures per held-out fold at least: folds = min(FOLDS, groups // FOLD_ROWS)
@@ -379,6 +402,7 @@ class Prediction:
     groups: int = 0
     folds: int = 0
     repeats: int = 0
+    of: int = 0  # the study's trained architectures with a test error (more than ``scores``'s ``n`` where capped)
     calls: dict[str, int] = field(default_factory=dict)
     level: str = "partial"
     ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -393,6 +417,8 @@ class Prediction:
             "folds": self.folds,
             "repeats": self.repeats,
             "groups": self.groups,
+            "rows": int(self.scores["n"].iloc[0]) if len(self.scores) else 0,
+            "of": self.of,
             "best": self.best,
         }
         for name in ("joint", "baseline", "nlc"):
@@ -451,6 +477,8 @@ def predict_study(
     joint: Sequence[str] = JOINT,
     ranking: bool = True,
     curve: bool = True,
+    max_rows: int = MAX_ROWS,
+    progress: Callable[[str, int | None, int | None], None] | None = None,
 ) -> Prediction:
     """Held-out evaluation of the joint predictor and its baselines on one study's trained architectures (module
     docstring): grouped cross-validation on the base architecture with ``folds`` folds (fewer on a small study),
@@ -458,14 +486,29 @@ def predict_study(
     joint learner (among ``joint``) and the best baseline chosen inside each training fold. ``results``: a study
     directory, ``load_results`` or an architectures table. ``descriptors``: the architecture's own depth, width
     and categories join the metrics. ``ranking``: the top-K measures; ``curve``: held-out rho against the number
-    of training architectures (``learning_curve``). ``n_boot`` is kept for callers; no bootstrap is drawn."""
+    of training architectures (``learning_curve``). ``max_rows``: above this many architectures, a seeded random
+    subsample of whole base architectures holding at most that many is evaluated (``capped_rows``; ``of`` counts
+    them all). ``progress``: told after each held-out fold and each explanation, ``progress(label, done, total)``
+    (``analysis.report.ReportProgress``). ``n_boot`` is kept for callers; no bootstrap is drawn."""
     if isinstance(results, (str, os.PathLike)):
         from ..results import load_results
 
         results = load_results(results, runs=False)
     with one_thread():
         return _predict_study(
-            results, descriptors, folds, repeats, seed, confidence, importance, dependence, tuple(joint), ranking, curve
+            results,
+            descriptors,
+            folds,
+            repeats,
+            seed,
+            confidence,
+            importance,
+            dependence,
+            tuple(joint),
+            ranking,
+            curve,
+            max_rows,
+            progress,
         )
 
 
@@ -481,6 +524,8 @@ def _predict_study(
     joint: tuple[str, ...],
     with_ranking: bool,
     with_curve: bool,
+    max_rows: int,
+    progress: Callable[[str, int | None, int | None], None] | None = None,
 ) -> Prediction:
     where = "predict_study"
     folds = check(where, "folds", Integer(2), folds)
@@ -489,7 +534,12 @@ def _predict_study(
     confidence = check(where, "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
     for name in joint:
         check(where, "joint", Choice(JOINT), name)
+    max_rows = check(where, "max_rows", Integer(MIN_ROWS), max_rows)
     arch = fit_rows(results)
+    of = len(arch)
+    keep = capped_rows(base_groups(arch), max_rows, seed)
+    if keep is not None:
+        arch = arch.iloc[keep].reset_index(drop=True)
     if len(arch) < MIN_ROWS:
         raise SpecError(
             where, "architectures", len(arch), f"must hold at least {MIN_ROWS} trained architectures with a test error"
@@ -520,6 +570,17 @@ def _predict_study(
     fold_of = np.zeros((repeats, n), dtype=int)
     first_models: dict[str, list[Any]] = {c.name: [] for c in joint_pool}
     first_splits: list[tuple[np.ndarray, np.ndarray]] = []
+    step = f"held-out evaluation of {n:,} architectures" + (f" (of {of:,})" if of > n else "")
+    total = repeats * k + 1 + int(with_curve) + int(importance) + int(dependence)
+    done = 0
+
+    def tell() -> None:
+        nonlocal done
+        if progress is not None:
+            progress(step, done, total)
+        done += 1
+
+    tell()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ridge's near-singular solves, constant columns: expected at these sizes
         for r in range(repeats):
@@ -552,6 +613,7 @@ def _predict_study(
                     rho[m].append(a)
                     tau[m].append(b)
                     r2[m].append(c2)
+                tell()
     ratio = float(np.mean(test_over_train))
     rows = []
     for m in names:
@@ -590,6 +652,7 @@ def _predict_study(
         diff, lo, hi = corrected_interval(d, ratio, confidence, 2.0)
         versus.append({"learner": "joint", "versus": other, "diff": diff, "lo": lo, "hi": hi})
     best = choose_joint(X, y, groups, features, k, seed, joint)
+    tell()
     out = Prediction(
         features,
         scores,
@@ -602,6 +665,7 @@ def _predict_study(
         groups=n_groups,
         folds=k,
         repeats=repeats,
+        of=of,
     )
     out.calls = calls(out)
     out.level = "done" if out.calls.get("joint_above_zero") == 1 and out.calls.get("beats_baseline") == 1 else "partial"
@@ -620,10 +684,14 @@ def _predict_study(
         out.ranking = ranking_table(y, preds, fold_of, [m for m in ("joint", "baseline", "nlc") if m in preds])
     if with_curve:
         out.curve = learning_curve(by_name[best], X, y, first_splits, seed, confidence)
+        tell()
     if importance and best in first_models:
         out.importance = permutation_importances(first_models[best], X, y, first_splits, features, seed)
+    if importance:
+        tell()
     if dependence:
         out.dependence, out.values = partial_dependences(best, features, X, y, out.importance, seed)
+        tell()
     return out
 
 

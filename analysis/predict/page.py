@@ -10,7 +10,7 @@ import pandas as pd
 from archstudy.sampling import SpecError
 
 from .learners import LABELS
-from .evaluation import CANNOT_FIT, Prediction, predict_study
+from .evaluation import CANNOT_FIT, MAX_ROWS, Prediction, predict_study
 from .persistence import FittedPredictor, score_predictor
 
 # -- the report's section ---------------------------------------------------------------------------------------
@@ -69,8 +69,19 @@ def predict_html(s: _WithPrediction) -> str:
             ]
         rows.append([label, fmt(int(r["scored_folds"])), *cells])
         classes.append("" if r["kind"] == "joint" else "baseline")
+    n = int(p.scores["n"].iloc[0]) if len(p.scores) else 0
+    sampled = p.of > n
     out = [
         f'<div class="box {p.level}">{esc(p.verdict)}</div>',
+        *(
+            [
+                f'<p class="muted">Held out on a random {n:,} of the {p.of:,} trained architectures with a test '
+                f"error (whole base architectures, seeded), so that its cost stays bounded: at most {MAX_ROWS:,} "
+                "are evaluated.</p>"
+            ]
+            if sampled
+            else []
+        ),
         table(["learner", "scored folds", "held-out Spearman ρ", "Kendall τ", "R²"], rows, left=1, row_classes=classes),
     ]
     diff_rows = [
@@ -152,7 +163,8 @@ def predict_html(s: _WithPrediction) -> str:
         ]
     names = ", ".join(esc(f.label) for f in p.features)
     out.append(
-        f'<p class="muted">Every trained architecture with a test error; features: {names} (log10 where the '
+        f'<p class="muted">{"The sampled" if sampled else "Every"} trained architecture'
+        f"{'s' if sampled else ''} with a test error; features: {names} (log10 where the "
         "correlation table uses log; a missing or non-finite value is left to the learner). Held out: "
         f"{p.folds}-fold grouped cross-validation over the {p.groups} base architectures (a draw and its siblings are "
         f"one group, never on both sides of a split), repeated with {p.repeats} fold seeds; each learner is scored "

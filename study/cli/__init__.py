@@ -42,6 +42,7 @@ COMMANDS = (
     "compact",
     "top",
     "report",
+    "serve",
     "rank",
     "sample",
     "datasets",
@@ -103,6 +104,7 @@ ACTIVITY = {
     "compact": "compacting the study",
     "top": "reading the study",
     "report": "reading the studies and writing the report",
+    "serve": "serving the live view",
     "rank": "ranking architectures",
     "sample": "sampling architectures",
     "datasets": "looking for the datasets",
@@ -113,7 +115,7 @@ ACTIVITY = {
 
 # The study locations a command reads, by argument name, opened (and object storage asked) before it starts.
 # run, resume and status open theirs through ``study.execution.store.Store``, which does the same.
-LOCATIONS = {"top": ("study",), "rank": ("study",), "report": ("study_dirs",)}
+LOCATIONS = {"top": ("study",), "rank": ("study",), "report": ("study_dirs",), "serve": ("study",)}
 
 # pyarrow's own words for the operation (its errors carry no ``filename``; the path is quoted in the message).
 _ARROW_OPERATION = (

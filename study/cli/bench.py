@@ -3,7 +3,8 @@ operators of its step (``study.perf.bench``); several architectures per device (
 ``--gpus-per-arch``); the projected hours of the paper's studies (``--project``, ``study.perf.projection``); the
 joint predictor's verdicts on simulated studies (``--calibration``, ``analysis.predict_simulation``); a synthetic
 study of N architectures written through the store, and its readers timed on it (``--store N --out DIR``,
-``study.perf.synthetic_store``)."""
+``study.perf.synthetic_store``); the study driver's own time and memory per unit, on a study of N units that train
+nothing (``--driver N --out DIR``, ``study.perf.driver_overhead``)."""
 
 from __future__ import annotations
 
@@ -123,7 +124,19 @@ def register(sub) -> None:
         help="instead: write a finished synthetic study of N architectures (runs and curves included) to --out "
         "through the store's own write path, in seconds per thousand (study.perf.synthetic_store); no torch",
     )
-    p.add_argument("--out", default=None, help="with --store: the new study's directory or s3:// URI")
+    p.add_argument(
+        "--driver",
+        type=int,
+        default=None,
+        metavar="N",
+        help="instead: run a study of N units that train nothing through the real driver on a local Ray, into "
+        "--out, and report the driver's CPU ms and wall ms per unit and its memory (RSS) at 10/50/100%% of the "
+        "units (study.perf.driver_overhead)",
+    )
+    p.add_argument(
+        "--max-in-flight", type=int, default=None, help="with --driver: units in flight (default: Ray's CPUs)"
+    )
+    p.add_argument("--out", default=None, help="with --store or --driver: the new study's directory or s3:// URI")
     p.add_argument(
         "--packed", action="store_true", help="with --store: write the results as packs (as `archstudy compact` does)"
     )
@@ -237,6 +250,29 @@ def store_bench(args) -> int:
     return 0
 
 
+def driver_bench(args) -> int:
+    """``bench --driver N --out DIR``: ``study.perf.driver_overhead.driver_overhead``; its lines, or JSON."""
+    from ..execution.store import Store
+    from ..perf.driver_overhead import describe, driver_overhead
+
+    n = check("bench", "driver", Integer(2), args.driver)
+    if args.max_in_flight is not None:
+        check("bench", "max_in_flight", Integer(1), args.max_in_flight)
+    if not args.out:
+        raise SpecError("bench", "out", args.out, "must name the new study's directory (or s3:// URI) with --driver")
+    store = Store(args.out)
+    if store.root_kind() == "file" or (store.root_kind() == "dir" and store.listing()):
+        raise SpecError("bench", "out", args.out, "must be a new or empty directory (it holds files)")
+    say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
+    row = driver_overhead(n, args.out, max_in_flight=args.max_in_flight, say=say)
+    if args.json:
+        json.dump(row, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(describe(row))
+    return 0
+
+
 def calibration(args) -> int:
     """``bench --calibration``: the rates of ``analysis.predict_simulation.calibration_bench``;
     ``--verdict-calibration``: those of ``analysis.verdict_calibration.null_rates``; as a table or JSON."""
@@ -292,6 +328,8 @@ def command(args) -> int:
         return calibration(args)
     if args.store is not None:
         return store_bench(args)
+    if args.driver is not None:
+        return driver_bench(args)
     import torch
 
     from ..perf.bench import CASES, format_table, run_bench, throughput

@@ -63,11 +63,15 @@ def command(args) -> int:
     if args.root is not None and not Path(args.root).expanduser().is_dir():
         what = "is not a directory" if Path(args.root).expanduser().exists() else "does not exist"
         raise SpecError("datasets", "root", args.root, f"must be a directory holding your data files; it {what}")
-    from ..datasets import CACHE_ENV
-    from ..datasets.cache import cache_dir
+    from ..execution.progress import phase
 
-    header = ("dataset", "here", "source", "d_in", "classes", "train/val/test", "where")
-    table = [header] + rows(args.root)
+    # The loaders import torch (seconds on a busy machine): said first, on stderr, once the checks have passed.
+    with phase(sys.stderr, "looking for each dataset's files (loading torch)"):
+        from ..datasets import CACHE_ENV
+        from ..datasets.cache import cache_dir
+
+        header = ("dataset", "here", "source", "d_in", "classes", "train/val/test", "where")
+        table = [header] + rows(args.root)
     widths = [max(len(r[i]) for r in table) for i in range(len(header) - 1)]
     for r in table:
         sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] + "\n")

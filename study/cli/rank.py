@@ -41,7 +41,7 @@ from archstudy.sampling.plan import fresh_indices, fresh_seed, plan_study
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
 from ..experiment.config import CONFIG_NAME, DEFAULT_PILOT, PROVENANCE_KEYS, RECORDED_KEYS, StudyConfig
-from .run import add_execution_arguments, execution_of
+from .run import Status, add_execution_arguments, execution_of
 
 DEFAULT_N, DEFAULT_TOP = 100, 10
 MEASURED, CHECK = "measured", "check"
@@ -280,8 +280,14 @@ def write_ranked(ranked, path: Path, score: dict | None) -> None:
 
 
 def command(args) -> int:
-    from archstudy.analysis.predict import fit_predictor, fit_rows, paired_lift, rank_rows
-    from archstudy.analysis.results import load_results
+    status = Status()
+    # At once on a terminal, before the analysis libraries and the study's tables load (seconds on a busy machine).
+    status.now(f"rank: reading {args.study} and loading the predictor's libraries ...")
+    try:
+        from archstudy.analysis.predict import fit_predictor, fit_rows, paired_lift, rank_rows
+        from archstudy.analysis.results import load_results
+    finally:
+        status.clear()
 
     from ..execution.location import RANK_MARK, open_location
     from ..execution.progress import phase
@@ -294,7 +300,11 @@ def command(args) -> int:
     open_location(args.study)  # a malformed location is one line (study.execution.location), as for every command
     _check_out(args.out or os.fspath(out), args.study)
 
-    results = load_results(args.study, runs=False)
+    status.now(f"rank: reading {args.study} ...")
+    try:
+        results = load_results(args.study, runs=False)
+    finally:
+        status.clear()
     base = StudyConfig.from_dict(results.config)
     if base.measure_only:
         raise UserError(

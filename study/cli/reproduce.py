@@ -73,8 +73,13 @@ def register(sub) -> None:
 
 def command(args) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
-    from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
-    from ..reproduce.reproduction import LIST_WIDTH
+    from ..execution.progress import phase
+
+    # The reproductions' modules import torch (seconds, more on a busy machine): said first on a terminal; in a log
+    # the reproduction's own line comes once its arguments are checked, so that a refused command is one line.
+    with phase(sys.stderr, "loading the reproductions (torch)", in_log=False):
+        from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
+        from ..reproduce.reproduction import LIST_WIDTH
 
     if args.list:
         for r in REPRODUCTIONS.values():

@@ -274,12 +274,12 @@ def _probe_order(todo: list) -> list:
 
 def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
     """The session's estimate from a few timed steps on this machine (``study.execution.costs.probe``, with the
-    worker's torch threads), as the driver's ``Forecast`` makes it from its first units: work over the
-    architectures at once, ``n x t_unit / min(slots, n)``, ``t_unit`` the mean of the probed ones (``_probe_order``,
-    ``MORE_PROBES_BELOW_S``)."""
+    worker's torch threads), as ``Forecast`` makes it with weights from the first units: each architecture its
+    depth (``relative_cost``) times the probed ones' seconds per layer (``_probe_order``, ``MORE_PROBES_BELOW_S``),
+    placed on the ``min(slots, n)`` that run at once as they free up."""
     import torch
 
-    from ..execution.costs import Forecast, duration, probe
+    from ..execution.costs import Forecast, duration, probe, relative_cost
     from ..experiment.protocol import Protocol
 
     protocol = Protocol.from_dict(config.protocol)
@@ -294,7 +294,8 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
                 break
     finally:
         torch.set_num_threads(threads)
-    forecast = Forecast(todo=len(todo), slots=min(slots, len(todo)), probes=probes)
+    weights = {u.name: relative_cost(u.spec) for u in todo}  # the probed ones' seconds a layer, times each depth
+    forecast = Forecast(todo=len(todo), slots=min(slots, len(todo)), probes=probes, weights=weights)
     total = float(forecast.eta(0, 0, 0)[0] or 0.0)
     by_name = {u.name: u for u in todo}
     depths = ", ".join(str(by_name[name].spec.depth) for name in probes)

@@ -7,7 +7,9 @@ long note or reason continues on the next line, indented.
 
 Read-only: it reads the study's files (validating every result file, as a resume would), the
 driver's heartbeat (what is in flight, and on which node where the driver knows it) and the progress records of
-the architectures in flight, and changes nothing.
+the architectures in flight, and changes nothing. It samples only the architectures it must
+(``study.execution.state.survey_files``: the units the files name are the plan's, spot-checked), so the status of
+a large study does not wait for its whole plan to be sampled; with sibling axes it is, saying how far.
 """
 
 from __future__ import annotations
@@ -40,19 +42,17 @@ def _ago(unix: float | None) -> str:
 
 
 def command(args) -> int:
-    from archstudy.analysis.leaderboard import untrained_row
-
     from ..experiment.config import science_differences
     from ..execution.costs import count_text
     from ..execution.live import describe, read_live
-    from ..execution.state import plan_with_progress, survey
+    from ..execution.state import survey_files
     from ..execution.store import Store
 
     store = Store(args.study)
     store.reach()  # object storage that refuses or never answers: one line, in bounded time
     config = store.read_config()
     say = lambda line: print(f"archstudy: {line}", file=sys.stderr, flush=True)  # noqa: E731
-    state = survey(store, config, plan_with_progress(config, say))
+    state = survey_files(store, config, say=say)  # samples only the architectures it must (with siblings: all)
     live = read_live(store, state.in_progress)
     if args.json:
         print(json.dumps({"study": store.location, **state.to_dict(), "in_progress_live": live}, indent=1))
@@ -81,20 +81,19 @@ def command(args) -> int:
         pruning = f"NLC window auto, from a pilot of the first {c.nlc_pilot} architectures"
     elif window is not None:
         pruning = f"NLC window [{window[0]:g}, {window[1]:g}]"
-    untrained = untrained_row(c.measure_only, pruning)
+    untrained: list[tuple[str, int, str]] = []
+    if window is not None or state.pruned or c.measure_only:
+        # imported only here: importing archstudy.analysis loads scipy, most of the time of a large study's status
+        from archstudy.analysis.leaderboard import untrained_row
+
+        label, words = untrained_row(c.measure_only, pruning)
+        untrained = [("  trained", len(state.finished) - len(state.pruned), ""), (label, len(state.pruned), words)]
     rows = [
         ("finished", len(state.finished), ""),
-        *(
-            [
-                ("  trained", len(state.finished) - len(state.pruned), ""),
-                (untrained[0], len(state.pruned), untrained[1]),
-            ]
-            if window is not None or state.pruned or c.measure_only
-            else []
-        ),
+        *untrained,
         ("in progress", len(state.in_progress), driver),
         ("failed", len(state.failed), "tried again by `archstudy resume`" if state.failed else ""),
-        ("remaining", len(state.remaining), f"{len(state.checkpoints)} with a checkpoint" if state.checkpoints else ""),
+        ("remaining", state.remaining_count, f"{len(state.checkpoints)} with a checkpoint" * bool(state.checkpoints)),
     ]
     if state.packed:
         rows.append(

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from ..experiment.config import StudyConfig
 from ..experiment.packs import PACK_KEY, pack_record, pack_stem, pack_stems, seq_of
 from ..experiment.schema import RESULTS_SCHEMA_VERSION, SCHEMA_KEY, TABLE_KEY
-from .state import survey
+from .state import survey, survey_files
 from .store import ARCHITECTURES, CURVES, RUNS, SCHEMAS, Store, current, with_science
 
 PACK_UNITS = 10_000  # units per pack: 10 packs for 100,000 units; a pack of 40 runs each is 400,000 runs rows
@@ -146,7 +146,10 @@ def compact(
         for stem in pack_stems(store.fs, store.root, kind):
             if stem not in committed and store.delete(kind, f"{stem}.parquet"):
                 done.orphans += 1
-    state = survey(store, config, units, driver=False)
+    if units is None:  # only what the files name: sampling the whole plan (100,000 specs) would take minutes
+        state = survey_files(store, config, driver=False)
+    else:
+        state = survey(store, config, units, driver=False)
     listed = {kind: set(store.names(kind, ".parquet")) for kind in (ARCHITECTURES, RUNS, CURVES)}
     for name in sorted(set(state.packed) & set().union(*listed.values())):  # 2. leftovers of packed units
         for kind in (ARCHITECTURES, RUNS, CURVES):

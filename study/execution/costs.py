@@ -16,16 +16,39 @@ evaluates the monitored split every epoch, and every split once at the end), ``l
 floor of ``patience_first + divisions x patience`` epochs, ``study.perf.profiles``, capped by ``max_epochs``).
 The metrics at initialization come on top: the first units report how long theirs took, and the estimate adds it.
 
-As the study goes, ``Forecast`` replaces the estimate by what happens: the mean wall time of the units finished
-in this session, and for a unit in flight the epochs it has done of the ones expected (its live record,
-``study.execution.live``). The ETA is the work left (the units in flight: what remains of each; the queued: one mean
-unit each) over the units that run at once, and never less than the longest remaining unit. A unit that runs past
-its estimate counts as nearly done (``PAST``), so the ETA does not count up while the last units run; the line
-then says that the running units are past the estimate.
+As the study goes, ``Forecast`` replaces the estimate by what happens. A unit in training projects its own end
+from the epochs its live record (``study.execution.live``) says it has done, at its own pace:
+
+    left_k = (tau_k - tau_k0) (E - e_k) / (e_k - e_k0) + f,        T_k = (now - start_k) + left_k
+
+(``e_k`` epochs of the ``E`` expected done in ``tau_k`` seconds of training; ``e_k0``, ``tau_k0`` the same in the
+first record the driver read of it, 0 until a later one: the first epoch also finds the learning rates, E.2, and
+took 1.5-3 times a later one on the example; ``f`` what the final evaluation and
+the metrics after training took the units seen finishing, from their ``finishing`` record to their commit, 0
+before any; ``T_k`` its projected wall time). An architecture still to start costs its relative cost ``w_u``
+(``relative_cost``: its depth, as the step model of ``study.perf.projection`` is linear in depth; 1 each where
+the caller gives none, and then ``m`` is a mean) times the seconds per unit of cost measured so far, from the
+units finished in this session and the projections of those in training, less the timed steps of the first units
+(``probe_s``: later units time none):
+
+    c = sum_j (t_j - probe_j) / sum_j w_j,    m_u = c w_u     (j: finished, t_j its duration; or in training, T_j)
+
+Counting the running units' projections matters early: the units that finish first are the quick ones, and a
+mean of the finished alone (or the probes' steps, timed on an idle core) says half or less of what the rest take
+on a loaded machine. Before any unit trains, ``c`` comes from the probes' estimates. The ETA then places the work on the
+units that run at once as they free up (list scheduling, the queued in order on the slot that frees first):
+
+    slot_i = left of the i-th unit in flight (0 for an idle slot); each queued unit u: min slot += m_u;  ETA = max slot
+
+which is never less than the longest remaining unit and, unlike work / slots, counts the last unit that starts
+only when a slot frees. A unit not yet training counts ``m_u`` (its probe before anything trains) less its time so
+far; one that runs past its estimate counts as nearly done (``PAST``), so the ETA does not count up while the
+last units run; the line then says that the running units are past the estimate.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from dataclasses import dataclass, field
@@ -39,6 +62,7 @@ PROBE_REPEATS = 3  # timed calls of each probed step (the fastest counts)
 PROBE_EVAL_EXAMPLES = 200  # validation examples the probe evaluates
 PROBE_UNITS = 4  # the first units of a session time their steps, at most (and at most as many as run at once)
 PAST = 0.05  # a unit past its estimate: this fraction of the estimate is taken as still to run
+PLACED_UNITS = 10_000  # the ETA places this many queued units one by one, the rest evenly over the slots
 LONG_UNIT_S = 600.0  # a unit whose training alone is estimated at this much: the estimate is said at once
 
 
@@ -190,6 +214,13 @@ def duration(seconds: float) -> str:
     return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
+def relative_cost(spec) -> float:
+    """What one architecture costs relative to the others of its study (``Forecast.weights``): its depth. At a
+    fixed parameter budget the FLOPs of a step are nearly the same whatever the shape, and its time grows with the
+    layers (the step model of ``study.perf.projection``, t_step linear in depth)."""
+    return float(max(1, spec.depth))
+
+
 # -- the forecast, in the driver ----------------------------------------------------------------------------
 @dataclass
 class Forecast:
@@ -202,28 +233,47 @@ class Forecast:
     durations: list[float] = field(default_factory=list)  # wall seconds of the units finished in this session
     live: dict[str, dict] = field(default_factory=dict)  # in flight -> its live record (study.execution.live)
     probes: dict[str, dict] = field(default_factory=dict)  # unit -> its probe (with measure_s once measured)
+    finishing: dict[str, float] = field(default_factory=dict)  # in flight -> when it was first seen finishing
+    finishes: list[float] = field(default_factory=list)  # seconds from training's end to the commit, per unit
+    weights: dict[str, float] = field(default_factory=dict)  # unit -> its relative cost (``relative_cost``), in order
+    finished_weights: list[float] = field(default_factory=list)  # the weights of ``durations``' units
+    ever: set[str] = field(default_factory=set)  # every unit seen in flight
+    first_epoch: dict[str, tuple[int, float]] = field(default_factory=dict)  # in flight -> (e_0, tau_0) first seen
     said: bool = False
 
     def seen(self, in_flight: Iterable[str], now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
         flying = set(in_flight)
+        self.ever |= flying
         for key in flying:
             self.started.setdefault(key, now)
         for key in [k for k in self.started if k not in flying]:
             self.started.pop(key)
             self.live.pop(key, None)
+            self.finishing.pop(key, None)
+            self.first_epoch.pop(key, None)
 
     def finished(self, key: str, now: float | None = None) -> None:
         now = time.monotonic() if now is None else now
         if key in self.started:
-            self.durations.append(now - self.started.pop(key))
+            self.durations.append(max(0.0, now - self.started.pop(key) - self._probe_s(key)))
+            self.finished_weights.append(self._weight(key))
+        if key in self.finishing:
+            self.finishes.append(now - self.finishing.pop(key))
+        self.first_epoch.pop(key, None)
         self.live.pop(key, None)
 
-    def observe(self, records: Mapping[str, dict]) -> None:
-        """The live records of the units in flight; a record with a probe keeps that probe for the estimate."""
+    def observe(self, records: Mapping[str, dict], now: float | None = None) -> None:
+        """The live records of the units in flight; a record with a probe keeps that probe for the estimate, one
+        that says ``finishing`` (the final evaluation and the metrics after training) starts its clock."""
+        now = time.monotonic() if now is None else now
         for key, rec in records.items():
             if key in self.started:
                 self.live[key] = rec
+                if rec.get("stage") == "finishing":
+                    self.finishing.setdefault(key, now)
+                if rec.get("stage") == "training" and rec.get("epoch") and _finite(rec.get("train_elapsed_s")):
+                    self.first_epoch.setdefault(key, (int(rec["epoch"]), float(rec["train_elapsed_s"])))
             p = rec.get("probe")
             if isinstance(p, dict) and _finite(p.get("train_s")):
                 self.probes[key] = {**p, "measure_s": rec.get("measure_s")}
@@ -243,36 +293,98 @@ class Forecast:
             return None
         return sum(p["train_s"] for p in self.probes.values()) / len(self.probes) + self._measure_s()
 
-    def unit_s(self) -> float | None:
-        """Seconds of one architecture: the mean of those finished in this session, else the probes'."""
-        if self.durations:
-            return sum(self.durations) / len(self.durations)
-        return self._probed_s()
+    def _projected(self, key: str, now: float) -> float | None:
+        """Seconds left of the unit in flight ``key`` at its own pace (``left_k``) once it trains: its epochs left,
+        then ``f``; at its expected epochs or finishing, what is left of ``f``. None before it trains."""
+        rec = self.live.get(key) or {}
+        if key in self.finishing:
+            return max(0.0, self._finish_s() - (now - self.finishing[key]))
+        epoch, expected, train_s = rec.get("epoch"), rec.get("expected_epochs"), rec.get("train_elapsed_s")
+        if rec.get("stage") != "training" or not (epoch and expected and _finite(train_s)):
+            return None
+        if epoch >= expected:
+            return self._finish_s()
+        e0, tau0 = self.first_epoch.get(key, (0, 0.0))
+        if not 0 < e0 < epoch:  # one record: the pace of all its epochs, the first one's learning rates' too
+            e0, tau0 = 0, 0.0
+        return (float(cast(float, train_s)) - tau0) * (expected - epoch) / (epoch - e0) + self._finish_s()
+
+    def _finish_s(self) -> float:
+        """From training's end to the commit (``f``): the mean of the units seen finishing (0 before any)."""
+        return sum(self.finishes) / len(self.finishes) if self.finishes else 0.0
+
+    def _probe_s(self, key: str) -> float:
+        """The seconds ``key`` spent timing steps for the estimate (0 for a unit that did not)."""
+        p = self.probes.get(key) or {}
+        return float(p["probe_s"]) if _finite(p.get("probe_s")) else 0.0
+
+    def _weight(self, key: str | None) -> float:
+        """The relative cost of ``key`` (``weights``; the mean weight for a unit without one, or None)."""
+        if key is not None and key in self.weights:
+            return self.weights[key]
+        return sum(self.weights.values()) / len(self.weights) if self.weights else 1.0
+
+    def _per_weight(self, now: float) -> float | None:
+        """Seconds per unit of relative cost (``c``, module docstring): the finished units' and the projections of
+        those in training, less their timed steps; else the probes'; None before either."""
+        seconds = list(self.durations)
+        weights = self.finished_weights[: len(seconds)]
+        weights += [self._weight(None)] * (len(seconds) - len(weights))  # durations given without their units
+        for key, since in self.started.items():
+            left = self._projected(key, now)
+            if left is not None:
+                seconds.append(max(0.0, now - since - self._probe_s(key)) + left)
+                weights.append(self._weight(key))
+        if not seconds:
+            seconds = [cast(float, self._probed_s(k)) for k in self.probes]
+            weights = [self._weight(k) for k in self.probes]
+        return sum(seconds) / sum(weights) if seconds and sum(weights) > 0 else None
+
+    def unit_s(self, now: float | None = None, key: str | None = None) -> float | None:
+        """Seconds of architecture ``key`` still to start (``m``, module docstring; ``key`` None: a unit of the mean
+        weight): ``c`` times its weight; without weights the mean of the units finished in this session and of the
+        projections of those in training, less their timed steps; before any unit trains, the probes'."""
+        c = self._per_weight(time.monotonic() if now is None else now)
+        return None if c is None else c * self._weight(key)
 
     def _remaining(self, key: str, now: float, mean: float) -> tuple[float, bool]:
         """(seconds left of the unit in flight ``key``, whether it is past its estimate)."""
-        rec = self.live.get(key) or {}
-        epoch, expected, train_s = rec.get("epoch"), rec.get("expected_epochs"), rec.get("train_elapsed_s")
-        if rec.get("stage") == "training" and epoch and expected and _finite(train_s) and epoch < expected:
-            return train_s * (expected - epoch) / epoch, False  # its own pace, epochs left
-        total = mean if self.durations else (self._probed_s(key) or mean)
+        if key in self.finishing:  # trained: what the finishing of the others took, less its own so far
+            if not self.finishes:
+                return 0.0, False  # the first to finish: nothing to go by, nothing to be past
+            post = self._finish_s()
+            left = post - (now - self.finishing[key])
+            return (left, False) if left > PAST * post else (PAST * post, True)
+        projected = self._projected(key, now)
+        if projected is not None:
+            return projected, False  # its own pace, epochs left
+        trained = self.durations or any(self._projected(k, now) is not None for k in self.started)
+        own = mean * self._weight(key) / self._weight(None)
+        probed = self._probed_s(key) if key in self.probes else None  # its own probe, before any unit trained
+        total = (own if trained or probed is None else probed) + self._probe_s(key)
         left = total - (now - self.started.get(key, now))
         return (left, False) if left > PAST * total else (PAST * total, True)
 
     def eta(self, done: int, failed: int, running: int, now: float | None = None) -> tuple[float | None, bool]:
         """(seconds to the end of this session, or None before anything is known; whether every unit in flight
-        is past its estimate)."""
+        is past its estimate): the queued units placed on the slot that frees first (module docstring)."""
         now = time.monotonic() if now is None else now
-        mean = self.unit_s()
+        mean = self.unit_s(now)
         if mean is None:
             return None, False
         left = [self._remaining(k, now, mean) for k in self.started]
         queued = max(0, self.todo - done - failed - len(self.started))
-        slots = max(1, self.slots, running)
-        work = sum(s for s, _ in left) + queued * mean
-        longest = max((s for s, _ in left), default=0.0)
+        slots = max(1, self.slots, running, len(left))
+        free = [s for s, _ in left] + [0.0] * (slots - len(left))
+        heapq.heapify(free)
+        waiting = [k for k in self.weights if k not in self.ever][:queued]  # in the order they are submitted
+        placed = min(queued, PLACED_UNITS)
+        ratio = mean / self._weight(None)  # seconds per unit of weight
+        for i in range(placed):
+            heapq.heapreplace(free, free[0] + (ratio * self.weights[waiting[i]] if i < len(waiting) else mean))
+        end = max(free) + mean * (queued - placed) / slots  # a study of millions: the rest in whole rounds
         past = bool(left) and all(p for _, p in left) and not queued
-        return max(work / slots, longest), past
+        return end, past
 
     def detail(self, names: Mapping[str, str] | None = None, limit: int = 3) -> str:
         """What the units in flight are doing, for the progress line: ``#3 epoch 4/15, 8 live, #4 measuring``

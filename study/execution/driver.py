@@ -39,6 +39,9 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, TextIO, cast
 
+import pyarrow as pa
+import pyarrow.fs as pafs
+
 from archstudy.sampling import BASE, SpecError, UserError
 from archstudy.sampling.width import check_budget
 from archstudy.sampling.constraints import Real, check
@@ -63,8 +66,18 @@ from .progress import Progress, phase
 from .pruning import is_pilot, pilot_points
 from .ray_session import check_address, ray_session
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
-from .store import ARCHITECTURES, CURVES, FAILED, RUNS, SchemaError, Store, StoreWriteError
-from .unit import WorkUnit, execute_unit
+from .store import (
+    ARCHITECTURES,
+    CURVES,
+    FAILED,
+    LOCK_NAME,
+    RUNS,
+    SCHEMAS,
+    SchemaError,
+    Store,
+    StoreWriteError,
+)
+from .unit import WorkUnit, execute_unit, read_table_bytes
 
 
 @dataclass
@@ -148,6 +161,9 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
     return {**execution_settings(config), **{k: v for k, v in overrides.items() if v is not None}}
 
 
+# The least time between two writes of driver.json for a change of what is in flight (the engine ticks every second).
+BEAT_MIN_S = 1.0
+
 # The line a plan says where another driver holds the study's lock: what that driver's ``Store.driver_lock`` refuses.
 LOCKED = "another archstudy driver is running on this study (see `archstudy status`)"
 
@@ -179,6 +195,7 @@ class StudyPlan:
     retry_failed: bool
     blocked: list[str] = field(default_factory=list)
     locked: str | None = None
+    files: frozenset | None = None  # the study's files when ``state`` was surveyed (``_files``)
 
     @property
     def derived(self) -> dict[str, Any]:
@@ -215,9 +232,30 @@ class StudyPlan:
             raise UserError(problem)
 
     def surveyed(self) -> StudyPlan:
-        """The plan with the study's files surveyed again (the driver, holding the lock: not ``locked``)."""
+        """The plan with the study's files surveyed again (the driver, holding the lock: not ``locked``); the
+        plan's own survey where no file of the study changed since it was taken (``_files``: one listing, where a
+        survey reads every result file: most of a large study's start)."""
+        files = _files(self.store)
+        if files is not None and files == self.files:
+            return replace(self, locked=None)
         state, blocked = _survey(self.store, self.config, self.units)
-        return replace(self, state=state, blocked=blocked, locked=None)
+        return replace(self, state=state, blocked=blocked, locked=None, files=files)
+
+
+def _files(store: Store) -> frozenset | None:
+    """Every file under the study's directory (path, size, modification time), its lock file aside (the driver
+    creates it), from one recursive listing; None where the location is not a directory or cannot be listed. Two
+    equal listings, the second taken later, mean a survey between them reads the same files (result files are
+    written by rename or whole-object put: a rewrite is a new modification time)."""
+    try:
+        if store.root_kind() != "dir":
+            return None
+        found = store.fs.get_file_info(pafs.FileSelector(store.root, recursive=True, allow_not_found=True))
+    except (OSError, pa.ArrowException):
+        return None
+    return frozenset(
+        (f.path, f.size, f.mtime_ns) for f in found if f.type == pafs.FileType.File and f.base_name != LOCK_NAME
+    )
 
 
 def _survey(store: Store, config: StudyConfig, units: list[WorkUnit]) -> tuple[StudyState, list[str]]:
@@ -320,6 +358,7 @@ def plan_study(
             embedded=True,
             say=say,
         )
+    files = _files(store)  # before the survey: a file written while it reads is a change the driver's survey sees
     state, blocked = _survey(store, config, units)
     return StudyPlan(
         store=store,
@@ -336,18 +375,27 @@ def plan_study(
         retry_failed=retry_failed,
         blocked=blocked,
         locked=f"{store.location}: {LOCKED}" if store.driver_running() else None,
+        files=files,
     )
 
 
 def run_plan(
-    plan: StudyPlan, *, progress: TextIO | None = sys.stderr, intro: str | None = None, announced: bool = False
+    plan: StudyPlan,
+    *,
+    progress: TextIO | None = sys.stderr,
+    intro: str | None = None,
+    announced: bool = False,
+    work: Callable[[Any, int], dict] | None = None,
+    on_commit: Callable[[int], None] | None = None,
 ) -> DriverSummary:
     """Run ``plan`` (``plan_study``): start or join Ray, take the study's lock, survey its files again, refuse
     as the plan's ``refusal`` says, then write the config (a new or changed study) and run the units left.
     ``intro``: a line said once every check has passed, before the line of what will run (the command line's:
     which defaults it took). ``announced``: the caller has already said what will run and the memory it needs
-    (``archstudy run``'s plan), so the driver does not say it again."""
-    return _drive(plan.store, plan, progress=progress, intro=intro, announced=announced)
+    (``archstudy run``'s plan), so the driver does not say it again. ``work``: what a worker runs per unit
+    (None: ``execute_unit``; the driver's own bench gives one that trains nothing, ``study.perf.driver_overhead``);
+    ``on_commit(n)``: told after each unit this call commits, ``n`` of them so far."""
+    return _drive(plan.store, plan, progress=progress, intro=intro, announced=announced, work=work, on_commit=on_commit)
 
 
 def run_study(
@@ -536,6 +584,8 @@ def _drive(
     intro: str | None = None,
     announced: bool = False,
     started: float | None = None,
+    work: Callable[[Any, int], dict] | None = None,
+    on_commit: Callable[[int], None] | None = None,
 ) -> DriverSummary:
     """Run the plan's unfinished units (``run_plan``); ``started``: when the caller began (the summary's time)."""
     t0 = time.monotonic() if started is None else started
@@ -544,7 +594,7 @@ def _drive(
     address, max_in_flight = plan.address, plan.max_in_flight
     res = config.resources
     engine = Engine(
-        execute_unit,
+        work or execute_unit,  # looked up at the call: a test may replace the module's execute_unit
         cpus=res.cpus_per_arch,
         gpus=res.gpus_per_arch,
         max_retries=config.max_retries,
@@ -632,7 +682,19 @@ def _drive(
             shown.say(
                 f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} ({needs[1].terms()})"
             )
-        _launch(store, config, engine, units, todo, state, result, address=address, progress=shown, data=data)
+        _launch(
+            store,
+            config,
+            engine,
+            units,
+            todo,
+            state,
+            result,
+            address=address,
+            progress=shown,
+            data=data,
+            on_commit=on_commit,
+        )
     shown.close()
     result.wall_s = time.monotonic() - t0
     done = result.finished_before + result.finished
@@ -641,6 +703,31 @@ def _drive(
         summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
     shown.say(summary + f" ({Progress.duration(result.wall_s)})")
     return result
+
+
+def _commit(store: Store, key: str, rows: Mapping[str, Any], science: str) -> None:
+    """Commit one unit's result as its worker returned it: its tables (``study.execution.unit.unit_tables``), each
+    of the schema and a trained unit with runs, a pruned one without (``SchemaError`` else), or its rows
+    (``Store.write_result`` builds and checks the tables)."""
+    if not isinstance(rows["architecture"], bytes):
+        store.write_result(key, rows["architecture"], rows["runs"], rows.get("curves") or (), science=science)
+        return
+    try:
+        arch = read_table_bytes(rows["architecture"])
+        others = {kind: read_table_bytes(rows[kind]) for kind in (RUNS, CURVES) if rows.get(kind) is not None}
+    except pa.ArrowInvalid as e:
+        raise SchemaError(f"{key}: a table that is not an Arrow stream ({e})") from None
+    for kind, table in ((ARCHITECTURES, arch), *others.items()):
+        rows_ok = table.num_rows == 1 if kind == ARCHITECTURES else table.num_rows > 0
+        if not rows_ok or not table.schema.equals(SCHEMAS[kind]):
+            raise SchemaError(f"{key}: its {kind} table is not one of the schema's ({table.num_rows} rows)")
+    trained = bool(arch.column("trained")[0].as_py())
+    if trained != (RUNS in others) or (CURVES in others and not trained):
+        raise SchemaError(
+            f"{key}: an architecture with trained = {trained} and tables {sorted(others)}: a trained one has runs "
+            "(and curves when recorded), a pruned one neither"
+        )
+    store.write_tables(key, arch, others, science=science)
 
 
 def _mixed_problem(store: Store, state: StudyState, config: StudyConfig) -> str | None:
@@ -763,13 +850,24 @@ def _launch(
     address: str | None,
     progress: Progress,
     data,
+    on_commit: Callable[[int], None] | None = None,
 ) -> None:
     """Run ``todo`` with the study's NLC window: none, the given one, or (``auto``) the pilot's units first, then
     the others with the window of the pilot's stored rows, once every pilot unit is finished."""
     window = config.nlc_window
     if window != "auto":
         _execute_units(
-            store, config, engine, todo, state, result, address=address, progress=progress, data=data, window=window
+            store,
+            config,
+            engine,
+            todo,
+            state,
+            result,
+            address=address,
+            progress=progress,
+            data=data,
+            window=window,
+            on_commit=on_commit,
         )
         return
     pilot = [u for u in todo if is_pilot(config, u.index)]
@@ -778,7 +876,18 @@ def _launch(
         progress.say(
             f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a window"
         )
-        _execute_units(store, config, engine, pilot, state, result, address=address, progress=progress, data=data)
+        _execute_units(
+            store,
+            config,
+            engine,
+            pilot,
+            state,
+            result,
+            address=address,
+            progress=progress,
+            data=data,
+            on_commit=on_commit,
+        )
     if not rest:
         return
     names = [u.name for u in units if is_pilot(config, u.index)]
@@ -807,6 +916,7 @@ def _launch(
         progress=progress,
         data=data,
         window=(w["lo"], w["hi"]),
+        on_commit=on_commit,
     )
 
 
@@ -822,17 +932,24 @@ def _execute_units(
     progress: Progress,
     data,
     window=None,
+    on_commit: Callable[[int], None] | None = None,
 ) -> None:
     import ray
 
     by_name = {u.name: u for u in todo}
     earlier_attempts = {n: int(r.get("attempts", 0) or 0) for n, r in state.failed.items()}
+    had_failed = set(store.names(FAILED, ".json")) & set(by_name)  # unreadable records too: removed on a commit
+    science = config.science_json  # every file's metadata (a property, computed anew at each call: once here)
     host, started = socket.gethostname(), utc_now()
     last_beat: list = [0.0, None]  # when driver.json was last written, and what was in flight where
 
     def heartbeat(tally: Tally | None, running: bool = True, stopped: str | None = None) -> None:
-        """driver.json, rewritten when what is in flight (or where) changes, and at least every HEARTBEAT_S."""
+        """driver.json, rewritten when what is in flight (or where) changes, at most every BEAT_MIN_S for that (a
+        study of short units changes it with every unit: one write per unit, a request on object storage), and at
+        least every HEARTBEAT_S."""
         now = time.time()
+        if running and tally is not None and now - last_beat[0] < BEAT_MIN_S:
+            return  # the engine ticks again within its tick: a change is written then
         flying = list(tally.in_flight) if tally and running else []
         where = dict(tally.nodes) if tally and running else {}
         if running and tally is not None and (flying, where) == last_beat[1] and now - last_beat[0] < HEARTBEAT_S:
@@ -861,16 +978,17 @@ def _execute_units(
         for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
             progress.say(f"{key}: {note}")
         try:
-            store.write_result(
-                key, rows["architecture"], rows["runs"], rows.get("curves", ()), science=config.science_json
-            )
+            _commit(store, key, rows, science)
         except SchemaError as e:
             raise Rejected(f"SchemaError: {e}") from None
         store.delete(*store.checkpoint_parts(key))
-        store.delete(FAILED, f"{key}.json")
+        if key in had_failed:  # a failure record of an earlier session (this session's are final: never retried)
+            store.delete(FAILED, f"{key}.json")
         clear_live(store, key)
         forecast.finished(key)
         result.finished += 1
+        if on_commit is not None:
+            on_commit(result.finished)
 
     def on_retry(job: Job, failure: Failure, attempt: int) -> None:
         progress.say(f"{job.key}: attempt {attempt} failed: {failure.reason}; trying again")

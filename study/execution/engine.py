@@ -11,8 +11,10 @@ Ray Core directly, and nothing of Ray's decides what is finished (the caller's s
   kept only while a queued job can take it at once: one left idle is ended, so that it gives back its GPU
   and an autoscaler can remove the node (the tail of a study, a lower limit) instead of keeping it until the
   run ends. Each actor reports its node once, so progress can say where every job runs.
-* At most ``limit`` jobs are in flight (the cluster's capacity for one job's resources, re-read every tick
-  so added or lost nodes count; or ``max_in_flight``); ``ray.wait`` returns whichever finishes first.
+* At most ``limit`` jobs are in flight (the cluster's capacity for one job's resources, re-read once per tick
+  so added or lost nodes count; or ``max_in_flight``); ``ray.wait`` returns whichever finishes first. The
+  capacity is Ray's node table, a request to Ray's control store: read per finished job, it was the largest part
+  of the driver's own cost of a short job (``archstudy bench --driver``, docs/performance.md).
 * A job that raises, whose worker dies, or whose node is lost is retried up to ``max_retries`` times,
   then reported failed with a one-line reason; a failure never stops the others.
 * Ray's automatic retries are off (``max_retries=0``): the engine counts attempts itself, so an attempt
@@ -192,6 +194,7 @@ class Engine:
         self._idle: list = []  # pool actors without a job
         self._actors: list = []  # every live pool actor
         self._node_of: dict = {}  # pool actor -> its node (_PoolWorker.node), or the ref that will tell it
+        self._read: tuple[float, int] | None = None  # (when, capacity) last read by the loop (``_slots``)
 
     # -- capacity ------------------------------------------------------------------------------------
     def capacity(self) -> int:
@@ -212,6 +215,13 @@ class Engine:
         """The bound on jobs in flight: ``max_in_flight`` if set, else the capacity (at least 1, so a cluster that
         autoscales from zero sees the demand)."""
         return self.max_in_flight if self.max_in_flight else max(1, self.capacity())
+
+    def _slots(self, now: float) -> int:
+        """``capacity()`` as the loop sees it: read again once ``tick_s`` has passed since the last read, else
+        the last one (nodes that come or go count from the next tick)."""
+        if self._read is None or now - self._read[0] >= self.tick_s:
+            self._read = (now, self.capacity())
+        return self._read[1]
 
     # -- submission ----------------------------------------------------------------------------------
     def _submit(self, job: Job, attempt: int):
@@ -287,18 +297,19 @@ class Engine:
         tally = Tally(total=len(queue))
         in_flight: dict[Any, tuple[Job, int, Any]] = {}
         last_tick, changed = 0.0, True
+        self._read = None
         try:
             while queue or in_flight:
-                limit = self.limit()
+                now = time.monotonic()
+                limit = self.max_in_flight or max(1, self._slots(now))
                 while queue and len(in_flight) < limit:
                     job, attempt = queue.popleft()
                     ref, actor = self._submit(job, attempt)
                     in_flight[ref] = (job, attempt, actor)
                 while self._idle:  # no queued job can take it now: give its resources back
                     self._drop_actor(self._idle.pop())
-                now = time.monotonic()
                 if on_tick is not None and (changed or now - last_tick >= self.tick_s):
-                    tally.running = min(len(in_flight), max(1, self.capacity()))
+                    tally.running = min(len(in_flight), max(1, self._slots(now)))
                     tally.in_flight = [job.key for job, _, _ in in_flight.values()]
                     tally.nodes = self._nodes(in_flight)
                     on_tick(tally)

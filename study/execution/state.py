@@ -9,12 +9,28 @@ and compares them with the plan (``study.execution.unit.plan_units``), so ``arch
 the same thing. A unit held by a good pack (``study.experiment.packs``, written by ``study.execution.compaction``) is
 finished as its pack is: whole (every table file it records there, with its row count) and of this study's science
 config; a unit recorded only by a pack that is not whole is corrupt. Nothing here writes.
+
+``survey_files`` (``archstudy status``) finds the same without sampling the whole plan (sampling grows with the
+plan: a large study would wait for every spec): the units are named by the study's files, failure records, checkpoints
+and the driver's units in flight, and the planned units none of them names are counted, not named
+(``StudyState.unnamed``). A name at a planned index whose architectures file (or good pack) holds this study's
+science config is the unit the plan holds there: architecture i is a function of (study seed, i) and of the
+science config alone, the same in every version (``sampling.plan``); ``SPOT_CHECKS`` of them, spread over
+the study, are sampled to check it (on a mismatch the whole plan is sampled, as ``survey`` does). Every other name
+at a planned index (a failure record, another config's file, a corrupt one, two names at one index) is
+checked against its index's sampled spec. With sibling axes the count of units per index is known only by
+sampling them, so the whole plan is sampled.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+
+from typing import Callable, Iterable, Sequence
+
+from archstudy.sampling import plan_study
+from archstudy.sampling.unit_names import INDEX_DIGITS
 
 from ..experiment.config import StudyConfig
 from ..experiment.packs import sources
@@ -72,10 +88,19 @@ class StudyState:
     bad_packs: dict[str, str] = field(default_factory=dict)  # committed packs that are not whole -> why
     driver: dict | None = None  # driver.json
     driver_running: bool = False
+    # planned units not finished that nothing of the study names (no file, failure record, checkpoint, nor in
+    # flight): counted in remaining, not named (``survey_files``, which does not sample them; 0 for ``survey``)
+    unnamed: int = 0
+    planned: int | None = None  # the count of planned units where ``units`` does not list them (``survey_files``)
 
     @property
     def total(self) -> int:
-        return len(self.units)
+        return len(self.units) if self.planned is None else self.planned
+
+    @property
+    def remaining_count(self) -> int:
+        """The units remaining: those named in ``remaining`` and the ``unnamed``."""
+        return len(self.remaining) + self.unnamed
 
     @property
     def done(self) -> bool:
@@ -88,7 +113,7 @@ class StudyState:
             "pruned": len(self.pruned),
             "in_progress": len(self.in_progress),
             "failed": len(self.failed),
-            "remaining": len(self.remaining),
+            "remaining": self.remaining_count,
             "corrupt": dict(self.corrupt),
             "foreign": dict(self.foreign),
             "extra": list(self.extra),
@@ -104,6 +129,115 @@ class StudyState:
         }
 
 
+SPOT_CHECKS = 8  # names trusted by their files' science config that ``survey_files`` checks against the plan
+
+
+class _Plan:
+    """The planned units a survey compares the files with: every unit's name (``survey``), or the planned
+    indices, with the names of those the study's files name found by ``resolve`` (``survey_files``)."""
+
+    def __init__(self, config: StudyConfig, units: list[WorkUnit] | None) -> None:
+        self.config, self.units = config, units
+        self.names = [u.name for u in units] if units is not None else []
+        self.scope = set(self.names)
+        # without units: the planned indices in plan order, and each one's position there (its draw)
+        self.indices: Sequence[int] = (
+            config.indices[: config.architectures] if config.indices else range(config.architectures)
+        )
+        self.positions = {i: p for p, i in enumerate(self.indices)} if config.indices and units is None else None
+        self.sampled: dict[int, str] = {}  # index -> the name of its planned unit, as sampled
+
+    @property
+    def total(self) -> int:
+        return len(self.indices) if self.units is None else len(self.names)
+
+    def position(self, index: int) -> int | None:
+        """Where the plan draws ``index`` (None: it does not)."""
+        if self.positions is not None:
+            return self.positions.get(index)
+        return index if 0 <= index < len(self.indices) else None
+
+    def _drawn(self, index: int) -> int:
+        """The position of a planned index (0 for one the plan does not draw)."""
+        return self.position(index) or 0
+
+    def index(self, name: str) -> int | None:
+        """The planned index a unit name holds (None: no unit name, or an index the plan does not hold). Only the
+        index is parsed: the id is compared whole wherever it decides anything."""
+        head = name[:INDEX_DIGITS]
+        if len(name) <= INDEX_DIGITS or name[INDEX_DIGITS] != "-" or not (head.isascii() and head.isdigit()):
+            return None
+        i = int(head)
+        return i if self.position(i) is not None else None
+
+    def in_scope(self, name: str) -> bool:
+        """Whether ``name`` may be a planned unit (its files are then checked)."""
+        return name in self.scope if self.units is not None else self.index(name) is not None
+
+    def name_at(self, index: int) -> str:
+        """The name of the unit the plan holds at ``index`` (sampled once: no sibling axes, one unit per index)."""
+        if index not in self.sampled:
+            c = self.config
+            assert c.d_in is not None and c.d_out is not None  # survey_files samples only where they are set
+            planned = next(
+                plan_study(
+                    c.seed,
+                    c.architectures,
+                    c.d_in,
+                    c.d_out,
+                    c.space_obj,
+                    c.param_budget,
+                    start=self._drawn(index),
+                    indices=c.indices,
+                )
+            )
+            self.sampled[index] = WorkUnit(*planned).name
+        return self.sampled[index]
+
+    def resolve(self, candidates: Iterable[str], trusted: set[str]) -> list[str] | None:
+        """The planned units among ``candidates`` (the names the study's files give), in plan order; a name in
+        ``trusted`` (a result of this study's science config) that is alone at its index is taken as it is, after
+        ``SPOT_CHECKS`` of them are checked (None: one was not the plan's, so the whole plan must be sampled)."""
+        if self.units is not None:
+            return self.names
+        by_index: dict[int, list[str]] = {}
+        for name in candidates:  # self.index, inlined: a large study has a name per planned unit
+            head = name[:INDEX_DIGITS]
+            if name[INDEX_DIGITS : INDEX_DIGITS + 1] == "-" and head.isascii() and head.isdigit():
+                by_index.setdefault(int(head), []).append(name)
+        planned: list[str] = []
+        taken: list[int] = []  # the indices of trusted names, alone there
+        indices = (  # the planned indices that files name, in plan order
+            self.indices
+            if len(by_index) > len(self.indices) / 64
+            else sorted((i for i in by_index if self.position(i) is not None), key=self._drawn)
+        )
+        for i in indices:
+            names = by_index.get(i)
+            if names is None:
+                continue
+            if len(names) == 1 and names[0] in trusted:
+                taken.append(i)
+                planned.append(names[0])
+            else:
+                planned.extend(n for n in names if n == self.name_at(i))
+        spots = {taken[round(k * (len(taken) - 1) / (SPOT_CHECKS - 1))] for k in range(SPOT_CHECKS)} if taken else ()
+        if any(self.name_at(i) != by_index[i][0] for i in sorted(spots)):
+            return None
+        return planned
+
+    def more(self, names: Iterable[str]) -> list[str]:
+        """The planned units among ``names`` (sampled at their indices)."""
+        return [n for n in names if (i := self.index(n)) is not None and self.name_at(i) == n]
+
+    def order(self, names: list[str]) -> list[str]:
+        """Planned names in plan order (one unit per index where the plan is not listed)."""
+        if self.units is not None:
+            at = {n: k for k, n in enumerate(self.names)}
+            return sorted(names, key=at.__getitem__)
+        return sorted(names, key=lambda n: self._drawn(int(n[:INDEX_DIGITS])))
+
+
 def survey(
     store: Store, config: StudyConfig | None = None, units: list[WorkUnit] | None = None, *, driver: bool = True
 ) -> StudyState:
@@ -111,14 +245,34 @@ def survey(
     running (the driver itself surveys while holding the lock)."""
     config = config or store.read_config()
     units = units if units is not None else plan_units(config)
-    state = StudyState(config=config, units=units)
-    planned = [u.name for u in units]
-    planned_set = set(planned)
+    state = _survey(store, config, _Plan(config, units), driver)
+    assert state is not None  # a listed plan is never rejected
+    return state
+
+
+def survey_files(
+    store: Store, config: StudyConfig | None = None, *, driver: bool = True, say: Callable[[str], None] | None = None
+) -> StudyState:
+    """``survey`` without sampling the plan's units that no file names (module docstring); ``state.units`` is
+    then empty, ``state.unnamed`` counts the remaining units not named. With sibling axes, or when a spot check
+    finds a name that is not the plan's, the whole plan is sampled (``plan_with_progress``, saying how far with
+    ``say``) and this is ``survey``."""
+    config = config or store.read_config()
+    if not config.siblings and config.d_in is not None and config.d_out is not None:
+        state = _survey(store, config, _Plan(config, None), driver)
+        if state is not None:
+            return state
+    return survey(store, config, plan_with_progress(config, say or (lambda line: None)), driver=driver)
+
+
+def _survey(store: Store, config: StudyConfig, plan: _Plan, driver: bool) -> StudyState | None:
+    """``survey`` against ``plan``: None where ``plan.resolve`` finds a name the plan does not hold there."""
+    state = StudyState(config=config, units=plan.units or [], planned=None if plan.units is not None else plan.total)
     loose = set(store.names(ARCHITECTURES, ".parquet"))  # listed before the packs (study.experiment.packs)
     packs = store.packs()
     winners = sources(packs)  # unit -> the good pack it is read from; its own files there are leftovers
     arch_names = loose | set(winners)
-    present = [n for n in planned if n in loose and n not in winners]
+    present = sorted(n for n in loose if n not in winners and plan.in_scope(n))
     fingerprint = config.science_fingerprint
     by_stem = {p.stem: p for p in packs}
     pack_checks = {p.stem: store.check_pack(p, fingerprint) for p in packs if p.ok}
@@ -132,14 +286,21 @@ def survey(
         for n, t in zip(p.names, p.architectures.column("trained").to_pylist())
     }
     arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint)
-    committed = [n for n in present if arch_checks[n].ok]
+    failures = store.failures()
+    checkpoints = store.names(CHECKPOINTS, ".pt")
+    trusted = {n for n, stem in winners.items() if pack_checks[stem].ok} | {n for n in present if arch_checks[n].ok}
+    resolved = plan.resolve(arch_names | set(in_bad) | set(failures) | set(checkpoints), trusted)
+    if resolved is None:
+        return None
+    planned = resolved
+    planned_set = set(planned)
+    committed = [n for n in planned if n in arch_checks and n not in winners and arch_checks[n].ok]
     # The other files of the committed units: absent where a unit does not require them, else checked.
     others = {}
     kind: str | None  # here a table kind; below the kind of a unit's bad file, if any
     for kind in (RUNS, CURVES):
         listed = set(store.names(kind, ".parquet"))
         others[kind] = store.check_files(kind, [n for n in committed if n in listed], fingerprint=fingerprint)
-    failures = store.failures()
     for name in planned:
         stem = winners.get(name)
         if stem is not None:
@@ -194,7 +355,8 @@ def survey(
         state.recorded[name] = (
             recorded_science(in_pack.metadata)[1] if in_pack is not None else store.science_of(ARCHITECTURES, name)[1]
         )
-    state.checkpoints = [n for n in store.names(CHECKPOINTS, ".pt") if n in planned_set]
+    state.unnamed = plan.total - len(planned)  # planned units that nothing names: remaining
+    state.checkpoints = [n for n in checkpoints if n in planned_set]
     state.driver = store.read_driver_state()
     if not driver:
         return state
@@ -204,6 +366,10 @@ def survey(
         running = bool(d.get("running")) and time.time() - float(d.get("heartbeat_unix", 0)) < STALE_S
     state.driver_running = bool(running)
     if state.driver_running and state.driver:
+        if plan.units is None:  # units in flight that nothing else names: remaining, now named
+            flying = plan.more(n for n in state.driver.get("in_flight", []) if n not in planned_set)
+            state.remaining = plan.order(state.remaining + flying)
+            state.unnamed -= len(flying)
         unfinished = set(state.remaining) | set(state.failed) | set(state.corrupt)
         state.in_progress = [n for n in state.driver.get("in_flight", []) if n in unfinished]
         state.nodes = {n: d for n, d in (state.driver.get("nodes") or {}).items() if n in state.in_progress}

@@ -56,11 +56,35 @@ def subsample_size(n: int, sample: float = SUBSAMPLE) -> int:
 
 
 def best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
-    """Index of the lowest-``y`` point in each of ``n_boot`` subsamples drawn with replacement (ties: the
-    first drawn)."""
+    """Index of the lowest-``y`` point in each of ``n_boot`` subsamples of k = ``subsample_size(n, sample)`` points
+    drawn with replacement (ties: any of the tied points, each equally likely), in O(n + n_boot) time: the
+    subsample itself is never drawn, only the rank of its minimum. With the points sorted by y (ranks 0..n-1), a
+    draw's rank is floor(n U) for U uniform on [0, 1), so the minimum's rank over k draws is floor(n M) with M the
+    minimum of k uniforms, whose CDF is 1 - (1 - m)^k: M = 1 - (1 - V)^(1/k) for V uniform (inverse transform),
+    exactly, and P(rank >= r) = ((n - r) / n)^k. Tied y values share the event "the minimum is among them": given
+    it, the first drawn of them is equally likely any one of them, so the rank picks the tie group and a second
+    uniform picks within it (the distribution of drawing the k indices and taking the first argmin)."""
+    y = np.asarray(y)
     n = len(y)
-    idx = rng.integers(0, n, size=(n_boot, subsample_size(n, sample)))
-    best: np.ndarray = idx[np.arange(n_boot), np.argmin(y[idx], axis=1)]
+    k = subsample_size(n, sample)
+    if n_boot == 0:
+        return np.zeros(0, dtype=np.int64)
+    u = rng.random((2, n_boot))
+    rank = np.minimum(np.floor(n * -np.expm1(np.log1p(-u[0]) / k)).astype(np.int64), n - 1)
+    # only the lowest ranks are drawn (P(rank >= r) = (1 - r/n)^k, about exp(-r / 4) at pycls's k = n/4): the points
+    # up to the highest drawn rank's value, every tie of it included, sorted (stable: the order of a full sort)
+    top = np.partition(y, int(rank.max()))[int(rank.max())]
+    low = np.flatnonzero(y <= top)
+    order = low[np.argsort(y[low], kind="stable")]
+    ys = y[order]
+    # the tie group [start, end) of each sorted position
+    new_value = np.r_[True, ys[1:] != ys[:-1]]
+    starts = np.flatnonzero(new_value)
+    ends = np.r_[starts[1:], len(ys)]
+    group = np.cumsum(new_value) - 1
+    g = group[rank]
+    pick = starts[g] + np.minimum(np.floor(u[1] * (ends[g] - starts[g])).astype(np.int64), ends[g] - starts[g] - 1)
+    best: np.ndarray = order[pick]
     return best
 
 

@@ -331,7 +331,8 @@ def reproduce(ctx: Context) -> Measured:
     constant = constant_accuracy(data)
     results: dict[str, dict] = {}
     stacks = {}
-    for q in s.nets:
+    for i, q in enumerate(s.nets):
+        ctx.count(i, len(s.nets), "nets trained")
         net = BY_QUANTITY[q]
         rates = s.rates_of(net)
         ctx.say(
@@ -344,6 +345,7 @@ def reproduce(ctx: Context) -> Measured:
         ctx.say(
             f"han-checkerboard: {q}: mean {results[q]['mean']:.2f}% ({seconds:.0f} s); {per_init_text(q, results[q])}"
         )
+        ctx.count(i + 1, len(s.nets), "nets trained")
     rows = rows_of(s.nets, results, constant)
     cut = [q for q in BY_QUANTITY if q not in s.nets]
     figures = [

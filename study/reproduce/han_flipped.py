@@ -275,7 +275,9 @@ def reproduce(ctx: Context) -> Measured:
     clean = checkerboard_data(ctx.seed)
     results: dict[str, dict] = {}
     flipped_counts = {}
-    for q, f in runs_of(s):
+    planned = list(runs_of(s))
+    for i, (q, f) in enumerate(planned):
+        ctx.count(i, len(planned), "nets trained")
         data, flipped = flip_labels(clean, f, flip_seed(ctx.seed, f))
         flipped_counts[fraction_key(f)] = len(flipped)
         net, rates = BY_QUANTITY[q], s.rates_of(q)
@@ -292,6 +294,7 @@ def reproduce(ctx: Context) -> Measured:
             f"han-flipped: {q} at {fraction_key(f)}: best test accuracy along training {r['mean']:.2f}% "
             f"({seconds:.0f} s)"
         )
+        ctx.count(i + 1, len(planned), "nets trained")
     rows = rows_of(s, results, constant_accuracy(clean))
     figures = [
         (

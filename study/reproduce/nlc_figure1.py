@@ -91,6 +91,7 @@ def reproduce(ctx: Context) -> Measured:
                 "skips": planned.spec.skip != "none",
             }
         )
+        ctx.count(planned.index + 1, s.architectures, "architectures measured")
         if (planned.index + 1) % 10 == 0:
             ctx.say(f"nlc-figure1: {planned.index + 1} of {s.architectures} architectures measured")
     rows, facts = claims(points)

@@ -50,10 +50,18 @@ class Context:
     root: Path | None  # the user's data directory (``Reproduction.reads_root``), or None
     out: Path  # the output directory (a reproduction may keep work there, e.g. a study)
     progress: TextIO | None = None
+    line: Any = None  # the progress line (``study.execution.progress.Ticker``) that ``say`` and ``count`` go through
 
     def say(self, message: str) -> None:
-        if self.progress is not None:
+        if self.line is not None:
+            self.line.say(message)
+        elif self.progress is not None:
             print(message, file=self.progress, flush=True)
+
+    def count(self, done: int, total: int, what: str = "") -> None:
+        """``done`` of ``total`` (``what``: e.g. ``nets trained``) for the progress line and its ETA."""
+        if self.line is not None:
+            self.line.count(done, total, what)
 
 
 @dataclass
@@ -92,6 +100,15 @@ class Reproduction:
             [self.summary, *(f"{s}: {self.cost[s]}" for s in SCALES)],
             width,
         )
+
+
+def listed_seconds(cost: str) -> float | None:
+    """The seconds a catalogue's cost names (``"3.7 min measured"``, ``"42 s measured"``, ``"2 h estimated"``),
+    or None where it names none: what the progress line counts down from until the work counts its own units."""
+    import re
+
+    m = re.match(r"\s*~?(\d+(?:\.\d+)?)\s*(s|min|h)\b", cost)
+    return None if m is None else float(m.group(1)) * {"s": 1.0, "min": 60.0, "h": 3600.0}[m.group(2)]
 
 
 def sub_seed(seed: int, *keys: int) -> int:
@@ -146,6 +163,7 @@ def run_reproduction(
     root=None,
     threads: int = 1,
     progress: TextIO | None = sys.stderr,
+    tty: bool | None = None,
 ) -> tuple[Result, Path, Path]:
     """Run ``reproduction`` at ``scale`` and write ``out/NAME.json`` and ``out/NAME.html``; returns the
     result and both paths. Bad arguments and missing data files raise ``UserError`` before any work.
@@ -153,7 +171,12 @@ def run_reproduction(
     ``threads``: torch's CPU threads during the run (default 1: the nets here are small, and one thread is
     faster and steadier than two: nlc-table2 at the tiny scale took 10 s with one and 41 s with two, best of 3
     interleaved repeats on a busy 2-core machine, as thread wake-ups dominate small operations). A study
-    (nlc-figure2) gives each architecture its own one-thread worker whatever this says."""
+    (nlc-figure2) gives each architecture its own one-thread worker whatever this says.
+
+    ``progress``: where its progress goes, a line (``study.execution.progress.Ticker``: the reproduction, the
+    counts of its loops, the elapsed time and an ETA, from the counts or else from the catalogue's cost at this
+    scale) redrawn on a terminal, plain lines in a log; ``tty`` False: plain lines whatever it is (several
+    reproductions side by side on one terminal)."""
     from .page import write_page
 
     name = reproduction.name
@@ -170,10 +193,16 @@ def run_reproduction(
     device = check_device(device)
     out = check_out(out)
     settings = reproduction.scales[scale]
-    context = Context(scale, settings, seed, device, root, out, progress)
+    from ..execution.progress import Ticker
+
+    # A reproduction that runs a study (whole_machine) shows the study's own line: its ticker only says messages.
+    tty = False if reproduction.whole_machine else tty
     t0 = time.perf_counter()
-    with torch_threads(threads):
-        measured = reproduction.reproduce(context)
+    label, expected = f"reproduce {name} ({scale})", listed_seconds(reproduction.cost[scale])
+    with Ticker(progress, label, expected, tty=tty, heartbeat=not reproduction.whole_machine) as line:
+        context = Context(scale, settings, seed, device, root, out, progress, line)
+        with torch_threads(threads):
+            measured = reproduction.reproduce(context)
     seconds = time.perf_counter() - t0
     extra = {
         "source": reproduction.source,

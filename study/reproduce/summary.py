@@ -400,6 +400,7 @@ def work(job: str) -> int:
             root=root,
             threads=threads,
             progress=sys.stderr if say else None,
+            tty=False,  # side by side on one terminal: plain lines, not lines redrawn over each other
         )
     except UserError as e:
         path.with_suffix(".error").write_text(str(e))

@@ -96,7 +96,7 @@ def test_the_curves_figures_are_skipped_with_one_note_without_curves_and_drawn_w
     assert curves.skip(d) == trajectory.skip(d) == NO_CURVES and curves.note_skip and not trajectory.note_skip
     html = page.section_html(section)
     assert html.count(NO_CURVES) == 1 and 'data-figure="curves"' not in html
-    best = d.arch[d.arch["arch_id"] == curve_architectures(d.arch)[0][0]].iloc[0]  # the first one drawn
+    best = curve_architectures(d.arch)[0][0]  # the first one drawn
     points = pd.DataFrame(
         {
             "arch_id": best["arch_id"],

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ import pytest
 from archstudy.analysis import correlations, load_results, write_report
 from archstudy.analysis.figures import COMPARISON_FIGURES, FIGURES, FigureData, correlation_title
 from archstudy.analysis.predict import MIN_ROWS
+from archstudy.analysis.report import LOG_COUNTS_S, ReportProgress
+from archstudy.analysis.sections import ANALYSIS_STEPS
 from archstudy.study.cli import main
 
 import synthetic_study as synth
@@ -160,7 +163,20 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
         in_progress=(2, 3),
         finished=[0, 4, 5, 6, 7, 8],
     )
-    html = write_report([tiny_study_dir, partial], tmp_path / "both.html", n_boot=50).read_text(encoding="utf-8")
+    told: list[tuple[str, int | None, int | None]] = []
+    html = write_report(
+        [tiny_study_dir, partial], tmp_path / "both.html", n_boot=50, progress=lambda *a: told.append(a)
+    ).read_text(encoding="utf-8")
+    # every step told (report.ReportProgress shows them): each study read and analysed, step by step, the figures
+    # counted, the waits named
+    steps = [t[0] for t in told]
+    assert steps[:2] == [f"reading {tiny_study_dir}", f"reading {partial}"]
+    assert [t[1:] for t in told if t[0] == "analysing digits: correlations"] == [(0, len(ANALYSIS_STEPS))]
+    assert [t[1] for t in told if t[0].startswith("analysing digits: ")] == list(range(len(ANALYSIS_STEPS)))
+    drawn = [t for t in told if t[0] == "drawing figures"]
+    assert drawn[0][1] == 0 and drawn[-1][1] == drawn[-1][2] > 0 and len(drawn) >= 2
+    assert "digits: waiting for the held-out evaluation of the joint predictor" in steps
+    assert steps[-1] == "writing the page (tables and the interactive data)"
     assert "<b>Partial study:</b> 6 of 10 planned architectures finished, 1 failed, 2 in progress" in html
     assert "<b>Complete:</b>" in html
     # each study named by its directory (tiny_study_dir is .../study), with its dataset
@@ -616,3 +632,35 @@ def test_the_best_predictor_is_called_chance_when_no_holm_adjusted_p_survives(sm
     html = best_predictor_html(SimpleNamespace(ranking=rk, anchor="s0"))
     assert "<b>NLC</b>" in html
     assert ("No predictor is distinguishable from chance once all 3 are tested" in html) is said
+
+
+class _Log(list):
+    """A log stream (not a terminal) that keeps what was written."""
+
+    def write(self, text: str) -> None:
+        self.append(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_the_report_progress_in_a_log_says_each_step_that_lasts_and_nothing_for_a_quick_refusal(monkeypatch):
+    import archstudy.analysis.report as R
+
+    monkeypatch.setattr(R, "LOG_COUNTS_S", 0.05)
+    monkeypatch.setattr(R, "TICK_S", 0.01)
+    quick = _Log()
+    p = ReportProgress(quick)
+    p("reading study", None, None)
+    p.close()  # refused at once: no line, the error is the command's only one
+    assert quick == [] and LOG_COUNTS_S == 2.0
+    log = _Log()
+    p = ReportProgress(log)
+    p("reading study", None, None)
+    time.sleep(0.5)
+    p("drawing figures", 3, 40)
+    time.sleep(0.5)
+    p("drawing figures", 3, 40)  # no change: no new line
+    time.sleep(0.2)
+    p.close()
+    assert log == ["archstudy: reading study ...\n", "archstudy: drawing figures 3/40 ...\n"]

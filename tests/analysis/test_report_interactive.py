@@ -16,9 +16,11 @@ import pytest
 
 from archstudy.analysis import load_results, write_report
 from archstudy.analysis.drawing import Drawer
-from archstudy.analysis.interactive import CURVE_POINTS, _curves, _json_block, design_axes, study_data
+from archstudy.analysis.columns import unit_keys
+from archstudy.analysis.figures.curves import selected_curves
+from archstudy.analysis.interactive import CURVE_POINTS, _curves, _json_block, _runs, design_axes, study_data
 from archstudy.analysis.report import N_BOOT_MAX, config_diff_html, render
-from archstudy.analysis.sections import analyse
+from archstudy.analysis.sections import analyse, of_selected_runs
 from archstudy.sampling import SpecError
 
 
@@ -64,8 +66,8 @@ def test_the_pages_data_are_the_studys_frames(section, tiny_study_dir):
     # each architecture's runs: one per learning rate, lowest first, the selected one at the architecture's lr
     runs = load_results(tiny_study_dir).runs
     for _, a in arch.iterrows():
-        r = d["runs"][a["arch_id"]]
-        mine = runs[runs["arch_id"] == a["arch_id"]].sort_values("lr_index")
+        r = d["runs"][f"{a['arch_id']}@{a['index']}"]
+        mine = runs[(runs["arch_id"] == a["arch_id"]) & (runs["index"] == a["index"])].sort_values("lr_index")
         assert len(r["lr"]) == len(r["val"]) == len(r["div"]) == len(mine) == int(a["n_runs"])
         assert r["div"] == "".join("1" if v else "0" for v in mine["diverged"]) and "1" in r["div"]
         assert r["lr"] == sorted(r["lr"]) and r["val"] == [
@@ -170,3 +172,32 @@ def test_two_configs_compare_without_created_and_without_a_paragraph_broken_by_a
     assert "<code>protocol</code>" in out and '<details class="fold">' in out  # the long value folds, in a cell
     text = re.sub(r"<[^>]+>", "\n", out)
     assert not [line for line in text.splitlines() if line.strip().startswith(";")]
+
+
+def test_an_arch_id_sampled_at_two_indices_keeps_each_units_runs_and_curve_apart():
+    """A large study samples some specs twice (the same arch_id at two indices, each trained on its own): the page's
+    runs and curves, and the figures' selected curve, are each unit's own, not a mix of the two."""
+    arch = pd.DataFrame({"arch_id": ["aa", "aa", "bb"], "index": [3, 7, 5], "lr_index": [1, 0, 0]})
+    runs = pd.DataFrame(
+        {
+            "arch_id": ["aa"] * 4 + ["bb"] * 2,
+            "index": [3, 3, 7, 7, 5, 5],
+            "lr_index": [0, 1, 0, 1, 0, 1],
+            "lr": [0.1, 1.0, 0.1, 1.0, 0.1, 1.0],
+            "val_error": [0.5, 0.2, 0.3, 0.6, 0.4, 0.4],
+            "diverged": [False, False, False, True, False, False],
+            "selected": [False, True, True, False, True, False],
+        }
+    )
+    curves = pd.DataFrame(
+        {"arch_id": ["aa"] * 4, "index": [3, 3, 7, 7], "lr_index": [1, 1, 0, 0], "epoch": [1, 2, 1, 2]}
+        | {"monitored_error": [0.3, 0.2, 0.5, 0.3], "train_loss": [1.0, 0.5, 2.0, 1.0], "monitored": ["val"] * 4}
+    )
+    keys = unit_keys(arch)
+    assert keys == ["aa@3", "aa@7", "bb@5"]
+    got = _runs(runs, keys)
+    assert got["aa@3"]["div"] == "00" and got["aa@3"]["sel"] == 1
+    assert got["aa@7"]["div"] == "01" and got["aa@7"]["sel"] == 0
+    assert _curves(of_selected_runs(curves, arch))["aa@7"]["error"] == [0.5, 0.3]
+    for (_, row), want in zip(arch.iterrows(), ([0.3, 0.2], [0.5, 0.3], [])):
+        assert selected_curves(curves, row)["monitored_error"].tolist() == want

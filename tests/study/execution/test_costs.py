@@ -10,6 +10,7 @@ from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.protocol import Protocol
 from archstudy.study.execution.costs import (
     PAST,
+    PLACED_UNITS,
     Forecast,
     count_text,
     describe_protocol,
@@ -17,6 +18,7 @@ from archstudy.study.execution.costs import (
     expected_epochs,
     plan_line,
     probe,
+    relative_cost,
 )
 from archstudy.study.execution.unit import plan_units
 from archstudy.study.perf.profiles import EXPECTED_STACK_EPOCHS
@@ -91,8 +93,8 @@ def test_the_eta_comes_from_the_probes_then_from_finished_units():
     f.seen(["b", "c"], now=50.0)  # b in flight since 0
     assert f.unit_s() == 50.0
     seconds, _ = f.eta(1, 0, 2, now=50.0)  # b: 0 s left of 50, c: 50, one queued: 50
-    # b is past its 50 s: PAST x 50 left; c has 50 left; one queued: 50 more, over 2 slots
-    assert seconds == pytest.approx((PAST * 50 + 50 + 50) / 2)
+    # b is past its 50 s: PAST x 50 left; c has 50 left; the queued one starts when b's slot frees: PAST x 50 + 50
+    assert seconds == pytest.approx(PAST * 50 + 50)
 
 
 def test_a_unit_in_training_counts_its_own_epochs_left():
@@ -124,3 +126,85 @@ def test_the_eta_never_counts_up_while_the_last_unit_runs_past_its_estimate():
     seconds = [s for s, _ in etas]
     assert all(later <= earlier for earlier, later in zip(seconds, seconds[1:]))
     assert etas[-1] == (pytest.approx(PAST * 100), True)  # past its estimate: said so, and nearly done
+
+
+def _training(epoch: int, train_s: float, expected: int = 15) -> dict:
+    return {"stage": "training", "epoch": epoch, "expected_epochs": expected, "train_elapsed_s": train_s}
+
+
+def test_before_any_finishes_the_queued_units_take_the_running_ones_pace_not_the_probes():
+    """Probed at 10 s a unit on an idle core, a unit in training does 3 of 15 epochs in 20 s, 30 s after it
+    started: it projects T = 30 + 20 x 12 / 3 = 110 s, and the queued units take that, not the probe's 10 s."""
+    f = Forecast(todo=4, slots=2, probes={"a": {"train_s": 10.0, "measure_s": 0.0}, "b": {"train_s": 10.0}})
+    f.seen(["a", "b"], now=0.0)
+    f.observe({"a": _training(3, 20.0), "b": {"stage": "measuring"}}, now=30.0)
+    assert f.unit_s(now=30.0) == pytest.approx(110.0)
+    # a: 80 s left; b (not yet training) 110 - 30 = 80 s left; two queued, one after each: 80 + 110 on both slots
+    assert f.eta(0, 0, 2, now=30.0) == (pytest.approx(190.0), False)
+
+
+def test_the_units_still_running_count_beside_the_quick_ones_that_finished_first():
+    """One unit finished in 40 s; one in training for 60 s has done 5 of 15 epochs in 50 s: it projects
+    60 + 50 x 10 / 5 = 160 s. A unit to start counts the mean of both, (40 + 160) / 2 = 100 s, not 40 s."""
+    f = Forecast(todo=4, slots=2)
+    f.seen(["a", "b"], now=0.0)
+    f.finished("a", now=40.0)
+    f.seen(["b", "c"], now=40.0)
+    f.observe({"b": _training(5, 50.0), "c": {"stage": "measuring"}}, now=60.0)
+    assert f.unit_s(now=60.0) == pytest.approx(100.0)
+    # b: 100 s left; c: 100 - 20 = 80 s left; the last one starts when c frees its slot: 80 + 100 = 180 s
+    assert f.eta(1, 0, 2, now=60.0)[0] == pytest.approx(180.0)
+
+
+def test_the_queued_units_start_when_a_slot_frees():
+    """Two slots with 10 s and 50 s left and one unit of m s queued: it starts after 10 s and the session ends
+    at 10 + m s (work over slots would say (10 + 50 + m) / 2)."""
+    f = Forecast(todo=4, slots=2)
+    f.seen(["z"], now=-100.0)
+    f.finished("z", now=0.0)  # one unit took 100 s
+    f.seen(["a", "b"], now=0.0)
+    f.observe({"a": _training(14, 140.0), "b": _training(10, 100.0)}, now=150.0)
+    # a: 10 s left, projects 160 s; b: 50 s left, projects 200 s; a unit to start: the mean of 100, 160, 200
+    m = (100.0 + 160.0 + 200.0) / 3
+    assert f.eta(1, 0, 2, now=150.0)[0] == pytest.approx(10.0 + m)
+    many = Forecast(todo=PLACED_UNITS + 1_000, slots=4, durations=[8.0])  # beyond the units placed one by one
+    assert many.eta(0, 0, 0, now=0.0)[0] == pytest.approx((PLACED_UNITS + 1_000) * 8.0 / 4)
+
+
+def test_the_timed_steps_of_the_first_units_are_not_counted_for_the_later_ones():
+    """A unit that spent 20 s timing steps for the estimate and finished after 70 s: the units after it, which
+    time none, take 50 s; the finishing stage seen to take 6 s is added to a unit in training's epochs left."""
+    f = Forecast(todo=3, slots=1)
+    f.seen(["a"], now=0.0)
+    f.observe({"a": {"stage": "measuring", "probe": {"train_s": 30.0, "probe_s": 20.0}, "measure_s": 5.0}}, now=1.0)
+    f.observe({"a": {"stage": "finishing"}}, now=64.0)
+    f.finished("a", now=70.0)
+    assert f.durations == [50.0] and f.finishes == [6.0]
+    f.seen(["b"], now=70.0)
+    f.observe({"b": _training(5, 10.0)}, now=80.0)  # 20 s of training left, then 6 s finishing
+    assert f.eta(1, 0, 1, now=80.0)[0] == pytest.approx(26.0 + (50.0 + 10.0 + 26.0) / 2)
+
+
+def test_a_unit_to_start_costs_its_depth_times_the_seconds_per_layer_measured():
+    """Weights (``relative_cost``: depth): a finished unit of depth 10 took 100 s, so 10 s a layer; the queued
+    units of depth 30 and 5 take 300 s and 50 s, one after the other on the one slot."""
+    f = Forecast(todo=3, slots=1, weights={"a": 10.0, "b": 30.0, "c": 5.0})
+    f.seen(["a"], now=0.0)
+    f.finished("a", now=100.0)
+    assert f.unit_s(now=100.0, key="b") == pytest.approx(300.0)
+    assert f.eta(1, 0, 0, now=100.0)[0] == pytest.approx(300.0 + 50.0)
+    assert relative_cost(plan_units(CONFIG)[0].spec) == plan_units(CONFIG)[0].spec.depth
+
+
+def test_the_pace_of_a_unit_leaves_out_its_first_epoch_once_a_later_one_is_read():
+    """The first epoch also finds the learning rates: read at epoch 1 after 20 s and at epoch 3 after 30 s, the
+    pace is (30 - 20) / 2 = 5 s an epoch, so 12 epochs of 15 are 60 s away (30 x 12 / 3 = 120 s counting the
+    first); a unit at its expected epochs has only its finishing left."""
+    f = Forecast(todo=2, slots=2)
+    f.seen(["a", "b"], now=0.0)
+    f.observe({"a": _training(1, 20.0), "b": _training(15, 40.0)}, now=25.0)
+    f.observe({"a": _training(3, 30.0), "b": _training(15, 40.0)}, now=35.0)
+    assert f._remaining("a", 35.0, 1.0) == (pytest.approx(60.0), False)
+    assert f._remaining("b", 35.0, 1.0) == (0.0, False)
+    # both project: a 35 + 60 s, b 35 + 0 s; nothing queued: the ETA is a's 60 s
+    assert f.unit_s(now=35.0) == pytest.approx((95.0 + 35.0) / 2) and f.eta(0, 0, 2, now=35.0)[0] == 60.0

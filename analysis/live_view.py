@@ -1,0 +1,458 @@
+"""The live view of a study (``archstudy serve``): a light page that follows the study while it runs.
+
+The full report (``analysis.report``) takes tens of seconds to minutes; the live page never builds it. The server
+(standard library ``http.server``, in a thread) serves one page, built once, with Plotly.js inlined once (as the
+report's interactive page, ``analysis.interactive.scripts_html``), and a small JSON endpoint the page polls:
+
+* ``GET /`` the page; ``GET /report.html`` the study's full report where ``STUDY/report.html`` exists (the page
+  links it then);
+* ``GET /data.json?since=V`` the study's state of version ``V + 1`` or later (``snapshot``), or only
+  ``{"version": V}`` while nothing changed.
+
+Change detection is cheap: every ``poll_s`` the watcher lists the study's directories of finished, failed and
+started units and its ``study.yaml`` and ``report.html`` (``listing``: one listing per directory, on object storage
+one request each) and reloads the rows (``analysis.results.load_results``, without the runs table) only when that
+listing changed; after a reload of r seconds it waits at least ``RELOAD_SHARE`` r before the next check (``pause``),
+so a large study is not reread back to back. Each reload computes the correlation table without bootstrap intervals
+(``n_boot = 0``: the coefficients and p-values are the report's, its intervals are not needed here) and the predictor
+ranking, and hands them to ``analysis.interactive.study_data`` (the scatter plots' columns and panels) and
+``leaderboard_html`` (the best ``LEADERBOARD`` architectures). The page redraws its numbers, its table and its plots
+in place (``Plotly.react``: a zoom survives a redraw), without reloading itself.
+
+Nothing is ever written to the study: it is read the way ``archstudy report`` reads it, local or ``s3://``.
+
+Progress: finished (trained, and pruned at launch), running (units with a checkpoint or a progress record and no result
+yet: a killed driver's stay until the next run starts), failed, and remaining = planned - finished - failed - running,
+where the plan is known (``Results.planned``). The ETA, where units are running and at least ``ETA_MIN_FINISHED``
+have finished with distinct ``finished_at`` times, is the recent rate's: (remaining + running) x (t_last - t_first) /
+(k - 1) over the last k = min(``ETA_WINDOW``, finished) finish times, the mean interval between finishes; the page
+says which. The driver's own forecast (``study.execution.costs``) lives in its process and is not recorded in the
+study.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.fs as pafs
+
+from .html import CSS, esc
+from .interactive import leaderboard_html, scripts_html, study_data
+from .ranking import predictor_ranking
+from .results import Results, _filesystem, load_results
+from .sections import StudyAnalysis
+from .stats import FEW, correlations
+
+# The study's directories whose listing changes when a unit finishes (``architectures``, packs included), fails or
+# starts, and the files beside them the page shows.
+WATCHED_DIRS = ("architectures", "failed", "checkpoints", "progress")
+# Of these, the directories of units in flight: a unit's checkpoint, and the progress record its worker rewrites every
+# few seconds (``study.execution.live``), each watched by name only.
+IN_FLIGHT_DIRS = ("checkpoints", "progress")
+WATCHED_FILES = ("study.yaml", "report.html")
+POLL_S = 3.0  # seconds between two listings of the study (the page asks the server as often)
+LEADERBOARD = 25  # architectures in the page's leaderboard, lowest test error first
+ETA_WINDOW = 20  # finish times the recent rate is measured over
+ETA_MIN_FINISHED = 3
+RELOAD_SHARE = 2.0  # after a reload of r seconds the watcher waits at least RELOAD_SHARE r (``pause``)
+
+
+def listing(study_dir: str) -> tuple[tuple[str, int], ...]:
+    """What changes when the study does, from its listing alone: (name, size) of every file of ``WATCHED_DIRS``
+    and ``WATCHED_FILES`` (size -1 where absent); a checkpoint or progress record by its name only (each is
+    rewritten as its unit trains). Hidden files (a write in flight) are left out. No file is opened."""
+    fs, root, _ = _filesystem(study_dir)
+    out: list[tuple[str, int]] = []
+    for info in fs.get_file_info([f"{root}/{name}" for name in WATCHED_FILES]):
+        out.append((info.base_name, int(info.size) if info.type == pafs.FileType.File else -1))
+    for sub in WATCHED_DIRS:
+        for info in fs.get_file_info(pafs.FileSelector(f"{root}/{sub}", allow_not_found=True)):
+            if info.base_name.startswith(".") or info.type != pafs.FileType.File:
+                continue
+            out.append((f"{sub}/{info.base_name}", 0 if sub in IN_FLIGHT_DIRS else int(info.size or 0)))
+    return tuple(sorted(out))
+
+
+def recent_rate_eta(finished_at: pd.Series, left: int, running: int) -> dict[str, Any] | None:
+    """The ETA at the recent rate (module docstring) of ``left`` units still to finish (those running included):
+    ``{"seconds", "over"}`` (``over``: the finishes measured), None while it cannot be measured (nothing running,
+    nothing left, too few distinct finish times)."""
+    if left <= 0 or running <= 0:
+        return None
+    t = pd.to_datetime(finished_at, utc=True, errors="coerce").dropna().sort_values()
+    t = t.iloc[-ETA_WINDOW:]
+    if len(t) < ETA_MIN_FINISHED:
+        return None
+    span = (t.iloc[-1] - t.iloc[0]).total_seconds()
+    if not np.isfinite(span) or span <= 0:
+        return None
+    return {"seconds": left * span / (len(t) - 1), "over": len(t)}
+
+
+def in_flight(listed: tuple[tuple[str, int], ...]) -> set[str]:
+    """The arch_ids of the units with a checkpoint or a progress record in a ``listing``."""
+    out = set()
+    for name, _ in listed:
+        sub, _, base = name.partition("/")
+        stem, dot, _ = base.rpartition(".")
+        if sub in IN_FLIGHT_DIRS and dot and "-" in stem:
+            out.add(stem.split("-", 1)[1])
+    return out
+
+
+def progress(results: Results, flying: set[str]) -> dict[str, Any]:
+    """Finished (of which trained and pruned at launch), running (``flying``: arch_ids with a checkpoint or a
+    progress record, ``in_flight``, less those finished or failed), failed, planned, remaining and the ETA
+    (``recent_rate_eta``) of a study as read."""
+    done = set(results.architectures["arch_id"].astype(str)) | {str(f["arch_id"]) for f in results.failed}
+    finished, failed, running = results.n_finished, results.n_failed, len(flying - done)
+    planned = results.planned
+    remaining = None if planned is None else max(planned - finished - failed - running, 0)
+    arch = results.architectures
+    stamps = arch["finished_at"] if "finished_at" in arch.columns else pd.Series(dtype="datetime64[ns, UTC]")
+    return {
+        "finished": finished,
+        "trained": len(results.trained),
+        "pruned": len(results.pruned),
+        "running": running,
+        "failed": failed,
+        "planned": planned,
+        "planned_note": results.planned_note,
+        "remaining": remaining,
+        "complete": results.complete,
+        "eta": None if remaining is None else recent_rate_eta(stamps, remaining + running, running),
+    }
+
+
+def analysis_of(results: Results, name: str) -> StudyAnalysis:
+    """The little of a study's analysis the live page draws: its trained architectures, their correlation table
+    (no bootstrap) and the predictor ranking."""
+    arch = results.trained
+    corr = correlations(arch, n_boot=0) if len(arch) else pd.DataFrame()
+    return StudyAnalysis(
+        dataset=results.dataset,
+        arch=arch,
+        corr=corr,
+        results=results,
+        anchor="live",
+        label=name,
+        ranking=predictor_ranking(corr),
+    )
+
+
+def snapshot(
+    study_dir: str, name: str | None = None, listed: tuple[tuple[str, int], ...] | None = None
+) -> dict[str, Any]:
+    """The page's data (everything but ``version``): ``study``, ``dataset``, ``progress``, ``leaderboard`` (the
+    best ``LEADERBOARD`` architectures as ``interactive.leaderboard_html`` renders them, and ``shown``, how many),
+    ``data`` (``interactive.study_data`` without runs and curves: the columns and the scatter panels),
+    ``few`` (``stats.FEW``: below it the page cautions that tau is coarse), ``excluded`` and ``corrupt`` (counts of
+    result files left out). ``listed``: the study's ``listing``, where the
+    caller has it."""
+    results = load_results(study_dir, runs=False)
+    flying = in_flight(listing(study_dir) if listed is None else listed)
+    s = analysis_of(results, name or results.study_dir)
+    data = study_data(s)
+    for key in ("runs", "curves"):
+        data.pop(key, None)
+    best = s.arch.sort_values("test_error", kind="stable").head(LEADERBOARD)
+    return {
+        "study": s.name,
+        "dataset": results.dataset,
+        "progress": progress(results, flying),
+        "leaderboard": leaderboard_html(dataclasses.replace(s, arch=best)) if len(best) else "",
+        "shown": len(best),
+        "few": FEW,
+        "data": data,
+        "excluded": len(results.excluded),
+        "corrupt": len(results.corrupt),
+    }
+
+
+def pause(poll_s: float, reload_s: float) -> float:
+    """Seconds until the next check after one whose reload took ``reload_s`` (0: none): ``poll_s``, or
+    ``RELOAD_SHARE`` reload_s where that is longer, so that reloading a large study takes at most 1 / (1 +
+    ``RELOAD_SHARE``) of the watcher's time however often its units finish."""
+    return max(poll_s, RELOAD_SHARE * reload_s)
+
+
+def json_bytes(data: Any) -> bytes:
+    """``data`` as compact JSON (NaN refused: ``study_data`` writes None for a missing number)."""
+    return json.dumps(data, separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode("utf-8")
+
+
+class Watcher:
+    """A study's latest state: ``check`` lists the study (``listing``) and, when the listing changed, reloads it
+    (``snapshot``) and raises ``version``. A reload that fails keeps the last good state and records the error's
+    line (``error``), shown on the page; the next change tries again. The first read raises its error."""
+
+    def __init__(self, study_dir: str, name: str | None = None):
+        self.study_dir, self.name = study_dir, name
+        self.version = 0
+        self.seen: tuple[tuple[str, int], ...] | None = None
+        self.state: dict[str, Any] = {}
+        self.body = json_bytes({"version": 0})
+        self.error: str | None = None
+        self.reloads = 0
+        self.lock = threading.Lock()
+
+    def check(self) -> bool:
+        """List the study; reload when the listing differs from the last one. True when the state changed."""
+        seen = listing(self.study_dir)
+        if seen == self.seen:
+            return False
+        try:
+            state = snapshot(self.study_dir, self.name, seen)
+            error = None
+        except Exception as e:
+            if not self.state:  # the first read: no page to show it on
+                raise
+            state, error = self.state, " ".join(str(e).split()) or type(e).__name__
+        with self.lock:
+            self.seen = seen
+            self.version += 1
+            self.reloads += error is None
+            self.error = error
+            self.state = state
+            self.body = json_bytes({"version": self.version, "error": error, "report": self.has_report, **state})
+        return True
+
+    @property
+    def has_report(self) -> bool:
+        return any(name == "report.html" and size >= 0 for name, size in self.seen or ())
+
+    def since(self, version: int) -> bytes:
+        """The state as JSON, or only the version while it is ``version``."""
+        with self.lock:
+            return self.body if version != self.version else json_bytes({"version": self.version})
+
+
+def page_html(title: str, poll_s: float = POLL_S) -> str:
+    """The live page: its frame, Plotly.js and the report's script (``interactive.scripts_html``) inlined once, and
+    ours (``SCRIPT``); everything it shows comes from ``/data.json``."""
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)} (live)</title>'
+        f"<style>{CSS}{STYLE}</style></head><body>"
+        f'<main class="live" data-poll-ms="{int(poll_s * 1000)}">'
+        f'<h1>{esc(title)} <span class="muted">live</span></h1>'
+        '<p id="status" class="muted">loading...</p>'
+        '<p id="report-link" hidden><a href="report.html">the full report</a> (as last written by '
+        "<code>archstudy report</code>)</p>"
+        '<h2>Progress</h2><div id="progress"></div>'
+        '<h2>Leaderboard</h2><div id="leaderboard"></div>'
+        "<h2>Each predictor against test error</h2>"
+        '<p class="muted">Kendall τ-b with test error in each title; hover a point for its architecture, drag to '
+        "zoom (double-click: back).</p>"
+        '<p id="caution" class="muted" hidden></p><div id="scatter" class="grid"></div></main>'
+        f"{scripts_html(True)}"
+        f"<script>{SCRIPT}</script></body></html>"
+    )
+
+
+STYLE = """
+main.live { max-width: 1240px; margin: 0 auto; padding: 0 12px; }
+#progress .bar { height: 10px; background: #eee; border-radius: 4px; overflow: hidden; display: flex; }
+#progress .bar span { display: block; height: 100%; }
+#progress .bar .done { background: #2a6fb0; } #progress .bar .run { background: #9cc3e6; }
+#progress .bar .fail { background: #d62728; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(380px, 1fr)); gap: 8px; }
+"""
+
+# The page's own script: poll /data.json, redraw the numbers, the table and the plots in place.
+SCRIPT = r"""
+(function () {
+"use strict";
+const main = document.querySelector("main.live"), POLL = +main.dataset.pollMs;
+const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+const fmt = v => v === null || v === undefined ? "\u2013" : typeof v !== "number" ? String(v) :
+  Number.isInteger(v) ? v.toLocaleString("en") : Math.abs(v) < 1e-3 ? v.toExponential(3) :
+  Number(v.toPrecision(4)).toString();
+function duration(s) {
+  s = Math.round(s);
+  const d = Math.floor(s / 86400), h = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60);
+  const two = n => String(n).padStart(2, "0");
+  return d ? d + "d" + h + "h" : h ? h + "h" + two(m) + "m" : m ? m + "m" + two(s % 60) + "s" : s + "s";
+}
+let version = 0;
+function progress(p) {
+  const planned = p.planned, of = planned === null ? "" : " of " + fmt(planned);
+  const part = (n, cls) => planned ?
+    '<span class="' + cls + '" style="width:' + (100 * n / planned) + '%"></span>' : "";
+  const eta = p.eta ? "ETA " + duration(p.eta.seconds) + " at the rate of the last " + p.eta.over +
+    " finishes" : p.complete ? "complete" : p.running ? "ETA: not yet measurable" : "nothing running";
+  return '<p><b id="n-finished">' + fmt(p.finished) + "</b>" + of + " finished (" + fmt(p.trained) + " trained, " +
+    fmt(p.pruned) + " pruned at launch), <b id=\"n-running\">" + fmt(p.running) + "</b> running, " +
+    '<b id="n-failed">' + fmt(p.failed) + "</b> failed, " + '<b id="n-remaining">' +
+    (p.remaining === null ? "unknown" : fmt(p.remaining)) + "</b> remaining; " + esc(eta) + "</p>" +
+    (planned ? '<div class="bar">' + part(p.finished, "done") + part(p.running, "run") + part(p.failed, "fail") +
+    "</div>" : '<p class="muted">planned count unknown: ' + esc(p.planned_note) + "</p>");
+}
+function plot(d, panel, div) {
+  const c = d.columns, col = panel.col, rows = [];
+  c[col].forEach((v, i) => {
+    if (v !== null && c.test_error[i] !== null && !(panel.log && v <= 0)) rows.push(i); });
+  const text = rows.map(i => "<b>" + esc(c.arch_id[i]) + "</b><br>" + esc(c.spec_text[i]) + "<br>test error " +
+    fmt(c.test_error[i]) + "<br>" + esc(panel.label) + ": " + fmt(c[col][i]));
+  const trace = {type: "scatter", mode: "markers", x: rows.map(i => c[col][i]), y: rows.map(i => c.test_error[i]),
+    text: text, hovertemplate: "%{text}<extra></extra>", marker: {size: 6, color: "#2a6fb0", opacity: 0.75}};
+  const layout = {title: {text: esc(panel.label + "  (\u03c4 " + fmt(panel.tau) + ")"), font: {size: 12}},
+    height: 270, margin: {l: 50, r: 20, t: 32, b: 40}, uirevision: col, hovermode: "closest", showlegend: false,
+    font: {size: 10}, hoverlabel: {align: "left"},
+    xaxis: {title: {text: panel.label, font: {size: 11}}, type: panel.log ? "log" : "linear", automargin: true},
+    yaxis: {title: {text: "test error", font: {size: 11}}}};
+  div.dataset.points = rows.length;
+  return Plotly.react(div, [trace], layout, {displaylogo: false, responsive: true});
+}
+function render(s) {
+  document.getElementById("progress").innerHTML = progress(s.progress);
+  const n = s.progress.trained;
+  document.getElementById("leaderboard").innerHTML = s.shown ? s.leaderboard +
+    (n > s.shown ? '<p class="muted">the best ' + s.shown + " of " + fmt(n) + " trained</p>" : "") :
+    '<p class="missing">No trained architecture yet.</p>';
+  document.getElementById("report-link").hidden = !s.report;
+  const caution = document.getElementById("caution");
+  caution.hidden = !(n >= 2 && n < s.few);
+  caution.textContent = caution.hidden ? "" : "caution: only " + n + " trained architectures (fewer than " + s.few +
+    "): tau moves in steps of " + fmt(4 / (n * (n - 1))) + ", so a tau of \u00b11 can be chance.";
+  const box = document.getElementById("scatter"), want = new Set();
+  s.data.scatter.forEach(panel => {
+    const id = "scatter-" + panel.col;
+    want.add(id);
+    let div = document.getElementById(id);
+    if (!div) { div = document.createElement("div"); div.id = id; div.className = "iplot"; box.appendChild(div); }
+    plot(s.data, panel, div);
+  });
+  Array.from(box.children).forEach(div => { if (!want.has(div.id)) { Plotly.purge(div); div.remove(); } });
+  if (!s.data.scatter.length) box.innerHTML = '<p class="missing">No predictor has three finite values yet.</p>';
+  else box.querySelectorAll("p.missing").forEach(p => p.remove());
+}
+function say(text) { document.getElementById("status").textContent = text; }
+async function poll() {
+  try {
+    const r = await fetch("data.json?since=" + version, {cache: "no-store"});
+    const s = await r.json();
+    if (s.version !== version) {
+      version = s.version;
+      if (s.study) render(s);
+      main.dataset.version = version;
+    }
+    say("updated " + new Date().toLocaleTimeString() + (s.error ? "; the last read failed: " + s.error : "") +
+      "; checks every " + POLL / 1000 + " s");
+  } catch (e) {
+    say("the server does not answer (stopped?); trying again every " + POLL / 1000 + " s");
+  }
+  setTimeout(poll, POLL);
+}
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("leaderboard").addEventListener("click", ev => {  // its ids open no panel here
+    if (ev.target.closest("a.arch")) ev.preventDefault(); });
+  poll();
+});
+})();
+"""
+
+
+class LiveServer:
+    """The live view of ``study_dir`` at http://``host``:``port``/ (``port`` 0: any free one; ``port`` says which
+    after ``start``): an HTTP server thread, and with ``watch`` a thread that checks the study every ``poll_s``
+    (else the caller calls ``watcher.check``). Read only; ``stop`` ends both."""
+
+    def __init__(
+        self, study_dir: str, host: str = "127.0.0.1", port: int = 0, *, poll_s: float = POLL_S, name: str = ""
+    ):
+        self.study_dir, self.poll_s = study_dir, poll_s
+        self.watcher = Watcher(study_dir, name or None)
+        self.page = page_html(name or study_dir, poll_s).encode("utf-8")
+        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
+        self.httpd.daemon_threads = True
+        self.host, self.port = str(self.httpd.server_address[0]), int(self.httpd.server_address[1])
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def start(self, watch: bool = True) -> LiveServer:
+        """Read the study (its error raised), then serve, and with ``watch`` follow it."""
+        self.watcher.check()
+        threads = [threading.Thread(target=self.httpd.serve_forever, name="live-http", daemon=True)]
+        if watch:
+            threads.append(threading.Thread(target=self.watch, name="live-watch", daemon=True))
+        for t in threads:
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def watch(self) -> None:
+        """Check the study every ``poll_s`` until ``stop``, or after a reload that took r seconds, after
+        ``pause(r)``; an error of a listing (storage briefly away) is recorded on the page and the next check tries
+        again."""
+        wait = self.poll_s
+        while not self._stop.wait(wait):
+            t0 = time.monotonic()
+            try:
+                reloaded = self.watcher.check()
+            except Exception as e:  # noqa: BLE001 - shown on the page, as a failed reload is
+                reloaded = False
+                with self.watcher.lock:
+                    self.watcher.error = " ".join(str(e).split()) or type(e).__name__
+            wait = pause(self.poll_s, time.monotonic() - t0 if reloaded else 0.0)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._threads:  # ``shutdown`` waits for a ``serve_forever`` that has started
+            self.httpd.shutdown()
+        self.httpd.server_close()
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def report_bytes(self) -> bytes | None:
+        """``STUDY/report.html`` as it is, None where there is none."""
+        fs, root, _ = _filesystem(self.study_dir)
+        try:
+            with fs.open_input_stream(f"{root}/report.html") as f:
+                return bytes(f.read())
+        except (FileNotFoundError, OSError):
+            return None
+
+
+def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            url = urllib.parse.urlsplit(self.path)
+            if url.path in ("/", "/index.html"):
+                self._send(server.page, "text/html; charset=utf-8")
+            elif url.path == "/data.json":
+                since = urllib.parse.parse_qs(url.query).get("since", ["-1"])[0]
+                version = int(since) if since.lstrip("-").isdigit() else -1
+                self._send(server.watcher.since(version), "application/json")
+            elif url.path == "/report.html" and (body := server.report_bytes()) is not None:
+                self._send(body, "text/html; charset=utf-8")
+            else:
+                self._send(b"not found", "text/plain", 404)
+
+        def _send(self, body: bytes, kind: str, code: int = 200) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            try:
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):  # the browser left
+                pass
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+            pass  # one line per request would drown the terminal
+
+    return Handler

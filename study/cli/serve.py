@@ -1,0 +1,112 @@
+"""``archstudy serve STUDY``: a live page of a study that updates itself while the study runs.
+
+Progress (finished, running, failed, remaining, the ETA at the recent rate), the leaderboard and the correlation
+scatter plots of the metrics at initialization against test error, redrawn in place when a unit finishes, fails or
+starts (``analysis.live_view``: the page polls a small JSON endpoint; the server lists the study every ``--every``
+seconds and reloads its rows only when the listing changed). It never builds the full report (``archstudy report``
+does) and never writes to the study, local or ``s3://``; the page links ``STUDY/report.html`` where there is one.
+
+It listens on 127.0.0.1 (this machine only) unless ``--host`` names another address; ``--port 0`` takes any free
+port. Ctrl-C (or SIGTERM) stops it: one line, exit code 0.
+"""
+
+from __future__ import annotations
+
+import errno
+import sys
+import time
+
+DEFAULT_PORT = 8765
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="a live page of a study in the browser, updated while it runs",
+        description="Serve a live page of the study in STUDY at http://127.0.0.1:PORT/: progress, the leaderboard "
+        "and the scatter plots of each metric at initialization against test error, updated in place while the "
+        "study runs (no reload). Read-only; the full report stays `archstudy report`'s. Ctrl-C stops it.",
+    )
+    p.add_argument("study", metavar="STUDY", help="the study directory or URI")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="the address to listen on (default %(default)s: this machine only; 0.0.0.0 shows the study, "
+        "without a password, to anyone who can reach this machine)",
+    )
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, metavar="PORT", help="the port (default %(default)s; 0: any free one)"
+    )
+    p.add_argument(
+        "--every",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how often the study is checked for a change, and the page asks (default 3)",
+    )
+    p.set_defaults(func=command)
+
+
+def _check(args) -> None:
+    """The arguments, each refused in one line naming it (before the slow imports)."""
+    from archstudy.sampling import SpecError
+
+    if not 0 <= args.port <= 65535:
+        raise SpecError("serve", "--port", args.port, "must be a port number from 0 (any free one) to 65535")
+    if args.every is not None and not (0.1 <= args.every <= 3600):
+        raise SpecError("serve", "--every", args.every, "must be seconds from 0.1 to 3600")
+
+
+def _open_study(study: str) -> None:
+    """The study must be one: a directory or URI holding study.yaml (object storage asked once, in bounded time)."""
+    import pyarrow.fs as pafs
+
+    from archstudy.sampling import SpecError
+
+    from ..execution.location import open_location, reach
+
+    fs, root = open_location(study)
+    reach(fs, root, study)
+    if fs.get_file_info(f"{root}/study.yaml").type != pafs.FileType.File:
+        raise SpecError("serve", "STUDY", study, "must be a study directory or URI (one holding study.yaml)")
+
+
+def _bind(args):
+    from archstudy.analysis.live_view import POLL_S, LiveServer
+    from archstudy.sampling import SpecError
+
+    every = POLL_S if args.every is None else args.every
+    try:
+        return LiveServer(args.study, args.host, args.port, poll_s=every, name=args.study), every
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise SpecError(
+                "serve", "--port", args.port, f"is in use on {args.host}: choose another, or --port 0 for any free one"
+            ) from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise SpecError(
+                "serve", "--port", args.port, "is not allowed to this user (below 1024?): choose one from 1024"
+            ) from None
+        raise SpecError("serve", "--host", args.host, f"cannot be listened on ({e.strerror or e})") from None
+
+
+def command(args) -> int:
+    _check(args)
+    say = lambda line: print(f"archstudy serve: {line}", file=sys.stderr, flush=True)  # noqa: E731
+    say(f"reading {args.study} ...")
+    _open_study(args.study)
+    server, every = _bind(args)
+    try:
+        server.start()
+        print(f"archstudy serve: {args.study} at {server.url} (checked every {every:g} s; Ctrl-C to stop)", flush=True)
+        if args.host not in LOOPBACK:
+            say(f"listening on {args.host}: anyone who can reach this machine can read the study (no password)")
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        say("stopped")
+        return 0
+    finally:
+        server.stop()
