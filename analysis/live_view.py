@@ -59,6 +59,7 @@ WATCHED_DIRS = ("architectures", "failed", "checkpoints", "progress")
 IN_FLIGHT_DIRS = ("checkpoints", "progress")
 WATCHED_FILES = ("study.yaml", "report.html")
 POLL_S = 3.0  # seconds between two listings of the study (the page asks the server as often)
+LOOPBACK_HOSTS = ("127.0.0.1", "::1")  # the addresses the server binds by default, and their names in a Host header
 LEADERBOARD = 25  # architectures in the page's leaderboard, lowest test error first
 ETA_WINDOW = 20  # finish times the recent rate is measured over
 ETA_MIN_FINISHED = 3
@@ -192,7 +193,7 @@ def json_bytes(data: Any) -> bytes:
 class Watcher:
     """A study's latest state: ``check`` lists the study (``listing``) and, when the listing changed, reloads it
     (``snapshot``) and raises ``version``. A reload that fails keeps the last good state and records the error's
-    line (``error``), shown on the page; the next change tries again. The first read raises its error."""
+    line (``error``), shown on the page; the next check tries again. The first read raises its error."""
 
     def __init__(self, study_dir: str, name: str | None = None):
         self.study_dir, self.name = study_dir, name
@@ -217,12 +218,19 @@ class Watcher:
                 raise
             state, error = self.state, " ".join(str(e).split()) or type(e).__name__
         with self.lock:
+            if error is not None:  # the listing is not taken as seen: the next check reads again
+                changed = error != self.error
+                self.error = error
+                if changed:
+                    self.version += 1
+                    self.body = json_bytes({"version": self.version, "error": error, "report": self.has_report} | state)
+                return changed
             self.seen = seen
             self.version += 1
-            self.reloads += error is None
-            self.error = error
+            self.reloads += 1
+            self.error = None
             self.state = state
-            self.body = json_bytes({"version": self.version, "error": error, "report": self.has_report, **state})
+            self.body = json_bytes({"version": self.version, "error": None, "report": self.has_report, **state})
         return True
 
     @property
@@ -232,7 +240,7 @@ class Watcher:
     def since(self, version: int) -> bytes:
         """The state as JSON, or only the version while it is ``version``."""
         with self.lock:
-            return self.body if version != self.version else json_bytes({"version": self.version})
+            return self.body if version != self.version else json_bytes({"version": self.version, "error": self.error})
 
 
 def page_html(title: str, poll_s: float = POLL_S) -> str:
@@ -377,6 +385,15 @@ class LiveServer:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
+    def host_allowed(self, header: str) -> bool:
+        """Whether a request's ``Host`` may be answered: on a loopback address only a loopback name (a web page
+        elsewhere whose name is made to resolve to 127.0.0.1, DNS rebinding, would otherwise read the study through
+        the reader's browser); on an address given with ``--host``, any."""
+        if self.host not in LOOPBACK_HOSTS:
+            return True
+        name = urllib.parse.urlsplit(f"//{header}").hostname or ""
+        return name in LOOPBACK_HOSTS or name == "localhost"
+
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -430,7 +447,9 @@ def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
             url = urllib.parse.urlsplit(self.path)
-            if url.path in ("/", "/index.html"):
+            if not server.host_allowed(self.headers.get("Host", "")):
+                self._send(b"forbidden: this server answers to its own address only", "text/plain", 403)
+            elif url.path in ("/", "/index.html"):
                 self._send(server.page, "text/html; charset=utf-8")
             elif url.path == "/data.json":
                 since = urllib.parse.parse_qs(url.query).get("since", ["-1"])[0]

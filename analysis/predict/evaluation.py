@@ -403,6 +403,7 @@ class Prediction:
     folds: int = 0
     repeats: int = 0
     of: int = 0  # the study's trained architectures with a test error (more than ``scores``'s ``n`` where capped)
+    max_rows: int = MAX_ROWS  # the cap the evaluation ran under
     calls: dict[str, int] = field(default_factory=dict)
     level: str = "partial"
     ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -666,6 +667,7 @@ def _predict_study(
         folds=k,
         repeats=repeats,
         of=of,
+        max_rows=max_rows,
     )
     out.calls = calls(out)
     out.level = "done" if out.calls.get("joint_above_zero") == 1 and out.calls.get("beats_baseline") == 1 else "partial"

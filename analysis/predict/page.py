@@ -10,7 +10,7 @@ import pandas as pd
 from archstudy.sampling import SpecError
 
 from .learners import LABELS
-from .evaluation import CANNOT_FIT, MAX_ROWS, Prediction, predict_study
+from .evaluation import CANNOT_FIT, Prediction, predict_study
 from .persistence import FittedPredictor, score_predictor
 
 # -- the report's section ---------------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ def predict_html(s: _WithPrediction) -> str:
         *(
             [
                 f'<p class="muted">Held out on a random {n:,} of the {p.of:,} trained architectures with a test '
-                f"error (whole base architectures, seeded), so that its cost stays bounded: at most {MAX_ROWS:,} "
+                f"error (whole base architectures, seeded), so that its cost stays bounded: at most {p.max_rows:,} "
                 "are evaluated.</p>"
             ]
             if sampled

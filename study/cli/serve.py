@@ -99,10 +99,13 @@ def command(args) -> int:
     _open_study(args.study)
     server, every = _bind(args)
     try:
-        server.start()
+        server.watcher.check()  # the first read, whose error comes before any line saying where it is served
+        # said before it serves (the socket already listens: a browser's first request waits for it), so that no
+        # answer, and no Ctrl-C after one, can come before the line that gives the address
         print(f"archstudy serve: {args.study} at {server.url} (checked every {every:g} s; Ctrl-C to stop)", flush=True)
         if args.host not in LOOPBACK:
             say(f"listening on {args.host}: anyone who can reach this machine can read the study (no password)")
+        server.start()
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -269,9 +269,16 @@ class Forecast:
         now = time.monotonic() if now is None else now
         for key, rec in records.items():
             if key in self.started:
+                before = self.live.get(key)
+                if before is not None and before.get("attempt") != rec.get("attempt"):
+                    # a retry (the engine resubmits before the unit leaves flight): it trains again, from its
+                    # checkpoint or from epoch 1 on another node, so the first attempt's marks say nothing of it
+                    self.first_epoch.pop(key, None)
                 self.live[key] = rec
                 if rec.get("stage") == "finishing":
                     self.finishing.setdefault(key, now)
+                else:
+                    self.finishing.pop(key, None)
                 if rec.get("stage") == "training" and rec.get("epoch") and _finite(rec.get("train_elapsed_s")):
                     self.first_epoch.setdefault(key, (int(rec["epoch"]), float(rec["train_elapsed_s"])))
             p = rec.get("probe")
@@ -307,7 +314,7 @@ class Forecast:
         e0, tau0 = self.first_epoch.get(key, (0, 0.0))
         if not 0 < e0 < epoch:  # one record: the pace of all its epochs, the first one's learning rates' too
             e0, tau0 = 0, 0.0
-        return (float(cast(float, train_s)) - tau0) * (expected - epoch) / (epoch - e0) + self._finish_s()
+        return max(0.0, float(cast(float, train_s)) - tau0) * (expected - epoch) / (epoch - e0) + self._finish_s()
 
     def _finish_s(self) -> float:
         """From training's end to the commit (``f``): the mean of the units seen finishing (0 before any)."""

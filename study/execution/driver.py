@@ -163,6 +163,7 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
 
 # The least time between two writes of driver.json for a change of what is in flight (the engine ticks every second).
 BEAT_MIN_S = 1.0
+FRESH_S = 2.0  # a listing with an entry this recent cannot stand for a survey (``_files``)
 
 # The line a plan says where another driver holds the study's lock: what that driver's ``Store.driver_lock`` refuses.
 LOCKED = "another archstudy driver is running on this study (see `archstudy status`)"
@@ -243,19 +244,21 @@ class StudyPlan:
 
 
 def _files(store: Store) -> frozenset | None:
-    """Every file under the study's directory (path, size, modification time), its lock file aside (the driver
-    creates it), from one recursive listing; None where the location is not a directory or cannot be listed. Two
-    equal listings, the second taken later, mean a survey between them reads the same files (result files are
-    written by rename or whole-object put: a rewrite is a new modification time)."""
+    """Every entry under the study's directory (path, type, size, modification time: a directory where a unit's
+    file goes is a change too), its lock file aside (the driver creates it), from one recursive listing; None where
+    the location is not a directory or cannot be listed, or where an entry changed within ``FRESH_S`` (a rewrite
+    within a timestamp's resolution, a second on object storage, would keep its time). Two equal listings, the
+    second taken later, mean a survey between them reads the same files (result files are written by rename or
+    whole-object put: a rewrite is a new modification time)."""
     try:
         if store.root_kind() != "dir":
             return None
         found = store.fs.get_file_info(pafs.FileSelector(store.root, recursive=True, allow_not_found=True))
     except (OSError, pa.ArrowException):
         return None
-    return frozenset(
-        (f.path, f.size, f.mtime_ns) for f in found if f.type == pafs.FileType.File and f.base_name != LOCK_NAME
-    )
+    entries = frozenset((f.path, f.type, f.size, f.mtime_ns) for f in found if f.base_name != LOCK_NAME)
+    newest = max((m for *_, m in entries if m is not None), default=0)
+    return None if newest > (time.time() - FRESH_S) * 1e9 else entries
 
 
 def _survey(store: Store, config: StudyConfig, units: list[WorkUnit]) -> tuple[StudyState, list[str]]:
@@ -715,12 +718,16 @@ def _commit(store: Store, key: str, rows: Mapping[str, Any], science: str) -> No
     try:
         arch = read_table_bytes(rows["architecture"])
         others = {kind: read_table_bytes(rows[kind]) for kind in (RUNS, CURVES) if rows.get(kind) is not None}
-    except pa.ArrowInvalid as e:
+    except (pa.ArrowException, TypeError) as e:
         raise SchemaError(f"{key}: a table that is not an Arrow stream ({e})") from None
     for kind, table in ((ARCHITECTURES, arch), *others.items()):
         rows_ok = table.num_rows == 1 if kind == ARCHITECTURES else table.num_rows > 0
         if not rows_ok or not table.schema.equals(SCHEMAS[kind]):
             raise SchemaError(f"{key}: its {kind} table is not one of the schema's ({table.num_rows} rows)")
+    # the schema's metadata (its version, the table's name) is the driver's to write, not the worker's: a worker of
+    # another install must not commit files the store would then call foreign
+    arch = arch.replace_schema_metadata(SCHEMAS[ARCHITECTURES].metadata)
+    others = {kind: t.replace_schema_metadata(SCHEMAS[kind].metadata) for kind, t in others.items()}
     trained = bool(arch.column("trained")[0].as_py())
     if trained != (RUNS in others) or (CURVES in others and not trained):
         raise SchemaError(
@@ -941,20 +948,20 @@ def _execute_units(
     had_failed = set(store.names(FAILED, ".json")) & set(by_name)  # unreadable records too: removed on a commit
     science = config.science_json  # every file's metadata (a property, computed anew at each call: once here)
     host, started = socket.gethostname(), utc_now()
-    last_beat: list = [0.0, None]  # when driver.json was last written, and what was in flight where
+    last_beat: list = [-float("inf"), None]  # when driver.json was last written (monotonic), what flew where
 
     def heartbeat(tally: Tally | None, running: bool = True, stopped: str | None = None) -> None:
         """driver.json, rewritten when what is in flight (or where) changes, at most every BEAT_MIN_S for that (a
         study of short units changes it with every unit: one write per unit, a request on object storage), and at
         least every HEARTBEAT_S."""
-        now = time.time()
-        if running and tally is not None and now - last_beat[0] < BEAT_MIN_S:
+        now, tick = time.time(), time.monotonic()  # the clock of the spacing: one a clock's step cannot stall
+        if running and tally is not None and tick - last_beat[0] < BEAT_MIN_S:
             return  # the engine ticks again within its tick: a change is written then
         flying = list(tally.in_flight) if tally and running else []
         where = dict(tally.nodes) if tally and running else {}
-        if running and tally is not None and (flying, where) == last_beat[1] and now - last_beat[0] < HEARTBEAT_S:
+        if running and tally is not None and (flying, where) == last_beat[1] and tick - last_beat[0] < HEARTBEAT_S:
             return
-        last_beat[:] = [now, (flying, where)]
+        last_beat[:] = [tick, (flying, where)]
         store.write_driver_state(
             {
                 "pid": os.getpid(),

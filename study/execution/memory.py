@@ -120,14 +120,13 @@ def data_bytes(data) -> int:
 
 def runs_per_chunk(spec: ArchSpec, runs: int, batch: int, threads: int, gpu: bool) -> int:
     """c: the runs of the largest step chunk for a worker with ``threads`` torch threads: the trainer's chunk size
-    (``study.training.trainer.auto_chunk``), balanced over the chunks (``study.training.stack.chunks``); all
+    (``study.training.trainer.chunk_size``), balanced over the chunks (``study.training.stack.chunks``); all
     runs on a GPU."""
-    from ..training.trainer import CHUNK_ELEMENTS
+    from ..training.trainer import chunk_size
 
     if gpu:
         return runs
-    per_run = batch * max(spec.width, spec.d_out)
-    chunk = max(1, min(runs, round(CHUNK_ELEMENTS * threads / per_run)))
+    chunk = chunk_size(spec, runs, batch, threads)
     return -(-runs // -(-runs // chunk))  # ceil(R / n) for n = ceil(R / chunk) balanced chunks
 
 

@@ -25,7 +25,8 @@ interleaving makes the ratios fair, the minimum is the least disturbed measureme
               else: the roofline of the step.
 
 Counted, not timed: the operators one training step of the whole stack dispatches (views excluded;
-``study.perf.operators.step_operators``), in total (``operators``) and per layer (``operators_per_layer``), by
+``study.perf.operators.step_operators``), in total (``operators``), per layer (``operators_per_layer``), per added
+hidden layer (``operators_per_added_layer``: ``study.perf.operators.added_layer_operators``), by
 name (``operators_by_name``), and its views (``operator_views``). On a GPU, where the step waits for the host,
 they are what the step's time follows; on a CPU each of the trainer's ``chunks`` dispatches them.
 
@@ -67,7 +68,7 @@ from ..training.stack import chunks, folded_forward, new_stack, train_step
 from ..training.timing import synchronize, time_calls
 from ..training.trainer import auto_chunk
 from .cases import CASES, CPU_CASES, GPU_CASES, PAPER_CASES, BenchCase  # noqa: F401 (the public names)
-from .operators import step_operators
+from .operators import added_layer_operators, step_operators
 from .profiles import EXPECTED_STACK_EPOCHS
 
 FIELDS = (
@@ -86,6 +87,7 @@ FIELDS = (
     "peak_fraction",
     "operators",
     "operators_per_layer",
+    "operators_per_added_layer",
 )
 
 
@@ -344,6 +346,7 @@ def bench_case(
         # the operators of one step of the whole stack (study.perf.operators), each chunk's on a CPU
         "operators": ops.total,
         "operators_per_layer": ops.per_layer(spec.depth),
+        "operators_per_added_layer": added_layer_operators(spec, runs, batch, device, base=ops),
         "operator_views": ops.views,
         "operators_by_name": dict(ops.compute.most_common()),
         "chunks": len(chunks(runs, chunk)),
@@ -419,6 +422,7 @@ def format_table(rows: list[dict]) -> str:
         "rule",
         "ops/step",
         "ops/layer",
+        "ops/+layer",
     )
     lines = [head]
     for r in rows:
@@ -441,6 +445,7 @@ def format_table(rows: list[dict]) -> str:
                 r["rule"],
                 str(r["operators"]),
                 _num(r["operators_per_layer"], ".1f"),
+                _num(r["operators_per_added_layer"], ".1f"),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]

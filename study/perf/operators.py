@@ -18,12 +18,14 @@ way (the dispatcher decomposes them above the mode); operators that a kernel cal
 
 ``step_operators(spec)`` counts one training step of a stack in one chunk (what a GPU runs; on a CPU the
 trainer's chunks each dispatch the same operators, ``study.training.trainer.auto_chunk``), after one step that is
-not counted (constants made once, as in training). ``archstudy bench`` reports it per case, in total and per
-layer (``study.perf.bench``).
+not counted (constants made once, as in training). ``archstudy bench`` reports it per case, in total, per layer
+(the total over the depth) and per added layer (``added_layer_operators``: the difference one more hidden layer
+makes, which does not depend on the operators a step has once) (``study.perf.bench``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -98,3 +100,16 @@ def step_operators(
 
     step()
     return count_operators(step)
+
+
+def added_layer_operators(
+    spec: ArchSpec, runs: int = 40, batch: int = 250, device: str | torch.device = "cpu", base: Operators | None = None
+) -> float:
+    """The operators one more hidden layer adds to a step: (ops(L + s) - ops(L)) / s for ``spec`` at its depth L and
+    at L + s (s: ``skip_length`` with skips, the least step that keeps the skips' layout, else 1), the width and
+    everything else the same. Unlike ``Operators.per_layer`` (the total over the depth), it leaves out what a step
+    costs once whatever the depth: the loss, the output layer, the update. ``base``: ``spec``'s count, if made."""
+    s = spec.skip_length if spec.skip != "none" else 1
+    deeper = dataclasses.replace(spec, depth=spec.depth + s)
+    base = base or step_operators(spec, runs, batch, device)
+    return (step_operators(deeper, runs, batch, device).total - base.total) / s

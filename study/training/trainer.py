@@ -93,18 +93,28 @@ CHUNK_ELEMENTS = 1 << 17
 
 
 def auto_chunk(spec: ArchSpec, runs: int, batch_size: int, device: torch.device) -> int | None:
-    """How many runs one step processes at once: all of them on a GPU; on a CPU about
-    ``CHUNK_ELEMENTS`` x threads / (batch x width) (1 MiB of float64 per activation tensor and thread),
-    so that a chunk's intermediates stay in the caches and are recycled by malloc
-    (``study.training.stack``).
-
-    ``CHUNK_ELEMENTS`` is where the best chunk sizes measured on the bench's nets lie, with one thread and with
-    two (each thread works on its share of every tensor, so the best chunks grow with the threads):
-    docs/performance.md."""
+    """How many runs one step processes at once: all of them on a GPU; on a CPU ``chunk_size`` with this
+    process's torch threads."""
     if device.type != "cpu":
         return None
+    return chunk_size(spec, runs, batch_size, torch.get_num_threads())
+
+
+def chunk_size(spec: ArchSpec, runs: int, batch_size: int, threads: int) -> int:
+    """The runs of a CPU step's chunk: about ``CHUNK_ELEMENTS`` x threads / (batch x width) (1 MiB of float64 per
+    activation tensor and thread), so that a chunk's intermediates stay in the caches and are recycled by malloc
+    (``study.training.stack``); with several threads a multiple of them, or one run: a batched product
+    (``torch.bmm``) shares its batch out over the threads, so a chunk of 3 on 2 threads leaves one of them idle a
+    third of the time, where a chunk of one run is split inside its one product.
+
+    ``CHUNK_ELEMENTS`` is where the best chunk sizes measured on the bench's nets lie, with one thread and with
+    two (each thread works on its share of every tensor, so the best chunks grow with the threads), and the
+    multiple of the threads is measured too: docs/performance.md."""
     per_run = batch_size * max(spec.width, spec.d_out)  # the input minibatch is shared by all runs
-    return max(1, min(runs, round(CHUNK_ELEMENTS * torch.get_num_threads() / per_run)))
+    chunk = max(1, min(runs, round(CHUNK_ELEMENTS * threads / per_run)))
+    if threads > 1 and 1 < chunk < runs:
+        chunk = min(runs, threads * max(1, (chunk + (threads - 1) // 2) // threads))  # the nearest; a tie: the smaller
+    return chunk
 
 
 def _widest(spec: ArchSpec) -> int:

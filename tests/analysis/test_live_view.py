@@ -87,7 +87,7 @@ def test_the_watcher_reloads_only_when_the_listing_changed(finished, tmp_path):
     w = lv.Watcher(str(study))
     assert w.check() and w.version == 1 and w.reloads == 1
     assert not w.check() and w.version == 1 and w.reloads == 1  # nothing changed: no reload
-    assert json.loads(w.since(1)) == {"version": 1}
+    assert json.loads(w.since(1)) == {"version": 1, "error": None}
     first = json.loads(w.since(0))
     assert first["version"] == 1 and first["progress"]["finished"] == N - 1
     assert name.split("-", 1)[1] not in first["data"]["columns"]["arch_id"]
@@ -104,10 +104,15 @@ def test_a_failed_reload_keeps_the_last_state_and_says_why(finished, tmp_path):
     w = lv.Watcher(str(study))
     w.check()
     (study / ARCHITECTURES / f"{name}.parquet").write_bytes(b"PAR1 not parquet")  # listed as corrupt, not fatal
+    yaml_text = (study / "study.yaml").read_text()
     (study / "study.yaml").write_text("architectures: [\n")  # unreadable config: the reload fails
     assert w.check()
     body = json.loads(w.since(0))
     assert body["error"] and "study.yaml" in body["error"] and body["progress"]["finished"] == N - 1
+    assert json.loads(w.since(body["version"]))["error"] == body["error"]  # said in the short answer too
+    assert not w.check()  # the same failure again: nothing new to say, and the study is read again at each check
+    (study / "study.yaml").write_text(yaml_text)  # mended, with no other change to the listing: read and shown
+    assert w.check() and json.loads(w.since(0))["error"] is None
 
 
 def test_the_state_is_the_study_as_read(finished):
@@ -183,7 +188,13 @@ def test_the_server_answers_the_page_the_json_and_the_report(finished, tmp_path)
         assert page.count("Plotly") > 0 and page.count("<script>") == 3  # Plotly.js, the report's script, ours
         body = json.loads(urllib.request.urlopen(server.url + "data.json?since=0").read())
         assert body["version"] == 1 and body["report"] is False
-        assert json.loads(urllib.request.urlopen(server.url + "data.json?since=1").read()) == {"version": 1}
+        short = json.loads(urllib.request.urlopen(server.url + "data.json?since=1").read())
+        assert short == {"version": 1, "error": None}
+        rebound = urllib.request.Request(server.url, headers={"Host": f"attacker.example:{server.port}"})
+        with pytest.raises(urllib.error.HTTPError, match="403"):  # DNS rebinding: another name for 127.0.0.1
+            urllib.request.urlopen(rebound)
+        named = urllib.request.Request(server.url + "data.json", headers={"Host": f"localhost:{server.port}"})
+        assert json.loads(urllib.request.urlopen(named).read())["version"] == 1
         with pytest.raises(urllib.error.HTTPError):
             urllib.request.urlopen(server.url + "report.html")
         assert files() == before  # read only

@@ -208,3 +208,18 @@ def test_the_pace_of_a_unit_leaves_out_its_first_epoch_once_a_later_one_is_read(
     assert f._remaining("b", 35.0, 1.0) == (0.0, False)
     # both project: a 35 + 60 s, b 35 + 0 s; nothing queued: the ETA is a's 60 s
     assert f.unit_s(now=35.0) == pytest.approx((95.0 + 35.0) / 2) and f.eta(0, 0, 2, now=35.0)[0] == 60.0
+
+
+def test_a_retried_unit_forgets_its_first_attempts_marks():
+    """The engine retries a failed unit before it leaves flight: a first attempt that reached its final evaluation,
+    or read epoch 10 at 50 s, says nothing of the second, which trains again from epoch 1 (another node, no
+    checkpoint): its pace is its own, 4 s an epoch from a single record, not a mix with the first's, and never
+    negative."""
+    f = Forecast(todo=1, slots=1)
+    f.seen(["a"], now=0.0)
+    f.observe({"a": {**_training(10, 50.0), "attempt": 1}}, now=50.0)
+    f.observe({"a": {"stage": "finishing", "attempt": 1}}, now=60.0)
+    assert "a" in f.finishing
+    f.observe({"a": {**_training(2, 8.0), "attempt": 2}}, now=80.0)
+    assert "a" not in f.finishing and f.first_epoch["a"] == (2, 8.0)
+    assert f._remaining("a", 80.0, 1.0) == (pytest.approx(8.0 * 13 / 2), False)

@@ -53,3 +53,24 @@ def test_a_units_tables_commit_the_files_write_result_writes_and_bad_ones_are_re
         with pytest.raises(SchemaError):
             _commit(Store(tmp_path / "refused"), "000000-x", result, SCIENCE)
         assert not (tmp_path / "refused" / ARCHITECTURES / "000000-x.parquet").exists(), what
+
+
+def test_a_workers_table_without_the_schemas_metadata_commits_the_file_the_driver_would_write(tmp_path):
+    """The schema's version and table name in a file are the driver's to write: a worker of another install whose
+    tables lack them (or say otherwise) commits the same bytes as one whose tables carry them, not a file the store
+    would call foreign."""
+    write_synthetic_study(str(tmp_path / "source"), 1, num_lrs=2, curve_epochs=1)
+    source = Store(tmp_path / "source")
+    (name,) = survey(source, driver=False).finished
+    arch, runs = _rows(source, name, ARCHITECTURES), _rows(source, name, RUNS)
+    good = unit_tables(arch[0], runs, [])
+    bare = {
+        kind: table_bytes(pa.ipc.open_stream(good[kind]).read_all().replace_schema_metadata({"archstudy": "other"}))
+        for kind in ("architecture", "runs")
+    }
+    _commit(Store(tmp_path / "good"), name, good, SCIENCE)
+    _commit(Store(tmp_path / "bare"), name, {**good, **bare}, SCIENCE)
+    for kind in (ARCHITECTURES, RUNS):
+        assert Store(tmp_path / "bare").read_bytes(kind, f"{name}.parquet") == Store(tmp_path / "good").read_bytes(
+            kind, f"{name}.parquet"
+        )

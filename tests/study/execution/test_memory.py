@@ -113,14 +113,15 @@ def test_the_estimate_is_within_30_percent_of_the_measured_peak_of_a_real_traini
 def test_the_terms_follow_the_trainer_the_optimizer_and_the_data():
     from archstudy.study.training.loss import EVAL_ELEMENTS
     from archstudy.study.training.stack import chunks
-    from archstudy.study.training.trainer import CHUNK_ELEMENTS
+    from archstudy.study.training.trainer import CHUNK_ELEMENTS, chunk_size
 
     spec = ArchSpec(depth=5, width=300, d_in=40, d_out=3, activation="relu", norm="batch")
     P, W = spec.num_params, 4 * 300 + 3
     paper = Protocol.of("paper")
     cpu = memory.estimate(spec, paper, n_train=3000, n_largest=3000, data=1000, threads=2)
-    c = round(CHUNK_ELEMENTS * 2 / (250 * 300))  # the trainer's rule (auto_chunk) with two threads: 3 runs,
-    assert c == 3 and len(chunks(40, c)) == 14  # in 14 balanced chunks of at most 3
+    # the trainer's rule (chunk_size) with two threads: 3 runs by the elements, 2 as a multiple of the threads,
+    c = 2 * (round(CHUNK_ELEMENTS * 2 / (250 * 300)) // 2)
+    assert c == 2 == chunk_size(spec, 40, 250, 2) and len(chunks(40, c)) == 20  # in 20 chunks of 2
     assert (cpu.runs, cpu.slots, cpu.chunk, cpu.state) == (40, 0, c, 40 * P)
     assert (cpu.step, cpu.activations, cpu.upload) == (2 * c * P, 3 * c * 250 * W, 0)
     assert cpu.evaluation == 2 * min(EVAL_ELEMENTS, 40 * 3000 * 300)

@@ -1,11 +1,13 @@
 """study.perf.operators: what the counter counts, and the operators of a training step per layer."""
 
+import dataclasses
+
 import pytest
 import torch
 
 from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol
-from archstudy.study.perf.operators import count_operators, step_operators
+from archstudy.study.perf.operators import added_layer_operators, count_operators, step_operators
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -49,3 +51,18 @@ def test_the_count_does_not_depend_on_the_runs_and_every_optimizer_updates_in_fe
     # SGD's 1, and 7 small [R] operators (the bias corrections and the step count)
     assert step_operators(spec, runs=2, batch=20, protocol=Protocol(momentum=0.9)).total == sgd + 2
     assert step_operators(spec, runs=2, batch=20, protocol=Protocol(optimizer="adam")).total == sgd + 14
+
+
+@pytest.mark.parametrize("skip", ["none", "after_norm"])
+def test_an_added_layer_costs_what_the_difference_of_two_depths_says_whatever_the_fixed_operators(skip):
+    """The count grows by the same number per hidden layer (a step's count is affine in the depth); the added
+    layer's figure is that slope, while the total over the depth also shares out the loss, head and update."""
+    spec = ArchSpec(depth=5, width=12, d_in=7, d_out=3, activation="relu", norm="batch", skip=skip)
+    s = spec.skip_length if skip != "none" else 1
+    totals = [step_operators(dataclasses.replace(spec, depth=5 + k * s), runs=2, batch=20).total for k in range(3)]
+    assert totals[2] - totals[1] == totals[1] - totals[0]  # affine in the depth
+    slope = (totals[1] - totals[0]) / s
+    assert added_layer_operators(spec, runs=2, batch=20) == slope
+    assert slope != totals[0] / 5  # the total over the depth is another number: the fixed operators in it
+    if skip == "none":
+        assert slope == 7  # a dense batchnorm-relu layer (the test above)

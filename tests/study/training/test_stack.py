@@ -12,6 +12,7 @@ from archstudy.study import Protocol, build_network
 from archstudy.study.training.loss import run_losses
 from archstudy.study.training.optim import optimizer_of
 from archstudy.study.training.stack import folded_forward, new_stack, parts, train_step
+from archstudy.study.training.trainer import CHUNK_ELEMENTS, chunk_size
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -58,3 +59,18 @@ def test_a_step_marks_exactly_the_runs_whose_loss_is_not_finite_and_adds_every_l
     losses = run_losses(outputs[0].detach(), y, 1.0)
     assert stack.nonfinite.tolist() == (~torch.isfinite(losses)).tolist() == [False, True, True, False]
     assert torch.equal(stack.loss_sum.nan_to_num(), losses.nan_to_num())
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4])
+@pytest.mark.parametrize("width", [28, 50, 121, 156, 300, 354, 2000])
+def test_a_cpu_chunk_is_one_run_all_of_them_or_a_multiple_of_the_threads(threads, width):
+    """``chunk_size``: about CHUNK_ELEMENTS x threads activations, then on several threads the nearest multiple of
+    them (a batched product shares its batch out over the threads), never more than the runs; the 1M-parameter net
+    of the bench (width 354, minibatch 250) gets 1 run on one thread and 2 on two (3 by the elements alone)."""
+    spec = ArchSpec(depth=9, width=width, d_in=40, d_out=3)
+    by_elements = max(1, min(40, round(CHUNK_ELEMENTS * threads / (250 * width))))
+    c = chunk_size(spec, 40, 250, threads)
+    assert c in (1, 40) or c % threads == 0
+    assert abs(c - by_elements) <= threads / 2 or c == 40  # the nearest multiple (a tie: the smaller)
+    if width == 354:
+        assert by_elements == {1: 1, 2: 3, 3: 4, 4: 6}[threads] and c == {1: 1, 2: 2, 3: 3, 4: 4}[threads]
