@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS, SPEC_DTYPES, unit_keys
+from .sections import detailed
 from .html import esc, fmt
 
 if TYPE_CHECKING:
@@ -195,7 +196,7 @@ def study_data(s: StudyAnalysis) -> dict[str, Any]:
     spec = [c for c in SPEC_DTYPES if c in a.columns]
     metrics = [p.column for p in PREDICTORS if p.column in a.columns and a[p.column].notna().any()]
     metrics += [c for c in OUTCOMES if c in a.columns and c not in metrics]
-    keys = unit_keys(a)
+    keys, shown = unit_keys(a), detailed(a)
     cols = {"arch_id": ids, "variant": _column(a["variant"]) if "variant" in a.columns else ["base"] * len(a)}
     cols["unit"] = keys
     cols["spec_text"] = [spec_text(r) for r in a.to_dict("records")]
@@ -212,7 +213,8 @@ def study_data(s: StudyAnalysis) -> dict[str, Any]:
         "labels": labels,
         "scatter": scatter_panels(s),
         "design": design_axes(a),
-        "runs": _runs(s.results.runs, keys),
+        "runs": _runs(s.results.runs, unit_keys(shown)),
+        "detail": {"max": len(shown), "of": len(a)},  # the architectures with their runs and curve in the page
         "curves": _curves(s.selected_curves),
     }
 
@@ -445,7 +447,10 @@ function openDetail(anchor, i) {
   html += "<h4>Runs by learning rate</h4>" + (runs ? table(["#", "lr", "best val error", "diverged", "selected"],
     runs.lr.map((lr, k) => [k + 1, fmt(lr), fmt(runs.val[k]), runs.div[k] === "1" ? "yes" : "no",
                             runs.sel === k ? "\u2713" : ""]), "runs") :
-    "<p class=missing>No runs table for this architecture.</p>");
+    (d.detail && d.detail.of > d.detail.max ? "<p class=missing>The page holds the runs and curves of the " +
+     d.detail.max.toLocaleString() + " architectures of lowest test error of " + d.detail.of.toLocaleString() +
+     "; this one's are in the study (<code>load_results</code>).</p>" :
+     "<p class=missing>No runs table for this architecture.</p>"));
   html += '<h4>Training curve of the selected run</h4><div class="curve"></div>';
   html += "<h4>Metrics</h4>" + kv(d.metrics) + "<h4>Spec</h4>" + kv(d.spec);
   const aside = panel(html);

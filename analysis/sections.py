@@ -288,7 +288,7 @@ def _analyse(
     good = good_ranges(arch, seed=seed)
     step("training curves")
     curves = read_curves(results.study_dir, drawn)
-    chosen = selected_curves(results.study_dir, arch)
+    chosen = selected_curves(results.study_dir, detailed(arch))
     step("pruning")
     return StudyAnalysis(
         dataset=results.dataset,
@@ -330,6 +330,21 @@ ANALYSIS_STEPS = (
     "training curves",
     "pruning",
 )
+
+
+# The architectures whose runs and selected curve the page holds for its detail panel: all of a study up to this
+# many, else this many of the lowest test error. Every architecture keeps its point, spec and metrics; the runs
+# would be 40 rows each (4 million at 100,000 architectures: a page of hundreds of MB, written for a minute).
+DETAIL_MAX = 2_000
+
+
+def detailed(arch: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``arch`` whose runs and curve the page holds (``DETAIL_MAX``): every row, or the ``DETAIL_MAX``
+    of the lowest test error (ties by arch_id and index)."""
+    if len(arch) <= DETAIL_MAX:
+        return arch
+    order = [c for c in ("test_error", "arch_id", "index") if c in arch.columns]
+    return arch.sort_values(order, kind="stable", na_position="last").head(DETAIL_MAX)
 
 
 def selected_curves(study_dir: str, arch: pd.DataFrame) -> pd.DataFrame:

@@ -201,3 +201,18 @@ def test_an_arch_id_sampled_at_two_indices_keeps_each_units_runs_and_curve_apart
     assert _curves(of_selected_runs(curves, arch))["aa@7"]["error"] == [0.5, 0.3]
     for (_, row), want in zip(arch.iterrows(), ([0.3, 0.2], [0.5, 0.3], [])):
         assert selected_curves(curves, row)["monitored_error"].tolist() == want
+
+
+def test_a_large_study_keeps_the_runs_and_curves_of_its_best_architectures_only(section, monkeypatch):
+    """Above ``sections.DETAIL_MAX`` architectures the page holds the runs of the lowest-test-error ones only (every
+    point keeps its hover and metrics), and says how many of how many."""
+    import archstudy.analysis.sections as sections_module
+
+    arch = section.arch.reset_index(drop=True)
+    full = study_data(section)
+    monkeypatch.setattr(sections_module, "DETAIL_MAX", 3)
+    d = study_data(section)
+    best = arch.sort_values(["test_error", "arch_id", "index"], kind="stable").head(3)
+    assert set(d["runs"]) == set(unit_keys(best)) and len(arch) > 3
+    assert all(d["runs"][k] == full["runs"][k] for k in d["runs"])
+    assert d["detail"] == {"max": 3, "of": len(arch)} and d["columns"] == full["columns"]
