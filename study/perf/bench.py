@@ -14,6 +14,9 @@ interleaving makes the ratios fair, the minimum is the least disturbed measureme
               ``faster`` says which of the two this measurement shows faster (``decide``: compiled when
               it takes at most 0.9 of the eager time), ``rule`` which one the trainer's rule
               (``choose``) picks for this case, and ``layer_steps`` the quantity the GPU rule is set on;
+* graph:      on a GPU, the same steps as one CUDA graph replayed per step (``study.training.graphed``: the
+              eager step captured once; each step gathers its minibatch into the graph's static buffers and
+              replays), ``graph_gemm_fraction`` its fraction of the bare GEMMs; NaN on a CPU, which has none;
 * sequential: the same R runs one after another, a plain per-run loop: each run its own ``nn.Sequential``
               of ``nn.Linear`` / ``nn.BatchNorm1d`` / activation and its own ``torch.optim.SGD``
               (``time_plain``; the prototypes' baseline); dense nets only (NaN for Householder ones);
@@ -64,6 +67,7 @@ from ..nn.layers import ActivationLayer
 from ..nn.network import build_network
 from ..experiment.protocol import Protocol
 from ..training.compiled import CompiledForward, choose, decide, layer_steps
+from ..training.graphed import GraphedStep
 from ..training.stack import chunks, folded_forward, new_stack, train_step
 from ..training.timing import synchronize, time_calls
 from ..training.trainer import auto_chunk
@@ -83,6 +87,8 @@ FIELDS = (
     "gemm_fraction",
     "compiled_s_per_epoch",
     "compile_s",
+    "graph_s_per_epoch",
+    "graph_gemm_fraction",
     "rule",
     "peak_fraction",
     "operators",
@@ -164,6 +170,24 @@ def stacked_runner(
 
     step(0)
     return step
+
+
+class GraphedRunner:
+    """``stacked_runner``'s steps as one CUDA graph (``study.training.graphed.GraphedStep``): the bench's minibatches
+    stacked into one source, call i gathers minibatch i from it and replays; captured (and one step done) when
+    made. ``graphed.capture_s``: the seconds of the capture (warm-up included)."""
+
+    def __init__(self, spec: ArchSpec, runs: int, batch: int, device: torch.device, chunk: int | None = None):
+        stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
+        data = _batches(spec, batch, device)
+        xs, ys = torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
+        self.idx = [torch.arange(i * batch, (i + 1) * batch, device=device) for i in range(len(data))]
+        self.graphed = GraphedStep()  # it holds the stack and the sources while the graph replays into them
+        self.graphed.prepare(stack, xs, ys, self.idx[0], 1.0, PROTOCOL, chunk)
+        self(0)
+
+    def __call__(self, i: int) -> None:
+        self.graphed.step(self.idx[i % len(self.idx)])
 
 
 def time_stacked(
@@ -283,34 +307,40 @@ def bench_case(
     plain: bool = True,
     compile_backend: str = "inductor",
     chunk: int | None = None,
+    graph: bool | None = None,
 ) -> dict:
     """One row of the bench table (see the module docstring). ``compiled``: also time the compiled step
     (``compile_mode``, ``compile_backend``: ``torch.compile``'s); ``plain``: also time the two
     one-run-after-another loops; ``chunk``: runs per chunk of the stacked steps (default: the trainer's
-    ``auto_chunk``)."""
+    ``auto_chunk``); ``graph``: also time the step as a CUDA graph (default: on a CUDA device)."""
     device = torch.device(device)
+    graph = device.type == "cuda" if graph is None else graph
     steps = steps or case.steps
     spec = case.spec
     chunk = chunk or auto_chunk(spec, runs, batch, device)
     nan = (math.nan, math.nan)
-    times: dict[str, list[tuple[float, float]]] = {k: [] for k in ("stacked", "compiled", "plain", "same", "gemm")}
+    times: dict[str, list[tuple[float, float]]] = {
+        k: [] for k in ("stacked", "compiled", "graph", "plain", "same", "gemm")
+    }
     cf = None
     if compiled:
         cf = CompiledForward(spec, mode=compile_mode, backend=compile_backend)
         compiled_step = stacked_runner(spec, runs, batch, device, chunk, cf)  # compiles here
     eager_step = stacked_runner(spec, runs, batch, device, chunk)
+    graph_step = GraphedRunner(spec, runs, batch, device, chunk) if graph else None
     with_plain = plain and plain_possible(spec)
     for _ in range(repeats):  # interleaved, so a burst of load hits every measurement alike
         times["stacked"].append(time_calls(eager_step, steps, device))
         times["compiled"].append(time_calls(compiled_step, steps, device) if cf is not None else nan)
+        times["graph"].append(time_calls(graph_step, steps, device) if graph_step is not None else nan)
         times["plain"].append(time_plain(spec, runs, steps, batch, device) if with_plain else nan)
         times["same"].append(time_sequential(spec, runs, steps, batch, device) if plain else nan)
         times["gemm"].append(time_gemm(spec, runs, steps, batch, device))
     best = {k: (min(t[0] for t in v), min(t[1] for t in v)) for k, v in times.items()}
     per_epoch = max(1, case.samples // batch)
     flops = step_flops(spec, runs, batch)
-    (t_stack, c_stack), (t_comp, _), (t_seq, c_seq), (t_same, _), (t_gemm, c_gemm) = (
-        best[k] for k in ("stacked", "compiled", "plain", "same", "gemm")
+    (t_stack, c_stack), (t_comp, _), (t_graph, _), (t_seq, c_seq), (t_same, _), (t_gemm, c_gemm) = (
+        best[k] for k in ("stacked", "compiled", "graph", "plain", "same", "gemm")
     )
     name = device_name(device)
     peak, peak_source = fp64_peak(name)
@@ -336,6 +366,11 @@ def bench_case(
         "compile_s": cf.stats.compile_s if cf is not None else math.nan,
         "compiled_graphs": cf.stats.graphs if cf is not None else 0,
         "faster": "-" if cf is None else decide(t_stack, t_comp),
+        # the step as a CUDA graph (study.training.graphed): its time, its gain over the eager step, its
+        # fraction of the bare GEMMs
+        "graph_s_per_epoch": t_graph * per_epoch,
+        "graph_speedup": t_stack / t_graph,
+        "graph_gemm_fraction": t_gemm / t_graph,
         "rule": rule.kind,
         "rule_reason": rule.reason,
         "layer_steps": layer_steps(spec, case.samples, batch),
@@ -418,6 +453,8 @@ def format_table(rows: list[dict]) -> str:
         "of peak",
         "compiled s/epoch",
         "compile s",
+        "graph s/epoch",
+        "graph of GEMM",
         "faster",
         "rule",
         "ops/step",
@@ -441,6 +478,8 @@ def format_table(rows: list[dict]) -> str:
                 _num(r["peak_fraction"], ".2f"),
                 _num(r["compiled_s_per_epoch"], ".3g"),
                 _num(r["compile_s"], ".0f"),
+                _num(r["graph_s_per_epoch"], ".3g"),
+                _num(r["graph_gemm_fraction"], ".2f"),
                 r["faster"],
                 r["rule"],
                 str(r["operators"]),

@@ -9,12 +9,15 @@ architectures each on waveform-noise, MNIST and CIFAR10 (3,000 / 50,000 / 40,000
                                      + t_eval(depth) x val x live(e)                    (the VCE of each live run)
     + t_step(depth, 1) x (train // 250)                                                 (lr_min: one epoch)
     + t_eval(depth) x (train + val + test) x 40                                         (each run's final errors)
+    + t_compile(depth), or t_capture(depth) x the distinct values of live(e)            (the chosen step's set-up)
 
 where live(e) is the number of runs still training in epoch e (finished runs leave the stack), t_step(d, R)
 the measured time of one training step of an R-run stack of the 1M-parameter net of depth d (the bench's
 CIFAR10-shaped cases at depths 3, 9, 25, 49, linearly interpolated in depth and in R between the measured
-stack sizes), and t_eval the measured evaluation time per example and run. The initialization metrics are
-left out (a small fraction of one run's training: docs/performance.md).
+stack sizes), t_eval the measured evaluation time per example and run, and t_compile / t_capture the compile
+of the forward per architecture, or the capture of the step as a CUDA graph per stack, where the measurement
+chose that step (``measure_step_times``; 0 for the eager step). The initialization metrics are left out (a small
+fraction of one run's training: docs/performance.md).
 
 live(e) comes from real trainings: ``measure_epoch_profiles`` trains architectures of the paper's space
 with the paper protocol and records every run's epochs (``PROFILES`` holds what was measured, and the
@@ -75,21 +78,26 @@ def measure_step_times(
     steps: int = 2,
     compiled: bool = False,
     eval_examples: int = 1_000,
+    graph: bool | None = None,
 ) -> list[dict]:
     """Per case (default ``study.perf.bench.PAPER_CASES``): seconds per training step at each stack size (best of
     ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled
     one (the projection then uses, per case, the one ``study.training.compiled.decide`` picks at the
-    largest size, and adds its compile seconds to every architecture of that depth), and the evaluation
-    seconds per example and run (``errors`` on random inputs, R = 40)."""
+    largest size, and adds its compile seconds to every architecture of that depth); with ``graph`` (default: on a
+    CUDA device) also the step as a CUDA graph (``study.training.graphed``), used instead where it takes at most
+    ``FASTER`` of the chosen step's time at the largest size, its capture seconds (``capture_s``: the
+    warm-up and the capture, measured at the largest size) added once per stack an architecture has;
+    and the evaluation seconds per example and run (``errors`` on random inputs, R = 40)."""
     import torch
 
-    from .bench import CASES, PAPER_CASES, stacked_runner
+    from .bench import CASES, PAPER_CASES, GraphedRunner, stacked_runner
     from ..nn.network import build_network
-    from ..training.compiled import CompiledForward, decide
+    from ..training.compiled import FASTER, CompiledForward, decide
     from ..training.loss import errors
     from ..training.timing import time_calls
 
     device = torch.device(device)
+    graph = device.type == "cuda" if graph is None else graph
     out = []
     for case in cases or PAPER_CASES:
         case = CASES[case] if isinstance(case, str) else case
@@ -104,6 +112,12 @@ def measure_step_times(
             for kind, f in forwards.items()
             for r in sizes
         }
+        capture_s = 0.0
+        if graph:
+            for r in sizes:
+                runner = runners[("graph", r)] = GraphedRunner(spec, r, BATCH, device)
+                if r == max(sizes):
+                    capture_s = runner.graphed.capture_s
         best: dict = {}
         for _ in range(repeats):
             for key, step in runners.items():
@@ -114,6 +128,8 @@ def measure_step_times(
             kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
             compiled_forward = cast(CompiledForward, forwards["compiled"])
             compile_s = compiled_forward.stats.compile_s if kind == "compiled" else 0.0
+        if graph and best[("graph", max(sizes))] <= FASTER * best[(kind, max(sizes))]:
+            kind, compile_s = "graph", 0.0
         net = build_network(spec, 0, runs=RUNS, device=device)
         x = torch.randn(eval_examples, spec.d_in, dtype=torch.float64, device=device)
         y = torch.randint(0, spec.d_out, (eval_examples,), device=device)
@@ -131,6 +147,7 @@ def measure_step_times(
                 "width": spec.width,
                 "forward": kind,
                 "compile_s": compile_s,
+                "capture_s": capture_s if kind == "graph" else 0.0,
                 "step_s": {r: best[(kind, r)] for r in sizes},
                 "eager_step_s": {r: best[("eager", r)] for r in sizes},
                 "eval_s_per_example_run": t_eval / (eval_examples * RUNS),
@@ -166,6 +183,10 @@ class StepModel:
         """Seconds of compiling the forward once per architecture (0 where the eager one is used)."""
         return _interp(depth, self.depths, [r.get("compile_s", 0.0) for r in self.rows])
 
+    def capture(self, depth: int) -> float:
+        """Seconds of capturing one CUDA graph of the step (0 where the step is not a graph)."""
+        return _interp(depth, self.depths, [r.get("capture_s", 0.0) for r in self.rows])
+
 
 def architecture_seconds(model: StepModel, depth: int, epochs, study: PaperStudy) -> float:
     """The module docstring's cost of one architecture whose runs trained ``epochs`` epochs each."""
@@ -175,7 +196,8 @@ def architecture_seconds(model: StepModel, depth: int, epochs, study: PaperStudy
     training = sum(model.step(depth, r) * steps + t_eval * study.val * r for r in live)
     lr_min = model.step(depth, 1) * steps
     final = t_eval * (study.train + study.val + study.test) * len(epochs)
-    return training + lr_min + final + model.compile(depth)
+    captures = len(set(live.tolist()))  # one graph per stack: the stack changes only when runs leave it
+    return training + lr_min + final + model.compile(depth) + model.capture(depth) * captures
 
 
 def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1.0) -> list[dict]:

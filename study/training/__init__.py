@@ -7,9 +7,10 @@ architecture as one stacked model and returns an ``Outcome``. The parts, each a 
 with momentum, and Adam, each an ``Optimizer`` picked by ``Protocol.optimizer``), ``loss``
 (per-run losses, cross-entropy or mse, and errors), ``splits`` (checked data, minibatch orders),
 ``stack`` (the live stack, its step and the step's folded forward), ``compiled`` (the step's forward
-through ``torch.compile``, and the rule that picks one), ``timing``, ``device`` (the device check of every entry
-point), ``determinism`` (the CUDA flags a worker sets), ``curves`` (every run's points per epoch, and the NLC
-trajectory), ``checkpoint`` (the training state, saved and restored) and ``outcome``.
+through ``torch.compile``, and the rule that picks one), ``graphed`` (the whole step as a CUDA graph, replayed),
+``timing``, ``device`` (the device check of every entry point), ``determinism`` (the CUDA flags a worker sets),
+``curves`` (every run's points per epoch, and the NLC trajectory), ``checkpoint`` (the training state, saved and
+restored) and ``outcome``.
 """
 
 from .curves import Trajectory

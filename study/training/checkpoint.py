@@ -44,6 +44,7 @@ from archstudy.sampling import ArchSpec
 
 from ..experiment.protocol import Protocol
 from ..nn.network import Network, build_network
+from .compiled import KINDS
 from .curves import Curves
 from .outcome import RunRecord
 from .schedule import Schedule
@@ -201,7 +202,7 @@ class TrainingState:
     candidate: Candidate | None  # the selected-so-far finished run
     elapsed_s: float  # seconds of earlier sessions
     curves: Curves  # every run's points so far
-    forward: str | None = None  # "eager" or "compiled" once chosen: a resumed session keeps the choice
+    forward: str | None = None  # one of compiled.KINDS once chosen: a resumed session keeps the choice
 
     @property
     def n_rates(self) -> int:
@@ -336,8 +337,8 @@ def restore(spec: ArchSpec, saved: dict, device: torch.device, protocol: Protoco
     if wall.shape != (len(lrs),):
         raise ValueError("wall: not one entry per rate")
     forward = saved["forward"]
-    if forward not in (None, "eager", "compiled"):  # None: not chosen yet
-        raise ValueError(f"forward: {forward!r} is not eager or compiled")
+    if forward is not None and forward not in KINDS:  # None: not chosen yet
+        raise ValueError(f"forward: {forward!r} is not one of {', '.join(KINDS)}")
     return TrainingState(
         seeds=seeds,
         lr_min=lr_min,

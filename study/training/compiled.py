@@ -131,7 +131,10 @@ def _graphs() -> int:
 
 
 # -- which forward a training uses ---------------------------------------------------------------------
-FORWARDS = ("auto", "eager", "compiled")
+# The ways a training step can run (kept in the checkpoint): the eager folded forward, the compiled one, or the
+# eager step captured as a CUDA graph and replayed (``study.training.graphed``; CUDA only).
+KINDS = ("eager", "compiled", "graph")
+FORWARDS = ("auto", *KINDS)
 
 # The bench's verdict: the compiled step is "faster" when it takes at most this fraction of the eager
 # step's time (a margin over the timing noise of interleaved repeats on a shared machine).
@@ -142,7 +145,7 @@ FASTER = 0.9
 class ForwardChoice:
     """The forward a training uses and why."""
 
-    kind: str  # "eager" or "compiled"
+    kind: str  # one of KINDS
     reason: str
 
 
@@ -230,8 +233,9 @@ def select_forward(
     train_examples: int,
 ) -> tuple[Callable, ForwardChoice]:
     """The training forward for ``option``: a callable ``forward(net, x)`` (used as given), "eager",
-    "compiled", or "auto" (``choose``). A forward other than the eager one is run first on copies of the
-    stack (``warm``, on the minibatch (x, y)): a compiled one compiles there."""
+    "compiled", "graph" (the eager forward, whose whole step the trainer captures as a CUDA graph:
+    ``study.training.graphed``), or "auto" (``choose``). A forward other than the eager one is run first on
+    copies of the stack (``warm``, on the minibatch (x, y)): a compiled one compiles there."""
     if callable(option):
         choice = ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
         forward = option
@@ -241,7 +245,7 @@ def select_forward(
             if option == "auto"
             else ForwardChoice(option, "asked for")
         )
-        forward = folded_forward if choice.kind == "eager" else CompiledForward(stack.net.spec)
+        forward = CompiledForward(stack.net.spec) if choice.kind == "compiled" else folded_forward
     if forward is not folded_forward:  # a compiled forward compiles here, on copies
         warm(forward, stack, x, y, c_out, protocol, chunk)
     return forward, choice

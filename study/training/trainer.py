@@ -66,9 +66,11 @@ from ..nn.network import Network, Seeds, build_network, output_scale
 from ..experiment.protocol import Protocol
 from . import checkpoint as ckpt
 from .checkpoint import Candidate, TrainingState
-from .compiled import FORWARDS, ForwardChoice, select_forward
+from .compiled import FORWARDS, KINDS, ForwardChoice, select_forward
 from .curves import Curves, Trajectory
 from .device import available_device
+from . import graphed
+from .graphed import GraphedStep
 from .loss import errors
 from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
@@ -150,12 +152,14 @@ def train_architecture(
     ``trajectory``: the epochs at which every run's NLC is measured for the curves (``study.training.curves``);
     None: none (the cost: one NLC measurement of the whole stack per listed epoch).
     ``report`` gets one line when the file at ``checkpoint_path`` is not a valid checkpoint of this
-    training and is discarded (default: a ``warnings.warn``).
+    training and is discarded, or when the step cannot be captured as a CUDA graph and the training goes on
+    eagerly (default: a ``warnings.warn``).
 
     Speed knobs only (the same function is computed, up to round-off): ``chunk_runs``, runs per
-    forward/backward chunk (None chooses: ``auto_chunk``); ``forward``, the training forward: "eager",
-    "compiled" (``torch.compile``), "auto" (the measured rule of ``study.training.compiled.choose``) or a
-    callable ``forward(net, x)``."""
+    forward/backward chunk (None chooses: ``auto_chunk``); ``forward``, the training step: "eager",
+    "compiled" (the forward through ``torch.compile``), "graph" (CUDA only: the eager step captured as a CUDA
+    graph and replayed, ``study.training.graphed``), "auto" (the measured rule of
+    ``study.training.compiled.choose``) or a callable ``forward(net, x)``."""
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
@@ -176,6 +180,8 @@ def train_architecture(
     if not callable(forward):
         forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = available_device(device, "train_architecture")
+    if forward == "graph" and not graphed.supported(device):
+        raise SpecError("train_architecture", "forward", forward, f"needs a CUDA device (the device is {device})")
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
     key = ckpt.checkpoint_key(
         spec.content_id,
@@ -211,6 +217,7 @@ def train_architecture(
         chunk_runs,
         trajectory,
         forward,
+        report,
     )
     return trainer.train()
 
@@ -315,6 +322,7 @@ class _Trainer:
         chunk_runs,
         trajectory=None,
         forward="auto",
+        report: Callable[[str], None] | None = None,
     ):
         self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
         self.s = state
@@ -329,6 +337,8 @@ class _Trainer:
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
         self.forward_option = forward
         self.forward_choice: ForwardChoice | None = None  # the training forward chosen in this session
+        self.graph: GraphedStep | None = None  # the step as a CUDA graph, when that is the choice
+        self.report = report or _warn
 
     # -- the loop --------------------------------------------------------------------------------
     def train(self) -> Outcome:
@@ -347,6 +357,8 @@ class _Trainer:
             c_out = self._loss_scale(stack)
             if forward is None:
                 forward = self._forward(stack, order, chunk, c_out)
+            if self.graph is not None:  # a capture waits for the device: here, never inside the epoch's steps
+                self._prepare_graph(stack, train, order, c_out, chunk)
             mark = self._steps(stack, order, last, c_out, chunk, forward, time.perf_counter())
             epoch_s = s.epoch_s + time.perf_counter() - mark
             self._record_curves(stack, last, s.epoch * steps + last)
@@ -405,7 +417,10 @@ class _Trainer:
                 s.schedule = self.scheduler.divide(s.schedule, stack.runs, times)
                 set_rates(stack, s.schedule.lr)
             idx = order[i]
-            train_step(stack, train.x.index_select(0, idx), train.y.index_select(0, idx), c_out, p, chunk, forward)
+            if self.graph is not None:
+                self.graph.step(idx)
+            else:
+                train_step(stack, train.x.index_select(0, idx), train.y.index_select(0, idx), c_out, p, chunk, forward)
             if self._due():
                 s.step = i + 1
                 now = time.perf_counter()
@@ -416,16 +431,37 @@ class _Trainer:
 
     def _forward(self, stack: Stack, order: torch.Tensor, chunk: int | None, c_out):
         """The training forward of this session (``study.training.compiled.select_forward``); the choice
-        is kept in the checkpoint, so a resumed training computes as it did (also if the rule changed)."""
+        is kept in the checkpoint, so a resumed training computes as it did (also if the rule changed). A training
+        chosen as a CUDA graph and resumed off CUDA continues eagerly: a replay runs the eager step's kernels, so
+        the two compute the same function (``study.training.graphed``); its checkpoints then say eager, and a later
+        resume on CUDA stays eager."""
         s, train = self.s, self.splits.train
         option = self.forward_option
         if option == "auto" and s.forward is not None:
-            option = s.forward
+            option = "eager" if s.forward == "graph" and not graphed.supported(self.device) else s.forward
         x, y = train.x.index_select(0, order[0]), train.y.index_select(0, order[0])
         forward, self.forward_choice = select_forward(option, stack, x, y, c_out, self.protocol, chunk, len(train))
-        if self.forward_choice.kind in ("eager", "compiled"):
+        if self.forward_choice.kind in KINDS:
             s.forward = self.forward_choice.kind
+        if self.forward_choice.kind == "graph":
+            self.graph = GraphedStep(forward)
         return forward
+
+    def _prepare_graph(self, stack: Stack, train, order: torch.Tensor, c_out, chunk: int | None) -> None:
+        """The step of ``stack`` as a CUDA graph (``study.training.graphed``). A capture that fails leaves the state as
+        it was (the warm-up is undone and a capture runs nothing): the training goes on with the eager step, and
+        says so in one line."""
+        assert self.graph is not None
+        try:
+            self.graph.prepare(stack, train.x, train.y, order[0], c_out, self.protocol, chunk)
+        except RuntimeError as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            self.report(
+                f"the step as a CUDA graph could not be captured ({type(e).__name__}: {first}); training "
+                "goes on with the eager step"
+            )
+            self.graph = None
+            self.s.forward = "eager"
 
     def _record_curves(self, stack: Stack, steps: int, steps_done: int) -> None:
         """The epoch's points of the live runs (``study.training.curves``), before the schedule acts: the rate,
