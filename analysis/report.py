@@ -76,14 +76,14 @@ LOG_COUNTS_S = 2.0  # in a log, a counted step's line at most this often (study.
 
 
 class ReportProgress:
-    """The report's progress on ``stream`` (stderr by default), as ``study.execution.progress`` shows a study's (that
-    module loads Ray, which the analysis never imports): on a terminal one tqdm line, the step's label, its count
-    and the time left (tqdm's estimate from the rate so far) where the step can be counted, and the elapsed time,
-    redrawn every ``TICK_S`` by a thread so that nothing is silent while a step blocks (reading a study, waiting
-    for the held-out evaluation); erased at the end. In a log (stream not a terminal) a plain line with the step
-    and its count whenever ``LOG_COUNTS_S`` passed without one and the step or its count changed; a command
-    refused within that time (a missing study) prints its one error line only. Called as
-    ``progress(label, done, total)``."""
+    """The report's progress on ``stream`` (stderr by default), as ``study.execution.progress`` shows a study's (a
+    module of the study library, which the analysis layer may not import: it imports sampling and study.experiment only,
+    docs/layout.md): on a terminal one tqdm line, the step's label, its count and the time left (tqdm's estimate from
+    the rate so far) where the step can be counted, and the elapsed time, redrawn every ``TICK_S`` by a thread so that
+    nothing is silent while a step blocks (reading a study, waiting for the held-out evaluation); erased at the end. In
+    a log (stream not a terminal) a plain line with the step and its count whenever ``LOG_COUNTS_S`` passed without one
+    and the step or its count changed; a command refused within that time (a missing study) prints its one error line
+    only. Called as ``progress(label, done, total)``."""
 
     def __init__(self, stream: Any = None) -> None:
         import sys

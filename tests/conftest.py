@@ -1,6 +1,7 @@
 """Shared test fixtures."""
 
 import io
+import logging
 import random
 import time
 import sys
@@ -133,3 +134,31 @@ def s3_endpoint():
     finally:
         server.terminate()
         server.wait(30)
+
+
+@pytest.fixture(scope="module")
+def local_ray(request):
+    """A Ray of the module's own, shut down after it: ``address="local"`` (never the cluster a ``ray start`` or a
+    ``ray.cluster_utils.Cluster`` on this machine recorded in /tmp/ray/ray_current_cluster, which a plain
+    ``ray.init()`` would join), 2 CPUs, 100 MiB of object store, no dashboard, only Ray's errors. A module sets
+    ``LOCAL_RAY_GPUS`` (logical GPUs, default 0) and ``LOCAL_RAY_ENV`` (environment variables set before Ray
+    starts, so that every worker has them; put back afterwards). Modules whose every test needs it say
+    ``pytestmark = pytest.mark.usefixtures("local_ray")``."""
+    import ray
+
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in getattr(request.module, "LOCAL_RAY_ENV", {}).items():
+            mp.setenv(key, value)
+        ray.init(
+            address="local",
+            num_cpus=2,
+            num_gpus=getattr(request.module, "LOCAL_RAY_GPUS", 0),
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            object_store_memory=100 * 2**20,
+        )
+        try:
+            yield
+        finally:
+            ray.shutdown()

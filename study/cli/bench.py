@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
@@ -214,19 +215,28 @@ def time_store(location: str, say=print) -> dict:
     return out
 
 
-def store_bench(args) -> int:
-    """``bench --store N --out DIR``: ``study.perf.synthetic_store.write_synthetic_study``, then (``--time``)
-    ``time_store``; a line per step, or JSON."""
+def _new_study_dir(args, flag: str) -> Callable[[str], None]:
+    """Check that ``--out`` names a new or empty directory (or s3:// URI) for ``bench --FLAG``; return how a
+    progress line is said: to stderr when ``--json`` keeps stdout for the JSON, else printed."""
     from ..execution.store import Store
-    from ..perf.synthetic_store import write_synthetic_study
 
-    n = check("bench", "store", Integer(1), args.store)
     if not args.out:
-        raise SpecError("bench", "out", args.out, "must name the new study's directory (or s3:// URI) with --store")
+        raise SpecError("bench", "out", args.out, f"must name the new study's directory (or s3:// URI) with --{flag}")
     store = Store(args.out)
     if store.root_kind() == "file" or (store.root_kind() == "dir" and store.listing()):
         raise SpecError("bench", "out", args.out, "must be a new or empty directory (it holds files)")
-    say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
+    if args.json:
+        return lambda line: print(line, file=sys.stderr, flush=True)
+    return print
+
+
+def store_bench(args) -> int:
+    """``bench --store N --out DIR``: ``study.perf.synthetic_store.write_synthetic_study``, then (``--time``)
+    ``time_store``; a line per step, or JSON."""
+    from ..perf.synthetic_store import write_synthetic_study
+
+    n = check("bench", "store", Integer(1), args.store)
+    say = _new_study_dir(args, "store")
     wrote = write_synthetic_study(args.out, n, packed=args.packed, say=say)
     row = {
         "architectures": wrote.units,
@@ -252,18 +262,12 @@ def store_bench(args) -> int:
 
 def driver_bench(args) -> int:
     """``bench --driver N --out DIR``: ``study.perf.driver_overhead.driver_overhead``; its lines, or JSON."""
-    from ..execution.store import Store
     from ..perf.driver_overhead import describe, driver_overhead
 
     n = check("bench", "driver", Integer(2), args.driver)
     if args.max_in_flight is not None:
         check("bench", "max_in_flight", Integer(1), args.max_in_flight)
-    if not args.out:
-        raise SpecError("bench", "out", args.out, "must name the new study's directory (or s3:// URI) with --driver")
-    store = Store(args.out)
-    if store.root_kind() == "file" or (store.root_kind() == "dir" and store.listing()):
-        raise SpecError("bench", "out", args.out, "must be a new or empty directory (it holds files)")
-    say = (lambda line: print(line, file=sys.stderr, flush=True)) if args.json else print
+    say = _new_study_dir(args, "driver")
     row = driver_overhead(n, args.out, max_in_flight=args.max_in_flight, say=say)
     if args.json:
         json.dump(row, sys.stdout, indent=1)

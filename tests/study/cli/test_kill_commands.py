@@ -21,42 +21,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from process_state import session
+from study_commands import cli, new_run
+
+from archstudy.study.cli import main
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sessions read from /proc are Linux's"),
     pytest.mark.slow,  # each starts an embedded Ray at least once (12 s, 31 s and 50 s at load 14 on 2 cores)
 ]
 
-ROOT = Path(__file__).resolve().parents[3]
 GONE_S = 10  # every process of a killed command has ended within this long (before: about a minute)
 START_S = 240  # a command reaches the moment it is killed at within this long
 
 
-def _session(sid: int) -> list[tuple[int, str]]:
-    """(pid, command line) of the live processes of session ``sid``."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{d}/stat").read_bytes().rsplit(b")", 1)[1].split()
-            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != b"Z":
-            out.append((int(d), cmd.strip()))
-    return out
-
-
 def _start(argv: list[str]) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "archstudy.study.cli", *argv],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    return cli(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
 def _kill_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool], what: str) -> list[tuple[int, str]]:
@@ -72,11 +52,11 @@ def _kill_when(proc: subprocess.Popen[bytes], ready: Callable[[], bool], what: s
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         deadline = time.monotonic() + GONE_S
-        while _session(proc.pid) and time.monotonic() < deadline:
+        while session(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        return _session(proc.pid)
+        return session(proc.pid)
     finally:
-        for pid, _ in _session(proc.pid):
+        for pid, _ in session(proc.pid):
             os.kill(pid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
@@ -88,7 +68,7 @@ def _ray_agents_up(sid: int) -> Callable[[], bool]:
     since: list[float] = []
 
     def up() -> bool:
-        names = " ".join(cmd for _, cmd in _session(sid))
+        names = " ".join(cmd for _, cmd in session(sid))
         if "ray::DashboardAgent" not in names or "ray::RuntimeEnvAgent" not in names:
             return False
         since[:] = since or [time.monotonic()]
@@ -108,13 +88,12 @@ def _tree(path: Path) -> dict[str, str]:
 def test_a_killed_run_leaves_no_ray_process_of_its_own(tmp_path):
     """The embedded Ray's raylet and GCS die with the driver (Ray's parent-death signal); its agents and workers,
     which outlived it by a minute, end within about a second."""
-    argv = ["run", "--dataset", "waveform-noise", "--architectures", "2", "--param-budget", "3000"]
-    proc = _start([*argv, "--protocol", "quick", "--out", str(tmp_path / "s")])
+    proc = _start(new_run(tmp_path / "s", architectures=2))
     left = _kill_when(proc, _ray_agents_up(proc.pid), "Ray's agents")
     assert left == [], [cmd[:100] for _, cmd in left]
 
 
-def test_a_killed_rank_damages_nothing_leaves_nothing_running_and_runs_again(real_study_dir, tmp_path):
+def test_a_killed_rank_damages_nothing_leaves_nothing_running_and_runs_again(real_study_dir, tmp_path, capsys):
     """Killed once its first fresh architecture is stored: the study it ranks from is unchanged, nothing of its Ray
     lives on, and the same command again resumes the measuring and writes the ranking."""
     out = tmp_path / "rank"
@@ -126,15 +105,7 @@ def test_a_killed_rank_damages_nothing_leaves_nothing_running_and_runs_again(rea
     left = _kill_when(proc, stored, "a stored architecture")
     assert left == [], [cmd[:100] for _, cmd in left]
     assert _tree(real_study_dir) == before
-    again = subprocess.run(
-        [sys.executable, "-m", "archstudy.study.cli", *argv],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=START_S,
-    )
-    assert again.returncode == 0, again.stderr[-3000:]
+    assert main(argv) == 0, capsys.readouterr().err[-3000:]  # in this process: no second interpreter to start
     import pandas as pd
 
     assert len(pd.read_parquet(out / "ranked.parquet")) == 2
@@ -152,14 +123,10 @@ def test_a_killed_reproduce_all_leaves_no_worker_and_the_next_reproduction_runs(
     for path in out.rglob("*.json"):
         json.loads(path.read_text())
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
-    again = subprocess.run(
-        [sys.executable, "-m", "archstudy.study.cli", "reproduce", "resnet-hessian", "--scale", "tiny"]
-        + ["--out", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=START_S,
-    )
-    assert again.returncode in (0, 1), again.stderr[-3000:]  # 1: some row differs at this scale, a finding
-    assert json.loads((out / "resnet-hessian.json").read_text())
+    # gmp-banana: one of the quickest at this scale (4 s, resnet-hessian's 7 s, on the 2-core dev machine); in its
+    # own process, as `reproduce` sets the torch threads of the process it runs in
+    argv = ["reproduce", "gmp-banana", "--scale", "tiny", "--out", str(out)]
+    again = cli(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, err = again.communicate(timeout=START_S)
+    assert again.returncode in (0, 1), err.decode()[-3000:]  # 1: some row differs at this scale, a finding
+    assert json.loads((out / "gmp-banana.json").read_text())

@@ -7,44 +7,34 @@ from pathlib import Path
 
 import pytest
 
+from study_commands import config_only, dry_run, files
+
 from archstudy.study.cli import main
 from archstudy.study.cli.run import report_problem
-from archstudy.study.execution.store import Store
-from archstudy.study.experiment.config import StudyConfig
 
 KEYS = {"dataset": "waveform-noise", "architectures": 2, "param_budget": 3000, "protocol": "quick", "seed": 5}
 
 
-def _files(path: Path) -> dict:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
-
-
 @pytest.fixture
 def study(tmp_path) -> Path:
-    path = tmp_path / "study"
-    Store(path).write_config(StudyConfig(**KEYS).replace(d_in=40, d_out=3))
-    return path
-
-
-def _run(study: Path, *extra: str) -> list[str]:
-    return ["run", "--config", str(study / "study.yaml"), "--out", str(study), "--dry-run", *extra]
+    return config_only(tmp_path / "study", KEYS)
 
 
 def test_a_report_path_that_is_a_directory_is_refused_in_the_plan(study, capsys):
     (study / "report.html").mkdir()
-    before = _files(study)
-    assert main(_run(study, "--report")) == 2
+    before = files(study)
+    assert main(dry_run(study, "--report")) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (
         f"archstudy run: error: --report: the report cannot be written: {study / 'report.html'} is not a file "
         "(a directory?): move it away; nothing was run"
     )
     assert not any(line.startswith("archstudy: estimated") for line in err)  # before the timed steps
-    assert _files(study) == before and (study / "report.html").is_dir()
+    assert files(study) == before and (study / "report.html").is_dir()
     ray = sys.modules.get("ray")
     assert ray is None or not ray.is_initialized()
     # without --report the same directory is no concern of `run`
-    assert main(_run(study)) == 0
+    assert main(dry_run(study)) == 0
     assert capsys.readouterr().err.strip().splitlines()[-1] == "archstudy: --dry-run: nothing was run or written"
 
 

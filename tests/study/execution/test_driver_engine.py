@@ -2,7 +2,6 @@
 GPU actor pool (on logical GPUs: Ray schedules by declared resources, so the pool's packing and its
 replacement of dead actors are testable without a GPU). One Ray session for the module."""
 
-import logging
 import os
 import sys
 import time
@@ -15,21 +14,8 @@ from archstudy.study.execution.engine import Engine, Job, Rejected, failure_of
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ray_session():
-    # address="local": a Ray of this module's own, even where `ray start` or a ray.cluster_utils.Cluster has
-    # written /tmp/ray/ray_current_cluster (which a plain ray.init() would join).
-    ray.init(
-        address="local",
-        num_cpus=2,
-        num_gpus=1,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-        object_store_memory=100 * 2**20,
-    )
-    yield
-    ray.shutdown()
+LOCAL_RAY_GPUS = 1  # a logical GPU, for the GPU actor pool
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py: a Ray of this module's own
 
 
 def _span(payload, attempt):

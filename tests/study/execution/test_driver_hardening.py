@@ -5,7 +5,6 @@ never executed; two drivers racing for a new directory cannot mix two studies.""
 import errno
 import io
 import json
-import logging
 import os
 import re
 import shutil
@@ -22,49 +21,24 @@ import pytest
 import ray
 import yaml
 
-from archstudy.sampling import EXTENDED, UserError
+from process_state import session
+from study_commands import VOLATILE, cli, files, new_run, tiny_study
+
+from archstudy.sampling import UserError
 from archstudy.study.cli import main
 from archstudy.study.execution.store import Store
 
-CHEAP_METRICS = {
-    "nlc_batches": 4,
-    "gradient_batches": 2,
-    "variability_grid": 8,
-    "variability_planes": 1,
-    "proxy_batch_size": 32,
-}
-SPACE = EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict()
-KEYS = {
-    "dataset": "waveform-noise",
-    "architectures": 2,
-    "param_budget": 3000,
-    "seed": 11,
-    "space": SPACE,
-    "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
-    "metrics": CHEAP_METRICS,
-    "max_retries": 1,
-}
-VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt"}
-
+KEYS = tiny_study(architectures=2)
 
 # Credentials for the local S3 server (any pass there). Every process that opens an s3:// study needs them: the
-# driver and every Ray worker (a worker reads and writes checkpoints), so they are set before Ray starts.
-S3_ENV = {
+# driver and every Ray worker (a worker reads and writes checkpoints), so they are set before Ray starts (the
+# module's Ray: tests/conftest.py's local_ray).
+LOCAL_RAY_ENV = {
     "AWS_ACCESS_KEY_ID": "archstudy-test",
     "AWS_SECRET_ACCESS_KEY": "archstudy-test",
     "AWS_DEFAULT_REGION": "us-east-1",
     "AWS_EC2_METADATA_DISABLED": "true",
 }
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in S3_ENV.items():
-            mp.setenv(key, value)
-        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
-        yield
-        ray.shutdown()
 
 
 def values(location) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -83,10 +57,6 @@ def reference(local_ray, tmp_path_factory):
     out = tmp_path_factory.mktemp("reference") / "study"
     assert run_study(KEYS, out, progress=None).complete
     return out
-
-
-def snapshot(path: Path) -> dict:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 def copy_of(reference, tmp_path) -> Path:
@@ -126,10 +96,10 @@ def test_a_study_yaml_edited_after_results_were_written_is_refused_and_nothing_c
 ):
     study = copy_of(reference, tmp_path)
     edit_yaml(study, **edit)
-    before = snapshot(study)
+    before = files(study)
     line = one_line_error(["resume", str(study)], capsys)
     assert "2 result file(s) were computed under another science config than this one" in line and differs in line
-    assert snapshot(study) == before
+    assert files(study) == before
     # status: the rows are reported, never counted as finished
     assert main(["status", str(study), "--json"]) == 0
     state = json.loads(capsys.readouterr().out)
@@ -138,17 +108,17 @@ def test_a_study_yaml_edited_after_results_were_written_is_refused_and_nothing_c
     assert main(["status", str(study)]) == 0
     text = capsys.readouterr().out
     assert ("not in plan" in text or "other config" in text) and differs in text
-    assert snapshot(study) == before
+    assert files(study) == before
 
 
 def test_force_config_never_mixes_a_new_config_into_finished_rows(reference, tmp_path, capsys):
     study = copy_of(reference, tmp_path)
-    before = snapshot(study)
+    before = files(study)
     cfg = tmp_path / "keys.yaml"
     cfg.write_text(yaml.safe_dump({**KEYS, "seed": 12}))
     line = one_line_error(["run", "--config", str(cfg), "--out", str(study), "--force-config"], capsys, "run")
     assert "seed (11 in the results, 12 here)" in line
-    assert snapshot(study) == before
+    assert files(study) == before
 
 
 def test_result_files_of_this_config_that_no_unit_of_its_plan_names_are_refused_too(reference, tmp_path, capsys):
@@ -158,10 +128,10 @@ def test_result_files_of_this_config_that_no_unit_of_its_plan_names_are_refused_
     stray = name[:7] + "0123456789abcdef"
     for kind in ("architectures", "runs"):
         (study / kind / f"{name}.parquet").rename(study / kind / f"{stray}.parquet")
-    before = snapshot(study)
+    before = files(study)
     line = one_line_error(["resume", str(study)], capsys)
     assert "1 result file(s) are no architecture of this config's plan" in line, line
-    assert snapshot(study) == before
+    assert files(study) == before
 
 
 # -- no code from study files ------------------------------------------------------------------------------
@@ -234,14 +204,14 @@ def test_a_driver_that_finds_a_study_created_while_it_started_refuses_instead_of
     assert paused.wait(120)
     a = driver.run_study({**KEYS, "architectures": 1, "seed": 5}, study, progress=None)
     assert a.complete
-    before = snapshot(study)
+    before = files(study)
     go.set()
     b.join(120)
     assert "result" not in box and str(box["error"]) == (
         f"{study}: another driver created a study here while this one started (seed 5 in its study.yaml); "
         "nothing was changed: run the command again to continue that study, or choose another directory"
     )
-    assert snapshot(study) == before and Store(study).read_config().seed == 5
+    assert files(study) == before and Store(study).read_config().seed == 5
 
 
 def test_a_driver_that_finds_another_one_starting_in_a_new_directory_says_so_not_that_it_is_no_study(tmp_path):
@@ -256,10 +226,10 @@ def test_a_driver_that_finds_another_one_starting_in_a_new_directory_says_so_not
     with Store(study).driver_lock():
         with pytest.raises(UserError, match="another archstudy driver is running on this study"):
             driver.run_study({**KEYS, "architectures": 1}, study, progress=None)
-    before = snapshot(study)
+    before = files(study)
     with pytest.raises(UserError, match="exists and is not a study"):
         driver.run_study({**KEYS, "architectures": 1}, study, progress=None)
-    assert snapshot(study) == before
+    assert files(study) == before
 
 
 # -- a large study says how far planning is before its first unit --------------------------------------------
@@ -282,62 +252,25 @@ def test_planning_says_how_far_it_is_and_plans_the_same_units(monkeypatch):
 
 
 # -- an interrupt while the embedded Ray starts --------------------------------------------------------------
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _session(sid: int) -> list[tuple[int, bytes]]:
-    """(pid, command line) of the processes of session ``sid`` (the driver's: it was started as its leader)."""
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{d}/stat").read_bytes().rsplit(b")", 1)[1].split()
-            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != b"Z":
-            out.append((int(d), cmd))
-    return out
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "signum, moment",
     [
-        (signal.SIGINT, b"raylet/raylet"),  # the raylet has just been started (its agents follow)
-        (signal.SIGTERM, b"raylet/raylet"),
-        (signal.SIGTERM, b"ray::DashboardAgent"),  # the raylet's agents are up
+        (signal.SIGINT, "raylet/raylet"),  # the raylet has just been started (its agents follow)
+        (signal.SIGTERM, "ray::DashboardAgent"),  # the raylet's agents are up
     ],
 )
 def test_an_interrupt_while_ray_starts_shuts_it_all_down_and_says_interrupted(signum, moment, tmp_path):
     """SIGINT (Ctrl-C) or SIGTERM (`kill`, `ray job stop`) at a moment of the embedded Ray's start: the driver
-    says "interrupted" (exit 130), writes nothing, and leaves no Ray process behind (its session is empty)."""
+    says "interrupted" (exit 130), writes nothing, and leaves no Ray process behind (its session is empty). Each
+    signal once and each moment once: SIGINT and the CLI's SIGTERM both arrive as KeyboardInterrupt, and ``ray.init``
+    would put its own SIGTERM handler (which exits at once) in place before it starts any process, so a SIGTERM at
+    the later moment finds the same handler as one at the earlier moment."""
     out = tmp_path / "s"
-    argv = [
-        "run",
-        "--dataset",
-        "waveform-noise",
-        "--architectures",
-        "1",
-        "--param-budget",
-        "3000",
-        "--protocol",
-        "quick",
-        "--out",
-        str(out),
-    ]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "archstudy.study.cli", *argv],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    proc = cli(new_run(out, architectures=1), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
-        while not any(moment in cmd for _, cmd in _session(proc.pid)):
+        while not any(moment in cmd for _, cmd in session(proc.pid)):
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 pytest.fail(f"Ray did not start: {proc.communicate()[1].decode()[-2000:]}")
@@ -346,11 +279,11 @@ def test_an_interrupt_while_ray_starts_shuts_it_all_down_and_says_interrupted(si
         _, err = proc.communicate(timeout=120)
         err = err.decode()
         deadline = time.monotonic() + 30
-        while _session(proc.pid) and time.monotonic() < deadline:
+        while session(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = _session(proc.pid)
+        left = session(proc.pid)
     finally:
-        for pid, _ in _session(proc.pid):  # only this test's driver's session: never anyone else's processes
+        for pid, _ in session(proc.pid):  # only this test's driver's session: never anyone else's processes
             os.kill(pid, signal.SIGKILL)
         if proc.poll() is None:
             proc.kill()
@@ -383,26 +316,8 @@ def test_a_study_on_an_s3_server_killed_and_resumed_reads_back_as_the_same_study
         if i.base_name.endswith(".parquet")
     ]  # noqa: E731
     # A driver connected to this module's Ray, one architecture at a time: killed after its first commit.
-    driver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "archstudy.study.cli",
-            "run",
-            "--config",
-            str(cfg),
-            "--out",
-            uri,
-            "--address",
-            ray.get_runtime_context().gcs_address,
-            "--max-in-flight",
-            "1",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    argv = ["run", "--config", str(cfg), "--out", uri, "--address", ray.get_runtime_context().gcs_address]
+    driver = cli([*argv, "--max-in-flight", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 300
         while not committed():
@@ -510,13 +425,13 @@ def test_a_link_inside_an_untrusted_study_is_refused_before_anything_is_written(
     elif target.exists():
         target.unlink()
     target.symlink_to(elsewhere / entry)
-    before = snapshot(study)
+    before = files(study)
     line = one_line_error(["resume", str(study)], capsys)
     assert line.endswith(
         f"{study}: {entry} is a symbolic link (to {elsewhere / entry}); a study never writes through "
         "a link, so nothing was run: replace it with a real directory (or file)"
     )
-    assert snapshot(study) == before and list(elsewhere.iterdir()) == []
+    assert files(study) == before and list(elsewhere.iterdir()) == []
 
 
 # -- issue 23: a worker's exception keeps its reason ------------------------------------------------------------
@@ -649,31 +564,9 @@ def test_two_drivers_started_together_on_one_s3_study_one_runs_it_and_the_other_
     uri = f"s3://archstudy-race/studies/wave?{_bucket(s3_endpoint, 'archstudy-race')}"
     cfg = tmp_path / "keys.yaml"
     cfg.write_text(yaml.safe_dump(KEYS))
-    argv = [
-        sys.executable,
-        "-m",
-        "archstudy.study.cli",
-        "run",
-        "--config",
-        str(cfg),
-        "--out",
-        uri,
-        "--address",
-        ray.get_runtime_context().gcs_address,
-        "--max-in-flight",
-        "1",
-    ]
-    drivers = [
-        subprocess.Popen(
-            argv,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(2)
-    ]
+    argv = ["run", "--config", str(cfg), "--out", uri, "--address", ray.get_runtime_context().gcs_address]
+    argv += ["--max-in-flight", "1"]
+    drivers = [cli(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     ends = []
     try:
         for d in drivers:
@@ -712,13 +605,13 @@ def test_a_planted_progress_link_is_refused_and_nothing_there_is_written_or_dele
     if (study / "progress").exists():
         shutil.rmtree(study / "progress")
     (study / "progress").symlink_to(elsewhere)
-    before = snapshot(study)
+    before = files(study)
     line = one_line_error(["resume", str(study)], capsys)
     assert line.endswith(
         f"{study}: progress is a symbolic link (to {elsewhere}); a study never writes through a link, so nothing "
         "was run: replace it with a real directory (or file)"
     )
-    assert snapshot(study) == before
+    assert files(study) == before
     assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == theirs
 
 
@@ -748,11 +641,11 @@ def test_a_deleted_curves_file_of_a_finished_study_is_reported_by_status_and_red
 def test_force_config_with_the_studys_own_config_and_data_rewrites_nothing(reference, tmp_path, capsys):
     """It rewrote study.yaml and said "replacing the study's config (--force-config): the data changed"."""
     study = copy_of(reference, tmp_path)
-    before, stat = snapshot(study), os.stat(study / "study.yaml")
+    before, stat = files(study), os.stat(study / "study.yaml")
     cfg = tmp_path / "keys.yaml"
     cfg.write_text(yaml.safe_dump(KEYS))
     assert main(["run", "--config", str(cfg), "--out", str(study), "--force-config"]) == 0
     err = capsys.readouterr().err
     assert "nothing to do: all 2 architectures are finished" in err and "changed" not in err and "replacing" not in err
     after = os.stat(study / "study.yaml")
-    assert snapshot(study) == before and (after.st_ino, after.st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)
+    assert files(study) == before and (after.st_ino, after.st_mtime_ns) == (stat.st_ino, stat.st_mtime_ns)

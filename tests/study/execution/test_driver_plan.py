@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 import ray
 
+from study_commands import config_only, dry_run, files
+
 from archstudy.sampling import EXTENDED, UserError
 from archstudy.study.cli import main
 from archstudy.study.execution.driver import LOCKED, plan_study, run_plan
 from archstudy.study.execution.store import Store
-from archstudy.study.experiment.config import StudyConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 # Never trained here: a study's config, small.
@@ -34,30 +35,19 @@ KEYS = {
     },
     "max_retries": 0,
 }
-
-
-def _files(path: Path) -> dict:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+FLAGS = ("--dataset", "waveform-noise", "--architectures", "2", "--param-budget", "1500", "--seed", "3")  # KEYS's
 
 
 @pytest.fixture
 def study(tmp_path) -> Path:
-    """A study (its study.yaml alone, as a driver writes it before any result)."""
-    path = tmp_path / "study"
-    Store(path).write_config(StudyConfig(**KEYS).replace(d_in=40, d_out=3))
-    return path
-
-
-def _dry_run(path: Path, *extra: str) -> list[str]:
-    keys = ["--dataset", "waveform-noise", "--architectures", "2", "--param-budget", "1500", "--seed", "3"]
-    return ["run", "--config", str(path / "study.yaml"), *keys, "--out", str(path), "--dry-run", *extra]
+    return config_only(tmp_path / "study", KEYS)
 
 
 def test_a_blocked_path_is_in_the_plan_and_refused_in_its_line(study, capsys):
     plan = plan_study(KEYS, study)
     name = plan.units[1].name
     (study / "architectures" / f"{name}.parquet").mkdir(parents=True)
-    before = _files(study)
+    before = files(study)
     plan = plan_study(KEYS, study)
     assert plan.blocked == [str(study / "architectures" / f"{name}.parquet")]
     line = plan.refusal()
@@ -68,11 +58,11 @@ def test_a_blocked_path_is_in_the_plan_and_refused_in_its_line(study, capsys):
         plan.check()
     assert str(refused.value) == line
     # `run` refuses it in the plan, in that line, before the estimate's timed steps
-    assert main(_dry_run(study)) == 2
+    assert main(dry_run(study, flags=FLAGS)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"archstudy run: error: {line}"
     assert not any(e.startswith("archstudy: estimated") for e in err)
-    assert _files(study) == before
+    assert files(study) == before
 
 
 def test_another_drivers_lock_is_in_the_plan_and_the_driver_refuses_it_in_the_same_line(study, capsys):
@@ -80,7 +70,7 @@ def test_another_drivers_lock_is_in_the_plan_and_the_driver_refuses_it_in_the_sa
     with store.driver_lock():  # another driver holds the study
         plan = plan_study(KEYS, study)
         assert plan.locked == f"{store.location}: {LOCKED}" and plan.refusal() == plan.locked
-        assert main(_dry_run(study)) == 2
+        assert main(dry_run(study, flags=FLAGS)) == 2
         assert capsys.readouterr().err.strip().splitlines()[-1] == f"archstudy run: error: {plan.locked}"
         with pytest.raises(UserError) as refused:  # the driver itself: the lock taken, before Ray starts
             run_plan(plan, progress=io.StringIO())

@@ -5,14 +5,12 @@ the rest by the pilot's window. One embedded Ray for the module."""
 
 import io
 import json
-import logging
 import math
 import re
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-import ray
 import torch
 
 from archstudy.sampling import UserError
@@ -44,19 +42,7 @@ KEYS = {
 }
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ray_session():
-    # address="local": a new Ray of its own, never one another test run on this machine started
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-        object_store_memory=100 * 2**20,
-    )
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py: a Ray of this module's own
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -26,7 +25,9 @@ import ray
 import yaml
 from ray.cluster_utils import Cluster
 
-from archstudy.sampling import EXTENDED, UserError, get_space, init_seed, sample_spec, siblings
+from study_commands import CHEAP_METRICS, SPACE, VOLATILE, cli, files, tiny_study
+
+from archstudy.sampling import UserError, get_space, init_seed, sample_spec, siblings
 from archstudy.study.cli import main
 from archstudy.study.execution.engine import Engine
 from archstudy.study import load_dataset
@@ -43,28 +44,7 @@ from archstudy.study.execution.state import survey
 from archstudy.study.execution.store import Store
 from archstudy.study.execution.unit import execute_unit
 
-ROOT = Path(__file__).resolve().parents[3]
-CHEAP_METRICS = {
-    "nlc_batches": 4,
-    "gradient_batches": 2,
-    "variability_grid": 8,
-    "variability_planes": 1,
-    "proxy_batch_size": 32,
-}
-# The extended space with shallow depths only, 3 learning rates, 2 epochs: seconds per architecture.
-SPACE = EXTENDED.replace(name="extended-shallow", depths=(3, 5, 7)).to_dict()
-KEYS = {
-    "dataset": "waveform-noise",
-    "architectures": 4,
-    "param_budget": 3000,
-    "seed": 11,
-    "space": SPACE,
-    "protocol": {"preset": "quick", "num_lrs": 3, "max_epochs": 2},
-    "metrics": CHEAP_METRICS,
-    "max_retries": 1,
-}
-# Columns that legitimately differ between two computations of the same architecture.
-VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at", "attempt"}
+KEYS = tiny_study(architectures=4)
 
 
 @pytest.fixture(scope="module")
@@ -114,10 +94,6 @@ def reference(cluster, tmp_path_factory):
     result = run_study(KEYS, out, progress=log)
     arch, runs = _tables(out)
     return {"path": out, "arch": arch, "runs": runs, "result": result, "log": log.getvalue()}
-
-
-def _snapshot(path: Path) -> dict:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 def _ppid(pid: int) -> int:
@@ -270,18 +246,18 @@ def test_capacity_is_counted_node_by_node_and_resources_no_node_has_are_refused_
 def test_resuming_a_finished_study_does_nothing_and_says_so(reference, tmp_path, capsys):
     study = tmp_path / "s"
     shutil.copytree(reference["path"], study)
-    before = _snapshot(study)
+    before = files(study)
     log = io.StringIO()
     result = resume_study(study, progress=log)
     assert result.finished == 0 and result.complete
     assert "nothing to do: all 4 architectures are finished" in log.getvalue()
-    assert _snapshot(study) == before
+    assert files(study) == before
     # The same through the command line, which also draws the report of the (complete) study when asked.
     assert main(["resume", str(study), "--report"]) == 0
     out, err = capsys.readouterr()
     assert out.strip() == str(study / "report.html") and "nothing to do" in err
     assert "waveform-noise" in (study / "report.html").read_text()
-    assert {k: v for k, v in _snapshot(study).items() if k != "report.html"} == before
+    assert {k: v for k, v in files(study).items() if k != "report.html"} == before
 
 
 def test_a_checkpoint_left_by_a_driver_killed_right_after_a_commit_is_removed_by_resume(reference, tmp_path):
@@ -305,14 +281,14 @@ def test_a_resume_that_loads_other_data_is_refused_unless_the_config_is_forced(r
     real = Store(study).read_config().data_fingerprint
     assert real == data_fingerprint(load_dataset("waveform-noise")) and f"data_fingerprint: {real}" in text
     (study / "study.yaml").write_text(text.replace(real, "0123456789abcdef"))
-    before = _snapshot(study)
+    before = files(study)
     with pytest.raises(
         UserError,
         match=r"the data loaded now \(fingerprint [0-9a-f]{16}\) is not the study's "
         r"\(0123456789abcdef\)",
     ):
         resume_study(study, progress=None)
-    assert _snapshot(study) == before
+    assert files(study) == before
     log = io.StringIO()
     result = run_study(KEYS, study, force_config=True, progress=log)
     assert result.complete and result.finished == 0 and "--force-config" in log.getvalue()
@@ -322,11 +298,11 @@ def test_a_resume_that_loads_other_data_is_refused_unless_the_config_is_forced(r
 def test_a_larger_architecture_count_extends_a_study_and_leaves_the_finished_files_alone(reference, tmp_path):
     study = tmp_path / "s"
     shutil.copytree(reference["path"], study)
-    before = {k: v for k, v in _snapshot(study).items() if k.endswith(".parquet")}
-    everything = _snapshot(study)
+    before = {k: v for k, v in files(study).items() if k.endswith(".parquet")}
+    everything = files(study)
     # the plan (read-only) says the one new unit; run, it is the one unit trained
     plan = plan_study({**KEYS, "architectures": 5}, study)
-    assert _snapshot(study) == everything and [u.index for u in plan.todo] == [4] and plan.write_config
+    assert files(study) == everything and [u.index for u in plan.todo] == [4] and plan.write_config
     log = io.StringIO()
     result = run_plan(plan, progress=log)
     assert result.finished_before == 4 and result.finished == 1 and result.complete
@@ -334,7 +310,7 @@ def test_a_larger_architecture_count_extends_a_study_and_leaves_the_finished_fil
     assert new == {plan.todo[0].name}
     assert plan_study({**KEYS, "architectures": 5}, study).todo == []
     assert "extending the study from 4 to 5 architectures" in log.getvalue()
-    after = _snapshot(study)
+    after = files(study)
     assert all(after[k] == v for k, v in before.items())
     assert Store(study).read_config().architectures == 5
     arch, _ = _tables(study)
@@ -435,10 +411,10 @@ def test_failing_architectures_are_recorded_with_their_reason_and_resume_redoes_
     out = capsys.readouterr().out
     assert re.search(r"^  failed +3 ", out, re.M) and re.search(r"^  remaining +0$", out, re.M) and reason in out
     # Resuming without the failed ones has nothing to do, and exits 1: not every architecture is finished.
-    before = _snapshot(study)
+    before = files(study)
     assert main(["resume", str(study), "--skip-failed"]) == 1
     assert "nothing to do: 0 of 3 architectures are finished, 3 failed" in capsys.readouterr().err
-    assert _snapshot(study) == before
+    assert files(study) == before
     log = io.StringIO()
     result = resume_study(study, cpus_per_arch=1, gpus_per_arch=0, progress=log)
     assert result.complete and result.finished == 3 and not list((study / "failed").glob("*.json"))
@@ -455,16 +431,8 @@ def test_failing_architectures_are_recorded_with_their_reason_and_resume_redoes_
         assert mine.loc[axis, axis] != mine.loc["base", axis] and mine.loc[axis, other] == mine.loc["base", other]
 
 
-def _launch(args, env_extra=None):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **(env_extra or {})}
-    return subprocess.Popen(
-        [sys.executable, "-m", "archstudy.study.cli", *args],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+def _launch(args):
+    return cli(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
 
 def _kill(proc):

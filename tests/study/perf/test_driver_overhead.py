@@ -4,7 +4,6 @@ engine reads the cluster's capacity once per tick, not per finished job, and dri
 BEAT_MIN_S while units finish, not once per unit. One Ray session for the module."""
 
 import json
-import logging
 import math
 import sys
 import time
@@ -22,19 +21,7 @@ ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 N = 30
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ray_session():
-    # address="local": a Ray of this module's own (as tests/study/execution/test_driver_engine.py).
-    ray.init(
-        address="local",
-        num_cpus=2,
-        include_dashboard=False,
-        log_to_driver=False,
-        logging_level=logging.ERROR,
-        object_store_memory=100 * 2**20,
-    )
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # tests/conftest.py: a Ray of this module's own
 
 
 def test_the_bench_commits_every_unit_once_reports_its_fields_and_beats_at_most_every_beat_min_s(
