@@ -157,8 +157,10 @@ class GraphedStep:
         with _on(device):
             parts(stack, chunk)  # the chunks' views and constants, made once on the current stream (kept by the stack)
             saved = state_of(stack)
-            warm_up(one_step, device, self.warmup)
-            restore(stack, saved)
+            try:
+                warm_up(one_step, device, self.warmup)
+            finally:  # also after a warm-up that failed part way (out of memory): the state is as it was
+                restore(stack, saved)
             del saved
         self._graph, self._key, self._stack = capture(one_step, device), key, stack
         self.captures += 1

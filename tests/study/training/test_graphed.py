@@ -152,6 +152,24 @@ def test_a_capture_that_fails_goes_on_eagerly(emulated_graphs, monkeypatch):
     ]
 
 
+@pytest.mark.usefixtures("one_thread")
+def test_a_warm_up_that_fails_part_way_leaves_the_state_as_it_was(emulated_graphs, monkeypatch):
+    """A warm-up that fails after a step (out of memory, say) has changed the state: it is restored before the
+    training goes on eagerly, so the numbers are the eager ones."""
+
+    def failing(step, device, times):
+        step()
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(graphed, "warm_up", failing)
+    lines: list[str] = []
+    eager = train_architecture(SPEC, DATA, seed=3, protocol=PROTOCOL, forward="eager")
+    graph = train_architecture(SPEC, DATA, seed=3, protocol=PROTOCOL, forward="graph", report=lines.append)
+    same_runs(eager, graph, 0.0)
+    _same_networks(eager, graph)
+    assert len(lines) == 1 and "(OutOfMemoryError: CUDA out of memory." in lines[0]
+
+
 def test_the_emulation_sees_a_tensor_that_moves(emulated_graphs, monkeypatch):
     """The address check can fail: rates set by replacing the stack's tensor (not in place) are caught."""
 
