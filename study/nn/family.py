@@ -25,6 +25,12 @@ a subclass of ``Family``:
   architecture trains (``study.perf.profiles.EXPECTED_STACK_EPOCHS``). Default: the dense layers' 6,000, where
   it did, measured with ``archstudy bench --device cuda`` on an H100 (docs/performance.md); a family measures
   and declares its own (Householder: 400).
+* ``cuda_graph``: on a GPU, whether a net whose layers are all of families that declare it trains with its whole
+  step captured as a CUDA graph (``study.training.graphed``; ``study.training.compiled.choose``). Declared by the
+  families where the graph measured faster than the eager step at every stack size (dense and GmP, at 40, 5 and 1
+  runs) and than the compiled one (1M-d49); Householder nets keep the compiled rule, whose step measured faster
+  over a whole architecture. Default False: a family that has not measured it keeps the compile rule
+  (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class Family(nn.Module):
     running_mean: torch.Tensor
     track: bool
     cuda_compile_min_layer_steps: ClassVar[int] = 6_000  # measured for dense layers (module docstring)
+    cuda_graph: ClassVar[bool] = False  # measured per family (module docstring)
 
     @classmethod
     def build(cls, layer: Layer, runs: int) -> "Family":

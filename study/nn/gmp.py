@@ -115,6 +115,7 @@ class GmP(Family):
     kind = "gmp"
     roles = {"theta": "weight", "lam": "bias", "r": "weight"}
     bias_name = "lam"
+    cuda_graph = True  # measured on an H200 (``study.nn.family``, docs/performance.md)
 
     def __init__(self, fan_in: int, fan_out: int, runs: int = 1, imn: bool = False):
         super().__init__()

@@ -84,15 +84,15 @@ def measure_step_times(
     ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled
     one (the projection then uses, per case, the one ``study.training.compiled.decide`` picks at the
     largest size, and adds its compile seconds to every architecture of that depth); with ``graph`` (default: on a
-    CUDA device) also the step as a CUDA graph (``study.training.graphed``), used instead where it takes at most
-    ``FASTER`` of the chosen step's time at the largest size, its capture seconds (``capture_s``: the
+    CUDA device) also the step as a CUDA graph (``study.training.graphed``), used instead where the trainer uses it
+    (``study.training.compiled.cuda_graph``: the families that declare it), its capture seconds (``capture_s``: the
     warm-up and the capture, measured at the largest size) added once per stack an architecture has;
     and the evaluation seconds per example and run (``errors`` on random inputs, R = 40)."""
     import torch
 
     from .bench import CASES, PAPER_CASES, GraphedRunner, stacked_runner
     from ..nn.network import build_network
-    from ..training.compiled import FASTER, CompiledForward, decide
+    from ..training.compiled import CompiledForward, cuda_graph, decide
     from ..training.loss import errors
     from ..training.timing import time_calls
 
@@ -128,7 +128,7 @@ def measure_step_times(
             kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
             compiled_forward = cast(CompiledForward, forwards["compiled"])
             compile_s = compiled_forward.stats.compile_s if kind == "compiled" else 0.0
-        if graph and best[("graph", max(sizes))] <= FASTER * best[(kind, max(sizes))]:
+        if graph and cuda_graph(spec):  # the trainer's rule (study.training.compiled.choose)
             kind, compile_s = "graph", 0.0
         net = build_network(spec, 0, runs=RUNS, device=device)
         x = torch.randn(eval_examples, spec.d_in, dtype=torch.float64, device=device)

@@ -46,6 +46,7 @@ from archstudy.sampling import ArchSpec
 from ..nn.families import family
 from ..nn.network import Network
 from ..experiment.protocol import Protocol
+from . import graphed
 from .stack import Stack, folded_forward, train_step
 
 
@@ -162,6 +163,12 @@ def cuda_compile_min_layer_steps(spec: ArchSpec) -> int:
     return min(family(layer.kind).cuda_compile_min_layer_steps for layer in spec.layers())
 
 
+def cuda_graph(spec: ArchSpec) -> bool:
+    """On a GPU, whether ``spec`` trains with its step as a CUDA graph: every family of its layers declares it
+    (``Family.cuda_graph``)."""
+    return all(family(layer.kind).cuda_graph for layer in spec.layers())
+
+
 def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size: int) -> ForwardChoice:
     """The measured rule: which forward trains ``spec`` on ``device``. A function of the architecture, the
     device and the data size only, never of a timing taken at run time, so that training the same
@@ -174,12 +181,17 @@ def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size
     the folded activation), and it stores each relu's backward mask as bools through a slow vectorized
     conversion; the compile itself costs CPU minutes per architecture (gcc included), on top.
 
-    On a GPU, the compiled forward from ``cuda_compile_min_layer_steps`` layer-steps per epoch on (see
-    there: measured on an H100, where it pays for its compile)."""
+    On a CUDA GPU, the step as a CUDA graph where every family of the net's layers declares it (``cuda_graph``:
+    measured faster than the eager step at every stack size, launch-bound, and than the compiled one); else the
+    compiled forward from ``cuda_compile_min_layer_steps`` layer-steps per epoch on (see there: measured on an
+    H100, where it pays for its compile)."""
     if device.type == "cpu":
         return ForwardChoice(
             "eager", "CPU: the compiled step measured slower than the eager one (study.training.compiled.choose)"
         )
+    if graphed.supported(device) and cuda_graph(spec):
+        kinds = ", ".join(sorted({layer.kind for layer in spec.layers()}))
+        return ForwardChoice("graph", f"GPU: the step as a CUDA graph (measured faster for {kinds} layers)")
     n = layer_steps(spec, train_examples, batch_size)
     least = cuda_compile_min_layer_steps(spec)
     if n >= least:

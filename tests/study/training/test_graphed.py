@@ -22,6 +22,7 @@ from archstudy.sampling import SpecError
 from archstudy.study import build_network, train_architecture
 from archstudy.study.experiment.protocol import Protocol
 from archstudy.study.training import checkpoint as ckpt
+from archstudy.study.training import compiled
 from archstudy.study.training import graphed
 from archstudy.study.training import trainer as trainer_module
 from archstudy.study.training.graphed import GraphedStep, restore, state_of
@@ -231,6 +232,19 @@ def test_a_graphed_training_resumes_as_a_graph_and_off_cuda_eagerly(emulated_gra
         same_runs(whole, resumed, 0.0)
         _same_networks(whole, resumed)
         assert (len(emulated_graphs) > 0) == (where == "graph")
+
+
+def test_the_rule_graphs_the_families_that_declare_it():
+    """``forward="auto"`` on a CUDA device: the graph for nets whose every layer family declares it (dense, GmP), the
+    compile rule for the others (Householder); never on a CPU."""
+    cuda = torch.device("cuda")
+    gmp = SPEC.replace(param="gmp")
+    for spec in (SPEC, gmp, LAYERNORM):
+        assert compiled.cuda_graph(spec) and compiled.choose(spec, cuda, 40_000, 250).kind == "graph"
+        assert compiled.choose(spec, torch.device("cpu"), 40_000, 250).kind == "eager"
+    assert not compiled.cuda_graph(RICH)  # Householder hidden layers
+    assert compiled.choose(RICH, cuda, 40_000, 250).kind == "compiled"  # 5 x 160 layer-steps >= 400
+    assert compiled.choose(RICH, cuda, 1_000, 250).kind == "eager"
 
 
 def test_a_graph_off_cuda_is_a_one_line_error():
