@@ -17,6 +17,7 @@ from archstudy.study.training.splits import LR_MIN_ORDER, check_splits, epoch_or
 from archstudy.study.training.stack import keep, new_stack, rewind, save_best, train_step
 
 import trainer_standins as standins
+from device_training import LAYERNORM
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -59,19 +60,7 @@ def test_training_leaves_the_global_random_state_alone(global_random_state):
     "spec",
     [
         SPEC,
-        # GmP with input mean normalization (a per-run buffer), layernorm, skips after the norm op
-        ArchSpec(
-            depth=5,
-            width=12,
-            d_in=40,
-            d_out=3,
-            activation="selu",
-            norm="layer",
-            param="gmp",
-            skip="after_norm",
-            skip_strength=0.5,
-            bias_init="gaussian",
-        ),
+        LAYERNORM,  # GmP with input mean normalization (a per-run buffer), layernorm, skips after the norm op
         # Householder layers, batchnorm, skips after the linear op with a projection into the output
         ArchSpec(
             depth=5,
