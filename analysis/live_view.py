@@ -60,6 +60,14 @@ IN_FLIGHT_DIRS = ("checkpoints", "progress")
 WATCHED_FILES = ("study.yaml", "report.html")
 POLL_S = 3.0  # seconds between two listings of the study (the page asks the server as often)
 LOOPBACK_HOSTS = ("127.0.0.1", "::1")  # the addresses the server binds by default, and their names in a Host header
+LOOPBACK_NAMES = (*LOOPBACK_HOSTS, "localhost")  # every name of this machine's loopback
+
+
+def _error_line(e: BaseException) -> str:
+    """An error in one line, as the page shows it."""
+    return " ".join(str(e).split()) or type(e).__name__
+
+
 LEADERBOARD = 25  # architectures in the page's leaderboard, lowest test error first
 ETA_WINDOW = 20  # finish times the recent rate is measured over
 ETA_MIN_FINISHED = 3
@@ -216,7 +224,7 @@ class Watcher:
         except Exception as e:
             if not self.state:  # the first read: no page to show it on
                 raise
-            state, error = self.state, " ".join(str(e).split()) or type(e).__name__
+            state, error = self.state, _error_line(e)
         with self.lock:
             if error is not None:  # the listing is not taken as seen: the next check reads again
                 changed = error != self.error
@@ -392,16 +400,18 @@ class LiveServer:
         if self.host not in LOOPBACK_HOSTS:
             return True
         name = urllib.parse.urlsplit(f"//{header}").hostname or ""
-        return name in LOOPBACK_HOSTS or name == "localhost"
+        return name in LOOPBACK_NAMES
 
     @property
     def url(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/"
 
-    def start(self, watch: bool = True) -> LiveServer:
-        """Read the study (its error raised), then serve, and with ``watch`` follow it."""
-        self.watcher.check()
+    def start(self, watch: bool = True, check: bool = True) -> LiveServer:
+        """Read the study (its error raised; ``check=False``: the caller has), then serve, and with ``watch`` follow
+        it."""
+        if check:
+            self.watcher.check()
         threads = [threading.Thread(target=self.httpd.serve_forever, name="live-http", daemon=True)]
         if watch:
             threads.append(threading.Thread(target=self.watch, name="live-watch", daemon=True))
@@ -422,7 +432,7 @@ class LiveServer:
             except Exception as e:  # noqa: BLE001 - shown on the page, as a failed reload is
                 reloaded = False
                 with self.watcher.lock:
-                    self.watcher.error = " ".join(str(e).split()) or type(e).__name__
+                    self.watcher.error = _error_line(e)
             wait = pause(self.poll_s, time.monotonic() - t0 if reloaded else 0.0)
 
     def stop(self) -> None:

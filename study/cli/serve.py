@@ -17,7 +17,6 @@ import sys
 import time
 
 DEFAULT_PORT = 8765
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def register(sub) -> None:
@@ -60,15 +59,15 @@ def _check(args) -> None:
 
 
 def _open_study(study: str) -> None:
-    """The study must be one: a directory or URI holding study.yaml (object storage asked once, in bounded time)."""
+    """The study must be one: a directory or URI holding study.yaml (object storage was asked once, in bounded time,
+    before the command: ``LOCATIONS``)."""
     import pyarrow.fs as pafs
 
     from archstudy.sampling import SpecError
 
-    from ..execution.location import open_location, reach
+    from ..execution.location import open_location
 
     fs, root = open_location(study)
-    reach(fs, root, study)
     if fs.get_file_info(f"{root}/study.yaml").type != pafs.FileType.File:
         raise SpecError("serve", "STUDY", study, "must be a study directory or URI (one holding study.yaml)")
 
@@ -98,14 +97,16 @@ def command(args) -> int:
     say(f"reading {args.study} ...")
     _open_study(args.study)
     server, every = _bind(args)
+    from archstudy.analysis.live_view import LOOPBACK_NAMES  # loaded by _bind
+
     try:
         server.watcher.check()  # the first read, whose error comes before any line saying where it is served
         # said before it serves (the socket already listens: a browser's first request waits for it), so that no
         # answer, and no Ctrl-C after one, can come before the line that gives the address
         print(f"archstudy serve: {args.study} at {server.url} (checked every {every:g} s; Ctrl-C to stop)", flush=True)
-        if args.host not in LOOPBACK:
+        if args.host not in LOOPBACK_NAMES:
             say(f"listening on {args.host}: anyone who can reach this machine can read the study (no password)")
-        server.start()
+        server.start(check=False)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:

@@ -102,8 +102,9 @@ def measure_step_times(
     for case in cases or PAPER_CASES:
         case = CASES[case] if isinstance(case, str) else case
         name, spec = case.name, case.spec
+        graphed = graph and cuda_graph(spec)  # the trainer's rule (study.training.compiled.choose)
         forwards: dict[str, CompiledForward | None] = {"eager": None}
-        if compiled:
+        if compiled and not graphed:
             forwards["compiled"] = CompiledForward(spec)
         runners = {
             (kind, r): stacked_runner(
@@ -113,7 +114,7 @@ def measure_step_times(
             for r in sizes
         }
         capture_s = 0.0
-        if graph:
+        if graphed:
             for r in sizes:
                 runner = runners[("graph", r)] = GraphedRunner(spec, r, BATCH, device)
                 if r == max(sizes):
@@ -123,13 +124,11 @@ def measure_step_times(
             for key, step in runners.items():
                 t = time_calls(step, steps, device)[0]
                 best[key] = min(best.get(key, math.inf), t)
-        kind, compile_s = "eager", 0.0
-        if compiled:
+        kind, compile_s = ("graph" if graphed else "eager"), 0.0
+        if "compiled" in forwards:
             kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
             compiled_forward = cast(CompiledForward, forwards["compiled"])
             compile_s = compiled_forward.stats.compile_s if kind == "compiled" else 0.0
-        if graph and cuda_graph(spec):  # the trainer's rule (study.training.compiled.choose)
-            kind, compile_s = "graph", 0.0
         net = build_network(spec, 0, runs=RUNS, device=device)
         x = torch.randn(eval_examples, spec.d_in, dtype=torch.float64, device=device)
         y = torch.randint(0, spec.d_out, (eval_examples,), device=device)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -102,13 +103,16 @@ class Reproduction:
         )
 
 
-def listed_seconds(cost: str) -> float | None:
-    """The seconds a catalogue's cost names (``"3.7 min measured"``, ``"42 s measured"``, ``"2 h estimated"``),
-    or None where it names none: what the progress line counts down from until the work counts its own units."""
-    import re
+UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
+_COST = re.compile(r"^\s*~?(\d+(?:\.\d+)?)\s*(s|min|h)\b")
 
-    m = re.match(r"\s*~?(\d+(?:\.\d+)?)\s*(s|min|h)\b", cost)
-    return None if m is None else float(m.group(1)) * {"s": 1.0, "min": 60.0, "h": 3600.0}[m.group(2)]
+
+def cost_seconds(text: str) -> float | None:
+    """The seconds a declared cost states ("3 min", "42 s measured", "2 h (estimated)" -> 180, 42, 7200), or None
+    when it states no time (e.g. "hours (estimated): a GPU job"): what the summary plans with, and what the
+    progress line counts down from until the work counts its own units."""
+    m = _COST.match(text)
+    return float(m.group(1)) * UNITS[m.group(2)] if m else None
 
 
 def sub_seed(seed: int, *keys: int) -> int:
@@ -198,7 +202,7 @@ def run_reproduction(
     # A reproduction that runs a study (whole_machine) shows the study's own line: its ticker only says messages.
     tty = False if reproduction.whole_machine else tty
     t0 = time.perf_counter()
-    label, expected = f"reproduce {name} ({scale})", listed_seconds(reproduction.cost[scale])
+    label, expected = f"reproduce {name} ({scale})", cost_seconds(reproduction.cost[scale])
     with Ticker(progress, label, expected, tty=tty, heartbeat=not reproduction.whole_machine) as line:
         context = Context(scale, settings, seed, device, root, out, progress, line)
         with torch_threads(threads):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import subprocess
 import sys
 import tempfile
@@ -40,18 +39,8 @@ from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Choice, Integer, check
 
 from .catalogue import NOT_OFFERED
-from .reproduction import SCALES, WHERE, Reproduction, check_device, check_out, run_reproduction
+from .reproduction import SCALES, WHERE, Reproduction, check_device, check_out, cost_seconds, run_reproduction
 from .result import AGREES, CANNOT_TELL, DIFFERS, Result, Row, write_text
-
-UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
-_COST = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|min|h)\b")
-
-
-def cost_seconds(text: str) -> float | None:
-    """The seconds a declared cost states ("3 min", "40 s", "2 h (estimated)" -> 180, 40, 7200), or None when it
-    states no time (e.g. "hours (estimated): a GPU job")."""
-    m = _COST.match(text)
-    return float(m.group(1)) * UNITS[m.group(2)] if m else None
 
 
 def estimated_seconds(reproductions: Mapping[str, Reproduction], scale: str) -> tuple[float, list[str]]:

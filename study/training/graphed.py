@@ -183,7 +183,8 @@ class GraphedStep:
         if self._graph is None or self._sources is None or self.x is None or self.y is None:
             raise RuntimeError("GraphedStep.step before prepare")
         x_source, y_source = self._sources
-        with _on(self.x.device):
-            torch.index_select(x_source, 0, idx, out=self.x)
-            torch.index_select(y_source, 0, idx, out=self.y)
-            self._graph.replay()
+        # no device context per step: the gather runs on its tensors' device, and a replay guards the device it was
+        # captured on (PyTorch's CUDAGraph::replay)
+        torch.index_select(x_source, 0, idx, out=self.x)
+        torch.index_select(y_source, 0, idx, out=self.y)
+        self._graph.replay()

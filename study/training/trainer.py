@@ -455,9 +455,8 @@ class _Trainer:
         try:
             self.graph.prepare(stack, train.x, train.y, order[0], c_out, self.protocol, chunk)
         except RuntimeError as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             self.report(
-                f"the step as a CUDA graph could not be captured ({type(e).__name__}: {first}); training "
+                f"the step as a CUDA graph could not be captured ({type(e).__name__}: {ckpt._first_line(e)}); training "
                 "goes on with the eager step"
             )
             self.graph = None

@@ -7,17 +7,17 @@ from dataclasses import dataclass
 import pytest
 
 from archstudy.study.reproduce import REPRODUCTIONS
-from archstudy.study.reproduce.reproduction import SCALES, Measured, Reproduction, listed_seconds, run_reproduction
+from archstudy.study.reproduce.reproduction import SCALES, Measured, Reproduction, cost_seconds, run_reproduction
 from archstudy.study.reproduce.result import Row
 
 
 def test_the_catalogues_costs_give_the_expected_seconds():
-    assert listed_seconds("3.7 min measured") == pytest.approx(222.0)
-    assert listed_seconds("42 s measured") == 42.0
-    assert listed_seconds("2.5 h (estimated: 5 depths)") == 9000.0
-    assert listed_seconds("hours (estimated)") is None and listed_seconds("not run: 165 nets") is None
+    assert cost_seconds("3.7 min measured") == pytest.approx(222.0)
+    assert cost_seconds("42 s measured") == 42.0
+    assert cost_seconds("2.5 h (estimated: 5 depths)") == 9000.0
+    assert cost_seconds("hours (estimated)") is None and cost_seconds("not run: 165 nets") is None
     # every reproduction's quick scale was measured: its line counts down from it
-    assert all(listed_seconds(r.cost["quick"]) for r in REPRODUCTIONS.values())
+    assert all(cost_seconds(r.cost["quick"]) for r in REPRODUCTIONS.values())
     assert set(SCALES) == {"tiny", "quick", "paper"}
 
 
