@@ -1,6 +1,7 @@
 """``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
 operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
-``--gpus-per-arch``); the projected hours of the paper's studies (``--project``, ``study.perf.projection``); the
+``--gpus-per-arch``); a step's time operator by operator (``--kernels``, ``study.perf.kernels``); the projected
+hours of the paper's studies (``--project``, ``study.perf.projection``); the
 joint predictor's verdicts on simulated studies (``--calibration``, ``analysis.predict_simulation``); a synthetic
 study of N architectures written through the store, and its readers timed on it (``--store N --out DIR``,
 ``study.perf.synthetic_store``); the study driver's own time and memory per unit, on a study of N units that train
@@ -82,6 +83,13 @@ def register(sub) -> None:
         action="store_true",
         help="instead: measure the paper's 1M-parameter cases at several stack sizes and project the "
         "hours of the NLC paper's three studies (study.perf.projection)",
+    )
+    p.add_argument(
+        "--kernels",
+        action="store_true",
+        help="instead: profile one training step of each case operator by operator (torch.profiler): the time "
+        "of each operator's kernels (CPU time on a CPU), the bytes it moves and the bandwidth it reaches, the "
+        "device's busy time against the step's, and on a GPU the step as a CUDA graph (study.perf.kernels)",
     )
     p.add_argument(
         "--devices", default="1,8,32", help="with --project: device counts to project for (default %(default)s)"
@@ -378,18 +386,37 @@ def command(args) -> int:
             ),
         )
         return 0
+    if args.kernels:
+        from ..perf.bench import default_cases
+        from ..perf.kernels import format_profile, profile_step
+
+        profiles = {
+            name: profile_step(CASES[name].spec, runs=runs, device=device, steps=steps or 3)
+            for name in (cases or default_cases(device))
+        }
+        if args.json:
+            json.dump(profiles, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            print("\n\n".join(format_profile(name, p) for name, p in profiles.items()))
+        return 0
     if args.project:
-        from ..perf.projection import format_projection, measure_step_times, project
+        from ..perf.projection import compiled_graph_rows, format_projection, measure_step_times, project
 
         rows = measure_step_times(
             cases, device=device, repeats=repeats, steps=steps or 2, compiled=not args.no_compile and not args.quick
         )
         result = project(rows, devices=devices, gain=gain)
+        alternative = compiled_graph_rows(rows)  # measured where the trainer graphs and the compile was asked for
+        what_if = None if alternative is None else project(alternative, devices=devices, gain=gain)
         if args.json:
-            json.dump({"step_times": rows, "projection": result}, sys.stdout, indent=1, default=str)
+            out = {"step_times": rows, "projection": result}
+            if what_if is not None:
+                out["projection_compiled_graph"] = what_if
+            json.dump(out, sys.stdout, indent=1, default=str)
             sys.stdout.write("\n")
         else:
-            print(format_projection(rows, result, f"{device} ({torch.get_num_threads()} threads)"))
+            print(format_projection(rows, result, f"{device} ({torch.get_num_threads()} threads)", what_if))
         return 0
     rows = run_bench(
         cases,

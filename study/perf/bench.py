@@ -89,6 +89,10 @@ FIELDS = (
     "compile_s",
     "graph_s_per_epoch",
     "graph_gemm_fraction",
+    "graph_compiled_s_per_epoch",
+    "graph_compiled_gemm_fraction",
+    "traffic_gb",
+    "memory_floor_fraction",
     "rule",
     "peak_fraction",
     "operators",
@@ -129,6 +133,27 @@ def fp64_peak(name: str) -> tuple[float, str]:
         if pattern.lower() in name.lower():
             return peak, source
     return math.nan, f"{name!r} is not in the table of known float64 peaks (study.perf.bench.FP64_PEAKS)"
+
+
+def copy_bandwidth(device: torch.device, megabytes: int | None = None, repeats: int = 3) -> float:
+    """The memory bandwidth a large copy reaches on ``device``, TB/s: the bytes read plus the bytes written by
+    ``dst.copy_(src)`` of ``megabytes`` (default 1024 on a GPU, 256 on a CPU: far past the caches) per second, the
+    best of ``repeats`` times 3 copies. Measured, not a data sheet's number: the ceiling of the step's operators
+    other than the matrix products, which only move memory."""
+    megabytes = megabytes or (1024 if device.type == "cuda" else 256)
+    src = torch.ones(megabytes * 2**20 // 8, dtype=torch.float64, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)  # the pages touched, the kernel loaded
+    seconds = min(time_calls(lambda i: dst.copy_(src), 3, device)[0] for _ in range(repeats))
+    return 2 * src.numel() * 8 / seconds / 1e12
+
+
+def memory_floor_fraction(t_gemm: float, traffic_bytes: float, tb_s: float) -> float:
+    """The largest fraction of the bare GEMMs' time a step can reach with its operators as they are:
+    t_gemm / (t_gemm + traffic / bandwidth), every operator other than the matrix products moving its bytes
+    (``study.perf.operators``: the floor of its traffic) at the bandwidth ``tb_s`` (``copy_bandwidth``), nothing
+    overlapping (a step runs its kernels one after another on one stream)."""
+    return t_gemm / (t_gemm + traffic_bytes / (tb_s * 1e12))
 
 
 def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
@@ -175,14 +200,23 @@ def stacked_runner(
 class GraphedRunner:
     """``stacked_runner``'s steps as one CUDA graph (``study.training.graphed.GraphedStep``): the bench's minibatches
     stacked into one source, call i gathers minibatch i from it and replays; captured (and one step done) when
-    made. ``graphed.capture_s``: the seconds of the capture (warm-up included)."""
+    made. ``graphed.capture_s``: the seconds of the capture (warm-up included). ``forward``: the training forward
+    the graph records (``study.training.compiled.CompiledForward``: the compiled one)."""
 
-    def __init__(self, spec: ArchSpec, runs: int, batch: int, device: torch.device, chunk: int | None = None):
+    def __init__(
+        self,
+        spec: ArchSpec,
+        runs: int,
+        batch: int,
+        device: torch.device,
+        chunk: int | None = None,
+        forward=folded_forward,
+    ):
         stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
         data = _batches(spec, batch, device)
         xs, ys = torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
         self.idx = [torch.arange(i * batch, (i + 1) * batch, device=device) for i in range(len(data))]
-        self.graphed = GraphedStep()  # it holds the stack and the sources while the graph replays into them
+        self.graphed = GraphedStep(forward)  # it holds the stack and the sources while the graph replays into them
         self.graphed.prepare(stack, xs, ys, self.idx[0], 1.0, PROTOCOL, chunk)
         self(0)
 
@@ -320,7 +354,7 @@ def bench_case(
     chunk = chunk or auto_chunk(spec, runs, batch, device)
     nan = (math.nan, math.nan)
     times: dict[str, list[tuple[float, float]]] = {
-        k: [] for k in ("stacked", "compiled", "graph", "plain", "same", "gemm")
+        k: [] for k in ("stacked", "compiled", "graph", "graph_compiled", "plain", "same", "gemm")
     }
     cf = None
     if compiled:
@@ -328,22 +362,32 @@ def bench_case(
         compiled_step = stacked_runner(spec, runs, batch, device, chunk, cf)  # compiles here
     eager_step = stacked_runner(spec, runs, batch, device, chunk)
     graph_step = GraphedRunner(spec, runs, batch, device, chunk) if graph else None
+    graph_compiled_step, graph_compiled_error = None, ""
+    if graph and cf is not None:
+        try:  # the compiled forward under capture: a measurement, so a failure is reported, not raised
+            graph_compiled_step = GraphedRunner(spec, runs, batch, device, chunk, cf)
+        except RuntimeError as e:  # torch's and torch.compile's errors
+            graph_compiled_error = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
     with_plain = plain and plain_possible(spec)
     for _ in range(repeats):  # interleaved, so a burst of load hits every measurement alike
         times["stacked"].append(time_calls(eager_step, steps, device))
         times["compiled"].append(time_calls(compiled_step, steps, device) if cf is not None else nan)
         times["graph"].append(time_calls(graph_step, steps, device) if graph_step is not None else nan)
+        times["graph_compiled"].append(
+            time_calls(graph_compiled_step, steps, device) if graph_compiled_step is not None else nan
+        )
         times["plain"].append(time_plain(spec, runs, steps, batch, device) if with_plain else nan)
         times["same"].append(time_sequential(spec, runs, steps, batch, device) if plain else nan)
         times["gemm"].append(time_gemm(spec, runs, steps, batch, device))
     best = {k: (min(t[0] for t in v), min(t[1] for t in v)) for k, v in times.items()}
     per_epoch = max(1, case.samples // batch)
     flops = step_flops(spec, runs, batch)
-    (t_stack, c_stack), (t_comp, _), (t_graph, _), (t_seq, c_seq), (t_same, _), (t_gemm, c_gemm) = (
-        best[k] for k in ("stacked", "compiled", "graph", "plain", "same", "gemm")
+    (t_stack, c_stack), (t_comp, _), (t_graph, _), (t_gc, _), (t_seq, c_seq), (t_same, _), (t_gemm, c_gemm) = (
+        best[k] for k in ("stacked", "compiled", "graph", "graph_compiled", "plain", "same", "gemm")
     )
     name = device_name(device)
     peak, peak_source = fp64_peak(name)
+    bandwidth = copy_bandwidth(device)
     gflops = flops / t_stack / 1e9
     rule = choose(spec, device, case.samples, batch)
     ops = step_operators(spec, runs, batch, device)
@@ -371,6 +415,17 @@ def bench_case(
         "graph_s_per_epoch": t_graph * per_epoch,
         "graph_speedup": t_stack / t_graph,
         "graph_gemm_fraction": t_gemm / t_graph,
+        # the graph of the compiled forward (with ``compiled`` on a GPU): its time, gain and fraction, and the
+        # first line of the error when its capture failed
+        "graph_compiled_s_per_epoch": t_gc * per_epoch,
+        "graph_compiled_speedup": t_stack / t_gc,
+        "graph_compiled_gemm_fraction": t_gemm / t_gc,
+        "graph_compiled_error": graph_compiled_error,
+        # the memory traffic of the step's operators other than the matrix products (study.perf.operators), the
+        # bandwidth a large copy reaches, and the fraction of the bare GEMMs they allow (memory_floor_fraction)
+        "traffic_gb": ops.traffic() / 1e9,
+        "memory_tb_s": bandwidth,
+        "memory_floor_fraction": memory_floor_fraction(t_gemm, ops.traffic(), bandwidth),
         "rule": rule.kind,
         "rule_reason": rule.reason,
         "layer_steps": layer_steps(spec, case.samples, batch),
@@ -455,6 +510,9 @@ def format_table(rows: list[dict]) -> str:
         "compile s",
         "graph s/epoch",
         "graph of GEMM",
+        "graph+compiled s/epoch",
+        "traffic GB",
+        "floor of GEMM",
         "faster",
         "rule",
         "ops/step",
@@ -480,6 +538,9 @@ def format_table(rows: list[dict]) -> str:
                 _num(r["compile_s"], ".0f"),
                 _num(r["graph_s_per_epoch"], ".3g"),
                 _num(r["graph_gemm_fraction"], ".2f"),
+                _num(r["graph_compiled_s_per_epoch"], ".3g"),
+                _num(r["traffic_gb"], ".3g"),
+                _num(r["memory_floor_fraction"], ".2f"),
                 r["faster"],
                 r["rule"],
                 str(r["operators"]),

@@ -10,7 +10,15 @@ the dispatcher, forward and backward (autograd's engine carries the mode into th
   reductions, the ``torch._foreach_*`` updates (one each, however many tensors they update), and tensors made
   with ``empty`` / ``full`` / ``zeros``), by name;
 * views apart (``view``, ``transpose``, ``expand``, ``detach``, ...: they alias their input, no kernel and no
-  memory; ``OpOverload.is_view``).
+  memory; ``OpOverload.is_view``);
+* the bytes each compute operator moves, by name: every tensor it takes and every tensor it returns, once each
+  (an in-place operator reads and writes its operand: twice). No kernel moves less (it reads each operand and
+  writes each result at least once); a kernel may move more (batchnorm reads its input once for the statistics
+  and once to normalize), so it is the floor of the step's memory traffic with its operators as they are.
+  ``Operators.traffic()`` sums it outside the matrix products (``MATRIX_PRODUCTS``), whose time the bare GEMMs
+  of ``archstudy bench`` measure: on a GPU, where those operators are bound by memory bandwidth, that traffic
+  over the memory's peak bandwidth is the least time they can take (``study.perf.bench``'s
+  ``memory_floor_fraction``).
 
 Composite operators (``F.batch_norm``, ``F.layer_norm``) are counted as the operators they dispatch on the
 way (the dispatcher decomposes them above the mode); operators that a kernel calls inside itself are not seen
@@ -26,12 +34,14 @@ makes, which does not depend on the operators a step has once) (``study.perf.ben
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from archstudy.sampling import ArchSpec
 
@@ -39,13 +49,18 @@ from ..experiment.protocol import Protocol
 from ..nn.network import build_network
 from ..training.stack import new_stack, train_step
 
+# The ATen operators that are matrix products (their time is the bare GEMMs' of ``archstudy bench``).
+MATRIX_PRODUCTS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "matmul"})
+
 
 @dataclass
 class Operators:
-    """What ``count_operators`` saw: compute operators by name (views excluded), and the views."""
+    """What ``count_operators`` saw: compute operators by name (views excluded), the bytes they moved by name, and
+    the views."""
 
     compute: Counter = field(default_factory=Counter)
     views: int = 0
+    bytes: Counter = field(default_factory=Counter)
 
     @property
     def total(self) -> int:
@@ -55,6 +70,37 @@ class Operators:
     def per_layer(self, depth: int) -> float:
         return self.total / depth
 
+    def traffic(self) -> int:
+        """Bytes the operators other than the matrix products (``MATRIX_PRODUCTS``) moved (module docstring)."""
+        return sum(n for name, n in self.bytes.items() if name not in MATRIX_PRODUCTS)
+
+
+def _nbytes(tree) -> int:
+    """Bytes of the tensors in ``tree``, each counted where it appears; a broadcast dimension (stride 0,
+    ``expand``) holds one element."""
+    total = 0
+    for t in tree_flatten(tree)[0]:
+        if isinstance(t, torch.Tensor):
+            total += math.prod(n for n, s in zip(t.shape, t.stride()) if s != 0) * t.element_size()
+    return total
+
+
+def moved_bytes(func, args, kwargs, out) -> int:
+    """The bytes operator ``func`` moves, from its schema: every tensor argument read once, except an ``out=``
+    argument, which is only written; an argument it writes (in place, ``out=``) written once; every result that
+    is not an argument written once (an in-place operator returns its argument, or nothing)."""
+    total = 0
+    for i, a in enumerate(func._schema.arguments):
+        value = args[i] if i < len(args) else (kwargs or {}).get(a.name)
+        n = _nbytes(value)
+        written = a.alias_info is not None and a.alias_info.is_write
+        total += (0 if a.is_out else n) + (n if written else 0)
+    results = out if isinstance(out, tuple) else (out,)
+    for r, value in zip(func._schema.returns, results):
+        if r.alias_info is None:
+            total += _nbytes(value)
+    return total
+
 
 class _Counting(TorchDispatchMode):
     def __init__(self, into: Operators):
@@ -62,11 +108,14 @@ class _Counting(TorchDispatchMode):
         self.into = into
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
         if func.is_view:
             self.into.views += 1
         else:
-            self.into.compute[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__
+            self.into.compute[name] += 1
+            self.into.bytes[name] += moved_bytes(func, args, kwargs, out)
+        return out
 
 
 def count_operators(fn: Callable[[], object]) -> Operators:

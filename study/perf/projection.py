@@ -87,7 +87,10 @@ def measure_step_times(
     CUDA device) also the step as a CUDA graph (``study.training.graphed``), used instead where the trainer uses it
     (``study.training.compiled.cuda_graph``: the families that declare it), its capture seconds (``capture_s``: the
     warm-up and the capture, measured at the largest size) added once per stack an architecture has;
-    and the evaluation seconds per example and run (``errors`` on random inputs, R = 40)."""
+    and the evaluation seconds per example and run (``errors`` on random inputs, R = 40). With ``compiled`` where
+    the trainer graphs, also the graph of the compiled forward (the trainer's "compiled-graph", which its rule does
+    not pick): ``compiled_graph_step_s``, ``compiled_graph_compile_s``, ``compiled_graph_capture_s``, for
+    ``compiled_graph_rows`` (or ``compiled_graph_error`` when it could not be captured)."""
     import torch
 
     from .bench import CASES, PAPER_CASES, GraphedRunner, stacked_runner
@@ -113,12 +116,26 @@ def measure_step_times(
             for kind, f in forwards.items()
             for r in sizes
         }
-        capture_s = 0.0
+        capture_s = cg_capture_s = 0.0
+        cg_forward, cg_error = None, ""
         if graphed:
             for r in sizes:
                 runner = runners[("graph", r)] = GraphedRunner(spec, r, BATCH, device)
                 if r == max(sizes):
                     capture_s = runner.graphed.capture_s
+            if compiled:
+                cg_forward = CompiledForward(spec)
+                try:  # a measurement: a capture that fails is reported, not raised
+                    for r in sizes:
+                        runner = runners[("compiled-graph", r)] = GraphedRunner(
+                            spec, r, BATCH, device, forward=cg_forward
+                        )
+                        if r == max(sizes):
+                            cg_capture_s = runner.graphed.capture_s
+                except RuntimeError as e:
+                    cg_error = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+                    for r in sizes:
+                        runners.pop(("compiled-graph", r), None)
         best: dict = {}
         for _ in range(repeats):
             for key, step in runners.items():
@@ -139,8 +156,18 @@ def measure_step_times(
             time_calls(lambda i: errors(net, x, y, width, RUNS), 1, device)[0]  # noqa: B023
             for _ in range(repeats)
         )
+        row: dict[str, Any] = {}
+        if cg_forward is not None and not cg_error:
+            row = {
+                "compiled_graph_step_s": {r: best[("compiled-graph", r)] for r in sizes},
+                "compiled_graph_compile_s": cg_forward.stats.compile_s,
+                "compiled_graph_capture_s": cg_capture_s,
+            }
+        elif cg_error:
+            row = {"compiled_graph_error": cg_error}
         out.append(
             {
+                **row,
                 "case": name,
                 "depth": spec.depth,
                 "width": spec.width,
@@ -153,6 +180,23 @@ def measure_step_times(
             }
         )
     return out
+
+
+def compiled_graph_rows(rows: list[dict]) -> list[dict] | None:
+    """``measure_step_times``' rows as if the trainer graphed the compiled forward wherever it graphs (the step
+    times, compile and capture seconds of "compiled-graph"), for ``project``; None unless every row measured it."""
+    if not rows or not all("compiled_graph_step_s" in r for r in rows):
+        return None
+    return [
+        {
+            **r,
+            "forward": "compiled-graph",
+            "step_s": r["compiled_graph_step_s"],
+            "compile_s": r["compiled_graph_compile_s"],
+            "capture_s": r["compiled_graph_capture_s"],
+        }
+        for r in rows
+    ]
 
 
 def _interp(x: float, xs, ys) -> float:
@@ -240,7 +284,9 @@ def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1
     return out
 
 
-def format_projection(rows: list[dict], projection: list[dict], device: str) -> str:
+def format_projection(rows: list[dict], projection: list[dict], device: str, compiled_graph=None) -> str:
+    """The step times and the projection as text; ``compiled_graph``: the projection of ``compiled_graph_rows``,
+    one more line per study."""
     lines = [f"Measured step times on {device} (seconds per step of an R-run stack, batch {BATCH}):"]
     sizes = sorted({int(k) for r in rows for k in r["step_s"]}, reverse=True)
     lines.append("  case       depth  forward  " + "  ".join(f"R={s:<6}" for s in sizes) + "  eval s/(example*run)")
@@ -264,4 +310,11 @@ def format_projection(rows: list[dict], projection: list[dict], device: str) -> 
             f"  {p['study']:<15} {p['architectures']:>6}  {p['hours_one_device']:>10.1f}  "
             f"({p['floor_hours_one_device']:.1f})  " + "  ".join(f"{p['hours_on'][n]:>9.1f}" for n in devices)
         )
+    if compiled_graph is not None:
+        lines.append("If the trainer graphed the compiled forward where it graphs (measured, not the rule's pick):")
+        for p in compiled_graph:
+            lines.append(
+                f"  {p['study']:<15} {p['architectures']:>6}  {p['hours_one_device']:>10.1f}  "
+                f"({p['floor_hours_one_device']:.1f})"
+            )
     return "\n".join(lines)

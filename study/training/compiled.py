@@ -133,9 +133,13 @@ def _graphs() -> int:
 
 # -- which forward a training uses ---------------------------------------------------------------------
 # The ways a training step can run (kept in the checkpoint): the eager folded forward, the compiled one, or the
-# eager step captured as a CUDA graph and replayed (``study.training.graphed``; CUDA only).
-KINDS = ("eager", "compiled", "graph")
+# step with either captured as a CUDA graph and replayed (``study.training.graphed``; CUDA only): "graph" (the eager
+# forward's step) and "compiled-graph" (the compiled forward's).
+KINDS = ("eager", "compiled", "graph", "compiled-graph")
 FORWARDS = ("auto", *KINDS)
+# A graph kind -> the kind of its step without the graph: the same forward, launched kernel by kernel (what a
+# training chosen as a graph goes on with where it cannot be one).
+WITHOUT_GRAPH = {"graph": "eager", "compiled-graph": "compiled"}
 
 # The bench's verdict: the compiled step is "faster" when it takes at most this fraction of the eager
 # step's time (a margin over the timing noise of interleaved repeats on a shared machine).
@@ -246,8 +250,9 @@ def select_forward(
 ) -> tuple[Callable, ForwardChoice]:
     """The training forward for ``option``: a callable ``forward(net, x)`` (used as given), "eager",
     "compiled", "graph" (the eager forward, whose whole step the trainer captures as a CUDA graph:
-    ``study.training.graphed``), or "auto" (``choose``). A forward other than the eager one is run first on
-    copies of the stack (``warm``, on the minibatch (x, y)): a compiled one compiles there."""
+    ``study.training.graphed``), "compiled-graph" (the compiled forward, its step captured likewise), or "auto"
+    (``choose``). A forward other than the eager one is run first on copies of the stack (``warm``, on the
+    minibatch (x, y)): a compiled one compiles there."""
     if callable(option):
         choice = ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
         forward = option
@@ -257,7 +262,8 @@ def select_forward(
             if option == "auto"
             else ForwardChoice(option, "asked for")
         )
-        forward = CompiledForward(stack.net.spec) if choice.kind == "compiled" else folded_forward
+        compiles = choice.kind in ("compiled", "compiled-graph")
+        forward = CompiledForward(stack.net.spec) if compiles else folded_forward
     if forward is not folded_forward:  # a compiled forward compiles here, on copies
         warm(forward, stack, x, y, c_out, protocol, chunk)
     return forward, choice

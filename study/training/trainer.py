@@ -66,7 +66,7 @@ from ..nn.network import Network, Seeds, build_network, output_scale
 from ..experiment.protocol import Protocol
 from . import checkpoint as ckpt
 from .checkpoint import Candidate, TrainingState
-from .compiled import FORWARDS, KINDS, ForwardChoice, select_forward
+from .compiled import FORWARDS, KINDS, WITHOUT_GRAPH, ForwardChoice, select_forward
 from .curves import Curves, Trajectory
 from .device import available_device
 from . import graphed
@@ -158,8 +158,9 @@ def train_architecture(
     Speed knobs only (the same function is computed, up to round-off): ``chunk_runs``, runs per
     forward/backward chunk (None chooses: ``auto_chunk``); ``forward``, the training step: "eager",
     "compiled" (the forward through ``torch.compile``), "graph" (CUDA only: the eager step captured as a CUDA
-    graph and replayed, ``study.training.graphed``), "auto" (the measured rule of
-    ``study.training.compiled.choose``) or a callable ``forward(net, x)``."""
+    graph and replayed, ``study.training.graphed``), "compiled-graph" (CUDA only: the step of the compiled forward
+    captured likewise), "auto" (the measured rule of ``study.training.compiled.choose``) or a callable
+    ``forward(net, x)``."""
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
@@ -180,7 +181,7 @@ def train_architecture(
     if not callable(forward):
         forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = available_device(device, "train_architecture")
-    if forward == "graph" and not graphed.supported(device):
+    if forward in WITHOUT_GRAPH and not graphed.supported(device):
         raise SpecError("train_architecture", "forward", forward, f"needs a CUDA device (the device is {device})")
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
     key = ckpt.checkpoint_key(
@@ -432,35 +433,38 @@ class _Trainer:
     def _forward(self, stack: Stack, order: torch.Tensor, chunk: int | None, c_out):
         """The training forward of this session (``study.training.compiled.select_forward``); the choice
         is kept in the checkpoint, so a resumed training computes as it did (also if the rule changed). A training
-        chosen as a CUDA graph and resumed off CUDA continues eagerly: a replay runs the eager step's kernels, so
-        the two compute the same function (``study.training.graphed``); its checkpoints then say eager, and a later
-        resume on CUDA stays eager."""
+        chosen as a CUDA graph and resumed off CUDA continues with the same forward launched kernel by kernel
+        (``compiled.WITHOUT_GRAPH``: eager, or compiled): a replay runs that step's kernels, so the two compute the
+        same function (``study.training.graphed``); its checkpoints then say so, and a later resume on CUDA keeps
+        it."""
         s, train = self.s, self.splits.train
         option = self.forward_option
         if option == "auto" and s.forward is not None:
-            option = "eager" if s.forward == "graph" and not graphed.supported(self.device) else s.forward
+            graphs = graphed.supported(self.device)
+            option = WITHOUT_GRAPH[s.forward] if s.forward in WITHOUT_GRAPH and not graphs else s.forward
         x, y = train.x.index_select(0, order[0]), train.y.index_select(0, order[0])
         forward, self.forward_choice = select_forward(option, stack, x, y, c_out, self.protocol, chunk, len(train))
         if self.forward_choice.kind in KINDS:
             s.forward = self.forward_choice.kind
-        if self.forward_choice.kind == "graph":
+        if self.forward_choice.kind in WITHOUT_GRAPH:
             self.graph = GraphedStep(forward)
         return forward
 
     def _prepare_graph(self, stack: Stack, train, order: torch.Tensor, c_out, chunk: int | None) -> None:
         """The step of ``stack`` as a CUDA graph (``study.training.graphed``). A capture that fails leaves the state as
-        it was (the warm-up is undone and a capture runs nothing): the training goes on with the eager step, and
-        says so in one line."""
-        assert self.graph is not None
+        it was (the warm-up is undone and a capture runs nothing): the training goes on with the same forward
+        without the graph (eager, or compiled), and says so in one line."""
+        assert self.graph is not None and self.forward_choice is not None
         try:
             self.graph.prepare(stack, train.x, train.y, order[0], c_out, self.protocol, chunk)
         except RuntimeError as e:
+            without = WITHOUT_GRAPH[self.forward_choice.kind]
             self.report(
                 f"the step as a CUDA graph could not be captured ({type(e).__name__}: {ckpt._first_line(e)}); training "
-                "goes on with the eager step"
+                f"goes on with the {without} step"
             )
             self.graph = None
-            self.s.forward = "eager"
+            self.s.forward = without
 
     def _record_curves(self, stack: Stack, steps: int, steps_done: int) -> None:
         """The epoch's points of the live runs (``study.training.curves``), before the schedule acts: the rate,

@@ -19,8 +19,8 @@ from archstudy.study.perf.bench import (
     plain_model,
     step_flops,
 )
+from archstudy.study.perf.operators import step_operators
 from archstudy.study.cli import main
-from archstudy.study.training import allocator
 
 
 pytestmark = [
@@ -71,6 +71,18 @@ def test_a_row_is_consistent():
     # the operators of one step of the whole stack (study.perf.operators), per layer
     assert row["operators"] == sum(row["operators_by_name"].values()) and row["operator_views"] > 0
     assert row["operators_per_layer"] == row["operators"] / 3 and row["chunks"] == -(-3 // row["chunk"])
+    # the traffic outside the products (study.perf.operators) and the fraction of the bare GEMMs it allows at the
+    # bandwidth a copy reaches: t_gemm / (t_gemm + traffic / bandwidth), at most 1, above the measured fraction
+    # only where the step spends time beyond its traffic (always, here: the step's Python)
+    traffic = step_operators(case.spec, 3, 50).traffic()
+    assert row["traffic_gb"] == traffic / 1e9 > 0 and row["memory_tb_s"] > 0
+    t_gemm = row["stacked_s_per_epoch"] * row["gemm_fraction"] / per_epoch
+    assert row["memory_floor_fraction"] == pytest.approx(
+        t_gemm / (t_gemm + traffic / (row["memory_tb_s"] * 1e12)), rel=1e-12
+    )
+    assert row["gemm_fraction"] < row["memory_floor_fraction"] < 1
+    # no graph on a CPU, so no graph of the compiled forward either
+    assert math.isnan(row["graph_compiled_s_per_epoch"]) and row["graph_compiled_error"] == ""
 
 
 def test_the_plain_baseline_computes_what_the_stacked_network_computes():
@@ -90,16 +102,6 @@ def test_the_plain_baseline_computes_what_the_stacked_network_computes():
     assert torch.allclose(model.train()(x), expected, rtol=1e-12, atol=1e-12)
 
 
-@pytest.fixture
-def malloc_settings(monkeypatch):
-    """The command is an entry point: it sets glibc's malloc up as a study worker does. Recorded here instead
-    of done, so this test process stays as it was (tests/study/training/test_allocator.py checks the real
-    thing in fresh interpreters)."""
-    calls = []
-    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append(True) or True)
-    return calls
-
-
 def test_a_row_times_the_compiled_step_and_says_what_the_rule_picks():
     case = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 2, 100)
     row = bench_case(
@@ -108,6 +110,16 @@ def test_a_row_times_the_compiled_step_and_says_what_the_rule_picks():
     assert row["compiled_s_per_epoch"] > 0 and row["compile_s"] > 0 and row["compiled_graphs"] == 1
     assert row["compiled_speedup"] == pytest.approx(row["stacked_s_per_epoch"] / row["compiled_s_per_epoch"], rel=1e-12)
     assert row["rule"] == "eager" and math.isnan(row["sequential_s_per_epoch"])
+
+
+def test_the_copy_bandwidth_counts_the_bytes_read_and_written(monkeypatch):
+    """Bytes read plus bytes written per second of the best copy: 2 x 8 MiB in 1 ms is 16.8 GB/s."""
+    from archstudy.study.perf import bench
+
+    assert 0 < bench.copy_bandwidth(torch.device("cpu"), megabytes=8, repeats=1) < 10  # a real copy: < 10 TB/s
+    seconds = iter([2e-3, 1e-3, 3e-3])
+    monkeypatch.setattr(bench, "time_calls", lambda fn, calls, device: (fn(0), (next(seconds), 0.0))[1])
+    assert bench.copy_bandwidth(torch.device("cpu"), megabytes=8) == pytest.approx(2 * 8 * 2**20 / 1e-3 / 1e12)
 
 
 def test_device_peaks_are_found_by_name():

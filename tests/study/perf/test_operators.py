@@ -7,7 +7,8 @@ import torch
 
 from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol
-from archstudy.study.perf.operators import added_layer_operators, count_operators, step_operators
+from archstudy.study import build_network
+from archstudy.study.perf.operators import MATRIX_PRODUCTS, added_layer_operators, count_operators, step_operators
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -66,3 +67,50 @@ def test_an_added_layer_costs_what_the_difference_of_two_depths_says_whatever_th
     assert slope != totals[0] / 5  # the total over the depth is another number: the fixed operators in it
     if skip == "none":
         assert slope == 7  # a dense batchnorm-relu layer (the test above)
+
+
+def test_the_bytes_of_an_operator_are_its_operands_and_results_once_each():
+    """An in-place operator reads and writes its operand (twice its bytes), also when it returns nothing (a
+    ``torch._foreach_*_``); an ``out=`` argument is written, not read; a broadcast operand counts its stored
+    elements, a Python number nothing, and a view moves nothing."""
+    a, b = torch.ones(4, 3, dtype=torch.float64), torch.ones(5, dtype=torch.float64)
+    row = torch.ones(1, 3, dtype=torch.float64)
+    idx, buf = torch.tensor([0, 2]), torch.empty(2, 3, dtype=torch.float64)
+
+    def fn():
+        a.view(12).t()
+        torch._foreach_add_([a, b], 1.0)  # reads and writes 12 + 5 doubles
+        a * 2  # reads 12, writes 12
+        row.expand(4, 3) + a  # reads 3 + 12, writes 12
+        a.sum()  # reads 12, writes 1
+        torch.index_select(a, 0, idx, out=buf)  # reads 12 and the 2 indices, writes 6 (not reads: out=)
+
+    ops = count_operators(fn)
+    assert dict(ops.bytes) == {
+        "_foreach_add_": 2 * 17 * 8,
+        "mul": 24 * 8,
+        "add": 27 * 8,
+        "sum": 13 * 8,
+        "index_select": (12 + 6) * 8 + 2 * 8,
+    }
+    assert ops.traffic() == sum(ops.bytes.values())  # no matrix product among them
+
+
+def test_a_steps_matrix_products_move_what_their_shapes_say_and_the_rest_is_the_traffic():
+    """The bytes of a dense batchnorm-relu step's batched products, from the layer shapes by hand: per hidden
+    layer (n -> n) the forward W x, the weight gradient g x^T and the input gradient W^T g, each reading its two
+    operands and writing its result; the output layer (n -> k) its two gradient products (its forward is a
+    ``baddbmm``, the first layer's are ``mm``: the shared input)."""
+    depth, n, k, d_in, runs, batch = 5, 12, 3, 7, 4, 20
+    spec = ArchSpec(depth=depth, width=n, d_in=d_in, d_out=k, activation="relu", norm="batch")
+    ops = step_operators(spec, runs=runs, batch=batch)
+    hidden = 3 * (depth - 2) * runs * (n * n + 2 * n * batch)
+    out = runs * (k * batch + batch * n + k * n) + runs * (n * k + k * batch + n * batch)
+    assert ops.bytes["bmm"] == 8 * (hidden + out)
+    # the SGD update of every parameter with a gradient (not the biases batchnorm cancels): read p and g, write p,
+    # and each tensor's per-run rate
+    updated = [p for name, p in build_network(spec, 0, runs=runs).named_parameters() if not name.endswith("bias")]
+    updated.append(build_network(spec, 0, runs=runs).linears[-1].bias)
+    assert ops.bytes["_foreach_addcmul_"] == 8 * sum(3 * p.numel() + runs for p in updated)
+    products = sum(v for name, v in ops.bytes.items() if name in MATRIX_PRODUCTS)
+    assert ops.traffic() == sum(ops.bytes.values()) - products > 0

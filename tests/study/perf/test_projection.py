@@ -16,6 +16,7 @@ from archstudy.study.perf.projection import (
     PaperStudy,
     StepModel,
     architecture_seconds,
+    compiled_graph_rows,
     measure_step_times,
     project,
 )
@@ -127,3 +128,45 @@ def test_the_command_projects_from_measured_step_times(monkeypatch, capsys):
     assert f"{expected[2]['hours_one_device']:.1f}" in line and f"{expected[2]['hours_on'][4]:.1f}" in line
     assert main(["bench", "--project", "--json", "--no-compile"]) == 0
     assert json.loads(capsys.readouterr().out)["projection"][3]["study"] == "all three"
+
+
+def _with_compiled_graph(rows, factor=0.5):
+    return [
+        {
+            **r,
+            "compiled_graph_step_s": {k: factor * t for k, t in r["step_s"].items()},
+            "compiled_graph_compile_s": 20.0,
+            "compiled_graph_capture_s": 0.1,
+        }
+        for r in rows
+    ]
+
+
+def test_the_compiled_graph_projection_is_the_projection_of_its_own_measurements():
+    """``compiled_graph_rows`` puts the measured graph of the compiled forward (step times, compile and capture
+    seconds) where the trainer's pick was: its projection is the projection of rows made so by hand; none unless
+    every case measured it."""
+    rows = _with_compiled_graph(_rows())
+    by_hand = [
+        {**r, "step_s": {k: 0.5 * t for k, t in r["step_s"].items()}, "compile_s": 20.0, "capture_s": 0.1}
+        for r in _rows()
+    ]
+    alternative = compiled_graph_rows(rows)
+    assert alternative is not None and all(r["forward"] == "compiled-graph" for r in alternative)
+    assert project(alternative) == project(by_hand)
+    assert project(alternative)[0]["hours_one_device"] < project(rows)[0]["hours_one_device"]
+    assert compiled_graph_rows(_rows()) is None and compiled_graph_rows(rows[:2] + _rows()[2:]) is None
+
+
+def test_the_command_adds_the_compiled_graph_projection_where_it_was_measured(monkeypatch, capsys, malloc_settings):
+    monkeypatch.setattr(projection, "measure_step_times", lambda *args, **kwargs: _with_compiled_graph(_rows()))
+    assert main(["bench", "--project", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["projection_compiled_graph"] == json.loads(
+        json.dumps(project(compiled_graph_rows(_with_compiled_graph(_rows()))), default=str)
+    )
+    assert main(["bench", "--project"]) == 0
+    text = capsys.readouterr().out
+    expected = project(compiled_graph_rows(_with_compiled_graph(_rows())))[2]["hours_one_device"]
+    tail = text.split("If the trainer graphed the compiled forward")[1]
+    assert f"{expected:.1f}" in next(s for s in tail.splitlines() if s.strip().startswith("cifar10"))

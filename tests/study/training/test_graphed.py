@@ -234,6 +234,90 @@ def test_a_graphed_training_resumes_as_a_graph_and_off_cuda_eagerly(emulated_gra
         assert (len(emulated_graphs) > 0) == (where == "graph")
 
 
+@pytest.fixture
+def cheap_compile(monkeypatch):
+    """``CompiledForward`` with the backend that traces, decomposes and differentiates as inductor does but runs
+    ATen's kernels (seconds, not a C++ build): the compiled step on the CPU, bit for bit as reproducible."""
+    made = compiled.CompiledForward
+    monkeypatch.setattr(
+        compiled, "CompiledForward", lambda spec: made(spec, backend="aot_eager_decomp_partition"), raising=True
+    )
+
+
+@pytest.mark.usefixtures("one_thread", "cheap_compile")
+def test_a_graph_of_the_compiled_forward_trains_as_the_compiled_step(emulated_graphs, tmp_path, monkeypatch):
+    """``forward="compiled-graph"``: the compiled forward's step captured once per stack, exactly the compiled
+    training (bit for bit with emulated graphs); the checkpoint keeps the kind, and resumed where graphs are not
+    supported the training goes on with the compiled step to the same numbers."""
+    args = dict(spec=SPEC, data=DATA, seed=3, protocol=PROTOCOL)
+    plain = train_architecture(**args, forward="compiled")
+    graph = train_architecture(**args, forward="compiled-graph")
+    same_runs(plain, graph, 0.0)
+    _same_networks(plain, graph)
+    assert emulated_graphs[0] == len(PROTOCOL.lrs) and emulated_graphs == sorted(set(emulated_graphs), reverse=True)
+    path = tmp_path / "c.pt"
+    _stopped_after(3, checkpoint_path=path, forward="compiled-graph", **args)
+    assert torch.load(path, weights_only=False)["forward"] == "compiled-graph"
+    monkeypatch.setattr(graphed, "supported", lambda device: False)
+    del emulated_graphs[:]
+    resumed = train_architecture(**args, checkpoint_path=path, checkpoint_every_s=0.0)
+    same_runs(plain, resumed, 0.0)
+    assert emulated_graphs == [] and torch.load(path, weights_only=False)["forward"] == "compiled"
+
+
+@pytest.mark.usefixtures("one_thread", "cheap_compile")
+def test_the_projection_measures_the_graph_of_the_compiled_forward_beside_the_rules_pick(emulated_graphs, monkeypatch):
+    """``measure_step_times`` with the compile asked for, where the trainer graphs: the graph (the rule's pick) and
+    the graph of the compiled forward, each at every stack size; a capture that fails costs only the latter."""
+    from archstudy.study.perf.bench import BenchCase
+    from archstudy.study.perf.projection import compiled_graph_rows, measure_step_times
+
+    case = BenchCase("tiny", SPEC, 1_000, 1, 100)
+    (row,) = measure_step_times([case], sizes=(3, 1), repeats=1, steps=1, compiled=True, eval_examples=50, graph=True)
+    assert row["forward"] == "graph" and set(row["step_s"]) == set(row["compiled_graph_step_s"]) == {3, 1}
+    assert row["compiled_graph_compile_s"] > 0 and row["compiled_graph_capture_s"] > 0
+    assert compiled_graph_rows([row])[0]["step_s"] == row["compiled_graph_step_s"]
+    assert emulated_graphs == [3, 1, 3, 1]  # the graph's stacks, then the compiled graph's
+
+    refuse_the_compiled_forward(monkeypatch)
+    (row,) = measure_step_times([case], sizes=(3, 1), repeats=1, steps=1, compiled=True, eval_examples=50, graph=True)
+    assert row["forward"] == "graph" and set(row["step_s"]) == {3, 1} and "compiled_graph_step_s" not in row
+    assert row["compiled_graph_error"] == "RuntimeError: operation not permitted when stream is capturing"
+    assert compiled_graph_rows([row]) is None
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_the_bench_times_the_graph_of_the_compiled_forward(emulated_graphs, monkeypatch):
+    """A bench row with the graph and the compile: the graph of the compiled forward is timed beside them, and a
+    capture of it that fails is a NaN and its error's first line, not a failed bench."""
+    from archstudy.study.perf.bench import BenchCase, bench_case
+
+    case = BenchCase("tiny", SPEC, 1_000, 1, 100)
+    args = dict(runs=3, batch=50, repeats=1, plain=False, compile_backend="aot_eager_decomp_partition", graph=True)
+    row = bench_case(case, **args)
+    assert row["graph_compiled_s_per_epoch"] > 0 and row["graph_compiled_error"] == ""
+    assert row["graph_compiled_speedup"] == pytest.approx(
+        row["stacked_s_per_epoch"] / row["graph_compiled_s_per_epoch"]
+    )
+    assert emulated_graphs == [3, 3]  # the graph, then the graph of the compiled forward
+    refuse_the_compiled_forward(monkeypatch)
+    row = bench_case(case, **args)
+    assert np.isnan(row["graph_compiled_s_per_epoch"]) and row["graph_s_per_epoch"] > 0
+    assert row["graph_compiled_error"] == "RuntimeError: operation not permitted when stream is capturing"
+
+
+def refuse_the_compiled_forward(monkeypatch) -> None:
+    """From here on (emulated) captures fail for the compiled forward's step only."""
+    emulated = graphed.capture
+
+    def refuses(step, device):
+        if type(inspect.getclosurevars(step).nonlocals["forward"]).__name__ == "CompiledForward":
+            raise RuntimeError("operation not permitted when stream is capturing\nmore")
+        return emulated(step, device)
+
+    monkeypatch.setattr(graphed, "capture", refuses)
+
+
 def test_the_rule_graphs_the_families_that_declare_it():
     """``forward="auto"`` on a CUDA device: the graph for nets whose every layer family declares it (dense, GmP), the
     compile rule for the others (Householder); never on a CPU."""
@@ -253,6 +337,8 @@ def test_a_graph_off_cuda_is_a_one_line_error():
         SpecError, match=r"train_architecture.forward = 'graph': needs a CUDA device \(the device is cpu\)"
     ):
         train_architecture(SPEC, DATA, seed=3, protocol=PROTOCOL, forward="graph")
+    with pytest.raises(SpecError, match=r"forward = 'compiled-graph': needs a CUDA device"):
+        train_architecture(SPEC, DATA, seed=3, protocol=PROTOCOL, forward="compiled-graph")
     stack = new_stack(build_network(SPEC, 3, runs=2), [0.1, 1.0], PROTOCOL)
     with pytest.raises(ValueError, match="needs a CUDA device"):
         GraphedStep().prepare(stack, DATA.train.x, DATA.train.y, torch.arange(50), 1.0, PROTOCOL)
@@ -268,7 +354,7 @@ def test_a_checkpoint_with_an_unknown_step_is_refused(tmp_path):
     ckpt.save_checkpoint(path, state)
     lines = []
     train_architecture(**args, checkpoint_path=path, report=lines.append)
-    assert len(lines) == 1 and "forward: 'jit' is not one of eager, compiled, graph" in lines[0]
+    assert len(lines) == 1 and "forward: 'jit' is not one of eager, compiled, graph, compiled-graph" in lines[0]
 
 
 # -- on a CUDA device ------------------------------------------------------------------------------------
@@ -301,6 +387,17 @@ def test_cuda_graph_trains_like_the_eager_step(cuda, spec, protocol, monkeypatch
         for e in range(1, max(r.epochs for r in eager.runs) + 1)
     }
     assert captures[-1] == len(live)
+
+
+@pytest.mark.cuda
+def test_cuda_graph_of_the_compiled_forward_trains_like_the_compiled_step(cuda):
+    """Real CUDA graphs of inductor's compiled forward: the same decisions and selected run as the compiled step
+    launched kernel by kernel, errors equal to round-off."""
+    args = dict(spec=SPEC, data=on_device(DATA, cuda), seed=3, protocol=PROTOCOL, device=cuda)
+    plain = train_architecture(**args, forward="compiled")
+    graph = train_architecture(**args, forward="compiled-graph")
+    same_runs(plain, graph, 1e-12)
+    assert plain.best.lr_index == graph.best.lr_index
 
 
 @pytest.mark.cuda
