@@ -98,11 +98,15 @@ def profile_step(
     steps: int = 3,
     graph: bool | None = None,
     forward=folded_forward,
+    eval_examples: int | None = None,
 ) -> dict:
     """The profile of one training step of ``runs`` runs of ``spec`` (module docstring), as a JSON-able dict;
-    ``graph``: also the step as a CUDA graph (default: on a CUDA device)."""
+    ``graph``: also the step as a CUDA graph (default: on a CUDA device); ``eval_s_per_example_run``: the
+    evaluation's seconds per example and run by its chunk size (``eval_times`` on ``eval_examples``, default 10,000
+    on a GPU, a validation split of MNIST or CIFAR10, and 1,000 on a CPU)."""
     device = torch.device(device)
     graph = device.type == "cuda" if graph is None else graph
+    eval_examples = eval_examples or (10_000 if device.type == "cuda" else 1_000)
     counted = step_operators(spec, runs, batch, device)
     step = stacked_runner(spec, runs, batch, device, chunk=runs, forward=forward)
     step(1)
@@ -146,12 +150,47 @@ def profile_step(
         "kernels": [{"kernel": k, "seconds": s / steps} for k, s in kernels],
         "graph_step_s": math.nan,
         "graph_busy_s": math.nan,
+        "eval_s_per_example_run": eval_times(spec, runs, device, examples=eval_examples),
     }
     if graph:
         runner = GraphedRunner(spec, runs, batch, device, runs, forward)
         out["graph_step_s"] = time_calls(runner, steps, device)[0]
         replayed = sum(_kernel_seconds(_profiled(runner, steps, device)).values()) / steps
         out["graph_busy_s"] = replayed if replayed > 0 else math.nan
+    return out
+
+
+EVAL_CHUNKS = (1 << 20, 1 << 22, 1 << 24, 1 << 26)  # activations per evaluation chunk compared (the trainer's: 2^22)
+
+
+def eval_times(
+    spec: ArchSpec,
+    runs: int = 40,
+    device: str | torch.device = "cpu",
+    examples: int = 10_000,
+    chunks=EVAL_CHUNKS,
+    repeats: int = 2,
+) -> dict[int, float]:
+    """Seconds per example and run of the evaluation (``study.training.loss.errors``, the error of every run of a
+    stack on a split, each epoch's validation) of ``examples`` random examples, by the activations per chunk it
+    evaluates at once (``elements``; best of ``repeats``): what the chunk size costs or gives on a device."""
+    from ..nn.network import build_network
+    from ..training.loss import errors
+
+    device = torch.device(device)
+    net = build_network(spec, 0, runs=runs, device=device)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(examples, spec.d_in, generator=g, dtype=torch.float64).to(device)
+    y = torch.randint(0, spec.d_out, (examples,), generator=g).to(device)
+    width = max(spec.width, spec.d_in, spec.d_out)
+    out = {}
+    for elements in chunks:
+        errors(net, x, y, width, runs, elements=elements)  # the first chunk's allocations, out of the time
+        seconds = min(
+            time_calls(lambda i: errors(net, x, y, width, runs, elements=elements), 1, device)[0]  # noqa: B023
+            for _ in range(repeats)
+        )
+        out[elements] = seconds / (examples * runs)
     return out
 
 
@@ -185,6 +224,10 @@ def format_profile(case: str, p: dict, rows: int = 16) -> str:
     if rest:
         s = sum(r["seconds"] for r in rest)
         lines.append(f"  ({len(rest)} more operators){'':<12}{s * ms:>9.3f}{s / p['busy_s']:>7.2f}")
+    lines.append(
+        "  evaluation, s per example and run, by activations per chunk: "
+        + ", ".join(f"2^{int(k).bit_length() - 1} {v:.3g}" for k, v in p["eval_s_per_example_run"].items())
+    )
     for k in p["kernels"][:10]:
         lines.append(f"  kernel {k['seconds'] * ms:8.3f} ms  {k['kernel'][:110]}")
     return "\n".join(lines)

@@ -64,16 +64,23 @@ def predictions(out: torch.Tensor, loss: str = "cross_entropy") -> torch.Tensor:
 
 @torch.no_grad()
 def errors(
-    net: nn.Module, x: torch.Tensor, y: torch.Tensor, width: int, runs: int, loss: str = "cross_entropy"
+    net: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    width: int,
+    runs: int,
+    loss: str = "cross_entropy",
+    elements: int = EVAL_ELEMENTS,
 ) -> torch.Tensor:
     """Classification error of every run of ``net`` on (x, y), evaluation mode: float64 [R] on x's device.
 
-    ``width`` is the widest layer (for the chunk size); ``loss`` decides the predicted class
+    ``width`` is the widest layer (for the chunk size: chunks of about ``elements`` activations of it; the
+    bench measures other sizes, ``study.perf.kernels.eval_times``); ``loss`` decides the predicted class
     (``predictions``); the mode of ``net`` is restored."""
     was_training = net.training
     net.eval()
     try:
-        rows = max(1, EVAL_ELEMENTS // (runs * max(width, 1)))
+        rows = max(1, elements // (runs * max(width, 1)))
         wrong = torch.zeros(runs, dtype=torch.float64, device=x.device)
         for i in range(0, x.shape[0], rows):
             out = stack_output(net, x[i : i + rows])

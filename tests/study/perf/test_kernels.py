@@ -5,11 +5,12 @@ import math
 from types import SimpleNamespace
 
 import pytest
+import torch
 from torch.autograd import DeviceType
 
 from archstudy.sampling import ArchSpec
 from archstudy.study.cli import main
-from archstudy.study.perf.kernels import OUTSIDE, attribute, format_profile, profile_step
+from archstudy.study.perf.kernels import EVAL_CHUNKS, OUTSIDE, attribute, eval_times, format_profile, profile_step
 from archstudy.study.perf.operators import step_operators
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -65,8 +66,24 @@ def test_the_profile_of_a_step_agrees_with_the_operator_counter():
     assert bmm["product"] and bmm["gb_per_s"] == pytest.approx(bmm["gigabytes"] / bmm["seconds"], rel=1e-12)
     assert bmm["of_copy"] == pytest.approx(bmm["gb_per_s"] / (profile["copy_tb_s"] * 1e3), rel=1e-12)
     assert profile["step_s"] > 0 and math.isnan(profile["graph_step_s"]) and profile["kernels"] == []
+    assert set(profile["eval_s_per_example_run"]) == set(EVAL_CHUNKS)
     text = format_profile("tiny", profile, rows=3)
-    assert text.startswith("tiny: ") and "bmm" in text and "more operators" in text
+    assert text.startswith("tiny: ") and "bmm" in text and "more operators" in text and "2^22 " in text
+
+
+def test_the_evaluation_counts_the_same_errors_whatever_its_chunks():
+    """Evaluation mode computes each example on its own: the errors do not depend on how many examples a chunk
+    holds (here 1 to all 300 at once), so the chunk size is a speed knob, timed by ``eval_times``."""
+    from archstudy.study import build_network
+    from archstudy.study.training.loss import errors
+
+    net = build_network(SPEC, 3, runs=4)
+    x = torch.randn(300, SPEC.d_in, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    y = torch.randint(0, SPEC.d_out, (300,), generator=torch.Generator().manual_seed(2))
+    counts = {elements: errors(net, x, y, 12, 4, elements=elements) for elements in (1, 4 * 12 * 7, 1 << 22)}
+    assert all(torch.equal(c, counts[1 << 22]) for c in counts.values()) and 0 < counts[1].min() < 1
+    times = eval_times(SPEC, runs=4, examples=200, chunks=(48, 1 << 22), repeats=1)
+    assert set(times) == {48, 1 << 22} and all(t > 0 for t in times.values())
 
 
 def test_command_prints_the_profiles_as_json(capsys, malloc_settings):
