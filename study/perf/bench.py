@@ -121,6 +121,18 @@ FP64_PEAKS = (
 )
 
 
+# torch.compile's modes that capture CUDA graphs of their own: their forward cannot be captured in another graph.
+OWN_CUDA_GRAPHS = ("reduce-overhead", "max-autotune")
+
+
+def error_line(e: BaseException) -> str:
+    """An error in one line for a bench's row: its type and its first line, and its last where the first only
+    introduces the rest (torch.compile's "backend='inductor' raised:")."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    text = " ".join(lines[:1] + (lines[-1:] if len(lines) > 1 and lines[0].endswith(":") else []))
+    return f"{type(e).__name__}: {text}"
+
+
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -363,11 +375,13 @@ def bench_case(
     eager_step = stacked_runner(spec, runs, batch, device, chunk)
     graph_step = GraphedRunner(spec, runs, batch, device, chunk) if graph else None
     graph_compiled_step, graph_compiled_error = None, ""
-    if graph and cf is not None:
-        try:  # the compiled forward under capture: a measurement, so a failure is reported, not raised
+    if graph and cf is not None and compile_mode in OWN_CUDA_GRAPHS:
+        graph_compiled_error = f"not timed: compile mode {compile_mode!r} captures CUDA graphs of its own"
+    elif graph and cf is not None:
+        try:  # the compiled forward (compiled above) under capture: a measurement, so a failure is reported
             graph_compiled_step = GraphedRunner(spec, runs, batch, device, chunk, cf)
         except RuntimeError as e:  # torch's and torch.compile's errors
-            graph_compiled_error = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            graph_compiled_error = error_line(e)
     with_plain = plain and plain_possible(spec)
     for _ in range(repeats):  # interleaved, so a burst of load hits every measurement alike
         times["stacked"].append(time_calls(eager_step, steps, device))

@@ -18,9 +18,10 @@ on a CPU its CPU time. Per operator and step:
 
 Beside them: ``step_s``, the step's time measured apart (``study.training.timing.time_calls``, no profiler);
 ``busy_s`` / ``step_s`` near 1 says the device, not the host, sets the step's time. On a GPU also the step as a
-CUDA graph (``study.training.graphed``): ``graph_step_s``, and ``graph_busy_s``, the time of the kernels a replay
-runs, from the profiler's kernel records (NaN when the profiler records none of a graph's kernels), and
-``kernels``, the eager step's kernels by name (the longest first).
+CUDA graph (``study.training.graphed``): ``graph_step_s``, and ``graph_busy_s``, the time of the kernels a
+graphed step runs (the replay's and the minibatch gather's), from the profiler's kernel records (NaN when the
+profiler records none of a graph's kernels), and ``kernels``, the eager step's kernels by name (the longest
+first).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def _kernel_seconds(prof) -> dict[str, float]:
     """Seconds by kernel name of the device's records in a profile (none on a CPU)."""
     out: dict[str, float] = defaultdict(float)
     for e in prof.events():
-        if e.device_type == DeviceType.CUDA:
+        # a user annotation's span on the device (torch.compile's regions) covers kernels listed on their own
+        if e.device_type == DeviceType.CUDA and not e.is_user_annotation:
             out[e.name] += e.time_range.elapsed_us() / 1e6
     return out
 

@@ -85,16 +85,28 @@ def _nbytes(tree) -> int:
     return total
 
 
+# Operators that overwrite their first argument without reading it, and operators that only allocate (no kernel).
+OVERWRITES = frozenset({"copy_", "fill_", "zero_"})
+ALLOCATES = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
+
+
 def moved_bytes(func, args, kwargs, out) -> int:
     """The bytes operator ``func`` moves, from its schema: every tensor argument read once, except an ``out=``
-    argument, which is only written; an argument it writes (in place, ``out=``) written once; every result that
-    is not an argument written once (an in-place operator returns its argument, or nothing)."""
+    argument and the first argument of an operator that overwrites it (``OVERWRITES``), which are only written;
+    an argument it writes (in place, ``out=``) written once; every result that is not an argument written once
+    (an in-place operator returns its argument, or nothing); an allocation (``ALLOCATES``) nothing. An optional
+    argument written in place (batchnorm's running statistics, ``Tensor(a!)?``) is not seen as written: a few
+    bytes per channel fewer, so the count stays a floor."""
+    name = func.overloadpacket.__name__
+    if name in ALLOCATES:
+        return 0
     total = 0
     for i, a in enumerate(func._schema.arguments):
         value = args[i] if i < len(args) else (kwargs or {}).get(a.name)
         n = _nbytes(value)
         written = a.alias_info is not None and a.alias_info.is_write
-        total += (0 if a.is_out else n) + (n if written else 0)
+        read = not a.is_out and not (i == 0 and name in OVERWRITES)
+        total += (n if read else 0) + (n if written else 0)
     results = out if isinstance(out, tuple) else (out,)
     for r, value in zip(func._schema.returns, results):
         if r.alias_info is None:

@@ -181,7 +181,7 @@ def train_architecture(
     if not callable(forward):
         forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = available_device(device, "train_architecture")
-    if forward in WITHOUT_GRAPH and not graphed.supported(device):
+    if isinstance(forward, str) and forward in WITHOUT_GRAPH and not graphed.supported(device):
         raise SpecError("train_architecture", "forward", forward, f"needs a CUDA device (the device is {device})")
     splits = check_splits(data, spec, device, classes=protocol.classes(spec.d_out))
     key = ckpt.checkpoint_key(

@@ -122,6 +122,15 @@ def test_the_copy_bandwidth_counts_the_bytes_read_and_written(monkeypatch):
     assert bench.copy_bandwidth(torch.device("cpu"), megabytes=8) == pytest.approx(2 * 8 * 2**20 / 1e-3 / 1e12)
 
 
+def test_an_error_is_one_line_that_says_what_happened():
+    """The first line, and the last where the first only introduces the rest (torch.compile's wrapping)."""
+    from archstudy.study.perf.bench import error_line
+
+    assert error_line(RuntimeError("capture failed\ndetail")) == "RuntimeError: capture failed"
+    wrapped = RuntimeError("backend='inductor' raised:\n\nRuntimeError: operation not permitted\n")
+    assert error_line(wrapped) == "RuntimeError: backend='inductor' raised: RuntimeError: operation not permitted"
+
+
 def test_device_peaks_are_found_by_name():
     assert fp64_peak("NVIDIA H100 80GB HBM3")[0] == 67.0 and fp64_peak("NVIDIA H100 PCIe")[0] == 51.0
     assert fp64_peak("NVIDIA A100-SXM4-80GB")[0] == 19.5 and fp64_peak("Tesla V100-SXM2-16GB")[0] == 7.8
@@ -195,3 +204,45 @@ def test_bad_options_are_one_line_errors(argv, message, capsys):
     assert main(["bench", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_the_bare_gemms_have_the_layouts_of_the_steps_hidden_products():
+    """The roofline's products are the step's: every product of a hidden layer (width to width) in a training step
+    has the shapes and strides of one of the bench's bare GEMMs, as many times (the first and the output layer's
+    may differ by an operand's transpose)."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from archstudy.study import Protocol
+    from archstudy.study.training.stack import new_stack, train_step
+
+    n, d_in, d_out, runs, batch = 12, 7, 3, 4, 20
+    spec = ArchSpec(depth=5, width=n, d_in=d_in, d_out=d_out, norm="batch")
+
+    def hidden(operands) -> tuple | None:
+        layout = tuple((tuple(t.shape), t.stride()) for t in operands)
+        return None if any(d in (d_in, d_out) for shape, _ in layout for d in shape) else layout
+
+    class Products(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen: Counter = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func.overloadpacket.__name__ == "bmm" and (layout := hidden(args[:2])) is not None:
+                self.seen[layout] += 1
+            return func(*args, **(kwargs or {}))
+
+    p = Protocol()
+    stack = new_stack(build_network(spec, 0, runs=runs), [1e-3] * runs, p)
+    x, y = torch.randn(batch, d_in, dtype=torch.float64), torch.randint(0, d_out, (batch,))
+    train_step(stack, x, y, 1.0, p)
+    with Products() as mode:
+        train_step(stack, x, y, 1.0, p)
+    bare = Counter(
+        layout
+        for f, a, b, _ in gemm_ops(spec, runs, batch, torch.device("cpu"))
+        if f is torch.bmm and (layout := hidden((a, b))) is not None
+    )
+    assert mode.seen == bare and sum(bare.values()) == 3 * (spec.depth - 2)

@@ -84,6 +84,9 @@ def test_the_bytes_of_an_operator_are_its_operands_and_results_once_each():
         row.expand(4, 3) + a  # reads 3 + 12, writes 12
         a.sum()  # reads 12, writes 1
         torch.index_select(a, 0, idx, out=buf)  # reads 12 and the 2 indices, writes 6 (not reads: out=)
+        buf.copy_(a[:2])  # reads 6, writes 6 (the destination is overwritten, not read)
+        buf.zero_()  # writes 6
+        torch.empty(100, dtype=torch.float64)  # an allocation: no kernel, no bytes
 
     ops = count_operators(fn)
     assert dict(ops.bytes) == {
@@ -92,6 +95,9 @@ def test_the_bytes_of_an_operator_are_its_operands_and_results_once_each():
         "add": 27 * 8,
         "sum": 13 * 8,
         "index_select": (12 + 6) * 8 + 2 * 8,
+        "copy_": 12 * 8,
+        "zero_": 6 * 8,
+        "empty": 0,
     }
     assert ops.traffic() == sum(ops.bytes.values())  # no matrix product among them
 
