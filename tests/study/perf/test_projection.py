@@ -120,9 +120,11 @@ def test_the_command_projects_from_measured_step_times(monkeypatch, capsys):
         return _rows()
 
     monkeypatch.setattr(projection, "measure_step_times", measured)
+    few = [{"epochs": [70] * 30 + [11] * 10}]
+    monkeypatch.setattr(projection, "PROFILES", few)  # the default profiles, fewer (the projection's own test)
     assert main(["bench", "--project", "--devices", "1,4", "--repeats", "1", "--no-compile"]) == 0
     out = capsys.readouterr().out
-    expected = project(_rows(), devices=(1, 4))
+    expected = project(_rows(), few, devices=(1, 4))
     assert asked == {"cases": None, "repeats": 1, "steps": 2, "compiled": False}
     line = next(s for s in out.splitlines() if s.strip().startswith("cifar10"))
     assert f"{expected[2]['hours_one_device']:.1f}" in line and f"{expected[2]['hours_on'][4]:.1f}" in line
@@ -146,27 +148,27 @@ def test_the_compiled_graph_projection_is_the_projection_of_its_own_measurements
     """``compiled_graph_rows`` puts the measured graph of the compiled forward (step times, compile and capture
     seconds) where the trainer's pick was: its projection is the projection of rows made so by hand; none unless
     every case measured it."""
-    rows = _with_compiled_graph(_rows())
+    rows, few = _with_compiled_graph(_rows()), [{"epochs": [70] * 30 + [11] * 10}]
     by_hand = [
         {**r, "step_s": {k: 0.5 * t for k, t in r["step_s"].items()}, "compile_s": 20.0, "capture_s": 0.1}
         for r in _rows()
     ]
     alternative = compiled_graph_rows(rows)
     assert alternative is not None and all(r["forward"] == "compiled-graph" for r in alternative)
-    assert project(alternative) == project(by_hand)
-    assert project(alternative)[0]["hours_one_device"] < project(rows)[0]["hours_one_device"]
+    assert project(alternative, few) == project(by_hand, few)
+    assert project(alternative, few)[0]["hours_one_device"] < project(rows, few)[0]["hours_one_device"]
     assert compiled_graph_rows(_rows()) is None and compiled_graph_rows(rows[:2] + _rows()[2:]) is None
 
 
 def test_the_command_adds_the_compiled_graph_projection_where_it_was_measured(monkeypatch, capsys, malloc_settings):
+    few = [{"epochs": [70] * 30 + [11] * 10}]
+    monkeypatch.setattr(projection, "PROFILES", few)  # the default profiles, fewer (the projection's own test)
     monkeypatch.setattr(projection, "measure_step_times", lambda *args, **kwargs: _with_compiled_graph(_rows()))
+    expected = project(compiled_graph_rows(_with_compiled_graph(_rows())), few)
     assert main(["bench", "--project", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["projection_compiled_graph"] == json.loads(
-        json.dumps(project(compiled_graph_rows(_with_compiled_graph(_rows()))), default=str)
-    )
+    assert out["projection_compiled_graph"] == json.loads(json.dumps(expected, default=str))
     assert main(["bench", "--project"]) == 0
-    text = capsys.readouterr().out
-    expected = project(compiled_graph_rows(_with_compiled_graph(_rows())))[2]["hours_one_device"]
-    tail = text.split("If the trainer graphed the compiled forward")[1]
-    assert f"{expected:.1f}" in next(s for s in tail.splitlines() if s.strip().startswith("cifar10"))
+    tail = capsys.readouterr().out.split("If the trainer graphed the compiled forward")[1]
+    line = next(s for s in tail.splitlines() if s.strip().startswith("cifar10"))
+    assert f"{expected[2]['hours_one_device']:.1f}" in line
