@@ -404,7 +404,12 @@ def command(args) -> int:
         from ..perf.projection import compiled_graph_rows, format_projection, measure_step_times, project
 
         rows = measure_step_times(
-            cases, device=device, repeats=repeats, steps=steps or 2, compiled=not args.no_compile and not args.quick
+            cases,
+            device=device,
+            repeats=repeats,
+            steps=steps or 2,
+            compiled=not args.no_compile and not args.quick,
+            say=_stderr,
         )
         result = project(rows, devices=devices, gain=gain)
         alternative = compiled_graph_rows(rows)  # measured where the trainer graphs and the compile was asked for
@@ -428,6 +433,7 @@ def command(args) -> int:
         compile_mode=compile_mode,
         plain=not args.no_plain,
         chunk=chunk,
+        say=_stderr,
     )
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
@@ -443,6 +449,12 @@ def command(args) -> int:
         for r in rows:
             print(f"rule for {r['case']}: {r['rule']} ({r['rule_reason']})")
     return 0
+
+
+def _stderr(line: str) -> None:
+    """A measurement's line as it is made, on standard error (standard output keeps the table or the JSON): what a
+    run that is cut short (a time limit) leaves."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _print(rows, as_json: bool, line) -> None:

@@ -51,6 +51,7 @@ processes on one GPU; on a CPU one process per core), as architectures per hour.
 
 from __future__ import annotations
 
+import json
 import math
 import multiprocessing
 import os
@@ -483,23 +484,30 @@ def run_bench(
     compile_mode: str | None = None,
     plain: bool = True,
     chunk: int | None = None,
+    say=None,
 ) -> list[dict]:
+    """``bench_case`` of each case; ``say(line)``: a line per case as it ends (its row as JSON), so that a run cut
+    short still leaves the cases it measured."""
     device = torch.device(device)
     cases = default_cases(device) if cases is None else cases
-    return [
-        bench_case(
-            CASES[name],
-            runs=runs,
-            repeats=repeats,
-            device=device,
-            steps=steps,
-            compiled=compiled,
-            compile_mode=compile_mode,
-            plain=plain,
-            chunk=chunk,
+    rows = []
+    for name in cases:
+        rows.append(
+            bench_case(
+                CASES[name],
+                runs=runs,
+                repeats=repeats,
+                device=device,
+                steps=steps,
+                compiled=compiled,
+                compile_mode=compile_mode,
+                plain=plain,
+                chunk=chunk,
+            )
         )
-        for name in cases
-    ]
+        if say is not None:
+            say(json.dumps(rows[-1]))
+    return rows
 
 
 def _num(value: float, fmt: str) -> str:

@@ -39,6 +39,7 @@ measures.
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -80,6 +81,7 @@ def measure_step_times(
     compiled: bool = False,
     eval_examples: int = 1_000,
     graph: bool | None = None,
+    say=None,
 ) -> list[dict]:
     """Per case (default ``study.perf.bench.PAPER_CASES``): seconds per training step at each stack size (best of
     ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled
@@ -91,7 +93,8 @@ def measure_step_times(
     and the evaluation seconds per example and run (``errors`` on random inputs, R = 40). With ``compiled`` where
     the trainer graphs, also the graph of the compiled forward (the trainer's "compiled-graph", which its rule does
     not pick): ``compiled_graph_step_s``, ``compiled_graph_compile_s``, ``compiled_graph_capture_s``, for
-    ``compiled_graph_rows`` (or ``compiled_graph_error`` when it could not be captured)."""
+    ``compiled_graph_rows`` (or ``compiled_graph_error`` when it could not be captured). ``say(line)``: each
+    case's row as JSON as it ends, so that a run cut short still leaves the cases it measured."""
     import torch
 
     from .bench import CASES, PAPER_CASES, GraphedRunner, error_line, stacked_runner
@@ -186,6 +189,8 @@ def measure_step_times(
                 "eval_s_per_example_run": t_eval / (eval_examples * RUNS),
             }
         )
+        if say is not None:
+            say(json.dumps(out[-1]))
     return out
 
 

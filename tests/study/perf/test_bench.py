@@ -152,9 +152,12 @@ def test_command_prints_json_rows(capsys, malloc_settings):
         main(["bench", "--cases", "small", "--runs", "2", "--steps", "1", "--repeats", "1", "--json", "--no-compile"])
         == 0
     )
-    rows = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    rows = json.loads(out)
     assert [r["case"] for r in rows] == ["small"] and set(FIELDS) <= set(rows[0]) and rows[0]["runs"] == 2
     assert malloc_settings == [True]
+    # each case's row also on standard error as it ends: what a run cut short by a time limit leaves
+    assert [json.loads(line) for line in err.splitlines()] == json.loads(json.dumps(rows))
 
 
 def test_command_prints_a_table(capsys, malloc_settings):

@@ -115,17 +115,19 @@ def test_the_command_projects_from_measured_step_times(monkeypatch, capsys):
     itself, on the paper's 1M-parameter cases, is the bench's job: a synthetic one stands in)."""
     asked = {}
 
-    def measured(cases, device, repeats, steps, compiled):
+    def measured(cases, device, repeats, steps, compiled, say):
         asked.update(cases=cases, repeats=repeats, steps=steps, compiled=compiled)
+        say("each case's row as it ends")
         return _rows()
 
     monkeypatch.setattr(projection, "measure_step_times", measured)
     few = [{"epochs": [70] * 30 + [11] * 10}]
     monkeypatch.setattr(projection, "PROFILES", few)  # the default profiles, fewer (the projection's own test)
     assert main(["bench", "--project", "--devices", "1,4", "--repeats", "1", "--no-compile"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     expected = project(_rows(), few, devices=(1, 4))
     assert asked == {"cases": None, "repeats": 1, "steps": 2, "compiled": False}
+    assert err == "each case's row as it ends\n"  # on standard error, as it is said: a run cut short keeps it
     line = next(s for s in out.splitlines() if s.strip().startswith("cifar10"))
     assert f"{expected[2]['hours_one_device']:.1f}" in line and f"{expected[2]['hours_on'][4]:.1f}" in line
     assert main(["bench", "--project", "--json", "--no-compile"]) == 0
