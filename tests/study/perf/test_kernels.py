@@ -10,7 +10,8 @@ from torch.autograd import DeviceType
 
 from archstudy.sampling import ArchSpec
 from archstudy.study.cli import main
-from archstudy.study.perf.kernels import EVAL_CHUNKS, OUTSIDE, attribute, eval_times, format_profile, profile_step
+from archstudy.study.perf.kernels import OUTSIDE, attribute, format_profile, profile_step
+from archstudy.study.perf.projection import EVAL_CHUNKS, eval_times
 from archstudy.study.perf.operators import step_operators
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -68,7 +69,8 @@ def test_the_profile_of_a_step_agrees_with_the_operator_counter():
     assert profile["step_s"] > 0 and math.isnan(profile["graph_step_s"]) and profile["kernels"] == []
     assert set(profile["eval_s_per_example_run"]) == set(EVAL_CHUNKS)
     text = format_profile("tiny", profile, rows=3)
-    assert text.startswith("tiny: ") and "bmm" in text and "more operators" in text and "2^22 " in text
+    longest = profile["operators"][0]["operator"]  # on a net this small, bmm need not be among the 3 longest
+    assert text.startswith("tiny: ") and f"  {longest} " in text and "more operators" in text and "2^22 " in text
 
 
 def test_the_evaluation_counts_the_same_errors_whatever_its_chunks():
