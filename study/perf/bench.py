@@ -510,7 +510,8 @@ def run_bench(
     return rows
 
 
-def _num(value: float, fmt: str) -> str:
+def number_text(value: float, fmt: str) -> str:
+    """``value`` in ``fmt``, or "-" for a number not measured (None, NaN)."""
     return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
 
 
@@ -549,25 +550,25 @@ def format_table(rows: list[dict]) -> str:
                 f"{r['params']:,}",
                 str(r["threads"]),
                 str(r["chunk"]),
-                _num(r["stacked_s_per_epoch"], ".3g"),
-                _num(r["sequential_s_per_epoch"], ".3g"),
-                _num(r["speedup"], ".2f") + "x",
-                _num(r["speedup_same_step"], ".2f") + "x",
-                _num(r["gflops"], ".1f"),
-                _num(r["gemm_fraction"], ".2f"),
-                _num(r["peak_fraction"], ".2f"),
-                _num(r["compiled_s_per_epoch"], ".3g"),
-                _num(r["compile_s"], ".0f"),
-                _num(r["graph_s_per_epoch"], ".3g"),
-                _num(r["graph_gemm_fraction"], ".2f"),
-                _num(r["graph_compiled_s_per_epoch"], ".3g"),
-                _num(r["traffic_gb"], ".3g"),
-                _num(r["memory_floor_fraction"], ".2f"),
+                number_text(r["stacked_s_per_epoch"], ".3g"),
+                number_text(r["sequential_s_per_epoch"], ".3g"),
+                number_text(r["speedup"], ".2f") + "x",
+                number_text(r["speedup_same_step"], ".2f") + "x",
+                number_text(r["gflops"], ".1f"),
+                number_text(r["gemm_fraction"], ".2f"),
+                number_text(r["peak_fraction"], ".2f"),
+                number_text(r["compiled_s_per_epoch"], ".3g"),
+                number_text(r["compile_s"], ".0f"),
+                number_text(r["graph_s_per_epoch"], ".3g"),
+                number_text(r["graph_gemm_fraction"], ".2f"),
+                number_text(r["graph_compiled_s_per_epoch"], ".3g"),
+                number_text(r["traffic_gb"], ".3g"),
+                number_text(r["memory_floor_fraction"], ".2f"),
                 r["faster"],
                 r["rule"],
                 str(r["operators"]),
-                _num(r["operators_per_layer"], ".1f"),
-                _num(r["operators_per_added_layer"], ".1f"),
+                number_text(r["operators_per_layer"], ".1f"),
+                number_text(r["operators_per_added_layer"], ".1f"),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]

@@ -37,8 +37,9 @@ from archstudy.sampling import ArchSpec
 
 from ..training.stack import folded_forward
 from ..training.timing import synchronize, time_calls
-from .bench import GraphedRunner, copy_bandwidth, device_name, stacked_runner
+from .bench import GraphedRunner, copy_bandwidth, device_name, number_text, stacked_runner
 from .operators import MATRIX_PRODUCTS, step_operators
+from .projection import eval_times
 
 OUTSIDE = "(outside ATen operators)"  # the host's own time: autograd's engine, Python (no device time)
 KERNELS_LISTED = 25  # the longest kernels kept in a GPU profile
@@ -162,51 +163,13 @@ def profile_step(
     return out
 
 
-EVAL_CHUNKS = (1 << 20, 1 << 22, 1 << 24, 1 << 26)  # activations per evaluation chunk compared (the trainer's: 2^22)
-
-
-def eval_times(
-    spec: ArchSpec,
-    runs: int = 40,
-    device: str | torch.device = "cpu",
-    examples: int = 10_000,
-    chunks=EVAL_CHUNKS,
-    repeats: int = 2,
-) -> dict[int, float]:
-    """Seconds per example and run of the evaluation (``study.training.loss.errors``, the error of every run of a
-    stack on a split, each epoch's validation) of ``examples`` random examples, by the activations per chunk it
-    evaluates at once (``elements``; best of ``repeats``): what the chunk size costs or gives on a device."""
-    from ..nn.network import build_network
-    from ..training.loss import errors
-
-    device = torch.device(device)
-    net = build_network(spec, 0, runs=runs, device=device)
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(examples, spec.d_in, generator=g, dtype=torch.float64).to(device)
-    y = torch.randint(0, spec.d_out, (examples,), generator=g).to(device)
-    width = max(spec.width, spec.d_in, spec.d_out)
-    out = {}
-    for elements in chunks:
-        errors(net, x, y, width, runs, elements=elements)  # the first chunk's allocations, out of the time
-        seconds = min(
-            time_calls(lambda i: errors(net, x, y, width, runs, elements=elements), 1, device)[0]  # noqa: B023
-            for _ in range(repeats)
-        )
-        out[elements] = seconds / (examples * runs)
-    return out
-
-
-def _num(v: float, fmt: str) -> str:
-    return "-" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
-
-
 def format_profile(case: str, p: dict, rows: int = 16) -> str:
     """A profile as the lines ``archstudy bench --kernels`` prints: the ``rows`` longest operators, the rest in one
     line, and on a GPU the 10 longest kernels."""
     ms = 1e3
     graph = (
-        f"; as a CUDA graph: step {_num(p['graph_step_s'] * ms, '.3g')} ms, its kernels "
-        f"{_num(p['graph_busy_s'] * ms, '.3g')} ms"
+        f"; as a CUDA graph: step {number_text(p['graph_step_s'] * ms, '.3g')} ms, its kernels "
+        f"{number_text(p['graph_busy_s'] * ms, '.3g')} ms"
         if not math.isnan(p["graph_step_s"])
         else ""
     )
@@ -220,7 +183,8 @@ def format_profile(case: str, p: dict, rows: int = 16) -> str:
     for r in p["operators"][:rows]:
         lines.append(
             f"  {r['operator'][:32]:<32}{r['calls']:>7.0f}{r['seconds'] * ms:>9.3f}{r['share']:>7.2f}"
-            f"{_num(r['gigabytes'], '.3f'):>9}{_num(r['gb_per_s'], '.0f'):>9}{_num(r['of_copy'], '.2f'):>8}"
+            f"{number_text(r['gigabytes'], '.3f'):>9}{number_text(r['gb_per_s'], '.0f'):>9}"
+            f"{number_text(r['of_copy'], '.2f'):>8}"
         )
     rest = p["operators"][rows:]
     if rest:

@@ -84,23 +84,22 @@ def measure_step_times(
     say=None,
 ) -> list[dict]:
     """Per case (default ``study.perf.bench.PAPER_CASES``): seconds per training step at each stack size (best of
-    ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled
-    one (the projection then uses, per case, the one ``study.training.compiled.decide`` picks at the
-    largest size, and adds its compile seconds to every architecture of that depth); with ``graph`` (default: on a
-    CUDA device) also the step as a CUDA graph (``study.training.graphed``), used instead where the trainer uses it
+    ``repeats`` interleaved over the sizes) with the eager forward, and with ``compiled`` also the compiled one (the
+    projection then uses, per case, the one ``study.training.compiled.decide`` picks at the largest size, and adds
+    its compile seconds to every architecture of that depth); with ``graph`` (default: on a CUDA device) also the
+    step as a CUDA graph (``study.training.graphed``), used instead where the trainer uses it
     (``study.training.compiled.cuda_graph``: the families that declare it), its capture seconds (``capture_s``: the
-    warm-up and the capture, measured at the largest size) added once per stack an architecture has;
-    and the evaluation seconds per example and run (``errors`` on random inputs, R = 40). With ``compiled`` where
+    warm-up and the capture, measured at the largest size) added once per stack an architecture has; and the
+    evaluation seconds per example and run (``eval_times`` with the trainer's chunk, R = 40). With ``compiled`` where
     the trainer graphs, also the graph of the compiled forward (the trainer's "compiled-graph", which its rule does
     not pick): ``compiled_graph_step_s``, ``compiled_graph_compile_s``, ``compiled_graph_capture_s``, for
-    ``compiled_graph_rows`` (or ``compiled_graph_error`` when it could not be captured). ``say(line)``: each
-    case's row as JSON as it ends, so that a run cut short still leaves the cases it measured."""
+    ``compiled_graph_rows`` (or ``compiled_graph_error`` when it could not be captured). ``say(line)``: each case's
+    row as JSON as it ends, so that a run cut short still leaves the cases it measured."""
     import torch
 
     from .bench import CASES, PAPER_CASES, GraphedRunner, error_line, stacked_runner
-    from ..nn.network import build_network
     from ..training.compiled import CompiledForward, cuda_graph, decide
-    from ..training.loss import errors
+    from ..training.loss import EVAL_ELEMENTS
     from ..training.timing import time_calls
 
     device = torch.device(device)
@@ -156,16 +155,7 @@ def measure_step_times(
             kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
             compiled_forward = cast(CompiledForward, forwards["compiled"])
             compile_s = compiled_forward.stats.compile_s if kind == "compiled" else 0.0
-        net = build_network(spec, 0, runs=RUNS, device=device)
-        x = torch.randn(eval_examples, spec.d_in, dtype=torch.float64, device=device)
-        y = torch.randint(0, spec.d_out, (eval_examples,), device=device)
-        width = max(spec.width, spec.d_in, spec.d_out)
-        errors(net, x, y, width, RUNS)
-        t_eval = min(
-            # the lambda is called at once, in this iteration
-            time_calls(lambda i: errors(net, x, y, width, RUNS), 1, device)[0]  # noqa: B023
-            for _ in range(repeats)
-        )
+        t_eval = eval_times(spec, RUNS, device, eval_examples, (EVAL_ELEMENTS,), repeats)[EVAL_ELEMENTS]
         row: dict[str, Any] = {}
         if cg_forward is not None and not cg_error:
             row = {
@@ -186,7 +176,7 @@ def measure_step_times(
                 "capture_s": capture_s if kind == "graph" else 0.0,
                 "step_s": {r: best[(kind, r)] for r in sizes},
                 "eager_step_s": {r: best[("eager", r)] for r in sizes},
-                "eval_s_per_example_run": t_eval / (eval_examples * RUNS),
+                "eval_s_per_example_run": t_eval,
             }
         )
         if say is not None:
@@ -209,6 +199,43 @@ def compiled_graph_rows(rows: list[dict]) -> list[dict] | None:
         }
         for r in rows
     ]
+
+
+EVAL_CHUNKS = (1 << 20, 1 << 22, 1 << 24, 1 << 26)  # activations per evaluation chunk compared (the trainer's: 2^22)
+
+
+def eval_times(
+    spec,
+    runs: int = 40,
+    device="cpu",
+    examples: int = 10_000,
+    chunks=EVAL_CHUNKS,
+    repeats: int = 2,
+) -> dict[int, float]:
+    """Seconds per example and run of the evaluation (``study.training.loss.errors``, the error of every run of a
+    stack on a split, each epoch's validation) of ``examples`` random examples, by the activations per chunk it
+    evaluates at once (``elements``; best of ``repeats``): what the chunk size costs or gives on a device."""
+    import torch
+
+    from ..nn.network import build_network
+    from ..training.loss import errors
+    from ..training.timing import time_calls
+
+    device = torch.device(device)
+    net = build_network(spec, 0, runs=runs, device=device)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(examples, spec.d_in, generator=g, dtype=torch.float64).to(device)
+    y = torch.randint(0, spec.d_out, (examples,), generator=g).to(device)
+    width = max(spec.width, spec.d_in, spec.d_out)
+    out = {}
+    for elements in chunks:
+        errors(net, x, y, width, runs, elements=elements)  # the first chunk's allocations, out of the time
+        seconds = min(
+            time_calls(lambda i: errors(net, x, y, width, runs, elements=elements), 1, device)[0]  # noqa: B023
+            for _ in range(repeats)
+        )
+        out[elements] = seconds / (examples * runs)
+    return out
 
 
 def _interp(x: float, xs, ys) -> float:

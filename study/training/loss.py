@@ -75,7 +75,7 @@ def errors(
     """Classification error of every run of ``net`` on (x, y), evaluation mode: float64 [R] on x's device.
 
     ``width`` is the widest layer (for the chunk size: chunks of about ``elements`` activations of it; the
-    bench measures other sizes, ``study.perf.kernels.eval_times``); ``loss`` decides the predicted class
+    bench measures other sizes, ``study.perf.projection.eval_times``); ``loss`` decides the predicted class
     (``predictions``); the mode of ``net`` is restored."""
     was_training = net.training
     net.eval()

@@ -24,6 +24,9 @@ from archstudy.study.perf.profiles import live_runs, stack_epochs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
+# one epoch profile: projections whose arithmetic a test checks, without the cost of every measured profile
+FEW = [{"epochs": [70] * 30 + [11] * 10}]
+
 
 def test_live_runs_count_the_runs_still_training_in_each_epoch():
     assert live_runs([3, 1, 3, 2]).tolist() == [4, 3, 2]
@@ -67,7 +70,7 @@ def test_an_architecture_costs_its_epochs_steps_evaluations_lr_min_and_final_err
 
 
 def test_projected_hours_average_over_depths_and_profiles_and_divide_over_devices():
-    rows, profiles = _rows(), [{"epochs": [70] * 30 + [11] * 10}, {"epochs": [90] * 40}]
+    rows, profiles = _rows(), [*FEW, {"epochs": [90] * 40}]
     out = project(rows, profiles, devices=(1, 4, 10_000))
     model = StepModel(rows)
     for study, p in zip(PAPER_STUDIES, out):
@@ -121,7 +124,7 @@ def test_the_command_projects_from_measured_step_times(monkeypatch, capsys):
         return _rows()
 
     monkeypatch.setattr(projection, "measure_step_times", measured)
-    few = [{"epochs": [70] * 30 + [11] * 10}]
+    few = FEW
     monkeypatch.setattr(projection, "PROFILES", few)  # the default profiles, fewer (the projection's own test)
     assert main(["bench", "--project", "--devices", "1,4", "--repeats", "1", "--no-compile"]) == 0
     out, err = capsys.readouterr()
@@ -150,7 +153,7 @@ def test_the_compiled_graph_projection_is_the_projection_of_its_own_measurements
     """``compiled_graph_rows`` puts the measured graph of the compiled forward (step times, compile and capture
     seconds) where the trainer's pick was: its projection is the projection of rows made so by hand; none unless
     every case measured it."""
-    rows, few = _with_compiled_graph(_rows()), [{"epochs": [70] * 30 + [11] * 10}]
+    rows, few = _with_compiled_graph(_rows()), FEW
     by_hand = [
         {**r, "step_s": {k: 0.5 * t for k, t in r["step_s"].items()}, "compile_s": 20.0, "capture_s": 0.1}
         for r in _rows()
@@ -163,7 +166,7 @@ def test_the_compiled_graph_projection_is_the_projection_of_its_own_measurements
 
 
 def test_the_command_adds_the_compiled_graph_projection_where_it_was_measured(monkeypatch, capsys, malloc_settings):
-    few = [{"epochs": [70] * 30 + [11] * 10}]
+    few = FEW
     monkeypatch.setattr(projection, "PROFILES", few)  # the default profiles, fewer (the projection's own test)
     monkeypatch.setattr(projection, "measure_step_times", lambda *args, **kwargs: _with_compiled_graph(_rows()))
     expected = project(compiled_graph_rows(_with_compiled_graph(_rows())), few)
