@@ -14,9 +14,9 @@ A unit trains the R runs of one architecture of P trainable parameters as one fl
     A = 3 c B W        the activations autograd keeps for one chunk's backward pass: per layer its linear output,
                        its activation's output and the gradient flowing back, for B = min(batch size, training
                        points) examples; W = the sum of the layers' output widths;
-    E = 2 min(EVAL_ELEMENTS, R N w)   the evaluation of the stack (``study.training.loss.errors``: chunks of about
-                       EVAL_ELEMENTS activations, a layer's input and output alive; N the largest split, w the
-                       widest layer);
+    E = 2 min(e, R N w)  the evaluation of the stack (``study.training.loss.errors``: chunks of about e activations,
+                       ``eval_elements`` of the device, a layer's input and output alive; N the largest split, w
+                       the widest layer);
     U = 2 S            on object storage only: the checkpoint file read whole to be put to the store
                        (``study.execution.unit.MirroredCheckpoint``);
     D                  the dataset the worker holds: its splits' inputs (float64) and labels (int64).
@@ -145,7 +145,7 @@ def estimate(
     """The estimated peak of training ``spec`` under ``protocol`` (module docstring): ``n_train`` training points,
     ``n_largest`` points in the largest split, ``data`` bytes of dataset, ``threads`` torch threads, ``grid``
     points per side of the variability lattice (0: none)."""
-    from ..training.loss import EVAL_ELEMENTS
+    from ..training.loss import eval_elements
     from ..training.optim import optimizer_of
 
     P = spec.num_params
@@ -164,7 +164,7 @@ def estimate(
         state=S,
         step=c * P * (1 if c == R else 2),
         activations=3 * c * B * W,
-        evaluation=2 * min(EVAL_ELEMENTS, R * n_largest * widest),
+        evaluation=2 * min(eval_elements("cuda" if gpu else "cpu"), R * n_largest * widest),
         upload=2 * S if object_storage else 0,
         data=data,
         lattice=grid * grid * (spec.d_in + 2 * widest) if grid and spec.d_in >= 2 else 0,

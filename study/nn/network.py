@@ -36,6 +36,7 @@ from archstudy.sampling import ArchSpec, Layer, SpecError
 from archstudy.sampling.constraints import Constraint, check, is_int
 
 from .activations import Activation
+from .epilogue import fused
 from .families import family
 from .family import Family
 from .initialization import PROJECTION, init_rng, orthogonal_submatrix
@@ -90,7 +91,12 @@ class Network(nn.Module):
         return (h.squeeze(0) if squeeze else h).contiguous()
 
     def propagate(
-        self, x: torch.Tensor, *, fold: bool = False, constants: tuple[float, float] | None = None
+        self,
+        x: torch.Tensor,
+        *,
+        fold: bool = False,
+        constants: tuple[float, float] | None = None,
+        fuse: str | None = None,
     ) -> torch.Tensor:
         """The network's function on ``x`` ([B, d_in] shared or [R, B, d_in]) as [R, B, d_out]: per layer the
         family's linear op, the skip arriving there, the norm, the activation and the family's post step.
@@ -104,7 +110,10 @@ class Network(nn.Module):
         where a norm with an affine follows and no skip starts after it, the activation's dilation and
         shift, and for a positively homogeneous tau its scale, are the norm's affine (``norm_affine``) and only
         the rest of the activation follows (``after_affine``). ``constants``: the activation's (c, b) when
-        the caller has them (a traced forward cannot run the quadrature behind ``Activation.constants``)."""
+        the caller has them (a traced forward cannot run the quadrature behind ``Activation.constants``). ``fuse``
+        (with ``fold``): the ``torch.compile`` backend of the fused epilogue (``study.nn.epilogue``), which then
+        computes each folded normalization and the rest of its activation as one compiled function where it
+        applies."""
         act = self.act
         c, b = act.constants if constants is None else constants
         strength = self.spec.skip_strength
@@ -130,6 +139,11 @@ class Network(nn.Module):
                 s = s + carried if strength == 1.0 else s + strength * carried
             if at == "linear":
                 start = s
+            if fold_act and fuse is not None:
+                y = fused(norm, s, gamma, beta, act, (c, b), fuse)
+                if y is not None:
+                    h = linear.post(y)
+                    continue
             if fold_act:
                 s = norm.normalize(s, gamma, beta)
             elif fold_bias:

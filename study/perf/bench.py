@@ -17,6 +17,10 @@ interleaving makes the ratios fair, the minimum is the least disturbed measureme
 * graph:      on a GPU, the same steps as one CUDA graph replayed per step (``study.training.graphed``: the
               eager step captured once; each step gathers its minibatch into the graph's static buffers and
               replays), ``graph_gemm_fraction`` its fraction of the bare GEMMs; NaN on a CPU, which has none;
+* fused graph: on a GPU, the graph of the step whose normalizations and activations are fused epilogues
+              (``study.training.stack.fused_forward``, ``study.nn.epilogue``: the trainer's rule on a GPU for
+              nets with normalizations), ``graph_fused_gemm_fraction`` its fraction of the bare GEMMs and
+              ``graph_fused_setup_s`` the seconds of its first compile (once per process) and capture;
 * sequential: the same R runs one after another, a plain per-run loop: each run its own ``nn.Sequential``
               of ``nn.Linear`` / ``nn.BatchNorm1d`` / activation and its own ``torch.optim.SGD``
               (``time_plain``; the prototypes' baseline); dense nets only (NaN for Householder ones);
@@ -55,6 +59,7 @@ import json
 import math
 import multiprocessing
 import os
+import time
 
 import torch
 import torch.nn.functional as F
@@ -69,7 +74,7 @@ from ..nn.network import build_network
 from ..experiment.protocol import Protocol
 from ..training.compiled import CompiledForward, choose, decide, layer_steps
 from ..training.graphed import GraphedStep
-from ..training.stack import chunks, folded_forward, new_stack, train_step
+from ..training.stack import chunks, folded_forward, fused_forward, new_stack, train_step
 from ..training.timing import synchronize, time_calls
 from ..training.trainer import auto_chunk
 from .cases import CASES, CPU_CASES, GPU_CASES, PAPER_CASES, BenchCase  # noqa: F401 (the public names)
@@ -92,6 +97,8 @@ FIELDS = (
     "graph_gemm_fraction",
     "graph_compiled_s_per_epoch",
     "graph_compiled_gemm_fraction",
+    "graph_fused_s_per_epoch",
+    "graph_fused_gemm_fraction",
     "traffic_gb",
     "memory_floor_fraction",
     "rule",
@@ -367,7 +374,7 @@ def bench_case(
     chunk = chunk or auto_chunk(spec, runs, batch, device)
     nan = (math.nan, math.nan)
     times: dict[str, list[tuple[float, float]]] = {
-        k: [] for k in ("stacked", "compiled", "graph", "graph_compiled", "plain", "same", "gemm")
+        k: [] for k in ("stacked", "compiled", "graph", "graph_compiled", "graph_fused", "plain", "same", "gemm")
     }
     cf = None
     if compiled:
@@ -383,6 +390,14 @@ def bench_case(
             graph_compiled_step = GraphedRunner(spec, runs, batch, device, chunk, cf)
         except RuntimeError as e:  # torch's and torch.compile's errors
             graph_compiled_error = error_line(e)
+    graph_fused_step, graph_fused_error, graph_fused_setup_s = None, "", math.nan
+    if graph:
+        try:  # a measurement, like the compiled graph's: a failure is reported
+            t0 = time.perf_counter()
+            graph_fused_step = GraphedRunner(spec, runs, batch, device, chunk, fused_forward)
+            graph_fused_setup_s = time.perf_counter() - t0
+        except RuntimeError as e:
+            graph_fused_error = error_line(e)
     with_plain = plain and plain_possible(spec)
     for _ in range(repeats):  # interleaved, so a burst of load hits every measurement alike
         times["stacked"].append(time_calls(eager_step, steps, device))
@@ -391,15 +406,25 @@ def bench_case(
         times["graph_compiled"].append(
             time_calls(graph_compiled_step, steps, device) if graph_compiled_step is not None else nan
         )
+        times["graph_fused"].append(
+            time_calls(graph_fused_step, steps, device) if graph_fused_step is not None else nan
+        )
         times["plain"].append(time_plain(spec, runs, steps, batch, device) if with_plain else nan)
         times["same"].append(time_sequential(spec, runs, steps, batch, device) if plain else nan)
         times["gemm"].append(time_gemm(spec, runs, steps, batch, device))
     best = {k: (min(t[0] for t in v), min(t[1] for t in v)) for k, v in times.items()}
     per_epoch = max(1, case.samples // batch)
     flops = step_flops(spec, runs, batch)
-    (t_stack, c_stack), (t_comp, _), (t_graph, _), (t_gc, _), (t_seq, c_seq), (t_same, _), (t_gemm, c_gemm) = (
-        best[k] for k in ("stacked", "compiled", "graph", "graph_compiled", "plain", "same", "gemm")
-    )
+    (
+        (t_stack, c_stack),
+        (t_comp, _),
+        (t_graph, _),
+        (t_gc, _),
+        (t_gf, _),
+        (t_seq, c_seq),
+        (t_same, _),
+        (t_gemm, c_gemm),
+    ) = (best[k] for k in ("stacked", "compiled", "graph", "graph_compiled", "graph_fused", "plain", "same", "gemm"))
     name = device_name(device)
     peak, peak_source = fp64_peak(name)
     bandwidth = copy_bandwidth(device)
@@ -436,6 +461,12 @@ def bench_case(
         "graph_compiled_speedup": t_stack / t_gc,
         "graph_compiled_gemm_fraction": t_gemm / t_gc,
         "graph_compiled_error": graph_compiled_error,
+        # the graph of the step with fused epilogues (on a GPU): its time, gain, fraction, first compile and capture
+        "graph_fused_s_per_epoch": t_gf * per_epoch,
+        "graph_fused_speedup": t_stack / t_gf,
+        "graph_fused_gemm_fraction": t_gemm / t_gf,
+        "graph_fused_setup_s": graph_fused_setup_s,
+        "graph_fused_error": graph_fused_error,
         # the memory traffic of the step's operators other than the matrix products (study.perf.operators), the
         # bandwidth a large copy reaches, and the fraction of the bare GEMMs they allow (memory_floor_fraction)
         "traffic_gb": ops.traffic() / 1e9,
@@ -534,6 +565,8 @@ def format_table(rows: list[dict]) -> str:
         "graph s/epoch",
         "graph of GEMM",
         "graph+compiled s/epoch",
+        "fused graph s/epoch",
+        "fused graph of GEMM",
         "traffic GB",
         "floor of GEMM",
         "faster",
@@ -562,6 +595,8 @@ def format_table(rows: list[dict]) -> str:
                 number_text(r["graph_s_per_epoch"], ".3g"),
                 number_text(r["graph_gemm_fraction"], ".2f"),
                 number_text(r["graph_compiled_s_per_epoch"], ".3g"),
+                number_text(r["graph_fused_s_per_epoch"], ".3g"),
+                number_text(r["graph_fused_gemm_fraction"], ".2f"),
                 number_text(r["traffic_gb"], ".3g"),
                 number_text(r["memory_floor_fraction"], ".2f"),
                 r["faster"],

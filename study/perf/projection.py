@@ -11,6 +11,9 @@ architectures each on waveform-noise, MNIST and CIFAR10 (3,000 / 50,000 / 40,000
     + t_eval(depth) x (train + val + test) x 40                                         (each run's final errors)
     + t_compile(depth), or t_capture(depth) x the distinct values of live(e)            (the chosen step's set-up)
 
+and each device's process adds, once, the compile of the fused epilogues it meets (``study.nn.epilogue``; where the
+rule's step fuses them): ``epilogue_variants()`` x the measured first compile, an upper bound.
+
 where live(e) is the number of runs still training in epoch e (finished runs leave the stack), t_step(d, R)
 the measured time of one training step of an R-run stack of the 1M-parameter net of depth d (the bench's
 CIFAR10-shaped cases at depths 3, 9, 25, 49, linearly interpolated in depth and in R between the measured
@@ -72,6 +75,15 @@ BATCH = 250
 SCHEDULE_FLOOR = 60  # epochs of a run that never improves: 10 + 10 x 5 (E.2)
 
 
+def epilogue_variants() -> int:
+    """The fused epilogues a process training the paper's space compiles at most (``study.nn.epilogue``): one per
+    activation of the paper's space and epilogue (batchnorm in training, batchnorm in evaluation, layer
+    normalization)."""
+    from archstudy.sampling.space import PAPER
+
+    return 3 * len(PAPER.activations)
+
+
 def measure_step_times(
     cases=None,
     sizes=SIZES,
@@ -98,13 +110,15 @@ def measure_step_times(
     import torch
 
     from .bench import CASES, PAPER_CASES, GraphedRunner, error_line, stacked_runner
-    from ..training.compiled import CompiledForward, cuda_graph, decide
-    from ..training.loss import EVAL_ELEMENTS
+    from ..training.compiled import CompiledForward, cuda_graph, decide, fuses
+    from ..training.loss import eval_elements
+    from ..training.stack import fused_forward
     from ..training.timing import time_calls
 
     device = torch.device(device)
     graph = device.type == "cuda" if graph is None else graph
     out = []
+    fused_compiles: list[float] = []  # the first is the compile; later cases find the epilogues compiled
     for case in cases or PAPER_CASES:
         case = CASES[case] if isinstance(case, str) else case
         name, spec = case.name, case.spec
@@ -119,8 +133,9 @@ def measure_step_times(
             for kind, f in forwards.items()
             for r in sizes
         }
-        capture_s = cg_capture_s = cg_compile_s = 0.0
+        capture_s = cg_capture_s = cg_compile_s = fused_capture_s = 0.0
         cg_forward, cg_error = None, ""
+        fused = graphed and fuses(spec)  # the rule's "fused-graph"
         if graphed:
             for r in sizes:
                 runner = runners[("graph", r)] = GraphedRunner(spec, r, BATCH, device)
@@ -145,17 +160,29 @@ def measure_step_times(
                     cg_error = error_line(e)
                     for r in sizes:
                         runners.pop(("compiled-graph", r), None)
+        if fused:
+            # the epilogues compile once per process (``study.nn.epilogue``), at the first call: timed apart
+            t0 = time.perf_counter()
+            stacked_runner(spec, max(sizes), BATCH, device, forward=fused_forward)
+            fused_compiles.append(time.perf_counter() - t0)
+            for r in sizes:
+                runner = runners[("fused-graph", r)] = GraphedRunner(spec, r, BATCH, device, forward=fused_forward)
+                if r == max(sizes):
+                    fused_capture_s = runner.graphed.capture_s
         best: dict = {}
         for _ in range(repeats):
             for key, step in runners.items():
                 t = time_calls(step, steps, device)[0]
                 best[key] = min(best.get(key, math.inf), t)
-        kind, compile_s = ("graph" if graphed else "eager"), 0.0
+        kind, compile_s = ("fused-graph" if fused else "graph" if graphed else "eager"), 0.0
         if "compiled" in forwards:
             kind = decide(best[("eager", max(sizes))], best[("compiled", max(sizes))])
             compiled_forward = cast(CompiledForward, forwards["compiled"])
             compile_s = compiled_forward.stats.compile_s if kind == "compiled" else 0.0
-        t_eval = eval_times(spec, RUNS, device, eval_examples, (EVAL_ELEMENTS,), repeats)[EVAL_ELEMENTS]
+        chunk = eval_elements(device.type)
+        t_eval = eval_times(spec, RUNS, device, eval_examples, (chunk,), repeats, fused_forward if fused else None)[
+            chunk
+        ]
         row: dict[str, Any] = {}
         if cg_forward is not None and not cg_error:
             row = {
@@ -173,7 +200,9 @@ def measure_step_times(
                 "width": spec.width,
                 "forward": kind,
                 "compile_s": compile_s,
-                "capture_s": capture_s if kind == "graph" else 0.0,
+                "capture_s": {"graph": capture_s, "fused-graph": fused_capture_s}.get(kind, 0.0),
+                # the first call of the fused epilogues in this process: their compile, paid once per process
+                "process_compile_s": fused_compiles[0] if fused else 0.0,
                 "step_s": {r: best[(kind, r)] for r in sizes},
                 "eager_step_s": {r: best[("eager", r)] for r in sizes},
                 "eval_s_per_example_run": t_eval,
@@ -201,7 +230,7 @@ def compiled_graph_rows(rows: list[dict]) -> list[dict] | None:
     ]
 
 
-EVAL_CHUNKS = (1 << 20, 1 << 22, 1 << 24, 1 << 26)  # activations per evaluation chunk compared (the trainer's: 2^22)
+EVAL_CHUNKS = (1 << 20, 1 << 22, 1 << 24, 1 << 26)  # activations per chunk compared (the trainer's: ``eval_elements``)
 
 
 def eval_times(
@@ -211,10 +240,12 @@ def eval_times(
     examples: int = 10_000,
     chunks=EVAL_CHUNKS,
     repeats: int = 2,
+    forward=None,
 ) -> dict[int, float]:
     """Seconds per example and run of the evaluation (``study.training.loss.errors``, the error of every run of a
     stack on a split, each epoch's validation) of ``examples`` random examples, by the activations per chunk it
-    evaluates at once (``elements``; best of ``repeats``): what the chunk size costs or gives on a device."""
+    evaluates at once (``elements``; best of ``repeats``): what the chunk size costs or gives on a device.
+    ``forward``: the evaluation's forward (``errors``'; default the network's own)."""
     import torch
 
     from ..nn.network import build_network
@@ -229,9 +260,9 @@ def eval_times(
     width = max(spec.width, spec.d_in, spec.d_out)
     out = {}
     for elements in chunks:
-        errors(net, x, y, width, runs, elements=elements)  # the first chunk's allocations, out of the time
+        errors(net, x, y, width, runs, elements=elements, forward=forward)  # allocations, a compile: untimed
         seconds = min(
-            time_calls(lambda i: errors(net, x, y, width, runs, elements=elements), 1, device)[0]  # noqa: B023
+            time_calls(lambda i: errors(net, x, y, width, runs, elements=elements, forward=forward), 1, device)[0]  # noqa: B023
             for _ in range(repeats)
         )
         out[elements] = seconds / (examples * runs)
@@ -291,12 +322,15 @@ def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1
     if not profiles:
         raise ValueError("no epoch profiles: run measure_epoch_profiles first")
     model = StepModel(rows)
+    # paid once by each device's process (the epilogues compile once per process): every variant at the measured
+    # first compile, an upper bound (the first compile also warms inductor up)
+    setup_h = epilogue_variants() * max((r.get("process_compile_s", 0.0) for r in rows), default=0.0) / 3600
     out: list[dict[str, Any]] = []
     for study in PAPER_STUDIES:
         costs = [architecture_seconds(model, d, p["epochs"], study) for d in PAPER_DEPTHS for p in profiles]
         floor = [architecture_seconds(model, d, [SCHEDULE_FLOOR] * RUNS, study) for d in PAPER_DEPTHS]
-        hours = study.architectures * float(np.mean(costs)) / 3600 / gain
-        longest = max(costs) / 3600
+        hours = study.architectures * float(np.mean(costs)) / 3600 / gain + setup_h
+        longest = max(costs) / 3600 + setup_h
         out.append(
             {
                 "study": study.name,
@@ -306,10 +340,11 @@ def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1
                 "floor_hours_one_device": study.architectures * float(np.mean(floor)) / 3600 / gain,
                 "mean_architecture_h": float(np.mean(costs)) / 3600,
                 "longest_architecture_h": longest,
-                "hours_on": {n: max(hours / n, longest) for n in devices},
+                "hours_on": {n: max((hours - setup_h) / n + setup_h, longest) for n in devices},
+                "setup_hours_per_device": setup_h,
             }
         )
-    total = sum(r["hours_one_device"] for r in out)
+    total = sum(r["hours_one_device"] for r in out) - (len(out) - 1) * setup_h  # one device compiles once
     out.append(
         {
             "study": "all three",
@@ -317,7 +352,10 @@ def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1
             "hours_one_device": total,
             "floor_hours_one_device": sum(r["floor_hours_one_device"] for r in out),
             "longest_architecture_h": max(r["longest_architecture_h"] for r in out),
-            "hours_on": {n: max(total / n, max(r["longest_architecture_h"] for r in out)) for n in devices},
+            "hours_on": {
+                n: max((total - setup_h) / n + setup_h, max(r["longest_architecture_h"] for r in out)) for n in devices
+            },
+            "setup_hours_per_device": setup_h,
         }
     )
     return out
@@ -328,10 +366,10 @@ def format_projection(rows: list[dict], projection: list[dict], device: str, com
     one more line per study."""
     lines = [f"Measured step times on {device} (seconds per step of an R-run stack, batch {BATCH}):"]
     sizes = sorted({int(k) for r in rows for k in r["step_s"]}, reverse=True)
-    lines.append("  case       depth  forward  " + "  ".join(f"R={s:<6}" for s in sizes) + "  eval s/(example*run)")
+    lines.append("  case       depth  forward      " + "  ".join(f"R={s:<6}" for s in sizes) + "  eval s/(example*run)")
     for r in rows:
         lines.append(
-            f"  {r['case']:<10} {r['depth']:>5}  {r['forward']:<7}  "
+            f"  {r['case']:<10} {r['depth']:>5}  {r['forward']:<11}  "
             + "  ".join(f"{r['step_s'][s]:<8.3g}" for s in sizes)
             + f"  {r['eval_s_per_example_run']:.3g}"
         )

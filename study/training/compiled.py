@@ -47,7 +47,7 @@ from ..nn.families import family
 from ..nn.network import Network
 from ..experiment.protocol import Protocol
 from . import graphed
-from .stack import Stack, folded_forward, train_step
+from .stack import Stack, folded_forward, fused_forward, train_step
 
 
 class _Folded(nn.Module):
@@ -132,14 +132,17 @@ def _graphs() -> int:
 
 
 # -- which forward a training uses ---------------------------------------------------------------------
-# The ways a training step can run (kept in the checkpoint): the eager folded forward, the compiled one, or the
-# step with either captured as a CUDA graph and replayed (``study.training.graphed``; CUDA only): "graph" (the eager
-# forward's step) and "compiled-graph" (the compiled forward's).
-KINDS = ("eager", "compiled", "graph", "compiled-graph")
+# The ways a training step can run (kept in the checkpoint): the eager folded forward, the compiled one, the eager
+# one with its normalizations and activations as fused epilogues (``study.nn.epilogue``: "fused"), or the step with
+# one of them captured as a CUDA graph and replayed (``study.training.graphed``; CUDA only): "graph" (the eager
+# forward's step), "compiled-graph" (the compiled forward's) and "fused-graph" (the fused one's).
+KINDS = ("eager", "compiled", "graph", "compiled-graph", "fused", "fused-graph")
 FORWARDS = ("auto", *KINDS)
 # A graph kind -> the kind of its step without the graph: the same forward, launched kernel by kernel (what a
 # training chosen as a graph goes on with where it cannot be one).
-WITHOUT_GRAPH = {"graph": "eager", "compiled-graph": "compiled"}
+WITHOUT_GRAPH = {"graph": "eager", "compiled-graph": "compiled", "fused-graph": "fused"}
+# The kinds whose forward is ``study.training.stack.fused_forward``; their evaluation fuses its epilogues too.
+FUSED = ("fused", "fused-graph")
 
 # The bench's verdict: the compiled step is "faster" when it takes at most this fraction of the eager
 # step's time (a margin over the timing noise of interleaved repeats on a shared machine).
@@ -173,6 +176,12 @@ def cuda_graph(spec: ArchSpec) -> bool:
     return all(family(layer.kind).cuda_graph for layer in spec.layers())
 
 
+def fuses(spec: ArchSpec) -> bool:
+    """Whether ``spec``'s folded forward has an epilogue to fuse (``study.nn.epilogue``): a hidden layer with batch
+    or layer normalization."""
+    return any(layer.norm in ("batch", "layer") for layer in spec.layers()[:-1])
+
+
 def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size: int) -> ForwardChoice:
     """The measured rule: which forward trains ``spec`` on ``device``. A function of the architecture, the
     device and the data size only, never of a timing taken at run time, so that training the same
@@ -186,15 +195,23 @@ def choose(spec: ArchSpec, device: torch.device, train_examples: int, batch_size
     conversion; the compile itself costs CPU minutes per architecture (gcc included), on top.
 
     On a CUDA GPU, the step as a CUDA graph where every family of the net's layers declares it (``cuda_graph``:
-    measured faster than the eager step at every stack size, launch-bound, and than the compiled one); else the
-    compiled forward from ``cuda_compile_min_layer_steps`` layer-steps per epoch on (see there: measured on an
-    H100, where it pays for its compile)."""
+    measured faster than the eager step at every stack size, launch-bound, and than the compiled one), with its
+    normalizations and activations as fused epilogues where it has any (``fuses``: measured faster than the graph
+    of the eager forward at every stack size and depth of the paper's 1M-parameter nets, and its compile is paid
+    once per process, not per architecture: ``study.nn.epilogue``); else the compiled forward from
+    ``cuda_compile_min_layer_steps`` layer-steps per epoch on (see there: measured on an H100, where it pays for
+    its compile)."""
     if device.type == "cpu":
         return ForwardChoice(
             "eager", "CPU: the compiled step measured slower than the eager one (study.training.compiled.choose)"
         )
     if graphed.supported(device) and cuda_graph(spec):
         kinds = ", ".join(sorted({layer.kind for layer in spec.layers()}))
+        if fuses(spec):
+            return ForwardChoice(
+                "fused-graph",
+                f"GPU: the step as a CUDA graph with fused epilogues (measured faster for {kinds} layers)",
+            )
         return ForwardChoice("graph", f"GPU: the step as a CUDA graph (measured faster for {kinds} layers)")
     n = layer_steps(spec, train_examples, batch_size)
     least = cuda_compile_min_layer_steps(spec)
@@ -250,9 +267,10 @@ def select_forward(
 ) -> tuple[Callable, ForwardChoice]:
     """The training forward for ``option``: a callable ``forward(net, x)`` (used as given), "eager",
     "compiled", "graph" (the eager forward, whose whole step the trainer captures as a CUDA graph:
-    ``study.training.graphed``), "compiled-graph" (the compiled forward, its step captured likewise), or "auto"
-    (``choose``). A forward other than the eager one is run first on copies of the stack (``warm``, on the
-    minibatch (x, y)): a compiled one compiles there."""
+    ``study.training.graphed``), "compiled-graph" (the compiled forward, its step captured likewise), "fused" and
+    "fused-graph" (the forward with fused epilogues, ``study.training.stack.fused_forward``, and its step captured),
+    or "auto" (``choose``). A forward other than the eager one is run first on copies of the stack (``warm``, on
+    the minibatch (x, y)): a compiled one, or the fused epilogues, compile there."""
     if callable(option):
         choice = ForwardChoice(getattr(option, "kind", "given"), "given by the caller")
         forward = option
@@ -263,7 +281,9 @@ def select_forward(
             else ForwardChoice(option, "asked for")
         )
         compiles = choice.kind in ("compiled", "compiled-graph")
-        forward = CompiledForward(stack.net.spec) if compiles else folded_forward
+        forward = (
+            CompiledForward(stack.net.spec) if compiles else fused_forward if choice.kind in FUSED else folded_forward
+        )
     if forward is not folded_forward:  # a compiled forward compiles here, on copies
         warm(forward, stack, x, y, c_out, protocol, chunk)
     return forward, choice

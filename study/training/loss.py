@@ -27,7 +27,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-EVAL_ELEMENTS = 1 << 22  # rows per evaluation chunk: about this many activations of the widest layer
+# Rows per evaluation chunk: about this many activations of the widest layer, by device type (a speed knob only:
+# the errors are the same whatever the chunk). Measured with ``archstudy bench --kernels`` (docs/performance.md):
+# on a CPU 2^22 keeps a chunk's activations near the caches; on a GPU 2^24 fills the device (2^22 left it idle).
+EVAL_ELEMENTS = 1 << 22
+CUDA_EVAL_ELEMENTS = 1 << 24
+
+
+def eval_elements(device_type: str) -> int:
+    """The evaluation's chunk, in activations, on a device of ``device_type`` ("cpu", "cuda", ...)."""
+    return CUDA_EVAL_ELEMENTS if device_type == "cuda" else EVAL_ELEMENTS
 
 
 def stack_output(net: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -70,20 +79,23 @@ def errors(
     width: int,
     runs: int,
     loss: str = "cross_entropy",
-    elements: int = EVAL_ELEMENTS,
+    elements: int | None = None,
+    forward=None,
 ) -> torch.Tensor:
     """Classification error of every run of ``net`` on (x, y), evaluation mode: float64 [R] on x's device.
 
-    ``width`` is the widest layer (for the chunk size: chunks of about ``elements`` activations of it; the
-    bench measures other sizes, ``study.perf.projection.eval_times``); ``loss`` decides the predicted class
-    (``predictions``); the mode of ``net`` is restored."""
+    ``width`` is the widest layer (for the chunk size: chunks of about ``elements`` activations of it, default
+    ``eval_elements`` of the device; the bench measures other sizes, ``study.perf.projection.eval_times``);
+    ``loss`` decides the predicted class (``predictions``); the mode of ``net`` is restored. ``forward(net, x)``:
+    the evaluation's forward, [R, B, d_out] (default ``net``'s own)."""
     was_training = net.training
     net.eval()
     try:
+        elements = eval_elements(x.device.type) if elements is None else elements
         rows = max(1, elements // (runs * max(width, 1)))
         wrong = torch.zeros(runs, dtype=torch.float64, device=x.device)
         for i in range(0, x.shape[0], rows):
-            out = stack_output(net, x[i : i + rows])
+            out = stack_output(net, x[i : i + rows]) if forward is None else forward(net, x[i : i + rows])
             bad = (predictions(out, loss) != y[i : i + rows]) | ~torch.isfinite(out).all(dim=-1)
             wrong += bad.sum(dim=1)
         return wrong / x.shape[0]

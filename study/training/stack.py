@@ -238,6 +238,18 @@ def folded_forward(net: Network, x: torch.Tensor, constants: tuple[float, float]
     return net.propagate(x, fold=True, constants=constants)
 
 
+FUSE_BACKEND = "inductor"  # the compiler of the fused epilogue (study.nn.epilogue)
+
+
+def fused_forward(net: Network, x: torch.Tensor, constants: tuple[float, float] | None = None) -> torch.Tensor:
+    """``folded_forward`` with each folded normalization and the rest of its activation computed as one compiled
+    function (``study.nn.epilogue``): the same function, fewer passes over the activations."""
+    return net.propagate(x, fold=True, constants=constants, fuse=FUSE_BACKEND)
+
+
+fused_forward.kind = "fused"  # type: ignore[attr-defined]
+
+
 def train_step(
     stack: Stack,
     x: torch.Tensor,

@@ -66,7 +66,7 @@ from ..nn.network import Network, Seeds, build_network, output_scale
 from ..experiment.protocol import Protocol
 from . import checkpoint as ckpt
 from .checkpoint import Candidate, TrainingState
-from .compiled import FORWARDS, KINDS, WITHOUT_GRAPH, ForwardChoice, select_forward
+from .compiled import FORWARDS, FUSED, KINDS, WITHOUT_GRAPH, ForwardChoice, select_forward
 from .curves import Curves, Trajectory
 from .device import available_device
 from . import graphed
@@ -76,7 +76,17 @@ from .lr_min import measure_lr_min
 from .outcome import BestRecord, Outcome, RunRecord, select
 from .schedule import give_up, scheduler_of
 from .splits import TRAIN_ORDER, Splits, check_splits, epoch_order, steps_per_epoch
-from .stack import Stack, keep, new_stack, nonfinite_parameters, rewind, save_best, set_rates, train_step
+from .stack import (
+    Stack,
+    fused_forward,
+    keep,
+    new_stack,
+    nonfinite_parameters,
+    rewind,
+    save_best,
+    set_rates,
+    train_step,
+)
 
 
 @dataclass(frozen=True)
@@ -159,8 +169,9 @@ def train_architecture(
     forward/backward chunk (None chooses: ``auto_chunk``); ``forward``, the training step: "eager",
     "compiled" (the forward through ``torch.compile``), "graph" (CUDA only: the eager step captured as a CUDA
     graph and replayed, ``study.training.graphed``), "compiled-graph" (CUDA only: the step of the compiled forward
-    captured likewise), "auto" (the measured rule of ``study.training.compiled.choose``) or a callable
-    ``forward(net, x)``."""
+    captured likewise), "fused" (the eager forward with each normalization and its activation as one compiled
+    epilogue, ``study.nn.epilogue``; its evaluation too), "fused-graph" (CUDA only: its step captured likewise),
+    "auto" (the measured rule of ``study.training.compiled.choose``) or a callable ``forward(net, x)``."""
     session_start = time.perf_counter()
     if not isinstance(spec, ArchSpec):
         raise SpecError("train_architecture", "spec", type(spec).__name__, "must be an ArchSpec")
@@ -338,6 +349,7 @@ class _Trainer:
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
         self.forward_option = forward
         self.forward_choice: ForwardChoice | None = None  # the training forward chosen in this session
+        self.eval_forward = None  # the evaluation's forward (``errors``): the network's own, or the fused one
         self.graph: GraphedStep | None = None  # the step as a CUDA graph, when that is the choice
         self.report = report or _warn
 
@@ -446,6 +458,8 @@ class _Trainer:
         forward, self.forward_choice = select_forward(option, stack, x, y, c_out, self.protocol, chunk, len(train))
         if self.forward_choice.kind in KINDS:
             s.forward = self.forward_choice.kind
+        # a training with fused epilogues evaluates with them too (in evaluation mode: the running statistics)
+        self.eval_forward = fused_forward if self.forward_choice.kind in FUSED else None
         if self.forward_choice.kind in WITHOUT_GRAPH:
             self.graph = GraphedStep(forward)
         return forward
@@ -477,9 +491,9 @@ class _Trainer:
         split = self.scheduler.tracked(s.epoch + 1, steps_done)
         if split is not None:
             evaluated = getattr(self.splits, split)
-            self._errors = (
-                errors(stack.net, evaluated.x, evaluated.y, _widest(self.spec), stack.size, p.loss).cpu().numpy()
-            )
+            widest = _widest(self.spec)
+            found = errors(stack.net, evaluated.x, evaluated.y, widest, stack.size, p.loss, forward=self.eval_forward)
+            self._errors = found.cpu().numpy()
         epoch = s.epoch + 1
         loss = (stack.loss_sum / steps).cpu().numpy()
         s.curves.add(
@@ -527,7 +541,7 @@ class _Trainer:
         sub = stack.net.take(pos)
         width = _widest(spec)
         measured = {
-            name: errors(sub, split.x, split.y, width, len(pos), p.loss).cpu().numpy()
+            name: errors(sub, split.x, split.y, width, len(pos), p.loss, forward=self.eval_forward).cpu().numpy()
             for name, split in (("val", splits.val), ("train", splits.train), ("test", splits.test))
         }
         if self.scheduler.monitors:

@@ -111,7 +111,7 @@ def test_the_estimate_is_within_30_percent_of_the_measured_peak_of_a_real_traini
 
 
 def test_the_terms_follow_the_trainer_the_optimizer_and_the_data():
-    from archstudy.study.training.loss import EVAL_ELEMENTS
+    from archstudy.study.training.loss import CUDA_EVAL_ELEMENTS, EVAL_ELEMENTS
     from archstudy.study.training.stack import chunks
     from archstudy.study.training.trainer import CHUNK_ELEMENTS, chunk_size
 
@@ -129,6 +129,8 @@ def test_the_terms_follow_the_trainer_the_optimizer_and_the_data():
     gpu = memory.estimate(spec, Protocol.of("adam"), n_train=100, n_largest=100, data=0, gpu=True, object_storage=True)
     assert (gpu.slots, gpu.chunk, gpu.copies) == (2, 40, 12)  # Adam's two moments; one chunk of all runs
     assert (gpu.step, gpu.activations, gpu.upload) == (40 * P, 3 * 40 * 100 * W, 2 * 3 * 40 * P)
+    big = memory.estimate(spec, paper, n_train=50_000, n_largest=50_000, data=0, gpu=True)
+    assert big.evaluation == 2 * CUDA_EVAL_ELEMENTS  # a GPU evaluates in larger chunks than a CPU
     assert (
         memory.estimate(spec, Protocol.of("quick").replace(momentum=0.9), n_train=10, n_largest=10, data=0).copies == 8
     )

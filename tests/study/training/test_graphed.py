@@ -265,6 +265,57 @@ def test_a_graph_of_the_compiled_forward_trains_as_the_compiled_step(emulated_gr
     assert emulated_graphs == [] and torch.load(path, weights_only=False)["forward"] == "compiled"
 
 
+@pytest.fixture
+def cheap_fuse(monkeypatch):
+    """The fused epilogues (``study.nn.epilogue``) through the backend of ``cheap_compile``."""
+    from archstudy.study.training import stack as stack_module
+
+    monkeypatch.setattr(stack_module, "FUSE_BACKEND", "aot_eager_decomp_partition")
+
+
+@pytest.mark.usefixtures("one_thread", "cheap_fuse")
+def test_a_graph_of_the_fused_forward_trains_as_the_fused_step(emulated_graphs, tmp_path, monkeypatch):
+    """``forward="fused-graph"`` (the rule on a GPU for nets with normalizations): the fused step captured once per
+    stack, exactly the fused training; the checkpoint keeps the kind, and resumed where graphs are not supported
+    the training goes on with the fused step to the same numbers."""
+    args = dict(spec=LAYERNORM, data=DATA, seed=3, protocol=PROTOCOL)
+    plain = train_architecture(**args, forward="fused")
+    graph = train_architecture(**args, forward="fused-graph")
+    same_runs(plain, graph, 0.0)
+    _same_networks(plain, graph)
+    assert emulated_graphs[0] == len(PROTOCOL.lrs) and emulated_graphs == sorted(set(emulated_graphs), reverse=True)
+    path = tmp_path / "f.pt"
+    _stopped_after(3, checkpoint_path=path, forward="fused-graph", **args)
+    assert torch.load(path, weights_only=False)["forward"] == "fused-graph"
+    monkeypatch.setattr(graphed, "supported", lambda device: False)
+    del emulated_graphs[:]
+    resumed = train_architecture(**args, checkpoint_path=path, checkpoint_every_s=0.0)
+    same_runs(plain, resumed, 0.0)
+    assert emulated_graphs == [] and torch.load(path, weights_only=False)["forward"] == "fused"
+
+
+@pytest.mark.usefixtures("one_thread", "cheap_fuse")
+def test_the_projection_and_the_bench_measure_the_fused_graph(emulated_graphs):
+    """Where the rule fuses (a net with batchnorm, on a device with graphs), the projection's step is the fused
+    graph at every size, with its per-process compile apart; the bench has its column."""
+    from archstudy.study.perf.bench import BenchCase, bench_case
+    from archstudy.study.perf.projection import measure_step_times, project
+
+    case = BenchCase("tiny", SPEC, 1_000, 1, 100)
+    (row,) = measure_step_times([case], sizes=(3, 1), repeats=1, steps=1, eval_examples=50, graph=True)
+    assert row["forward"] == "fused-graph" and set(row["step_s"]) == {3, 1}
+    assert row["capture_s"] > 0 and row["process_compile_s"] > 0
+    assert emulated_graphs == [3, 1, 3, 1]  # the eager graph's stacks, then the fused graph's
+    hours = project([{**row, "depth": d} for d in (3, 49)])[-1]
+    without = project([{**row, "depth": d, "process_compile_s": 0.0} for d in (3, 49)])[-1]
+    assert hours["hours_one_device"] - without["hours_one_device"] == pytest.approx(hours["setup_hours_per_device"])
+    del emulated_graphs[:]
+    bench = bench_case(case, runs=3, batch=50, repeats=1, plain=False, compiled=False, graph=True)
+    assert bench["graph_fused_s_per_epoch"] > 0 and bench["graph_fused_error"] == ""
+    assert bench["graph_fused_gemm_fraction"] == pytest.approx(bench["gemm_fraction"] * bench["graph_fused_speedup"])
+    assert emulated_graphs == [3, 3]  # the graph, then the fused graph
+
+
 @pytest.mark.usefixtures("one_thread", "cheap_compile")
 def test_the_projection_measures_the_graph_of_the_compiled_forward_beside_the_rules_pick(emulated_graphs, monkeypatch):
     """``measure_step_times`` with the compile asked for, where the trainer graphs: the graph (the rule's pick) and
@@ -272,7 +323,7 @@ def test_the_projection_measures_the_graph_of_the_compiled_forward_beside_the_ru
     from archstudy.study.perf.bench import BenchCase
     from archstudy.study.perf.projection import compiled_graph_rows, measure_step_times
 
-    case = BenchCase("tiny", SPEC, 1_000, 1, 100)
+    case = BenchCase("tiny", SPEC.replace(norm="none"), 1_000, 1, 100)  # nothing to fuse: the rule's pick is "graph"
     (row,) = measure_step_times([case], sizes=(3, 1), repeats=1, steps=1, compiled=True, eval_examples=50, graph=True)
     assert row["forward"] == "graph" and set(row["step_s"]) == set(row["compiled_graph_step_s"]) == {3, 1}
     assert row["compiled_graph_compile_s"] > 0 and row["compiled_graph_capture_s"] > 0
@@ -288,7 +339,7 @@ def test_the_projection_measures_the_graph_of_the_compiled_forward_beside_the_ru
     assert compiled_graph_rows([row]) is None
 
 
-@pytest.mark.usefixtures("one_thread")
+@pytest.mark.usefixtures("one_thread", "cheap_fuse")
 def test_the_bench_times_the_graph_of_the_compiled_forward(emulated_graphs, monkeypatch):
     """A bench row with the graph and the compile: the graph of the compiled forward is timed beside them, and a
     capture of it that fails is a NaN and its error's first line, not a failed bench."""
@@ -301,7 +352,7 @@ def test_the_bench_times_the_graph_of_the_compiled_forward(emulated_graphs, monk
     assert row["graph_compiled_speedup"] == pytest.approx(
         row["stacked_s_per_epoch"] / row["graph_compiled_s_per_epoch"]
     )
-    assert emulated_graphs == [3, 3]  # the graph, then the graph of the compiled forward
+    assert emulated_graphs == [3, 3, 3]  # the graph, the graph of the compiled forward, the fused graph
     refuse_the_compiled_forward(monkeypatch)
     row = bench_case(case, **args)
     assert np.isnan(row["graph_compiled_s_per_epoch"]) and row["graph_s_per_epoch"] > 0
@@ -325,8 +376,10 @@ def test_the_rule_graphs_the_families_that_declare_it():
     compile rule for the others (Householder); never on a CPU."""
     cuda = torch.device("cuda")
     gmp = SPEC.replace(param="gmp")
-    for spec in (SPEC, gmp, LAYERNORM):
-        assert compiled.cuda_graph(spec) and compiled.choose(spec, cuda, 40_000, 250).kind == "graph"
+    for spec in (SPEC, gmp, LAYERNORM, SPEC.replace(norm="none")):
+        # with fused epilogues where a normalization has one (study.nn.epilogue)
+        kind = "fused-graph" if spec.norm != "none" else "graph"
+        assert compiled.cuda_graph(spec) and compiled.choose(spec, cuda, 40_000, 250).kind == kind
         assert compiled.choose(spec, torch.device("cpu"), 40_000, 250).kind == "eager"
     assert not compiled.cuda_graph(RICH)  # Householder hidden layers
     assert compiled.choose(RICH, cuda, 40_000, 250).kind == "compiled"  # 5 x 160 layer-steps >= 400
@@ -356,7 +409,10 @@ def test_a_checkpoint_with_an_unknown_step_is_refused(tmp_path):
     ckpt.save_checkpoint(path, state)
     lines = []
     train_architecture(**args, checkpoint_path=path, report=lines.append)
-    assert len(lines) == 1 and "forward: 'jit' is not one of eager, compiled, graph, compiled-graph" in lines[0]
+    assert (
+        len(lines) == 1
+        and "forward: 'jit' is not one of eager, compiled, graph, compiled-graph, fused, fused-graph" in lines[0]
+    )
 
 
 # -- on a CUDA device ------------------------------------------------------------------------------------
