@@ -38,13 +38,14 @@ from .activations import Activation
 from .layers import BN_MOMENTUM, NORM_EPS, BatchNorm, LayerNorm
 
 
-def _batch_epilogue(s, running_mean, running_var, scale, shift, c, b, tau=torch.relu):
-    """Batchnorm with running statistics, then the activation: ``s`` [C, B] holds one channel per row."""
+def _batch_epilogue(s, running_mean, running_var, unbias, scale, shift, c, b, tau=torch.relu):
+    """Batchnorm with running statistics, then the activation: ``s`` [C, B] holds one channel per row; ``unbias``
+    is B / (B - 1), a float64 tensor: a factor computed from a symbolic size inside the graph would reach a Triton
+    kernel as a float32 argument (seen on an H200: running variances off by 1e-8 once the batch size changed)."""
     var, mean = torch.var_mean(s, dim=1, correction=0)
     with torch.no_grad():
-        rows = s.shape[1]
         running_mean.mul_(1.0 - BN_MOMENTUM).add_(mean, alpha=BN_MOMENTUM)
-        running_var.mul_(1.0 - BN_MOMENTUM).add_(var * (rows / (rows - 1)), alpha=BN_MOMENTUM)
+        running_var.mul_(1.0 - BN_MOMENTUM).add_(var * unbias, alpha=BN_MOMENTUM)
     z = (s - mean.unsqueeze(1)) * (torch.rsqrt(var + NORM_EPS).unsqueeze(1) * scale) + shift
     return c * tau(z) + b
 
@@ -133,7 +134,9 @@ def fused(
         torch._dynamo.maybe_mark_dynamic(t, 0)
     if kind == "batch-eval":  # evaluation chunks differ in size too
         torch._dynamo.maybe_mark_dynamic(rows, 1)
-    return function(rows, rm, rv, *scalars).view(R, n, B).transpose(1, 2)
+        return function(rows, rm, rv, *scalars).view(R, n, B).transpose(1, 2)
+    (unbias,) = constants(norm, (B / (B - 1),), s)
+    return function(rows, rm, rv, unbias, *scalars).view(R, n, B).transpose(1, 2)
 
 
 def epilogue_of(norm) -> str | None:
