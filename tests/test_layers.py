@@ -119,6 +119,50 @@ def test_the_layers_import_one_way():
     assert not wrong, "\n".join(wrong)
 
 
+# study's own packages, lowest first: a package imports only those before it. The torch-free declarations, the
+# networks, the data, the measures, the trainer, the run machinery, the performance tools, then the applications
+# (the command line runs the reproductions, never the reverse).
+STUDY_ORDER = (
+    "archstudy.study.experiment",
+    "archstudy.study.nn",
+    "archstudy.study.datasets",
+    "archstudy.study.metrics",
+    "archstudy.study.training",
+    "archstudy.study.execution",
+    "archstudy.study.perf",
+    "archstudy.study.reproduce",
+    "archstudy.study.cli",
+)
+
+
+def study_package(module: str) -> str | None:
+    """The package of ``STUDY_ORDER`` that holds ``module``, or None (outside study's packages)."""
+    return next((p for p in STUDY_ORDER if module == p or module.startswith(p + ".")), None)
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a package of study to one after it in ``STUDY_ORDER``, naming both files."""
+    out = []
+    for m, targets in graph.items():
+        for t in targets:
+            a, b = study_package(m), study_package(t)
+            if a is not None and b is not None and STUDY_ORDER.index(b) > STUDY_ORDER.index(a):
+                out.append(f"{MODULES[m][0].relative_to(ROOT)} ({a}) imports {MODULES[t][0].relative_to(ROOT)} ({b})")
+    return sorted(out)
+
+
+def test_studys_packages_import_one_way():
+    """No arrow up between study's packages (a package-level loop is a file-level one waiting to happen)."""
+    assert upward(GRAPH) == []
+    # the check itself: an arrow planted from the trainer to the run machinery is named
+    planted = {**GRAPH, "archstudy.study.training.stack": {"archstudy.study.execution.costs"}}
+    assert upward(planted) == [
+        "study/training/stack.py (archstudy.study.training) imports study/execution/costs.py (archstudy.study.execution)"
+    ]
+    packages = {m.rsplit(".", 1)[0] if not MODULES[m][1] else m for m in MODULES if m.startswith("archstudy.study.")}
+    assert {study_package(p) for p in packages} == set(STUDY_ORDER)  # every package is placed
+
+
 def test_the_package_facades_are_not_imported_from_inside():
     """A module imports what it needs from the module that holds it, not from its own package's __init__ (which
     imports the modules back: a loop)."""

@@ -13,7 +13,7 @@ the trainer's own step), ``t_eval`` the measured seconds per example of evaluati
 evaluates the monitored split every epoch, and every split once at the end), ``lr_min`` one epoch of R = 1 steps
 (E.2; plus the warm-up epochs of Adam), and ``E`` the expected epochs of the stack (``expected_epochs``: a
 ``steps`` schedule's iterations; under E.2's plateau schedule the measured average, 1.25 times the schedule's
-floor of ``patience_first + divisions x patience`` epochs, ``study.perf.profiles``, capped by ``max_epochs``).
+floor of ``patience_first + divisions x patience`` epochs, ``study.training.epoch_profiles``, capped by ``max_epochs``).
 The metrics at initialization come on top: the first units report how long theirs took, and the estimate adds it.
 
 As the study goes, ``Forecast`` replaces the estimate by what happens. A unit in training projects its own end
@@ -76,8 +76,7 @@ def expected_epochs(protocol: Protocol, steps_per_epoch: int) -> float:
     planned = scheduler_of(protocol).planned_epochs(steps_per_epoch)
     if planned is not None:
         return planned
-    from ..perf.profiles import EXPECTED_STACK_EPOCHS
-    from ..perf.projection import SCHEDULE_FLOOR
+    from ..training.epoch_profiles import EXPECTED_STACK_EPOCHS, SCHEDULE_FLOOR
 
     floor = protocol.patience_first + protocol.divisions * protocol.patience
     typical = floor * EXPECTED_STACK_EPOCHS / SCHEDULE_FLOOR
@@ -152,12 +151,11 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
     import torch
 
     from ..nn.network import build_network
-    from ..perf.bench import LR, _batches
     from ..training.loss import errors
     from ..training.schedule import scheduler_of
     from ..training.splits import steps_per_epoch
     from ..training.stack import new_stack, train_step
-    from ..training.timing import time_calls
+    from ..training.timing import TIMING_LR, time_calls, timing_batches
     from ..training.trainer import auto_chunk
 
     device = torch.device(device or "cpu")
@@ -170,12 +168,12 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
         fn(0)  # untimed: the allocator's first blocks
         return min(time_calls(fn, 1, device)[0] for _ in range(PROBE_REPEATS))
 
-    xy = _batches(spec, batch, device, count=1)[0]
+    xy = timing_batches(spec, batch, device, count=1)[0]
     step, evaluate = {}, {}
     x, y = data.val.x[:PROBE_EVAL_EXAMPLES].to(device), data.val.y[:PROBE_EVAL_EXAMPLES].to(device)
     width = max(spec.width, spec.d_in, spec.d_out)
     for r in sorted({1, min(runs, PROBE_RUNS)}):
-        stack = new_stack(build_network(spec, 0, runs=r, device=device), [LR] * r, protocol)
+        stack = new_stack(build_network(spec, 0, runs=r, device=device), [TIMING_LR] * r, protocol)
         chunk = auto_chunk(spec, r, batch, device)
         step[r] = fastest(lambda i, stack=stack, chunk=chunk: train_step(stack, *xy, 1.0, protocol, chunk))
         evaluate[r] = fastest(lambda i, stack=stack, r=r: errors(stack.net, x, y, width, r, protocol.loss)) / max(

@@ -22,7 +22,7 @@ a subclass of ``Family``:
   its layers trains through the compiled forward (``study.training.compiled.choose``). The step is launch-bound
   there, so compiling saves a fixed time per layer and step, more for a family that launches more kernels per
   layer, and the compile, tens of seconds once per architecture, must pay for itself over the stack epochs an
-  architecture trains (``study.perf.profiles.EXPECTED_STACK_EPOCHS``). Default: the dense layers' 6,000, where
+  architecture trains (``study.training.epoch_profiles.EXPECTED_STACK_EPOCHS``). Default: the dense layers' 6,000, where
   it did, measured with ``archstudy bench --device cuda`` on an H100 (docs/performance.md); a family measures
   and declares its own (Householder: 400).
 * ``cuda_graph``: on a GPU, whether a net whose layers are all of families that declare it trains with its whole

@@ -75,11 +75,11 @@ from ..experiment.protocol import Protocol
 from ..training.compiled import CompiledForward, choose, decide, layer_steps
 from ..training.graphed import GraphedStep
 from ..training.stack import chunks, folded_forward, fused_forward, new_stack, train_step
-from ..training.timing import synchronize, time_calls
+from ..training.timing import TIMING_LR, synchronize, time_calls, timing_batches
 from ..training.trainer import auto_chunk
 from .cases import CASES, CPU_CASES, GPU_CASES, PAPER_CASES, BenchCase  # noqa: F401 (the public names)
 from .operators import added_layer_operators, step_operators
-from .profiles import EXPECTED_STACK_EPOCHS
+from ..training.epoch_profiles import EXPECTED_STACK_EPOCHS
 
 FIELDS = (
     "case",
@@ -188,17 +188,7 @@ def step_flops(spec: ArchSpec, runs: int, batch: int) -> float:
     return float(total * runs)
 
 
-def _batches(
-    spec: ArchSpec, batch: int, device: torch.device, count: int = 4
-) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    g = torch.Generator().manual_seed(0)
-    xs = [torch.randn(batch, spec.d_in, generator=g, dtype=torch.float64).to(device) for _ in range(count)]
-    ys = [torch.randint(0, spec.d_out, (batch,), generator=g).to(device) for _ in range(count)]
-    return list(zip(xs, ys))
-
-
 PROTOCOL = Protocol()
-LR = 1e-4  # small: timing must not depend on where training goes
 
 
 def stacked_runner(
@@ -206,8 +196,8 @@ def stacked_runner(
 ):
     """A function ``step(i)`` doing training step i of a fresh R-run stack, after one untimed step (the
     allocator's first blocks, a compile)."""
-    stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
-    data = _batches(spec, batch, device)
+    stack = new_stack(build_network(spec, 0, runs=runs, device=device), [TIMING_LR] * runs, PROTOCOL)
+    data = timing_batches(spec, batch, device)
     chunk = chunk or auto_chunk(spec, runs, batch, device)
 
     def step(i: int) -> None:
@@ -232,8 +222,8 @@ class GraphedRunner:
         chunk: int | None = None,
         forward=folded_forward,
     ):
-        stack = new_stack(build_network(spec, 0, runs=runs, device=device), [LR] * runs, PROTOCOL)
-        data = _batches(spec, batch, device)
+        stack = new_stack(build_network(spec, 0, runs=runs, device=device), [TIMING_LR] * runs, PROTOCOL)
+        data = timing_batches(spec, batch, device)
         xs, ys = torch.cat([x for x, _ in data]), torch.cat([y for _, y in data])
         self.idx = [torch.arange(i * batch, (i + 1) * batch, device=device) for i in range(len(data))]
         self.graphed = GraphedStep(forward)  # it holds the stack and the sources while the graph replays into them
@@ -293,11 +283,11 @@ def time_plain(spec: ArchSpec, runs: int, steps: int, batch: int, device: torch.
     """(wall, CPU) seconds per training step of all R runs trained one after another by a plain per-run
     loop: each run its own ``plain_model`` and ``torch.optim.SGD``, ``loss.backward()``, ``opt.step()``
     (the baseline the stacked trainer was prototyped against)."""
-    data = _batches(spec, batch, device)
+    data = timing_batches(spec, batch, device)
     wall = cpu = 0.0
     for r in range(runs + 1):  # run 0 warms up (allocator, kernels) and is not timed
         model = plain_model(spec, device).train()
-        opt = torch.optim.SGD(model.parameters(), lr=LR)
+        opt = torch.optim.SGD(model.parameters(), lr=TIMING_LR)
 
         # called only within this iteration (time_calls below): the loop's model and opt are this run's
         def step(i: int) -> None:
@@ -647,7 +637,8 @@ def throughput(
     processes x steps / the slowest process's time. Compared with one process alone on the device (on a
     CPU with all ``processes x threads`` threads), it gives how much sharing buys, and architectures per
     hour = aggregate epochs per hour / the stack epochs of an architecture
-    (``study.perf.profiles.EXPECTED_STACK_EPOCHS``; full-stack equivalents, as if every run stayed to the end)."""
+    (``study.training.epoch_profiles.EXPECTED_STACK_EPOCHS``; full-stack equivalents, as if every run stayed to the
+    end)."""
     c = _case(case)
     steps = steps or max(2, c.steps)
     threads = threads or 1

@@ -50,7 +50,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from .profiles import PROFILES, live_runs
+from ..training.epoch_profiles import PROFILES, SCHEDULE_FLOOR, live_runs
 
 
 # -- the projection ---------------------------------------------------------------------------------------
@@ -72,7 +72,6 @@ PAPER_DEPTHS = tuple(range(3, 50, 2))  # appendix C: depth uniform over the odd 
 SIZES = (40, 20, 10, 5, 2, 1)  # stack sizes at which the step time is measured
 RUNS = 40
 BATCH = 250
-SCHEDULE_FLOOR = 60  # epochs of a run that never improves: 10 + 10 x 5 (E.2)
 
 
 def epilogue_variants() -> int:

@@ -34,9 +34,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO, cast
 
-from archstudy.study.cli import die_with_parent
 from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Choice, Integer, check
+
+from ..execution.lifetime import die_with_parent
 
 from .catalogue import NOT_OFFERED
 from .reproduction import SCALES, WHERE, Reproduction, check_device, check_out, cost_seconds, run_reproduction

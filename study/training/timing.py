@@ -16,6 +16,21 @@ from typing import Callable
 
 import torch
 
+from archstudy.sampling import ArchSpec
+
+TIMING_LR = 1e-4  # the rate of every timed run: small, so that a timing does not depend on where training goes
+
+
+def timing_batches(
+    spec: ArchSpec, batch: int, device: torch.device, count: int = 4
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``count`` random minibatches (inputs, labels) of ``spec``'s shapes to time steps on, from a generator of their
+    own (seed 0): the bench's, the projection's and the cost probe's, none touching a study's data or random state."""
+    g = torch.Generator().manual_seed(0)
+    xs = [torch.randn(batch, spec.d_in, generator=g, dtype=torch.float64).to(device) for _ in range(count)]
+    ys = [torch.randint(0, spec.d_out, (batch,), generator=g).to(device) for _ in range(count)]
+    return list(zip(xs, ys))
+
 
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":

@@ -344,7 +344,7 @@ def test_a_worker_started_with_die_with_parent_dies_with_a_killed_parent():
         [
             sys.executable,
             "-c",
-            "import subprocess, sys, time; from archstudy.study.cli import die_with_parent; "
+            "import subprocess, sys, time; from archstudy.study.execution.lifetime import die_with_parent; "
             "p = subprocess.Popen(['sleep', '60'], preexec_fn=die_with_parent); print(p.pid, flush=True); "
             "time.sleep(60)",
         ],

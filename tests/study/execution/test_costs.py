@@ -21,8 +21,7 @@ from archstudy.study.execution.costs import (
     relative_cost,
 )
 from archstudy.study.execution.unit import plan_units
-from archstudy.study.perf.profiles import EXPECTED_STACK_EPOCHS
-from archstudy.study.perf.projection import SCHEDULE_FLOOR
+from archstudy.study.training.epoch_profiles import EXPECTED_STACK_EPOCHS, SCHEDULE_FLOOR
 
 CONFIG = StudyConfig(
     dataset="waveform-noise",

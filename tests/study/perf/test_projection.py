@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from archstudy.sampling import ArchSpec
-from archstudy.study.perf import profiles, projection
+from archstudy.study.perf import projection
+from archstudy.study.training import epoch_profiles as profiles
 from archstudy.study.perf.bench import BenchCase, throughput
 from archstudy.study.cli import main
 from archstudy.study.perf.projection import (
@@ -20,7 +21,7 @@ from archstudy.study.perf.projection import (
     measure_step_times,
     project,
 )
-from archstudy.study.perf.profiles import live_runs, stack_epochs
+from archstudy.study.training.epoch_profiles import live_runs, stack_epochs
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -91,7 +92,7 @@ def test_measured_profiles_are_the_papers_protocol_on_the_papers_space():
     # loss ends a window at once
     for p in profiles.PROFILES:
         for run, epochs in enumerate(p["epochs"]):
-            assert epochs >= projection.SCHEDULE_FLOOR or run in p["diverged_runs"]
+            assert epochs >= profiles.SCHEDULE_FLOOR or run in p["diverged_runs"]
 
 
 TINY = BenchCase("tiny", ArchSpec(depth=3, width=6, d_in=5, d_out=3, norm="batch"), 1_000, 1, 100)

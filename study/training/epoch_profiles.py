@@ -5,7 +5,8 @@ The epochs of a run are mostly fixed by the schedule itself: a run that never im
 10 + 10 x 5 = 60 epochs before it ends (the first window of 10, then a window of 5 after each of the 10
 divisions), a run that diverges at every window about 11, and a run trains longer only by the epochs in which it
 still improves. ``study.perf.projection`` turns these profiles into hours; ``study.perf.bench.throughput`` into
-architectures per hour.
+architectures per hour; ``study.execution.costs`` into the estimate of a study's time. They live beside the
+schedule, below both.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from archstudy.sampling import init_seed, sample_specs
 
 # -- what the E.2 schedule does on real nets ------------------------------------------------------------
+SCHEDULE_FLOOR = 60  # epochs of a run that never improves: 10 + 10 x 5 (E.2)
 
 
 def measure_epoch_profiles(
@@ -36,7 +38,7 @@ def measure_epoch_profiles(
     import torch
 
     from ..datasets import load_dataset
-    from ..training.trainer import train_architecture
+    from .trainer import train_architecture
 
     if threads is not None:
         torch.set_num_threads(threads)
