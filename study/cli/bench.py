@@ -1,8 +1,7 @@
 """``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
 operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
 ``--gpus-per-arch``); a step's time operator by operator (``--kernels``, ``study.perf.kernels``); the projected
-hours of the paper's studies (``--project``, ``study.perf.projection``); the
-joint predictor's verdicts on simulated studies (``--calibration``, ``analysis.predict_simulation``); a synthetic
+hours of the paper's studies (``--project``, ``study.perf.projection``); a synthetic
 study of N architectures written through the store, and its readers timed on it (``--store N --out DIR``,
 ``study.perf.synthetic_store``); the study driver's own time and memory per unit, on a study of N units that train
 nothing (``--driver N --out DIR``, ``study.perf.driver_overhead``)."""
@@ -99,31 +98,6 @@ def register(sub) -> None:
         type=float,
         default=1.0,
         help="with --project: aggregate gain of several architectures per device (from --concurrent)",
-    )
-    p.add_argument(
-        "--calibration",
-        action="store_true",
-        help="instead: the joint predictor's verdicts on simulated studies (analysis.predict_simulation): how "
-        "often each fires when nothing predicts test error (null), and how often the raw NLC's interval covers "
-        "its true held-out ρ (signal); no torch",
-    )
-    p.add_argument(
-        "--verdict-calibration",
-        action="store_true",
-        help="instead: the report's other verdicts (significant correlations, U-shapes, paired effects, EDF "
-        "tests, ...) on simulated null studies (analysis.verdict_calibration): how often each fires; no torch",
-    )
-    p.add_argument(
-        "--replicates",
-        type=int,
-        default=200,
-        help="with --calibration or --verdict-calibration: studies per size and kind (default %(default)s)",
-    )
-    p.add_argument(
-        "--sizes",
-        default="48,120",
-        help="with --calibration or --verdict-calibration: architectures per study, comma-separated (default "
-        "%(default)s)",
     )
     p.add_argument(
         "--store",
@@ -285,32 +259,6 @@ def driver_bench(args) -> int:
     return 0
 
 
-def calibration(args) -> int:
-    """``bench --calibration``: the rates of ``analysis.predict_simulation.calibration_bench``;
-    ``--verdict-calibration``: those of ``analysis.verdict_calibration.null_rates``; as a table or JSON."""
-    replicates = check("bench", "replicates", Integer(1), args.replicates)
-    try:
-        sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
-    except ValueError:
-        sizes = ()
-    if not sizes or min(sizes) < 8:
-        raise SpecError("bench", "sizes", args.sizes, "must be a comma-separated list of integers >= 8")
-    if args.verdict_calibration:
-        from archstudy.analysis.verdict_calibration import null_rates
-
-        table = null_rates(sizes, replicates, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    else:
-        from archstudy.analysis.predict_simulation import calibration_bench
-
-        table = calibration_bench(replicates, sizes, progress=sys.stderr)
-    if args.json:
-        json.dump(table.to_dict("records"), sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    return 0
-
-
 def _cases(args, CASES) -> tuple[str, ...] | None:
     if args.cases is None:
         return ("small",) if args.quick else None
@@ -336,8 +284,6 @@ def _devices(text: str) -> tuple[int, ...]:
 def command(args) -> int:
     """The bench command, an entry point: like a study worker (``study.execution.unit.execute_unit``) it keeps freed
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
-    if args.calibration or args.verdict_calibration:
-        return calibration(args)
     if args.store is not None:
         return store_bench(args)
     if args.driver is not None:
