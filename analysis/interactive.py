@@ -21,11 +21,11 @@ import numpy as np
 import pandas as pd
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS, SPEC_DTYPES, unit_keys
-from .sections import detailed
+from .study_analysis import detailed
 from .html import esc, fmt
 
 if TYPE_CHECKING:
-    from .sections import StudyAnalysis
+    from .study_analysis import StudyAnalysis
 
 # What the detail panel and the hover show of an architecture besides its spec: the predictors and these.
 OUTCOMES = (
@@ -124,7 +124,7 @@ def design_axes(arch: pd.DataFrame) -> list[dict[str, Any]]:
 
 def scatter_panels(s: StudyAnalysis) -> list[dict[str, Any]]:
     """The correlation scatter plots: every predictor with at least 3 finite values beside a test error, in the
-    order of the predictor ranking (``sections.StudyAnalysis.ranking``; the best first), each ``{"col", "label",
+    order of the predictor ranking (``study_analysis.StudyAnalysis.ranking``; the best first), each ``{"col", "label",
     "kind", "log", "tau", "p"}`` (Kendall τ-b with test error and its p-value, from the correlation table)."""
     c = s.corr
     if not len(c):
@@ -167,8 +167,8 @@ def _runs(runs: pd.DataFrame, keys: list[str]) -> dict[str, dict[str, Any]]:
 
 def _curves(curves: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Per architecture (its ``columns.unit_keys`` key), the training curve of its selected run
-    (``sections.selected_curves``): epoch, monitored error and training loss at up to ``CURVE_POINTS`` evenly spaced
-    epochs (the last kept)."""
+    (``study_analysis.selected_curves``): epoch, monitored error and training loss at up to ``CURVE_POINTS`` evenly
+    spaced epochs (the last kept)."""
     if not len(curves):
         return {}
     out = {}

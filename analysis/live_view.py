@@ -48,7 +48,7 @@ from .html import CSS, esc
 from .interactive import leaderboard_html, scripts_html, study_data
 from .ranking import predictor_ranking
 from .results import Results, _filesystem, load_results
-from .sections import StudyAnalysis
+from .study_analysis import StudyAnalysis
 from .stats import FEW, correlations
 
 # The study's directories whose listing changes when a unit finishes (``architectures``, packs included), fails or

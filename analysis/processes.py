@@ -3,7 +3,7 @@ process while the caller goes on).
 
 A report is drawn on the 2-core machines the project runs on, mostly in Python (pandas, scikit-learn, matplotlib),
 so a second process halves the longest pieces: the figures (``drawing.Drawer``) and the held-out prediction beside
-the other statistics (``sections.analyse``). Where the platform does not fork, everything runs in the caller; the
+the other statistics (``study_analysis.analyse``). Where the platform does not fork, everything runs in the caller; the
 numbers and the page are the same either way.
 """
 

@@ -316,7 +316,7 @@ VERDICT_BY_NAME = {v.name: v for v in VERDICTS}
 
 
 def study_tables(df: pd.DataFrame, needed: Iterable[str], *, n_boot: int, seed: int) -> dict[str, Any]:
-    """The report's tables of one study that the verdicts ``needed`` read, computed as ``sections.analyse``
+    """The report's tables of one study that the verdicts ``needed`` read, computed as ``study_analysis.analyse``
     computes them (``n_boot`` bootstrap resamples, seed ``seed``)."""
     from .edf import edf
     from .good_ranges import good_ranges

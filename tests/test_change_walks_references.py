@@ -3,7 +3,7 @@
 * No declaration names a function by a "module:function" string (resolved by ``importlib``, which go-to-definition
   and renames do not follow): a computation is referenced by the object itself.
 * No mirror type: a type the code derives from another (``analysis.columns.Predictor`` from the schema's
-  ``AsPredictor``, ``analysis.sections.StudyAnalysis`` being the ``FigureData`` its figures draw from) extends it
+  ``AsPredictor``, ``analysis.study_analysis.StudyAnalysis`` being the ``FigureData`` its figures draw from) extends it
   instead of copying its fields.
 * A new metric column at initialization is its metric module and ``study/experiment/schema.py`` (docs/layout.md,
   "Where a change goes"): on a copy of the package, those two files edited and nothing else, ``measure`` returns
@@ -60,7 +60,7 @@ def test_a_derived_type_extends_the_declaration_it_derives_from():
     """One declaration of each set of fields: the derived type adds its own fields and copies none."""
     from archstudy.analysis.columns import PREDICTORS, Predictor
     from archstudy.analysis.figures.base import FigureData
-    from archstudy.analysis.sections import StudyAnalysis
+    from archstudy.analysis.study_analysis import StudyAnalysis
     from archstudy.study.experiment.schema import AsPredictor, predictor_columns
 
     for derived, declared in ((Predictor, AsPredictor), (StudyAnalysis, FigureData)):

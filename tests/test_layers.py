@@ -157,7 +157,8 @@ def test_studys_packages_import_one_way():
     # the check itself: an arrow planted from the trainer to the run machinery is named
     planted = {**GRAPH, "archstudy.study.training.stack": {"archstudy.study.execution.costs"}}
     assert upward(planted) == [
-        "study/training/stack.py (archstudy.study.training) imports study/execution/costs.py (archstudy.study.execution)"
+        "study/training/stack.py (archstudy.study.training) imports "
+        "study/execution/costs.py (archstudy.study.execution)"
     ]
     packages = {m.rsplit(".", 1)[0] if not MODULES[m][1] else m for m in MODULES if m.startswith("archstudy.study.")}
     assert {study_package(p) for p in packages} == set(STUDY_ORDER)  # every package is placed

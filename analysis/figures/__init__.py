@@ -12,7 +12,7 @@ and when it is skipped. The topics:
     compare      several studies side by side
 
 This module collects the declarations: ``FIGURES`` (one study's figures, each drawn from a ``FigureData``: the
-report gives each the study's ``analysis.sections.StudyAnalysis``, which is one) and ``COMPARISON_FIGURES``
+report gives each the study's ``analysis.study_analysis.StudyAnalysis``, which is one) and ``COMPARISON_FIGURES``
 (several studies', from a list of them), in the order the modules above
 declare them; ``analysis.report`` draws each in the section it names. Every figure returns a
 ``matplotlib.figure.Figure`` drawn without pyplot (no display, no global state; rendering to PNG uses Agg).

@@ -65,7 +65,7 @@ def omissions(fig: Figure) -> list[str]:
 class FigureData:
     """What one study's figures draw from: its finished architectures (``arch``) and dataset, and what the
     analysis computed of them that a figure draws (a figure declares which in its ``needs``). A study's analysis
-    is one (``analysis.sections.StudyAnalysis`` extends it), so the report hands it to its figures as it is; a
+    is one (``analysis.study_analysis.StudyAnalysis`` extends it), so the report hands it to its figures as it is; a
     test draws a figure from a ``FigureData`` of only what the figure needs. ``label``: the study's name in the
     report (its directory), which the figures of several studies use."""
 

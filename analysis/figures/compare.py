@@ -1,6 +1,6 @@
 """Several studies side by side, as pycls compares sweeps (``plot_edf``, ``plot_trends``): the report's section
 "Studies side by side". Each study is named by its label (its directory, ``FigureData.name``); a study's
-analysis (``analysis.sections.StudyAnalysis``) is the ``FigureData`` each figure gets."""
+analysis (``analysis.study_analysis.StudyAnalysis``) is the ``FigureData`` each figure gets."""
 
 from __future__ import annotations
 

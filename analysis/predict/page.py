@@ -33,7 +33,8 @@ def report_prediction(
 
 
 class _WithPrediction(Protocol):
-    """What ``predict_html`` reads of a study's section (``sections.StudyAnalysis``, whose module imports this one)."""
+    """What ``predict_html`` reads of a study's section (``study_analysis.StudyAnalysis``, whose module imports this
+    one)."""
 
     predict: Any
 

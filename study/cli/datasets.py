@@ -63,7 +63,7 @@ def command(args) -> int:
     if args.root is not None and not Path(args.root).expanduser().is_dir():
         what = "is not a directory" if Path(args.root).expanduser().exists() else "does not exist"
         raise SpecError("datasets", "root", args.root, f"must be a directory holding your data files; it {what}")
-    from ..execution.progress import phase
+    from ..experiment.terminal import phase
 
     # The loaders import torch (seconds on a busy machine): said first, on stderr, once the checks have passed.
     with phase(sys.stderr, "looking for each dataset's files (loading torch)"):

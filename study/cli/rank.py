@@ -209,7 +209,7 @@ def held_out(results, learner: str, asked: str, study: str, allow: bool) -> dict
     from archstudy.analysis.predict import CANNOT_FIT, JOINT, predict_study
     from archstudy.sampling import SpecError
 
-    from ..execution.progress import phase
+    from ..experiment.terminal import phase
 
     joint = JOINT if asked == "auto" else (learner,)
     evaluation, why = None, f"the {learner} learner (a single metric's fitted window) has no held-out evaluation"
@@ -290,7 +290,7 @@ def command(args) -> int:
         status.clear()
 
     from ..execution.location import RANK_MARK, open_location
-    from ..execution.progress import phase
+    from ..experiment.terminal import phase
     from ..execution.ray_session import ray_session
 
     n = check("rank", "architectures", Integer(1, MAX_ARCHITECTURES), args.architectures)

@@ -73,7 +73,7 @@ def register(sub) -> None:
 
 def command(args) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
-    from ..execution.progress import phase
+    from ..experiment.terminal import phase
 
     # The reproductions' modules import torch (seconds, more on a busy machine): said first on a terminal; in a log
     # the reproduction's own line comes once its arguments are checked, so that a refused command is one line.

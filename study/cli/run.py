@@ -437,7 +437,7 @@ def command(args) -> int:
     intro = defaults_line(keys, example)
     for line in ([intro] if intro else []) + plan.lines:
         status.say(line)
-    from ..execution.progress import phase
+    from ..experiment.terminal import phase
 
     timing = bool(plan.todo) and plan.slots is not None  # else there is nothing to time here
     with phase(sys.stderr if timing else None, "timing a few training steps on this machine for the estimate"):

@@ -62,7 +62,8 @@ from . import memory
 from .location import study_above
 from .costs import PROBE_UNITS, Forecast, count_text, plan_line
 from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
-from .progress import Progress, phase
+from ..experiment.terminal import phase
+from .progress import Progress
 from .pruning import is_pilot, pilot_points
 from .ray_session import check_address, ray_session
 from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey

@@ -1,11 +1,8 @@
-"""What a long command shows on stderr while it works: the one progress line of a study's units (``Progress``), and a
-line for a phase that cannot be counted (``phase``: loading data, starting Ray, fitting a predictor).
+"""The progress line of a study's units (``Progress``) and of other long work (``Ticker``), on stderr.
 
-On a terminal both are tqdm lines (tqdm: a maintained progress library with no dependencies, docs/running.md):
-redrawn at least every ``TICK_S`` seconds, so the elapsed time runs and nothing is silent for longer, with the
-messages printed above the line. In a log (stderr not a terminal) they are plain lines: a study's line when
-something finished (at most every ``LOG_COUNTS_S``) and at least every ``LOG_EVERY_S``; a phase's line once, at
-its start.
+Built on the lines every command shares (``study.experiment.terminal``: tqdm on a terminal, redrawn at least every
+``TICK_S`` seconds, with the messages printed above the line; plain lines in a log, a study's when something finished,
+at most every ``LOG_COUNTS_S`` and at least every ``LOG_EVERY_S``; ``phase`` for a step that cannot be counted).
 
 Work that is not a study's units (a reproduction: ``archstudy reproduce``) shows a ``Ticker``: its label, the
 latest thing it said, the counts of its own loops where it counts them (``12/40 architectures``), the elapsed
@@ -19,62 +16,17 @@ have done, so it follows the machine's load as it changes.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from typing import TYPE_CHECKING, Iterator, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tqdm import tqdm
 
+from ..experiment.terminal import LOG_COUNTS_S, LOG_EVERY_S, TICK_S, is_terminal
 from .costs import Forecast, duration
 
 if TYPE_CHECKING:  # the engine imports Ray: a command that only shows a line (reproduce) need not
     from .engine import Tally
-
-TICK_S = 0.5  # a terminal's line is redrawn at least this often
-LOG_COUNTS_S = 2.0  # in a log: a study's line when its counts change, at most this often ...
-LOG_EVERY_S = 60.0  # ... and at least this often
-
-
-def is_terminal(stream: TextIO | None) -> bool:
-    return bool(stream is not None and getattr(stream, "isatty", lambda: False)())
-
-
-@contextlib.contextmanager
-def phase(stream: TextIO | None, label: str, expected_s: float | None = None, *, in_log: bool = True) -> Iterator[None]:
-    """Show ``label`` while the block runs: on a terminal a tqdm line with the elapsed time (and the time left of
-    ``expected_s``, an estimate, when given), redrawn every ``TICK_S`` by a thread while the block blocks (a Ray
-    start, a fit), erased when it ends; in a log one line at the start, unless ``in_log`` is off (a phase whose
-    checks may refuse the command: a refused command is one line in a log). ``stream`` None: nothing."""
-    if stream is None:
-        yield
-        return
-    if not is_terminal(stream):
-        if in_log:
-            stream.write(f"archstudy: {label} ...\n")
-            stream.flush()
-        yield
-        return
-    total = None if expected_s is None else max(float(expected_s), 1e-3)
-    fmt = "archstudy: {desc} {elapsed}" + (" (about {remaining} left)" if total else "")
-    bar = tqdm(total=total, desc=label, file=stream, bar_format=fmt, leave=False, mininterval=0.0)
-    stop = threading.Event()
-    t0 = time.monotonic()
-
-    def tick() -> None:
-        while not stop.wait(TICK_S):
-            if total is not None:
-                bar.n = min(time.monotonic() - t0, total * 0.99)  # an estimate: never shown as done before it is
-            bar.refresh()
-
-    ticker = threading.Thread(target=tick, name="archstudy-phase", daemon=True)
-    ticker.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        ticker.join()
-        bar.close()
 
 
 class Progress:

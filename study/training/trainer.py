@@ -349,7 +349,9 @@ class _Trainer:
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
         self.forward_option = forward
         self.forward_choice: ForwardChoice | None = None  # the training forward chosen in this session
-        self.eval_forward = None  # the evaluation's forward (``errors``): the network's own, or the fused one
+        self.eval_forward: Callable | None = (
+            None  # the evaluation's forward (``errors``): the network's own, or the fused one
+        )
         self.graph: GraphedStep | None = None  # the step as a CUDA graph, when that is the choice
         self.report = report or _warn
 

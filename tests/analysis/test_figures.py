@@ -18,7 +18,7 @@ from matplotlib.text import Text
 
 from archstudy.analysis import load_results
 from archstudy.analysis.figures import base as figure_base
-from archstudy.analysis import report as page
+from archstudy.analysis.report import page
 from archstudy.analysis.columns import PREDICTORS, figure_grid
 from archstudy.analysis.figures.base import DATA_FIELDS, FigureData, FigureSpec
 from archstudy.analysis.figures import (
@@ -33,7 +33,7 @@ from archstudy.analysis.figures import (
 from archstudy.analysis.figures.base import NothingToDraw
 from archstudy.analysis.figures.curves import NO_CURVES, curve_architectures
 from archstudy.analysis.plotting import MAX_WIDTH, MIN_PT, THEME, to_png
-from archstudy.analysis.sections import analyse
+from archstudy.analysis.study_analysis import analyse
 from archstudy.study.experiment.datasets import DATASET_DECLARATIONS
 
 

@@ -14,7 +14,7 @@ import pytest
 from archstudy.analysis import load_results
 from archstudy.analysis.drawing import Drawer
 from archstudy.analysis.report import render
-from archstudy.analysis.sections import analyse
+from archstudy.analysis.study_analysis import analyse
 
 import synthetic_study as synth
 

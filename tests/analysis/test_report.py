@@ -20,8 +20,9 @@ import pytest
 from archstudy.analysis import correlations, load_results, write_report
 from archstudy.analysis.figures import COMPARISON_FIGURES, FIGURES, FigureData, correlation_title
 from archstudy.analysis.predict import MIN_ROWS
-from archstudy.analysis.report import LOG_COUNTS_S, ReportProgress
-from archstudy.analysis.sections import ANALYSIS_STEPS
+from archstudy.study.experiment.terminal import LOG_COUNTS_S
+from archstudy.study.experiment.terminal import StepLine as ReportProgress
+from archstudy.analysis.study_analysis import ANALYSIS_STEPS
 from archstudy.study.cli import main
 
 import synthetic_study as synth
@@ -123,7 +124,7 @@ def test_the_first_screen_names_the_ranking_charts_top_bar_and_the_lowest_test_e
     statistic the ranking chart draws (its top bar) and the lowest test errors of the trained architectures."""
     from archstudy.analysis.figures.predictors import fig_ranking
     from archstudy.analysis.html import esc, fmt
-    from archstudy.analysis.sections import analyse
+    from archstudy.analysis.study_analysis import analyse
 
     s = analyse(load_results(real_study_dir, runs=False), "x", n_boot=200, seed=0, window=None)
     glance = report.split('<section id="glance">')[1].split("</section>")[0]
@@ -516,14 +517,10 @@ def test_the_pruning_analysis_defaults_to_the_studys_own_window_when_it_is_large
     which window is used and why, prints the study's window beside the paper's, and lists the NLC's window
     score in the window-predictor table. A 30-architecture one keeps the paper's window."""
     from archstudy.analysis import Results
-    from archstudy.analysis.report import (
-        analyse,
-        good_ranges_html,
-        nlc_window_html,
-        pruning_html,
-        window_text,
-        windows_html,
-    )
+    from archstudy.analysis.report.design import good_ranges_html, nlc_window_html
+    from archstudy.analysis.report.predictors import windows_html
+    from archstudy.analysis.report.pruning import pruning_html, window_text
+    from archstudy.analysis.study_analysis import analyse
 
     from archstudy.analysis.columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED
     from archstudy.analysis.results import typed
@@ -614,7 +611,7 @@ def test_the_best_predictor_is_called_chance_when_no_holm_adjusted_p_survives(sm
     is at least 0.05."""
     from types import SimpleNamespace
 
-    from archstudy.analysis.report import best_predictor_html
+    from archstudy.analysis.report.predictors import best_predictor_html
 
     rk = pd.DataFrame(
         {
@@ -645,7 +642,7 @@ class _Log(list):
 
 
 def test_the_report_progress_in_a_log_says_each_step_that_lasts_and_nothing_for_a_quick_refusal(monkeypatch):
-    import archstudy.analysis.report as R
+    import archstudy.study.experiment.terminal as R
 
     monkeypatch.setattr(R, "LOG_COUNTS_S", 0.05)
     monkeypatch.setattr(R, "TICK_S", 0.01)

@@ -19,8 +19,9 @@ from archstudy.analysis.drawing import Drawer
 from archstudy.analysis.columns import unit_keys
 from archstudy.analysis.figures.curves import selected_curves
 from archstudy.analysis.interactive import CURVE_POINTS, _curves, _json_block, _runs, design_axes, study_data
-from archstudy.analysis.report import N_BOOT_MAX, config_diff_html, render
-from archstudy.analysis.sections import analyse, of_selected_runs
+from archstudy.analysis.report import N_BOOT_MAX, render
+from archstudy.analysis.report.comparison import config_diff_html
+from archstudy.analysis.study_analysis import analyse, of_selected_runs
 from archstudy.sampling import SpecError
 
 
@@ -204,9 +205,9 @@ def test_an_arch_id_sampled_at_two_indices_keeps_each_units_runs_and_curve_apart
 
 
 def test_a_large_study_keeps_the_runs_and_curves_of_its_best_architectures_only(section, monkeypatch):
-    """Above ``sections.DETAIL_MAX`` architectures the page holds the runs of the lowest-test-error ones only (every
-    point keeps its hover and metrics), and says how many of how many."""
-    import archstudy.analysis.sections as sections_module
+    """Above ``study_analysis.DETAIL_MAX`` architectures the page holds the runs of the lowest-test-error ones only
+    (every point keeps its hover and metrics), and says how many of how many."""
+    import archstudy.analysis.study_analysis as sections_module
 
     arch = section.arch.reset_index(drop=True)
     full = study_data(section)

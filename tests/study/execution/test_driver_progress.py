@@ -9,7 +9,8 @@ import time
 
 from archstudy.study.execution.costs import Forecast
 from archstudy.study.execution.engine import Tally
-from archstudy.study.execution.progress import TICK_S, Progress, phase
+from archstudy.study.execution.progress import Progress
+from archstudy.study.experiment.terminal import TICK_S, phase
 
 
 class Terminal(io.StringIO):

@@ -1,4 +1,4 @@
-"""analysis.sections: the numbers of a study's report section, computed apart from the page: the status table's
+"""analysis.study_analysis: the numbers of a study's report section, computed apart from the page: the status table's
 health counts, the provenance, what pruning at launch cost and saved, and the window it used."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 import synthetic_study as synth
 from archstudy.analysis import Results, load_results
-from archstudy.analysis.sections import (
+from archstudy.analysis.study_analysis import (
     analyse,
     best_architectures,
     health,

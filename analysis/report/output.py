@@ -1,0 +1,55 @@
+"""Where a report may be written: never over a file that is not HTML, never inside a study."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
+
+from archstudy.sampling import SpecError
+from archstudy.study.experiment.config import REPORT_NAME
+
+from ..results import local_root
+
+if TYPE_CHECKING:
+    pass
+
+
+def _is_html(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(512).lstrip().lower()
+    return head.startswith(b"<!doctype html") or head.startswith(b"<html")
+
+
+def check_out(out: object, study_dirs: Iterable[str | os.PathLike[str]]) -> Path:
+    """The report's path, refused where writing it could lose something: a directory, no name, a file
+    inside a study other than ``STUDY/report.html`` (the study's files are never overwritten, and a stray
+    file in ``architectures/`` would break ``pandas.read_parquet`` of it), or an existing file that is not
+    an HTML page."""
+    text = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
+    if not text or not Path(text).name or Path(text).name in (".", ".."):
+        raise SpecError(
+            "write_report", "out", text if text is not None else out, "must be a file path such as report.html"
+        )
+    path = Path(text)
+    if path.is_dir():
+        raise SpecError("write_report", "out", text, f"is a directory: give a file path such as {path / REPORT_NAME}")
+    if not path.parent.is_dir():
+        raise SpecError("write_report", "out", text, "must be in an existing directory")
+    target = path.resolve()
+    for d in study_dirs:
+        root = local_root(d)
+        if root is None:
+            continue
+        study_root = Path(root).resolve()
+        if target.is_relative_to(study_root) and target != study_root / REPORT_NAME:
+            raise SpecError(
+                "write_report",
+                "out",
+                text,
+                f"is inside the study {d}: there a report may only be "
+                f"{Path(d) / REPORT_NAME} (the study's own files are never overwritten)",
+            )
+    if path.exists() and not _is_html(path):
+        raise SpecError("write_report", "out", text, "exists and is not an HTML file: it is not overwritten")
+    return path
