@@ -10,7 +10,7 @@ rank``): the draws listed, in their order, each exactly as the study of all draw
 seed, siblings), so a study of chosen draws is a subset of that study, row for row. ``fresh_seed`` and
 ``fresh_indices`` give draws of the same space that a study does not hold (``archstudy rank``).
 
-``plan_study`` is the one place this is computed: the runner (``study.execution.unit.plan_units``), ``archstudy
+``plan_study`` is the one place this is computed: the runner (``study.execution.unit.work_units``), ``archstudy
 status``, the analysis' planned count (``analysis.results.planned_count``) and the tests all use it. It is
 pure (everything is seeded by (study seed, index)), so every machine, every resume and every reader
 agrees on the same units, and lazy: it yields one architecture at a time, so a caller can stop early or

@@ -155,7 +155,7 @@ def time_store(location: str, say=print) -> dict:
     from ..execution.compaction import compact_study
     from ..execution.state import survey
     from ..execution.store import Store
-    from ..execution.unit import plan_units
+    from ..execution.unit import work_units
     from . import status, top
 
     parser = argparse.ArgumentParser(prog="archstudy")
@@ -171,7 +171,7 @@ def time_store(location: str, say=print) -> dict:
     out: dict = {}
     config = Store(location).read_config()
     units: list = []
-    plan_s = _timed(lambda: units.extend(plan_units(config)))  # the `status` command plans again
+    plan_s = _timed(lambda: units.extend(work_units(config)))  # the `status` command plans again
     some = [u.arch_id for u in units[:: max(1, len(units) // 100)]][:100]
 
     def readers(when: str) -> dict:

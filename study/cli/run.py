@@ -221,7 +221,7 @@ def finish(result, location: str, args, example: bool) -> int:
 
 
 @dataclass
-class Plan:
+class Preview:
     """What `run` will do, said before anything starts: its lines (what will run, the memory), what the estimate
     needs, and once made the estimated seconds of the session (None when none can be made here, or nothing is
     left to run)."""
@@ -232,7 +232,7 @@ class Plan:
     todo: list
     slots: int | None  # architectures at once; None: on a cluster, not known here
     estimate_s: float | None = None
-    study: Any = None  # the driver's plan (``study.execution.driver.StudyPlan``) that `run` then runs
+    study: Any = None  # the driver's plan (``study.execution.driver.Preparation``) that `run` then runs
 
     def estimate(self) -> str | None:
         """Time a few steps (``estimate_line``) and return the line that says the estimate, or why there is none
@@ -332,15 +332,15 @@ def report_problem(path: str) -> str | None:
     return None
 
 
-def make_plan(keys: dict, out: str, args, say, example: bool = False) -> Plan:
+def make_preview(keys: dict, out: str, args, say, example: bool = False) -> Preview:
     """The plan `run` says before it starts anything (read-only: nothing is written, Ray is not started): the
-    driver's own (``plan_study``, which ``run_plan`` then runs), refused in its one line where the driver would
+    driver's own (``prepare_study``, which ``run_prepared`` then runs), refused in its one line where the driver would
     refuse, before anything costly (the timed steps) runs; and where the report goes, when one is asked."""
-    from ..execution.costs import plan_line
-    from ..execution.driver import plan_study
+    from ..execution.costs import launch_line
+    from ..execution.driver import prepare_study
     from ..execution.memory import size
 
-    study = plan_study(
+    study = prepare_study(
         keys,
         out,
         address=args.address,
@@ -361,18 +361,18 @@ def make_plan(keys: dict, out: str, args, say, example: bool = False) -> Plan:
     slots = _slots(config, args.address, args.max_in_flight)
     if not todo:
         done = f"plan: {store.location}: all {len(units):,} architectures are finished"
-        return Plan([done], config, study.data, todo, slots, study=study)
-    line = plan_line(config, study.data, units, todo, slots or 1, store.location, len(study.state.finished))
+        return Preview([done], config, study.data, todo, slots, study=study)
+    line = launch_line(config, study.data, units, todo, slots or 1, store.location, len(study.state.finished))
     if slots is None:
         line = line.rsplit("; ", 1)[0] + "; as many at a time as the cluster runs"
     lines = [f"plan: {line}"]
     if study.needs is not None:
         needs = study.needs
         lines.append(f"memory: the largest architecture needs about {size(needs[1].bytes)} ({needs[1].terms()})")
-    return Plan(lines, config, study.data, todo, slots, study=study)
+    return Preview(lines, config, study.data, todo, slots, study=study)
 
 
-def confirmed(plan: Plan, args) -> bool:
+def confirmed(plan: Preview, args) -> bool:
     """Whether the study may start: at most ``CONFIRM_ABOVE_S`` estimated, --yes, or a yes on the terminal; without
     a terminal a longer study is refused in one line naming the estimate and the flag."""
     from ..execution.costs import duration
@@ -431,7 +431,7 @@ def command(args) -> int:
     # At once on a terminal, before the heavy imports (torch, Ray) and the data.
     status.now(f"planning {out}: loading {keys['dataset']} and sampling the architectures ...")
     try:
-        plan = make_plan(keys, out, args, status.say, example)
+        plan = make_preview(keys, out, args, status.say, example)
     finally:
         status.clear()
     intro = defaults_line(keys, example)
@@ -450,8 +450,8 @@ def command(args) -> int:
     if not confirmed(plan, args):
         return 1
 
-    from ..execution.driver import run_plan
+    from ..execution.driver import run_prepared
 
     # The plan said above is the one that runs (the driver surveys the study again once it holds the lock).
-    result = run_plan(plan.study, progress=sys.stderr, announced=True)
+    result = run_prepared(plan.study, progress=sys.stderr, announced=True)
     return finish(result, out, args, example)

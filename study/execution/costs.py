@@ -1,6 +1,6 @@
 """What a study will run and what it will cost, said before training; and the ETA as the study goes.
 
-Before training the driver says in one line what will run (``plan_line``): the architectures (drawn ones and
+Before training the driver says in one line what will run (``launch_line``): the architectures (drawn ones and
 their siblings), the parameter budget, the protocol, the dataset's size, and how many run at once. Then the
 first units time a few steps of their own stacked network on the workers that train them (``probe``, called in
 the worker before training) and the driver says once what the study should take (``Forecast.estimate_line``):
@@ -107,7 +107,7 @@ def count_text(config: StudyConfig, n_units: int) -> str:
     )
 
 
-def plan_line(
+def launch_line(
     config: StudyConfig, data, units: list, todo: list, slots: int, where: str, finished_before: int = 0
 ) -> str:
     """The one line said before training: what will run and on what (module docstring)."""

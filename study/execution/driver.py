@@ -1,8 +1,8 @@
 """The study driver: create or resume a study, run its unfinished architectures on Ray, commit each result once.
 
 ``run_study(config, out)`` starts a study (or resumes it, when ``out`` already holds the same study);
-``resume_study(out)`` continues one from its own ``study.yaml``. Either is ``plan_study`` (read-only: what will
-run, or the one line that refuses it) and then ``run_plan``; ``archstudy run`` prints the same plan before it runs
+``resume_study(out)`` continues one from its own ``study.yaml``. Either is ``prepare_study`` (read-only: what will
+run, or the one line that refuses it) and then ``run_prepared``; ``archstudy run`` prints the same plan before it runs
 it. Either way:
 
 1. everything is checked before anything is written (the config, the location, the dataset): a refused
@@ -33,16 +33,15 @@ import functools
 import hashlib
 import json
 import os
-import socket
 import sys
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, TextIO, cast
+from typing import Any, Callable, Mapping, TextIO
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from archstudy.sampling import BASE, SpecError, UserError
+from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.width import check_budget
 from archstudy.sampling.constraints import Real, check
 
@@ -51,34 +50,29 @@ from ..experiment.config import (
     CONNECT_TIMEOUT_S,
     StudyConfig,
     execution_settings,
-    package_version,
     science_differences,
-    utc_now,
 )
 from ..experiment.nlc_window import pilot_window
-from . import interrupts
-from .engine import Engine, Failure, Job, Rejected, Tally
+from .dispatch import Dispatch
+from .engine import Engine
 from . import memory
 from .location import study_above
-from .costs import PROBE_UNITS, Forecast, count_text, plan_line
-from .live import WRITE_EVERY_S, clear_all, clear_live, read_live
+from .costs import count_text, launch_line
+from .live import clear_all
 from ..experiment.terminal import phase
 from .progress import Progress
 from .pruning import is_pilot, pilot_points
 from .ray_session import check_address, ray_session
-from .state import HEARTBEAT_S, StudyState, plan_with_progress, survey
+from .state import StudyState, work_units_saying, survey
 from .store import (
     ARCHITECTURES,
     CURVES,
-    FAILED,
     LOCK_NAME,
     RUNS,
-    SCHEMAS,
-    SchemaError,
     Store,
     StoreWriteError,
 )
-from .unit import WorkUnit, execute_unit, read_table_bytes
+from .unit import WorkUnit, execute_unit
 
 
 @dataclass
@@ -162,8 +156,6 @@ def _named_execution(config: StudyConfig | Mapping[str, Any], overrides: Mapping
     return {**execution_settings(config), **{k: v for k, v in overrides.items() if v is not None}}
 
 
-# The least time between two writes of driver.json for a change of what is in flight (the engine ticks every second).
-BEAT_MIN_S = 1.0
 FRESH_S = 2.0  # a listing with an entry this recent cannot stand for a survey (``_files``)
 
 # The line a plan says where another driver holds the study's lock: what that driver's ``Store.driver_lock`` refuses.
@@ -171,15 +163,15 @@ LOCKED = "another archstudy driver is running on this study (see `archstudy stat
 
 
 @dataclass
-class StudyPlan:
-    """What a driver will do on a study, decided before anything is written or started (``plan_study``, read-only):
+class Preparation:
+    """What a driver will do on a study, decided before anything is written or started (``prepare_study``, read-only):
     the config it runs, with the keys derived from the data (``derived``: ``d_in``, ``d_out``, ``data_fingerprint``),
     the study's units and those left to run (``todo``), and the refusals that come from the study's files
     (``refusal``): a path where an architecture's file goes that holds something else (``blocked``), files of
     another schema version or science config, another driver holding the study's lock (``locked``).
 
-    ``archstudy run`` prints its plan from it and then runs it (``run_plan``), and ``run_study``/``resume_study``
-    are ``plan_study`` then ``run_plan``: what is said before the start is what runs. The driver surveys the
+    ``archstudy run`` prints its plan from it and then runs it (``run_prepared``), and ``run_study``/``resume_study``
+    are ``prepare_study`` then ``run_prepared``: what is said before the start is what runs. The driver surveys the
     files again once it holds the lock (``surveyed``), with the same code: another process may have finished
     units between the plan and the start."""
 
@@ -233,7 +225,7 @@ class StudyPlan:
         if problem:
             raise UserError(problem)
 
-    def surveyed(self) -> StudyPlan:
+    def surveyed(self) -> Preparation:
         """The plan with the study's files surveyed again (the driver, holding the lock: not ``locked``); the
         plan's own survey where no file of the study changed since it was taken (``_files``: one listing, where a
         survey reads every result file: most of a large study's start)."""
@@ -270,62 +262,53 @@ def _survey(store: Store, config: StudyConfig, units: list[WorkUnit]) -> tuple[S
     return survey(store, config, units, driver=False), store.blocked(u.name for u in units)
 
 
-def plan_study(
-    config: StudyConfig | Mapping[str, Any] | None,
-    out: str | os.PathLike,
-    *,
-    address: str | None = None,
-    force_config: bool = False,
-    retry_failed: bool = True,
-    max_in_flight: int | None = None,
-    connect_timeout_s: float = CONNECT_TIMEOUT_S,
-    say: Callable[[str], None] | None = None,
-    **execution,
-) -> StudyPlan:
-    """The plan of ``run_study(config, out, ...)`` (``config`` None: of ``resume_study(out, ...)``), read-only:
-    nothing is written and Ray is not started. Every check that can refuse the command runs here, the cheap
-    ones first (``UserError``, one line); the refusals that come from the study's files are the plan's
-    ``refusal``. ``say``: lines said while it plans (sampling a large study takes minutes)."""
-    say = say or (lambda line: None)
-    store = Store(out)
-    store.reach()  # object storage that refuses or never answers: one line, in bounded time
-    unchanged: StudyConfig | None = None
+@dataclass(frozen=True)
+class _Asked:
+    """The config a driver is asked to run, before the data is loaded (``_asked_config``): whether the location is a
+    new study, whether the driver writes study.yaml and what it says of it (``note``), and with --force-config of the
+    study's own science keys, the study's config (``unchanged``: rewritten only if the data turns out to differ)."""
+
+    config: StudyConfig
+    new: bool
+    write_config: bool
     note: str | None = None
+    unchanged: StudyConfig | None = None
+
+
+def _asked_config(
+    store: Store, config: StudyConfig | Mapping[str, Any] | None, execution: Mapping[str, Any], force_config: bool
+) -> _Asked:
+    """The config to run on ``store``: the study's own for a resume (``config`` None), the one given for a new study,
+    or the one given reconciled with the study's (``_reconcile``), each with the execution settings asked."""
     if config is None:  # a resume: the study's own config
-        config = _execution(store.read_config(), execution)
-        new, write_config = False, False
-    else:
-        named = _named_execution(config, execution)
-        if not isinstance(config, StudyConfig):
-            config = StudyConfig.from_dict(config)
-        config = _execution(config, execution)
-        _check_not_inside_a_study(store)
-        new = not store.is_study()
-        if not new:
-            stored = store.read_config()
-            config, write_config, note = _reconcile(store, stored, config, force_config)
-            if not write_config:
-                config = stored.with_execution(**named)
-            elif force_config and not stored.differences(config.replace(data_fingerprint=stored.data_fingerprint)):
-                # --force-config with the study's own science keys: rewritten only if the data turns out to differ.
-                unchanged = stored.with_execution(**named)
-        else:
-            _check_new_location(store)
-            write_config = True
-    if max_in_flight is not None and max_in_flight < 1:
-        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
-    connect_timeout_s = check("run", "connect_timeout", Real(0.0, lo_open=True), connect_timeout_s)
-    problem = store.write_problem()
-    if problem:
-        raise UserError(f"{store.location}: {problem}")
-    store.check_lock()
-    check_address(address, connect_timeout_s)
-    data = _load_data(config)
+        return _Asked(_execution(store.read_config(), execution), new=False, write_config=False)
+    named = _named_execution(config, execution)
+    if not isinstance(config, StudyConfig):
+        config = StudyConfig.from_dict(config)
+    config = _execution(config, execution)
+    _check_not_inside_a_study(store)
+    if not store.is_study():
+        _check_new_location(store)
+        return _Asked(config, new=True, write_config=True)
+    stored = store.read_config()
+    config, write_config, note = _reconcile(store, stored, config, force_config)
+    if not write_config:
+        return _Asked(stored.with_execution(**named), new=False, write_config=False, note=note)
+    unchanged = None
+    if force_config and not stored.differences(config.replace(data_fingerprint=stored.data_fingerprint)):
+        unchanged = stored.with_execution(**named)
+    return _Asked(config, new=False, write_config=True, note=note, unchanged=unchanged)
+
+
+def _with_data(asked: _Asked, data) -> tuple[StudyConfig, bool, str | None]:
+    """(config, write_config, note) once the data is loaded: the config with the keys derived from the data (d_in,
+    d_out, data_fingerprint), refused in one line where a study's recorded ones differ."""
+    config, write_config, note = asked.config, asked.write_config, asked.note
     d_in, d_out, fingerprint = int(data.d_in), int(data.n_classes), data_fingerprint(data)
-    if unchanged is not None and unchanged.data_fingerprint == fingerprint:
+    if asked.unchanged is not None and asked.unchanged.data_fingerprint == fingerprint:
         # --force-config asked nothing new (the same science keys, the same data): nothing is rewritten.
-        config, write_config, note = unchanged, False, None
-    if new:  # d_in, d_out and data_fingerprint are the data's, recorded when a study is created: never a choice
+        config, write_config, note = asked.unchanged, False, None
+    if asked.new:  # d_in, d_out and data_fingerprint are the data's, recorded when a study is created: never a choice
         for key, value in (("d_in", d_in), ("d_out", d_out), ("data_fingerprint", fingerprint)):
             given = getattr(config, key)
             if given is not None and given != value:
@@ -344,11 +327,46 @@ def plan_study(
             f"({config.data_fingerprint}): other files, or another preprocessing; --force-config on "
             "`archstudy run` accepts it"
         )
-    config = config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint)
-    units = plan_with_progress(config, say)
+    return config.replace(d_in=d_in, d_out=d_out, data_fingerprint=fingerprint), write_config, note
+
+
+def prepare_study(
+    config: StudyConfig | Mapping[str, Any] | None,
+    out: str | os.PathLike,
+    *,
+    address: str | None = None,
+    force_config: bool = False,
+    retry_failed: bool = True,
+    max_in_flight: int | None = None,
+    connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    say: Callable[[str], None] | None = None,
+    **execution,
+) -> Preparation:
+    """The plan of ``run_study(config, out, ...)`` (``config`` None: of ``resume_study(out, ...)``), read-only:
+    nothing is written and Ray is not started. Every check that can refuse the command runs here, the cheap
+    ones first (``UserError``, one line); the refusals that come from the study's files are the plan's
+    ``refusal``. ``say``: lines said while it plans (sampling a large study takes minutes)."""
+    say = say or (lambda line: None)
+    store = Store(out)
+    store.reach()  # object storage that refuses or never answers: one line, in bounded time
+    asked = _asked_config(store, config, execution, force_config)
+    if max_in_flight is not None and max_in_flight < 1:
+        raise UserError(f"max_in_flight = {max_in_flight!r}: must be an integer >= 1")
+    connect_timeout_s = check("run", "connect_timeout", Real(0.0, lo_open=True), connect_timeout_s)
+    problem = store.write_problem()
+    if problem:
+        raise UserError(f"{store.location}: {problem}")
+    store.check_lock()
+    check_address(address, connect_timeout_s)
+    data = _load_data(asked.config)
+    config, write_config, note = _with_data(asked, data)
+    units = work_units_saying(config, say)
     if write_config:
         check_budget(
-            "study", (u.spec for u in units), config.param_budget, f"{config.dataset} (d_in {d_in}, {d_out} classes)"
+            "study",
+            (u.spec for u in units),
+            config.param_budget,
+            f"{config.dataset} (d_in {config.d_in}, {config.d_out} classes)",
         )
         _check_pilot(config)
     needs = _memory_needed(config, units, data, store)
@@ -364,13 +382,13 @@ def plan_study(
         )
     files = _files(store)  # before the survey: a file written while it reads is a change the driver's survey sees
     state, blocked = _survey(store, config, units)
-    return StudyPlan(
+    return Preparation(
         store=store,
         config=config,
         data=data,
         units=units,
         state=state,
-        new=new,
+        new=asked.new,
         write_config=write_config,
         note=note,
         needs=needs,
@@ -383,8 +401,8 @@ def plan_study(
     )
 
 
-def run_plan(
-    plan: StudyPlan,
+def run_prepared(
+    plan: Preparation,
     *,
     progress: TextIO | None = sys.stderr,
     intro: str | None = None,
@@ -392,7 +410,7 @@ def run_plan(
     work: Callable[[Any, int], dict] | None = None,
     on_commit: Callable[[int], None] | None = None,
 ) -> DriverSummary:
-    """Run ``plan`` (``plan_study``): start or join Ray, take the study's lock, survey its files again, refuse
+    """Run ``plan`` (``prepare_study``): start or join Ray, take the study's lock, survey its files again, refuse
     as the plan's ``refusal`` says, then write the config (a new or changed study) and run the units left.
     ``intro``: a line said once every check has passed, before the line of what will run (the command line's:
     which defaults it took). ``announced``: the caller has already said what will run and the memory it needs
@@ -416,8 +434,8 @@ def run_study(
     announced: bool = False,
     **execution,
 ) -> DriverSummary:
-    """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI): ``plan_study``,
-    then ``run_plan``.
+    """Run the study ``config`` into ``out`` (a directory or ``s3://``/``gs://``/``file://`` URI): ``prepare_study``,
+    then ``run_prepared``.
 
     If ``out`` already holds a study, this is a resume: its science keys must equal ``config``'s (else a
     ``UserError`` names the first that differs), unless ``force_config`` replaces its ``study.yaml``. A larger
@@ -425,7 +443,7 @@ def run_study(
     ``execution`` may override ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``,
     ``checkpoint_every_s``; on an existing study, the execution settings this call does not name (in
     ``execution`` or in a ``config`` mapping) are the study's own. ``connect_timeout_s``: how long ``address``
-    may take to answer (``check_address``). ``intro``, ``announced``: as ``run_plan``'s."""
+    may take to answer (``check_address``). ``intro``, ``announced``: as ``run_prepared``'s."""
     return _plan_and_drive(
         config,
         out,
@@ -450,13 +468,13 @@ def _plan_and_drive(
     announced: bool = False,
     **planning,
 ) -> DriverSummary:
-    """``plan_study(config, out, **planning)`` under a planning line, then ``_drive``: ``run_study``'s and
+    """``prepare_study(config, out, **planning)`` under a planning line, then ``_drive``: ``run_study``'s and
     ``resume_study``'s one body (``config`` None: the study's own)."""
     t0 = time.monotonic()
     shown = Progress(progress, 0, 0)
     # On a terminal (a line erased once done); not in a log, where a refused command stays one line.
     with phase(progress, f"planning {os.fspath(out)}: loading the data, sampling", in_log=False):
-        plan = plan_study(config, out, say=shown.say, **planning)
+        plan = prepare_study(config, out, say=shown.say, **planning)
     return _drive(plan.store, plan, progress=progress, intro=intro, announced=announced, started=t0)
 
 
@@ -517,7 +535,7 @@ def resume_study(
 ) -> DriverSummary:
     """Continue the study in ``out`` with its own ``study.yaml`` (execution settings may be overridden for this
     session: ``root``, ``cpus_per_arch``, ``gpus_per_arch``, ``max_retries``, ``checkpoint_every_s``):
-    ``plan_study(None, out, ...)``, then ``run_plan``."""
+    ``prepare_study(None, out, ...)``, then ``run_prepared``."""
     return _plan_and_drive(
         None,
         out,
@@ -579,10 +597,87 @@ def _stops_on_write_errors(drive):
     return run
 
 
+class _RayReach:
+    """Start or join Ray once, when the driver first needs it, and check that it can run one architecture: its
+    capacity, and the memory of the largest unit. ``embedded``: whether this driver started Ray itself."""
+
+    def __init__(self, held: contextlib.ExitStack, engine: Engine, plan: Preparation, progress, shown: Progress):
+        self.held, self.engine, self.plan, self.progress, self.shown = held, engine, plan, progress, shown
+        self.embedded: bool | None = None  # None until reached
+
+    def __call__(self) -> None:
+        if self.embedded is not None:
+            return
+        import ray
+
+        address = self.plan.address
+        if ray.is_initialized():  # the caller's Ray (a test, a notebook, `archstudy rank`)
+            self.embedded = self.held.enter_context(ray_session(address))
+        else:  # seconds, a minute on a loaded machine: said, and on a terminal its time runs
+            where = address or os.environ.get("RAY_ADDRESS")
+            label = f"joining the Ray cluster at {where}" if where else "starting Ray here"
+            with phase(self.progress, label, in_log=False):  # its checks may refuse: one line in a log
+                self.embedded = self.held.enter_context(ray_session(address))
+        _check_capacity(self.engine, self.embedded, self.shown)
+        _check_memory(
+            self.plan.needs,
+            engine_nodes=None,
+            cpus=self.engine.cpus,
+            gpus=self.engine.gpus,
+            max_in_flight=self.plan.max_in_flight,
+            embedded=self.embedded,
+            say=self.shown.say,
+        )
+
+
+def _engine(config: StudyConfig, max_in_flight: int | None, work: Callable[[Any, int], dict] | None) -> Engine:
+    """The engine of a study's units: a worker's CPUs and GPUs, retries and units in flight as the config says."""
+    res = config.resources
+    return Engine(
+        work or execute_unit,  # looked up at the call: a test may replace the module's execute_unit
+        cpus=res.cpus_per_arch,
+        gpus=res.gpus_per_arch,
+        max_retries=config.max_retries,
+        max_in_flight=max_in_flight,
+        name="execute_unit",
+    )
+
+
+def _nothing_to_do(store: Store, plan: Preparation, shown: Progress, result: DriverSummary) -> DriverSummary:
+    """Say that every unit is finished (or failed, not retried); with --force-config, record the config asked."""
+    units, state = plan.units, plan.state
+    what = f"all {len(units)} architectures are finished"
+    if state.failed and not plan.retry_failed:
+        what = f"{len(state.finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
+    if plan.write_config:  # --force-config on a finished study: record the config (and the data) asked
+        if plan.note:
+            shown.say(plan.note)
+        store.write_config(plan.config)
+    shown.say(f"nothing to do: {what} in {store.location}")
+    return result
+
+
+def _start_writing(store: Store, plan: Preparation, shown: Progress) -> None:
+    """From here on the driver writes: the config (a new or changed study), then the study's mends: temporary files
+    of interrupted writes and corrupt result files removed (they are redone), progress records of a killed session
+    cleared (no unit of this study runs now)."""
+    if plan.note:
+        shown.say(plan.note)
+    if plan.write_config:
+        store.write_config(plan.config)
+    for path in store.remove_temp_files():
+        shown.say(f"removed the temporary file {path} of an interrupted write")
+    for name, problem in plan.state.corrupt.items():
+        shown.say(f"{name}: {problem}: removed, it will be redone")
+        for kind in (ARCHITECTURES, RUNS, CURVES):
+            store.delete(kind, f"{name}.parquet")
+    clear_all(store)
+
+
 @_stops_on_write_errors
 def _drive(
     store: Store,
-    plan: StudyPlan,
+    plan: Preparation,
     *,
     progress: TextIO | None,
     intro: str | None = None,
@@ -591,47 +686,12 @@ def _drive(
     work: Callable[[Any, int], dict] | None = None,
     on_commit: Callable[[int], None] | None = None,
 ) -> DriverSummary:
-    """Run the plan's unfinished units (``run_plan``); ``started``: when the caller began (the summary's time)."""
+    """Run the plan's unfinished units (``run_prepared``); ``started``: when the caller began (the summary's time)."""
     t0 = time.monotonic() if started is None else started
     shown = Progress(progress, 0, 0)  # the progress line and messages on the caller's stream
-    config, units, data, needs = plan.config, plan.units, plan.data, plan.needs
-    address, max_in_flight = plan.address, plan.max_in_flight
-    res = config.resources
-    engine = Engine(
-        work or execute_unit,  # looked up at the call: a test may replace the module's execute_unit
-        cpus=res.cpus_per_arch,
-        gpus=res.gpus_per_arch,
-        max_retries=config.max_retries,
-        max_in_flight=max_in_flight,
-        name="execute_unit",
-    )
+    engine = _engine(plan.config, plan.max_in_flight, work)
     with contextlib.ExitStack() as held:
-        reached: list[bool] = []
-
-        def reach_ray() -> None:
-            """Start or join Ray (once), and check that it can run one architecture."""
-            if not reached:
-                reached.append(True)
-                import ray
-
-                if ray.is_initialized():  # the caller's Ray (a test, a notebook, `archstudy rank`)
-                    embedded = held.enter_context(ray_session(address))
-                else:  # seconds, a minute on a loaded machine: said, and on a terminal its time runs
-                    where = address or os.environ.get("RAY_ADDRESS")
-                    label = f"joining the Ray cluster at {where}" if where else "starting Ray here"
-                    with phase(progress, label, in_log=False):  # its checks may refuse: one line in a log
-                        embedded = held.enter_context(ray_session(address))
-                _check_capacity(engine, embedded, shown)
-                _check_memory(
-                    needs,
-                    engine_nodes=None,
-                    cpus=engine.cpus,
-                    gpus=engine.gpus,
-                    max_in_flight=max_in_flight,
-                    embedded=embedded,
-                    say=shown.say,
-                )
-
+        reach_ray = _RayReach(held, engine, plan, progress, shown)
         if plan.new:
             reach_ray()  # a new study has work to do: a machine that cannot run it refuses before any write
         locked = held.enter_context(store.driver_lock())
@@ -641,10 +701,7 @@ def _drive(
             _check_still_new(store)  # with the lock held: create the lock, check, then write
         plan = plan.surveyed()  # with the lock held: what the study holds now
         plan.check()
-        state, todo = plan.state, plan.todo
-        finished = set(state.finished)
-        # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
-        stale = [name for name in state.checkpoints if name in finished]
+        config, units, state, todo = plan.config, plan.units, plan.state, plan.todo
         result = DriverSummary(
             store.location,
             len(units),
@@ -652,40 +709,22 @@ def _drive(
             redone=dict(state.corrupt),
             skipped_failed=0 if plan.retry_failed else len(state.failed),
         )
-        for name in stale:
+        # A driver killed between a unit's commit and the removal of its checkpoint leaves a stale one.
+        finished = set(state.finished)
+        for name in [name for name in state.checkpoints if name in finished]:
             store.delete(*store.checkpoint_parts(name))
             shown.say(f"{name}: removed the checkpoint of an architecture that had finished")
         if not todo and not state.corrupt:
-            what = f"all {len(units)} architectures are finished"
-            if state.failed and not plan.retry_failed:
-                what = f"{len(finished)} of {len(units)} architectures are finished, {len(state.failed)} failed"
-            if plan.write_config:  # --force-config on a finished study: record the config (and the data) asked
-                if plan.note:
-                    shown.say(plan.note)
-                store.write_config(config)
-            shown.say(f"nothing to do: {what} in {store.location}")
-            return result
+            return _nothing_to_do(store, plan, shown, result)
         reach_ray()
-        # From here on the driver writes.
-        if plan.note:
-            shown.say(plan.note)
-        if plan.write_config:
-            store.write_config(config)
-        for path in store.remove_temp_files():
-            shown.say(f"removed the temporary file {path} of an interrupted write")
-        for name, problem in state.corrupt.items():
-            shown.say(f"{name}: {problem}: removed, it will be redone")
-            for kind in (ARCHITECTURES, RUNS, CURVES):
-                store.delete(kind, f"{name}.parquet")
-        clear_all(store)  # progress records a killed session left (no unit of this study runs now)
+        _start_writing(store, plan, shown)
         if intro:
             shown.say(intro)
         if not announced:
-            shown.say(plan_line(config, data, units, todo, engine.limit(), store.location, len(finished)))
-        if needs is not None and not announced:
-            shown.say(
-                f"memory: the largest architecture needs about {memory.size(needs[1].bytes)} ({needs[1].terms()})"
-            )
+            shown.say(launch_line(config, plan.data, units, todo, engine.limit(), store.location, len(finished)))
+            if plan.needs is not None:
+                needs = plan.needs[1]
+                shown.say(f"memory: the largest architecture needs about {memory.size(needs.bytes)} ({needs.terms()})")
         _launch(
             store,
             config,
@@ -694,9 +733,9 @@ def _drive(
             todo,
             state,
             result,
-            address=address,
+            address=plan.address,
             progress=shown,
-            data=data,
+            data=plan.data,
             on_commit=on_commit,
         )
     shown.close()
@@ -707,35 +746,6 @@ def _drive(
         summary += f", {len(result.failed)} failed (`archstudy status {store.location}`)"
     shown.say(summary + f" ({Progress.duration(result.wall_s)})")
     return result
-
-
-def _commit(store: Store, key: str, rows: Mapping[str, Any], science: str) -> None:
-    """Commit one unit's result as its worker returned it: its tables (``study.execution.unit.unit_tables``), each
-    of the schema and a trained unit with runs, a pruned one without (``SchemaError`` else), or its rows
-    (``Store.write_result`` builds and checks the tables)."""
-    if not isinstance(rows["architecture"], bytes):
-        store.write_result(key, rows["architecture"], rows["runs"], rows.get("curves") or (), science=science)
-        return
-    try:
-        arch = read_table_bytes(rows["architecture"])
-        others = {kind: read_table_bytes(rows[kind]) for kind in (RUNS, CURVES) if rows.get(kind) is not None}
-    except (pa.ArrowException, TypeError) as e:
-        raise SchemaError(f"{key}: a table that is not an Arrow stream ({e})") from None
-    for kind, table in ((ARCHITECTURES, arch), *others.items()):
-        rows_ok = table.num_rows == 1 if kind == ARCHITECTURES else table.num_rows > 0
-        if not rows_ok or not table.schema.equals(SCHEMAS[kind]):
-            raise SchemaError(f"{key}: its {kind} table is not one of the schema's ({table.num_rows} rows)")
-    # the schema's metadata (its version, the table's name) is the driver's to write, not the worker's: a worker of
-    # another install must not commit files the store would then call foreign
-    arch = arch.replace_schema_metadata(SCHEMAS[ARCHITECTURES].metadata)
-    others = {kind: t.replace_schema_metadata(SCHEMAS[kind].metadata) for kind, t in others.items()}
-    trained = bool(arch.column("trained")[0].as_py())
-    if trained != (RUNS in others) or (CURVES in others and not trained):
-        raise SchemaError(
-            f"{key}: an architecture with trained = {trained} and tables {sorted(others)}: a trained one has runs "
-            "(and curves when recorded), a pruned one neither"
-        )
-    store.write_tables(key, arch, others, science=science)
 
 
 def _mixed_problem(store: Store, state: StudyState, config: StudyConfig) -> str | None:
@@ -862,21 +872,15 @@ def _launch(
 ) -> None:
     """Run ``todo`` with the study's NLC window: none, the given one, or (``auto``) the pilot's units first, then
     the others with the window of the pilot's stored rows, once every pilot unit is finished."""
+
+    def dispatch(some: list[WorkUnit], window: tuple[float, float] | None = None) -> None:
+        Dispatch(
+            store, config, engine, some, state, result, address=address, progress=progress, on_commit=on_commit
+        ).run(data, window)
+
     window = config.nlc_window
     if window != "auto":
-        _execute_units(
-            store,
-            config,
-            engine,
-            todo,
-            state,
-            result,
-            address=address,
-            progress=progress,
-            data=data,
-            window=window,
-            on_commit=on_commit,
-        )
+        dispatch(todo, None if window is None else (float(window[0]), float(window[1])))
         return
     pilot = [u for u in todo if is_pilot(config, u.index)]
     rest = [u for u in todo if not is_pilot(config, u.index)]
@@ -884,18 +888,7 @@ def _launch(
         progress.say(
             f"the pilot: {len(pilot)} architectures (indices below {config.nlc_pilot}), trained without a window"
         )
-        _execute_units(
-            store,
-            config,
-            engine,
-            pilot,
-            state,
-            result,
-            address=address,
-            progress=progress,
-            data=data,
-            on_commit=on_commit,
-        )
+        dispatch(pilot)
     if not rest:
         return
     names = [u.name for u in units if is_pilot(config, u.index)]
@@ -913,176 +906,4 @@ def _launch(
         f"NLC window [{w['lo']:.3g}, {w['hi']:.3g}] from the pilot's {len(names)} architectures ({why}); "
         f"{len(rest)} architectures to measure, the ones inside it to train"
     )
-    _execute_units(
-        store,
-        config,
-        engine,
-        rest,
-        state,
-        result,
-        address=address,
-        progress=progress,
-        data=data,
-        window=(w["lo"], w["hi"]),
-        on_commit=on_commit,
-    )
-
-
-def _execute_units(
-    store: Store,
-    config: StudyConfig,
-    engine: Engine,
-    todo: list[WorkUnit],
-    state: StudyState,
-    result: DriverSummary,
-    *,
-    address: str | None,
-    progress: Progress,
-    data,
-    window=None,
-    on_commit: Callable[[int], None] | None = None,
-) -> None:
-    import ray
-
-    by_name = {u.name: u for u in todo}
-    earlier_attempts = {n: int(r.get("attempts", 0) or 0) for n, r in state.failed.items()}
-    had_failed = set(store.names(FAILED, ".json")) & set(by_name)  # unreadable records too: removed on a commit
-    science = config.science_json  # every file's metadata (a property, computed anew at each call: once here)
-    host, started = socket.gethostname(), utc_now()
-    last_beat: list = [-float("inf"), None]  # when driver.json was last written (monotonic), what flew where
-
-    def heartbeat(tally: Tally | None, running: bool = True, stopped: str | None = None) -> None:
-        """driver.json, rewritten when what is in flight (or where) changes, at most every BEAT_MIN_S for that (a
-        study of short units changes it with every unit: one write per unit, a request on object storage), and at
-        least every HEARTBEAT_S."""
-        now, tick = time.time(), time.monotonic()  # the clock of the spacing: one a clock's step cannot stall
-        if running and tally is not None and tick - last_beat[0] < BEAT_MIN_S:
-            return  # the engine ticks again within its tick: a change is written then
-        flying = list(tally.in_flight) if tally and running else []
-        where = dict(tally.nodes) if tally and running else {}
-        if running and tally is not None and (flying, where) == last_beat[1] and tick - last_beat[0] < HEARTBEAT_S:
-            return
-        last_beat[:] = [tick, (flying, where)]
-        store.write_driver_state(
-            {
-                "pid": os.getpid(),
-                "host": host,
-                "started": started,
-                "heartbeat": utc_now(),
-                "heartbeat_unix": now,
-                "running": running,
-                "stopped": stopped,
-                "address": address or "embedded",
-                "in_flight": flying,
-                "nodes": where,
-                "done": result.finished_before + result.finished,
-                "failed": len(result.failed),
-                "total": result.total,
-            }
-        )
-
-    def on_done(job: Job, rows: dict, attempt: int) -> None:
-        key = cast(str, job.key)  # the driver's jobs: one per unit, keyed by its name
-        for note in rows.get("notes", ()):  # e.g. a checkpoint file that was not valid and was discarded
-            progress.say(f"{key}: {note}")
-        try:
-            _commit(store, key, rows, science)
-        except SchemaError as e:
-            raise Rejected(f"SchemaError: {e}") from None
-        store.delete(*store.checkpoint_parts(key))
-        if key in had_failed:  # a failure record of an earlier session (this session's are final: never retried)
-            store.delete(FAILED, f"{key}.json")
-        clear_live(store, key)
-        forecast.finished(key)
-        result.finished += 1
-        if on_commit is not None:
-            on_commit(result.finished)
-
-    def on_retry(job: Job, failure: Failure, attempt: int) -> None:
-        progress.say(f"{job.key}: attempt {attempt} failed: {failure.reason}; trying again")
-
-    def on_failed(job: Job, failure: Failure, attempt: int) -> None:
-        key = cast(str, job.key)  # a unit's name
-        unit = by_name[key]
-        store.write_failure(
-            key,
-            {
-                "index": unit.index,
-                "arch_id": unit.arch_id,
-                "variant": unit.variant,
-                "reason": failure.reason,
-                "attempts": attempt,
-                "detail": failure.detail[-20000:],
-                "host": host,
-                "failed_at": utc_now(),
-                "package_version": package_version(),
-            },
-        )
-        result.failed[key] = failure.reason
-        clear_live(store, key)
-        progress.say(f"{key} failed after {attempt} attempt(s): {failure.reason}")
-
-    progress.total, progress.done_before = result.total, result.finished_before + result.finished
-    res = config.resources
-    data_ref = ray.put(data)
-    base = {
-        "config": config.to_dict(),
-        "data": [data_ref],
-        "store": store.uri,
-        "threads": res.threads,
-        "gpus": res.gpus_per_arch,
-        "window": None if window is None else list(window),
-    }
-    # The first units time a few steps of their network before they start (study.execution.costs): the estimate.
-    probing = max(1, min(PROBE_UNITS, engine.limit()))
-    jobs = [Job(u.name, {**base, "unit": u.to_dict(), "probe": i < probing}) for i, u in enumerate(todo)]
-    forecast = Forecast(len(todo))
-    progress.forecast = forecast
-    progress.indices = {u.name: str(u.index) if u.variant == BASE else f"{u.index} {u.variant}" for u in todo}
-    last_read = [-float("inf")]
-
-    def follow(tally: Tally) -> None:
-        """The units in flight and their progress records (read at most as often as workers write them)."""
-        forecast.seen(tally.in_flight)
-        forecast.slots = max(forecast.slots, tally.running)
-        now = time.monotonic()
-        if tally.in_flight and now - last_read[0] >= WRITE_EVERY_S[store.local]:
-            last_read[0] = now
-            forecast.observe(read_live(store, tally.in_flight))
-            line = forecast.estimate_line()
-            if line:
-                progress.say(line)
-
-    def on_tick(tally: Tally) -> None:
-        interrupts.raise_if_interrupted()
-        follow(tally)
-        progress.update(tally)
-        heartbeat(tally)
-
-    stop = "error"
-    heartbeat(None)
-    try:
-        engine.execute(
-            jobs,
-            on_done=on_done,
-            on_failed=on_failed,
-            on_tick=on_tick,
-            on_retry=on_retry,
-            first_attempt=lambda job: earlier_attempts.get(cast(str, job.key), 0) + 1,
-        )
-        stop = "finished"
-    except KeyboardInterrupt:
-        stop = "interrupted"
-        progress.say(f"interrupted: `archstudy resume {store.location}` continues the study")
-        raise
-    except StoreWriteError:
-        stop = "storage"
-        raise
-    finally:
-        progress.close()  # the terminal's line ends here; what follows prints below it
-        try:
-            heartbeat(None, running=False, stopped=stop)
-        except StoreWriteError:
-            if stop == "finished":
-                raise  # every result is committed, but the location stopped accepting writes: say so
-            # else the error on its way out says what happened
+    dispatch(rest, (w["lo"], w["hi"]))

@@ -5,7 +5,7 @@ The study's files are the only truth (docs/results.md): an architecture is finis
 a trained architecture's ``runs`` file; none for one pruned at launch) and its ``curves`` file valid where
 there is one (a unit finished before curves were recorded has none and stays finished). Finished units that
 were pruned at launch (``trained`` false) are listed apart (``pruned``). ``survey`` reads them all (concurrently)
-and compares them with the plan (``study.execution.unit.plan_units``), so ``archstudy status`` and a resume see
+and compares them with the plan (``study.execution.unit.work_units``), so ``archstudy status`` and a resume see
 the same thing. A unit held by a good pack (``study.experiment.packs``, written by ``study.execution.compaction``) is
 finished as its pack is: whole (every table file it records there, with its row count) and of this study's science
 config; a unit recorded only by a pack that is not whole is corrupt. Nothing here writes.
@@ -35,13 +35,13 @@ from archstudy.sampling.unit_names import INDEX_DIGITS
 from ..experiment.config import StudyConfig
 from ..experiment.packs import sources
 from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, FileCheck, Store, recorded_science
-from .unit import WorkUnit, plan_units
+from .unit import WorkUnit, work_units
 
 PLAN_PROGRESS_S = 2.0  # planning says how far it is after this long, and again every this long
 
 
-def plan_with_progress(config: StudyConfig, say) -> list:
-    """``plan_units``, saying how far it is (``say(line)``) when planning takes more than ``PLAN_PROGRESS_S``:
+def work_units_saying(config: StudyConfig, say) -> list:
+    """``work_units``, saying how far it is (``say(line)``) when planning takes more than ``PLAN_PROGRESS_S``:
     a large study samples for minutes before its first unit can start."""
     t0 = last = time.monotonic()
     n = config.architectures
@@ -58,7 +58,7 @@ def plan_with_progress(config: StudyConfig, say) -> list:
                 else f"planning: {done:,}/{n:,} architectures sampled, about {eta:.0f} s left"
             )
 
-    return plan_units(config, on_index)
+    return work_units(config, on_index)
 
 
 HEARTBEAT_S = 10.0  # the driver rewrites driver.json at least this often
@@ -132,7 +132,7 @@ class StudyState:
 SPOT_CHECKS = 8  # names trusted by their files' science config that ``survey_files`` checks against the plan
 
 
-class _Plan:
+class _Expected:
     """The planned units a survey compares the files with: every unit's name (``survey``), or the planned
     indices, with the names of those the study's files name found by ``resolve`` (``survey_files``)."""
 
@@ -244,8 +244,8 @@ def survey(
     """Compare the study's files with its plan (read-only). ``driver=False`` skips asking whether a driver is
     running (the driver itself surveys while holding the lock)."""
     config = config or store.read_config()
-    units = units if units is not None else plan_units(config)
-    state = _survey(store, config, _Plan(config, units), driver)
+    units = units if units is not None else work_units(config)
+    state = _survey(store, config, _Expected(config, units), driver)
     assert state is not None  # a listed plan is never rejected
     return state
 
@@ -255,17 +255,17 @@ def survey_files(
 ) -> StudyState:
     """``survey`` without sampling the plan's units that no file names (module docstring); ``state.units`` is
     then empty, ``state.unnamed`` counts the remaining units not named. With sibling axes, or when a spot check
-    finds a name that is not the plan's, the whole plan is sampled (``plan_with_progress``, saying how far with
+    finds a name that is not the plan's, the whole plan is sampled (``work_units_saying``, saying how far with
     ``say``) and this is ``survey``."""
     config = config or store.read_config()
     if not config.siblings and config.d_in is not None and config.d_out is not None:
-        state = _survey(store, config, _Plan(config, None), driver)
+        state = _survey(store, config, _Expected(config, None), driver)
         if state is not None:
             return state
-    return survey(store, config, plan_with_progress(config, say or (lambda line: None)), driver=driver)
+    return survey(store, config, work_units_saying(config, say or (lambda line: None)), driver=driver)
 
 
-def _survey(store: Store, config: StudyConfig, plan: _Plan, driver: bool) -> StudyState | None:
+def _survey(store: Store, config: StudyConfig, plan: _Expected, driver: bool) -> StudyState | None:
     """``survey`` against ``plan``: None where ``plan.resolve`` finds a name the plan does not hold there."""
     state = StudyState(config=config, units=plan.units or [], planned=None if plan.units is not None else plan.total)
     loose = set(store.names(ARCHITECTURES, ".parquet"))  # listed before the packs (study.experiment.packs)

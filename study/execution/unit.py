@@ -6,7 +6,7 @@ as one stacked model (measuring again after training) -> the rows of docs/result
 trained: its row holds the measurements at initialization and ``trained`` false; so is every architecture of a
 study that measures only (``measure_only``: ``archstudy rank``).
 
-``plan_units`` lists a study's units in order (the study plan, ``sampling.plan_study``, of its config): it is
+``work_units`` lists a study's units in order (the study plan, ``sampling.plan_study``, of its config): it is
 pure (sampling is seeded by (study seed, index)), so the driver, ``archstudy status`` and every resume agree
 on the same names. ``compute_unit`` does one unit in the calling process; ``execute_unit`` is the body Ray runs
 on a worker (threads, device, the dataset from the object store, the checkpoint in the study's storage).
@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
-from archstudy.sampling import BASE, ArchSpec, SpecError, plan_study
+from archstudy.sampling import BASE, ArchSpec, Planned, SpecError, plan_study
 
 from .cluster import LOGICAL_GPUS_ENV
 from ..experiment.config import StudyConfig, package_version, utc_now
@@ -34,14 +34,11 @@ from .live import UnitProgress
 from .store import Store, to_table, unit_name
 
 
-@dataclass(frozen=True)
-class WorkUnit:
-    """One architecture of a study: its index, variant, spec and init seed."""
+class WorkUnit(Planned):
+    """One architecture of a study as the study plan gives it (``sampling.Planned``: its index, variant, spec and init
+    seed), with the names its files and the driver's jobs go by, and its form in a job's payload."""
 
-    index: int
-    variant: str
-    spec: ArchSpec
-    seed: int
+    __slots__ = ()
 
     @property
     def arch_id(self) -> str:
@@ -58,6 +55,51 @@ class WorkUnit:
     @classmethod
     def from_dict(cls, d: Mapping) -> "WorkUnit":
         return cls(int(d["index"]), str(d["variant"]), ArchSpec.from_dict(dict(d["spec"])), int(d["seed"]))
+
+
+@dataclass(frozen=True)
+class UnitJob:
+    """What the driver sends a worker for one unit (``execute_unit``), made and read in one place: the study's config
+    (``StudyConfig.to_dict``), the dataset as a reference in Ray's object store (in a list, so that Ray hands the
+    reference over, not the data), the study's storage, the worker's threads and GPUs, the NLC window of pruning at
+    launch ((lo, hi), or None: none), the unit, and whether it first times a few steps for the driver's estimate
+    (``probe``)."""
+
+    config: dict
+    data: list
+    store: str
+    threads: int
+    gpus: float
+    window: tuple[float, float] | None
+    unit: WorkUnit
+    probe: bool = False
+
+    def to_payload(self) -> dict[str, Any]:
+        """The job as plain data (what crosses to the worker)."""
+        return {
+            "config": self.config,
+            "data": self.data,
+            "store": self.store,
+            "threads": self.threads,
+            "gpus": self.gpus,
+            "window": None if self.window is None else list(self.window),
+            "unit": self.unit.to_dict(),
+            "probe": self.probe,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> "UnitJob":
+        window = payload.get("window")
+        return cls(
+            config=dict(payload["config"]),
+            data=list(payload["data"]),
+            store=str(payload["store"]),
+            threads=int(payload["threads"]),
+            gpus=float(payload["gpus"]),
+            window=None if window is None else (float(window[0]), float(window[1])),
+            unit=WorkUnit.from_dict(payload["unit"]),
+            probe=bool(payload.get("probe")),
+        )
 
 
 def iter_units(config: StudyConfig) -> Iterator[WorkUnit]:
@@ -87,7 +129,7 @@ def iter_units(config: StudyConfig) -> Iterator[WorkUnit]:
     )
 
 
-def plan_units(config: StudyConfig, on_index: Callable[[int], None] | None = None) -> list[WorkUnit]:
+def work_units(config: StudyConfig, on_index: Callable[[int], None] | None = None) -> list[WorkUnit]:
     """``iter_units`` as a list; ``on_index(i)`` after the units of each index i (progress: sampling and
     solving the widths takes milliseconds per architecture)."""
     units: list[WorkUnit] = []
@@ -371,19 +413,19 @@ def unit_tables(arch: Mapping[str, Any], runs: list[dict], curves: list[dict]) -
 def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     """Run one unit on a Ray worker (the entry point of a worker's work: ``prepare_worker`` sets the process
     up), pick the device, fetch the dataset, train with the checkpoint in the study's storage, keeping its
-    progress record (``study.execution.live``; with ``payload["probe"]`` it first times a few steps for the driver's
-    estimate); return its tables (``unit_tables``; the driver writes them) and notes."""
-    prepare_worker(int(payload["threads"]))
-    device = unit_device(payload["gpus"])
-    unit = WorkUnit.from_dict(payload["unit"])
-    config = StudyConfig.from_dict(payload["config"])
-    data = _dataset(payload["data"], device)
-    store = Store(payload["store"])
+    progress record (``study.execution.live``; with the job's ``probe`` it first times a few steps for the driver's
+    estimate); return its tables (``unit_tables``; the driver writes them) and notes. ``payload``: a ``UnitJob``'s."""
+    job = UnitJob.from_payload(payload)
+    prepare_worker(job.threads)
+    device = unit_device(job.gpus)
+    unit = job.unit
+    config = StudyConfig.from_dict(job.config)
+    data = _dataset(job.data, device)
+    store = Store(job.store)
     notes: list[str] = []
-    window = payload.get("window")
     with (
         MirroredCheckpoint(store, unit.name) as ckpt,
-        UnitProgress(store, unit.name, attempt, probe=bool(payload.get("probe"))) as live,
+        UnitProgress(store, unit.name, attempt, probe=job.probe) as live,
     ):
         arch, runs, curves = compute_unit(
             unit,
@@ -393,7 +435,7 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
             attempt=attempt,
             checkpoint_path=ckpt,
             notes=notes,
-            window=None if window is None else tuple(window),
+            window=job.window,
             live=live,
         )
     return {**unit_tables(arch, runs, curves), "notes": notes}

@@ -6,8 +6,8 @@ commits and Ray's round trips, not the science.
 Measured in the driver's process (its CPU time covers every thread of the process, Ray's core worker included;
 Ray's own daemons and the workers are other processes, not counted):
 
-* ``plan_s`` / ``plan_cpu_s``: ``plan_study`` (loading the data, sampling the N specs), once per command;
-* ``run_s`` / ``run_cpu_s``: ``run_plan`` whole (Ray started here, the lock, the N commits);
+* ``plan_s`` / ``plan_cpu_s``: ``prepare_study`` (loading the data, sampling the N specs), once per command;
+* ``run_s`` / ``run_cpu_s``: ``run_prepared`` whole (Ray started here, the lock, the N commits);
 * at 10 %, 50 % and 100 % of the units committed: the wall and CPU seconds since the first commit and the
   resident memory of the process (``/proc/self/status`` VmRSS);
 * ``cpu_ms_per_unit`` = (CPU at the last commit - CPU at the first) / (N - 1), the steady cost of one unit, with
@@ -107,9 +107,9 @@ def driver_overhead(
     seed: int = 0,
     say: Callable[[str], None] = print,
 ) -> dict:
-    """Run the bench study of ``n`` units into the new directory ``out`` through ``plan_study`` and ``run_plan``
+    """Run the bench study of ``n`` units into the new directory ``out`` through ``prepare_study`` and ``run_prepared``
     with ``noop_unit`` (the module docstring says what is measured); return the measurements."""
-    from ..execution.driver import plan_study, run_plan
+    from ..execution.driver import prepare_study, run_prepared
 
     marks = sorted({max(1, math.ceil(f * n)) for f in MARKS} | {1, n})
     seen: dict[int, tuple[float, float, float]] = {}  # committed -> (wall, CPU, RSS MB)
@@ -120,12 +120,12 @@ def driver_overhead(
 
     load_before = load_average()
     t0, c0 = time.perf_counter(), time.process_time()
-    plan = plan_study(bench_config(n, seed=seed), out, max_in_flight=max_in_flight, say=say)
+    plan = prepare_study(bench_config(n, seed=seed), out, max_in_flight=max_in_flight, say=say)
     t1, c1 = time.perf_counter(), time.process_time()
     say(f"planned {n:,} units in {t1 - t0:.1f} s ({c1 - c0:.1f} s CPU); running them with a no-op unit")
     rss_start = rss_mb()
     with open(os.devnull, "w") as log:  # the progress line as in a log (its cost counted, its text dropped)
-        summary = run_plan(plan, progress=log, work=noop_unit, on_commit=on_commit)
+        summary = run_prepared(plan, progress=log, work=noop_unit, on_commit=on_commit)
     t2, c2 = time.perf_counter(), time.process_time()
     if summary.finished != n or summary.failed:
         raise RuntimeError(f"the bench study committed {summary.finished} of {n} units ({len(summary.failed)} failed)")

@@ -2,7 +2,7 @@
 for benchmarks of the store, ``archstudy status``, ``top``, ``load_results`` and the report at scale
 (``archstudy bench --store N --out DIR``), and for tests.
 
-The architectures are the study's plan (``study.execution.unit.plan_units``: the spec columns, content ids
+The architectures are the study's plan (``study.execution.unit.work_units``: the spec columns, content ids
 and file names are the driver's); the measured values are synthetic, drawn with numpy for all N at once, with
 the value kinds of a real study: the NLC compounds the activation's NLC_tau(1) over the hidden layers
 (Philipp and Carbonell, *The Nonlinearity Coefficient*, Table 1 and section 5) times log-normal noise, and test
@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..execution.store import ARCHITECTURES, CURVES, RUNS, SCHEMAS, Store
-from ..execution.unit import plan_units
+from ..execution.unit import work_units
 from ..experiment.config import StudyConfig
 
 # NLC_tau(1) of the activations (Philipp and Carbonell, *The Nonlinearity Coefficient*, Table 1 line A; abs and
@@ -231,7 +231,7 @@ def write_synthetic_study(
     store = Store(location)
     config = synthetic_config(n, seed=seed, dataset=dataset, num_lrs=num_lrs)
     t0 = time.perf_counter()
-    units = plan_units(config)
+    units = work_units(config)
     plan_s = time.perf_counter() - t0
     t0, c0 = time.perf_counter(), time.process_time()
     rng = np.random.default_rng([seed, 20261127])

@@ -52,7 +52,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -214,13 +214,12 @@ def train_architecture(
         state = _fresh(spec, splits, seed, seeds, protocol, device, trajectory)
         if state is None:
             return _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory)
-    trainer = _Trainer(
+    settings = _Settings(
         spec,
         splits,
         seed,
         protocol,
         device,
-        state,
         session_start,
         checkpoint_path,
         checkpoint_every_s,
@@ -231,6 +230,7 @@ def train_architecture(
         forward,
         report,
     )
+    trainer = _Trainer(settings, state)
     return trainer.train()
 
 
@@ -315,45 +315,51 @@ def _warn(message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
+@dataclass(frozen=True)
+class _Settings:
+    """What one call of ``train_architecture`` trains and how (its arguments, checked): the architecture, the data,
+    the seed, the protocol and the device; when the session started, the checkpoint and how often it is written, the
+    progress callback, the key a checkpoint must match, the runs per chunk, the NLC trajectory, the forward asked
+    for, and where one-line notes go."""
+
+    spec: ArchSpec
+    splits: Any
+    seed: int
+    protocol: Protocol
+    device: torch.device
+    session_start: float
+    checkpoint_path: Any
+    checkpoint_every_s: float
+    progress: Any
+    key: dict
+    chunk_runs: int | None
+    trajectory: Any = None
+    forward: Any = "auto"
+    report: Callable[[str], None] | None = None
+
+
 class _Trainer:
     """The epoch loop over one training state."""
 
-    def __init__(
-        self,
-        spec,
-        splits,
-        seed,
-        protocol,
-        device,
-        state: TrainingState,
-        session_start,
-        checkpoint_path,
-        checkpoint_every_s,
-        progress,
-        key,
-        chunk_runs,
-        trajectory=None,
-        forward="auto",
-        report: Callable[[str], None] | None = None,
-    ):
-        self.spec, self.splits, self.seed, self.protocol, self.device = spec, splits, seed, protocol, device
+    def __init__(self, settings: _Settings, state: TrainingState):
+        t = settings
+        self.spec, self.splits, self.seed, self.protocol, self.device = t.spec, t.splits, t.seed, t.protocol, t.device
         self.s = state
-        self.session_start = session_start
-        self.checkpoint_path, self.every_s, self.progress, self.key = checkpoint_path, checkpoint_every_s, progress, key
+        self.session_start = t.session_start
+        self.checkpoint_path, self.every_s = t.checkpoint_path, t.checkpoint_every_s
+        self.progress, self.key = t.progress, t.key
+        self.chunk_runs, self.trajectory, forward = t.chunk_runs, t.trajectory, t.forward
         self.last_save = time.perf_counter()
-        self.chunk_runs = chunk_runs
-        self.trajectory = trajectory
         # the monitored errors of the epoch just trained (a schedule that monitors)
         self._errors: np.ndarray | None = None
-        self.scheduler = scheduler_of(protocol)
+        self.scheduler = scheduler_of(t.protocol)
         self._scales: tuple[bytes, torch.Tensor] | None = None  # (live runs, their c_out)
         self.forward_option = forward
         self.forward_choice: ForwardChoice | None = None  # the training forward chosen in this session
-        self.eval_forward: Callable | None = (
-            None  # the evaluation's forward (``errors``): the network's own, or the fused one
-        )
+        # the evaluation's forward (``errors``): the network's own, or the fused one
+        self.eval_forward: Callable | None = None
         self.graph: GraphedStep | None = None  # the step as a CUDA graph, when that is the choice
-        self.report = report or _warn
+        self.report = t.report or _warn
 
     # -- the loop --------------------------------------------------------------------------------
     def train(self) -> Outcome:

@@ -224,12 +224,12 @@ def test_a_study_can_be_named_by_uri(tiny_study_dir):
 
 def test_planned_count_is_the_runners_plan_with_the_configs_declared_defaults():
     """A study.yaml without seed, preset or param_budget means StudyConfig's declared defaults, exactly as the
-    runner reads it: the analysis counts the runner's own plan (``study.execution.unit.plan_units``)."""
+    runner reads it: the analysis counts the runner's own plan (``study.execution.unit.work_units``)."""
     from archstudy.study.experiment.config import StudyConfig
-    from archstudy.study.execution.unit import plan_units
+    from archstudy.study.execution.unit import work_units
 
     config = {"dataset": "waveform-noise", "architectures": 5, "siblings": True, "d_in": 40, "d_out": 3}
-    runner = plan_units(StudyConfig.from_dict(config))
+    runner = work_units(StudyConfig.from_dict(config))
     finished = pd.DataFrame({"arch_id": [u.arch_id for u in runner], "variant": [u.variant for u in runner]})
     planned, note = planned_count(config, finished)
     assert planned == len(runner) > 5 and "siblings along weights, param, norm, skip" in note

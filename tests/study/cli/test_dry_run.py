@@ -12,7 +12,7 @@ import pytest
 from archstudy.sampling import UserError
 from archstudy.study.cli import main
 from archstudy.study.cli import run as run_command
-from archstudy.study.cli.run import CONFIRM_ABOVE_S, Plan, confirmed
+from archstudy.study.cli.run import CONFIRM_ABOVE_S, Preview, confirmed
 from archstudy.study.execution import driver
 
 
@@ -80,8 +80,8 @@ class _Terminal(io.StringIO):
         return True
 
 
-def _plan(seconds: float | None) -> Plan:
-    return Plan(["plan: ..."], config=None, data=None, todo=[], slots=1, estimate_s=seconds)
+def _plan(seconds: float | None) -> Preview:
+    return Preview(["plan: ..."], config=None, data=None, todo=[], slots=1, estimate_s=seconds)
 
 
 def _args(yes: bool = False) -> Namespace:

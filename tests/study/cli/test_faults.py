@@ -279,10 +279,10 @@ def test_report_bounds_what_it_asks_for_before_it_reads_a_study(extra, expected,
 @pytest.mark.parametrize("folder, suffix", [("checkpoints", ".pt"), ("architectures", ".parquet")])
 def test_a_directory_where_a_unit_writes_a_file_is_refused_before_anything_runs(folder, suffix, base, tmp_path, capsys):
     """A directory at checkpoints/<name>.pt failed every attempt of that architecture, on every resume."""
-    from archstudy.study.execution.unit import plan_units
+    from archstudy.study.execution.unit import work_units
 
     study = Path(_study(tmp_path, base, lambda s: None))
-    name = plan_units(Store(study).read_config())[1].name
+    name = work_units(Store(study).read_config())[1].name
     (study / folder).mkdir(exist_ok=True)
     (study / folder / f"{name}{suffix}").mkdir()
     (study / ".lock").touch()  # a driver's lock, as every driver leaves it: the refusal itself changes nothing

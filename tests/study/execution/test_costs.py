@@ -16,11 +16,11 @@ from archstudy.study.execution.costs import (
     describe_protocol,
     duration,
     expected_epochs,
-    plan_line,
+    launch_line,
     probe,
     relative_cost,
 )
-from archstudy.study.execution.unit import plan_units
+from archstudy.study.execution.unit import work_units
 from archstudy.study.training.epoch_profiles import EXPECTED_STACK_EPOCHS, SCHEDULE_FLOOR
 
 CONFIG = StudyConfig(
@@ -56,8 +56,8 @@ def data():
 
 
 def test_the_plan_line_names_what_runs(data):
-    units = plan_units(CONFIG)
-    line = plan_line(CONFIG, data, units, units[2:], 2, "here", 2)
+    units = work_units(CONFIG)
+    line = launch_line(CONFIG, data, units, units[2:], 2, "here", 2)
     assert len(units) == 9  # norm: two siblings each
     assert line.startswith("here: 7 of 9 architectures (3 drawn + 6 siblings along norm) to run (2 finished earlier): ")
     assert "1,500-parameter budget" in line and "protocol quick: 2 learning rates" in line
@@ -66,7 +66,7 @@ def test_the_plan_line_names_what_runs(data):
 
 
 def test_the_probe_times_steps_without_touching_the_random_state(data, global_random_state, one_thread):
-    unit = plan_units(CONFIG)[0]
+    unit = work_units(CONFIG)[0]
     protocol = Protocol.from_dict(CONFIG.protocol)
     p = probe(unit.spec, data, protocol, None)
     assert p["steps_per_epoch"] == len(data.train.y) // protocol.batch_size
@@ -192,7 +192,7 @@ def test_a_unit_to_start_costs_its_depth_times_the_seconds_per_layer_measured():
     f.finished("a", now=100.0)
     assert f.unit_s(now=100.0, key="b") == pytest.approx(300.0)
     assert f.eta(1, 0, 0, now=100.0)[0] == pytest.approx(300.0 + 50.0)
-    assert relative_cost(plan_units(CONFIG)[0].spec) == plan_units(CONFIG)[0].spec.depth
+    assert relative_cost(work_units(CONFIG)[0].spec) == work_units(CONFIG)[0].spec.depth
 
 
 def test_the_pace_of_a_unit_leaves_out_its_first_epoch_once_a_later_one_is_read():

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from archstudy.study.execution.driver import _commit
+from archstudy.study.execution.dispatch import commit as _commit
 from archstudy.study.execution.state import survey
 from archstudy.study.execution.store import ARCHITECTURES, CURVES, RUNS, SchemaError, Store, to_table
 from archstudy.study.execution.unit import table_bytes, unit_tables

@@ -236,18 +236,18 @@ def test_a_driver_that_finds_another_one_starting_in_a_new_directory_says_so_not
 def test_planning_says_how_far_it_is_and_plans_the_same_units(monkeypatch):
     from archstudy.study.execution import state
     from archstudy.study.experiment.config import StudyConfig
-    from archstudy.study.execution.unit import plan_units
+    from archstudy.study.execution.unit import work_units
 
     config = StudyConfig(**{**KEYS, "architectures": 6, "siblings": ["param"]}).replace(d_in=40, d_out=3)
     lines = []
     monkeypatch.setattr(state, "PLAN_PROGRESS_S", 0.0)
-    units = state.plan_with_progress(config, lines.append)
-    assert [u.to_dict() for u in units] == [u.to_dict() for u in plan_units(config)]
+    units = state.work_units_saying(config, lines.append)
+    assert [u.to_dict() for u in units] == [u.to_dict() for u in work_units(config)]
     assert [line.split(",")[0] for line in lines] == [f"planning: {i}/6 architectures sampled" for i in range(1, 6)]
     assert all(re.fullmatch(r"planning: \d/6 architectures sampled, about \d+ s left", line) for line in lines)
     monkeypatch.setattr(state, "PLAN_PROGRESS_S", 60.0)
     lines.clear()
-    state.plan_with_progress(config, lines.append)
+    state.work_units_saying(config, lines.append)
     assert lines == []  # a plan of seconds says nothing
 
 

@@ -1,4 +1,4 @@
-"""The driver's one planning function (``plan_study``): the refusals that come from the study's files (a blocked
+"""The driver's one planning function (``prepare_study``): the refusals that come from the study's files (a blocked
 path, another driver's lock) are the plan's, said in the same line by ``archstudy run --dry-run`` and by the
 driver; ``archstudy run`` plans through it alone. (That its todo is what a run then trains, and its derived keys
 what the study records: test_driver_study.py, on the module's Ray.)"""
@@ -14,7 +14,7 @@ from study_commands import config_only, dry_run, files
 
 from archstudy.sampling import EXTENDED, UserError
 from archstudy.study.cli import main
-from archstudy.study.execution.driver import LOCKED, plan_study, run_plan
+from archstudy.study.execution.driver import LOCKED, prepare_study, run_prepared
 from archstudy.study.execution.store import Store
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -44,11 +44,11 @@ def study(tmp_path) -> Path:
 
 
 def test_a_blocked_path_is_in_the_plan_and_refused_in_its_line(study, capsys):
-    plan = plan_study(KEYS, study)
+    plan = prepare_study(KEYS, study)
     name = plan.units[1].name
     (study / "architectures" / f"{name}.parquet").mkdir(parents=True)
     before = files(study)
-    plan = plan_study(KEYS, study)
+    plan = prepare_study(KEYS, study)
     assert plan.blocked == [str(study / "architectures" / f"{name}.parquet")]
     line = plan.refusal()
     assert line == f"{plan.blocked[0]}: not a file, where the study writes one of an architecture's files " + (
@@ -68,15 +68,15 @@ def test_a_blocked_path_is_in_the_plan_and_refused_in_its_line(study, capsys):
 def test_another_drivers_lock_is_in_the_plan_and_the_driver_refuses_it_in_the_same_line(study, capsys):
     store = Store(study)
     with store.driver_lock():  # another driver holds the study
-        plan = plan_study(KEYS, study)
+        plan = prepare_study(KEYS, study)
         assert plan.locked == f"{store.location}: {LOCKED}" and plan.refusal() == plan.locked
         assert main(dry_run(study, flags=FLAGS)) == 2
         assert capsys.readouterr().err.strip().splitlines()[-1] == f"archstudy run: error: {plan.locked}"
         with pytest.raises(UserError) as refused:  # the driver itself: the lock taken, before Ray starts
-            run_plan(plan, progress=io.StringIO())
+            run_prepared(plan, progress=io.StringIO())
         assert str(refused.value) == plan.locked
         assert not ray.is_initialized()
-    assert plan_study(KEYS, study).locked is None  # released: the plan is clear
+    assert prepare_study(KEYS, study).locked is None  # released: the plan is clear
 
 
 def test_run_plans_through_the_drivers_public_planning_function_alone():
@@ -88,4 +88,4 @@ def test_run_plans_through_the_drivers_public_planning_function_alone():
         if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("execution.driver")
         for alias in node.names
     ]
-    assert "plan_study" in names and not [n for n in names if n.startswith("_")]
+    assert "prepare_study" in names and not [n for n in names if n.startswith("_")]

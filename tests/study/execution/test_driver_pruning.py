@@ -21,7 +21,7 @@ from archstudy.study.execution.pruning import inside
 from archstudy.study.experiment.nlc_window import pilot_window
 from archstudy.study.execution.driver import resume_study, run_study
 from archstudy.study.execution.store import Store
-from archstudy.study.execution.unit import plan_units
+from archstudy.study.execution.unit import work_units
 
 CHEAP_METRICS = {
     "nlc_batches": 4,
@@ -59,7 +59,7 @@ def init_nlcs(keys, data) -> dict[str, float]:
     try:
         return {
             u.name: measure(build_network(u.spec, u.seed), data, u.spec, options=options, seed=u.seed)["nlc"]
-            for u in plan_units(config)
+            for u in work_units(config)
         }
     finally:
         torch.set_num_threads(n)

@@ -1,12 +1,12 @@
 """The driver, once it holds the study's lock, surveys the study's files again only where one changed since its plan
-surveyed them (``StudyPlan.surveyed``: one listing instead of reading every result file again, most of the start of
+surveyed them (``Preparation.surveyed``: one listing instead of reading every result file again, most of the start of
 a large study); a file added, removed or rewritten in between is seen. No Ray."""
 
 import os
 import time
 
 from archstudy.study.execution import driver
-from archstudy.study.execution.driver import plan_study
+from archstudy.study.execution.driver import prepare_study
 from archstudy.study.execution.store import ARCHITECTURES, FAILED
 from archstudy.study.perf.synthetic_store import write_synthetic_study
 
@@ -25,7 +25,7 @@ def test_the_driver_surveys_again_only_a_study_whose_files_changed_since_its_pla
     write_synthetic_study(str(tmp_path / "s"), 3, num_lrs=2, curve_epochs=1)
     assert driver._files(driver.Store(str(tmp_path / "s"))) is None  # written just now: within a timestamp's step
     _age(tmp_path / "s")
-    plan = plan_study(None, tmp_path / "s")  # a resume: the study's own config
+    plan = prepare_study(None, tmp_path / "s")  # a resume: the study's own config
     assert len(plan.state.other_config) == 3 and plan.files
     surveys: list[int] = []
     real = driver.survey

@@ -34,9 +34,9 @@ from archstudy.study import load_dataset
 from archstudy.study.execution.driver import (
     _check_capacity,
     data_fingerprint,
-    plan_study,
+    prepare_study,
     resume_study,
-    run_plan,
+    run_prepared,
     run_study,
 )
 from archstudy.study.execution.progress import Progress
@@ -161,15 +161,15 @@ def test_a_four_architecture_study_completes_with_the_rows_the_contract_describe
     assert not arch["nonfinite_init"].any() and (arch["dataset"] == "waveform-noise").all()
     assert reference["result"].complete and reference["result"].finished == 4
     assert "4/4 architectures finished" in reference["log"]
-    # said before training: what runs (study.execution.costs.plan_line); and no progress record is left behind
+    # said before training: what runs (study.execution.costs.launch_line); and no progress record is left behind
     assert f"{reference['path']}: 4 architectures to run: 3,000-parameter budget" in reference["log"]
     assert not list(Path(reference["path"]).glob("progress/*"))
 
 
 def test_the_plan_of_a_new_study_is_what_its_run_did(reference, tmp_path):
-    """``plan_study`` (read-only) of the reference's config on a fresh directory: its todo is the units the
+    """``prepare_study`` (read-only) of the reference's config on a fresh directory: its todo is the units the
     reference's run committed, its derived keys are what that run recorded in study.yaml."""
-    plan = plan_study(KEYS, tmp_path / "fresh")
+    plan = prepare_study(KEYS, tmp_path / "fresh")
     assert not (tmp_path / "fresh").exists() and plan.new and plan.write_config and plan.refusal() is None
     committed = {p.name.removesuffix(".parquet") for p in (Path(reference["path"]) / "architectures").iterdir()}
     assert {u.name for u in plan.todo} == committed and len(plan.todo) == 4
@@ -183,10 +183,10 @@ def test_the_table_equals_the_same_units_computed_in_this_process(reference):
     import torch
 
     from archstudy.study import load_dataset
-    from archstudy.study.execution.unit import plan_units, compute_unit
+    from archstudy.study.execution.unit import work_units, compute_unit
 
     config = Store(reference["path"]).read_config()
-    unit = plan_units(config)[2]
+    unit = work_units(config)[2]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -206,12 +206,12 @@ def test_error_perturbation_is_measured_on_the_trained_network_when_switched_on(
     import torch
 
     from archstudy.study import MetricOptions, Protocol, measure_trained, train_architecture
-    from archstudy.study.execution.unit import plan_units, compute_unit
+    from archstudy.study.execution.unit import work_units, compute_unit
 
     base = Store(reference["path"]).read_config()
     metrics = {**CHEAP_METRICS, "perturbation": True, "region_batches": 1, "region_directions": 2}
     config = base.replace(metrics=metrics)
-    unit = plan_units(config)[1]
+    unit = work_units(config)[1]
     data = load_dataset("waveform-noise")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -301,14 +301,14 @@ def test_a_larger_architecture_count_extends_a_study_and_leaves_the_finished_fil
     before = {k: v for k, v in files(study).items() if k.endswith(".parquet")}
     everything = files(study)
     # the plan (read-only) says the one new unit; run, it is the one unit trained
-    plan = plan_study({**KEYS, "architectures": 5}, study)
+    plan = prepare_study({**KEYS, "architectures": 5}, study)
     assert files(study) == everything and [u.index for u in plan.todo] == [4] and plan.write_config
     log = io.StringIO()
-    result = run_plan(plan, progress=log)
+    result = run_prepared(plan, progress=log)
     assert result.finished_before == 4 and result.finished == 1 and result.complete
     new = {p.name.removesuffix(".parquet") for p in (study / "architectures").iterdir()} - set(plan.state.finished)
     assert new == {plan.todo[0].name}
-    assert plan_study({**KEYS, "architectures": 5}, study).todo == []
+    assert prepare_study({**KEYS, "architectures": 5}, study).todo == []
     assert "extending the study from 4 to 5 architectures" in log.getvalue()
     after = files(study)
     assert all(after[k] == v for k, v in before.items())

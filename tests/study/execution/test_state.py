@@ -9,7 +9,7 @@ from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.schema import ARCHITECTURES, RUNS, columns
 from archstudy.study.execution.state import STALE_S, survey
 from archstudy.study.execution.store import Store, parquet_bytes, to_table
-from archstudy.study.execution.unit import WorkUnit, plan_units
+from archstudy.study.execution.unit import WorkUnit, work_units
 
 CONFIG = StudyConfig(
     dataset="waveform-noise",
@@ -21,7 +21,7 @@ CONFIG = StudyConfig(
     d_in=40,
     d_out=3,
 )
-UNITS = plan_units(CONFIG)
+UNITS = work_units(CONFIG)
 VALUE = {"int64": 1, "float64": 0.5, "bool": True, "str": "x", "timestamp": "2026-01-31T12:00:00Z"}
 
 

@@ -11,7 +11,7 @@ from archstudy.study.execution import state as state_module
 from archstudy.study.execution.compaction import compact
 from archstudy.study.execution.state import SPOT_CHECKS, survey, survey_files
 from archstudy.study.execution.store import ARCHITECTURES, RUNS, Store, parquet_bytes, to_table
-from archstudy.study.execution.unit import WorkUnit, plan_units
+from archstudy.study.execution.unit import WorkUnit, work_units
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.perf.synthetic_store import write_synthetic_study
 
@@ -27,7 +27,7 @@ CONFIG = StudyConfig(
     d_out=3,
 )
 OTHER = StudyConfig.from_dict({**CONFIG.to_dict(), "protocol": "paper"})  # the same specs, another science config
-UNITS = plan_units(CONFIG)
+UNITS = work_units(CONFIG)
 FIELDS = (
     "total",
     "done",
@@ -145,7 +145,7 @@ def test_a_finished_study_samples_only_the_spot_checks(tmp_path, monkeypatch):
 @pytest.mark.parametrize("change", [{"siblings": ["norm"]}, {"indices": [5, 3, 11, 0], "architectures": 3}])
 def test_with_siblings_or_chosen_indices_it_equals_survey(tmp_path, change):
     config = StudyConfig.from_dict({**CONFIG.to_dict(), "architectures": 4, **change})
-    units = plan_units(config)
+    units = work_units(config)
     store = Store(tmp_path / "study")
     store.write_config(config)
     for u in units[:2]:

@@ -10,12 +10,12 @@ from archstudy.study.experiment.schema import ADDED_COLUMNS, ARCHITECTURES, CURV
 from archstudy.study.execution.state import survey
 from archstudy.study.execution.store import SchemaError, Store, check_table_bytes, parquet_bytes, to_table
 from archstudy.study.execution.pruning import untrained_row
-from archstudy.study.execution.unit import plan_units
+from archstudy.study.execution.unit import work_units
 
 CONFIG = StudyConfig(
     dataset="waveform-noise", architectures=6, param_budget=2000, seed=7, protocol="quick", d_in=40, d_out=3
 )
-UNITS = plan_units(CONFIG)
+UNITS = work_units(CONFIG)
 VALUE = {"int64": 1, "float64": 0.5, "bool": True, "str": "x", "timestamp": "2026-01-31T12:00:00Z"}
 
 

@@ -13,7 +13,7 @@ from archstudy.study import load_dataset
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, names
 from archstudy.study.execution.store import unit_name
-from archstudy.study.execution.unit import WorkUnit, plan_units, compute_unit
+from archstudy.study.execution.unit import WorkUnit, work_units, compute_unit
 
 CONFIG = StudyConfig(
     dataset="waveform-noise",
@@ -37,14 +37,14 @@ VOLATILE = {"build_s", "measure_s", "train_s", "total_s", "wall_s", "finished_at
 
 
 def test_the_units_are_the_plan_of_the_config_with_unique_names():
-    units = plan_units(CONFIG)
+    units = work_units(CONFIG)
     planned = list(plan_study(2, 3, 40, 3, CONFIG.space, 1500, ("norm", "skip")))
     assert [(u.index, u.variant, u.spec, u.seed) for u in units] == [tuple(p) for p in planned]
     assert len({u.name for u in units}) == len(units)
     assert all(u.name == unit_name(u.index, u.spec.content_id) == f"{u.index:06d}-{u.arch_id}" for u in units)
     assert all(WorkUnit.from_dict(u.to_dict()) == u for u in units)
     with pytest.raises(UserError, match=r"^study.yaml.d_in = None: missing: archstudy writes d_in and d_out"):
-        plan_units(CONFIG.replace(d_in=None))
+        work_units(CONFIG.replace(d_in=None))
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def _same(a: dict, b: dict) -> bool:
 def test_a_unit_gives_the_same_rows_whatever_the_global_random_state_and_leaves_it_alone(data, global_random_state):
     """Nothing seeds or draws from the global generators: a unit run after the process drew from them
     differently gives the same rows, bit for bit, and the global state is as it was."""
-    unit = plan_units(CONFIG)[1]
+    unit = work_units(CONFIG)[1]
     torch.manual_seed(1), np.random.seed(1), random.seed(1)
     before = global_random_state()
     arch_a, runs_a, curves_a = _run(unit, data)

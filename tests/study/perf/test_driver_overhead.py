@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from archstudy.study.cli import main
-from archstudy.study.execution.driver import BEAT_MIN_S
+from archstudy.study.execution.dispatch import BEAT_MIN_S
 from archstudy.study.execution.engine import Engine, Job
 from archstudy.study.execution.state import survey
 from archstudy.study.execution.store import Store
