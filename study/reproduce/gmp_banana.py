@@ -1,5 +1,5 @@
 """``gmp-banana``: Chen and Ge, *Neural Characteristic Activation Value Analysis*, section 3.5 and figure 3: one
-hidden layer of 10 ReLU units on 2-D banana data under four parameterizations (SP, WN, BN, GmP), trained with
+hidden layer of 10 ReLU units on the 2-D banana set under four parameterizations (SP, WN, BN, GmP), trained with
 Adam; how the units' characteristic activation boundaries move during training, and the resulting fits; and
 figure 2(c): how far the characteristic points of 100 units move per step on 1-D Levy regression.
 
@@ -9,12 +9,11 @@ u = w / |w| (eq. 9). Every parameterization here computes, for each hidden unit,
 w_eff^T x + b_eff, w_eff pointing into the unit's active side, so B, phi and u are read the same way for all four:
 
 * SP: w_eff = w, b_eff = b.
-* WN (Salimans and Kingma, *Weight Normalization*, eq. 2): ReLU(g v^T x / |v| + b): w_eff = g v / |v|, b_eff = b.
-  Built here in a few lines of torch: weight normalization is not a layer family of the space, and the trainer's
-  stacks hold the space's families only.
-* BN (Ioffe and Szegedy): ReLU(gamma (w^T x + b - mu) / s + beta), mu and s^2 = var + 1e-5 the statistics of the
-  pre-activation over the batch, which is the whole training set (full batch), also at test time:
-  w_eff = gamma w / s, b_eff = gamma (b - mu) / s + beta.
+* WN (Salimans and Kingma, *Weight Normalization*, eq. 2): ReLU(g v^T x / |v| + b): w_eff = g v / |v|, b_eff = b;
+  the output layer is weight-normalized too, as in the authors' code.
+* BN (Ioffe and Szegedy): ReLU(gamma (w^T x + b - mu) / s + beta), mu and s^2 = var + 1e-3 the batch's
+  statistics in training and their moving averages (momentum 0.99, Keras's ``BatchNormalization``) at test time
+  and for the boundaries, as the authors' code reads them: w_eff = gamma w / s, b_eff = gamma (b - mu) / s + beta.
 * GmP (eq. 15): r ReLU(u(theta)^T x + lambda), u(theta) = (cos theta, sin theta) in 2-D (eq. 10,
   ``study.nn.gmp.direction_from_angles``): w_eff = u(theta), b_eff = lambda (r scales the output, not B).
 
@@ -23,68 +22,54 @@ when |w| is small (WN: eq. 14, the same form); GmP's turn is at most |eps| (Theo
 parameter's step is at most lr (1 - beta1) / sqrt(1 - beta2) (Kingma and Ba, *Adam*, section 2.1), so under GmP
 the boundary turns by at most that many radians per step.
 
-The paper's claims (section 3.5, figure 3), measured here as numbers (all ``Row.claim``: the paper prints none):
+The experiment is the authors' notebook's (their public code, ``2d_banana``): the standard banana set (``banana``:
+from the file named by ``--root``), 1,000 of its 5,300 rows, standardized, 800 for training and 200 for testing;
+one hidden layer of 10 ReLU units and a sigmoid output, binary cross-entropy; Keras's Glorot-uniform weights and
+zero biases in every layer (WN: g = |v| of that draw; BN: gamma 1, beta 0; GmP: theta the angle of the draw,
+lambda = b / |w| = 0 and r = |w|, the code's ``GlorotUniformHyperSpherical``, so every parameterization starts as
+the same function up to BN's standardization; the paper's section 4.3 says r = 1); Adam (Keras's betas and
+epsilon 1e-7, the project's optimizer) on minibatches of 128 reshuffled every epoch, for up to 5,000 epochs; the
+rate divided by 10 when the test accuracy has not risen by 1e-4 for 50 epochs (Keras's ``ReduceLROnPlateau``), and
+training stopped when it has not risen for 100 epochs, the weights of its best epoch restored (``EarlyStopping``
+with ``restore_best_weights``; the authors validate on the test set, and so does this). Every initialization is
+one draw shared by the four parameterizations; each trains at 0.01 and at 0.1 (the authors: GmP at 0.1, the others
+at 0.01, "a 10x larger learning rate").
 
-* ``max_angle_step_deg:P:lr=L``: max over steps t and units i of |Delta theta_{i,t}|, the angle between u_{i,t}
-  and u_{i,t+1} (eq. 12), in degrees, at the larger learning rate L, median over initializations. "GmP is the
-  only method that guarantees stable updates for the angular directions of the weights during training with a
-  large learning rate [...] while under other parameterizations the change can be up to 180 degrees at some
-  steps" (figure 3i). Checked: GmP's below the Adam bound above (Theorem 3); SP's, WN's and BN's above GmP's.
-* ``max_location_step:P:lr=L``: max over t and i of |phi_{i,t+1} - phi_{i,t}| (the trajectories of figure
-  3a-h, "smoother evolution means higher training stability"); checked: GmP's the smallest of the four.
-* ``test_accuracy:P:lr=l``: classification accuracy on the separate test set after training, for every
-  parameterization at both learning rates, median over initializations. "[GmP] forms a classification decision
-  boundary with a reasonable shape that achieves the highest test accuracy among all compared methods" (figure
-  3j-m) at the "10x larger learning rate" GmP allows: checked, GmP at L at least every other run's accuracy.
+Rows (claims: the paper prints no number), judged by ``verdict``'s rule over the initializations (the
+replicates):
 
-Choices where the paper says nothing (each stated in the result's note): the data is the two-moons ("two
-bananas") generator of scikit-learn's ``make_moons`` (the paper names its banana set but does not define it; the
-authors' code reads a 5,300-point file, not bundled here), noise sd 0.2, centred, 60 training and 2,000 test
-points. With 400 training points every parameterization at both rates reached the same test accuracy within the
-test set's binomial noise (also at noise 0.35; measured in docs/reproductions.md), so no accuracy row could tell
-them apart; with 60 the runs' accuracies spread well beyond that noise: data on which the parameterizations can
-differ. An accuracy row whose two accuracies (its own and GmP's at the large rate; GmP's and the best other's)
-differ by at most twice the test set's binomial standard error says "cannot tell" (``accuracy_tie``). Two
-learning rates, 0.01 and 10x that (the paper: GmP "allows us to use a 10x larger learning rate"; its rates are
-not given); Adam with its default betas, full batch, the
-logistic loss (binary cross-entropy on one output logit); initialization: the SP weights He-normal (sd 1 for two
-inputs), biases 0, the output layer N(0, 1/10); WN and BN start from the same draw as the same function (g = |w|;
-gamma = 1, beta = 0 up to BN's standardization). The text says 100 units and the caption 10: the caption's 10 is
-used, as the brief of the reproduction says and as the figure's ten colours show.
+* ``max_angle_step_deg:GmP:lr=0.1``: in every initialization, the largest turn max_t max_i |Delta theta_i,t| of
+  a unit's boundary in one step (eq. 12) at most Adam's bound (Theorem 3, figure 3i);
+* ``log10_max_angle_step_over_gmp:P:lr=0.1`` (P = SP, WN, BN): the Hodges-Lehmann shift of log10 of that largest
+  turn over GmP's (the exact Mann-Whitney interval) above 0: "under other parameterizations the change can be up to
+  180 degrees at some steps";
+* ``log10_max_location_step_over_gmp:P:lr=0.1``: the same for the largest jump of a unit's spatial location phi in
+  one step (the trajectories of figure 3a-h, "smoother evolution means higher training stability"): above 0;
+* ``test_accuracy_minus_gmp:P:lr=0.01``: the shift of P's test accuracy at 0.01 (the authors' rate for it) under
+  GmP's at 0.1, below 0: GmP "achieves the highest test accuracy among all compared methods" (figure 3j-m); on
+  the 200 shared test points. Without the banana file these rows cannot tell, and every row of figure 3 names the
+  stand-in it was measured on.
 
-GmP's initialization is section 4.3's, in its words: "This allows us to initialize the angular parameter theta
-uniformly at random. The parameter lambda is initialized to zero due to its connection lambda = b/|w|_2 to SP and
-the common practice to set b = 0 at initialization. The scaling parameter r is initialized to one based on the
-intuition that the scale r roughly corresponds to the total variance of the weights w in SP" (section 4.1: "We
-apply GmP to all layers except for the output layer", so the output layer is the same N(0, 1/10) draw). Done
-here: r = 1; theta the angle of the same SP draw w (its direction is uniform on the circle, as section 4.3 says:
-a uniform theta, and every parameterization starts with the same boundaries); lambda = 0. So at initialization
-every unit i computes ReLU(u(theta_i)^T x), which is SP's unit ReLU(w_i^T x) divided by |w_i|: the same
-boundaries B, locations phi (all at the origin) and directions u as SP, WN and BN, but not the same function (the
-net's output is sum_i a_i ReLU(u_i^T x), not sum_i a_i |w_i| ReLU(u_i^T x)). Before issue 32, r started at
-|w_i|, which made GmP's function at initialization SP's; the paper's r = 1 is used now.
+Figure 2(c) (section 3.5), a measured claim: "under GmP the maximum change max_i |Delta phi_i,t| = max_i
+|phi_i,t+1 - phi_i,t| at each train step t is always smaller than 1 throughout training, while under other
+parameterizations the changes can be up to 2^16 at some steps", on a 1-D Levy regression with 100 ReLU units. Set
+up as the authors' ``1d_levy`` code has it: 50 training points uniform on [-10, 10], labels Levy(x) +
+N(0, 0.1^2), the test set -10, -9.9, .., 10; one hidden layer of 100 ReLU units and a linear output,
+Glorot-uniform weights and zero biases; the mean absolute error; full-batch Adam at 0.1 for GmP and 0.01 for the
+others. In 1-D a unit is ReLU(w x + b), its characteristic point phi = -b / w; GmP's direction is the fixed sign of
+w (eq. 15 in 1-D, theta in {0, pi}), its lambda trained, r = 1 (section 4.3; the authors' code starts r at |w|).
+Not done for it: the code's ReduceLROnPlateau and early stopping; the output layer is the same dense layer under
+all four (the authors' WN net also weight-normalizes it; in 1-D, WN's hidden units then move exactly as SP's:
+d sign(v) / dv = 0, so v stays and g follows SP's |w|). Rows ``log2_max_location_step:P:levy``, per
+initialization log2 of its largest step: GmP's below 0 in every one ("always smaller than 1"), the others' mean
+at least 16 (a typical run: the paper shows one per parameterization).
 
-Figure 2(c) (section 3.5), which the paper states as a measured claim: "under GmP the maximum change max_i
-|Delta phi_i,t| = max_i |phi_i,t+1 - phi_i,t| at each train step t is always smaller than 1 throughout training,
-while under other parameterizations the changes can be up to 2^16 at some steps", on a 1-D Levy regression with
-100 ReLU units. Set up as the authors' public code has it (``Wenlin-Chen/geometric-parameterization``,
-``1d_levy``): 50 training points uniform on [-10, 10], labels Levy(x) + N(0, 0.1^2), the test set -10, -9.9, ..,
-10; one hidden layer of 100 ReLU units and a linear output, Glorot-uniform weights and zero biases; the mean
-absolute error; full-batch Adam at 0.1 for GmP and 0.01 for the others. In 1-D a unit is ReLU(w x + b), its
-characteristic point phi = -b / w; GmP's direction is the fixed sign of w (eq. 15 in 1-D, theta in {0, pi}),
-its lambda trained, r = 1 (section 4.3; the authors' code starts r at |w|). Not done: the code's
-ReduceLROnPlateau and early stopping; the output layer is the same dense layer under all four (the authors' WN net
-also weight-normalizes it; in 1-D, WN's hidden units then move exactly as SP's: d sign(v) / dv = 0, so v stays and
-g follows SP's |w|). Rows ``log2_max_location_step:P:levy``: log2 of the largest step over all initializations
-and steps; GmP's below 0 ("always smaller than 1"), the others' at least 16 ("can be up to 2^16").
+Training is an explicit float64 loop (``train``), all initializations and both rates of one parameterization
+stacked: the claims need every unit's boundary after every step, which the stacked trainer does not expose, and
+WN and BN before ReLU are not families of the space.
 
-Training is an explicit float64 loop with Adam written out (``adam_step``), all initializations and both rates
-of one parameterization stacked in one batch of models: the claim needs every unit's boundary at every step,
-which the pipeline's stacked trainer does not expose, and WN and BN-before-ReLU-with-train-statistics are not
-families of the space.
-
-Scales: ``tiny`` 60 steps, 1 initialization (seconds, for the tests); ``quick`` 3,000 steps, 5 initializations;
-``paper`` 10,000 steps, 10 initializations (the paper's step count is not given).
+Scales: ``paper`` the authors' 5,000 epochs; ``quick`` a cut of the epochs only (``Settings.epochs``; early
+stopping ends most runs before either); ``tiny`` 2 initializations for 3 epochs (seconds, for the tests).
 """
 
 from __future__ import annotations
@@ -96,17 +81,22 @@ import numpy as np
 import torch
 
 from ..nn.gmp import direction_from_angles
+from ..training.optim import Adam
+from . import banana
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
+from .verdict import above, below, each, mean, shift
 
 PAPER = "Chen and Ge, *Neural Characteristic Activation Value Analysis*"
 PARAMETERIZATIONS = ("SP", "WN", "BN", "GmP")
-UNITS = 10  # figure 3's caption: "a single-hidden-layer neural network with 10 ReLU units"
-BETAS = (0.9, 0.999)  # Adam's defaults (Kingma and Ba, algorithm 1)
-ADAM_EPS = 1e-8
-BN_EPS = 1e-5
-NOISE = 0.2  # sd of the two-moons noise (a choice)
-TRAIN = 60  # training points: few enough that the fits differ from run to run (module docstring)
+OTHERS = ("SP", "WN", "BN")
+UNITS = 10  # figure 3's caption and the authors' notebook: 10 ReLU units
+BETAS, ADAM_EPS = (0.9, 0.999), 1e-7  # Keras's Adam, the authors' optimizer
+BN_EPS, BN_MOMENTUM = 1e-3, 0.99  # Keras's BatchNormalization
+BATCH = 128
+PLATEAU_FACTOR, PLATEAU_PATIENCE, PLATEAU_DELTA = 0.1, 50, 1e-4  # ReduceLROnPlateau(patience=100 // 2)
+STOP_PATIENCE = 100  # EarlyStopping(patience=100, restore_best_weights=True)
+LRS = (0.01, 0.1)  # the authors' lr_others and lr_gmp
 DTYPE = torch.float64
 LEVY_UNITS = 100  # figure 2: "a one-hidden-layer network with 100 ReLU units"
 LEVY_TRAIN = 50  # the authors' code: 50 training points
@@ -118,18 +108,15 @@ LEVY_SPIKE = 16.0  # "the changes can be up to 2^16 at some steps"
 
 @dataclass(frozen=True)
 class Settings:
-    steps: int  # full-batch Adam steps
-    inits: int  # initializations per parameterization and rate
-    train: int  # training points
-    test: int  # test points
-    lrs: tuple[float, ...]  # the smaller rate and 10x it
+    epochs: int  # the most epochs of figure 3's training (the authors: 5,000)
+    inits: int  # initializations (replicates), each trained under every parameterization at both rates
     levy_steps: int  # full-batch Adam steps of figure 2(c)'s Levy regression
 
 
 SCALES = {
-    "tiny": Settings(steps=60, inits=1, train=TRAIN, test=500, lrs=(0.01, 0.1), levy_steps=60),
-    "quick": Settings(steps=3000, inits=5, train=TRAIN, test=2000, lrs=(0.01, 0.1), levy_steps=5000),
-    "paper": Settings(steps=10000, inits=10, train=TRAIN, test=2000, lrs=(0.01, 0.1), levy_steps=10000),
+    "tiny": Settings(epochs=3, inits=2, levy_steps=60),
+    "quick": Settings(epochs=1500, inits=10, levy_steps=5000),
+    "paper": Settings(epochs=5000, inits=10, levy_steps=10000),
 }
 
 
@@ -141,123 +128,196 @@ def adam_bound(lr: float) -> float:
     return lr * max(1.0, (1 - b1) / math.sqrt(1 - b2))
 
 
-def two_moons(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` points of the two-moons ("banana") data, as scikit-learn's ``make_moons``: the outer moon
-    (cos t, sin t) and the inner (1 - cos t, 1/2 - sin t), t uniform on [0, pi] (``make_moons`` spaces t evenly;
-    drawn here), Gaussian noise of sd ``NOISE``, centred on the origin (shifted by (1/2, 1/4)); labels 0, 1."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 2, n)
-    t = rng.uniform(0.0, math.pi, n)
-    x = np.where(y[:, None] == 0, np.stack([np.cos(t), np.sin(t)], 1), np.stack([1 - np.cos(t), 0.5 - np.sin(t)], 1))
-    x = x + rng.normal(0.0, NOISE, (n, 2)) - np.array([0.5, 0.25])
-    return x, y.astype(np.float64)
+def glorot(g: torch.Generator, fan_in: int, fan_out: int, shape) -> torch.Tensor:
+    """Keras's Glorot-uniform draw: U(+-sqrt(6 / (fan_in + fan_out)))."""
+    limit = math.sqrt(6.0 / (fan_in + fan_out))
+    return (torch.rand(shape, generator=g, dtype=DTYPE) * 2 - 1) * limit
 
 
-def initial(kind: str, models: int, seeds: list[int]) -> dict[str, torch.Tensor]:
-    """The parameters of ``models`` nets [models, ...]; model k drawn from ``seeds[k]``, the same draw under every
-    parameterization (He-normal SP weights, zero biases, output weights N(0, 1/UNITS)), turned into ``kind``'s
-    parameters: of the same function for WN and BN; for GmP section 4.3's r = 1, lambda = 0 and theta the draw's
-    angle (the same boundaries, each unit's output divided by |w|)."""
-    w = torch.empty(models, UNITS, 2, dtype=DTYPE)
-    a = torch.empty(models, UNITS, dtype=DTYPE)
-    for k, s in enumerate(seeds):
-        g = torch.Generator().manual_seed(s)
-        w[k] = torch.randn(UNITS, 2, generator=g, dtype=DTYPE)  # He: sd sqrt(2 / fan_in) = 1
-        a[k] = torch.randn(UNITS, generator=g, dtype=DTYPE) / math.sqrt(UNITS)
-    b = torch.zeros(models, UNITS, dtype=DTYPE)
-    out = {"a": a, "c": torch.zeros(models, 1, dtype=DTYPE)}
-    norm = w.norm(dim=-1)
+def initial(kind: str, seeds: list[int]) -> dict[str, torch.Tensor]:
+    """The parameters of one net per seed [models, ...] (module docstring): the same Glorot draw under every
+    parameterization, turned into ``kind``'s parameters."""
+    w = torch.stack([glorot(torch.Generator().manual_seed(s), 2, UNITS, (UNITS, 2)) for s in seeds])
+    a = torch.stack([glorot(torch.Generator().manual_seed(s + 1), UNITS, 1, (UNITS,)) for s in seeds])
+    zeros = torch.zeros(len(seeds), UNITS, dtype=DTYPE)
+    out = {"a": a, "c": torch.zeros(len(seeds), 1, dtype=DTYPE)}
     if kind == "SP":
-        out.update(w=w, b=b)
+        out.update(w=w, b=zeros)
     elif kind == "WN":
-        out.update(v=w, g=norm, b=b)
+        out.update(v=w, g=w.norm(dim=-1), b=zeros, a_g=a.norm(dim=-1, keepdim=True))
     elif kind == "BN":
-        out.update(w=w, b=b, gamma=torch.ones_like(b), beta=torch.zeros_like(b))
-    else:
-        # section 4.3: theta uniform (the angle of the same draw), lambda = b / |w| = 0, r = 1
-        out.update(theta=torch.atan2(w[..., 1], w[..., 0]), lam=b / norm, r=torch.ones_like(norm))
+        out.update(w=w, b=zeros, gamma=torch.ones_like(zeros), beta=zeros.clone())
+    else:  # the authors' GlorotUniformHyperSpherical: the draw's angle, lambda = b / |w| = 0, r = |w|
+        out.update(theta=torch.atan2(w[..., 1], w[..., 0]), lam=zeros, r=w.norm(dim=-1))
     return out
 
 
-def effective(kind: str, p: dict[str, torch.Tensor], x_train: torch.Tensor):
-    """(w_eff [M, UNITS, 2], b_eff [M, UNITS], scale [M, UNITS]): each unit as scale * ReLU(w_eff^T x + b_eff)
-    (module docstring), BN's statistics over ``x_train`` (the full batch)."""
+@dataclass
+class Moving:
+    """BN's moving statistics [models, UNITS] (Keras's initial 0 and 1)."""
+
+    mean: torch.Tensor
+    var: torch.Tensor
+
+
+def effective(kind: str, p: dict[str, torch.Tensor], moving: Moving | None):
+    """(w_eff [M, UNITS, 2], b_eff [M, UNITS], scale [M, UNITS]): each unit as scale * ReLU(w_eff^T x + b_eff),
+    BN's at its moving statistics (module docstring)."""
     if kind == "SP":
         return p["w"], p["b"], torch.ones_like(p["b"])
     if kind == "WN":
         return p["g"][..., None] * p["v"] / p["v"].norm(dim=-1, keepdim=True), p["b"], torch.ones_like(p["b"])
     if kind == "BN":
-        pre = torch.einsum("mud,nd->mnu", p["w"], x_train) + p["b"][:, None]
-        mu, s = pre.mean(1), torch.sqrt(pre.var(1, unbiased=False) + BN_EPS)
-        return (p["gamma"] / s)[..., None] * p["w"], p["gamma"] * (p["b"] - mu) / s + p["beta"], torch.ones_like(mu)
+        assert moving is not None
+        s = torch.sqrt(moving.var + BN_EPS)
+        w_eff = (p["gamma"] / s)[..., None] * p["w"]
+        return w_eff, p["gamma"] * (p["b"] - moving.mean) / s + p["beta"], torch.ones_like(s)
     return direction_from_angles(p["theta"][..., None]), p["lam"], p["r"]
 
 
-def logits(kind: str, p: dict[str, torch.Tensor], x: torch.Tensor, x_train: torch.Tensor) -> torch.Tensor:
-    """[M, N]: the output logit of every model at every point."""
-    w, b, scale = effective(kind, p, x_train)
-    hidden = scale[:, None] * torch.relu(torch.einsum("mud,nd->mnu", w, x) + b[:, None])
-    return torch.einsum("mnu,mu->mn", hidden, p["a"]) + p["c"]
+def logits(kind: str, p: dict[str, torch.Tensor], x: torch.Tensor, moving: Moving | None, train: bool = False):
+    """[M, N]: the output logit of every model at its points ``x`` [M, N, 2]; BN with the batch's statistics when
+    ``train`` (updating ``moving`` in place), else the moving ones."""
+    if kind == "BN" and train:
+        assert moving is not None
+        pre = torch.einsum("mud,mnd->mnu", p["w"], x) + p["b"][:, None]
+        mu, var = pre.mean(1), pre.var(1, unbiased=False)
+        with torch.no_grad():
+            moving.mean.mul_(BN_MOMENTUM).add_(mu.detach(), alpha=1 - BN_MOMENTUM)
+            moving.var.mul_(BN_MOMENTUM).add_(var.detach(), alpha=1 - BN_MOMENTUM)
+        hidden = torch.relu(
+            p["gamma"][:, None] * (pre - mu[:, None]) / torch.sqrt(var[:, None] + BN_EPS) + p["beta"][:, None]
+        )
+    else:
+        w, b, scale = effective(kind, p, moving)
+        hidden = scale[:, None] * torch.relu(torch.einsum("mud,mnd->mnu", w, x) + b[:, None])
+    a = p["a_g"] * p["a"] / p["a"].norm(dim=-1, keepdim=True) if kind == "WN" else p["a"]
+    return torch.einsum("mnu,mu->mn", hidden, a) + p["c"]
 
 
-def adam_step(p, grads, state, lr: torch.Tensor, t: int) -> None:
-    """Algorithm 1 of Kingma and Ba (*Adam*), elementwise, ``lr`` [M] one rate per model."""
-    b1, b2 = BETAS
-    for name, g in grads.items():
-        m, v = state.setdefault(name, (torch.zeros_like(g), torch.zeros_like(g)))
-        m.mul_(b1).add_(g, alpha=1 - b1)
-        v.mul_(b2).addcmul_(g, g, value=1 - b2)
-        step = (m / (1 - b1**t)) / (torch.sqrt(v / (1 - b2**t)) + ADAM_EPS)
-        p[name].sub_(lr.view(-1, *[1] * (g.dim() - 1)) * step)
-
-
-def boundaries(kind, p, x_train):
+def boundaries(kind, p, moving):
     """(u [M, UNITS, 2] the boundaries' unit normals, phi [M, UNITS, 2] their spatial locations, eq. 8-9)."""
-    w, b, _ = effective(kind, p, x_train)
+    w, b, _ = effective(kind, p, moving)
     norm = w.norm(dim=-1, keepdim=True)
     return w / norm, -b[..., None] * w / norm**2
 
 
-def train(kind: str, s: Settings, seeds: list[int], data, trail_every: int) -> dict:
-    """Every initialization at every rate of ``kind`` (models ordered rate-major), trained together; returns the
-    per-step max angle and location steps [steps, M], the test accuracies [M], the trajectories of phi of every
-    model every ``trail_every`` steps [T, M, UNITS, 2] and the final parameters."""
+@dataclass
+class Schedule:
+    """Keras's ReduceLROnPlateau and EarlyStopping on the test accuracy, one per model (module docstring)."""
+
+    lr: torch.Tensor  # [M] the current rates
+    best_plateau: torch.Tensor
+    wait_plateau: torch.Tensor
+    best: torch.Tensor  # the best test accuracy (EarlyStopping's)
+    wait: torch.Tensor
+    best_epoch: torch.Tensor
+    active: torch.Tensor  # [M] bool: still training
+
+    @classmethod
+    def start(cls, lrs: torch.Tensor) -> "Schedule":
+        m = len(lrs)
+        minus = torch.full((m,), -math.inf, dtype=DTYPE)
+        zero = torch.zeros(m, dtype=torch.long)
+        return cls(
+            lrs.clone(),
+            minus.clone(),
+            zero.clone(),
+            minus.clone(),
+            zero.clone(),
+            zero - 1,
+            torch.ones(m, dtype=torch.bool),
+        )
+
+    def epoch_end(self, accuracy: torch.Tensor, epoch: int) -> torch.Tensor:
+        """Both callbacks after ``epoch`` (from 0) at the models' test ``accuracy``; returns which models improved
+        (their weights are the new best to restore). Stopped models stay stopped."""
+        better = (accuracy > self.best_plateau + PLATEAU_DELTA) & self.active
+        self.best_plateau = torch.where(better, accuracy, self.best_plateau)
+        self.wait_plateau = torch.where(better, 0, self.wait_plateau + self.active.long())
+        cut = (self.wait_plateau >= PLATEAU_PATIENCE) & self.active
+        self.lr = torch.where(cut, self.lr * PLATEAU_FACTOR, self.lr)
+        self.wait_plateau = torch.where(cut, 0, self.wait_plateau)
+        improved = (accuracy > self.best) & self.active
+        self.best = torch.where(improved, accuracy, self.best)
+        self.best_epoch = torch.where(improved, epoch, self.best_epoch)
+        self.wait = torch.where(improved, 0, self.wait + self.active.long())
+        self.active &= ~((self.wait >= STOP_PATIENCE) & (epoch > 0))
+        return improved
+
+
+def train(kind: str, s: Settings, seeds: list[int], data, trail_models: int) -> dict:
+    """Every initialization at both rates of ``kind`` (models ordered rate-major), trained together by the
+    authors' protocol (module docstring); returns per step the largest turn (degrees) and location step of each
+    model [steps, M], each model's test accuracy at its restored best epoch [M], the boundaries' locations of the
+    first ``trail_models`` models at every epoch [E, trail_models, UNITS, 2], and the final parameters."""
     x_train, y_train, x_test, y_test = data
-    models = len(s.lrs) * len(seeds)
-    p = initial(kind, models, seeds * len(s.lrs))
-    lr = torch.tensor([r for r in s.lrs for _ in seeds], dtype=DTYPE)
+    models = len(LRS) * len(seeds)
+    p = initial(kind, seeds * len(LRS))
     for v in p.values():
         v.requires_grad_(True)
-    state: dict = {}
-    angle = torch.empty(s.steps, models, dtype=DTYPE)
-    location = torch.empty(s.steps, models, dtype=DTYPE)
-    trail = []
+    names = list(p)
+    opt = Adam(BETAS[0], BETAS[1], ADAM_EPS)
+    slots = opt.view(opt.init({n: p[n].detach() for n in names}), names)
+    moving = Moving(torch.zeros(models, UNITS, dtype=DTYPE), torch.ones(models, UNITS, dtype=DTYPE))
+    sched = Schedule.start(torch.tensor([r for r in LRS for _ in seeds], dtype=DTYPE))
+    best = {n: p[n].detach().clone() for n in names}
+    best_moving = Moving(moving.mean.clone(), moving.var.clone())
+    shuffle = torch.Generator().manual_seed(seeds[0] + 7)
+    x_eval = x_test.expand(models, *x_test.shape)
+    angle, location, trail = [], [], []
     with torch.no_grad():
-        u, phi = boundaries(kind, p, x_train)
-    for t in range(1, s.steps + 1):
-        if (t - 1) % trail_every == 0:
-            trail.append(phi.clone())
-        z = logits(kind, p, x_train, x_train)
-        # the sum over models of each model's mean loss: every model gets its own gradient
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y_train.expand_as(z), reduction="none")
-        grads = dict(zip(p, torch.autograd.grad(loss.mean(1).sum(), list(p.values()))))
+        u, phi = boundaries(kind, p, moving)
+    epochs_run = 0
+    for epoch in range(s.epochs):
+        order = torch.argsort(torch.rand(models, len(x_train), generator=shuffle), dim=1)
+        for start in range(0, len(x_train), BATCH):
+            idx = order[:, start : start + BATCH]
+            z = logits(kind, p, x_train[idx], moving, train=True)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y_train[idx], reduction="none").mean(1)
+            grads = torch.autograd.grad(loss.sum(), [p[n] for n in names])
+            with torch.no_grad():
+                opt.update([p[n] for n in names], list(grads), slots, torch.where(sched.active, sched.lr, 0.0))
+                frozen = ~sched.active
+                moving.mean[frozen], moving.var[frozen] = best_moving.mean[frozen], best_moving.var[frozen]
+                u_next, phi_next = boundaries(kind, p, moving)
+                cos = (u * u_next).sum(-1).clamp(-1.0, 1.0)
+                angle.append(torch.rad2deg(torch.arccos(cos)).amax(-1))  # eq. 12, the largest over units
+                location.append((phi_next - phi).norm(dim=-1).amax(-1))
+                u, phi = u_next, phi_next
         with torch.no_grad():
-            adam_step(p, grads, state, lr, t)
-            u_next, phi_next = boundaries(kind, p, x_train)
-            cos = (u * u_next).sum(-1).clamp(-1.0, 1.0)
-            angle[t - 1] = torch.rad2deg(torch.arccos(cos)).amax(-1)  # eq. 12, the largest over units
-            location[t - 1] = (phi_next - phi).norm(dim=-1).amax(-1)
-            u, phi = u_next, phi_next
-    trail.append(phi.clone())
+            accuracy = ((logits(kind, p, x_eval, moving) > 0).to(DTYPE) == y_test).to(DTYPE).mean(1)
+            was_active = sched.active.clone()
+            improved = sched.epoch_end(accuracy, epoch)
+            for n in names:
+                best[n][improved] = p[n][improved]
+            best_moving.mean[improved], best_moving.var[improved] = moving.mean[improved], moving.var[improved]
+            stopped = was_active & ~sched.active
+            _restore(p, best, moving, best_moving, stopped)
+            trail.append(phi[:trail_models].clone())
+        epochs_run = epoch + 1
+        if not sched.active.any():
+            break
     with torch.no_grad():
-        accuracy = ((logits(kind, p, x_test, x_train) > 0).to(DTYPE) == y_test).to(DTYPE).mean(1)
+        _restore(p, best, moving, best_moving, sched.active)
+        accuracy = ((logits(kind, p, x_eval, moving) > 0).to(DTYPE) == y_test).to(DTYPE).mean(1)
     return {
-        "angle": angle.numpy(),
-        "location": location.numpy(),
+        "angle": torch.stack(angle).numpy(),
+        "location": torch.stack(location).numpy(),
         "accuracy": accuracy.numpy(),
+        "best_epoch": sched.best_epoch.tolist(),
+        "epochs_run": epochs_run,
         "trail": torch.stack(trail).numpy(),
         "params": {k: v.detach() for k, v in p.items()},
+        "moving": moving,
     }
+
+
+def _restore(p, best, moving: Moving, best_moving: Moving, which: torch.Tensor) -> None:
+    """The models ``which`` back at their best epoch's weights (``restore_best_weights``)."""
+    for n in p:
+        p[n][which] = best[n][which]
+    moving.mean[which], moving.var[which] = best_moving.mean[which], best_moving.var[which]
 
 
 # -- figure 2(c): the characteristic points of 100 units on 1-D Levy regression --------------------------------
@@ -307,15 +367,15 @@ def initial_1d(kind: str, seeds: list[int]) -> dict[str, torch.Tensor]:
 
 
 def effective_1d(kind: str, p: dict[str, torch.Tensor], x_train: torch.Tensor, sign: torch.Tensor):
-    """(w_eff, b_eff, scale) [M, units]: each unit as scale * ReLU(w_eff x + b_eff), as ``effective`` in 1-D (GmP:
-    w_eff the fixed direction ``sign``, b_eff = lambda, scale r)."""
+    """(w_eff, b_eff, scale) [M, units]: each unit as scale * ReLU(w_eff x + b_eff), as ``effective`` in 1-D (BN
+    over the full batch; GmP: w_eff the fixed direction ``sign``, b_eff = lambda, scale r)."""
     if kind == "SP":
         return p["w"], p["b"], torch.ones_like(p["b"])
     if kind == "WN":
         return p["g"] * torch.sign(p["v"]), p["b"], torch.ones_like(p["b"])
     if kind == "BN":
         pre = p["w"][:, None] * x_train[:, 0][None, :, None] + p["b"][:, None]
-        mu, sd = pre.mean(1), torch.sqrt(pre.var(1, unbiased=False) + BN_EPS)
+        mu, sd = pre.mean(1), torch.sqrt(pre.var(1, unbiased=False) + 1e-5)
         return p["gamma"] * p["w"] / sd, p["gamma"] * (p["b"] - mu) / sd + p["beta"], torch.ones_like(mu)
     return sign, p["lam"], p["r"]
 
@@ -329,6 +389,9 @@ def train_levy(kind: str, steps: int, lr: float, seeds: list[int], data) -> dict
     sign = torch.sign(initial_1d("SP", seeds)["w"])
     for v in p.values():
         v.requires_grad_(True)
+    names = list(p)
+    opt = Adam(BETAS[0], BETAS[1], ADAM_EPS)
+    slots = opt.view(opt.init({n: p[n].detach() for n in names}), names)
     rate = torch.full((len(seeds),), lr, dtype=DTYPE)
 
     def predict(x):
@@ -340,55 +403,50 @@ def train_levy(kind: str, steps: int, lr: float, seeds: list[int], data) -> dict
         w, b, _ = effective_1d(kind, p, x_train, sign)
         return -b / w
 
-    state: dict = {}
     steps_taken = torch.empty(steps, len(seeds), dtype=DTYPE)
     with torch.no_grad():
         phi = location()
-    for t in range(1, steps + 1):
+    for t in range(steps):
         loss = (predict(x_train) - y_train).abs().mean(1).sum()
-        grads = dict(zip(p, torch.autograd.grad(loss, list(p.values()))))
+        grads = torch.autograd.grad(loss, [p[n] for n in names])
         with torch.no_grad():
-            adam_step(p, grads, state, rate, t)
+            opt.update([p[n] for n in names], list(grads), slots, rate)
             nxt = location()
-            steps_taken[t - 1] = (nxt - phi).abs().amax(-1)
+            steps_taken[t] = (nxt - phi).abs().amax(-1)
             phi = nxt
     with torch.no_grad():
         rmse = torch.sqrt(((predict(x_test) - y_test) ** 2).mean(1))
     return {"location": steps_taken.numpy(), "rmse": rmse.numpy()}
 
 
-def levy_rows(s: "Settings", seed: int):
-    """Figure 2(c)'s claim as rows: "under GmP the maximum change max_i |Delta phi_i,t| at each train step t is
-    always smaller than 1 throughout training, while under other parameterizations the changes can be up to 2^16
-    at some steps" (section 3.5); each net at the authors' rate (``LEVY_LRS``), the largest step over all
-    initializations and steps ("always" below 1; "can be" up to 2^16). Returns (rows, extra keys of the JSON,
-    note, figure)."""
+def levy_rows(s: Settings, seed: int):
+    """Figure 2(c)'s claim as rows (module docstring), each net at the authors' rate (``LEVY_LRS``), per
+    initialization its largest step. Returns (rows, extra keys of the JSON, note, figure)."""
     x, y, xt, yt = levy_data(LEVY_TRAIN, sub_seed(seed, 3))
     data = tuple(torch.from_numpy(v) for v in (x, y, xt, yt))
     seeds = [sub_seed(seed, 4, k) for k in range(s.inits)]
     runs = {k: train_levy(k, s.levy_steps, LEVY_LRS[k], seeds, data) for k in PARAMETERIZATIONS}
-    largest = {k: runs[k]["location"].max(0) for k in PARAMETERIZATIONS}  # per initialization
-    log2 = {k: float(np.log2(largest[k].max())) for k in PARAMETERIZATIONS}  # over initializations and steps
+    largest = {k: np.log2(runs[k]["location"].max(0)) for k in PARAMETERIZATIONS}  # per initialization
     rows = []
     for k in PARAMETERIZATIONS:
         if k == "GmP":
             rows.append(
                 Row.claim(
                     "log2_max_location_step:GmP:levy",
-                    log2[k],
-                    log2[k] < 0.0,
-                    'below 0 (a step below 1): under GmP max_i |Delta phi_i,t| is "always smaller than 1 '
-                    f'throughout training" (figure 2c), rate {LEVY_LRS[k]:g}; the largest step over inits and steps',
+                    each(largest[k], estimate=float(largest[k].max())),
+                    below(0.0),
+                    'below 0 in every initialization (a step below 1): under GmP max_i |Delta phi_i,t| is "always '
+                    f'smaller than 1 throughout training" (figure 2c), rate {LEVY_LRS[k]:g}; measured: the largest',
                 )
             )
         else:
             rows.append(
                 Row.claim(
                     f"log2_max_location_step:{k}:levy",
-                    log2[k],
-                    log2[k] >= LEVY_SPIKE,
-                    f'at least {LEVY_SPIKE:g}: under {k} the changes "can be up to 2^16 at some steps" (figure '
-                    f"2c), rate {LEVY_LRS[k]:g}; the largest step over inits and steps",
+                    mean(largest[k]),
+                    above(LEVY_SPIKE),
+                    f'at least {LEVY_SPIKE:g}: under {k} the changes "can be up to 2^16 at some steps" (figure 2c), '
+                    f"rate {LEVY_LRS[k]:g}; the mean over initializations of log2 of each one's largest step",
                 )
             )
     note = (
@@ -397,205 +455,181 @@ def levy_rows(s: "Settings", seed: int):
         f"{s.levy_steps} steps at the authors' rates (GmP {LEVY_LRS['GmP']:g}, the others {LEVY_LRS['SP']:g}; their "
         "code also lowers the rate on plateaus and stops early, not done here), Glorot-uniform weights, zero biases, "
         "GmP's r = 1. Largest step of a characteristic point per initialization, log2: "
-        + "; ".join(f"{k} " + ", ".join(f"{v:.1f}" for v in np.log2(largest[k])) for k in PARAMETERIZATIONS)
+        + "; ".join(f"{k} " + ", ".join(f"{v:.1f}" for v in largest[k]) for k in PARAMETERIZATIONS)
         + ". Test RMSE (median): "
         + ", ".join(f"{k} {float(np.median(runs[k]['rmse'])):.3g}" for k in PARAMETERIZATIONS)
         + "."
     )
     extra = {
-        "levy_max_location_step": {k: largest[k].tolist() for k in PARAMETERIZATIONS},
+        "levy_log2_max_location_step": {k: largest[k].tolist() for k in PARAMETERIZATIONS},
         "levy_test_rmse": {k: runs[k]["rmse"].tolist() for k in PARAMETERIZATIONS},
     }
     return rows, extra, note, location_steps(runs)
 
 
-def accuracy_tie(ours: float, other: float, n_test: int) -> str | None:
-    """Why an accuracy row cannot tell, or None: its two accuracies differ by at most twice the binomial standard
-    error sqrt(p (1 - p) / n_test) of the test set (p their mean), a tie within the test set's own noise."""
-    p = (ours + other) / 2
-    se = math.sqrt(p * (1 - p) / n_test)
-    if abs(ours - other) > 2 * se:
-        return None
-    return (
-        f"{ours:.4g} and {other:.4g} differ by {abs(ours - other):.2g}, under twice the test set's binomial "
-        f"standard error ({se:.2g} at {n_test} points): a tie"
+# -- the reproduction ---------------------------------------------------------------------------------------
+
+
+def banana_data(root, seed: int) -> tuple[tuple[torch.Tensor, ...], str | None, str]:
+    """(x_train, y_train, x_test, y_test as tensors; None, or why the data is a stand-in; what it is)."""
+    if root is not None:
+        path = banana.locate(root)
+        x, y = banana.read(path)
+        stand_in, what = None, f"the banana set from {path} ({len(x):,} rows)"
+    else:
+        x, y = banana.stand_in(sub_seed(seed, 0))
+        stand_in = "the banana file is not here (--root names its directory): stand-in two-moons data"
+        what = f"STAND-IN: {len(x):,} two-moons points (noise sd {banana.STAND_IN_NOISE}); {stand_in.split(':')[0]}"
+    parts = banana.authors_split(x, y, seed)
+    what += (
+        f"; the authors' preprocessing: {banana.SUBSET:,} rows, {len(parts[0])} for training and {len(parts[2])} "
+        "for testing, standardized"
     )
+    return tuple(torch.from_numpy(a) for a in parts), stand_in, what
+
+
+def figure3_rows(runs: dict, s: Settings, stand_in: str | None) -> list[Row]:
+    """Figure 3's rows (module docstring) from ``train``'s outcome per parameterization."""
+    n = s.inits
+    big, small = len(LRS) - 1, 0
+
+    def at(kind, key, j):  # the models of rate j: [n] per-initialization values
+        values = runs[kind][key]
+        return values.max(0)[j * n : (j + 1) * n] if values.ndim == 2 else values[j * n : (j + 1) * n]
+
+    label = f"; {stand_in}" if stand_in else ""
+    bound = math.degrees(adam_bound(LRS[big]))
+    rows = [
+        Row.claim(
+            f"max_angle_step_deg:GmP:lr={LRS[big]:g}",
+            each(at("GmP", "angle", big), estimate=float(at("GmP", "angle", big).max())),
+            below(bound),
+            f"at most {bound:.3g} degrees in every initialization (Adam's largest step through Theorem 3): GmP's "
+            f"angular updates stay stable at the large rate (figure 3i); measured: the largest{label}",
+        )
+    ]
+    for what, key, words in (
+        ("max_angle_step", "angle", "turn of a unit's boundary in one step (figure 3i: up to 180 degrees)"),
+        ("max_location_step", "location", "jump of a unit's spatial location phi in one step (figure 3a-h)"),
+    ):
+        gmp = np.log10(np.maximum(at("GmP", key, big), 1e-300))
+        for k in OTHERS:
+            ours = np.log10(np.maximum(at(k, key, big), 1e-300))
+            rows.append(
+                Row.claim(
+                    f"log10_{what}{'_deg' if key == 'angle' else ''}_over_gmp:{k}:lr={LRS[big]:g}",
+                    shift(ours, gmp),
+                    above(0.0),
+                    f"above 0: {k}'s largest {words} above GmP's (measured: the shift of log10 of it over GmP's)"
+                    + label,
+                ).checking(f"figure 3: GmP's {what.replace('_', ' ')} the smallest at the large rate")
+            )
+    gmp_acc = at("GmP", "accuracy", big)
+    for k in OTHERS:
+        row = Row.claim(
+            f"test_accuracy_minus_gmp:{k}:lr={LRS[small]:g}",
+            shift(at(k, "accuracy", small), gmp_acc),
+            below(0.0),
+            f"below 0: {k}'s test accuracy at its rate {LRS[small]:g} under GmP's at {LRS[big]:g} (measured: the "
+            "shift; figure 3j-m, GmP the highest)" + label,
+        ).checking("figure 3j-m: GmP at the 10x rate has the highest test accuracy of all compared")
+        rows.append(row.cannot_tell(stand_in) if stand_in else row)
+    return rows
 
 
 def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
+    data, stand_in, what = banana_data(ctx.root, ctx.seed)
     ctx.say(f"gmp-banana: figure 2(c), Levy regression, {s.inits} initializations x 4, {s.levy_steps} Adam steps")
     levy_table, levy_extra, levy_note, levy_figure = levy_rows(s, ctx.seed)
-    x_tr, y_tr = two_moons(s.train, sub_seed(ctx.seed, 0))
-    x_te, y_te = two_moons(s.test, sub_seed(ctx.seed, 1))
-    data = tuple(torch.from_numpy(a) for a in (x_tr, y_tr, x_te, y_te))
     seeds = [sub_seed(ctx.seed, 2, k) for k in range(s.inits)]
-    trail_every = max(1, s.steps // 200)
     runs = {}
-    for kind in PARAMETERIZATIONS:
-        ctx.say(f"gmp-banana: {kind}, {s.inits} initializations x {len(s.lrs)} rates, {s.steps} Adam steps")
-        runs[kind] = train(kind, s, seeds, data, trail_every)
+    for i, kind in enumerate(PARAMETERIZATIONS):
+        ctx.count(i, len(PARAMETERIZATIONS), "parameterizations trained")
+        ctx.say(f"gmp-banana: {kind}, {s.inits} initializations x {len(LRS)} rates, up to {s.epochs} epochs")
+        runs[kind] = train(kind, s, seeds, data, trail_models=s.inits + 1)
+    rows = figure3_rows(runs, s, stand_in) + levy_table
+    return Measured(
+        rows,
+        figures=figures(runs, s, data, levy_figure),
+        data=what,
+        note=_note(runs, s, stand_in, levy_note),
+        extra={
+            "learning_rates": list(LRS),
+            "stand_in": stand_in,
+            "adam_bound_deg": math.degrees(adam_bound(LRS[-1])),
+            "max_angle_step_deg": {k: runs[k]["angle"].max(0).tolist() for k in PARAMETERIZATIONS},
+            "max_location_step": {k: runs[k]["location"].max(0).tolist() for k in PARAMETERIZATIONS},
+            "test_accuracy": {k: runs[k]["accuracy"].tolist() for k in PARAMETERIZATIONS},
+            "best_epoch": {k: runs[k]["best_epoch"] for k in PARAMETERIZATIONS},
+            "epochs_run": {k: runs[k]["epochs_run"] for k in PARAMETERIZATIONS},
+            **levy_extra,
+        },
+    )
+
+
+def _note(runs: dict, s: Settings, stand_in: str | None, levy_note: str) -> str:
     n = s.inits
-
-    def at(kind, key, j):  # the models of rate j
-        return runs[kind][key][..., j * n : (j + 1) * n]
-
-    big = len(s.lrs) - 1
-    lr_big = s.lrs[big]
-    max_angle = {k: float(np.median(at(k, "angle", big).max(0))) for k in PARAMETERIZATIONS}
-    max_loc = {k: float(np.median(at(k, "location", big).max(0))) for k in PARAMETERIZATIONS}
-    acc = {(k, j): float(np.median(at(k, "accuracy", j))) for k in PARAMETERIZATIONS for j in range(len(s.lrs))}
-    bound = math.degrees(adam_bound(lr_big))
-    rows = []
-    for k in PARAMETERIZATIONS:
-        if k == "GmP":
-            rows.append(
-                Row.claim(
-                    f"max_angle_step_deg:GmP:lr={lr_big:g}",
-                    max_angle[k],
-                    max_angle[k] <= bound,
-                    f"at most {bound:.3g} degrees (Adam's largest step through Theorem 3): GmP's "
-                    "angular updates stay stable at the large rate (figure 3i); median over inits",
-                )
-            )
-        else:
-            rows.append(
-                Row.claim(
-                    f"max_angle_step_deg:{k}:lr={lr_big:g}",
-                    max_angle[k],
-                    max_angle[k] > max_angle["GmP"],
-                    f"above GmP's {max_angle['GmP']:.3g}: under {k} the boundary's direction can jump "
-                    "(up to 180 degrees, figure 3i; eq. 12/14); median over inits",
-                )
-            )
-    others = [max_loc[k] for k in PARAMETERIZATIONS if k != "GmP"]
-    for k in PARAMETERIZATIONS:
-        if k == "GmP":
-            rows.append(
-                Row.claim(
-                    f"max_location_step:GmP:lr={lr_big:g}",
-                    max_loc[k],
-                    max_loc[k] < min(others),
-                    f"below SP's, WN's and BN's ({min(others):.3g} the least): the smoothest "
-                    "trajectories of the spatial locations (figure 3a-h); median over inits",
-                )
-            )
-        else:
-            rows.append(
-                Row.claim(
-                    f"max_location_step:{k}:lr={lr_big:g}",
-                    max_loc[k],
-                    max_loc[k] > max_loc["GmP"],
-                    f"above GmP's {max_loc['GmP']:.3g} (figure 3a-h); largest step of a unit's "
-                    "spatial location phi, median over inits",
-                )
-            )
-    gmp_acc = acc[("GmP", big)]
-    best_other = max(v for key, v in acc.items() if key != ("GmP", big))
-    for k in PARAMETERIZATIONS:
-        for j, lr in enumerate(s.lrs):
-            if (k, j) == ("GmP", big):
-                rows.append(
-                    Row.claim(
-                        f"test_accuracy:GmP:lr={lr:g}",
-                        gmp_acc,
-                        gmp_acc >= best_other,
-                        f"at least every other run's ({best_other:.4g} the best): GmP at the 10x rate "
-                        "has the highest test accuracy of all compared (figure 3j-m); median over "
-                        "inits",
-                    )
-                )
-            else:
-                rows.append(
-                    Row.claim(
-                        f"test_accuracy:{k}:lr={lr:g}",
-                        acc[(k, j)],
-                        acc[(k, j)] <= gmp_acc,
-                        f"at most GmP's {gmp_acc:.4g} at lr={lr_big:g} (figure 3j-m); median over inits",
-                    )
-                )
-    for i, row in enumerate(rows):  # each accuracy row against what it is compared with
-        if row.quantity.startswith("test_accuracy:") and row.measured is not None:
-            other = best_other if row.quantity == f"test_accuracy:GmP:lr={lr_big:g}" else gmp_acc
-            tie = accuracy_tie(row.measured, other, s.test)
-            rows[i] = row.cannot_tell(tie) if tie is not None else row
-    rows += levy_table
-    note = "\n\n".join(
+    return "\n\n".join(
         [
-            f"One hidden layer of {UNITS} ReLU units, one output logit, the logistic loss, full-batch Adam "
-            f"(betas {BETAS}) for {s.steps} steps at learning rates {', '.join(f'{r:g}' for r in s.lrs)}, "
-            f"{s.inits} initializations each (the same draws under all four parameterizations, the same boundaries at "
-            "initialization; SP, WN and BN the same function, BN then standardized; GmP as its section 4.3 says, "
-            "r = 1, lambda = 0, theta the draw's angle, so each GmP unit starts as SP's divided by |w|). WN is built "
-            "inside this reproduction (not a family of the space); GmP's direction is the space's eq. 10 "
-            "(study.nn.gmp). Trained by an explicit float64 Adam loop: the claims need every unit's boundary after "
-            "every step, which the stacked trainer does not expose.",
-            "Choices the paper leaves open: its banana data is not defined, here the two-moons generator of "
-            f"scikit-learn's make_moons (noise sd {NOISE}, centred), {s.train} training and {s.test} test points; its "
-            "rates, step count and loss are not given; the text says 100 units and figure 3's caption 10: 10 here.",
-            "Per initialization at the large rate, max angle step (degrees): "
-            + "; ".join(f"{k} " + ", ".join(f"{v:.3g}" for v in at(k, "angle", big).max(0)) for k in PARAMETERIZATIONS)
-            + ". Test accuracy: "
+            f"The authors' notebook's experiment (module docstring): {UNITS} ReLU units, a sigmoid output, binary "
+            f"cross-entropy, Glorot-uniform weights, Adam (betas {BETAS}, epsilon {ADAM_EPS:g}) on minibatches of "
+            f"{BATCH}, up to {s.epochs} epochs (the authors: 5,000), the rate divided by {1 / PLATEAU_FACTOR:g} after "
+            f"{PLATEAU_PATIENCE} epochs without a rise of the test accuracy, stopped after {STOP_PATIENCE} and the "
+            "best "
+            f"epoch's weights restored; {n} initializations, each under all four at {LRS[0]:g} and {LRS[1]:g}. "
+            "Epochs run before every model of a parameterization had stopped: "
+            + ", ".join(f"{k} {runs[k]['epochs_run']}" for k in PARAMETERIZATIONS)
+            + ".",
+            (f"Data: {stand_in}, so the accuracy rows cannot tell." if stand_in else "Data: the standard banana set.")
+            + " Test accuracy per initialization: "
             + "; ".join(
-                f"{k} lr={lr:g} " + ", ".join(f"{v:.3f}" for v in at(k, "accuracy", j))
+                f"{k} lr={lr:g} " + ", ".join(f"{v:.3f}" for v in runs[k]["accuracy"][j * n : (j + 1) * n])
                 for k in PARAMETERIZATIONS
-                for j, lr in enumerate(s.lrs)
+                for j, lr in enumerate(LRS)
+            )
+            + ". The authors' notebook prints, for its one run each: GmP (0.1) 0.885, SP (0.01) 0.800, BN (0.01) "
+            "0.875, WN (0.01) 0.810.",
+            "Per initialization at the rate 0.1, the largest angle step (degrees): "
+            + "; ".join(
+                f"{k} " + ", ".join(f"{v:.3g}" for v in runs[k]["angle"].max(0)[n : 2 * n]) for k in PARAMETERIZATIONS
             )
             + ".",
-            "The rows are about the largest steps (figure 3i's spikes). The typical step is another matter: the "
-            "median over steps of max_i |Delta theta_i,t| at the large rate, median over initializations, is "
-            + "; ".join(
-                f"{k} {float(np.median(np.median(at(k, 'angle', big), 0))):.3g} degrees" for k in PARAMETERIZATIONS
-            )
-            + ". Why GmP's typical turn exceeds SP's: not found (not measured here; a candidate is that Adam moves "
-            "GmP's angle by up to about lr every step while SP's turns shrink as |w| grows).",
-            f"The test accuracies' binomial standard error is {math.sqrt(gmp_acc * (1 - gmp_acc) / s.test):.2g} "
-            f"({s.test} test points): accuracy rows closer than about twice that are ties within the test set's "
-            "noise, and an accuracy row that differs by less is no evidence against the paper (the rows then say "
-            f'"cannot tell"). {s.train} training points: with 400, two-moons at noise sd {NOISE} is fitted to the '
-            "same accuracy under every parameterization and rate.",
-            "A row that differs is a finding about the paper's figure, which shows one run per parameterization at "
-            "rates it does not state.",
             levy_note,
         ]
     )
-    figures = [
+
+
+# -- figures ----------------------------------------------------------------------------------------------------
+
+
+def figures(runs: dict, s: Settings, data, levy_figure) -> list:
+    x_tr, y_tr, x_te, y_te = (a.numpy() for a in data)
+    bound = math.degrees(adam_bound(LRS[-1]))
+    return [
         (
-            f"Figure 3a-h: the spatial locations phi (eq. 8) of the {UNITS} units during training (one colour per "
-            "unit, a dot at the end), the first initialization, over the training data; top row the rate "
-            f"{s.lrs[0]:g}, bottom row {lr_big:g}.",
+            f"Figure 3a-h: the spatial locations phi (eq. 8) of the {UNITS} units at the end of every epoch (one "
+            "colour per unit, a dot at the end), the first initialization, over the training data; top row the rate "
+            f"{LRS[0]:g}, bottom row {LRS[1]:g}.",
             trajectories(runs, s, x_tr, y_tr),
         ),
         (
-            f"Figure 3i: the largest angle step max_i |Delta theta_i,t| (eq. 12) at each step, rate {lr_big:g}, the "
+            f"Figure 3i: the largest angle step max_i |Delta theta_i,t| (eq. 12) at each step, rate {LRS[1]:g}, the "
             f"first initialization; the dashed line is GmP's bound {bound:.3g} degrees.",
             angle_steps(runs, s, bound),
         ),
         (
-            f"Figure 3j-m: the fits after training at the rate {lr_big:g} (the first initialization): the predicted "
-            "probability, the decision boundary (black), the test data and the units' spatial locations (red stars).",
-            fits(runs, s, x_te, y_te, data[0]),
+            f"Figure 3j-m: the fits at the restored best epoch (the first initialization; GmP at {LRS[1]:g}, the "
+            f"others at {LRS[0]:g}, the authors' rates): the predicted probability, the decision boundary (black), "
+            "the test data and the units' spatial locations (red stars).",
+            fits(runs, s, x_te, y_te),
         ),
         (
-            "Figure 2(c): the largest move of a characteristic point max_i |Delta phi_i,t| at each step of the 1-D "
+            "Figure 2(c): the largest move of a characteristic point max_i |Δφ_i,t| at each step of the 1-D "
             "Levy regression (100 units), the first initialization, log2 scale; each net at the authors' rate.",
             levy_figure,
         ),
     ]
-    return Measured(
-        rows,
-        figures=figures,
-        data=f"two-moons (banana) data, {s.train} training and {s.test} test points, noise sd {NOISE}",
-        note=note,
-        extra={
-            "learning_rates": list(s.lrs),
-            "adam_bound_deg": bound,
-            "max_angle_step_deg": {k: runs[k]["angle"].max(0).tolist() for k in PARAMETERIZATIONS},
-            "max_location_step": {k: runs[k]["location"].max(0).tolist() for k in PARAMETERIZATIONS},
-            "test_accuracy": {k: runs[k]["accuracy"].tolist() for k in PARAMETERIZATIONS},
-            **levy_extra,
-        },
-    )
 
 
 def location_steps(runs):
@@ -614,20 +648,20 @@ def location_steps(runs):
 
 def _scatter(ax, x, y):
     ax.scatter(x[:, 0], x[:, 1], c=np.where(y > 0, "#4c72b0", "#dd8452"), s=3, alpha=0.35, lw=0)
-    ax.set_xlim(-2.2, 2.2)
-    ax.set_ylim(-1.6, 1.6)
+    ax.set_xlim(-3.0, 3.0)
+    ax.set_ylim(-3.0, 3.0)
 
 
 def trajectories(runs, s: Settings, x, y):
     from archstudy.analysis.plotting import PALETTE, new_figure, set_title
 
-    fig, axes = new_figure(ncols=len(PARAMETERIZATIONS), nrows=len(s.lrs), panel=(2.6, 2.2))
-    axes = np.asarray(axes).reshape(len(s.lrs), len(PARAMETERIZATIONS))
-    for j, lr in enumerate(s.lrs):
+    fig, axes = new_figure(ncols=len(PARAMETERIZATIONS), nrows=len(LRS), panel=(2.6, 2.4))
+    axes = np.asarray(axes).reshape(len(LRS), len(PARAMETERIZATIONS))
+    for j, lr in enumerate(LRS):
         for col, kind in enumerate(PARAMETERIZATIONS):
             ax = axes[j, col]
             _scatter(ax, x, y)
-            trail = runs[kind]["trail"][:, j * s.inits]  # [T, UNITS, 2]
+            trail = runs[kind]["trail"][:, j * s.inits]  # [E, UNITS, 2]
             for i in range(UNITS):
                 color = PALETTE[i % len(PALETTE)]
                 ax.plot(trail[:, i, 0], trail[:, i, 1], color=color, lw=0.8)
@@ -640,9 +674,8 @@ def angle_steps(runs, s: Settings, bound: float):
     from archstudy.analysis.plotting import PALETTE, new_figure, set_log
 
     fig, (ax,) = new_figure(panel=(6.0, 3.0))
-    j = len(s.lrs) - 1
     for kind, color in zip(PARAMETERIZATIONS, PALETTE):
-        a = runs[kind]["angle"][:, j * s.inits]
+        a = runs[kind]["angle"][:, s.inits]
         ax.plot(np.arange(1, len(a) + 1), np.maximum(a, 1e-6), color=color, lw=0.7, label=kind)
     ax.axhline(bound, color="k", ls="--", lw=0.8)
     set_log(ax, "y")
@@ -652,24 +685,25 @@ def angle_steps(runs, s: Settings, bound: float):
     return fig
 
 
-def fits(runs, s: Settings, x, y, x_train):
+def fits(runs, s: Settings, x, y):
     from archstudy.analysis.plotting import new_figure, set_title
 
-    fig, axes = new_figure(ncols=len(PARAMETERIZATIONS), panel=(2.6, 2.2))
-    g1, g2 = np.meshgrid(np.linspace(-2.2, 2.2, 120), np.linspace(-1.6, 1.6, 90))
-    grid = torch.from_numpy(np.stack([g1.ravel(), g2.ravel()], 1))
-    m = (len(s.lrs) - 1) * s.inits  # the first initialization at the large rate
+    fig, axes = new_figure(ncols=len(PARAMETERIZATIONS), panel=(2.6, 2.4))
+    g1, g2 = np.meshgrid(np.linspace(-3.0, 3.0, 100), np.linspace(-3.0, 3.0, 100))
+    grid = torch.from_numpy(np.stack([g1.ravel(), g2.ravel()], 1))[None]
     for ax, kind in zip(np.ravel(axes), PARAMETERIZATIONS):
+        m = s.inits if kind == "GmP" else 0  # the authors' rates: GmP at 0.1, the others at 0.01
         p = {k: v[m : m + 1] for k, v in runs[kind]["params"].items()}
+        moving = runs[kind]["moving"]
+        one = Moving(moving.mean[m : m + 1], moving.var[m : m + 1])
         with torch.no_grad():
-            prob = torch.sigmoid(logits(kind, p, grid, x_train))[0].numpy().reshape(g1.shape)
+            prob = torch.sigmoid(logits(kind, p, grid, one))[0].numpy().reshape(g1.shape)
+            _, phi = boundaries(kind, p, one)
         ax.contourf(g1, g2, prob, levels=20, cmap="RdBu", alpha=0.5)
         ax.contour(g1, g2, prob, levels=[0.5], colors="k", linewidths=1.5)
         _scatter(ax, x, y)
-        phi = runs[kind]["trail"][-1, m]
-        ax.plot(phi[:, 0], phi[:, 1], "*", color="red", ms=8)
-        acc = runs[kind]["accuracy"][m]
-        set_title(ax, f"{kind}: test accuracy {acc:.3f}")
+        ax.plot(phi[0, :, 0], phi[0, :, 1], "*", color="red", ms=8)
+        set_title(ax, f"{kind} lr {LRS[1 if kind == 'GmP' else 0]:g}: test {runs[kind]['accuracy'][m]:.3f}")
     return fig
 
 
@@ -677,10 +711,11 @@ REPRODUCTION = Reproduction(
     name="gmp-banana",
     paper=PAPER,
     source="figure 3 and figure 2(c) (section 3.5)",
-    summary="10 ReLU units on 2-D banana (two-moons) data, SP vs WN vs BN vs GmP with Adam at two rates: how far "
-    "the characteristic activation boundaries jump per step, and the test accuracy; 100 units on 1-D Levy "
-    "regression: how far the characteristic points move per step",
+    summary="10 ReLU units on the standard 2-D banana set (--root; else a labelled two-moons stand-in), SP vs WN vs "
+    "BN vs GmP trained as the authors' notebook: how far the characteristic activation boundaries jump per step, "
+    "and the test accuracy; 100 units on 1-D Levy regression: how far the characteristic points move per step",
     scales=SCALES,
-    cost={"tiny": "4 s", "quick": "29 s measured", "paper": "4 min (estimated from quick)"},
+    cost={"tiny": "10 s (estimated)", "quick": "4 min (estimated)", "paper": "10 min (estimated)"},
     reproduce=reproduce,
+    reads_root="banana",
 )

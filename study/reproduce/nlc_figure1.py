@@ -9,9 +9,11 @@ find a remarkably close match between both quantities" -- section 3 derives the 
 logs, as both axes are logarithmic) at the top, not in the text, so both rows are claims:
 
 * ``pearson_log:nlc_vs_lar_diameter``: Pearson's r of log NLC and log relative diameter over the architectures:
-  checked at most -0.9 and significant (two-sided p < 0.05): a close match is a tight decreasing relation;
+  checked at most -0.9 (a close match is a tight decreasing relation);
 * ``slope_log:lar_diameter_on_nlc``: the least-squares slope of log diameter on log NLC: checked within
   [-1.2, -0.8], i.e. the diameter goes as NLC^-1 to within 20% in the exponent, section 3's relation.
+
+Both are judged by ``verdict``'s rule with the percentile bootstrap over the architectures (the replicates).
 
 The architectures, measurements and data. "For each architecture, we considered a single random initialization.
 All values were computed in the randomly initialized state. No training was conducted. We use 10 minibatches of
@@ -46,6 +48,7 @@ from ..metrics.regions import lar_diameter
 from ..nn.network import build_network
 from .reproduction import Context, Measured, Reproduction
 from .result import Row
+from .verdict import below, bootstrap
 from .nlc_table1 import PAPER
 
 DATASET = "waveform-noise"
@@ -119,31 +122,29 @@ def reproduce(ctx: Context) -> Measured:
 
 
 def claims(points: list[dict]) -> tuple[list[Row], dict]:
-    """The two rows from the measured (NLC, relative diameter) pairs (module docstring)."""
+    """The two rows from the measured (NLC, relative diameter) pairs (module docstring): the bootstrap over
+    architectures of Pearson's r of the logs and of the least-squares slope."""
     from scipy import stats
 
     finite = [p for p in points if math.isfinite(p["nlc"]) and p["nlc"] > 0 and math.isfinite(p["lar_diameter"])]
     inside = [p for p in finite if K_MIN <= p["lar_diameter"] < K_MAX and p["lar_diameter"] > 0]
-    lx = np.log10([p["nlc"] for p in inside])
-    ly = np.log10([p["lar_diameter"] for p in inside])
-    if len(inside) >= 3 and np.ptp(lx) > 0:
-        r, p_value = stats.pearsonr(lx, ly)
-        slope = float(np.polyfit(lx, ly, 1)[0])
-    else:
-        r, p_value, slope = float("nan"), float("nan"), float("nan")
+    pairs = [(math.log10(p["nlc"]), math.log10(p["lar_diameter"])) for p in inside]
+    lx, ly = np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+    p_value = float(stats.pearsonr(lx, ly)[1]) if len(inside) >= 3 and np.ptp(lx) > 0 else float("nan")
     lo, hi = SLOPE
+    what = "architectures"
     rows = [
         Row.claim(
             "pearson_log:nlc_vs_lar_diameter",
-            float(r),
-            bool(r <= PEARSON_AT_MOST and p_value < 0.05),
-            f'at most {PEARSON_AT_MOST:g} and significant (p < 0.05): "a remarkably close match" of the NLC '
-            "and the relative diameter (logs, as figure 1's axes)",
+            bootstrap(pairs, _pearson, what=what),
+            below(PEARSON_AT_MOST),
+            f'at most {PEARSON_AT_MOST:g}: "a remarkably close match" of the NLC and the relative diameter (logs, '
+            "as figure 1's axes)",
         ),
         Row.claim(
             "slope_log:lar_diameter_on_nlc",
-            slope,
-            bool(lo <= slope <= hi),
+            bootstrap(pairs, _slope, what=what),
+            (lo, hi),
             f"within [{lo:g}, {hi:g}]: the relative diameter as 1/NLC (section 3), least squares on the logs",
         ),
     ]
@@ -156,6 +157,20 @@ def claims(points: list[dict]) -> tuple[list[Row], dict]:
         "median_product": float(np.median(products)) if products else float("nan"),
     }
     return rows, facts
+
+
+def _pearson(pairs: list) -> float:
+    x, y = np.array(pairs, dtype=np.float64).T if len(pairs) else (np.array([]), np.array([]))
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def _slope(pairs: list) -> float:
+    x, y = np.array(pairs, dtype=np.float64).T if len(pairs) else (np.array([]), np.array([]))
+    if len(x) < 3 or np.ptp(x) == 0:
+        return float("nan")
+    return float(np.polyfit(x, y, 1)[0])
 
 
 def figure(points: list[dict]):

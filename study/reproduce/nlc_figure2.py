@@ -9,12 +9,16 @@ if their NLC is small". The figures print correlations in their panels only, so 
 (``paper`` null):
 
 * ``spearman:nlc_vs_test_error``: Spearman's rho of initial NLC and test error over the nets without high
-  bias: positive and significant (two-sided p < 0.05);
+  bias: positive;
 * ``median_test_error:nlc_in_1_3``: the median test error of the nets (without high bias) whose initial NLC
-  lies in [1, 3] is the lowest of the three NLC groups [1, 3], (3, 100] and above 100;
-* ``median_test_error:nlc_above_100``: that of the nets above 100 is the highest of the three;
+  lies in [1, 3] less the lowest median of the other two NLC groups, (3, 100] and above 100: negative (the
+  lowest of the three);
+* ``median_test_error:nlc_above_100``: that of the nets above 100 less the highest of the other two: positive;
 * ``median_test_error:high_bias``: every high-bias net is at a random test error, i.e. at or above figure 7's
-  "better-than-random" threshold of waveform-noise (50%: ``analysis.figures.random_threshold``).
+  "better-than-random" threshold of waveform-noise (50%: ``analysis.figures.random_threshold``), judged net by
+  net.
+
+The first three are judged by ``verdict``'s rule with the percentile bootstrap over the nets (the replicates).
 
 Scales: ``paper`` is the paper's study (250 architectures of the ``paper`` space at 1,000,000 parameters, the
 E.2 protocol: a GPU job); ``quick`` (10-15 minutes on an idle 2-core machine, estimated from a 120-architecture
@@ -32,6 +36,7 @@ import numpy as np
 
 from .reproduction import Context, Measured, Reproduction
 from .result import Row
+from .verdict import above, below, bootstrap, each
 from .nlc_table1 import PAPER
 
 DATASET = "waveform-noise"
@@ -81,37 +86,36 @@ def claims(arch, threshold: float) -> tuple[list[Row], dict]:
 
     low_bias, biased, by_nlc = groups(arch)
     ok_pts = low_bias[np.isfinite(low_bias["nlc"]) & np.isfinite(low_bias["test_error"])]
-    if len(ok_pts) >= 3:
-        rho, p = stats.spearmanr(ok_pts["nlc"], ok_pts["test_error"])
-    else:
-        rho, p = float("nan"), float("nan")
+    p = float(stats.spearmanr(ok_pts["nlc"], ok_pts["test_error"])[1]) if len(ok_pts) >= 3 else float("nan")
+    nets = list(zip(ok_pts["nlc"].astype(float), ok_pts["test_error"].astype(float)))
     medians = {k: float(g["test_error"].median()) if len(g) else float("nan") for k, g in by_nlc.items()}
-    known = {k: v for k, v in medians.items() if np.isfinite(v)}
-    inner, far = medians["[1, 3]"], medians["above 100"]
+    what = "the nets without high bias"
     rows = [
         Row.claim(
             "spearman:nlc_vs_test_error",
-            rho,
-            bool(rho > 0 and p < 0.05),
-            "positive and significant (p < 0.05): test error rises with the initial NLC; high-bias nets left out",
+            bootstrap(nets, _spearman, what=what),
+            above(0.0),
+            "above 0: test error rises with the initial NLC; high-bias nets left out",
         ),
         Row.claim(
             "median_test_error:nlc_in_1_3",
-            inner if len(by_nlc["[1, 3]"]) else None,
-            np.isfinite(inner) and len(known) >= 2 and inner == min(known.values()),
-            "lowest median of the NLC groups [1, 3], (3, 100], above 100 (high-bias nets left out): optimal "
-            "test error needs an initial NLC of about 1 to 3",
+            bootstrap(nets, lambda u: _gap(u, "[1, 3]", min), what=what),
+            below(0.0),
+            "below 0 (measured: the median test error of the NLC group [1, 3] less the lowest of the groups "
+            "(3, 100] and above 100; high-bias nets left out): optimal test error needs an initial NLC of about 1 "
+            "to 3",
         ),
         Row.claim(
             "median_test_error:nlc_above_100",
-            far if len(by_nlc["above 100"]) else None,
-            np.isfinite(far) and len(known) >= 2 and far == max(known.values()),
-            "highest median of the three NLC groups: the further from [1, 3], the worse",
+            bootstrap(nets, lambda u: _gap(u, "above 100", max), what=what),
+            above(0.0),
+            "above 0 (measured: the median test error of the nets above 100 less the highest of the other two "
+            "groups): the further from [1, 3], the worse",
         ),
         Row.claim(
             "median_test_error:high_bias",
-            float(biased["test_error"].median()) if len(biased) else None,
-            len(biased) > 0 and bool((biased["test_error"] >= threshold).all()),
+            each(biased["test_error"].astype(float)),
+            above(threshold),
             f"every high-bias net (bias > 1000) at a random test error, >= {threshold:g} (figure 7's "
             "better-than-random threshold for waveform-noise)",
         ),
@@ -131,6 +135,37 @@ def claims(arch, threshold: float) -> tuple[list[Row], dict]:
         "random_threshold": threshold,
     }
     return rows, facts
+
+
+def _group(nlc: float) -> str:
+    return (
+        "[1, 3]"
+        if WINDOW[0] <= nlc <= WINDOW[1]
+        else "(3, 100]"
+        if WINDOW[1] < nlc <= FAR
+        else ("above 100" if nlc > FAR else "below 1")
+    )
+
+
+def _gap(nets: list, group: str, pick) -> float:
+    """The median test error of ``group`` less ``pick`` (min or max) of the other NLC groups' medians (NaN when a
+    group is empty), over (nlc, test error) pairs."""
+    by: dict[str, list[float]] = {}
+    for nlc, err in nets:
+        by.setdefault(_group(nlc), []).append(err)
+    names = ("[1, 3]", "(3, 100]", "above 100")
+    if any(not by.get(k) for k in names):
+        return float("nan")
+    return float(np.median(by[group]) - pick(np.median(by[k]) for k in names if k != group))
+
+
+def _spearman(nets: list) -> float:
+    from scipy import stats
+
+    if len(nets) < 3:
+        return float("nan")
+    x, y = np.array(nets, dtype=np.float64).T
+    return float(stats.spearmanr(x, y)[0]) if np.ptp(x) > 0 and np.ptp(y) > 0 else float("nan")
 
 
 def reproduce(ctx: Context) -> Measured:

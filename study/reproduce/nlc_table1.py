@@ -31,19 +31,20 @@ says He initialization (A.2), and nlc-table2 keeps it. With He weights instead, 
 paper's for selu, tanh and sigmoid; with orthogonal weights it lands near it (docs/reproductions.md has both
 measured).
 
-How each printed value is compared (``result``'s one rule): lines A and E are the paper's numerical values of
-Gaussian integrals, its method unstated; its line E sigmoid, 0.0024 where the integral is 0.0023465 (two
-independent quadratures agree), shows they carry an error beyond their rounding, so they are ESTIMATES: ours
-agrees within one unit of the last printed digit. Lines B and D are sampled medians over 10 initializations,
-printed without a spread: ESTIMATES, one unit plus two standard errors of the difference of the paper's median
-and ours (``median_spread``). Line D adds what rounding does (``rounding_spread``): a depth-49 net of an unstable
-activation (even_tanh, square, odd_square) amplifies a change of its inputs by one rounding, x (1 ± eps), to a
-change of its NLC by up to a few percent, so its value differs from machine to machine (their arithmetic rounds
-differently) while the same machine gives it to the last bit whatever the torch threads; line D's tolerance adds
-twice that change, measured on its first initialization. Line C is computed from line A: each printed line C
-value is the printed line A value to the 48th power (1.211^48 = 9793, 1.155^48 = 1009; a test checks all eight),
-so it carries line A's tolerance through the derivative, 48 a^47 times one unit of a, plus the rounding of its
-own print (``Row.derived``).
+How each printed value is compared (``result``'s one rule, ``verdict``): lines A and E are the paper's numerical
+values of Gaussian integrals, its method unstated; its line E sigmoid, 0.0024 where the integral is 0.0023465 (two
+independent quadratures agree), shows they carry an error beyond their rounding, so they are ESTIMATES: ours, exact
+(quadrature), agrees within one unit of the last printed digit. Lines B and D are sampled medians over 10
+initializations, printed without a spread: ours is the t interval of the logs over our initializations (the NLC
+spreads by a factor: the median of a log-normal), against a band of one unit of the last digit widened by two
+standard errors of the paper's median of 10 (runs spread as ours, on the logs). Line D's band adds what rounding
+does (``rounding_spread``): a depth-49 net of an unstable activation (even_tanh, square, odd_square) amplifies a
+change of its inputs by one rounding, x (1 ± eps), to a change of its NLC by up to a few percent, so its value
+differs from machine to machine (their arithmetic rounds differently) while the same machine gives it to the last
+bit whatever the torch threads; the band adds twice that change, measured on its first initialization. Line C is
+computed from line A: each printed line C value is the printed line A value to the 48th power (1.211^48 = 9793,
+1.155^48 = 1009; a test checks all eight), so it carries line A's tolerance through the derivative, 48 a^47 times
+one unit of a, plus the rounding of its own print (``Row.derived``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,8 @@ from ..metrics import nlc
 from ..nn.activations import linear_approx_error, nlc_tau
 from ..nn.network import build_network
 from .reproduction import Context, Measured, Reproduction, sub_seed
-from .result import Row, median_spread
+from .result import Row
+from .verdict import exact, log_mean
 
 PAPER = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
 
@@ -190,12 +192,12 @@ def reproduce(ctx: Context) -> Measured:
     line_b, line_d = {}, {}
     for act in PAPER_ACTIVATIONS:
         a = nlc_tau(act)
-        lines["A"].append(Row.printed(f"nlc_tau:{act}", LINE_A[act], a, estimated=True))
+        lines["A"].append(Row.printed(f"nlc_tau:{act}", LINE_A[act], exact(a), estimated=True))
         lines["C"].append(
             Row.derived(
                 f"nlc_tau_power48:{act}",
                 LINE_C[act],
-                a**POWER,
+                exact(a**POWER),
                 LINE_A[act],
                 POWER * float(LINE_A[act]) ** (POWER - 1),
                 "line A^48",
@@ -203,7 +205,7 @@ def reproduce(ctx: Context) -> Measured:
             )
         )
         lines["E"].append(
-            Row.printed(f"linear_approx_error:{act}", LINE_E[act], linear_approx_error(act), estimated=True)
+            Row.printed(f"linear_approx_error:{act}", LINE_E[act], exact(linear_approx_error(act)), estimated=True)
         )
         ctx.say(f"nlc-table1: lines B and D, {act} ({s.inits} and {s.deep_inits} initializations)")
         line_b[act] = [bn_net_nlc(act, 2, x, sub_seed(ctx.seed, k), s.batches, ctx.device) for k in range(s.inits)]
@@ -214,22 +216,22 @@ def reproduce(ctx: Context) -> Measured:
             Row.printed(
                 f"nlc_depth2_bn:{act}",
                 LINE_B[act],
-                float(np.median(line_b[act])),
+                log_mean(line_b[act], shown=np.median),
                 estimated=True,
-                spread=median_spread(line_b[act], PAPER_INITS),
+                paper_runs=PAPER_INITS,
+                median=True,
             )
         )
-        (medians, medians_why), (rounding, rounding_why) = (
-            median_spread(line_d[act], PAPER_INITS),
-            rounding_spread(act, x, sub_seed(ctx.seed, DEEP, 0), s.batches, ctx.device, line_d[act][0]),
-        )
+        rounding = rounding_spread(act, x, sub_seed(ctx.seed, DEEP, 0), s.batches, ctx.device, line_d[act][0])
         lines["D"].append(
             Row.printed(
                 f"nlc_depth49_bn:{act}",
                 LINE_D[act],
-                float(np.median(line_d[act])),
+                log_mean(line_d[act], shown=np.median),
                 estimated=True,
-                spread=(medians + rounding, f"{medians_why} + {rounding_why}"),
+                paper_runs=PAPER_INITS,
+                median=True,
+                extra=rounding,
             )
         )
     note = "\n\n".join(
@@ -241,8 +243,9 @@ def reproduce(ctx: Context) -> Measured:
             f"{s.deep_inits} for D at this scale; the paper: {PAPER_INITS}).",
             "Estimates: the paper's lines A and E are its numerical values of Gaussian integrals (line E's sigmoid, "
             "0.0024 for the exact 0.0023465, shows an error beyond their rounding), lines B and D sampled medians; "
-            "each is compared within one unit of its last printed digit (B and D plus two standard errors of the "
-            "difference of two medians). Line C is the paper's printed line A to the 48th power (1.211^48 = 9793): "
+            "each is compared within one unit of its last printed digit (B and D: the t interval of the logs over "
+            "our initializations against that unit widened by two standard errors of the paper's median of 10). "
+            "Line C is the paper's printed line A to the 48th power (1.211^48 = 9793): "
             "its tolerance is line A's, one unit, times 48 a^47, plus its own rounding.",
             "Section 5's claims: line B close to line A (one batchnorm layer of a wide net contributes about "
             "NLC_tau(1)), line D close to line C for 6 of the 8 activations, far above it for square and odd_square "
@@ -278,11 +281,11 @@ def figure(line_b: dict[str, list[float]], line_d: dict[str, list[float]]):
     fig, (ax, ax_d) = new_figure(ncols=2, panel=(5.2, 3.6))
     acts = list(line_b)
     x = np.arange(len(acts))
-    for axis, values, paper, exact, title in (
+    for axis, values, paper, closed_form, title in (
         (ax, line_b, LINE_B, [nlc_tau(a) for a in acts], "depth 2 (line B) vs NLC_τ(1) (line A)"),
         (ax_d, line_d, LINE_D, [nlc_tau(a) ** POWER for a in acts], "depth 49 (line D) vs NLC_τ(1)^48 (line C)"),
     ):
-        axis.bar(x, exact, color=GREY, alpha=0.5, label="line A / C (exact)")
+        axis.bar(x, closed_form, color=GREY, alpha=0.5, label="line A / C (exact)")
         median_and_range(axis, x, [values[a] for a in acts], color=BLACK, label="here (median, range)")
         axis.scatter(x, [float(paper[a]) for a in acts], marker="x", color=RED, zorder=3, label="the paper")
         axis.set_xticks(x, acts, rotation=30)

@@ -86,7 +86,7 @@ class Reproduction:
     scales: Mapping[str, Any]  # SCALES -> a frozen dataclass of settings
     cost: Mapping[str, str]  # SCALES -> what it costs on the 2-core machine it was built on (measured or estimated)
     reproduce: Callable[[Context], Measured] = field(repr=False)
-    reads_root: str | None = None  # the image set --root supplies ("cifar10", "mnist"); None: --root is refused
+    reads_root: str | None = None  # the data set --root supplies ("cifar10", "mnist", "banana"); None: refused
     whole_machine: bool = False  # it keeps every core busy itself (a study's workers): ``reproduce all`` runs it alone
 
     def __post_init__(self):
@@ -121,6 +121,19 @@ def sub_seed(seed: int, *keys: int) -> int:
     import numpy as np
 
     return int(np.random.SeedSequence([seed, *keys]).generate_state(1)[0])
+
+
+def locate_root(data_set: str, root: Path) -> None:
+    """Nothing when ``root`` holds ``data_set``'s files (an image set of ``study.datasets.images``, or the banana
+    set of ``banana``), else a one-line ``UserError`` naming them."""
+    if data_set == "banana":
+        from .banana import locate
+
+        locate(root)
+        return
+    from ..datasets.images import IMAGE_SETS
+
+    IMAGE_SETS[data_set].locate(root)
 
 
 def check_device(device: Any):
@@ -190,10 +203,8 @@ def run_reproduction(
     if root is not None:
         if reproduction.reads_root is None:
             raise SpecError(WHERE, "root", str(root), f"must not be given: {name} reads no data files")
-        from ..datasets.images import IMAGE_SETS
-
         root = Path(root).expanduser()
-        IMAGE_SETS[reproduction.reads_root].locate(root)  # the files are there, or one line naming them
+        locate_root(reproduction.reads_root, root)  # the files are there, or one line naming them
     device = check_device(device)
     out = check_out(out)
     settings = reproduction.scales[scale]

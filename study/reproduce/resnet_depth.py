@@ -17,21 +17,29 @@ L* = 1/2 (tr Syy - tr(Syx Sxx^-1 Sxy)) (``optimal_loss``). Figure 8 adds "ReLUs 
 2-shortcut unit x + W2 relu(W1 x), and "at the same positions in linear networks" without shortcuts (after every
 odd-numbered layer); "1-shortcut and 3-shortcut networks are omitted"; it plots log10(final loss).
 
-Rows (claims: the figures print no number), D the deepest depth of the scale:
+Rows (claims: the figures print no number), D the deepest depth of the scale, each judged by ``verdict``'s
+rule over the runs (the replicates: each run's final loss at its net's chosen rate; Welch's interval for a
+comparison of two nets):
 
-* ``log10_excess_loss:shortcut2:depth=D``: below the orthogonal and the Xavier nets' at D: "the final losses of
-  2-shortcut linear networks stay close to optimal as the networks become deeper" while the others do not;
+* ``log10_excess_loss:shortcut2_over_<orthogonal|xavier>:depth=D``: the 2-shortcut nets' log10 excess loss less
+  the orthogonal (or Xavier) nets' at D, below 0: "the final losses of 2-shortcut linear networks stay close to
+  optimal as the networks become deeper" while the others do not;
 * ``log10_excess_loss_growth:shortcut2``: log10 excess at D minus at the shallowest depth, at most 1 (one decade:
   "stay close to optimal as the networks become deeper");
-* ``log10_optimal_lr:shortcut2_over_orthogonal:depth=D``: at least 0: "Higher learning rates can also be applied"
-  (the paper omits Xavier's optimal rate at depth 96 as unstable);
-* ``log10_final_loss:shortcut2-relu:depth=D``: below the Xavier-ReLU and orthogonal-ReLU nets' at D: "linear
-  networks with Xavier or orthogonal initialization have difficulties finding these optimal points, while
-  2-shortcut networks find these optimal points easily" (figure 8).
+* ``log10_optimal_lr:shortcut2_over_orthogonal:depth=D``: log10 of each run's best rate over the orthogonal
+  run's, at least 0: "Higher learning rates can also be applied" (the paper omits Xavier's optimal rate at depth
+  96 as unstable);
+* ``log10_final_loss:shortcut2-relu_over_<orthogonal|xavier>-relu:depth=D``: log10 of the 2-shortcut-ReLU nets'
+  final loss less the other's at D, below 0: "linear networks with Xavier or orthogonal initialization have
+  difficulties finding these optimal points, while 2-shortcut networks find these optimal points easily"
+  (figure 8).
 
-Scales: ``paper`` 1000 epochs, depths 6 to 96 (linear) and 4 to 64 (ReLU), 13 rates 1e-4 .. 1, 5 runs (the paper
-does not say how many runs it averaged; figure 4 used 10); ``quick`` the same epochs and rates at fewer depths and
-2 runs; ``tiny`` 30 epochs.
+A row whose net's chosen rate is an end of the sweep cannot tell ("the sweep did not bracket the optimum",
+``verdict.bracketed``).
+
+Scales: ``paper`` 1000 epochs, depths 6 to 96 (linear) and 4 to 64 (ReLU), 17 rates 10^-14/3 .. 10^2/3 (third
+decades), 5 runs (the paper does not say how many runs it averaged; figure 4 used 10); ``quick`` the same epochs
+at the depths the rows read (6 and 96; ReLU 64), every second rate of that sweep and 3 runs; ``tiny`` 30 epochs.
 """
 
 from __future__ import annotations
@@ -45,8 +53,11 @@ import torch
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .resnet_hessian import KINDS, PAPER, Moments, full_batch, initial_point
 from .result import Row
+from .verdict import above, below, bracketed, mean, welch
 
 RELU_KINDS = ("shortcut2", "orthogonal", "xavier")  # figure 8: "1-shortcut and 3-shortcut networks are omitted"
+FIGURE7_CLOSE = 'figure 7: the 2-shortcut nets "stay close to optimal as the networks become deeper"'
+FIGURE8_EASY = 'figure 8: with ReLUs, 2-shortcut nets "find these optimal points easily"'
 DIVERGED = 1e6  # a copy whose loss passes this is frozen and counts as diverged (the loss starts near 0.5)
 FLOOR = 1e-16  # log10 of an excess loss below float64's resolution of the loss
 
@@ -61,10 +72,19 @@ class Settings:
 
 
 RATES = tuple(float(10.0**e) for e in np.arange(-4.0, 0.01, 1 / 3))  # 13 rates, 1e-4 .. 1
+# quick's sweep, every second third-decade from 10^-14/3 to 10^2/3: one step beyond each end of 1e-4 .. 1, where
+# the 2-shortcut nets' best rate was the largest (1, resnet-spectrum's sweep, 27 November 2026)
+WIDE = tuple(float(10.0**e) for e in np.arange(-14 / 3, 0.7, 2 / 3))
 SCALES = {
     "tiny": Settings(depths=(6, 12), relu_depths=(4,), lrs=RATES[::4], epochs=30, runs=1),
-    "quick": Settings(depths=(6, 24, 96), relu_depths=(4, 16, 64), lrs=RATES[::2], epochs=1000, runs=2),
-    "paper": Settings(depths=(6, 12, 24, 48, 96), relu_depths=(4, 8, 16, 32, 64), lrs=RATES, epochs=1000, runs=5),
+    "quick": Settings(depths=(6, 96), relu_depths=(64,), lrs=WIDE, epochs=1000, runs=3),
+    "paper": Settings(
+        depths=(6, 12, 24, 48, 96),
+        relu_depths=(4, 8, 16, 32, 64),
+        lrs=tuple(float(10.0**e) for e in np.arange(-14 / 3, 0.7, 1 / 3)),
+        epochs=1000,
+        runs=5,
+    ),
 }
 
 
@@ -170,9 +190,13 @@ def reproduce(ctx: Context) -> Measured:
                     ]
                 )
                 loss, lr = best(final, s.lrs)
+                k = list(s.lrs).index(lr)
                 results[mode][kind][depth] = {
                     "final_loss": loss,
                     "optimal_lr": lr,
+                    "final_loss_runs": final[:, k].tolist(),  # every run at the chosen rate: the replicates
+                    "optimal_lr_runs": [float(s.lrs[int(np.argmin(f))]) for f in final],
+                    "edge": bracketed(s.lrs, lr),
                     "final_loss_per_rate": final.mean(axis=0).tolist(),
                 }
             ctx.say(
@@ -209,49 +233,90 @@ def log_excess(loss: float, optimum: float) -> float:
     return math.log10(max(loss - optimum, FLOOR)) if math.isfinite(loss) else math.inf
 
 
+def _edges(*entries: dict) -> str | None:
+    """The first chosen rate of ``entries`` at an end of its sweep (``verdict.bracketed``), or None."""
+    return next((e["edge"] for e in entries if e.get("edge")), None)
+
+
+def _comparison(row: Row, *entries: dict) -> Row:
+    edge = _edges(*entries)
+    return row.cannot_tell(edge) if edge else row
+
+
 def claims(results: dict, optimum: float) -> list[Row]:
-    """The rows (module docstring) from ``results[mode][kind][depth]``."""
+    """The rows (module docstring) from ``results[mode][kind][depth]``: each run's final loss at its net's chosen
+    rate (``final_loss_runs``) are the replicates; a row whose net's chosen rate is an end of the sweep cannot
+    tell (the sweep did not bracket the optimum)."""
     linear, relu = results["linear"], results["relu"]
     depths = sorted(linear["shortcut2"])
     first, last = depths[0], depths[-1]
-    ex = {k: {D: log_excess(v["final_loss"], optimum) for D, v in by.items()} for k, by in linear.items()}
-    s2 = ex["shortcut2"][last]
-    growth = ex["shortcut2"][last] - ex["shortcut2"][first]
-    lr_ratio = math.log10(linear["shortcut2"][last]["optimal_lr"] / linear["orthogonal"][last]["optimal_lr"])
+
+    def excess(kind: str, depth: int) -> list[float]:
+        return [log_excess(v, optimum) for v in linear[kind][depth]["final_loss_runs"]]
+
+    def logs(kind: str, depth: int) -> list[float]:
+        return [math.log10(v) if math.isfinite(v) and v > 0 else math.inf for v in relu[kind][depth]["final_loss_runs"]]
+
     rdepth = max(relu["shortcut2"])
-    rl = {
-        k: math.log10(by[rdepth]["final_loss"]) if math.isfinite(by[rdepth]["final_loss"]) else math.inf
-        for k, by in relu.items()
-    }
-    return [
-        Row.claim(
-            f"log10_excess_loss:shortcut2:depth={last}",
+    s2, s2_first = linear["shortcut2"][last], linear["shortcut2"][first]
+    rows = []
+    for other in ("orthogonal", "xavier"):
+        rows.append(
+            _comparison(
+                Row.claim(
+                    f"log10_excess_loss:shortcut2_over_{other}:depth={last}",
+                    welch(excess("shortcut2", last), excess(other, last)),
+                    below(0.0),
+                    f"below 0 (measured: the 2-shortcut nets' log10(final loss - optimal loss) less the {other} "
+                    'nets\' at this depth): 2-shortcut nets "stay close to optimal as the networks become deeper" '
+                    "(figure 7)",
+                ).checking(FIGURE7_CLOSE),
+                s2,
+                linear[other][last],
+            )
+        )
+    rows.append(
+        _comparison(
+            Row.claim(
+                "log10_excess_loss_growth:shortcut2",
+                welch(excess("shortcut2", last), excess("shortcut2", first)),
+                below(1.0),
+                f'at most 1 (one decade from depth {first} to {last}): "stay close to optimal as the networks '
+                'become deeper" (figure 7)',
+            ),
             s2,
-            s2 < ex["orthogonal"][last] and s2 < ex["xavier"][last],
-            f"below the orthogonal ({ex['orthogonal'][last]:.3g}) and Xavier ({ex['xavier'][last]:.3g}) nets' "
-            'at this depth: 2-shortcut nets "stay close to optimal as the networks become deeper" (figure 7)',
-        ),
-        Row.claim(
-            "log10_excess_loss_growth:shortcut2",
-            growth,
-            growth <= 1.0,
-            f'at most 1 (one decade from depth {first} to {last}): "stay close to optimal as the networks '
-            'become deeper" (figure 7)',
-        ),
-        Row.claim(
-            f"log10_optimal_lr:shortcut2_over_orthogonal:depth={last}",
-            lr_ratio,
-            lr_ratio >= 0.0,
-            'at least 0: "Higher learning rates can also be applied" (figure 7, right)',
-        ),
-        Row.claim(
-            f"log10_final_loss:shortcut2-relu:depth={rdepth}",
-            rl["shortcut2"],
-            rl["shortcut2"] < rl["orthogonal"] and rl["shortcut2"] < rl["xavier"],
-            f"below the orthogonal-ReLU ({rl['orthogonal']:.3g}) and Xavier-ReLU ({rl['xavier']:.3g}) nets' at "
-            'this depth: 2-shortcut nets "find these optimal points easily" (figure 8)',
-        ),
-    ]
+            s2_first,
+        )
+    )
+    lr_ratio = [math.log10(a / b) for a, b in zip(s2["optimal_lr_runs"], linear["orthogonal"][last]["optimal_lr_runs"])]
+    rows.append(
+        _comparison(
+            Row.claim(
+                f"log10_optimal_lr:shortcut2_over_orthogonal:depth={last}",
+                mean(lr_ratio),
+                above(0.0),
+                "at least 0 (measured: log10 of each run's best rate over the orthogonal run's): \"Higher learning "
+                'rates can also be applied" (figure 7, right)',
+            ),
+            s2,
+            linear["orthogonal"][last],
+        )
+    )
+    for other in ("orthogonal", "xavier"):
+        rows.append(
+            _comparison(
+                Row.claim(
+                    f"log10_final_loss:shortcut2-relu_over_{other}-relu:depth={rdepth}",
+                    welch(logs("shortcut2", rdepth), logs(other, rdepth)),
+                    below(0.0),
+                    f"below 0 (measured: log10 of the 2-shortcut-ReLU nets' final loss less the {other}-ReLU "
+                    'nets\' at this depth): 2-shortcut nets "find these optimal points easily" (figure 8)',
+                ).checking(FIGURE8_EASY),
+                relu["shortcut2"][rdepth],
+                relu[other][rdepth],
+            )
+        )
+    return rows
 
 
 def figure(results: dict, optimum: float):

@@ -42,6 +42,11 @@ sigma_max(M), the 2-shortcut net's at zero at every depth), and it shrinks with 
 it, since the Hessian at zero vanishes and the loss is a polynomial in the weights, so the Hessian at eps theta is
 O(eps) (``largest_eigenvalue_shrinks:shortcut3:depth=<L>``: the ratio of the values at perturbations 0.001 and
 0.01, 0.1 within a factor 1.5).
+
+How the rows are judged (``verdict``): the replicates are the runs; a value is the t interval of the logs over
+them (condition numbers and eigenvalues spread by a factor), a growth with depth Welch's interval of the log10
+ratio of two depths' geometric means (measured: that log ratio), a shrink the t interval of the logs of the
+runs' own ratios (each run's two perturbations are the same draw).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ import torch
 from ..nn.network import orthogonal_submatrix
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
+from .verdict import above, below, log_mean, welch
 
 PAPER = "Li, Jiao, Han and Weissman, *Demystifying ResNet*"
 KINDS = {"shortcut1": 1, "shortcut2": 2, "shortcut3": 3, "orthogonal": 0, "xavier": 0}  # kind -> shortcut depth
@@ -255,18 +261,17 @@ def reproduce(ctx: Context) -> Measured:
     rows: list[Row] = []
     for kind in KINDS:
         claim = CLAIMS.get(kind, "")
-        means = {L: float(np.mean(v)) for L, v in cond[kind].items()}
-        first, last = min(means), max(means)
-        for L, value in means.items():
+        first, last = min(cond[kind]), max(cond[kind])
+        for L, values in cond[kind].items():
             key = f"condition_number:{kind}:depth={L}"
             if kind == "shortcut2":
                 rows.append(
                     Row.ratio(
                         key,
                         theorem,
-                        value,
+                        log_mean(values),
                         DEPTH_INVARIANT,
-                        "depth-invariant, Theorem 2; paper = its eq. 9 on this data",
+                        "depth-invariant, Theorem 2; paper = its eq. 9 on this data; the geometric mean over runs",
                     ).checking(claim)
                 )
             elif kind == "shortcut3":
@@ -274,35 +279,41 @@ def reproduce(ctx: Context) -> Measured:
             elif L == first:
                 rows.append(
                     Row.claim(
-                        key, value, value < means[last], f"grows with depth: below the value at depth {last}"
+                        key,
+                        welch(values, cond[kind][last], log10=True),
+                        below(0.0),
+                        f"grows with depth: below the value at depth {last} (measured: log10 of the ratio of the "
+                        "runs' geometric means)",
                     ).checking(claim)
                 )
             else:
                 rows.append(
                     Row.claim(
-                        key, value, value > means[first], f"grows with depth: above the value at depth {first}"
+                        key,
+                        welch(values, cond[kind][first], log10=True),
+                        above(0.0),
+                        f"grows with depth: above the value at depth {first} (measured: log10 of the ratio of the "
+                        "runs' geometric means)",
                     ).checking(claim)
                 )
-    for L in largest["shortcut3"]:
-        value = float(np.mean(largest["shortcut3"][L]))
+    for L, values in largest["shortcut3"].items():
         rows.append(
             Row.claim(
                 f"largest_eigenvalue:shortcut3:depth={L}",
-                value,
-                value < FAR_BELOW * sigma_max,
+                log_mean(values),
+                below(FAR_BELOW * sigma_max),
                 f"far below the 2-shortcut net's (Theorem 2.1: zero Hessian at zero): under "
                 f"{FAR_BELOW:g} x sigma_max(M) = {FAR_BELOW * sigma_max:.3g}, Theorem 2's largest "
-                f"|eigenvalue| of a 2-shortcut net at zero",
+                f"|eigenvalue| of a 2-shortcut net at zero; the geometric mean over runs",
             ).checking(FLAT_CLAIM)
         )
-        ratio = float(np.mean(smaller[L]) / value)
         rows.append(
             Row.ratio(
                 f"largest_eigenvalue_shrinks:shortcut3:depth={L}",
                 SMALLER / PERTURBATION,
-                ratio,
+                log_mean([a / b for a, b in zip(smaller[L], values)]),
                 DEPTH_INVARIANT,
-                f"the value at perturbation {SMALLER:g} over that at {PERTURBATION:g}: "
+                f"the value at perturbation {SMALLER:g} over that at {PERTURBATION:g}, run by run (the same draw): "
                 "in proportion to the perturbation, Theorem 2.1 (paper = the perturbations' ratio)",
             ).checking(SHRINK_CLAIM)
         )

@@ -26,31 +26,38 @@ through. The gradient descent is written here as in ``resnet-depth`` (the stacke
 n-shortcut residual units).
 
 Rows (claims: the figures print no number), on the common loss range of the 2-shortcut, orthogonal and Xavier
-runs (the grid), "others" the orthogonal and the Xavier nets:
+runs where every one's Hessian is resolved (the grid: ``resolved``, at most 1% of the eigenvalues within 1e-6
+|lambda|_max of zero, whose signs the index would count as round-off), "others" the orthogonal and the Xavier
+nets; run r of each net is one replicate, judged by ``verdict``'s rule:
 
-* ``fraction_below:condition_number:shortcut2``: the fraction of the grid's losses at which the 2-shortcut nets'
-  condition number is below both others'; 1 ("the condition numbers of 2-shortcut networks at different losses
-  are always smaller", figure 5);
+* ``fraction_below:condition_number:shortcut2``: per run, the fraction of the grid's losses at which the
+  2-shortcut net's condition number is below both others'; 1 in every run ("the condition numbers of 2-shortcut
+  networks at different losses are always smaller", figure 5);
 * ``log10_condition_ratio:shortcut2_over_others:highest_loss``: log10 of the 2-shortcut nets' condition number
-  over the smaller of the others' at the grid's highest loss; below 0 and below the same ratio at the grid's
-  lowest loss ("especially when the loss is large");
+  over the smaller of the others' at the grid's highest loss, below 0, and
+  ``log10_condition_ratio:highest_minus_lowest_loss``, that ratio less the same at the grid's lowest loss, below 0
+  ("especially when the loss is large"; t intervals over the runs);
 * ``log10_final_condition_ratio:shortcut2_over_orthogonal``: at the end of training; within log10 2 of 0 ("the
   condition numbers roughly evolved to the same value for both orthogonal and 2-shortcut linear networks"; a
-  factor 2 is our reading of "roughly the same");
-* ``fraction_below:index:shortcut2``: the fraction of the grid's losses at which the 2-shortcut nets' index is
-  below both others'; 1 ("the index of a 2-shortcut network is always smaller", figure 6 left);
-* ``index_drop_share:shortcut2:first_quarter``: of the 2-shortcut nets' whole drop of index during training, the
-  share that happens while the loss falls through the first quarter of its whole decrease; at least 1/2
-  ("drops dramatically at the beginning"); "cannot tell" when no Hessian falls inside that quarter (Hessians are
-  also taken at epochs 1, 2, 4, .. below ``every``, where a fast rate does most of its descent);
-* ``epochs:max_gradient_to_steepest_index_drop:shortcut2``: in the first run, the epoch of the largest gradient
-  norm minus the middle of the checkpoint interval where the index falls fastest; within one interval
-  (``every`` epochs) of 0 ("The gradient reaches its maximum while the index drops dramatically", figure 6
-  right).
+  factor 2 is our reading of "roughly the same"); "cannot tell" when at the end 10% or more of a run's
+  eigenvalues are numerically zero (its 10th percentile of |lambda| is then round-off);
+* ``fraction_below:index:shortcut2``: per run, the fraction of the grid's losses at which the 2-shortcut net's
+  index is below both others'; 1 in every run ("the index of a 2-shortcut network is always smaller", figure 6
+  left);
+* ``index_drop_share:shortcut2:first_quarter``: of the 2-shortcut nets' drop of index to its lowest resolved
+  value, the share that happens while the loss falls through the first quarter of its whole decrease; at least
+  1/2 ("drops dramatically at the beginning"); "cannot tell" when no Hessian falls inside that quarter (Hessians
+  are also taken at epochs 1, 2, 4, .. below ``every``, where a fast rate does most of its descent);
+* ``epochs:max_gradient_to_steepest_index_drop:shortcut2``: per run, the epoch of the largest gradient norm minus
+  the middle of the checkpoint interval where the index falls fastest; within one interval (``every`` epochs) of
+  0 in every run ("The gradient reaches its maximum while the index drops dramatically", figure 6 right).
+
+When a compared net's chosen rate is an end of the sweep every row cannot tell ("the sweep did not bracket the
+optimum", ``verdict.bracketed``).
 
 Scales: ``paper`` depth 16, 1000 epochs (as figure 7's protocol; figures 5-6 show no epoch count), a Hessian
-every 10 epochs, 5 runs (the paper's count is not stated); ``quick`` 1 run, a Hessian every 20 epochs; ``tiny``
-depth 6, 60 epochs at rate 0.1, a Hessian every 20.
+every 10 epochs, 5 runs (the paper's count is not stated); ``quick`` 3 runs, a Hessian every 20 epochs; ``tiny``
+depth 6, 60 epochs at rate 0.1, a Hessian every 20. The sweep (``SWEEP``): 1e-3 to 10^2/3 by third decades.
 """
 
 from __future__ import annotations
@@ -62,11 +69,15 @@ import numpy as np
 import torch
 
 from .reproduction import Context, Measured, Reproduction, sub_seed
-from .resnet_depth import RATES, best, optimal_loss, train
+from .resnet_depth import best, optimal_loss, train
 from .resnet_hessian import KINDS, PAPER, PERCENTILE, Moments, hessian, initial_point, load_data, loss, spectrum
 from .result import Row
+from .verdict import above, below, bracketed, each, mean
 
 COMPARED = ("shortcut2", "orthogonal", "xavier")  # section 5's three; the claims are about these
+SIGNS_RESOLVED = 0.01  # a Hessian whose index is read: at most this fraction of its eigenvalues numerically zero
+ESPECIALLY = 'figure 5: the 2-shortcut nets\' condition number smaller "especially when the loss is large"'
+PERCENTILE_RESOLVED = PERCENTILE / 100  # its 10th percentile of |lambda| is round-off when this many are
 ROUGHLY = 2.0  # "roughly the same value": within this factor
 GRID = 25  # losses of the common grid
 CONVERGED = 0.01  # converged: final loss at most this fraction above the least-squares optimum
@@ -82,10 +93,13 @@ class Settings:
     runs: int  # initial points per net
 
 
+# 1e-3 .. 10^2/3 by third decades: beyond 1e-3 .. 1, whose largest rate (1) was the 2-shortcut nets' best
+# (27 November 2026): the sweep did not bracket it
+SWEEP = tuple(float(10.0**e) for e in np.arange(-3.0, 0.7, 1 / 3))
 SCALES = {
     "tiny": Settings(depth=6, epochs=60, every=20, lrs=(0.03, 0.1, 0.3), runs=1),
-    "quick": Settings(depth=16, epochs=1000, every=20, lrs=RATES[3:], runs=1),  # 1e-3 .. 1
-    "paper": Settings(depth=16, epochs=1000, every=10, lrs=RATES[3:], runs=5),
+    "quick": Settings(depth=16, epochs=1000, every=20, lrs=SWEEP, runs=3),
+    "paper": Settings(depth=16, epochs=1000, every=10, lrs=SWEEP, runs=5),
 }
 
 
@@ -148,10 +162,26 @@ def on_grid(checkpoints: list[dict], key: str, grid: np.ndarray, log: bool) -> n
     return np.interp(grid, losses[order], values[order])
 
 
+def resolved(checkpoints: list[dict]) -> list[dict]:
+    """The checkpoints before the first whose index counts round-off signs (more than ``SIGNS_RESOLVED`` of the
+    eigenvalues within ``NEAR_ZERO`` |lambda|_max of zero): the part of a run where its index and its 10th
+    percentile of |lambda| are the Hessian's, not round-off's."""
+    out = []
+    for c in checkpoints:
+        if c["near_zero"] > SIGNS_RESOLVED:
+            break
+        out.append(c)
+    return out
+
+
 def common_grid(runs: dict[str, list[dict]]) -> np.ndarray:
-    """``GRID`` losses evenly spaced over the range every run of the compared nets passes through."""
-    lo = max(min(c["loss"] for c in r["checkpoints"]) for k in COMPARED for r in runs[k])
-    hi = min(max(c["loss"] for c in r["checkpoints"]) for k in COMPARED for r in runs[k])
+    """``GRID`` losses evenly spaced over the range every run of the compared nets passes through with its
+    Hessian resolved (``resolved``); empty when there is none."""
+    parts = [resolved(r["checkpoints"]) for k in COMPARED for r in runs[k]]
+    if any(len(p) < 2 for p in parts):
+        return np.array([])
+    lo = max(min(c["loss"] for c in p) for p in parts)
+    hi = min(max(c["loss"] for c in p) for p in parts)
     return np.linspace(lo, hi, GRID) if hi > lo else np.array([])
 
 
@@ -234,6 +264,9 @@ def reproduce(ctx: Context) -> Measured:
         )
     grid = common_grid(runs)
     rows = claims(runs, grid, s.every, converged)
+    edge = next((f"{k}: {why}" for k in COMPARED if (why := bracketed(s.lrs, rates[k]))), None)
+    if edge is not None:  # every row reads the compared nets at their chosen rates
+        rows = [r if r.scale_reason is not None else r.cannot_tell(edge) for r in rows]
     curves = {
         k: {
             q: mean_on_grid(runs[k], q, grid, q != "index").tolist() if len(grid) else []
@@ -292,94 +325,118 @@ def reproduce(ctx: Context) -> Measured:
 def claims(
     runs: dict[str, list[dict]], grid: np.ndarray, every: int, converged: dict[str, bool] | None = None
 ) -> list[Row]:
-    """The rows (module docstring) from the runs' trajectories and the common grid; ``converged`` (kind ->
-    whether its runs converged; all, when not given) decides whether the final condition numbers can be read,
-    an empty grid whether the rows on it can."""
-    nan = math.nan
+    """The rows (module docstring) from the runs' trajectories and the common grid: run r of each net is one
+    replicate (``verdict``'s rule over them). ``converged`` (kind -> whether its runs converged; all, when not
+    given) decides whether the final condition numbers can be read; an empty grid (no loss range where every
+    compared run's Hessian is resolved), whether the rows on it can; a final 10th percentile of |lambda| within
+    round-off, whether the final ratio can."""
+    n = min(len(runs[k]) for k in COMPARED)
+    trio = [{k: runs[k][r] for k in COMPARED} for r in range(n)]
+    below_cond, below_index, high, gap = [], [], [], []
     if len(grid):
-        cond = {k: mean_on_grid(runs[k], "condition_number", grid, log=True) for k in COMPARED}
-        index = {k: mean_on_grid(runs[k], "index", grid, log=False) for k in COMPARED}
-        others_cond = np.minimum(cond["orthogonal"], cond["xavier"])
-        below_cond = float(np.mean(cond["shortcut2"] < others_cond))
-        below_index = float(np.mean(index["shortcut2"] < np.minimum(index["orthogonal"], index["xavier"])))
-        high, low = float(cond["shortcut2"][-1] - others_cond[-1]), float(cond["shortcut2"][0] - others_cond[0])
-    else:
-        below_cond = below_index = high = low = nan
-    final = {
-        k: float(np.mean([math.log10(r["checkpoints"][-1]["condition_number"]) for r in runs[k]]))
-        for k in ("shortcut2", "orthogonal")
-    }
-    final_ratio = final["shortcut2"] - final["orthogonal"]
-    share = float(np.mean([index_drop_share(r["checkpoints"]) for r in runs["shortcut2"]]))
-    lag = gradient_to_index_drop(runs["shortcut2"][0])
+        for t in trio:
+            cond = {k: on_grid(t[k]["checkpoints"], "condition_number", grid, True) for k in COMPARED}
+            index = {k: on_grid(t[k]["checkpoints"], "index", grid, False) for k in COMPARED}
+            others = np.minimum(cond["orthogonal"], cond["xavier"])
+            below_cond.append(float(np.mean(cond["shortcut2"] < others)))
+            below_index.append(float(np.mean(index["shortcut2"] < np.minimum(index["orthogonal"], index["xavier"]))))
+            high.append(float(cond["shortcut2"][-1] - others[-1]))
+            gap.append(float((cond["shortcut2"][-1] - others[-1]) - (cond["shortcut2"][0] - others[0])))
+    final = [
+        math.log10(t["shortcut2"]["checkpoints"][-1]["condition_number"])
+        - math.log10(t["orthogonal"]["checkpoints"][-1]["condition_number"])
+        for t in trio
+    ]
+    share = [index_drop_share(resolved(r["checkpoints"])) for r in runs["shortcut2"]]
+    lag = [gradient_to_index_drop(r) for r in runs["shortcut2"]]
     rows = [
         Row.claim(
             "fraction_below:condition_number:shortcut2",
-            below_cond,
-            below_cond == 1.0,
-            "1: below the orthogonal and Xavier nets' at every loss of the grid (\"the condition numbers of "
-            '2-shortcut networks at different losses are always smaller", figure 5)',
+            each(below_cond),
+            (1.0, 1.0),
+            "1 in every run: below the orthogonal and Xavier nets' at every loss of the grid (\"the condition "
+            'numbers of 2-shortcut networks at different losses are always smaller", figure 5)',
         ),
         Row.claim(
             "log10_condition_ratio:shortcut2_over_others:highest_loss",
-            high,
-            high < 0 and high < low,
-            f"below 0 and below the ratio at the grid's lowest loss ({low:.3g}): smaller \"especially when "
-            'the loss is large" (figure 5)',
-        ),
+            mean(high),
+            below(0.0),
+            'below 0 at the grid\'s highest loss: smaller "especially when the loss is large" (figure 5); '
+            "measured: log10 of the 2-shortcut nets' condition number over the smaller of the others'",
+        ).checking(ESPECIALLY),
+        Row.claim(
+            "log10_condition_ratio:highest_minus_lowest_loss",
+            mean(gap),
+            below(0.0),
+            "below 0: the ratio above lower at the grid's highest loss than at its lowest (figure 5)",
+        ).checking(ESPECIALLY),
         Row.claim(
             "log10_final_condition_ratio:shortcut2_over_orthogonal",
-            final_ratio,
-            abs(final_ratio) <= math.log10(ROUGHLY),
+            mean(final),
+            (-math.log10(ROUGHLY), math.log10(ROUGHLY)),
             f'within log10 {ROUGHLY:g} of 0 at the end of training: "roughly evolved to the same value for '
             'both orthogonal and 2-shortcut linear networks" (figure 5)',
         ),
         Row.claim(
             "fraction_below:index:shortcut2",
-            below_index,
-            below_index == 1.0,
-            "1: below the orthogonal and Xavier nets' at every loss of the grid (\"the index of a 2-shortcut "
-            'network is always smaller", figure 6 left)',
+            each(below_index),
+            (1.0, 1.0),
+            "1 in every run: below the orthogonal and Xavier nets' at every loss of the grid (\"the index of a "
+            '2-shortcut network is always smaller", figure 6 left)',
         ),
         Row.claim(
             "index_drop_share:shortcut2:first_quarter",
-            share,
-            share >= 0.5,
-            "at least 1/2 of the index's whole drop while the loss falls through the first quarter of its "
-            'decrease: it "drops dramatically at the beginning" (figure 6 left)',
+            mean(share),
+            above(0.5),
+            "at least 1/2 of the index's drop (to its lowest resolved value) while the loss falls through the "
+            'first quarter of its decrease: it "drops dramatically at the beginning" (figure 6 left)',
         ),
         Row.claim(
             "epochs:max_gradient_to_steepest_index_drop:shortcut2",
-            lag,
-            abs(lag) <= every,
-            f'within one checkpoint interval ({every} epochs) of 0, first run: "The gradient reaches its '
+            each(lag),
+            (-every, every),
+            f'within one checkpoint interval ({every} epochs) of 0 in every run: "The gradient reaches its '
             'maximum while the index drops dramatically" (figure 6 right)',
         ),
     ]
-    no_grid = "the compared nets' runs share no range of losses"
+    return [_untestable(row, runs, grid, converged) or row for row in rows]
+
+
+def _untestable(row: Row, runs: dict[str, list[dict]], grid: np.ndarray, converged) -> Row | None:
+    """``row`` as "cannot tell" when this run cannot test it (``claims``), else None."""
     on_grid = {
         "fraction_below:condition_number:shortcut2",
         "log10_condition_ratio:shortcut2_over_others:highest_loss",
+        "log10_condition_ratio:highest_minus_lowest_loss",
         "fraction_below:index:shortcut2",
     }
-    final_read = converged is None or (converged["shortcut2"] and converged["orthogonal"])
-    unresolved = any(first_quarter_unresolved(r["checkpoints"]) for r in runs["shortcut2"])
-    out = []
-    for row in rows:
-        if row.quantity in on_grid and not len(grid):
-            row = row.cannot_tell(no_grid)
-        elif row.quantity == "index_drop_share:shortcut2:first_quarter" and unresolved:
-            row = row.cannot_tell(
-                "the 2-shortcut nets' loss falls through the first quarter of its decrease before their first "
-                "Hessian after the start: the drop there is not resolved"
-            )
-        elif row.quantity == "log10_final_condition_ratio:shortcut2_over_orthogonal" and not final_read:
-            row = row.cannot_tell(
+    if row.quantity in on_grid and not len(grid):
+        return row.cannot_tell(
+            "the compared nets' runs share no range of losses with their Hessians resolved (at most "
+            f"{SIGNS_RESOLVED:.0%} of the eigenvalues within {NEAR_ZERO:g} |λ|_max of zero)"
+        )
+    if row.quantity == "index_drop_share:shortcut2:first_quarter" and any(
+        first_quarter_unresolved(r["checkpoints"]) for r in runs["shortcut2"]
+    ):
+        return row.cannot_tell(
+            "the 2-shortcut nets' loss falls through the first quarter of its decrease before their first "
+            "Hessian after the start: the drop there is not resolved"
+        )
+    if row.quantity == "log10_final_condition_ratio:shortcut2_over_orthogonal":
+        if converged is not None and not (converged["shortcut2"] and converged["orthogonal"]):
+            return row.cannot_tell(
                 f"the 2-shortcut or the orthogonal nets did not converge (final loss more than {CONVERGED:.0%} "
                 "above the least-squares optimum): their end of training is not the paper's"
             )
-        out.append(row)
-    return out
+        zero = {k: max(r["checkpoints"][-1]["near_zero"] for r in runs[k]) for k in ("shortcut2", "orthogonal")}
+        if max(zero.values()) >= PERCENTILE_RESOLVED:
+            return row.cannot_tell(
+                "round-off: at the end of training up to "
+                + " and ".join(f"{v:.0%} ({k})" for k, v in zero.items())
+                + f" of the eigenvalues lie within {NEAR_ZERO:g} |λ|_max of zero, so the 10th percentile of |λ| "
+                "that divides the condition number is round-off"
+            )
+    return None
 
 
 def figure(runs: dict[str, list[dict]], grid: np.ndarray, curves: dict):

@@ -1,39 +1,38 @@
-"""What a reproduction produces: rows (quantity, the paper's value, ours, the tolerance, the verdict), the
-JSON file, and the table printed on the terminal.
+"""What a reproduction produces: rows (quantity, the paper's value, ours with its replicates and interval, the
+region where ours agrees, the verdict), the JSON file, and the table printed on the terminal.
 
-A row compares one quantity with the paper in one of three ways:
+Every row is judged by one rule (``verdict``): it holds its replicates and the interval they give
+(``verdict.Evidence``: t, t on logs, Welch, Mann-Whitney, Clopper-Pearson, bootstrap, each replicate, or an
+exact value), and a region where ours agrees; it agrees when the interval lies within the region, differs when
+the page-adjusted p-value of "the quantity lies in the region" is below 5% (Holm over the page's rows, applied
+by ``Result``), and cannot tell otherwise, or on fewer than 3 replicates unless exact. The region comes in one of
+four ways:
 
-* ``Row.printed``: the paper prints a number. THE rule for every printed number of every reproduction
-  (``printed_tolerance``): ours agrees when ``|ours - paper| <= u / 2 + spread``, u one unit of the last printed
-  digit, or ``<= u + spread`` where the paper's value was itself estimated (a numerical integral, a sampled or
-  Monte-Carlo estimate: its last digit may be off by one). ``spread`` is 0 for a deterministic quantity, and
-  for a statistic over random seeds (a mean, a median) two standard errors of the difference of the paper's
-  statistic and ours (``mean_spread``, ``median_spread``). A value the paper computed from another printed
-  value (Table 1's line C is the printed line A to the 48th power) carries that value's tolerance through the
-  derivative, plus the rounding of its own print (``Row.derived``). ``Row.close`` is the same comparison with a
-  tolerance computed elsewhere. Each reproduction's docstring says which of its paper values are estimates.
-* ``Row.ratio``: the paper's value (a printed number, or a formula of the paper evaluated on our data) against
-  ours within a factor, for a claim of that strength ("constant within 1.5x").
-* ``Row.claim``: the paper shows only a figure (``paper`` is null); ``tolerance`` states the qualitative
-  claim checked and ``ok`` whether our numbers bear it out.
+* ``Row.printed``: the paper prints a number P (``printed_band``): P within half a unit of its last printed
+  digit, or one unit where the paper's value was itself estimated (a numerical integral, a sampled estimate: its
+  last digit may be off by one), widened by the paper's own sampling error where its number is a statistic over
+  random runs: two standard errors of that statistic over the paper's runs, each run spread by the paper's
+  stated standard deviation where it states one, else by ours (the same experiment's); on the logs (a factor)
+  for a quantity spread by a factor. A value the paper computed from another printed one (Table 1's line C is
+  line A to the 48th power) carries that one's tolerance through the derivative (``Row.derived``); ``Row.close``
+  takes a tolerance computed elsewhere.
+* ``Row.ratio``: the paper's value within a factor, for a claim of that strength ("constant within 1.5x").
+* ``Row.claim``: the paper shows only a figure (``paper`` is null); the region is the claim's half-line or
+  interval, stated in ``tolerance``.
 
-A failing row is a finding, never a reason to widen its tolerance.
+A failing row is a finding, never a reason to widen its tolerance. Besides the rule, a reproduction may say
+that a row "cannot tell" for a reason of its own (``Row.cannot_tell(why)``): the run at this scale cannot test
+the claim, e.g. no net left the best constant; a row that would agree only because nothing trained is "cannot
+tell". Each row names the claim it checks (``Row.checking``: the paper's table cell or the figure's stated
+claim; read as ``Row.checks``), so a summary counts claims as well as rows.
 
-Each row's verdict (``Row.verdict``) is one of three: "agrees" (ours within the tolerance), "differs", or
-"cannot tell" (``Row.cannot_tell(why)``): the run at this scale cannot test the claim, e.g. no net left the best
-constant, or every run ties within the data's noise; a row that would agree only because nothing trained is
-"cannot tell", not "agrees". ``Row.ok`` keeps the comparison itself (ours within the tolerance), the verdict
-decides; in the JSON, "ok" is whether the row agrees (false for "cannot tell"), so a reader of "ok" alone never
-counts a row that cannot tell as agreeing.
-Each row names the claim it checks (``Row.checking``: the paper's table cell or the figure's stated claim, e.g.
-"Table 1, line D"; read as ``Row.checks``), so a summary counts claims as well as rows (several rows may
-check one claim).
-
-The JSON shape is fixed (the issue's): ``{"name", "paper", "scale", "seconds", "rows": [{"quantity", "paper",
-"measured", "tolerance", "ok", "verdict", "claim", "cannot_tell"}], ...}`` with further top-level keys per
-reproduction (``source``, ``data``, ``settings``, ``note``, ...), so results of different versions compare key
-by key. ``Row.from_dict`` reads rows written before the verdict, the claim and the reason were keys (the verdict
-then follows ``ok``, the claim is the quantity).
+The JSON shape: ``{"name", "paper", "scale", "seconds", "rows": [{"quantity", "paper", "measured",
+"tolerance", "region", "ok", "verdict", "claim", "cannot_tell", "replicates", "interval", "test", "p",
+"p_page", "exact", "values", "against"}], ...}`` with further top-level keys per reproduction (``source``,
+``data``, ``settings``, ``note``, ...): ``measured`` the estimate, ``region`` [lo, hi] where it agrees (null for
+an open end), ``interval`` its interval, ``values`` the per-replicate values (``against``: a comparison's other
+group), ``p`` the p-value of "the quantity lies in the region" and ``p_page`` that after Holm over the page,
+``ok`` whether the row agrees (so a reader of ``ok`` alone never counts a row that cannot tell as agreeing).
 """
 
 from __future__ import annotations
@@ -44,38 +43,81 @@ import os
 import textwrap
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, cast
+
+from pathlib import Path
 
 import numpy as np
 
 from archstudy.sampling.constraints import plain
 
-ROW_KEYS = ("quantity", "paper", "measured", "tolerance", "ok", "verdict", "claim", "cannot_tell")
-AGREES, DIFFERS, CANNOT_TELL = "agrees", "differs", "cannot tell"
+from . import verdict as rule
+from .verdict import AGREES, CANNOT_TELL, DIFFERS, Evidence
+
+ROW_KEYS = (
+    "quantity",
+    "paper",
+    "measured",
+    "tolerance",
+    "region",
+    "ok",
+    "verdict",
+    "claim",
+    "cannot_tell",
+    "replicates",
+    "interval",
+    "test",
+    "p",
+    "p_page",
+    "exact",
+    "values",
+    "against",
+)
 VERDICTS = (AGREES, DIFFERS, CANNOT_TELL)
+MEDIAN_SE = math.sqrt(math.pi / 2)  # a median's standard error over a mean's, normal runs (the paper's medians)
 
 
 @dataclass(frozen=True)
 class Row:
     quantity: str
     paper: float | None
-    measured: float | None  # None (null in JSON) when nothing could be measured: the row then fails
-    tolerance: str
-    ok: bool  # ours within the tolerance (the comparison); the verdict is ``verdict``
+    evidence: Evidence
+    region: tuple[float, float]  # where ours agrees: the paper's tolerance band, or the claim's region
+    tolerance: str  # the region in words
     claim_name: str = ""  # the paper's claim this row checks (a table cell, a figure's stated claim); "" = quantity
-    why_cannot_tell: str | None = None  # why this run cannot test the claim; None when it can
+    scale_reason: str | None = None  # why this run cannot test the claim (``cannot_tell``); None when it can
+    p_page: float | None = None  # the p-value after Holm over the page's rows (``Result``); None: the row's own
+
+    @property
+    def measured(self) -> float | None:
+        """The estimate (None, null in JSON, when nothing finite was measured)."""
+        return _finite_or_none(self.evidence.estimate)
+
+    @property
+    def p(self) -> float | None:
+        """The p-value of "the quantity lies in the region" (``verdict.Evidence.p``), None without a test."""
+        return self.evidence.p(*self.region)
+
+    def _judged(self) -> tuple[str, str | None]:
+        if self.scale_reason is not None:
+            return CANNOT_TELL, self.scale_reason
+        return rule.judge(self.evidence, *self.region, self.p_page)
 
     @property
     def verdict(self) -> str:
-        """ "cannot tell" when the run cannot test the claim (``cannot_tell``), else "agrees" or "differs"."""
-        if self.why_cannot_tell is not None:
-            return CANNOT_TELL
-        return AGREES if self.ok else DIFFERS
+        """ "agrees", "differs" or "cannot tell", by ``verdict.judge`` (or the row's own reason it cannot tell)."""
+        return self._judged()[0]
+
+    @property
+    def why_cannot_tell(self) -> str | None:
+        """Why the row cannot tell (its scale's reason, or the rule's), None when it agrees or differs."""
+        return self._judged()[1]
 
     @property
     def agrees(self) -> bool:
         return self.verdict == AGREES
+
+    ok = agrees  # the JSON's "ok" and older callers: whether the row agrees
 
     @property
     def checks(self) -> str:
@@ -84,42 +126,53 @@ class Row:
 
     def cannot_tell(self, why: str) -> "Row":
         """This row with the verdict "cannot tell": ``why`` says why the run cannot test the claim (e.g. "no net
-        left the best constant"); the comparison (``ok``) and the tolerance are kept."""
+        left the best constant"); its evidence and region are kept."""
         if not why.strip():
             raise ValueError("a 'cannot tell' verdict needs its reason")
-        return replace(self, why_cannot_tell=why)
+        return replace(self, scale_reason=why)
 
     def checking(self, claim: str) -> "Row":
         """This row, named as checking ``claim`` (the paper's table cell or figure's stated claim)."""
         return replace(self, claim_name=claim)
 
     @classmethod
-    def close(cls, quantity: str, paper: float, measured: float, tolerance: float, why: str) -> "Row":
-        """The paper's number against ours: agreement within ``tolerance`` (absolute), ``why`` names its source."""
-        ok = bool(math.isfinite(measured) and abs(measured - paper) <= tolerance)
-        return cls(quantity, float(paper), _finite_or_none(measured), f"±{tolerance:.3g} ({why})", ok)
+    def close(cls, quantity: str, paper: float, evidence: Evidence, tolerance: float, why: str) -> "Row":
+        """The paper's number against ours: the region paper +- ``tolerance`` (absolute), ``why`` its source."""
+        region = (float(paper) - tolerance, float(paper) + tolerance)
+        return cls(quantity, float(paper), evidence, region, f"±{tolerance:.3g} ({why})")
 
     @classmethod
     def printed(
         cls,
         quantity: str,
         paper_text: str,
-        measured: float,
+        evidence: Evidence,
         *,
         estimated: bool = False,
-        spread: tuple[float, str] = (0.0, ""),
+        paper_runs: int | None = None,
+        paper_sd: float | None = None,
+        median: bool = False,
+        extra: tuple[float, str] = (0.0, ""),
     ) -> "Row":
-        """The paper's printed number (``paper_text`` as printed, e.g. "0.0024") against ours, by the one rule of
-        the module docstring (``printed_tolerance``)."""
-        tol, why = printed_tolerance(paper_text, estimated=estimated, spread=spread)
-        return cls.close(quantity, float(paper_text), measured, tol, why)
+        """The paper's printed number (``paper_text`` as printed, e.g. "0.0024") against ours, in the band of
+        ``printed_band`` (module docstring)."""
+        region, words = printed_band(
+            paper_text,
+            evidence,
+            estimated=estimated,
+            paper_runs=paper_runs,
+            paper_sd=paper_sd,
+            median=median,
+            extra=extra,
+        )
+        return cls(quantity, float(paper_text), evidence, region, words)
 
     @classmethod
     def derived(
         cls,
         quantity: str,
         paper_text: str,
-        measured: float,
+        evidence: Evidence,
         source_text: str,
         derivative: float,
         source: str,
@@ -127,68 +180,72 @@ class Row:
         estimated: bool = False,
     ) -> "Row":
         """The paper's printed number ``paper_text``, which it computed as f(a) from its printed ``source_text`` a
-        (``source`` names it, e.g. "line A^48"), against ours: the one rule's tolerance of a (one unit of its
-        last digit when ``estimated``, else half) times |f'(a)| = |``derivative``|, plus half a unit of the
-        print of ``paper_text`` (its own rounding)."""
-        tol_a, _ = printed_tolerance(source_text, estimated=estimated)
-        rounding = printed_unit(paper_text) / 2
-        tol = abs(derivative) * tol_a + rounding
+        (``source`` names it, e.g. "line A^48"), against ours: a's tolerance (one unit of its last digit when
+        ``estimated``, else half) times |f'(a)| = |``derivative``|, plus half a unit of the print of
+        ``paper_text`` (its own rounding)."""
+        tol_a = printed_unit(source_text) * (1.0 if estimated else 0.5)
+        tol = abs(derivative) * tol_a + printed_unit(paper_text) / 2
         what = "one unit" if estimated else "half a unit"
         return cls.close(
             quantity,
             float(paper_text),
-            measured,
+            evidence,
             tol,
             f"the paper's {source} from its printed {source_text}: {what} of that, through the "
             f"derivative ({abs(derivative) * tol_a:.3g}), + the rounding of the printed {paper_text}",
         )
 
     @classmethod
-    def ratio(cls, quantity: str, paper: float, measured: float, factor: float, why: str) -> "Row":
-        """The paper's number against ours: agreement within a factor (``paper / factor <= ours <= paper * factor``)."""
-        ok = bool(math.isfinite(measured) and paper / factor <= measured <= paper * factor)
-        return cls(quantity, float(paper), _finite_or_none(measured), f"within {factor:g}x ({why})", ok)
+    def ratio(cls, quantity: str, paper: float, evidence: Evidence, factor: float, why: str) -> "Row":
+        """The paper's number against ours: the region paper / factor .. paper * factor."""
+        region = (float(paper) / factor, float(paper) * factor)
+        return cls(quantity, float(paper), evidence, region, f"within {factor:g}x ({why})")
 
     @classmethod
-    def claim(cls, quantity: str, measured: float | None, ok: bool, claim: str) -> "Row":
-        """A quantity the paper shows only in a figure: ``claim`` says what was checked, ``ok`` whether it holds."""
-        measured = None if measured is None else _finite_or_none(measured)
-        return cls(quantity, None, measured, claim, bool(ok) and measured is not None)
+    def claim(cls, quantity: str, evidence: Evidence, region: tuple[float, float], claim: str) -> "Row":
+        """A quantity the paper shows only in a figure: ``region`` where the claim holds (an end may be
+        infinite), ``claim`` what it says."""
+        return cls(quantity, None, evidence, (float(region[0]), float(region[1])), claim)
 
     def to_dict(self) -> dict[str, Any]:
+        e = self.evidence
+        test = e.test + (f"; {e.left_out} replicate(s) not finite, left out" if e.left_out else "")
         return {
             "quantity": self.quantity,
             "paper": self.paper,
             "measured": self.measured,
             "tolerance": self.tolerance,
+            "region": [_finite_or_none(x) for x in self.region],
             "ok": self.agrees,
             "verdict": self.verdict,
             "claim": self.checks,
             "cannot_tell": self.why_cannot_tell,
+            "replicates": e.replicates,
+            "interval": [_finite_or_none(x) for x in e.interval],
+            "test": test,
+            "p": self.p,
+            "p_page": self.p_page,
+            "exact": e.exact,
+            "values": _plain_values(e.values),
+            "against": _plain_values(e.against),
         }
 
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Row":
-        """A row as ``to_dict`` writes it, or as written before "verdict", "claim" and "cannot_tell" were keys
-        (the verdict then follows "ok"). A "cannot tell" row reads with ``ok`` false (the JSON keeps its verdict,
-        not its comparison)."""
-        claim = d.get("claim") or ""
-        row = cls(
-            str(d["quantity"]),
-            d["paper"],
-            d["measured"],
-            str(d["tolerance"]),
-            bool(d["ok"]),
-            "" if claim == d["quantity"] else str(claim),
-        )
-        verdict = d.get("verdict", AGREES if row.ok else DIFFERS)
-        if verdict not in VERDICTS:
-            raise ValueError(f"row {row.quantity!r}: verdict {verdict!r} is none of {', '.join(VERDICTS)}")
-        if verdict == CANNOT_TELL:
-            return row.cannot_tell(str(d.get("cannot_tell") or "not given"))
-        if (verdict == AGREES) != row.ok:
-            raise ValueError(f"row {row.quantity!r}: verdict {verdict!r} contradicts ok={row.ok}")
-        return row
+
+def with_page_p(rows: list[Row]) -> list[Row]:
+    """The rows with ``p_page``: each testable row's p-value adjusted by Holm over the page's testable rows (those
+    a verdict may rest on: no reason of their own to cannot tell, enough replicates, not exact)."""
+    testable = [r.p if r.scale_reason is None and r.evidence.replicates >= rule.MIN_REPLICATES else None for r in rows]
+    adjusted = rule.holm(testable)
+    return [replace(r, p_page=a) for r, a in zip(rows, adjusted)]
+
+
+def _plain_values(values) -> list:
+    def one(v):
+        if isinstance(v, (tuple, list)):
+            return [one(x) for x in v]
+        return _finite_or_none(v) if isinstance(v, (float, int, np.floating, np.integer)) else v
+
+    return [one(v) for v in values]
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -208,61 +265,49 @@ def printed_unit(value: str) -> float:
     return 10.0 ** cast(int, Decimal(value).as_tuple().exponent)  # a number's (as ``printed_precision``)
 
 
-def printed_tolerance(
-    paper_text: str, *, estimated: bool = False, spread: tuple[float, str] = (0.0, "")
-) -> tuple[float, str]:
-    """(tolerance, why) of the one rule (module docstring): half a unit of the last printed digit (the print's
-    rounding) or, for a value the paper itself estimated, one unit; plus ``spread`` = (amount, what it is) for a
-    statistic over random seeds."""
+def printed_band(
+    paper_text: str,
+    evidence: Evidence,
+    *,
+    estimated: bool = False,
+    paper_runs: int | None = None,
+    paper_sd: float | None = None,
+    median: bool = False,
+    extra: tuple[float, str] = (0.0, ""),
+) -> tuple[tuple[float, float], str]:
+    """((lo, hi), in words): where a printed number ``paper_text`` may lie from the value it reports: half a unit
+    of its last printed digit (one unit where ``estimated``), plus ``extra`` = (amount, what it is), and, for a
+    statistic over ``paper_runs`` random runs, two of its standard errors: sd / sqrt(paper_runs) for a mean,
+    sqrt(pi / 2) times that for a ``median`` of normal runs, sd the paper's stated ``paper_sd`` or else the
+    standard deviation of our replicates. Where our interval was made on the logs (``evidence.log``) that term is
+    a factor: the standard deviation of our log values."""
     unit = printed_unit(paper_text)
-    base, what = (
+    paper = float(paper_text)
+    base, words = (
         (unit, f"one unit of the printed {paper_text} (the paper's value is an estimate)")
         if estimated
         else (unit / 2, f"half a unit of the printed {paper_text}")
     )
-    amount, spread_why = spread
+    amount, extra_words = extra
     if amount:
-        return base + amount, f"{what} + {spread_why}"
-    return base, what
-
-
-def mean_spread(ours, paper_n: int, paper_sd: float | None = None) -> tuple[float, str]:
-    """Two standard errors of (paper's mean over ``paper_n`` seeds) - (our mean over ours), every run spread by the
-    paper's printed standard deviation where it prints one, else by ours (zero with one run of ours and none
-    printed)."""
-    n = len(ours)
+        base, words = base + amount, f"{words} + {extra_words}"
+    if paper_runs is None:
+        return (paper - base, paper + base), f"±{base:.3g} ({words})"
+    factor, what = (MEDIAN_SE, "median") if median else (1.0, "mean")
+    values = np.asarray([v for v in evidence.values if math.isfinite(v) and (v > 0 or not evidence.log)])
     if paper_sd is not None:
-        sigma, whose = float(paper_sd), f"the paper's sd {paper_sd:g}"
-    elif n >= 2:
-        sigma = float(np.std(ours, ddof=1))
-        whose = f"our sd {sigma:.2g} (none printed)"
+        sd, whose = float(paper_sd), f"the paper's sd {paper_sd:g}"
+    elif len(values) >= 2:
+        sd = float(np.std(np.log(values) if evidence.log else values, ddof=1))
+        whose = f"our sd {sd:.2g}" + (" of the logs" if evidence.log else "") + " (the paper states none)"
     else:
-        return 0.0, "no spread (none printed, one run here)"
-    return 2.0 * sigma * math.sqrt(1.0 / paper_n + 1.0 / n), (
-        f"2 SE of mean({paper_n}) - mean({n}), runs spread by {whose}"
-    )
-
-
-def median_spread(ours, paper_n: int | None = None) -> tuple[float, str]:
-    """Two standard errors of the difference of the paper's median over ``paper_n`` seeds (default: as many as
-    ours) and ours, the paper's spread taken to be ours (it prints none) and a median's standard error
-    shrinking as 1/sqrt(n): 2 SE sqrt(1 + n / paper_n), SE the bootstrap standard error of our median over our
-    n seeds (2 sqrt(2) SE for equal counts)."""
-    n = len(ours)
-    paper_n = n if paper_n is None else paper_n
-    se = median_standard_error(ours)
-    return 2.0 * se * math.sqrt(1.0 + n / paper_n), (
-        f"2 SE of median({paper_n}) - median({n}), SE = {se:.2g} (bootstrap, ours)"
-    )
-
-
-def median_standard_error(values, n_boot: int = 2000, seed: int = 0) -> float:
-    """Bootstrap standard error of the median of ``values`` (seeded: the same values give the same number)."""
-    v = np.asarray(values, dtype=np.float64)
-    if len(v) < 2:
-        return math.inf
-    idx = np.random.default_rng(seed).integers(0, len(v), size=(n_boot, len(v)))
-    return float(np.std(np.median(v[idx], axis=1), ddof=1))
+        sd, whose = 0.0, "no spread known (none stated, fewer than 2 runs here)"
+    sampling = 2.0 * factor * sd / math.sqrt(paper_runs)
+    words += f" + 2 SE of the paper's {what} of {paper_runs} run{'s' if paper_runs > 1 else ''}, runs spread by {whose}"
+    if evidence.log and paper_sd is None:
+        lo, hi = (paper - base) * math.exp(-sampling), (paper + base) * math.exp(sampling)
+        return (lo, hi), f"[{lo:.4g}, {hi:.4g}] ({words}: a factor {math.exp(sampling):.3g})"
+    return (paper - base - sampling, paper + base + sampling), f"±{base + sampling:.3g} ({words})"
 
 
 @dataclass
@@ -275,6 +320,9 @@ class Result:
     seconds: float
     rows: list[Row]
     extra: dict[str, Any] = field(default_factory=dict)  # source, data, settings, note, ...
+
+    def __post_init__(self) -> None:
+        self.rows = with_page_p(list(self.rows))  # the page's rows judged together (Holm)
 
     @property
     def passed(self) -> int:
@@ -346,26 +394,38 @@ def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
+def interval_text(row: Row) -> str:
+    """ "[lo, hi] n" for the table: the row's interval and replicates, "exact" for an exact value."""
+    e = row.evidence
+    if e.exact:
+        return "exact"
+    if e.replicates == 0:
+        return "–"
+    lo, hi = e.interval
+    return f"[{number(lo)}, {number(hi)}] n={e.replicates}"
+
+
 def format_table(result: Result, *, wide: bool = False) -> str:
-    """The rows as a plain-text table (verdict, quantity, paper, here, tolerance), then why each "cannot tell"
-    row cannot tell, then a summary line: rows and claims by verdict. The verdict comes first, so it is in view
-    on any terminal; the table fits ``TABLE_WIDTH`` columns, the quantity and the tolerance cut ("…") where
-    longer, unless ``wide`` (every character)."""
-    header = ("verdict", "quantity", "paper", "here", "tolerance")
+    """The rows as a plain-text table (verdict, quantity, paper, here, its interval and replicates, tolerance),
+    then why each "cannot tell" row cannot tell, then a summary line: rows and claims by verdict. The verdict
+    comes first, so it is in view on any terminal; the table fits ``TABLE_WIDTH`` columns, the quantity and the
+    tolerance cut ("…") where longer, unless ``wide`` (every character)."""
+    header = ("verdict", "quantity", "paper", "here", "interval, replicates", "tolerance")
     lines = [
-        (VERDICT_WORD[r.verdict], r.quantity, number(r.paper), number(r.measured), r.tolerance) for r in result.rows
+        (VERDICT_WORD[r.verdict], r.quantity, number(r.paper), number(r.measured), interval_text(r), r.tolerance)
+        for r in result.rows
     ]
-    widths = [max(len(x[i]) for x in [header, *lines]) for i in range(5)]
+    widths = [max(len(x[i]) for x in [header, *lines]) for i in range(6)]
     if not wide:
-        room = TABLE_WIDTH - widths[0] - widths[2] - widths[3] - 4 * 2  # for the quantity and the tolerance
-        widths[1] = min(widths[1], max(len(header[1]), room - min(widths[4], max(20, room // 3))))
-        widths[4] = min(widths[4], room - widths[1])
+        room = TABLE_WIDTH - widths[0] - widths[2] - widths[3] - widths[4] - 5 * 2  # the quantity and tolerance
+        widths[1] = min(widths[1], max(len(header[1]), room - min(widths[5], max(12, room // 3))))
+        widths[5] = min(widths[5], max(0, room - widths[1]))
     out = []
     for row in [header, *lines]:
         cells = [cut(c, w) for c, w in zip(row, widths)]
         out.append(
             "  ".join(
-                c.ljust(w) if i in (0, 1, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+                c.ljust(w) if i in (0, 1, 4, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
             ).rstrip()
         )
     said = [f"cannot tell, {r.quantity}: {r.why_cannot_tell}" for r in result.rows if r.why_cannot_tell is not None]
@@ -375,7 +435,8 @@ def format_table(result: Result, *, wide: bool = False) -> str:
 
 
 def verdict_counts(result: Result) -> str:
-    """ "34 of 40 rows agree, 5 differ, 1 cannot tell; 9 claims" (each verdict named only when some row has it)."""
+    """ "34 of 40 rows agree with the paper, 5 differ, 1 cannot tell; 9 claims checked; 3 to 5 replicates a row,
+    24 exact" (each verdict named only when some row has it)."""
     n, agree = len(result.rows), result.passed
     parts = [f"{agree} of {n} rows agree with the paper"]
     if result.count(DIFFERS):
@@ -383,4 +444,17 @@ def verdict_counts(result: Result) -> str:
     if result.count(CANNOT_TELL):
         parts.append(f"{result.count(CANNOT_TELL)} cannot tell")
     claims = len(result.claims)
-    return ", ".join(parts) + f"; {claims} claim{'s' if claims != 1 else ''} checked"
+    return ", ".join(parts) + f"; {claims} claim{'s' if claims != 1 else ''} checked; " + replicates_text(result.rows)
+
+
+def replicates_text(rows: list[Row]) -> str:
+    """ "3 to 5 replicates a row, 24 exact": the range of the sampled rows' replicates and the exact rows."""
+    sampled = [r.evidence.replicates for r in rows if not r.evidence.exact]
+    exact = len(rows) - len(sampled)
+    parts = []
+    if sampled:
+        lo, hi = min(sampled), max(sampled)
+        parts.append(f"{lo} replicate{'s' if hi != 1 else ''} a row" if lo == hi else f"{lo} to {hi} replicates a row")
+    if exact:
+        parts.append(f"{exact} exact")
+    return ", ".join(parts) or "no rows"

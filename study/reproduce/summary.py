@@ -40,7 +40,16 @@ from archstudy.sampling.constraints import Choice, Integer, check
 from ..execution.lifetime import die_with_parent
 
 from .catalogue import NOT_OFFERED
-from .reproduction import SCALES, WHERE, Reproduction, check_device, check_out, cost_seconds, run_reproduction
+from .reproduction import (
+    SCALES,
+    WHERE,
+    Reproduction,
+    check_device,
+    check_out,
+    cost_seconds,
+    locate_root,
+    run_reproduction,
+)
 from .result import AGREES, CANNOT_TELL, DIFFERS, Result, Row, write_text
 
 
@@ -145,15 +154,13 @@ def roots_for(reproductions: Mapping[str, Reproduction], root) -> dict[str, Path
     there, the others run on their built-in data (and say so in their JSON); a root holding none is refused."""
     if root is None:
         return {name: None for name in reproductions}
-    from ..datasets.images import IMAGE_SETS
-
     root = Path(root).expanduser()
     found: dict[str, Path | None] = {}
     for name, r in reproductions.items():
         found[name] = None
         if r.reads_root is not None:
             try:
-                IMAGE_SETS[r.reads_root].locate(root)
+                locate_root(r.reads_root, root)
                 found[name] = root
             except UserError:
                 pass

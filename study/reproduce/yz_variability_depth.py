@@ -43,9 +43,13 @@ Rows (claims: the figures print no number):
 * ``peak_depth:FC+ABS`` (inside the range: "variability rises and then gradually declines") and
   ``min_variability:FC+ABS`` (positive: "a fully-developed C2C never happens in the tested range of depth (up to
   45 hidden layers)").
-* ``variability:HanNet:L=45`` (above both FC nets' at that depth) and ``deepest_over_shallowest:HanNet`` (V at
-  L = 45 over V at L = 3, at least 1): "The variability of HanNets [...] remains at a high level without degradation
-  in the entire tested range".
+* ``variability:HanNet:L=45`` (log10 of the HanNets' V over the larger FC net's at that depth, above 0) and
+  ``deepest_over_shallowest:HanNet`` (log10 of V at L = 45 over V at L = 3, at least 0): "The variability of
+  HanNets [...] remains at a high level without degradation in the entire tested range".
+
+How they are judged (``verdict``): the peaks and the HanNets' two rows by the percentile bootstrap over the
+parameter samples (the replicates; sample j of every depth and net resampled together); the collapse rows depth
+by depth ("each"): a claim about every depth, each depth's geometric mean over this scale's samples.
 
 Scales: ``paper`` as the papers (3,000 samples, 15 depths; about 40 minutes here); ``quick`` 500 samples at the 15
 depths; ``tiny`` 6 samples at 4 depths on a 17 x 17 lattice.
@@ -68,6 +72,7 @@ from ..metrics.variability import geometric_mean, third_difference_variability
 from ..nn.network import Network, build_network
 from .reproduction import Context, Measured, Reproduction, sub_seed
 from .result import Row
+from .verdict import above, bootstrap, each
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -88,6 +93,7 @@ OMEGA = ((-1.0, 1.0), (-1.0, 1.0))
 RELU_PEAK = (12, 18)  # "at around L = 16" (section 3.2), "at L = 12" (B.2)
 RELU_VANISHES = 27  # Yu and Zhang: "once the number of hidden layers reaches 27 or larger"
 CHUNK_ELEMENTS = 1 << 24  # activations per stacked forward (128 MiB of float64)
+POSITIVE = 5e-324  # the smallest positive float64: "positive" as a region
 READINGS = ("2-norm", "sup^-2", "sup^-1")  # |f|^-2 over Omega (the rows), |f|_inf^-2, |f|_inf^-1
 
 
@@ -185,6 +191,7 @@ def reproduce(ctx: Context) -> Measured:
     by_reading: dict[str, dict[str, dict[int, float]]] = {r: {k: {} for k in KINDS} for r in READINGS}
     v = by_reading["2-norm"]  # the rows' reading (Yu and Zhang, eq. 3)
     zeros: dict[str, dict[int, int]] = {k: {} for k in KINDS}
+    samples: dict[str, dict[int, np.ndarray]] = {k: {} for k in KINDS}  # V of every sample, the rows' reading
     params: dict[str, dict[int, int]] = {k: {} for k in KINDS}
     widths: dict[int, int] = {}
     for hidden in s.depths:
@@ -195,13 +202,14 @@ def reproduce(ctx: Context) -> Measured:
             for reading in READINGS:
                 by_reading[reading][kind][hidden] = geometric_mean(values[reading])
             zeros[kind][hidden] = int((values["2-norm"] == 0).sum())
+            samples[kind][hidden] = values["2-norm"]
             params[kind][hidden] = spec.num_params
             widths[hidden] = spec.width
         ctx.say(
             f"yz-variability-depth: L = {hidden} (width {widths[hidden]}): "
             + ", ".join(f"{k} {v[k][hidden]:.3g}" for k in KINDS)
         )
-    rows = claims(v, s.depths)
+    rows = claims(samples, s.depths)
     note = "\n\n".join(
         [
             f"V on a {s.grid} x {s.grid} lattice of [-1, 1]^2, the geometric mean over {s.samples} parameter samples "
@@ -255,66 +263,88 @@ def peak_depth(by_depth: dict[int, float]) -> int:
     return max(by_depth, key=lambda d: by_depth[d])
 
 
-def claims(v: dict[str, dict[int, float]], depths) -> list[Row]:
-    """The rows from the geometric means ``v[kind][depth]`` (module docstring)."""
+def _geometric_means(units: list) -> np.ndarray:
+    """The geometric mean of each column of ``units`` (one row per parameter sample): 0 where a sample is 0."""
+    a = np.asarray(units, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.exp(np.log(a).mean(axis=0))
+
+
+def _peak(depths: list[int]):
+    return lambda units: float(depths[int(np.argmax(_geometric_means(units)))])
+
+
+def _log10_gap(units: list) -> float:
+    """log10 of the first column's geometric mean over the largest of the others' (a floor of 1e-300 for 0)."""
+    g = np.maximum(_geometric_means(units), 1e-300)
+    return float(np.log10(g[0]) - np.log10(g[1:].max()))
+
+
+def claims(samples: dict[str, dict[int, np.ndarray]], depths) -> list[Row]:
+    """The rows from V of every parameter sample, ``samples[kind][depth]`` (module docstring): the peaks and the
+    HanNets' comparisons by the bootstrap over samples (sample j of every depth resampled together), the
+    collapse rows depth by depth on the geometric means."""
     depths = list(depths)
     first, last = depths[0], depths[-1]
-
-    relu_peak = peak_depth({d: v["FC+ReLU"][d] for d in depths})
-    abs_peak = peak_depth({d: v["FC+ABS"][d] for d in depths})
-    before = [d for d in depths if d < RELU_VANISHES]
-    from_27 = [d for d in depths if d >= RELU_VANISHES]
-    relu_before = min(v["FC+ReLU"][d] for d in before) if before else float("nan")
-    relu_from = max(v["FC+ReLU"][d] for d in from_27) if from_27 else float("nan")
-    abs_min = min(v["FC+ABS"].values())
-    han_last = v["HanNet"][last]
-    ratio = han_last / v["HanNet"][first] if v["HanNet"][first] > 0 else float("inf")
+    v = {k: {d: geometric_mean(samples[k][d]) for d in depths} for k in KINDS}
+    units = {k: [tuple(float(samples[k][d][j]) for d in depths) for j in range(len(samples[k][first]))] for k in KINDS}
+    before = [v["FC+ReLU"][d] for d in depths if d < RELU_VANISHES]
+    from_27 = [v["FC+ReLU"][d] for d in depths if d >= RELU_VANISHES]
+    n = len(samples["HanNet"][last])
+    at_last = [tuple(float(samples[k][last][j]) for k in ("HanNet", "FC+ReLU", "FC+ABS")) for j in range(n)]
+    ends = [(float(samples["HanNet"][last][j]), float(samples["HanNet"][first][j])) for j in range(n)]
     lo, hi = RELU_PEAK
+    what = "parameter samples"
+    per_depth = f"each depth's geometric mean over {n} samples"
     return [
         Row.claim(
             "peak_depth:FC+ReLU",
-            relu_peak,
-            lo <= relu_peak <= hi,
+            bootstrap(units["FC+ReLU"], _peak(depths), what=what),
+            (lo, hi),
             f'between {lo} and {hi}: V rises with depth to a peak "at around L = 16" (the variability paper, '
             '3.2; "L = 12" in its B.2), then declines',
         ),
         Row.claim(
             f"min_variability_below_{RELU_VANISHES}:FC+ReLU",
-            relu_before,
-            relu_before > 0,
-            f'positive at every depth below {RELU_VANISHES}: no Collapse to Constants before "the number of '
-            f'hidden layers reaches {RELU_VANISHES}" (Yu and Zhang)',
+            each(before, estimate=min(before)) if before else each([]),
+            above(POSITIVE),
+            f'positive at every depth below {RELU_VANISHES} ({per_depth}): no Collapse to Constants before "the '
+            f'number of hidden layers reaches {RELU_VANISHES}" (Yu and Zhang)',
         ),
         Row.claim(
             f"max_variability_from_{RELU_VANISHES}:FC+ReLU",
-            relu_from,
-            relu_from == 0.0,
-            f'0 at every depth from {RELU_VANISHES} on: "once the number of hidden layers reaches 27 or larger, '
-            'C2C happens to FCNet-ReLU" (Yu and Zhang; the geometric mean vanishes with one constant sample)',
+            each(from_27, estimate=max(from_27)) if from_27 else each([]),
+            (0.0, 0.0),
+            f'0 at every depth from {RELU_VANISHES} on ({per_depth}): "once the number of hidden layers reaches '
+            '27 or larger, C2C happens to FCNet-ReLU" (Yu and Zhang; the geometric mean vanishes with one constant '
+            "sample)",
         ),
         Row.claim(
             "peak_depth:FC+ABS",
-            abs_peak,
-            first < abs_peak < last,
+            bootstrap(units["FC+ABS"], _peak(depths), what=what),
+            (first + 1, last - 1),
             f'inside ({first}, {last}): "variability rises and then gradually declines"',
         ),
         Row.claim(
             "min_variability:FC+ABS",
-            abs_min,
-            abs_min > 0,
-            f'positive at every depth up to {last}: "a fully-developed C2C never happens in the tested range"',
+            each(list(v["FC+ABS"].values()), estimate=min(v["FC+ABS"].values())),
+            above(POSITIVE),
+            f'positive at every depth up to {last} ({per_depth}): "a fully-developed C2C never happens in the '
+            'tested range"',
         ),
         Row.claim(
             f"variability:HanNet:L={last}",
-            han_last,
-            han_last > v["FC+ReLU"][last] and han_last > v["FC+ABS"][last],
-            f'above FC+ReLU and FC+ABS at L = {last}: HanNets\' variability "remains at a high level"',
+            bootstrap(at_last, _log10_gap, what=what),
+            above(0.0),
+            f"above 0 (measured: log10 of the HanNets' V over the larger of FC+ReLU's and FC+ABS's at L = {last}): "
+            'HanNets\' variability "remains at a high level"',
         ),
         Row.claim(
             "deepest_over_shallowest:HanNet",
-            ratio,
-            ratio >= 1.0,
-            f'V(L = {last}) / V(L = {first}) at least 1: "without degradation in the entire tested range"',
+            bootstrap(ends, _log10_gap, what=what),
+            above(0.0),
+            f'at least 0 (measured: log10 of V(L = {last}) over V(L = {first})): "without degradation in the entire '
+            'tested range"',
         ),
     ]
 
