@@ -294,6 +294,7 @@ def train(kind: str, s: Settings, seeds: list[int], data, trail_models: int) -> 
             best_moving.mean[improved], best_moving.var[improved] = moving.mean[improved], moving.var[improved]
             stopped = was_active & ~sched.active
             _restore(p, best, moving, best_moving, stopped)
+            u, phi = boundaries(kind, p, moving)  # a restore is no training step: the next step starts from it
             trail.append(phi[:trail_models].clone())
         epochs_run = epoch + 1
         if not sched.active.any():

@@ -48,7 +48,7 @@ from ..metrics.regions import lar_diameter
 from ..nn.network import build_network
 from .reproduction import Context, Measured, Reproduction
 from .result import Row
-from .verdict import below, bootstrap
+from .verdict import below, bootstrap, pearson, slope
 from .nlc_table1 import PAPER
 
 DATASET = "waveform-noise"
@@ -136,14 +136,14 @@ def claims(points: list[dict]) -> tuple[list[Row], dict]:
     rows = [
         Row.claim(
             "pearson_log:nlc_vs_lar_diameter",
-            bootstrap(pairs, _pearson, what=what),
+            bootstrap(pairs, pearson, what=what, batched=True),
             below(PEARSON_AT_MOST),
             f'at most {PEARSON_AT_MOST:g}: "a remarkably close match" of the NLC and the relative diameter (logs, '
             "as figure 1's axes)",
         ),
         Row.claim(
             "slope_log:lar_diameter_on_nlc",
-            bootstrap(pairs, _slope, what=what),
+            bootstrap(pairs, slope, what=what, batched=True),
             (lo, hi),
             f"within [{lo:g}, {hi:g}]: the relative diameter as 1/NLC (section 3), least squares on the logs",
         ),
@@ -157,20 +157,6 @@ def claims(points: list[dict]) -> tuple[list[Row], dict]:
         "median_product": float(np.median(products)) if products else float("nan"),
     }
     return rows, facts
-
-
-def _pearson(pairs: list) -> float:
-    x, y = np.array(pairs, dtype=np.float64).T if len(pairs) else (np.array([]), np.array([]))
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(np.corrcoef(x, y)[0, 1])
-
-
-def _slope(pairs: list) -> float:
-    x, y = np.array(pairs, dtype=np.float64).T if len(pairs) else (np.array([]), np.array([]))
-    if len(x) < 3 or np.ptp(x) == 0:
-        return float("nan")
-    return float(np.polyfit(x, y, 1)[0])
 
 
 def figure(points: list[dict]):

@@ -2,7 +2,7 @@
 region where ours agrees, the verdict), the JSON file, and the table printed on the terminal.
 
 Every row is judged by one rule (``verdict``): it holds its replicates and the interval they give
-(``verdict.Evidence``: t, t on logs, Welch, Mann-Whitney, Clopper-Pearson, bootstrap, each replicate, or an
+(``verdict.Evidence``: t, t on logs, Welch, Mann-Whitney, bootstrap, each replicate, or an
 exact value), and a region where ours agrees; it agrees when the interval lies within the region, differs when
 the page-adjusted p-value of "the quantity lies in the region" is below 5% (Holm over the page's rows, applied
 by ``Result``), and cannot tell otherwise, or on fewer than 3 replicates unless exact. The region comes in one of

@@ -15,7 +15,6 @@ give at ``LEVEL`` (95%), by a method chosen for the quantity and named in ``Evid
   U distribution (Hollander and Wolfe, *Nonparametric Statistical Methods*, section 4.3) and the exact
   permutation p-value of the rank sum (midranks for ties): a rank test where a comparison should not assume
   normal spread (accuracies on one shared test set).
-* ``proportion``: the Clopper-Pearson (exact binomial) interval of a fraction of replicates.
 * ``bootstrap``: the percentile interval of a statistic over replicates resampled with replacement (a
   correlation or a slope over architectures), ``BOOTSTRAP`` resamples, seeded.
 * ``each``: a claim of the paper about every draw ("always", a theorem's bound): judged replicate by replicate.
@@ -38,7 +37,6 @@ below ``ALPHA`` when every one of them holds (Holm, *A simple sequentially rejec
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -49,7 +47,7 @@ LEVEL = 0.95  # every interval's confidence
 ALPHA = 1.0 - LEVEL  # a row differs when its page-adjusted p-value is below this
 MIN_REPLICATES = 3  # fewer: neither agrees nor differs (unless exact)
 BOOTSTRAP = 4000  # resamples of a bootstrap interval
-EXACT_PERMUTATIONS = 200_000  # the rank sum's null distribution is enumerated up to this many splits
+EXACT_RANKS = 80  # the rank sum's null distribution is counted exactly up to this many pooled values
 AGREES, DIFFERS, CANNOT_TELL = "agrees", "differs", "cannot tell"
 INF = math.inf
 
@@ -185,17 +183,24 @@ def _u_counts(m: int, n: int) -> np.ndarray:
 
 
 def _rank_sum_p(x: np.ndarray, y: np.ndarray) -> float:
-    """One-sided exact permutation p-value of "x tends to exceed y": P(rank sum of x >= observed), midranks."""
+    """One-sided exact permutation p-value of "x tends to exceed y": P(rank sum of x >= observed) over every split
+    of the pooled values into groups of their sizes, midranks for ties (the distribution by counting: the number
+    of ways to pick k of the first i ranks with each doubled sum), up to ``EXACT_RANKS`` values; beyond, the
+    normal approximation."""
     from scipy import stats
 
     pooled = np.concatenate([x, y])
-    ranks = stats.rankdata(pooled)
-    observed = ranks[: len(x)].sum()
-    total = math.comb(len(pooled), len(x))
-    if total <= EXACT_PERMUTATIONS:
-        sums = np.array([ranks[list(c)].sum() for c in itertools.combinations(range(len(pooled)), len(x))])
-        return float(np.mean(sums >= observed - 1e-9))
-    return float(stats.mannwhitneyu(x, y, alternative="greater", method="asymptotic").pvalue)
+    doubled = np.rint(2 * stats.rankdata(pooled)).astype(np.int64)  # midranks are multiples of 1/2
+    observed = int(doubled[: len(x)].sum())
+    m = len(x)
+    if len(pooled) > EXACT_RANKS:
+        return float(stats.mannwhitneyu(x, y, alternative="greater", method="asymptotic").pvalue)
+    ways = np.zeros((m + 1, int(doubled.sum()) + 1))
+    ways[0, 0] = 1.0
+    for r in doubled:
+        ways[1:, r:] += ways[:-1, : ways.shape[1] - r].copy()
+    counts = ways[m]
+    return float(counts[observed:].sum() / counts.sum())
 
 
 def shift(x, y) -> Evidence:
@@ -232,47 +237,45 @@ def _shift_p(e: Evidence, lo: float, hi: float) -> float:
     return 2.0 * (_rank_sum_p(a - hi, b) if e.estimate > hi else _rank_sum_p(b, a - lo))
 
 
-def proportion(hits: int, n: int) -> Evidence:
-    """The fraction hits / n with its Clopper-Pearson interval (exact binomial)."""
-    from scipy import stats
-
-    test = "Clopper-Pearson (exact binomial)"
-    if n <= 0:
-        return Evidence((), math.nan, (math.nan, math.nan), test)
-    lo = 0.0 if hits == 0 else float(stats.beta.ppf((1 - LEVEL) / 2, hits, n - hits + 1))
-    hi = 1.0 if hits == n else float(stats.beta.ppf(0.5 + LEVEL / 2, hits + 1, n - hits))
-
-    values = tuple([1.0] * hits + [0.0] * (n - hits))
-    return Evidence(values, hits / n, (lo, hi), test, method=("proportion", hits, n))
-
-
-def _proportion_p(_: Evidence, a: float, b: float, hits: int, n: int) -> float:
-    """Twice the exact binomial one-sided p-value of hits / n against the nearer end of [a, b]."""
-    from scipy import stats
-
-    if a <= hits / n <= b:
-        return 1.0
-    if hits / n > b:
-        return 2.0 * float(stats.binom.sf(hits - 1, n, b))
-    return 2.0 * float(stats.binom.cdf(hits, n, a))
-
-
-def bootstrap(units: Sequence, statistic: Callable[[list], float], seed: int = 0, what: str = "") -> Evidence:
-    """The percentile interval of ``statistic(units)`` over ``BOOTSTRAP`` resamples of the units with
-    replacement (seeded); ``values`` holds the units (numbers, or tuples such as one architecture's pair). A
-    resample whose statistic is not finite is left out."""
-    units = list(units)
+def bootstrap(units: Sequence, statistic: Callable, seed: int = 0, what: str = "", batched: bool = False) -> Evidence:
+    """The percentile interval of ``statistic`` over ``BOOTSTRAP`` resamples of the units (numbers, or tuples of
+    numbers such as one architecture's pair) with replacement (seeded); ``statistic`` takes an array [n, ...] of
+    units, or with ``batched`` an array [resamples, n, ...] and returns one value per resample. A resample whose
+    statistic is not finite is left out; ``values`` holds the units."""
+    data = np.asarray(units, dtype=np.float64)
     test = "bootstrap percentile" + (f" over {what}" if what else "")
-    estimate = float(statistic(units)) if len(units) else math.nan
-    if len(units) < 2 or not math.isfinite(estimate):
-        return Evidence(tuple(units), estimate, (-INF, INF), test)
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(units), (BOOTSTRAP, len(units)))
-    resampled = np.array([statistic([units[i] for i in row]) for row in draws], dtype=np.float64)
+
+    def of(draws: np.ndarray) -> np.ndarray:  # one resample per row of indices; unbatched, one at a time
+        if batched:
+            return np.asarray(statistic(data[draws]), dtype=np.float64)
+        return np.array([statistic(data[row]) for row in draws], dtype=np.float64)
+
+    estimate = float(of(np.arange(len(data))[None])[0]) if len(data) else math.nan
+    values = tuple(tuple(float(v) for v in u) if data.ndim > 1 else float(u) for u in data)
+    if len(data) < 2 or not math.isfinite(estimate):
+        return Evidence(values, estimate, (-INF, INF), test)
+    resampled = of(np.random.default_rng(seed).integers(0, len(data), (BOOTSTRAP, len(data))))
     resampled = resampled[np.isfinite(resampled)]
     lo, hi = np.quantile(resampled, [(1 - LEVEL) / 2, 0.5 + LEVEL / 2])
+    return Evidence(values, estimate, (float(lo), float(hi)), test, method=("bootstrap", resampled))
 
-    return Evidence(tuple(units), estimate, (float(lo), float(hi)), test, method=("bootstrap", resampled))
+
+def pearson(x: np.ndarray) -> np.ndarray:
+    """Pearson's r of the two columns of each resample of ``x`` [resamples, n, 2] (``bootstrap``'s batched
+    statistic); NaN where a column is constant."""
+    centred = x - x.mean(axis=1, keepdims=True)
+    cov = (centred[..., 0] * centred[..., 1]).sum(axis=1)
+    norm = np.sqrt((centred[..., 0] ** 2).sum(axis=1) * (centred[..., 1] ** 2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(norm > 0, cov / norm, np.nan)
+
+
+def slope(x: np.ndarray) -> np.ndarray:
+    """The least-squares slope of the second column on the first in each resample of ``x`` [resamples, n, 2]."""
+    centred = x - x.mean(axis=1, keepdims=True)
+    var = (centred[..., 0] ** 2).sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(var > 0, (centred[..., 0] * centred[..., 1]).sum(axis=1) / var, np.nan)
 
 
 def _bootstrap_p(e: Evidence, a: float, b: float, resampled: np.ndarray) -> float:
@@ -297,7 +300,6 @@ def each(values, estimate: float | None = None) -> Evidence:
 P_VALUES: dict[str, Callable[..., float]] = {
     "t": _t_p,
     "shift": _shift_p,
-    "proportion": _proportion_p,
     "bootstrap": _bootstrap_p,
 }
 
@@ -360,11 +362,13 @@ def holm(pvalues: Sequence[float | None]) -> list[float | None]:
 
 
 def above(x: float) -> tuple[float, float]:
-    return (float(x), INF)
+    """The region strictly above ``x`` (an interval [x, x] of tied replicates does not lie in it)."""
+    return (math.nextafter(float(x), INF), INF)
 
 
 def below(x: float) -> tuple[float, float]:
-    return (-INF, float(x))
+    """The region strictly below ``x``."""
+    return (-INF, math.nextafter(float(x), -INF))
 
 
 def bracketed(rates: Sequence[float], chosen: float) -> str | None:
@@ -380,25 +384,77 @@ def bracketed(rates: Sequence[float], chosen: float) -> str | None:
 # -- calibration: the rule under a simulated null and against a shifted value ------------------------------------
 
 
-def calibration(
-    make: Callable[[np.ndarray], Evidence],
-    region: tuple[float, float],
-    draw: Callable[[np.random.Generator, float], np.ndarray],
-    *,
-    truth: float,
-    rows: int = 1,
-    trials: int = 400,
-    seed: int = 0,
-) -> dict[str, float]:
-    """How often the rule says each verdict for pages of ``rows`` rows whose replicates are ``draw(rng, truth)``
-    (``make`` turns them into a row's evidence) against ``region``: per row and per page ("some row of the page
-    differs"), with Holm over the page as ``Result`` applies it."""
+@dataclass(frozen=True)
+class Case:
+    """One kind of row under simulation: ``make`` turns a draw's replicates into the row's evidence, ``draw(rng,
+    truth)`` gives them with the quantity's true value ``truth``, and the row agrees in ``region``; the null is
+    ``null`` (a value in the region: the paper's own, or the claim's edge) and the alternative ``shifted``."""
+
+    name: str
+    make: Callable[[np.ndarray], Evidence]
+    draw: Callable[[np.random.Generator, float], np.ndarray]
+    region: tuple[float, float]
+    null: float
+    shifted: float
+
+
+def _pairs(rng: np.random.Generator, rho: float, n: int = 40) -> np.ndarray:
+    z = rng.standard_normal((n, 2))
+    return np.stack([z[:, 0], rho * z[:, 0] + math.sqrt(1 - rho**2) * z[:, 1]], 1)
+
+
+def _split(make: Callable[[np.ndarray, np.ndarray], Evidence], n: int) -> Callable[[np.ndarray], Evidence]:
+    return lambda v: make(v[:n], v[n:])
+
+
+CASES = (
+    # a printed number, its band half a unit of its last digit (0.05) around 1.0, runs spread by sd 1 (the HanNet's
+    # initializations spread by about 5 points of accuracy: the scale does not matter); the shift 3 sd
+    Case("t, 3 replicates", mean, lambda g, t: g.normal(t, 1.0, 3), (0.95, 1.05), 1.0, 4.0),
+    Case("t, 5 replicates", mean, lambda g, t: g.normal(t, 1.0, 5), (0.95, 1.05), 1.0, 4.0),
+    # an NLC median spread by a factor 1.1, its band one unit of 7.06; the shift a factor 1.5
+    Case("t on logs, 3 replicates", log_mean, lambda g, t: t * np.exp(g.normal(0, 0.1, 3)), (7.05, 7.07), 7.06, 10.6),
+    # a comparison of two nets on 3 runs each (Welch), the claim "below 0" at its edge; the shift 3 sd
+    Case(
+        "Welch, 3 vs 3",
+        _split(welch, 3),
+        lambda g, t: np.concatenate([g.normal(t, 1.0, 3), g.normal(0.0, 1.0, 3)]),
+        below(0.0),
+        0.0,
+        3.0,
+    ),
+    # test accuracies on 200 shared points, 10 initializations per parameterization (many ties), the claim
+    # "below GmP's" at its edge (equal accuracy 0.9); the shift 3 points
+    Case(
+        "Mann-Whitney, 10 vs 10 accuracies",
+        _split(shift, 10),
+        lambda g, t: np.concatenate([g.binomial(200, 0.9 + t, 10), g.binomial(200, 0.9, 10)]) / 200,
+        below(0.0),
+        0.0,
+        0.03,
+    ),
+    # Pearson's r over 40 architectures by the bootstrap, the claim "at most -0.9" at its edge; the shift -0.7
+    Case(
+        "bootstrap, Pearson's r over 40",
+        lambda v: bootstrap(v, pearson, seed=1, batched=True),
+        lambda g, t: _pairs(g, t),
+        below(-0.9),
+        -0.9,
+        -0.7,
+    ),
+)
+
+
+def calibration(case: Case, *, truth: float, rows: int = 1, trials: int = 400, seed: int = 0) -> dict[str, float]:
+    """How often the rule says each verdict for pages of ``rows`` rows of ``case`` whose quantity's true value is
+    ``truth``: per row and per page ("some row of the page differs"), with Holm over the page as ``Result``
+    applies it."""
     rng = np.random.default_rng(seed)
     counts = {AGREES: 0, DIFFERS: 0, CANNOT_TELL: 0}
     pages_differing = 0
-    lo, hi = region
+    lo, hi = case.region
     for _ in range(trials):
-        evidence = [make(draw(rng, truth)) for _ in range(rows)]
+        evidence = [case.make(case.draw(rng, truth)) for _ in range(rows)]
         adjusted = holm([e.p(lo, hi) if e.replicates >= MIN_REPLICATES else None for e in evidence])
         verdicts = [judge(e, lo, hi, p)[0] for e, p in zip(evidence, adjusted)]
         for v in verdicts:
@@ -410,5 +466,51 @@ def calibration(
         "differs": counts[DIFFERS] / total,
         "cannot_tell": counts[CANNOT_TELL] / total,
         "pages_differing": pages_differing / trials,
-        "trials": float(trials),
     }
+
+
+def calibration_table(trials: int, page_rows: int = 10) -> list[dict]:
+    """Every case of ``CASES``: "differs" per row and per page of ``page_rows`` rows at the null (nominal
+    ``ALPHA``), and the power (the rate of "differs") and "agrees" at the shifted value, ``trials`` each."""
+    out = []
+    for case in CASES:
+        row = calibration(case, truth=case.null, trials=trials)
+        page = calibration(case, truth=case.null, rows=page_rows, trials=trials)
+        moved = calibration(case, truth=case.shifted, trials=trials)
+        out.append(
+            {
+                "case": case.name,
+                "null_differs": row["differs"],
+                "null_agrees": row["agrees"],
+                f"null_page_of_{page_rows}_differs": page["pages_differing"],
+                "shifted_differs": moved["differs"],
+                "shifted_agrees": moved["agrees"],
+                "trials": trials,
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m archstudy.study.reproduce.verdict", description="the rule's rates under simulation"
+    )
+    parser.add_argument("--trials", type=int, default=2000, help="simulated rows per case (default 2000)")
+    args = parser.parse_args(argv)
+    if args.trials < 10:
+        parser.error(f"--trials = {args.trials}: must be at least 10")
+    table = calibration_table(args.trials)
+    print("| row | null: differs | null: page of 10 differs | shifted: differs (power) | shifted: agrees |")
+    print("|---|---|---|---|---|")
+    for r in table:
+        print(
+            f"| {r['case']} | {r['null_differs']:.1%} | {r['null_page_of_10_differs']:.1%} | "
+            f"{r['shifted_differs']:.1%} | {r['shifted_agrees']:.1%} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
