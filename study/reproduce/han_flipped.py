@@ -378,7 +378,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "not measured since the nets and protocol became the authors' code's (2026-11-27)",
-        "quick": "10.0 min measured: the HanNet's 4 runs and FCNet1's 3",
+        "quick": "21 min (estimated: the HanNet's 12 runs and FCNet1's 9; 10.0 min measured for 4 and 3)",
         "paper": "(estimated) hours: 7 runs of the full protocol, HanNet 100x17 five of them",
     },
     reproduce=reproduce,

@@ -361,7 +361,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "5 s",
-        "quick": "13.6 min measured",
+        "quick": "20 min (estimated: 3 runs, 9 rates, 2 depths for 2 runs, 7 rates, 3 depths in 13.6 min)",
         "paper": "2.5 h (estimated: 5 depths, 13 rates, 5 runs, about 7 times quick)",
     },
     reproduce=reproduce,

@@ -129,7 +129,10 @@ class Entry:
         return sum(v == verdict for v in self.claims.values())
 
     def to_dict(self) -> dict[str, Any]:
+        """Its line of ``summary.json``: the counts, each claim with its rows (their comparison: replicates,
+        interval, test, p; the per-replicate values stay in NAME.json)."""
         r = self.result
+        sampled = [row.evidence.replicates for row in r.rows if not row.evidence.exact]
         return {
             "name": self.name,
             "paper": r.paper,
@@ -142,11 +145,20 @@ class Entry:
             "differing": [row.quantity for row in r.rows if row.verdict == DIFFERS],
             "cannot_tell": [row.quantity for row in r.rows if row.verdict == CANNOT_TELL],
             "claims_agreeing": self.claims_with(AGREES),
+            "claims_differing": self.claims_with(DIFFERS),
+            "claims_cannot_tell": self.claims_with(CANNOT_TELL),
+            "replicates": [min(sampled), max(sampled)] if sampled else None,
+            "exact_rows": len(r.rows) - len(sampled),
             "claims": [
-                {"claim": claim, "verdict": claim_verdict(rows), "rows": [row.to_dict() for row in rows]}
+                {"claim": claim, "verdict": claim_verdict(rows), "rows": [summary_row(row) for row in rows]}
                 for claim, rows in r.claims.items()
             ],
         }
+
+
+def summary_row(row: Row) -> dict[str, Any]:
+    """A row as ``summary.json`` keeps it: ``Row.to_dict`` without the per-replicate values."""
+    return {k: v for k, v in row.to_dict().items() if k not in ("values", "against")}
 
 
 def roots_for(reproductions: Mapping[str, Reproduction], root) -> dict[str, Path | None]:
@@ -427,15 +439,19 @@ def totals(entries: list[Entry]) -> dict[str, int]:
 
 
 def summary_table(entries: list[Entry], seconds: float) -> str:
-    """Reproduction, claims agreeing / claims, rows agreeing / rows, rows that cannot tell, time here; then the
-    totals (within 100 columns)."""
-    header = ("reproduction", "claims agree", "rows agree", "cannot tell", "time here")
+    """Reproduction; claims agreeing / differing / cannot tell of all; rows the same; the replicates a sampled row
+    rests on; time here; then the totals (within 100 columns)."""
+    header = ("reproduction", "claims: agree/differ/cannot", "rows: agree/differ/cannot", "replicates", "time")
+
+    def three(agree: int, differ: int, cannot: int) -> str:
+        return f"{agree} / {differ} / {cannot} of {agree + differ + cannot}"
+
     lines = [
         (
             e.name,
-            f"{e.claims_with(AGREES)} / {len(e.claims)}",
-            f"{e.result.passed} / {len(e.result.rows)}",
-            str(e.result.count(CANNOT_TELL)),
+            three(e.claims_with(AGREES), e.claims_with(DIFFERS), e.claims_with(CANNOT_TELL)),
+            three(e.result.passed, e.result.count(DIFFERS), e.result.count(CANNOT_TELL)),
+            replicates_range(e.result.rows),
             duration(e.result.seconds),
         )
         for e in entries
@@ -444,9 +460,9 @@ def summary_table(entries: list[Entry], seconds: float) -> str:
     lines.append(
         (
             "all",
-            f"{t['claims_agreeing']} / {t['claims']}",
-            f"{t['agreeing']} / {t['rows']}",
-            str(t["cannot_tell_rows"]),
+            three(t["claims_agreeing"], t["claims_differing"], t["claims_cannot_tell"]),
+            three(t["agreeing"], t["differing_rows"], t["cannot_tell_rows"]),
+            replicates_range([r for e in entries for r in e.result.rows]),
             duration(seconds),
         )
     )
@@ -455,6 +471,15 @@ def summary_table(entries: list[Entry], seconds: float) -> str:
         "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
         for line in [header, *lines]
     )
+
+
+def replicates_range(rows: list[Row]) -> str:
+    """ "3-10" (the fewest and most replicates of the sampled rows), "exact" when every row is exact."""
+    sampled = [r.evidence.replicates for r in rows if not r.evidence.exact]
+    if not sampled:
+        return "exact"
+    lo, hi = min(sampled), max(sampled)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
 
 def index_page(entries: list[Entry], summary: dict) -> str:
@@ -470,6 +495,7 @@ def index_page(entries: list[Entry], summary: dict) -> str:
             esc(e.result.extra.get("source", "")),
             f"{e.claims_with(AGREES)} / {len(e.claims)}",
             f"{e.result.passed} / {len(e.result.rows)}",
+            replicates_range(e.result.rows),
             duration(e.result.seconds),
             esc(", ".join(r.quantity for r in e.result.rows if r.verdict == DIFFERS)) or "–",
             esc(", ".join(r.quantity for r in e.result.rows if r.verdict == CANNOT_TELL)) or "–",
@@ -491,7 +517,9 @@ def index_page(entries: list[Entry], summary: dict) -> str:
             f"{duration(summary['seconds'])} here (estimated {duration(summary['estimated_seconds'])}), seed "
             f"{summary['seed']}, device {esc(summary['device'])}. A row that differs is a finding: its tolerance comes "
             "from the paper's precision or spread; a claim is a table cell or a figure's stated claim, checked by one "
-            "row or several; a row that cannot tell is one this scale cannot test (e.g. no net trained).</p>",
+            "row or several; a row agrees when the interval its replicates give lies within the paper's tolerance, "
+            "differs when it excludes it (Holm over the page), and cannot tell otherwise, on fewer than 3 "
+            "replicates, or when this scale cannot test it (e.g. no net trained).</p>",
             table(
                 [
                     "reproduction",
@@ -499,6 +527,7 @@ def index_page(entries: list[Entry], summary: dict) -> str:
                     "source",
                     "claims agreeing",
                     "rows agreeing",
+                    "replicates a row",
                     "time here",
                     "differing rows",
                     "rows that cannot tell",

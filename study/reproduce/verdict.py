@@ -346,7 +346,7 @@ def judge(evidence: Evidence, lo: float, hi: float, p: float | None = None) -> t
 def _short(x: float) -> str:
     if not math.isfinite(x):
         return "−∞" if x < 0 else "∞"
-    return f"{x:.4g}"
+    return "0" if abs(x) < 1e-300 else f"{x:.4g}"
 
 
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
