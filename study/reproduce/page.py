@@ -16,7 +16,7 @@ from archstudy.analysis.plotting import render as render_figure
 
 from ..experiment.config import package_version
 
-from .result import Result, number, verdict_counts, write_text
+from .result import Result, interval_text, number, verdict_counts, write_text
 
 PAGE_CSS = (
     CSS
@@ -29,22 +29,24 @@ tr.cannot-tell td:last-child { color: #8a6d00; }
 
 
 def rows_html(result: Result) -> str:
-    """The rows (claim, quantity, paper, here, tolerance, verdict), a "cannot tell" verdict with its reason."""
+    """The rows (claim, quantity, paper, here, its interval and replicates with the test that made it,
+    tolerance, verdict), a "cannot tell" verdict with its reason."""
     rows = [
         [
             esc(r.checks),
             esc(r.quantity),
             number(r.paper),
             number(r.measured),
+            esc(interval_text(r) + ("" if r.evidence.exact else f"; {r.evidence.test}")),
             esc(r.tolerance),
             esc(r.verdict if r.why_cannot_tell is None else f"{r.verdict}: {r.why_cannot_tell}"),
         ]
         for r in result.rows
     ]
     return table(
-        ["claim", "quantity", "paper", "here", "tolerance", "verdict"],
+        ["claim", "quantity", "paper", "here", "interval, replicates", "tolerance", "verdict"],
         rows,
-        left=(0, 1, 4, 5),
+        left=(0, 1, 4, 5, 6),
         row_classes=[r.verdict.replace(" ", "-") for r in result.rows],
     )
 
@@ -64,9 +66,11 @@ def render(result: Result, figures) -> str:
         f"{esc(extra.get('device', ''))}, {result.seconds:.1f} s. Drawn "
         f"{datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by archstudy {esc(package_version())} on "
         f"{esc(platform.node())}.</p>",
-        f'<div class="box {box}"><b>{esc(verdict_counts(result))}.</b> A row that differs is a finding '
-        "(its tolerance comes from the paper's precision or spread and is never widened to pass); a row that "
-        "cannot tell is one this run cannot test (e.g. no net trained).</div>",
+        f'<div class="box {box}"><b>{esc(verdict_counts(result))}.</b> A row agrees when the interval its '
+        "replicates give lies within the paper's tolerance, differs when it excludes it (Holm over this page's "
+        "rows), and cannot tell otherwise, on fewer than 3 replicates, or when this run cannot test it (e.g. no net "
+        "trained). A row that differs is a finding: its tolerance comes from the paper's precision or spread and "
+        "is never widened to pass.</div>",
     ]
     if extra.get("data"):
         head.append(f"<p><b>Data:</b> {esc(extra['data'])}</p>")

@@ -60,14 +60,18 @@ def test_flipping_changes_exactly_the_drawn_training_labels_and_nothing_else():
 
 
 def fake_results(settings, han: float, fc: float) -> dict:
-    """Accuracies given per net and fraction, as ``run`` stores them (one initialization)."""
+    """Accuracies given per net and fraction, as ``run`` stores them: three initializations 0.05 points apart,
+    each best at the middle of its net's rates."""
     results: dict = {}
     for q, f in han_flipped.runs_of(settings):
         acc = han if "H+ABS" in q else fc
+        rates = list(settings.rates_of(q))
         results.setdefault(q, {})[han_flipped.fraction_key(f)] = {
-            "test_accuracy_best": [acc],
-            "test_accuracy_last_of_best_run": [90.0],
-            "train_accuracy_last_of_best_run": [99.8],
+            "test_accuracy_best": [acc - 0.05, acc, acc + 0.05],
+            "test_accuracy_last_of_best_run": [90.0] * 3,
+            "train_accuracy_last_of_best_run": [99.8] * 3,
+            "rates": rates,
+            "best_lr": [rates[len(rates) // 2]] * 3,
         }
     return results
 
@@ -82,17 +86,17 @@ def test_paper_rows_compare_by_the_one_rule_and_claim_the_hannet_above():
         "best_test_accuracy:HanNet:100x17:flipped=10%",
         "best_test_accuracy:FCNet:100x6:flipped=10%",
     } | {f"hannet_above_fcnet:HanNet:100x17-FCNet:100x6:{k}" for k in fractions}
-    # one run here and one in the paper: one unit of the printed digit, nothing more
-    assert not rows["best_test_accuracy:HanNet:20x30:flipped=10%"].ok  # 95.8 against 96.5 ± 0.1
-    assert not rows["best_test_accuracy:HanNet:100x17:flipped=10%"].ok  # 95.8 against 95.2 ± 0.1
+    # the paper's one run: one unit of the printed digit and two of our runs' sd (0.05): 96.5 +- 0.2
+    assert rows["best_test_accuracy:HanNet:20x30:flipped=10%"].verdict == "differs"  # 95.8 +- 0.12
+    assert rows["best_test_accuracy:HanNet:100x17:flipped=10%"].verdict == "differs"  # against 95.2 +- 0.2
     assert (
         rows["final_test_accuracy:HanNet:20x30:flipped=10%"].ok
         and rows["final_train_accuracy:HanNet:20x30:flipped=10%"].ok
     )  # 90.0 and 99.8 exactly
     assert all(r.ok and r.measured == 95.8 - 83.0 for q, r in rows.items() if q.startswith("hannet_above"))
     exact = {r.quantity: r for r in han_flipped.rows_of(paper, fake_results(paper, 96.55, 80.75))}
-    assert exact["best_test_accuracy:HanNet:20x30:flipped=10%"].ok  # within 0.1 of 96.5
-    assert exact["best_test_accuracy:FCNet1:6x100:flipped=10%"].ok  # within 0.1 of 80.8
+    assert exact["best_test_accuracy:HanNet:20x30:flipped=10%"].ok  # 96.55 +- 0.12 within 96.5 +- 0.2
+    assert exact["best_test_accuracy:FCNet1:6x100:flipped=10%"].ok  # 80.75 +- 0.12 within 80.8 +- 0.2
     reverse = han_flipped.rows_of(paper, fake_results(paper, 80.0, 85.0))
     assert all(not r.ok for r in reverse if r.quantity.startswith("hannet_above"))
 
