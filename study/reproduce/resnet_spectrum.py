@@ -26,9 +26,10 @@ through. The gradient descent is written here as in ``resnet-depth`` (the stacke
 n-shortcut residual units).
 
 Rows (claims: the figures print no number), on the common loss range of the 2-shortcut, orthogonal and Xavier
-runs where every one's Hessian is resolved (the grid: ``resolved``, at most 1% of the eigenvalues within 1e-6
-|lambda|_max of zero, whose signs the index would count as round-off), "others" the orthogonal and the Xavier
-nets; run r of each net is one replicate, judged by ``verdict``'s rule:
+runs where every one's Hessian is resolved (the grid, ``resolved``: for the condition numbers fewer than 10% of
+the eigenvalues within 1e-6 |lambda|_max of zero, so that the 10th percentile of |lambda| is not round-off; for
+the index at most 1%, whose signs it would count as round-off), "others" the orthogonal and the Xavier nets; run r
+of each net is one replicate, judged by ``verdict``'s rule:
 
 * ``fraction_below:condition_number:shortcut2``: per run, the fraction of the grid's losses at which the
   2-shortcut net's condition number is below both others'; 1 in every run ("the condition numbers of 2-shortcut
@@ -43,7 +44,7 @@ nets; run r of each net is one replicate, judged by ``verdict``'s rule:
   eigenvalues are numerically zero (its 10th percentile of |lambda| is then round-off);
 * ``fraction_below:index:shortcut2``: per run, the fraction of the grid's losses at which the 2-shortcut net's
   index is below both others'; 1 in every run ("the index of a 2-shortcut network is always smaller", figure 6
-  left);
+  left); "cannot tell" (round-off) when the runs share no loss with their index resolved;
 * ``index_drop_share:shortcut2:first_quarter``: of the 2-shortcut nets' drop of index to its lowest resolved
   value, the share that happens while the loss falls through the first quarter of its whole decrease; at least
   1/2 ("drops dramatically at the beginning"); "cannot tell" when no Hessian falls inside that quarter (Hessians
@@ -162,22 +163,22 @@ def on_grid(checkpoints: list[dict], key: str, grid: np.ndarray, log: bool) -> n
     return np.interp(grid, losses[order], values[order])
 
 
-def resolved(checkpoints: list[dict]) -> list[dict]:
-    """The checkpoints before the first whose index counts round-off signs (more than ``SIGNS_RESOLVED`` of the
-    eigenvalues within ``NEAR_ZERO`` |lambda|_max of zero): the part of a run where its index and its 10th
-    percentile of |lambda| are the Hessian's, not round-off's."""
+def resolved(checkpoints: list[dict], share: float = SIGNS_RESOLVED) -> list[dict]:
+    """The checkpoints before the first with more than ``share`` of its eigenvalues within ``NEAR_ZERO``
+    |lambda|_max of zero: with ``SIGNS_RESOLVED`` the part of a run where its index counts the Hessian's signs,
+    not round-off's; with ``PERCENTILE_RESOLVED``, where its 10th percentile of |lambda| is not round-off."""
     out = []
     for c in checkpoints:
-        if c["near_zero"] > SIGNS_RESOLVED:
+        if c["near_zero"] > share:
             break
         out.append(c)
     return out
 
 
-def common_grid(runs: dict[str, list[dict]]) -> np.ndarray:
+def common_grid(runs: dict[str, list[dict]], share: float = PERCENTILE_RESOLVED) -> np.ndarray:
     """``GRID`` losses evenly spaced over the range every run of the compared nets passes through with its
-    Hessian resolved (``resolved``); empty when there is none."""
-    parts = [resolved(r["checkpoints"]) for k in COMPARED for r in runs[k]]
+    Hessian resolved (``resolved`` at ``share``); empty when there is none."""
+    parts = [resolved(r["checkpoints"], share) for k in COMPARED for r in runs[k]]
     if any(len(p) < 2 for p in parts):
         return np.array([])
     lo = max(min(c["loss"] for c in p) for p in parts)
@@ -333,15 +334,17 @@ def claims(
     n = min(len(runs[k]) for k in COMPARED)
     trio = [{k: runs[k][r] for k in COMPARED} for r in range(n)]
     below_cond, below_index, high, gap = [], [], [], []
-    if len(grid):
-        for t in trio:
+    signs = common_grid(runs, SIGNS_RESOLVED) if len(grid) else grid  # the index's own, narrower range
+    for t in trio:
+        if len(grid):
             cond = {k: on_grid(t[k]["checkpoints"], "condition_number", grid, True) for k in COMPARED}
-            index = {k: on_grid(t[k]["checkpoints"], "index", grid, False) for k in COMPARED}
             others = np.minimum(cond["orthogonal"], cond["xavier"])
             below_cond.append(float(np.mean(cond["shortcut2"] < others)))
-            below_index.append(float(np.mean(index["shortcut2"] < np.minimum(index["orthogonal"], index["xavier"]))))
             high.append(float(cond["shortcut2"][-1] - others[-1]))
             gap.append(float((cond["shortcut2"][-1] - others[-1]) - (cond["shortcut2"][0] - others[0])))
+        if len(signs):
+            index = {k: on_grid(t[k]["checkpoints"], "index", signs, False) for k in COMPARED}
+            below_index.append(float(np.mean(index["shortcut2"] < np.minimum(index["orthogonal"], index["xavier"]))))
     final = [
         math.log10(t["shortcut2"]["checkpoints"][-1]["condition_number"])
         - math.log10(t["orthogonal"]["checkpoints"][-1]["condition_number"])
@@ -399,21 +402,26 @@ def claims(
             'maximum while the index drops dramatically" (figure 6 right)',
         ),
     ]
-    return [_untestable(row, runs, grid, converged) or row for row in rows]
+    return [_untestable(row, runs, grid, signs, converged) or row for row in rows]
 
 
-def _untestable(row: Row, runs: dict[str, list[dict]], grid: np.ndarray, converged) -> Row | None:
+def _untestable(row: Row, runs, grid: np.ndarray, signs: np.ndarray, converged) -> Row | None:
     """``row`` as "cannot tell" when this run cannot test it (``claims``), else None."""
     on_grid = {
         "fraction_below:condition_number:shortcut2",
         "log10_condition_ratio:shortcut2_over_others:highest_loss",
         "log10_condition_ratio:highest_minus_lowest_loss",
-        "fraction_below:index:shortcut2",
     }
     if row.quantity in on_grid and not len(grid):
         return row.cannot_tell(
-            "the compared nets' runs share no range of losses with their Hessians resolved (at most "
-            f"{SIGNS_RESOLVED:.0%} of the eigenvalues within {NEAR_ZERO:g} |λ|_max of zero)"
+            "the compared nets' runs share no range of losses with their 10th percentile of |λ| resolved (fewer "
+            f"than {PERCENTILE_RESOLVED:.0%} of the eigenvalues within {NEAR_ZERO:g} |λ|_max of zero)"
+        )
+    if row.quantity == "fraction_below:index:shortcut2" and not len(signs):
+        return row.cannot_tell(
+            "round-off: the compared nets' runs share no range of losses where their index counts the Hessian's "
+            f"signs (at most {SIGNS_RESOLVED:.0%} of the eigenvalues within {NEAR_ZERO:g} |λ|_max of zero); "
+            "the index there counts round-off signs"
         )
     if row.quantity == "index_drop_share:shortcut2:first_quarter" and any(
         first_quarter_unresolved(r["checkpoints"]) for r in runs["shortcut2"]

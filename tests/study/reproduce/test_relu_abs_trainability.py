@@ -85,19 +85,23 @@ def test_tiny_writes_every_key_finite_and_rows_follow_from_the_results(tiny):
         assert all(x > 0.1 for x in v["best_train_loss"]), k
 
 
-def _results(losses: dict) -> dict:
+def _results(losses: dict, inits: int = 3) -> dict:
+    """Each net's best training loss per initialization: ``v`` times 1, 1.01, 0.99, ..."""
+    spread = [1.0, 1.01, 0.99, 1.02][:inits]
     return {
-        raa.key(act, hidden, 3200): {"best_train_loss": [v, v], "test_accuracy": [50.0, 50.0]}
+        raa.key(act, hidden, 3200): {"best_train_loss": [v * f for f in spread], "test_accuracy": [50.0] * inits}
         for (act, hidden), v in losses.items()
     }
 
 
-def test_claims_can_fail():
+def test_claims_can_fail_and_need_three_initializations():
     s = raa.SCALES["tiny"]
     holds = _results({("ReLU", 21): 0.2, ("ABS", 21): 0.001, ("ABS", 31): 0.005})
     fails = _results({("ReLU", 21): 0.01, ("ABS", 21): 0.3, ("ABS", 31): 0.1})
-    assert [r.ok for r in raa._rows(s, holds)] == [True, True, True]
-    assert [r.ok for r in raa._rows(s, fails)] == [False, False, False]
+    assert [r.verdict for r in raa._rows(s, holds)] == ["agrees"] * 3
+    assert [r.verdict for r in raa._rows(s, fails)] == ["differs"] * 3
+    two = _results({("ReLU", 21): 0.2, ("ABS", 21): 0.001, ("ABS", 31): 0.005}, inits=2)
+    assert all("2 replicates" in r.why_cannot_tell for r in raa._rows(s, two))
 
 
 def test_a_run_where_nothing_trained_cannot_tell():
@@ -109,6 +113,8 @@ def test_a_run_where_nothing_trained_cannot_tell():
     assert constant == pytest.approx(p * (1 - p), abs=0.01)
     flat = _results({("ReLU", 21): 0.22, ("ABS", 21): 0.21, ("ABS", 31): 9.5})
     rows = raa._rows(s, flat, constant)
-    assert [r.verdict for r in rows] == ["cannot tell"] * 3 and [r.ok for r in rows] == [True, False, True]
+    assert [r.verdict for r in rows] == ["cannot tell"] * 3 and all(
+        "nothing trained" in r.why_cannot_tell for r in rows
+    )
     trained = _results({("ReLU", 21): 0.2, ("ABS", 21): 0.001, ("ABS", 31): 0.005})
     assert [r.verdict for r in raa._rows(s, trained, constant)] == ["agrees"] * 3

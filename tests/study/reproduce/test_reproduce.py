@@ -18,6 +18,7 @@ from archstudy.study.cli import main
 from archstudy.study.reproduce import REPRODUCTIONS, SCALES, Row
 from archstudy.study.reproduce import nlc_figure2, nlc_table1, resnet_hessian
 from archstudy.study.reproduce.result import ROW_KEYS, format_table
+from archstudy.study.reproduce.verdict import exact, mean
 
 TOP_KEYS = ("name", "paper", "scale", "seconds", "rows")
 
@@ -67,6 +68,10 @@ def check_outputs(name: str, out, scale="tiny") -> dict:
         assert tuple(r) == ROW_KEYS and isinstance(r["ok"], bool) and isinstance(r["tolerance"], str)
         assert r["measured"] is not None and math.isfinite(r["measured"]), r
         assert r["paper"] is None or math.isfinite(r["paper"])
+        # the comparison: its replicates (no verdict on fewer than 3 unless exact), interval, test and p
+        assert r["replicates"] >= 1 and len(r["interval"]) == 2 and r["test"] and isinstance(r["exact"], bool)
+        assert r["verdict"] == "cannot tell" or r["exact"] or r["replicates"] >= 3, r
+        assert r["exact"] or len(r["values"]) == r["replicates"] or r["against"]
     quantities = [r["quantity"] for r in d["rows"]]
     assert len(quantities) == len(set(quantities))
     assert set(quantities) == expected_keys(name, REPRODUCTIONS[name].scales[scale])
@@ -144,10 +149,10 @@ def test_nlc_table2_grows_with_depth_as_compounded_relu_layers(tiny):
 
 
 def test_row_helpers_compare_as_they_say():
-    assert Row.close("q", 1.22, 1.2249, 0.005, "x").ok and not Row.close("q", 1.22, 1.2251, 0.005, "x").ok
-    assert not Row.close("q", 1.0, float("nan"), 1.0, "x").ok
-    assert Row.ratio("q", 2.0, 2.9, 1.5, "x").ok and not Row.ratio("q", 2.0, 1.3, 1.5, "x").ok
-    assert not Row.claim("q", None, True, "x").ok
+    assert Row.close("q", 1.22, exact(1.2249), 0.005, "x").ok and not Row.close("q", 1.22, exact(1.2251), 0.005, "x").ok
+    assert Row.close("q", 1.0, exact(float("nan")), 1.0, "x").verdict == "cannot tell"
+    assert Row.ratio("q", 2.0, exact(2.9), 1.5, "x").ok and not Row.ratio("q", 2.0, exact(1.3), 1.5, "x").ok
+    assert Row.claim("q", mean([]), (0.0, 1.0), "x").why_cannot_tell == "nothing was measured (no finite value)"
 
 
 # -- nlc-figure2 -------------------------------------------------------------------------------------------------
@@ -158,46 +163,31 @@ def _arch(rows):
 
 
 def test_figure2_claims_are_the_medians_of_the_nlc_groups_and_can_fail():
-    good = _arch(
-        [
-            (1.5, 0.10, False),
-            (2.5, 0.20, False),
-            (3.0, 0.12, False),
-            (10, 0.30, False),
-            (50, 0.40, False),
-            (200, 0.60, False),
-            (1e6, 0.66, False),
-            (2.0, 0.67, True),
-            (1e4, 0.55, True),
-        ]
-    )
+    window = [(1.0 + k / 3, 0.10 + 0.01 * k, False) for k in range(6)]  # [1, 3]
+    middle = [(10.0 * (k + 1), 0.30 + 0.02 * k, False) for k in range(6)]  # (3, 100]
+    far = [(200.0 * 10**k, 0.60 + 0.01 * k, False) for k in range(6)]  # above 100
+    biased = [(2.0, 0.67, True), (1e4, 0.55, True), (50.0, 0.61, True)]
+    good = _arch(window + middle + far + biased)
     rows, facts = nlc_figure2.claims(good, threshold=0.5)
     r = {row.quantity: row for row in rows}
-    assert facts["group_sizes"] == {"[1, 3]": 3, "(3, 100]": 2, "above 100": 2} and facts["n_high_bias"] == 2
-    assert r["median_test_error:nlc_in_1_3"].measured == pytest.approx(0.12)
-    assert r["median_test_error:nlc_above_100"].measured == pytest.approx(0.63)
+    assert facts["group_sizes"] == {"[1, 3]": 6, "(3, 100]": 6, "above 100": 6} and facts["n_high_bias"] == 3
+    medians = {"[1, 3]": 0.125, "(3, 100]": 0.35, "above 100": 0.625}
+    assert facts["group_medians"] == pytest.approx(medians)
+    # each group's median less the lowest (highest) of the other two: the claims' measured gaps
+    assert r["median_test_error:nlc_in_1_3"].measured == pytest.approx(0.125 - 0.35)
+    assert r["median_test_error:nlc_above_100"].measured == pytest.approx(0.625 - 0.35)
     assert r["median_test_error:high_bias"].measured == pytest.approx(0.61)
+    nets = window + middle + far
     assert r["spearman:nlc_vs_test_error"].measured == pytest.approx(
-        pd.Series([1.5, 2.5, 3.0, 10, 50, 200, 1e6])
-        .rank()
-        .corr(pd.Series([0.1, 0.2, 0.12, 0.3, 0.4, 0.6, 0.66]).rank())
+        pd.Series([n for n, _, _ in nets]).rank().corr(pd.Series([e for _, e, _ in nets]).rank())
     )
-    assert all(row.ok for row in rows) and all(row.paper is None for row in rows)
+    assert r["spearman:nlc_vs_test_error"].evidence.replicates == 18
+    assert all(row.verdict == "agrees" for row in rows) and all(row.paper is None for row in rows)
     # the far nets better than the window's, a high-bias net that trained: those claims fail
-    bad = _arch(
-        [
-            (1.5, 0.50, False),
-            (2.5, 0.60, False),
-            (200, 0.10, False),
-            (1e6, 0.20, False),
-            (10, 0.3, False),
-            (2.0, 0.20, True),
-        ]
-    )
-    r = {row.quantity: row for row in nlc_figure2.claims(bad, threshold=0.5)[0]}
-    assert not r["median_test_error:nlc_in_1_3"].ok and not r["median_test_error:nlc_above_100"].ok
-    assert not r["median_test_error:high_bias"].ok and not r["spearman:nlc_vs_test_error"].ok
-    # no high-bias net drawn: nothing to measure, and the row says so by failing with a null value
+    swapped = [(n, 0.75 - e, b) for n, e, b in nets] + [(2.0, 0.20, True), (3.0, 0.25, True), (9.0, 0.1, True)]
+    r = {row.quantity: row for row in nlc_figure2.claims(_arch(swapped), threshold=0.5)[0]}
+    assert {q: row.verdict for q, row in r.items()} == {q: "differs" for q in r}
+    # no high-bias net drawn: nothing to measure, and the row says so
     r = {row.quantity: row for row in nlc_figure2.claims(good[~good["high_bias"]], threshold=0.5)[0]}
     assert r["median_test_error:high_bias"].measured is None and not r["median_test_error:high_bias"].ok
     assert r["median_test_error:high_bias"].verdict == "cannot tell"
@@ -205,7 +195,6 @@ def test_figure2_claims_are_the_medians_of_the_nlc_groups_and_can_fail():
     untrained = good.assign(test_error=0.6 + 0.01 * np.arange(len(good)))
     verdicts = {row.quantity: row.verdict for row in nlc_figure2.claims(untrained, threshold=0.5)[0]}
     assert set(verdicts.values()) == {"cannot tell"}, verdicts
-    assert {row.verdict for row in nlc_figure2.claims(good, threshold=0.5)[0]} == {"agrees"}
 
 
 def test_figure2_keeps_its_study_for_the_report_which_lists_the_verdicts_only_when_asked(tiny, tmp_path):
@@ -333,8 +322,14 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
     for L in resnet_hessian.depths("shortcut2", 6):
         assert rows[f"condition_number:shortcut2:depth={L}"]["measured"] == pytest.approx(theorem, rel=0.02)
     for kind in ("shortcut1", "orthogonal", "xavier"):
-        values = [rows[f"condition_number:{kind}:depth={L}"]["measured"] for L in resnet_hessian.depths(kind, 6)]
-        assert values[-1] > 2 * values[0] and all(r["ok"] for q, r in rows.items() if f":{kind}:" in q)
+        logs = {int(L): np.log10(v) for L, v in d["condition_numbers"][kind].items()}
+        first, last = min(logs), max(logs)
+        assert logs[last].mean() > logs[first].mean() + math.log10(2)  # grows with depth
+        for L, v in logs.items():  # each row: the log10 ratio of its depth's geometric mean over the other end's
+            other = logs[last] if L == first else logs[first]
+            assert rows[f"condition_number:{kind}:depth={L}"]["measured"] == pytest.approx(v.mean() - other.mean())
+    # two runs at tiny: no row agrees or differs
+    assert all(r["verdict"] == "cannot tell" and r["replicates"] == 2 for r in rows.values())
     # Theorem 2.1: the 3-shortcut nets' perturbed zero is far flatter than the 2-shortcut nets', in proportion to
     # the perturbation; the 2-shortcut nets' largest |eigenvalue| at the perturbed zero is Theorem 2's sigma_max
     sigma_max = d["theorem2_largest_eigenvalue"]
@@ -344,11 +339,13 @@ def test_resnet_hessian_claims_shortcut2_flat_the_others_growing(tiny):
             d["largest_eigenvalue"]["shortcut3"][str(L)],
             d["largest_eigenvalue_shortcut3_smaller_perturbation"][str(L)],
         )
-        assert rows[f"largest_eigenvalue:shortcut3:depth={L}"]["measured"] == pytest.approx(np.mean(big))
-        assert np.mean(big) < 0.1 * sigma_max and rows[f"largest_eigenvalue:shortcut3:depth={L}"]["ok"]
-        ratio = rows[f"largest_eigenvalue_shrinks:shortcut3:depth={L}"]
-        assert ratio["measured"] == pytest.approx(np.mean(small) / np.mean(big)) and ratio["paper"] == 0.1
-        assert ratio["measured"] == pytest.approx(0.1, rel=0.05) and ratio["ok"]
+        geometric = float(np.exp(np.mean(np.log(big))))
+        assert rows[f"largest_eigenvalue:shortcut3:depth={L}"]["measured"] == pytest.approx(geometric)
+        assert np.max(big) < 0.1 * sigma_max
+        ratio = rows[f"largest_eigenvalue_shrinks:shortcut3:depth={L}"]  # run by run, their geometric mean
+        each = np.array(small) / np.array(big)
+        assert ratio["measured"] == pytest.approx(np.exp(np.mean(np.log(each)))) and ratio["paper"] == 0.1
+        assert ratio["values"] == pytest.approx(each.tolist()) and ratio["measured"] == pytest.approx(0.1, rel=0.05)
     # the rows check six claims: figure 4's one per kind of net (none of the 3-shortcut nets), Theorem 2.1's two
     claims = results["resnet-hessian"].claims
     assert list(claims) == [*resnet_hessian.CLAIMS.values(), resnet_hessian.FLAT_CLAIM, resnet_hessian.SHRINK_CLAIM]

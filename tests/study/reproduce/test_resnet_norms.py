@@ -36,6 +36,7 @@ def test_tiny_writes_every_key_with_finite_values(tiny_runs):
     for panel in ("linear", "relu"):
         assert [int(k) for k in d["norms"][panel]] == list(tiny.depths)
         assert all(len(c) == tiny.epochs + 1 for c in d["norms"][panel].values())
+        assert all(len(runs) == tiny.runs for runs in d["norms_per_run"][panel].values())
 
 
 def test_mean_frobenius_norm_and_zero_is_stationary():
@@ -52,14 +53,25 @@ def test_mean_frobenius_norm_and_zero_is_stationary():
             assert norms == [0.0] * 6
 
 
-def test_claims_pass_when_norms_fall_with_depth_and_fail_otherwise():
+def runs_of(curve, runs: int = 3) -> dict:
+    """``curve(depth)`` as every one of ``runs`` runs at depths 2, 4, 8, both panels."""
+    return {p: {D: [curve(D)] * runs for D in (2, 4, 8)} for p in ("linear", "relu")}
+
+
+def test_claims_pass_when_norms_fall_with_depth_in_every_run_and_fail_otherwise():
     epochs = 3
-    falling = {p: {D: [1.0 / D] * (epochs + 1) for D in (2, 4, 8)} for p in ("linear", "relu")}
-    rows = resnet_norms.claims(falling, epochs)
-    assert {r.quantity for r in rows} == KEYS and all(r.ok and r.measured == 1.0 for r in rows)
-    rising = {p: {D: [float(D)] * (epochs + 1) for D in (2, 4, 8)} for p in ("linear", "relu")}
-    assert all(not r.ok and r.measured == 0.0 for r in resnet_norms.claims(rising, epochs))
-    diverged = {p: {2: [1.0] * (epochs + 1), 4: [0.5] * (epochs + 1), 8: [0.1]} for p in ("linear", "relu")}
-    assert all(r.measured == 0.5 and not r.ok for r in resnet_norms.claims(diverged, epochs))
+    rows = resnet_norms.claims(runs_of(lambda D: [1.0 / D] * (epochs + 1)), epochs)
+    assert {r.quantity for r in rows} == KEYS and all(r.verdict == "agrees" and r.measured == 1.0 for r in rows)
+    rising = resnet_norms.claims(runs_of(lambda D: [float(D)] * (epochs + 1)), epochs)
+    assert all(r.verdict == "differs" and r.measured == 0.0 for r in rising)
+    diverged = resnet_norms.claims(runs_of(lambda D: [1.0 / D] * (epochs + 1) if D < 8 else [0.1]), epochs)
+    assert all(r.measured == 0.5 and r.verdict == "differs" for r in diverged)
+    # one run in three against the claim: the claim holds in 2 of 3 runs, no verdict
+    one_rising = [[1.0 / 4] * (epochs + 1)] * 2 + [[4.0] * (epochs + 1)]  # at depth 4 the third run rises
+    mixed = {
+        p: {D: [[1.0 / D] * (epochs + 1)] * 3 if D != 4 else one_rising for D in (2, 4, 8)} for p in ("linear", "relu")
+    }
+    assert all(r.why_cannot_tell == "the claim holds for 2 of 3 replicates" for r in resnet_norms.claims(mixed, epochs))
+    assert all(r.verdict == "cannot tell" for r in resnet_norms.claims(runs_of(lambda D: [1.0 / D] * 4, 2), epochs))
     assert resnet_norms.fraction_decreasing([3.0, 2.0, 2.5, 1.0]) == pytest.approx(2 / 3)
     assert np.isfinite(resnet_norms.fraction_decreasing([1.0, np.inf]))

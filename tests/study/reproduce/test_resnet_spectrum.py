@@ -19,6 +19,7 @@ from archstudy.study.reproduce.result import ROW_KEYS
 KEYS = {
     "fraction_below:condition_number:shortcut2",
     "log10_condition_ratio:shortcut2_over_others:highest_loss",
+    "log10_condition_ratio:highest_minus_lowest_loss",
     "log10_final_condition_ratio:shortcut2_over_orthogonal",
     "fraction_below:index:shortcut2",
     "index_drop_share:shortcut2:first_quarter",
@@ -43,6 +44,7 @@ def test_tiny_writes_every_key_with_finite_values(tiny_runs):
         assert r["measured"] is not None and math.isfinite(r["measured"]), r
     assert len(d["loss_grid"]) == resnet_spectrum.GRID
     assert set(d["runs"]) == {"shortcut1", "shortcut2", "shortcut3", "orthogonal", "xavier"}
+    assert all(r["replicates"] == resnet_spectrum.SCALES["tiny"].runs for r in d["rows"] if r["measured"] is not None)
     assert (tmp_path / "resnet-spectrum.html").read_text().count('src="data:image/png;base64,') == 1
 
 
@@ -81,10 +83,11 @@ def test_interpolation_in_the_loss_is_exact_on_a_line():
     assert resnet_spectrum.on_grid(cps, "w", grid, log=True) == pytest.approx(grid)
 
 
-def picture(swap: bool) -> dict:
-    """Trajectories shaped as figures 5-6 (``swap``: the 2-shortcut and Xavier nets exchanged): loss 5 -> 0.3 at
-    checkpoints every 10 epochs; the 2-shortcut net's condition number low at high loss, meeting the orthogonal
-    net's (just below) at the end; its index low, dropping at the start while its gradient peaks."""
+def picture(swap: bool, runs_per_net: int = 3) -> dict:
+    """Trajectories shaped as figures 5-6 (``swap``: the 2-shortcut and Xavier nets exchanged), ``runs_per_net``
+    alike: loss 5 -> 0.3 at checkpoints every 10 epochs, every eigenvalue resolved; the 2-shortcut net's condition
+    number low at high loss, meeting the orthogonal net's (just below) at the end; its index low, dropping at the
+    start while its gradient peaks."""
     losses = np.linspace(5.0, 0.3, 11)
     shapes = {
         "shortcut2": (lambda loss: 9 - 0.5 * (loss - 0.3), lambda i: 0.1 if i else 0.4),
@@ -94,12 +97,18 @@ def picture(swap: bool) -> dict:
     runs = {}
     for kind, (cond, index) in shapes.items():
         cps = [
-            {"epoch": 10 * i, "loss": float(loss), "condition_number": float(cond(loss)), "index": index(i)}
+            {
+                "epoch": 10 * i,
+                "loss": float(loss),
+                "condition_number": float(cond(loss)),
+                "index": index(i),
+                "near_zero": 0.0,
+            }
             for i, loss in enumerate(losses)
         ]
         grad = [0.0] * 100
         grad[5] = 1.0  # the largest gradient at epoch 5: the middle of the first interval, where the index drops
-        runs[kind] = [{"checkpoints": cps, "gradient_norm": grad}]
+        runs[kind] = [{"checkpoints": cps, "gradient_norm": grad}] * runs_per_net
     if swap:
         runs["shortcut2"], runs["xavier"] = runs["xavier"], runs["shortcut2"]
     return runs
@@ -154,8 +163,31 @@ def test_the_final_condition_claim_cannot_tell_on_nets_that_did_not_converge_nor
     assert {q for q, r in rows.items() if r.verdict == "cannot tell"} == {
         "fraction_below:condition_number:shortcut2",
         "log10_condition_ratio:shortcut2_over_others:highest_loss",
+        "log10_condition_ratio:highest_minus_lowest_loss",
         "fraction_below:index:shortcut2",
     }
+    one = picture(False, runs_per_net=1)  # one run per net: no verdict
+    rows = resnet_spectrum.claims(one, resnet_spectrum.common_grid(one), 10, done)
+    assert all(r.verdict == "cannot tell" and "1 replicate" in r.why_cannot_tell for r in rows)
+
+
+def test_round_off_hessians_are_left_out_of_the_grid_and_the_final_ratio_cannot_tell():
+    """When training ends with most eigenvalues within round-off of zero (83% for a 2-shortcut net, measured), the
+    index counts noise signs and the 10th percentile of |λ| is noise: the grid stops at the last resolved
+    Hessian, and the final condition ratio cannot tell, saying why."""
+    runs = picture(False)
+    for kind in ("shortcut2", "orthogonal"):
+        cps = [dict(c) for c in runs[kind][0]["checkpoints"]]
+        for c in cps[-3:]:
+            c["near_zero"] = 0.83 if kind == "shortcut2" else 0.62
+        runs[kind] = [{**runs[kind][0], "checkpoints": cps}] * 3
+    assert len(resnet_spectrum.resolved(runs["shortcut2"][0]["checkpoints"])) == 8
+    grid = resnet_spectrum.common_grid(runs)
+    assert grid.min() == pytest.approx(runs["shortcut2"][0]["checkpoints"][7]["loss"])
+    rows = {r.quantity: r for r in resnet_spectrum.claims(runs, grid, 10, {k: True for k in runs})}
+    final = rows["log10_final_condition_ratio:shortcut2_over_orthogonal"]
+    assert final.verdict == "cannot tell" and "round-off" in final.why_cannot_tell and "83%" in final.why_cannot_tell
+    assert rows["fraction_below:index:shortcut2"].verdict == "agrees"  # on the resolved losses
 
 
 def test_the_index_drop_cannot_tell_when_no_hessian_falls_in_the_first_quarter_of_the_descent():
