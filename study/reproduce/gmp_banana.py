@@ -718,7 +718,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "10 s (estimated)",
-        "quick": "2.7 min measured at load 10 (2026-12-04)",
+        "quick": "54 s measured (2026-12-04)",
         "paper": "10 min (estimated)",
     },
     reproduce=reproduce,

@@ -580,7 +580,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "not measured at an idle machine (about 2 min at load 12 on 2 cores, 2026-11-27)",
-        "quick": "15.4 min measured: the HanNet's 8 runs and FCNet1's 6, 40,000 iterations each",
+        "quick": "18.4 min measured (2026-12-04): the HanNet's 8 runs and FCNet1's 6, 40,000 iterations each",
         "paper": "hours (estimated): 11 nets, 5 seeds, 4 or 9 rates each",
     },
     reproduce=reproduce,

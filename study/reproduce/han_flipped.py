@@ -378,7 +378,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "not measured since the nets and protocol became the authors' code's (2026-11-27)",
-        "quick": "21 min (estimated: the HanNet's 12 runs and FCNet1's 9; 10.0 min measured for 4 and 3)",
+        "quick": "27.5 min measured (2026-12-04): the HanNet's 12 runs and FCNet1's 9",
         "paper": "(estimated) hours: 7 runs of the full protocol, HanNet 100x17 five of them",
     },
     reproduce=reproduce,

@@ -195,6 +195,6 @@ REPRODUCTION = Reproduction(
     summary="NLC against the relative diameter of linearly approximable regions at initialization over random "
     "architectures of the paper's space on waveform-noise",
     scales=SCALES,
-    cost={"tiny": "3 s", "quick": "2.3 min measured", "paper": "hours (estimated): a GPU job"},
+    cost={"tiny": "3 s", "quick": "2.0 min measured", "paper": "hours (estimated): a GPU job"},
     reproduce=reproduce,
 )

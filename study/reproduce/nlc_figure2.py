@@ -235,7 +235,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "40 s",
-        "quick": "7.6 min measured (alone: its study takes both cores)",
+        "quick": "9.5 min measured (alone: its study takes both cores; 2026-12-04)",
         "paper": "days on 2 cores (estimated): a GPU job",
     },
     reproduce=reproduce,

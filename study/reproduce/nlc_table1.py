@@ -306,7 +306,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "10 s",
-        "quick": "4 min (estimated: line B's 10 initializations for 5; 3.7 min measured before)",
+        "quick": "2.7 min measured (2026-12-04)",
         "paper": "10 min (estimated: line D's 10 initializations for quick's 3)",
     },
     reproduce=reproduce,

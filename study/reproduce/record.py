@@ -61,25 +61,46 @@ def where(entry: dict[str, Any]) -> str:
 
 
 def claims_text(entry: dict[str, Any]) -> str:
-    """ "4 / 5" claims agreeing, or "–" for a summary written before claims were counted."""
-    return f"{entry['claims_agreeing']} / {len(entry['claims'])}" if "claims" in entry else "–"
+    """ "4 / 1 / 0 of 5": claims agreeing / differing / cannot tell of all ("4 / 5" agreeing of all for a summary
+    written before the differing ones were counted, "–" before claims were)."""
+    if "claims" not in entry:
+        return "–"
+    if "claims_differing" not in entry:
+        return f"{entry['claims_agreeing']} / {len(entry['claims'])}"
+    agree, differ, cannot = entry["claims_agreeing"], entry["claims_differing"], entry["claims_cannot_tell"]
+    return f"{agree} / {differ} / {cannot} of {len(entry['claims'])}"
 
 
-def cannot_tell_text(entry: dict[str, Any]) -> str:
-    return str(len(entry["cannot_tell"])) if "cannot_tell" in entry else "–"
+def rows_text(entry: dict[str, Any]) -> str:
+    """ "38 / 2 / 0 of 40": rows agreeing / differing / cannot tell of all ("38 / 40" agreeing of all before)."""
+    if "cannot_tell" not in entry:
+        return f"{entry['agreeing']} / {entry['rows']}"
+    return f"{entry['agreeing']} / {len(entry['differing'])} / {len(entry['cannot_tell'])} of {entry['rows']}"
+
+
+def replicates_text(entry: dict[str, Any]) -> str:
+    """ "3-10" replicates a sampled row (", 24 exact" with exact rows), "exact", or "–" before they were kept."""
+    if "replicates" not in entry:
+        return "–"
+    exact = f", {entry['exact_rows']} exact" if entry.get("exact_rows") else ""
+    if entry["replicates"] is None:
+        return "exact"
+    lo, hi = entry["replicates"]
+    return (f"{lo}" if lo == hi else f"{lo}-{hi}") + exact
 
 
 def counts(summary: dict[str, Any]) -> str:
-    """ "140 of 166 rows agree (3 cannot tell), 40 of 52 claims" from the summary's totals."""
-    text = f"{summary['agreeing']} of {summary['rows']} rows agree"
+    """ "40 of 52 claims agree, 2 differ, 10 cannot tell; rows: 140 of 166 agree, 3 differ, 23 cannot tell" from the
+    summary's totals."""
+    rows = f"{summary['agreeing']} of {summary['rows']} agree"
     if "cannot_tell_rows" in summary:
-        text += f" ({summary['cannot_tell_rows']} cannot tell)"
-    if "claims" in summary:
-        text += f"; {summary['claims_agreeing']} of {summary['claims']} claims agree ({summary['claims_differing']} "
-        text += f"differ, {summary['claims_cannot_tell']} cannot tell)"
-    else:
-        text += "; claims not counted in this run"
-    return text
+        rows += f", {summary['differing_rows']} differ, {summary['cannot_tell_rows']} cannot tell"
+    if "claims" not in summary:
+        return f"rows: {rows}; claims not counted in this run"
+    return (
+        f"{summary['claims_agreeing']} of {summary['claims']} claims agree, {summary['claims_differing']} differ, "
+        f"{summary['claims_cannot_tell']} cannot tell; rows: {rows}"
+    )
 
 
 def run_text(summary: dict[str, Any]) -> str:
@@ -97,12 +118,13 @@ def readme_table(summary: dict[str, Any]) -> str:
     lines = [
         fill(f"At {run_text(summary)}:"),
         "",
-        "| reproduction | paper: table or figure | claims agree | rows agree | cannot tell | time |",
+        "| reproduction | paper: table or figure | claims: agree / differ / cannot tell | rows: the same | "
+        "replicates a row | time |",
         "|---|---|---|---|---|---|",
     ]
     for e in summary["reproductions"]:
         lines.append(
-            f"| {e['name']} | {where(e)} | {claims_text(e)} | {e['agreeing']} / {e['rows']} | {cannot_tell_text(e)} "
+            f"| {e['name']} | {where(e)} | {claims_text(e)} | {rows_text(e)} | {replicates_text(e)} "
             f"| {duration(e['seconds'])} |"
         )
     lines += [
@@ -119,15 +141,17 @@ def doc_measured(summary: dict[str, Any]) -> str:
     """docs/reproductions.md's block: the run, its totals and estimate, each reproduction's counts and time."""
     one_by_one = sum(e["seconds"] for e in summary["reproductions"])
     each = ", ".join(
-        f"{e['name']} {e['agreeing']} / {e['rows']} rows"
+        f"{e['name']} {rows_text(e)} rows"
         + (f" ({claims_text(e)} claims)" if "claims" in e else "")
+        + (f", {replicates_text(e)} replicates a row" if "replicates" in e else "")
         + f" in {duration(e['seconds'])}"
         for e in summary["reproductions"]
     )
     return fill(
         f"Measured at {run_text(summary)}: all {len(summary['reproductions'])} ran in {duration(summary['seconds'])} "
         f"(the estimate printed up front: {duration(summary['estimated_seconds'])}; one after another they add up "
-        f"to {duration(one_by_one)}), {counts(summary)}. Each reproduction's rows and time: {each}."
+        f"to {duration(one_by_one)}), {counts(summary)}. Each reproduction's rows (agree / differ / cannot tell), "
+        f"claims and time: {each}."
     )
 
 

@@ -436,7 +436,7 @@ REPRODUCTION = Reproduction(
     scales=SCALES,
     cost={
         "tiny": "2 s",
-        "quick": "4.7 min measured",
+        "quick": "4.5 min measured",
         "paper": "not run: 165 nets x 100 runs x 40,000 full-batch steps, GPU hours (estimated)",
     },
     reproduce=reproduce,

@@ -371,14 +371,24 @@ def below(x: float) -> tuple[float, float]:
     return (-INF, math.nextafter(float(x), -INF))
 
 
-def bracketed(rates: Sequence[float], chosen: float) -> str | None:
+PLATEAU = 1e-6  # a sweep's end within this relative loss of its neighbour's: a plateau, not a slope
+
+
+def bracketed(rates: Sequence[float], chosen: float, losses: Sequence[float] | None = None) -> str | None:
     """Why a rate chosen from a sweep cannot stand for the optimum, or None: it is the sweep's smallest or largest
-    (the sweep did not bracket the optimum)."""
-    ordered = sorted(float(r) for r in rates)
-    if len(ordered) >= 2 and chosen in (ordered[0], ordered[-1]):
-        end = "largest" if chosen == ordered[-1] else "smallest"
-        return f"the sweep did not bracket the optimum: the chosen rate {chosen:.3g} is its {end}"
-    return None
+    (the sweep did not bracket the optimum), unless ``losses`` (the sweep's, in the order of ``rates``) show a
+    plateau there: the end's loss within ``PLATEAU`` (relative) of its neighbour's, as when no rate trains."""
+    order = sorted(range(len(rates)), key=lambda i: float(rates[i]))
+    ordered = [float(rates[i]) for i in order]
+    if len(ordered) < 2 or chosen not in (ordered[0], ordered[-1]):
+        return None
+    end, neighbour = (order[-1], order[-2]) if chosen == ordered[-1] else (order[0], order[1])
+    if losses is not None:
+        a, b = float(losses[end]), float(losses[neighbour])
+        if math.isfinite(a) and math.isfinite(b) and abs(a - b) <= PLATEAU * max(abs(a), abs(b)):
+            return None
+    side = "largest" if chosen == ordered[-1] else "smallest"
+    return f"the sweep did not bracket the optimum: the chosen rate {chosen:.3g} is its {side}"
 
 
 # -- calibration: the rule under a simulated null and against a shifted value ------------------------------------

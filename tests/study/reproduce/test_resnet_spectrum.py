@@ -53,10 +53,18 @@ def test_eigen_summary_of_a_known_spectrum():
     s = resnet_spectrum.eigen_summary(eig)
     p10 = 0.5 + 0.4 * (1.0 - 0.5)  # numpy's linear interpolation: |λ| sorted 0.5, 1, 2, 3, 4, position 0.4
     assert s == pytest.approx(
-        {"largest": 4.0, "percentile10": p10, "condition_number": 4.0 / p10, "index": 0.4, "near_zero": 0.0}
+        {
+            "largest": 4.0,
+            "percentile10": p10,
+            "condition_number": 4.0 / p10,
+            "index": 0.4,
+            "near_zero": 0.0,
+            "round_off": 0.0,
+        }
     )
     # eigenvalues within 1e-6 |λ|_max of zero are counted apart (their signs are round-off)
-    assert resnet_spectrum.eigen_summary(np.array([-1e-9, 1e-9, 2e-7, -3.0, 1e-5]))["near_zero"] == 0.6  # 3e-6 the bar
+    summary = resnet_spectrum.eigen_summary(np.array([-1e-9, 1e-9, 2e-7, -3.0, 1e-5, 1e-13]))
+    assert summary["near_zero"] == pytest.approx(4 / 6) and summary["round_off"] == pytest.approx(1 / 6)
 
 
 def test_spectrum_at_zero_is_theorem_2s_and_descent_lowers_the_loss(data):
@@ -103,6 +111,7 @@ def picture(swap: bool, runs_per_net: int = 3) -> dict:
                 "condition_number": float(cond(loss)),
                 "index": index(i),
                 "near_zero": 0.0,
+                "round_off": 0.0,
             }
             for i, loss in enumerate(losses)
         ]
@@ -143,10 +152,10 @@ def test_each_net_trains_at_the_rate_of_the_sweep_with_the_lowest_final_loss(dat
     x, y, _ = load_data(None)
     theta = resnet_spectrum.initial_point("shortcut2", 2, 10, 0)
     with torch_threads(1):
-        lr, final = resnet_spectrum.best_rate([theta], 2, 2, torch.from_numpy(x), torch.from_numpy(y), data, s)
+        lr, final, sweep = resnet_spectrum.best_rate([theta], 2, 2, torch.from_numpy(x), torch.from_numpy(y), data, s)
         ends = {r: resnet_spectrum.trajectory(theta, 2, 2, data, s, r)["checkpoints"][-1]["loss"] for r in s.lrs}
     assert lr == min(ends, key=lambda r: ends[r]) and lr != 0.001
-    assert final == pytest.approx(ends[lr], rel=1e-9)
+    assert final == pytest.approx(ends[lr], rel=1e-9) and sweep == pytest.approx([ends[r] for r in s.lrs], rel=1e-9)
 
 
 def test_the_final_condition_claim_cannot_tell_on_nets_that_did_not_converge_nor_grid_claims_without_a_grid():
@@ -164,30 +173,39 @@ def test_the_final_condition_claim_cannot_tell_on_nets_that_did_not_converge_nor
         "fraction_below:condition_number:shortcut2",
         "log10_condition_ratio:shortcut2_over_others:highest_loss",
         "log10_condition_ratio:highest_minus_lowest_loss",
-        "fraction_below:index:shortcut2",
-    }
+    }  # the index reads its own range of losses
     one = picture(False, runs_per_net=1)  # one run per net: no verdict
     rows = resnet_spectrum.claims(one, resnet_spectrum.common_grid(one), 10, done)
     assert all(r.verdict == "cannot tell" and "1 replicate" in r.why_cannot_tell for r in rows)
 
 
 def test_round_off_hessians_are_left_out_of_the_grid_and_the_final_ratio_cannot_tell():
-    """When training ends with most eigenvalues within round-off of zero (83% for a 2-shortcut net, measured), the
-    index counts noise signs and the 10th percentile of |λ| is noise: the grid stops at the last resolved
-    Hessian, and the final condition ratio cannot tell, saying why."""
+    """When training ends with eigenvalues within round-off of zero (within 1e-12 |λ|_max: their signs and sizes
+    undetermined), the index's grid stops at the last Hessian whose signs are read, the condition numbers' where
+    the 10th percentile of |λ| is above round-off, and the final condition ratio cannot tell, saying why."""
     runs = picture(False)
     for kind in ("shortcut2", "orthogonal"):
         cps = [dict(c) for c in runs[kind][0]["checkpoints"]]
         for c in cps[-3:]:
-            c["near_zero"] = 0.83 if kind == "shortcut2" else 0.62
+            c["round_off"] = 0.83 if kind == "shortcut2" else 0.62
+        cps[-1]["condition_number"] = 1e13  # the last 10th percentile within round-off of zero
         runs[kind] = [{**runs[kind][0], "checkpoints": cps}] * 3
-    assert len(resnet_spectrum.resolved(runs["shortcut2"][0]["checkpoints"])) == 8
+    assert len(resnet_spectrum.resolved(runs["shortcut2"][0]["checkpoints"], "index")) == 8
+    assert len(resnet_spectrum.resolved(runs["shortcut2"][0]["checkpoints"], "condition")) == 10
+    signs = resnet_spectrum.common_grid(runs, "index")
+    assert signs.min() == pytest.approx(runs["shortcut2"][0]["checkpoints"][7]["loss"])
     grid = resnet_spectrum.common_grid(runs)
-    assert grid.min() == pytest.approx(runs["shortcut2"][0]["checkpoints"][7]["loss"])
+    assert grid.min() == pytest.approx(runs["shortcut2"][0]["checkpoints"][9]["loss"])
     rows = {r.quantity: r for r in resnet_spectrum.claims(runs, grid, 10, {k: True for k in runs})}
     final = rows["log10_final_condition_ratio:shortcut2_over_orthogonal"]
-    assert final.verdict == "cannot tell" and "round-off" in final.why_cannot_tell and "83%" in final.why_cannot_tell
+    assert final.verdict == "cannot tell" and final.why_cannot_tell.startswith("round-off")
     assert rows["fraction_below:index:shortcut2"].verdict == "agrees"  # on the resolved losses
+    # small is not round-off: eigenvalues within 1e-6 |λ|_max but far above 1e-12 leave every row its verdict
+    small = picture(False)
+    for r in small["shortcut2"]:
+        for c in r["checkpoints"]:
+            c["near_zero"] = 0.8
+    assert all(r.verdict == "agrees" for r in resnet_spectrum.claims(small, resnet_spectrum.common_grid(small), 10))
 
 
 def test_the_index_drop_cannot_tell_when_no_hessian_falls_in_the_first_quarter_of_the_descent():
