@@ -68,8 +68,9 @@ Training is an explicit float64 loop (``train``), all initializations and both r
 stacked: the claims need every unit's boundary after every step, which the stacked trainer does not expose, and
 WN and BN before ReLU are not families of the space.
 
-Scales: ``paper`` the authors' 5,000 epochs; ``quick`` a cut of the epochs only (``Settings.epochs``; early
-stopping ends most runs before either); ``tiny`` 2 initializations for 3 epochs (seconds, for the tests).
+Scales: ``paper`` the authors' 5,000 epochs; ``quick`` a cut of the epochs only (``Settings.epochs``; the epochs
+each parameterization ran before every run had stopped, and each run's best epoch, are in the JSON); ``tiny`` 2
+initializations for 3 epochs (seconds, for the tests).
 """
 
 from __future__ import annotations

@@ -25,11 +25,10 @@ own initialization, as the code builds a new net for every rate; the test accura
 iterations and "select the best result as the output": one paper run (a seed) is the best test accuracy over its
 rates and evaluations, and the row is the mean over runs ("the average of 5 runs").
 
-What is found per initialization: the trained nets (a seed at one rate) spread widely, and some diverge (at quick,
-seed 0, the HanNet's bests were 84.7, 94.5, 96.4, 97.2 and 99.4%, three runs diverged at the rates 0.075 and 0.1:
-docs/reproductions.md), so beside the mean the JSON and the note give every initialization's best and the fraction
-whose best reaches ``level`` (the paper's mean less two printed standard deviations, or less one point where none
-is printed), overall and at each rate.
+What is found per initialization: the trained nets (a seed at one rate) spread widely and some diverge
+(docs/reproductions.md lists each one's best), so beside the mean the JSON and the note give every
+initialization's best and the fraction whose best reaches ``level`` (the paper's mean less two printed standard
+deviations, or less one point where none is printed), overall and at each rate.
 
 Rows ``test_accuracy:<H|FC>+<ABS|ReLU>:<frame>`` and ``test_accuracy:FCNet<k>:<frame>``, in percent as the papers
 print them, judged by ``result``'s one rule (``verdict``): our replicates are the seeds (each the best over its
@@ -166,8 +165,7 @@ class Settings:
 QUICK_NETS = ("test_accuracy:H+ABS:20x30", "test_accuracy:FCNet1:6x100")  # Table 3's headline: HanNet vs FCNet1
 QUICK_SEEDS = 2
 # FCNet1's rates at quick (3 of the code's 9: its forward and backward cost 17 times the HanNet's), from the code's
-# smallest: the best rate of the cut (0.005, 0.01, 0.025) used before was its smallest end, so the cut did not
-# bracket it (27 November 2026, both han reproductions)
+# smallest, so that the cut brackets the best rate measured (docs/reproductions.md, han-flipped)
 QUICK_FCNET_RATES = (0.001, 0.005, 0.01)
 SCALES = {
     # every net, 1 rate for 20 iterations, evaluated twice: checks that everything runs, nothing of the paper's

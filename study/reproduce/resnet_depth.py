@@ -73,8 +73,8 @@ class Settings:
 
 
 RATES = tuple(float(10.0**e) for e in np.arange(-4.0, 0.01, 1 / 3))  # 13 rates, 1e-4 .. 1
-# quick's sweep, every second third-decade from 1e-4 to 10^4/3: the 2-shortcut nets' best rate was the largest of
-# 1e-4 .. 1 (27 November 2026) and of 10^-14/3 .. 10^2/3 (4.64 at depth 96, 4 December 2026), no net's the smallest
+# quick's sweep, every second third-decade from 1e-4 to 10^4/3: wide enough above for the 2-shortcut nets' best rate
+# (an end of narrower sweeps: docs/reproductions.md, resnet-depth)
 WIDE = tuple(float(10.0**e) for e in np.arange(-4.0, 1.4, 2 / 3))
 SCALES = {
     "tiny": Settings(depths=(6, 12), relu_depths=(4,), lrs=RATES[::4], epochs=30, runs=1),

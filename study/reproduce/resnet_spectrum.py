@@ -98,8 +98,8 @@ class Settings:
     runs: int  # initial points per net
 
 
-# 1e-3 .. 10^2/3 by third decades: beyond 1e-3 .. 1, whose largest rate (1) was the 2-shortcut nets' best
-# (27 November 2026): the sweep did not bracket it
+# 1e-3 .. 10^2/3 by third decades: above 1, which did not bracket the 2-shortcut nets' best rate
+# (docs/reproductions.md, resnet-spectrum)
 SWEEP = tuple(float(10.0**e) for e in np.arange(-3.0, 0.7, 1 / 3))
 SCALES = {
     "tiny": Settings(depth=6, epochs=60, every=20, lrs=(0.03, 0.1, 0.3), runs=1),
