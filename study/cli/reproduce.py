@@ -10,9 +10,12 @@ import textwrap
 
 from archstudy.sampling import SpecError, UserError
 
+from .commands import subcommand
+
 DEFAULT_OUT = "reproductions"
 
 
+@subcommand("reproduce", order=120, activity="reproducing")
 def register(sub) -> None:
     p = sub.add_parser(
         "reproduce",
