@@ -84,6 +84,8 @@ def command(args) -> int:
         from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
         from ..reproduce.reproduction import LIST_WIDTH
 
+        REPRODUCTIONS.scan()  # imports their modules, each offering its own
+
     if args.list:
         for r in REPRODUCTIONS.values():
             print(r.line())
