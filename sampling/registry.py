@@ -65,6 +65,7 @@ class Registry(MutableMapping[str, T]):
         self.package = package
         self._order = order
         self._entries: dict[str, Entry[T]] = {}
+        self._removed: dict[str, Entry[T]] = {}  # deleted entries, whose place a stand-in put back takes again
         self._sorted: list[str] | None = None
         self._scanned = False
         self._scanning = False
@@ -78,6 +79,7 @@ class Registry(MutableMapping[str, T]):
             raise ValueError(f"{self.kind} {name!r} is declared twice: in {first} and in {module}")
         sequence = sum(e.module == module for e in self._entries.values())
         self._entries[name] = Entry(name, value, module, order, sequence)
+        self._removed.pop(name, None)
         self._sorted = None
         return value
 
@@ -127,17 +129,19 @@ class Registry(MutableMapping[str, T]):
         return name in self._entries
 
     def __setitem__(self, name: str, value: T) -> None:
-        """Replaces the entry ``name`` by ``value`` in its place, or adds it last in its module's place (a stand-in)."""
+        """Replaces the entry ``name`` by ``value`` in its place (that of a deleted entry of the name too), or adds
+        it as its module's next registration (a stand-in)."""
         self.scan()
-        old = self._entries.get(name)
+        old = self._entries.get(name) or self._removed.pop(name, None)
         if old is None:
             self.register(name, value, module=getattr(value, "__module__", ""))
         else:
             self._entries[name] = Entry(name, value, old.module, old.order, old.sequence)
+            self._sorted = None
 
     def __delitem__(self, name: str) -> None:
         self.scan()
-        del self._entries[name]
+        self._removed[name] = self._entries.pop(name)
         self._sorted = None
 
     def __repr__(self) -> str:
