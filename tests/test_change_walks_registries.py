@@ -1,6 +1,8 @@
 """The change walks of docs/layout.md for a new layer family, a new dataset and a new activation: every table that
 dispatches on a declared value is complete for every value, because it is derived from the one declaration (the
-same object, or computed from it) or takes the value from a registration beside the code it names.
+same object, or computed from it) or takes the value from a registration beside the code it names; and every
+registry (``sampling.registry``: commands, figures, metric functions, dataset loaders, layer families,
+reproductions) holds the same entries in the same order whatever the order its modules are imported in.
 
 * layer family (``ArchSpec.weights``): the families, the GPU compile thresholds, the sampler's choices and
   depth rule, the siblings and their levels, the initialization; and no module outside the family's own files
@@ -13,6 +15,12 @@ same object, or computed from it) or takes the value from a registration beside 
 from __future__ import annotations
 
 import ast
+import importlib
+import json
+import os
+import pkgutil
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 from types import SimpleNamespace
@@ -197,3 +205,52 @@ def test_every_activation_has_its_declaration_and_its_kinks_reach_nwot(monkeypat
     moved = activations.Base("abs", torch.abs, kinks=(0.5,), homogeneous=True)  # the declaration, moved
     monkeypatch.setitem(activations.BASES, "abs", moved)
     assert torch.equal(activation_codes(net, x), (u > 0.5).long())
+
+
+# -- every registry, whatever the import order -------------------------------------------------------------------
+REGISTRIES = {  # kind -> (module, name) of its registry
+    "commands": ("archstudy.study.cli.commands", "COMMANDS"),
+    "figures": ("archstudy.analysis.figures.base", "DECLARED"),
+    "comparison figures": ("archstudy.analysis.figures.base", "DECLARED_COMPARISONS"),
+    "metric functions": ("archstudy.study.metrics.registry", "MEASURES"),
+    "dataset loaders": ("archstudy.study.datasets.loaders", "LOADERS"),
+    "layer families": ("archstudy.study.nn.families", "FAMILIES"),
+    "reproductions": ("archstudy.study.reproduce.reproduction", "REPRODUCTIONS"),
+}
+# Imports the modules named on its command line in that order, then prints every registry's names in order.
+_READ_REGISTRIES = """
+import importlib, json, sys
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+registries = json.loads(sys.argv[1])
+print(json.dumps({k: list(getattr(importlib.import_module(m), a)) for k, (m, a) in registries.items()}))
+"""
+
+
+def _registering_modules() -> list[str]:
+    """Every module of the registries' packages (their private ones aside, which no registry imports)."""
+    packages = {importlib.import_module(m).__package__ for m, _ in REGISTRIES.values()}
+    return sorted(
+        f"{p}.{m.name}"
+        for p in packages
+        for m in pkgutil.iter_modules(importlib.import_module(p).__path__)
+        if not m.name.startswith("_")
+    )
+
+
+def test_every_registry_is_the_same_whatever_the_order_its_modules_are_imported_in():
+    """In a fresh process, every registering module imported first, in the reverse order (each package's leaf
+    modules before its registry, the last package first): the same names in the same order as here."""
+    modules = _registering_modules()[::-1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    found = subprocess.run(
+        [sys.executable, "-c", _READ_REGISTRIES, json.dumps(REGISTRIES), *modules],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert found.returncode == 0, found.stderr[-2000:]
+    here = {k: list(getattr(importlib.import_module(m), a)) for k, (m, a) in REGISTRIES.items()}
+    assert json.loads(found.stdout) == here
+    assert here["commands"][:3] == ["run", "resume", "status"] and here["reproductions"][0] == "nlc-table1"
