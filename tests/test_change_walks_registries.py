@@ -5,8 +5,11 @@ registry (``sampling.registry``: commands, figures, metric functions, dataset lo
 reproductions) holds the same entries in the same order whatever the order its modules are imported in.
 
 * layer family (``ArchSpec.weights``): the families, the GPU compile thresholds, the sampler's choices and
-  depth rule, the siblings and their levels, the initialization; and no module outside the family's own files
-  (``sampling/spec.py``, its module in ``study/nn/``, ``study/nn/families.py``) names a weights value to dispatch on;
+  depth rule, the siblings and their levels, the initialization; no module outside the family's own files
+  (``sampling/spec.py``, its module in ``study/nn/``, the registry ``study/nn/families.py``) names a weights value
+  to dispatch on; a family's options are spec fields of a later version, refused where the spec has no layer of it;
+  a space draws exactly the values it gives a probability (a sampled family or activation is one in
+  ``sampling/space.py``);
 * dataset: every declared dataset has exactly one loader, registered by its loader module, and a new declaration
   with a registered loader loads and reports its status with no other file touched;
 * activation: every declared activation has its ``Base``, and NWOT's codes come from its declared kinks.
@@ -30,8 +33,8 @@ import pytest
 import torch
 
 from archstudy.analysis import columns
-from archstudy.sampling import ArchSpec, Layer, Space, sample_specs, siblings, space
-from archstudy.sampling.spec import ACTIVATIONS, DENSE, PARAMS, WEIGHT_KINDS, WEIGHTS
+from archstudy.sampling import EXTENDED, PAPER, ArchSpec, Layer, Space, SpecError, sample_specs, siblings, space
+from archstudy.sampling.spec import ACTIVATIONS, DENSE, PARAMS, SPEC_VERSION, WEIGHT_KINDS, WEIGHTS
 from archstudy.study import build_network
 from archstudy.study.datasets import DATASETS, Dataset, load_dataset, loaders, status
 from archstudy.study.datasets.dataset import make_split
@@ -148,6 +151,65 @@ def test_a_new_layer_family_touches_only_the_spec_its_module_and_the_registry():
     assert not found
 
 
+# The fields of the spec's first schema: every field added later (a family's option) declares ``since=``, the latest
+# ``SPEC_VERSION``; a spec written before the field existed keeps its id (``Declared.canonical``).
+FIRST_SPEC_FIELDS = (
+    "depth",
+    "width",
+    "d_in",
+    "d_out",
+    "activation",
+    "dilation",
+    "shift",
+    "debias",
+    "norm",
+    "skip",
+    "skip_strength",
+    "skip_length",
+    "weights",
+    "param",
+    "bias_init",
+    "init_scale",
+    "branch_scale",
+    "preset",
+)
+
+
+def test_a_spec_field_added_later_declares_its_version_and_the_spec_version_is_the_latest():
+    declared = ArchSpec.declarations()
+    assert tuple(n for n, d in declared.items() if not d.added_later) == FIRST_SPEC_FIELDS
+    assert max(d.since for d in declared.values()) == SPEC_VERSION
+
+
+FAMILY_OPTIONS = [
+    (n, k) for n in ArchSpec.declarations() for k in families.FAMILIES if k != DENSE and n.startswith(f"{k}_")
+]
+
+
+@pytest.mark.parametrize("option, kind", FAMILY_OPTIONS)
+def test_a_family_s_option_away_from_its_default_needs_a_layer_of_the_family(option, kind):
+    """An option of a family (a spec field named after its kind) is refused, naming the field, on a spec without a
+    layer of it (``ArchSpec._validate``'s cross-rules), and accepted on one with."""
+    declared = ArchSpec.declarations()[option]
+    assert declared.added_later  # a field of a later schema: specs written before keep their ids
+    other = next(v for v in declared.constraint.values if v != declared.default)
+    plain = _net_of(DENSE)
+    with pytest.raises(SpecError, match=f"{option} = {other!r}: must stay {declared.default!r} unless"):
+        plain.replace(**{option: other})
+    having = next(_net_of(w, p) for w in WEIGHTS for p in PARAMS if kind in {x.kind for x in _net_of(w, p).layers()})
+    assert getattr(having.replace(**{option: other}), option) == other
+
+
+@pytest.mark.parametrize("field, declared", [("activation", "activations"), ("weights", "weights")])
+def test_a_space_draws_exactly_the_values_it_gives_a_probability(field, declared):
+    """A sampled activation or layer family is one with a probability in a space of ``sampling/space.py``; a
+    declared value that no space gives one (the linear activation) is never drawn."""
+    for space_ in (PAPER, EXTENDED):
+        given = {value for value, p in getattr(space_, declared) if p > 0}
+        assert {getattr(s, field) for s in sample_specs(200, 0, 40, 3, space_, 20_000)} == given, space_.name
+    assert "linear" in ACTIVATIONS and all("linear" not in dict(s.activations) for s in (PAPER, EXTENDED))
+
+
 # -- a new dataset -------------------------------------------------------------------------------------------------
 def test_every_declared_dataset_has_exactly_one_loader_and_nothing_copies_its_declaration():
     assert set(loaders.LOADERS) == set(declared.DATASET_NAMES) and len(loaders.LOADERS) == len(declared.DECLARED)
@@ -238,7 +300,7 @@ def _registering_modules() -> list[str]:
     )
 
 
-def test_every_registry_is_the_same_whatever_the_order_its_modules_are_imported_in():
+def test_every_registry_is_the_same_in_any_import_order():
     """In a fresh process, every registering module imported first, in the reverse order (each package's leaf
     modules before its registry, the last package first): the same names in the same order as here."""
     modules = _registering_modules()[::-1]
