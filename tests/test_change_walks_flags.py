@@ -175,14 +175,18 @@ def test_a_new_option_of_a_command_is_its_add_argument_under_the_command_line_s_
 
 # -- a new command ---------------------------------------------------------------------------------------------
 def _command_modules() -> set[str]:
-    """The modules of ``study.cli`` whose source declares a command (``@subcommand`` above a function), read from
-    the files (not from the registry, which is what this checks)."""
+    """The modules of ``study.cli`` whose source holds a command: a top-level ``register`` function or one declared
+    with ``@subcommand``, read from the files (not from the registry, which is what this checks: a command module
+    that does not declare itself fails)."""
     found = set()
     for m in pkgutil.iter_modules(cli.__path__):
         tree = ast.parse((Path(cli.__path__[0]) / f"{m.name}.py").read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef) and any(
-                isinstance(d, ast.Call) and getattr(d.func, "id", None) == "subcommand" for d in node.decorator_list
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and (
+                node.name == "register"
+                or any(
+                    isinstance(d, ast.Call) and getattr(d.func, "id", None) == "subcommand" for d in node.decorator_list
+                )
             ):
                 found.add(f"{cli.__name__}.{m.name}")
     return found
