@@ -8,7 +8,7 @@ registry imports every module of the package (``pkgutil``; a module whose name s
 ``__main__``, is left out), so a new module registers by being in the package and no second list names it:
 
     COMMANDS: Registry[Command] = Registry("command", __package__)        # in study/cli/commands.py
-    COMMANDS.register("top", Command(...), module=__name__, order=50)     # in study/cli/top.py, at its import
+    COMMANDS.register("top", Command(...), module=__name__, order=50)     # @subcommand in study/cli/top.py
     list(COMMANDS)                                                         # every module of study.cli imported first
 
 The order of the entries is declared where they are defined, never by which module happened to be imported first:
