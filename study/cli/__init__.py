@@ -1,6 +1,7 @@
-"""``archstudy``: the command line. One module per subcommand, each declaring itself above its ``register(subparsers)``
-(``commands.subcommand``: its place in ``--help``, what it is doing, the study locations it reads); ``COMMANDS`` finds
-them by importing every module of this package.
+"""``archstudy``: the command line. One module per subcommand, each declaring itself (``commands.subcommand``).
+
+Each command's module declares it above its ``register(subparsers)``: its place in ``--help``, what it is doing,
+the study locations it reads; ``COMMANDS`` finds them by importing every module of this package.
 
 A user's mistake (``sampling.UserError``: bad input, missing files, a non-study directory) is printed as
 one line on stderr with exit code 2, never as a traceback; so is an argument error (``OneLineParser``). ``main``
