@@ -216,7 +216,7 @@ def analyse(
     paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
     ``label``: the study's name in the report (``study_labels``). ``wait=False``: the held-out prediction may still
     be computing when this returns (``StudyAnalysis.settle`` waits for it), so that figures can be drawn beside it.
-    ``progress``: told each step, ``progress(label, done, total)`` (``report.ReportProgress``)."""
+    ``progress``: told each step, ``progress(label, done, total)`` (``study.experiment.terminal.StepLine``)."""
     arch = results.trained  # the trained architectures: what every statistic and figure covers
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}

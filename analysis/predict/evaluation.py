@@ -490,7 +490,7 @@ def predict_study(
     of training architectures (``learning_curve``). ``max_rows``: above this many architectures, a seeded random
     subsample of whole base architectures holding at most that many is evaluated (``capped_rows``; ``of`` counts
     them all). ``progress``: told after each held-out fold and each explanation, ``progress(label, done, total)``
-    (``analysis.report.ReportProgress``). ``n_boot`` is kept for callers; no bootstrap is drawn."""
+    (``study.experiment.terminal.StepLine``). ``n_boot`` is kept for callers; no bootstrap is drawn."""
     if isinstance(results, (str, os.PathLike)):
         from ..results import load_results
 

@@ -16,9 +16,12 @@ from collections.abc import Callable
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
 
+from .commands import subcommand
+
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 
 
+@subcommand("bench", order=110, activity="benchmarking")
 def register(sub) -> None:
     from ..perf.cases import CASES, CPU_CASES, GPU_CASES  # torch-free: listing the commands loads no torch
 

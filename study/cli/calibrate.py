@@ -14,9 +14,12 @@ import sys
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, check
 
+from .commands import subcommand
+
 KINDS = ("predictor", "verdicts")
 
 
+@subcommand("calibrate", order=115, activity="calibrating the verdicts")
 def register(sub) -> None:
     p = sub.add_parser(
         "calibrate",

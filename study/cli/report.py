@@ -14,8 +14,10 @@ import sys
 import time
 
 from ..experiment.config import N_BOOT_MAX
+from .commands import subcommand
 
 
+@subcommand("report", order=60, activity="reading the studies and writing the report", reads=("study_dirs",))
 def register(sub) -> None:
     from archstudy.sampling.constraints import numbers_of
 

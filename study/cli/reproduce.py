@@ -10,9 +10,12 @@ import textwrap
 
 from archstudy.sampling import SpecError, UserError
 
+from .commands import subcommand
+
 DEFAULT_OUT = "reproductions"
 
 
+@subcommand("reproduce", order=120, activity="reproducing")
 def register(sub) -> None:
     p = sub.add_parser(
         "reproduce",
@@ -80,6 +83,8 @@ def command(args) -> int:
     with phase(sys.stderr, "loading the reproductions (torch)", in_log=False):
         from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
         from ..reproduce.reproduction import LIST_WIDTH
+
+        REPRODUCTIONS.scan()  # imports their modules, each offering its own
 
     if args.list:
         for r in REPRODUCTIONS.values():

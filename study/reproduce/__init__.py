@@ -1,8 +1,9 @@
 """``archstudy reproduce``: the papers' own experiments, run by the pipeline, their numbers beside the papers'.
 
 Every reproduction is one module of this package holding ``REPRODUCTION`` (``reproduction.Reproduction``: name,
-paper, table or figure, settings and cost per scale, a ``reproduce`` function) and one line in ``REPRODUCTIONS``
-below; the papers' experiments not offered are ``NOT_OFFERED`` (``catalogue``), each with its reason.
+paper, table or figure, settings and cost per scale, a ``reproduce`` function) and offering it beside it
+(``reproduction.offer``, with its place in the list); ``REPRODUCTIONS`` finds them by importing every module of the
+package. The papers' experiments not offered are ``NOT_OFFERED`` (``catalogue``), each with its reason.
 ``reproduce_all(out, scale=...)`` runs every one (``summary``: ``OUT/summary.json`` and ``OUT/index.html``).
 ``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` runs one and writes ``out/NAME.json``
 (``result.Result``: the issue's fixed shape; each row agrees, differs or cannot tell, and names the claim it
@@ -19,46 +20,11 @@ from typing import Any, TextIO
 
 from archstudy.sampling.constraints import Choice, check
 
-from . import (
-    gmp_banana,
-    han_checkerboard,
-    han_flipped,
-    nlc_figure1,
-    nlc_figure2,
-    nlc_table1,
-    nlc_table2,
-    relu_abs_trainability,
-    resnet_depth,
-    resnet_hessian,
-    resnet_norms,
-    resnet_spectrum,
-    variability_collapse,
-    yz_variability_depth,
-)
 from .catalogue import NOT_OFFERED, NotOffered
-from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
+from .reproduction import REPRODUCTIONS, SCALES, Context, Measured, Reproduction, run_reproduction
 from .result import Result, Row, format_table
 
-REPRODUCTIONS: dict[str, Reproduction] = {
-    r.name: r
-    for r in (
-        nlc_table1.REPRODUCTION,
-        nlc_table2.REPRODUCTION,
-        nlc_figure2.REPRODUCTION,
-        resnet_hessian.REPRODUCTION,
-        han_checkerboard.REPRODUCTION,
-        nlc_figure1.REPRODUCTION,
-        yz_variability_depth.REPRODUCTION,
-        variability_collapse.REPRODUCTION,
-        resnet_depth.REPRODUCTION,
-        relu_abs_trainability.REPRODUCTION,
-        resnet_spectrum.REPRODUCTION,
-        resnet_norms.REPRODUCTION,
-        gmp_banana.REPRODUCTION,
-        han_flipped.REPRODUCTION,
-    )
-}
-ALL = "all"  # ``archstudy reproduce all``: every reproduction above
+ALL = "all"  # ``archstudy reproduce all``: every reproduction offered
 
 __all__ = [
     "ALL",

@@ -96,7 +96,7 @@ import numpy as np
 import torch
 
 from ..nn.gmp import direction_from_angles
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 
 PAPER = "Chen and Ge, *Neural Characteristic Activation Value Analysis*"
@@ -684,3 +684,4 @@ REPRODUCTION = Reproduction(
     cost={"tiny": "4 s", "quick": "29 s measured", "paper": "4 min (estimated from quick)"},
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=130)

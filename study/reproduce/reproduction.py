@@ -1,6 +1,7 @@
 """A reproduction: one experiment of a paper, run by the pipeline, its numbers beside the paper's.
 
-Each reproduction is one module of this package defining ``REPRODUCTION = Reproduction(...)``: its name,
+Each reproduction is one module of this package defining ``REPRODUCTION = Reproduction(...)`` and offering it
+(``offer(REPRODUCTION, order=...)``, its place in ``reproduce --list`` and ``reproduce all``): its name,
 the paper and the table or figure, its settings at each scale (``tiny``: seconds, for the test suite;
 ``quick``: minutes on 2 cores; ``paper``: the paper's own settings), what each scale costs here, and a
 ``reproduce(context) -> Measured`` function. ``run_reproduction`` does the rest for all of them: checks the
@@ -20,6 +21,7 @@ from typing import Any, Callable, Mapping, TextIO
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, check
+from archstudy.sampling.registry import Registry
 
 from .result import Result, Row
 
@@ -101,6 +103,18 @@ class Reproduction:
             [self.summary, *(f"{s}: {self.cost[s]}" for s in SCALES)],
             width,
         )
+
+
+# Every reproduction offered (``archstudy reproduce NAME``), in the order of ``reproduce --list`` and ``reproduce all``.
+REPRODUCTIONS: Registry[Reproduction] = Registry("reproduction", __package__)
+
+
+def offer(reproduction: Reproduction, *, order: int) -> Reproduction:
+    """Offers ``reproduction`` (``REPRODUCTIONS``) at the place ``order`` of ``reproduce --list`` and ``reproduce
+    all`` (gaps of 10, so a new one can go between two); its module calls it beside its ``REPRODUCTION``."""
+    return REPRODUCTIONS.register(
+        reproduction.name, reproduction, module=reproduction.reproduce.__module__, order=order
+    )
 
 
 UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}

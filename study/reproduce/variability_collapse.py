@@ -58,7 +58,7 @@ from archstudy.sampling import ArchSpec
 
 from ..metrics.variability import collapse_norms, g_matrix, plain_layers
 from ..nn.network import build_network
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 from .yz_variability_depth import scale_biases
 
@@ -247,3 +247,4 @@ REPRODUCTION = Reproduction(
     cost={"tiny": "2 s", "quick": "14 s measured", "paper": "2 min (estimated)"},
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=80)

@@ -66,7 +66,7 @@ from archstudy.sampling.width import solve_width
 
 from ..metrics.variability import geometric_mean, third_difference_variability
 from ..nn.network import Network, build_network
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 
 if TYPE_CHECKING:
@@ -349,3 +349,4 @@ REPRODUCTION = Reproduction(
     cost={"tiny": "2 s", "quick": "5.5 min measured", "paper": "40 min (estimated from quick)"},
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=70)
