@@ -169,8 +169,7 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
         [tiny_study_dir, partial], tmp_path / "both.html", n_boot=50, progress=lambda *a: told.append(a)
     ).read_text(encoding="utf-8")
     # every step told (study.experiment.terminal.StepLine shows them): each study read and analysed, step by step,
-    # the figures
-    # counted, the waits named
+    # the figures counted, the waits named
     steps = [t[0] for t in told]
     assert steps[:2] == [f"reading {tiny_study_dir}", f"reading {partial}"]
     assert [t[1:] for t in told if t[0] == "analysing digits: correlations"] == [(0, len(ANALYSIS_STEPS))]
