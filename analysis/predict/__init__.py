@@ -20,8 +20,8 @@ categories norm, activation, skip, weights and param. A feature needs 3 finite v
   regression with its penalty chosen by efficient leave-one-out on the training rows (``RidgeCV``);
 * ``boosted``: gradient-boosted trees (``HistGradientBoostingRegressor``) on the features as they are, a
   missing value routed by each split as training found best;
-* ``window``: the rank-based baseline, the best single metric's window predictor (``analysis.windows``): on the
-  training rows, each metric's good range (``study.experiment.nlc_window.good_range``, pycls's empirical
+* ``window``: the rank-based baseline, the best single metric's window predictor (``analysis.range_predictors``): on the
+  training rows, each metric's good range (``study.experiment.good_range.good_range``, pycls's empirical
   bootstrap), the distance d of a value from its centre, the metric whose d has the largest Kendall tau with
   test error, and test error ~ a + b d by least squares (``LinearRegression``);
 * ``nlc``: the same with the metric fixed to the NLC (``fit_predictor`` and ``rank --learner``; the evaluation's

@@ -55,7 +55,7 @@ from ..experiment.config import (
     science_differences,
     utc_now,
 )
-from ..experiment.nlc_window import pilot_window
+from ..experiment.window_rule import pilot_window
 from . import interrupts
 from .engine import Engine, Failure, Job, Rejected, Tally
 from . import memory

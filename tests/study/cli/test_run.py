@@ -689,7 +689,7 @@ def test_report_reproductions_of_only_malformed_json_names_the_files(tmp_path, c
 
 def test_both_commands_read_an_nlc_window_in_the_same_forms():
     """One parser of the NLC window (``sampling.constraints.numbers_of``), one validation (the declared
-    ``study.experiment.nlc_window.WINDOW``): `run` and `report` take LO,HI and LO HI alike, and `run` also auto."""
+    ``study.experiment.window_rule.WINDOW``): `run` and `report` take LO,HI and LO HI alike, and `run` also auto."""
     from archstudy.analysis.pruning import check_window
 
     parser = build_parser()

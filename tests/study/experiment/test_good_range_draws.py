@@ -1,4 +1,4 @@
-"""The best of a bootstrap subsample (study.experiment.nlc_window.best_of_subsamples) draws only the rank of each
+"""The best of a bootstrap subsample (study.experiment.good_range.best_of_subsamples) draws only the rank of each
 subsample's minimum, in O(n log n + B): its distribution is that of pycls's draw, k indices with replacement and
 the first argmin (``old_best_of_subsamples``, the code it replaced), checked against exact probabilities
 enumerated over every ordered draw for a tiny n with ties, and against the old code's draws on a larger n."""
@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 from scipy import stats as sps
 
-from archstudy.study.experiment.nlc_window import best_of_subsamples, subsample_size
+from archstudy.study.experiment.good_range import best_of_subsamples, subsample_size
 
 
 def old_best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
