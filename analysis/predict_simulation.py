@@ -134,7 +134,7 @@ def rates(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
 def calibration_bench(
     replicates: int, sizes: Sequence[int], *, seed: int = 0, r: float = 0.5, progress: Any = None
 ) -> pd.DataFrame:
-    """``archstudy bench --calibration``: for each study size in ``sizes``, ``replicates`` null and ``replicates``
+    """``archstudy calibrate predictor``: for each study size in ``sizes``, ``replicates`` null and ``replicates``
     signal studies through the full evaluation (both joint learners, ``predict_study``'s default repeats), and
     the rate of each verdict (``rates``): one row per (size, kind, flag), with the seconds per study."""
     import time

@@ -47,6 +47,7 @@ COMMANDS = (
     "sample",
     "datasets",
     "bench",
+    "calibrate",
     "reproduce",
     "cluster",
 )
@@ -109,6 +110,7 @@ ACTIVITY = {
     "sample": "sampling architectures",
     "datasets": "looking for the datasets",
     "bench": "benchmarking",
+    "calibrate": "calibrating the verdicts",
     "reproduce": "reproducing",
     "cluster": "checking the cluster file",
 }

@@ -1,11 +1,10 @@
-"""``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
-operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
+"""``archstudy bench``: speed. The stacked trainer against sequential runs, bare GEMMs and its compiled step, and
+the operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
 ``--gpus-per-arch``); a step's time operator by operator (``--kernels``, ``study.perf.kernels``); the projected
-hours of the paper's studies (``--project``, ``study.perf.projection``); the
-joint predictor's verdicts on simulated studies (``--calibration``, ``analysis.predict_simulation``); a synthetic
-study of N architectures written through the store, and its readers timed on it (``--store N --out DIR``,
-``study.perf.synthetic_store``); the study driver's own time and memory per unit, on a study of N units that train
-nothing (``--driver N --out DIR``, ``study.perf.driver_overhead``)."""
+hours of the paper's studies (``--project``, ``study.perf.projection``); a synthetic study of N architectures
+written through the store, and its readers timed on it (``--store N --out DIR``, ``study.perf.synthetic_store``);
+the study driver's own time and memory per unit, on a study of N units that train nothing (``--driver N --out
+DIR``, ``study.perf.driver_overhead``). How often the analysis' verdicts fire is ``archstudy calibrate``'s."""
 
 from __future__ import annotations
 
@@ -13,6 +12,8 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
@@ -99,31 +100,6 @@ def register(sub) -> None:
         type=float,
         default=1.0,
         help="with --project: aggregate gain of several architectures per device (from --concurrent)",
-    )
-    p.add_argument(
-        "--calibration",
-        action="store_true",
-        help="instead: the joint predictor's verdicts on simulated studies (analysis.predict_simulation): how "
-        "often each fires when nothing predicts test error (null), and how often the raw NLC's interval covers "
-        "its true held-out ρ (signal); no torch",
-    )
-    p.add_argument(
-        "--verdict-calibration",
-        action="store_true",
-        help="instead: the report's other verdicts (significant correlations, U-shapes, paired effects, EDF "
-        "tests, ...) on simulated null studies (analysis.verdict_calibration): how often each fires; no torch",
-    )
-    p.add_argument(
-        "--replicates",
-        type=int,
-        default=200,
-        help="with --calibration or --verdict-calibration: studies per size and kind (default %(default)s)",
-    )
-    p.add_argument(
-        "--sizes",
-        default="48,120",
-        help="with --calibration or --verdict-calibration: architectures per study, comma-separated (default "
-        "%(default)s)",
     )
     p.add_argument(
         "--store",
@@ -285,32 +261,6 @@ def driver_bench(args) -> int:
     return 0
 
 
-def calibration(args) -> int:
-    """``bench --calibration``: the rates of ``analysis.predict_simulation.calibration_bench``;
-    ``--verdict-calibration``: those of ``analysis.verdict_calibration.null_rates``; as a table or JSON."""
-    replicates = check("bench", "replicates", Integer(1), args.replicates)
-    try:
-        sizes = tuple(int(n) for n in args.sizes.split(",") if n.strip())
-    except ValueError:
-        sizes = ()
-    if not sizes or min(sizes) < 8:
-        raise SpecError("bench", "sizes", args.sizes, "must be a comma-separated list of integers >= 8")
-    if args.verdict_calibration:
-        from archstudy.analysis.verdict_calibration import null_rates
-
-        table = null_rates(sizes, replicates, progress=lambda line: print(line, file=sys.stderr, flush=True))
-    else:
-        from archstudy.analysis.predict_simulation import calibration_bench
-
-        table = calibration_bench(replicates, sizes, progress=sys.stderr)
-    if args.json:
-        json.dump(table.to_dict("records"), sys.stdout, indent=1)
-        sys.stdout.write("\n")
-    else:
-        print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    return 0
-
-
 def _cases(args, CASES) -> tuple[str, ...] | None:
     if args.cases is None:
         return ("small",) if args.quick else None
@@ -333,18 +283,31 @@ def _devices(text: str) -> tuple[int, ...]:
     return counts
 
 
+@dataclass(frozen=True)
+class Speed:
+    """The checked options of a speed measurement (every mode but ``--store`` and ``--driver``)."""
+
+    cases: tuple[str, ...] | None
+    runs: int
+    repeats: int
+    steps: int | None
+    chunk: int | None
+    device: Any
+    compile_mode: str | None
+    devices: tuple[int, ...]
+    gain: float
+
+
 def command(args) -> int:
     """The bench command, an entry point: like a study worker (``study.execution.unit.execute_unit``) it keeps freed
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
-    if args.calibration or args.verdict_calibration:
-        return calibration(args)
     if args.store is not None:
         return store_bench(args)
     if args.driver is not None:
         return driver_bench(args)
     import torch
 
-    from ..perf.bench import CASES, format_table, run_bench, throughput
+    from ..perf.bench import CASES
     from ..training.allocator import keep_freed_memory
     from ..training.device import available_device
 
@@ -368,86 +331,116 @@ def command(args) -> int:
         compile_mode = check("bench", "compile_mode", Choice(COMPILE_MODES), args.compile_mode)
     devices = _devices(args.devices)
     gain = check("bench", "gain", Real(0.0, lo_open=True), args.gain)
-
+    speed = Speed(cases, runs, repeats, steps, chunk, device, compile_mode, devices, gain)
     if concurrent is not None:
-        rows = [
-            throughput(name, concurrent, runs=runs, device=str(device), threads=args.threads, steps=steps)
-            for name in (cases or ("small",))
-        ]
-        _print(
-            rows,
-            args.json,
-            lambda r: (
-                f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
-                f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
-                f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
-                f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
-                f"({r['stack_epochs']:.0f} stack epochs each)"
-            ),
-        )
-        return 0
+        return concurrent_bench(args, speed, concurrent)
     if args.kernels:
-        from ..perf.bench import default_cases
-        from ..perf.kernels import format_profile, profile_step
-
-        profiles = {
-            name: profile_step(CASES[name].spec, runs=runs, device=device, steps=steps or 3)
-            for name in (cases or default_cases(device))
-        }
-        if args.json:
-            json.dump(profiles, sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            print("\n\n".join(format_profile(name, p) for name, p in profiles.items()))
-        return 0
+        return kernels_bench(args, speed)
     if args.project:
-        from ..perf.projection import compiled_graph_rows, format_projection, measure_step_times, project
+        return project_bench(args, speed)
+    return step_bench(args, speed)
 
-        rows = measure_step_times(
-            cases,
-            device=device,
-            repeats=repeats,
-            steps=steps or 2,
-            compiled=not args.no_compile and not args.quick,
-            say=_stderr,
-        )
-        result = project(rows, devices=devices, gain=gain)
-        alternative = compiled_graph_rows(rows)  # measured where the trainer graphs and the compile was asked for
-        what_if = None if alternative is None else project(alternative, devices=devices, gain=gain)
-        if args.json:
-            out = {"step_times": rows, "projection": result}
-            if what_if is not None:
-                out["projection_compiled_graph"] = what_if
-            json.dump(out, sys.stdout, indent=1, default=str)
-            sys.stdout.write("\n")
-        else:
-            print(format_projection(rows, result, f"{device} ({torch.get_num_threads()} threads)", what_if))
-        return 0
-    rows = run_bench(
-        cases,
-        runs=runs,
-        repeats=repeats,
-        device=device,
-        steps=steps,
+
+def concurrent_bench(args, o: Speed, processes: int) -> int:
+    """``bench --concurrent N`` (``--gpus-per-arch``): ``study.perf.bench.throughput`` of each case; lines or JSON."""
+    from ..perf.bench import throughput
+
+    rows = [
+        throughput(name, processes, runs=o.runs, device=str(o.device), threads=args.threads, steps=o.steps)
+        for name in (o.cases or ("small",))
+    ]
+    _print(
+        rows,
+        args.json,
+        lambda r: (
+            f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
+            f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
+            f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
+            f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
+            f"({r['stack_epochs']:.0f} stack epochs each)"
+        ),
+    )
+    return 0
+
+
+def kernels_bench(args, o: Speed) -> int:
+    """``bench --kernels``: ``study.perf.kernels.profile_step`` of each case; its tables or JSON."""
+    from ..perf.bench import CASES, default_cases
+    from ..perf.kernels import format_profile, profile_step
+
+    profiles = {
+        name: profile_step(CASES[name].spec, runs=o.runs, device=o.device, steps=o.steps or 3)
+        for name in (o.cases or default_cases(o.device))
+    }
+    if args.json:
+        json.dump(profiles, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print("\n\n".join(format_profile(name, p) for name, p in profiles.items()))
+    return 0
+
+
+def project_bench(args, o: Speed) -> int:
+    """``bench --project``: the step times of ``study.perf.projection`` and the hours projected from them (and from
+    the compiled step's graph where it was measured); a table or JSON."""
+    import torch
+
+    from ..perf.projection import compiled_graph_rows, format_projection, measure_step_times, project
+
+    rows = measure_step_times(
+        o.cases,
+        device=o.device,
+        repeats=o.repeats,
+        steps=o.steps or 2,
         compiled=not args.no_compile and not args.quick,
-        compile_mode=compile_mode,
+        say=_stderr,
+    )
+    result = project(rows, devices=o.devices, gain=o.gain)
+    alternative = compiled_graph_rows(rows)  # measured where the trainer graphs and the compile was asked for
+    what_if = None if alternative is None else project(alternative, devices=o.devices, gain=o.gain)
+    if args.json:
+        out = {"step_times": rows, "projection": result}
+        if what_if is not None:
+            out["projection_compiled_graph"] = what_if
+        json.dump(out, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(format_projection(rows, result, f"{o.device} ({torch.get_num_threads()} threads)", what_if))
+    return 0
+
+
+def step_bench(args, o: Speed) -> int:
+    """``bench``: ``study.perf.bench.run_bench`` of each case; the table with its conditions and each case's rule,
+    or JSON."""
+    import torch
+
+    from ..perf.bench import format_table, run_bench
+
+    rows = run_bench(
+        o.cases,
+        runs=o.runs,
+        repeats=o.repeats,
+        device=o.device,
+        steps=o.steps,
+        compiled=not args.no_compile and not args.quick,
+        compile_mode=o.compile_mode,
         plain=not args.no_plain,
-        chunk=chunk,
+        chunk=o.chunk,
         say=_stderr,
     )
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    else:
-        print(format_table(rows))
-        threads = torch.get_num_threads()
-        name = rows[0]["device_name"] if rows else str(device)
-        print(
-            f"({threads} thread{'s' if threads > 1 else ''}, device {name}; best of {repeats} interleaved "
-            f"repeats; per epoch = per step x samples // 250; of peak: {rows[0]['peak_source'] if rows else ''})"
-        )
-        for r in rows:
-            print(f"rule for {r['case']}: {r['rule']} ({r['rule_reason']})")
+        return 0
+    print(format_table(rows))
+    threads = torch.get_num_threads()
+    name = rows[0]["device_name"] if rows else str(o.device)
+    print(
+        f"({threads} thread{'s' if threads > 1 else ''}, device {name}; best of {o.repeats} interleaved "
+        f"repeats; per epoch = per step x samples // 250; of peak: {rows[0]['peak_source'] if rows else ''})"
+    )
+    for r in rows:
+        print(f"rule for {r['case']}: {r['rule']} ({r['rule_reason']})")
     return 0
 
 

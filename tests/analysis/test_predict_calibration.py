@@ -1,7 +1,7 @@
 """The joint predictor's verdicts are calibrated (analysis.predict_simulation): on simulated studies where nothing
 predicts test error, "the joint model beats the best baseline / NLC alone" fires at most at its nominal one-sided
 2.5% and a learner's interval excludes 0 at most at its nominal 5% (within binomial error over the replicates a test
-can afford; the full run is `archstudy bench --calibration`, docs/predict.md); with a known signal the interval of
+can afford; the full run is `archstudy calibrate predictor`, docs/predict.md); with a known signal the interval of
 the raw NLC covers its true held-out rho (Moran's formula). The code before the corrected evaluation failed this:
 on the same null it said "the joint model beats NLC alone" in 16 of 100 studies of 48 architectures."""
 

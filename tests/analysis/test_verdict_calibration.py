@@ -177,7 +177,7 @@ def test_the_study_s_own_nlc_window_is_rarely_called_large_enough_when_far_from_
 
 
 def test_null_rates_carries_the_nlc_window_verdicts():
-    """The bench's table (``archstudy bench --verdict-calibration``) holds the window verdicts' rows, named and
+    """The bench's table (``archstudy calibrate verdicts``) holds the window verdicts' rows, named and
     counted as the others (one trial per study)."""
     name = WINDOW_VERDICTS["flat"]
     t = null_rates([20], 2, verdicts=[name]).set_index("verdict")

@@ -168,32 +168,9 @@ def test_command_prints_a_table(capsys, malloc_settings):
     assert malloc_settings == [True]
 
 
-def test_calibration_prints_each_verdicts_rate_under_the_null_and_the_coverage_with_signal(capsys):
-    assert main(["bench", "--calibration", "--replicates", "1", "--sizes", "16", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    flags = {(r["kind"], r["flag"]) for r in rows}
-    assert {("null", "beats_baseline"), ("null", "beats_nlc"), ("null", "excludes:any learner (pooled)")} <= flags
-    assert ("signal", "covers") in flags and all(r["architectures"] == 16 for r in rows)
-    assert all(0 <= r["fired"] <= r["of"] for r in rows) and all(r["seconds_per_study"] > 0 for r in rows)
-
-
-def test_verdict_calibration_counts_each_report_verdict_over_the_null_studies(capsys):
-    assert main(["bench", "--verdict-calibration", "--replicates", "2", "--sizes", "8", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    from archstudy.analysis.verdict_calibration import VERDICTS, WINDOW_VERDICTS
-
-    assert {r["verdict"] for r in rows} == {v.name for v in VERDICTS} | set(WINDOW_VERDICTS.values())
-    assert all(r["replicates"] == 2 and r["architectures"] == 8 for r in rows)
-    assert all(0 <= r["fired"] <= r["trials"] and r["rate"] == pytest.approx(r["fired"] / r["trials"]) for r in rows)
-    study_wide = [r for r in rows if r["unit"] == "study"]
-    assert study_wide and all(r["trials"] == 2 for r in study_wide)  # one trial per null study
-
-
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--calibration", "--sizes", "4"], "bench.sizes = '4': must be a comma-separated list of integers >= 8"),
-        (["--calibration", "--replicates", "0"], "bench.replicates = 0: must be an integer >= 1"),
         (["--cases", "huge"], "bench.cases = 'huge': must be one of"),
         (["--cases", ","], "bench.cases = ',': must name at least one of"),
         (["--runs", "0"], "bench.runs = 0: must be an integer >= 1"),
