@@ -111,7 +111,7 @@ def test_a_study_path_is_evaluated_as_its_results(tiny_study_dir):
 
 def test_a_learner_that_cannot_fit_is_reported_as_such_not_as_a_rho():
     """Boosted trees with leaves of 8 architectures cannot split 9 training rows: their predictions are one
-    constant, and the old code printed a rho for them (from the folds' offsets alone)."""
+    constant, so any rho of theirs would come from the folds' offsets alone."""
     p = P.predict_study(population(12, seed=5), importance=False, dependence=False, repeats=1, folds=3)
     s = p.scores.set_index("learner")
     assert s.at["boosted", "status"] == P.CANNOT_FIT and np.isnan(s.at["boosted", "spearman"])

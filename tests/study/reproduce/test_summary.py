@@ -1,4 +1,4 @@
-"""``archstudy reproduce all`` (``study.reproduce.summary``) and the reproductions of issue 21's part B: each at its
+"""``archstudy reproduce all`` (``study.reproduce.summary``) and four of the reproductions ("part B"): each at its
 tiny scale writes every key with finite values; the summary (table, summary.json, index page) adds up and links
 every page; side by side in their own processes they measure what they measure in one; the up-front estimate
 follows the declared costs and the plan; the papers' experiments not offered are listed with their reasons; the
