@@ -1,6 +1,6 @@
 """``archstudy calibrate``: how often the analysis' verdicts fire on simulated studies, where the truth is known;
 no torch. ``predictor``: the joint predictor's verdicts when nothing predicts test error (null) and how often the
-raw NLC's interval covers its true held-out rho (signal) (``analysis.predict_simulation.calibration_bench``,
+raw NLC's interval covers its true held-out rho (signal) (``analysis.predict_simulation.calibration_rates``,
 docs/predict.md). ``verdicts``: the report's other verdicts (significant correlations, U-shapes, paired effects,
 EDF tests, ...) on simulated null studies, and the NLC window rule on windowed ones
 (``analysis.verdict_calibration.null_rates``, docs/analysis.md)."""
@@ -44,7 +44,7 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def command(args) -> int:
-    """The rates of ``analysis.predict_simulation.calibration_bench`` (``predictor``) or of
+    """The rates of ``analysis.predict_simulation.calibration_rates`` (``predictor``) or of
     ``analysis.verdict_calibration.null_rates`` (``verdicts``), as a table or JSON; progress on standard error."""
     replicates = check("calibrate", "replicates", Integer(1), args.replicates)
     sizes = _sizes(args.sizes)
@@ -53,9 +53,9 @@ def command(args) -> int:
 
         table = null_rates(sizes, replicates, progress=lambda line: print(line, file=sys.stderr, flush=True))
     else:
-        from archstudy.analysis.predict_simulation import calibration_bench
+        from archstudy.analysis.predict_simulation import calibration_rates
 
-        table = calibration_bench(replicates, sizes, progress=sys.stderr)
+        table = calibration_rates(replicates, sizes, progress=sys.stderr)
     if args.json:
         json.dump(table.to_dict("records"), sys.stdout, indent=1)
         sys.stdout.write("\n")
