@@ -66,6 +66,14 @@ def register(sub) -> None:
         default=None,
         help="runs per chunk of the stacked step (default: the trainer's choice, auto_chunk)",
     )
+    _modes(p)
+    _study_options(p)
+    p.set_defaults(func=command)
+
+
+def _modes(p) -> None:
+    """The options of the speed measurements other than the step's own: processes per device, operator profiles,
+    the projection of the paper's studies."""
     p.add_argument(
         "--concurrent",
         type=int,
@@ -101,6 +109,10 @@ def register(sub) -> None:
         default=1.0,
         help="with --project: aggregate gain of several architectures per device (from --concurrent)",
     )
+
+
+def _study_options(p) -> None:
+    """The options of the modes that write a study: ``--store N`` and ``--driver N``."""
     p.add_argument(
         "--store",
         type=int,
@@ -131,7 +143,6 @@ def register(sub) -> None:
         help="with --store: then time status, top and load_results on it (with and without runs, curves for "
         "100 architectures), before and after `archstudy compact`",
     )
-    p.set_defaults(func=command)
 
 
 def _timed(fn) -> tuple[float, float]:
