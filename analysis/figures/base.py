@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 
 from archstudy.sampling.registry import Registry, as_defined
 from archstudy.study.experiment.datasets import better_than_random
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from ..columns import PREDICTOR_BY_COLUMN
 from ..edf import ErrorEDF
@@ -77,7 +77,7 @@ class FigureData:
     pruning_window: tuple[float, float] = PAPER_WINDOW  # the NLC window of the pruning analysis
     edf: ErrorEDF | None = None  # ``analysis.edf`` of the dataset
     good: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.good_ranges``
-    window_scores: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.windows.window_predictors``
+    window_scores: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.range_predictors.range_predictors``
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ``curves`` rows of the architectures drawn
     # The joint predictor's held-out evaluation (``analysis.predict.Prediction``); anything else (None, the line
     # saying why there is none, the computation still running) draws no figure of it.

@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from ..columns import PREDICTORS
 from ..results import Results

@@ -22,7 +22,7 @@ def register(sub) -> None:
     from archstudy.sampling.constraints import numbers_of
 
     from ..experiment.config import REPORT_NAME
-    from ..experiment.nlc_window import PAPER_WINDOW  # torch-free, like the analysis
+    from ..experiment.window_rule import PAPER_WINDOW  # torch-free, like the analysis
     from .flags import Words
 
     lo, hi = PAPER_WINDOW
