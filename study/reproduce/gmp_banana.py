@@ -84,7 +84,7 @@ import torch
 from ..nn.gmp import direction_from_angles
 from ..training.optim import Adam
 from . import banana
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 from .verdict import above, below, each, mean, shift
 
@@ -725,3 +725,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="banana",
 )
+offer(REPRODUCTION, order=130)

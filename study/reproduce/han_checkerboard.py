@@ -55,7 +55,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 from .verdict import below, bracketed, mean, welch
 
@@ -583,3 +583,4 @@ REPRODUCTION = Reproduction(
     },
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=50)

@@ -74,7 +74,7 @@ from .han_checkerboard import (
     outcome_results,
     train_net,
 )
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 from .verdict import above, mean, welch
 
@@ -383,3 +383,4 @@ REPRODUCTION = Reproduction(
     },
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=140)

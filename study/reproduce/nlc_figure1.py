@@ -46,7 +46,7 @@ from ..experiment.metric_options import K_MAX, K_MIN
 from ..metrics.nlc import nlc
 from ..metrics.regions import lar_diameter
 from ..nn.network import build_network
-from .reproduction import Context, Measured, Reproduction
+from .reproduction import Context, Measured, Reproduction, offer
 from .result import Row
 from .verdict import below, bootstrap, pearson, slope
 from .nlc_table1 import PAPER
@@ -198,3 +198,4 @@ REPRODUCTION = Reproduction(
     cost={"tiny": "3 s", "quick": "2.0 min measured", "paper": "hours (estimated): a GPU job"},
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=60)

@@ -68,7 +68,7 @@ import numpy as np
 from archstudy.sampling import ArchSpec
 from archstudy.sampling.width import solve_width
 
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 from .verdict import above, below, bootstrap, mean, welch
 
@@ -441,3 +441,4 @@ REPRODUCTION = Reproduction(
     },
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=100)

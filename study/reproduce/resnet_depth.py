@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .resnet_hessian import KINDS, PAPER, Moments, full_batch, initial_point
 from .result import Row
 from .verdict import above, below, bracketed, mean, welch
@@ -368,3 +368,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="mnist",
 )
+offer(REPRODUCTION, order=90)

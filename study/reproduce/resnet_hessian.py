@@ -59,7 +59,7 @@ import numpy as np
 import torch
 
 from ..nn.network import orthogonal_submatrix
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 from .verdict import above, below, log_mean, welch
 
@@ -416,3 +416,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="mnist",
 )
+offer(REPRODUCTION, order=40)
