@@ -54,7 +54,9 @@ def _fields(line: str) -> list[str]:
 def read(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(x [n, 2] float64, y [n] in {0, 1}) of a banana file (module docstring); a one-line ``UserError`` naming
     the file, the line and what is allowed when it is not one."""
-    x, labels, label_at = [], [], -1
+    x: list[list[float]] = []
+    labels: list[float] = []
+    label_at = -1
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
             if not line.strip() or line.lstrip().startswith(("@", "%", "#")):

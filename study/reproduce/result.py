@@ -248,7 +248,7 @@ def _plain_values(values) -> list:
     return [one(v) for v in values]
 
 
-def _finite_or_none(x: float) -> float | None:
+def _finite_or_none(x: float | np.floating | np.integer) -> float | None:
     x = float(x)
     return x if math.isfinite(x) else None
 

@@ -237,7 +237,9 @@ def _shift_p(e: Evidence, lo: float, hi: float) -> float:
     return 2.0 * (_rank_sum_p(a - hi, b) if e.estimate > hi else _rank_sum_p(b, a - lo))
 
 
-def bootstrap(units: Sequence, statistic: Callable, seed: int = 0, what: str = "", batched: bool = False) -> Evidence:
+def bootstrap(
+    units: Sequence | np.ndarray, statistic: Callable, seed: int = 0, what: str = "", batched: bool = False
+) -> Evidence:
     """The percentile interval of ``statistic`` over ``BOOTSTRAP`` resamples of the units (numbers, or tuples of
     numbers such as one architecture's pair) with replacement (seeded); ``statistic`` takes an array [n, ...] of
     units, or with ``batched`` an array [resamples, n, ...] and returns one value per resample. A resample whose
@@ -374,7 +376,7 @@ def below(x: float) -> tuple[float, float]:
 PLATEAU = 1e-6  # a sweep's end within this relative loss of its neighbour's: a plateau, not a slope
 
 
-def bracketed(rates: Sequence[float], chosen: float, losses: Sequence[float] | None = None) -> str | None:
+def bracketed(rates: Sequence[float], chosen: float, losses: Sequence[float] | np.ndarray | None = None) -> str | None:
     """Why a rate chosen from a sweep cannot stand for the optimum, or None: it is the sweep's smallest or largest
     (the sweep did not bracket the optimum), unless ``losses`` (the sweep's, in the order of ``rates``) show a
     plateau there: the end's loss within ``PLATEAU`` (relative) of its neighbour's, as when no rate trains."""
