@@ -185,6 +185,12 @@ def rounding_spread(
     return 2 * delta, f"2 x {delta:.2g}, the change of one net's NLC when its inputs move by one rounding"
 
 
+CAPTION = (
+    "Table 1: lines B and D here (median and range over initializations) against lines A and C; crosses: the paper's "
+    "lines B and D."
+)
+
+
 def reproduce(ctx: Context) -> Measured:
     s: Settings = ctx.settings
     x, where = training_inputs(ctx, s.points)
@@ -255,13 +261,7 @@ def reproduce(ctx: Context) -> Measured:
     )
     return Measured(
         lines["A"] + lines["B"] + lines["C"] + lines["D"] + lines["E"],
-        figures=[
-            (
-                "Table 1: lines B and D here (median and range over initializations) against lines A "
-                "and C; crosses: the paper's lines B and D.",
-                figure(line_b, line_d),
-            )
-        ],
+        figures=[(CAPTION, figure(line_b, line_d))],
         data=where,
         note=note,
         extra={"line_b_values": line_b, "line_d_values": line_d},

@@ -288,7 +288,35 @@ def reproduce(ctx: Context) -> Measured:
         }
         for k in KINDS
     }
-    note = (
+    note = spectrum_note(s, rates, runs, converged, optimum, grid)
+    return Measured(
+        rows,
+        figures=[
+            (
+                "Figures 5 and 6: the largest |λ| and the 10th percentile of |λ| of the "
+                "Hessian (left), the index (middle) against the loss at depth "
+                f"{s.depth}; right, the gradient norm and the index of one 2-shortcut run "
+                "against the epoch.",
+                figure(runs, grid, curves),
+            )
+        ],
+        data=what,
+        note=note,
+        extra={
+            "learning_rates": rates,
+            "converged": converged,
+            "optimal_loss": optimum,
+            "loss_grid": grid.tolist(),
+            "on_grid": curves,
+            "runs": runs,
+        },
+    )
+
+
+def spectrum_note(s: Settings, rates: dict, runs: dict, converged: dict, optimum: float, grid) -> str:
+    """The result's note: each net's chosen rate and final loss, the grid, and the end's small and round-off
+    eigenvalues (``NEAR_ZERO``, ``ROUND_OFF``)."""
+    return (
         f"Depth {s.depth}, full-batch gradient descent for {s.epochs} epochs at each net's best rate of the sweep "
         + ", ".join(f"{r:.3g}" for r in s.lrs)
         + " (lowest mean final loss): "
@@ -316,28 +344,6 @@ def reproduce(ctx: Context) -> Measured:
         "2-shortcut net's index is 1/2 (Theorem 2: eigenvalues +-sigma_k(M) in pairs). Read against the epoch "
         "instead of the loss, the share of the 2-shortcut nets' index drop done within the first 1% of the epochs "
         f"is {np.nanmean([index_drop_share_by_epoch(r['checkpoints']) for r in runs['shortcut2']]):.2f}."
-    )
-    return Measured(
-        rows,
-        figures=[
-            (
-                "Figures 5 and 6: the largest |λ| and the 10th percentile of |λ| of the "
-                "Hessian (left), the index (middle) against the loss at depth "
-                f"{s.depth}; right, the gradient norm and the index of one 2-shortcut run "
-                "against the epoch.",
-                figure(runs, grid, curves),
-            )
-        ],
-        data=what,
-        note=note,
-        extra={
-            "learning_rates": rates,
-            "converged": converged,
-            "optimal_loss": optimum,
-            "loss_grid": grid.tolist(),
-            "on_grid": curves,
-            "runs": runs,
-        },
     )
 
 
