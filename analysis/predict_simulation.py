@@ -66,6 +66,37 @@ def signal_architectures(n: int, r: float, seed: int) -> pd.DataFrame:
     return _table(n, 0.3 + 0.05 * z, metrics, rng)
 
 
+# The NLC window of the "window" studies: test error 0.13 inside the NLC paper's [1, 3] (log10 NLC in [0, log10 3]),
+# rising with the distance r (decades) outside it to 0.64, 0.13 + 0.51 (1 - exp(-r^2 / 0.3)); log10 NLC uniform on
+# [-1, 0] for a fifth of the architectures and on [0, 4] for the rest (as ``verdict_calibration.window_study``);
+# noise N(0, WINDOW_NOISE). The raw window distance then has Spearman's rho about 0.75 with test error.
+WINDOW_NOISE = 0.10
+SECOND_EFFECT = 0.05  # "window+": test error also grows by this per standard deviation of log10 variability
+
+
+def nlc_window_error(log_nlc: np.ndarray) -> np.ndarray:
+    """The window part of test error: 0.13 + 0.51 (1 - exp(-r^2 / 0.3)), r the distance of log10 NLC from [0,
+    log10 3] in decades (0 inside)."""
+    lo, hi = 0.0, math.log10(3.0)
+    r = np.maximum(np.maximum(lo - log_nlc, log_nlc - hi), 0.0)
+    out: np.ndarray = 0.13 + 0.51 * (1 - np.exp(-(r**2) / 0.3))
+    return out
+
+
+def window_architectures(n: int, seed: int, second: float = 0.0) -> pd.DataFrame:
+    """A study of ``n`` architectures whose test error is the NLC window (``nlc_window_error``) plus ``second``
+    per standard deviation of log10 variability, plus N(0, ``WINDOW_NOISE``) noise; every other metric noise.
+    With ``second`` = 0 the NLC window is the whole truth: nothing beats NLC alone but by chance."""
+    rng = np.random.default_rng([seed, 35])
+    metrics = _metrics(rng, n)
+    below = rng.random(n) < 0.2
+    u = np.where(below, rng.uniform(-1.0, 0.0, n), rng.uniform(0.0, 4.0, n))
+    metrics["nlc"] = 10.0**u
+    v = np.log10(metrics["variability"])
+    error = nlc_window_error(u) + second * v + rng.normal(0.0, WINDOW_NOISE, n)
+    return _table(n, error, metrics, rng)
+
+
 def expected_spearman(r: float, m: int) -> float:
     """E[Spearman's rho] of m draws of a bivariate normal with correlation r (Moran 1948, the module docstring)."""
     return 6 / (math.pi * (m + 1)) * (math.asin(r) + (m - 2) * math.asin(r / 2))

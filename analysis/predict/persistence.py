@@ -105,7 +105,7 @@ def fit_predictor(
             learner = choose_joint(X, y, base_groups(arch), features, folds, seed)
     with warnings.catch_warnings(), one_thread():
         warnings.simplefilter("ignore")
-        model = make_learner(learner, features, seed).fit(X, y)
+        model = make_learner(learner, features, seed, base_groups(arch)).fit(X, y)
     source = _study_identity(results, arch)
     source["designs"] = sorted(set(design_keys(arch)))
     exported = export(learner, model, features, X, y, seed)
