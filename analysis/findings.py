@@ -42,6 +42,11 @@ from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
 from .good_ranges import is_u_shaped
 
 ALPHA = 0.05  # the report's error budget: the probability of any false finding
+PROCEDURE = (
+    "Holm's sequentially rejective procedure with weights (Holm 1979, section 5): every family with a test an "
+    "equal share of the weight, split equally among its tests; a finding where the adjusted p-value is at most "
+    "alpha and the verdict's own condition holds"
+)
 
 
 @dataclass(frozen=True)
@@ -241,12 +246,20 @@ def _psi_tests(psi: pd.DataFrame, dataset: str = "") -> list[dict[str, Any]]:
     )
 
 
+def paired_subject(r: pd.Series) -> str:
+    """A sibling comparison's name among the findings: "axis: a → b (context)"."""
+    return f"{r['axis']}: {r['a']} → {r['b']}" + (f" ({r['context']})" if r["context"] else "")
+
+
+def edf_subject(axis: str, a: str, b: str, complexity: str | None = None) -> str:
+    """A pair of levels' name among the findings: "axis: a vs b", "(normalized by COMPLEXITY)" for the
+    complexity-normalized EDFs."""
+    return f"{axis}: {a} vs {b}" + (f" (normalized by {complexity})" if complexity else "")
+
+
 def _paired_tests(paired: pd.DataFrame) -> list[dict[str, Any]]:
     p = paired[(paired["n_pairs"] > 0) & np.isfinite(paired["p_sign"].to_numpy(np.float64))] if len(paired) else paired
-
-    def subject(r: pd.Series) -> str:
-        return f"{r['axis']}: {r['a']} → {r['b']}" + (f" ({r['context']})" if r["context"] else "")
-
+    subject = paired_subject
     return _rows(
         "paired",
         p,
@@ -264,7 +277,7 @@ def _edf_tests(result: Any) -> list[dict[str, Any]]:
     sized = result.levels.groupby(["dataset", "axis"])["bins"].max() > 1
 
     def subject(r: pd.Series) -> str:
-        return f"{r['axis']}: {r['a']} vs {r['b']}"
+        return edf_subject(r["axis"], r["a"], r["b"])
 
     out = _rows(
         "edf",
@@ -279,7 +292,7 @@ def _edf_tests(result: Any) -> list[dict[str, Any]]:
     out += _rows(
         "edf",
         norm,
-        lambda r: subject(r) + f" (normalized by {result.complexity})",
+        lambda r: edf_subject(r["axis"], r["a"], r["b"], result.complexity),
         "ks_normalized",
         "p_normalized",
         lambda r: (
@@ -451,3 +464,27 @@ def record(found: pd.DataFrame) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def apply_to_prediction(prediction: Any, found: pd.DataFrame) -> None:
+    """The joint predictor's verdicts (``Prediction.calls``, ``verdict``, ``level``) read from the report's
+    findings: "the joint model predicts" and "beats" only where its comparison is a finding of the whole family
+    (``adjusted``: each comparison's adjusted p-value). Nothing to do without a ``Prediction``."""
+    from .predict import Prediction, verdict
+
+    if not isinstance(prediction, Prediction):
+        return
+    comp = found[found["family"] == "comparison"].set_index("subject") if len(found) else pd.DataFrame()
+
+    def found_(subject: str) -> bool:
+        return subject in comp.index and bool(comp.at[subject, "finding"])
+
+    calls = {"joint_above_zero": int(found_("joint"))}
+    for other in ("baseline", "nlc"):
+        key = f"joint vs {other}"
+        if key in comp.index:
+            calls[f"beats_{other}"] = int(np.sign(comp.at[key, "statistic"])) if found_(key) else 0
+    prediction.calls = calls
+    prediction.adjusted = {str(k): float(v) for k, v in comp["p_adjusted"].items()} if len(comp) else {}
+    prediction.level = "done" if calls["joint_above_zero"] and calls.get("beats_baseline") == 1 else "partial"
+    prediction.verdict = verdict(prediction)

@@ -390,6 +390,9 @@ class Prediction:
     cv: CrossValidation | None = None
     ranker: str | None = None
     ranker_why: str = ""
+    # the comparisons' p-values adjusted with every other test of a report (``findings.apply_to_prediction``);
+    # empty: the calls read the intervals alone
+    adjusted: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The held-out scores as plain data (``predictor.json``, ``ranked.parquet``'s metadata)."""
@@ -936,12 +939,15 @@ def calls(p: Prediction) -> dict[str, int]:
 
 def verdict(p: Prediction) -> str:
     """The plain sentence: how well the joint model predicts on held-out architectures, and whether it beats the
-    best baseline and NLC alone (each paired interval lies above 0), is beaten, or this study cannot tell."""
+    best baseline and NLC alone (``calls``: each paired interval above 0, or, in a report, a finding of the whole
+    family, ``adjusted``), is beaten, or this study cannot tell."""
     s = p.scores.set_index("learner")
     j = s.loc["joint"]
     how = (
         f"On held-out architectures ({p.folds}-fold grouped cross-validation over {p.groups} base architectures, "
-        f"repeated with {p.repeats} fold seeds; {int(CONFIDENCE * 100)}% intervals by the corrected resampled t)"
+        f"repeated with {p.repeats} fold seeds; {int(CONFIDENCE * 100)}% intervals from the folds' variance"
+        + ("; verdicts adjusted with every test of this report" if p.adjusted else "")
+        + ")"
     )
     if j["status"] == CANNOT_FIT or not np.isfinite(j["spearman"]):
         return (
@@ -957,27 +963,37 @@ def verdict(p: Prediction) -> str:
         return f"ρ = {_num(r['spearman'])} [{_num(r['spearman_lo'])}, {_num(r['spearman_hi'])}]"
 
     chosen = s.at["baseline", "metric"] if "baseline" in s.index else ""
+    joint_chose = s.at["joint", "metric"]
     head = (
-        f"{how}, the joint model predicts test error with {named('joint')}; the best baseline "
+        f"{how}, the joint model ({LABELS.get(joint_chose, joint_chose) or 'none'} most often chosen) predicts "
+        f"test error with {named('joint')}; the best baseline "
         f"({s.at[chosen, 'label'] if chosen in s.index else 'none'}, the one most often chosen) with "
         f"{named('baseline')}; NLC alone (the paper's window) with {named('nlc') if 'nlc' in s.index else '–'}."
     )
     if not p.calls.get("joint_above_zero"):
+        why = (
+            f"adjusted p {_p(p.adjusted['joint'])} with every test of this report"
+            if "joint" in p.adjusted
+            else "its interval does not lie above 0"
+        )
         return (
-            head + " The joint model's interval does not lie above 0: nothing can be told about predicting test "
+            head + f" The joint model is not shown to predict ({why}): nothing can be told about predicting test "
             f"error from this study ({p.groups} base architectures)."
         )
     parts = []
     for _, v in p.versus.iterrows():
         who = "the best baseline" if v["versus"] == "baseline" else "NLC alone"
         diff = f"{_num(v['diff'], True)} [{_num(v['lo'], True)}, {_num(v['hi'], True)}]"
+        key = f"joint vs {v['versus']}"
+        adj = f"; adjusted p {_p(p.adjusted[key])}" if key in p.adjusted else ""
         call = p.calls.get(f"beats_{v['versus']}", 0)
         if call == 1:
-            parts.append(f"it beats {who} by {diff} in ρ")
+            parts.append(f"it beats {who} by {diff} in ρ{adj}")
         elif call == -1:
-            parts.append(f"{who} beats it, by {diff} in ρ")
+            lost = f"{_num(-v['diff'], True)} [{_num(-v['hi'], True)}, {_num(-v['lo'], True)}]"
+            parts.append(f"{who} beats it, by {lost} in ρ{adj}")
         else:
-            parts.append(f"it cannot be told from {who} ({diff}: the interval holds 0)")
+            parts.append(f"it cannot be told from {who} ({diff}{adj})")
     return head + " Against the baselines: " + "; ".join(parts) + "."
 
 

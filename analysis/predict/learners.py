@@ -188,7 +188,7 @@ def leave_group_out_errors(X: np.ndarray, y: np.ndarray, groups: np.ndarray, alp
     = 11'/n + U diag(s^2 / (s^2 + a)) U' (X = U S V'), and the residuals of group g left out are
     (I - H_gg)^-1 (y_g - yhat_g) (the leave-one-out identity for a block; Hastie, Tibshirani and Friedman, *The
     Elements of Statistical Learning*, 2nd ed., eq. 7.52, applied to a group of rows). Exact, one SVD for all
-    penalties."""
+    penalties; a penalty under which a group alone decides its own fit (I - H_gg singular) scores infinity."""
     n = len(y)
     Xc, yc = X - X.mean(axis=0), y - y.mean()
     U, s, _ = np.linalg.svd(Xc, full_matrices=False)
@@ -202,7 +202,11 @@ def leave_group_out_errors(X: np.ndarray, y: np.ndarray, groups: np.ndarray, alp
         for rows in members:
             Ug = U[rows]
             H = 1.0 / n + (Ug * shrink) @ Ug.T
-            e = np.linalg.solve(np.eye(len(rows)) - H, y[rows] - fitted[rows])
+            try:
+                e = np.linalg.solve(np.eye(len(rows)) - H, y[rows] - fitted[rows])
+            except np.linalg.LinAlgError:  # the group alone decides its fit: left out, it cannot be predicted
+                total = math.inf
+                break
             total += float(e @ e)
         out[a] = total
     return out

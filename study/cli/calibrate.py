@@ -3,7 +3,11 @@
 ``predictor``: the joint predictor's verdicts (``analysis.predict_simulation.calibration_bench``): how often each fires
 when nothing predicts test error (null), and how often the raw NLC's interval covers its true held-out rho (signal).
 ``verdicts``: the report's other verdicts (significant correlations, U-shapes, paired effects, EDF tests, ...) on
-simulated null studies (``analysis.verdict_calibration.null_rates``). No torch; statistics only.
+simulated null studies, one by one (``analysis.verdict_calibration.null_rates``). ``findings``: the report's
+findings as a whole (``analysis.findings``): how often a study where test error depends on nothing shows "some
+finding", with and without siblings, and how often a study with a U-shaped NLC effect and a second metric shows
+them (``analysis.verdict_calibration.findings_rates``; ``--predict`` adds the joint predictor's comparisons, seconds a
+study). No torch; statistics only.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import sys
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, check
 
-KINDS = ("predictor", "verdicts")
+KINDS = ("predictor", "verdicts", "findings")
 
 
 def register(sub) -> None:
@@ -23,11 +27,18 @@ def register(sub) -> None:
         help="how often the analysis' verdicts fire on simulated studies (null rates, coverage)",
         description="Simulate studies whose truth is known and count how often each verdict of the analysis "
         "fires: 'predictor', the joint predictor's verdicts under the null and its interval's coverage with a "
-        "known signal; 'verdicts', the report's other verdicts on null studies. No torch.",
+        "known signal; 'verdicts', the report's other verdicts on null studies, one by one; 'findings', the "
+        "report's findings as a whole: some finding under the null, and the power to find a U-shaped NLC and a "
+        "second metric. No torch.",
     )
-    p.add_argument("kind", choices=KINDS, help="which verdicts: predictor or verdicts")
+    p.add_argument("kind", choices=KINDS, help="which verdicts: predictor, verdicts or findings")
     p.add_argument("--replicates", type=int, default=200, help="studies per size and kind (default %(default)s)")
     p.add_argument("--sizes", default="48,120", help="architectures per study, comma-separated (default %(default)s)")
+    p.add_argument(
+        "--predict",
+        action="store_true",
+        help="findings: with the joint predictor's held-out comparisons (seconds a study; default: the other families)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
     p.set_defaults(func=command)
 
@@ -46,10 +57,20 @@ def sizes_of(text: str) -> tuple[int, ...]:
 def command(args) -> int:
     replicates = check("calibrate", "replicates", Integer(1), args.replicates)
     sizes = sizes_of(args.sizes)
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     if args.kind == "verdicts":
         from archstudy.analysis.verdict_calibration import null_rates
 
-        table = null_rates(sizes, replicates, progress=lambda line: print(line, file=sys.stderr, flush=True))
+        table = null_rates(sizes, replicates, progress=say)
+    elif args.kind == "findings":
+        import pandas as pd
+
+        from archstudy.analysis.verdict_calibration import findings_rates
+
+        table = pd.concat(
+            [findings_rates(sizes, replicates, kind=k, predict=args.predict, progress=say) for k in ("null", "signal")],
+            ignore_index=True,
+        )
     else:
         from archstudy.analysis.predict_simulation import calibration_bench
 
