@@ -84,8 +84,9 @@ class Leaderboard:
     ``correlations`` (predictor, label, kind, n, kendall, kendall_p, ``p_adjusted`` and ``finding`` (the
     predictor's test among every test of the report, ``analysis.findings``: what "it predicts test error" may
     read), spearman, lift over ``best_baseline``, rank); ``findings``: the sentence the report states about its
-    findings (how many tests, how controlled, how many findings), "" where they were not computed. ``order``: how the rows are ordered, in words. ``finished``/``trained``/``planned``: how far the
-    study is (``planned`` None where ``load_results`` cannot know it)."""
+    findings (how many tests, how controlled, how many findings), "" where they were not computed. ``order``:
+    how the rows are ordered, in words. ``finished``/``trained``/``planned``: how far the study is
+    (``planned`` None where ``load_results`` cannot know it)."""
 
     study: str
     dataset: str

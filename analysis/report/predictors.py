@@ -83,9 +83,9 @@ def correlations_html(s: StudyAnalysis) -> str:
         "all pairs in the cell (ties count 0); every cell counts, one where the predictor is constant scores 0. "
         f"Its test: {esc(method('psi'))} (p / adjusted p under Ψ). Such cells come from sibling architectures "
         "(a random draw almost never repeats every other axis), so without siblings Ψ is undefined (–). The τ-b "
-        "column is another statistic: it averages τ-b over the cells where τ-b is defined, so it skips the cells where the "
-        "predictor is constant (a trivial baseline such as depth is constant in every sibling cell but the depth "
-        "axis', and there the two differ most).",
+        "column is another statistic: it averages τ-b over the cells where τ-b is defined, so it skips the cells "
+        "where the predictor is constant (a trivial baseline such as depth is constant in every sibling cell but "
+        "the depth axis', and there the two differ most).",
     ]
     sampled = bootstrap_note(c)  # a large study's bootstrap ran on a subsample: say so
     if sampled:
