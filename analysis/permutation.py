@@ -41,9 +41,9 @@ def sequential_p(
     while len(active):
         m = min(size, max_draws - int(used[active[0]]))
         stats = np.asarray(draw(m, active), dtype=np.float64).reshape(m, len(active))
-        # a permuted statistic equal to the observed one counts (ties: the conservative side); rounding alone
-        # must not separate them
-        hit = stats >= observed[active] - 1e-12 * np.maximum(1.0, np.abs(observed[active]))
+        # a permuted statistic equal to the observed one counts (ties: the conservative side); rounding alone (the
+        # same sum in another order) must not separate them
+        hit = stats >= observed[active] - 1e-9 * np.maximum(1.0, np.abs(observed[active]))
         running = np.cumsum(hit, axis=0) + exceed[active]
         done = running[-1] >= hits
         for i in np.flatnonzero(done):

@@ -1268,9 +1268,8 @@ def psi_test(
     def null(m: int, active: np.ndarray) -> np.ndarray:
         perm = _within_clusters(clusters_s, m, rng)
         yp = y[perm]
-        s = np.sign(yp[:, i] - yp[:, j]).astype(np.float32)
-        out: np.ndarray = s @ W[:, active].astype(np.float32)
-        return out.astype(np.float64)
+        out: np.ndarray = np.sign(yp[:, i] - yp[:, j]) @ W[:, active]
+        return out
 
     observed = np.where(defined, np.sign(y[i] - y[j]) @ W, math.nan)
     a = (1 - confidence) / 2
