@@ -26,9 +26,11 @@ from .folds import (
     ORDER_STATS,
     STATS,
     CrossValidation,
+    boot_counts,
+    boot_means,
     corrected_interval as corrected_interval,
     cv_interval,
-    cv_p,
+    paired_interval,
     fold_scores,
     interval_row,
     kendall,
@@ -98,12 +100,8 @@ def capped_rows(groups: np.ndarray, max_rows: int, seed: int) -> np.ndarray | No
 
 def group_counts(groups: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) bootstrap counts of the rows: base architectures (groups) drawn with replacement, each row
-    counted as often as its group was drawn."""
-    n_groups = int(groups.max()) + 1
-    draws = np.random.default_rng([seed, 2024]).integers(0, n_groups, size=(n_boot, n_groups))
-    per_group = np.zeros((n_boot, n_groups))
-    np.add.at(per_group, (np.repeat(np.arange(n_boot), n_groups), draws.ravel()), 1.0)
-    return per_group[:, groups]
+    counted as often as its group was drawn (``folds.boot_counts``)."""
+    return boot_counts(groups, seed, n_boot)
 
 
 @overload
@@ -652,7 +650,7 @@ def _cross_validate(
     return cv, first_splits, first_models
 
 
-def _score_row(study: _Study, cv: CrossValidation, m: str, confidence: float) -> dict[str, Any]:
+def _score_row(study: _Study, cv: CrossValidation, m: str, counts: np.ndarray, confidence: float) -> dict[str, Any]:
     """One learner's row of ``Prediction.scores``: its label, kind, status, what it most often chose (a nested
     one) or its column (a rule), and its scores with their intervals (a rule's order only: it is on its column's
     scale, not the error's)."""
@@ -669,22 +667,22 @@ def _score_row(study: _Study, cv: CrossValidation, m: str, confidence: float) ->
         "metric": cv.most_picked(m) if m in cv.picked else (cand.column if cand else ""),
         "n": len(study.y),
         "scored_folds": int(np.isfinite(rho).sum()),
-        **interval_row(cv, m, ORDER_STATS if rule else STATS, confidence),
-        "p": cv_p(rho, "greater"),
+        **interval_row(cv, m, ORDER_STATS if rule else STATS, study.y, counts, confidence),
     }
 
 
 def _prediction(study: _Study, cv: CrossValidation, k: int, seed: int, confidence: float, max_rows: int) -> Prediction:
     """The evaluation's tables from its cross-validation: the scores, the paired differences, the verdict, the
     predictor a ranking should use (``choose_ranker``) and the first repeat's held-out predictions."""
-    scores = pd.DataFrame([_score_row(study, cv, m, confidence) for m in cv.names], columns=EVALUATION_COLUMNS)
+    counts = boot_counts(study.groups, seed)
+    rows = [_score_row(study, cv, m, counts, confidence) for m in cv.names]
+    scores = pd.DataFrame(rows, columns=EVALUATION_COLUMNS)
     versus = []
     for other in ("baseline", "nlc"):
         if other not in cv.scores:
             continue
-        d = cv.matrix("joint", "spearman") - cv.matrix(other, "spearman")
-        diff, lo, hi = cv_interval(d, confidence, 2.0)
-        versus.append({"learner": "joint", "versus": other, "diff": diff, "lo": lo, "hi": hi, "p": cv_p(d)})
+        diff, lo, hi, p = paired_interval(cv, "joint", other, study.y, counts, confidence)
+        versus.append({"learner": "joint", "versus": other, "diff": diff, "lo": lo, "hi": hi, "p": p})
     best = choose_joint(study.X, study.y, study.groups, study.features, k, seed, study.joint)
     out = Prediction(
         study.features,
@@ -773,26 +771,33 @@ def learning_curve(
     of NASLib, White et al., *How Powerful are Performance Predictors in Neural Architecture Search?*, NeurIPS
     2021, section 4): in each held-out fold of ``splits``, fitted on a seeded random ``CURVE_FRACTIONS`` share of
     the training fold's rows, scored on the held-out fold; ``train``: the mean training rows; the interval
-    ``folds.cv_interval`` over the folds (one repeat). A size at which it cannot fit (constant predictions) has
-    NaN."""
+    ``folds.cv_interval`` (one repeat: the bootstrap of its held-out predictions alone). A size at which it cannot
+    fit (constant predictions) has NaN."""
     rng = np.random.default_rng([seed, 21])
+    counts = boot_counts(np.arange(len(y)) if groups is None else groups, seed)
+    fold_of = np.zeros(len(y), dtype=int)
+    for j, (_, test) in enumerate(splits):
+        fold_of[test] = j
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for fraction in CURVE_FRACTIONS:
             rhos: list[float] = []
             sizes: list[int] = []
+            preds = np.full(len(y), np.nan)
             flat_any = False
             for train, test in splits:
                 m = max(3, round(fraction * len(train)))
                 part = np.sort(rng.choice(train, size=min(m, len(train)), replace=False))
                 p, _ = learner.fit_predict(X, y, part, test, seed, groups)
+                preds[test] = p
                 s, flat = fold_scores(p, y[test], rho_only=True)
                 flat_any |= flat
                 rhos.append(s["spearman"])
                 sizes.append(len(part))
             values = np.full(len(rhos), np.nan) if flat_any else np.asarray(rhos)
-            m_, lo, hi = cv_interval(values[None, :], confidence, 1.0)
+            boot = boot_means(preds[None, :], y, fold_of[None, :], "spearman", counts)
+            m_, lo, hi = cv_interval(values[None, :], boot, confidence, 1.0)
             rows.append(
                 {
                     "fraction": fraction,
