@@ -37,10 +37,33 @@ PREDICTING = [f for f in FIGURES if f.section == "predict"]
 
 
 @pytest.fixture(scope="module")
-def report(real_study_dir, tmp_path_factory) -> str:
-    """The report of a real tiny study, run by the runner (conftest ``real_study_dir``)."""
-    out = write_report(real_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
-    return out.read_text(encoding="utf-8")
+def report_path(real_study_dir, tmp_path_factory):
+    return write_report(real_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
+
+
+@pytest.fixture(scope="module")
+def report(report_path) -> str:
+    return report_path.read_text(encoding="utf-8")
+
+
+def test_the_page_states_its_findings_and_writes_them_beside_it(report, report_path):
+    """Every verdict of the page is a test of one family (``analysis.findings``): the page says how many tests it
+    made and how they are controlled, no table shows an unadjusted p alone, and the findings are JSON beside it."""
+    import json
+
+    found = json.loads((report_path.parent / "report.findings.json").read_text(encoding="utf-8"))
+    study = found["studies"][0]
+    assert found["alpha"] == 0.05 and "Holm" in found["procedure"] and study["tests"]
+    assert {t["family"] for t in study["tests"]} <= {f["key"] for f in found["families"]}
+    assert study["summary"] in html_text(report) and "Findings: every verdict of this page" in report
+    assert "p (Holm)" not in report and "Kendall p / adjusted" in report and "sign test p / adjusted" in report
+    assert "asymptotic with Kish" not in report and "cells resampled within each axis" not in report
+
+
+def html_text(html: str) -> str:
+    import html as h
+
+    return h.unescape(html)
 
 
 def test_report_has_every_figure_as_an_inline_png(report):
