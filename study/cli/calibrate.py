@@ -1,14 +1,13 @@
-"""``archstudy calibrate``: how often the analysis' verdicts fire on simulated studies, where the truth is known.
-
-``predictor``: the joint predictor's verdicts (``analysis.predict_simulation.calibration_bench``): how often each fires
-when nothing predicts test error (null), and how often the raw NLC's interval covers its true held-out rho (signal).
-``verdicts``: the report's other verdicts (significant correlations, U-shapes, paired effects, EDF tests, ...) on
-simulated null studies, one by one (``analysis.verdict_calibration.null_rates``). ``findings``: the report's
-findings as a whole (``analysis.findings``): how often a study where test error depends on nothing shows "some
-finding", with and without siblings, and how often a study with a U-shaped NLC effect and a second metric shows
-them (``analysis.verdict_calibration.findings_rates``; ``--predict`` adds the joint predictor's comparisons, seconds a
-study). No torch; statistics only.
-"""
+"""``archstudy calibrate``: how often the analysis' verdicts fire on simulated studies, where the truth is known;
+no torch. ``predictor``: the joint predictor's verdicts when nothing predicts test error (null) and how often the
+raw NLC's interval covers its true held-out rho (signal) (``analysis.predict_simulation.calibration_rates``,
+docs/predict.md). ``verdicts``: the report's other verdicts (significant correlations, U-shapes, paired effects,
+EDF tests, ...) on simulated null studies, one by one, and the NLC window rule on windowed ones
+(``analysis.verdict_calibration.null_rates``, docs/analysis.md). ``findings``: the report's findings as a whole
+(``analysis.findings``): how often a study where test error depends on nothing shows "some finding", with and without
+siblings, and how often a study with a U-shaped NLC effect and a second metric shows them
+(``analysis.verdict_calibration.findings_rates``; ``--predict`` adds the joint predictor's comparisons, seconds a
+study)."""
 
 from __future__ import annotations
 
@@ -18,20 +17,25 @@ import sys
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, check
 
-KINDS = ("predictor", "verdicts", "findings")
+from .commands import subcommand
+
+CALIBRATIONS = ("predictor", "verdicts", "findings")
 
 
+@subcommand("calibrate", order=115, activity="calibrating the verdicts")
 def register(sub) -> None:
     p = sub.add_parser(
         "calibrate",
-        help="how often the analysis' verdicts fire on simulated studies (null rates, coverage)",
-        description="Simulate studies whose truth is known and count how often each verdict of the analysis "
-        "fires: 'predictor', the joint predictor's verdicts under the null and its interval's coverage with a "
-        "known signal; 'verdicts', the report's other verdicts on null studies, one by one; 'findings', the "
-        "report's findings as a whole: some finding under the null, and the power to find a U-shaped NLC and a "
-        "second metric. No torch.",
+        help="how often the analysis' verdicts fire on simulated studies with a known truth",
+        description="Simulate studies whose truth is known and count how often each verdict fires: 'predictor', "
+        "the joint predictor's verdicts when nothing predicts test error (null) and how often the raw NLC's "
+        "interval covers its true held-out rho (signal) (analysis.predict_simulation); 'verdicts', the report's "
+        "other verdicts (significant correlations, U-shapes, paired effects, EDF tests, ...) on simulated null "
+        "studies, one by one, and the NLC window rule on windowed ones (analysis.verdict_calibration); "
+        "'findings', the report's findings as a whole: some finding under the null, and the power to find a "
+        "U-shaped NLC and a second metric (analysis.verdict_calibration). No torch.",
     )
-    p.add_argument("kind", choices=KINDS, help="which verdicts: predictor, verdicts or findings")
+    p.add_argument("calibration", choices=CALIBRATIONS, help="which verdicts: %(choices)s")
     p.add_argument("--replicates", type=int, default=200, help="studies per size and kind (default %(default)s)")
     p.add_argument("--sizes", default="48,120", help="architectures per study, comma-separated (default %(default)s)")
     p.add_argument(
@@ -43,8 +47,7 @@ def register(sub) -> None:
     p.set_defaults(func=command)
 
 
-def sizes_of(text: str) -> tuple[int, ...]:
-    """``--sizes``: study sizes of at least 8 architectures."""
+def _sizes(text: str) -> tuple[int, ...]:
     try:
         sizes = tuple(int(n) for n in text.split(",") if n.strip())
     except ValueError:
@@ -55,14 +58,17 @@ def sizes_of(text: str) -> tuple[int, ...]:
 
 
 def command(args) -> int:
+    """The rates of ``analysis.predict_simulation.calibration_rates`` (``predictor``), of
+    ``analysis.verdict_calibration.null_rates`` (``verdicts``) or of its ``findings_rates`` (``findings``), as a
+    table or JSON; progress on standard error."""
     replicates = check("calibrate", "replicates", Integer(1), args.replicates)
-    sizes = sizes_of(args.sizes)
+    sizes = _sizes(args.sizes)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    if args.kind == "verdicts":
+    if args.calibration == "verdicts":
         from archstudy.analysis.verdict_calibration import null_rates
 
         table = null_rates(sizes, replicates, progress=say)
-    elif args.kind == "findings":
+    elif args.calibration == "findings":
         import pandas as pd
 
         from archstudy.analysis.verdict_calibration import findings_rates
@@ -72,9 +78,9 @@ def command(args) -> int:
             ignore_index=True,
         )
     else:
-        from archstudy.analysis.predict_simulation import calibration_bench
+        from archstudy.analysis.predict_simulation import calibration_rates
 
-        table = calibration_bench(replicates, sizes, progress=sys.stderr)
+        table = calibration_rates(replicates, sizes, progress=sys.stderr)
     if args.json:
         json.dump(table.to_dict("records"), sys.stdout, indent=1)
         sys.stdout.write("\n")

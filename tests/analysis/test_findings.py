@@ -17,7 +17,7 @@ from archstudy.analysis.good_ranges import best_weights, range_test
 from archstudy.analysis.permutation import sequential_p
 from archstudy.analysis.stats import granulated_kendall, holm, psi_test
 from archstudy.analysis.verdict_calibration import FINDINGS_NULL, null_measures, plan_table, signal_study
-from archstudy.study.experiment.nlc_window import best_of_subsamples, subsample_size
+from archstudy.study.experiment.good_range import best_of_subsamples, subsample_size
 
 
 def bound(nominal: float, trials: int, z: float = 2.5) -> float:
