@@ -470,7 +470,8 @@ def apply_to_prediction(prediction: Any, found: pd.DataFrame) -> None:
     """The joint predictor's verdicts (``Prediction.calls``, ``verdict``, ``level``) read from the report's
     findings: "the joint model predicts" and "beats" only where its comparison is a finding of the whole family
     (``adjusted``: each comparison's adjusted p-value). Nothing to do without a ``Prediction``."""
-    from .predict import Prediction, verdict
+    from .predict import Prediction
+    from .predict.evaluation import verdict
 
     if not isinstance(prediction, Prediction):
         return

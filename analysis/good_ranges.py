@@ -31,7 +31,7 @@ band lies around [1, 3] and its ends move by 0.03 to 0.15 decades (docs/analysis
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -103,7 +103,7 @@ def _range_tails(xs: np.ndarray, w: np.ndarray, confidence: float) -> tuple[np.n
     return below, above
 
 
-RANGE_STATISTICS = {
+RANGE_STATISTICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "u_shape": lambda below, above: np.minimum(below, above),  # the best lie inside, with points on both sides
     "outside": lambda below, above: below + above,  # the best lie in part of the factor's range
 }

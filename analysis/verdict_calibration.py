@@ -554,7 +554,7 @@ def window_rates(
 
 # The null of ``findings_rates``: metrics correlated through depth, activation and a latent of the base draw, test
 # error a random effect of the base draw plus noise, 8% diverged rows tied at chance.
-FINDINGS_NULL = {"latent": 1.0, "base_effect": 0.04, "diverged": DIVERGED}
+FINDINGS_NULL: dict[str, Any] = {"latent": 1.0, "base_effect": 0.04, "diverged": DIVERGED}
 SIGNAL_NOISE = 0.10  # the power study's noise (sd of test error beyond its two effects)
 SIGNAL_SECOND = 0.05  # ... and the second metric's effect per standard deviation of log10 variability
 

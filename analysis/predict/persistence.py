@@ -131,7 +131,8 @@ def fit_rule(results: Results | pd.DataFrame, arch: pd.DataFrame, name: str) -> 
     or the NLC paper's window distance), a missing value set to the study's median, its sign that of its Spearman
     rho with test error (fixed for the window), and a least-squares line from the signed value to test error, so
     that its predictions are on the error's scale and order the architectures as the rule does."""
-    from .evaluation import baseline_rules, spearman
+    from .evaluation import baseline_rules
+    from .folds import spearman
 
     rules = {r.name: r for r in baseline_rules(arch, choose_features(arch))}
     if name not in rules:
@@ -252,8 +253,8 @@ class FittedPredictor:
         if self.learner.startswith(RULE_PREFIX):
             from .evaluation import Rule
 
-            window = None if m["window"] is None else (m["window"][0], m["window"][1])
-            v = Rule(m["rule"], m["column"], m["log"], m["rule"], window).values(arch)
+            bounds = None if m["window"] is None else (m["window"][0], m["window"][1])
+            v = Rule(m["rule"], m["column"], m["log"], m["rule"], bounds).values(arch)
             score = m["sign"] * np.where(np.isfinite(v), v, m["fill"])
             ruled: np.ndarray = m["intercept"] + m["slope"] * score
             return ruled

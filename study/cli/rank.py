@@ -221,6 +221,7 @@ def held_out(results, asked: str, study: str, allow: bool) -> tuple[dict, str]:
     from ..experiment.terminal import phase
 
     joint = (asked,) if asked in JOINT else JOINT
+    learner: str | None
     try:
         what = f"the held-out evaluation on {study} (repeated grouped cross-validation)"
         with phase(sys.stderr, what, in_log=False):  # a refusal follows it: one line in a log
@@ -306,11 +307,13 @@ def _named(evaluation, row: str) -> str:
 
 def _top(evaluation, row: str) -> str:
     """The precision of the top K of ``row``'s ranking held out, with its interval, beside chance."""
-    top = evaluation.ranking[evaluation.ranking["learner"] == row] if len(evaluation.ranking) else []
+    if not len(evaluation.ranking):
+        return ""
+    top = evaluation.ranking[evaluation.ranking["learner"] == row]
     return "".join(
         f"; precision of its top {int(t['k'])}: {t['precision']:.2f} [{t['precision_lo']:.2f}, "
         f"{t['precision_hi']:.2f}] (chance {t['chance']:.2f})"
-        for _, t in (top.iterrows() if len(top) else [])
+        for _, t in top.iterrows()
     )
 
 
