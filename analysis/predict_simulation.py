@@ -19,7 +19,7 @@ verdict's flag; ``rates`` summarises them with exact binomial (Clopper-Pearson) 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -190,4 +190,80 @@ def calibration_rates(
                 print(
                     f"calibration: {kind}, {n} architectures: {replicates} studies, {seconds:.1f} s each", file=progress
                 )
+    return pd.concat(out, ignore_index=True)
+
+
+def difference_intervals(
+    replicates: int, n: int, *, seed: int = 0, second: float = SECOND_EFFECT, joint: Sequence[str] = JOINT
+) -> pd.DataFrame:
+    """``replicates`` "window+" studies of ``n`` architectures (``window_architectures`` with ``second``: the NLC
+    window plus a second metric, so the joint model can gain over NLC alone) through ``predict_study``; one row
+    per (replicate, comparison): the joint model's paired difference of held-out rho with the best baseline and
+    with NLC alone (``diff``, ``lo``, ``hi``: ``folds.paired_interval``)."""
+    rows = []
+    for i in range(replicates):
+        p = predict_study(
+            window_architectures(n, seed + i, second),
+            importance=False,
+            dependence=False,
+            ranking=False,
+            curve=False,
+            joint=joint,
+        )
+        for _, v in p.versus.iterrows():
+            rows.append({"replicate": seed + i, "versus": v["versus"], "diff": v["diff"], "lo": v["lo"], "hi": v["hi"]})
+    return pd.DataFrame(rows, columns=["replicate", "versus", "diff", "lo", "hi"])
+
+
+def interval_coverage(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per comparison of ``difference_intervals``: the truth, the mean difference over the replicates (the expected
+    cross-validated difference at this size, what the interval estimates; its own standard error is the spread
+    over sqrt(replicates)); ``covers``, how many intervals hold it, with the Clopper-Pearson interval of the
+    rate; ``half_width``, the intervals' mean half-width; ``spread``, z_{(1+c)/2} times the standard deviation of
+    the difference over the replicates (the half-width an interval of exact coverage would have); and their
+    ``ratio`` (at most 1.2: no wider than needed)."""
+    z = float(sps.norm.ppf((1 + confidence) / 2))
+    rows = []
+    for versus, g in table.dropna(subset=["diff", "lo", "hi"]).groupby("versus", sort=False):
+        d = g["diff"].to_numpy(np.float64)
+        truth, k = float(d.mean()), len(d)
+        hits = int(((g["lo"] <= truth) & (truth <= g["hi"])).sum())
+        lo = float(sps.beta.ppf((1 - confidence) / 2, hits, k - hits + 1)) if hits > 0 else 0.0
+        hi = float(sps.beta.ppf(1 - (1 - confidence) / 2, hits + 1, k - hits)) if hits < k else 1.0
+        half = float(((g["hi"] - g["lo"]) / 2).mean())
+        spread = z * float(np.std(d, ddof=1)) if k > 1 else math.nan
+        rows.append(
+            {
+                "versus": versus,
+                "replicates": k,
+                "truth": truth,
+                "covers": hits,
+                "rate": hits / k,
+                "lo": lo,
+                "hi": hi,
+                "half_width": half,
+                "spread": spread,
+                "ratio": half / spread if spread > 0 else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def coverage_rates(
+    replicates: int, sizes: Sequence[int], *, seed: int = 0, progress: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """``archstudy calibrate intervals``: for each study size, ``interval_coverage`` of ``replicates`` window+
+    studies (``difference_intervals``), one row per (size, comparison), with the seconds per study."""
+    import time
+
+    out = []
+    for n in sizes:
+        start = time.perf_counter()
+        rows = interval_coverage(difference_intervals(replicates, n, seed=seed))
+        seconds = (time.perf_counter() - start) / max(replicates, 1)
+        rows.insert(0, "architectures", n)
+        rows["seconds_per_study"] = seconds
+        out.append(rows)
+        if progress is not None:
+            progress(f"intervals: {n} architectures: {replicates} studies, {seconds:.1f} s each")
     return pd.concat(out, ignore_index=True)

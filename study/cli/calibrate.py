@@ -7,7 +7,8 @@ EDF tests, ...) on simulated null studies, one by one, and the NLC window rule o
 (``analysis.findings``): how often a study where test error depends on nothing shows "some finding", with and without
 siblings, and how often a study with a U-shaped NLC effect and a second metric shows them
 (``analysis.verdict_calibration.findings_rates``; ``--predict`` adds the joint predictor's comparisons, seconds a
-study)."""
+study). ``intervals``: the coverage and width of the joint model's paired-difference intervals on studies with
+signal (``analysis.predict_simulation.coverage_rates``, docs/analysis.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from archstudy.sampling.constraints import Integer, check
 
 from .commands import subcommand
 
-CALIBRATIONS = ("predictor", "verdicts", "findings")
+CALIBRATIONS = ("predictor", "verdicts", "findings", "intervals")
 
 
 @subcommand("calibrate", order=115, activity="calibrating the verdicts")
@@ -33,7 +34,8 @@ def register(sub) -> None:
         "other verdicts (significant correlations, U-shapes, paired effects, EDF tests, ...) on simulated null "
         "studies, one by one, and the NLC window rule on windowed ones (analysis.verdict_calibration); "
         "'findings', the report's findings as a whole: some finding under the null, and the power to find a "
-        "U-shaped NLC and a second metric (analysis.verdict_calibration). No torch.",
+        "U-shaped NLC and a second metric (analysis.verdict_calibration); 'intervals', the coverage and width of "
+        "the joint model's paired-difference intervals with signal (analysis.predict_simulation). No torch.",
     )
     p.add_argument("calibration", choices=CALIBRATIONS, help="which verdicts: %(choices)s")
     p.add_argument("--replicates", type=int, default=200, help="studies per size and kind (default %(default)s)")
@@ -59,8 +61,8 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 def command(args) -> int:
     """The rates of ``analysis.predict_simulation.calibration_rates`` (``predictor``), of
-    ``analysis.verdict_calibration.null_rates`` (``verdicts``) or of its ``findings_rates`` (``findings``), as a
-    table or JSON; progress on standard error."""
+    ``analysis.verdict_calibration.null_rates`` (``verdicts``), of its ``findings_rates`` (``findings``) or of
+    ``analysis.predict_simulation.coverage_rates`` (``intervals``), as a table or JSON; progress on standard error."""
     replicates = check("calibrate", "replicates", Integer(1), args.replicates)
     sizes = _sizes(args.sizes)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -77,6 +79,10 @@ def command(args) -> int:
             [findings_rates(sizes, replicates, kind=k, predict=args.predict, progress=say) for k in ("null", "signal")],
             ignore_index=True,
         )
+    elif args.calibration == "intervals":
+        from archstudy.analysis.predict_simulation import coverage_rates
+
+        table = coverage_rates(replicates, sizes, progress=say)
     else:
         from archstudy.analysis.predict_simulation import calibration_rates
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
@@ -112,3 +113,16 @@ def test_the_bootstrap_resamples_whole_base_architectures():
     c = boot_counts(groups, seed=5, n_boot=50)
     assert c.shape == (50, 6) and np.all(c[:, 0] == c[:, 1]) and np.all(c[:, 3] == c[:, 5])
     assert np.all(c.sum(axis=1) == c[:, [0, 2, 3]] @ np.array([2, 1, 3]))
+
+
+def test_the_coverage_of_paired_differences_against_its_formula():
+    """``interval_coverage``: the truth is the mean difference over the replicates, the coverage counts the
+    intervals holding it, the ratio is the mean half-width over z times the difference's spread."""
+    from archstudy.analysis.predict_simulation import interval_coverage
+
+    d = np.array([0.02, 0.06, 0.04, 0.08])
+    t = pd.DataFrame({"replicate": range(4), "versus": "nlc", "diff": d, "lo": d - 0.025, "hi": d + 0.025})
+    r = interval_coverage(t).iloc[0]
+    assert r["truth"] == pytest.approx(0.05) and r["covers"] == 2  # 0.04 and 0.06 lie within 0.025 of 0.05
+    assert r["ratio"] == pytest.approx(0.025 / (sps.norm.ppf(0.975) * np.std(d, ddof=1)))
+    assert r["lo"] == pytest.approx(sps.beta.ppf(0.025, 2, 3)) and r["hi"] == pytest.approx(sps.beta.ppf(0.975, 3, 2))
