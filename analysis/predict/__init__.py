@@ -49,11 +49,12 @@ fold cannot fit and gets no rho. The verdict compares the joint model with the b
 fires when nothing predicts, and ``analysis.findings`` counts these comparisons in the report's one family of
 tests. ``Prediction.ranker`` is the predictor a ranking should use (``choose_ranker``): of the joint model, the
 best baseline and NLC alone, those whose held-out rho beats chance, the one of the highest rho. A study of more
-than ``MAX_ROWS`` trained architectures is evaluated on a seeded random subsample of whole base architectures holding at most that many (``capped_rows``),
-which the report says with both numbers: a random sample of base architectures is a study of that size drawn the
-same way, so the verdict keeps its calibration at that size, and the cost stays bounded.
-Ranking measures (``ranking_measures``): precision of the top K, NDCG@K, regret and Kendall's tau within the top K,
-each with a grouped-bootstrap interval (``ranking_table``); ``learning_curve``: held-out rho against the number of training architectures.
+than ``MAX_ROWS`` trained architectures is evaluated on a seeded random subsample of whole base architectures
+holding at most that many (``capped_rows``), which the report says with both numbers: a random sample of base
+architectures is a study of that size drawn the same way, so the verdict keeps its calibration at that size, and
+the cost stays bounded. Ranking measures (``ranking_measures``): precision of the top K, NDCG@K, regret and
+Kendall's tau within the top K, each with a grouped-bootstrap interval (``ranking_table``); ``learning_curve``:
+held-out rho against the number of training architectures.
 
 **Why it predicts**: permutation importance on the held-out folds (``sklearn.inspection.permutation_importance``,
 scored by Spearman's rho, so an importance is the drop in held-out rho when a feature's values are shuffled) and
