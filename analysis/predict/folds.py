@@ -278,9 +278,7 @@ def interval_row(
     for stat in STATS:
         if stat in stats:
             boot = (
-                boot_means(cv.preds[learner], y, cv.fold_of, stat, counts)
-                if not cv.constant[learner]
-                else np.zeros(0)
+                boot_means(cv.preds[learner], y, cv.fold_of, stat, counts) if not cv.constant[learner] else np.zeros(0)
             )
             out[stat], out[f"{stat}_lo"], out[f"{stat}_hi"] = cv_interval(
                 cv.matrix(learner, stat), np.asarray(boot), confidence, BOUNDS[stat]
