@@ -729,16 +729,19 @@ def choose_ranker(p: Prediction) -> tuple[str | None, str]:
     baseline and NLC alone (``RANKER_CANDIDATES``), those that beat chance (the one-sided p of their held-out rho,
     ``folds.cv_p``, Holm-adjusted over the three, at most ``RANK_ALPHA``: each interval lying above 0), the one of
     the highest held-out rho; named by what the folds chose most often (``linear`` or ``boosted`` for the joint
-    model, ``rule:NAME`` for a rule of ``baseline_rules``, ``descriptors``). None when none beats chance. The
-    highest rho is never one another candidate beats (its paired interval would lie below 0)."""
+    model, ``rule:NAME`` for a rule of ``baseline_rules``, ``descriptors``). None when none beats chance. The joint
+    model is not a candidate where the best baseline or NLC alone beats it (its paired interval lies below 0),
+    even where that one does not itself beat chance."""
     s = p.scores.set_index("learner")
     names = [m for m in RANKER_CANDIDATES if m in s.index and s.at[m, "status"] != CANNOT_FIT]
     pv = np.array([s.at[m, "p"] for m in names], dtype=np.float64)
     adjusted = dict(zip(names, holm(pv))) if len(names) else {}
-    able = [m for m in names if np.isfinite(adjusted[m]) and adjusted[m] <= RANK_ALPHA]
+    beaten = {"joint"} if len(p.versus) and bool((p.versus["hi"] < 0).any()) else set()
+    able = [m for m in names if np.isfinite(adjusted[m]) and adjusted[m] <= RANK_ALPHA and m not in beaten]
     scored = ", ".join(f"{_who(m)} ρ = {_num(s.at[m, 'spearman'])} (Holm p {_p(adjusted[m])})" for m in names)
     if not able:
-        return None, f"none beats chance ({scored or 'none could be scored'})"
+        lost = "; the joint model is beaten held out by a baseline that does not" if beaten else ""
+        return None, f"none beats chance ({scored or 'none could be scored'}){lost}"
     top = max(able, key=lambda m: float(s.at[m, "spearman"]))
     cv = p.cv
     picked = cv.most_picked(top) if cv is not None and top in cv.picked else top
