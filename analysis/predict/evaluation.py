@@ -740,7 +740,7 @@ def choose_ranker(p: Prediction) -> tuple[str | None, str]:
     able = [m for m in names if np.isfinite(adjusted[m]) and adjusted[m] <= RANK_ALPHA and m not in beaten]
     scored = ", ".join(f"{_who(m)} ρ = {_num(s.at[m, 'spearman'])} (Holm p {_p(adjusted[m])})" for m in names)
     if not able:
-        lost = "; the joint model is beaten held out by a baseline that does not" if beaten else ""
+        lost = "; the joint model is left out: another candidate beats it held out" if beaten else ""
         return None, f"none beats chance ({scored or 'none could be scored'}){lost}"
     top = max(able, key=lambda m: float(s.at[m, "spearman"]))
     cv = p.cv
