@@ -63,9 +63,10 @@ def test_the_ranking_measures_have_intervals_and_kendall_within_the_top_k():
     assert m["precision"] == 1.0 and m["regret"] == 0.0
     assert m["kendall_top"] == pytest.approx(sps.kendalltau(score[[1, 0, 2]], y[[1, 0, 2]]).statistic)
     preds = {"joint": score[None, :]}
-    t = ranking_table(y, preds, np.zeros((1, 8), dtype=int), ["joint"], seed=1)
+    t = ranking_table(y, preds, np.zeros((1, 8), dtype=int), ["joint"], seed=1).set_index("k")
+    assert list(t.index) == [1, 5] and np.isnan(t.at[1, "kendall_top"])  # one architecture has no order
     for measure in ("precision", "ndcg", "regret", "kendall_top"):
-        r = t.iloc[0]
+        r = t.loc[5]
         assert r[f"{measure}_lo"] <= r[measure] + 1e-12 and r[measure] <= r[f"{measure}_hi"] + 1e-12
 
 
@@ -126,3 +127,29 @@ def test_the_coverage_of_paired_differences_against_its_formula():
     assert r["truth"] == pytest.approx(0.05) and r["covers"] == 2  # 0.04 and 0.06 lie within 0.025 of 0.05
     assert r["ratio"] == pytest.approx(0.025 / (sps.norm.ppf(0.975) * np.std(d, ddof=1)))
     assert r["lo"] == pytest.approx(sps.beta.ppf(0.025, 2, 3)) and r["hi"] == pytest.approx(sps.beta.ppf(0.975, 3, 2))
+
+
+def test_the_ranker_is_never_a_joint_model_another_candidate_beats():
+    """``choose_ranker`` on scores where only the joint model beats chance but NLC alone beats it held out (its
+    paired interval lies below 0): no ranker, and the reason says so; without that comparison, the joint model."""
+    from types import SimpleNamespace
+
+    from archstudy.analysis.predict.evaluation import choose_ranker
+
+    scores = pd.DataFrame(
+        {
+            "learner": ["joint", "baseline", "nlc"],
+            "status": "ok",
+            "spearman": [0.4, 0.3, 0.35],
+            "p": [0.001, 0.2, 0.03],
+        }
+    )
+    # Holm over the three one-sided p-values: 0.003, 0.2, 0.06: only the joint model beats chance at 2.5%
+    versus = pd.DataFrame(
+        {"versus": ["baseline", "nlc"], "diff": [0.1, -0.05], "lo": [-0.1, -0.09], "hi": [0.3, -0.01]}
+    )
+    cv = SimpleNamespace(picked={"joint": ["boosted"]}, most_picked=lambda m: "boosted")
+    ranker, why = choose_ranker(SimpleNamespace(scores=scores, versus=versus, cv=cv))
+    assert ranker is None and "another candidate beats it held out" in why
+    versus["hi"] = [0.3, 0.02]
+    assert choose_ranker(SimpleNamespace(scores=scores, versus=versus, cv=cv))[0] == "boosted"
