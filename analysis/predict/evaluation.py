@@ -738,7 +738,13 @@ def choose_ranker(p: Prediction) -> tuple[str | None, str]:
     adjusted = dict(zip(names, holm(pv))) if len(names) else {}
     beaten = {"joint"} if len(p.versus) and bool((p.versus["hi"] < 0).any()) else set()
     able = [m for m in names if np.isfinite(adjusted[m]) and adjusted[m] <= RANK_ALPHA and m not in beaten]
-    scored = ", ".join(f"{_who(m)} ρ = {_num(s.at[m, 'spearman'])} (Holm p {_p(adjusted[m])})" for m in names)
+    scored = ", ".join(
+        f"{_who(m)} ρ = {_num(s.at[m, 'spearman'])} (Holm p {_p(adjusted[m])})"
+        if m in names
+        else f"{_who(m)} cannot fit"
+        for m in RANKER_CANDIDATES
+        if m in s.index
+    )
     if not able:
         lost = "; the joint model is left out: another candidate beats it held out" if beaten else ""
         return None, f"none beats chance ({scored or 'none could be scored'}){lost}"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from archstudy.analysis.predict import JOINT, fit_predictor, load_predictor, predict_study
+from archstudy.analysis.predict import CANNOT_FIT, JOINT, fit_predictor, load_predictor, predict_study
 from archstudy.analysis.predict.evaluation import NLC_RULE, ranking_measures, ranking_table
 from archstudy.analysis.predict.folds import boot_counts, cv_interval, cv_p, cv_variance
 from archstudy.analysis.predict.learners import ALPHAS, GroupRidgeCV, leave_group_out_errors
@@ -153,3 +153,6 @@ def test_the_ranker_is_never_a_joint_model_another_candidate_beats():
     assert ranker is None and "another candidate beats it held out" in why
     versus["hi"] = [0.3, 0.02]
     assert choose_ranker(SimpleNamespace(scores=scores, versus=versus, cv=cv))[0] == "boosted"
+    scores.loc[0, "status"] = CANNOT_FIT  # a candidate that cannot fit is named as such
+    ranker, why = choose_ranker(SimpleNamespace(scores=scores, versus=versus, cv=cv))
+    assert ranker is None and "the joint model cannot fit" in why and "NLC alone ρ = 0.35" in why
