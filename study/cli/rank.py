@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import cast
 
 from archstudy.sampling import UserError, config_yaml
-from archstudy.sampling.constraints import Integer, check
+from archstudy.sampling.constraints import Choice, Integer, check
 from archstudy.sampling.plan import fresh_indices, fresh_seed, plan_study
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
@@ -220,6 +220,10 @@ def held_out(results, asked: str, study: str, allow: bool) -> tuple[dict, str]:
 
     from ..experiment.terminal import phase
 
+    if not asked.startswith("rule:"):  # a learner that does not exist: one line before anything is evaluated
+        from archstudy.analysis.predict import LEARNERS
+
+        check("fit_predictor", "learner", Choice(("auto", "descriptors") + LEARNERS), asked)
     joint = (asked,) if asked in JOINT else JOINT
     learner: str | None
     try:

@@ -108,7 +108,7 @@ def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(rea
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--learner", "forest"], "fit_predictor.learner = 'forest': must be one of 'auto', 'linear'"),
+        (["--learner", "forest"], "fit_predictor.learner = 'forest': must be one of 'auto', 'descriptors', 'linear'"),
         (["--top", "9"], "rank.top = 9: must be an integer in [1, 4]"),
         (["--check", "0"], "rank.check = 0: must be an integer in [1, 4]"),
     ],
