@@ -14,6 +14,7 @@ from archstudy.study.experiment.schema import RESULTS_SCHEMA_VERSION
 
 from .columns import AXES, BASELINES, PREDICTORS, Predictor
 from .edf import ErrorEDF, edf
+from .findings import FAMILIES, findings
 from .good_ranges import good_ranges, nlc_good_range
 from .leaderboard import Leaderboard, leaderboard
 from .pruning import nlc_pruning, pruning_curve
@@ -34,6 +35,7 @@ __all__ = [
     "AXES",
     "BASELINES",
     "ErrorEDF",
+    "FAMILIES",
     "Leaderboard",
     "PAPER_WINDOW",
     "PREDICTORS",
@@ -43,6 +45,7 @@ __all__ = [
     "leaderboard",
     "correlations",
     "edf",
+    "findings",
     "good_ranges",
     "nlc_good_range",
     "range_predictors",

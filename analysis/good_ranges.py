@@ -31,7 +31,7 @@ band lies around [1, 3] and its ends move by 0.03 to 0.15 decades (docs/analysis
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -51,11 +51,15 @@ from archstudy.study.experiment.good_range import (
 from archstudy.study.experiment.window_rule import PAPER_WINDOW, window_of
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS
+from .permutation import sequential_p
 from .results import Results, architectures_table
 
 U_TAIL = 0.10  # U-shaped: at least this share of the architectures below the good range and above it
-U_PERMUTATIONS = 99  # permutations of test error for the U-shape's p-value (resolution 0.01)
-U_ALPHA = 0.05  # the level of the U-shape verdict
+U_ALPHA = 0.05  # the level of the U-shape verdict on its own (the report reads the family's, ``analysis.findings``)
+# The most architectures a permutation test of a good range uses: a larger study is tested on this many drawn at
+# random (a test on a random subset is as exact; its cost grows with the points times the permutations).
+TEST_SAMPLE_MAX = 4_000
+_CHUNK = 2_000_000  # permuted weights held at once
 
 
 def tails(x: np.ndarray, low: float, high: float) -> tuple[float, float]:
@@ -69,40 +73,106 @@ def is_u_shaped(below: float, above: float) -> bool:
     return bool(below >= U_TAIL and above >= U_TAIL)
 
 
+def best_weights(y: np.ndarray, sample: float = SUBSAMPLE) -> np.ndarray:
+    """The probability that each point, by rank of ``y`` (lowest first), is the best of a subsample of k =
+    ``subsample_size(n, sample)`` points drawn with replacement: the limit of the empirical bootstrap's draws
+    (``study.experiment.good_range.best_of_subsamples``) as their number grows. P(minimum rank >= r) = ((n - r) /
+    n)^k, so rank r has ((n - r) / n)^k - ((n - r - 1) / n)^k; tied values share their group's equally.
+    Returned in rank order (the i-th entry belongs to the i-th lowest y)."""
+    y = np.sort(np.asarray(y, dtype=np.float64))
+    n = len(y)
+    k = subsample_size(n, sample)
+    starts = np.flatnonzero(np.r_[True, y[1:] != y[:-1]])
+    ends = np.r_[starts[1:], n]
+    group = ((n - starts) / n) ** k - ((n - ends) / n) ** k
+    out: np.ndarray = np.repeat(group / (ends - starts), ends - starts)
+    return out
+
+
+def _range_tails(xs: np.ndarray, w: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """Shares of the points below and above the good range for weights ``w`` (m, n) of the points in the order
+    ``xs`` (their factor values, ascending): the range's ends are the quantiles (1 - c)/2 and (1 + c)/2 of the
+    distribution of the best point's x (the smallest x whose cumulative weight reaches each)."""
+    a = (1 - confidence) / 2
+    cum = np.cumsum(w, axis=1)
+    lo = xs[np.argmax(cum >= a - 1e-12, axis=1)]
+    hi = xs[np.argmax(cum >= 1 - a - 1e-12, axis=1)]
+    n = len(xs)
+    below = np.searchsorted(xs, lo, side="left") / n
+    above = (n - np.searchsorted(xs, hi, side="right")) / n
+    return below, above
+
+
+RANGE_STATISTICS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "u_shape": lambda below, above: np.minimum(below, above),  # the best lie inside, with points on both sides
+    "outside": lambda below, above: below + above,  # the best lie in part of the factor's range
+}
+
+
+def range_test(
+    x: np.ndarray,
+    y: np.ndarray,
+    statistic: str = "u_shape",
+    *,
+    sample: float = SUBSAMPLE,
+    confidence: float = CONFIDENCE,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """(statistic, p) of a good range: the ``RANGE_STATISTICS`` of the shares of the points below and above the
+    range that the empirical bootstrap converges to (``best_weights``: no Monte Carlo error), and its sequential
+    permutation p-value (``permutation.sequential_p``): test error dealt to the points at random, exact under the
+    null that it does not depend on x. Large statistics are significant. ``x`` on the scale of the range (log10
+    where the factor is plotted so), finite; NaN with fewer than 3 points or a constant x."""
+    x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if len(x) < 3 or np.ptp(x) == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng([seed, 4])
+    if len(x) > TEST_SAMPLE_MAX:
+        keep = rng.choice(len(x), TEST_SAMPLE_MAX, replace=False)
+        x, y = x[keep], y[keep]
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    w_rank = best_weights(y, sample)
+    rank = np.empty(len(y), dtype=np.int64)
+    rank[np.argsort(y, kind="stable")] = np.arange(len(y))
+    stat = RANGE_STATISTICS[statistic]
+    observed = stat(*_range_tails(xs, w_rank[rank[order]][None, :], confidence))
+
+    def draw(m: int, active: np.ndarray) -> np.ndarray:
+        out = []
+        per = max(1, _CHUNK // len(xs))
+        for start in range(0, m, per):
+            w = rng.permuted(np.tile(w_rank, (min(per, m - start), 1)), axis=1)
+            out.append(stat(*_range_tails(xs, w, confidence)))
+        return np.concatenate(out)[:, None]
+
+    p, _ = sequential_p(observed, draw)
+    return float(observed[0]), float(p[0])
+
+
 def u_shape_p(
     x: np.ndarray,
     y: np.ndarray,
-    below: float,
-    above: float,
+    below: float = math.nan,
+    above: float = math.nan,
     *,
     log: bool,
     sample: float = SUBSAMPLE,
     n_boot: int = N_BOOT,
     confidence: float = CONFIDENCE,
     seed: int = 0,
-    permutations: int = U_PERMUTATIONS,
 ) -> float:
-    """Permutation p-value of the U-shape: with u = min(below, above) the shares of the points outside the good
-    range, p = (1 + #{u* >= u}) / (1 + P), u* of the good range refitted (``good_range``, the same settings)
-    after test error is dealt to the points at random, P = ``permutations`` times. Exact under the null that
-    test error does not depend on x. NaN where the tails are not both at least ``U_TAIL`` (not U-shaped
-    whatever the p-value, so not computed). ``x``, ``y``: the points the range was fitted on (finite).
+    """Permutation p-value of the U-shape (``range_test`` of u = min(below, above), on log10 x where ``log``):
+    exact under the null that test error does not depend on x, and fine enough to stand a family of tests (the
+    report's findings). ``below``, ``above`` and ``n_boot`` (the shares and the draws of the range shown) are
+    not needed: the test reads the bootstrap's limit. ``x``, ``y``: the points the range was fitted on (finite).
 
-    Without it the verdict fired under the null: the best of a 25% subsample is one of the few lowest-error
+    Without a test the verdict fired under the null: the best of a 25% subsample is one of the few lowest-error
     architectures of the study most of the time, so the range spans their x wherever they happen to lie, and
     often leaves 10% of the points beyond it on each side for a factor unrelated to test error
     (docs/analysis.md)."""
-    u = min(below, above)
-    if not (len(x) and is_u_shaped(below, above)):
-        return math.nan
-    rng = np.random.default_rng([seed, 4])
-    hits = 0
-    for _ in range(permutations):
-        low, _, high = good_range(
-            x, rng.permutation(y), log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng
-        )
-        hits += min(tails(x, low, high)) >= u
-    return (1 + hits) / (1 + permutations)
+    t = np.log10(np.asarray(x, dtype=np.float64)) if log else np.asarray(x, dtype=np.float64)
+    return range_test(t, y, "u_shape", sample=sample, confidence=confidence, seed=seed)[1]
 
 
 def u_shaped_verdict(below: float, above: float, p: float) -> bool:
@@ -165,8 +235,11 @@ GOOD_RANGE_COLUMNS = [
     "max",
     "below",
     "above",
+    "u",
     "u_p",
     "u_shaped",
+    "outside",
+    "outside_p",
 ]
 
 
@@ -185,9 +258,12 @@ def good_ranges(
     each factor (default ``default_factors``) over the random draws (``variants``) with a finite target and
     factor, the factor's observed ``min`` / ``max``, the share of architectures ``below`` low and ``above``
     high, and ``u_shaped``: both shares at least ``U_TAIL`` (the best architectures lie inside the range,
-    not at an end of it) and ``u_p``, the permutation p-value of that (``u_shape_p``), below ``U_ALPHA``.
-    Every factor draws from the same seeded stream, so factors measured on the same architectures share their
-    subsamples. ``results``: a ``Results`` or its architectures table."""
+    not at an end of it) and ``u_p``, the permutation p-value of u = min(below, above) at the bootstrap's limit
+    (``u``, ``range_test``), below ``U_ALPHA`` (a verdict on its own: the report reads the family's,
+    ``analysis.findings``); ``outside``, the share of the architectures outside the range the bootstrap
+    converges to, with ``outside_p``, its permutation p-value (the best architectures lie in part of the
+    factor's range). Every factor draws from the same seeded stream, so factors measured on the same
+    architectures share their subsamples. ``results``: a ``Results`` or its architectures table."""
     df = architectures_table(results, "good_ranges")
     sample, n_boot, confidence = _check("good_ranges", sample, n_boot, confidence)
     if target not in df.columns:
@@ -209,9 +285,9 @@ def good_ranges(
             )
             n = int(ok.sum())
             below, above = tails(x, low, high)
-            u_p = u_shape_p(
-                x, y_all[ok], below, above, log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=seed
-            )
+            t = np.log10(x) if log else x
+            u, u_p = range_test(t, y_all[ok], "u_shape", sample=sample, confidence=confidence, seed=seed)
+            outside, outside_p = range_test(t, y_all[ok], "outside", sample=sample, confidence=confidence, seed=seed)
             rows.append(
                 {
                     "dataset": ds,
@@ -227,7 +303,10 @@ def good_ranges(
                     "max": float(x.max()) if n else math.nan,
                     "below": below,
                     "above": above,
+                    "u": u,
                     "u_p": u_p,
+                    "outside": outside,
+                    "outside_p": outside_p,
                     "u_shaped": u_shaped_verdict(below, above, u_p),
                 }
             )

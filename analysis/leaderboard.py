@@ -22,8 +22,9 @@ The order of ``by``:
   architecture is ranked, those pruned at launch too (ranking by a metric at initialization is what pruning at
   launch does).
 
-Reads the results tables only (no torch): fast at thousands of architectures, since the point statistics need
-no bootstrap and no granulated Kendall (``correlations(..., n_boot=0, axes={})``).
+Reads the results tables only (no torch). The ranking needs no bootstrap and no granulated Kendall
+(``correlations(..., n_boot=0, axes={})``); the findings run every test of the report, the held-out evaluation
+of the joint predictor among them (seconds; ``findings=False`` leaves them out).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from archstudy.sampling.constraints import Choice, Integer, check
 from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
+from .findings import summary
 from .good_ranges import good_ranges, nlc_good_range
 from .results import Results, _trained
 from .stats import correlations
@@ -79,10 +81,12 @@ class Leaderboard:
 
     ``architectures``: one row per architecture shown, best first, with ``rank`` (1 = best), the identity, the
     errors, ``SPEC_SHOWN``, ``num_params`` and the metrics shown (``metrics``); ``predictors``: the top rows of
-    ``correlations`` (predictor, label, kind, n, kendall, kendall_p, kendall_p_holm (adjusted over every predictor
-    ranked: the p-value a "significant" may read), spearman, lift over ``best_baseline``,
-    rank). ``order``: how the rows are ordered, in words. ``finished``/``trained``/``planned``: how far the
-    study is (``planned`` None where ``load_results`` cannot know it)."""
+    ``correlations`` (predictor, label, kind, n, kendall, kendall_p, ``p_adjusted`` and ``finding`` (the
+    predictor's test among every test of the report, ``analysis.findings``: what "it predicts test error" may
+    read), spearman, lift over ``best_baseline``, rank); ``findings``: the sentence the report states about its
+    findings (how many tests, how controlled, how many findings), "" where they were not computed. ``order``:
+    how the rows are ordered, in words. ``finished``/``trained``/``planned``: how far the study is
+    (``planned`` None where ``load_results`` cannot know it)."""
 
     study: str
     dataset: str
@@ -97,6 +101,7 @@ class Leaderboard:
     candidates: int = 0  # architectures that had a value of ``by``
     notes: list[str] = field(default_factory=list)
     measure_only: bool = False  # a study that measures only: nothing trained, no errors (``MEASURED_ONLY``)
+    findings: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The leaderboard as JSON-ready data (NaN as None)."""
@@ -112,6 +117,7 @@ class Leaderboard:
             "metrics": list(self.metrics),
             "notes": list(self.notes),
             "measure_only": self.measure_only,
+            "findings": self.findings,
             "architectures": _records(self.architectures),
             "predictors": _records(self.predictors),
         }
@@ -137,6 +143,8 @@ class Leaderboard:
                 "sample, as the report ranks them):"
             )
             lines += _predictor_table(self.predictors)
+        if self.findings:
+            lines.append(f"findings: {self.findings}")
         return "\n".join(lines)
 
 
@@ -176,11 +184,12 @@ def leaderboard(
     predictors: int = 5,
     study: str | None = None,
     measure_only: bool | None = None,
+    findings: bool = True,
 ) -> Leaderboard:
     """The best ``k`` architectures of ``results`` (a ``load_results`` ``Results`` or its architectures
     DataFrame) by ``by`` (see the module docstring), and the ``predictors`` leading predictors of test error.
     ``measure_only``: whether the study measures only (None: what a ``Results``' study.yaml says; a DataFrame:
-    no)."""
+    no). ``findings``: each predictor's verdict read from every test of the report (``analysis.findings``)."""
     k = check("leaderboard", "k", Integer(1), k)
     predictors = check("leaderboard", "predictors", Integer(0), predictors)
     by = check("leaderboard", "by", Choice(allowed_columns()), by)
@@ -218,6 +227,8 @@ def leaderboard(
     columns = [c for c in (*IDENTITY, *ERRORS, *SPEC_SHOWN, "num_params", *shown_metrics) if c in top.columns]
     table = top[columns].reset_index(drop=True)
     table.insert(0, "rank", np.arange(1, len(table) + 1))
+    found = _findings(trained) if findings and len(trained) else None
+    ranked = _with_verdicts(ranked, found)
     keep = [
         "predictor",
         "label",
@@ -225,7 +236,8 @@ def leaderboard(
         "n",
         "kendall",
         "kendall_p",
-        "kendall_p_holm",
+        "p_adjusted",
+        "finding",
         "spearman",
         "lift",
         "best_baseline",
@@ -255,6 +267,29 @@ def leaderboard(
         len(pool),
         notes,
         measure_only=bool(measure_only),
+        findings=summary(found) if found is not None and len(found) else "",
+    )
+
+
+def _findings(trained: pd.DataFrame) -> pd.DataFrame | None:
+    """Every test of the report on the trained architectures (``analysis.findings``), None where there are too few
+    to test anything."""
+    from .findings import findings
+
+    return findings(trained, seed=0)
+
+
+def _with_verdicts(ranked: pd.DataFrame, found: pd.DataFrame | None) -> pd.DataFrame:
+    """``ranked`` with each predictor's adjusted p-value and finding from the report's tests (NaN and False where
+    they were not computed)."""
+    if not len(ranked):
+        return ranked.assign(p_adjusted=pd.Series(dtype=float), finding=pd.Series(dtype=bool))
+    if found is None or not len(found):
+        return ranked.assign(p_adjusted=np.nan, finding=False)
+    f = found[found["family"] == "predictor"].set_index("subject")
+    return ranked.assign(
+        p_adjusted=ranked["predictor"].map(f["p_adjusted"]).astype(float),
+        finding=ranked["predictor"].map(f["finding"]).fillna(False).astype(bool),
     )
 
 
@@ -364,7 +399,7 @@ def _short_label(column: str) -> str:
 
 
 def _predictor_table(df: pd.DataFrame) -> list[str]:
-    header = ["rank", "predictor", "kind", "tau", "p", "p Holm", "spearman", "lift", "over"]
+    header = ["rank", "predictor", "kind", "tau", "p", "p adjusted", "finding", "spearman", "lift", "over"]
     rows = [
         [
             _cell(r.rank),
@@ -372,7 +407,8 @@ def _predictor_table(df: pd.DataFrame) -> list[str]:
             r.kind,
             f"{r.kendall:+.3f}",
             f"{r.kendall_p:.2g}",
-            f"{r.kendall_p_holm:.2g}",
+            "-" if not np.isfinite(r.p_adjusted) else f"{r.p_adjusted:.2g}",
+            "yes" if r.finding else "no",
             "-" if not np.isfinite(r.spearman) else f"{r.spearman:+.3f}",
             "-" if not np.isfinite(r.lift) else f"{r.lift:+.3f}",
             "-"
@@ -381,4 +417,4 @@ def _predictor_table(df: pd.DataFrame) -> list[str]:
         ]
         for r in df.itertuples(index=False)
     ]
-    return _grid(header, rows, {1, 2, 8})
+    return _grid(header, rows, {1, 2, 6, 9})

@@ -270,8 +270,9 @@ def page_html(title: str, poll_s: float = POLL_S) -> str:
         '<h2>Progress</h2><div id="progress"></div>'
         '<h2>Leaderboard</h2><div id="leaderboard"></div>'
         "<h2>Each predictor against test error</h2>"
-        '<p class="muted">Kendall τ-b with test error in each title; hover a point for its architecture, drag to '
-        "zoom (double-click: back).</p>"
+        '<p class="muted">Kendall τ-b with test error in each title: an estimate, not a finding (this page states '
+        "none: whether a predictor predicts test error, the report says, with every test of the study counted "
+        "together); hover a point for its architecture, drag to zoom (double-click: back).</p>"
         '<p id="caution" class="muted" hidden></p><div id="scatter" class="grid"></div></main>'
         f"{scripts_html(True)}"
         f"<script>{SCRIPT}</script></body></html>"

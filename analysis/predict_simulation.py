@@ -19,7 +19,7 @@ verdict's flag; ``rates`` summarises them with exact binomial (Clopper-Pearson) 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -64,6 +64,37 @@ def signal_architectures(n: int, r: float, seed: int) -> pd.DataFrame:
     metrics["nlc"] = 10**a
     z = r * a + math.sqrt(1 - r * r) * b
     return _table(n, 0.3 + 0.05 * z, metrics, rng)
+
+
+# The NLC window of the "window" studies: test error 0.13 inside the NLC paper's [1, 3] (log10 NLC in [0, log10 3]),
+# rising with the distance r (decades) outside it to 0.64, 0.13 + 0.51 (1 - exp(-r^2 / 0.3)); log10 NLC uniform on
+# [-1, 0] for a fifth of the architectures and on [0, 4] for the rest (as ``verdict_calibration.window_study``);
+# noise N(0, WINDOW_NOISE). The raw window distance then has Spearman's rho about 0.75 with test error.
+WINDOW_NOISE = 0.10
+SECOND_EFFECT = 0.05  # "window+": test error also grows by this per standard deviation of log10 variability
+
+
+def nlc_window_error(log_nlc: np.ndarray) -> np.ndarray:
+    """The window part of test error: 0.13 + 0.51 (1 - exp(-r^2 / 0.3)), r the distance of log10 NLC from [0,
+    log10 3] in decades (0 inside)."""
+    lo, hi = 0.0, math.log10(3.0)
+    r = np.maximum(np.maximum(lo - log_nlc, log_nlc - hi), 0.0)
+    out: np.ndarray = 0.13 + 0.51 * (1 - np.exp(-(r**2) / 0.3))
+    return out
+
+
+def window_architectures(n: int, seed: int, second: float = 0.0) -> pd.DataFrame:
+    """A study of ``n`` architectures whose test error is the NLC window (``nlc_window_error``) plus ``second``
+    per standard deviation of log10 variability, plus N(0, ``WINDOW_NOISE``) noise; every other metric noise.
+    With ``second`` = 0 the NLC window is the whole truth: nothing beats NLC alone but by chance."""
+    rng = np.random.default_rng([seed, 35])
+    metrics = _metrics(rng, n)
+    below = rng.random(n) < 0.2
+    u = np.where(below, rng.uniform(-1.0, 0.0, n), rng.uniform(0.0, 4.0, n))
+    metrics["nlc"] = 10.0**u
+    v = np.log10(metrics["variability"])
+    error = nlc_window_error(u) + second * v + rng.normal(0.0, WINDOW_NOISE, n)
+    return _table(n, error, metrics, rng)
 
 
 def expected_spearman(r: float, m: int) -> float:
@@ -159,4 +190,80 @@ def calibration_rates(
                 print(
                     f"calibration: {kind}, {n} architectures: {replicates} studies, {seconds:.1f} s each", file=progress
                 )
+    return pd.concat(out, ignore_index=True)
+
+
+def difference_intervals(
+    replicates: int, n: int, *, seed: int = 0, second: float = SECOND_EFFECT, joint: Sequence[str] = JOINT
+) -> pd.DataFrame:
+    """``replicates`` "window+" studies of ``n`` architectures (``window_architectures`` with ``second``: the NLC
+    window plus a second metric, so the joint model can gain over NLC alone) through ``predict_study``; one row
+    per (replicate, comparison): the joint model's paired difference of held-out rho with the best baseline and
+    with NLC alone (``diff``, ``lo``, ``hi``: ``folds.paired_interval``)."""
+    rows = []
+    for i in range(replicates):
+        p = predict_study(
+            window_architectures(n, seed + i, second),
+            importance=False,
+            dependence=False,
+            ranking=False,
+            curve=False,
+            joint=joint,
+        )
+        for _, v in p.versus.iterrows():
+            rows.append({"replicate": seed + i, "versus": v["versus"], "diff": v["diff"], "lo": v["lo"], "hi": v["hi"]})
+    return pd.DataFrame(rows, columns=["replicate", "versus", "diff", "lo", "hi"])
+
+
+def interval_coverage(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
+    """Per comparison of ``difference_intervals``: the truth, the mean difference over the replicates (the expected
+    cross-validated difference at this size, what the interval estimates; its own standard error is the spread
+    over sqrt(replicates)); ``covers``, how many intervals hold it, with the Clopper-Pearson interval of the
+    rate; ``half_width``, the intervals' mean half-width; ``spread``, z_{(1+c)/2} times the standard deviation of
+    the difference over the replicates (the half-width an interval of exact coverage would have); and their
+    ``ratio`` (at most 1.2: no wider than needed)."""
+    z = float(sps.norm.ppf((1 + confidence) / 2))
+    rows = []
+    for versus, g in table.dropna(subset=["diff", "lo", "hi"]).groupby("versus", sort=False):
+        d = g["diff"].to_numpy(np.float64)
+        truth, k = float(d.mean()), len(d)
+        hits = int(((g["lo"] <= truth) & (truth <= g["hi"])).sum())
+        lo = float(sps.beta.ppf((1 - confidence) / 2, hits, k - hits + 1)) if hits > 0 else 0.0
+        hi = float(sps.beta.ppf(1 - (1 - confidence) / 2, hits + 1, k - hits)) if hits < k else 1.0
+        half = float(((g["hi"] - g["lo"]) / 2).mean())
+        spread = z * float(np.std(d, ddof=1)) if k > 1 else math.nan
+        rows.append(
+            {
+                "versus": versus,
+                "replicates": k,
+                "truth": truth,
+                "covers": hits,
+                "rate": hits / k,
+                "lo": lo,
+                "hi": hi,
+                "half_width": half,
+                "spread": spread,
+                "ratio": half / spread if spread > 0 else math.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def coverage_rates(
+    replicates: int, sizes: Sequence[int], *, seed: int = 0, progress: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """``archstudy calibrate intervals``: for each study size, ``interval_coverage`` of ``replicates`` window+
+    studies (``difference_intervals``), one row per (size, comparison), with the seconds per study."""
+    import time
+
+    out = []
+    for n in sizes:
+        start = time.perf_counter()
+        rows = interval_coverage(difference_intervals(replicates, n, seed=seed))
+        seconds = (time.perf_counter() - start) / max(replicates, 1)
+        rows.insert(0, "architectures", n)
+        rows["seconds_per_study"] = seconds
+        out.append(rows)
+        if progress is not None:
+            progress(f"intervals: {n} architectures: {replicates} studies, {seconds:.1f} s each")
     return pd.concat(out, ignore_index=True)

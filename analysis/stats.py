@@ -400,8 +400,9 @@ def correlations(
     tested at once) and ``_lo``/``_hi`` (percentile
     bootstrap interval at ``confidence`` over ``n_boot`` resamples of architectures, seeded by ``seed``;
     every predictor of a dataset sees the same resamples); ``psi`` (granulated Kendall of Jiang et al. over
-    ``axes``, all variants: ``granulated_kendall``, with ``psi_lo``/``psi_hi`` from resampled base draws and
-    ``psi_axes`` / ``psi_cells`` / ``psi_constant_cells`` used); ``psi_tau_b`` (the variant averaging tau-b
+    ``axes``, all variants: ``granulated_kendall``, with ``psi_p``, ``psi_lo``/``psi_hi`` from test error
+    permuted within base draws (``psi_test``; with ``n_boot`` > 0) and ``psi_axes`` / ``psi_cells`` /
+    ``psi_constant_cells`` used); ``psi_tau_b`` (the variant averaging tau-b
     over defined cells, ``granulated_kendall_tau_b``, with ``psi_tau_b_axes`` / ``psi_tau_b_cells``);
     ``lift`` = |tau| - |tau of the best trivial
     baseline| (``best_baseline``) with its paired bootstrap interval; ``rank`` by |tau| (1 = best). The rows of a
@@ -491,6 +492,13 @@ def _dataset_rows(
     idx = bootstrap_indices(len(y_boot), n_boot, seed) if len(y_boot) else np.zeros((n_boot, 0), int)
     boot = SharedResamples(y_boot, idx, method)
     psi_b = psi_table_tau_b(group, [p.column for p in preds], target, axes)
+    tested = (
+        psi_test(group, [p.column for p in preds], target, axes, seed=seed, confidence=confidence).set_index(
+            "predictor"
+        )
+        if n_boot
+        else None
+    )
     cells = _axis_cells(group, axes)
     clusters = _clusters(group)
     rows: list[dict[str, Any]] = []
@@ -510,7 +518,10 @@ def _dataset_rows(
                 "log": p.log,
                 "target": target,
                 **row,
-                **_psi_columns(_jiang_axes(group, p.column, target, axes, cells, clusters), n_boot, seed, confidence),
+                **_psi_columns(
+                    _jiang_axes(group, p.column, target, axes, cells, clusters),
+                    None if tested is None else tested.loc[p.column],
+                ),
                 **_psi_tau_b_columns(psi_b[psi_b["predictor"] == p.column]),
             }
         )
@@ -518,18 +529,18 @@ def _dataset_rows(
     return rows
 
 
-def _psi_columns(per_axis: _PerAxis, n_boot: int, seed: int, confidence: float) -> dict[str, float]:
-    """Jiang et al.'s Psi with its cell-bootstrap interval (``psi_boot_n`` of the ``psi_boot_of`` base draws that
-    hold a cell resampled), and what it averages."""
-    values, m, of = _psi_resamples(per_axis, n_boot, seed) if n_boot else (np.full(0, math.nan), 0, 0)
-    lo, hi = percentile_interval(values, confidence)
+def _psi_columns(per_axis: _PerAxis, tested: pd.Series | None) -> dict[str, float]:
+    """Jiang et al.'s Psi with its permutation test and interval (``psi_test``: ``psi_p``; ``psi_boot_n`` of the
+    ``psi_boot_of`` base draws tested), and what it averages."""
     used = [(taus, constant) for taus, constant, _ in per_axis.values() if len(taus)]
+    t = tested if tested is not None else pd.Series(dtype=float)
     return {
         "psi": _psi_of(per_axis),
-        "psi_lo": lo,
-        "psi_hi": hi,
-        "psi_boot_n": m,
-        "psi_boot_of": of,
+        "psi_lo": float(t.get("psi_lo", math.nan)),
+        "psi_hi": float(t.get("psi_hi", math.nan)),
+        "psi_p": float(t.get("psi_p", math.nan)),
+        "psi_boot_n": int(t.get("psi_test_n", 0)),
+        "psi_boot_of": int(t.get("psi_test_of", 0)),
         "psi_axes": len(used),
         "psi_cells": int(sum(len(t) for t, _ in used)),
         "psi_constant_cells": int(sum(c.sum() for _, c in used)),
@@ -572,6 +583,7 @@ _CORRELATION_COLUMNS = [
     "psi",
     "psi_lo",
     "psi_hi",
+    "psi_p",
     "psi_axes",
     "psi_cells",
     "psi_constant_cells",
@@ -1143,3 +1155,143 @@ _PAIRED_COLUMNS = [
     "ci_hi",
     "ci_level",
 ]
+
+
+# -- granulated Kendall: its test and interval by permutation within base draws --------------------------------------
+
+# The most within-cell pairs a permutation test of Psi handles at once (a random study's cells are sibling groups of a
+# few rows; a study in a small discrete space can have cells of thousands): above it, whole base draws are sampled.
+PSI_PAIR_MAX = 200_000
+PSI_NULL_DRAWS = 999  # permutations for the interval (the null's 2.5% and 97.5% quantiles)
+
+
+def _all_pairs(cell: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair i < j of rows in the same cell (``cell``: a cell id per row), with its cell."""
+    order = np.argsort(cell, kind="stable")
+    sc = cell[order]
+    bounds = np.flatnonzero(np.diff(sc)) + 1
+    ii, jj, cc = [], [], []
+    for s, e in zip(np.r_[0, bounds], np.r_[bounds, len(cell)]):
+        if e - s >= 2:
+            a, b = _upper_pairs(int(e - s)) if e - s <= PAIR_CELL_MAX else np.triu_indices(int(e - s), k=1)
+            ii.append(order[s + a])
+            jj.append(order[s + b])
+            cc.append(np.full(len(a), sc[s]))
+    if not ii:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    return np.concatenate(ii), np.concatenate(jj), np.concatenate(cc)
+
+
+def _psi_weights(
+    df: pd.DataFrame, predictors: list[str], axes: dict[str, tuple[str, ...]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs of rows that share a cell of some axis (``i``, ``j``) and, per predictor, each pair's weight in
+    Psi (a column of W): Psi = sum_pairs W sign(y_i - y_j), the weight of a pair being sign(x_i - x_j) over its
+    cell's pairs, its axis' cells and the axes with a cell (eq. 4-5 of Jiang et al.: ``granulated_kendall``), over
+    the rows where x is finite."""
+    codes = _codes(df, axes)
+    parts = [_all_pairs(_cells(df, axis, axes, codes)) + (axis,) for axis in axes]
+    i = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    j = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    W = np.zeros((len(i), len(predictors)))
+    for t, name in enumerate(predictors):
+        x = df[name].to_numpy(np.float64)
+        ok = np.isfinite(x)
+        start, per_axis = 0, []
+        for pi, pj, pc, _ in parts:
+            keep = ok[pi] & ok[pj]
+            w = np.zeros(len(pi))
+            if keep.any():
+                cells, inverse = np.unique(pc[keep], return_inverse=True)
+                pairs = np.bincount(inverse)
+                w[keep] = np.sign(x[pi[keep]] - x[pj[keep]]) / pairs[inverse] / len(cells)
+            per_axis.append((start, w, bool(keep.any())))
+            start += len(pi)
+        used = sum(1 for _, _, has in per_axis if has)
+        for s, w, _ in per_axis:
+            W[s : s + len(w), t] = w / max(used, 1)
+    return i, j, W
+
+
+def _within_clusters(clusters: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """(m, n) row indices: each row a permutation of the rows that keeps every row in its cluster."""
+    keys = clusters[None, :] + rng.random((m, len(clusters)))
+    order = np.argsort(clusters, kind="stable")
+    out = np.empty((m, len(clusters)), dtype=np.int64)
+    out[:, order] = np.argsort(keys, axis=1)
+    return out
+
+
+def psi_test(
+    df: pd.DataFrame,
+    predictors: Iterable[str],
+    target: str = "test_error",
+    axes: dict[str, tuple[str, ...]] | None = None,
+    *,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Jiang et al.'s Psi (``granulated_kendall``) of each predictor with its permutation test and interval: test
+    error permuted within each base draw (a random draw and its siblings, ``_clusters``), exact under the null that
+    within a base draw test error does not depend on which sibling it is, nor on the predictor. ``psi_p``: the
+    two-sided sequential p-value of |Psi| (``permutation.sequential_p``); ``psi_lo``, ``psi_hi``: Psi less the
+    null's (1 + c)/2 and (1 - c)/2 quantiles over ``PSI_NULL_DRAWS`` permutations, the interval that inverts the
+    test under a shift (clipped to [-1, 1]). A lone cell of an axis, whose tau is +1 or -1 by chance, is permuted
+    like any other, so the interval needs no rule for it (the bootstrap of base draws, ``granulated_kendall_interval``,
+    holds it fixed). Above ``PSI_PAIR_MAX`` pairs, a random subset of base draws is tested (``psi_test_n`` of
+    ``psi_test_of``), its null spread rescaled to all of them. One row per predictor: predictor, psi, psi_lo,
+    psi_hi, psi_p, psi_draws, psi_test_n, psi_test_of."""
+    from .permutation import sequential_p
+
+    cols = ["predictor", "psi", "psi_lo", "psi_hi", "psi_p", "psi_draws", "psi_test_n", "psi_test_of"]
+    names = list(predictors)
+    axes = AXES if axes is None else axes
+    df = df[np.isfinite(df[target].to_numpy(np.float64))].reset_index(drop=True) if len(df) else df
+    clusters = _clusters(df) if len(df) else np.zeros(0, dtype=np.int64)
+    of = int(clusters.max()) + 1 if len(clusters) else 0
+    full = _psi_weights(df, names, axes) if len(df) else None
+    rng = np.random.default_rng([seed, 45])
+    sub, n_sub = df, of
+    if full is not None and len(full[0]) > PSI_PAIR_MAX:
+        n_sub = max(2, int(of * PSI_PAIR_MAX / len(full[0])))
+        chosen = np.isin(clusters, rng.choice(of, n_sub, replace=False))
+        sub = df[chosen].reset_index(drop=True)
+    i, j, W = full if sub is df and full is not None else _psi_weights(sub, names, axes)
+    clusters_s = _clusters(sub) if len(sub) else clusters
+    y = sub[target].to_numpy(np.float64) if len(sub) else np.zeros(0)
+    defined = np.abs(W).sum(axis=0) > 0 if len(i) else np.zeros(len(names), dtype=bool)
+    if not len(i) or not defined.any() or int(clusters_s.max()) + 1 < 2:
+        rows = [dict(zip(cols, [p, math.nan, math.nan, math.nan, math.nan, 0, 0, of])) for p in names]
+        return pd.DataFrame(rows, columns=cols)
+
+    def null(m: int, active: np.ndarray) -> np.ndarray:
+        perm = _within_clusters(clusters_s, m, rng)
+        yp = y[perm]
+        out: np.ndarray = np.sign(yp[:, i] - yp[:, j]) @ W[:, active]
+        return out
+
+    observed = np.where(defined, np.sign(y[i] - y[j]) @ W, math.nan)
+    a = (1 - confidence) / 2
+    q_lo, q_hi = np.quantile(null(PSI_NULL_DRAWS, np.arange(len(names))), [a, 1 - a], axis=0)
+    scale = math.sqrt(n_sub / of) if n_sub < of else 1.0
+    p, draws = sequential_p(np.abs(observed), lambda m, act: np.abs(null(m, act)))
+    psi = np.array(
+        [granulated_kendall(df, name, target, axes) if n_sub < of else v for name, v in zip(names, observed)]
+    )
+    rows = []
+    for t, name in enumerate(names):
+        ok = defined[t] and np.isfinite(psi[t])
+        rows.append(
+            {
+                "predictor": name,
+                "psi": psi[t] if ok else math.nan,
+                "psi_lo": max(-1.0, psi[t] - scale * q_hi[t]) if ok else math.nan,
+                "psi_hi": min(1.0, psi[t] - scale * q_lo[t]) if ok else math.nan,
+                "psi_p": p[t] if ok else math.nan,
+                "psi_draws": int(draws[t]),
+                "psi_test_n": n_sub,
+                "psi_test_of": of,
+            }
+        )
+    return pd.DataFrame(rows, columns=cols)

@@ -24,6 +24,7 @@ from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from .processes import Background
 from .edf import edf
+from .findings import apply_to_prediction, family_tests, finalized
 from .columns import UNIT_KEY
 from .figures.base import FigureData
 from .figures.curves import curve_architectures
@@ -134,12 +135,21 @@ class StudyAnalysis(FigureData):
     best: pd.DataFrame = field(default_factory=pd.DataFrame)
     # the training curve of every trained architecture's selected run (``selected_curves``), for its detail panel
     selected_curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # every verdict the page states, controlled as one family (``analysis.findings``; computed by ``settle``, once
+    # the held-out prediction, whose comparisons are a family, is there)
+    findings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def settle(self) -> StudyAnalysis:
         """The section with its held-out prediction computed (``analyse(wait=False)`` leaves it computing in a
-        forked process while the report draws the figures that do not need it)."""
+        forked process while the report draws the figures that do not need it), and its findings: every test of
+        the page controlled together (``findings.finalized``), the prediction's verdicts read from them
+        (``findings.apply_to_prediction``)."""
         if isinstance(self.predict, Background):
             self.predict = self.predict.result()
+        if not len(self.findings) and len(self.arch):
+            tests = family_tests(self.corr, self.good, self.corr, self.paired, self.edf, self.predict)
+            self.findings = finalized(tests)
+            apply_to_prediction(self.predict, self.findings)
         return self
 
     def cancel(self) -> None:
@@ -283,7 +293,7 @@ def _analyse(
     step("window predictors")
     scores = range_predictors(arch, seed=seed)
     step("error EDFs")
-    edfs = edf(arch)
+    edfs = edf(arch, seed=seed)
     step("good ranges")
     good = good_ranges(arch, seed=seed)
     step("training curves")

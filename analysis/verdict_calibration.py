@@ -60,12 +60,20 @@ def plan_table(architectures: int, seed: int, *, siblings: bool = False, dataset
     return pd.DataFrame(rows)
 
 
-def null_measures(plan: pd.DataFrame, seed: int) -> pd.DataFrame:
+DIVERGED = 0.08  # the share of rows whose every run diverged: test error at chance, tied
+
+
+def null_measures(
+    plan: pd.DataFrame, seed: int, *, latent: float = 0.0, base_effect: float = 0.0, diverged: float = 0.0
+) -> pd.DataFrame:
     """``plan`` (``plan_table``) with synthetic measured columns under the null, drawn with seed ``seed``: each
-    metric and proxy of ``columns.PREDICTORS`` is 10^(c_k z + e) on a log scale (else c_k z + e), z = the
-    standardized depth plus a per-activation offset, c_k in [0.2, 1] and e standard normal (so metrics depend
-    on the design and on each other); the trivial baselines are the spec's; ``test_error`` ~ Beta(4, 8), i.i.d.,
-    independent of all of them."""
+    metric and proxy of ``columns.PREDICTORS`` is 10^(c_k z + l_k b + e) on a log scale (else c_k z + l_k b + e),
+    z = the standardized depth plus a per-activation offset, c_k in [0.2, 1], b a latent of the base draw (shared
+    by its siblings) with loadings l_k in [0, ``latent``], e standard normal (so metrics depend on the design, on
+    the draw and on each other); the trivial baselines are the spec's; ``test_error`` ~ Beta(4, 8), i.i.d. over
+    architectures (``base_effect`` > 0: one Beta(4, 8) per base draw, shared by its siblings, plus N(0,
+    ``base_effect``) per architecture), independent of all of them; a share ``diverged`` of the rows, at random, has
+    every run diverged (``all_diverged``) and test error at chance, 1 - 1/3 for the plan's 3 classes, tied."""
     df = plan.copy()
     n = len(df)
     rng = np.random.default_rng([seed, 17])
@@ -73,17 +81,36 @@ def null_measures(plan: pd.DataFrame, seed: int) -> pd.DataFrame:
     act = pd.factorize(df["activation"])[0]
     offset = rng.normal(0, 0.5, int(act.max()) + 1 if n else 0)[act]
     z = (depth - depth.mean()) / (depth.std() or 1.0) + offset if n else depth
+    base = pd.factorize(df["index"])[0] if n else np.zeros(0, dtype=np.int64)
+    draw_latent = rng.standard_normal(int(base.max()) + 1 if n else 0)[base]
     for k, p in enumerate(q for q in PREDICTORS if q.kind != "baseline"):
         c = 0.2 + 0.8 * ((k * 0.37) % 1.0)
-        v = c * z + rng.standard_normal(n)
+        v = c * z + latent * ((k * 0.61) % 1.0) * draw_latent + rng.standard_normal(n)
         df[p.column] = 10.0**v if p.log else v
-    df["test_error"] = rng.beta(4.0, 8.0, n)
+    if base_effect > 0:
+        per_draw = rng.beta(4.0, 8.0, int(base.max()) + 1 if n else 0)[base]
+        df["test_error"] = np.clip(per_draw + rng.normal(0.0, base_effect, n), 0.0, 1.0)
+    else:
+        df["test_error"] = rng.beta(4.0, 8.0, n)
+    gone = rng.random(n) < diverged
+    df["all_diverged"] = gone
+    df.loc[gone, "test_error"] = 1.0 - 1.0 / D_OUT
     return df
 
 
-def null_study(architectures: int, seed: int, *, siblings: bool = False, dataset: str = "null") -> pd.DataFrame:
+def null_study(
+    architectures: int,
+    seed: int,
+    *,
+    siblings: bool = False,
+    dataset: str = "null",
+    latent: float = 0.0,
+    base_effect: float = 0.0,
+    diverged: float = 0.0,
+) -> pd.DataFrame:
     """A null study: the plan of seed ``seed`` (``plan_table``) with its measured columns (``null_measures``)."""
-    return null_measures(plan_table(architectures, seed, siblings=siblings, dataset=dataset), seed)
+    plan = plan_table(architectures, seed, siblings=siblings, dataset=dataset)
+    return null_measures(plan, seed, latent=latent, base_effect=base_effect, diverged=diverged)
 
 
 ALPHA = 0.05  # the level of every p-value verdict and the complement of every 95% interval's coverage
@@ -521,3 +548,107 @@ def window_rates(
                 }
             )
     return pd.DataFrame(rows)
+
+
+# -- the findings of a whole report: "some finding" under the null, and power with signal -------------------------
+
+# The null of ``findings_rates``: metrics correlated through depth, activation and a latent of the base draw, test
+# error a random effect of the base draw plus noise, 8% diverged rows tied at chance.
+FINDINGS_NULL: dict[str, Any] = {"latent": 1.0, "base_effect": 0.04, "diverged": DIVERGED}
+SIGNAL_NOISE = 0.10  # the power study's noise (sd of test error beyond its two effects)
+SIGNAL_SECOND = 0.05  # ... and the second metric's effect per standard deviation of log10 variability
+
+
+def clopper_pearson(hits: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact binomial interval of a rate (Clopper and Pearson, Biometrika 26, 1934)."""
+    from scipy import stats as sps
+
+    a = (1 - confidence) / 2
+    lo = float(sps.beta.ppf(a, hits, trials - hits + 1)) if hits > 0 else 0.0
+    hi = float(sps.beta.ppf(1 - a, hits + 1, trials - hits)) if hits < trials else 1.0
+    return lo, hi
+
+
+def signal_study(architectures: int, seed: int, *, siblings: bool = False) -> pd.DataFrame:
+    """A study with two effects (the power of ``findings_rates``): the null study's design and metrics
+    (``null_study`` with ``FINDINGS_NULL``), test error the NLC window, U-shaped in log10 NLC
+    (``predict_simulation.nlc_window_error``: 0.13 inside the NLC paper's [1, 3], rising to 0.64 outside), plus
+    ``SIGNAL_SECOND`` per standard deviation of log10 variability, plus N(0, ``SIGNAL_NOISE``); diverged rows at
+    chance."""
+    from .predict_simulation import nlc_window_error
+
+    df = null_study(architectures, seed, siblings=siblings, **FINDINGS_NULL)
+    rng = np.random.default_rng([seed, 18])
+    v = np.log10(df["variability"].to_numpy(np.float64))
+    error = nlc_window_error(np.log10(df["nlc"].to_numpy(np.float64)))
+    error = error + SIGNAL_SECOND * (v - v.mean()) / (v.std() or 1.0) + rng.normal(0.0, SIGNAL_NOISE, len(df))
+    gone = df["all_diverged"].to_numpy(bool)
+    df["test_error"] = np.where(gone, 1.0 - 1.0 / D_OUT, np.clip(error, 0.0, 1.0))
+    return df
+
+
+FINDING_RATE_COLUMNS = ["kind", "architectures", "siblings", "replicates", "what", "fired", "rate", "lo", "hi"]
+
+
+def findings_rates(
+    sizes: Iterable[int] = (48, 120),
+    replicates: int = 200,
+    *,
+    kind: str = "null",
+    siblings: Iterable[bool] = (False, True),
+    predict: bool = False,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> pd.DataFrame:
+    """How often a report's findings (``analysis.findings``) fire: ``replicates`` studies of each size and sibling
+    setting, ``kind`` "null" (``null_study`` with ``FINDINGS_NULL``: "some finding" should be at most 5%) or
+    "signal" (``signal_study``: the power to find the NLC's U-shape, its good range, the two metrics as
+    predictors). ``predict``: with the joint predictor's comparisons (seconds a study). One row per (size,
+    siblings, what): ``what`` "some finding", "some finding: FAMILY" per family, and with signal the findings
+    looked for; ``fired`` of ``replicates`` with the Clopper-Pearson interval."""
+    from .findings import FAMILIES, findings
+
+    make = null_study if kind == "null" else signal_study
+    extra = FINDINGS_NULL if kind == "null" else {}
+    looked_for = {
+        "NLC U-shaped": ("u_shape", "nlc"),
+        "NLC good range": ("good_range", "nlc"),
+        "NLC predicts": ("predictor", "nlc"),
+        "variability predicts": ("predictor", "variability"),
+        "the joint model predicts": ("comparison", "joint"),
+    }
+    rows = []
+    for n in sizes:
+        for sib in siblings:
+            counts: dict[str, int] = {}
+            for r in range(replicates):
+                df = make(n, seed * 100_003 + r, siblings=sib, **extra)
+                found = findings(df, seed=r, predict=predict)
+                hit = found[found["finding"]]
+                whats = {"some finding"} | {f"some finding: {f}" for f in hit["family"]}
+                if kind == "signal":
+                    pairs = set(zip(hit["family"], hit["subject"]))
+                    whats |= {name for name, key in looked_for.items() if key in pairs}
+                for w in whats:
+                    counts[w] = counts.get(w, 0) + 1
+                if progress is not None and (r + 1) % 10 == 0:
+                    progress(f"findings ({kind}), {n} architectures, siblings {sib}: {r + 1} of {replicates}")
+            names = ["some finding"] + [f"some finding: {f.key}" for f in FAMILIES]
+            names += list(looked_for) if kind == "signal" else []
+            for w in names:
+                k = counts.get(w, 0)
+                lo, hi = clopper_pearson(k, replicates)
+                rows.append(
+                    {
+                        "kind": kind,
+                        "architectures": n,
+                        "siblings": sib,
+                        "replicates": replicates,
+                        "what": w,
+                        "fired": k,
+                        "rate": k / replicates,
+                        "lo": lo,
+                        "hi": hi,
+                    }
+                )
+    return pd.DataFrame(rows, columns=FINDING_RATE_COLUMNS)

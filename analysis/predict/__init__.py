@@ -17,7 +17,8 @@ categories norm, activation, skip, weights and param. A feature needs 3 finite v
   [0, 1], so a metric spanning hundreds of decades and a new value beyond the training range both stay in
   bounds), the median u where missing, u together with u^2 (so that a window, error high on both sides of a
   good range, is representable: the NLC paper's figure 2), standardized, one-hot categories, and ridge
-  regression with its penalty chosen by efficient leave-one-out on the training rows (``RidgeCV``);
+  regression with its penalty chosen leaving out one base architecture of the training rows at a time
+  (``GroupRidgeCV``: a draw and its siblings are left out together, as the held-out evaluation does);
 * ``boosted``: gradient-boosted trees (``HistGradientBoostingRegressor``) on the features as they are, a
   missing value routed by each split as training found best;
 * ``window``: the rank-based baseline, the best single metric's window predictor (``analysis.range_predictors``): on the
@@ -36,18 +37,24 @@ depth, width and FLOPs; and the descriptors alone (the ridge on depth, width and
 (``index``: a draw and its siblings share it) as the group, repeated with ``REPEATS`` fold seeds. Every learner is
 scored on each held-out fold (Spearman's rho, Kendall's tau-b, R^2), so a fold's calibration offset cannot move
 its rho (pooling the folds' predictions first biases rho by each fold's intercept, which moves against the fold's
-held-out mean); the mean over the r x k fold scores has the corrected resampled t interval (Nadeau and Bengio,
-*Inference for the Generalization Error*, 2003; ``corrected_interval``), which counts the split's variability. The
-joint model and the best baseline are chosen inside each training fold by a grouped cross-validation of its rows
-alone (``choose``: nested), never on the scores they are judged by; a fitted learner whose predictions are constant
-in a held-out fold cannot fit and gets no rho. The verdict compares the joint model with the best baseline and
-with NLC alone (paired per-fold differences of rho, the same interval); ``analysis.predict_simulation`` measures
-how often it fires when nothing predicts. A study of more than ``MAX_ROWS`` trained architectures is
-evaluated on a seeded random subsample of whole base architectures holding at most that many (``capped_rows``),
-which the report says with both numbers: a random sample of base architectures is a study of that size drawn the
-same way, so the verdict keeps its calibration at that size, and the cost stays bounded.
-Ranking measures (``ranking_measures``): precision of the top K, NDCG@K
-and regret; ``learning_curve``: held-out rho against the number of training architectures.
+held-out mean); the mean over the r x k fold scores has the interval of ``folds.cv_interval``: a grouped bootstrap
+of the base architectures with the held-out predictions fixed plus the spread of the repeats' means (Bengio and
+Grandvalet, *No Unbiased Estimator of the Variance of K-Fold Cross-Validation*, 2004), chosen over the corrected
+resampled t (Nadeau and Bengio, *Inference for the Generalization Error*, 2003; ``folds.corrected_interval``) by
+measured coverage and width (``predict_simulation.coverage_rates``, docs/analysis.md). The joint model and the
+best baseline are chosen inside each training fold by a grouped cross-validation of its rows alone (``choose``:
+nested), never on the scores they are judged by; a fitted learner whose predictions are constant in a held-out
+fold cannot fit and gets no rho. The verdict compares the joint model with the best baseline and with NLC alone
+(paired per-fold differences of rho, the same interval); ``analysis.predict_simulation`` measures how often it
+fires when nothing predicts, and ``analysis.findings`` counts these comparisons in the report's one family of
+tests. ``Prediction.ranker`` is the predictor a ranking should use (``choose_ranker``): of the joint model, the
+best baseline and NLC alone, those whose held-out rho beats chance, the one of the highest rho. A study of more
+than ``MAX_ROWS`` trained architectures is evaluated on a seeded random subsample of whole base architectures
+holding at most that many (``capped_rows``), which the report says with both numbers: a random sample of base
+architectures is a study of that size drawn the same way, so the verdict keeps its calibration at that size, and
+the cost stays bounded. Ranking measures (``ranking_measures``): precision of the top K, NDCG@K, regret and
+Kendall's tau within the top K, each with a grouped-bootstrap interval (``ranking_table``); ``learning_curve``:
+held-out rho against the number of training architectures.
 
 **Why it predicts**: permutation importance on the held-out folds (``sklearn.inspection.permutation_importance``,
 scored by Spearman's rho, so an importance is the drop in held-out rho when a feature's values are shuffled) and

@@ -20,7 +20,22 @@ from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from ..columns import PREDICTORS
 from ..results import Results
-from ..stats import boot_kendall, boot_spearman, percentile_interval
+from ..stats import boot_kendall, boot_spearman, holm, percentile_interval
+from .folds import (
+    _ranks as _ranks,
+    ORDER_STATS,
+    STATS,
+    CrossValidation,
+    boot_counts,
+    boot_means,
+    corrected_interval as corrected_interval,
+    cv_interval,
+    paired_interval,
+    fold_scores,
+    interval_row,
+    kendall,
+    spearman,
+)
 from .learners import (
     CONFIDENCE,
     DESCRIPTOR_FEATURES,
@@ -50,17 +65,18 @@ def base_groups(arch: pd.DataFrame) -> np.ndarray:
     return codes
 
 
-def group_folds(groups: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def group_folds(groups: np.ndarray, folds: int, seed: int, stream: int = 24) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, held-out) row indices of ``GroupKFold`` on ``groups``: no group on both sides. The groups are
-    relabelled in a seeded random order first, so which base architectures share a fold is random, not the
-    order they were drawn in (GroupKFold itself only balances the folds' sizes)."""
+    relabelled in a seeded random order first (numpy's generator of (``seed``, ``stream``)), so which base
+    architectures share a fold is random, not the order they were drawn in (GroupKFold itself only balances the
+    folds' sizes)."""
     from sklearn.model_selection import GroupKFold
 
     n_groups = int(groups.max()) + 1 if len(groups) else 0
     k = min(folds, n_groups)
     if k < 2:
         raise SpecError("predict_study", "architectures", n_groups, "must hold at least 2 base architectures")
-    shuffled = np.random.default_rng([seed, 24]).permutation(n_groups)[groups]
+    shuffled = np.random.default_rng([seed, stream]).permutation(n_groups)[groups]
     return list(GroupKFold(n_splits=k).split(np.zeros(len(groups)), groups=shuffled))
 
 
@@ -84,12 +100,8 @@ def capped_rows(groups: np.ndarray, max_rows: int, seed: int) -> np.ndarray | No
 
 def group_counts(groups: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) bootstrap counts of the rows: base architectures (groups) drawn with replacement, each row
-    counted as often as its group was drawn."""
-    n_groups = int(groups.max()) + 1
-    draws = np.random.default_rng([seed, 2024]).integers(0, n_groups, size=(n_boot, n_groups))
-    per_group = np.zeros((n_boot, n_groups))
-    np.add.at(per_group, (np.repeat(np.arange(n_boot), n_groups), draws.ravel()), 1.0)
-    return per_group[:, groups]
+    counted as often as its group was drawn (``folds.boot_counts``)."""
+    return boot_counts(groups, seed, n_boot)
 
 
 @overload
@@ -140,7 +152,12 @@ SCORE_COLUMNS = [
     "r2_lo",
     "r2_hi",
 ]
-EVALUATION_COLUMNS = ["learner", "label", "kind", "status", "metric", "n", "scored_folds"] + SCORE_COLUMNS[4:]
+EVALUATION_COLUMNS = (
+    ["learner", "label", "kind", "status", "metric", "n", "scored_folds"]
+    + [f"{s}{end}" for s in STATS for end in ("", "_lo", "_hi")]
+    + ["p"]  # one-sided: held-out rho above 0 (``folds.cv_p``)
+)
+VERSUS_COLUMNS = ["learner", "versus", "diff", "lo", "hi", "p"]
 CANNOT_FIT = "cannot fit"
 # At most this many architectures in the held-out evaluation: a larger study is evaluated on a random subsample of
 # whole base architectures (``capped_rows``). The evaluation's cost grows with the rows (trees, the window's
@@ -210,67 +227,11 @@ def rule_predict(v: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarr
     return sign * np.where(np.isfinite(x), x, float(np.median(vt[ok])))
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of ``x``, tied values at their mean rank (``scipy.stats.rankdata``'s "average")."""
-    order = np.argsort(x, kind="mergesort")
-    xs = x[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], len(x)]
-    mean_rank = (starts + ends + 1) / 2.0  # ranks starts+1 .. ends, averaged
-    out = np.empty(len(x))
-    out[order] = np.repeat(mean_rank, ends - starts)
-    return out
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rho: Pearson's r of the ranks (ties at their mean rank); NaN where either is constant."""
-    ra, rb = _ranks(a), _ranks(b)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = math.sqrt(float((ra * ra).sum() * (rb * rb).sum()))
-    return float((ra * rb).sum()) / den if den > 0 else math.nan
-
-
-def kendall(a: np.ndarray, b: np.ndarray) -> float:
-    """Kendall's tau-b: sum over pairs of sign(a_i - a_j) sign(b_i - b_j), over the square root of the product of
-    each side's untied pairs (Kendall, *The treatment of ties in ranking problems*, Biometrika 33, 1945)."""
-    sa = np.sign(a[:, None] - a[None, :])
-    sb = np.sign(b[:, None] - b[None, :])
-    den = math.sqrt(float(np.abs(sa).sum()) * float(np.abs(sb).sum()))
-    return float((sa * sb).sum()) / den if den > 0 else math.nan
-
-
 def fold_score(p: np.ndarray, y: np.ndarray, rho_only: bool = False) -> tuple[float, float, float, bool]:
     """(Spearman's rho, Kendall's tau-b, R^2) of predictions ``p`` against ``y`` on one held-out fold, and whether
-    the predictions are constant there (the learner could not fit: no order to score). A fold with a constant
-    ``y`` or under 3 rows scores NaN."""
-    if not np.all(np.isfinite(p)):
-        return math.nan, math.nan, math.nan, True
-    if len(p) >= 2 and np.ptp(p) == 0:
-        return math.nan, math.nan, math.nan, True
-    if len(y) < 3 or np.ptp(y) == 0:
-        return math.nan, math.nan, math.nan, False
-    if rho_only:
-        return spearman(p, y), math.nan, math.nan, False
-    return spearman(p, y), kendall(p, y), _r2(y, p), False
-
-
-def corrected_interval(
-    values: np.ndarray, test_over_train: float, confidence: float = CONFIDENCE, bound: float = math.inf
-) -> tuple[float, float, float]:
-    """(mean, lo, hi) of per-fold scores of repeated k-fold cross-validation: the corrected resampled t of Nadeau
-    and Bengio (*Inference for the Generalization Error*, Machine Learning 52, 2003, section 4), in the r x k
-    form of Bouckaert and Frank (*Evaluating the Replicability of Significance Tests*, PAKDD 2004, section 3):
-    the J = r k scores x with mean m and variance s^2, var(m) = (1/J + n_test/n_train) s^2 (the second term for
-    the overlap of the training sets), m +- t_{J-1} sqrt(var(m)), clipped to [-bound, bound] (a correlation's
-    range). Non-finite scores are left out; NaN below 2."""
-    x = np.asarray(values, dtype=np.float64)
-    x = x[np.isfinite(x)]
-    if len(x) < 2:
-        m = float(x.mean()) if len(x) else math.nan
-        return m, math.nan, math.nan
-    m, s2 = float(x.mean()), float(x.var(ddof=1))
-    half = float(sps.t.ppf(0.5 + confidence / 2, len(x) - 1)) * math.sqrt((1 / len(x) + test_over_train) * s2)
-    return m, max(m - half, -bound), min(m + half, bound)
+    the predictions are constant there (``folds.fold_scores``, which also gives the MAE and RMSE)."""
+    s, flat = fold_scores(p, y, rho_only)
+    return s["spearman"], s["kendall"], s["r2"], flat
 
 
 def fold_count(n_groups: int, folds: int) -> int:
@@ -300,8 +261,16 @@ class _Candidate:
     table: pd.DataFrame | None = None  # its own features' table (the descriptors alone), else the study's
 
     def fit_predict(
-        self, X: pd.DataFrame, y: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int
+        self,
+        X: pd.DataFrame,
+        y: np.ndarray,
+        train: np.ndarray,
+        test: np.ndarray,
+        seed: int,
+        groups: np.ndarray | None = None,
     ) -> tuple[np.ndarray, Any]:
+        """Fitted on the rows ``train`` (``groups``: every row's base architecture, for the ridge's penalty),
+        its predictions on ``test`` and the fitted model (None for a rule)."""
         if self.values is not None:
             return rule_predict(self.values, y, train, test, self.fixed), None
         if self.table is not None:
@@ -311,7 +280,8 @@ class _Candidate:
         features = [f for f in self.features if _observed(X[f.column].iloc[train])]
         if not features:
             return np.full(len(test), math.nan), None
-        model = make_learner(self.model, features, seed).fit(X.iloc[train], y[train])
+        g = None if groups is None else groups[train]
+        model = make_learner(self.model, features, seed, g).fit(X.iloc[train], y[train])
         return np.asarray(model.predict(X.iloc[test]), dtype=np.float64), model
 
 
@@ -361,7 +331,7 @@ def choose(
     for c in pool:
         rhos: list[float] = []
         for train, test in splits:
-            p, _ = c.fit_predict(X, y, rows[train], rows[test], seed)
+            p, _ = c.fit_predict(X, y, rows[train], rows[test], seed, groups)
             rho, _, _, constant = fold_score(p, y[rows[test]], rho_only=True)
             if constant and (c.values is None or not np.all(np.isfinite(p))):
                 rhos = []
@@ -380,15 +350,21 @@ class Prediction:
     ``scores``: a row per learner (``EVALUATION_COLUMNS``): ``joint`` (the joint learner chosen inside each
     training fold), ``baseline`` (the best baseline, chosen the same way), ``linear`` and ``boosted``, then every
     baseline; ``status`` "cannot fit" where a learner's predictions were constant in a held-out fold; ``metric``:
-    the learner most often chosen (nested ones) or the rule's column. ``best``: the joint learner chosen on the
-    whole study (the one ``fit_predictor`` fits). ``versus``: the paired differences of the joint model's rho with
-    the best baseline's and NLC alone's (``diff``, ``lo``, ``hi``, per fold, corrected resampled t). ``calls``:
-    the verdicts as flags (``joint_above_zero``, ``beats_baseline``, ``beats_nlc``: +1 beats, -1 beaten, 0 cannot
+    the learner most often chosen (nested ones) or the rule's column; each score's mean over the held-out folds
+    with its interval (``folds.cv_interval``) and ``p``, the one-sided p-value of rho above 0. ``best``: the joint
+    learner chosen on the whole study on folds of its own (``choose_joint``: the one ``fit_predictor`` fits, whose
+    importance, dependence and learning curve are shown). ``versus``: the paired differences of the joint model's
+    rho with the best baseline's and NLC alone's (``diff``, ``lo``, ``hi``, two-sided ``p``). ``calls``: the
+    verdicts as flags (``joint_above_zero``, ``beats_baseline``, ``beats_nlc``: +1 beats, -1 beaten, 0 cannot
     tell); ``verdict``: the plain sentence; ``level``: the report box ("done" when the joint model beats the best
-    baseline, else "partial"). ``ranking``: top-K precision, NDCG@K and regret per learner; ``curve``: held-out
-    rho against the number of training architectures. ``held_out``: the first repeat's held-out predictions
-    (``joint``, ``nlc``) with ``index``, ``arch_id``, ``variant``, ``fold``; ``importance`` and ``dependence``:
-    permutation importance and partial dependence of ``best``; ``transfer``: scores of predictors fitted elsewhere."""
+    baseline, else "partial"). ``ranker``: the predictor a ranking should use (``choose_ranker``: ``linear``,
+    ``boosted``, ``rule:NAME``, ``descriptors``, or None when none beats chance), ``ranker_why`` in words.
+    ``ranking``: top-K precision, NDCG@K, regret and Kendall's tau within the top K per learner, with intervals;
+    ``curve``: held-out rho against the number of training architectures. ``held_out``: the first repeat's
+    held-out predictions (``joint``, ``nlc``) with ``index``, ``arch_id``, ``variant``, ``fold``; ``cv``: every
+    fold's scores and every repeat's held-out predictions (``folds.CrossValidation``); ``importance`` and
+    ``dependence``: permutation importance and partial dependence of ``best``; ``transfer``: scores of predictors
+    fitted elsewhere."""
 
     features: list[Feature]
     scores: pd.DataFrame
@@ -409,6 +385,12 @@ class Prediction:
     ranking: pd.DataFrame = field(default_factory=pd.DataFrame)
     curve: pd.DataFrame = field(default_factory=pd.DataFrame)
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)
+    cv: CrossValidation | None = None
+    ranker: str | None = None
+    ranker_why: str = ""
+    # the comparisons' p-values adjusted with every other test of a report (``findings.apply_to_prediction``);
+    # empty: the calls read the intervals alone
+    adjusted: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """The held-out scores as plain data (``predictor.json``, ``ranked.parquet``'s metadata)."""
@@ -425,7 +407,8 @@ class Prediction:
         for name in ("joint", "baseline", "nlc"):
             if name in s.index:
                 r = s.loc[name]
-                out[name] = {k: _plain(r[k]) for k in ("status", "metric", "spearman", "spearman_lo", "spearman_hi")}
+                keys = ("status", "metric", "spearman", "spearman_lo", "spearman_hi", "p")
+                out[name] = {k: _plain(r[k]) for k in keys}
         for _, r in self.versus.iterrows():
             out[f"joint_minus_{r['versus']}"] = {k: _plain(r[k]) for k in ("diff", "lo", "hi")}
         if len(self.ranking):
@@ -433,6 +416,8 @@ class Prediction:
             out["ranking"] = [{k: _plain(v) for k, v in r.items()} for r in j.to_dict("records")]
         out["calls"] = dict(self.calls)
         out["verdict"] = self.verdict
+        out["ranker"] = self.ranker
+        out["ranker_why"] = self.ranker_why
         return out
 
 
@@ -536,165 +521,247 @@ def _predict_study(
     for name in joint:
         check(where, "joint", Choice(JOINT), name)
     max_rows = check(where, "max_rows", Integer(MIN_ROWS), max_rows)
-    arch = fit_rows(results)
-    of = len(arch)
-    keep = capped_rows(base_groups(arch), max_rows, seed)
-    if keep is not None:
-        arch = arch.iloc[keep].reset_index(drop=True)
-    if len(arch) < MIN_ROWS:
-        raise SpecError(
-            where, "architectures", len(arch), f"must hold at least {MIN_ROWS} trained architectures with a test error"
-        )
-    features = choose_features(arch, descriptors)
-    if not features:
-        raise SpecError(where, "features", 0, "no init metric has 3 finite, distinct values")
-    X, y = feature_table(arch, features), arch[TARGET].to_numpy(np.float64)
-    groups = base_groups(arch)
-    n_groups = int(groups.max()) + 1
-    k = fold_count(n_groups, folds)
+    study = _Study.load(results, descriptors, max_rows, seed, joint)
+    k = fold_count(study.n_groups, folds)
     if k < 2:
-        raise SpecError(where, "base_architectures", n_groups, "must hold at least 2 for two held-out folds")
-    pool = candidates(arch, features, joint)
-    by_name = {c.name: c for c in pool}
-    joint_pool = [c for c in pool if c.kind == "joint"]
-    base_pool = [c for c in pool if c.kind == "baseline"]
-    names = ["joint", "baseline"] + [c.name for c in pool]
-    n = len(y)
-    # per (repeat, fold): each learner's held-out predictions, scores, and the nested choices
-    rho: dict[str, list[float]] = {m: [] for m in names}
-    tau: dict[str, list[float]] = {m: [] for m in names}
-    r2: dict[str, list[float]] = {m: [] for m in names}
-    constant = {m: False for m in names}
-    picked: dict[str, list[str]] = {"joint": [], "baseline": []}
-    test_over_train: list[float] = []
-    preds = {m: np.full((repeats, n), np.nan) for m in names}
-    fold_of = np.zeros((repeats, n), dtype=int)
-    first_models: dict[str, list[Any]] = {c.name: [] for c in joint_pool}
-    first_splits: list[tuple[np.ndarray, np.ndarray]] = []
-    step = f"held-out evaluation of {n:,} architectures" + (f" (of {of:,})" if of > n else "")
+        raise SpecError(where, "base_architectures", study.n_groups, "must hold at least 2 for two held-out folds")
+    n = len(study.y)
+    step = f"held-out evaluation of {n:,} architectures" + (f" (of {study.of:,})" if study.of > n else "")
     total = repeats * k + 1 + int(with_curve) + int(importance) + int(dependence)
-    done = 0
+    counter = iter(range(total + 1))
 
     def tell() -> None:
-        nonlocal done
+        done = next(counter)
         if progress is not None:
             progress(step, done, total)
-        done += 1
 
     tell()
+    cv, first_splits, first_models = _cross_validate(study, k, repeats, seed, tell)
+    out = _prediction(study, cv, k, seed, confidence, max_rows)
+    tell()
+    if with_ranking:
+        out.ranking = ranking_table(study.y, cv.preds, cv.fold_of, ["joint", "baseline", "nlc"], study.groups, seed)
+    # what explains the model chosen on the whole study (a fold seed of its own) is read on the first repeat's folds
+    best = study.by_name[out.best]
+    if with_curve:
+        out.curve = learning_curve(best, study.X, study.y, first_splits, seed, confidence, study.groups)
+        tell()
+    if importance and out.best in first_models:
+        out.importance = permutation_importances(
+            first_models[out.best], study.X, study.y, first_splits, study.features, seed
+        )
+    if importance:
+        tell()
+    if dependence:
+        out.dependence, out.values = partial_dependences(
+            out.best, study.features, study.X, study.y, out.importance, seed, groups=study.groups
+        )
+        tell()
+    return out
+
+
+@dataclass
+class _Study:
+    """The rows ``predict_study`` evaluates (``capped_rows`` of a large study) and what every fold shares: the
+    feature table ``X``, the target ``y``, the base architecture of each row (``groups``) and the learners."""
+
+    arch: pd.DataFrame
+    features: list[Feature]
+    X: pd.DataFrame
+    y: np.ndarray
+    groups: np.ndarray
+    pool: list[_Candidate]
+    of: int
+    joint: tuple[str, ...]
+
+    @classmethod
+    def of_rows(cls, arch: pd.DataFrame, features: list[Feature], joint: Sequence[str], of: int) -> _Study:
+        X, y = feature_table(arch, features), arch[TARGET].to_numpy(np.float64)
+        return cls(arch, features, X, y, base_groups(arch), candidates(arch, features, joint), of, tuple(joint))
+
+    @classmethod
+    def load(
+        cls, results: Results | pd.DataFrame, descriptors: bool, max_rows: int, seed: int, joint: Sequence[str]
+    ) -> _Study:
+        where = "predict_study"
+        arch = fit_rows(results)
+        of = len(arch)
+        keep = capped_rows(base_groups(arch), max_rows, seed)
+        if keep is not None:
+            arch = arch.iloc[keep].reset_index(drop=True)
+        if len(arch) < MIN_ROWS:
+            raise SpecError(
+                where,
+                "architectures",
+                len(arch),
+                f"must hold at least {MIN_ROWS} trained architectures with a test error",
+            )
+        features = choose_features(arch, descriptors)
+        if not features:
+            raise SpecError(where, "features", 0, "no init metric has 3 finite, distinct values")
+        return cls.of_rows(arch, features, joint, of)
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.groups.max()) + 1
+
+    @property
+    def by_name(self) -> dict[str, _Candidate]:
+        return {c.name: c for c in self.pool}
+
+    @property
+    def names(self) -> list[str]:
+        return ["joint", "baseline"] + [c.name for c in self.pool]
+
+
+def _cross_validate(
+    study: _Study, k: int, repeats: int, seed: int, tell: Callable[[], None]
+) -> tuple[CrossValidation, list[tuple[np.ndarray, np.ndarray]], dict[str, list[Any]]]:
+    """Every learner fitted and scored on each held-out fold of ``repeats`` grouped ``k``-fold splits (fold seeds
+    seed, seed + 1, ...); the joint model and the best baseline chosen inside each training fold (``choose``).
+    Returns the scores, the first repeat's splits and its fitted joint models (for the permutation importance)."""
+    X, y, groups, by_name = study.X, study.y, study.groups, study.by_name
+    joint_pool = [c for c in study.pool if c.kind == "joint"]
+    base_pool = [c for c in study.pool if c.kind == "baseline"]
+    cv = CrossValidation(study.names, repeats, k, len(y))
+    cv.picked = {"joint": [], "baseline": []}
+    first_models: dict[str, list[Any]] = {c.name: [] for c in joint_pool}
+    first_splits: list[tuple[np.ndarray, np.ndarray]] = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ridge's near-singular solves, constant columns: expected at these sizes
         for r in range(repeats):
             splits = group_folds(groups, k, seed + r)
-            if r == 0:
-                first_splits = splits
+            first_splits = first_splits or splits
             for j, (train, test) in enumerate(splits):
-                fold_of[r, test] = j
-                test_over_train.append(len(test) / len(train))
                 fold_preds = {}
-                for c in pool:
-                    p, model = c.fit_predict(X, y, train, test, seed)
+                for c in study.pool:
+                    p, model = c.fit_predict(X, y, train, test, seed, groups)
                     fold_preds[c.name] = p
                     if r == 0 and c.name in first_models:
                         first_models[c.name].append(model)
                 for nested, candidates_ in (("joint", joint_pool), ("baseline", base_pool)):
                     choice = choose(candidates_, X, y, groups, train, seed + r)
-                    picked[nested].append(choice.name if choice else "")
+                    cv.picked[nested].append(choice.name if choice else "")
                     fold_preds[nested] = fold_preds[choice.name] if choice else np.full(len(test), np.nan)
-                for m in names:
-                    p = fold_preds[m]
-                    preds[m][r, test] = p
-                    a, b, c2, flat = fold_score(p, y[test])
-                    # a rule constant on a fold (depth, on a fold of one depth) has no order there: not scored;
-                    # a fitted model with constant predictions could not fit
-                    rule = by_name.get(picked[m][-1] if m in picked else m)
-                    if rule is not None and rule.values is not None and np.all(np.isfinite(p)):
-                        flat = False
-                    constant[m] |= flat
-                    rho[m].append(a)
-                    tau[m].append(b)
-                    r2[m].append(c2)
+                for m in cv.names:
+                    rule = by_name.get(cv.picked[m][-1] if m in cv.picked else m)
+                    cv.record(m, r, j, test, fold_preds[m], y[test], rule is not None and rule.values is not None)
                 tell()
-    ratio = float(np.mean(test_over_train))
-    rows = []
-    for m in names:
-        cand = by_name.get(m)
-        label = {"joint": JOINT_LABEL, "baseline": BASELINE_LABEL}.get(m, cand.label if cand else m)
-        kind = "joint" if m == "joint" or (cand and cand.kind == "joint") else "baseline"
-        if m in picked:
-            chosen = pd.Series([c for c in picked[m] if c])
-            metric = str(chosen.mode().iloc[0]) if len(chosen) else ""
-        else:
-            metric = cand.column if cand else ""
-        row: dict[str, Any] = {
-            "learner": m,
-            "label": label,
-            "kind": kind,
-            "status": CANNOT_FIT if constant[m] else "",
-            "metric": metric,
-            "n": n,
-            "scored_folds": int(np.isfinite(rho[m]).sum()),
-        }
-        for stat, values in (("spearman", rho[m]), ("kendall", tau[m]), ("r2", r2[m])):
-            v = np.asarray(values) if not constant[m] else np.full(len(values), np.nan)
-            if stat == "r2" and (m == "baseline" or (cand is not None and cand.values is not None)):
-                v = np.full(len(values), np.nan)  # a rule is on its column's scale, not the error's
-            bound = 1.0 if stat != "r2" else math.inf
-            row[stat], row[f"{stat}_lo"], row[f"{stat}_hi"] = corrected_interval(v, ratio, confidence, bound)
-        rows.append(row)
+    return cv, first_splits, first_models
+
+
+def _score_row(study: _Study, cv: CrossValidation, m: str, counts: np.ndarray, confidence: float) -> dict[str, Any]:
+    """One learner's row of ``Prediction.scores``: its label, kind, status, what it most often chose (a nested
+    one) or its column (a rule), and its scores with their intervals (a rule's order only: it is on its column's
+    scale, not the error's)."""
+    cand = study.by_name.get(m)
+    label = {"joint": JOINT_LABEL, "baseline": BASELINE_LABEL}.get(m, cand.label if cand else m)
+    kind = "joint" if m == "joint" or (cand and cand.kind == "joint") else "baseline"
+    rule = m == "baseline" or (cand is not None and cand.values is not None)
+    rho = cv.matrix(m, "spearman")
+    return {
+        "learner": m,
+        "label": label,
+        "kind": kind,
+        "status": CANNOT_FIT if cv.constant[m] else "",
+        "metric": cv.most_picked(m) if m in cv.picked else (cand.column if cand else ""),
+        "n": len(study.y),
+        "scored_folds": int(np.isfinite(rho).sum()),
+        **interval_row(cv, m, ORDER_STATS if rule else STATS, study.y, counts, confidence),
+    }
+
+
+def _prediction(study: _Study, cv: CrossValidation, k: int, seed: int, confidence: float, max_rows: int) -> Prediction:
+    """The evaluation's tables from its cross-validation: the scores, the paired differences, the verdict, the
+    predictor a ranking should use (``choose_ranker``) and the first repeat's held-out predictions."""
+    counts = boot_counts(study.groups, seed)
+    rows = [_score_row(study, cv, m, counts, confidence) for m in cv.names]
     scores = pd.DataFrame(rows, columns=EVALUATION_COLUMNS)
     versus = []
     for other in ("baseline", "nlc"):
-        if other not in rho:
+        if other not in cv.scores:
             continue
-        d = np.asarray(rho["joint"]) - np.asarray(rho[other])
-        if constant["joint"] or constant[other]:
-            d = np.full(len(d), np.nan)
-        diff, lo, hi = corrected_interval(d, ratio, confidence, 2.0)
-        versus.append({"learner": "joint", "versus": other, "diff": diff, "lo": lo, "hi": hi})
-    best = choose_joint(X, y, groups, features, k, seed, joint)
-    tell()
+        diff, lo, hi, p = paired_interval(cv, "joint", other, study.y, counts, confidence)
+        versus.append({"learner": "joint", "versus": other, "diff": diff, "lo": lo, "hi": hi, "p": p})
+    best = choose_joint(study.X, study.y, study.groups, study.features, k, seed, study.joint)
     out = Prediction(
-        features,
+        study.features,
         scores,
         best,
-        pd.DataFrame(versus, columns=["learner", "versus", "diff", "lo", "hi"]),
+        pd.DataFrame(versus, columns=VERSUS_COLUMNS),
         "",
         pd.DataFrame(),
         pd.DataFrame(),
         pd.DataFrame(),
-        groups=n_groups,
+        groups=study.n_groups,
         folds=k,
-        repeats=repeats,
-        of=of,
+        repeats=cv.repeats,
+        of=study.of,
         max_rows=max_rows,
     )
+    out.cv = cv
     out.calls = calls(out)
     out.level = "done" if out.calls.get("joint_above_zero") == 1 and out.calls.get("beats_baseline") == 1 else "partial"
+    out.ranker, out.ranker_why = choose_ranker(out)
     out.verdict = verdict(out)
+    arch = study.arch
     out.held_out = pd.DataFrame(
         {
             "index": arch["index"].to_numpy(),
             "arch_id": arch["arch_id"].astype(str).to_numpy(),
             "variant": arch["variant"].astype(str).to_numpy() if "variant" in arch.columns else "base",
-            "fold": fold_of[0],
-            TARGET: y,
-            **{m: preds[m][0] for m in ("joint", "nlc", best) if m in preds},
+            "fold": cv.fold_of[0],
+            TARGET: study.y,
+            **{m: cv.preds[m][0] for m in ("joint", "nlc", best) if m in cv.preds},
         }
     )
-    if with_ranking:
-        out.ranking = ranking_table(y, preds, fold_of, [m for m in ("joint", "baseline", "nlc") if m in preds])
-    if with_curve:
-        out.curve = learning_curve(by_name[best], X, y, first_splits, seed, confidence)
-        tell()
-    if importance and best in first_models:
-        out.importance = permutation_importances(first_models[best], X, y, first_splits, features, seed)
-    if importance:
-        tell()
-    if dependence:
-        out.dependence, out.values = partial_dependences(best, features, X, y, out.importance, seed)
-        tell()
     return out
+
+
+# The predictors a ranking may use: the joint model, the best baseline (both chosen inside each training fold) and
+# NLC alone, each as the learner or rule the folds chose most often.
+RANKER_CANDIDATES = ("joint", "baseline", "nlc")
+RANK_ALPHA = 0.025  # one-sided: a ranker beats chance when its Holm-adjusted p of rho <= 0 is at most this
+
+
+def choose_ranker(p: Prediction) -> tuple[str | None, str]:
+    """The predictor a ranking of fresh architectures should use, and why in words: of the joint model, the best
+    baseline and NLC alone (``RANKER_CANDIDATES``), those that beat chance (the one-sided p of their held-out rho,
+    ``folds.cv_p``, Holm-adjusted over the three, at most ``RANK_ALPHA``: each interval lying above 0), the one of
+    the highest held-out rho; named by what the folds chose most often (``linear`` or ``boosted`` for the joint
+    model, ``rule:NAME`` for a rule of ``baseline_rules``, ``descriptors``). None when none beats chance. The joint
+    model is not a candidate where the best baseline or NLC alone beats it (its paired interval lies below 0),
+    even where that one does not itself beat chance."""
+    s = p.scores.set_index("learner")
+    names = [m for m in RANKER_CANDIDATES if m in s.index and s.at[m, "status"] != CANNOT_FIT]
+    pv = np.array([s.at[m, "p"] for m in names], dtype=np.float64)
+    adjusted = dict(zip(names, holm(pv))) if len(names) else {}
+    beaten = {"joint"} if len(p.versus) and bool((p.versus["hi"] < 0).any()) else set()
+    able = [m for m in names if np.isfinite(adjusted[m]) and adjusted[m] <= RANK_ALPHA and m not in beaten]
+    scored = ", ".join(
+        f"{_who(m)} ρ = {_num(s.at[m, 'spearman'])} (Holm p {_p(adjusted[m])})"
+        if m in names
+        else f"{_who(m)} cannot fit"
+        for m in RANKER_CANDIDATES
+        if m in s.index
+    )
+    if not able:
+        lost = "; the joint model is left out: another candidate beats it held out" if beaten else ""
+        return None, f"none beats chance ({scored or 'none could be scored'}){lost}"
+    top = max(able, key=lambda m: float(s.at[m, "spearman"]))
+    cv = p.cv
+    picked = cv.most_picked(top) if cv is not None and top in cv.picked else top
+    name = picked if picked in JOINT else ("descriptors" if picked == "descriptors" else f"rule:{picked}")
+    why = f"{_who(top)} has the highest held-out ρ of those that beat chance ({scored})"
+    return name, why
+
+
+def _who(m: str) -> str:
+    return {"joint": "the joint model", "baseline": "the best baseline", "nlc": "NLC alone"}.get(m, m)
+
+
+def _p(p: float) -> str:
+    return "–" if not np.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else "< 0.0001")
 
 
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)  # of each training fold's base architectures
@@ -707,32 +774,39 @@ def learning_curve(
     splits: Sequence[tuple[np.ndarray, np.ndarray]],
     seed: int,
     confidence: float = CONFIDENCE,
+    groups: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Held-out Spearman's rho of ``learner`` against the number of architectures it was trained on (the practice
     of NASLib, White et al., *How Powerful are Performance Predictors in Neural Architecture Search?*, NeurIPS
     2021, section 4): in each held-out fold of ``splits``, fitted on a seeded random ``CURVE_FRACTIONS`` share of
-    the training fold's rows, scored on the held-out fold; ``train``: the mean training rows; the interval by the
-    corrected resampled t over the folds. A size at which it cannot fit (constant predictions) has NaN."""
+    the training fold's rows, scored on the held-out fold; ``train``: the mean training rows; the interval
+    ``folds.cv_interval`` (one repeat: the bootstrap of its held-out predictions alone). A size at which it cannot
+    fit (constant predictions) has NaN."""
     rng = np.random.default_rng([seed, 21])
+    counts = boot_counts(np.arange(len(y)) if groups is None else groups, seed)
+    fold_of = np.zeros(len(y), dtype=int)
+    for j, (_, test) in enumerate(splits):
+        fold_of[test] = j
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for fraction in CURVE_FRACTIONS:
             rhos: list[float] = []
             sizes: list[int] = []
-            ratios: list[float] = []
+            preds = np.full(len(y), np.nan)
             flat_any = False
             for train, test in splits:
                 m = max(3, round(fraction * len(train)))
                 part = np.sort(rng.choice(train, size=min(m, len(train)), replace=False))
-                p, _ = learner.fit_predict(X, y, part, test, seed)
-                rho, _, _, flat = fold_score(p, y[test], rho_only=True)
+                p, _ = learner.fit_predict(X, y, part, test, seed, groups)
+                preds[test] = p
+                s, flat = fold_scores(p, y[test], rho_only=True)
                 flat_any |= flat
-                rhos.append(rho)
+                rhos.append(s["spearman"])
                 sizes.append(len(part))
-                ratios.append(len(test) / len(part))
             values = np.full(len(rhos), np.nan) if flat_any else np.asarray(rhos)
-            m_, lo, hi = corrected_interval(values, float(np.mean(ratios)), confidence, 1.0)
+            boot = boot_means(preds[None, :], y, fold_of[None, :], "spearman", counts)
+            m_, lo, hi = cv_interval(values[None, :], boot, confidence, 1.0)
             rows.append(
                 {
                     "fraction": fraction,
@@ -747,6 +821,7 @@ def learning_curve(
 
 JOINT_LABEL = "joint model (ridge or boosted trees, chosen inside each training fold)"
 BASELINE_LABEL = "best baseline (chosen inside each training fold)"
+CHOICE_STREAM = 25  # the fold stream of ``choose_joint``: other partitions than the evaluation's (stream 24)
 
 
 def choose_joint(
@@ -758,9 +833,11 @@ def choose_joint(
     seed: int,
     joint: Sequence[str] = JOINT,
 ) -> str:
-    """The joint learner a whole study picks (``fit_predictor``'s ``auto``): the one of ``joint`` with the higher
-    mean held-out Spearman's rho over ``folds`` grouped folds of every row, one that cannot fit passed over; the
-    first of ``joint`` when none can."""
+    """The joint learner a whole study picks (``fit_predictor``'s ``auto``, and the one whose permutation
+    importance, partial dependence and learning curve the report shows): the one of ``joint`` with the higher mean
+    held-out Spearman's rho over ``folds`` grouped folds of every row, one that cannot fit passed over; the first
+    of ``joint`` when none can. Its folds are drawn from a stream of their own (``CHOICE_STREAM``), so the
+    evaluation's folds, on which the importance and the learning curve are read, did not pick it."""
     if len(joint) == 1:
         return joint[0]
     pool = [_Candidate(name, LABELS[name], "joint", model=name, features=features) for name in joint]
@@ -768,7 +845,7 @@ def choose_joint(
     k = min(folds, (int(g.max()) + 1) // 2)
     if k < 2:
         return joint[0]
-    splits = group_folds(g, k, seed)
+    splits = group_folds(g, k, seed, stream=CHOICE_STREAM)
     scored = []
     rows = np.arange(len(y))
     with warnings.catch_warnings():
@@ -776,12 +853,12 @@ def choose_joint(
         for c in pool:
             rhos: list[float] = []
             for train, test in splits:
-                p, _ = c.fit_predict(X, y, rows[train], rows[test], seed)
-                rho, _, _, flat = fold_score(p, y[test], rho_only=True)
+                p, _ = c.fit_predict(X, y, rows[train], rows[test], seed, g)
+                s, flat = fold_scores(p, y[test], rho_only=True)
                 if flat:
                     rhos = []
                     break
-                rhos.append(rho)
+                rhos.append(s["spearman"])
             scored.append(float(np.nanmean(rhos)) if rhos and np.isfinite(rhos).any() else -math.inf)
     return joint[int(np.argmax(scored))]
 
@@ -791,12 +868,16 @@ def top_k_sizes(n: int) -> list[int]:
     return sorted({min(n, 5), min(n, max(1, round(0.1 * n)))})
 
 
+RANKING_MEASURES = ("precision", "ndcg", "regret", "kendall_top")
+
+
 def ranking_measures(y: np.ndarray, score: np.ndarray, k: int) -> dict[str, float]:
     """How a ranking by ``score`` (lower: predicted better) picks the best architectures of ``y`` (test error):
     precision of its top k (the share of the k lowest errors among them), NDCG@k with gain max(y) - y (Jarvelin
     and Kekalainen, *Cumulated Gain-Based Evaluation of IR Techniques*, ACM TOIS 2002: DCG = sum of gain_i /
-    log2(i + 1) over the top k, divided by the ideal order's), and the regret: the lowest error among the top k
-    minus the study's lowest."""
+    log2(i + 1) over the top k, divided by the ideal order's), the regret: the lowest error among the top k
+    minus the study's lowest, and ``kendall_top``: Kendall's tau-b of score and error among the top k (how well it
+    orders the architectures it would pick, as NASLib reports beside the precision; NaN below 3)."""
     order = np.argsort(score, kind="stable")[:k]
     ideal = np.argsort(y, kind="stable")[:k]
     gain = np.max(y) - y
@@ -806,32 +887,47 @@ def ranking_measures(y: np.ndarray, score: np.ndarray, k: int) -> dict[str, floa
         "precision": len(set(order.tolist()) & set(ideal.tolist())) / k,
         "ndcg": float((gain[order] * discount).sum()) / idcg if idcg > 0 else math.nan,
         "regret": float(y[order].min() - y.min()),
+        "kendall_top": kendall(score[order], y[order]) if k >= 3 else math.nan,
     }
 
 
+RANKING_BOOT = 200  # resamples of base architectures for the ranking measures' intervals
+
+
+def _centred(p: np.ndarray, fold_of: np.ndarray) -> np.ndarray:
+    """Held-out predictions, each fold's centred on its mean (a fold's offset moves no architecture up or down)."""
+    p = p.copy()
+    for f in np.unique(fold_of):
+        p[fold_of == f] -= p[fold_of == f].mean()
+    return p
+
+
 def ranking_table(
-    y: np.ndarray, preds: Mapping[str, np.ndarray], fold_of: np.ndarray, learners: Sequence[str]
+    y: np.ndarray,
+    preds: Mapping[str, np.ndarray],
+    fold_of: np.ndarray,
+    learners: Sequence[str],
+    groups: np.ndarray | None = None,
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
 ) -> pd.DataFrame:
-    """``ranking_measures`` of each learner's held-out predictions pooled over the folds of a repeat, each fold's
-    predictions centred on their fold mean first (a fold's calibration offset moves no architecture up or down),
-    averaged over the repeats (``lo``/``hi``: their range); ``chance``: a random K's expected precision, K/n."""
+    """``ranking_measures`` of each learner's held-out predictions pooled over the folds of a repeat (each fold's
+    centred, ``_centred``), averaged over the repeats; ``lo``/``hi``: a percentile interval over ``RANKING_BOOT``
+    resamples of the base architectures (``groups``; each resample's measures on the repeated rows, averaged over
+    the repeats), the fitted predictions held fixed; ``chance``: a random K's expected precision, K/n."""
+    groups = np.arange(len(y)) if groups is None else groups
+    c = group_counts(groups, RANKING_BOOT, seed).astype(np.int64)
     rows = []
-    for learner in learners:
-        p_all = preds[learner]
+    for learner in [m for m in learners if m in preds]:
+        runs = [_centred(p, fold_of[r]) for r, p in enumerate(preds[learner]) if np.all(np.isfinite(p))]
         for k in top_k_sizes(len(y)):
-            per = []
-            for r in range(len(p_all)):
-                p = p_all[r].copy()
-                if not np.all(np.isfinite(p)):
-                    continue
-                for f in np.unique(fold_of[r]):
-                    p[fold_of[r] == f] -= p[fold_of[r] == f].mean()
-                per.append(ranking_measures(y, p, k))
             row: dict[str, Any] = {"learner": learner, "k": k, "chance": k / len(y)}
-            for m in ("precision", "ndcg", "regret"):
-                v = np.array([d[m] for d in per]) if per else np.array([math.nan])
-                row[m] = float(np.mean(v))
-                row[f"{m}_lo"], row[f"{m}_hi"] = float(np.min(v)), float(np.max(v))
+            point = [ranking_measures(y, p, k) for p in runs]
+            boot = [[ranking_measures(np.repeat(y, cb), np.repeat(p, cb), k) for p in runs] for cb in c if runs]
+            for m in RANKING_MEASURES:
+                row[m] = float(np.mean([d[m] for d in point])) if point else math.nan
+                values = np.array([np.mean([d[m] for d in b]) for b in boot]) if boot else np.array([math.nan])
+                row[f"{m}_lo"], row[f"{m}_hi"] = percentile_interval(values, confidence)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -857,12 +953,15 @@ def calls(p: Prediction) -> dict[str, int]:
 
 def verdict(p: Prediction) -> str:
     """The plain sentence: how well the joint model predicts on held-out architectures, and whether it beats the
-    best baseline and NLC alone (each paired interval lies above 0), is beaten, or this study cannot tell."""
+    best baseline and NLC alone (``calls``: each paired interval above 0, or, in a report, a finding of the whole
+    family, ``adjusted``), is beaten, or this study cannot tell."""
     s = p.scores.set_index("learner")
     j = s.loc["joint"]
     how = (
         f"On held-out architectures ({p.folds}-fold grouped cross-validation over {p.groups} base architectures, "
-        f"repeated with {p.repeats} fold seeds; {int(CONFIDENCE * 100)}% intervals by the corrected resampled t)"
+        f"repeated with {p.repeats} fold seeds; {int(CONFIDENCE * 100)}% intervals from the folds' variance"
+        + ("; verdicts adjusted with every test of this report" if p.adjusted else "")
+        + ")"
     )
     if j["status"] == CANNOT_FIT or not np.isfinite(j["spearman"]):
         return (
@@ -878,27 +977,37 @@ def verdict(p: Prediction) -> str:
         return f"ρ = {_num(r['spearman'])} [{_num(r['spearman_lo'])}, {_num(r['spearman_hi'])}]"
 
     chosen = s.at["baseline", "metric"] if "baseline" in s.index else ""
+    joint_chose = s.at["joint", "metric"]
     head = (
-        f"{how}, the joint model predicts test error with {named('joint')}; the best baseline "
+        f"{how}, the joint model ({LABELS.get(joint_chose, joint_chose) or 'none'} most often chosen) predicts "
+        f"test error with {named('joint')}; the best baseline "
         f"({s.at[chosen, 'label'] if chosen in s.index else 'none'}, the one most often chosen) with "
         f"{named('baseline')}; NLC alone (the paper's window) with {named('nlc') if 'nlc' in s.index else '–'}."
     )
     if not p.calls.get("joint_above_zero"):
+        why = (
+            f"adjusted p {_p(p.adjusted['joint'])} with every test of this report"
+            if "joint" in p.adjusted
+            else "its interval does not lie above 0"
+        )
         return (
-            head + " The joint model's interval does not lie above 0: nothing can be told about predicting test "
+            head + f" The joint model is not shown to predict ({why}): nothing can be told about predicting test "
             f"error from this study ({p.groups} base architectures)."
         )
     parts = []
     for _, v in p.versus.iterrows():
         who = "the best baseline" if v["versus"] == "baseline" else "NLC alone"
         diff = f"{_num(v['diff'], True)} [{_num(v['lo'], True)}, {_num(v['hi'], True)}]"
+        key = f"joint vs {v['versus']}"
+        adj = f"; adjusted p {_p(p.adjusted[key])}" if key in p.adjusted else ""
         call = p.calls.get(f"beats_{v['versus']}", 0)
         if call == 1:
-            parts.append(f"it beats {who} by {diff} in ρ")
+            parts.append(f"it beats {who} by {diff} in ρ{adj}")
         elif call == -1:
-            parts.append(f"{who} beats it, by {diff} in ρ")
+            lost = f"{_num(-v['diff'], True)} [{_num(-v['hi'], True)}, {_num(-v['lo'], True)}]"
+            parts.append(f"{who} beats it, by {lost} in ρ{adj}")
         else:
-            parts.append(f"it cannot be told from {who} ({diff}: the interval holds 0)")
+            parts.append(f"it cannot be told from {who} ({diff}{adj})")
     return head + " Against the baselines: " + "; ".join(parts) + "."
 
 

@@ -139,12 +139,19 @@ def permutation_importances(
 
 
 def partial_dependences(
-    learner: str, features: Sequence[Feature], X: pd.DataFrame, y: np.ndarray, importance: pd.DataFrame, seed: int
+    learner: str,
+    features: Sequence[Feature],
+    X: pd.DataFrame,
+    y: np.ndarray,
+    importance: pd.DataFrame,
+    seed: int,
+    groups: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
     """Partial dependence (``sklearn.inspection.partial_dependence``, the average prediction over every row with
     the feature set to each grid value) of ``learner`` fitted on all rows, for the ``DEPENDENCE_TOP`` numeric
     metrics of highest importance, the NLC always among them; the grid spans the feature's 2nd to 98th
-    percentile of its finite values. ``value`` is on the metric's own scale (10^ of a log feature)."""
+    percentile of its finite values. ``value`` is on the metric's own scale (10^ of a log feature). ``groups``:
+    each row's base architecture (the ridge's penalty, ``learners.GroupRidgeCV``)."""
     from sklearn.inspection import partial_dependence
 
     numeric = {f.column: f for f in features if not f.categorical and f.kind != "descriptor"}
@@ -154,7 +161,7 @@ def partial_dependences(
     custom_grid = "custom_values" in inspect.signature(partial_dependence).parameters  # scikit-learn >= 1.7
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = make_learner(learner, features, seed).fit(X, y)
+        model = make_learner(learner, features, seed, groups).fit(X, y)
     rows: list[dict[str, Any]] = []
     values: dict[str, np.ndarray] = {}
     for col in chosen:

@@ -3,6 +3,7 @@ scikit-learn estimators that fit them (``LEARNERS``); the shared constants of ``
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence, TypeVar
@@ -146,11 +147,12 @@ def _columns(numeric_step: Any, numeric: list[str], categorical: list[str]) -> A
     return ColumnTransformer(parts, remainder="drop")
 
 
-def make_learner(learner: str, features: Sequence[Feature], seed: int = 0) -> Any:
-    """The scikit-learn estimator of ``learner`` (``LEARNERS``) on ``feature_table`` columns of ``features``."""
+def make_learner(learner: str, features: Sequence[Feature], seed: int = 0, groups: np.ndarray | None = None) -> Any:
+    """The scikit-learn estimator of ``learner`` (``LEARNERS``) on ``feature_table`` columns of ``features``;
+    ``groups``: the base architecture of each row it will be fitted on (the ridge's penalty is chosen leaving
+    out one base architecture at a time, ``GroupRidgeCV``)."""
     from sklearn.ensemble import HistGradientBoostingRegressor
     from sklearn.impute import SimpleImputer
-    from sklearn.linear_model import RidgeCV
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import FunctionTransformer, QuantileTransformer, StandardScaler
 
@@ -164,7 +166,9 @@ def make_learner(learner: str, features: Sequence[Feature], seed: int = 0) -> An
                 ("scale", StandardScaler()),
             ]
         )
-        return Pipeline([("columns", _columns(u, numeric, categorical)), ("ridge", RidgeCV(alphas=ALPHAS))])
+        return Pipeline(
+            [("columns", _columns(u, numeric, categorical)), ("ridge", GroupRidgeCV(alphas=ALPHAS, groups=groups))]
+        )
     if learner == "boosted":
         return Pipeline(
             [
@@ -176,6 +180,70 @@ def make_learner(learner: str, features: Sequence[Feature], seed: int = 0) -> An
     if learner == "nlc":
         metrics = [m for m in metrics if m == "nlc"]
     return WindowPredictor(metrics=tuple(metrics), seed=seed)
+
+
+def leave_group_out_errors(X: np.ndarray, y: np.ndarray, groups: np.ndarray, alphas: np.ndarray) -> np.ndarray:
+    """The sum of squared leave-one-group-out residuals of ridge regression (unpenalized intercept) for each
+    penalty of ``alphas``, in closed form: with X and y centred, the hat matrix is H = 11'/n + X (X'X + a I)^-1 X'
+    = 11'/n + U diag(s^2 / (s^2 + a)) U' (X = U S V'), and the residuals of group g left out are
+    (I - H_gg)^-1 (y_g - yhat_g) (the leave-one-out identity for a block; Hastie, Tibshirani and Friedman, *The
+    Elements of Statistical Learning*, 2nd ed., eq. 7.52, applied to a group of rows). Exact, one SVD for all
+    penalties; a penalty under which a group alone decides its own fit (I - H_gg singular) scores infinity."""
+    n = len(y)
+    Xc, yc = X - X.mean(axis=0), y - y.mean()
+    U, s, _ = np.linalg.svd(Xc, full_matrices=False)
+    Uy = U.T @ yc
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    out = np.empty(len(alphas))
+    for a, alpha in enumerate(alphas):
+        shrink = s * s / (s * s + alpha)
+        fitted = y.mean() + U @ (shrink * Uy)
+        total = 0.0
+        for rows in members:
+            Ug = U[rows]
+            H = 1.0 / n + (Ug * shrink) @ Ug.T
+            try:
+                e = np.linalg.solve(np.eye(len(rows)) - H, y[rows] - fitted[rows])
+            except np.linalg.LinAlgError:  # the group alone decides its fit: left out, it cannot be predicted
+                total = math.inf
+                break
+            total += float(e @ e)
+        out[a] = total
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _group_ridge_cv() -> Any:
+    """``GroupRidgeCV``'s class, defined once, when scikit-learn is first needed (the module loads without it)."""
+    from sklearn.linear_model import RidgeCV
+
+    class GroupRidgeCV(RidgeCV):  # type: ignore[misc]
+        """scikit-learn's ``RidgeCV`` whose penalty is chosen leaving out one base architecture (``groups``: one
+        label per row it is fitted on) at a time (``leave_group_out_errors``): leaving out one row, as RidgeCV
+        does, keeps its siblings in the fit, which then predict it from the same draw and favour too small a
+        penalty. Without groups, or with one row per group, it is RidgeCV's own leave-one-out."""
+
+        def __init__(self, alphas: Any = ALPHAS, *, groups: np.ndarray | None = None) -> None:
+            super().__init__(alphas=alphas)
+            self.groups = groups
+
+        def fit(self, X: Any, y: Any, sample_weight: Any = None, **params: Any) -> Any:
+            g = None if self.groups is None else np.asarray(self.groups)
+            if g is None or len(g) != len(y) or len(np.unique(g)) == len(g):
+                return super().fit(X, y, sample_weight=sample_weight, **params)
+            errors = leave_group_out_errors(np.asarray(X, np.float64), np.asarray(y, np.float64), g, self.alphas)
+            chosen = float(np.asarray(self.alphas)[int(np.argmin(errors))])
+            plain = RidgeCV(alphas=[chosen]).fit(X, y)
+            for name in ("coef_", "intercept_", "alpha_", "best_score_", "n_features_in_"):
+                setattr(self, name, getattr(plain, name))
+            return self
+
+    return GroupRidgeCV
+
+
+def GroupRidgeCV(alphas: Any = ALPHAS, *, groups: np.ndarray | None = None) -> Any:
+    """A ``RidgeCV`` whose penalty is chosen by groups (see ``_group_ridge_cv``)."""
+    return _group_ridge_cv()(alphas=alphas, groups=groups)
 
 
 def _kendall(a: np.ndarray, b: np.ndarray) -> float:

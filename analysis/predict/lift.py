@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
+from scipy import stats as sps
 
 from archstudy.sampling import SpecError
 
@@ -57,7 +58,10 @@ def paired_lift(
     ``other`` minus that of ``top`` (positive: the ranking picked better architectures), ``errors`` the trained
     architectures' test errors by index. Its interval is a paired percentile bootstrap: each resample draws the
     architectures of both sets together (the union, with replacement), so an architecture in both sets moves both
-    medians at once; a resample in which a set is empty is left out. Non-finite errors are left out."""
+    medians at once; a resample in which a set is empty is left out. Non-finite errors are left out. Beside it,
+    ``p_rank_sum``: the two-sided rank-sum p-value of the two sets' errors (exact for small sets), and
+    ``smallest_p`` (``smallest_rank_sum_p``): ``too_small`` where even a perfect separation could not reach the
+    level: a bootstrap of so few architectures is no evidence, whatever its interval says."""
     a = [i for i in top if i in errors and math.isfinite(errors[i])]
     b = [i for i in other if i in errors and math.isfinite(errors[i])]
     if not a or not b:
@@ -80,4 +84,23 @@ def paired_lift(
     }
     out["lift"] = out["other"] - out["top"]
     out["lift_lo"], out["lift_hi"] = percentile_interval(np.asarray(diffs), confidence)
+    out["p_rank_sum"] = float(sps.mannwhitneyu(e[in_b], e[in_a], alternative="two-sided").pvalue)
+    out["smallest_p"] = smallest_rank_sum_p(len(a), len(b))
+    out["too_small"] = out["smallest_p"] > 1 - confidence
     return out
+
+
+def smallest_rank_sum_p(k_a: int, k_b: int) -> float:
+    """The smallest two-sided p-value the exact rank-sum test (Mann and Whitney, *On a test of whether one of two
+    random variables is stochastically larger than the other*, 1947) can give two sets of k_a and k_b: every
+    member of one below every member of the other, 2 / C(k_a + k_b, k_a). Above the level, no outcome of a check
+    with so few architectures could tell a ranking from chance (K = 3 per set: 2 / 20 = 0.1)."""
+    return min(1.0, 2.0 / math.comb(k_a + k_b, k_a))
+
+
+def smallest_useful_k(alpha: float = 1 - CONFIDENCE) -> int:
+    """The fewest architectures per set of ``rank --check`` whose rank-sum test can reach ``alpha``."""
+    k = 1
+    while smallest_rank_sum_p(k, k) > alpha:
+        k += 1
+    return k

@@ -61,12 +61,14 @@ def predict_html(s: _WithPrediction) -> str:
         if r["learner"] in ("joint", "baseline") and r["metric"]:
             label += f' <span class="muted">(most often: {esc(r["metric"])})</span>'
         if r["status"] == CANNOT_FIT:
-            cells = [f"<i>{CANNOT_FIT}</i>", "–", "–"]
+            cells = [f"<i>{CANNOT_FIT}</i>", "–", "–", "–", "–"]
         else:
             cells = [
                 with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]),
                 with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]),
                 with_interval(r["r2"], r["r2_lo"], r["r2_hi"]),
+                with_interval(r["mae"], r["mae_lo"], r["mae_hi"], 3),
+                with_interval(r["rmse"], r["rmse_lo"], r["rmse_hi"], 3),
             ]
         rows.append([label, fmt(int(r["scored_folds"])), *cells])
         classes.append("" if r["kind"] == "joint" else "baseline")
@@ -83,7 +85,12 @@ def predict_html(s: _WithPrediction) -> str:
             if sampled
             else []
         ),
-        table(["learner", "scored folds", "held-out Spearman ρ", "Kendall τ", "R²"], rows, left=1, row_classes=classes),
+        table(
+            ["learner", "scored folds", "held-out Spearman ρ", "Kendall τ", "R²", "MAE", "RMSE"],
+            rows,
+            left=1,
+            row_classes=classes,
+        ),
     ]
     diff_rows = [
         [
@@ -92,21 +99,38 @@ def predict_html(s: _WithPrediction) -> str:
         ]
         for _, r in p.versus.iterrows()
     ]
-    out.append(table(["difference in held-out ρ", "paired, per fold (corrected resampled t)"], diff_rows, left=1))
+    out.append(table(["difference in held-out ρ", "paired, per fold, with its interval"], diff_rows, left=1))
+    if p.ranker is not None or p.ranker_why:
+        out.append(
+            f'<p class="muted">A ranking of new architectures (<code>archstudy rank</code>) would use: '
+            f"{esc(p.ranker or 'none')}: {esc(p.ranker_why)}.</p>"
+        )
     if len(p.ranking):
         who = {"joint": "joint model", "baseline": "best baseline", "nlc": "NLC alone"}
         r_rows = [
             [
                 esc(who.get(r["learner"], r["learner"])),
                 fmt(int(r["k"])),
-                f"{r['precision']:.2f} (chance {r['chance']:.2f})",
-                f"{r['ndcg']:.2f}",
-                f"{r['regret']:.4f}",
+                with_interval(r["precision"], r["precision_lo"], r["precision_hi"]) + f" (chance {r['chance']:.2f})",
+                with_interval(r["ndcg"], r["ndcg_lo"], r["ndcg_hi"]),
+                with_interval(r["regret"], r["regret_lo"], r["regret_hi"], 4),
+                with_interval(r["kendall_top"], r["kendall_top_lo"], r["kendall_top_hi"]),
             ]
             for _, r in p.ranking.iterrows()
         ]
         out.append(
-            table(["ranking by", "top K", "precision of the top K", "NDCG@K", "regret (test error)"], r_rows, left=1)
+            table(
+                [
+                    "ranking by",
+                    "top K",
+                    "precision of the top K",
+                    "NDCG@K",
+                    "regret (test error)",
+                    "Kendall τ within the top K",
+                ],
+                r_rows,
+                left=1,
+            )
         )
     if len(p.curve):
         c_rows = [
@@ -169,16 +193,18 @@ def predict_html(s: _WithPrediction) -> str:
         "correlation table uses log; a missing or non-finite value is left to the learner). Held out: "
         f"{p.folds}-fold grouped cross-validation over the {p.groups} base architectures (a draw and its siblings are "
         f"one group, never on both sides of a split), repeated with {p.repeats} fold seeds; each learner is scored "
-        "on each held-out fold (so a fold's calibration offset cannot move its ρ) and its interval is the corrected "
-        "resampled t over the folds (Nadeau and Bengio 2003), which counts the splits' own variability. The joint "
+        "on each held-out fold (so a fold's calibration offset cannot move its ρ); its interval adds the variance "
+        "of a bootstrap of the base architectures, the held-out predictions held fixed, to the spread of the "
+        "repeats' means (what other training sets change), its coverage measured on simulated studies. The joint "
         "model is ridge regression (RidgeCV) on each metric's rank u and u², or gradient-boosted trees "
         "(HistGradientBoostingRegressor), whichever scores higher in a grouped cross-validation inside the "
         "training folds alone; the best baseline is chosen the same way among the unfitted rules (each metric "
         "raw, its sign from the training folds; the NLC paper's window [1, 3]; parameter count, depth, width, "
         "FLOPs) and the descriptors alone. NLC alone is the paper's window, unfitted. A learner whose predictions "
         "were constant in a held-out fold cannot fit there and gets no ρ. Ranking measures: each fold's "
-        "predictions centred, pooled, averaged over the repeats (range over repeats not shown). The box is green "
-        "only when the joint model beats the best baseline; these verdicts fire at their nominal rate on "
-        "simulated studies where nothing predicts test error (docs/predict.md).</p>"
+        "predictions centred, pooled, averaged over the repeats; their intervals resample the base "
+        "architectures with the predictions held fixed. The box is green only when the joint model beats the "
+        "best baseline; its verdicts are tests of the page's family (the findings), adjusted with every other "
+        "test.</p>"
     )
     return "\n".join(out)

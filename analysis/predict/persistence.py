@@ -29,6 +29,7 @@ from archstudy.sampling.constraints import Choice, Integer, check
 from ..results import Results, architectures_table
 from .learners import (
     BOOSTED,
+    DESCRIPTOR_FEATURES,
     CONFIDENCE,
     FOLDS,
     Feature,
@@ -83,9 +84,10 @@ def fit_predictor(
     folds: int = FOLDS,
 ) -> "FittedPredictor":
     """A predictor fitted on every trained architecture of a study (``results``: ``load_results``, a study
-    directory, or an architectures DataFrame). ``learner``: one of ``LEARNERS``, or ``auto``: the joint learner
-    with the higher mean held-out rho in a grouped cross-validation of the study (``choose_joint``)."""
-    learner = check("fit_predictor", "learner", Choice(("auto",) + LEARNERS), learner)
+    directory, or an architectures DataFrame). ``learner``: one of ``LEARNERS``; ``auto``: the joint learner with
+    the higher mean held-out rho in a grouped cross-validation of the study (``choose_joint``); ``rule:NAME``: an
+    unfitted baseline of ``evaluation.baseline_rules`` (its sign, and a line to the error's scale, fitted:
+    ``fit_rule``); ``descriptors``: the ridge on the descriptors alone (what ``Prediction.ranker`` may name)."""
     if isinstance(results, (str, os.PathLike)):
         from ..results import load_results
 
@@ -98,18 +100,64 @@ def fit_predictor(
             len(arch),
             f"must hold at least {MIN_ROWS} trained architectures with a test error",
         )
-    features = choose_features(arch, descriptors)
+    if learner.startswith(RULE_PREFIX):
+        return fit_rule(results, arch, learner[len(RULE_PREFIX) :])
+    only_descriptors = learner == "descriptors"
+    learner = "linear" if only_descriptors else learner
+    learner = check("fit_predictor", "learner", Choice(("auto", "descriptors") + LEARNERS), learner)
+    features = (
+        [f for f in DESCRIPTOR_FEATURES if f.column in arch.columns]
+        if only_descriptors
+        else choose_features(arch, descriptors)
+    )
     X, y = feature_table(arch, features), arch[TARGET].to_numpy(np.float64)
     if learner == "auto":
         with one_thread():
             learner = choose_joint(X, y, base_groups(arch), features, folds, seed)
     with warnings.catch_warnings(), one_thread():
         warnings.simplefilter("ignore")
-        model = make_learner(learner, features, seed).fit(X, y)
+        model = make_learner(learner, features, seed, base_groups(arch)).fit(X, y)
     source = _study_identity(results, arch)
     source["designs"] = sorted(set(design_keys(arch)))
     exported = export(learner, model, features, X, y, seed)
     return FittedPredictor(learner, list(features), exported, source, estimator=model if learner == "boosted" else None)
+
+
+RULE_PREFIX = "rule:"  # a predictor that is one unfitted baseline (``fit_rule``)
+
+
+def fit_rule(results: Results | pd.DataFrame, arch: pd.DataFrame, name: str) -> "FittedPredictor":
+    """The baseline ``name`` of ``evaluation.baseline_rules`` as a predictor: its value (the column on its scale,
+    or the NLC paper's window distance), a missing value set to the study's median, its sign that of its Spearman
+    rho with test error (fixed for the window), and a least-squares line from the signed value to test error, so
+    that its predictions are on the error's scale and order the architectures as the rule does."""
+    from .evaluation import baseline_rules
+    from .folds import spearman
+
+    rules = {r.name: r for r in baseline_rules(arch, choose_features(arch))}
+    if name not in rules:
+        raise SpecError("fit_predictor", "learner", f"{RULE_PREFIX}{name}", f"must name a rule: {', '.join(rules)}")
+    r = rules[name]
+    v, y = r.values(arch), arch[TARGET].to_numpy(np.float64)
+    ok = np.isfinite(v)
+    fill = float(np.median(v[ok]))
+    sign = 1.0 if r.fixed or spearman(v[ok], y[ok]) >= 0 else -1.0
+    score = sign * np.where(ok, v, fill)
+    slope, intercept = np.polyfit(score, y, 1) if np.ptp(score) > 0 else (0.0, float(y.mean()))
+    model = {
+        "rule": name,
+        "column": r.column,
+        "log": r.log,
+        "window": None if r.window is None else [float(r.window[0]), float(r.window[1])],
+        "sign": sign,
+        "fill": fill,
+        "slope": float(slope),
+        "intercept": float(intercept),
+    }
+    source = _study_identity(results, arch)
+    source["designs"] = sorted(set(design_keys(arch)))
+    features = [KNOWN[r.column]] if r.column in KNOWN else []
+    return FittedPredictor(RULE_PREFIX + name, features, model, source)
 
 
 def scikit_learn_version() -> str:
@@ -202,6 +250,14 @@ class FittedPredictor:
         """Predicted test error of each row of an architectures table (``load_results(...).architectures``)."""
         arch = architectures_table(arch, "FittedPredictor.predict").reset_index(drop=True)
         m = self.model
+        if self.learner.startswith(RULE_PREFIX):
+            from .evaluation import Rule
+
+            bounds = None if m["window"] is None else (m["window"][0], m["window"][1])
+            v = Rule(m["rule"], m["column"], m["log"], m["rule"], bounds).values(arch)
+            score = m["sign"] * np.where(np.isfinite(v), v, m["fill"])
+            ruled: np.ndarray = m["intercept"] + m["slope"] * score
+            return ruled
         if self.learner in ("window", "nlc"):
             if not m["metric"]:
                 return np.full(len(arch), m["fill"])
@@ -328,8 +384,9 @@ def _validated(d: Any) -> FittedPredictor:
         "its sha256 does not match its content (the file was changed after archstudy saved it)",
     )
     learner = d["learner"]
-    _need(learner in LEARNERS, f"learner must be one of {', '.join(LEARNERS)}")
-    _need(isinstance(d["features"], list) and d["features"], "features must be a non-empty list")
+    is_rule = isinstance(learner, str) and learner.startswith(RULE_PREFIX)
+    _need(learner in LEARNERS or is_rule, f"learner must be one of {', '.join(LEARNERS)} or {RULE_PREFIX}NAME")
+    _need(isinstance(d["features"], list) and (d["features"] or is_rule), "features must be a non-empty list")
     features = []
     for f in d["features"]:
         _need(
@@ -345,6 +402,9 @@ def _validated(d: Any) -> FittedPredictor:
     m = d["model"]
     _need(isinstance(m, dict), "model must be an object")
     _need(isinstance(d["source"], dict), "source must be an object")
+    if is_rule:
+        _check_rule(m, learner)
+        return FittedPredictor(learner, features, m, d["source"], d.get("held_out"))
     if learner in ("window", "nlc"):
         _need(
             set(m) == {"metric", "centre", "slope", "intercept", "fill"},
@@ -385,6 +445,23 @@ def _validated(d: Any) -> FittedPredictor:
     _float_list(m["coef"], "model.coef", 2 * len(numeric) + width - len(numeric))
     _number(m["intercept"], "model.intercept")
     return FittedPredictor(learner, features, m, d["source"], d.get("held_out"))
+
+
+def _check_rule(m: dict[str, Any], learner: str) -> None:
+    """A rule's model (``fit_rule``), checked field by field."""
+    from ..columns import PREDICTOR_BY_COLUMN
+
+    _need(
+        set(m) == {"rule", "column", "log", "window", "sign", "fill", "slope", "intercept"},
+        "a rule has rule, column, log, window, sign, fill, slope, intercept",
+    )
+    _need(learner == RULE_PREFIX + str(m["rule"]), "the rule must be the one its learner names")
+    _need(m["column"] in PREDICTOR_BY_COLUMN, f"the rule's column {str(m['column'])[:40]!r} is not a predictor")
+    _need(isinstance(m["log"], bool), "model.log must be true or false")
+    _need(m["window"] is None or len(_float_list(m["window"], "model.window", 2)) == 2, "model.window: 2 numbers")
+    _need(m["sign"] in (1.0, -1.0), "model.sign must be 1 or -1")
+    for k in ("fill", "slope", "intercept"):
+        _number(m[k], f"model.{k}")
 
 
 def _check_recipe(m: dict[str, Any], features: list[Feature]) -> None:
@@ -513,7 +590,7 @@ def score_predictor(
                 "source": src.get("location"),
                 "source_dataset": src.get("dataset"),
                 "learner": predictor.learner,
-                "label": LABELS[predictor.learner],
+                "label": label_of(predictor.learner),
                 "metric": predictor.model.get("metric", ""),
                 **{k: v for k, v in s.items() if not k.startswith("_")},
                 **new,
@@ -521,6 +598,13 @@ def score_predictor(
         ],
         columns=TRANSFER_COLUMNS,
     )
+
+
+def label_of(learner: str) -> str:
+    """A fitted predictor's learner in words (``LABELS``; a rule by its name)."""
+    if learner.startswith(RULE_PREFIX):
+        return f"the rule {learner[len(RULE_PREFIX) :]} alone (its sign and a line fitted)"
+    return LABELS.get(learner, learner)
 
 
 def predictor_from(source: FittedPredictor | str | os.PathLike[str] | Results | pd.DataFrame) -> FittedPredictor:

@@ -9,13 +9,14 @@ from archstudy.study.experiment.good_range import STABILITY_DRAWS
 
 from ..columns import PREDICTOR_BY_COLUMN
 from ..edf import permutation_note
-from ..figures import fmt_p
 from ..html import esc, fmt, table
 from ..study_analysis import StudyAnalysis
 
 if TYPE_CHECKING:
     pass
 
+from ..findings import edf_subject
+from .findings import method, verdict_of, yes_no
 from .pruning import window_text
 from .status import RADOSAVOVIC_2019, RADOSAVOVIC_2020
 
@@ -25,12 +26,16 @@ def edf_html(s: StudyAnalysis) -> str:
     if e is None or not len(e.levels):
         return "<p>No sampled axis has two levels among the finished random draws.</p>"
     ks = e.ks
+    found = s.findings[s.findings["family"] == "edf"] if len(s.findings) else s.findings
     rows = []
     for axis in dict.fromkeys(e.levels["axis"]):
         lv = e.levels[e.levels["axis"] == axis]
         k = ks[ks["axis"] == axis]
         top = k.loc[k["ks"].idxmax()] if len(k) else None
         differ = int(lv["bins"].max()) > 1
+        pair = edf_subject(axis, top["a"], top["b"]) if top is not None else ""
+        top_n = k.loc[k["ks_normalized"].idxmax()] if len(k) and k["ks_normalized"].notna().any() else None
+        pair_n = edf_subject(axis, top_n["a"], top_n["b"], e.complexity) if top_n is not None else ""
         rows.append(
             [
                 esc(axis),
@@ -39,14 +44,13 @@ def edf_html(s: StudyAnalysis) -> str:
                     for _, r in lv.iterrows()
                 ),
                 "–" if top is None else f"{fmt(top['ks'], 2)} ({esc(top['a'])} vs {esc(top['b'])})",
-                "–" if top is None else f"{fmt_p(top['p'])} ({fmt_p(top.get('p_holm', np.nan))})",
+                "–" if top is None else verdict_of(s, "edf", pair).text(),
                 "levels of one size"
                 if not differ
                 else "–"
-                if top is None
-                else f"{fmt(k['ks_normalized'].max(), 2)} "
-                f"(p ≈ {fmt_p(k.loc[k['ks_normalized'].idxmax(), 'p_normalized'])}, Holm "
-                f"{fmt_p(k.loc[k['ks_normalized'].idxmax()].get('p_normalized_holm', np.nan))})",
+                if top_n is None
+                else f"{fmt(top_n['ks_normalized'], 2)} ({verdict_of(s, 'edf', pair_n).text()})",
+                str(int(found[found["subject"].str.startswith(f"{axis}: ")]["finding"].sum())) if len(found) else "–",
             ]
         )
     return table(
@@ -54,18 +58,20 @@ def edf_html(s: StudyAnalysis) -> str:
             "axis",
             "level: n | min | mean test error",
             "largest KS",
-            "p (KS test; Holm)",
-            f"largest KS, normalized by {esc(e.complexity)}",
+            "its p / adjusted",
+            f"largest KS, normalized by {esc(e.complexity)} (p / adjusted)",
+            "pairs that differ (findings)",
         ],
         rows,
         left=2,
     ) + (
         f'<p class="muted">Error EDFs ({RADOSAVOVIC_2019}, section 3) of the random draws per level of each '
-        "sampled axis (depth in bins). KS: the largest distance between two levels' EDFs, with scipy's two-sample "
-        "p-value. Normalized: each level reweighted so that its distribution of the complexity column is uniform "
-        "over the complexity bins (a tenth of a decade) that every level occupies; levels of one size (all in "
-        "one bin, as at one parameter budget) have normalized EDFs equal to their EDFs. Its p-value is "
-        "asymptotic with Kish's effective sample sizes (approximate).</p>"
+        "sampled axis (depth in bins). Every pair of levels is a test: "
+        f"{esc(method('edf'))}; the table shows each axis' largest distance with its p / adjusted p (with every "
+        "test of the page; bold: a finding) and how many of its pairs are findings. Normalized: each level "
+        "reweighted so that its distribution of the complexity column is uniform over the complexity bins (a "
+        "tenth of a decade) that every level occupies; levels of one size (all in one bin, as at one parameter "
+        "budget) have normalized EDFs equal to their EDFs.</p>"
         + (f'<p class="muted">{esc(note)}</p>' if (note := permutation_note(e)) else "")
     )
 
@@ -87,14 +93,25 @@ def good_ranges_html(s: StudyAnalysis) -> str:
                 fmt(r["high"], 3),
                 f"{fmt(r['min'], 3)} – {fmt(r['max'], 3)}",
                 f"{fmt(100 * r['below'], 0)}% / {fmt(100 * r['above'], 0)}%",
-                "yes" if r["u_shaped"] else "no",
+                verdict_of(s, "good_range", r["factor"], r["dataset"]).text(),
+                yes_no(verdict_of(s, "u_shape", r["factor"], r["dataset"])),
             ]
         )
         classes.append("baseline" if p is not None and p.kind == "baseline" else "")
     return (
         nlc_window_html(s)
         + table(
-            ["factor", "n", "low", "best", "high", "observed range", "below / above", "U-shaped"],
+            [
+                "factor",
+                "n",
+                "low",
+                "best",
+                "high",
+                "observed range",
+                "below / above",
+                "good range: p / adjusted",
+                "U-shaped",
+            ],
             rows,
             row_classes=classes,
         )
@@ -102,7 +119,9 @@ def good_ranges_html(s: StudyAnalysis) -> str:
             f'<p class="muted">pycls\'s empirical bootstrap ({RADOSAVOVIC_2020}, section 3.1): 2,500 subsamples of '
             "25% of the random draws (with replacement), the factor's value at each subsample's lowest test error; low "
             "and high are the 2.5th and 97.5th percentiles of those values and best their median (on a log scale "
-            "where the factor is plotted on one). Below / above: the share of all architectures outside the range.</p>"
+            "where the factor is plotted on one). Below / above: the share of all architectures outside the range. "
+            f"Good range: {esc(method('good_range'))}. U-shaped: {esc(method('u_shape'))}. Both are tests of the "
+            "page's family: p / adjusted p, bold or yes where a finding.</p>"
         )
     )
 
@@ -119,6 +138,13 @@ def nlc_window_html(s: StudyAnalysis) -> str:
         if r["large_enough"]
         else f"not large enough to replace the paper's window: {esc(r['reason'])}"
     )
+    v = verdict_of(s, "good_range", "nlc")
+    if np.isfinite(v.p):
+        verdict += (
+            "; the band itself is "
+            + ("a finding" if v.finding else "not distinguishable from chance")
+            + f" (p / adjusted {v.text()})"
+        )
     sd = (
         f", each end moving by {fmt(r['sd_low'], 2)} / {fmt(r['sd_high'], 2)} decades (root mean square) over "
         f"{STABILITY_DRAWS} resamples of the study"

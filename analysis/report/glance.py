@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..findings import summary
 from ..html import esc, fmt, table
 from ..interactive import spec_parts
 from ..study_analysis import StudyAnalysis
@@ -66,6 +67,11 @@ def glance_html(sections: list[StudyAnalysis]) -> str:
             f'<div class="study"><h3><a href="#{s.anchor}">{esc(s.name)}</a> <span class="muted">'
             f"{esc(r.dataset)} · {r.n_finished:,} of {planned} architectures · {state}</span></h3>"
             + caveats_html(s)
+            + (
+                f'<p><a href="#{s.anchor}-findings">Findings</a>: {esc(summary(s.findings))}</p>'
+                if len(s.findings)
+                else ""
+            )
             + f'<div class="cols"><div><h4>What predicts test error</h4>{best_predictor_html(s)}</div>'
             f'<div class="wide"><h4>Best architectures</h4>{best_architectures_html(s)}</div></div></div>'
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from datetime import datetime, timezone
@@ -15,6 +16,7 @@ from archstudy.study.experiment.config import N_BOOT_MAX, package_version
 
 from ..drawing import Drawer, FigureJob, check_figures_dir
 from ..figures import COMPARISON_FIGURES, FIGURES, FigureSpec
+from ..findings import ALPHA, FAMILIES, PROCEDURE, record, summary
 from ..html import CSS, esc, slug
 from ..interactive import DETAIL_HTML, explore_html, scripts_html
 from ..plotting import FORMATS
@@ -30,6 +32,7 @@ from archstudy.study.experiment.terminal import ProgressFn, StepLine
 
 from .comparison import config_diff_html, errors_compare_html, good_ranges_compare_html
 from .design import edf_html, good_ranges_html
+from .findings import findings_html
 from .glance import glance_html
 from .output import check_out
 from .predictors import correlations_html, psi_html, windows_html
@@ -52,6 +55,7 @@ def status_part_html(s: StudyAnalysis) -> str:
 # A study's section, after its status box (``FigureSpec.section`` names one of these keys).
 STUDY_SECTIONS: tuple[PageSection, ...] = (
     PageSection("status", "Status and provenance", status_part_html, short="Status"),
+    PageSection("findings", "Findings: every verdict of this page, tested together", findings_html, short="Findings"),
     PageSection("predictors", "What predicts test error", correlations_html, short="Predictors"),
     PageSection("explore", "Explore every architecture (interactive)", explore_html, short="Explore"),
     PageSection("windows", "Window predictors", windows_html, short="Windows"),
@@ -371,13 +375,42 @@ def write_report(
     finally:
         for s in sections:  # a prediction still computing when something failed: ended, not left behind
             s.cancel()
-    tmp = out.with_name(f".{out.name}.tmp")
+    _write(out, text)
+    _write(findings_path(out), json.dumps(findings_json(sections), indent=1, allow_nan=False) + "\n")
+    return out
+
+
+def _write(path: Path, text: str) -> None:
+    """``text`` to ``path``, whole: written beside it, then renamed."""
+    tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
+        tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
-    return out
+
+
+def findings_path(out: Path) -> Path:
+    """Where a report's findings are written as JSON: beside the page, ``NAME.findings.json`` for ``NAME.html``."""
+    return out.with_name(f"{out.stem}.findings.json")
+
+
+def findings_json(sections: list[StudyAnalysis]) -> dict[str, Any]:
+    """Every study's findings (``analysis.findings``) as the JSON beside the page: per study its name, directory,
+    dataset, the sentence the page states (``findings.summary``) and every test (``findings.FINDING_COLUMNS``)."""
+    studies = []
+    for s in sections:
+        f = s.findings
+        studies.append(
+            {
+                "study": s.name,
+                "location": s.results.study_dir,
+                "dataset": s.results.dataset,
+                "summary": summary(f) if len(f) else "no test: no finished architectures",
+                "tests": record(f) if len(f) else [],
+            }
+        )
+    return {"alpha": ALPHA, "procedure": PROCEDURE, "families": [f.__dict__ for f in FAMILIES], "studies": studies}
 
 
 def _unique_anchors(labels: list[str]) -> list[str]:

@@ -16,6 +16,7 @@ from ..stats import bootstrap_note
 if TYPE_CHECKING:
     import pandas as pd
 
+from .findings import NONE, Verdict, method, verdict_of, yes_no
 from .status import JIANG
 
 
@@ -41,12 +42,10 @@ def correlations_html(s: StudyAnalysis) -> str:
                 "log" if r["log"] else "linear",
                 fmt(int(r["n"])),
                 with_interval(r["pearson"], r["pearson_lo"], r["pearson_hi"]),
-                fmt_p(r["pearson_p"]),
                 with_interval(r["spearman"], r["spearman_lo"], r["spearman_hi"]),
-                fmt_p(r["spearman_p"]),
                 with_interval(r["kendall"], r["kendall_lo"], r["kendall_hi"]),
-                f"{fmt_p(r['kendall_p'])} ({fmt_p(r.get('kendall_p_holm', np.nan))})",
-                psi_cell(r),
+                verdict_of(s, "predictor", r["predictor"], r["dataset"]).text(),
+                psi_cell(r, verdict_of(s, "psi", r["predictor"], r["dataset"])),
                 fmt(r["psi_tau_b"], 2),
                 with_interval(r["lift"], r["lift_lo"], r["lift_hi"]),
             ]
@@ -61,11 +60,9 @@ def correlations_html(s: StudyAnalysis) -> str:
             "scale",
             "n",
             "Pearson r",
-            "p",
             "Spearman ρ",
-            "p",
             "Kendall τ",
-            "p (Holm)",
+            "Kendall p / adjusted",
             "granulated Kendall Ψ",
             "Ψ over defined cells (τ-b)",
             "lift over best baseline",
@@ -79,15 +76,16 @@ def correlations_html(s: StudyAnalysis) -> str:
         "what it plots on a log axis); intervals: percentile bootstrap over architectures "
         f"(the random draws, n above); rank: the place in the ranking chart below (by |τ|, beside the window "
         "scores). Lift = |τ| − |τ| of the best trivial baseline "
-        f"({esc(best.iloc[0]) if len(best) else '–'}), with its paired bootstrap interval.",
+        f"({esc(best.iloc[0]) if len(best) else '–'}), with its paired bootstrap interval. Kendall p: "
+        f"{esc(method('predictor'))}; adjusted with every test of the page (the findings above; bold: a finding).",
         f"Ψ ({JIANG}, section 6.1, eq. 4-5, as defined there): the mean over sampled axes of the mean, "
         "over the cells of architectures that differ only along that axis, of τ = the average sign agreement of "
         "all pairs in the cell (ties count 0); every cell counts, one where the predictor is constant scores 0. "
-        "Interval: cells resampled within each axis. Such cells come from sibling architectures (a random draw "
-        "almost never repeats every other axis), so without siblings Ψ is undefined (–). The τ-b column is "
-        "another statistic: it averages τ-b over the cells where τ-b is defined, so it skips the cells where the "
-        "predictor is constant (a trivial baseline such as depth is constant in every sibling cell but the depth "
-        "axis', and there the two differ most).",
+        f"Its test: {esc(method('psi'))} (p / adjusted p under Ψ). Such cells come from sibling architectures "
+        "(a random draw almost never repeats every other axis), so without siblings Ψ is undefined (–). The τ-b "
+        "column is another statistic: it averages τ-b over the cells where τ-b is defined, so it skips the cells "
+        "where the predictor is constant (a trivial baseline such as depth is constant in every sibling cell but "
+        "the depth axis', and there the two differ most).",
     ]
     sampled = bootstrap_note(c)  # a large study's bootstrap ran on a subsample: say so
     if sampled:
@@ -101,13 +99,14 @@ def correlations_html(s: StudyAnalysis) -> str:
     return out + "".join(f'<p class="muted">{n}</p>' for n in notes)
 
 
-def psi_cell(r: pd.Series) -> str:
-    """Jiang et al.'s Ψ with its interval and what it averages."""
+def psi_cell(r: pd.Series, v: Verdict = NONE) -> str:
+    """Jiang et al.'s Ψ with its interval, its test (p / adjusted p) and what it averages."""
     if not r["psi_cells"]:
         return "–"
     ci = interval(r["psi_lo"], r["psi_hi"])
+    test = f"<br>{v.text()}" if np.isfinite(v.p) else ""
     return (
-        f'{fmt(r["psi"], 2)}{"<br>" + ci if ci else ""}<br><span class="ci">{int(r["psi_axes"])} axes, '
+        f'{fmt(r["psi"], 2)}{"<br>" + ci if ci else ""}{test}<br><span class="ci">{int(r["psi_axes"])} axes, '
         f"{int(r['psi_cells'])} cells ({int(r['psi_constant_cells'])} constant)</span>"
     )
 
@@ -148,7 +147,7 @@ def windows_html(s: StudyAnalysis) -> str:
     rows = [
         [
             esc(r["label"]),
-            "yes" if r["u_shaped"] else "no",
+            yes_no(verdict_of(s, "u_shape", r["metric"])),
             fmt(int(r["n"])),
             fmt(r["centre"], 3),
             f"{fmt(r['tau'], 2)} ± {fmt(r['tau_sd'], 2)}<br>{interval(r['tau_lo'], r['tau_hi'])}",
@@ -175,9 +174,16 @@ def windows_html(s: StudyAnalysis) -> str:
         '<p class="muted">Window distance: |log10 x − centre| (linear for metrics not on a log scale), the centre '
         "being the middle of the metric's good range fitted on a random half of the architectures; Kendall τ with "
         f"test error on the other half; {splits} random splits: mean ± sd, bracket: the central 95% of splits. "
-        "The raw metric's τ is taken on the same held-out halves. U-shaped: at least 10% of the architectures lie "
-        "on each side of the metric's good range; those, and the NLC, join the predictor ranking above (green).</p>"
+        "The raw metric's τ is taken on the same held-out halves. U-shaped: a finding of the page (its test: "
+        f"{esc(method('u_shape'))}); the metrics at least 10% of whose architectures lie on each side of the good "
+        "range with a permutation p below 0.05 on its own, and the NLC, join the predictor ranking above (green): "
+        "an order, not a finding.</p>"
     )
+
+
+def _label_of(column: str) -> str:
+    p = PREDICTOR_BY_COLUMN.get(column)
+    return p.label if p is not None else column
 
 
 def _tau_text(r: pd.Series) -> str:
@@ -204,15 +210,21 @@ def best_predictor_html(s: StudyAnalysis) -> str:
             + ", ".join(f"<b>{esc(v)}</b>" for v in top["label"])
             + f" (|Kendall τ| {top['abs_tau'].iloc[0]:.2f})."
         )
-    adjusted = rk["p_holm"].to_numpy(np.float64) if "p_holm" in rk.columns else np.array([])
-    adjusted = adjusted[np.isfinite(adjusted)]
-    if len(adjusted) and adjusted.min() >= 0.05:
-        # Ranking many predictors, the first has an interval away from 0 in about half of the null studies
-        # (docs/analysis.md, verdict calibration): only Holm's adjusted p-value is a verdict.
-        head += (
-            f" No predictor is distinguishable from chance once all {len(adjusted)} are tested (smallest "
-            f"Holm-adjusted Kendall p {fmt_p(float(adjusted.min()))}): the order is not a finding."
-        )
+    found = s.findings[s.findings["family"] == "predictor"] if len(s.findings) else s.findings
+    if len(found):
+        hits = found[found["finding"]]
+        if len(hits):
+            names = ", ".join(esc(_label_of(v)) for v in hits["subject"])
+            head += (
+                f" Predictors shown to predict test error, with every test of the page counted (the findings): {names}."
+            )
+        else:
+            # Ranking many predictors, the first has an interval away from 0 in about half of the null studies
+            # (docs/analysis.md, verdict calibration): only the family's adjusted p-value is a verdict.
+            head += (
+                f" No predictor is distinguishable from chance once every test of the page is counted (smallest "
+                f"adjusted Kendall p {fmt_p(float(found['p_adjusted'].min()))}): the order is not a finding."
+            )
     base = rk[rk["kind"] == "baseline"]
     if len(base):
         b = base.iloc[0]

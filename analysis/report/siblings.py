@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..figures import fmt_p
 from ..html import esc, fmt, interval, table
 from ..study_analysis import StudyAnalysis
+from ..findings import paired_subject
+from .findings import method, verdict_of
 
 if TYPE_CHECKING:
     pass
@@ -30,7 +31,7 @@ def paired_html(s: StudyAnalysis) -> str:
                 fmt(r["median"], 4),
                 f"{interval(r['ci_lo'], r['ci_hi'], 4) or '–'} ({level})",
                 f"{int(r['n_pos'])} / {int(r['n_neg'])} / {int(r['n_zero'])}",
-                f"{fmt_p(r['p_sign'])} ({fmt_p(r.get('p_holm', np.nan))})",
+                verdict_of(s, "paired", paired_subject(r), r["dataset"]).text(),
             ]
         )
     return table(
@@ -41,7 +42,7 @@ def paired_html(s: StudyAnalysis) -> str:
             "median Δ test error (B − A)",
             "interval for the median (coverage)",
             "B worse / better / equal",
-            "sign test p (Holm)",
+            "sign test p / adjusted",
         ],
         rows,
         left=2,
@@ -52,5 +53,6 @@ def paired_html(s: StudyAnalysis) -> str:
         "field, and both presets) also switches input mean normalization (Chen and Ge, eq. 16), as GmP always "
         "did; with <code>imn</code> off, GmP from the SP weights is the same function as its SP twin at "
         "initialization (for relu and abs without norms or skips). Interval: the distribution-free order-statistic "
-        "interval that inverts the sign test (at least 95%; – with fewer than 6 pairs).</p>"
+        "interval that inverts the sign test (at least 95%; – with fewer than 6 pairs). Each comparison is a test of "
+        f"the page's family ({esc(method('paired'))}): p / adjusted p, bold where a finding.</p>"
     )

@@ -2,8 +2,13 @@
 no torch. ``predictor``: the joint predictor's verdicts when nothing predicts test error (null) and how often the
 raw NLC's interval covers its true held-out rho (signal) (``analysis.predict_simulation.calibration_rates``,
 docs/predict.md). ``verdicts``: the report's other verdicts (significant correlations, U-shapes, paired effects,
-EDF tests, ...) on simulated null studies, and the NLC window rule on windowed ones
-(``analysis.verdict_calibration.null_rates``, docs/analysis.md)."""
+EDF tests, ...) on simulated null studies, one by one, and the NLC window rule on windowed ones
+(``analysis.verdict_calibration.null_rates``, docs/analysis.md). ``findings``: the report's findings as a whole
+(``analysis.findings``): how often a study where test error depends on nothing shows "some finding", with and without
+siblings, and how often a study with a U-shaped NLC effect and a second metric shows them
+(``analysis.verdict_calibration.findings_rates``; ``--predict`` adds the joint predictor's comparisons, seconds a
+study). ``intervals``: the coverage and width of the joint model's paired-difference intervals on studies with
+signal (``analysis.predict_simulation.coverage_rates``, docs/analysis.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ from archstudy.sampling.constraints import Integer, check
 
 from .commands import subcommand
 
-CALIBRATIONS = ("predictor", "verdicts")
+CALIBRATIONS = ("predictor", "verdicts", "findings", "intervals")
 
 
 @subcommand("calibrate", order=115, activity="calibrating the verdicts")
@@ -27,11 +32,19 @@ def register(sub) -> None:
         "the joint predictor's verdicts when nothing predicts test error (null) and how often the raw NLC's "
         "interval covers its true held-out rho (signal) (analysis.predict_simulation); 'verdicts', the report's "
         "other verdicts (significant correlations, U-shapes, paired effects, EDF tests, ...) on simulated null "
-        "studies and the NLC window rule on windowed ones (analysis.verdict_calibration). No torch.",
+        "studies, one by one, and the NLC window rule on windowed ones (analysis.verdict_calibration); "
+        "'findings', the report's findings as a whole: some finding under the null, and the power to find a "
+        "U-shaped NLC and a second metric (analysis.verdict_calibration); 'intervals', the coverage and width of "
+        "the joint model's paired-difference intervals with signal (analysis.predict_simulation). No torch.",
     )
     p.add_argument("calibration", choices=CALIBRATIONS, help="which verdicts: %(choices)s")
     p.add_argument("--replicates", type=int, default=200, help="studies per size and kind (default %(default)s)")
     p.add_argument("--sizes", default="48,120", help="architectures per study, comma-separated (default %(default)s)")
+    p.add_argument(
+        "--predict",
+        action="store_true",
+        help="findings: with the joint predictor's held-out comparisons (seconds a study; default: the other families)",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list of objects instead of a table")
     p.set_defaults(func=command)
 
@@ -47,14 +60,29 @@ def _sizes(text: str) -> tuple[int, ...]:
 
 
 def command(args) -> int:
-    """The rates of ``analysis.predict_simulation.calibration_rates`` (``predictor``) or of
-    ``analysis.verdict_calibration.null_rates`` (``verdicts``), as a table or JSON; progress on standard error."""
+    """The rates of ``analysis.predict_simulation.calibration_rates`` (``predictor``), of
+    ``analysis.verdict_calibration.null_rates`` (``verdicts``), of its ``findings_rates`` (``findings``) or of
+    ``analysis.predict_simulation.coverage_rates`` (``intervals``), as a table or JSON; progress on standard error."""
     replicates = check("calibrate", "replicates", Integer(1), args.replicates)
     sizes = _sizes(args.sizes)
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     if args.calibration == "verdicts":
         from archstudy.analysis.verdict_calibration import null_rates
 
-        table = null_rates(sizes, replicates, progress=lambda line: print(line, file=sys.stderr, flush=True))
+        table = null_rates(sizes, replicates, progress=say)
+    elif args.calibration == "findings":
+        import pandas as pd
+
+        from archstudy.analysis.verdict_calibration import findings_rates
+
+        table = pd.concat(
+            [findings_rates(sizes, replicates, kind=k, predict=args.predict, progress=say) for k in ("null", "signal")],
+            ignore_index=True,
+        )
+    elif args.calibration == "intervals":
+        from archstudy.analysis.predict_simulation import coverage_rates
+
+        table = coverage_rates(replicates, sizes, progress=say)
     else:
         from archstudy.analysis.predict_simulation import calibration_rates
 

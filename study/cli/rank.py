@@ -13,15 +13,18 @@ progress line, in ``DIR/measured``), ranks them by predicted test error and writ
     DIR/study.yaml       the top K as a study (the same config, those draws as ``indices``): `archstudy run --config
                          DIR/study.yaml --out DIR/top` trains them as a normal study
 
-Before anything is measured it prints the predictor's held-out score on STUDY (``analysis.predict.predict_study``:
-Spearman's rho with its interval, the precision of its top K) and refuses, in one line naming the score, a predictor
-whose interval does not lie above 0 (``--allow-weak-predictor`` ranks anyway, and the first line says so); the
+Before anything is measured it runs the held-out evaluation on STUDY (``analysis.predict.predict_study``) and
+ranks with the best predictor it found (``Prediction.ranker``: the joint model, the learner its folds chose; a
+baseline rule, such as the NLC paper's window or a raw metric; or none), printing which, its held-out Spearman's
+rho with its interval and the precision of its top K, and why; when none beats chance it refuses in one line naming
+the scores (``--allow-weak-predictor`` ranks anyway, and the first line says so). ``--learner`` asks for one. The
 scores go into predictor.json and ranked.parquet's metadata.
 
 ``--check K`` trains the top K, the top K of the simple NLC rule (nearest the NLC paper's window [1, 3]) and K
 drawn at random from the N (one study, ``DIR/check``) and prints the lift of the ranking over each, median test
-error of the other minus the top's, with a paired bootstrap interval: the honest measure of whether the ranking is
-worth anything.
+error of the other minus the top's, with a paired bootstrap interval and the rank-sum p-value: the honest measure
+of whether the ranking is worth anything. With K of 3 or fewer it says the check cannot tell anything (the rank-sum
+test cannot reach 0.05 whatever the errors).
 Running the same command again resumes where it stopped; a larger N (or K) extends the studies.
 """
 
@@ -36,7 +39,7 @@ from pathlib import Path
 from typing import cast
 
 from archstudy.sampling import UserError, config_yaml
-from archstudy.sampling.constraints import Integer, check
+from archstudy.sampling.constraints import Choice, Integer, check
 from archstudy.sampling.plan import fresh_indices, fresh_seed, plan_study
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
@@ -97,13 +100,14 @@ def register(sub) -> None:
         default="auto",
         metavar="NAME",
         help="the predictor: linear, boosted, window or nlc (analysis.predict.LEARNERS); default "
-        "%(default)s: the joint model (linear or boosted) with the higher held-out Spearman ρ",
+        "%(default)s: the best the held-out evaluation found (the joint model, a baseline rule such as the NLC "
+        "paper's window or a raw metric, or none: then rank refuses), named with its score and why",
     )
     p.add_argument(
         "--allow-weak-predictor",
         action="store_true",
-        help="rank even when the predictor's held-out Spearman ρ interval does not lie above 0 (by default rank "
-        "refuses: such a ranking cannot be told from a random one); the output then says so in its first line",
+        help="rank even when no predictor beats chance held out (by default rank refuses: such a ranking cannot be "
+        "told from a random one); the output then says so in its first line",
     )
     p.add_argument(
         "--seed",
@@ -203,59 +207,138 @@ def _study(config: StudyConfig, out: Path, args):
 HELD_OUT_KEY = b"archstudy.held_out"  # ranked.parquet's metadata: the predictor's held-out scores, as JSON
 
 
-def held_out(results, learner: str, asked: str, study: str, allow: bool) -> dict:
-    """The held-out evaluation of the predictor rank will use (``analysis.predict.predict_study``: repeated
-    grouped cross-validation on STUDY), printed before anything is measured: its Spearman's rho with its interval
-    and the precision of its top K. When the interval does not lie above 0 rank refuses in one line naming the
-    score, unless ``allow``; then the first line of its output says so. Returns ``Prediction.summary``."""
+def held_out(results, asked: str, study: str, allow: bool) -> tuple[dict, str]:
+    """The held-out evaluation on STUDY (``analysis.predict.predict_study``: repeated grouped cross-validation),
+    printed before anything is measured, and the predictor rank will use: with ``--learner auto`` the one the
+    evaluation found best (``Prediction.ranker``: the joint model, a baseline rule, or none), named as the folds
+    chose it, with its held-out Spearman's rho, its interval and why; with a learner asked, that one. When none
+    beats chance (auto) or the asked learner's interval does not lie above 0, rank refuses in one line naming the
+    scores, unless ``allow``; then the first line of its output says so. Returns (``Prediction.summary``, the
+    learner to fit: ``linear``, ``boosted``, ``window``, ``nlc``, ``rule:NAME`` or ``descriptors``)."""
     from archstudy.analysis.predict import CANNOT_FIT, JOINT, predict_study
     from archstudy.sampling import SpecError
 
     from ..experiment.terminal import phase
 
-    joint = JOINT if asked == "auto" else (learner,)
-    evaluation, why = None, f"the {learner} learner (a single metric's fitted window) has no held-out evaluation"
-    if learner in JOINT:
-        try:
-            what = f"the held-out evaluation on {study} (repeated grouped cross-validation)"
-            with phase(sys.stderr, what, in_log=False):  # a refusal follows it: one line in a log
-                evaluation = predict_study(results, importance=False, dependence=False, curve=False, joint=joint)
-        except SpecError as e:
-            why = str(e)
+    if not asked.startswith("rule:"):  # a learner that does not exist: one line before anything is evaluated
+        from archstudy.analysis.predict import LEARNERS
+
+        check("fit_predictor", "learner", Choice(("auto", "descriptors") + LEARNERS), asked)
+    joint = (asked,) if asked in JOINT else JOINT
+    learner: str | None
+    try:
+        what = f"the held-out evaluation on {study} (repeated grouped cross-validation)"
+        with phase(sys.stderr, what, in_log=False):  # a refusal follows it: one line in a log
+            evaluation = predict_study(results, importance=False, dependence=False, curve=False, joint=joint)
+    except SpecError as e:
+        evaluation, why = None, str(e)
     if evaluation is None:
-        score, line, weak = {"evaluated": False, "why": why}, f"no held-out score: {why}", True
+        score, line, weak, learner = {"evaluated": False, "why": why}, f"no held-out score: {why}", True, asked
     else:
         score = evaluation.summary()
-        r = evaluation.scores.set_index("learner").loc["joint"]
-        top = evaluation.ranking[evaluation.ranking["learner"] == "joint"]
-        if r["status"] == CANNOT_FIT or not math.isfinite(r["spearman"]):
-            line = f"held-out Spearman ρ: the {learner} predictor cannot fit (constant predictions in a held-out fold)"
-            weak = True
-        else:
-            line = (
-                f"held-out Spearman ρ = {r['spearman']:.2f} [{r['spearman_lo']:.2f}, {r['spearman_hi']:.2f}] "
-                f"({evaluation.folds}-fold grouped cross-validation over {evaluation.groups} base architectures, "
-                f"{evaluation.repeats} fold seeds"
-                + "".join(
-                    f"; precision of its top {int(t['k'])}: {t['precision']:.2f} (chance {t['chance']:.2f})"
-                    for _, t in top.iterrows()
-                )
-                + ")"
-            )
-            weak = not (math.isfinite(r["spearman_lo"]) and r["spearman_lo"] > 0)
+        learner, line, weak = _chosen(evaluation, asked, CANNOT_FIT)
     if weak and not allow:
         raise UserError(
-            f"rank: the predictor fitted on {study}: {line}; its interval does not lie above 0, so its ranking "
-            "cannot be told from a random one: nothing was measured (--allow-weak-predictor ranks anyway)"
+            f"rank: the predictor of {study}: {line}: its ranking cannot be told from a random one: nothing was "
+            "measured (--allow-weak-predictor ranks anyway)"
         )
+    if learner in ("auto", None):
+        learner = evaluation.best if evaluation is not None else "linear"
     if weak:
         print(
             f"archstudy rank: WARNING: ranking with a predictor that is not shown to predict ({line}): "
             "--allow-weak-predictor was given",
             flush=True,
         )
-    print(f"archstudy rank: the {learner} predictor fitted on {study}: {line}", file=sys.stderr)
-    return score
+    print(f"archstudy rank: {line}", file=sys.stderr)
+    return score, learner
+
+
+WHO = {"joint": "the joint model", "baseline": "the best baseline", "nlc": "NLC alone (the NLC paper's window [1, 3])"}
+
+
+def _chosen(evaluation, asked: str, cannot_fit: str) -> tuple[str | None, str, bool]:
+    """(the learner to fit, the line that says what ranks and with which held-out score, whether it is weak)."""
+    s = evaluation.scores.set_index("learner")
+    setup = (
+        f"{evaluation.folds}-fold grouped cross-validation over {evaluation.groups} base architectures, "
+        f"{evaluation.repeats} fold seeds"
+    )
+    if asked == "auto":
+        if evaluation.ranker is None:
+            return None, f"no predictor beats chance held out ({setup}): {evaluation.ranker_why}", True
+        row = _row_of(evaluation.ranker)
+        r = s.loc[row]
+        return (
+            evaluation.ranker,
+            (
+                f"ranking with {WHO[row]}: {_named(evaluation, row)}, held-out Spearman ρ = {r['spearman']:.2f} "
+                f"[{r['spearman_lo']:.2f}, {r['spearman_hi']:.2f}] ({setup}{_top(evaluation, row)}); why: "
+                f"{evaluation.ranker_why}"
+            ),
+            False,
+        )
+    if asked not in s.index or asked not in ("linear", "boosted"):
+        return asked, f"the {asked} learner (a single metric's fitted window) has no held-out evaluation", True
+    r = s.loc["joint"]
+    if r["status"] == cannot_fit or not math.isfinite(r["spearman"]):
+        return asked, f"the {asked} predictor cannot fit (constant predictions in a held-out fold)", True
+    line = (
+        f"the {asked} predictor: held-out Spearman ρ = {r['spearman']:.2f} [{r['spearman_lo']:.2f}, "
+        f"{r['spearman_hi']:.2f}] ({setup}{_top(evaluation, 'joint')})"
+    )
+    return asked, line, not (math.isfinite(r["spearman_lo"]) and r["spearman_lo"] > 0)
+
+
+def _row_of(ranker: str) -> str:
+    """The row of the evaluation a ranker's score is: the joint model's for a joint learner, NLC alone's for the
+    NLC paper's window, else the best baseline's (the rule the folds chose most often)."""
+    if ranker in ("linear", "boosted"):
+        return "joint"
+    return "nlc" if ranker == "rule:nlc" else "baseline"
+
+
+def _named(evaluation, row: str) -> str:
+    """What the folds actually chose for ``row``: the learner or rule, and in how many of the training folds."""
+    from archstudy.analysis.predict import LABELS
+
+    if row == "nlc":
+        return "the rule itself, nothing chosen"
+    picked = [c for c in evaluation.cv.picked.get(row, []) if c]
+    chosen = evaluation.cv.most_picked(row)
+    return f"{LABELS.get(chosen, chosen)}, chosen in {picked.count(chosen)} of {len(picked)} training folds"
+
+
+def _top(evaluation, row: str) -> str:
+    """The precision of the top K of ``row``'s ranking held out, with its interval, beside chance."""
+    if not len(evaluation.ranking):
+        return ""
+    top = evaluation.ranking[evaluation.ranking["learner"] == row]
+    return "".join(
+        f"; precision of its top {int(t['k'])}: {t['precision']:.2f} [{t['precision_lo']:.2f}, "
+        f"{t['precision_hi']:.2f}] (chance {t['chance']:.2f})"
+        for _, t in top.iterrows()
+    )
+
+
+def too_small(k: int) -> bool:
+    """Whether a check of K architectures per set cannot tell anything (``too_small_line``)."""
+    from archstudy.analysis.predict.lift import smallest_rank_sum_p
+
+    return smallest_rank_sum_p(k, k) > 0.05
+
+
+def too_small_line(k_top: int, k_other: int) -> str:
+    """What a check of so few architectures can tell: nothing, when even a perfect separation of the two sets
+    could not make the exact rank-sum test significant (``analysis.predict.lift.smallest_rank_sum_p``)."""
+    from archstudy.analysis.predict.lift import smallest_rank_sum_p, smallest_useful_k
+
+    p = smallest_rank_sum_p(k_top, k_other)
+    return (
+        f"K = {k_top} is too small to tell anything: with {k_top} and {k_other} architectures the smallest possible "
+        f"p of the rank-sum test is 2/C({k_top + k_other},{k_top}) = {p:.2g} > 0.05, whatever the errors "
+        f"(--check {smallest_useful_k()} at least)"
+    )
 
 
 def nlc_rule_top(ranked, k: int) -> list[int]:
@@ -298,6 +381,8 @@ def command(args) -> int:
     n = check("rank", "architectures", Integer(1, MAX_ARCHITECTURES), args.architectures)
     top = min(DEFAULT_TOP, n) if args.top is None else check("rank", "top", Integer(1, n), args.top)
     k = None if args.check is None else check("rank", "check", Integer(1, n), args.check)
+    if k is not None and too_small(k):
+        print(f"archstudy rank: check: {too_small_line(k, k)}", file=sys.stderr)
     out = Path(args.out) if args.out else default_out(args.study)
     open_location(args.study)  # a malformed location is one line (study.execution.location), as for every command
     _check_out(args.out or os.fspath(out), args.study)
@@ -313,9 +398,10 @@ def command(args) -> int:
             f"rank: {args.study} measured its architectures without training them (`archstudy rank` "
             "made it): learn from a study of trained architectures"
         )
-    with phase(sys.stderr, f"fitting the {args.learner} predictor on {args.study}", in_log=False):
-        predictor = fit_predictor(results, args.learner)
-    predictor.held_out = held_out(results, predictor.learner, args.learner, args.study, args.allow_weak_predictor)
+    score, learner = held_out(results, args.learner, args.study, args.allow_weak_predictor)
+    with phase(sys.stderr, f"fitting the {learner} predictor on {args.study}", in_log=False):
+        predictor = fit_predictor(results, learner)
+    predictor.held_out = score
     seed = fresh_seed(base.seed) if args.seed is None else check("rank", "seed", Integer(0, 2**63 - 1), args.seed)
     if seed == base.seed:
         raise UserError(f"rank: --seed {seed} is STUDY's own seed: its draws are in STUDY")
@@ -411,7 +497,8 @@ def command(args) -> int:
         print(
             f"check: the top {r['n_top']} by prediction: median test error {r['top']:.4f}; {r['n_other']} {what}: "
             f"median {r['other']:.4f}; lift ({name.replace('_', ' ')} - top) {r['lift']:+.4f} "
-            f"[{r['lift_lo']:+.4f}, {r['lift_hi']:+.4f}] (95% paired bootstrap; {r['shared']} in both; "
-            f"{out / 'check.json'})"
+            f"[{r['lift_lo']:+.4f}, {r['lift_hi']:+.4f}] (95% paired bootstrap; rank-sum p {r['p_rank_sum']:.2g}; "
+            f"{r['shared']} in both; {out / 'check.json'})"
+            + (f"; {too_small_line(r['n_top'], r['n_other'])}" if r["too_small"] else "")
         )
     return 0 if done.complete and checked.complete else 1

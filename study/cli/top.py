@@ -58,8 +58,11 @@ def _column_help() -> str:
     )
     lines.append(
         "predictors' table: rank by |Kendall tau| with test error (as the report ranks them); kind: metric, proxy or "
-        "baseline; tau: Kendall's tau with test error; p: its two-sided p-value; p Holm: adjusted over every "
-        "predictor ranked; spearman: Spearman's rho; lift: |tau| beyond the best baseline, named in over."
+        "baseline; tau: Kendall's tau with test error; p: its two-sided p-value; p adjusted: with every test the "
+        "report makes (analysis.findings: the predictors, good ranges, U-shapes, EDFs, sibling effects and the "
+        "joint predictor's comparisons, controlled together); finding: yes where the adjusted p is at most 0.05, "
+        "what the report states; spearman: Spearman's rho; lift: |tau| beyond the best baseline, named in over. The "
+        "last line says how many tests the report makes and how many are findings."
     )
     return "\n\n".join("\n".join(fit(line, WIDTH)) for line in lines)
 
@@ -164,8 +167,15 @@ def command(args) -> int:
     from archstudy.analysis.leaderboard import leaderboard
     from archstudy.analysis.stats import FEW  # not analysis.report: importing it takes seconds (matplotlib)
 
+    from .run import Status
+
     results = load_results(args.study, runs=False)
-    board = leaderboard(results, args.k, args.by, predictors=args.predictors, study=args.study)
+    status = Status()
+    status.now(f"top: testing every verdict of {args.study}'s report (its held-out evaluation takes seconds) ...")
+    try:
+        board = leaderboard(results, args.k, args.by, predictors=args.predictors, study=args.study)
+    finally:
+        status.clear()
     if args.json:
         print(json.dumps(board.to_dict(), indent=1))
         return 0

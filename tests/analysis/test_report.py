@@ -37,10 +37,33 @@ PREDICTING = [f for f in FIGURES if f.section == "predict"]
 
 
 @pytest.fixture(scope="module")
-def report(real_study_dir, tmp_path_factory) -> str:
-    """The report of a real tiny study, run by the runner (conftest ``real_study_dir``)."""
-    out = write_report(real_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
-    return out.read_text(encoding="utf-8")
+def report_path(real_study_dir, tmp_path_factory):
+    return write_report(real_study_dir, tmp_path_factory.mktemp("report") / "report.html", n_boot=200)
+
+
+@pytest.fixture(scope="module")
+def report(report_path) -> str:
+    return report_path.read_text(encoding="utf-8")
+
+
+def test_the_page_states_its_findings_and_writes_them_beside_it(report, report_path):
+    """Every verdict of the page is a test of one family (``analysis.findings``): the page says how many tests it
+    made and how they are controlled, no table shows an unadjusted p alone, and the findings are JSON beside it."""
+    import json
+
+    found = json.loads((report_path.parent / "report.findings.json").read_text(encoding="utf-8"))
+    study = found["studies"][0]
+    assert found["alpha"] == 0.05 and "Holm" in found["procedure"] and study["tests"]
+    assert {t["family"] for t in study["tests"]} <= {f["key"] for f in found["families"]}
+    assert study["summary"] in html_text(report) and "Findings: every verdict of this page" in report
+    assert "p (Holm)" not in report and "Kendall p / adjusted" in report and "sign test p / adjusted" in report
+    assert "asymptotic with Kish" not in report and "cells resampled within each axis" not in report
+
+
+def html_text(html: str) -> str:
+    import html as h
+
+    return h.unescape(html)
 
 
 def test_report_has_every_figure_as_an_inline_png(report):
@@ -578,7 +601,7 @@ def test_the_report_shows_both_granulated_kendalls_of_depth(report, real_study_d
     c = correlations(load_results(real_study_dir).architectures, n_boot=10).set_index("predictor")
     row = re.search(r'<td class="l">depth</td>.*?</tr>', report, re.S)[0]
     cells = re.findall(r"<td>(.*?)</td>", row, re.S)
-    psi_cell, tau_b_cell = cells[7], cells[8]  # after n, Pearson, p, Spearman, p, Kendall, p
+    psi_cell, tau_b_cell = cells[5], cells[6]  # after n, Pearson, Spearman, Kendall, Kendall p / adjusted
     assert psi_cell.startswith(f"{c.loc['depth', 'psi']:.2f}") and c.loc["depth", "psi_constant_cells"] > 0
     assert (
         f"{int(c.loc['depth', 'psi_cells'])} cells ({int(c.loc['depth', 'psi_constant_cells'])} constant)" in psi_cell
@@ -605,10 +628,10 @@ def test_result_files_of_another_science_config_are_left_out_of_the_report_and_i
 
 
 @pytest.mark.parametrize(("smallest", "said"), [(0.30, True), (0.01, False)])
-def test_the_best_predictor_is_called_chance_when_no_holm_adjusted_p_survives(smallest, said):
+def test_the_best_predictor_is_called_chance_when_no_predictor_is_a_finding(smallest, said):
     """Under the null the first of many ranked predictors has an interval away from 0 about half the time
-    (docs/analysis.md): the overview names it, and says it is not a finding when every Holm-adjusted Kendall p
-    is at least 0.05."""
+    (docs/analysis.md): the overview names it, and says it is not a finding when no predictor's Kendall p,
+    adjusted with every test of the page (``analysis.findings``), is at most 0.05; else it names those that are."""
     from types import SimpleNamespace
 
     from archstudy.analysis.report.predictors import best_predictor_html
@@ -623,12 +646,21 @@ def test_the_best_predictor_is_called_chance_when_no_holm_adjusted_p_survives(sm
             "abs_tau": [0.31, 0.2, 0.1],
             "abs_lo": [0.05, 0.01, -0.1],
             "abs_hi": [0.5, 0.4, 0.3],
-            "p_holm": [smallest, 0.6, 0.9],
         }
     )
-    html = best_predictor_html(SimpleNamespace(ranking=rk, anchor="s0"))
+    found = pd.DataFrame(
+        {
+            "family": ["predictor"] * 3,
+            "subject": ["nlc", "bias", "n_params"],
+            "p": [smallest / 10, 0.1, 0.5],
+            "p_adjusted": [smallest, 0.6, 0.9],
+            "finding": [smallest <= 0.05, False, False],
+        }
+    )
+    html = best_predictor_html(SimpleNamespace(ranking=rk, anchor="s0", findings=found))
     assert "<b>NLC</b>" in html
-    assert ("No predictor is distinguishable from chance once all 3 are tested" in html) is said
+    assert ("No predictor is distinguishable from chance once every test of the page is counted" in html) is said
+    assert ("Predictors shown to predict test error" in html) is not said
 
 
 class _Log(list):

@@ -29,6 +29,22 @@ def test_verdicts_counts_each_report_verdict_over_the_null_studies(capsys):
     assert study_wide and all(r["trials"] == 2 for r in study_wide)  # one trial per null study
 
 
+def test_findings_counts_some_finding_per_size_and_sibling_setting(capsys):
+    assert main(["calibrate", "findings", "--replicates", "1", "--sizes", "16", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    some = [r for r in rows if r["what"] == "some finding"]
+    assert {(r["kind"], r["siblings"]) for r in some} == {(k, s) for k in ("null", "signal") for s in (False, True)}
+    assert all(r["replicates"] == 1 and 0 <= r["fired"] <= 1 and r["lo"] <= r["rate"] <= r["hi"] for r in rows)
+
+
+def test_intervals_measures_the_paired_differences_coverage_and_width(capsys):
+    assert main(["calibrate", "intervals", "--replicates", "2", "--sizes", "16", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {r["versus"] for r in rows} <= {"baseline", "nlc"} and rows
+    assert all(r["replicates"] <= 2 and 0 <= r["covers"] <= r["replicates"] for r in rows)
+    assert all(r["ratio"] == pytest.approx(r["half_width"] / r["spread"]) for r in rows if r["spread"])
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -108,7 +108,7 @@ def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(rea
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--learner", "forest"], "fit_predictor.learner = 'forest': must be one of 'auto', 'linear'"),
+        (["--learner", "forest"], "fit_predictor.learner = 'forest': must be one of 'auto', 'descriptors', 'linear'"),
         (["--top", "9"], "rank.top = 9: must be an integer in [1, 4]"),
         (["--check", "0"], "rank.check = 0: must be an integer in [1, 4]"),
     ],
@@ -190,12 +190,14 @@ def test_rank_into_its_own_output_and_the_studies_inside_it_is_not_refused(tmp_p
 
 def test_rank_refuses_a_predictor_not_shown_to_predict_in_one_line_naming_its_score(real_study_dir, tmp_path, capsys):
     """On the README's example (eight draws) rank ranked with an anti-predictive model (held-out rho -0.60) and said
-    nothing: now it prints the held-out score and refuses before anything is measured or written."""
+    nothing: now it refuses before anything is measured or written, in one line naming the held-out scores of the
+    joint model, the best baseline and NLC alone, none of which beats chance."""
     out = tmp_path / "rank"
     argv = ["rank", "--from", str(real_study_dir), "--architectures", "2", "--seed", str(SEED), "--out", str(out)]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "held-out Spearman ρ" in err and "does not lie above 0" in err
+    assert err.count("\n") == 1 and "no predictor beats chance held out" in err
+    assert ("the joint model ρ = " in err or "the joint model cannot fit" in err) and "NLC alone ρ = " in err
     assert "--allow-weak-predictor ranks anyway" in err and not out.exists()
 
 
