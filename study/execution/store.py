@@ -47,6 +47,7 @@ import fcntl
 import json
 import math
 import os
+import secrets
 import stat
 import time
 import uuid
@@ -63,6 +64,7 @@ from archstudy.sampling import UserError, config_yaml
 from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - unit_name: part of this module's API
 
 from ..experiment import schema
+from ..experiment.checkpoint_key import SECRET_BYTES, SECRET_NAME, SecretError, secret_at
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from .location import first_line, open_location, reach
@@ -89,7 +91,7 @@ LOCK_NAME = ".lock"
 # Every entry of a study a driver (or a worker of it) writes or deletes: its folders and its files at the root.
 # Declared once: the writers use these names, and each is checked never to be a symbolic link (``Store.links``).
 FOLDERS = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS)
-ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
+ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME, SECRET_NAME)
 # The files one unit may have, by folder and suffix (``blocked``).
 UNIT_FILES = (
     (ARCHITECTURES, ".parquet"),
@@ -803,6 +805,26 @@ class Store:
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder)
         return folder
+
+    def checkpoint_secret(self, *, create: bool = False) -> tuple[bytes, str]:
+        """``(key, note)``: the study's checkpoint key (``study.experiment.checkpoint_key``), ``SECRET_NAME`` at its
+        root. Local: a file of mode 0600, read without following a link; on object storage an object, whose readers
+        are the bucket's. ``create`` (the driver, holding the lock, before any unit runs): made where missing, and
+        replaced where it is not a key, ``note`` saying why; without it, such a key is ``SecretError``."""
+        if self.local:
+            return secret_at(self.path(SECRET_NAME), create=create)
+        try:
+            found: bytes | None = self.read_bytes(SECRET_NAME)
+        except FileNotFoundError:
+            found = None
+        if found is not None and len(found) == SECRET_BYTES:
+            return found, ""
+        why = "no checkpoint key" if found is None else f"not a key: {len(found)} bytes, not {SECRET_BYTES}"
+        if not create:
+            raise SecretError(f"{self.location}/{SECRET_NAME}: {why}")
+        secret = secrets.token_bytes(SECRET_BYTES)
+        self.write_bytes([SECRET_NAME], secret)
+        return secret, "" if found is None else f"{self.location}/{SECRET_NAME}: {why}: replaced by a new one"
 
     # -- the driver's heartbeat and lock ---------------------------------------------------------------
     def write_driver_state(self, state: Mapping[str, Any]) -> None:

@@ -406,7 +406,7 @@ def test_every_entry_a_driver_writes_or_deletes_is_checked_never_to_be_a_symboli
     from archstudy.study.execution import live
     from archstudy.study.execution.store import ENTRIES, FOLDERS
 
-    assert set(ENTRIES) == set(FOLDERS) | {"study.yaml", "driver.json", ".lock"}
+    assert set(ENTRIES) == set(FOLDERS) | {"study.yaml", "driver.json", ".lock", ".checkpoint-key"}
     assert {"architectures", "runs", "curves", "failed", "checkpoints", "progress"} == set(FOLDERS)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
