@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import write_whole
 from archstudy.study.experiment.config import REPORT_NAME
 
 from .figures.base import NothingToDraw, omissions
@@ -150,12 +151,7 @@ class Drawer:
     def _write(self, fid: str, image: Image) -> None:
         assert self.directory is not None  # called only where the figures are written to files
         path = self.directory / f"{fid}.{image.fmt}"
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_bytes(image.data)
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_whole(path, image.data, what="a figure")
         self.written.append(path)
 
 

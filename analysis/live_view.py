@@ -447,6 +447,8 @@ class LiveServer:
         """``STUDY/report.html`` as it is, None where there is none."""
         fs, root, _ = _filesystem(self.study_dir)
         try:
+            if fs.get_file_info(f"{root}/report.html").type != pafs.FileType.File:
+                return None  # none, or a FIFO (its open would wait for a writer): not served
             with fs.open_input_stream(f"{root}/report.html") as f:
                 return bytes(f.read())
         except (FileNotFoundError, OSError):

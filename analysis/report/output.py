@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import check_target
 from archstudy.study.experiment.config import REPORT_NAME
 
 from ..results import local_root
@@ -50,6 +51,7 @@ def check_out(out: object, study_dirs: Iterable[str | os.PathLike[str]]) -> Path
                 f"is inside the study {d}: there a report may only be "
                 f"{Path(d) / REPORT_NAME} (the study's own files are never overwritten)",
             )
+    check_target(path, "a report")  # a FIFO's open for reading (or writing) would wait forever
     if path.exists() and not _is_html(path):
         raise SpecError("write_report", "out", text, "exists and is not an HTML file: it is not overwritten")
     return path

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import write_whole
 from archstudy.sampling.constraints import Choice, Integer, check
 from archstudy.study.experiment.config import N_BOOT_MAX, package_version
 
@@ -371,12 +372,7 @@ def write_report(
     finally:
         for s in sections:  # a prediction still computing when something failed: ended, not left behind
             s.cancel()
-    tmp = out.with_name(f".{out.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_whole(out, text, what="a report")  # a full disk is the error naming the report's path
     return out
 
 

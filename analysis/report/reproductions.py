@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import read_regular
 
 from ..html import emphasised, esc, fmt, table
 
@@ -21,7 +22,7 @@ def reproductions_html(directory: str | os.PathLike[str], out: Path) -> str:
     found, skipped = [], []
     for path in sorted(Path(directory).glob("*.json")):
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
+            d = json.loads(read_regular(path, what="a reproduction's result").decode("utf-8"))
             # "ok" means agrees; a row that cannot tell (its own "verdict") is neither agreeing nor differing
             rows = [(str(r["quantity"]), r["ok"] is True, r.get("verdict")) for r in d["rows"]]
             found.append((path, d, rows))

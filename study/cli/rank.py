@@ -38,6 +38,7 @@ from typing import cast
 from archstudy.sampling import UserError, config_yaml
 from archstudy.sampling.constraints import Integer, check
 from archstudy.sampling.plan import fresh_indices, fresh_seed, plan_study
+from archstudy.sampling.regular_files import read_regular, write_whole
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
 from ..experiment.config import CONFIG_NAME, DEFAULT_PILOT, PROVENANCE_KEYS, RECORDED_KEYS, StudyConfig
@@ -160,7 +161,7 @@ def _grown(directory: Path, wanted: list[int]) -> list[int]:
     path = directory / CONFIG_NAME
     if not path.is_file():
         return list(wanted)
-    held = StudyConfig.from_yaml(path.read_bytes(), where=os.fspath(path))
+    held = StudyConfig.from_yaml(read_regular(path, config_yaml.MAX_BYTES + 1, "a study.yaml"), where=os.fspath(path))
     old = list(range(held.architectures) if held.indices is None else held.indices[: held.architectures])
     have = set(old)
     return old + [i for i in wanted if i not in have]
@@ -361,12 +362,13 @@ def command(args) -> int:
         best = ranked["index"].astype(int).tolist()[:top]
         top_config = config_of(base, seed, best, measure_only=False, root=None)
         top_keys = {k: v for k, v in top_config.to_dict().items() if k not in RECORDED_KEYS}
-        (out / CONFIG_NAME).write_text(
+        write_whole(
+            out / CONFIG_NAME,
             f"# archstudy rank: the top {len(best)} of {len(ranked)} fresh architectures (study seed {seed}) by the "
             f"predicted test error of a {predictor.learner} predictor fitted on {args.study}.\n"
             f"# Train them as a study: archstudy run --config {out / CONFIG_NAME} --out {out / 'top'}\n"
             + config_yaml.dump(top_keys),
-            encoding="utf-8",
+            "a study.yaml",
         )
         missing = f" ({n - len(ranked)} failed: `archstudy status {out / MEASURED}`)" if len(ranked) < n else ""
         print(
@@ -403,7 +405,7 @@ def command(args) -> int:
     }
     for name, other in (("nlc_rule", by_nlc), ("random", drawn)):
         report[name] = paired_lift(errors, chosen, other, seed=seed)
-    (out / "check.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    write_whole(out / "check.json", json.dumps(report, indent=1) + "\n", "rank's check")
     for name, what in (("nlc_rule", "by the NLC-window rule"), ("random", "drawn at random")):
         r = report[name]
         print(

@@ -61,6 +61,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from archstudy.sampling import UserError, config_yaml
+from archstudy.sampling.regular_files import read_regular
 from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - unit_name: part of this module's API
 
 from ..experiment import schema
@@ -491,13 +492,16 @@ class Store:
 
     # -- bytes -----------------------------------------------------------------------------------------
     def read_bytes(self, *parts: str) -> bytes:
-        with self.fs.open_input_stream(self.path(*parts)) as f:
-            return f.read()
+        """A file of the study, whole. Local: opened without waiting and read only if it is a regular file
+        (``sampling.regular_files``: a FIFO planted at ``driver.json`` hung every command that read it)."""
+        return self.read_head(*parts, limit=None)
 
-    def read_head(self, *parts: str, limit: int) -> bytes:
+    def read_head(self, *parts: str, limit: int | None) -> bytes:
         """At most the first ``limit`` bytes of a file (a config is read so: a huge file is refused, not loaded)."""
+        if self.local:
+            return read_regular(self.path(*parts), limit, what=f"{'/'.join(parts)} of a study")
         with self.fs.open_input_stream(self.path(*parts)) as f:
-            return f.read(limit)
+            return f.read() if limit is None else f.read(limit)
 
     def write_bytes(self, parts: Iterable[str], data: bytes) -> None:
         """Write a file so it appears whole or not at all (temporary name + rename, or one object put).
@@ -650,6 +654,8 @@ class Store:
 
     # -- config ----------------------------------------------------------------------------------------
     def read_config(self) -> StudyConfig:
+        if not self.is_study() and self.local and os.path.lexists(self.path(CONFIG_NAME)):
+            self.read_head(CONFIG_NAME, limit=0)  # a FIFO, a device, a directory there: named (``NotRegular``)
         if not self.is_study():
             raise UserError(f"{self.location} is not a study (no {CONFIG_NAME}); start one with `archstudy run`")
         text = self.read_head(CONFIG_NAME, limit=config_yaml.MAX_BYTES + 1)

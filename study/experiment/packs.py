@@ -106,6 +106,9 @@ def _problem_of_table(fs: pafs.FileSystem, root: str, table: str, stem: str, row
     read from the file's footer (its metadata and row count), not its rows."""
     path = pack_path(root, table, stem)
     try:
+        found = fs.get_file_info(path).type
+        if found not in (pafs.FileType.File, pafs.FileType.NotFound):  # a FIFO's open would wait for a writer
+            return f"{table}/{stem}.parquet is not a regular file"
         with fs.open_input_file(path) as f:
             md = pq.read_metadata(f)
     except FileNotFoundError:
