@@ -29,6 +29,7 @@ from archstudy.sampling.constraints import Integer, added_later, check
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import UNIT_STEM
 from archstudy.study.experiment.config import StudyConfig, same_science
+from archstudy.study.experiment.location import open_location, redact
 from archstudy.study.experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from archstudy.study.experiment.schema import (
     HIGH_BIAS,
@@ -131,10 +132,10 @@ def _filesystem(study_dir: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str
     """(filesystem, root path within it, the name to show the user)."""
     text = str(study_dir)
     if "://" in text:
-        try:
-            fs, root = pafs.FileSystem.from_uri(text)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
-            raise SpecError("load_results", "study_dir", text, f"cannot be opened: {e}") from None
+        try:  # as every command opens it: object storage with bounded waits (study.experiment.location)
+            fs, root = open_location(text)
+        except UserError as e:
+            raise SpecError("load_results", "study_dir", redact(text), f"cannot be opened: {e}") from None
         return fs, root.rstrip("/"), text
     return pafs.LocalFileSystem(), os.path.abspath(text), text
 

@@ -193,9 +193,9 @@ def system_error_line(error: BaseException, command: str) -> str:
 
 def open_locations(args: argparse.Namespace) -> None:
     """Open every study location the command reads (``LOCATIONS``) and ask object storage once whether it answers
-    (``study.execution.location``): a malformed URI (``s3:bucket/x``, ``s3://``) or an endpoint that does not
+    (``study.experiment.location``): a malformed URI (``s3:bucket/x``, ``s3://``) or an endpoint that does not
     answer is one ``UserError`` line before the command starts, as ``run``, ``resume`` and ``status`` do."""
-    from ..execution.location import names_a_uri, open_location, reach
+    from ..experiment.location import names_a_uri, open_location, reach
 
     for name in LOCATIONS.get(args.command, ()):
         value = getattr(args, name, None)

@@ -132,7 +132,7 @@ def _check_out(text: str, study: str) -> None:
     directory), a study (its study.yaml would be replaced by the top K's config), or a directory inside a study (a
     study's directory and everything under it belong to that study). DIR may be rank's own output (a study.yaml
     beside its predictor.json): running the same command again resumes it."""
-    from ..execution.location import holds_study, names_a_uri, open_location, study_above
+    from ..experiment.location import holds_study, names_a_uri, open_location, study_above
 
     out = Path(text)
     if names_a_uri(text):
@@ -290,7 +290,7 @@ def command(args) -> int:
     finally:
         status.clear()
 
-    from ..execution.location import RANK_MARK, open_location
+    from ..experiment.location import RANK_MARK, open_location
     from ..experiment.terminal import phase
     from ..execution.ray_session import ray_session
 
@@ -298,7 +298,7 @@ def command(args) -> int:
     top = min(DEFAULT_TOP, n) if args.top is None else check("rank", "top", Integer(1, n), args.top)
     k = None if args.check is None else check("rank", "check", Integer(1, n), args.check)
     out = Path(args.out) if args.out else default_out(args.study)
-    open_location(args.study)  # a malformed location is one line (study.execution.location), as for every command
+    open_location(args.study)  # a malformed location is one line (study.experiment.location), as for every command
     _check_out(args.out or os.fspath(out), args.study)
 
     status.now(f"rank: reading {args.study} ...")

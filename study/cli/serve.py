@@ -65,7 +65,7 @@ def _open_study(study: str) -> None:
 
     from archstudy.sampling import SpecError
 
-    from ..execution.location import open_location
+    from ..experiment.location import open_location
 
     fs, root = open_location(study)
     if fs.get_file_info(f"{root}/study.yaml").type != pafs.FileType.File:

@@ -56,7 +56,7 @@ from ..experiment.nlc_window import pilot_window
 from .dispatch import Dispatch
 from .engine import Engine
 from . import memory
-from .location import study_above
+from ..experiment.location import study_above
 from .costs import count_text, launch_line
 from .live import clear_all
 from ..experiment.terminal import phase

@@ -68,7 +68,7 @@ from ..experiment import schema
 from ..experiment.checkpoint_key import SECRET_BYTES, SECRET_NAME, SecretError, secret_at
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
-from .location import first_line, open_location, reach
+from ..experiment.location import first_line, open_location, reach, redact
 from .object_lock import LEASE_S, ObjectLock, object_lock
 from ..experiment.schema import (
     ARCHITECTURES,
@@ -406,20 +406,22 @@ class Store:
         self._object_lock: ObjectLock | None = None
         if filesystem is not None:  # an already-open filesystem (tests use pyarrow's in-memory one)
             self.fs, self.root, self.location = filesystem, (root or "").rstrip("/"), f"{filesystem.type_name}:{root}"
+            self._opened = self.location
             return
         location = os.fspath(cast("str | os.PathLike[str]", location))  # given without a filesystem
         self.fs, self.root = open_location(location)  # a bad URI is one line; s3:// with bounded waits
-        self.location = location
+        self.location = redact(location)  # as every message shows it: credentials starred
+        self._opened = location
 
     def reach(self) -> None:
-        """Ask object storage once whether it answers (``study.execution.location.reach``): an endpoint that refuses
+        """Ask object storage once whether it answers (``study.experiment.location.reach``): an endpoint that refuses
         or never answers is one ``UserError`` line within a bounded time, before anything else is tried."""
         reach(self.fs, self.root, self.location)
 
     @property
     def uri(self) -> str:
         """The location as any process on any node can open it: the absolute path of a local study, else the URI."""
-        return self.root if self.local and "://" not in self.location else self.location
+        return self.root if self.local and "://" not in self._opened else self._opened
 
     def __repr__(self):
         return f"Store({self.location!r})"
