@@ -215,6 +215,16 @@ def _is_file(fs: pafs.FileSystem, path: str) -> bool:
     return bool(fs.get_file_info(path).type == pafs.FileType.File)
 
 
+_asked: list[threading.Thread] = []  # the threads ``reach`` asked in
+
+
+def still_waiting() -> bool:
+    """Whether a thread ``reach`` gave up on (no answer in time, or Ctrl-C) still waits in the store's client: the
+    process must then end without finishing the interpreter, which would end that thread inside C++ when its call
+    returns (SIGABRT; ``study.execution.interrupts.must_leave``)."""
+    return any(t.is_alive() for t in _asked)
+
+
 def unreachable(location: str, error: BaseException) -> UserError:
     """The one line for a location whose store did not answer (or refused) a request."""
     return UserError(
@@ -241,6 +251,7 @@ def reach(fs: pafs.FileSystem, root: str, location: str) -> None:
 
     asking = threading.Thread(target=ask, name="reach-storage", daemon=True)
     asking.start()
+    _asked.append(asking)
     asking.join(wait_bound_s())
     if not answer:
         raise unreachable(location, TimeoutError(f"no answer within {wait_bound_s():g} s"))
