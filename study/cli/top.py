@@ -162,7 +162,8 @@ def command(args) -> int:
     from archstudy.analysis.leaderboard import leaderboard
     from archstudy.analysis.stats import FEW  # not analysis.report: importing it takes seconds (matplotlib)
 
-    results = load_results(args.study, runs=False)
+    # its runs are read too: an architecture whose runs file is corrupt is not finished (study.experiment.value_checks)
+    results = load_results(args.study)
     board = leaderboard(results, args.k, args.by, predictors=args.predictors, study=args.study)
     if args.json:
         print(json.dumps(board.to_dict(), indent=1))

@@ -68,10 +68,13 @@ from ..experiment import schema
 from ..experiment.checkpoint_key import SECRET_BYTES, SECRET_NAME, SecretError, secret_at
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
+from ..experiment.value_checks import value_problem
 from ..experiment.location import first_line, open_location, reach, redact
 from .object_lock import LEASE_S, ObjectLock, object_lock
-from ..experiment.schema import (
+from ..experiment.schema import (  # noqa: F401 - runs_required, unit_tables: part of this module's API
     ARCHITECTURES,
+    runs_required,
+    unit_tables,
     CURVES,
     RUNS,
     SCHEMA_KEY,
@@ -319,27 +322,6 @@ class FileCheck:
         return runs_required(self.trained) if self.tables is None else self.tables
 
 
-def runs_required(trained: bool, curves: bool = False) -> tuple[str, ...]:
-    """The tables whose file a committed unit must have besides its ``architectures`` file: ``runs`` (and
-    ``curves`` with ``curves``) for a trained architecture, nothing for one pruned at launch."""
-    return ((RUNS, CURVES) if curves else (RUNS,)) if trained else ()
-
-
-def unit_tables(meta: Mapping[bytes, bytes], columns: Sequence[str], trained: bool) -> tuple[str, ...] | str:
-    """The tables a valid architectures file says its unit has (module docstring), or why its record does not fit."""
-    recorded = meta.get(UNIT_TABLES_KEY.encode())
-    if recorded is None:  # a writer from before the key: what it always wrote
-        return runs_required(trained, curves="trained" in columns)
-    text = recorded.decode(errors="replace")
-    tables = tuple(t for t in text.split(",") if t)
-    if tables not in (runs_required(trained), runs_required(trained, curves=True)):
-        return (
-            f"metadata {UNIT_TABLES_KEY} = {text!r} does not fit trained = {trained} "
-            f"(a trained architecture has {RUNS!r} or {f'{RUNS},{CURVES}'!r}, a pruned one none)"
-        )
-    return tables
-
-
 def _other_science(meta: Mapping[bytes, bytes], fingerprint: str | None) -> FileCheck | None:
     """The refusal of a file (or pack) whose Parquet metadata ``meta`` records another science config than
     ``fingerprint``'s; None where it is the same, or where no fingerprint is asked for."""
@@ -358,9 +340,12 @@ def _other_science(meta: Mapping[bytes, bytes], fingerprint: str | None) -> File
     )
 
 
-def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
+def check_table_bytes(
+    data: bytes, kind: str, name: str, fingerprint: str | None = None, runs: int | None = None
+) -> FileCheck:
     """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit,
-    and (when ``fingerprint`` is given) computed under the science config of that fingerprint."""
+    (when ``fingerprint`` is given) computed under the science config of that fingerprint, and values the science
+    allows (``study.experiment.value_checks``; ``runs``: the runs the study's protocol plans)."""
     try:
         table = table_of(data)
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
@@ -391,6 +376,9 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
     other = _other_science(meta, fingerprint)
     if other is not None:
         return other
+    forbidden = value_problem(table, kind, runs)
+    if forbidden is not None:
+        return FileCheck(False, forbidden)
     if kind == ARCHITECTURES:
         trained = bool(table.column("trained")[0].as_py()) if "trained" in table.column_names else True
         tables = unit_tables(meta, table.column_names, trained)
@@ -724,24 +712,29 @@ class Store:
             self.write_bytes([kind, f"{name}.parquet"], parquet_bytes(table, lean=True))
         self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table, lean=True))
 
-    def check_file(self, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
+    def check_file(self, kind: str, name: str, fingerprint: str | None = None, runs: int | None = None) -> FileCheck:
         try:
             data = self.read_bytes(kind, f"{name}.parquet")
         except FileNotFoundError:
             return FileCheck(False, "missing")
         except OSError as e:
             return FileCheck(False, f"unreadable ({e})")
-        return check_table_bytes(data, kind, name, fingerprint)
+        return check_table_bytes(data, kind, name, fingerprint, runs)
 
     def check_files(
-        self, kind: str, names: Iterable[str], threads: int = 16, fingerprint: str | None = None
+        self,
+        kind: str,
+        names: Iterable[str],
+        threads: int = 16,
+        fingerprint: str | None = None,
+        runs: int | None = None,
     ) -> dict[str, FileCheck]:
         """``check_file`` for many files, concurrently (object storage answers each read with latency)."""
         names = list(names)
         if not names:
             return {}
         with ThreadPoolExecutor(max_workers=min(threads, len(names))) as pool:
-            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n, fingerprint), names)))
+            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n, fingerprint, runs), names)))
 
     def science_of(self, kind: str, name: str) -> tuple[str | None, dict | None]:
         """(fingerprint, science dict) the result file records; (None, None) when it cannot be read."""
