@@ -85,6 +85,8 @@ def _columns(table: pa.Table, kind: str) -> str | None:
         if c.name not in table.column_names or c.values is None:
             continue
         column = table.column(c.name)
+        if c.added and column.null_count:  # a pack's rows of a writer from before the column: null there
+            column = pc.drop_null(column)
         if isinstance(c.values, Numbers):
             problem = _numbers(c.name, column, c.values, untrained)
         else:
@@ -98,7 +100,7 @@ def _architectures(table: pa.Table, runs: int | None) -> str | None:
     """The rules an architectures row holds across its columns (module docstring)."""
     rows = table.select([n for n in table.column_names if n in SPEC_FIELDS + ("arch_id",) or n in _COUNTS])
     for row in rows.to_pylist():
-        spec = {k: row[k] for k in SPEC_FIELDS if k in row}
+        spec = {k: row[k] for k in SPEC_FIELDS if row.get(k) is not None}  # null: a field added since it was written
         try:
             built = ArchSpec.from_dict(spec)
         except (UserError, TypeError, ValueError) as e:

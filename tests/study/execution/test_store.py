@@ -23,8 +23,10 @@ from archstudy.sampling import SPEC_FIELDS, UserError, sample_spec
 from archstudy.study.execution.store import (
     ARCHITECTURES,
     ARCHITECTURES_SCHEMA,
+    CURVES,
     RUNS,
     RUNS_SCHEMA,
+    SCHEMAS,
     SchemaError,
     Store,
     StoreWriteError,
@@ -300,6 +302,11 @@ def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_st
     old_arch, old_runs = rows(8, old_spec)
     store.write_bytes([RUNS, f"{old_name}.parquet"], parquet_bytes(to_table(RUNS, old_runs)))
     store.write_bytes([ARCHITECTURES, f"{old_name}.parquet"], version_1_file(old_arch, "2025-06-30T23:59:58Z"))
+    curves = [  # its writer (its file has the `trained` column) always wrote the curves too
+        {**{f.name: value(f, k) for f in SCHEMAS[CURVES]}, "arch_id": old_spec.content_id, "index": 8, "lr_index": k}
+        for k in range(3)
+    ]
+    store.write_bytes([CURVES, f"{old_name}.parquet"], parquet_bytes(to_table(CURVES, curves)))
     arch, runs = rows()
     store.write_result(NAME, {**arch, "finished_at": "2026-01-31T12:00:00Z"}, runs)  # ISO text is accepted
     new = pq.read_table(tmp_path / "s" / "architectures" / f"{NAME}.parquet")
@@ -322,7 +329,7 @@ def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_st
     }
     raw = store.read_table(ARCHITECTURES).set_index("index")["finished_at"]
     assert isinstance(raw.dtype, pd.DatetimeTZDtype) and raw.to_dict() == want
-    (tmp_path / "s" / "study.yaml").write_text("dataset: waveform-noise\narchitectures: 9\n")
+    (tmp_path / "s" / "study.yaml").write_text("dataset: waveform-noise\narchitectures: 9\nprotocol: {num_lrs: 3}\n")
     from archstudy.analysis import load_results
 
     loaded = load_results(tmp_path / "s").architectures.set_index("index")["finished_at"]
