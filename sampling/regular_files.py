@@ -29,7 +29,8 @@ class NotRegular(UserError, OSError):
             "device could wait forever): nothing was read or changed"
         )
 
-    def __reduce__(self):  # picklable with its arguments (it may cross from a worker to the driver)
+    def __reduce__(self) -> tuple[type[NotRegular], tuple[str, str, str]]:
+        # picklable with its arguments (it may cross from a worker to the driver)
         return type(self), (self.path, self.kind, self.what)
 
     def __str__(self) -> str:

@@ -52,7 +52,7 @@ from ..experiment.config import (
     execution_settings,
     science_differences,
 )
-from ..experiment.nlc_window import pilot_window
+from ..experiment.window_rule import pilot_window
 from .dispatch import Dispatch
 from .engine import Engine
 from . import memory

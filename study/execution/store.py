@@ -61,15 +61,17 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from archstudy.sampling import UserError, config_yaml
+from archstudy.sampling.constraints import redact
 from archstudy.sampling.regular_files import read_regular
 from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - unit_name: part of this module's API
 
 from ..experiment import schema
 from ..experiment.checkpoint_key import SECRET_BYTES, SECRET_NAME, SecretError, secret_at
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
+from ..experiment.layout import CHECKPOINTS, FAILED, FOLDERS, PROGRESS, UNIT_FILES  # noqa: F401 - PROGRESS: its API
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from ..experiment.value_checks import value_problem
-from ..experiment.location import first_line, open_location, reach, redact
+from ..experiment.location import first_line, open_location, reach
 from .object_lock import LEASE_S, ObjectLock, object_lock
 from ..experiment.schema import (  # noqa: F401 - runs_required, unit_tables: part of this module's API
     ARCHITECTURES,
@@ -89,21 +91,12 @@ from ..experiment.schema import (  # noqa: F401 - runs_required, unit_tables: pa
     timestamps_as_text,
 )
 
-FAILED, CHECKPOINTS, PROGRESS = "failed", "checkpoints", "progress"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
-# Every entry of a study a driver (or a worker of it) writes or deletes: its folders and its files at the root.
-# Declared once: the writers use these names, and each is checked never to be a symbolic link (``Store.links``).
-FOLDERS = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS)
+# Every entry of a study a driver (or a worker of it) writes or deletes: its folders (``study.experiment.layout``)
+# and its files at the root. The writers use these names, and each is checked never to be a symbolic link
+# (``Store.links``).
 ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME, SECRET_NAME)
-# The files one unit may have, by folder and suffix (``blocked``).
-UNIT_FILES = (
-    (ARCHITECTURES, ".parquet"),
-    (RUNS, ".parquet"),
-    (CURVES, ".parquet"),
-    (FAILED, ".json"),
-    (CHECKPOINTS, ".pt"),
-)
 ENTRIES = FOLDERS + ROOT_FILES
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"

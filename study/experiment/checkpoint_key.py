@@ -74,7 +74,7 @@ def write_secret(path: str, *, replace: bool = False) -> bytes:
     return secret
 
 
-def secret_at(path: str | os.PathLike, *, create: bool = False) -> tuple[bytes, str]:
+def secret_at(path: str | os.PathLike[str], *, create: bool = False) -> tuple[bytes, str]:
     """``(key, note)``: the key in the local file ``path``, read without following a link. A file that is not a key
     of this user's alone (a link, not a regular file, another owner, readable or writable by others, another size)
     raises ``SecretError``; with ``create`` a missing key is made and such a file replaced by a new key, ``note``

@@ -141,7 +141,7 @@ def _refuse_malformed(text: str) -> None:
         )
 
 
-def open_location(location: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
+def open_location(location: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str]:
     """(filesystem, root path) of a study location: a local path (absolute, ``~`` expanded) or a URI
     (``s3://BUCKET/PREFIX``, ``gs://...``, ``file:///abs/path``); a bad URI is one ``UserError`` line."""
     text = os.fspath(location)

@@ -1,8 +1,8 @@
-"""Values the science forbids (issue 47): a result file holding one is corrupt, as a truncated one is, and `status`,
-`top` and the analysis the report draws from agree on it: `status` lists it (a resume redoes it), `top` and
-``load_results`` leave its architecture out and count it as not finished. Before, only the schema and the ids were
-checked: a test_error of NaN, -5 or inf counted as finished (`top` ranked -5.000 first), so did a runs file missing a
-run and curves with duplicated rows, and terminal escapes in a stored `activation` were printed raw.
+"""Values the science forbids: a result file holding one is corrupt, as a truncated one is, and `status`, `top` and
+the analysis the report draws from agree on it: `status` lists it (a resume redoes it), `top` and ``load_results``
+leave its architecture out and count it as not finished. The findings: a test_error of NaN, -5 or inf (which `top`
+would rank first), a runs file missing a run, curves with duplicated rows, and terminal escapes in a stored
+`activation` (printed escaped).
 
 Each case plants one finding in one unit's file of a small synthetic study (``study.perf.synthetic_store``, written
 through the store's own write path), its metadata kept, as a hand or a bug would leave it."""

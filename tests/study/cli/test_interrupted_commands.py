@@ -1,5 +1,5 @@
-"""Ctrl-C and SIGTERM end every command within 5 s, whatever it is doing (issue 47: a FIFO at driver.json held
-`status` in pyarrow's open, and only SIGKILL ended it). Each signal is sent during each kind of blocking step, in a
+"""Ctrl-C and SIGTERM end every command within 5 s, whatever it is doing (a FIFO at driver.json would hold
+`status` in pyarrow's open, where no Python handler runs). Each signal is sent during each kind of blocking step, in a
 command run as the process's entry point: a read stuck in C (where no Python handler runs: the command's deadline,
 ``study.execution.interrupts.deadline``, ends it), a network wait on object storage that never answers (``reach``'s
 wait, which the interrupt ends at once), and a step busy in Python (the handler's KeyboardInterrupt). The steps are

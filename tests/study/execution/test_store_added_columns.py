@@ -77,7 +77,13 @@ def test_a_study_with_older_and_newer_files_reads_them_all_with_their_values(tmp
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "study.yaml").write_text(
         yaml.safe_dump(
-            {"dataset": "waveform-noise", "architectures": 2, "d_in": 40, "d_out": 3, "protocol": {"monitor": "train", "num_lrs": 3}}
+            {
+                "dataset": "waveform-noise",
+                "architectures": 2,
+                "d_in": 40,
+                "d_out": 3,
+                "protocol": {"monitor": "train", "num_lrs": 3},
+            }
         )
     )
     old_arch, old_runs = rows(0, SPEC)

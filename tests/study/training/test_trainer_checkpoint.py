@@ -270,7 +270,7 @@ def test_training_over_a_planted_checkpoint_reports_it_and_gives_the_uninterrupt
     assert torch.load(path, weights_only=True)["key"]["arch_id"] == SPEC.content_id
 
 
-# -- issues 37 and 47: a well-formed but tampered checkpoint is refused by its MAC ------------------------------------
+# -- a well-formed but tampered checkpoint is refused by its MAC ---------------------------------------------------
 def _tamper(state: dict, how: str) -> None:
     """Change a loaded checkpoint as a hand (or a bug) would: every tensor still of its dtype and shape."""
     if how == "weights x1.5":
@@ -293,10 +293,9 @@ def _tamper(state: dict, how: str) -> None:
 def test_a_well_formed_but_tampered_checkpoint_is_reported_discarded_and_training_starts_afresh(
     how, tmp_path, monkeypatch, uninterrupted, one_thread
 ):
-    """Before, the changed state was resumed without a word and changed the results (weights x1.5, NaN), or ended
-    the training at once (epoch 10**6); then, with an unkeyed digest, a file whose digest was recomputed with the
-    module's own function was trusted (issue 47: weights x1.5 gave another nlc_after). A MAC under a key the forger
-    does not hold is refused."""
+    """A changed state resumed would change the results (weights x1.5, NaN) or end the training at once (epoch
+    10**6), and an unkeyed digest the forger recomputes with the module's own function would pass (weights x1.5
+    gives another nlc_after). A MAC under a key the forger does not hold is refused."""
     path = tmp_path / "c.pt"
     data = waveform_noise(400, 200, 200, seed=1)
     standins.interrupted(monkeypatch, path, 3, spec=SPEC, data=data, seed=SEED, protocol=PROTOCOL)
@@ -380,7 +379,7 @@ def test_the_key_is_a_file_of_this_users_alone_made_once_and_one_that_is_not_is_
 
 @pytest.mark.parametrize("at", ["folder", "file"])
 def test_a_link_planted_at_the_checkpoints_folder_mid_training_is_never_written_read_or_deleted_through(at, tmp_path):
-    """A `checkpoints -> /elsewhere` planted while a unit trained made its worker write there (issue 47)."""
+    """A `checkpoints -> /elsewhere` planted while a unit trains would make its worker write there."""
     folder, elsewhere = tmp_path / "checkpoints", tmp_path / "elsewhere"
     folder.mkdir()
     elsewhere.mkdir()
