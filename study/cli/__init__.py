@@ -254,16 +254,26 @@ def _attached_negative_values(parser: argparse.ArgumentParser, argv: list[str]) 
     return out
 
 
+# An ANSI escape sequence that colours or moves (ECMA-48 section 5.4: CSI, parameters, a final byte).
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
 class Redacting:
     """A text stream that writes through ``stream`` with the credentials of every URI starred
     (``sampling.constraints.redact``): the command line's last guard, so that no line it prints, a message or a
-    status, shows ``s3://KEY:SECRET@...``."""
+    status, shows ``s3://KEY:SECRET@...``. Into a file or a pipe (a log), colours are left out (Ray colours its
+    warnings whatever the stream)."""
 
     def __init__(self, stream):
         self._stream = stream
+        try:
+            self._plain = not stream.isatty()
+        except (AttributeError, ValueError):  # a stream without isatty, or a closed one
+            self._plain = True
 
     def write(self, text: str) -> int:
-        self._stream.write(redact(text) if "://" in text or "=" in text else text)
+        shown = redact(text) if "://" in text or "=" in text else text
+        self._stream.write(_ANSI.sub("", shown) if self._plain and "\x1b" in shown else shown)
         return len(text)
 
     def __getattr__(self, name: str):

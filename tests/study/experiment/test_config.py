@@ -70,6 +70,10 @@ def test_every_declared_constraint_gives_a_one_line_error(name, bad):
         ({"nlc_window": "1,3", "nlc_pilot": 20}, "study.nlc_pilot = 20: must stay 100 unless nlc_window = 'auto'"),
         ({"metrics": {"nlc_trajectory": [5, 2]}}, "MetricOptions.nlc_trajectory = [5, 2]: must be a strictly"),
         ({"colour": "red"}, "study.colour = 'red': is not a study key; allowed: dataset, architectures"),
+        (
+            {"preset": "paper", "space": {"name": "extended"}},
+            "study.preset = 'paper': contradicts space.name = 'extended': give the preset's name or the space's",
+        ),
     ],
 )
 def test_named_mistakes(change, message):
@@ -286,3 +290,11 @@ def test_a_study_protocol_that_contradicts_itself_or_names_no_preset_is_refused(
     with pytest.raises(SpecError) as e:
         StudyConfig(**BASE, protocol=protocol)
     assert str(e.value).startswith(message)
+
+
+@pytest.mark.parametrize("text", ["1e-8", "1E-8", "+1e-8", "1.0e-8", "0.00000001"])
+def test_a_number_in_any_of_yaml_s_forms_is_a_number(text):
+    """YAML 1.2 reads ``1e-8`` as a float (YAML 1.2.2, 10.3.2); PyYAML's YAML 1.1 rules would give the string."""
+    config = StudyConfig.from_yaml(config_yaml.dump(BASE) + f"protocol: {{lr_min_scale: {text}}}\n")
+    assert config.protocol["lr_min_scale"] == 1e-8
+    assert config_yaml.parse(config_yaml.dump({"id": "12e45"}), "w", "f", "s") == {"id": "12e45"}  # a string stays
