@@ -134,24 +134,23 @@ def _check_out(text: str, study: str) -> None:
     directory), a study (its study.yaml would be replaced by the top K's config), or a directory inside a study (a
     study's directory and everything under it belong to that study). DIR may be rank's own output (a study.yaml
     beside its predictor.json): running the same command again resumes it."""
-    from ..experiment.location import holds_study, names_a_uri, open_location, study_above
+    from ..experiment.location import names_a_uri, study_holding
 
     out = Path(text)
     if names_a_uri(text):
         raise UserError(f"rank: --out {text}: rank writes a local directory, not a URI; give a directory")
     if out.exists() and not out.is_dir():
         raise UserError(f"rank: --out {out} is a file, not a directory")
-    fs, root = open_location(out)
-    if holds_study(fs, root):
+    holder = study_holding(out)
+    if holder is not None and holder == os.path.abspath(os.path.expanduser(out)):
         raise UserError(
             f"rank: --out {out} is a study (it holds {CONFIG_NAME}); nothing was changed: rank writes the top K's "
             f"config as DIR/{CONFIG_NAME}, which would replace that study's: choose a new directory"
             + (f" (the default is {default_out(study)})" if Path(default_out(study)) != out else "")
         )
-    above = study_above(fs, root)
-    if above is not None:
+    if holder is not None:
         raise UserError(
-            f"rank: --out {out} lies inside the study {above} (it holds {CONFIG_NAME}); nothing was changed: a "
+            f"rank: --out {out} lies inside the study {holder} (it holds {CONFIG_NAME}); nothing was changed: a "
             "study's directory and everything under it belong to that study: choose a directory outside it"
         )
 

@@ -207,6 +207,15 @@ def holds_study(fs: pafs.FileSystem, root: str) -> bool:
     return _is_file(fs, _join(root, CONFIG_NAME)) and not _is_file(fs, _join(root, RANK_MARK))
 
 
+def study_holding(path: str | os.PathLike[str]) -> str | None:
+    """The study that the local path ``path`` is or lies inside (the nearest directory at or above it holding a
+    study's ``study.yaml``; rank's output, ``RANK_MARK`` beside it, is none), or None: the one test of where a
+    command may write its output (``report --out``, ``rank --out``, ``reproduce --out``), since a stray file in a
+    study's folder breaks the reading of its tables and a study's own files are never overwritten."""
+    fs, root = open_location(path)
+    return root if holds_study(fs, root) else study_above(fs, root)
+
+
 def _join(parent: str, name: str) -> str:
     return f"{parent.rstrip('/')}/{name}"
 
