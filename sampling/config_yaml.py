@@ -7,9 +7,9 @@ given twice in one mapping (PyYAML would keep the last one without a word). Ever
 ``SpecError``, at once. ``dump`` writes a tree without anchors or aliases (PyYAML would otherwise emit them
 for a list that appears twice), so every file archstudy writes reads back under these rules.
 
-A number in exponent form without a point (``1e-8``, ``3E5``) is a float, as YAML 1.2's core schema reads it
-(YAML 1.2.2, section 10.3.2); PyYAML follows YAML 1.1, whose float needs a point, and would hand such a number on
-as the string "1e-8". The writer quotes a string of that form, so it reads back as a string.
+A number in exponent form (``1e-8``, ``3E5``, ``1.5e8``) is a float, as YAML 1.2's core schema reads it (YAML
+1.2.2, section 10.3.2); PyYAML follows YAML 1.1, whose float needs a point and a signed exponent, and would hand
+such a number on as the string "1e-8". The writer quotes a string of that form, so it reads back as a string.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ MAX_DEPTH = 64  # a study.yaml nests 4 levels (study, space, a distribution, a p
 
 
 FLOAT_TAG = "tag:yaml.org,2002:float"
-# YAML 1.2's float in exponent form with no point (the forms with a point PyYAML's YAML 1.1 resolver reads already).
-EXPONENT_FLOAT = re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$")
+# YAML 1.2's float in exponent form (YAML 1.1's needs a point and a signed exponent: 1e-8 and 1.5e8 were strings).
+EXPONENT_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$")
 
 
 class _Refused(Exception):

@@ -292,9 +292,15 @@ def test_a_study_protocol_that_contradicts_itself_or_names_no_preset_is_refused(
     assert str(e.value).startswith(message)
 
 
-@pytest.mark.parametrize("text", ["1e-8", "1E-8", "+1e-8", "1.0e-8", "0.00000001"])
+@pytest.mark.parametrize("text", ["1e-8", "1E-8", "+1e-8", "1.0e-8", "10e-9", ".1e-7", "0.00000001"])
 def test_a_number_in_any_of_yaml_s_forms_is_a_number(text):
     """YAML 1.2 reads ``1e-8`` as a float (YAML 1.2.2, 10.3.2); PyYAML's YAML 1.1 rules would give the string."""
-    config = StudyConfig.from_yaml(config_yaml.dump(BASE) + f"protocol: {{lr_min_scale: {text}}}\n")
-    assert config.protocol["lr_min_scale"] == 1e-8
+    config = StudyConfig.from_yaml(f"dataset: waveform-noise\narchitectures: 3\nprotocol: {{lr_min_scale: {text}}}\n")
+    assert config.protocol["lr_min_scale"] == pytest.approx(1e-8, rel=1e-15)
+    assert config_yaml.parse("a: 1.5e8\nb: 3E5\nc: 12e45x\nd: 0x1e5", "w", "f", "s") == {
+        "a": 1.5e8,
+        "b": 3e5,
+        "c": "12e45x",
+        "d": 0x1E5,
+    }
     assert config_yaml.parse(config_yaml.dump({"id": "12e45"}), "w", "f", "s") == {"id": "12e45"}  # a string stays
