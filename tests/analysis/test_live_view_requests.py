@@ -6,6 +6,7 @@ loopback ``Host`` is answered (DNS rebinding refused); on ``::1`` the server bin
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 import pytest
@@ -92,7 +93,7 @@ def test_each_malformed_request_is_400_in_one_line_and_never_a_traceback(server,
 def test_a_malformed_request_line_is_answered_not_dropped(server, request_line, capfd):
     """http.server's own error page (without a status line where the request reads as HTTP/0.9's)."""
     answer = exchange(server, request_line)
-    assert b"Error code: 400" in answer or b"Error code: 505" in answer, answer[:300]
+    assert re.search(rb"Error code: (400|501|505)", answer), answer[:300]
     assert "Traceback" not in capfd.readouterr().err
 
 
