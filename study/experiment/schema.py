@@ -183,6 +183,14 @@ def _bound(x: float) -> str:
 
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # the C0 and C1 control characters (terminal escapes begin with one)
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (``CONTROL``) written as its Python escape (``\\x1b``), as a stored
+    string is printed to a terminal: a string read from a study's files may hold a terminal escape."""
+    return CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
+
+
 SPLITS = ("val", "train", "test")
 ARCH_ID = Labels(pattern="[0-9a-f]{16}")  # ``ArchSpec.content_id``
 INDEX = Numbers(0, MAX_ARCHITECTURES - 1)

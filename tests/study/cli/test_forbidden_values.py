@@ -145,3 +145,17 @@ def test_nan_stands_where_an_architecture_was_not_trained_and_nowhere_else(clean
     assert value_problem(untrained, "architectures", RUNS) is None
     assert "test_error = NaN" in value_problem(_set(row, "test_error", float("nan")), "architectures", RUNS)
     assert "not trained with a selected run" in value_problem(_set(untrained, "lr_index", 0), "architectures", RUNS)
+
+
+def test_status_prints_a_stored_string_with_its_control_characters_escaped(clean, tmp_path, capsys):
+    """A failure record's reason (or a progress record's, driver.json's host) is read from the study: a terminal
+    escape in it is printed as its escape, never sent to the terminal."""
+    study = tmp_path / "s"
+    shutil.copytree(clean, study)
+    name = Store(study).names("architectures", ".parquet")[0]
+    (study / "architectures" / f"{name}.parquet").unlink()
+    (study / "failed").mkdir(exist_ok=True)
+    (study / "failed" / f"{name}.json").write_text(json.dumps({"reason": "\x1b[2J\x1b[31mboom\x07", "attempts": 1}))
+    assert main(["status", str(study)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\\x1b[2J\\x1b[31mboom\\x07" in out, out
