@@ -2,10 +2,12 @@
 writer (or a reader) comes, in C, where no Python handler runs (a FIFO at ``driver.json`` held ``status``,
 ``resume`` and ``compact`` in pyarrow's open; ``report --out x.html`` and a FIFO ``*.json`` in ``--reproductions``
 hung the report). Each name is checked to be a regular file before it is opened (``sampling.regular_files``), on
-the command line or inside a study; nothing stored is changed."""
+the command line or inside a study; nothing stored is changed. A unit's result file that is a FIFO is a corrupt
+file, as a truncated one is: listed by ``status``, left out by ``top``, redone by ``resume``."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -42,7 +44,6 @@ CASES = {
     "driver.json, status": (lambda s, t: _fifo(s / "driver.json"), lambda s, t: ["status", str(s)], "driver.json"),
     "driver.json, resume": (lambda s, t: _fifo(s / "driver.json"), lambda s, t: ["resume", str(s)], "driver.json"),
     "driver.json, compact": (lambda s, t: _fifo(s / "driver.json"), lambda s, t: ["compact", str(s)], "driver.json"),
-    "a unit's runs file, top": (lambda s, t: _fifo(_unit(s, "runs")), lambda s, t: ["top", str(s)], ".parquet"),
     "report --out": (
         lambda s, t: _fifo(t / "x.html"),
         lambda s, t: ["report", str(s), "--out", str(t / "x.html")],
@@ -87,3 +88,16 @@ def test_a_fifo_at_each_name_is_refused_in_one_line(case, finished, tmp_path, ca
     err = [line for line in err if not line.startswith("archstudy: ")]  # progress lines of a command that began
     assert code == 2 and len(err) == 1, err
     assert named in err[0] and "FIFO" in err[0], err[0]
+
+
+@pytest.mark.parametrize("folder", ["architectures", "runs", "curves"])
+def test_a_fifo_in_place_of_a_unit_s_file_is_a_corrupt_file_never_waited_on(folder, finished, tmp_path, capsys):
+    study = tmp_path / "study"
+    shutil.copytree(finished, study)
+    unit = _unit(study, folder)
+    _fifo(unit)
+    assert _run(["status", str(study), "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert list(state["corrupt"]) == [unit.stem] and state["finished"] == 3, state
+    assert _run(["top", str(study), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["finished"] == 3
