@@ -485,7 +485,9 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             predictor=AsPredictor(
                 "synflow", "proxy", True, "a product of weight magnitudes: spans hundreds of decades", figure="proxies"
             ),
-            values=MEASURED_SIZE,
+            # any sign: an activation that decreases somewhere on the positive axis gives the all-positive
+            # network a negative gradient there
+            values=Numbers(nan=ALWAYS, infinite=True),
         ),
         Column(
             "jacob_cov",
