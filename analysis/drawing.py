@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import write_whole
 from archstudy.study.experiment.config import REPORT_NAME
+from archstudy.study.experiment.location import study_holding
 
 from .figures.base import NothingToDraw, omissions
 from .html import esc
@@ -150,12 +152,7 @@ class Drawer:
     def _write(self, fid: str, image: Image) -> None:
         assert self.directory is not None  # called only where the figures are written to files
         path = self.directory / f"{fid}.{image.fmt}"
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_bytes(image.data)
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_whole(path, image.data, what="a figure")
         self.written.append(path)
 
 
@@ -187,16 +184,15 @@ def check_figures_dir(figures: object, study_dirs: Iterable[str | os.PathLike[st
         raise SpecError("write_report", "figures", text, "exists and is not a directory")
     if not path.exists() and not path.parent.is_dir():
         raise SpecError("write_report", "figures", text, "must be in an existing directory (it is made if missing)")
-    target = path.resolve()
-    for d in study_dirs:
-        root = local_root(d)
-        if root is not None and target.is_relative_to(Path(root).resolve()):
-            raise SpecError(
-                "write_report",
-                "figures",
-                text,
-                f"is inside the study {d}: a study's files are never "
-                f"touched (only {Path(d) / REPORT_NAME} may be written there)",
-            )
+    holder = study_holding(path.resolve())  # one of study_dirs, or any other study
+    if holder is not None:
+        shown = next((d for d in study_dirs if local_root(d) == holder), holder)
+        raise SpecError(
+            "write_report",
+            "figures",
+            text,
+            f"is inside the study {shown}: a study's files are never "
+            f"touched (only {Path(shown) / REPORT_NAME} may be written there)",
+        )
     path.mkdir(exist_ok=True)
     return path

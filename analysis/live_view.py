@@ -33,7 +33,11 @@ study.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
+import re
+import socket
+import sys
 import threading
 import time
 import urllib.parse
@@ -63,8 +67,46 @@ from .stats import FEW, correlations
 WATCHED_DIRS = (ARCHITECTURES, FAILED, CHECKPOINTS, PROGRESS)
 WATCHED_FILES = (CONFIG_NAME, REPORT_NAME)
 POLL_S = 3.0  # seconds between two listings of the study (the page asks the server as often)
-LOOPBACK_HOSTS = ("127.0.0.1", "::1")  # the addresses the server binds by default, and their names in a Host header
-LOOPBACK_NAMES = (*LOOPBACK_HOSTS, "localhost")  # every name of this machine's loopback
+# A request's Host header: a name or IPv4 address, or an IPv6 address in brackets, then an optional port (RFC 9110
+# section 7.2, RFC 3986 section 3.2.2).
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9A-Fa-f:.]{2,45})\]|(?P<name>[A-Za-z0-9._-]{1,253}))(?::(?P<port>[0-9]{1,5}))?")
+_SINCE = re.compile(r"-?[0-9]{1,18}")  # a version: a 64-bit integer, -1 for "none yet"
+
+
+class BadRequest(ValueError):
+    """A request the server does not parse: answered 400 with this line."""
+
+
+def loopback(address: str) -> bool:
+    """Whether ``address`` names this machine's loopback: ``localhost``, or an IPv4 address in 127.0.0.0/8 or the
+    IPv6 ``::1`` (RFC 1122 section 3.2.1.3, RFC 4291 section 2.5.3)."""
+    if address.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def host_name(header: str | None) -> str:
+    """The name or address of a request's ``Host`` header (an IPv6 one without its brackets); a header that is not
+    ``NAME[:PORT]`` or ``[IPV6][:PORT]`` raises ``BadRequest``."""
+    m = _HOST.fullmatch(header or "")
+    if m is None or (m["port"] is not None and int(m["port"]) > 65535):
+        raise BadRequest(f"malformed Host header {(header or '')[:80]!r}")
+    return m["v6"] or m["name"]
+
+
+def since_version(query: str) -> int:
+    """The ``since`` of ``/data.json``'s query (-1 where absent: the whole state); more than one, or one that is not
+    an integer of at most 18 digits, raises ``BadRequest``."""
+    try:
+        given = urllib.parse.parse_qs(query, keep_blank_values=True, max_num_fields=8).get("since", ["-1"])
+    except ValueError:
+        raise BadRequest("malformed query") from None
+    if len(given) != 1 or not _SINCE.fullmatch(given[0]):
+        raise BadRequest(f"since must be one integer version, not {given[0][:40]!r}")
+    return int(given[0])
 
 
 def _error_line(e: BaseException) -> str:
@@ -393,20 +435,19 @@ class LiveServer:
         self.study_dir, self.poll_s = study_dir, poll_s
         self.watcher = Watcher(study_dir, name or None)
         self.page = page_html(name or study_dir, poll_s).encode("utf-8")
-        self.httpd = ThreadingHTTPServer((host, port), _handler(self))
+        self.httpd = _Server((host, port), _handler(self))
         self.httpd.daemon_threads = True
         self.host, self.port = str(self.httpd.server_address[0]), int(self.httpd.server_address[1])
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
-    def host_allowed(self, header: str) -> bool:
-        """Whether a request's ``Host`` may be answered: on a loopback address only a loopback name (a web page
-        elsewhere whose name is made to resolve to 127.0.0.1, DNS rebinding, would otherwise read the study through
-        the reader's browser); on an address given with ``--host``, any."""
-        if self.host not in LOOPBACK_HOSTS:
-            return True
-        name = urllib.parse.urlsplit(f"//{header}").hostname or ""
-        return name in LOOPBACK_NAMES
+    def host_allowed(self, header: str | None) -> bool:
+        """Whether a request's ``Host`` may be answered: on any loopback address (IPv4 or IPv6) only a loopback name
+        (a web page elsewhere whose name is made to resolve to a loopback address, DNS rebinding, would otherwise
+        read the study through the reader's browser); on another address given with ``--host``, any. A malformed
+        header raises ``BadRequest``."""
+        name = host_name(header)
+        return not loopback(self.host) or loopback(name)
 
     @property
     def url(self) -> str:
@@ -453,30 +494,55 @@ class LiveServer:
         """``STUDY/report.html`` as it is, None where there is none."""
         fs, root, _ = study_filesystem(self.study_dir)
         try:
+            if fs.get_file_info(f"{root}/{REPORT_NAME}").type != pafs.FileType.File:
+                return None  # none, or a FIFO (its open would wait for a writer): not served
             with fs.open_input_stream(f"{root}/{REPORT_NAME}") as f:
                 return bytes(f.read())
         except (FileNotFoundError, OSError):
             return None
 
 
+class _Server(ThreadingHTTPServer):
+    """The standard threading HTTP server, on IPv6 for an IPv6 address (``--host ::1``), whose errors in a request
+    end that request without a traceback on the terminal."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]):
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        super().__init__(address, handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if not isinstance(error, (ConnectionError, TimeoutError)):  # a client that left is not worth a line
+            print(f"archstudy serve: a request failed: {_error_line(error or RuntimeError())}", file=sys.stderr)
+
+
+def answer(server: LiveServer, path: str, hosts: list[str]) -> tuple[int, bytes, str]:
+    """(status, body, content type) of ``GET path`` with the request's ``Host`` headers: 400 for a malformed
+    request (not one Host header, a malformed one, a malformed query), 403 for a Host not this server's, 404 for
+    another path."""
+    try:
+        if len(hosts) != 1:
+            raise BadRequest(f"{len(hosts)} Host headers, not one")
+        url = urllib.parse.urlsplit(path)
+        if not server.host_allowed(hosts[0]):
+            return 403, b"forbidden: this server answers to its own address only", "text/plain"
+        if url.path in ("/", "/index.html"):
+            return 200, server.page, "text/html; charset=utf-8"
+        if url.path == "/data.json":
+            return 200, server.watcher.since(since_version(url.query)), "application/json"
+        if url.path == "/report.html" and (body := server.report_bytes()) is not None:
+            return 200, body, "text/html; charset=utf-8"
+        return 404, b"not found", "text/plain"
+    except ValueError as e:  # BadRequest, or urlsplit's own (a '[' in the path's host part)
+        return 400, f"bad request: {e}".encode(errors="replace"), "text/plain; charset=utf-8"
+
+
 def _handler(server: LiveServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            url = urllib.parse.urlsplit(self.path)
-            if not server.host_allowed(self.headers.get("Host", "")):
-                self._send(b"forbidden: this server answers to its own address only", "text/plain", 403)
-            elif url.path in ("/", "/index.html"):
-                self._send(server.page, "text/html; charset=utf-8")
-            elif url.path == "/data.json":
-                since = urllib.parse.parse_qs(url.query).get("since", ["-1"])[0]
-                version = int(since) if since.lstrip("-").isdigit() else -1
-                self._send(server.watcher.since(version), "application/json")
-            elif url.path == "/report.html" and (body := server.report_bytes()) is not None:
-                self._send(body, "text/html; charset=utf-8")
-            else:
-                self._send(b"not found", "text/plain", 404)
+            self._send(*answer(server, self.path, self.headers.get_all("Host") or []))
 
-        def _send(self, body: bytes, kind: str, code: int = 200) -> None:
+        def _send(self, code: int, body: bytes, kind: str) -> None:
             self.send_response(code)
             self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))

@@ -25,11 +25,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from archstudy.sampling import BASE, ArchSpec, SpecError, UserError, config_yaml, plan_study
-from archstudy.sampling.constraints import Integer, added_later, check
+from archstudy.sampling.constraints import Integer, added_later, check, redact
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import UNIT_STEM
 from archstudy.study.experiment.config import StudyConfig, same_science
 from archstudy.study.experiment.layout import CHECKPOINTS, FAILED
+from archstudy.study.experiment.location import open_location
+from archstudy.study.experiment.value_checks import planned_runs, value_problem
 from archstudy.study.experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from archstudy.study.experiment.schema import (
     HIGH_BIAS,
@@ -41,6 +43,7 @@ from archstudy.study.experiment.schema import (
     TIMESTAMP_UNIT,
     columns,
     timestamps_as_text,
+    unit_tables,
 )
 
 from .columns import (
@@ -132,10 +135,10 @@ def study_filesystem(study_dir: str | os.PathLike[str]) -> tuple[pafs.FileSystem
     """(filesystem, root path within it, the name to show the user)."""
     text = str(study_dir)
     if "://" in text:
-        try:
-            fs, root = pafs.FileSystem.from_uri(text)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
-            raise SpecError("load_results", "study_dir", text, f"cannot be opened: {e}") from None
+        try:  # as every command opens it: object storage with bounded waits (study.experiment.location)
+            fs, root = open_location(text)
+        except UserError as e:
+            raise SpecError("load_results", "study_dir", redact(text), f"cannot be opened: {e}") from None
         return fs, root.rstrip("/"), text
     return pafs.LocalFileSystem(), os.path.abspath(text), text
 
@@ -220,11 +223,13 @@ class CorruptFile(SpecError):
         self.problem = problem
 
 
-def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str) -> pa.Table:
+def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str, runs: int | None = None) -> pa.Table:
     """One Parquet file, after checking its key-value metadata: ``archstudy.schema_version`` must be
     a version this package reads (``RESULTS_SCHEMA_VERSIONS``) and ``archstudy.table`` the table its directory
     holds. The metadata is kept (``_read_table`` drops it after reading the science config from it); the timestamps of a
-    version 1 file (ISO 8601 text) are read as the timestamps later versions store."""
+    version 1 file (ISO 8601 text) are read as the timestamps later versions store. Its values must be those the
+    science allows (``study.experiment.value_checks``; ``runs``: the runs the study's protocol plans), else it is a
+    ``CorruptFile``, as ``archstudy status`` finds it."""
     try:
         with fs.open_input_file(path) as f:
             t = pq.ParquetFile(f).read(use_threads=False)  # files are read in parallel instead
@@ -266,6 +271,9 @@ def read_parquet_checked(fs: pafs.FileSystem, path: str, table: str, shown: str)
                     )
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                     pass  # not ISO 8601: ``typed`` names the column and the problem
+    forbidden = value_problem(t, table, runs)
+    if forbidden is not None:
+        raise CorruptFile(shown, "(values)", "...", "must hold values the science allows (docs/results.md)", forbidden)
     return t
 
 
@@ -278,18 +286,23 @@ def _read_table(
     excluded: dict[str, str],
     arch_ids: set[str] | None = None,
     corrupt: dict[str, str] | None = None,
+    required: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """The rows of ``<root>/<table>`` (only the architectures ``arch_ids`` when given) that belong to the study
     ``config`` describes, each unit's once: from the good pack that holds it, else from its own file
     (``study.experiment.packs``); the files (or a pack's units) that do not belong are added to ``excluded``
     (name -> why), those that cannot be read whole (``CorruptFile``, a pack that is not whole) to ``corrupt``
     (name -> problem), and left out. A file deleted between its listing and its read was packed by a compaction
-    meanwhile: the table is listed and read again (at most ``MAX_READS`` times)."""
+    meanwhile: the table is listed and read again (at most ``MAX_READS`` times). ``required`` (architectures): filled
+    with the tables each unit read from its own file has besides it (``schema.unit_tables``)."""
     for attempt in range(MAX_READS):
         found_excluded: dict[str, str] = {}
         found_corrupt: dict[str, str] = {}
+        found_required: dict[str, tuple[str, ...]] = {}
         try:
-            out = _read_table_once(fs, root, shown, table, config, found_excluded, arch_ids, found_corrupt)
+            out = _read_table_once(
+                fs, root, shown, table, config, found_excluded, arch_ids, found_corrupt, found_required
+            )
         except FileNotFoundError:
             if attempt == MAX_READS - 1:
                 raise
@@ -297,6 +310,8 @@ def _read_table(
         excluded.update(found_excluded)
         if corrupt is not None:
             corrupt.update(found_corrupt)
+        if required is not None:
+            required.update(found_required)
         return out
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -334,6 +349,7 @@ def _read_table_once(
     excluded: dict[str, str],
     arch_ids: set[str] | None,
     corrupt: dict[str, str],
+    required: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     files = _list(fs, root, table, "parquet")  # the units' own files, listed before the packs
     packs = read_packs(fs, root)
@@ -345,10 +361,12 @@ def _read_table_once(
         if not pack.ok and table == "architectures":
             corrupt[f"{table}/{pack.stem}.parquet"] = f"pack not whole: {pack.problem}"
 
+    runs = planned_runs(config.get("protocol"))
+
     # One small file per architecture: the per-file overhead dominates, so read several at once.
     def read(pm: tuple[str, re.Match[str]]) -> pa.Table | CorruptFile:
         try:
-            return read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}")
+            return read_parquet_checked(fs, pm[0], table, f"{shown}/{table}/{pm[1].group(0)}", runs)
         except CorruptFile as e:
             return e
 
@@ -375,6 +393,10 @@ def _read_table_once(
         if why is not None:
             excluded[f"{table}/{m.group(0)}"] = why
             continue
+        if table == "architectures" and required is not None:  # the tables its unit has besides it
+            trained = bool(t.column("trained")[0].as_py()) if "trained" in t.column_names else True
+            needs = unit_tables(t.schema.metadata or {}, t.column_names, trained)
+            required[m.group(0)[: -len(".parquet")]] = needs if isinstance(needs, tuple) else ("runs",)
         # pandas' own metadata would turn columns into an index; the contract has none.
         tables.append(t.replace_schema_metadata(None))
     n_files = len(tables)
@@ -409,6 +431,64 @@ def _read_table_once(
     # One chunk per column, not one per file: pandas keeps a string column as the Arrow chunks it was given, and
     # every row selection of a 1,000-chunk column costs a millisecond (most of a report's statistics went there).
     return joined.combine_chunks().to_pandas(), n_files
+
+
+def _check_curves(fs: pafs.FileSystem, root: str, shown: str, config: dict[str, Any], corrupt: dict[str, str]) -> None:
+    """Each unit's own curves file read and checked (``read_parquet_checked``), those that break a rule added to
+    ``corrupt``; the rows are not kept (``read_curves`` reads the ones an analysis draws)."""
+    winners = sources(read_packs(fs, root))
+    files = [(p, m) for p, m in _list(fs, root, "curves", "parquet") if m.group(0)[: -len(".parquet")] not in winners]
+    runs = planned_runs(config.get("protocol"))
+
+    def check(pm: tuple[str, re.Match[str]]) -> str | None:
+        try:
+            read_parquet_checked(fs, pm[0], "curves", f"{shown}/curves/{pm[1].group(0)}", runs)
+        except CorruptFile as e:
+            return e.problem
+        except FileNotFoundError:  # packed since it was listed
+            return None
+        return None
+
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+        for (_, m), problem in zip(files, pool.map(check, files)):
+            if problem is not None:
+                corrupt[f"curves/{m.group(0)}"] = problem
+
+
+def _whole_units(
+    fs: pafs.FileSystem,
+    root: str,
+    arch: pd.DataFrame,
+    runs: pd.DataFrame,
+    required: dict[str, tuple[str, ...]],
+    corrupt: dict[str, str],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``arch`` and ``runs`` without the units whose own architectures file requires a table file (``required``) that
+    is missing, or whose runs or curves file is corrupt: such a unit is not finished (``archstudy status`` says corrupt,
+    a resume redoes it), so it is left out and said in ``corrupt``, as its file is. Each table's files are listed (one
+    listing); their contents were judged where they were read (``corrupt``)."""
+    listed = {
+        table: {m.group(0)[: -len(".parquet")] for _, m in _list(fs, root, table, "parquet")}
+        for table in {t for tables in required.values() for t in tables}
+    }
+    gone: dict[str, str] = {}
+    for name, tables in required.items():
+        for table in ("runs", "curves"):  # a curves file it does not require must be whole where it is there
+            bad = corrupt.get(f"{table}/{name}.parquet")
+            if bad is None and (table not in tables or name in listed[table]):
+                continue
+            gone[name] = f"its {table} file is " + (f"corrupt ({bad})" if bad is not None else "missing")
+            break
+    if not gone:
+        return arch, runs
+    for name, why in gone.items():
+        corrupt[f"architectures/{name}.parquet"] = why
+    ids = {name.split("-", 1)[1] for name in gone}
+    keep = ~arch["arch_id"].astype(str).isin(ids) if len(arch) else slice(None)
+    arch = arch[keep].reset_index(drop=True)
+    if len(runs):
+        runs = runs[~runs["arch_id"].astype(str).isin(ids)].reset_index(drop=True)
+    return arch, runs
 
 
 # -- typing --------------------------------------------------------------------------------------------
@@ -598,10 +678,16 @@ def load_results(
 
     excluded: dict[str, str] = {}
     corrupt: dict[str, str] = {}
-    raw_arch, n_arch_files = _read_table(fs, root, shown, "architectures", config, excluded, corrupt=corrupt)
+    required: dict[str, tuple[str, ...]] = {}
+    raw_arch, n_arch_files = _read_table(
+        fs, root, shown, "architectures", config, excluded, corrupt=corrupt, required=required
+    )
     raw_runs, n_run_files = (
         _read_table(fs, root, shown, "runs", config, excluded, corrupt=corrupt) if runs else (pd.DataFrame(), 0)
     )
+    if runs:  # the curves files too, as `archstudy status` checks them (read and checked, not kept)
+        _check_curves(fs, root, shown, config, corrupt)
+    raw_arch, raw_runs = _whole_units(fs, root, raw_arch, raw_runs, required, corrupt)
     arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
     arch = _fill_derived(arch, config)
     run_table = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")

@@ -6,11 +6,16 @@ hundreds of millions of values, the "billion laughs"), nesting deeper than ``MAX
 given twice in one mapping (PyYAML would keep the last one without a word). Every refusal is the one-line
 ``SpecError``, at once. ``dump`` writes a tree without anchors or aliases (PyYAML would otherwise emit them
 for a list that appears twice), so every file archstudy writes reads back under these rules.
+
+A number in exponent form (``1e-8``, ``3E5``, ``1.5e8``) is a float, as YAML 1.2's core schema reads it (YAML
+1.2.2, section 10.3.2); PyYAML follows YAML 1.1, whose float needs a point and a signed exponent, and would hand
+such a number on as the string "1e-8". The writer quotes a string of that form, so it reads back as a string.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import Any
 
@@ -20,6 +25,11 @@ from .constraints import SpecError
 
 MAX_BYTES = 1 << 20  # 1 MiB: a study.yaml is a few kilobytes
 MAX_DEPTH = 64  # a study.yaml nests 4 levels (study, space, a distribution, a pair)
+
+
+FLOAT_TAG = "tag:yaml.org,2002:float"
+# YAML 1.2's float in exponent form (YAML 1.1's needs a point and a signed exponent: 1e-8 and 1.5e8 were strings).
+EXPONENT_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$")
 
 
 class _Refused(Exception):
@@ -74,6 +84,10 @@ class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
 class _PlainDumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML: no stubs, as above
     def ignore_aliases(self, data: Any) -> bool:
         return True
+
+
+for _kind in (_BoundedLoader, _PlainDumper):  # read as floats, and a string of that form written quoted
+    _kind.add_implicit_resolver(FLOAT_TAG, EXPONENT_FLOAT, list("-+0123456789"))
 
 
 def parse(text: str | bytes, where: str, field: str, shown: str) -> Any:

@@ -59,6 +59,21 @@ def shorten(text: str, limit: int = 200) -> str:
     return text[:half] + "..." + text[len(text) - (limit - 3 - half) :]
 
 
+_CREDENTIAL = re.compile(r"(?i)(key|secret|token|password|passwd|credential)")
+
+
+def redact(text: str) -> str:
+    """``text`` with the credentials of every URI in it starred: the user information before a host
+    (``s3://KEY:SECRET@bucket`` -> ``s3://***@bucket``) and the value of a query key that names a key, secret, token,
+    password or credential (``?secret_key=...`` -> ``?secret_key=***``)."""
+    text = re.sub(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]+@", r"\1***@", text)
+    return re.sub(
+        r"([?&;])([^=&\s'\"#]+)=([^&\s'\"#]*)",
+        lambda m: f"{m[1]}{m[2]}=***" if _CREDENTIAL.search(m[2]) else m[0],
+        text,
+    )
+
+
 _REPR = reprlib.Repr()  # keyword arguments need Python 3.12
 for _name, _n in (
     ("maxlevel", 3),

@@ -82,7 +82,7 @@ def synthetic_row(index: int, variant: str, spec, dataset: str, study_seed: int,
         "lr_index": lr_index,
         "epochs": int(rng.integers(20, 200)),
         "divisions": 10,
-        "val_error": test + 0.01,
+        "val_error": min(test + 0.01, 1.0),
         "train_error": test * 0.5,
         "test_error": test,
         "nlc_after": float(nlc**0.7),
@@ -109,7 +109,9 @@ def run_rows(row: dict, rng: np.random.Generator) -> pd.DataFrame:
     k = np.arange(40)
     gap = np.abs(k - row["lr_index"]) * 0.01
     diverged = k > 36
-    test = np.where(diverged, np.nan, np.minimum(row["test_error"] + gap, 1.0))
+    # a diverged run's errors are its best state's (the trainer rewinds it): finite, here at chance
+    chance = 1.0 - 1.0 / row["d_out"]
+    test = np.where(diverged & (k != row["lr_index"]), chance, np.minimum(row["test_error"] + gap, 1.0))
     return pd.DataFrame(
         {
             "arch_id": row["arch_id"],
@@ -119,7 +121,7 @@ def run_rows(row: dict, rng: np.random.Generator) -> pd.DataFrame:
             "lr": row["lr_min"] * 3.0**k,
             "epochs": 50,
             "divisions": 10,
-            "val_error": test + 0.01,
+            "val_error": np.minimum(test + 0.01, 1.0),
             "train_error": test * 0.5,
             "test_error": test,
             "diverged": diverged,

@@ -24,6 +24,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from archstudy.sampling import SpecError, UserError
+from archstudy.sampling.regular_files import write_whole
 from archstudy.sampling.constraints import Choice, Integer, check
 
 from ..results import Results, architectures_table
@@ -302,12 +303,7 @@ class FittedPredictor:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the predictor as JSON (whole, then renamed)."""
         path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        try:
-            tmp.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=True) + "\n", encoding="utf-8")
-            tmp.replace(path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        write_whole(path, json.dumps(self.to_dict(), indent=1, allow_nan=True) + "\n", what="a predictor")
         return path
 
     @classmethod

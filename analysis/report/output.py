@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import check_target
 from archstudy.study.experiment.config import REPORT_NAME
+from archstudy.study.experiment.location import study_holding
 
 from ..results import local_root
 
@@ -37,19 +39,17 @@ def check_out(out: object, study_dirs: Iterable[str | os.PathLike[str]]) -> Path
     if not path.parent.is_dir():
         raise SpecError("write_report", "out", text, "must be in an existing directory")
     target = path.resolve()
-    for d in study_dirs:
-        root = local_root(d)
-        if root is None:
-            continue
-        study_root = Path(root).resolve()
-        if target.is_relative_to(study_root) and target != study_root / REPORT_NAME:
-            raise SpecError(
-                "write_report",
-                "out",
-                text,
-                f"is inside the study {d}: there a report may only be "
-                f"{Path(d) / REPORT_NAME} (the study's own files are never overwritten)",
-            )
+    holder = study_holding(target.parent)  # one of study_dirs, or any other study
+    if holder is not None and target != Path(holder) / REPORT_NAME:
+        shown = next((d for d in study_dirs if local_root(d) == holder), holder)
+        raise SpecError(
+            "write_report",
+            "out",
+            text,
+            f"is inside the study {shown}: there a report may only be "
+            f"{Path(shown) / REPORT_NAME} (the study's own files are never overwritten)",
+        )
+    check_target(path, "a report")  # a FIFO's open for reading (or writing) would wait forever
     if path.exists() and not _is_html(path):
         raise SpecError("write_report", "out", text, "exists and is not an HTML file: it is not overwritten")
     return path

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import write_whole
 from archstudy.sampling.constraints import Choice, Integer, check
 from archstudy.study.experiment.config import N_BOOT_MAX, package_version
 
@@ -375,19 +376,10 @@ def write_report(
     finally:
         for s in sections:  # a prediction still computing when something failed: ended, not left behind
             s.cancel()
-    _write(out, text)
-    _write(findings_path(out), json.dumps(findings_json(sections), indent=1, allow_nan=False) + "\n")
+    write_whole(out, text, what="a report")  # a full disk is the error naming the report's path
+    findings = json.dumps(findings_json(sections), indent=1, allow_nan=False) + "\n"
+    write_whole(findings_path(out), findings, what="a report's findings")
     return out
-
-
-def _write(path: Path, text: str) -> None:
-    """``text`` to ``path``, whole: written beside it, then renamed."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def findings_path(out: Path) -> Path:

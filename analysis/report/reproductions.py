@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from archstudy.sampling import SpecError
+from archstudy.sampling.regular_files import NotRegular, read_regular
 
 from ..html import emphasised, esc, fmt, table
 
@@ -21,10 +22,13 @@ def reproductions_html(directory: str | os.PathLike[str], out: Path) -> str:
     found, skipped = [], []
     for path in sorted(Path(directory).glob("*.json")):
         try:
-            d = json.loads(path.read_text(encoding="utf-8"))
+            d = json.loads(read_regular(path, what="a reproduction's result").decode("utf-8"))
             # "ok" means agrees; a row that cannot tell (its own "verdict") is neither agreeing nor differing
             rows = [(str(r["quantity"]), r["ok"] is True, r.get("verdict")) for r in d["rows"]]
             found.append((path, d, rows))
+        except NotRegular as e:  # never opened for reading: a FIFO's open would wait for a writer
+            skipped.append(f"{path.name} ({e.kind}, not a regular file)")
+            continue
         except (OSError, ValueError, KeyError, TypeError) as e:
             skipped.append(f"{path.name} ({type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ''})")
             continue  # another JSON file, not a reproduction's

@@ -32,7 +32,7 @@ import traceback
 import warnings
 
 from archstudy.sampling import UserError
-from archstudy.sampling.constraints import shorten
+from archstudy.sampling.constraints import redact, shorten
 
 from ..execution.lifetime import children_die_with_the_command
 from .commands import COMMANDS
@@ -161,9 +161,9 @@ def system_error_line(error: BaseException, command: str) -> str:
 
 def open_locations(args: argparse.Namespace) -> None:
     """Open every study location the command reads (its declared ``reads``) and ask object storage once whether it
-    answers (``study.execution.location``): a malformed URI (``s3:bucket/x``, ``s3://``) or an endpoint that does not
+    answers (``study.experiment.location``): a malformed URI (``s3:bucket/x``, ``s3://``) or an endpoint that does not
     answer is one ``UserError`` line before the command starts, as ``run``, ``resume`` and ``status`` do."""
-    from ..execution.location import names_a_uri, open_location, reach
+    from ..experiment.location import names_a_uri, open_location, reach
 
     for name in COMMANDS[args.command].reads:
         value = getattr(args, name, None)
@@ -254,10 +254,60 @@ def _attached_negative_values(parser: argparse.ArgumentParser, argv: list[str]) 
     return out
 
 
+# An ANSI escape sequence that colours or moves (ECMA-48 section 5.4: CSI, parameters, a final byte).
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+class Redacting:
+    """A text stream that writes through ``stream`` with the credentials of every URI starred
+    (``sampling.constraints.redact``): the command line's last guard, so that no line it prints, a message or a
+    status, shows ``s3://KEY:SECRET@...``. Into a file or a pipe (a log), colours are left out (Ray colours its
+    warnings whatever the stream)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        try:
+            self._plain = not stream.isatty()
+        except (AttributeError, ValueError):  # a stream without isatty, or a closed one
+            self._plain = True
+
+    def write(self, text: str) -> int:
+        shown = redact(text) if "://" in text or "=" in text else text
+        self._stream.write(_ANSI.sub("", shown) if self._plain and "\x1b" in shown else shown)
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def redacted_output():
+    """stdout and stderr through ``Redacting`` while the command runs; put back afterwards."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Redacting(out), Redacting(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command (``argv``; None: the process's own arguments, as its entry point: then an interrupted command,
+    or one that gave up on a thread still waiting in C, ends the process at once, ``interrupts.leave``)."""
+    from ..execution import interrupts
+
     parser = build_parser()
     args = parser.parse_args(_attached_negative_values(parser, sys.argv[1:] if argv is None else argv))
     children_die_with_the_command()
+    with interrupts.deadline(args.command, until_exit=argv is None) as watch, redacted_output():
+        code = _command(args)
+    if argv is None and interrupts.must_leave(watch):
+        interrupts.leave(code)
+    return code
+
+
+def _command(args: argparse.Namespace) -> int:
+    """The command, inside the error boundary (module docstring)."""
     try:
         with sigterm_as_interrupt(), warnings_as_lines(args.command, getattr(args, "debug", False)):
             open_locations(args)

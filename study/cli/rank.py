@@ -41,6 +41,7 @@ from typing import cast
 from archstudy.sampling import UserError, config_yaml
 from archstudy.sampling.constraints import Choice, Integer, check
 from archstudy.sampling.plan import fresh_indices, fresh_seed, plan_study
+from archstudy.sampling.regular_files import read_regular, write_whole
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
 from ..experiment.config import CONFIG_NAME, DEFAULT_PILOT, PROVENANCE_KEYS, RECORDED_KEYS, StudyConfig
@@ -137,24 +138,23 @@ def _check_out(text: str, study: str) -> None:
     directory), a study (its study.yaml would be replaced by the top K's config), or a directory inside a study (a
     study's directory and everything under it belong to that study). DIR may be rank's own output (a study.yaml
     beside its predictor.json): running the same command again resumes it."""
-    from ..execution.location import holds_study, names_a_uri, open_location, study_above
+    from ..experiment.location import names_a_uri, study_holding
 
     out = Path(text)
     if names_a_uri(text):
         raise UserError(f"rank: --out {text}: rank writes a local directory, not a URI; give a directory")
     if out.exists() and not out.is_dir():
         raise UserError(f"rank: --out {out} is a file, not a directory")
-    fs, root = open_location(out)
-    if holds_study(fs, root):
+    holder = study_holding(out)
+    if holder is not None and holder == os.path.abspath(os.path.expanduser(out)):
         raise UserError(
             f"rank: --out {out} is a study (it holds {CONFIG_NAME}); nothing was changed: rank writes the top K's "
             f"config as DIR/{CONFIG_NAME}, which would replace that study's: choose a new directory"
             + (f" (the default is {default_out(study)})" if Path(default_out(study)) != out else "")
         )
-    above = study_above(fs, root)
-    if above is not None:
+    if holder is not None:
         raise UserError(
-            f"rank: --out {out} lies inside the study {above} (it holds {CONFIG_NAME}); nothing was changed: a "
+            f"rank: --out {out} lies inside the study {holder} (it holds {CONFIG_NAME}); nothing was changed: a "
             "study's directory and everything under it belong to that study: choose a directory outside it"
         )
 
@@ -166,7 +166,7 @@ def _grown(directory: Path, wanted: list[int]) -> list[int]:
     path = directory / CONFIG_NAME
     if not path.is_file():
         return list(wanted)
-    held = StudyConfig.from_yaml(path.read_bytes(), where=os.fspath(path))
+    held = StudyConfig.from_yaml(read_regular(path, config_yaml.MAX_BYTES + 1, "a study.yaml"), where=os.fspath(path))
     old = list(range(held.architectures) if held.indices is None else held.indices[: held.architectures])
     have = set(old)
     return old + [i for i in wanted if i not in have]
@@ -374,7 +374,7 @@ def command(args) -> int:
     finally:
         status.clear()
 
-    from ..execution.location import RANK_MARK, open_location
+    from ..experiment.location import RANK_MARK, open_location
     from ..experiment.terminal import phase
     from ..execution.ray_session import ray_session
 
@@ -384,7 +384,7 @@ def command(args) -> int:
     if k is not None and too_small(k):
         print(f"archstudy rank: check: {too_small_line(k, k)}", file=sys.stderr)
     out = Path(args.out) if args.out else default_out(args.study)
-    open_location(args.study)  # a malformed location is one line (study.execution.location), as for every command
+    open_location(args.study)  # a malformed location is one line (study.experiment.location), as for every command
     _check_out(args.out or os.fspath(out), args.study)
 
     status.now(f"rank: reading {args.study} ...")
@@ -449,12 +449,13 @@ def command(args) -> int:
         best = ranked["index"].astype(int).tolist()[:top]
         top_config = config_of(base, seed, best, measure_only=False, root=None)
         top_keys = {k: v for k, v in top_config.to_dict().items() if k not in RECORDED_KEYS}
-        (out / CONFIG_NAME).write_text(
+        write_whole(
+            out / CONFIG_NAME,
             f"# archstudy rank: the top {len(best)} of {len(ranked)} fresh architectures (study seed {seed}) by the "
             f"predicted test error of a {predictor.learner} predictor fitted on {args.study}.\n"
             f"# Train them as a study: archstudy run --config {out / CONFIG_NAME} --out {out / 'top'}\n"
             + config_yaml.dump(top_keys),
-            encoding="utf-8",
+            "a study.yaml",
         )
         missing = f" ({n - len(ranked)} failed: `archstudy status {out / MEASURED}`)" if len(ranked) < n else ""
         print(
@@ -491,7 +492,7 @@ def command(args) -> int:
     }
     for name, other in (("nlc_rule", by_nlc), ("random", drawn)):
         report[name] = paired_lift(errors, chosen, other, seed=seed)
-    (out / "check.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    write_whole(out / "check.json", json.dumps(report, indent=1) + "\n", "rank's check")
     for name, what in (("nlc_rule", "by the NLC-window rule"), ("random", "drawn at random")):
         r = report[name]
         print(

@@ -128,7 +128,7 @@ def default_out(study_dirs: list[str]) -> str:
     """Where the report goes without ``--out``: beside one local study's files (``STUDY/report.html``, where `run
     --report` writes it, the one file a report may write in a study); in the current directory (``./report.html``)
     for several studies, which no one study holds, and for an s3:// or gs:// study."""
-    from ..execution.location import names_a_uri
+    from ..experiment.location import names_a_uri
     from ..experiment.config import REPORT_NAME
 
     if len(study_dirs) == 1 and not names_a_uri(study_dirs[0]):

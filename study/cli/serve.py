@@ -6,8 +6,9 @@ starts (``analysis.live_view``: the page polls a small JSON endpoint; the server
 seconds and reloads its rows only when the listing changed). It never builds the full report (``archstudy report``
 does) and never writes to the study, local or ``s3://``; the page links ``STUDY/report.html`` where there is one.
 
-It listens on 127.0.0.1 (this machine only) unless ``--host`` names another address; ``--port 0`` takes any free
-port. Ctrl-C (or SIGTERM) stops it: one line, exit code 0.
+It listens on 127.0.0.1 (this machine only) unless ``--host`` names another address (IPv4 or IPv6: ``::1``); on a
+loopback address it answers only requests naming a loopback address or ``localhost`` (no DNS rebinding); ``--port 0``
+takes any free port. Ctrl-C (or SIGTERM) stops it: one line, exit code 0.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def _open_study(study: str) -> None:
 
     from archstudy.sampling import SpecError
 
-    from ..execution.location import open_location
+    from ..experiment.location import open_location
 
     fs, root = open_location(study)
     if fs.get_file_info(f"{root}/study.yaml").type != pafs.FileType.File:
@@ -100,14 +101,14 @@ def command(args) -> int:
     say(f"reading {args.study} ...")
     _open_study(args.study)
     server, every = _bind(args)
-    from archstudy.analysis.live_view import LOOPBACK_NAMES  # loaded by _bind
+    from archstudy.analysis.live_view import loopback  # loaded by _bind
 
     try:
         server.watcher.check()  # the first read, whose error comes before any line saying where it is served
         # said before it serves (the socket already listens: a browser's first request waits for it), so that no
         # answer, and no Ctrl-C after one, can come before the line that gives the address
         print(f"archstudy serve: {args.study} at {server.url} (checked every {every:g} s; Ctrl-C to stop)", flush=True)
-        if args.host not in LOOPBACK_NAMES:
+        if not loopback(server.host):
             say(f"listening on {args.host}: anyone who can reach this machine can read the study (no password)")
         server.start(check=False)
         while True:

@@ -49,6 +49,7 @@ def command(args) -> int:
     from ..execution.live import describe, read_live
     from ..execution.state import survey_files
     from ..execution.store import Store
+    from ..experiment.schema import printable
 
     store = Store(args.study)
     store.reach()  # object storage that refuses or never answers: one line, in bounded time
@@ -63,7 +64,7 @@ def command(args) -> int:
     out: list[tuple[str, int | None]] = []  # each line, and the indent of its continuation lines (None: 4 more)
 
     def show(line: str, hang: int | None = None) -> None:
-        out.append((line, hang))
+        out.append((printable(line), hang))  # a stored reason, host or note may hold a terminal escape
 
     c = state.config
     show(

@@ -169,7 +169,8 @@ def command(args) -> int:
 
     from .run import Status
 
-    results = load_results(args.study, runs=False)
+    # its runs are read too: an architecture whose runs file is corrupt is not finished (study.experiment.value_checks)
+    results = load_results(args.study)
     status = Status()
     status.now(f"top: testing every verdict of {args.study}'s report (its held-out evaluation takes seconds) ...")
     try:

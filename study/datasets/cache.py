@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from archstudy.sampling.regular_files import open_regular
+
 CACHE_ENV = "ARCHSTUDY_CACHE"
 
 
@@ -37,7 +39,7 @@ def cache_path(directory: Path, name: str, seed: int, key: dict) -> Path:
 def read_cache(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray] | None:
     """The arrays ``names`` from ``path``, or None when it is absent or unreadable (a miss)."""
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open_regular(path, "a dataset cache") as f, np.load(f, allow_pickle=False) as z:
             return {n: z[n] for n in names}
     except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile):
         return None

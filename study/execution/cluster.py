@@ -51,6 +51,7 @@ import yaml
 
 from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Declared, Integer, Real, check, declare
+from archstudy.sampling.regular_files import NotRegular, open_regular
 
 from ..experiment.config import utc_now
 
@@ -143,13 +144,15 @@ def read_cluster_file(path: str | os.PathLike) -> ClusterFile:
     """The node types, worker counts, idle timeout and upscaling speed of a Ray autoscaler file."""
     path = str(path)
     try:
-        with open(path) as f:
+        with open_regular(path, "a Ray cluster file") as f:
             data = yaml.safe_load(f)
     except FileNotFoundError:
         raise SpecError(
             WHERE, "file", path, "no such file (the Ray cluster file, e.g. the project's cluster.yaml)"
         ) from None
-    except IsADirectoryError:
+    except NotRegular as e:
+        if e.kind != "a directory":
+            raise
         raise SpecError(WHERE, "file", path, "is a directory, not a Ray cluster file") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
         raise SpecError(WHERE, "file", path, f"cannot be read as YAML ({type(e).__name__})") from None

@@ -39,7 +39,7 @@ from ..experiment.config import StudyConfig
 from ..experiment.packs import PACK_KEY, pack_record, pack_stem, pack_stems, seq_of
 from ..experiment.schema import RESULTS_SCHEMA_VERSION, SCHEMA_KEY, TABLE_KEY
 from .state import survey, survey_files
-from .store import ARCHITECTURES, CURVES, RUNS, SCHEMAS, Store, current, with_science
+from .store import ARCHITECTURES, CURVES, RUNS, SCHEMAS, Store, current, table_of, with_science
 
 PACK_UNITS = 10_000  # units per pack: 10 packs for 100,000 units; a pack of 40 runs each is 400,000 runs rows
 ROW_GROUP = 65_536  # rows per Parquet row group of a pack: a reader of a few units' curves skips the others
@@ -126,7 +126,7 @@ def write_pack(store: Store, tables: Mapping[str, pa.Table], science: str, witho
 
 
 def _read_unit(store: Store, name: str, kinds: Sequence[str]) -> dict[str, pa.Table]:
-    return {kind: pq.read_table(pa.BufferReader(store.read_bytes(kind, f"{name}.parquet"))) for kind in kinds}
+    return {kind: table_of(store.read_bytes(kind, f"{name}.parquet")) for kind in kinds}
 
 
 def compact(

@@ -56,7 +56,7 @@ from ..experiment.window_rule import pilot_window
 from .dispatch import Dispatch
 from .engine import Engine
 from . import memory
-from .location import study_above
+from ..experiment.location import study_above
 from .costs import count_text, launch_line
 from .live import clear_all
 from ..experiment.terminal import phase
@@ -658,13 +658,17 @@ def _nothing_to_do(store: Store, plan: Preparation, shown: Progress, result: Dri
 
 
 def _start_writing(store: Store, plan: Preparation, shown: Progress) -> None:
-    """From here on the driver writes: the config (a new or changed study), then the study's mends: temporary files
+    """From here on the driver writes: the config (a new or changed study), the checkpoints' key (made with the study,
+    or replaced where it is not one), then the study's mends: temporary files
     of interrupted writes and corrupt result files removed (they are redone), progress records of a killed session
     cleared (no unit of this study runs now)."""
     if plan.note:
         shown.say(plan.note)
     if plan.write_config:
         store.write_config(plan.config)
+    _, replaced = store.checkpoint_secret(create=True)  # before any unit runs: every worker reads it
+    if replaced:
+        shown.say(f"{replaced}; the checkpoints it signed are discarded")
     for path in store.remove_temp_files():
         shown.say(f"removed the temporary file {path} of an interrupted write")
     for name, problem in plan.state.corrupt.items():

@@ -34,7 +34,7 @@ import pyarrow.fs as pafs
 
 from archstudy.sampling import UserError
 
-from . import location
+from ..experiment import location
 
 LEASE_S = 60.0  # a lock not renewed for this long belongs to nobody (a driver's heartbeat is 10 s)
 RENEW_S = LEASE_S / 6

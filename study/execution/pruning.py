@@ -22,11 +22,10 @@ from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..experiment.config import StudyConfig
 from ..experiment.schema import ARCHITECTURES, columns
-from .store import current
+from .store import current, table_of
 
 # What a pruned architecture's row holds where a trained one has its selected run and runs summary (docs/results.md,
 # the ``trained`` column): nothing measured (NaN), no run (lr_index -1, counts 0, flags false, selected by "none").
@@ -56,6 +55,6 @@ def pilot_points(store, names: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     """The NLC and test error of the pilot architectures ``names``, read from their stored ``architectures`` rows:
     the points of the rule ``study.experiment.window_rule.pilot_window``."""
     # current: a pilot finished under schema version 1 (text timestamps) concatenates with newer files
-    tables = [current(pq.read_table(pa.BufferReader(store.read_bytes(ARCHITECTURES, f"{n}.parquet")))) for n in names]
+    tables = [current(table_of(store.read_bytes(ARCHITECTURES, f"{n}.parquet"))) for n in names]
     rows = pa.concat_tables(tables, promote_options="default").to_pandas()
     return rows["nlc"].to_numpy("float64"), rows["test_error"].to_numpy("float64")

@@ -50,10 +50,11 @@ def own_cluster(address: str | None) -> str | None:
         why = (
             f"the one recorded in {record} was started by another user (uid {owner})"
             if found
-            else f"RAY_ADDRESS is unset and no `ray start --head` recorded one in {record}"
+            else f"RAY_ADDRESS is {env or 'unset'} and no `ray start --head` recorded one in {record}"
         )
+        given = "RAY_ADDRESS=auto" if env == "auto" else "--address auto"
         raise UserError(
-            f"--address auto: no Ray cluster of yours was found on this node ({why}); start one with `ray start "
+            f"{given}: no Ray cluster of yours was found on this node ({why}); start one with `ray start "
             "--head`, or give --address HOST:PORT (without --address the study runs on an embedded Ray)"
         )
     return found
@@ -418,9 +419,12 @@ def ray_session(address: str | None = None):
                         ray.init(address="local", include_dashboard=False, **kwargs)
             except BaseException as e:  # an interrupt (SIGINT, or SIGTERM as the CLI's KeyboardInterrupt) included
                 _shut_down(ray, before)
-                if isinstance(e, (ConnectionError, RuntimeError, ValueError)):
+                if isinstance(e, Exception) and not isinstance(e, UserError):
+                    # every failure of Ray's start is one line (a file-size limit raises an OSError, a refused
+                    # cluster a ConnectionError, a Ray that died a RuntimeError), its type named for the reader
                     where = f"at {address!r}" if address else "locally"
-                    raise UserError(f"cannot start or reach Ray {where}: {_first_line(e)}") from None
+                    why = f"{type(e).__name__}: {_first_line(e)}"
+                    raise UserError(f"cannot start or reach Ray {where}: {why}") from None
                 raise
             if callable(sigterm) and main_thread:
                 signal.signal(signal.SIGTERM, sigterm)  # Ray may set its own on later calls too

@@ -34,6 +34,7 @@ from archstudy.sampling.unit_names import INDEX_DIGITS
 
 from ..experiment.config import StudyConfig
 from ..experiment.packs import sources
+from ..experiment.value_checks import planned_runs
 from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, FileCheck, Store, recorded_science
 from .unit import WorkUnit, work_units
 
@@ -285,7 +286,8 @@ def _survey(store: Store, config: StudyConfig, plan: _Expected, driver: bool) ->
         if p.ok and p.architectures is not None
         for n, t in zip(p.names, p.architectures.column("trained").to_pylist())
     }
-    arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint)
+    runs = planned_runs(config.protocol)  # every trained unit has as many (study.experiment.value_checks)
+    arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint, runs=runs)
     failures = store.failures()
     checkpoints = store.names(CHECKPOINTS, ".pt")
     trusted = {n for n, stem in winners.items() if pack_checks[stem].ok} | {n for n in present if arch_checks[n].ok}
@@ -300,7 +302,9 @@ def _survey(store: Store, config: StudyConfig, plan: _Expected, driver: bool) ->
     kind: str | None  # here a table kind; below the kind of a unit's bad file, if any
     for kind in (RUNS, CURVES):
         listed = set(store.names(kind, ".parquet"))
-        others[kind] = store.check_files(kind, [n for n in committed if n in listed], fingerprint=fingerprint)
+        others[kind] = store.check_files(
+            kind, [n for n in committed if n in listed], fingerprint=fingerprint, runs=runs
+        )
     for name in planned:
         stem = winners.get(name)
         if stem is not None:

@@ -47,6 +47,7 @@ import fcntl
 import json
 import math
 import os
+import secrets
 import stat
 import time
 import uuid
@@ -60,16 +61,22 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from archstudy.sampling import UserError, config_yaml
+from archstudy.sampling.constraints import redact
+from archstudy.sampling.regular_files import read_regular
 from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - unit_name: part of this module's API
 
 from ..experiment import schema
+from ..experiment.checkpoint_key import SECRET_BYTES, SECRET_NAME, SecretError, secret_at
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
 from ..experiment.layout import CHECKPOINTS, FAILED, FOLDERS, PROGRESS, UNIT_FILES  # noqa: F401 - PROGRESS: its API
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
-from .location import first_line, open_location, reach
+from ..experiment.value_checks import value_problem
+from ..experiment.location import first_line, open_location, reach
 from .object_lock import LEASE_S, ObjectLock, object_lock
-from ..experiment.schema import (
+from ..experiment.schema import (  # noqa: F401 - runs_required, unit_tables: part of this module's API
     ARCHITECTURES,
+    runs_required,
+    unit_tables,
     CURVES,
     RUNS,
     SCHEMA_KEY,
@@ -89,7 +96,7 @@ LOCK_NAME = ".lock"
 # Every entry of a study a driver (or a worker of it) writes or deletes: its folders (``study.experiment.layout``)
 # and its files at the root. The writers use these names, and each is checked never to be a symbolic link
 # (``Store.links``).
-ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
+ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME, SECRET_NAME)
 ENTRIES = FOLDERS + ROOT_FILES
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"
@@ -267,6 +274,15 @@ def to_table(kind: str, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=schema)
 
 
+def table_of(data: bytes) -> pa.Table:
+    """The table of the Parquet file ``data``, read in the calling thread. Not ``pq.read_table``: its dataset reader
+    released the file's last reference on one of Arrow's threads, which then needed the GIL; where that came while
+    the interpreter was finishing, the thread was ended inside C++ and the process aborted ("terminate called without
+    an active exception", SIGABRT at the exit of `archstudy status`: 3 of 98 runs at load 5 to 6 on 2 cores, 0 of 300
+    after)."""
+    return pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
+
+
 def parquet_bytes(table: pa.Table, *, lean: bool = False) -> bytes:
     """``table`` as the bytes of a zstd-compressed Parquet file. ``lean``: without column statistics and
     dictionaries, which a file of one unit's few rows never uses and which double the time to write its
@@ -299,27 +315,6 @@ class FileCheck:
         return runs_required(self.trained) if self.tables is None else self.tables
 
 
-def runs_required(trained: bool, curves: bool = False) -> tuple[str, ...]:
-    """The tables whose file a committed unit must have besides its ``architectures`` file: ``runs`` (and
-    ``curves`` with ``curves``) for a trained architecture, nothing for one pruned at launch."""
-    return ((RUNS, CURVES) if curves else (RUNS,)) if trained else ()
-
-
-def unit_tables(meta: Mapping[bytes, bytes], columns: Sequence[str], trained: bool) -> tuple[str, ...] | str:
-    """The tables a valid architectures file says its unit has (module docstring), or why its record does not fit."""
-    recorded = meta.get(UNIT_TABLES_KEY.encode())
-    if recorded is None:  # a writer from before the key: what it always wrote
-        return runs_required(trained, curves="trained" in columns)
-    text = recorded.decode(errors="replace")
-    tables = tuple(t for t in text.split(",") if t)
-    if tables not in (runs_required(trained), runs_required(trained, curves=True)):
-        return (
-            f"metadata {UNIT_TABLES_KEY} = {text!r} does not fit trained = {trained} "
-            f"(a trained architecture has {RUNS!r} or {f'{RUNS},{CURVES}'!r}, a pruned one none)"
-        )
-    return tables
-
-
 def _other_science(meta: Mapping[bytes, bytes], fingerprint: str | None) -> FileCheck | None:
     """The refusal of a file (or pack) whose Parquet metadata ``meta`` records another science config than
     ``fingerprint``'s; None where it is the same, or where no fingerprint is asked for."""
@@ -338,11 +333,14 @@ def _other_science(meta: Mapping[bytes, bytes], fingerprint: str | None) -> File
     )
 
 
-def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
+def check_table_bytes(
+    data: bytes, kind: str, name: str, fingerprint: str | None = None, runs: int | None = None
+) -> FileCheck:
     """Validate a result file's content: readable Parquet, archstudy metadata, this schema, rows naming this unit,
-    and (when ``fingerprint`` is given) computed under the science config of that fingerprint."""
+    (when ``fingerprint`` is given) computed under the science config of that fingerprint, and values the science
+    allows (``study.experiment.value_checks``; ``runs``: the runs the study's protocol plans)."""
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = table_of(data)
     except Exception as e:  # noqa: BLE001 - any failure to read is the finding
         return FileCheck(False, f"unreadable Parquet ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
     meta = table.schema.metadata or {}
@@ -371,6 +369,9 @@ def check_table_bytes(data: bytes, kind: str, name: str, fingerprint: str | None
     other = _other_science(meta, fingerprint)
     if other is not None:
         return other
+    forbidden = value_problem(table, kind, runs)
+    if forbidden is not None:
+        return FileCheck(False, forbidden)
     if kind == ARCHITECTURES:
         trained = bool(table.column("trained")[0].as_py()) if "trained" in table.column_names else True
         tables = unit_tables(meta, table.column_names, trained)
@@ -395,20 +396,22 @@ class Store:
         self._object_lock: ObjectLock | None = None
         if filesystem is not None:  # an already-open filesystem (tests use pyarrow's in-memory one)
             self.fs, self.root, self.location = filesystem, (root or "").rstrip("/"), f"{filesystem.type_name}:{root}"
+            self._opened = self.location
             return
         location = os.fspath(cast("str | os.PathLike[str]", location))  # given without a filesystem
         self.fs, self.root = open_location(location)  # a bad URI is one line; s3:// with bounded waits
-        self.location = location
+        self.location = redact(location)  # as every message shows it: credentials starred
+        self._opened = location
 
     def reach(self) -> None:
-        """Ask object storage once whether it answers (``study.execution.location.reach``): an endpoint that refuses
+        """Ask object storage once whether it answers (``study.experiment.location.reach``): an endpoint that refuses
         or never answers is one ``UserError`` line within a bounded time, before anything else is tried."""
         reach(self.fs, self.root, self.location)
 
     @property
     def uri(self) -> str:
         """The location as any process on any node can open it: the absolute path of a local study, else the URI."""
-        return self.root if self.local and "://" not in self.location else self.location
+        return self.root if self.local and "://" not in self._opened else self._opened
 
     def __repr__(self):
         return f"Store({self.location!r})"
@@ -481,13 +484,16 @@ class Store:
 
     # -- bytes -----------------------------------------------------------------------------------------
     def read_bytes(self, *parts: str) -> bytes:
-        with self.fs.open_input_stream(self.path(*parts)) as f:
-            return f.read()
+        """A file of the study, whole. Local: opened without waiting and read only if it is a regular file
+        (``sampling.regular_files``: a FIFO planted at ``driver.json`` hung every command that read it)."""
+        return self.read_head(*parts, limit=None)
 
-    def read_head(self, *parts: str, limit: int) -> bytes:
+    def read_head(self, *parts: str, limit: int | None) -> bytes:
         """At most the first ``limit`` bytes of a file (a config is read so: a huge file is refused, not loaded)."""
+        if self.local:
+            return read_regular(self.path(*parts), limit, what=f"{'/'.join(parts)} of a study")
         with self.fs.open_input_stream(self.path(*parts)) as f:
-            return f.read(limit)
+            return f.read() if limit is None else f.read(limit)
 
     def write_bytes(self, parts: Iterable[str], data: bytes) -> None:
         """Write a file so it appears whole or not at all (temporary name + rename, or one object put).
@@ -640,6 +646,8 @@ class Store:
 
     # -- config ----------------------------------------------------------------------------------------
     def read_config(self) -> StudyConfig:
+        if not self.is_study() and self.local and os.path.lexists(self.path(CONFIG_NAME)):
+            self.read_head(CONFIG_NAME, limit=0)  # a FIFO, a device, a directory there: named (``NotRegular``)
         if not self.is_study():
             raise UserError(f"{self.location} is not a study (no {CONFIG_NAME}); start one with `archstudy run`")
         text = self.read_head(CONFIG_NAME, limit=config_yaml.MAX_BYTES + 1)
@@ -697,24 +705,29 @@ class Store:
             self.write_bytes([kind, f"{name}.parquet"], parquet_bytes(table, lean=True))
         self.write_bytes([ARCHITECTURES, f"{name}.parquet"], parquet_bytes(arch_table, lean=True))
 
-    def check_file(self, kind: str, name: str, fingerprint: str | None = None) -> FileCheck:
+    def check_file(self, kind: str, name: str, fingerprint: str | None = None, runs: int | None = None) -> FileCheck:
         try:
             data = self.read_bytes(kind, f"{name}.parquet")
         except FileNotFoundError:
             return FileCheck(False, "missing")
         except OSError as e:
             return FileCheck(False, f"unreadable ({e})")
-        return check_table_bytes(data, kind, name, fingerprint)
+        return check_table_bytes(data, kind, name, fingerprint, runs)
 
     def check_files(
-        self, kind: str, names: Iterable[str], threads: int = 16, fingerprint: str | None = None
+        self,
+        kind: str,
+        names: Iterable[str],
+        threads: int = 16,
+        fingerprint: str | None = None,
+        runs: int | None = None,
     ) -> dict[str, FileCheck]:
         """``check_file`` for many files, concurrently (object storage answers each read with latency)."""
         names = list(names)
         if not names:
             return {}
         with ThreadPoolExecutor(max_workers=min(threads, len(names))) as pool:
-            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n, fingerprint), names)))
+            return dict(zip(names, pool.map(lambda n: self.check_file(kind, n, fingerprint, runs), names)))
 
     def science_of(self, kind: str, name: str) -> tuple[str | None, dict | None]:
         """(fingerprint, science dict) the result file records; (None, None) when it cannot be read."""
@@ -743,11 +756,7 @@ class Store:
             packs = self.packs()
             winners = sources(packs)
             try:
-                tables = [
-                    current(pq.read_table(pa.BufferReader(self.read_bytes(kind, f"{n}.parquet"))))
-                    for n in names
-                    if n not in winners
-                ]
+                tables = [current(table_of(self.read_bytes(kind, f"{n}.parquet"))) for n in names if n not in winners]
                 for pack in packs:
                     if pack.ok and (kind == ARCHITECTURES or kind in pack.tables):
                         path = pack_path(self.root, kind, pack.stem)
@@ -795,6 +804,26 @@ class Store:
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder)
         return folder
+
+    def checkpoint_secret(self, *, create: bool = False) -> tuple[bytes, str]:
+        """``(key, note)``: the study's checkpoint key (``study.experiment.checkpoint_key``), ``SECRET_NAME`` at its
+        root. Local: a file of mode 0600, read without following a link; on object storage an object, whose readers
+        are the bucket's. ``create`` (the driver, holding the lock, before any unit runs): made where missing, and
+        replaced where it is not a key, ``note`` saying why; without it, such a key is ``SecretError``."""
+        if self.local:
+            return secret_at(self.path(SECRET_NAME), create=create)
+        try:
+            found: bytes | None = self.read_bytes(SECRET_NAME)
+        except FileNotFoundError:
+            found = None
+        if found is not None and len(found) == SECRET_BYTES:
+            return found, ""
+        why = "no checkpoint key" if found is None else f"not a key: {len(found)} bytes, not {SECRET_BYTES}"
+        if not create:
+            raise SecretError(f"{self.location}/{SECRET_NAME}: {why}")
+        secret = secrets.token_bytes(SECRET_BYTES)
+        self.write_bytes([SECRET_NAME], secret)
+        return secret, "" if found is None else f"{self.location}/{SECRET_NAME}: {why}: replaced by a new one"
 
     # -- the driver's heartbeat and lock ---------------------------------------------------------------
     def write_driver_state(self, state: Mapping[str, Any]) -> None:

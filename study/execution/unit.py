@@ -165,6 +165,7 @@ def compute_unit(
     device=None,
     attempt: int = 1,
     checkpoint_path: str | None = None,
+    checkpoint_secret: bytes | None = None,
     notes: list[str] | None = None,
     window=None,
     live=None,
@@ -177,6 +178,7 @@ def compute_unit(
     Every random draw comes from the unit's seed through explicit generators (the builder, the metrics,
     the trainer's data order), so the rows are the same whichever process runs the unit and whatever it ran
     before; the process's global random state is neither used nor changed (tests check it)..
+    ``checkpoint_secret``: the study's checkpoint key (``Store.checkpoint_secret``; None: the trainer's default).
     ``notes`` collects one-line messages for the user (a discarded checkpoint file). ``live``: a
     ``study.execution.live.UnitProgress`` told how far the unit is (it never changes what is computed)."""
     from ..experiment.metric_options import MetricOptions
@@ -240,6 +242,7 @@ def compute_unit(
         device=device,
         checkpoint_path=checkpoint_path,
         checkpoint_every_s=config.checkpoint_every_s,
+        checkpoint_secret=checkpoint_secret,
         trajectory=trajectory,
         report=None if notes is None else notes.append,
         progress=None if live is None else live.epoch,
@@ -422,6 +425,7 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
     config = StudyConfig.from_dict(job.config)
     data = _dataset(job.data, device)
     store = Store(job.store)
+    secret, _ = store.checkpoint_secret()  # made by the driver before any unit ran
     notes: list[str] = []
     with (
         MirroredCheckpoint(store, unit.name) as ckpt,
@@ -434,6 +438,7 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
             device=device,
             attempt=attempt,
             checkpoint_path=ckpt,
+            checkpoint_secret=secret,
             notes=notes,
             window=job.window,
             live=live,

@@ -415,6 +415,21 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         return header + config_yaml.dump(self.to_dict())
 
     @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "StudyConfig":
+        """The config of the dict form ``d``; a ``preset`` given beside a ``space`` dict that names another space is
+        refused (the dict wins, so the preset named would be silently dropped)."""
+        known = cls.known(d)
+        space = known.get("space")
+        if "preset" in known and isinstance(space, Mapping) and "name" in space and space["name"] != known["preset"]:
+            raise SpecError(
+                WHERE,
+                "preset",
+                known["preset"],
+                f"contradicts space.name = {space['name']!r}: give the preset's name or the space's dict, not both",
+            )
+        return cls(**known)
+
+    @classmethod
     def from_yaml(cls, text: str | bytes, where: str = CONFIG_NAME) -> "StudyConfig":
         """The config in ``text`` (a study.yaml), read with the bounds of ``sampling.config_yaml``."""
         data = config_yaml.parse(text, WHERE, "config", where)

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from archstudy.sampling.unit_names import unit_name
 
 from .schema import ARCHITECTURES, CURVES, RESULTS_SCHEMA_VERSIONS, RUNS, SCHEMA_KEY, TABLE_KEY
+from .value_checks import value_problem
 
 PACK_KEY = "archstudy.pack"  # a pack file's metadata: its pack (tables and row counts on the commit point)
 PACK_STEM = re.compile(r"^pack-(?P<seq>[0-9]{6,})-(?P<tag>[0-9a-f]{8})$")
@@ -106,6 +107,9 @@ def _problem_of_table(fs: pafs.FileSystem, root: str, table: str, stem: str, row
     read from the file's footer (its metadata and row count), not its rows."""
     path = pack_path(root, table, stem)
     try:
+        found = fs.get_file_info(path).type
+        if found not in (pafs.FileType.File, pafs.FileType.NotFound):  # a FIFO's open would wait for a writer
+            return f"{table}/{stem}.parquet is not a regular file"
         with fs.open_input_file(path) as f:
             md = pq.read_metadata(f)
     except FileNotFoundError:
@@ -159,6 +163,9 @@ def read_pack(fs: pafs.FileSystem, root: str, stem: str) -> Pack:
         return Pack(stem, problem=f"{ARCHITECTURES}/{stem}.parquet has no readable {PACK_KEY} record")
     if not set(tables) <= {RUNS, CURVES}:
         return Pack(stem, problem=f"{PACK_KEY} names tables {sorted(tables)}; a pack has runs and curves only")
+    forbidden = value_problem(table, ARCHITECTURES)  # its rows as a unit's own file's (study.experiment.value_checks)
+    if forbidden is not None:
+        return Pack(stem, problem=f"{ARCHITECTURES}/{stem}.parquet: {forbidden}")
     for kind, rows in tables.items():
         problem = _problem_of_table(fs, root, kind, stem, rows)
         if problem:

@@ -28,18 +28,23 @@ Types are a small vocabulary (``TYPES``): ``int64``, ``float64`` (NaN where not 
 ``str`` and ``timestamp`` (a Parquet timestamp in microseconds, UTC, since schema version 2; ISO 8601 UTC text
 in version 1 files; ``datetime64[ns, UTC]`` in the analysis).
 
-Imports only the standard library and ``sampling`` (no torch, no pyarrow, no pandas).
+Imports only the standard library, ``sampling`` and the declared datasets (no torch, no pyarrow, no pandas).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from dataclasses import dataclass, fields, replace
+from typing import Mapping, Sequence
 
-from archstudy.sampling import ArchSpec
-from archstudy.sampling.constraints import added_later
+from archstudy.sampling import BASE, SIBLING_AXES, ArchSpec
+from archstudy.sampling.constraints import Choice, Constraint, Integer, Real, Text, added_later
 from archstudy.sampling.doc_tables import rewrite_doc
+from archstudy.sampling.unit_names import MAX_ARCHITECTURES
+
+from .datasets import DATASET_NAMES
 
 RESULTS_SCHEMA_VERSION = "2"  # every Parquet file's key-value metadata carries it (``SCHEMA_KEY``)
 # Every schema version this archstudy reads, and what it changed. A file of an older version stays valid: a study
@@ -125,6 +130,105 @@ class AsPredictor:
     rank: int = 0
 
 
+# Where a numeric column may hold NaN (``Numbers.nan``): never; in the row of an architecture that was not trained (the
+# columns of its selected run: ``trained`` false); or anywhere (a measurement that could not be made, or is off).
+NEVER, UNTRAINED, ALWAYS = "never", "untrained", "always"
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """The values a numeric column may hold: ``lo`` <= v <= ``hi`` (``lo_open``: ``lo`` < v), NaN where ``nan`` says
+    (``NEVER``, ``UNTRAINED``, ``ALWAYS``), and an infinity within the bounds only with ``infinite`` (a measurement
+    that overflowed float64: a network's output or gradient at initialization)."""
+
+    lo: float = -math.inf
+    hi: float = math.inf
+    nan: str = NEVER
+    infinite: bool = False
+    lo_open: bool = False
+
+    def describe(self) -> str:
+        """``[0, 1]``, ``[0, inf]`` (infinity allowed), ``(0, inf)``, with "or NaN" where NaN may stand."""
+        opened = self.lo_open or (self.lo == -math.inf and not self.infinite)
+        closed = not (self.hi == math.inf and not self.infinite)
+        text = f"{'(' if opened else '['}{_bound(self.lo)}, {_bound(self.hi)}{']' if closed else ')'}"
+        return text + {NEVER: "", ALWAYS: " or NaN", UNTRAINED: " (NaN when not trained)"}[self.nan]
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The values a text column may hold: one of ``choices`` where given; else a full match of ``pattern`` where
+    given; else any one-line text without control characters."""
+
+    choices: tuple[str, ...] = ()
+    pattern: str = ""
+
+    def describe(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(f"`{c}`" for c in self.choices)
+        return f"matches `{self.pattern}`" if self.pattern else "text without control characters"
+
+    def allows(self, value: str) -> bool:
+        if self.choices:
+            return value in self.choices
+        if self.pattern:
+            return re.fullmatch(self.pattern, value) is not None
+        return bool(value) and not CONTROL.search(value)
+
+
+def _bound(x: float) -> str:
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # the C0 and C1 control characters (terminal escapes begin with one)
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (``CONTROL``) written as its Python escape (``\\x1b``), as a stored
+    string is printed to a terminal: a string read from a study's files may hold a terminal escape."""
+    return CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
+
+
+SPLITS = ("val", "train", "test")
+ARCH_ID = Labels(pattern="[0-9a-f]{16}")  # ``ArchSpec.content_id``
+INDEX = Numbers(0, MAX_ARCHITECTURES - 1)
+VARIANT = Labels((BASE, *SIBLING_AXES))
+DATASET = Labels(DATASET_NAMES)
+SEED_VALUES = Numbers(0, 2**63 - 1)  # ``sampling.constraints.SEED``
+TEXT = Labels()
+SECONDS = Numbers(0)
+# A fraction of a split misclassified; the selected run's is NaN only where the architecture was not trained.
+ERROR_VALUES = Numbers(0, 1)
+SELECTED_ERROR = Numbers(0, 1, nan=UNTRAINED)
+# A learning rate: NaN where the architecture was not trained, or where its lr_min could not be derived (an output
+# that is not finite at initialization: every run is recorded diverged at its initial state); infinite likewise.
+RATE = Numbers(0, nan=ALWAYS, infinite=True)
+# A nonnegative measurement of a network (a norm, a quadratic mean, a ratio of them): NaN where it overflowed or is
+# off, infinite where float64 overflowed.
+MEASURED_SIZE = Numbers(0, nan=ALWAYS, infinite=True)
+
+
+def spec_values(constraint: Constraint | None) -> "Numbers | Labels | None":
+    """The values of a spec column, as ``ArchSpec`` declares its field (``sampling.constraints``)."""
+    if isinstance(constraint, Integer):
+        return Numbers(
+            -math.inf if constraint.lo is None else constraint.lo, math.inf if constraint.hi is None else constraint.hi
+        )
+    if isinstance(constraint, Real):
+        return Numbers(
+            -math.inf if constraint.lo is None else constraint.lo,
+            math.inf if constraint.hi is None else constraint.hi,
+            lo_open=constraint.lo_open,
+        )
+    if isinstance(constraint, Choice):
+        return Labels(tuple(str(v) for v in constraint.values))
+    if isinstance(constraint, Text):
+        return TEXT
+    return None
+
+
 @dataclass(frozen=True)
 class Column:
     """One column: ``name``, ``type`` (one of ``TYPES``), ``unit`` ("" for a plain number or a label),
@@ -134,7 +238,9 @@ class Column:
     written, so a file without it is an older file of the same study, whole and valid (a study created
     before it must resume without redoing its finished units); readers fill it (``analysis.results``).
     ``predictor``: how the analysis uses it, for a column that may predict test error (``AsPredictor``), else
-    None."""
+    None. ``values``: what the science allows in it (``Numbers`` for a numeric column, ``Labels`` for a text one; a
+    boolean or a timestamp column holds any of its type): a file holding anything else is corrupt
+    (``study.experiment.value_checks``)."""
 
     name: str
     type: str
@@ -145,6 +251,7 @@ class Column:
     table: str = ""
     group: str = ""
     predictor: AsPredictor | None = None
+    values: "Numbers | Labels | None" = None
 
 
 def _group(table: str, group: str, *columns: Column) -> tuple[Column, ...]:
@@ -170,24 +277,38 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "",
             "`ArchSpec.content_id` (16 hex digits); the files are `<index>-<arch_id>`",
             required=True,
+            values=ARCH_ID,
         ),
         Column(
-            "index", "int64", "", "index of the architecture in the study (0-based); siblings share it", required=True
+            "index",
+            "int64",
+            "",
+            "index of the architecture in the study (0-based); siblings share it",
+            required=True,
+            values=INDEX,
         ),
         Column(
             "variant",
             "str",
             "",
             "`base` (the random draw) or the sibling axis it differs along: `weights`, `param`, `norm`, `skip`, `imn`",
+            values=VARIANT,
         ),
-        Column("dataset", "str", "", "dataset name"),
+        Column("dataset", "str", "", "dataset name", values=DATASET),
         Column(
             "study_seed",
             "int64",
             "",
             "the study seed: architecture `index` is drawn from `SeedSequence([study_seed, index])`",
+            values=SEED_VALUES,
         ),
-        Column("seed", "int64", "", "initialization and data-order seed (`sampling.init_seed`), shared by siblings"),
+        Column(
+            "seed",
+            "int64",
+            "",
+            "initialization and data-order seed (`sampling.init_seed`), shared by siblings",
+            values=SEED_VALUES,
+        ),
     ),
     *_group(
         ARCHITECTURES,
@@ -200,6 +321,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
                 f.metadata["doc"],
                 added=added_later(f),
                 predictor=_SPEC_PREDICTORS.get(f.name),
+                values=spec_values(ArchSpec.declaration(f.name).constraint),
             )
             for f in fields(ArchSpec)
         ),
@@ -213,14 +335,16 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "parameters",
             "trainable parameters (exact count)",
             predictor=AsPredictor("parameters", "baseline", True, _COUNT, figure="baselines", rank=0),
+            values=Numbers(1),
         ),
-        Column("activation_units", "int64", "units", "activation units (width x hidden layers)"),
+        Column("activation_units", "int64", "units", "activation units (width x hidden layers)", values=Numbers(0)),
         Column(
             "flops",
             "float64",
             "FLOP per example",
             "2 x multiply-adds of one forward pass",
             predictor=AsPredictor("FLOPs", "baseline", True, _COUNT, figure="baselines", rank=3),
+            values=Numbers(0),
         ),
     ),
     *_group(
@@ -232,23 +356,26 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "",
             f"nonlinearity coefficient at initialization ({NLC_PAPER}, section 3 and appendix G)",
             predictor=AsPredictor("NLC", "metric", True, "NLC paper figure 2 (log axis)"),
+            values=MEASURED_SIZE,
         ),
         Column(
             "nlc_jacobian_q",
             "float64",
             "",
             "Q_x of the Frobenius norm of the input-output Jacobian: the NLC's numerator factor",
+            values=MEASURED_SIZE,
         ),
-        Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor"),
-        Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor"),
+        Column("nlc_input_sd_q", "float64", "", "Q_i S_x x(i): the NLC's input factor", values=MEASURED_SIZE),
+        Column("nlc_output_sd_q", "float64", "", "Q_j S_x f(x,j): the NLC's output factor", values=MEASURED_SIZE),
         Column(
             "bias",
             "float64",
             "",
             f"output bias Q_(x,j) f(x,j) / Q_j S_x f(x,j) ({NLC_PAPER}, figure 2)",
             predictor=AsPredictor("output bias", "metric", True, "NLC paper figure 3A (log axis)"),
+            values=MEASURED_SIZE,
         ),
-        Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output"),
+        Column("output_q", "float64", "", "Q_(x,j) f(x,j), the quadratic mean of the output", values=MEASURED_SIZE),
         Column("high_bias", "bool", "", f"bias > {HIGH_BIAS:g} ({NLC_PAPER}, figure 2)"),
         Column(
             "ar",
@@ -262,6 +389,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
                 "a ratio of counts spanning orders of magnitude (Householder layers raise it by O(width))",
                 figure="metrics",
             ),
+            values=Numbers(0),
         ),
         Column(
             "variability",
@@ -272,6 +400,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             predictor=AsPredictor(
                 "variability V", "metric", True, "a geometric mean over planes: multiplicative", figure="metrics"
             ),
+            values=MEASURED_SIZE,
         ),
         Column(
             "gvcs",
@@ -281,6 +410,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             predictor=AsPredictor(
                 "gradient vector component size", "metric", True, _GRADIENT_MAGNITUDE, figure="metrics"
             ),
+            values=MEASURED_SIZE,
         ),
         Column(
             "grad_length",
@@ -290,6 +420,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             predictor=AsPredictor(
                 "gradient length", "metric", True, "a gradient magnitude (NLC paper section 6)", figure="metrics"
             ),
+            values=MEASURED_SIZE,
         ),
         Column(
             "nlc_tau",
@@ -303,6 +434,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
                 "per-layer NLC; the network's compounds multiplicatively (NLC paper Table 1)",
                 figure="metrics",
             ),
+            values=Numbers(0),
         ),
         Column(
             "linear_approx_error",
@@ -316,12 +448,14 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
                 "spans 0.0024 to 2 over the activations (NLC paper Table 1 line E)",
                 figure="metrics",
             ),
+            values=Numbers(0),
         ),
         Column(
             "c_out",
             "float64",
             "",
             f"the trainer's output scale Q_(x,j) f(x,j): the loss divides the output by it ({NLC_PAPER}, appendix C)",
+            values=MEASURED_SIZE,
         ),
     ),
     *_group(
@@ -333,6 +467,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "",
             f"sum over trainable tensors of the loss gradient's 2-norm ({ABDELFATTAH})",
             predictor=AsPredictor("grad_norm", "proxy", True, "a gradient magnitude", figure="proxies"),
+            values=MEASURED_SIZE,
         ),
         Column(
             "snip",
@@ -340,6 +475,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "",
             f"sum of the absolute values of parameter x loss gradient ({LEE})",
             predictor=AsPredictor("snip", "proxy", True, "a sum of |gradient x weight|: a magnitude", figure="proxies"),
+            values=MEASURED_SIZE,
         ),
         Column(
             "synflow",
@@ -349,6 +485,9 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             predictor=AsPredictor(
                 "synflow", "proxy", True, "a product of weight magnitudes: spans hundreds of decades", figure="proxies"
             ),
+            # any sign: an activation that decreases somewhere on the positive axis gives the all-positive
+            # network a negative gradient there
+            values=Numbers(nan=ALWAYS, infinite=True),
         ),
         Column(
             "jacob_cov",
@@ -358,6 +497,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             predictor=AsPredictor(
                 "jacob_cov", "proxy", False, "already a sum of logs, and may be negative", figure="proxies"
             ),
+            values=Numbers(nan=ALWAYS, infinite=True),
         ),
         Column(
             "nwot",
@@ -365,6 +505,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "",
             f"log-determinant of the activation-code kernel ({MELLOR}, v2)",
             predictor=AsPredictor("NWOT", "proxy", False, "already a log-determinant", figure="proxies"),
+            values=Numbers(nan=ALWAYS, infinite=True),
         ),
     ),
     *_group(
@@ -379,6 +520,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             predictor=AsPredictor(
                 "linearly approximable region diameter", "metric", True, "NLC paper figure 1 (log axis)"
             ),
+            values=MEASURED_SIZE,
         ),
         Column(
             "error_perturbation",
@@ -387,6 +529,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "largest error-preserving perturbation of the "
             f"selected run's trained network, on the test set ({NLC_PAPER}, appendix E.3); "
             "`metrics: {perturbation: true}`",
+            values=MEASURED_SIZE,
         ),
     ),
     *_group(
@@ -397,16 +540,35 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "float64",
             "learning rate",
             f"smallest starting rate, from one epoch without updates ({NLC_PAPER}, appendix E.2)",
+            values=RATE,
         ),
-        Column("lr", "float64", "learning rate", "starting rate of the selected run"),
-        Column("lr_index", "int64", "", "index of the selected run's starting rate (0-based, increasing rate)"),
-        Column("epochs", "int64", "epochs", "epochs the selected run trained"),
-        Column("divisions", "int64", "", "learning-rate divisions of the selected run"),
-        Column("val_error", "float64", ERROR, "validation error of the selected run (the lowest of all runs)"),
-        Column("train_error", "float64", ERROR, "training error of the selected run"),
-        Column("test_error", "float64", ERROR, "test error of the selected run", required=True),
-        Column("nlc_after", "float64", "", "NLC of the selected run after training (the same draws as `nlc`)"),
-        Column("bias_after", "float64", "", "output bias of the selected run after training"),
+        Column("lr", "float64", "learning rate", "starting rate of the selected run", values=RATE),
+        Column(
+            "lr_index",
+            "int64",
+            "",
+            "index of the selected run's starting rate (0-based, increasing rate)",
+            values=Numbers(-1),
+        ),
+        Column("epochs", "int64", "epochs", "epochs the selected run trained", values=Numbers(0)),
+        Column("divisions", "int64", "", "learning-rate divisions of the selected run", values=Numbers(0)),
+        Column(
+            "val_error",
+            "float64",
+            ERROR,
+            "validation error of the selected run (the lowest of all runs)",
+            values=SELECTED_ERROR,
+        ),
+        Column("train_error", "float64", ERROR, "training error of the selected run", values=SELECTED_ERROR),
+        Column("test_error", "float64", ERROR, "test error of the selected run", required=True, values=SELECTED_ERROR),
+        Column(
+            "nlc_after",
+            "float64",
+            "",
+            "NLC of the selected run after training (the same draws as `nlc`)",
+            values=MEASURED_SIZE,
+        ),
+        Column("bias_after", "float64", "", "output bias of the selected run after training", values=MEASURED_SIZE),
         Column(
             "lr_edge",
             "bool",
@@ -420,13 +582,14 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "the split whose error selected the run: `val` (appendix E.2), `train` "
             "(the long protocol of figure 3D) or `test` (only to reproduce papers that selected so)",
             added=True,
+            values=Labels(SPLITS + ("none",)),
         ),
     ),
     *_group(
         ARCHITECTURES,
         "summary",
-        Column("n_runs", "int64", "runs", "runs trained (one per starting rate)"),
-        Column("n_diverged", "int64", "runs", "runs whose loss was not finite at least once"),
+        Column("n_runs", "int64", "runs", "runs trained (one per starting rate)", values=Numbers(0)),
+        Column("n_diverged", "int64", "runs", "runs whose loss was not finite at least once", values=Numbers(0)),
         Column(
             "trained",
             "bool",
@@ -455,19 +618,25 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
     *_group(
         ARCHITECTURES,
         "timings",
-        Column("build_s", "float64", "s", "building the network"),
-        Column("measure_s", "float64", "s", "the metrics at initialization, plus E.3 after training when on"),
-        Column("train_s", "float64", "s", "training all runs"),
-        Column("total_s", "float64", "s", "the whole architecture"),
+        Column("build_s", "float64", "s", "building the network", values=SECONDS),
+        Column(
+            "measure_s",
+            "float64",
+            "s",
+            "the metrics at initialization, plus E.3 after training when on",
+            values=SECONDS,
+        ),
+        Column("train_s", "float64", "s", "training all runs", values=SECONDS),
+        Column("total_s", "float64", "s", "the whole architecture", values=SECONDS),
     ),
     *_group(
         ARCHITECTURES,
         "provenance",
-        Column("package_version", "str", "", "archstudy version that computed the row"),
-        Column("host", "str", "", "host name of the worker"),
-        Column("device", "str", "", "torch device: `cpu` or `cuda:<name>`"),
+        Column("package_version", "str", "", "archstudy version that computed the row", values=TEXT),
+        Column("host", "str", "", "host name of the worker", values=TEXT),
+        Column("device", "str", "", "torch device: `cpu` or `cuda:<name>`", values=TEXT),
         Column("finished_at", "timestamp", "UTC", "when the architecture finished"),
-        Column("attempt", "int64", "", "the attempt that computed the row (1: the first)"),
+        Column("attempt", "int64", "", "the attempt that computed the row (1: the first)", values=Numbers(1)),
     ),
 )
 
@@ -477,9 +646,9 @@ def _of_architecture(table: str) -> tuple[Column, ...]:
     return _group(
         table,
         "identity",
-        Column("arch_id", "str", "", "the architecture's `arch_id`", required=True),
-        Column("index", "int64", "", "the architecture's `index`"),
-        Column("variant", "str", "", "the architecture's `variant`"),
+        Column("arch_id", "str", "", "the architecture's `arch_id`", required=True, values=ARCH_ID),
+        Column("index", "int64", "", "the architecture's `index`", values=INDEX),
+        Column("variant", "str", "", "the architecture's `variant`", values=VARIANT),
     )
 
 
@@ -488,30 +657,40 @@ RUN_COLUMNS: tuple[Column, ...] = (
     *_group(
         RUNS,
         "run",
-        Column("lr_index", "int64", "", "index of the run's starting rate (0-based, increasing rate)", required=True),
-        Column("lr", "float64", "learning rate", "starting rate of the run"),
-        Column("epochs", "int64", "epochs", "epochs the run trained"),
-        Column("divisions", "int64", "", "learning-rate divisions of the run"),
+        Column(
+            "lr_index",
+            "int64",
+            "",
+            "index of the run's starting rate (0-based, increasing rate)",
+            required=True,
+            values=Numbers(0),
+        ),
+        Column("lr", "float64", "learning rate", "starting rate of the run", values=RATE),
+        Column("epochs", "int64", "epochs", "epochs the run trained", values=Numbers(0)),
+        Column("divisions", "int64", "", "learning-rate divisions of the run", values=Numbers(0)),
         Column(
             "val_error",
             "float64",
             ERROR,
             "validation error at the run's best state (under a `steps` schedule: its final state)",
+            values=ERROR_VALUES,
         ),
         Column(
             "train_error",
             "float64",
             ERROR,
             "training error at the run's best state (under a `steps` schedule: its final state)",
+            values=ERROR_VALUES,
         ),
         Column(
             "test_error",
             "float64",
             ERROR,
             "test error at the run's best state (under a `steps` schedule: its final state)",
+            values=ERROR_VALUES,
         ),
         Column("diverged", "bool", "", "the run's loss was not finite at least once"),
-        Column("wall_s", "float64", "s", "the run's share of the training time"),
+        Column("wall_s", "float64", "s", "the run's share of the training time", values=SECONDS),
         Column("selected", "bool", "", "the selected run (exactly one per architecture)"),
     ),
 )
@@ -521,20 +700,35 @@ CURVE_COLUMNS: tuple[Column, ...] = (
     *_group(
         CURVES,
         "point",
-        Column("lr_index", "int64", "", "the run: index of its starting rate (as in `runs`)", required=True),
+        Column(
+            "lr_index",
+            "int64",
+            "",
+            "the run: index of its starting rate (as in `runs`)",
+            required=True,
+            values=Numbers(0),
+        ),
         Column(
             "epoch",
             "int64",
             "epochs",
             "epochs the run had trained (rewound ones included, as `epochs`); 0: the initialization",
             required=True,
+            values=Numbers(0),
         ),
-        Column("lr", "float64", "learning rate", "the rate of the epoch's last step (epoch 0: the starting rate)"),
+        Column(
+            "lr",
+            "float64",
+            "learning rate",
+            "the rate of the epoch's last step (epoch 0: the starting rate)",
+            values=RATE,
+        ),
         Column(
             "train_loss",
             "float64",
             "",
             "mean of the run's minibatch losses over the epoch (the loss it minimized; NaN at epoch 0)",
+            values=Numbers(0, nan=ALWAYS, infinite=True),
         ),
         Column(
             "monitored_error",
@@ -543,6 +737,7 @@ CURVE_COLUMNS: tuple[Column, ...] = (
             "the error of the split E.2's schedule monitors (`monitored`) at "
             "the end of the epoch, before the schedule rewinds; under a `steps` schedule the test error every "
             "`test_every` epochs and after the last, NaN at the others (and at all without `test_every`)",
+            values=Numbers(0, 1, nan=ALWAYS),
         ),
         Column(
             "monitored",
@@ -550,6 +745,7 @@ CURVE_COLUMNS: tuple[Column, ...] = (
             "",
             "that split: `val` (appendix E.2), `train` (the long protocol), `test` (a "
             "`steps` schedule with `test_every`) or `none` (one without)",
+            values=Labels(SPLITS + ("none",)),
         ),
         Column(
             "nlc",
@@ -558,6 +754,7 @@ CURVE_COLUMNS: tuple[Column, ...] = (
             f"NLC of the run's network on the training set at the epochs of "
             f"`metrics: {{nlc_trajectory: [...]}}` (the draws of `nlc`), NaN at the others ({NLC_PAPER}, "
             "section 3)",
+            values=MEASURED_SIZE,
         ),
     ),
 )
@@ -584,6 +781,29 @@ MEASURED = names(ARCHITECTURES, "init metrics", "proxies", "optional")
 MEASURE_ROW = MEASURED + ("flops",)
 
 
+def runs_required(trained: bool, curves: bool = False) -> tuple[str, ...]:
+    """The tables whose file a committed unit must have besides its ``architectures`` file: ``runs`` (and
+    ``curves`` with ``curves``) for a trained architecture, nothing for one pruned at launch."""
+    return ((RUNS, CURVES) if curves else (RUNS,)) if trained else ()
+
+
+def unit_tables(meta: Mapping[bytes, bytes], columns: Sequence[str], trained: bool) -> tuple[str, ...] | str:
+    """The tables a valid architectures file says its unit has (its metadata ``UNIT_TABLES_KEY``; a file from before
+    that key: what its writer always wrote, ``runs`` and ``curves`` when it has the ``trained`` column, else ``runs``),
+    or why its record does not fit. ``meta``: the file's Parquet key-value metadata."""
+    recorded = meta.get(UNIT_TABLES_KEY.encode())
+    if recorded is None:  # a writer from before the key: what it always wrote
+        return runs_required(trained, curves="trained" in columns)
+    text = recorded.decode(errors="replace")
+    tables = tuple(t for t in text.split(",") if t)
+    if tables not in (runs_required(trained), runs_required(trained, curves=True)):
+        return (
+            f"metadata {UNIT_TABLES_KEY} = {text!r} does not fit trained = {trained} "
+            f"(a trained architecture has {RUNS!r} or {f'{RUNS},{CURVES}'!r}, a pruned one none)"
+        )
+    return tables
+
+
 def predictor_columns() -> tuple[Column, ...]:
     """The columns that may predict test error (``Column.predictor``), in the analysis' order: kind by kind
     (``PREDICTOR_KINDS``), by ``rank`` within a kind, equal ranks in column order."""
@@ -600,6 +820,8 @@ def _check() -> None:
         order = list(dict.fromkeys(c.group for c in cols))
         assert [c.group for c in cols] == [g for g in order for c in cols if c.group == g], f"{table}: groups split"
         for c in cols:
+            kind = {"int64": Numbers, "float64": Numbers, "str": Labels}.get(c.type, type(None))
+            assert isinstance(c.values, kind), f"{table}.{c.name}: its values must be declared as a {kind.__name__}"
             p = c.predictor
             assert p is None or (
                 table == ARCHITECTURES
@@ -617,7 +839,7 @@ _check()
 # -- docs/results.md ------------------------------------------------------------------------------------------
 def markdown(table: str) -> str:
     """The Markdown table of ``table``'s columns: group, column, type, unit, meaning."""
-    lines = ["| group | column | type | unit | meaning |", "|---|---|---|---|---|"]
+    lines = ["| group | column | type | unit | values | meaning |", "|---|---|---|---|---|---|"]
     previous = None
     for c in COLUMNS[table]:
         group = GROUPS[c.group] if c.group != previous else ""
@@ -627,6 +849,7 @@ def markdown(table: str) -> str:
             f"`{c.name}`",
             c.type,
             c.unit,
+            c.values.describe() if c.values is not None else "",
             c.meaning
             + (" (required)" if c.required else "")
             + (" (added later: older files lack it)" if c.added else ""),

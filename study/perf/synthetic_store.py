@@ -140,7 +140,7 @@ def _tables(config: StudyConfig, units: list, curve_epochs: int, rng: np.random.
         lr_index=lr_index,
         epochs=np.full(n, curve_epochs, dtype=np.int64),
         divisions=np.full(n, int(config.protocol["divisions"]), dtype=np.int64),
-        val_error=test + 0.01,
+        val_error=np.minimum(test + 0.01, 1.0),
         train_error=test * 0.5,
         test_error=test,
         nlc_after=nlc**0.7,
@@ -168,7 +168,8 @@ def _tables(config: StudyConfig, units: list, curve_epochs: int, rng: np.random.
     unit = np.repeat(np.arange(n), num_lrs)
     k = np.tile(np.arange(num_lrs, dtype=np.int64), n)
     diverged = (k >= num_lrs - 3) & (k > lr_index[unit])  # the highest rates diverge, never the selected run's
-    run_test = np.where(diverged, np.nan, np.minimum(test[unit] + np.abs(k - lr_index[unit]) * 0.01, 1.0))
+    # a diverged run's errors are its best state's, at most chance (the trainer rewinds it; errors stay finite)
+    run_test = np.where(diverged, chance[unit], np.minimum(test[unit] + np.abs(k - lr_index[unit]) * 0.01, 1.0))
     ids = arch_table.column("arch_id").combine_chunks()
     variants = arch_table.column("variant").combine_chunks()
     take = pa.array(unit)
@@ -180,7 +181,7 @@ def _tables(config: StudyConfig, units: list, curve_epochs: int, rng: np.random.
         "lr": lr_min[unit] * 3.0**k,
         "epochs": np.full(n * num_lrs, curve_epochs, dtype=np.int64),
         "divisions": arch["divisions"][unit],
-        "val_error": run_test + 0.01,
+        "val_error": np.minimum(run_test + 0.01, 1.0),
         "train_error": run_test * 0.5,
         "test_error": run_test,
         "diverged": diverged,
@@ -197,7 +198,7 @@ def _tables(config: StudyConfig, units: list, curve_epochs: int, rng: np.random.
     per = curve_epochs + 1
     run = np.repeat(np.arange(n * num_lrs), per)
     epoch = np.tile(np.arange(per, dtype=np.int64), n * num_lrs)
-    final = run_test[run] + 0.01
+    final = np.minimum(run_test[run] + 0.01, 1.0)
     start = chance[unit][run]
     frac = epoch / max(curve_epochs, 1)
     curves = {

@@ -192,6 +192,10 @@ def check_out(out) -> Path:
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise SpecError(WHERE, "out", text, "is a file: give a directory (NAME.json and NAME.html go there)")
+    from ..experiment.location import study_holding  # pyarrow, not loaded with the catalogue
+
+    if (holder := study_holding(path)) is not None:  # a stray file in a study's folder breaks its tables' reading
+        raise SpecError(WHERE, "out", text, f"is inside the study {holder}: give a directory outside every study")
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -1,4 +1,4 @@
-"""Trainer checkpoints: the whole training state in one file, written atomically, and read back checked.
+"""Trainer checkpoints: the whole training state in one file, written atomically, and read back authenticated.
 
 The file holds everything an uninterrupted trainer would still have in memory (``TrainingState``): the live
 stack's stacked tensors (parameters, per-run buffers, optimizer state: Adam moments or SGD momentum buffers),
@@ -18,30 +18,42 @@ that is not a checkpoint of this training (unreadable, not data only, another ke
 fit: names, shapes and dtypes of the stacked tensors, the run bookkeeping, a layout an older version wrote)
 is discarded: deleted, and training starts afresh; the caller reports the one-line reason.
 
-A checkpoint carries the digest of its content, written with it (``digest``: the SHA-256 of every other entry,
-``content_digest``: each tensor's dtype, shape and bytes, each plain value, dicts in key order). A file whose
-content no longer matches it (weights scaled, the epoch or a flag edited, NaN planted: a file loaded, changed
-and saved again) or that has none (not written by this module) is discarded the same way, never trained from:
-a result is only ever computed from the state the trainer itself saved. A checkpoint is
-transient (it lives while its architecture trains), so only the layout written here is read: a file of
-another layout costs the architecture's training so far, never a result. Writes go to a temporary file in the
-same directory, are flushed to disk and renamed over the target, so the file is always whole.
+A checkpoint is authenticated: it carries ``MAC``, the HMAC-SHA256 (Bellare, Canetti and Krawczyk, *Keying Hash
+Functions for Message Authentication*, 1996; RFC 2104) of its content under a secret key, written with it
+(``content_mac``: each tensor's dtype, shape and bytes, each plain value, dicts in key order). The key is
+``SECRET_BYTES`` random bytes in a file only its owner may read (mode 0600, ``secret_at``): a study's own
+(``study.execution.store.Store.checkpoint_secret``, made with the study, never put in a result, a report, a log
+line or a job's payload), else, for a caller of ``train_architecture`` without one, the ``SECRET_NAME`` file beside
+the checkpoint. An unkeyed digest could be recomputed by whoever changed the file, with this module's own
+function; a MAC cannot without the key. A file whose MAC does not verify (weights scaled, the epoch or a flag
+edited, NaN planted: a file loaded, changed and saved again, with any key but this one) or that has none is
+discarded the same way, never trained from: a result is only ever computed from the state the trainer itself
+saved. A checkpoint is transient (it lives while its architecture trains), so only the layout written here is
+read: a file of another layout or key costs the architecture's training so far, never a result.
+
+Writes go to a temporary file in the same directory, are flushed to disk and renamed over the target, so the file
+is always whole. The directory is resolved once, when training starts (``CheckpointFile.at``), and opened at every
+read, write and delete with ``O_NOFOLLOW``: a link planted there since (a study's ``checkpoints -> /elsewhere``)
+is refused (ELOOP), never written, read or deleted through.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
+import hmac
 import os
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
+import secrets
+import stat
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from archstudy.sampling import ArchSpec
 
+from ..experiment.checkpoint_key import SECRET_NAME, secret_at
 from ..experiment.protocol import Protocol
 from ..nn.network import Network, build_network
 from .compiled import KINDS
@@ -63,13 +75,15 @@ def checkpoint_key(arch_id: str, seed: int, protocol: dict, data: str, init_seed
     return key
 
 
-DIGEST = "digest"  # the entry holding the digest of the others (``content_digest``)
+MAC = "mac"  # the entry holding the MAC of the others (``content_mac``)
+MAC_SCHEME = "hmac-sha256"
 
 
-def content_digest(state: dict) -> str:
-    """``sha256:<hex>`` of a checkpoint's content (every entry but ``DIGEST``): the same for the state saved and
-    the state ``torch.load`` gives back, on any device; a value of any other type raises ``TypeError``."""
-    h = hashlib.sha256()
+def content_mac(state: dict, secret: bytes) -> str:
+    """``hmac-sha256:<hex>`` of a checkpoint's content (every entry but ``MAC``) under ``secret``: the same for the
+    state saved and the state ``torch.load`` gives back, on any device; a value of any other type raises
+    ``TypeError``."""
+    h = hmac.new(bytes(secret), digestmod=hashlib.sha256)
 
     def feed(tag: bytes, data) -> None:  # bytes, or a numpy array of bytes (hashed in place)
         h.update(tag + len(data).to_bytes(8, "little"))
@@ -100,71 +114,141 @@ def content_digest(state: dict) -> str:
         else:
             raise TypeError(f"a checkpoint holds tensors and plain data, not {type(v).__name__}")
 
-    walk({k: v for k, v in state.items() if k != DIGEST})
-    return f"sha256:{h.hexdigest()}"
+    walk({k: v for k, v in state.items() if k != MAC})
+    return f"{MAC_SCHEME}:{h.hexdigest()}"
 
 
-def save_checkpoint(path: str | os.PathLike, state: dict) -> None:
-    """Write ``state`` (tensors and plain data) with its digest (``content_digest``) to ``path`` atomically:
-    temp file, fsync, rename."""
-    state = {**state, DIGEST: content_digest(state)}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+# -- the file -----------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointFile:
+    """Where one training checkpoints: its ``folder`` (resolved when training starts: every later operation opens it
+    with ``O_NOFOLLOW``), the file's ``name`` there, and the ``secret`` key its MAC is made with."""
+
+    folder: str
+    name: str
+    secret: bytes = field(repr=False)
+
+    @classmethod
+    def at(cls, path: str | os.PathLike, secret: bytes | None = None) -> "CheckpointFile":
+        """The checkpoint file ``path`` (its folder made if missing) under ``secret``; None: the key in the
+        ``SECRET_NAME`` file beside it, made if missing (``secret_at``)."""
+        path = os.path.abspath(os.fspath(path))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        folder = os.path.realpath(os.path.dirname(path))
+        if secret is None:
+            secret, _ = secret_at(os.path.join(folder, SECRET_NAME), create=True)
+        return cls(folder, os.path.basename(path), bytes(secret))
+
+    @property
+    def path(self) -> str:
+        return os.path.join(self.folder, self.name)
+
+    @contextlib.contextmanager
+    def opened_folder(self):
+        """The folder's descriptor, opened without following a link (a link planted since training started is
+        ``OSError`` ELOOP naming it)."""
+        try:
+            fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise OSError(
+                    errno.ELOOP,
+                    "the checkpoints' folder is now a symbolic link; a checkpoint is never written, read or deleted "
+                    "through a link",
+                    self.folder,
+                ) from None
+            raise
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
 
-def load_checkpoint(path: str | os.PathLike, key: dict, device: torch.device) -> tuple[dict | None, str]:
-    """``(state, "")`` for the checkpoint of this training (``key``) at ``path``; ``(None, "")`` when there is
+def _file(where: "str | os.PathLike | CheckpointFile", secret: bytes | None = None) -> CheckpointFile:
+    return where if isinstance(where, CheckpointFile) else CheckpointFile.at(where, secret)
+
+
+def save_checkpoint(where: "str | os.PathLike | CheckpointFile", state: dict, secret: bytes | None = None) -> None:
+    """Write ``state`` (tensors and plain data) with its MAC (``content_mac``) to the checkpoint file ``where``
+    (a path: ``CheckpointFile.at(where, secret)``) atomically: temp file, fsync, rename, all in its folder opened
+    without following a link."""
+    file = _file(where, secret)
+    state = {**state, MAC: content_mac(state, file.secret)}
+    with file.opened_folder() as folder:
+        tmp = f"{file.name}.{secrets.token_hex(4)}.tmp"  # what ``Store.temp_files`` finds of a killed write
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                torch.save(state, f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, file.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=folder)
+            raise
+
+
+def load_checkpoint(
+    where: "str | os.PathLike | CheckpointFile", key: dict, device: torch.device, secret: bytes | None = None
+) -> tuple[dict | None, str]:
+    """``(state, "")`` for the checkpoint of this training (``key``) at ``where``; ``(None, "")`` when there is
     no file; ``(None, problem)`` for a file that is not one: it is deleted (discarded) and ``problem`` says
-    why in one line: not data only, no digest or one its content does not match (changed since it was
-    written), another key. Nothing in the file is executed (``weights_only=True``)."""
-    path = Path(path)
-    if not path.is_file():
-        return None, ""
-    try:
-        state = torch.load(path, map_location=device, weights_only=True)
-    except Exception as e:  # noqa: BLE001 - a damaged, foreign or hostile file: whatever failed is the reason
-        problem = f"not a valid checkpoint ({type(e).__name__}: {_first_line(e)})"
-    else:
-        problem = _tampered(state)
-        if not problem and state.get("key") != key:
-            problem = "a checkpoint of another training (architecture, seed, protocol or data differ)"
-        if not problem:
-            return state, ""
-    discard(path)
+    why in one line: not a regular file, not data only, no MAC or one that does not verify under this key (changed
+    since it was written, or written with another key), another key. Nothing in the file is executed
+    (``weights_only=True``)."""
+    file = _file(where, secret)
+    with file.opened_folder() as folder:
+        try:
+            fd = os.open(file.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except FileNotFoundError:
+            return None, ""
+        except OSError as e:
+            fd, problem = None, f"not a checkpoint ({'a symbolic link' if e.errno == errno.ELOOP else e.strerror})"
+        if fd is not None:
+            with os.fdopen(fd, "rb") as f:
+                problem = "" if stat.S_ISREG(os.fstat(fd).st_mode) else "not a checkpoint (not a regular file)"
+                if not problem:
+                    try:
+                        state = torch.load(f, map_location=device, weights_only=True)
+                    except Exception as e:  # noqa: BLE001 - a damaged, foreign or hostile file: the reason
+                        problem = f"not a valid checkpoint ({type(e).__name__}: {_first_line(e)})"
+                    else:
+                        problem = _unauthentic(state, file.secret)
+                        if not problem and state.get("key") != key:
+                            problem = "a checkpoint of another training (architecture, seed, protocol or data differ)"
+                        if not problem:
+                            return state, ""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(file.name, dir_fd=folder)
     return None, problem
 
 
-def _tampered(state) -> str:
-    """Why a loaded file is not a checkpoint as ``save_checkpoint`` wrote it (its content digest), or ""."""
+def _unauthentic(state, secret: bytes) -> str:
+    """Why a loaded file is not a checkpoint as ``save_checkpoint`` wrote it under ``secret`` (its MAC), or ""."""
     if not isinstance(state, dict):
         return f"not a valid checkpoint (a {type(state).__name__}, not a dict of the training state)"
-    recorded = state.get(DIGEST)
+    recorded = state.get(MAC)
     if not isinstance(recorded, str):
-        return "not a valid checkpoint (no content digest: not written by archstudy's trainer)"
+        return "not a valid checkpoint (no MAC: not written by archstudy's trainer)"
     try:
-        digest = content_digest(state)
+        mac = content_mac(state, secret)
     except (TypeError, RuntimeError) as e:
         return f"not a valid checkpoint ({type(e).__name__}: {_first_line(e)})"
-    if digest != recorded:
-        return "its content does not match the digest written with it (changed since it was written)"
+    if not hmac.compare_digest(mac, recorded):
+        return "its MAC does not verify (changed since it was written, or written under another key)"
     return ""
 
 
-def discard(path: str | os.PathLike) -> None:
-    """Delete a checkpoint file that is not a valid checkpoint of this training (the next save replaces it)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
+def discard(where: "str | os.PathLike | CheckpointFile") -> None:
+    """Delete a checkpoint file that is not a valid checkpoint of this training (the next save replaces it), in its
+    folder opened without following a link."""
+    file = where if isinstance(where, CheckpointFile) else None
+    if file is None:
+        path = os.path.abspath(os.fspath(where))  # type: ignore[arg-type]
+        file = CheckpointFile(os.path.realpath(os.path.dirname(path)), os.path.basename(path), b"")
+    with file.opened_folder() as folder, contextlib.suppress(FileNotFoundError):
+        os.unlink(file.name, dir_fd=folder)
 
 
 def _first_line(e: BaseException, limit: int = 200) -> str:
@@ -222,7 +306,7 @@ def load_stacked(net: Network, tensors: dict[str, torch.Tensor]) -> Network:
     return net
 
 
-def save_state(path: str | os.PathLike, key: dict, s: TrainingState, elapsed_s: float) -> None:
+def save_state(path: "str | os.PathLike | CheckpointFile", key: dict, s: TrainingState, elapsed_s: float) -> None:
     """Write ``s`` as the checkpoint of the training ``key`` at ``path`` (``save_checkpoint``): tensors and plain
     Python values only, as ``load_checkpoint`` reads them; the stacked optimizer state is saved whatever tensors
     the optimizer keeps in it."""
@@ -260,7 +344,7 @@ def save_state(path: str | os.PathLike, key: dict, s: TrainingState, elapsed_s: 
 
 
 def resume(
-    path: str | os.PathLike, key: dict, spec: ArchSpec, protocol: Protocol, device: torch.device
+    path: "str | os.PathLike | CheckpointFile", key: dict, spec: ArchSpec, protocol: Protocol, device: torch.device
 ) -> tuple[TrainingState | None, str]:
     """The training state saved at ``path`` for the training ``key``, or None and why the file (if any) was
     discarded: not a data-only checkpoint of this key (``load_checkpoint``), or one whose contents do not fit this

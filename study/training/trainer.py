@@ -146,6 +146,7 @@ def train_architecture(
     device=None,
     checkpoint_path: str | os.PathLike | None = None,
     checkpoint_every_s: float = 300.0,
+    checkpoint_secret: bytes | None = None,
     progress: Callable[[TrainingProgress], None] | None = None,
     chunk_runs: int | None = None,
     init_seeds=None,
@@ -161,6 +162,8 @@ def train_architecture(
     and the measurements. More than one needs the protocol's explicit ``lrs``. None: one group from ``seed``.
     ``trajectory``: the epochs at which every run's NLC is measured for the curves (``study.training.curves``);
     None: none (the cost: one NLC measurement of the whole stack per listed epoch).
+    ``checkpoint_secret``: the key the checkpoint's MAC is made with (``study.training.checkpoint``: a study's own);
+    None: the key file beside the checkpoint, made if missing.
     ``report`` gets one line when the file at ``checkpoint_path`` is not a valid checkpoint of this
     training and is discarded, or when the step cannot be captured as a CUDA graph and the training goes on
     eagerly (default: a ``warnings.warn``).
@@ -205,9 +208,10 @@ def train_architecture(
     trajectory = trajectory if trajectory is not None and trajectory.epochs else None
     if trajectory is not None:  # the curves hold its NLCs: a checkpoint without them cannot continue them
         key["nlc_trajectory"] = [list(trajectory.epochs), trajectory.batches, trajectory.batch_size]
-    state = None
+    state, checkpoint = None, None
     if checkpoint_path is not None:
-        state, problem = ckpt.resume(checkpoint_path, key, spec, protocol, device)
+        checkpoint = ckpt.CheckpointFile.at(checkpoint_path, checkpoint_secret)
+        state, problem = ckpt.resume(checkpoint, key, spec, protocol, device)
         if problem:
             (report or _warn)(f"checkpoint {checkpoint_path}: {problem}; discarded; training starts afresh")
     if state is None:
@@ -221,7 +225,7 @@ def train_architecture(
         protocol,
         device,
         session_start,
-        checkpoint_path,
+        checkpoint,
         checkpoint_every_s,
         progress,
         key,

@@ -618,7 +618,7 @@ def test_an_object_storage_address_without_a_bucket_or_an_answer_is_one_line(
     command, where, expected, dirs, capsys, monkeypatch
 ):
     """It was a pyarrow traceback (ArrowInvalid: Path cannot start with a separator; AWS Error NETWORK_CONNECTION)."""
-    from archstudy.study.execution import location
+    from archstudy.study.experiment import location
 
     for key, value in S3_ENV.items():
         monkeypatch.setenv(key, value)
@@ -635,7 +635,7 @@ def test_an_object_storage_address_without_a_bucket_or_an_answer_is_one_line(
 def test_an_endpoint_that_accepts_and_never_answers_fails_within_the_bound(dirs, capsys, monkeypatch):
     """A server that takes the connection and never says a word: each attempt gives up after STALL_S of silence,
     so the command ends within ATTEMPTS * (CONNECT_S + STALL_S), here made small."""
-    from archstudy.study.execution import location
+    from archstudy.study.experiment import location
 
     for key, value in S3_ENV.items():
         monkeypatch.setenv(key, value)

@@ -52,7 +52,7 @@ def test_the_embedded_ray_is_a_new_local_one_unless_an_address_is_given(monkeypa
         pytest.skip("a Ray session of another test is up: ray_session would not start its own")
     seen = {}
 
-    class Stop(Exception):
+    class Stop(BaseException):  # not an Exception: the session's boundary makes those one line (below)
         pass
 
     def init(**kwargs):
@@ -68,6 +68,27 @@ def test_the_embedded_ray_is_a_new_local_one_unless_an_address_is_given(monkeypa
         with ray_session(asked):
             pass
     assert seen["address"] == expected
+
+
+@pytest.mark.parametrize(
+    "error", [OSError(27, "File too large"), RuntimeError("Failed to start the GCS"), ConnectionError("refused")]
+)
+def test_every_failure_of_ray_s_start_is_one_line(monkeypatch, error):
+    """Ray's start under a file-size limit raised an OSError past the boundary (a 40-line traceback)."""
+    from archstudy.sampling import UserError
+
+    if ray.is_initialized():
+        pytest.skip("a Ray session of another test is up: ray_session would not start its own")
+
+    def init(**kwargs):
+        raise error
+
+    monkeypatch.setattr(ray, "init", init)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(UserError) as e:
+        with ray_session():
+            pass
+    assert str(e.value) == f"cannot start or reach Ray locally: {type(error).__name__}: {error}"
 
 
 # A driver that holds a reaped session (``_reaped_on_exit``, no Ray: the mechanism alone) and starts three processes:

@@ -5,8 +5,11 @@ import time
 
 from pyarrow._fs import _MockFileSystem
 
+from schema_values import unit_rows
+
 from archstudy.study.experiment.config import StudyConfig
-from archstudy.study.experiment.schema import ARCHITECTURES, RUNS, columns
+from archstudy.study.experiment.protocol import Protocol
+from archstudy.study.experiment.schema import ARCHITECTURES, RUNS
 from archstudy.study.execution.state import STALE_S, survey
 from archstudy.study.execution.store import Store, parquet_bytes, to_table
 from archstudy.study.execution.unit import WorkUnit, work_units
@@ -22,16 +25,12 @@ CONFIG = StudyConfig(
     d_out=3,
 )
 UNITS = work_units(CONFIG)
-VALUE = {"int64": 1, "float64": 0.5, "bool": True, "str": "x", "timestamp": "2026-01-31T12:00:00Z"}
+RUNS_PLANNED = Protocol.of("quick").num_lrs  # every trained unit has the protocol's runs
 
 
 def rows(unit):
-    """A valid architectures row and two runs rows of ``unit`` (the values are arbitrary but well typed)."""
-    ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}
-    arch = {**{c.name: VALUE[c.type] for c in columns(ARCHITECTURES)}, **unit.spec.to_dict(), **ident}
-    runs = [
-        {**{c.name: VALUE[c.type] for c in columns(RUNS)}, **ident, "lr_index": k, "selected": k == 0} for k in range(2)
-    ]
+    """A valid architectures row and its runs rows of ``unit`` (every value within its column's declared values)."""
+    arch, runs, _ = unit_rows(unit.spec, unit.index, unit.variant, runs=RUNS_PLANNED)
     return arch, runs
 
 

@@ -23,8 +23,10 @@ from archstudy.sampling import SPEC_FIELDS, UserError, sample_spec
 from archstudy.study.execution.store import (
     ARCHITECTURES,
     ARCHITECTURES_SCHEMA,
+    CURVES,
     RUNS,
     RUNS_SCHEMA,
+    SCHEMAS,
     SchemaError,
     Store,
     StoreWriteError,
@@ -300,6 +302,11 @@ def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_st
     old_arch, old_runs = rows(8, old_spec)
     store.write_bytes([RUNS, f"{old_name}.parquet"], parquet_bytes(to_table(RUNS, old_runs)))
     store.write_bytes([ARCHITECTURES, f"{old_name}.parquet"], version_1_file(old_arch, "2025-06-30T23:59:58Z"))
+    curves = [  # its writer (its file has the `trained` column) always wrote the curves too
+        {**{f.name: value(f, k) for f in SCHEMAS[CURVES]}, "arch_id": old_spec.content_id, "index": 8, "lr_index": k}
+        for k in range(3)
+    ]
+    store.write_bytes([CURVES, f"{old_name}.parquet"], parquet_bytes(to_table(CURVES, curves)))
     arch, runs = rows()
     store.write_result(NAME, {**arch, "finished_at": "2026-01-31T12:00:00Z"}, runs)  # ISO text is accepted
     new = pq.read_table(tmp_path / "s" / "architectures" / f"{NAME}.parquet")
@@ -322,7 +329,7 @@ def test_timestamps_are_parquet_timestamps_and_version_1_files_with_text_ones_st
     }
     raw = store.read_table(ARCHITECTURES).set_index("index")["finished_at"]
     assert isinstance(raw.dtype, pd.DatetimeTZDtype) and raw.to_dict() == want
-    (tmp_path / "s" / "study.yaml").write_text("dataset: waveform-noise\narchitectures: 9\n")
+    (tmp_path / "s" / "study.yaml").write_text("dataset: waveform-noise\narchitectures: 9\nprotocol: {num_lrs: 3}\n")
     from archstudy.analysis import load_results
 
     loaded = load_results(tmp_path / "s").architectures.set_index("index")["finished_at"]
@@ -406,7 +413,7 @@ def test_every_entry_a_driver_writes_or_deletes_is_checked_never_to_be_a_symboli
     from archstudy.study.execution import live
     from archstudy.study.execution.store import ENTRIES, FOLDERS
 
-    assert set(ENTRIES) == set(FOLDERS) | {"study.yaml", "driver.json", ".lock"}
+    assert set(ENTRIES) == set(FOLDERS) | {"study.yaml", "driver.json", ".lock", ".checkpoint-key"}
     assert {"architectures", "runs", "curves", "failed", "checkpoints", "progress"} == set(FOLDERS)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -441,3 +448,47 @@ def test_every_entry_a_driver_writes_or_deletes_is_checked_never_to_be_a_symboli
             os.replace(tmp_path / entry.strip(".") / entry, elsewhere / "config")
             (tmp_path / entry.strip(".") / entry).symlink_to(elsewhere / "config")
         assert s.links() == [entry]
+
+
+@pytest.mark.parametrize("folder", ["architectures", "runs", "curves", "failed", "checkpoints", "progress"])
+def test_a_link_planted_at_a_folder_while_the_driver_runs_is_never_written_or_deleted_through(folder, tmp_path):
+    """The links are checked at every write and delete, not only when the driver starts: one planted at any folder
+    after the driver took the study (a worker's progress record, the driver's result or failure record, a
+    checkpoint) is refused in one line and nothing lands in, or leaves, its target. (The trainer's own checkpoint
+    writes open the folder with O_NOFOLLOW: tests/study/training/test_trainer_checkpoint.py.)"""
+    from archstudy.study.execution.store import FOLDERS
+
+    assert folder in FOLDERS
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "000001-0123456789abcdef.x").write_text("theirs")
+    store = Store(tmp_path / "s")
+    store.write_bytes(["study.yaml"], b"x")
+    with store.driver_lock():
+        store.write_bytes([folder, "000000-0123456789abcdef.x"], b"ours")  # the folder as the run made it
+        shutil.rmtree(tmp_path / "s" / folder)
+        (tmp_path / "s" / folder).symlink_to(elsewhere)  # planted mid-run
+        with pytest.raises(StoreWriteError, match=rf"\({folder} is a symbolic link; a study never writes through"):
+            store.write_bytes([folder, "000002-0123456789abcdef.x"], b"ours")
+        with pytest.raises(StoreWriteError, match=rf"\({folder} is a symbolic link; a study never deletes through"):
+            store.delete(folder, "000001-0123456789abcdef.x")
+        if folder == "checkpoints":
+            with pytest.raises(StoreWriteError, match=r"checkpoints is a symbolic link"):
+                store.checkpoint_folder()
+    assert [(p.name, p.read_text()) for p in elsewhere.iterdir()] == [("000001-0123456789abcdef.x", "theirs")]
+
+
+@pytest.mark.parametrize("entry", ["driver.json", "study.yaml"])
+def test_a_link_planted_at_a_root_file_while_the_driver_runs_is_replaced_never_written_through(entry, tmp_path):
+    """A file at the study's root is written by rename(2) over its name: a link planted there is replaced by the
+    file, and its target is left as it was."""
+    target = tmp_path / "elsewhere"
+    target.write_text("theirs")
+    store = Store(tmp_path / "s")
+    store.write_bytes(["study.yaml"], b"x")
+    with store.driver_lock():
+        (tmp_path / "s" / entry).unlink(missing_ok=True)
+        (tmp_path / "s" / entry).symlink_to(target)
+        store.write_bytes([entry], b"ours")
+    assert not (tmp_path / "s" / entry).is_symlink() and (tmp_path / "s" / entry).read_bytes() == b"ours"
+    assert target.read_text() == "theirs"

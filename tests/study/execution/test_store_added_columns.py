@@ -3,9 +3,9 @@ files stay finished (a resume does not redo them) and are read with the values t
 
 import math
 
-import pyarrow as pa
 import pytest
 import yaml
+from schema_values import value
 
 from archstudy.analysis import load_results
 from archstudy.sampling import ArchSpec, sample_spec
@@ -26,24 +26,8 @@ SPEC = sample_spec(3, 7, 40, 3, "extended", 4000)
 
 
 def rows(index, spec):
-    """An architectures row and its runs rows, every column set (storage tests: the values are arbitrary)."""
-
-    def value(f, i):
-        t = f.type
-        return (
-            0.5 + i
-            if pa.types.is_floating(t)
-            else i
-            if pa.types.is_integer(t)
-            else (
-                i % 2 == 0
-                if pa.types.is_boolean(t)
-                else "2025-01-01T00:00:00Z"
-                if pa.types.is_timestamp(t)
-                else f"s{i}"
-            )
-        )
-
+    """An architectures row and its runs rows, every column set (storage tests: each value within its column's
+    declared values, ``schema_values.value``)."""
     arch = {f.name: value(f, i) for i, f in enumerate(ARCHITECTURES_SCHEMA)}
     arch.update(
         spec.to_dict(),
@@ -93,7 +77,13 @@ def test_a_study_with_older_and_newer_files_reads_them_all_with_their_values(tmp
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "study.yaml").write_text(
         yaml.safe_dump(
-            {"dataset": "waveform-noise", "architectures": 2, "d_in": 40, "d_out": 3, "protocol": {"monitor": "train"}}
+            {
+                "dataset": "waveform-noise",
+                "architectures": 2,
+                "d_in": 40,
+                "d_out": 3,
+                "protocol": {"monitor": "train", "num_lrs": 3},
+            }
         )
     )
     old_arch, old_runs = rows(0, SPEC)

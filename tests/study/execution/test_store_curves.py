@@ -5,8 +5,11 @@ valid, a pruned unit is finished with its architectures file alone and counted a
 from pyarrow._fs import _MockFileSystem
 import pytest
 
+from schema_values import unit_rows
+
 from archstudy.study.experiment.config import StudyConfig
-from archstudy.study.experiment.schema import ADDED_COLUMNS, ARCHITECTURES, CURVES, RUNS, columns
+from archstudy.study.experiment.protocol import Protocol
+from archstudy.study.experiment.schema import ADDED_COLUMNS, ARCHITECTURES, CURVES, RUNS
 from archstudy.study.execution.state import survey
 from archstudy.study.execution.store import SchemaError, Store, check_table_bytes, parquet_bytes, to_table
 from archstudy.study.execution.pruning import untrained_row
@@ -16,23 +19,15 @@ CONFIG = StudyConfig(
     dataset="waveform-noise", architectures=6, param_budget=2000, seed=7, protocol="quick", d_in=40, d_out=3
 )
 UNITS = work_units(CONFIG)
-VALUE = {"int64": 1, "float64": 0.5, "bool": True, "str": "x", "timestamp": "2026-01-31T12:00:00Z"}
+RUNS_PLANNED = Protocol.of("quick").num_lrs  # every trained unit has the protocol's runs
 
 
 def rows(unit, trained=True):
-    """An architectures row, two runs rows and three curves rows of ``unit`` (well typed, arbitrary values)."""
-    ident = {"arch_id": unit.arch_id, "index": unit.index, "variant": unit.variant}
-    arch = {**{c.name: VALUE[c.type] for c in columns(ARCHITECTURES)}, **unit.spec.to_dict(), **ident}
+    """An architectures row, its runs rows and its curves rows (epochs 0 .. 2 of every run) of ``unit``, every value
+    within its column's declared values."""
+    arch, runs, curves = unit_rows(unit.spec, unit.index, unit.variant, runs=RUNS_PLANNED, epochs=2)
     if not trained:
         return {**arch, **untrained_row()}, [], []
-    runs = [
-        {**{c.name: VALUE[c.type] for c in columns(RUNS)}, **ident, "lr_index": k, "selected": k == 0} for k in range(2)
-    ]
-    curves = [
-        {**{c.name: VALUE[c.type] for c in columns(CURVES)}, **ident, "lr_index": k, "epoch": e}
-        for k in range(1)
-        for e in range(3)
-    ]
     return arch, runs, curves
 
 

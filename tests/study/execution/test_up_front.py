@@ -117,6 +117,13 @@ def test_address_auto_finds_the_users_own_cluster_or_says_none_was_found(tmp_pat
         f"--address auto: no Ray cluster of yours was found on this node (RAY_ADDRESS is unset and no `ray start "
         f"--head` recorded one in {record})"
     ), e.value
+    monkeypatch.setenv("RAY_ADDRESS", "auto")  # Ray's own spelling of "find it": described as what it is
+    with pytest.raises(UserError) as e:
+        own_cluster("auto")
+    assert str(e.value).startswith(
+        "RAY_ADDRESS=auto: no Ray cluster of yours was found on this node (RAY_ADDRESS is auto and no `ray start "
+    ), e.value
+    monkeypatch.delenv("RAY_ADDRESS")
     record.write_text("10.1.2.3:6380")
     assert own_cluster("auto") == "10.1.2.3:6380" and own_cluster("h:1") == "h:1" and own_cluster(None) is None
     monkeypatch.setenv("RAY_ADDRESS", "10.9.9.9:6379")

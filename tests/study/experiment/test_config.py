@@ -70,6 +70,10 @@ def test_every_declared_constraint_gives_a_one_line_error(name, bad):
         ({"nlc_window": "1,3", "nlc_pilot": 20}, "study.nlc_pilot = 20: must stay 100 unless nlc_window = 'auto'"),
         ({"metrics": {"nlc_trajectory": [5, 2]}}, "MetricOptions.nlc_trajectory = [5, 2]: must be a strictly"),
         ({"colour": "red"}, "study.colour = 'red': is not a study key; allowed: dataset, architectures"),
+        (
+            {"preset": "paper", "space": {"name": "extended"}},
+            "study.preset = 'paper': contradicts space.name = 'extended': give the preset's name or the space's",
+        ),
     ],
 )
 def test_named_mistakes(change, message):
@@ -286,3 +290,17 @@ def test_a_study_protocol_that_contradicts_itself_or_names_no_preset_is_refused(
     with pytest.raises(SpecError) as e:
         StudyConfig(**BASE, protocol=protocol)
     assert str(e.value).startswith(message)
+
+
+@pytest.mark.parametrize("text", ["1e-8", "1E-8", "+1e-8", "1.0e-8", "10e-9", ".1e-7", "0.00000001"])
+def test_a_number_in_any_of_yaml_s_forms_is_a_number(text):
+    """YAML 1.2 reads ``1e-8`` as a float (YAML 1.2.2, 10.3.2); PyYAML's YAML 1.1 rules would give the string."""
+    config = StudyConfig.from_yaml(f"dataset: waveform-noise\narchitectures: 3\nprotocol: {{lr_min_scale: {text}}}\n")
+    assert config.protocol["lr_min_scale"] == pytest.approx(1e-8, rel=1e-15)
+    assert config_yaml.parse("a: 1.5e8\nb: 3E5\nc: 12e45x\nd: 0x1e5", "w", "f", "s") == {
+        "a": 1.5e8,
+        "b": 3e5,
+        "c": "12e45x",
+        "d": 0x1E5,
+    }
+    assert config_yaml.parse(config_yaml.dump({"id": "12e45"}), "w", "f", "s") == {"id": "12e45"}  # a string stays

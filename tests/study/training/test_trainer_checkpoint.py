@@ -2,6 +2,7 @@
 finishes with exactly the outcome of an uninterrupted run."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import torch
 
 from archstudy.sampling import ArchSpec
 from archstudy.study import Protocol, train_architecture
+from archstudy.study.experiment.checkpoint_key import SECRET_NAME, SecretError, secret_at
 from archstudy.study.training import checkpoint as ckpt
 import trainer_standins as standins
 from trainer_standins import waveform_noise
@@ -134,7 +136,7 @@ def test_a_checkpoint_of_another_training_is_discarded(tmp_path):
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     loaded, problem = ckpt.load_checkpoint(tmp_path / "junk.pt", others[0], torch.device("cpu"))
     assert loaded is None and problem.startswith("not a valid checkpoint (") and "\n" not in problem
-    assert list(tmp_path.iterdir()) == []  # discarded, and no temporary files left
+    assert [p.name for p in tmp_path.iterdir()] == [SECRET_NAME]  # discarded, and no temporary files left
 
 
 @pytest.mark.parametrize("damage", ["net shape", "opt name", "live", "candidate"])
@@ -268,7 +270,7 @@ def test_training_over_a_planted_checkpoint_reports_it_and_gives_the_uninterrupt
     assert torch.load(path, weights_only=True)["key"]["arch_id"] == SPEC.content_id
 
 
-# -- a well-formed but tampered checkpoint is refused by its content digest ------------------------------------------
+# -- a well-formed but tampered checkpoint is refused by its MAC ---------------------------------------------------
 def _tamper(state: dict, how: str) -> None:
     """Change a loaded checkpoint as a hand (or a bug) would: every tensor still of its dtype and shape."""
     if how == "weights x1.5":
@@ -278,16 +280,22 @@ def _tamper(state: dict, how: str) -> None:
     elif how == "NaN weights":
         name = next(k for k, t in state["net"].items() if t.is_floating_point())
         state["net"][name] = torch.full_like(state["net"][name], float("nan"))
-    else:  # saved without its digest (torch.save of the state as an older archstudy wrote it)
-        del state[ckpt.DIGEST]
+    elif how == "no MAC":  # saved without it (torch.save of the state as an older archstudy wrote it)
+        del state[ckpt.MAC]
+    else:  # weights x1.5, its MAC recomputed with the module's own function under a key of the forger's
+        state["net"] = {k: t * 1.5 if t.is_floating_point() else t for k, t in state["net"].items()}
+        state[ckpt.MAC] = ckpt.content_mac(state, b"\0" * 32 if how == "forged, zero key" else b"")
 
 
-@pytest.mark.parametrize("how", ["weights x1.5", "epoch 10**6", "NaN weights", "no digest"])
+@pytest.mark.parametrize(
+    "how", ["weights x1.5", "epoch 10**6", "NaN weights", "no MAC", "forged, zero key", "forged, empty key"]
+)
 def test_a_well_formed_but_tampered_checkpoint_is_reported_discarded_and_training_starts_afresh(
     how, tmp_path, monkeypatch, uninterrupted, one_thread
 ):
-    """Before, the changed state was resumed without a word and changed the results (weights x1.5, NaN), or ended
-    the training at once (epoch 10**6)."""
+    """A changed state resumed would change the results (weights x1.5, NaN) or end the training at once (epoch
+    10**6), and an unkeyed digest the forger recomputes with the module's own function would pass (weights x1.5
+    gives another nlc_after). A MAC under a key the forger does not hold is refused."""
     path = tmp_path / "c.pt"
     data = waveform_noise(400, 200, 200, seed=1)
     standins.interrupted(monkeypatch, path, 3, spec=SPEC, data=data, seed=SEED, protocol=PROTOCOL)
@@ -298,14 +306,14 @@ def test_a_well_formed_but_tampered_checkpoint_is_reported_discarded_and_trainin
     got = train_architecture(
         SPEC, data, seed=SEED, protocol=PROTOCOL, checkpoint_path=path, checkpoint_every_s=1e9, report=lines.append
     )
-    why = "no content digest" if how == "no digest" else "its content does not match the digest written with it"
+    why = "no MAC" if how == "no MAC" else "its MAC does not verify"
     assert len(lines) == 1 and lines[0].startswith(f"checkpoint {path}: ") and why in lines[0], lines
     assert lines[0].endswith("; discarded; training starts afresh") and "\n" not in lines[0]
     assert without_wall([vars(r) for r in got.runs]) == without_wall([vars(r) for r in uninterrupted.runs])
     assert len(got.curve_rows()) == len(uninterrupted.curve_rows())
 
 
-def test_the_content_digest_is_that_of_the_state_saved_on_any_device_and_changes_with_any_value(tmp_path):
+def test_the_mac_is_that_of_the_state_saved_on_any_device_and_changes_with_any_value_and_the_key(tmp_path):
     state = {
         "key": {"arch_id": "a", "seed": 1},
         "net": {"w": torch.arange(6.0).reshape(2, 3), "flag": torch.tensor([True, False])},
@@ -313,9 +321,10 @@ def test_the_content_digest_is_that_of_the_state_saved_on_any_device_and_changes
         "wall": [0.5, float("nan")],
     }
     ckpt.save_checkpoint(tmp_path / "c.pt", state)
+    secret, _ = secret_at(tmp_path / SECRET_NAME)
     saved = torch.load(tmp_path / "c.pt", weights_only=True)
-    assert saved[ckpt.DIGEST] == ckpt.content_digest(state) == ckpt.content_digest(saved)
-    assert ckpt.DIGEST not in state  # the caller's state is not changed
+    assert saved[ckpt.MAC] == ckpt.content_mac(state, secret) == ckpt.content_mac(saved, secret)
+    assert saved[ckpt.MAC].startswith("hmac-sha256:") and ckpt.MAC not in state  # the caller's state is not changed
     assert ckpt.load_checkpoint(tmp_path / "c.pt", state["key"], torch.device("cpu"))[1] == ""
     for change in (
         lambda s: s["net"]["w"].__setitem__((0, 0), 1e-30),
@@ -327,4 +336,74 @@ def test_the_content_digest_is_that_of_the_state_saved_on_any_device_and_changes
     ):
         other = torch.load(tmp_path / "c.pt", weights_only=True)
         change(other)
-        assert ckpt.content_digest(other) != saved[ckpt.DIGEST]
+        assert ckpt.content_mac(other, secret) != saved[ckpt.MAC]
+    # the same content under another key: another MAC (RFC 2104's HMAC, as Python's hmac computes it)
+    import hashlib
+    import hmac
+
+    assert ckpt.content_mac(saved, secret[::-1]) != saved[ckpt.MAC]
+    assert (
+        ckpt.content_mac({}, b"k")
+        == "hmac-sha256:" + hmac.new(b"k", b"d" + (1).to_bytes(8, "little") + b"0", hashlib.sha256).hexdigest()
+    )
+
+
+def test_the_key_is_a_file_of_this_users_alone_made_once_and_one_that_is_not_is_never_read_as_a_key(tmp_path):
+    """A key readable by others, planted as a link, or of another size is no secret: read as such it raises, and where
+    a key may be made (a driver, a training of its own) it is replaced by a new one, saying why."""
+    import stat
+
+    path = tmp_path / SECRET_NAME
+    key, note = secret_at(path, create=True)
+    assert len(key) == 32 and note == "" and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert secret_at(path) == (key, "") and secret_at(path, create=True) == (key, "")  # made once
+    elsewhere = tmp_path / "theirs"
+    elsewhere.write_bytes(b"\0" * 32)
+    elsewhere.chmod(0o600)
+    for plant, why in (
+        (lambda: path.chmod(0o644), "readable or writable by others (mode 0644; a key is 0600)"),
+        (lambda: path.write_bytes(b"short"), "5 bytes, not 32"),
+        (lambda: (path.unlink(), path.symlink_to(elsewhere)), "a symbolic link"),
+        (lambda: (path.unlink(), os.mkfifo(path)), "not a regular file"),
+    ):
+        plant()
+        with pytest.raises(SecretError, match=re.escape(why)):
+            secret_at(path)
+        new, note = secret_at(path, create=True)
+        assert new != key and len(new) == 32 and note == f"{path}: not a key ({why}): replaced by a new one"
+        assert not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) == 0o600
+        key = new
+    assert elsewhere.read_bytes() == b"\0" * 32  # the link's target never written
+    assert sorted(p.name for p in tmp_path.iterdir()) == [SECRET_NAME, "theirs"]  # no temporary file left
+
+
+@pytest.mark.parametrize("at", ["folder", "file"])
+def test_a_link_planted_at_the_checkpoints_folder_mid_training_is_never_written_read_or_deleted_through(at, tmp_path):
+    """A `checkpoints -> /elsewhere` planted while a unit trains would make its worker write there."""
+    folder, elsewhere = tmp_path / "checkpoints", tmp_path / "elsewhere"
+    folder.mkdir()
+    elsewhere.mkdir()
+    file = ckpt.CheckpointFile.at(folder / "c.pt", b"k" * 32)  # resolved when training starts
+    state = {"key": {"arch_id": "a"}, "w": torch.zeros(2)}
+    ckpt.save_checkpoint(file, state)
+    if at == "folder":
+        os.rename(folder, tmp_path / "moved")
+        folder.symlink_to(elsewhere)
+        for operation in (
+            lambda: ckpt.save_checkpoint(file, state),
+            lambda: ckpt.load_checkpoint(file, state["key"], torch.device("cpu")),
+            lambda: ckpt.discard(file),
+        ):
+            with pytest.raises(OSError, match=r"the checkpoints' folder is now a symbolic link") as e:
+                operation()
+            assert e.value.filename == str(folder)
+    else:  # the file itself replaced by a link to a valid checkpoint elsewhere: not read, discarded (the link)
+        ckpt.save_checkpoint(ckpt.CheckpointFile.at(elsewhere / "c.pt", b"k" * 32), state)
+        (folder / "c.pt").unlink()
+        (folder / "c.pt").symlink_to(elsewhere / "c.pt")
+        assert ckpt.load_checkpoint(file, state["key"], torch.device("cpu")) == (
+            None,
+            "not a checkpoint (a symbolic link)",
+        )
+        assert not (folder / "c.pt").exists() and not (folder / "c.pt").is_symlink()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ([] if at == "folder" else ["c.pt"])
