@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, check
-from archstudy.study.experiment.config import N_BOOT_MAX, package_version
+from archstudy.study.experiment import provenance
+from archstudy.study.experiment.config import N_BOOT_MAX
 
 from ..drawing import Drawer, FigureJob, check_figures_dir
 from ..figures import COMPARISON_FIGURES, FIGURES, FigureSpec
@@ -259,8 +260,8 @@ def render(
         f"<title>archstudy report: {esc(names)}</title>",
         f"<style>{CSS}</style></head><body>",
         '<h1 id="top">archstudy report: what predicts test error</h1>',
-        f'<p class="muted">{esc(names)}. Drawn {now} by archstudy {esc(package_version())} on '
-        f"{esc(platform.node())} (Python {platform.python_version()}).</p>",
+        f'<p class="muted">{esc(names)}. Drawn {now} on {esc(platform.node())} by '
+        f"{esc(provenance.describe(provenance.current()))}.</p>",
         bar_html(sections, compare, 'id="reproductions"' in extra),
         toc_html(sections, compare),
         glance_html(sections),

@@ -1,6 +1,7 @@
 """``archstudy status STUDY``: finished (trained, and pruned at launch) / in progress / failed / remaining, and each
 failure's reason; for each architecture in progress, how far it is (stage, epoch, live runs: its progress record,
-``study.execution.live``).
+``study.execution.live``), and who computed the finished ones: archstudy's version and commit, Python, the
+libraries and the device (``study.experiment.provenance``: what each result file records).
 
 On a terminal, lines keep within ``flags.WIDTH`` columns (``--wide``, a pipe or a file: as long as they are); a
 long note or reason continues on the next line, indented.
@@ -43,6 +44,7 @@ def _ago(unix: float | None) -> str:
 
 def command(args) -> int:
     from ..experiment.config import science_differences
+    from ..experiment import provenance
     from ..execution.costs import count_text
     from ..execution.live import describe, read_live
     from ..execution.state import survey_files
@@ -68,6 +70,11 @@ def command(args) -> int:
         f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
         f"{c.param_budget:,} parameters; archstudy {c.package_version}"
     )
+    for record, n in state.provenance:
+        show(f"computed with: {provenance.describe(record)} ({n:,} architecture{'s' * (n != 1)})", hang=4)
+    unrecorded = len(state.finished) - sum(n for _, n in state.provenance)
+    if unrecorded > 0:
+        show(f"computed with: not recorded for {unrecorded:,} (written before archstudy recorded provenance)", hang=4)
     d = state.driver or {}
     if state.driver_running:
         driver = f"driver pid {d.get('pid')} on {d.get('host')}, heartbeat {_ago(d.get('heartbeat_unix'))}"
