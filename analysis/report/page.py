@@ -23,6 +23,7 @@ from ..predict import predict_html, predictor_from
 from ..pruning import check_window
 from ..results import load_results, local_root
 from ..study_analysis import StudyAnalysis, analyse, study_labels
+from ..study_notes import notes_html, read_notes
 
 if TYPE_CHECKING:
     pass
@@ -42,9 +43,11 @@ from .status import config_html, failed_html, provenance_html, status_box, statu
 
 
 def status_part_html(s: StudyAnalysis) -> str:
-    """The counts of the status table beside the provenance, then study.yaml and the failed architectures."""
+    """The counts of the status table beside the provenance, the study's notes, then study.yaml and the failed
+    architectures."""
     return (
         f'<div class="cols"><div>{status_table(s)}</div><div>{provenance_html(s)}</div></div>'
+        + notes_html(read_notes(s.results.study_dir))
         + config_html(s.results.config)
         + failed_html(s)
     )

@@ -65,6 +65,7 @@ from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - u
 from ..experiment import schema
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
+from ..experiment.notes import NOTES_NAME
 from ..experiment.provenance import PROVENANCE_KEY, entries
 from .location import first_line, open_location, reach
 from .object_lock import LEASE_S, ObjectLock, object_lock
@@ -90,7 +91,7 @@ LOCK_NAME = ".lock"
 # Every entry of a study a driver (or a worker of it) writes or deletes: its folders and its files at the root.
 # Declared once: the writers use these names, and each is checked never to be a symbolic link (``Store.links``).
 FOLDERS = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS)
-ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME)
+ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME, NOTES_NAME)
 # The files one unit may have, by folder and suffix (``blocked``).
 UNIT_FILES = (
     (ARCHITECTURES, ".parquet"),
