@@ -2,10 +2,7 @@
 pruned at launch) and failures, every run and curve, its notes and its provenance, and which columns are design
 axes and which are measures.
 
-* design axes: the sampled spec fields (``analysis.columns.AXES``) and ``width`` (solved from them and the budget),
-  those with a value in the study;
-* measures: the columns measured at initialization (``AsPredictor`` of kind ``metric`` or ``proxy``), those with a
-  finite value in the study.
+``axes`` and ``measures`` are the study's design axes and measures at initialization (``analysis.features``).
 
 A failed architecture has no row: its spec is drawn again from the study's config as the driver drew it
 (``failed_spec``: ``sampling.sample_spec``, and ``sampling.siblings`` for a sibling), so an export can give it its
@@ -26,7 +23,7 @@ from archstudy.sampling import BASE, ArchSpec, UserError, sample_spec, siblings
 from archstudy.sampling.unit_names import unit_name
 from archstudy.study.experiment.notes import Note
 
-from ..columns import AXES, PREDICTORS
+from ..features import design_axes, measures
 from ..results import load_results
 from ..study_notes import read_notes
 
@@ -108,23 +105,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, pd.Timestamp):
         return value.isoformat()
     return value
-
-
-def design_axes(arch: pd.DataFrame) -> tuple[str, ...]:
-    """The spec fields of the sampled axes, and ``width``, that hold a value in ``arch`` (module docstring)."""
-    fields = [f for group in AXES.values() for f in group] + ["width"]
-    return tuple(f for f in dict.fromkeys(fields) if f in arch.columns and arch[f].notna().any())
-
-
-def measures(arch: pd.DataFrame) -> tuple[str, ...]:
-    """The columns measured at initialization with a finite value in ``arch`` (module docstring)."""
-    out = []
-    for p in PREDICTORS:
-        if p.kind in ("metric", "proxy") and p.column in arch.columns:
-            values = pd.to_numeric(arch[p.column], errors="coerce").to_numpy(np.float64)
-            if np.isfinite(values).any():
-                out.append(p.column)
-    return tuple(out)
 
 
 def failed_spec(config: dict[str, Any], failure: dict[str, Any]) -> ArchSpec | None:

@@ -33,6 +33,7 @@ from archstudy.study.experiment.terminal import ProgressFn, StepLine
 from .comparison import config_diff_html, errors_compare_html, good_ranges_compare_html
 from .design import edf_html, good_ranges_html
 from .glance import glance_html
+from .importance import importance_html
 from .output import check_out
 from .predictors import correlations_html, psi_html, windows_html
 from .pruning import launch_html, pruning_html
@@ -58,6 +59,9 @@ STUDY_SECTIONS: tuple[PageSection, ...] = (
     PageSection("status", "Status and provenance", status_part_html, short="Status"),
     PageSection("predictors", "What predicts test error", correlations_html, short="Predictors"),
     PageSection("explore", "Explore every architecture (interactive)", explore_html, short="Explore"),
+    PageSection(
+        "importance", "Importance of the design axes and measures (fANOVA)", importance_html, short="Importance"
+    ),
     PageSection("windows", "Window predictors", windows_html, short="Windows"),
     PageSection(
         "predict", "Predicting test error from everything measured at initialization", predict_html, short="Prediction"
