@@ -9,12 +9,12 @@ if __name__ != "archstudy.analysis":  # one module object per file: the packages
 
 from typing import Any
 
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.window_rule import PAPER_WINDOW
 from archstudy.study.experiment.schema import RESULTS_SCHEMA_VERSION
 
 from .columns import AXES, BASELINES, PREDICTORS, Predictor
 from .edf import ErrorEDF, edf
-from .good_ranges import good_ranges, nlc_window
+from .good_ranges import good_ranges, nlc_good_range
 from .leaderboard import Leaderboard, leaderboard
 from .pruning import nlc_pruning, pruning_curve
 from .results import Results, load_results, planned_count, read_curves
@@ -28,7 +28,7 @@ from .stats import (
     psi_table_tau_b,
     sign_test,
 )
-from .windows import window_predictors
+from .range_predictors import range_predictors
 
 __all__ = [
     "AXES",
@@ -44,8 +44,8 @@ __all__ = [
     "correlations",
     "edf",
     "good_ranges",
-    "nlc_window",
-    "window_predictors",
+    "nlc_good_range",
+    "range_predictors",
     "granulated_kendall",
     "granulated_kendall_interval",
     "granulated_kendall_tau_b",

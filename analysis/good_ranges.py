@@ -1,5 +1,5 @@
 """Good ranges: where the best architectures lie, for every numeric factor and initialization metric, by the
-empirical bootstrap of pycls's sweep analysis; and the study's own ideal NLC window.
+empirical bootstrap of pycls's sweep analysis; and the NLC's good range with the window it gives.
 
 The empirical bootstrap (Radosavovic, Kosaraju, Girshick, He and Dollár, *Designing Network Design Spaces*,
 2020, section 3.1; pycls's ``pycls/sweep/analysis.py``, ``get_filters``): draw a subsample of 25% of the n
@@ -10,7 +10,7 @@ NLC, bias, proxies, ...: ``columns.PREDICTORS``), so the interpolation is geomet
 
 The NLC's good range is the data's answer to an open question of the NLC paper (section 4: "we do not
 currently have a way to detect the ideal NLC range for a given dataset, except through observation"); the
-paper's own window is [1, 3] (section 4, figure 2). ``nlc_window`` decides whether the study is large enough
+paper's own window is [1, 3] (section 4, figure 2). ``nlc_good_range`` decides whether the study is large enough
 for its band to be used instead, from the bootstrap itself: the band must not move much if the study were drawn
 again. The study's architectures are resampled with replacement R = 100 times, the band recomputed each time, and
 the root-mean-square distance of each end from the study's own (in decades of NLC: its spread and bias together)
@@ -39,16 +39,16 @@ import pandas as pd
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, Real, check
 
-from archstudy.study.experiment.nlc_window import (
+from archstudy.study.experiment.good_range import (
     CONFIDENCE,
     N_BOOT,
-    PAPER_WINDOW,
     STABILITY_DRAWS,
     SUBSAMPLE,
     good_range,
     subsample_size,
-    window_of,
 )
+
+from archstudy.study.experiment.window_rule import PAPER_WINDOW, window_of
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS
 from .results import Results, architectures_table
@@ -234,9 +234,9 @@ def good_ranges(
     return pd.DataFrame(rows, columns=GOOD_RANGE_COLUMNS)
 
 
-# -- the study's own NLC window ----------------------------------------------------------------------------------
+# -- the NLC's good range and the window it gives ----------------------------------------------------------------------
 
-NLC_WINDOW_COLUMNS = [
+NLC_GOOD_RANGE_COLUMNS = [
     "dataset",
     "n",
     "subsample",
@@ -254,7 +254,7 @@ NLC_WINDOW_COLUMNS = [
 ]
 
 
-def nlc_window(
+def nlc_good_range(
     results: Results | pd.DataFrame,
     *,
     target: str = "test_error",
@@ -273,12 +273,12 @@ def nlc_window(
     ``reason``; ``lo``, ``hi``: the window to use, the
     study's own band when large enough, else ``fallback`` (the NLC paper's [1, 3]), named by ``source``
     ("study" or "paper")."""
-    df = architectures_table(results, "nlc_window")
-    sample, n_boot, confidence = _check("nlc_window", sample, n_boot, confidence)
-    draws = check("nlc_window", "draws", Integer(2), draws)
+    df = architectures_table(results, "nlc_good_range")
+    sample, n_boot, confidence = _check("nlc_good_range", sample, n_boot, confidence)
+    draws = check("nlc_good_range", "draws", Integer(2), draws)
     rows: list[dict[str, Any]] = []
     if "nlc" not in df.columns or target not in df.columns:
-        return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)
+        return pd.DataFrame(rows, columns=NLC_GOOD_RANGE_COLUMNS)
     for ds, g in _groups(_sample(df, variants)):
         rows.append(
             {
@@ -295,4 +295,4 @@ def nlc_window(
                 ),
             }
         )
-    return pd.DataFrame(rows, columns=NLC_WINDOW_COLUMNS)
+    return pd.DataFrame(rows, columns=NLC_GOOD_RANGE_COLUMNS)

@@ -11,12 +11,12 @@ The order of ``by``:
 * an error (``test_error``, ``val_error``, ``train_error``): lowest first; architectures without one (pruned at
   launch, every run diverged; every one of a study that measures only, ``MEASURED_ONLY``) are left out;
 * a predictor (``nlc``, ``variability``, ``grad_norm``, any column of ``analysis.columns.PREDICTORS``): closest
-  to where the best architectures of this study lie first, by the report's window score (``analysis.windows``):
+  to where the best architectures of this study lie first, by its range score (``analysis.range_predictors``):
   the distance from the centre of the predictor's good range (``analysis.good_ranges``; on log10 where the
   predictor is plotted so), fitted on the trained architectures of the random sample. So a predictor whose
   best values lie at one end of its range ranks from that end, and one with a window, as the NLC has (NLC paper,
   section 4: an initial NLC of about 1 to 3), ranks from inside the window out. For the NLC the window is the one
-  the report and pruning at launch use (``good_ranges.nlc_window``: the study's own band once the study is large
+  the report and pruning at launch use (``good_ranges.nlc_good_range``: the study's own band once the study is large
   enough for it, else the paper's [1, 3]). Another predictor needs ``MIN_FIT`` trained architectures for a good
   range; with fewer, the order is plainly ascending and ``Leaderboard.order`` says so. Every finished
   architecture is ranked, those pruned at launch too (ranking by a metric at initialization is what pruning at
@@ -37,13 +37,13 @@ import pandas as pd
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, check
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
-from .good_ranges import good_ranges, nlc_window
+from .good_ranges import good_ranges, nlc_good_range
 from .results import Results, _trained
 from .stats import correlations
-from .windows import MIN_POINTS, window_distance
+from .range_predictors import MIN_POINTS, range_distance
 
 ERRORS = ("test_error", "val_error", "train_error")
 # What describes an architecture at a glance (the sampled axes that matter most, and its size).
@@ -52,7 +52,7 @@ SPEC_SHOWN = ("depth", "width", "activation", "norm", "skip", "weights", "param"
 METRICS_SHOWN = ("nlc", "bias")
 IDENTITY = ("index", "variant", "arch_id")
 TARGET = "test_error"
-MIN_FIT = MIN_POINTS  # trained architectures a predictor's good range is fitted on, at least (analysis.windows)
+MIN_FIT = MIN_POINTS  # trained architectures a predictor's good range is fitted on, at least (range_predictors)
 # Why no architecture of a study that measures only (``measure_only``, as `archstudy rank` makes one: the metrics at
 # initialization, no training) has an error: said in these words by the leaderboard, `archstudy top` and `status`.
 MEASURED_ONLY = "measured only (no training asked)"
@@ -275,14 +275,14 @@ def _by_window(arch: pd.DataFrame, trained: pd.DataFrame, by: str) -> tuple[pd.D
     pool, x = arch[ok], x[ok]
     label = _label(by)
     if by == "nlc":
-        w = nlc_window(trained) if len(trained) else pd.DataFrame()
+        w = nlc_good_range(trained) if len(trained) else pd.DataFrame()
         lo, hi = (float(w["lo"].iloc[0]), float(w["hi"].iloc[0])) if len(w) else PAPER_WINDOW
         whose = (
             "the study's own NLC window"
             if len(w) and w["source"].iloc[0] == "study"
             else "the NLC paper's window (the study is too small for its own)"
         )
-        return pool, window_distance(x, lo, hi, True), f"closest to {whose} [{lo:.3g}, {hi:.3g}] first"
+        return pool, range_distance(x, lo, hi, True), f"closest to {whose} [{lo:.3g}, {hi:.3g}] first"
     fitted = int((trained["variant"] == "base").sum()) if "variant" in trained else len(trained)
     g = good_ranges(trained, [by]) if fitted >= MIN_FIT else pd.DataFrame()
     if not len(g) or not np.isfinite(g["low"].iloc[0]):
@@ -290,7 +290,7 @@ def _by_window(arch: pd.DataFrame, trained: pd.DataFrame, by: str) -> tuple[pd.D
     lo, hi = float(g["low"].iloc[0]), float(g["high"].iloc[0])
     return (
         pool,
-        window_distance(x, lo, hi, log),
+        range_distance(x, lo, hi, log),
         f"closest to the centre of {label}'s good range in this study [{lo:.3g}, {hi:.3g}] first",
     )
 

@@ -47,24 +47,27 @@ import numpy as np
 import pandas as pd
 import pyarrow.fs as pafs
 
+from archstudy.sampling.unit_names import UNIT_NAME
+from archstudy.study.experiment.config import CONFIG_NAME, REPORT_NAME
+from archstudy.study.experiment.layout import CHECKPOINTS, FAILED, IN_FLIGHT, PROGRESS
+from archstudy.study.experiment.schema import ARCHITECTURES
 from archstudy.study.experiment.notes import NOTES_NAME
 
 from .html import CSS, esc
 from .importance import MIN_ROWS, available, importance
 from .interactive import leaderboard_html, scripts_html, study_data
 from .ranking import predictor_ranking
-from .results import Results, _filesystem, load_results
+from .results import Results, load_results, study_filesystem
 from .study_analysis import StudyAnalysis
 from .stats import FEW, correlations
 from .study_notes import read_notes
 
 # The study's directories whose listing changes when a unit finishes (``architectures``, packs included), fails or
-# starts, and the files beside them the page shows.
-WATCHED_DIRS = ("architectures", "failed", "checkpoints", "progress")
-# Of these, the directories of units in flight: a unit's checkpoint, and the progress record its worker rewrites every
-# few seconds (``study.execution.live``), each watched by name only.
-IN_FLIGHT_DIRS = ("checkpoints", "progress")
-WATCHED_FILES = ("study.yaml", "report.html", NOTES_NAME)
+# starts (``study.experiment.layout``), and the files beside them the page shows. Of these, the directories of units
+# in flight (``IN_FLIGHT``: a unit's checkpoint, and the progress record its worker rewrites every few seconds,
+# ``study.execution.live``) are watched by name only.
+WATCHED_DIRS = (ARCHITECTURES, FAILED, CHECKPOINTS, PROGRESS)
+WATCHED_FILES = (CONFIG_NAME, REPORT_NAME, NOTES_NAME)
 POLL_S = 3.0  # seconds between two listings of the study (the page asks the server as often)
 LOOPBACK_HOSTS = ("127.0.0.1", "::1")  # the addresses the server binds by default, and their names in a Host header
 LOOPBACK_NAMES = (*LOOPBACK_HOSTS, "localhost")  # every name of this machine's loopback
@@ -88,7 +91,7 @@ def listing(study_dir: str) -> tuple[tuple[str, int], ...]:
     """What changes when the study does, from its listing alone: (name, size) of every file of ``WATCHED_DIRS``
     and ``WATCHED_FILES`` (size -1 where absent); a checkpoint or progress record by its name only (each is
     rewritten as its unit trains). Hidden files (a write in flight) are left out. No file is opened."""
-    fs, root, _ = _filesystem(study_dir)
+    fs, root, _ = study_filesystem(study_dir)
     out: list[tuple[str, int]] = []
     for info in fs.get_file_info([f"{root}/{name}" for name in WATCHED_FILES]):
         out.append((info.base_name, int(info.size) if info.type == pafs.FileType.File else -1))
@@ -96,7 +99,7 @@ def listing(study_dir: str) -> tuple[tuple[str, int], ...]:
         for info in fs.get_file_info(pafs.FileSelector(f"{root}/{sub}", allow_not_found=True)):
             if info.base_name.startswith(".") or info.type != pafs.FileType.File:
                 continue
-            out.append((f"{sub}/{info.base_name}", 0 if sub in IN_FLIGHT_DIRS else int(info.size or 0)))
+            out.append((f"{sub}/{info.base_name}", 0 if sub in IN_FLIGHT else int(info.size or 0)))
     return tuple(sorted(out))
 
 
@@ -117,13 +120,14 @@ def recent_rate_eta(finished_at: pd.Series, left: int, running: int) -> dict[str
 
 
 def in_flight(listed: tuple[tuple[str, int], ...]) -> set[str]:
-    """The arch_ids of the units with a checkpoint or a progress record in a ``listing``."""
+    """The arch_ids of the units with a checkpoint or a progress record in a ``listing`` (files named by their unit,
+    ``sampling.unit_names``, and a suffix)."""
     out = set()
     for name, _ in listed:
         sub, _, base = name.partition("/")
-        stem, dot, _ = base.rpartition(".")
-        if sub in IN_FLIGHT_DIRS and dot and "-" in stem:
-            out.add(stem.split("-", 1)[1])
+        m = UNIT_NAME.match(base.rpartition(".")[0])
+        if sub in IN_FLIGHT and m:
+            out.add(m["arch_id"])
     return out
 
 
@@ -270,7 +274,7 @@ class Watcher:
 
     @property
     def has_report(self) -> bool:
-        return any(name == "report.html" and size >= 0 for name, size in self.seen or ())
+        return any(name == REPORT_NAME and size >= 0 for name, size in self.seen or ())
 
     def since(self, version: int) -> bytes:
         """The state as JSON, or only the version while it is ``version``."""
@@ -554,9 +558,9 @@ class LiveServer:
 
     def report_bytes(self) -> bytes | None:
         """``STUDY/report.html`` as it is, None where there is none."""
-        fs, root, _ = _filesystem(self.study_dir)
+        fs, root, _ = study_filesystem(self.study_dir)
         try:
-            with fs.open_input_stream(f"{root}/report.html") as f:
+            with fs.open_input_stream(f"{root}/{REPORT_NAME}") as f:
                 return bytes(f.read())
         except (FileNotFoundError, OSError):
             return None

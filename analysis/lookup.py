@@ -35,7 +35,7 @@ from archstudy.study.experiment.packs import read_packs, sources
 
 from .columns import ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, PREDICTORS, RUN_DTYPES, RUN_REQUIRED
 from .interactive import spec_text
-from .results import _filesystem, _fill_derived, _list, _read_table, read_config, typed
+from .results import study_filesystem, _fill_derived, _list, _read_table, read_config, typed
 from .row_filter import filter_rows
 
 WHERE = "lookup"
@@ -183,7 +183,7 @@ def lookup(
         raise SpecError(WHERE, "query", ", ".join(given) or "none", "must be exactly one of id, spec, where")
     if not isinstance(limit, int) or limit < 1:
         raise SpecError(WHERE, "limit", limit, "must be an integer >= 1")
-    fs, root, shown = _filesystem(study_dir)
+    fs, root, shown = study_filesystem(study_dir)
     config = read_config(fs, root, shown)
     excluded: dict[str, str] = {}
     ids: set[str] | None = None

@@ -131,7 +131,7 @@ def rates(table: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def calibration_bench(
+def calibration_rates(
     replicates: int, sizes: Sequence[int], *, seed: int = 0, r: float = 0.5, progress: Any = None
 ) -> pd.DataFrame:
     """``archstudy calibrate predictor``: for each study size in ``sizes``, ``replicates`` null and ``replicates``

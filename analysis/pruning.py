@@ -16,14 +16,14 @@ import numpy as np
 import pandas as pd
 
 from archstudy.sampling.constraints import check
-from archstudy.study.experiment import nlc_window as rule
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW, WINDOW
+from archstudy.study.experiment import window_rule as rule
+from archstudy.study.experiment.window_rule import PAPER_WINDOW, WINDOW
 
 from .results import architectures_table
 
 
 def check_window(window: Any, where: str = "nlc_pruning") -> tuple[float, float]:
-    """``window`` as (lo, hi) under the declared NLC window (``study.experiment.nlc_window.WINDOW``), or the one-line
+    """``window`` as (lo, hi) under the declared NLC window (``study.experiment.window_rule.WINDOW``), or the one-line
     ``SpecError`` ``<where>.window = ...: must be two finite numbers 0 <= lo < hi``."""
     lo, hi = check(where, "window", WINDOW, window)
     return lo, hi
@@ -82,7 +82,7 @@ def pruning_curve(df: pd.DataFrame, lo: float = 1.0, his: Any = None, target: st
 
 def pilot_window(arch: pd.DataFrame, seed: int = 0) -> dict[str, Any]:
     """The NLC window of pruning at launch with ``nlc_window: auto`` from the rows of the study's pilot (every
-    pilot architecture, siblings included), as the driver computed it: ``study.experiment.nlc_window.pilot_window``
+    pilot architecture, siblings included), as the driver computed it: ``study.experiment.window_rule.pilot_window``
     (the NLC's good range where the pilot is large enough for a stable one, else the NLC paper's [1, 3];
     ``source`` says which, ``reason`` why not the pilot's)."""
     df = architectures_table(arch, "pilot_window")

@@ -1,11 +1,11 @@
-"""The predictor ranking: every predictor's |Kendall tau| with test error (``stats.correlations``) beside the window
-scores of the U-shaped metrics and the NLC (``windows.window_predictors``, held out), best first.
+"""The predictor ranking: every predictor's |Kendall tau| with test error (``stats.correlations``) beside the range
+scores of the U-shaped metrics and the NLC (``range_predictors.range_predictors``, held out), best first.
 
 One table answers "what predicts test error" everywhere in the report: the overview's best predictors are its
 first rows and the ranking chart draws it, so the two cannot disagree. The statistic is |tau|: for a raw
-predictor Kendall's tau-b over the random draws, for a window score the mean tau of the distance from the
-window's centre on held-out halves (``windows``); both are rank correlations with test error, on the same
-architectures.
+predictor Kendall's tau-b over the random draws, for a range score (the report's "window" rows) the mean tau of
+the distance from the good range's centre on held-out halves (``range_predictors``); both are rank correlations
+with test error, on the same architectures.
 
 Being first is no evidence: under a null where nothing predicts test error, the first of some twenty predictors
 has a |tau| interval above 0 in most studies of 48 architectures or more (docs/analysis.md). ``p_holm`` is the

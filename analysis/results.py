@@ -29,6 +29,7 @@ from archstudy.sampling.constraints import Integer, added_later, check
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import UNIT_STEM
 from archstudy.study.experiment.config import StudyConfig, same_science
+from archstudy.study.experiment.layout import CHECKPOINTS, FAILED
 from archstudy.study.experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from archstudy.study.experiment.provenance import entries, merge
 from archstudy.study.experiment.schema import (
@@ -131,7 +132,7 @@ def _trained(arch: pd.DataFrame) -> pd.Series:
 # -- reading files -----------------------------------------------------------------------------------
 
 
-def _filesystem(study_dir: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str, str]:
+def study_filesystem(study_dir: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str, str]:
     """(filesystem, root path within it, the name to show the user)."""
     text = str(study_dir)
     if "://" in text:
@@ -145,7 +146,7 @@ def _filesystem(study_dir: str | os.PathLike[str]) -> tuple[pafs.FileSystem, str
 
 def local_root(study_dir: str | os.PathLike[str]) -> str | None:
     """The study's absolute local path (a plain path or a file:// URI), None on object storage."""
-    fs, root, _ = _filesystem(study_dir)
+    fs, root, _ = study_filesystem(study_dir)
     return root if isinstance(fs, pafs.LocalFileSystem) else None
 
 
@@ -603,7 +604,7 @@ def load_results(
     status`` reports such files and a resume refuses to run beside them). Columns are typed as the contract says.
     ``runs=False`` skips the per-run table (``Results.runs`` is then empty).
     """
-    fs, root, shown = _filesystem(study_dir)
+    fs, root, shown = study_filesystem(study_dir)
     info = fs.get_file_info(root)
     if info.type != pafs.FileType.Directory:
         raise SpecError("load_results", "study_dir", shown, "must be an existing study directory")
@@ -631,7 +632,7 @@ def load_results(
 
     finished = set(arch["arch_id"].astype(str))
     failed = []
-    for path, m in _list(fs, root, "failed", "json"):
+    for path, m in _list(fs, root, FAILED, "json"):
         if m["arch_id"] in finished:
             continue  # failed once, then finished on a resume
         try:
@@ -641,7 +642,7 @@ def load_results(
         if not isinstance(payload, dict):
             payload = {"reason": str(payload)}
         failed.append({"index": int(m["index"]), "arch_id": m["arch_id"], **payload})
-    in_progress = sum(1 for _, m in _list(fs, root, "checkpoints", "pt") if m["arch_id"] not in finished)
+    in_progress = sum(1 for _, m in _list(fs, root, CHECKPOINTS, "pt") if m["arch_id"] not in finished)
 
     planned, note = planned_count(config, arch)
     return Results(
@@ -665,7 +666,7 @@ def read_curves(study_dir: str | os.PathLike[str], arch_ids: Iterable[str] | Non
     """The ``curves`` table of a study (docs/results.md), typed, sorted by architecture, run and epoch; only the
     files of ``arch_ids`` when given. Architectures without a curves file (finished before curves were recorded,
     or pruned at launch) have no rows."""
-    fs, root, shown = _filesystem(study_dir)
+    fs, root, shown = study_filesystem(study_dir)
     ids = None if arch_ids is None else {str(a) for a in arch_ids}
     raw = pd.DataFrame()
     # Read (and ask for the study's config) only where some curves can be: a unit's own file of ``ids``, or a pack.

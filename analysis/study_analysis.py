@@ -20,20 +20,20 @@ import numpy as np
 import pandas as pd
 
 from archstudy.sampling import SpecError
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from .processes import Background
 from .edf import edf
 from .columns import UNIT_KEY
 from .figures.base import FigureData
 from .figures.curves import curve_architectures
-from .good_ranges import good_ranges, nlc_window
+from .good_ranges import good_ranges, nlc_good_range
 from .predict import report_prediction
 from .pruning import nlc_pruning, pilot_window
 from .ranking import predictor_ranking
 from .results import Results, read_curves
 from .stats import correlations, paired_effects, psi_table
-from .windows import window_predictors
+from .range_predictors import range_predictors
 
 
 def flag(arch: pd.DataFrame, column: str) -> pd.Series:
@@ -123,7 +123,7 @@ class StudyAnalysis(FigureData):
     paired: pd.DataFrame = field(default_factory=pd.DataFrame)
     pruning: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per window compared, ``label`` naming it
     pruning_window_given: bool = True  # ``pruning_window`` was given, not chosen (the first row of ``pruning``)
-    # The study's own NLC window (``good_ranges.nlc_window``: its NLC's good range, its stability over resamples,
+    # The study's own NLC window (``good_ranges.nlc_good_range``: its NLC's good range, its stability over resamples,
     # whether the study is large enough for it to be the pruning window)
     own_nlc_window: pd.DataFrame = field(default_factory=pd.DataFrame)
     launch: dict[str, Any] | None = None  # the window of pruning at launch (``launch_window``), None without one
@@ -212,11 +212,11 @@ def analyse(
     progress: Callable[[str, int | None, int | None], None] | None = None,
 ) -> StudyAnalysis:
     """The section's numbers, over the trained architectures. ``window``: the pruning window, or None for the
-    study's own NLC window where the study is large enough for it (``good_ranges.nlc_window``), else the NLC
+    study's own NLC window where the study is large enough for it (``good_ranges.nlc_good_range``), else the NLC
     paper's [1, 3]. ``predictor``: a predictor fitted elsewhere (``analysis.predict``) to score on this study too.
     ``label``: the study's name in the report (``study_labels``). ``wait=False``: the held-out prediction may still
     be computing when this returns (``StudyAnalysis.settle`` waits for it), so that figures can be drawn beside it.
-    ``progress``: told each step, ``progress(label, done, total)`` (``report.ReportProgress``)."""
+    ``progress``: told each step, ``progress(label, done, total)`` (``study.experiment.terminal.StepLine``)."""
     arch = results.trained  # the trained architectures: what every statistic and figure covers
     launch = launch_window(results)
     savings = launch_savings(results) if launch is not None else {}
@@ -273,7 +273,7 @@ def _analyse(
     step("paired effects")
     paired = paired_effects(arch)
     step("NLC window")
-    own = nlc_window(arch, seed=seed)
+    own = nlc_good_range(arch, seed=seed)
     used = (
         window
         if window is not None
@@ -281,7 +281,7 @@ def _analyse(
     )
     drawn = [str(r["arch_id"]) for r, _ in curve_architectures(arch)]
     step("window predictors")
-    scores = window_predictors(arch, seed=seed)
+    scores = range_predictors(arch, seed=seed)
     step("error EDFs")
     edfs = edf(arch)
     step("good ranges")

@@ -10,12 +10,12 @@ import pyarrow.fs as pafs
 from archstudy.study.experiment.notes import NOTES_NAME, Note, parse_notes
 
 from .html import esc
-from .results import _filesystem
+from .results import study_filesystem
 
 
 def read_notes(study_dir: str | os.PathLike[str]) -> list[Note]:
     """The study's notes, oldest first; none where it has no notes file (a garbled line is left out)."""
-    fs, root, _ = _filesystem(study_dir)
+    fs, root, _ = study_filesystem(study_dir)
     if fs.get_file_info(f"{root}/{NOTES_NAME}").type != pafs.FileType.File:
         return []
     with fs.open_input_stream(f"{root}/{NOTES_NAME}") as f:

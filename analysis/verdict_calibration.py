@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from archstudy.sampling import SIBLING_AXES, plan_study
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW, STABILITY_DECADES, STABILITY_RATIO
+from archstudy.study.experiment.window_rule import PAPER_WINDOW, STABILITY_DECADES, STABILITY_RATIO
 
 from .columns import BASELINES, PREDICTORS
 
@@ -147,8 +147,8 @@ def _edf_top(t: dict[str, Any], p: str, d: str) -> np.ndarray:
     return _p(top, p)
 
 
-def _window_rows(t: dict[str, Any]) -> pd.DataFrame:
-    w: pd.DataFrame = t["windows"]
+def _range_rows(t: dict[str, Any]) -> pd.DataFrame:
+    w: pd.DataFrame = t["ranges"]
     return w[np.isfinite(w["tau"].to_numpy(np.float64))] if len(w) else w
 
 
@@ -265,19 +265,19 @@ VERDICTS: tuple[Verdict, ...] = (
     ),
     Verdict(
         "window score: tau interval excludes 0 (each metric)",
-        "windows.window_predictors: tau_lo, tau_hi",
+        "range_predictors.range_predictors: tau_lo, tau_hi",
         ALPHA,
         "test",
-        ("windows",),
-        lambda t: _count(_excludes_zero(_window_rows(t)["tau_lo"], _window_rows(t)["tau_hi"])),
+        ("ranges",),
+        lambda t: _count(_excludes_zero(_range_rows(t)["tau_lo"], _range_rows(t)["tau_hi"])),
     ),
     Verdict(
         "window beats the raw metric: gain interval above 0 (each metric)",
-        "windows.window_predictors: gain_lo",
+        "range_predictors.range_predictors: gain_lo",
         ALPHA / 2,
         "test",
-        ("windows",),
-        lambda t: _count(_window_rows(t)["gain_lo"].to_numpy(np.float64) > 0),
+        ("ranges",),
+        lambda t: _count(_range_rows(t)["gain_lo"].to_numpy(np.float64) > 0),
     ),
     Verdict(
         "error EDFs differ: p of the largest KS < 0.05 (each axis)",
@@ -322,16 +322,16 @@ def study_tables(df: pd.DataFrame, needed: Iterable[str], *, n_boot: int, seed: 
     from .good_ranges import good_ranges
     from .ranking import predictor_ranking
     from .stats import correlations, paired_effects
-    from .windows import window_predictors
+    from .range_predictors import range_predictors
 
     need = set(needed)
     out: dict[str, Any] = {}
     if need & {"corr", "ranking"}:
         out["corr"] = correlations(df, n_boot=n_boot, seed=seed)
-    if need & {"windows", "ranking"}:
-        out["windows"] = window_predictors(df, seed=seed)
+    if need & {"ranges", "ranking"}:
+        out["ranges"] = range_predictors(df, seed=seed)
     if "ranking" in need:
-        out["ranking"] = predictor_ranking(out["corr"], out["windows"])
+        out["ranking"] = predictor_ranking(out["corr"], out["ranges"])
     if "paired" in need:
         out["paired"] = paired_effects(df)
     if "good" in need:
@@ -447,7 +447,7 @@ def window_study(architectures: int, seed: int, kind: str = "window") -> tuple[n
 
 def window_tolerance(truth: tuple[float, float]) -> float:
     """The rule's own tolerance of one standard deviation of an end (decades): min(width, log10 3) / 3 of the true
-    band (``study.experiment.nlc_window``: ``STABILITY_RATIO``, ``STABILITY_DECADES``)."""
+    band (``study.experiment.window_rule``: ``STABILITY_RATIO``, ``STABILITY_DECADES``)."""
     return min(STABILITY_RATIO * (truth[1] - truth[0]), STABILITY_DECADES)
 
 
@@ -475,13 +475,13 @@ def window_rates(
 ) -> pd.DataFrame:
     """How often the study's own NLC window is called large enough while it lies far from the true band:
     ``replicates`` studies (``window_study``) of each size and population ``kind``, each through ``rule`` (default
-    ``study.experiment.nlc_window.window_of``, what ``good_ranges.nlc_window`` and pruning at launch use). Far: an
+    ``study.experiment.window_rule.window_of``, what ``good_ranges.nlc_good_range`` and pruning at launch use). Far: an
     end more than ``FAR_SDS`` tolerances (``window_tolerance``) off the true one: if the rule's bound on one
     standard deviation held and an end were unbiased and normal, at most 5% of the studies it calls large enough
     would be. One row per kind and size with the columns of ``null_rates`` (``fired``: large enough and far, per
     study) and ``large_enough``, ``far`` (the shares of studies), ``far_if_large`` (the share of the studies
     called large enough that are far) and ``miss`` (the median distance, decades, of those)."""
-    from archstudy.study.experiment.nlc_window import window_of
+    from archstudy.study.experiment.window_rule import window_of
 
     rule = window_of if rule is None else rule
     rows = []
@@ -505,7 +505,7 @@ def window_rates(
             rows.append(
                 {
                     "verdict": WINDOW_VERDICTS[kind],
-                    "where": "good_ranges.nlc_window: large_enough (study.experiment.nlc_window.window_of)",
+                    "where": "good_ranges.nlc_good_range: large_enough (study.experiment.window_rule.window_of)",
                     "unit": "study",
                     "nominal": ALPHA,
                     "architectures": n,

@@ -16,18 +16,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LAYOUT = ROOT / "docs" / "layout.md"
 OWN_MODULE = "its module"  # a file the change adds (the new metric, loader, family, reproduction, command)
+# Every registry finds what registers in it by importing its package's modules, whatever their import order.
+REGISTRIES_WALK = "tests/test_change_walks_registries.py::test_every_registry_is_the_same_in_any_import_order"
 
 # row of the table -> (the files the change touches now, besides tests and generated docs; the tests that hold it)
 WALKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "a new activation": (
-        ("sampling/spec.py", "study/nn/activations.py"),
-        ("tests/test_change_walks_registries.py::test_every_activation_has_its_declaration_and_its_kinks_reach_nwot",),
+        ("sampling/spec.py", "study/nn/activations.py", "sampling/space.py"),
+        (
+            "tests/test_change_walks_registries.py::test_every_activation_has_its_declaration_and_its_kinks_reach_nwot",
+            "tests/test_change_walks_registries.py::test_a_space_draws_exactly_the_values_it_gives_a_probability",
+        ),
     ),
     "a new metric column at initialization": (
         (OWN_MODULE, "study/experiment/schema.py"),
         (
             "tests/test_change_walks_references.py::test_a_new_metric_column_is_its_metric_module_and_the_schema",
             "tests/test_change_walks_references.py::test_no_declaration_names_a_function_of_ours_by_a_string",
+            "tests/study/metrics/test_registry.py::"
+            "test_every_column_of_the_row_is_computed_by_exactly_one_function_and_no_function_computes_another",
+            REGISTRIES_WALK,
         ),
     ),
     "a new dataset": (
@@ -36,6 +44,7 @@ WALKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_change_walks_registries.py::test_a_new_dataset_is_its_declaration_and_its_registered_loader",
             "tests/test_change_walks_registries.py::"
             "test_every_declared_dataset_has_exactly_one_loader_and_nothing_copies_its_declaration",
+            REGISTRIES_WALK,
         ),
     ),
     "a new optimizer": (
@@ -55,15 +64,23 @@ WALKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "a new report figure": (
         ("analysis/figures/",),
-        ("tests/analysis/test_figures.py::test_a_new_declaration_is_drawn_in_its_section_and_a_lost_one_is_refused",),
+        (
+            "tests/analysis/test_figures.py::test_a_new_declaration_is_drawn_in_its_section_and_a_lost_one_is_refused",
+            REGISTRIES_WALK,
+        ),
     ),
     "a new layer family": (
-        ("sampling/spec.py", OWN_MODULE, "study/nn/families.py"),
+        ("sampling/spec.py", OWN_MODULE, "sampling/space.py"),
         (
             "tests/test_change_walks_registries.py::test_a_new_layer_family_touches_only_the_spec_its_module_and_the_registry",
             "tests/test_change_walks_registries.py::test_a_new_family_gets_the_declared_default_compile_threshold",
             "tests/test_change_walks_registries.py::"
             "test_the_sampler_and_the_analysis_take_the_weights_values_from_their_declaration",
+            "tests/test_change_walks_registries.py::"
+            "test_a_spec_field_added_later_declares_its_version_and_the_spec_version_is_the_latest",
+            "tests/test_change_walks_registries.py::test_a_family_s_option_away_from_its_default_needs_a_layer_of_the_family",
+            "tests/test_change_walks_registries.py::test_a_space_draws_exactly_the_values_it_gives_a_probability",
+            REGISTRIES_WALK,
         ),
     ),
     "a new study key": (
@@ -72,22 +89,34 @@ WALKS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_change_walks_flags.py::"
             "test_a_declared_science_key_with_a_flag_is_a_flag_of_run_whose_value_reaches_the_config",
             "tests/test_change_walks_flags.py::test_every_science_key_that_declares_a_flag_is_a_flag_of_run",
+            "tests/test_change_walks_flags.py::test_a_new_study_key_declares_since_so_a_study_stored_before_it_reads_as_before",
         ),
     ),
     "a new protocol field or metric option": (
         ("study/experiment/protocol.py", "study/experiment/metric_options.py"),
         ("tests/study/experiment/test_declared_objects.py",),
     ),
+    "a new option of a command (not a study key)": (
+        ("study/cli/",),
+        (
+            "tests/test_change_walks_flags.py::test_a_new_option_of_a_command_is_its_add_argument_under_the_command_line_s_rules",
+        ),
+    ),
     "a new reproduction": (
-        (OWN_MODULE, "study/reproduce/__init__.py"),
-        ("tests/test_change_walks.py::test_every_reproduction_module_is_offered_once_and_documented",),
+        (OWN_MODULE, "docs/reproductions.md"),
+        ("tests/test_change_walks.py::test_every_reproduction_module_is_offered_once_and_documented", REGISTRIES_WALK),
     ),
     "a new command": (
-        (OWN_MODULE, "study/cli/__init__.py"),
-        ("tests/test_change_walks_flags.py::test_every_command_module_is_a_command_and_every_command_is_documented",),
+        (OWN_MODULE, "docs/"),
+        (
+            "tests/test_change_walks_flags.py::test_every_command_module_is_a_command_and_every_command_is_documented",
+            "tests/test_change_walks_flags.py::test_a_new_command_is_its_module_s_declaration_in_its_declared_place",
+            REGISTRIES_WALK,
+        ),
     ),
 }
-MOST_FILES = {"a new layer family": 3}  # every other row: 2 (a protocol field or a metric option: one of the two)
+# the files a sampled value also touches: its probability in a space (sampling/space.py); every other row: 2 at most
+MOST_FILES = {"a new activation": 3, "a new layer family": 3}
 
 
 def _table() -> dict[str, tuple[str, str]]:
@@ -212,8 +241,8 @@ def test_the_driver_costs_a_new_schedule_by_what_it_declares(monkeypatch):
 
 
 def test_every_reproduction_module_is_offered_once_and_documented():
-    """A module of ``study/reproduce`` that declares a ``REPRODUCTION`` is offered (``REPRODUCTIONS``) under a
-    name of its own, and docs/reproductions.md has a row for it."""
+    """A module of ``study/reproduce`` that declares a ``REPRODUCTION`` offers it (``REPRODUCTIONS``, which finds it
+    by importing every module of the package) under a name of its own, and docs/reproductions.md names it."""
     import importlib
 
     from archstudy.study.reproduce import REPRODUCTIONS

@@ -1,10 +1,15 @@
 """The change walks of docs/layout.md for a new layer family, a new dataset and a new activation: every table that
 dispatches on a declared value is complete for every value, because it is derived from the one declaration (the
-same object, or computed from it) or takes the value from a registration beside the code it names.
+same object, or computed from it) or takes the value from a registration beside the code it names; and every
+registry (``sampling.registry``: commands, figures, metric functions, dataset loaders, layer families,
+reproductions) holds the same entries in the same order whatever the order its modules are imported in.
 
 * layer family (``ArchSpec.weights``): the families, the GPU compile thresholds, the sampler's choices and
-  depth rule, the siblings and their levels, the initialization; and no module outside the family's own files
-  (``sampling/spec.py``, its module in ``study/nn/``, ``study/nn/families.py``) names a weights value to dispatch on;
+  depth rule, the siblings and their levels, the initialization; no module outside the family's own files
+  (``sampling/spec.py``, its module in ``study/nn/``, the registry ``study/nn/families.py``) names a weights value
+  to dispatch on; a family's options are spec fields of a later version, refused where the spec has no layer of it;
+  a space draws exactly the values it gives a probability (a sampled family or activation is one in
+  ``sampling/space.py``);
 * dataset: every declared dataset has exactly one loader, registered by its loader module, and a new declaration
   with a registered loader loads and reports its status with no other file touched;
 * activation: every declared activation has its ``Base``, and NWOT's codes come from its declared kinks.
@@ -13,6 +18,12 @@ same object, or computed from it) or takes the value from a registration beside 
 from __future__ import annotations
 
 import ast
+import importlib
+import json
+import os
+import pkgutil
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 from types import SimpleNamespace
@@ -22,8 +33,8 @@ import pytest
 import torch
 
 from archstudy.analysis import columns
-from archstudy.sampling import ArchSpec, Layer, Space, sample_specs, siblings, space
-from archstudy.sampling.spec import ACTIVATIONS, DENSE, PARAMS, WEIGHT_KINDS, WEIGHTS
+from archstudy.sampling import EXTENDED, PAPER, ArchSpec, Layer, Space, SpecError, sample_specs, siblings, space
+from archstudy.sampling.spec import ACTIVATIONS, DENSE, PARAMS, SPEC_VERSION, WEIGHT_KINDS, WEIGHTS
 from archstudy.study import build_network
 from archstudy.study.datasets import DATASETS, Dataset, load_dataset, loaders, status
 from archstudy.study.datasets.dataset import make_split
@@ -140,6 +151,65 @@ def test_a_new_layer_family_touches_only_the_spec_its_module_and_the_registry():
     assert not found
 
 
+# The fields of the spec's first schema: every field added later (a family's option) declares ``since=``, the latest
+# ``SPEC_VERSION``; a spec written before the field existed keeps its id (``Declared.canonical``).
+FIRST_SPEC_FIELDS = (
+    "depth",
+    "width",
+    "d_in",
+    "d_out",
+    "activation",
+    "dilation",
+    "shift",
+    "debias",
+    "norm",
+    "skip",
+    "skip_strength",
+    "skip_length",
+    "weights",
+    "param",
+    "bias_init",
+    "init_scale",
+    "branch_scale",
+    "preset",
+)
+
+
+def test_a_spec_field_added_later_declares_its_version_and_the_spec_version_is_the_latest():
+    declared = ArchSpec.declarations()
+    assert tuple(n for n, d in declared.items() if not d.added_later) == FIRST_SPEC_FIELDS
+    assert max(d.since for d in declared.values()) == SPEC_VERSION
+
+
+FAMILY_OPTIONS = [
+    (n, k) for n in ArchSpec.declarations() for k in families.FAMILIES if k != DENSE and n.startswith(f"{k}_")
+]
+
+
+@pytest.mark.parametrize("option, kind", FAMILY_OPTIONS)
+def test_a_family_s_option_away_from_its_default_needs_a_layer_of_the_family(option, kind):
+    """An option of a family (a spec field named after its kind) is refused, naming the field, on a spec without a
+    layer of it (``ArchSpec._validate``'s cross-rules), and accepted on one with."""
+    declared = ArchSpec.declarations()[option]
+    assert declared.added_later  # a field of a later schema: specs written before keep their ids
+    other = next(v for v in declared.constraint.values if v != declared.default)
+    plain = _net_of(DENSE)
+    with pytest.raises(SpecError, match=f"{option} = {other!r}: must stay {declared.default!r} unless"):
+        plain.replace(**{option: other})
+    having = next(_net_of(w, p) for w in WEIGHTS for p in PARAMS if kind in {x.kind for x in _net_of(w, p).layers()})
+    assert getattr(having.replace(**{option: other}), option) == other
+
+
+@pytest.mark.parametrize("field, declared", [("activation", "activations"), ("weights", "weights")])
+def test_a_space_draws_exactly_the_values_it_gives_a_probability(field, declared):
+    """A sampled activation or layer family is one with a probability in a space of ``sampling/space.py``; a
+    declared value that no space gives one (the linear activation) is never drawn."""
+    for space_ in (PAPER, EXTENDED):
+        given = {value for value, p in getattr(space_, declared) if p > 0}
+        assert {getattr(s, field) for s in sample_specs(200, 0, 40, 3, space_, 20_000)} == given, space_.name
+    assert "linear" in ACTIVATIONS and all("linear" not in dict(s.activations) for s in (PAPER, EXTENDED))
+
+
 # -- a new dataset -------------------------------------------------------------------------------------------------
 def test_every_declared_dataset_has_exactly_one_loader_and_nothing_copies_its_declaration():
     assert set(loaders.LOADERS) == set(declared.DATASET_NAMES) and len(loaders.LOADERS) == len(declared.DECLARED)
@@ -197,3 +267,52 @@ def test_every_activation_has_its_declaration_and_its_kinks_reach_nwot(monkeypat
     moved = activations.Base("abs", torch.abs, kinks=(0.5,), homogeneous=True)  # the declaration, moved
     monkeypatch.setitem(activations.BASES, "abs", moved)
     assert torch.equal(activation_codes(net, x), (u > 0.5).long())
+
+
+# -- every registry, whatever the import order -------------------------------------------------------------------
+REGISTRIES = {  # kind -> (module, name) of its registry
+    "commands": ("archstudy.study.cli.commands", "COMMANDS"),
+    "figures": ("archstudy.analysis.figures.base", "DECLARED"),
+    "comparison figures": ("archstudy.analysis.figures.base", "DECLARED_COMPARISONS"),
+    "metric functions": ("archstudy.study.metrics.registry", "MEASURES"),
+    "dataset loaders": ("archstudy.study.datasets.loaders", "LOADERS"),
+    "layer families": ("archstudy.study.nn.families", "FAMILIES"),
+    "reproductions": ("archstudy.study.reproduce.reproduction", "REPRODUCTIONS"),
+}
+# Imports the modules named on its command line in that order, then prints every registry's names in order.
+_READ_REGISTRIES = """
+import importlib, json, sys
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+registries = json.loads(sys.argv[1])
+print(json.dumps({k: list(getattr(importlib.import_module(m), a)) for k, (m, a) in registries.items()}))
+"""
+
+
+def _registering_modules() -> list[str]:
+    """Every module of the registries' packages (their private ones aside, which no registry imports)."""
+    packages = {importlib.import_module(m).__package__ for m, _ in REGISTRIES.values()}
+    return sorted(
+        f"{p}.{m.name}"
+        for p in packages
+        for m in pkgutil.iter_modules(importlib.import_module(p).__path__)
+        if not m.name.startswith("_")
+    )
+
+
+def test_every_registry_is_the_same_in_any_import_order():
+    """In a fresh process, every registering module imported first, in the reverse order (each package's leaf
+    modules before its registry, the last package first): the same names in the same order as here."""
+    modules = _registering_modules()[::-1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    found = subprocess.run(
+        [sys.executable, "-c", _READ_REGISTRIES, json.dumps(REGISTRIES), *modules],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert found.returncode == 0, found.stderr[-2000:]
+    here = {k: list(getattr(importlib.import_module(m), a)) for k, (m, a) in REGISTRIES.items()}
+    assert json.loads(found.stdout) == here
+    assert here["commands"][:3] == ["run", "resume", "status"] and here["reproductions"][0] == "nlc-table1"

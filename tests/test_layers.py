@@ -164,6 +164,28 @@ def test_studys_packages_import_one_way():
     assert {study_package(p) for p in packages} == set(STUDY_ORDER)  # every package is placed
 
 
+def _package(module: str) -> str:
+    return module if MODULES[module][1] else module.rpartition(".")[0]
+
+
+def test_no_two_sibling_packages_import_each_other():
+    """Wherever no order is declared (analysis' subpackages), two packages of one parent import one way at most."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for m, targets in GRAPH.items():
+        for t in targets & MODULES.keys():
+            a, b = _package(m), _package(t)
+            if a != b and a.rpartition(".")[0] == b.rpartition(".")[0]:
+                arrows.setdefault((a, b), []).append(f"{MODULES[m][0].relative_to(ROOT)} imports {t}")
+    both = sorted(line for (a, b), lines in arrows.items() if (b, a) in arrows for line in lines)
+    assert not both, "\n".join(both)
+
+
+def test_layout_states_the_order_within_study():
+    """docs/layout.md states ``STUDY_ORDER`` as it is declared here."""
+    stated = re.search(r"`\w+`(?: < `\w+`)+", (ROOT / "docs" / "layout.md").read_text())
+    assert stated and tuple(f"archstudy.study.{p}" for p in re.findall(r"`(\w+)`", stated[0])) == STUDY_ORDER
+
+
 def test_the_package_facades_are_not_imported_from_inside():
     """A module imports what it needs from the module that holds it, not from its own package's __init__ (which
     imports the modules back: a loop)."""

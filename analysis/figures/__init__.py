@@ -11,18 +11,17 @@ and when it is skipped. The topics:
     predict      the joint predictor of test error: held-out predictions, permutation importance, partial dependence
     compare      several studies side by side
 
-This module collects the declarations: ``FIGURES`` (one study's figures, each drawn from a ``FigureData``: the
-report gives each the study's ``analysis.study_analysis.StudyAnalysis``, which is one) and ``COMPARISON_FIGURES``
-(several studies', from a list of them), in the order the modules above
-declare them; ``analysis.report`` draws each in the section it names. Every figure returns a
-``matplotlib.figure.Figure`` drawn without pyplot (no display, no global state; rendering to PNG uses Agg).
-Adding a figure is its function and declaration in its topic's module; a new topic module is one more
-import below.
+This module holds the declarations, which register beside their functions (``base.DECLARED``, a
+``sampling.registry`` registry that imports every module of the package): ``FIGURES`` (one study's figures, each
+drawn from a ``FigureData``: the report gives each the study's ``analysis.study_analysis.StudyAnalysis``, which is one)
+and ``COMPARISON_FIGURES`` (several studies', from a list of them), each topic module's in the order it declares
+them; ``analysis.report`` draws each in the section it names. Every figure returns a ``matplotlib.figure.Figure``
+drawn without pyplot (no display, no global state; rendering to PNG uses Agg). Adding a figure is its function and
+declaration in its topic's module; a new topic module is found by being in the package.
 """
 
 from __future__ import annotations
 
-from . import compare, curves, design, paper, predict, predictors, siblings
 from .base import (
     DECLARED,
     DECLARED_COMPARISONS,
@@ -70,9 +69,8 @@ from .predictors import (
 )
 from .siblings import sibling_figure
 
-MODULES = (paper, predictors, siblings, design, curves, compare, predict)
-FIGURES: tuple[FigureSpec, ...] = tuple(DECLARED)
-COMPARISON_FIGURES: tuple[ComparisonSpec, ...] = tuple(DECLARED_COMPARISONS)
+FIGURES: tuple[FigureSpec, ...] = tuple(DECLARED.values())
+COMPARISON_FIGURES: tuple[ComparisonSpec, ...] = tuple(DECLARED_COMPARISONS.values())
 
 __all__ = [
     "BASELINE_GRID",
@@ -83,7 +81,6 @@ __all__ = [
     "FigureData",
     "FigureSpec",
     "METRIC_GRID",
-    "MODULES",
     "NothingToDraw",
     "PROXY_GRID",
     "abs_interval",

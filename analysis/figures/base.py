@@ -9,8 +9,9 @@ A figure is declared once, where it is drawn:
 
 key (the report's ``data-figure``), the report section it appears in (``analysis.report``'s sections), its
 caption, what of ``FigureData`` it draws from besides the architectures (``needs``) and when it is not drawn
-(``skip``: one line saying why, or None). ``analysis.figures`` collects the declarations of the topic modules
-(``FIGURES``, ``COMPARISON_FIGURES``); the report draws each in its section, in declaration order.
+(``skip``: one line saying why, or None). The declarations register in ``DECLARED`` and ``DECLARED_COMPARISONS``,
+which find the topic modules by importing every module of the package (``analysis.figures``: ``FIGURES``,
+``COMPARISON_FIGURES``); the report draws each in its section, in the order its topic module declares them.
 
 No figure draws an empty panel: a figure with nothing to draw raises ``NothingToDraw`` with the one line the
 page shows instead, and one that leaves some of its panels out says so with ``omitted`` (the page prints the
@@ -28,8 +29,9 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from archstudy.sampling.registry import Registry, as_defined
 from archstudy.study.experiment.datasets import better_than_random
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from ..columns import PREDICTOR_BY_COLUMN
 from ..edf import ErrorEDF
@@ -75,7 +77,7 @@ class FigureData:
     pruning_window: tuple[float, float] = PAPER_WINDOW  # the NLC window of the pruning analysis
     edf: ErrorEDF | None = None  # ``analysis.edf`` of the dataset
     good: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.good_ranges``
-    window_scores: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.windows.window_predictors``
+    window_scores: pd.DataFrame = field(default_factory=pd.DataFrame)  # ``analysis.range_predictors.range_predictors``
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)  # the ``curves`` rows of the architectures drawn
     # The joint predictor's held-out evaluation (``analysis.predict.Prediction``); anything else (None, the line
     # saying why there is none, the computation still running) draws no figure of it.
@@ -269,19 +271,22 @@ class ComparisonSpec:
 
 
 DATA_FIELDS = tuple(f.name for f in fields(FigureData) if f.name not in ("dataset", "arch", "label"))
-# Every declaration, in the order the topic modules declare them (``analysis.figures`` collects them).
-DECLARED: list[FigureSpec] = []
-DECLARED_COMPARISONS: list[ComparisonSpec] = []
+# Every declaration by key, found by importing every module of this package (``sampling.registry``): a topic module
+# declares its figures in the order the report draws those of a section.
+DECLARED: Registry[FigureSpec] = Registry("figure", __package__, order=as_defined)
+DECLARED_COMPARISONS: Registry[ComparisonSpec] = Registry("comparison figure", __package__, order=as_defined)
+
+
+def _module(draw: Callable[..., Figure]) -> str:
+    """The module that defines ``draw`` (a ``functools.partial``'s function's)."""
+    return str(getattr(draw, "func", draw).__module__)
 
 
 def declare_figure(spec: FigureSpec) -> FigureSpec:
     """Registers a figure (``figure`` does it for a drawing function of its own)."""
-    if spec.key in {s.key for s in DECLARED}:
-        raise ValueError(f"figure {spec.key!r} is declared twice")
     if not set(spec.needs) <= set(DATA_FIELDS):
         raise ValueError(f"figure {spec.key!r} needs {spec.needs}: not fields of FigureData {DATA_FIELDS}")
-    DECLARED.append(spec)
-    return spec
+    return DECLARED.register(spec.key, spec, module=_module(spec.draw))
 
 
 def figure(
@@ -306,9 +311,7 @@ def comparison_figure(key: str, section: str, caption: str) -> Callable[[DrawMan
     """Declares the decorated function (list of ``FigureData`` -> ``Figure``) as a comparison figure."""
 
     def register(draw: DrawMany) -> DrawMany:
-        if key in {s.key for s in DECLARED_COMPARISONS}:
-            raise ValueError(f"comparison figure {key!r} is declared twice")
-        DECLARED_COMPARISONS.append(ComparisonSpec(key, caption, draw, section))
+        DECLARED_COMPARISONS.register(key, ComparisonSpec(key, caption, draw, section), module=_module(draw))
         return draw
 
     return register

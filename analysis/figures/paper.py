@@ -9,7 +9,7 @@ not measured (the optional E.1 and E.3 metrics) is left out and named under the 
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -133,8 +133,38 @@ def fig3c_nlc_after_vs_test_error(d: FigureData) -> Figure:
     return _one(d, d.sample, "nlc_after", "test_error", "Figure 3C", logx=True)
 
 
-# Figure 3's panels: (letter, x, y, log x, log y, diagonal); E is the optional E.3 metric.
-FIG3 = (
+# A lettered panel of a paper figure: (letter, x, y, log x, log y, whether it draws the dashed diagonal y = x).
+Panel = tuple[str, str, str, bool, bool, bool]
+
+
+def _lettered_panels(
+    df: pd.DataFrame,
+    spec: tuple[Panel, ...],
+    nothing: str,
+    *,
+    ncols: Callable[[int], int] = lambda n: 3,
+    why: Callable[[str, str, str], str] = lambda letter, x, y: f"no finite {label(x)} and {label(y)}",
+) -> Figure:
+    """The panels of ``spec`` that have points, ``ncols(n)`` across for n of them: each a scatter titled by its
+    letter and its correlation (``correlation_title``), with its diagonal where asked; each other panel named
+    under the figure with ``why(letter, x, y)`` it is not drawn. ``nothing``: the message when no panel has
+    points."""
+    have = [p for p in spec if plottable(df, p[1], p[2], p[3], p[4])]
+    if not have:
+        raise NothingToDraw(nothing)
+    fig, axes = panels(len(have), ncols=ncols(len(have)))
+    for ax, (letter, x, y, lx, ly, diag) in zip(axes, have):
+        title = f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}"
+        scatter(ax, df, x, y, logx=lx, logy=ly, title=title)
+        if diag:
+            _diagonal(ax)
+    for letter, x, y, *_ in (p for p in spec if p not in have):
+        omitted(fig, f"Panel {letter} not drawn: {why(letter, x, y)}.")
+    return fig
+
+
+# Figure 3's panels (``Panel``); E is the optional E.3 metric.
+FIG3: tuple[Panel, ...] = (
     ("A", "bias", "test_error", True, False, False),
     ("B", "nlc", "nlc_after", True, True, True),
     ("C", "nlc_after", "test_error", True, False, False),
@@ -151,31 +181,17 @@ FIG3 = (
 )
 def fig3(d: FigureData) -> Figure:
     """Figure 3, panels A, B, C and E: each panel that has points (E: an optional metric)."""
-    df = d.sample
-    have = [p for p in FIG3 if plottable(df, p[1], p[2], p[3], p[4])]
-    if not have:
-        raise NothingToDraw("Figure 3: no architecture has a finite bias, NLC after training or test error.")
-    fig, axes = panels(len(have), ncols=2 if len(have) == 4 else 3)
-    for ax, (letter, x, y, lx, ly, diag) in zip(axes, have):
-        scatter(
-            ax,
-            df,
-            x,
-            y,
-            logx=lx,
-            logy=ly,
-            title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}",
-        )
-        if diag:
-            _diagonal(ax)
-    for letter, x, y, *_ in (p for p in FIG3 if p not in have):
-        why = (
+    return _lettered_panels(
+        d.sample,
+        FIG3,
+        "Figure 3: no architecture has a finite bias, NLC after training or test error.",
+        ncols=lambda n: 2 if n == 4 else 3,
+        why=lambda letter, x, y: (
             "the optional metric E.3 was not computed (metrics: {perturbation: true})"
             if letter == "E"
             else f"no finite {label(x)} and {label(y)}"
-        )
-        omitted(fig, f"Panel {letter} not drawn: {why}.")
-    return fig
+        ),
+    )
 
 
 def fig1_fig3e_regions(d: FigureData) -> Figure:
@@ -244,8 +260,8 @@ def fig8_lr_vs_nlc(d: FigureData) -> Figure:
     return _one(d, _trained(d), "nlc", "lr", "Figure 8", logx=True, logy=True)
 
 
-# Figure 9's panels: (letter, x, y, log x, log y, diagonal).
-FIG9 = (
+# Figure 9's panels (``Panel``).
+FIG9: tuple[Panel, ...] = (
     ("A", "bias", "bias_after", True, True, True),
     ("B", "bias_after", "test_error", True, False, False),
     ("C", "nlc", "bias", True, True, False),
@@ -261,27 +277,7 @@ FIG9 = (
 def fig9_bias(d: FigureData) -> Figure:
     """Figure 9: bias before vs after training (A), bias after training vs test error (B), NLC vs bias
     before training (C)."""
-    df = d.sample
-    have = [p for p in FIG9 if plottable(df, p[1], p[2], p[3], p[4])]
-    if not have:
-        raise NothingToDraw("Figure 9: no architecture has a finite output bias.")
-    fig, axes = panels(len(have))
-    for ax, (letter, x, y, lx, ly, diag) in zip(axes, have):
-        scatter(
-            ax,
-            df,
-            x,
-            y,
-            logx=lx,
-            logy=ly,
-            title=f"{letter}: {correlation_title(_plottable(df, x, y, lx, ly), x, y, lx, ly)}",
-        )
-        if diag:
-            _diagonal(ax)
-    for p in FIG9:
-        if p not in have:
-            omitted(fig, f"Panel {p[0]} not drawn: no finite {label(p[1])} and {label(p[2])}.")
-    return fig
+    return _lettered_panels(d.sample, FIG9, "Figure 9: no architecture has a finite output bias.")
 
 
 @figure(

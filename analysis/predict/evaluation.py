@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
-from archstudy.study.experiment.nlc_window import PAPER_WINDOW
+from archstudy.study.experiment.window_rule import PAPER_WINDOW
 
 from ..columns import PREDICTORS
 from ..results import Results
@@ -490,7 +490,7 @@ def predict_study(
     of training architectures (``learning_curve``). ``max_rows``: above this many architectures, a seeded random
     subsample of whole base architectures holding at most that many is evaluated (``capped_rows``; ``of`` counts
     them all). ``progress``: told after each held-out fold and each explanation, ``progress(label, done, total)``
-    (``analysis.report.ReportProgress``). ``n_boot`` is kept for callers; no bootstrap is drawn."""
+    (``study.experiment.terminal.StepLine``). ``n_boot`` is kept for callers; no bootstrap is drawn."""
     if isinstance(results, (str, os.PathLike)):
         from ..results import load_results
 

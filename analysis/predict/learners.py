@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 from scipy import stats as sps
 
-from archstudy.study.experiment.nlc_window import good_range
+from archstudy.study.experiment.good_range import good_range
 
 from ..columns import PREDICTOR_BY_COLUMN, PREDICTORS
 from ..results import Results, architectures_table
@@ -186,7 +186,7 @@ def _kendall(a: np.ndarray, b: np.ndarray) -> float:
 
 
 class WindowPredictor:
-    """The best single metric's window predictor (``analysis.windows``) as an estimator: ``fit`` takes each of
+    """The best single metric's window predictor (``analysis.range_predictors``) as an estimator: ``fit`` takes each of
     ``metrics`` (columns of a ``feature_table``, already on their scale), its good range on the training rows
     (``good_range``, ``WINDOW_BOOT`` draws), d = |x - centre|, keeps the metric whose d has the largest Kendall tau
     with the target, and fits target ~ a + b d by least squares; a row without the metric gets the training

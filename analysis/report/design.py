@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from archstudy.study.experiment.nlc_window import STABILITY_DRAWS
+from archstudy.study.experiment.good_range import STABILITY_DRAWS
 
 from ..columns import PREDICTOR_BY_COLUMN
 from ..edf import permutation_note

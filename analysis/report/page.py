@@ -300,7 +300,7 @@ def write_report(
     ``study_dirs``: a study directory (or object-storage prefix) or a list of them; ``out``: the HTML path (written
     whole, then renamed). ``n_boot`` / ``seed``: the bootstrap (at most ``N_BOOT_MAX`` resamples); ``window``: the
     NLC window of the pruning analysis (default None: each study's own NLC window where the study is large enough
-    for it, else the NLC paper's [1, 3]; ``good_ranges.nlc_window``); ``reproductions``: a directory of ``archstudy
+    for it, else the NLC paper's [1, 3]; ``good_ranges.nlc_good_range``); ``reproductions``: a directory of ``archstudy
     reproduce`` results to list with links (none unless given); ``figures``: a directory to also write every figure
     to as a file, ``<study>-<figure>.<figure_format>`` (png, svg or pdf; ``compare-<figure>`` for several studies
     side by side); ``predict_from``: a study directory (or a saved predictor, ``analysis.predict``) whose predictor

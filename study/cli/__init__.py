@@ -1,4 +1,7 @@
-"""``archstudy``: the command line. One module per subcommand, each with ``register(subparsers)``.
+"""``archstudy``: the command line. One module per subcommand, each declaring itself (``commands.subcommand``).
+
+Each command's module declares it above its ``register(subparsers)``: its place in ``--help``, what it is doing,
+the study locations it reads; ``COMMANDS`` finds them by importing every module of this package.
 
 A user's mistake (``sampling.UserError``: bad input, missing files, a non-study directory) is printed as
 one line on stderr with exit code 2, never as a traceback; so is an argument error (``OneLineParser``). ``main``
@@ -21,7 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
-import importlib
 import os
 import re
 import signal
@@ -33,27 +35,8 @@ from archstudy.sampling import UserError
 from archstudy.sampling.constraints import shorten
 
 from ..execution.lifetime import children_die_with_the_command
+from .commands import COMMANDS
 from .flags import GIVEN, StoreOnce
-
-COMMANDS = (
-    "run",
-    "resume",
-    "status",
-    "compact",
-    "top",
-    "lookup",
-    "note",
-    "export",
-    "report",
-    "serve",
-    "rank",
-    "sample",
-    "datasets",
-    "bench",
-    "calibrate",
-    "reproduce",
-    "cluster",
-)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -88,8 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         "them at initialization (NLC, bias, ...), train each at many learning rates in float64, report.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(sub)
+    for command in COMMANDS.values():  # in their declared order: that of --help
+        command.add_parser(sub)
+        if command.name not in sub.choices:
+            raise LookupError(
+                f"{command.add_parser.__module__} declares the command {command.name!r} but adds no parser of it"
+            )
     for command_parser in (parser, *sub.choices.values()):
         command_parser.add_argument(
             "--debug",
@@ -99,31 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
         )
     return parser
 
-
-# What each command is doing when the system refuses it: the "while ..." of ``system_error_line``.
-ACTIVITY = {
-    "run": "running the study",
-    "resume": "resuming the study",
-    "status": "reading the study",
-    "compact": "compacting the study",
-    "top": "reading the study",
-    "lookup": "looking up architectures",
-    "note": "adding a note to the study",
-    "export": "exporting the study",
-    "report": "reading the studies and writing the report",
-    "serve": "serving the live view",
-    "rank": "ranking architectures",
-    "sample": "sampling architectures",
-    "datasets": "looking for the datasets",
-    "bench": "benchmarking",
-    "calibrate": "calibrating the verdicts",
-    "reproduce": "reproducing",
-    "cluster": "checking the cluster file",
-}
-
-# The study locations a command reads, by argument name, opened (and object storage asked) before it starts.
-# run, resume and status open theirs through ``study.execution.store.Store``, which does the same.
-LOCATIONS = {"top": ("study",), "rank": ("study",), "report": ("study_dirs",), "serve": ("study",)}
 
 # pyarrow's own words for the operation (its errors carry no ``filename``; the path is quoted in the message).
 _ARROW_OPERATION = (
@@ -171,7 +133,7 @@ def system_error_line(error: BaseException, command: str) -> str:
     """One line for an error of the operating system, pyarrow or the object store: the path it names (the
     error's ``filename``, or the first quoted path of pyarrow's message), what was being done (pyarrow's
     operation where it says one, and the command's activity) and why (the system's words, and a user's)."""
-    activity = ACTIVITY.get(command, f"running {command}")
+    activity = COMMANDS[command].activity if command in COMMANDS else f"running {command}"
     if isinstance(error, MemoryError):
         return f"out of memory while {activity} ({type(error).__name__}: {error or 'no detail'})"
     text = " ".join(str(error).split())
@@ -198,12 +160,12 @@ def system_error_line(error: BaseException, command: str) -> str:
 
 
 def open_locations(args: argparse.Namespace) -> None:
-    """Open every study location the command reads (``LOCATIONS``) and ask object storage once whether it answers
-    (``study.execution.location``): a malformed URI (``s3:bucket/x``, ``s3://``) or an endpoint that does not
+    """Open every study location the command reads (its declared ``reads``) and ask object storage once whether it
+    answers (``study.execution.location``): a malformed URI (``s3:bucket/x``, ``s3://``) or an endpoint that does not
     answer is one ``UserError`` line before the command starts, as ``run``, ``resume`` and ``status`` do."""
     from ..execution.location import names_a_uri, open_location, reach
 
-    for name in LOCATIONS.get(args.command, ()):
+    for name in COMMANDS[args.command].reads:
         value = getattr(args, name, None)
         for location in value if isinstance(value, list) else [value]:
             if isinstance(location, str) and names_a_uri(location):

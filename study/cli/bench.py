@@ -1,10 +1,10 @@
-"""``archstudy bench``: the stacked trainer against sequential runs, bare GEMMs and its compiled step, and the
-operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
+"""``archstudy bench``: speed. The stacked trainer against sequential runs, bare GEMMs and its compiled step, and
+the operators of its step (``study.perf.bench``); several architectures per device (``--concurrent``,
 ``--gpus-per-arch``); a step's time operator by operator (``--kernels``, ``study.perf.kernels``); the projected
-hours of the paper's studies (``--project``, ``study.perf.projection``); a synthetic
-study of N architectures written through the store, and its readers timed on it (``--store N --out DIR``,
-``study.perf.synthetic_store``); the study driver's own time and memory per unit, on a study of N units that train
-nothing (``--driver N --out DIR``, ``study.perf.driver_overhead``)."""
+hours of the paper's studies (``--project``, ``study.perf.projection``); a synthetic study of N architectures
+written through the store, and its readers timed on it (``--store N --out DIR``, ``study.perf.synthetic_store``);
+the study driver's own time and memory per unit, on a study of N units that train nothing (``--driver N --out
+DIR``, ``study.perf.driver_overhead``). How often the analysis' verdicts fire is ``archstudy calibrate``'s."""
 
 from __future__ import annotations
 
@@ -12,13 +12,18 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
 
+from .commands import subcommand
+
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")  # torch.compile's
 
 
+@subcommand("bench", order=110, activity="benchmarking")
 def register(sub) -> None:
     from ..perf.cases import CASES, CPU_CASES, GPU_CASES  # torch-free: listing the commands loads no torch
 
@@ -64,6 +69,14 @@ def register(sub) -> None:
         default=None,
         help="runs per chunk of the stacked step (default: the trainer's choice, auto_chunk)",
     )
+    _modes(p)
+    _study_options(p)
+    p.set_defaults(func=command)
+
+
+def _modes(p) -> None:
+    """The options of the speed measurements other than the step's own: processes per device, operator profiles,
+    the projection of the paper's studies."""
     p.add_argument(
         "--concurrent",
         type=int,
@@ -99,6 +112,10 @@ def register(sub) -> None:
         default=1.0,
         help="with --project: aggregate gain of several architectures per device (from --concurrent)",
     )
+
+
+def _study_options(p) -> None:
+    """The options of the modes that write a study: ``--store N`` and ``--driver N``."""
     p.add_argument(
         "--store",
         type=int,
@@ -129,7 +146,6 @@ def register(sub) -> None:
         help="with --store: then time status, top and load_results on it (with and without runs, curves for "
         "100 architectures), before and after `archstudy compact`",
     )
-    p.set_defaults(func=command)
 
 
 def _timed(fn) -> tuple[float, float]:
@@ -281,6 +297,21 @@ def _devices(text: str) -> tuple[int, ...]:
     return counts
 
 
+@dataclass(frozen=True)
+class Speed:
+    """The checked options of a speed measurement (every mode but ``--store`` and ``--driver``)."""
+
+    cases: tuple[str, ...] | None
+    runs: int
+    repeats: int
+    steps: int | None
+    chunk: int | None
+    device: Any
+    compile_mode: str | None
+    devices: tuple[int, ...]
+    gain: float
+
+
 def command(args) -> int:
     """The bench command, an entry point: like a study worker (``study.execution.unit.execute_unit``) it keeps freed
     memory in the process (glibc malloc settings, ``study.training.allocator``) and sets torch's threads."""
@@ -290,7 +321,7 @@ def command(args) -> int:
         return driver_bench(args)
     import torch
 
-    from ..perf.bench import CASES, format_table, run_bench, throughput
+    from ..perf.bench import CASES
     from ..training.allocator import keep_freed_memory
     from ..training.device import available_device
 
@@ -314,86 +345,116 @@ def command(args) -> int:
         compile_mode = check("bench", "compile_mode", Choice(COMPILE_MODES), args.compile_mode)
     devices = _devices(args.devices)
     gain = check("bench", "gain", Real(0.0, lo_open=True), args.gain)
-
+    speed = Speed(cases, runs, repeats, steps, chunk, device, compile_mode, devices, gain)
     if concurrent is not None:
-        rows = [
-            throughput(name, concurrent, runs=runs, device=str(device), threads=args.threads, steps=steps)
-            for name in (cases or ("small",))
-        ]
-        _print(
-            rows,
-            args.json,
-            lambda r: (
-                f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
-                f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
-                f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
-                f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
-                f"({r['stack_epochs']:.0f} stack epochs each)"
-            ),
-        )
-        return 0
+        return concurrent_bench(args, speed, concurrent)
     if args.kernels:
-        from ..perf.bench import default_cases
-        from ..perf.kernels import format_profile, profile_step
-
-        profiles = {
-            name: profile_step(CASES[name].spec, runs=runs, device=device, steps=steps or 3)
-            for name in (cases or default_cases(device))
-        }
-        if args.json:
-            json.dump(profiles, sys.stdout, indent=1)
-            sys.stdout.write("\n")
-        else:
-            print("\n\n".join(format_profile(name, p) for name, p in profiles.items()))
-        return 0
+        return kernels_bench(args, speed)
     if args.project:
-        from ..perf.projection import compiled_graph_rows, format_projection, measure_step_times, project
+        return project_bench(args, speed)
+    return step_bench(args, speed)
 
-        rows = measure_step_times(
-            cases,
-            device=device,
-            repeats=repeats,
-            steps=steps or 2,
-            compiled=not args.no_compile and not args.quick,
-            say=_stderr,
-        )
-        result = project(rows, devices=devices, gain=gain)
-        alternative = compiled_graph_rows(rows)  # measured where the trainer graphs and the compile was asked for
-        what_if = None if alternative is None else project(alternative, devices=devices, gain=gain)
-        if args.json:
-            out = {"step_times": rows, "projection": result}
-            if what_if is not None:
-                out["projection_compiled_graph"] = what_if
-            json.dump(out, sys.stdout, indent=1, default=str)
-            sys.stdout.write("\n")
-        else:
-            print(format_projection(rows, result, f"{device} ({torch.get_num_threads()} threads)", what_if))
-        return 0
-    rows = run_bench(
-        cases,
-        runs=runs,
-        repeats=repeats,
-        device=device,
-        steps=steps,
+
+def concurrent_bench(args, o: Speed, processes: int) -> int:
+    """``bench --concurrent N`` (``--gpus-per-arch``): ``study.perf.bench.throughput`` of each case; lines or JSON."""
+    from ..perf.bench import throughput
+
+    rows = [
+        throughput(name, processes, runs=o.runs, device=str(o.device), threads=args.threads, steps=o.steps)
+        for name in (o.cases or ("small",))
+    ]
+    _print(
+        rows,
+        args.json,
+        lambda r: (
+            f"{r['case']}: {r['processes']} processes x {r['threads_each']} thread(s) on {r['device']}: "
+            f"{r['steps_per_s_shared']:.3g} steps/s together vs {r['steps_per_s_alone']:.3g} alone "
+            f"(gain {r['gain']:.2f}); {r['architectures_per_hour_shared']:.3g} vs "
+            f"{r['architectures_per_hour_alone']:.3g} architectures per hour "
+            f"({r['stack_epochs']:.0f} stack epochs each)"
+        ),
+    )
+    return 0
+
+
+def kernels_bench(args, o: Speed) -> int:
+    """``bench --kernels``: ``study.perf.kernels.profile_step`` of each case; its tables or JSON."""
+    from ..perf.bench import CASES, default_cases
+    from ..perf.kernels import format_profile, profile_step
+
+    profiles = {
+        name: profile_step(CASES[name].spec, runs=o.runs, device=o.device, steps=o.steps or 3)
+        for name in (o.cases or default_cases(o.device))
+    }
+    if args.json:
+        json.dump(profiles, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print("\n\n".join(format_profile(name, p) for name, p in profiles.items()))
+    return 0
+
+
+def project_bench(args, o: Speed) -> int:
+    """``bench --project``: the step times of ``study.perf.projection`` and the hours projected from them (and from
+    the compiled step's graph where it was measured); a table or JSON."""
+    import torch
+
+    from ..perf.projection import compiled_graph_rows, format_projection, measure_step_times, project
+
+    rows = measure_step_times(
+        o.cases,
+        device=o.device,
+        repeats=o.repeats,
+        steps=o.steps or 2,
         compiled=not args.no_compile and not args.quick,
-        compile_mode=compile_mode,
+        say=_stderr,
+    )
+    result = project(rows, devices=o.devices, gain=o.gain)
+    alternative = compiled_graph_rows(rows)  # measured where the trainer graphs and the compile was asked for
+    what_if = None if alternative is None else project(alternative, devices=o.devices, gain=o.gain)
+    if args.json:
+        out = {"step_times": rows, "projection": result}
+        if what_if is not None:
+            out["projection_compiled_graph"] = what_if
+        json.dump(out, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(format_projection(rows, result, f"{o.device} ({torch.get_num_threads()} threads)", what_if))
+    return 0
+
+
+def step_bench(args, o: Speed) -> int:
+    """``bench``: ``study.perf.bench.run_bench`` of each case; the table with its conditions and each case's rule,
+    or JSON."""
+    import torch
+
+    from ..perf.bench import format_table, run_bench
+
+    rows = run_bench(
+        o.cases,
+        runs=o.runs,
+        repeats=o.repeats,
+        device=o.device,
+        steps=o.steps,
+        compiled=not args.no_compile and not args.quick,
+        compile_mode=o.compile_mode,
         plain=not args.no_plain,
-        chunk=chunk,
+        chunk=o.chunk,
         say=_stderr,
     )
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         sys.stdout.write("\n")
-    else:
-        print(format_table(rows))
-        threads = torch.get_num_threads()
-        name = rows[0]["device_name"] if rows else str(device)
-        print(
-            f"({threads} thread{'s' if threads > 1 else ''}, device {name}; best of {repeats} interleaved "
-            f"repeats; per epoch = per step x samples // 250; of peak: {rows[0]['peak_source'] if rows else ''})"
-        )
-        for r in rows:
-            print(f"rule for {r['case']}: {r['rule']} ({r['rule_reason']})")
+        return 0
+    print(format_table(rows))
+    threads = torch.get_num_threads()
+    name = rows[0]["device_name"] if rows else str(o.device)
+    print(
+        f"({threads} thread{'s' if threads > 1 else ''}, device {name}; best of {o.repeats} interleaved "
+        f"repeats; per epoch = per step x samples // 250; of peak: {rows[0]['peak_source'] if rows else ''})"
+    )
+    for r in rows:
+        print(f"rule for {r['case']}: {r['rule']} ({r['rule_reason']})")
     return 0
 
 

@@ -10,8 +10,10 @@ import time
 from dataclasses import fields
 
 from .flags import shown
+from .commands import subcommand
 
 
+@subcommand("cluster", order=130, activity="checking the cluster file")
 def register(sub) -> None:
     from ..execution.cluster import DEFAULT_DASHBOARD_PORT, DEFAULT_PORT, Scale
 

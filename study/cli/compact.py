@@ -9,7 +9,10 @@ import sys
 
 from archstudy.sampling.constraints import Integer, check
 
+from .commands import subcommand
 
+
+@subcommand("compact", order=40, activity="compacting the study")
 def register(sub) -> None:
     from ..execution.compaction import PACK_UNITS
 

@@ -13,7 +13,10 @@ from pathlib import Path
 
 from archstudy.sampling import SpecError
 
+from .commands import subcommand
 
+
+@subcommand("datasets", order=100, activity="looking for the datasets")
 def register(sub) -> None:
     p = sub.add_parser(
         "datasets",

@@ -6,8 +6,10 @@ written; ``DEST`` is a new directory that holds the whole export or, when it fai
 from __future__ import annotations
 
 import sys
+from .commands import subcommand
 
 
+@subcommand("export", order=56, activity="exporting the study", reads=("study",))
 def register(sub) -> None:
     from archstudy.analysis.exports import INSTALL, TARGETS
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 
 from .flags import add_wide, fit, output_width
+from .commands import subcommand
 
 
+@subcommand("lookup", order=52, activity="looking up architectures", reads=("study",))
 def register(sub) -> None:
     from archstudy.analysis.lookup import LIMIT, MIN_PREFIX
     from archstudy.analysis.row_filter import FUNCTIONS

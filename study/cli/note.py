@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 
 from ..experiment.notes import MAX_TEXT, TAG_RULE
+from .commands import subcommand
 
 
+@subcommand("note", order=54, activity="adding a note to the study")
 def register(sub) -> None:
     p = sub.add_parser(
         "note",

@@ -42,12 +42,14 @@ from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
 from ..experiment.config import CONFIG_NAME, DEFAULT_PILOT, PROVENANCE_KEYS, RECORDED_KEYS, StudyConfig
 from .run import Status, add_execution_arguments, execution_of
+from .commands import subcommand
 
 DEFAULT_N, DEFAULT_TOP = 100, 10
 MEASURED, CHECK = "measured", "check"
 CHECK_SEED = 3  # the random K of --check: numpy's generator seeded with (fresh seed, this)
 
 
+@subcommand("rank", order=80, activity="ranking architectures", reads=("study",))
 def register(sub) -> None:
     p = sub.add_parser(
         "rank",

@@ -14,13 +14,15 @@ import sys
 import time
 
 from ..experiment.config import N_BOOT_MAX
+from .commands import subcommand
 
 
+@subcommand("report", order=60, activity="reading the studies and writing the report", reads=("study_dirs",))
 def register(sub) -> None:
     from archstudy.sampling.constraints import numbers_of
 
     from ..experiment.config import REPORT_NAME
-    from ..experiment.nlc_window import PAPER_WINDOW  # torch-free, like the analysis
+    from ..experiment.window_rule import PAPER_WINDOW  # torch-free, like the analysis
     from .flags import Words
 
     lo, hi = PAPER_WINDOW

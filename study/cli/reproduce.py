@@ -8,11 +8,14 @@ import os
 import sys
 import textwrap
 
-from archstudy.sampling import SpecError, UserError
+from archstudy.sampling import UserError
+
+from .commands import subcommand
 
 DEFAULT_OUT = "reproductions"
 
 
+@subcommand("reproduce", order=120, activity="reproducing")
 def register(sub) -> None:
     p = sub.add_parser(
         "reproduce",
@@ -81,6 +84,8 @@ def command(args) -> int:
         from ..reproduce import ALL, NOT_OFFERED, REPRODUCTIONS, format_table, reproduce, reproduce_all
         from ..reproduce.reproduction import LIST_WIDTH
 
+        REPRODUCTIONS.scan()  # imports their modules, each offering its own
+
     if args.list:
         for r in REPRODUCTIONS.values():
             print(r.line())
@@ -96,34 +101,21 @@ def command(args) -> int:
         return 0
     if args.name is None:
         raise UserError("reproduce: name a reproduction (" + ", ".join(REPRODUCTIONS) + f"), {ALL}, or --list")
+    options = {
+        "scale": args.scale,
+        "seed": args.seed,
+        "device": args.device,
+        "root": args.root,
+        "threads": args.threads,
+        "jobs": args.jobs,
+        "progress": sys.stderr,
+        "echo": sys.stdout,
+    }  # ``study.reproduce.reproduction.RunOptions``
     if args.name == ALL:
-        entries, json_path, html_path = reproduce_all(
-            args.out,
-            scale=args.scale,
-            seed=args.seed,
-            device=args.device,
-            root=args.root,
-            threads=args.threads,
-            jobs=args.jobs,
-            progress=sys.stderr,
-            echo=sys.stdout,
-        )
+        entries, json_path, html_path = reproduce_all(args.out, **options)
         print(f"wrote {json_path}, {html_path} and each reproduction's NAME.json and NAME.html")
         return 0 if all(e.result.passed == len(e.result.rows) for e in entries) else 1
-    if args.jobs is not None:
-        raise SpecError(
-            "reproduce", "jobs", args.jobs, f"only with `reproduce {ALL}` (one reproduction runs in one process)"
-        )
-    result, json_path, html_path = reproduce(
-        args.name,
-        args.out,
-        scale=args.scale,
-        seed=args.seed,
-        device=args.device,
-        root=args.root,
-        threads=args.threads,
-        progress=sys.stderr,
-    )
+    result, json_path, html_path = reproduce(args.name, args.out, **options)
     print(format_table(result, wide=args.wide))
     print(f"wrote {json_path} and {html_path}")
     return 0 if result.passed == len(result.rows) else 1

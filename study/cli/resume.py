@@ -10,8 +10,10 @@ from __future__ import annotations
 import sys
 
 from .run import Status, add_execution_arguments, execution_of, finish
+from .commands import subcommand
 
 
+@subcommand("resume", order=20, activity="resuming the study")
 def register(sub) -> None:
     p = sub.add_parser(
         "resume",

@@ -24,6 +24,7 @@ from ..experiment.config import (
     execution_declaration,
 )
 from .flags import add_flag, declared_flags, shown
+from .commands import subcommand
 
 # The README's end-to-end example: a few minutes on 2 CPU cores.
 EXAMPLE: dict[str, Any] = {
@@ -102,6 +103,7 @@ def execution_of(args) -> dict[str, Any]:
     return {name: getattr(args, name) for name in EXECUTION_FLAGS}
 
 
+@subcommand("run", order=10, activity="running the study")
 def register(sub) -> None:
     p = sub.add_parser(
         "run",

@@ -12,11 +12,13 @@ from archstudy.sampling.width import check_budget
 
 from ..experiment.config import StudyConfig
 from .flags import shown
+from .commands import subcommand
 
 
 D_IN, D_OUT = 40, 3  # waveform-noise's
 
 
+@subcommand("sample", order=90, activity="sampling architectures")
 def register(sub) -> None:
     p = sub.add_parser(
         "sample",

@@ -16,9 +16,12 @@ import errno
 import sys
 import time
 
+from .commands import subcommand
+
 DEFAULT_PORT = 8765
 
 
+@subcommand("serve", order=70, activity="serving the live view", reads=("study",))
 def register(sub) -> None:
     p = sub.add_parser(
         "serve",
@@ -60,7 +63,7 @@ def _check(args) -> None:
 
 def _open_study(study: str) -> None:
     """The study must be one: a directory or URI holding study.yaml (object storage was asked once, in bounded time,
-    before the command: ``LOCATIONS``)."""
+    before the command: the ``reads`` of its declaration)."""
     import pyarrow.fs as pafs
 
     from archstudy.sampling import SpecError

@@ -20,8 +20,10 @@ import sys
 import time
 
 from .flags import add_wide, fit, output_width
+from .commands import subcommand
 
 
+@subcommand("status", order=30, activity="reading the study")
 def register(sub) -> None:
     p = sub.add_parser(
         "status",

@@ -22,6 +22,7 @@ import math
 from archstudy.study.experiment.schema import ARCHITECTURES, columns
 
 from .flags import WIDTH, add_wide, fit, output_width
+from .commands import subcommand
 
 ERRORS = ("test_error", "val_error", "train_error")
 # The columns of the architectures' table a narrow terminal loses, in order (after the metrics beyond NLC, bias and
@@ -63,6 +64,7 @@ def _column_help() -> str:
     return "\n\n".join("\n".join(fit(line, WIDTH)) for line in lines)
 
 
+@subcommand("top", order=50, activity="reading the study", reads=("study",))
 def register(sub) -> None:
     import argparse
 

@@ -2,9 +2,9 @@
 
 Each dataset is declared once, torch-free, in ``study.experiment.datasets`` (what it is, its classes, sizes,
 options, the NLC paper's "better than random" error); ``DATASETS`` is those declarations by name. The module of
-this package that loads a dataset registers its loader against the declared name (``loaders``); every module of
-the package is imported here, so a new loader module registers by being in it, and the import fails unless every
-declared dataset has its loader.
+this package that loads a dataset registers its loader against the declared name (``loaders``); the registry
+imports every module of the package, so a new loader module registers by being in it, and importing the package
+fails unless every declared dataset has its loader.
 
 Built in, offline: ``waveform-noise`` (Breiman's generator), ``checkerboard`` (the Han papers' grid),
 ``digits`` (scikit-learn's bundled copy). From a user's files, with the paper's preprocessing (D.2):
@@ -21,9 +21,7 @@ Built in, offline: ``waveform-noise`` (Breiman's generator), ``checkerboard`` (t
 
 from __future__ import annotations
 
-import importlib
 import os
-import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +44,7 @@ __all__ = [
     "status",
 ]
 
-# Every module of the package: a loader module registers its datasets' loaders when imported (``loaders``).
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
-check_complete()
+check_complete()  # reads ``LOADERS``: every module of the package imported, each registering its loaders
 
 # Every dataset of ``study.experiment.datasets``, in its order: the one declaration of each.
 DATASETS: dict[str, DatasetDeclaration] = DECLARED

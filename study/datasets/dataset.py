@@ -178,6 +178,19 @@ def standardize(train: np.ndarray, *others: np.ndarray) -> tuple[list[np.ndarray
     return out, {"constant_features": int((sd == 0).sum())}
 
 
+def split_standardized(
+    x: np.ndarray, y: np.ndarray, seed: int, name: str
+) -> tuple[tuple[Split, Split, Split], dict[str, Any]]:
+    """A tabular set's points split at random in the waveform proportions (``fifths``, from the (seed, name,
+    "split") stream) and standardized with the training split's statistics (``standardize``; NLC paper D.2):
+    (train, val, test) and what ``meta`` records of it, ``preprocessing_stats`` and ``sizes``."""
+    sizes = fifths(len(y))
+    parts = split_indices(len(y), sizes, stream(seed, name, "split"))
+    xs, stats = standardize(*(x[i] for i in parts))
+    train, val, test = (make_split(a, y[i]) for a, i in zip(xs, parts))
+    return (train, val, test), {"preprocessing_stats": stats, "sizes": dict(zip(("train", "val", "test"), sizes))}
+
+
 def make_split(x: np.ndarray, y: np.ndarray) -> Split:
     return Split(
         torch.from_numpy(np.ascontiguousarray(x, dtype=np.float64)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dataset import Dataset, fifths, jsonable, make_split, split_indices, standardize, stream
+from .dataset import Dataset, jsonable, split_standardized
 from .loaders import register
 
 NAME = "digits"
@@ -25,10 +25,7 @@ def load(seed: int = 0) -> Dataset:
     bunch = load_digits()
     x = np.asarray(bunch.data, dtype=np.float64)
     y = np.asarray(bunch.target, dtype=np.int64)
-    sizes = fifths(len(y))
-    parts = split_indices(len(y), sizes, stream(seed, NAME, "split"))
-    xs, stats = standardize(*(x[i] for i in parts))
-    splits = [make_split(a, y[i]) for a, i in zip(xs, parts)]
+    (train, val, test), split = split_standardized(x, y, seed, NAME)
     meta = {
         "name": NAME,
         "seed": seed,
@@ -41,12 +38,10 @@ def load(seed: int = 0) -> Dataset:
             "per-feature standardization (x - mean) / sd with the training split's statistics; "
             "features constant on it only centred"
         ],
-        "preprocessing_stats": stats,
-        "sizes": dict(zip(("train", "val", "test"), sizes)),
+        **split,
         "d_in": D_IN,
         "n_classes": N_CLASSES,
     }
-    train, val, test = splits
     return Dataset(NAME, train, val, test, d_in=D_IN, n_classes=N_CLASSES, meta=jsonable(meta))
 
 

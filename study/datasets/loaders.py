@@ -3,9 +3,9 @@
 Each dataset is declared once, torch-free, in ``study.experiment.datasets`` (what it is, its classes, sizes,
 options, the NLC paper's "better than random" error). The module of this package that loads it registers its
 loader there, beside the function, with ``register(name, load, find)``: the declared layer never names the loader
-(it cannot import this torch layer), and nothing is looked up by a string. The package imports every one of its
-modules (``study.datasets``), so a new loader module registers by being there, and it checks that every declared
-dataset has exactly one loader (``check_complete``).
+(it cannot import this torch layer), and nothing is looked up by a string. ``LOADERS`` (``sampling.registry``)
+imports every module of the package when first read, so a new loader module registers by being there; the package
+checks that every declared dataset has its loader (``check_complete``), and a second loader is refused.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+from archstudy.sampling.registry import Registry
 
 from ..experiment.datasets import DECLARED
 from .dataset import Dataset
@@ -31,19 +33,17 @@ class Loader:
     find: Find | None = None
 
 
-LOADERS: dict[str, Loader] = {}
+LOADERS: Registry[Loader] = Registry("dataset loader", __package__)  # by dataset name
 
 
 def register(name: str, load: Callable[..., Dataset], find: Find | None = None) -> None:
-    """Registers ``load`` (and ``find``) as the loader of the declared dataset ``name``: a name nobody declared,
-    or a second loader for one, is refused at import."""
+    """Registers ``load`` (and ``find``) as the loader of the declared dataset ``name``: a name nobody declared
+    (LookupError), or a second loader for one (ValueError), is refused at import."""
     if name not in DECLARED:
         raise LookupError(
             f"{_module(load)} registers a loader for {name!r}, which study.experiment.datasets does not declare"
         )
-    if name in LOADERS:
-        raise LookupError(f"dataset {name!r} has two loaders: {_module(LOADERS[name].load)}'s and {_module(load)}'s")
-    LOADERS[name] = Loader(load, find)
+    LOADERS.register(name, Loader(load, find), module=_module(load))
 
 
 def _module(load: Callable[..., Dataset]) -> str:

@@ -25,17 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .dataset import (
-    DataFileMalformed,
-    DataFilesMissing,
-    Dataset,
-    fifths,
-    jsonable,
-    make_split,
-    split_indices,
-    standardize,
-    stream,
-)
+from .dataset import DataFileMalformed, DataFilesMissing, Dataset, jsonable, split_standardized, stream
 from .loaders import register
 from .sources import file_record
 
@@ -108,10 +98,7 @@ def load(seed: int = 0, root: Path | None = None) -> Dataset:
             raise DataFilesMissing(f"{NAME}: expected {FILE} (41 comma-separated columns) in {Path(root)}; not found")
         x, y = read_waveform_file(path, expected)
         source = {"kind": "files", "files": {"data": file_record(path)}}
-    sizes = fifths(len(y))
-    parts = split_indices(len(y), sizes, stream(seed, NAME, "split"))
-    xs, stats = standardize(*(x[i] for i in parts))
-    splits = [make_split(a, y[i]) for a, i in zip(xs, parts)]
+    (train, val, test), split = split_standardized(x, y, seed, NAME)
     meta = {
         "name": NAME,
         "seed": seed,
@@ -119,12 +106,10 @@ def load(seed: int = 0, root: Path | None = None) -> Dataset:
         "preprocessing": [
             "per-feature standardization (x - mean) / sd with the training split's statistics (NLC paper D.2)"
         ],
-        "preprocessing_stats": stats,
-        "sizes": dict(zip(("train", "val", "test"), sizes)),
+        **split,
         "d_in": N_WAVE + N_NOISE,
         "n_classes": N_CLASSES,
     }
-    train, val, test = splits
     return Dataset(NAME, train, val, test, d_in=N_WAVE + N_NOISE, n_classes=N_CLASSES, meta=jsonable(meta))
 
 

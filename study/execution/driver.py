@@ -53,7 +53,7 @@ from ..experiment.config import (
     science_differences,
 )
 from ..experiment import provenance
-from ..experiment.nlc_window import pilot_window
+from ..experiment.window_rule import pilot_window
 from .dispatch import Dispatch
 from .engine import Engine
 from . import memory

@@ -10,7 +10,7 @@ It counts as finished: a resume does not train it.
 ``auto``: the window is the NLC's good range (pycls's empirical bootstrap) of a pilot, the architectures of
 indices 0 .. ``nlc_pilot`` - 1 with their siblings, which are all trained first; the rest of the study is then
 pruned with it. The window is a deterministic function of the pilot's stored rows and the study seed (the rule
-``study.experiment.nlc_window.pilot_window``: the band where the pilot is large enough for a stable one, else
+``study.experiment.window_rule.pilot_window``: the band where the pilot is large enough for a stable one, else
 the NLC paper's [1, 3]), so a resume recomputes the same window; it is computed only once every pilot
 architecture is finished (a failed one is retried by the next resume first).
 """
@@ -54,7 +54,7 @@ def is_pilot(config: StudyConfig, index: int) -> bool:
 
 def pilot_points(store, names: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     """The NLC and test error of the pilot architectures ``names``, read from their stored ``architectures`` rows:
-    the points of the rule ``study.experiment.nlc_window.pilot_window``."""
+    the points of the rule ``study.experiment.window_rule.pilot_window``."""
     # current: a pilot finished under schema version 1 (text timestamps) concatenates with newer files
     tables = [current(pq.read_table(pa.BufferReader(store.read_bytes(ARCHITECTURES, f"{n}.parquet")))) for n in names]
     rows = pa.concat_tables(tables, promote_options="default").to_pandas()

@@ -64,6 +64,7 @@ from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - u
 
 from ..experiment import schema
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
+from ..experiment.layout import CHECKPOINTS, FAILED, FOLDERS, PROGRESS, UNIT_FILES  # noqa: F401 - PROGRESS: its API
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from ..experiment.notes import NOTES_NAME
 from ..experiment.provenance import PROVENANCE_KEY, entries
@@ -85,21 +86,12 @@ from ..experiment.schema import (
     timestamps_as_text,
 )
 
-FAILED, CHECKPOINTS, PROGRESS = "failed", "checkpoints", "progress"
 DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
-# Every entry of a study a driver (or a worker of it) writes or deletes: its folders and its files at the root.
-# Declared once: the writers use these names, and each is checked never to be a symbolic link (``Store.links``).
-FOLDERS = (ARCHITECTURES, RUNS, CURVES, FAILED, CHECKPOINTS, PROGRESS)
+# Every entry of a study a driver (or a worker of it) writes or deletes: its folders (``study.experiment.layout``)
+# and its files at the root. The writers use these names, and each is checked never to be a symbolic link
+# (``Store.links``).
 ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME, NOTES_NAME)
-# The files one unit may have, by folder and suffix (``blocked``).
-UNIT_FILES = (
-    (ARCHITECTURES, ".parquet"),
-    (RUNS, ".parquet"),
-    (CURVES, ".parquet"),
-    (FAILED, ".json"),
-    (CHECKPOINTS, ".pt"),
-)
 ENTRIES = FOLDERS + ROOT_FILES
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"

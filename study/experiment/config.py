@@ -73,7 +73,7 @@ from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
 from .datasets import DATASET_NAMES
 from .metric_options import MetricOptions
-from .nlc_window import WINDOW
+from .window_rule import WINDOW
 from .protocol import PROTOCOLS, Protocol
 
 WHERE = "study"

@@ -21,7 +21,8 @@ What is measured on which data:
 * the spec alone: AR, FLOPs, NLC_tau(1) and the linear approximation error of the activation variant.
 
 Each column comes from the function of its metric module that names it in its ``@measures``
-(``study.metrics.registry``; ``METRIC_FUNCTIONS`` collects them from the modules imported here): ``measure``
+(``study.metrics.registry``; ``METRIC_FUNCTIONS`` takes them from its registry, which imports every module of the
+package): ``measure``
 makes the NLC pass first (its ``c_out`` is the output scale the loss-based metrics divide by), then calls every
 function once, in the order of their first column in the schema.
 
@@ -54,17 +55,17 @@ from archstudy.sampling.constraints import SEED, check
 from ..experiment.metric_options import MetricOptions
 from ..experiment.schema import MEASURE_ROW
 from ..nn.network import Network
-from . import architecture, gradients, nlc, proxies, regions, variability
 from .gradients import finite_or_nan
 from .nlc import nlc_parts
 from .regions import error_perturbation
-from .registry import NLC_STREAM, PERTURBATION_STREAM, Measuring, generator_seed, metric_functions
+from .registry import MEASURES, NLC_STREAM, PERTURBATION_STREAM, Measuring, generator_seed, metric_functions
 
 # The columns of the results schema this returns (``study.experiment.schema.MEASURE_ROW``), plus the time taken.
 MEASURE_COLUMNS = MEASURE_ROW + ("measure_s",)
-# The functions of the row: the ``@measures`` functions of the metric modules (a new module joins here), in the
-# order of their first column in the schema, checked: each column of the row computed by exactly one of them.
-METRIC_FUNCTIONS = metric_functions(architecture, gradients, nlc, proxies, regions, variability)
+# The functions of the row: the ``@measures`` functions of the metric modules (every module of the package, imported
+# by ``MEASURES``), in the order of their first column in the schema, checked: each column of the row computed by
+# exactly one of them.
+METRIC_FUNCTIONS = metric_functions(MEASURES.values())
 
 
 def _tensor(a, dtype, device) -> torch.Tensor:

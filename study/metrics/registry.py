@@ -10,23 +10,25 @@ draws, which takes what every metric measures on (``Measuring``) and that stream
         return {"gvcs": gvcs_of(g), "grad_length": grad_length_of(g)}
 
 So a new metric at initialization is its computation (its metric module, with its ``@measures`` function) and
-its column declaration(s) in the schema; ``measure`` (``study.metrics.measurement``) imports the metric modules,
-collects their marked functions (``metric_functions``: each column of the row computed by exactly one, in the
-order of their first column in the schema), calls each once and checks that it returns exactly its columns.
+its column declaration(s) in the schema; ``@measures`` registers the function in ``MEASURES``
+(``sampling.registry``), which finds the metric modules by importing every module of this package, and ``measure``
+(``study.metrics.measurement``) takes them in the order of their first column in the schema, checked
+(``metric_functions``: each column of the row computed by exactly one), calls each once and checks that it returns
+exactly its columns.
 Streams keep the draws independent: switching one metric on or off never changes another's numbers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 import torch
 from torch import nn
 
 from archstudy.sampling import ArchSpec
+from archstudy.sampling.registry import Registry
 
 from ..experiment.metric_options import MetricOptions
 from ..experiment.schema import ARCHITECTURES, MEASURE_ROW, names
@@ -71,7 +73,6 @@ class Measuring:
 
 Compute = Callable[[Measuring, Any], dict[str, Any]]
 F = TypeVar("F", bound=Compute)
-_MARK = "metric_function"  # the attribute ``measures`` sets on the function it marks
 
 
 @dataclass(frozen=True)
@@ -95,38 +96,31 @@ class MetricFunction:
         return out
 
 
+# Every ``@measures`` function of the metric modules, by its qualified name (``MetricFunction.name``).
+MEASURES: Registry[MetricFunction] = Registry("metric function", __package__)
+
+
 def measures(*columns: str, stream: int | None) -> Callable[[F], F]:
-    """Marks ``function(m: Measuring, seed) -> {column: value}`` as the computation of ``columns`` (columns of
-    the row declared in ``study.experiment.schema``); ``stream``: the stream of its seeded draws (``seed`` is
-    that stream's), None for a function that draws nothing (it gets None). The function itself is unchanged."""
+    """Declares ``function(m: Measuring, seed) -> {column: value}`` as the computation of ``columns`` (columns of
+    the row declared in ``study.experiment.schema``), registered in ``MEASURES``; ``stream``: the stream of its
+    seeded draws (``seed`` is that stream's), None for a function that draws nothing (it gets None). The function
+    itself is unchanged."""
     if not columns:
         raise TypeError("@measures needs the columns the function computes")
 
-    def mark(function: F) -> F:
-        setattr(function, _MARK, MetricFunction(tuple(columns), function, stream))
+    def declare(function: F) -> F:
+        declared = MetricFunction(tuple(columns), function, stream)
+        MEASURES.register(declared.name, declared, module=function.__module__)
         return function
 
-    return mark
+    return declare
 
 
-def marked(*modules: ModuleType) -> tuple[MetricFunction, ...]:
-    """The ``@measures`` functions defined in ``modules``, each once."""
-    found = (
-        getattr(v, _MARK)
-        for module in modules
-        for v in vars(module).values()
-        if callable(v)
-        and isinstance(getattr(v, _MARK, None), MetricFunction)
-        and getattr(v, "__module__", None) == module.__name__
-    )
-    return tuple(dict.fromkeys(found))
-
-
-def metric_functions(*modules: ModuleType) -> tuple[MetricFunction, ...]:
-    """The row's functions: the ``@measures`` functions of the metric ``modules``, in the order of their first
-    column in the schema, checked against it: every column of the row (``MEASURE_ROW``) is computed by exactly
-    one function, no function computes another column, and no two take the same stream or a reserved one."""
-    functions = marked(*modules)
+def metric_functions(functions: Iterable[MetricFunction]) -> tuple[MetricFunction, ...]:
+    """The row's functions: ``functions`` (``MEASURES``' own) in the order of their first column in the schema,
+    checked against it: every column of the row (``MEASURE_ROW``) is computed by exactly one function, no function
+    computes another column, and no two take the same stream or a reserved one."""
+    functions = tuple(functions)
     by_column: dict[str, list[str]] = {c: [] for c in MEASURE_ROW}
     for u in functions:
         stray = [c for c in u.columns if c not in by_column]

@@ -6,20 +6,28 @@
 * ``householder``: ``s = H(u) x + b`` (Yu and Zhang, *Householder-Absolute Neural Layers*, Algorithm 1;
   ``study.nn.householder``).
 
-A new family is one ``Family`` subclass (its own module, with its GPU compile threshold where the default does not
-fit: ``Family.cuda_compile_min_layer_steps``), its entry here, and in ``archstudy.sampling.spec`` its kind
-(``WEIGHT_KINDS``: the sampler, the siblings and the analysis' levels take it from there) and parameter count
-(``Layer.num_params``).
+A new family is one ``Family`` subclass under ``@layer_family`` (its own module of this package, which ``FAMILIES``
+finds by importing every module of the package; with its GPU compile threshold where the default does not fit:
+``Family.cuda_compile_min_layer_steps``), and in ``archstudy.sampling.spec`` its kind (``WEIGHT_KINDS``: the sampler,
+the siblings and the analysis' levels take it from there) and parameter count (``Layer.num_params``).
 """
 
 from __future__ import annotations
 
-from .family import Family
-from .gmp import GmP
-from .householder import Householder
-from .layers import Dense
+from typing import TypeVar
 
-FAMILIES: dict[str, type[Family]] = {f.kind: f for f in (Dense, GmP, Householder)}
+from archstudy.sampling.registry import Registry
+
+from .family import Family
+
+FAMILIES: Registry[type[Family]] = Registry("layer family", __package__)  # by kind
+F = TypeVar("F", bound=type[Family])
+
+
+def layer_family(cls: F) -> F:
+    """Declares the decorated ``Family`` subclass as the family of its ``kind``. The class itself is unchanged."""
+    FAMILIES.register(cls.kind, cls, module=cls.__module__)
+    return cls
 
 
 def family(kind: str) -> type[Family]:

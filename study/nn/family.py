@@ -1,4 +1,4 @@
-"""What a layer family declares (the interface; the families are registered in ``study.nn.families``).
+"""What a layer family declares (the interface; each family registers itself in ``study.nn.families``).
 
 A family is the linear op of a layer, stacked over R runs (every parameter and buffer [R, ...]), declared once as
 a subclass of ``Family``:

@@ -39,6 +39,7 @@ from torch import nn
 
 from archstudy.sampling import ArchSpec, Layer
 
+from .families import layer_family
 from .family import Family
 from .initialization import ANGLES, init_rng, scales, sp_bias, sp_weight
 from .layers import DTYPE, centered, stacked_linear
@@ -108,6 +109,7 @@ def angles_from_direction(u: torch.Tensor) -> torch.Tensor:
     return torch.cat([head, last], dim=-1)
 
 
+@layer_family
 class GmP(Family):
     """The linear part ``s = u(theta)^T (x - E[x]) + lambda`` of a layer of GmP neurons; ``post`` applies r
     after the norm and the activation. Initial tensors: the module docstring."""

@@ -16,6 +16,7 @@ from torch import nn
 
 from archstudy.sampling import ArchSpec, Layer
 
+from .families import layer_family
 from .family import Family
 from .initialization import WEIGHT, init_rng, sp_bias
 from .layers import DTYPE
@@ -43,6 +44,7 @@ def initial_bias(spec: ArchSpec, layer: Layer, seed: int) -> np.ndarray:
     return sp_bias(spec, layer, seed)
 
 
+@layer_family
 class Householder(Family):
     """``x -> H(u) x + b`` on width-to-width layers; initially u ~ N(0, I) (from the layer's weight generator)
     and the bias ``initial_bias`` says (the spec's ``bias_init``, or zero)."""

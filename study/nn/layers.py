@@ -39,6 +39,7 @@ from torch import nn
 from archstudy.sampling import ArchSpec, Layer
 
 from .activations import Activation
+from .families import layer_family
 from .family import Family
 from .initialization import sp_bias, sp_weight
 
@@ -83,6 +84,7 @@ def centered(layer: Family, x: torch.Tensor) -> torch.Tensor:
     return x - mean.unsqueeze(-2)
 
 
+@layer_family
 class Dense(Family):
     """A fully-connected layer ``s = W x + b``, or ``s = W (x - E[x]) + b`` with ``imn`` (``centered``); its
     initial tensors are ``study.nn.initialization``'s standard-parameterization draws."""

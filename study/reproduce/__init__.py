@@ -1,64 +1,31 @@
 """``archstudy reproduce``: the papers' own experiments, run by the pipeline, their numbers beside the papers'.
 
 Every reproduction is one module of this package holding ``REPRODUCTION`` (``reproduction.Reproduction``: name,
-paper, table or figure, settings and cost per scale, a ``reproduce`` function) and one line in ``REPRODUCTIONS``
-below; the papers' experiments not offered are ``NOT_OFFERED`` (``catalogue``), each with its reason.
+paper, table or figure, settings and cost per scale, a ``reproduce`` function) and offering it beside it
+(``reproduction.offer``, with its place in the list); ``REPRODUCTIONS`` finds them by importing every module of the
+package. The papers' experiments not offered are ``NOT_OFFERED`` (``catalogue``), each with its reason.
 ``reproduce_all(out, scale=...)`` runs every one (``summary``: ``OUT/summary.json`` and ``OUT/index.html``).
-``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` runs one and writes ``out/NAME.json``
-(``result.Result``: the issue's fixed shape; each row agrees, differs or cannot tell, and names the claim it
-checks) and ``out/NAME.html`` (``page``: its figure beside the table). ``record`` keeps one run's summary in
-docs/reproductions.json and writes the README's and docs' reproduction tables from it.
+``reproduce(name, out, scale=..., seed=..., device=..., root=...)`` (the keywords: ``reproduction.RunOptions``)
+runs one and writes ``out/NAME.json`` (``result.Result``: one fixed shape for every reproduction; each row agrees,
+differs or cannot tell, and names the claim it checks) and ``out/NAME.html`` (``page``: its figure beside the
+table). ``record`` keeps one run's summary in docs/reproductions.json and writes the README's and docs'
+reproduction tables from it.
 
     >>> result, json_path, html_path = reproduce("nlc-table1", "reproductions", scale="quick")
 """
 
 from __future__ import annotations
 
-import sys
-from typing import Any, TextIO
+from typing import Any
 
+from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, check
 
-from . import (
-    gmp_banana,
-    han_checkerboard,
-    han_flipped,
-    nlc_figure1,
-    nlc_figure2,
-    nlc_table1,
-    nlc_table2,
-    relu_abs_trainability,
-    resnet_depth,
-    resnet_hessian,
-    resnet_norms,
-    resnet_spectrum,
-    variability_collapse,
-    yz_variability_depth,
-)
 from .catalogue import NOT_OFFERED, NotOffered
-from .reproduction import SCALES, Context, Measured, Reproduction, run_reproduction
+from .reproduction import REPRODUCTIONS, SCALES, WHERE, Context, Measured, Reproduction, RunOptions, run_reproduction
 from .result import Result, Row, format_table
 
-REPRODUCTIONS: dict[str, Reproduction] = {
-    r.name: r
-    for r in (
-        nlc_table1.REPRODUCTION,
-        nlc_table2.REPRODUCTION,
-        nlc_figure2.REPRODUCTION,
-        resnet_hessian.REPRODUCTION,
-        han_checkerboard.REPRODUCTION,
-        nlc_figure1.REPRODUCTION,
-        yz_variability_depth.REPRODUCTION,
-        variability_collapse.REPRODUCTION,
-        resnet_depth.REPRODUCTION,
-        relu_abs_trainability.REPRODUCTION,
-        resnet_spectrum.REPRODUCTION,
-        resnet_norms.REPRODUCTION,
-        gmp_banana.REPRODUCTION,
-        han_flipped.REPRODUCTION,
-    )
-}
-ALL = "all"  # ``archstudy reproduce all``: every reproduction above
+ALL = "all"  # ``archstudy reproduce all``: every reproduction offered
 
 __all__ = [
     "ALL",
@@ -71,6 +38,7 @@ __all__ = [
     "Reproduction",
     "Result",
     "Row",
+    "RunOptions",
     "format_table",
     "get",
     "reproduce",
@@ -83,48 +51,18 @@ def get(name: str) -> Reproduction:
     return REPRODUCTIONS[check("reproduce", "name", Choice(tuple(REPRODUCTIONS)), name)]
 
 
-def reproduce(
-    name: str,
-    out,
-    *,
-    scale: str = "quick",
-    seed: int = 0,
-    device: Any = "cpu",
-    root=None,
-    threads: int = 1,
-    progress: TextIO | None = sys.stderr,
-):
-    """Run reproduction ``name``; returns (``Result``, path of NAME.json, path of NAME.html)."""
-    return run_reproduction(
-        get(name), out, scale=scale, seed=seed, device=device, root=root, threads=threads, progress=progress
-    )
+def reproduce(name: str, out, **options: Any):
+    """Run reproduction ``name`` with the ``RunOptions`` given as keywords (``scale``, ``seed``, ``device``,
+    ``root``, ``threads``, ``progress``); returns (``Result``, path of NAME.json, path of NAME.html)."""
+    run = RunOptions(**options)
+    if run.jobs is not None:
+        raise SpecError(WHERE, "jobs", run.jobs, f"only with `reproduce {ALL}` (one reproduction runs in one process)")
+    return run_reproduction(get(name), out, run)
 
 
-def reproduce_all(
-    out,
-    *,
-    scale: str = "quick",
-    seed: int = 0,
-    device: Any = "cpu",
-    root=None,
-    threads: int = 1,
-    jobs: int | None = None,
-    progress: TextIO | None = sys.stderr,
-    echo: TextIO | None = sys.stdout,
-):
-    """Run every reproduction, ``jobs`` side by side (default: one per core on the CPU); returns (the summary's
-    entries, path of summary.json, path of index.html)."""
+def reproduce_all(out, **options: Any):
+    """Run every reproduction with the ``RunOptions`` given as keywords, ``jobs`` side by side (default: one per
+    core on the CPU); returns (the summary's entries, path of summary.json, path of index.html)."""
     from .summary import run_all
 
-    return run_all(
-        REPRODUCTIONS,
-        out,
-        scale=scale,
-        seed=seed,
-        device=device,
-        root=root,
-        threads=threads,
-        jobs=jobs,
-        progress=progress,
-        echo=echo,
-    )
+    return run_all(REPRODUCTIONS, out, RunOptions(**options))

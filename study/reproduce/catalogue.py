@@ -1,6 +1,6 @@
 """The five papers' experiments that ``archstudy reproduce`` does not offer, each with the reason, so that
 ``reproduce --list`` and the index page of ``reproduce all`` show the whole map of the papers (the offered ones are
-``REPRODUCTIONS`` in this package's ``__init__``).
+``reproduction.REPRODUCTIONS``).
 
 Read from each paper's figures and tables: the NLC paper (Philipp and Carbonell), the variability paper
 (*Variability of Neural Networks and Han-Layer*), Yu and Zhang (*Householder-Absolute Neural Layers*), Chen and Ge

@@ -50,7 +50,7 @@ not given); Adam with its default betas, full batch, the
 logistic loss (binary cross-entropy on one output logit); initialization: the SP weights He-normal (sd 1 for two
 inputs), biases 0, the output layer N(0, 1/10); WN and BN start from the same draw as the same function (g = |w|;
 gamma = 1, beta = 0 up to BN's standardization). The text says 100 units and the caption 10: the caption's 10 is
-used, as the brief of the reproduction says and as the figure's ten colours show.
+used, as the figure's ten colours show.
 
 GmP's initialization is section 4.3's, in its words: "This allows us to initialize the angular parameter theta
 uniformly at random. The parameter lambda is initialized to zero due to its connection lambda = b/|w|_2 to SP and
@@ -61,8 +61,7 @@ here: r = 1; theta the angle of the same SP draw w (its direction is uniform on 
 a uniform theta, and every parameterization starts with the same boundaries); lambda = 0. So at initialization
 every unit i computes ReLU(u(theta_i)^T x), which is SP's unit ReLU(w_i^T x) divided by |w_i|: the same
 boundaries B, locations phi (all at the origin) and directions u as SP, WN and BN, but not the same function (the
-net's output is sum_i a_i ReLU(u_i^T x), not sum_i a_i |w_i| ReLU(u_i^T x)). Before issue 32, r started at
-|w_i|, which made GmP's function at initialization SP's; the paper's r = 1 is used now.
+net's output is sum_i a_i ReLU(u_i^T x), not sum_i a_i |w_i| ReLU(u_i^T x)).
 
 Figure 2(c) (section 3.5), which the paper states as a measured claim: "under GmP the maximum change max_i
 |Delta phi_i,t| = max_i |phi_i,t+1 - phi_i,t| at each train step t is always smaller than 1 throughout training,
@@ -78,10 +77,11 @@ also weight-normalizes it; in 1-D, WN's hidden units then move exactly as SP's: 
 g follows SP's |w|). Rows ``log2_max_location_step:P:levy``: log2 of the largest step over all initializations
 and steps; GmP's below 0 ("always smaller than 1"), the others' at least 16 ("can be up to 2^16").
 
-Training is an explicit float64 loop with Adam written out (``adam_step``), all initializations and both rates
-of one parameterization stacked in one batch of models: the claim needs every unit's boundary at every step,
-which the pipeline's stacked trainer does not expose, and WN and BN-before-ReLU-with-train-statistics are not
-families of the space.
+Training is an explicit float64 loop, all initializations and both rates of one parameterization stacked in one
+batch of models, each step the trainer's stacked Adam (``study.training.optim.Adam``: a rate and a step count per
+model; ``adam_step``). The loop is not the trainer's: the claims need every unit's boundary at every step, which
+the stacked trainer does not expose, and WN and BN-before-ReLU-with-train-statistics are not families of the
+space.
 
 Scales: ``tiny`` 60 steps, 1 initialization (seconds, for the tests); ``quick`` 3,000 steps, 5 initializations;
 ``paper`` 10,000 steps, 10 initializations (the paper's step count is not given).
@@ -96,7 +96,8 @@ import numpy as np
 import torch
 
 from ..nn.gmp import direction_from_angles
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from ..training.optim import Adam
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 
 PAPER = "Chen and Ge, *Neural Characteristic Activation Value Analysis*"
@@ -104,6 +105,7 @@ PARAMETERIZATIONS = ("SP", "WN", "BN", "GmP")
 UNITS = 10  # figure 3's caption: "a single-hidden-layer neural network with 10 ReLU units"
 BETAS = (0.9, 0.999)  # Adam's defaults (Kingma and Ba, algorithm 1)
 ADAM_EPS = 1e-8
+ADAM = Adam(*BETAS, ADAM_EPS)  # the trainer's stacked Adam (study.training.optim): a rate and a step count per model
 BN_EPS = 1e-5
 NOISE = 0.2  # sd of the two-moons noise (a choice)
 TRAIN = 60  # training points: few enough that the fits differ from run to run (module docstring)
@@ -200,15 +202,13 @@ def logits(kind: str, p: dict[str, torch.Tensor], x: torch.Tensor, x_train: torc
     return torch.einsum("mnu,mu->mn", hidden, p["a"]) + p["c"]
 
 
-def adam_step(p, grads, state, lr: torch.Tensor, t: int) -> None:
-    """Algorithm 1 of Kingma and Ba (*Adam*), elementwise, ``lr`` [M] one rate per model."""
-    b1, b2 = BETAS
-    for name, g in grads.items():
-        m, v = state.setdefault(name, (torch.zeros_like(g), torch.zeros_like(g)))
-        m.mul_(b1).add_(g, alpha=1 - b1)
-        v.mul_(b2).addcmul_(g, g, value=1 - b2)
-        step = (m / (1 - b1**t)) / (torch.sqrt(v / (1 - b2**t)) + ADAM_EPS)
-        p[name].sub_(lr.view(-1, *[1] * (g.dim() - 1)) * step)
+def adam_step(p: dict[str, torch.Tensor], grads: dict[str, torch.Tensor], state: dict, lr: torch.Tensor) -> None:
+    """One step of the project's stacked Adam (``ADAM``, Kingma and Ba's Algorithm 1) of every model, ``lr`` [M]
+    one rate per model; ``state`` holds its moments and per-model step counts, made zero at the first step."""
+    names = list(grads)
+    if not state:
+        state.update(ADAM.init({n: p[n] for n in names}))
+    ADAM.update([p[n] for n in names], [grads[n] for n in names], ADAM.view(state, names), lr)
 
 
 def boundaries(kind, p, x_train):
@@ -242,7 +242,7 @@ def train(kind: str, s: Settings, seeds: list[int], data, trail_every: int) -> d
         loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y_train.expand_as(z), reduction="none")
         grads = dict(zip(p, torch.autograd.grad(loss.mean(1).sum(), list(p.values()))))
         with torch.no_grad():
-            adam_step(p, grads, state, lr, t)
+            adam_step(p, grads, state, lr)
             u_next, phi_next = boundaries(kind, p, x_train)
             cos = (u * u_next).sum(-1).clamp(-1.0, 1.0)
             angle[t - 1] = torch.rad2deg(torch.arccos(cos)).amax(-1)  # eq. 12, the largest over units
@@ -348,7 +348,7 @@ def train_levy(kind: str, steps: int, lr: float, seeds: list[int], data) -> dict
         loss = (predict(x_train) - y_train).abs().mean(1).sum()
         grads = dict(zip(p, torch.autograd.grad(loss, list(p.values()))))
         with torch.no_grad():
-            adam_step(p, grads, state, rate, t)
+            adam_step(p, grads, state, rate)
             nxt = location()
             steps_taken[t - 1] = (nxt - phi).abs().amax(-1)
             phi = nxt
@@ -684,3 +684,4 @@ REPRODUCTION = Reproduction(
     cost={"tiny": "4 s", "quick": "29 s measured", "paper": "4 min (estimated from quick)"},
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=130)

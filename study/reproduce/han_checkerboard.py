@@ -54,7 +54,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row, mean_spread
 
 PAPER = (
@@ -556,3 +556,4 @@ REPRODUCTION = Reproduction(
     },
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=50)

@@ -68,7 +68,7 @@ from .han_checkerboard import (
     outcome_results,
     train_net,
 )
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row, mean_spread
 
 PAPER = (
@@ -377,3 +377,4 @@ REPRODUCTION = Reproduction(
     },
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=140)

@@ -59,7 +59,7 @@ from ..datasets import load_dataset
 from ..metrics import nlc
 from ..nn.activations import linear_approx_error, nlc_tau
 from ..nn.network import build_network
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row, median_spread
 
 PAPER = "Philipp and Carbonell, *The Nonlinearity Coefficient*"
@@ -309,3 +309,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="cifar10",
 )
+offer(REPRODUCTION, order=10)

@@ -26,7 +26,7 @@ from archstudy.sampling import ArchSpec
 
 from ..metrics import nlc
 from ..nn.network import build_network
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row, median_spread
 from .nlc_table1 import PAPER, PAPER_INITS, training_inputs
 
@@ -128,3 +128,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="cifar10",
 )
+offer(REPRODUCTION, order=20)

@@ -66,7 +66,7 @@ import numpy as np
 from archstudy.sampling import ArchSpec
 from archstudy.sampling.width import solve_width
 
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 
 PAPER = (
@@ -432,3 +432,4 @@ REPRODUCTION = Reproduction(
     },
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=100)

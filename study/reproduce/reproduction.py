@@ -1,6 +1,7 @@
 """A reproduction: one experiment of a paper, run by the pipeline, its numbers beside the paper's.
 
-Each reproduction is one module of this package defining ``REPRODUCTION = Reproduction(...)``: its name,
+Each reproduction is one module of this package defining ``REPRODUCTION = Reproduction(...)`` and offering it
+(``offer(REPRODUCTION, order=...)``, its place in ``reproduce --list`` and ``reproduce all``): its name,
 the paper and the table or figure, its settings at each scale (``tiny``: seconds, for the test suite;
 ``quick``: minutes on 2 cores; ``paper``: the paper's own settings), what each scale costs here, and a
 ``reproduce(context) -> Measured`` function. ``run_reproduction`` does the rest for all of them: checks the
@@ -20,6 +21,7 @@ from typing import Any, Callable, Mapping, TextIO
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, check
+from archstudy.sampling.registry import Registry
 
 from .result import Result, Row
 
@@ -28,6 +30,31 @@ WHERE = "reproduce"
 
 
 LIST_WIDTH = 100  # ``archstudy reproduce --list`` fits this many columns
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How reproductions run, declared once for ``reproduce``, ``reproduce_all``, ``run_reproduction`` and
+    ``summary.run_all`` (never what they compute, which the reproduction and its scale's settings fix).
+
+    ``scale``: one of ``SCALES``. ``seed``: the seed of every draw. ``device``: the torch device. ``root``: the
+    directory of the paper's data files (``Reproduction.reads_root``), or None. ``threads``: torch's CPU threads
+    during each run (1: the nets here are small, and one thread is faster and steadier than two: nlc-table2 at
+    the tiny scale took 10 s with one and 41 s with two, best of 3 interleaved repeats on a busy 2-core machine,
+    as thread wake-ups dominate small operations; a study, nlc-figure2, gives each architecture its own
+    one-thread worker whatever this says). ``jobs``: reproductions side by side in ``reproduce all`` (None:
+    ``summary.default_jobs``; one reproduction runs in one process). ``progress``: where the progress lines go
+    (``study.execution.progress.Ticker``), or None. ``echo``: where ``reproduce all`` says its estimate and each
+    table, or None."""
+
+    scale: str = "quick"
+    seed: int = 0
+    device: Any = "cpu"
+    root: Any = None
+    threads: int = 1
+    jobs: int | None = None
+    progress: TextIO | None = sys.stderr
+    echo: TextIO | None = sys.stdout
 
 
 def listing(head: str, parts: list[str], width: int = LIST_WIDTH) -> str:
@@ -103,6 +130,18 @@ class Reproduction:
         )
 
 
+# Every reproduction offered (``archstudy reproduce NAME``), in the order of ``reproduce --list`` and ``reproduce all``.
+REPRODUCTIONS: Registry[Reproduction] = Registry("reproduction", __package__)
+
+
+def offer(reproduction: Reproduction, *, order: int) -> Reproduction:
+    """Offers ``reproduction`` (``REPRODUCTIONS``) at the place ``order`` of ``reproduce --list`` and ``reproduce
+    all`` (gaps of 10, so a new one can go between two); its module calls it beside its ``REPRODUCTION``."""
+    return REPRODUCTIONS.register(
+        reproduction.name, reproduction, module=reproduction.reproduce.__module__, order=order
+    )
+
+
 UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0}
 _COST = re.compile(r"^\s*~?(\d+(?:\.\d+)?)\s*(s|min|h)\b")
 
@@ -158,35 +197,23 @@ def torch_threads(n: int):
 
 
 def run_reproduction(
-    reproduction: Reproduction,
-    out,
-    *,
-    scale: str = "quick",
-    seed: int = 0,
-    device: Any = "cpu",
-    root=None,
-    threads: int = 1,
-    progress: TextIO | None = sys.stderr,
-    tty: bool | None = None,
+    reproduction: Reproduction, out, options: RunOptions, *, tty: bool | None = None
 ) -> tuple[Result, Path, Path]:
-    """Run ``reproduction`` at ``scale`` and write ``out/NAME.json`` and ``out/NAME.html``; returns the
-    result and both paths. Bad arguments and missing data files raise ``UserError`` before any work.
+    """Run ``reproduction`` as ``options`` say (``RunOptions``; ``jobs`` and ``echo`` are ``reproduce all``'s) and
+    write ``out/NAME.json`` and ``out/NAME.html``; returns the result and both paths. Bad arguments and missing
+    data files raise ``UserError`` before any work.
 
-    ``threads``: torch's CPU threads during the run (default 1: the nets here are small, and one thread is
-    faster and steadier than two: nlc-table2 at the tiny scale took 10 s with one and 41 s with two, best of 3
-    interleaved repeats on a busy 2-core machine, as thread wake-ups dominate small operations). A study
-    (nlc-figure2) gives each architecture its own one-thread worker whatever this says.
-
-    ``progress``: where its progress goes, a line (``study.execution.progress.Ticker``: the reproduction, the
-    counts of its loops, the elapsed time and an ETA, from the counts or else from the catalogue's cost at this
-    scale) redrawn on a terminal, plain lines in a log; ``tty`` False: plain lines whatever it is (several
-    reproductions side by side on one terminal)."""
+    The progress line (``study.execution.progress.Ticker``: the reproduction, the counts of its loops, the elapsed
+    time and an ETA, from the counts or else from the catalogue's cost at this scale) is redrawn on a terminal,
+    plain lines in a log; ``tty`` False: plain lines whatever it is (several reproductions side by side on one
+    terminal)."""
     from .page import write_page
 
     name = reproduction.name
-    scale = check(WHERE, "scale", Choice(SCALES), scale)
-    seed = check(WHERE, "seed", Integer(0), seed)
-    threads = check(WHERE, "threads", Integer(1), threads)
+    scale = check(WHERE, "scale", Choice(SCALES), options.scale)
+    seed = check(WHERE, "seed", Integer(0), options.seed)
+    threads = check(WHERE, "threads", Integer(1), options.threads)
+    root = options.root
     if root is not None:
         if reproduction.reads_root is None:
             raise SpecError(WHERE, "root", str(root), f"must not be given: {name} reads no data files")
@@ -194,7 +221,7 @@ def run_reproduction(
 
         root = Path(root).expanduser()
         IMAGE_SETS[reproduction.reads_root].locate(root)  # the files are there, or one line naming them
-    device = check_device(device)
+    device = check_device(options.device)
     out = check_out(out)
     settings = reproduction.scales[scale]
     from ..execution.progress import Ticker
@@ -203,6 +230,7 @@ def run_reproduction(
     tty = False if reproduction.whole_machine else tty
     t0 = time.perf_counter()
     label, expected = f"reproduce {name} ({scale})", cost_seconds(reproduction.cost[scale])
+    progress = options.progress
     with Ticker(progress, label, expected, tty=tty, heartbeat=not reproduction.whole_machine) as line:
         context = Context(scale, settings, seed, device, root, out, progress, line)
         with torch_threads(threads):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .resnet_hessian import KINDS, PAPER, Moments, full_batch, initial_point
 from .result import Row
 
@@ -302,3 +302,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="mnist",
 )
+offer(REPRODUCTION, order=90)

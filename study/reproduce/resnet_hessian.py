@@ -54,7 +54,7 @@ import numpy as np
 import torch
 
 from ..nn.network import orthogonal_submatrix
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 
 PAPER = "Li, Jiao, Han and Weissman, *Demystifying ResNet*"
@@ -405,3 +405,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="mnist",
 )
+offer(REPRODUCTION, order=40)

@@ -61,7 +61,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .resnet_depth import RATES, best, optimal_loss, train
 from .resnet_hessian import KINDS, PAPER, PERCENTILE, Moments, hessian, initial_point, load_data, loss, spectrum
 from .result import Row
@@ -431,3 +431,4 @@ REPRODUCTION = Reproduction(
     reproduce=reproduce,
     reads_root="mnist",
 )
+offer(REPRODUCTION, order=110)

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, TextIO, cast
@@ -40,7 +40,16 @@ from archstudy.sampling.constraints import Choice, Integer, check
 from ..execution.lifetime import die_with_parent
 
 from .catalogue import NOT_OFFERED
-from .reproduction import SCALES, WHERE, Reproduction, check_device, check_out, cost_seconds, run_reproduction
+from .reproduction import (
+    SCALES,
+    WHERE,
+    Reproduction,
+    RunOptions,
+    check_device,
+    check_out,
+    cost_seconds,
+    run_reproduction,
+)
 from .result import AGREES, CANNOT_TELL, DIFFERS, Result, Row, write_text
 
 
@@ -163,36 +172,26 @@ def roots_for(reproductions: Mapping[str, Reproduction], root) -> dict[str, Path
     return found
 
 
-def run_all(
-    reproductions: Mapping[str, Reproduction],
-    out,
-    *,
-    scale: str = "quick",
-    seed: int = 0,
-    device: Any = "cpu",
-    root=None,
-    threads: int = 1,
-    jobs: int | None = None,
-    progress: TextIO | None = sys.stderr,
-    echo: TextIO | None = sys.stdout,
-) -> tuple[list[Entry], Path, Path]:
-    """Run every reproduction at ``scale`` into ``out`` (each writes NAME.json and NAME.html), ``jobs`` at a
-    time (default ``default_jobs(device, threads)``), then write ``summary.json`` and ``index.html``; returns
-    the entries (in catalogue order) and both paths. ``echo`` gets the up-front estimate, each reproduction's
-    table as it finishes and the summary table; ``progress`` each reproduction's progress lines (from a
-    side-by-side process: as they come where ``progress`` has a file descriptor, else when that reproduction
-    ends)."""
+def run_all(reproductions: Mapping[str, Reproduction], out, options: RunOptions) -> tuple[list[Entry], Path, Path]:
+    """Run every reproduction as ``options`` say (``RunOptions``) into ``out`` (each writes NAME.json and
+    NAME.html), ``jobs`` at a time (default ``default_jobs(device, threads)``), then write ``summary.json`` and
+    ``index.html``; returns the entries (in catalogue order) and both paths. ``echo`` gets the up-front estimate,
+    each reproduction's table as it finishes and the summary table; ``progress`` each reproduction's progress
+    lines (from a side-by-side process: as they come where ``progress`` has a file descriptor, else when that
+    reproduction ends)."""
     from .result import format_table
 
-    scale = check(WHERE, "scale", Choice(SCALES), scale)  # every argument checked before any work
-    check(WHERE, "seed", Integer(0), seed)
-    check(WHERE, "threads", Integer(1), threads)
-    device = check_device(device)
-    jobs = default_jobs(device, threads) if jobs is None else check(WHERE, "jobs", Integer(1), jobs)
-    roots = roots_for(reproductions, root)
+    scale = check(WHERE, "scale", Choice(SCALES), options.scale)  # every argument checked before any work
+    check(WHERE, "seed", Integer(0), options.seed)
+    threads = check(WHERE, "threads", Integer(1), options.threads)
+    device = check_device(options.device)
+    jobs = default_jobs(device, threads) if options.jobs is None else check(WHERE, "jobs", Integer(1), options.jobs)
+    options = replace(options, scale=scale, device=device, jobs=jobs)
+    roots = roots_for(reproductions, options.root)
     out = check_out(out)
     total, unknown = estimated_seconds(reproductions, scale)
     estimate = planned_seconds(reproductions, scale, jobs)
+    echo = options.echo
     say = (lambda text: print(text, file=echo, flush=True)) if echo is not None else (lambda text: None)
     alone, side_by_side = order(reproductions, scale, jobs)
     at_once = min(jobs, len(side_by_side))
@@ -217,37 +216,17 @@ def run_all(
 
     for name in alone:
         say(f"{name} ({reproductions[name].cost[scale]})" + (": alone, it keeps every core busy" if jobs > 1 else ""))
-        result, _, _ = run_reproduction(
-            reproductions[name],
-            out,
-            scale=scale,
-            seed=seed,
-            device=device,
-            root=roots[name],
-            threads=threads,
-            progress=progress,
-        )
+        result, _, _ = run_reproduction(reproductions[name], out, replace(options, root=roots[name]))
         done(name, result)
     if side_by_side:
         say(f"side by side in {at_once} processes: {', '.join(side_by_side)}")
-        run_side_by_side(
-            {n: reproductions[n] for n in side_by_side},
-            jobs,
-            done,
-            out=out,
-            scale=scale,
-            seed=seed,
-            device=str(device),
-            roots=roots,
-            threads=threads,
-            progress=progress,
-        )
+        run_side_by_side({n: reproductions[n] for n in side_by_side}, done, out=out, options=options, roots=roots)
     seconds = time.perf_counter() - t0
     entries = [Entry(name, results[name]) for name in reproductions]
     summary = {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "scale": scale,
-        "seed": seed,
+        "seed": options.seed,
         "device": str(device),
         "jobs": jobs,
         "threads": threads,
@@ -301,21 +280,20 @@ def progress_fd(progress: TextIO | None) -> int | None:
 
 def run_side_by_side(
     reproductions: Mapping[str, Reproduction],
-    jobs: int,
     done: Callable[[str, Result], None],
     *,
     out: Path,
-    scale: str,
-    seed: int,
-    device: str,
+    options: RunOptions,
     roots: Mapping[str, Path | None],
-    threads: int,
-    progress: TextIO | None,
 ) -> None:
-    """Each of ``reproductions`` (in the order given) in its own process, at most ``jobs`` at once; ``done(name,
-    result)`` as each ends; their progress lines to ``progress`` (``progress_fd``). A worker that fails ends the
+    """Each of ``reproductions`` (in the order given) in its own process, at most ``options.jobs`` at once, each
+    with its root of ``roots``; ``done(name, result)`` as each ends; their progress lines to ``options.progress``
+    (``progress_fd``). A worker that fails ends the
     others, then raises: its ``UserError`` as the same one-line ``UserError``, anything else as a RuntimeError
     with its last lines."""
+    progress, jobs = options.progress, int(options.jobs or 1)
+    # what a worker gets: the options it can unpickle (its device by name, no streams) and whether it speaks
+    shipped = replace(options, device=str(options.device), progress=None, echo=None)
     fd, env = progress_fd(progress), worker_env()
     running: dict[str, tuple[subprocess.Popen[bytes], Path]]  # name -> (its worker, its job's path stem)
     waiting, running = list(reproductions), {}
@@ -327,7 +305,7 @@ def run_side_by_side(
                     job = Path(tmp) / name
                     job.with_suffix(".in").write_bytes(
                         pickle.dumps(
-                            (reproductions[name], out, scale, seed, device, roots[name], threads, progress is not None)
+                            (reproductions[name], out, replace(shipped, root=roots[name]), progress is not None)
                         )
                     )
                     with job.with_suffix(".err").open("wb") as kept:  # the child holds its own copy
@@ -379,17 +357,12 @@ def work(job: str) -> int:
     (``USER_ERROR``); Ctrl-C ends it quietly (``INTERRUPTED``): the caller says what happened."""
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
     path = Path(job)
-    reproduction, out, scale, seed, device, root, threads, say = pickle.loads(path.with_suffix(".in").read_bytes())
+    reproduction, out, options, say = pickle.loads(path.with_suffix(".in").read_bytes())
     try:
         result, _, _ = run_reproduction(
             reproduction,
             out,
-            scale=scale,
-            seed=seed,
-            device=device,
-            root=root,
-            threads=threads,
-            progress=sys.stderr if say else None,
+            replace(options, progress=sys.stderr if say else None),
             tty=False,  # side by side on one terminal: plain lines, not lines redrawn over each other
         )
     except UserError as e:

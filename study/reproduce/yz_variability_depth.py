@@ -20,9 +20,8 @@ Gaussian times sqrt(2 / fan_in) or sqrt(2 / (fan_in + fan_out)); biases i.i.d. s
 constant ("randomly sampled (W, b) with proper scalings", the variability paper, 3.1; "normally distributed
 parameter samples scaled by standard initialization factors", Yu and Zhang, figure 2; ``scale_biases``). The
 variability paper's B.1 ("We initialize weight matrices and bias vectors with i.i.d. standard normal random
-numbers, and the weight matrices are then scaled") describes its training experiment, not these figures; its
-unscaled N(0, 1) biases were used here before issue 32 (the before and after of that change are measured in
-docs/reproductions.md);
+numbers, and the weight matrices are then scaled") describes its training experiment, not these figures (the
+rows under its unscaled N(0, 1) biases are measured in docs/reproductions.md);
 plain relu(s) and |s|. The HanNets: "The structure of HanNets is
 the same as that of FCNets with far fewer model parameters" (figure 2's caption): the FC+ABS net's depth and width
 with every width-to-width matrix a Householder reflector (u ~ N(0, I), its bias scaled like the dense square
@@ -66,7 +65,7 @@ from archstudy.sampling.width import solve_width
 
 from ..metrics.variability import geometric_mean, third_difference_variability
 from ..nn.network import Network, build_network
-from .reproduction import Context, Measured, Reproduction, sub_seed
+from .reproduction import Context, Measured, Reproduction, offer, sub_seed
 from .result import Row
 
 if TYPE_CHECKING:
@@ -349,3 +348,4 @@ REPRODUCTION = Reproduction(
     cost={"tiny": "2 s", "quick": "5.5 min measured", "paper": "40 min (estimated from quick)"},
     reproduce=reproduce,
 )
+offer(REPRODUCTION, order=70)

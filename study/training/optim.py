@@ -173,16 +173,9 @@ class Adam(Optimizer):
     def update(self, params, grads, slots, lr):
         """One Adam step per run, in place (moments, step counts and parameters)."""
         self.advance(grads, slots)
-        if not params:
-            return
-        t = slots.scalars["t"]
-        step = lr / (1.0 - torch.pow(self.beta1, t))  # lr_r / (1 - b1^t_r)
-        root_bc2 = torch.sqrt(1.0 - torch.pow(self.beta2, t))
-        m, v = slots.tensors["m"], slots.tensors["v"]
-        denom = torch._foreach_sqrt(v)
-        torch._foreach_div_(denom, per_runs(root_bc2, v))
-        torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(params, torch._foreach_mul(m, per_runs(step, m)), denom, value=-1.0)
+        if params:
+            numerators, denominators = self._step_parts(slots, lr)
+            torch._foreach_addcdiv_(params, numerators, denominators, value=-1.0)
 
     @torch.no_grad()
     def advance(self, grads, slots):
@@ -196,14 +189,23 @@ class Adam(Optimizer):
 
     @torch.no_grad()
     def direction(self, grads, slots):
-        """Adam's update at rate 1: ``(m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)``."""
+        """Adam's update at rate 1: the step of ``update`` with every ``lr_r`` = 1."""
+        if not slots.tensors["m"]:
+            return []
+        numerators, denominators = self._step_parts(slots, torch.ones_like(slots.scalars["t"]))
+        return list(torch._foreach_div(numerators, denominators))
+
+    def _step_parts(self, slots: Slots, lr: torch.Tensor) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """The step of every tensor at the per-run rates ``lr`` [R] as a quotient (module docstring), from the moments
+        ``advance`` left: (lr_r / (1 - b1^t_r)) m over sqrt(v) / sqrt(1 - b2^t_r) + eps."""
         t = slots.scalars["t"]
-        out = []
-        for m, v in zip(slots.tensors["m"], slots.tensors["v"]):
-            bc1 = per_run(1.0 - torch.pow(self.beta1, t), m)
-            bc2 = per_run(torch.sqrt(1.0 - torch.pow(self.beta2, t)), v)
-            out.append((m / bc1) / (v.sqrt() / bc2 + self.eps))
-        return out
+        step = lr / (1.0 - torch.pow(self.beta1, t))  # lr_r / (1 - b1^t_r)
+        root_bc2 = torch.sqrt(1.0 - torch.pow(self.beta2, t))
+        m, v = slots.tensors["m"], slots.tensors["v"]
+        denom = torch._foreach_sqrt(v)
+        torch._foreach_div_(denom, per_runs(root_bc2, v))
+        torch._foreach_add_(denom, self.eps)
+        return list(torch._foreach_mul(m, per_runs(step, m))), list(denom)
 
 
 # The optimizer of ``Protocol.optimizer`` (study.experiment.protocol.OPTIMIZERS), made from the protocol.

@@ -13,10 +13,10 @@ import pytest
 import synthetic_study as synth
 from scipy import stats as sps
 
-from archstudy.analysis import edf, good_ranges, nlc_window, window_predictors
+from archstudy.analysis import edf, good_ranges, nlc_good_range, range_predictors
 from archstudy.analysis.edf import axis_levels, ks_distance, ks_p_weighted, normalized_weights, step_cdf
-from archstudy.study.experiment.nlc_window import best_of_subsamples, good_range, subsample_size
-from archstudy.analysis.windows import _tau, window_distance
+from archstudy.study.experiment.good_range import best_of_subsamples, good_range, subsample_size
+from archstudy.analysis.range_predictors import _tau, range_distance
 from archstudy.sampling import SpecError
 
 
@@ -165,7 +165,7 @@ def test_good_range_is_pycls_empirical_bootstrap_by_hand():
     """The same draws by hand: B subsamples of k = max(1, int(0.25 n)) indices with replacement, the argmin of y
     in each, the 2.5 / 50 / 97.5th percentiles of x there. Recomputed (2026-11-28) for the O(B) draw, which draws
     each subsample's minimum rank, floor(n (1 - (1 - U)^(1 / k))) of y's ascending order, instead of its k
-    indices (test_nlc_window_draws: the same distribution as drawing them), so the seeded numbers changed; the
+    indices (test_good_range_draws: the same distribution as drawing them), so the seeded numbers changed; the
     percentiles of pycls's own draw agree within their Monte Carlo error."""
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=37), rng.normal(size=37)
@@ -201,7 +201,7 @@ def test_good_ranges_defaults_inputs_and_missing_values(tiny_study_dir):
 
 def test_the_nlc_window_of_a_large_windowed_study_is_its_good_range():
     df = synth.window_population(120, seed=0)
-    w = nlc_window(df).iloc[0]
+    w = nlc_good_range(df).iloc[0]
     g = good_ranges(df, ["nlc"]).iloc[0]
     assert w["large_enough"] and w["source"] == "study" and w["reason"] == ""
     assert (w["lo"], w["hi"]) == (w["low"], w["high"]) == (g["low"], g["high"])
@@ -210,14 +210,14 @@ def test_the_nlc_window_of_a_large_windowed_study_is_its_good_range():
 
 
 def test_a_small_study_keeps_the_papers_window_and_says_why():
-    tiny = nlc_window(synth.window_population(12, seed=0)).iloc[0]
+    tiny = nlc_good_range(synth.window_population(12, seed=0)).iloc[0]
     assert not tiny["large_enough"] and tiny["source"] == "paper" and (tiny["lo"], tiny["hi"]) == (1.0, 3.0)
     assert "a bootstrap subsample holds 3 (< 5)" in tiny["reason"]
-    small = nlc_window(synth.window_population(30, seed=0)).iloc[0]
+    small = nlc_good_range(synth.window_population(30, seed=0)).iloc[0]
     assert not small["large_enough"] and (small["lo"], small["hi"]) == (1.0, 3.0)
     assert small["reason"].startswith("the band is not stable: an end moves by")
     assert max(small["sd_low"], small["sd_high"]) > min(small["width"], math.log10(3)) / 3
-    none = nlc_window(pd.DataFrame({"nlc": [np.nan, 2.0], "test_error": [0.1, np.nan]})).iloc[0]
+    none = nlc_good_range(pd.DataFrame({"nlc": [np.nan, 2.0], "test_error": [0.1, np.nan]})).iloc[0]
     assert not none["large_enough"] and none["n"] == 0
 
 
@@ -231,7 +231,7 @@ def test_the_window_score_shows_a_windowed_relation_that_the_raw_nlc_understates
     nlc, err = df["nlc"].to_numpy(), df["test_error"].to_numpy()
     assert np.median(err[(nlc >= 1) & (nlc <= 3)]) == pytest.approx(0.15, abs=0.01)
     assert np.median(err[nlc > 100]) == pytest.approx(0.64, abs=0.01)
-    w = window_predictors(df, ["nlc"]).iloc[0]
+    w = range_predictors(df, ["nlc"]).iloc[0]
     assert w["kendall_full"] == pytest.approx(sps.kendalltau(nlc, err).statistic) and 0.4 < w["kendall_full"] < 0.47
     assert w["splits"] == 50 and w["u_shaped"]
     assert w["tau"] > 0.55 and w["tau"] - w["raw_tau"] > 0.15 and w["gain_lo"] > 0
@@ -243,16 +243,16 @@ def test_a_monotone_relation_gains_nothing_from_a_window():
     rng = np.random.default_rng(3)
     x = 10 ** rng.uniform(0, 3, 150)
     df = pd.DataFrame({"nlc": x, "test_error": 0.1 * np.log10(x) + rng.normal(0, 0.05, 150), "variant": "base"})
-    w = window_predictors(df, ["nlc"], splits=20).iloc[0]
+    w = range_predictors(df, ["nlc"], splits=20).iloc[0]
     assert not w["u_shaped"] and w["raw_tau"] > 0.6 and w["gain"] < 0.05
 
 
 def test_window_distance_and_tau():
-    assert window_distance(np.array([1.0, 10.0, 100.0, 0.0]), 1.0, 100.0, log=True)[:3].tolist() == pytest.approx(
+    assert range_distance(np.array([1.0, 10.0, 100.0, 0.0]), 1.0, 100.0, log=True)[:3].tolist() == pytest.approx(
         [1.0, 0.0, 1.0]
     )
-    assert math.isnan(window_distance(np.array([0.0]), 1.0, 100.0, log=True)[0])
-    assert window_distance(np.array([-1.0, 3.0]), 0.0, 2.0, log=False).tolist() == pytest.approx([2.0, 2.0])
+    assert math.isnan(range_distance(np.array([0.0]), 1.0, 100.0, log=True)[0])
+    assert range_distance(np.array([-1.0, 3.0]), 0.0, 2.0, log=False).tolist() == pytest.approx([2.0, 2.0])
     rng = np.random.default_rng(8)
     a, b = np.round(rng.normal(size=60), 1), np.round(rng.normal(size=60), 1)  # ties: tau-b
     assert _tau(a, b) == pytest.approx(sps.kendalltau(a, b).statistic, abs=1e-6)

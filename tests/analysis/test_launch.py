@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 import synthetic_study as synth
-from archstudy.analysis import load_results, nlc_window, paired_effects, write_report
+from archstudy.analysis import load_results, nlc_good_range, paired_effects, write_report
 from archstudy.analysis.pruning import pilot_window
 from archstudy.analysis.stats import UNIFORM_GMP
 from archstudy.sampling import ArchSpec, siblings
@@ -17,7 +17,7 @@ from archstudy.sampling import ArchSpec, siblings
 
 def test_the_pilot_window_is_the_pilots_own_band_when_it_is_stable_else_the_papers():
     big = synth.window_population(120, seed=0)
-    own = nlc_window(big, variants=None, seed=4).iloc[0]
+    own = nlc_good_range(big, variants=None, seed=4).iloc[0]
     w = pilot_window(big, seed=4)
     assert own["large_enough"] and (w["lo"], w["hi"], w["source"], w["n"]) == (own["low"], own["high"], "study", 120)
     assert pilot_window(big, seed=4) == w  # deterministic in the rows and the seed

@@ -19,6 +19,7 @@ from scipy import stats as sps
 
 from archstudy.analysis import load_results
 from archstudy.analysis import predict as P
+from archstudy.analysis.predict import evaluation, explanation, learners, persistence
 from archstudy.sampling import SpecError, UserError
 
 
@@ -87,15 +88,15 @@ def test_the_nlc_partial_dependence_is_the_papers_window(known):
 def test_group_kfold_never_splits_siblings(real_study_dir, tiny_study_dir):
     for study in (real_study_dir, tiny_study_dir):  # both have siblings: several architectures per draw
         arch = P.fit_rows(load_results(study, runs=False))
-        groups = P.base_groups(arch)
+        groups = evaluation.base_groups(arch)
         assert len(groups) > groups.max() + 1  # some draw has siblings
-        for train, test in P.group_folds(groups, P.FOLDS, 0):
+        for train, test in evaluation.group_folds(groups, learners.FOLDS, 0):
             assert not set(arch["index"].iloc[train]) & set(arch["index"].iloc[test])
     for study, draws in ((real_study_dir, 3), (tiny_study_dir, 8)):  # the README's example has eight draws
         arch = P.fit_rows(load_results(study, runs=False))
         p = P.predict_study(arch, importance=False, dependence=False)
         assert (p.held_out.groupby("index")["fold"].nunique() == 1).all()
-        assert p.folds == P.fold_count(draws, P.FOLDS) == 2 and p.groups == draws
+        assert p.folds == evaluation.fold_count(draws, learners.FOLDS) == 2 and p.groups == draws
         # four draws or fewer to train on in a fold: nothing can be told, and the section says so plainly
         assert p.calls["joint_above_zero"] == 0 and p.level == "partial"
         assert "othing can be told" in p.verdict
@@ -110,7 +111,7 @@ def test_a_study_path_is_evaluated_as_its_results(tiny_study_dir):
 
 def test_a_learner_that_cannot_fit_is_reported_as_such_not_as_a_rho():
     """Boosted trees with leaves of 8 architectures cannot split 9 training rows: their predictions are one
-    constant, and the old code printed a rho for them (from the folds' offsets alone)."""
+    constant, so any rho of theirs would come from the folds' offsets alone."""
     p = P.predict_study(population(12, seed=5), importance=False, dependence=False, repeats=1, folds=3)
     s = p.scores.set_index("learner")
     assert s.at["boosted", "status"] == P.CANNOT_FIT and np.isnan(s.at["boosted", "spearman"])
@@ -119,49 +120,49 @@ def test_a_learner_that_cannot_fit_is_reported_as_such_not_as_a_rho():
 
 def test_the_choice_is_made_on_the_training_rows_alone():
     arch = population(60, seed=2)
-    features = P.choose_features(arch)
-    X, y = P.feature_table(arch, features), arch["test_error"].to_numpy()
-    groups = P.base_groups(arch)
-    pool = [c for c in P.candidates(arch, features) if c.name != "boosted"]  # the trees' fits: the time
+    features = learners.choose_features(arch)
+    X, y = learners.feature_table(arch, features), arch["test_error"].to_numpy()
+    groups = evaluation.base_groups(arch)
+    pool = [c for c in evaluation.candidates(arch, features) if c.name != "boosted"]  # the trees' fits: the time
     rows = np.arange(40)
-    chosen = P.choose(pool, X, y, groups, rows, 0)
+    chosen = evaluation.choose(pool, X, y, groups, rows, 0)
     shuffled = y.copy()
     shuffled[40:] = np.random.default_rng(0).permutation(y[40:])[::-1] * 7  # the held-out rows: anything
-    assert P.choose(pool, X, shuffled, groups, rows, 0).name == chosen.name
-    again = P.choose([c for c in pool if c.kind == "baseline"], X, shuffled, groups, rows, 0)
-    assert again.name == P.choose([c for c in pool if c.kind == "baseline"], X, y, groups, rows, 0).name
+    assert evaluation.choose(pool, X, shuffled, groups, rows, 0).name == chosen.name
+    again = evaluation.choose([c for c in pool if c.kind == "baseline"], X, shuffled, groups, rows, 0)
+    assert again.name == evaluation.choose([c for c in pool if c.kind == "baseline"], X, y, groups, rows, 0).name
 
 
 def test_the_corrected_resampled_t_interval_is_nadeau_and_bengios():
     x = np.array([0.1, 0.3, -0.2, 0.4, 0.0, 0.25, np.nan])
-    m, lo, hi = P.corrected_interval(x, 0.25, 0.95)
+    m, lo, hi = evaluation.corrected_interval(x, 0.25, 0.95)
     v = x[:-1]
     half = sps.t.ppf(0.975, 5) * np.sqrt((1 / 6 + 0.25) * v.var(ddof=1))
     assert m == pytest.approx(v.mean())
     assert (lo, hi) == (pytest.approx(v.mean() - half), pytest.approx(v.mean() + half))
-    assert np.isnan(P.corrected_interval(np.array([0.2]), 0.25)[1])
+    assert np.isnan(evaluation.corrected_interval(np.array([0.2]), 0.25)[1])
 
 
 def test_fast_rank_correlations_are_scipys():
     rng = np.random.default_rng(1)
     for _ in range(50):
         a, b = rng.integers(0, 4, 25).astype(float), rng.normal(size=25)
-        assert P.spearman(a, b) == pytest.approx(sps.spearmanr(a, b).statistic, abs=1e-12)
-        assert P.kendall(a, b) == pytest.approx(sps.kendalltau(a, b).statistic, abs=1e-12)
+        assert evaluation.spearman(a, b) == pytest.approx(sps.spearmanr(a, b).statistic, abs=1e-12)
+        assert evaluation.kendall(a, b) == pytest.approx(sps.kendalltau(a, b).statistic, abs=1e-12)
 
 
 def test_ranking_measures_by_hand():
     y = np.array([0.5, 0.1, 0.3, 0.2, 0.4])
     score = np.array([1.0, 3.0, 2.0, 5.0, 4.0])  # predicted order: rows 0, 2, 1, ...
-    m = P.ranking_measures(y, score, 2)
+    m = evaluation.ranking_measures(y, score, 2)
     assert m["precision"] == 0.0  # top 2 by prediction {0, 2}, truly best {1, 3}: none shared
     assert m["regret"] == pytest.approx(0.3 - 0.1)
     gain = y.max() - y
     dcg = gain[0] / np.log2(2) + gain[2] / np.log2(3)
     idcg = gain[1] / np.log2(2) + gain[3] / np.log2(3)
     assert m["ndcg"] == pytest.approx(dcg / idcg)
-    assert P.ranking_measures(y, y, 3) == {"precision": 1.0, "ndcg": 1.0, "regret": 0.0}
-    assert P.top_k_sizes(120) == [5, 12] and P.top_k_sizes(8) == [1, 5]
+    assert evaluation.ranking_measures(y, y, 3) == {"precision": 1.0, "ndcg": 1.0, "regret": 0.0}
+    assert evaluation.top_k_sizes(120) == [5, 12] and evaluation.top_k_sizes(8) == [1, 5]
 
 
 def test_the_nlc_papers_window_rule_is_the_distance_from_one_to_three():
@@ -180,10 +181,10 @@ def test_a_saved_predictor_predicts_what_scikit_learn_fitted_and_round_trips(lea
     loaded = P.load_predictor(fitted.save(tmp_path / "predictor.json"))
     assert loaded.to_dict() == fitted.to_dict()
     assert loaded.source["rows"] == len(arch) and loaded.source["science_fingerprint"]
-    X, y = P.feature_table(arch, fitted.features), arch["test_error"].to_numpy()
-    with P.one_thread(), warnings.catch_warnings():
+    X, y = learners.feature_table(arch, fitted.features), arch["test_error"].to_numpy()
+    with evaluation.one_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few rows: fewer quantiles than asked
-        reference = P.make_learner(learner, fitted.features).fit(X, y).predict(X)
+        reference = learners.make_learner(learner, fitted.features).fit(X, y).predict(X)
     np.testing.assert_allclose(loaded.predict(arch), reference, rtol=0, atol=1e-12)
     other = load_results(tiny_study_dir, runs=False).architectures.iloc[::-1]  # any table, any order
     np.testing.assert_allclose(loaded.predict(other), fitted.predict(other), rtol=0, atol=0)
@@ -198,17 +199,17 @@ def test_a_changed_or_foreign_predictor_file_is_refused_in_one_line(tiny_study_d
     cases["edited"] = (json.dumps(edited), "sha256 does not match")
     short = json.loads(json.dumps(d))
     short["model"]["fitted"].pop()  # one prediction fewer than rows, even with the digest redone
-    short["sha256"] = P._digest({k: v for k, v in short.items() if k != "sha256"})
+    short["sha256"] = persistence._digest({k: v for k, v in short.items() if k != "sha256"})
     cases["short"] = (json.dumps(short), "model.fitted must have")
     other = json.loads(json.dumps(d))
     other["model"]["params"]["max_iter"] = 10**9  # other trees than archstudy fits
-    other["sha256"] = P._digest({k: v for k, v in other.items() if k != "sha256"})
+    other["sha256"] = persistence._digest({k: v for k, v in other.items() if k != "sha256"})
     cases["params"] = (json.dumps(other), "model.params must be")
     cases["pickle"] = (pickle.dumps(fitted), "not JSON")
     cases["list"] = ("[1, 2]", "not a JSON object")
     foreign = json.loads(json.dumps(d))
     foreign["features"][0]["column"] = "__import__('os').system('x')"
-    foreign["sha256"] = P._digest({k: v for k, v in foreign.items() if k != "sha256"})
+    foreign["sha256"] = persistence._digest({k: v for k, v in foreign.items() if k != "sha256"})
     cases["foreign feature"] = (json.dumps(foreign), "is not an init metric or descriptor")
     for name, (content, why) in cases.items():
         path = tmp_path / f"{name.replace(' ', '-')}.json"
@@ -219,7 +220,7 @@ def test_a_changed_or_foreign_predictor_file_is_refused_in_one_line(tiny_study_d
 
 
 def _resigned(d: dict) -> dict:
-    return {**d, "sha256": P._digest({k: v for k, v in d.items() if k != "sha256"})}
+    return {**d, "sha256": persistence._digest({k: v for k, v in d.items() if k != "sha256"})}
 
 
 def test_the_boosted_trees_are_stored_without_scikit_learns_private_fields(tiny_study_dir, tmp_path, monkeypatch):
@@ -322,19 +323,24 @@ def test_batched_predictions_give_scikit_learns_own_numbers(learner):
     from sklearn.inspection import partial_dependence, permutation_importance
 
     arch = population(80, seed=3)
-    features = P.choose_features(arch)
-    X, y = P.feature_table(arch, features), arch["test_error"].to_numpy()
-    with warnings.catch_warnings(), P.one_thread():  # as predict_study: OpenMP threads on tiny tables only wait
+    features = learners.choose_features(arch)
+    X, y = learners.feature_table(arch, features), arch["test_error"].to_numpy()
+    with (
+        warnings.catch_warnings(),
+        evaluation.one_thread(),
+    ):  # as predict_study: OpenMP threads on tiny tables only wait
         warnings.simplefilter("ignore")
-        model = P.make_learner(learner, features, 0).fit(X.iloc[:50], y[:50])
-        assert P.row_wise(model) == (learner == "boosted")
+        model = learners.make_learner(learner, features, 0).fit(X.iloc[:50], y[:50])
+        assert explanation.row_wise(model) == (learner == "boosted")
         held, y_held = X.iloc[50:], y[50:]
 
         def importance(m):
-            return permutation_importance(m, held, y_held, scoring=P._spearman_scorer, n_repeats=3, random_state=0)
+            return permutation_importance(
+                m, held, y_held, scoring=explanation._spearman_scorer, n_repeats=3, random_state=0
+            )
 
         np.testing.assert_array_equal(
-            P.BatchedPredictions(model).run(importance).importances, importance(model).importances
+            explanation.BatchedPredictions(model).run(importance).importances, importance(model).importances
         )
         grid = np.unique(np.percentile(X["nlc"], np.linspace(2, 98, 10)))
 
@@ -343,7 +349,7 @@ def test_batched_predictions_give_scikit_learns_own_numbers(learner):
                 return partial_dependence(m, X, ["nlc"], custom_values={"nlc": grid}, kind="average", method="brute")
             return partial_dependence(m, X, ["nlc"], grid_resolution=len(grid), kind="average", method="brute")
 
-        batched, direct = P.BatchedPredictions(model).run(dependence), dependence(model)
+        batched, direct = explanation.BatchedPredictions(model).run(dependence), dependence(model)
     np.testing.assert_array_equal(batched["average"], direct["average"])
     np.testing.assert_array_equal(batched["grid_values"][0], direct["grid_values"][0])
 
@@ -359,10 +365,12 @@ def test_a_feature_with_no_value_on_the_training_rows_is_left_out_of_that_fit(le
     y = X["nlc"].to_numpy() + 0.1 * rng.normal(size=n)
     train, test = np.arange(30), np.arange(30, n)
     features = [
-        P.Feature("nlc", False, "metric"),
-        P.Feature("bias", False, "metric"),
-        P.Feature("lar", False, "metric"),
+        learners.Feature("nlc", False, "metric"),
+        learners.Feature("bias", False, "metric"),
+        learners.Feature("lar", False, "metric"),
     ]
-    got, _ = P._Candidate(learner, learner, "joint", model=learner, features=features).fit_predict(X, y, train, test, 0)
-    want = P.make_learner(learner, features[:2], 0).fit(X.iloc[train], y[train]).predict(X.iloc[test])
+    got, _ = evaluation._Candidate(learner, learner, "joint", model=learner, features=features).fit_predict(
+        X, y, train, test, 0
+    )
+    want = learners.make_learner(learner, features[:2], 0).fit(X.iloc[train], y[train]).predict(X.iloc[test])
     np.testing.assert_allclose(got, want, rtol=0, atol=0)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from archstudy.analysis import predict as P
+from archstudy.analysis.predict import evaluation
 from archstudy.analysis.predict_simulation import null_architectures
 from archstudy.sampling import SpecError
 
@@ -49,14 +50,14 @@ def test_a_capped_evaluation_is_the_evaluation_of_its_subsample_and_below_the_ca
     # progress: a count per held-out fold (and the final choice of the joint learner), from 0 to the total
     total = capped.repeats * capped.folds + 1
     assert told == [("held-out evaluation of 40 architectures (of 60)", k, total) for k in range(total + 1)]
-    rows = P.capped_rows(P.base_groups(arch), 40, seed=2)
+    rows = P.capped_rows(evaluation.base_groups(arch), 40, seed=2)
     assert rows is not None and len(rows) == 40
     alone = P.predict_study(arch.iloc[rows].reset_index(drop=True), seed=2, **FAST)
     pd.testing.assert_frame_equal(capped.scores, alone.scores)
     assert capped.verdict == alone.verdict and capped.calls == alone.calls
     assert (capped.of, int(capped.scores["n"].iloc[0]), alone.of) == (60, 40, 40)
     assert set(capped.held_out["arch_id"]) == set(arch["arch_id"].iloc[rows])
-    assert P.capped_rows(P.base_groups(arch), 60, seed=2) is None  # at the cap and below: every row, as before
+    assert P.capped_rows(evaluation.base_groups(arch), 60, seed=2) is None  # at the cap and below: every row, as before
     whole = P.predict_study(arch, seed=2, **FAST)
     assert whole.of == 60 and int(whole.scores["n"].iloc[0]) == 60
     with pytest.raises(SpecError, match=r"predict_study.max_rows = 3"):

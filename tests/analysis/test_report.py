@@ -21,7 +21,7 @@ from archstudy.analysis import correlations, load_results, write_report
 from archstudy.analysis.figures import COMPARISON_FIGURES, FIGURES, FigureData, correlation_title
 from archstudy.analysis.predict import MIN_ROWS
 from archstudy.study.experiment.terminal import LOG_COUNTS_S
-from archstudy.study.experiment.terminal import StepLine as ReportProgress
+from archstudy.study.experiment.terminal import StepLine
 from archstudy.analysis.study_analysis import ANALYSIS_STEPS
 from archstudy.study.cli import main
 
@@ -168,8 +168,8 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
     html = write_report(
         [tiny_study_dir, partial], tmp_path / "both.html", n_boot=50, progress=lambda *a: told.append(a)
     ).read_text(encoding="utf-8")
-    # every step told (report.ReportProgress shows them): each study read and analysed, step by step, the figures
-    # counted, the waits named
+    # every step told (study.experiment.terminal.StepLine shows them): each study read and analysed, step by step,
+    # the figures counted, the waits named
     steps = [t[0] for t in told]
     assert steps[:2] == [f"reading {tiny_study_dir}", f"reading {partial}"]
     assert [t[1:] for t in told if t[0] == "analysing digits: correlations"] == [(0, len(ANALYSIS_STEPS))]
@@ -647,12 +647,12 @@ def test_the_report_progress_in_a_log_says_each_step_that_lasts_and_nothing_for_
     monkeypatch.setattr(R, "LOG_COUNTS_S", 0.05)
     monkeypatch.setattr(R, "TICK_S", 0.01)
     quick = _Log()
-    p = ReportProgress(quick)
+    p = StepLine(quick)
     p("reading study", None, None)
     p.close()  # refused at once: no line, the error is the command's only one
     assert quick == [] and LOG_COUNTS_S == 2.0
     log = _Log()
-    p = ReportProgress(log)
+    p = StepLine(log)
     p("reading study", None, None)
     time.sleep(0.5)
     p("drawing figures", 3, 40)

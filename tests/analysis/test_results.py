@@ -161,8 +161,8 @@ def test_wrong_or_missing_schema_version_is_one_line_error(tmp_path, version):
 
 
 def test_a_file_of_the_wrong_table_or_truncated_is_left_out_and_listed(tmp_path):
-    """Issue 23: it refused the whole study (as a one-line error); `status` and a resume read on without such a
-    file (a resume redoes it), and so does the analysis, listing it in ``Results.corrupt``."""
+    """Such a file does not refuse the whole study: `status` and a resume read on without it (a resume redoes it),
+    and so does the analysis, listing it in ``Results.corrupt``."""
     root = synth.write_study(tmp_path / "s", n=3)
     run, other = sorted((root / "runs").glob("*.parquet"))[:2]
     (root / "architectures" / run.name).unlink()

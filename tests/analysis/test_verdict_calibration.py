@@ -1,7 +1,7 @@
 """The report's verdicts under a simulated null (``analysis.verdict_calibration``): test error independent of every
 metric, proxy, baseline and sibling axis. Each verdict fixed for calibration fires at most at its nominal rate,
-within binomial error over the replicates these tests afford (the bound: nominal + 2.5 binomial standard errors);
-the same checks fail on the code before the fix (docs/analysis.md gives the rates measured at full size).
+within binomial error over the replicates these tests afford (the bound: nominal + 2.5 binomial standard errors;
+docs/analysis.md gives the rates measured at full size).
 
 The replicates share one study plan per test (``plan_table``) and redraw the measured columns (``null_measures``):
 the null holds conditionally on the designs, which is what a verdict on a given study must respect."""

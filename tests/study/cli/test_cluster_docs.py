@@ -1,5 +1,4 @@
-"""docs/cluster.md's sample of `archstudy cluster rehearse` names the node types cluster.yaml has (issue 34: it
-showed gpu.v100, a type the file no longer holds)."""
+"""docs/cluster.md's sample of `archstudy cluster rehearse` names the node types cluster.yaml has, and no other."""
 
 import re
 from pathlib import Path

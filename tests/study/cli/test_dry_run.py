@@ -1,4 +1,4 @@
-"""Nothing expensive starts by surprise (issue 34): `archstudy run` says its plan (architectures, parameters,
+"""Nothing expensive starts by surprise: `archstudy run` says its plan (architectures, parameters,
 protocol, memory, the estimate and what it rests on) before anything starts; ``--dry-run`` says it and exits 0
 writing nothing; a study estimated above an hour asks on a terminal and needs ``--yes`` without one; on a terminal
 the first line comes before the data is loaded."""

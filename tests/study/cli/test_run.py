@@ -188,7 +188,7 @@ CASES = {
         "study.resources.gpus_per_arch = -1.0",
     ),
     "status no study": (lambda d: ["status", str(d["other"])], "is not a study (no study.yaml)"),
-    # issue 11: every bad input refused before anything starts
+    # every bad input refused before anything starts
     "seed beyond int64": (
         lambda d: _new(d, "--seed", str(10**40)),
         f"study.seed = {10**40}: must be an integer in [0, 9223372036854775807]",
@@ -237,7 +237,7 @@ CASES = {
         lambda d: ["sample", "--param-budget", "1"],
         "sample.param_budget = 1: is too small for d_in 40, d_out 3",
     ),
-    # issue 23: a dimension larger than the budget names the dimension (it named param_budget)
+    # a dimension larger than the budget names the dimension, not param_budget
     "sample a billion classes": (
         lambda d: ["sample", "--d-out", "1000000000"],
         "sample.d_out = 1000000000: must be at most param_budget (1,000,000)",
@@ -251,7 +251,6 @@ CASES = {
         "sample.d_in = 5000: must be at most param_budget (3,000)",
     ),
     "sample seed beyond int64": (lambda d: ["sample", "--seed", str(10**40)], "sample.seed = "),
-    # issue 23
     "datasets root missing": (
         lambda d: ["datasets", "--root", str(d["tmp"] / "no-such-folder")],
         "no-such-folder': must be a directory holding your data files; it does not exist",
@@ -354,7 +353,7 @@ def _declared_cases():
 @pytest.mark.parametrize("flag, field, bad", list(_declared_cases()))
 def test_every_declared_constraint_of_a_run_flag_is_refused_up_front(flag, field, bad, dirs, capsys):
     argv = _new(dirs, flag, str(bad))
-    if flag == "--architectures":  # given once (issue 23: a conflicting repeat is refused for itself)
+    if flag == "--architectures":  # given once (a conflicting repeat is refused for itself)
         argv[argv.index(flag) : argv.index(flag) + 2] = []
     line = _refused(argv, dirs, capsys)
     assert f"{field} = " in line or f"argument {flag}: invalid int value: '{bad}'" in line, line
@@ -576,7 +575,7 @@ def test_a_location_that_cannot_be_written_is_refused_before_anything_starts(whe
     assert _snapshot(ro) == before
 
 
-# -- issue 23: object-storage addresses: one line, exit 2, in a bounded time ---------------------------------------
+# -- object-storage addresses: one line, exit 2, in a bounded time -----------------------------------------------------
 # Credentials for pyarrow's S3 client (any will do: nothing answers), so it never asks EC2's metadata service.
 S3_ENV = {
     "AWS_ACCESS_KEY_ID": "archstudy-test",
@@ -654,7 +653,7 @@ def test_an_endpoint_that_accepts_and_never_answers_fails_within_the_bound(dirs,
     assert 2.0 <= elapsed < location.wait_bound_s() + 3.0, elapsed
 
 
-# -- issue 23: `report` leaves a corrupt result file out and says so; unreadable reproductions are named ------------
+# -- `report` leaves a corrupt result file out and says so; unreadable reproductions are named -------------------------
 def test_report_leaves_a_corrupt_result_file_out_and_says_so(tmp_path, capsys):
     """It refused the whole study for one truncated file (status and resume already read on without it)."""
     import synthetic_study as synth
@@ -689,7 +688,7 @@ def test_report_reproductions_of_only_malformed_json_names_the_files(tmp_path, c
 
 def test_both_commands_read_an_nlc_window_in_the_same_forms():
     """One parser of the NLC window (``sampling.constraints.numbers_of``), one validation (the declared
-    ``study.experiment.nlc_window.WINDOW``): `run` and `report` take LO,HI and LO HI alike, and `run` also auto."""
+    ``study.experiment.window_rule.WINDOW``): `run` and `report` take LO,HI and LO HI alike, and `run` also auto."""
     from archstudy.analysis.pruning import check_window
 
     parser = build_parser()

@@ -60,7 +60,7 @@ def test_flags_are_named_as_the_user_typed_them(argv, message, capsys):
             "sample.param_budget = 1: is too small for d_in 40, d_out 3: 5 of 5 architectures "
             "need more than 1.5 times it even at the smallest width",
         ),
-        # issue 23: it named param_budget ("sample.param_budget = 1000000: is too small for d_in 40, d_out 1000000000")
+        # names the dimension, not param_budget
         (["--d-out", "1000000000"], "sample.d_out = 1000000000: must be at most param_budget (1,000,000)"),
         (
             ["--seed", str(10**40)],

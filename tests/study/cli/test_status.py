@@ -27,7 +27,7 @@ def test_status_prints_what_the_survey_of_the_whole_plan_prints(tmp_path, capsys
     if packed:
         with store.driver_lock():
             compact(store, CONFIG, per_pack=4)
-    whole = lambda store, config, say=None: state_module.survey(store, config)  # noqa: E731 (the old status)
+    whole = lambda store, config, say=None: state_module.survey(store, config)  # noqa: E731 (the survey of the whole plan)
     monkeypatch.setattr(status, "_ago", lambda unix: "a while ago")  # the same clock for both
     for argv in (["status", str(tmp_path / "study"), "--wide"], ["status", str(tmp_path / "study"), "--json"]):
         for running in (False, True):

@@ -1,4 +1,4 @@
-"""`archstudy top` and `archstudy status` for a terminal (issue 34): at most 100 columns by default, everything with
+"""`archstudy top` and `archstudy status` for a terminal: at most 100 columns by default, everything with
 ``--wide``, the columns explained in ``--help``; `top` cautions about a small study; a study that measures only
 is called so, not "pruned"."""
 

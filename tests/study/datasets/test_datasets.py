@@ -257,7 +257,7 @@ def test_common_options_are_accepted_by_every_dataset(tmp_path):
     assert len(data.train) == 3000 and not any(tmp_path.iterdir())  # generated sets are not cached
 
 
-# -- issue 23: a dataset a study cannot train and select on is refused up front ----------------------------------
+# -- a dataset a study cannot train and select on is refused up front -------------------------------------------
 def _with_x(data: Dataset, split: str, element: int | None, value: float) -> Dataset:
     """``data`` with one input of a split set to ``value`` (``element`` of the flattened inputs; None: all)."""
     x = data.splits[split].x.view(-1)

@@ -199,7 +199,7 @@ def test_missing_idx_files_name_the_files_and_directories(tmp_path, mnist_dir):
             ),
             "broken gzip stream",
         ),
-        # issue 23: it was three numpy RuntimeWarnings and numpy's own message
+        # one line of ours, not numpy's RuntimeWarnings and message
         (
             lambda f: (f / "train-images-idx3-ubyte").write_bytes(idx_bytes(np.zeros((120, 0, 0), np.uint8))),
             "train-images-idx3-ubyte: holds images of 0 x 0 pixels, need at least 1 x 1",

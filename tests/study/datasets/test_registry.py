@@ -41,14 +41,19 @@ def test_datasets_are_the_declarations_and_every_one_has_exactly_one_loader():
 
 
 def test_a_loader_for_an_undeclared_name_or_a_second_loader_is_refused(monkeypatch):
-    monkeypatch.setattr(loaders, "LOADERS", dict(loaders.LOADERS))
+    before = dict(loaders.LOADERS)
     with pytest.raises(
         LookupError, match="registers a loader for 'imagenet', which study.experiment.datasets does not declare"
     ):
         loaders.register("imagenet", checkerboard.load)
-    with pytest.raises(LookupError, match="dataset 'digits' has two loaders"):
+    with pytest.raises(
+        ValueError,
+        match="dataset loader 'digits' is declared twice: in archstudy.study.datasets.digits and in "
+        "archstudy.study.datasets.checkerboard",
+    ):
         loaders.register("digits", checkerboard.load)
-    del loaders.LOADERS["digits"]
+    assert dict(loaders.LOADERS) == before  # neither was registered
+    monkeypatch.delitem(loaders.LOADERS, "digits")
     with pytest.raises(LookupError, match=r"registers a loader for \['digits'\]"):
         loaders.check_complete()
 

@@ -1,5 +1,5 @@
 """The driver commits a unit from the tables its worker built (study.execution.unit.unit_tables, Arrow IPC bytes):
-the files are byte for byte those ``Store.write_result`` writes from the same rows (the driver no longer checks every
+the files are byte for byte those ``Store.write_result`` writes from the same rows (the driver does not check every
 value again), and a result that is not of the schema, or a trained unit without runs, is refused (``SchemaError``,
 which the driver counts as a failed attempt). No Ray."""
 

@@ -341,7 +341,7 @@ def test_a_study_on_an_s3_server_killed_and_resumed_reads_back_as_the_same_study
     assert Store(uri).temp_files() == [] and Store(uri).names("checkpoints", ".pt") == []
 
 
-# -- issue 23: a study directory that stops accepting writes ---------------------------------------------------
+# -- a study directory that stops accepting writes ---------------------------------------------------------------------
 def _injected_folder_failure(monkeypatch, study: Path, cause: str) -> None:
     """At the second commit (the first architecture committed), the store's write path fails: ENOSPC or EACCES
     injected where the store makes sure of the folder it writes in (root, whom chmod does not stop, runs these
@@ -409,7 +409,7 @@ def test_a_study_directory_that_stops_accepting_writes_stops_the_driver_in_one_l
             pd.testing.assert_frame_equal(mine, ref, check_exact=True)
 
 
-# -- issue 23: a symbolic link inside a study is never written through ----------------------------------------------
+# -- a symbolic link inside a study is never written through -----------------------------------------------------------
 @pytest.mark.parametrize("entry", ["checkpoints", "runs", ".lock"])
 def test_a_link_inside_an_untrusted_study_is_refused_before_anything_is_written(reference, tmp_path, capsys, entry):
     """A planted `checkpoints -> /elsewhere` made every worker write its checkpoints there."""
@@ -434,7 +434,7 @@ def test_a_link_inside_an_untrusted_study_is_refused_before_anything_is_written(
     assert files(study) == before and list(elsewhere.iterdir()) == []
 
 
-# -- issue 23: a worker's exception keeps its reason ------------------------------------------------------------
+# -- a worker's exception keeps its reason -----------------------------------------------------------------------------
 def _raises_a_spec_error(payload, attempt):
     """A unit whose worker raises an exception Ray could not rebuild on the driver (its constructor takes four
     arguments): what a dataset too small to split did before its splits were checked up front."""
@@ -474,7 +474,7 @@ def test_an_exception_a_worker_raises_reaches_the_progress_line_and_status_with_
     assert f"  {name}  {reason}  (2 attempts)" in capsys.readouterr().out
 
 
-# -- issue 23: one driver per study on S3: a lock object created only if absent -----------------------------------
+# -- one driver per study on S3: a lock object created only if absent --------------------------------------------------
 def _bucket(endpoint: str, name: str) -> str:
     import pyarrow.fs as pafs
 
@@ -590,7 +590,7 @@ def test_two_drivers_started_together_on_one_s3_study_one_runs_it_and_the_other_
     assert not Store(uri).exists(".lock") and Store(uri).temp_files() == []
 
 
-# -- issue 37: every entry the driver writes or deletes is link-checked; every table's file of a finished unit ---------
+# -- every entry the driver writes or deletes is link-checked; every table's file of a finished unit -------------------
 def test_a_planted_progress_link_is_refused_and_nothing_there_is_written_or_deleted(reference, tmp_path, capsys):
     """`progress` was not among the link-checked names: a resume deleted the `NNNNNN-<id>.json` files there."""
     study = copy_of(reference, tmp_path)

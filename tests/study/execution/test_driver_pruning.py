@@ -18,7 +18,7 @@ from archstudy.study import MetricOptions, build_network, load_dataset, measure
 from archstudy.study.cli import main
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.execution.pruning import inside
-from archstudy.study.experiment.nlc_window import pilot_window
+from archstudy.study.experiment.window_rule import pilot_window
 from archstudy.study.execution.driver import resume_study, run_study
 from archstudy.study.execution.store import Store
 from archstudy.study.execution.unit import work_units

@@ -342,7 +342,7 @@ def test_a_timestamp_needs_a_time_zone():
             to_table(ARCHITECTURES, [{**arch, "finished_at": bad}])
 
 
-# -- issue 23: the write path of a study that stops accepting writes, and links inside a study ------------------------
+# -- the write path of a study that stops accepting writes, and links inside a study -----------------------------------
 def test_a_failed_write_names_the_file_and_why_and_leaves_nothing_behind(tmp_path, monkeypatch):
     store = Store(tmp_path / "s")
     store.write_bytes(["runs", "a.parquet"], b"kept")
@@ -400,7 +400,7 @@ def test_a_folder_of_a_study_that_is_a_link_is_never_written_through(tmp_path):
     assert list(elsewhere.iterdir()) == []
 
 
-# -- issue 37: every entry a driver writes or deletes is link-checked (progress was not) ------------------------------
+# -- every entry a driver writes or deletes is link-checked, progress included -----------------------------------------
 def test_every_entry_a_driver_writes_or_deletes_is_checked_never_to_be_a_symbolic_link(tmp_path):
     """A planted ``progress -> /elsewhere`` let run/resume delete the ``NNNNNN-<id>.json`` files there."""
     from archstudy.study.execution import live

@@ -93,7 +93,7 @@ def test_a_commit_holds_the_files_its_kind_of_unit_has():
     assert pruned_arch["lr_index"] == -1 and pruned_arch["n_runs"] == 0 and pruned_arch["selected_by"] == "none"
 
 
-# -- issue 37: every table's file of a finished architecture is checked, the curves file included --------------------
+# -- every table's file of a finished architecture is checked, the curves file included --------------------------------
 def test_a_deleted_curves_file_of_a_finished_architecture_makes_it_corrupt_and_redone(tmp_path):
     """Its architectures file says which tables its unit has (``archstudy.unit_tables``); a file written before that
     key by a writer that recorded curves (it has the ``trained`` column) requires them too."""

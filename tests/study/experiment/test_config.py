@@ -243,7 +243,7 @@ def test_study_yaml_is_written_without_aliases_so_it_reads_back():
 @pytest.mark.parametrize("key", ["seed", "dataset_seed"])
 def test_a_seed_is_what_numpy_and_the_parquet_int64_column_both_take(key):
     """The largest seed a config allows seeds numpy's SeedSequence and fits the results' int64 study_seed
-    column; one more is refused up front (it used to train every architecture, then fail writing its row)."""
+    column; one more is refused up front, not after training every architecture, when its row is written."""
     import numpy as np
     import pyarrow as pa
 

@@ -4,19 +4,21 @@ computed by exactly one function, and a function must return exactly its columns
 
 from __future__ import annotations
 
-import importlib
+import ast
 import math
 import pkgutil
 import types
+from pathlib import Path
 
 import pytest
 import torch
 
 from archstudy.sampling import ArchSpec
+from archstudy.sampling.registry import Registry
 from archstudy.study import MetricOptions, build_network
 from archstudy.study import metrics as metrics_package
 from archstudy.study.experiment.schema import ARCHITECTURES, MEASURE_ROW, MEASURED, names
-from archstudy.study.metrics import measurement
+from archstudy.study.metrics import measurement, registry
 from archstudy.study.metrics.nlc import nlc_parts
 from archstudy.study.metrics.registry import (
     NLC_STREAM,
@@ -24,7 +26,6 @@ from archstudy.study.metrics.registry import (
     Measuring,
     MetricFunction,
     generator_seed,
-    marked,
     measures,
     metric_functions,
 )
@@ -32,19 +33,33 @@ from archstudy.study.metrics.registry import (
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def every_marked_function() -> set[MetricFunction]:
-    """The ``@measures`` functions of every module of ``study.metrics``, found by walking the package (not by the
-    list of modules ``measurement`` imports, which is what this checks)."""
-    modules = [
-        importlib.import_module(f"{metrics_package.__name__}.{m.name}")
-        for m in pkgutil.iter_modules(metrics_package.__path__)
-    ]
-    return set(marked(*modules))
+@pytest.fixture
+def fresh(monkeypatch) -> Registry[MetricFunction]:
+    """An empty registry in ``MEASURES``' place, for the ``@measures`` functions a test defines."""
+    empty: Registry[MetricFunction] = Registry("metric function", metrics_package.__name__)
+    monkeypatch.setattr(registry, "MEASURES", empty)
+    return empty
+
+
+def declared_in_the_package() -> set[str]:
+    """The qualified names of the functions under ``@measures`` in every module of ``study.metrics``, read from the
+    source files (not from the registry, which is what this checks)."""
+    found = set()
+    for m in pkgutil.iter_modules(metrics_package.__path__):
+        tree = ast.parse((Path(metrics_package.__path__[0]) / f"{m.name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(d, ast.Call) and getattr(d.func, "id", None) == "measures" for d in node.decorator_list
+            ):
+                found.add(f"{metrics_package.__name__}.{m.name}.{node.name}")
+    return found
 
 
 def test_every_column_of_the_row_is_computed_by_exactly_one_function_and_no_function_computes_another():
-    found = every_marked_function()
-    assert found == set(measurement.METRIC_FUNCTIONS)  # a module with @measures functions that the row misses fails
+    found = set(registry.MEASURES.values())
+    assert found == set(measurement.METRIC_FUNCTIONS)
+    # a module with @measures functions that the package's scan misses fails
+    assert {u.name for u in found} == declared_in_the_package() == set(registry.MEASURES)
     computed = [c for u in found for c in u.columns]
     assert sorted(computed) == sorted(MEASURE_ROW) and len(set(computed)) == len(computed)
     assert MEASURE_ROW == (*MEASURED, "flops")
@@ -81,80 +96,54 @@ def test_the_streams_are_the_ones_every_stored_number_was_drawn_with():
     assert measurement.nlc_seed(7) == generator_seed(7, 0) != generator_seed(7, 1)
 
 
-def module(name: str, *functions) -> types.ModuleType:
-    """A module holding ``functions`` as if defined there."""
-    m = types.ModuleType(name)
-    for f in functions:
-        f.__module__ = name
-        setattr(m, f.__name__, f)
-    return m
-
-
-def test_a_function_must_return_exactly_its_columns():
+def test_a_function_must_return_exactly_its_columns(fresh):
     @measures("a", "b", stream=None)
     def two(m, seed):
         return {"a": 1.0, "b": 2.0}
 
-    assert two.metric_function(None, 0) == {"a": 1.0, "b": 2.0}
+    (declared,) = fresh.values()
+    assert declared.function is two and declared(None, 0) == {"a": 1.0, "b": 2.0}
     assert two(None, None) == {"a": 1.0, "b": 2.0}  # the function itself is unchanged
     with pytest.raises(AssertionError, match=r"two returned \('a', 'b'\); its @measures columns: \('a',\)"):
         MetricFunction(("a",), two, None)(None, 0)
     with pytest.raises(TypeError, match="needs the columns"):
         measures(stream=None)
+    with pytest.raises(ValueError, match=r"metric function '.*two' is declared twice: in .*test_registry and in "):
+        measures("a", stream=None)(two)
 
 
 def test_the_row_refuses_a_missing_a_doubled_or_a_stray_column():
-    here = [
-        importlib.import_module(f"archstudy.study.metrics.{m}")
-        for m in ("architecture", "gradients", "nlc", "proxies", "regions", "variability")
-    ]
-    assert metric_functions(*here) == measurement.METRIC_FUNCTIONS
+    here = measurement.METRIC_FUNCTIONS
+    assert metric_functions(reversed(here)) == here
     with pytest.raises(LookupError, match=r"no @measures function of the metric modules computes \['variability'\]"):
-        metric_functions(*(m for m in here if not m.__name__.endswith("variability")))
+        metric_functions(u for u in here if u.columns != ("variability",))
 
-    @measures("gvcs", stream=7)
     def again(m, seed):
         return {"gvcs": 0.0}
 
     with pytest.raises(LookupError, match=r"computed by more than one function: \{'gvcs'"):
-        metric_functions(*here, module("t.again", again))
+        metric_functions([*here, MetricFunction(("gvcs",), again, 7)])
 
-    @measures("test_error", stream=8)
     def stray(m, seed):
         return {"test_error": 0.0}
 
     with pytest.raises(LookupError, match=r"stray computes \['test_error'\]: not columns of the measure row"):
-        metric_functions(*here, module("t.stray", stray))
+        metric_functions([*here, MetricFunction(("test_error",), stray, 8)])
 
 
 def test_a_stream_taken_twice_or_reserved_is_refused():
     """Two functions drawing from one stream would draw the same numbers: ``metric_functions`` refuses it."""
-    without = [
-        importlib.import_module(f"archstudy.study.metrics.{m}")
-        for m in ("architecture", "gradients", "nlc", "proxies", "regions")
-    ]
+    without = [u for u in measurement.METRIC_FUNCTIONS if u.columns != ("variability",)]
     for stream, taken in ((1, "measure_gradients"), (NLC_STREAM, "the NLC pass"), (PERTURBATION_STREAM, "E.3")):
 
-        @measures("variability", stream=stream)
         def twin(m, seed):
             return {"variability": 0.0}
 
         with pytest.raises(LookupError, match=f"stream {stream} is already .*{taken}"):
-            metric_functions(*without, module("t.twin", twin))
+            metric_functions([*without, MetricFunction(("variability",), twin, stream)])
 
 
-def test_only_the_functions_defined_in_a_module_are_its_own():
-    @measures("a", stream=None)
-    def own(m, seed):
-        return {"a": 0.0}
-
-    elsewhere = module("t.elsewhere", own)
-    importer = types.ModuleType("t.importer")
-    importer.own = own  # imported there, defined elsewhere
-    assert marked(importer) == () and marked(elsewhere, elsewhere) == (own.metric_function,)
-
-
-def test_a_function_gets_its_streams_seed_and_the_shared_nlc_pass():
+def test_a_function_gets_its_streams_seed_and_the_shared_nlc_pass(fresh):
     seen = {}
 
     @measures("p", stream=9)
@@ -167,7 +156,8 @@ def test_a_function_gets_its_streams_seed_and_the_shared_nlc_pass():
     x = torch.randn(300, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     parts = nlc_parts(net, x, 2, 250, measurement.nlc_seed(3))
     m = Measuring(net, spec, MetricOptions(), x, torch.zeros(300, dtype=torch.int64), parts)
-    probe.metric_function(m, 3)
+    (declared,) = fresh.values()
+    declared(m, 3)
     assert seen == {"seed": generator_seed(3, 9), "c_out": parts.output_q}
     assert m.batch_size == 250 and m.device == x.device
 
@@ -192,7 +182,7 @@ def test_the_row_is_the_functions_outputs():
         net, spec, opts, data.train.x, data.train.y, nlc_parts(net, data.train.x, 2, 250, measurement.nlc_seed(4))
     )
     by_hand = {}
-    for u in every_marked_function():
+    for u in registry.MEASURES.values():
         by_hand.update(u(m, 4))
     for k in measurement.MEASURE_COLUMNS[:-1]:
         v = by_hand[k] if k == "high_bias" else measurement.finite_or_nan(by_hand[k])

@@ -121,14 +121,15 @@ def test_gmp_starts_as_section_4_3_says():
 
 
 def test_adam_step_is_kingma_and_ba_algorithm_1():
-    """Two steps of ``adam_step`` against algorithm 1 of Kingma and Ba written out on plain floats, one parameter
-    at a time, one rate per model (torch.optim.Adam's first step costs 10 s of imports)."""
+    """Two steps of ``adam_step`` (the trainer's stacked Adam) against algorithm 1 of Kingma and Ba written out on
+    plain floats, one parameter at a time, one rate per model (torch.optim.Adam's first step costs 10 s of
+    imports)."""
     g1, g2 = torch.randn(2, 3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     lr = torch.tensor([0.1, 0.01, 0.001], dtype=torch.float64)
     p = {"w": torch.zeros(3, 4, dtype=torch.float64)}
     state: dict = {}
-    for t, g in enumerate((g1, g2), 1):
-        gb.adam_step(p, {"w": g}, state, lr, t)
+    for g in (g1, g2):
+        gb.adam_step(p, {"w": g}, state, lr)
     b1, b2 = gb.BETAS
     for k in range(3):
         for i in range(4):

@@ -7,7 +7,14 @@ from dataclasses import dataclass
 import pytest
 
 from archstudy.study.reproduce import REPRODUCTIONS
-from archstudy.study.reproduce.reproduction import SCALES, Measured, Reproduction, cost_seconds, run_reproduction
+from archstudy.study.reproduce.reproduction import (
+    SCALES,
+    Measured,
+    Reproduction,
+    RunOptions,
+    cost_seconds,
+    run_reproduction,
+)
 from archstudy.study.reproduce.result import Row
 
 
@@ -48,7 +55,7 @@ COUNTING = Reproduction(
 
 def test_a_reproduction_says_what_runs_and_counts_its_units(tmp_path):
     log = io.StringIO()
-    run_reproduction(COUNTING, tmp_path, scale="tiny", progress=log)
+    run_reproduction(COUNTING, tmp_path, RunOptions(scale="tiny", progress=log))
     lines = log.getvalue().splitlines()
     assert lines[0] == "archstudy: reproduce counting (tiny): 0s, about 2s left"  # at once, before any work
     assert lines[1:4] == ["counting: net 0", "counting: net 1", "counting: net 2"]

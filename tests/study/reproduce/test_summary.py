@@ -1,4 +1,4 @@
-"""``archstudy reproduce all`` (``study.reproduce.summary``) and the reproductions of issue 21's part B: each at its
+"""``archstudy reproduce all`` (``study.reproduce.summary``) and four of the reproductions ("part B"): each at its
 tiny scale writes every key with finite values; the summary (table, summary.json, index page) adds up and links
 every page; side by side in their own processes they measure what they measure in one; the up-front estimate
 follows the declared costs and the plan; the papers' experiments not offered are listed with their reasons; the
@@ -20,7 +20,7 @@ from archstudy.study.cli import main
 from archstudy.study.reproduce import NOT_OFFERED, REPRODUCTIONS, nlc_figure1, reproduce_all
 from archstudy.study.reproduce import resnet_depth, resnet_hessian, variability_collapse, yz_variability_depth
 from archstudy.study.reproduce.result import ROW_KEYS
-from archstudy.study.reproduce.reproduction import Reproduction
+from archstudy.study.reproduce.reproduction import Reproduction, RunOptions
 from archstudy.study.reproduce.summary import (
     cost_seconds,
     estimated_seconds,
@@ -77,7 +77,7 @@ def tiny_all(tmp_path_factory):
 
     out, progress, echo = tmp_path_factory.mktemp("all"), io.StringIO(), io.StringIO()
     entries, json_path, html_path = run_all(
-        {n: REPRODUCTIONS[n] for n in PART_B}, out, scale="tiny", jobs=2, progress=progress, echo=echo
+        {n: REPRODUCTIONS[n] for n in PART_B}, out, RunOptions(scale="tiny", jobs=2, progress=progress, echo=echo)
     )
     return out, entries, json.loads(json_path.read_text()), html_path.read_text(), progress.getvalue(), echo.getvalue()
 
@@ -194,15 +194,12 @@ def test_a_mistake_found_in_a_worker_is_its_one_line_and_a_crash_names_the_repro
         run_all(
             {name: mistaken, "resnet-norms": REPRODUCTIONS["resnet-norms"]},
             tmp_path,
-            scale="tiny",
-            jobs=2,
-            progress=io.StringIO(),
-            echo=None,
+            RunOptions(scale="tiny", jobs=2, progress=io.StringIO(), echo=None),
         )
     crashing = dataclasses.replace(r, scales={**r.scales, "tiny": dataclasses.replace(r.scales["tiny"], points="x")})
     failed = f"(?s)reproduce all: {name} failed in its process .*its last lines:\n.*Error"
     with pytest.raises(RuntimeError, match=failed):
-        run_all({name: crashing}, tmp_path, scale="tiny", jobs=2, progress=io.StringIO(), echo=None)
+        run_all({name: crashing}, tmp_path, RunOptions(scale="tiny", jobs=2, progress=io.StringIO(), echo=None))
     assert not (tmp_path / f"{name}.json").exists() and not (tmp_path / "summary.json").exists()
 
 

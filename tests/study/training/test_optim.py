@@ -176,7 +176,7 @@ def test_every_optimizer_keeps_float64(case):
 
 
 def _one_call_per_tensor(case, params, grads, state, lr):
-    """The update as it was written before the foreach operations: one in-place call per tensor."""
+    """The update with one in-place call per tensor, the reference the foreach operations must equal."""
     per_run = lambda v, t: v.view(-1, *[1] * (t.dim() - 1))  # noqa: E731
     if case == "sgd":
         for p, g in zip(params, grads):

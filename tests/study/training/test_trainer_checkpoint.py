@@ -268,7 +268,7 @@ def test_training_over_a_planted_checkpoint_reports_it_and_gives_the_uninterrupt
     assert torch.load(path, weights_only=True)["key"]["arch_id"] == SPEC.content_id
 
 
-# -- issue 37: a well-formed but tampered checkpoint is refused by its content digest ---------------------------------
+# -- a well-formed but tampered checkpoint is refused by its content digest ------------------------------------------
 def _tamper(state: dict, how: str) -> None:
     """Change a loaded checkpoint as a hand (or a bug) would: every tensor still of its dtype and shape."""
     if how == "weights x1.5":

@@ -1,7 +1,7 @@
-"""The best of a bootstrap subsample (study.experiment.nlc_window.best_of_subsamples) draws only the rank of each
+"""The best of a bootstrap subsample (study.experiment.good_range.best_of_subsamples) draws only the rank of each
 subsample's minimum, in O(n log n + B): its distribution is that of pycls's draw, k indices with replacement and
-the first argmin (``old_best_of_subsamples``, the code it replaced), checked against exact probabilities
-enumerated over every ordered draw for a tiny n with ties, and against the old code's draws on a larger n."""
+the first argmin (``drawn_best_of_subsamples``, which draws every subsample), checked against exact probabilities
+enumerated over every ordered draw for a tiny n with ties, and against those draws on a larger n."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import itertools
 import numpy as np
 from scipy import stats as sps
 
-from archstudy.study.experiment.nlc_window import best_of_subsamples, subsample_size
+from archstudy.study.experiment.good_range import best_of_subsamples, subsample_size
 
 
-def old_best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
-    """The O(B n) code replaced: draw the (B, k) indices, keep the first drawn lowest y of each row."""
+def drawn_best_of_subsamples(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
+    """pycls's draw in O(B n): draw the (B, k) indices, keep the first drawn lowest y of each row."""
     n = len(y)
     idx = rng.integers(0, n, size=(n_boot, subsample_size(n, sample)))
     best: np.ndarray = idx[np.arange(n_boot), np.argmin(y[idx], axis=1)]
@@ -35,7 +35,7 @@ def test_the_rank_formula_has_the_exact_distribution_of_the_old_draw():
     y = np.array([0.3, 0.1, 0.5, 0.1, 0.9, 0.3, 0.2])  # ties: 0.1 twice, 0.3 twice
     for k in (2, 3, 5):  # a sample above 1 is a count (pycls), so k = sample
         want = exact(y, k)
-        # the closed form the new code samples from: P(min rank >= r) = ((n - r) / n)^k, shared within a tie
+        # the closed form best_of_subsamples samples from: P(min rank >= r) = ((n - r) / n)^k, shared within a tie
         n, order = len(y), np.argsort(y, kind="stable")
         by_rank = ((n - np.arange(n)) / n) ** k - ((n - np.arange(n) - 1) / n) ** k
         closed = np.zeros(n)
@@ -52,18 +52,20 @@ def test_the_rank_formula_has_the_exact_distribution_of_the_old_draw():
         assert np.all(got[want == 0] == 0)
 
 
-def test_the_new_draw_matches_the_old_codes_draws_on_a_larger_sample():
-    """n = 37, k = 9 (pycls's 25%), y with a tie group: the two codes' index counts over 60,000 draws each are
+def test_the_rank_draw_matches_pycls_draws_on_a_larger_sample():
+    """n = 37, k = 9 (pycls's 25%), y with a tie group: the two draws' index counts over 60,000 draws each are
     one distribution (chi-square test of homogeneity), and the band's percentiles agree."""
     rng = np.random.default_rng(5)
     y = np.round(rng.normal(size=37), 1)  # rounded: several tie groups
     x = rng.normal(size=37)
-    new = best_of_subsamples(y, 60_000, 0.25, np.random.default_rng(1))
-    old = old_best_of_subsamples(y, 60_000, 0.25, np.random.default_rng(2))
-    table = np.array([np.bincount(new, minlength=37), np.bincount(old, minlength=37)])
+    ranked = best_of_subsamples(y, 60_000, 0.25, np.random.default_rng(1))
+    drawn = drawn_best_of_subsamples(y, 60_000, 0.25, np.random.default_rng(2))
+    table = np.array([np.bincount(ranked, minlength=37), np.bincount(drawn, minlength=37)])
     table = table[:, table.sum(0) > 0]
     assert sps.chi2_contingency(table).pvalue > 1e-4
-    np.testing.assert_allclose(np.percentile(x[new], [2.5, 50, 97.5]), np.percentile(x[old], [2.5, 50, 97.5]), atol=0.2)
+    np.testing.assert_allclose(
+        np.percentile(x[ranked], [2.5, 50, 97.5]), np.percentile(x[drawn], [2.5, 50, 97.5]), atol=0.2
+    )
 
 
 def full_sort(y: np.ndarray, n_boot: int, sample: float, rng: np.random.Generator) -> np.ndarray:
@@ -92,7 +94,7 @@ def test_the_partial_sort_draws_exactly_what_a_full_sort_would():
 def test_the_draw_costs_no_subsample():
     """Every index in range, n_boot of them, the same for the same generator; a single point is always the best."""
     y = np.random.default_rng(0).normal(size=100_000)
-    best = best_of_subsamples(y, 2500, 0.25, np.random.default_rng(3))  # the old code drew 62.5 million indices
+    best = best_of_subsamples(y, 2500, 0.25, np.random.default_rng(3))  # drawn: 62.5 million indices
     assert best.shape == (2500,) and best.min() >= 0 and best.max() < len(y)
     assert np.array_equal(best, best_of_subsamples(y, 2500, 0.25, np.random.default_rng(3)))
     # the minimum of 25,000 draws lies in the lowest ~0.1% of 100,000 ranks nearly always

@@ -1,17 +1,17 @@
-"""Window predictors: a windowed relation needs a windowed score.
+"""Range predictors: a U-shaped relation needs a score that measures the distance from its good range.
 
 The NLC predicts test error through a window (NLC paper, section 4, figure 2: optimal error needs an initial
 NLC of about 1 to 3, and the error grows the further one deviates), which a rank correlation of the raw
 NLC under-states: below the window and above it the error is high, so no monotone score orders both
-sides. The window score of a metric x is its distance from the centre of its good range (``good_ranges``),
+sides. The range score of a metric x is its distance from the centre of its good range (``good_ranges``),
 
     d(x) = |t(x) - (t(low) + t(high)) / 2|,    t = log10 on a log scale (``columns.PREDICTORS``), else x,
 
-and it is judged out of sample, so that fitting the window does not flatter it: the architectures are split
+and it is judged out of sample, so that fitting the range does not flatter it: the architectures are split
 at random into two halves, the good range is fitted on one, and Kendall's tau between d and test error is
 computed on the other; repeated ``splits`` times. The table gives the mean tau and its spread over the
 splits, beside the raw metric's tau on the same held-out halves (so the two are compared on the same
-architectures), and the gain |tau_window| - |tau_raw| per split.
+architectures), and the gain |tau_range| - |tau_raw| per split.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from scipy import stats as sps
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Integer, Real, check
-from archstudy.study.experiment.nlc_window import CONFIDENCE, N_BOOT, SUBSAMPLE, good_range
+from archstudy.study.experiment.good_range import CONFIDENCE, N_BOOT, SUBSAMPLE, good_range
 
 from .columns import PREDICTOR_BY_COLUMN, PREDICTORS
 from .good_ranges import _groups, _sample, tails, u_shape_p, u_shaped_verdict
@@ -34,10 +34,10 @@ from .stats import MATRIX_BOOTSTRAP_MAX, _blas_threads, boot_kendall
 
 SPLITS = 50  # random halves: the spread of tau over them is the uncertainty the table reports
 FIT_BOOT = 500  # bootstrap draws of each half's good range (its centre is what the score uses)
-MIN_POINTS = 8  # architectures with a finite metric and target for a window to be fitted at all
+MIN_POINTS = 8  # architectures with a finite metric and target for a good range to be fitted at all
 
 
-def window_distance(x: np.ndarray, low: float, high: float, log: bool) -> np.ndarray:
+def range_distance(x: np.ndarray, low: float, high: float, log: bool) -> np.ndarray:
     """d(x) = |t(x) - (t(low) + t(high)) / 2| (module docstring); NaN where t(x) is undefined."""
     x = np.asarray(x, dtype=np.float64)
     if log:
@@ -49,7 +49,7 @@ def window_distance(x: np.ndarray, low: float, high: float, log: bool) -> np.nda
     return np.abs(t - centre)
 
 
-WINDOW_COLUMNS = [
+RANGE_PREDICTOR_COLUMNS = [
     "dataset",
     "metric",
     "label",
@@ -105,7 +105,7 @@ def _subset_taus(x: np.ndarray, y: np.ndarray, subsets: list[np.ndarray]) -> np.
     return np.where(np.array([len(s) for s in subsets]) >= 3, taus, np.nan)
 
 
-def window_predictors(
+def range_predictors(
     results: Results | pd.DataFrame,
     metrics: Iterable[str] | None = None,
     *,
@@ -118,31 +118,31 @@ def window_predictors(
     seed: int = 0,
 ) -> pd.DataFrame:
     """One row per dataset and metric (default every predictor of ``columns.PREDICTORS`` with at least
-    ``MIN_POINTS`` finite values among the random draws): the window score's out-of-sample Kendall tau with
+    ``MIN_POINTS`` finite values among the random draws): the range score's out-of-sample Kendall tau with
     ``target`` (module docstring): ``tau`` (mean over ``splits`` random halves), ``tau_sd``, ``tau_lo`` /
     ``tau_hi`` (the central ``confidence`` share of the splits), the raw metric's ``raw_tau`` / ``raw_tau_sd``
     on the same held-out halves, ``gain`` = mean of |tau| - |raw tau| with ``gain_lo`` / ``gain_hi``,
     ``centre`` (median fitted centre, on the metric's own scale), ``kendall_full`` (the raw metric's tau-b on
     all the draws), and ``u_shaped`` (as ``good_ranges`` says of the metric on all the draws). The good range of
     each half is fitted with ``n_boot`` bootstrap draws of ``sample`` of its architectures."""
-    df = architectures_table(results, "window_predictors")
+    df = architectures_table(results, "range_predictors")
     if target not in df.columns:
-        raise SpecError("window_predictors", "target", target, "must be a column of the table")
-    splits = check("window_predictors", "splits", Integer(1), splits)
-    sample = check("window_predictors", "sample", Real(0.0, lo_open=True), sample)
-    n_boot = check("window_predictors", "n_boot", Integer(1), n_boot)
-    confidence = check("window_predictors", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
+        raise SpecError("range_predictors", "target", target, "must be a column of the table")
+    splits = check("range_predictors", "splits", Integer(1), splits)
+    sample = check("range_predictors", "sample", Real(0.0, lo_open=True), sample)
+    n_boot = check("range_predictors", "n_boot", Integer(1), n_boot)
+    confidence = check("range_predictors", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
     names = [p.column for p in PREDICTORS if p.column in df.columns] if metrics is None else list(metrics)
     for name in names:
         if name not in df.columns or not pd.api.types.is_numeric_dtype(df[name]):
-            raise SpecError("window_predictors", "metrics", name, "must name numeric columns of the table")
+            raise SpecError("range_predictors", "metrics", name, "must name numeric columns of the table")
     a = 100 * (1 - confidence) / 2
     with _blas_threads().limit(limits=1, user_api="blas"):  # small products: see ``stats.correlations``
-        rows = _window_rows(df, names, target, variants, splits, sample, n_boot, confidence, seed, metrics, a)
-    return pd.DataFrame(rows, columns=WINDOW_COLUMNS)
+        rows = _predictor_rows(df, names, target, variants, splits, sample, n_boot, confidence, seed, metrics, a)
+    return pd.DataFrame(rows, columns=RANGE_PREDICTOR_COLUMNS)
 
 
-def _window_rows(
+def _predictor_rows(
     df: pd.DataFrame,
     names: list[str],
     target: str,
@@ -177,7 +177,7 @@ def _window_rows(
                 low, _, high = good_range(
                     x[fit], y[fit], log=log, sample=sample, n_boot=n_boot, confidence=confidence, seed=rng
                 )
-                d = window_distance(x[held], low, high, log)
+                d = range_distance(x[held], low, high, log)
                 split_taus.append(_tau(d, y[held]))
                 helds.append(held)
                 centres.append((math.log10(low) + math.log10(high)) / 2 if log else (low + high) / 2)
