@@ -113,6 +113,8 @@ def failed_spec(config: dict[str, Any], failure: dict[str, Any]) -> ArchSpec | N
     try:
         index = int(failure["index"])
         space = config.get("space") or config.get("preset")
+        if space is None:
+            return None
         base = sample_spec(
             int(config["seed"]), index, int(config["d_in"]), int(config["d_out"]), space, int(config["param_budget"])
         )

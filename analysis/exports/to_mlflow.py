@@ -124,7 +124,7 @@ class _Writer:
             "archstudy.state": state,
             **{f"archstudy.{k}": str(plain(row.get(k))) for k in ("arch_id", "index", "variant", "host", "device")},
         }
-        rid = self.client.create_run(exp, start_time=start, tags=tags, run_name=unit).info.run_id
+        rid = str(self.client.create_run(exp, start_time=start, tags=tags, run_name=unit).info.run_id)
         at = end or 0
         values = {k: row.get(k) for k in (*ERRORS, *SELECTED, *s.measures)}
         metrics = self.metrics(values, at)

@@ -13,13 +13,14 @@ Each architecture is a trial (``optuna.trial.create_trial``, added with ``Study.
   index, variant, unit) are user attributes; its start and end are its timings (``finished_at``, ``total_s``).
 
 The study's user attributes hold its config, notes and provenance; its note in optuna-dashboard (``save_note``)
-says them in Markdown, and its objective is named "test error" (``set_objective_names``).
+says them in Markdown, and its objective is named "test error" (``Study.set_metric_names``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -147,7 +148,9 @@ def _write(source: ExportSource, dest: Path, say: Callable[[str], None]) -> dict
     study.set_user_attr("config", json.loads(json.dumps(source.config, default=str)))
     study.set_user_attr("notes", [n.to_dict() for n in source.notes])
     study.set_user_attr("provenance", [{"record": r, "architectures": n} for r, n in source.provenance])
-    optuna_dashboard.set_objective_names(study, ["test error"])
+    with warnings.catch_warnings():  # set_metric_names is marked experimental since optuna 3.2, and is kept
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.set_metric_names(["test error"])
     optuna_dashboard.save_note(study, study_note(source))
     made = trials(source)
     for lo in range(0, len(made), CHUNK):
