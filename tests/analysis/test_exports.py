@@ -47,7 +47,8 @@ def study(tmp_path_factory) -> Path:
 
 
 def _digest(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
 @pytest.fixture(scope="module")
@@ -128,9 +129,7 @@ def test_mlflow_search_runs_finds_each_architecture_its_rates_and_curve(study, t
     run_id = trained["run_id"].iloc[0]
     curve = client.get_metric_history(run_id, "curve/monitored_error")
     assert [m.step for m in curve] == list(range(EPOCHS + 1))
-    rates = client.search_runs(
-        [runs["experiment_id"].iloc[0]], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'"
-    )
+    rates = client.search_runs([runs["experiment_id"].iloc[0]], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'")
     assert sorted(int(r.data.tags["archstudy.lr_index"]) for r in rates) == list(range(RATES))
 
 
