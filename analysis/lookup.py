@@ -8,7 +8,8 @@ curves are.
 * ``spec``: an ``ArchSpec`` as JSON, canonicalized as the sampler makes a spec (``spec_of``): ``d_in``, ``d_out``
   and ``preset`` default to the study's; without ``width``, the width is solved from the study's parameter budget
   (``sampling.solve_width``); a field added after the first schema may be left out at its default. Two spellings of
-  one spec (key order, a real field as ``1`` or ``1.0``, the defaults written or not) have one content id, so they find one row.
+  one spec (key order, a real field as ``1`` or ``1.0``, the defaults written or not) have one content id, so they
+  find one row.
 * ``where``: a condition over the architectures table's columns (``analysis.row_filter``).
 
 Only what is needed is read: an id or a spec reads the rows of that id alone (the files named by it, or the rows
