@@ -44,9 +44,22 @@ def _ago(unix: float | None) -> str:
     return f"{max(0, int(time.time() - float(unix)))}s ago"
 
 
+def _computed_with(state) -> list[str]:
+    """Who computed the finished architectures: a line per distinct provenance record, with its count."""
+    from ..experiment import provenance
+
+    lines = [
+        f"computed with: {provenance.describe(record)} ({n:,} architecture{'s' * (n != 1)})"
+        for record, n in state.provenance
+    ]
+    unrecorded = len(state.finished) - sum(n for _, n in state.provenance)
+    if unrecorded > 0:
+        lines.append(f"computed with: not recorded for {unrecorded:,} (written before archstudy recorded provenance)")
+    return lines
+
+
 def command(args) -> int:
     from ..experiment.config import science_differences
-    from ..experiment import provenance
     from ..execution.costs import count_text
     from ..execution.live import describe, read_live
     from ..execution.state import survey_files
@@ -72,11 +85,8 @@ def command(args) -> int:
         f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
         f"{c.param_budget:,} parameters; archstudy {c.package_version}"
     )
-    for record, n in state.provenance:
-        show(f"computed with: {provenance.describe(record)} ({n:,} architecture{'s' * (n != 1)})", hang=4)
-    unrecorded = len(state.finished) - sum(n for _, n in state.provenance)
-    if unrecorded > 0:
-        show(f"computed with: not recorded for {unrecorded:,} (written before archstudy recorded provenance)", hang=4)
+    for line in _computed_with(state):
+        show(line, hang=4)
     d = state.driver or {}
     if state.driver_running:
         driver = f"driver pid {d.get('pid')} on {d.get('host')}, heartbeat {_ago(d.get('heartbeat_unix'))}"
