@@ -43,20 +43,22 @@ def test_status_and_the_report_name_who_computed_the_rows(tmp_path, capsys, pack
 
 
 def test_a_resume_beside_rows_of_another_science_version_is_refused_and_other_versions_are_said(tmp_path, monkeypatch):
-    """The driver's refusal of a plan whose finished units another science version computed (the synthetic study's
-    files record a science config of their own, which the plan's other refusal, of a mixed config, would name
-    first: the science-version check is asked directly)."""
+    """The driver's refusal of a plan whose finished units another science version computed, asked of the study's
+    survey as ``status`` takes it (a resume of the synthetic study would first refuse its science config, which the
+    synthetic writer records as its own)."""
     from archstudy.study.execution import driver
+    from archstudy.study.execution.state import survey_files
 
     root = tmp_path / "study"
     write_synthetic_study(str(root), 3, num_lrs=2, curve_epochs=1)
-    plan = driver.prepare_study(None, root)
-    assert driver._science_version_problem(plan.store, plan.state) is None
+    store = Store(str(root))
+    state = survey_files(store, store.read_config())
+    assert driver._science_version_problem(store, state) is None
     monkeypatch.setattr(provenance, "SCIENCE_VERSION", str(int(provenance.SCIENCE_VERSION) + 1))
-    refusal = driver._science_version_problem(plan.store, plan.state)
+    refusal = driver._science_version_problem(store, state)
     assert refusal is not None and "\n" not in refusal
     old = int(provenance.SCIENCE_VERSION) - 1
     assert f"3 finished architecture(s) were computed by archstudy science version {old}" in refusal
     elsewhere = {**provenance.current(), "numpy": "1.0.0"}
-    line = provenance.versions_line(plan.state.provenance, elsewhere)
+    line = provenance.versions_line(state.provenance, elsewhere)
     assert line is not None and f"numpy {numpy.__version__} -> 1.0.0" in line and "\n" not in line
