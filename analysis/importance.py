@@ -19,6 +19,7 @@ on this project's 2-core machine) with its own forest seed: the median and the r
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,10 +93,10 @@ def _fit(table: pd.DataFrame, features: list[str], target: str, seed: int) -> di
     study = optuna.create_study()
     study.add_trials(trials)
     evaluator = optuna.importance.FanovaImportanceEvaluator(n_trees=N_TREES, max_depth=MAX_DEPTH, seed=seed)
-    return {
-        k: float(v)
-        for k, v in optuna.importance.get_param_importances(study, evaluator=evaluator, normalize=False).items()
-    }
+    with warnings.catch_warnings():  # normalize=False is marked experimental in optuna: said once per fit otherwise
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        found = optuna.importance.get_param_importances(study, evaluator=evaluator, normalize=False)
+    return {k: float(v) for k, v in found.items()}
 
 
 def importance(
