@@ -1,6 +1,7 @@
-"""Exports of a study to the tools researchers already use (``archstudy export STUDY --to TARGET --out DEST``): one
-way, from the study's files (read as ``load_results`` reads them; nothing of the study is written), each through the
-target's own library, from the optional extra ``export`` (``pip install "archstudy[export]"``):
+"""Exports of a study to the tools researchers already use (``archstudy export STUDY --to TARGET --out DEST``).
+
+One way, from the study's files (read as ``load_results`` reads them; nothing of the study is written), each through
+the target's own library, from the optional extra ``export`` (``pip install "archstudy[export]"``):
 
 * ``optuna``: an SQLite RDB storage with one study, a trial per architecture (``to_optuna``);
 * ``mlflow``: an SQLite tracking store and its artifacts, a run per architecture under the study's run, a nested run
