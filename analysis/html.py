@@ -18,6 +18,8 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; mar
        padding: 16px 24px; color: #222; line-height: 1.45; overflow-wrap: break-word; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { border-bottom: 2px solid #ccc; margin-top: 2em; }
 h3 { margin-top: 1.6em; } h4 { margin: 0.5em 0 0.3em; } .muted { color: #666; font-size: 0.9em; }
+.tag { background: #e8eef6; border-radius: 3px; padding: 0 4px; font-size: 0.85em; }
+table.leaderboard tr.sel td { background: #fde2e2; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1em; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; vertical-align: top; }
 th { background: #f3f3f3; overflow-wrap: normal; } td.l, th.l { text-align: left; } td.l { overflow-wrap: anywhere; }

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .columns import AXES, PREDICTOR_BY_COLUMN, PREDICTORS, SPEC_DTYPES, unit_keys
+from .parallel_coordinates import dimensions
 from .study_analysis import detailed
 from .html import esc, fmt
 
@@ -189,8 +190,8 @@ def study_data(s: StudyAnalysis) -> dict[str, Any]:
     """Everything the browser draws a study's interactive parts from: ``columns`` (one list per column of the
     trained architectures: id, variant, the one-line spec, the spec fields, the predictors and ``OUTCOMES``),
     ``spec`` / ``metrics`` (which columns the detail panel lists under each), ``labels`` (column -> label),
-    ``scatter`` (``scatter_panels``), ``design`` (``design_axes``), ``runs`` (``_runs``) and ``curves``
-    (``_curves``)."""
+    ``scatter`` (``scatter_panels``), ``design`` (``design_axes``), ``parcoords`` (the parallel coordinates' axes,
+    ``parallel_coordinates.dimensions``), ``runs`` (``_runs``) and ``curves`` (``_curves``)."""
     a = s.arch.reset_index(drop=True)
     ids = a["arch_id"].astype(str).tolist()
     spec = [c for c in SPEC_DTYPES if c in a.columns]
@@ -213,6 +214,7 @@ def study_data(s: StudyAnalysis) -> dict[str, Any]:
         "labels": labels,
         "scatter": scatter_panels(s),
         "design": design_axes(a),
+        "parcoords": dimensions(a, s.ranking),
         "runs": _runs(s.results.runs, unit_keys(shown)),
         "detail": {"max": len(shown), "of": len(a)},  # the architectures with their runs and curve in the page
         "curves": _curves(s.selected_curves),
@@ -278,9 +280,23 @@ def explore_html(s: StudyAnalysis) -> str:
         f'<div class="grid">{scatter or "<p class=missing>No predictor has three finite values yet.</p>"}</div>'
         f'<h4 id="{esc(a)}-explore-design">The design space: each sampled axis against test error</h4>'
         f'<div class="grid">{design or "<p class=missing>No sampled axis has two values.</p>"}</div>'
+        f"{parcoords_html(a, data['parcoords'])}"
         f'<h4 id="{esc(a)}-explore-all">All {len(s.arch):,} trained architectures</h4>'
         f"{leaderboard_html(s)}"
         f"{_json_block(f'data-{a}', data)}</div>"
+    )
+
+
+def parcoords_html(anchor: str, dims: list[dict[str, Any]]) -> str:
+    """The parallel-coordinates view's heading, note and plot (``analysis.parallel_coordinates``)."""
+    return (
+        f'<h4 id="{esc(anchor)}-explore-parallel">Parallel coordinates: the design axes, the measures and test '
+        "error</h4>"
+        '<p class="muted">One line per architecture, coloured by test error; the measures in the order of the '
+        "predictor ranking (log10 where the report plots them on a log scale). Drag along an axis to brush a range "
+        "(several axes: their intersection); the brushed architectures are selected in every plot of the study and "
+        "in its table. An architecture without a value on an axis drawn is left out of this view.</p>"
+        f'<div class="iplot parcoords" data-plot="parcoords" data-axes="{len(dims)}"></div>'
     )
 
 
@@ -360,6 +376,7 @@ function study(anchor) {
 function jitter(i) { const x = Math.sin(i * 12.9898) * 43758.5453; return (x - Math.floor(x) - 0.5) * 0.5; }
 const CONFIG = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["autoScale2d"]};
 function draw(div) {
+  if (div.dataset.plot === "parcoords") { drawParcoords(div); return; }
   const anchor = div.closest(".explore").dataset.study, d = study(anchor), c = d.columns;
   const kind = div.dataset.plot, panel = d[kind][+div.dataset.key], col = panel.col;
   const rows = [], x = [], y = [];
@@ -403,14 +420,54 @@ function draw(div) {
     div.on("plotly_deselect", () => select(anchor, null));
   });
 }
+function parcoordsRows(d) {
+  const c = d.columns, dims = d.parcoords, rows = [];
+  for (let i = 0; i < d.n; i++) {
+    const ok = p => { const v = c[p.col][i]; return v !== null && v !== undefined && (p.kind !== "log" || v > 0); };
+    if (dims.every(ok)) rows.push(i);
+  }
+  return rows;
+}
+function drawParcoords(div) {
+  const anchor = div.closest(".explore").dataset.study, d = study(anchor), c = d.columns;
+  const rows = parcoordsRows(d);
+  const dimensions = d.parcoords.map(p => {
+    if (p.kind === "category") {
+      const at = new Map(p.values.map((v, k) => [v, k]));
+      return {label: p.label, values: rows.map(i => at.get(String(c[p.col][i]))),
+              tickvals: p.values.map((_, k) => k), ticktext: p.values};
+    }
+    return {label: p.label, values: rows.map(i => p.kind === "log" ? Math.log10(c[p.col][i]) : c[p.col][i])};
+  });
+  const trace = {type: "parcoords", dimensions: dimensions, line: {color: rows.map(i => c.test_error[i]),
+    colorscale: "Viridis", showscale: true, colorbar: {title: {text: "test error"}}}};
+  const layout = {height: 460, margin: {l: 60, r: 60, t: 90, b: 30}, font: {size: 10}};
+  trace.labelangle = -30;
+  Plotly.newPlot(div, [trace], layout, CONFIG).then(() => {
+    div.dataset.drawn = "1";
+    div.dataset.lines = rows.length;
+    div.on("plotly_restyle", () => brushed(anchor, div, rows));
+  });
+}
+function inRanges(v, r) {
+  const ranges = Array.isArray(r[0]) ? r : [r];
+  return ranges.some(x => v >= x[0] && v <= x[1]);
+}
+function brushed(anchor, div, rows) {
+  const dims = div.data[0].dimensions.filter(dm => dm.constraintrange && dm.constraintrange.length);
+  if (!dims.length) { select(anchor, null); return; }
+  select(anchor, rows.filter((i, k) => dims.every(dm => inRanges(dm.values[k], dm.constraintrange))), true);
+}
 function restyle(d, p) {
   const sel = d.selected ? p.rows.map((r, k) => d.selected.has(r) ? k : -1).filter(k => k >= 0) : null;
   Plotly.restyle(p.div, {selectedpoints: [sel]});
 }
-function select(anchor, rows) {
+function select(anchor, rows, brushed) {
   const d = study(anchor);
-  d.selected = rows && rows.length ? new Set(rows) : null;
+  d.selected = rows && (rows.length || brushed) ? new Set(rows) : null;
   d.plots.forEach(p => restyle(d, p));
+  document.querySelectorAll('.explore[data-study="' + anchor + '"] table.leaderboard tbody tr').forEach(tr =>
+    tr.classList.toggle("sel", d.selected !== null && d.selected.has(+tr.dataset.row)));
   if (d.selected) showSelection(anchor);
 }
 function table(head, rows, cls) {

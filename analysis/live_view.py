@@ -16,8 +16,11 @@ listing changed; after a reload of r seconds it waits at least ``RELOAD_SHARE`` 
 so a large study is not reread back to back. Each reload computes the correlation table without bootstrap intervals
 (``n_boot = 0``: the coefficients and p-values are the report's, its intervals are not needed here) and the predictor
 ranking, and hands them to ``analysis.interactive.study_data`` (the scatter plots' columns and panels) and
-``leaderboard_html`` (the best ``LEADERBOARD`` architectures). The page redraws its numbers, its table and its plots
-in place (``Plotly.react``: a zoom survives a redraw), without reloading itself.
+``leaderboard_html`` (the best ``LEADERBOARD`` architectures), with the parallel coordinates' axes
+(``analysis.parallel_coordinates``: brushing one marks the brushed architectures in the scatter plots and the
+leaderboard), the importance ranking of test error (``analysis.importance``, ``LIVE_REPLICATES`` replicates) and the
+study's notes (``notes.jsonl``, watched). The page redraws its numbers, its table and its plots in place
+(``Plotly.react``: a zoom and a brush survive a redraw), without reloading itself.
 
 Nothing is ever written to the study: it is read the way ``archstudy report`` reads it, local or ``s3://``.
 
@@ -52,20 +55,23 @@ from archstudy.sampling.unit_names import UNIT_NAME
 from archstudy.study.experiment.config import CONFIG_NAME, REPORT_NAME
 from archstudy.study.experiment.layout import CHECKPOINTS, FAILED, IN_FLIGHT, PROGRESS
 from archstudy.study.experiment.schema import ARCHITECTURES
+from archstudy.study.experiment.notes import NOTES_NAME
 
 from .html import CSS, esc
+from .importance import MIN_ROWS, available, importance
 from .interactive import leaderboard_html, scripts_html, study_data
 from .ranking import predictor_ranking
 from .results import Results, load_results, study_filesystem
 from .study_analysis import StudyAnalysis
 from .stats import FEW, correlations
+from .study_notes import read_notes
 
 # The study's directories whose listing changes when a unit finishes (``architectures``, packs included), fails or
 # starts (``study.experiment.layout``), and the files beside them the page shows. Of these, the directories of units
 # in flight (``IN_FLIGHT``: a unit's checkpoint, and the progress record its worker rewrites every few seconds,
 # ``study.execution.live``) are watched by name only.
 WATCHED_DIRS = (ARCHITECTURES, FAILED, CHECKPOINTS, PROGRESS)
-WATCHED_FILES = (CONFIG_NAME, REPORT_NAME)
+WATCHED_FILES = (CONFIG_NAME, REPORT_NAME, NOTES_NAME)
 POLL_S = 3.0  # seconds between two listings of the study (the page asks the server as often)
 # A request's Host header: a name or IPv4 address, or an IPv6 address in brackets, then an optional port (RFC 9110
 # section 7.2, RFC 3986 section 3.2.2).
@@ -118,6 +124,9 @@ LEADERBOARD = 25  # architectures in the page's leaderboard, lowest test error f
 ETA_WINDOW = 20  # finish times the recent rate is measured over
 ETA_MIN_FINISHED = 3
 RELOAD_SHARE = 2.0  # after a reload of r seconds the watcher waits at least RELOAD_SHARE r (``pause``)
+# Replicates of the page's importance ranking of test error (``analysis.importance``): a reload recomputes it, so
+# fewer than the report's ``REPLICATES``; the page says how many.
+LIVE_REPLICATES = 3
 
 
 def listing(study_dir: str) -> tuple[tuple[str, int], ...]:
@@ -211,8 +220,8 @@ def snapshot(
     best ``LEADERBOARD`` architectures as ``interactive.leaderboard_html`` renders them, and ``shown``, how many),
     ``data`` (``interactive.study_data`` without runs and curves: the columns and the scatter panels),
     ``few`` (``stats.FEW``: below it the page cautions that tau is coarse), ``excluded`` and ``corrupt`` (counts of
-    result files left out). ``listed``: the study's ``listing``, where the
-    caller has it."""
+    result files left out), ``notes`` (the study's notes) and ``importance`` (``live_importance``). ``listed``: the
+    study's ``listing``, where the caller has it."""
     results = load_results(study_dir, runs=False)
     flying = in_flight(listing(study_dir) if listed is None else listed)
     s = analysis_of(results, name or results.study_dir)
@@ -223,6 +232,8 @@ def snapshot(
     return {
         "study": s.name,
         "dataset": results.dataset,
+        "notes": [n.to_dict() for n in read_notes(study_dir)],
+        "importance": live_importance(s.arch),
         "progress": progress(results, flying),
         "leaderboard": leaderboard_html(dataclasses.replace(s, arch=best)) if len(best) else "",
         "shown": len(best),
@@ -231,6 +242,21 @@ def snapshot(
         "excluded": len(results.excluded),
         "corrupt": len(results.corrupt),
     }
+
+
+def live_importance(arch: pd.DataFrame) -> dict[str, Any]:
+    """The page's importance ranking of test error (``LIVE_REPLICATES`` replicates): ``rows`` (feature, kind, median,
+    low, high), or ``missing``: why there is none."""
+    why = available()
+    found = importance(arch, replicates=LIVE_REPLICATES) if why is None and len(arch) else None
+    if found is None:
+        return {"missing": why or f"fewer than {MIN_ROWS} trained architectures with every feature", "rows": []}
+    rows = [{k: _plain(v) for k, v in r.items()} for r in found.table.to_dict("records")]
+    return {"missing": None, "rows": rows, "replicates": found.replicates, "used": found.rows}
+
+
+def _plain(v: Any) -> Any:
+    return float(v) if isinstance(v, (float, np.floating)) else v
 
 
 def pause(poll_s: float, reload_s: float) -> float:
@@ -309,13 +335,20 @@ def page_html(title: str, poll_s: float = POLL_S) -> str:
         '<p id="status" class="muted">loading...</p>'
         '<p id="report-link" hidden><a href="report.html">the full report</a> (as last written by '
         "<code>archstudy report</code>)</p>"
+        '<div id="notes"></div>'
         '<h2>Progress</h2><div id="progress"></div>'
         '<h2>Leaderboard</h2><div id="leaderboard"></div>'
+        "<h2>Parallel coordinates: the design axes, the measures and test error</h2>"
+        '<p class="muted">One line per trained architecture, coloured by test error; drag along an axis to brush a '
+        "range: the brushed architectures are marked in the plots below and in the leaderboard.</p>"
+        '<div id="parcoords" class="iplot"></div>'
         "<h2>Each predictor against test error</h2>"
         '<p class="muted">Kendall τ-b with test error in each title: an estimate, not a finding (this page states '
         "none: whether a predictor predicts test error, the report says, with every test of the study counted "
         "together); hover a point for its architecture, drag to zoom (double-click: back).</p>"
-        '<p id="caution" class="muted" hidden></p><div id="scatter" class="grid"></div></main>'
+        '<p id="caution" class="muted" hidden></p><div id="scatter" class="grid"></div>'
+        "<h2>Importance of the design axes and measures for test error (fANOVA)</h2>"
+        '<div id="importance"></div></main>'
         f"{scripts_html(True)}"
         f"<script>{SCRIPT}</script></body></html>"
     )
@@ -373,9 +406,83 @@ function plot(d, panel, div) {
     xaxis: {title: {text: panel.label, font: {size: 11}}, type: panel.log ? "log" : "linear", automargin: true},
     yaxis: {title: {text: "test error", font: {size: 11}}}};
   div.dataset.points = rows.length;
-  return Plotly.react(div, [trace], layout, {displaylogo: false, responsive: true});
+  div._rows = rows;
+  return Plotly.react(div, [trace], layout, {displaylogo: false, responsive: true}).then(() => mark(div));
+}
+// The brushed architectures (their arch_ids; null: no brush): marked in every scatter plot and in the leaderboard.
+let brushedIds = null, current = null;
+function mark(div) {
+  const c = current.columns, rows = div._rows || [];
+  const sel = brushedIds ? rows.map((i, k) => brushedIds.has(c.arch_id[i]) ? k : -1).filter(k => k >= 0) : null;
+  return Plotly.restyle(div, {selectedpoints: [sel], "selected.marker.color": "#d62728",
+                              "unselected.marker.opacity": 0.2});
+}
+function markAll() {
+  document.querySelectorAll("#scatter .iplot").forEach(mark);
+  document.querySelectorAll("#leaderboard table.leaderboard tbody tr").forEach(tr => {
+    const id = tr.querySelector("code.id");
+    tr.classList.toggle("sel", brushedIds !== null && id !== null && brushedIds.has(id.textContent));
+  });
+}
+function parcoords(d) {
+  const c = d.columns, dims = d.parcoords, box = document.getElementById("parcoords"), rows = [];
+  for (let i = 0; i < c.arch_id.length; i++) {
+    const ok = p => { const v = c[p.col][i]; return v !== null && v !== undefined && (p.kind !== "log" || v > 0); };
+    if (dims.every(ok)) rows.push(i);
+  }
+  const dimensions = dims.map(p => {
+    if (p.kind === "category") {
+      const at = new Map(p.values.map((v, k) => [v, k]));
+      return {label: p.label, values: rows.map(i => at.get(String(c[p.col][i]))),
+              tickvals: p.values.map((_, k) => k), ticktext: p.values};
+    }
+    return {label: p.label, values: rows.map(i => p.kind === "log" ? Math.log10(c[p.col][i]) : c[p.col][i])};
+  });
+  const old = box.data && box.data[0] ? box.data[0].dimensions : [];
+  dimensions.forEach(dm => { const o = old.find(x => x.label === dm.label);
+                             if (o && o.constraintrange) dm.constraintrange = o.constraintrange; });
+  const trace = {type: "parcoords", dimensions: dimensions, labelangle: -30, line: {colorscale: "Viridis",
+    color: rows.map(i => c.test_error[i]), showscale: true, colorbar: {title: {text: "test error"}}}};
+  box.dataset.lines = rows.length;
+  return Plotly.react(box, [trace], {height: 460, margin: {l: 60, r: 60, t: 90, b: 30}, font: {size: 10}},
+                      {displaylogo: false, responsive: true}).then(() => {
+    if (!box.dataset.listening) {
+      box.dataset.listening = "1";
+      box.on("plotly_restyle", () => brushed(box));
+    }
+    box._rows = rows;
+    brushed(box);
+  });
+}
+function brushed(box) {
+  const c = current.columns;
+  const dims = box.data[0].dimensions.filter(dm => dm.constraintrange && dm.constraintrange.length);
+  const inside = (v, r) => (Array.isArray(r[0]) ? r : [r]).some(x => v >= x[0] && v <= x[1]);
+  brushedIds = dims.length ? new Set(box._rows.filter((i, k) => dims.every(dm => inside(dm.values[k],
+    dm.constraintrange))).map(i => c.arch_id[i])) : null;
+  box.dataset.brushed = brushedIds ? brushedIds.size : "";
+  markAll();
+}
+function importance(imp) {
+  const box = document.getElementById("importance");
+  if (imp.missing) { box.innerHTML = '<p class="missing">Not computed: ' + esc(imp.missing) + "</p>"; return; }
+  box.innerHTML = '<p class="muted">fANOVA through Optuna over ' + fmt(imp.used) + " trained architectures, " +
+    imp.replicates + " bootstrap replicates (the report computes more): the share of the variance of test error " +
+    "each feature explains alone. A description: no significance is claimed.</p><table><thead><tr><th>feature" +
+    "</th><th>kind</th><th>share (median)</th><th>range</th></tr></thead><tbody>" + imp.rows.map(r =>
+    '<tr><td class="l">' + esc(r.feature) + "</td><td>" + esc(r.kind) + "</td><td>" + fmt(r.median) + "</td><td>" +
+    fmt(r.low) + " \u2013 " + fmt(r.high) + "</td></tr>").join("") + "</tbody></table>";
+}
+function notes(list) {
+  document.getElementById("notes").innerHTML = list.length ? '<div class="notes"><b>Notes</b> ' +
+    "(<code>archstudy note</code>)<ul>" + list.map(n => '<li><span class="muted">' + esc(n.at) + "</span> " +
+    esc(n.text) + n.tags.map(t => ' <span class="tag">' + esc(t) + "</span>").join("") + "</li>").join("") +
+    "</ul></div>" : "";
 }
 function render(s) {
+  current = s.data;
+  notes(s.notes);
+  importance(s.importance);
   document.getElementById("progress").innerHTML = progress(s.progress);
   const n = s.progress.trained;
   document.getElementById("leaderboard").innerHTML = s.shown ? s.leaderboard +
@@ -397,6 +504,7 @@ function render(s) {
   Array.from(box.children).forEach(div => { if (!want.has(div.id)) { Plotly.purge(div); div.remove(); } });
   if (!s.data.scatter.length) box.innerHTML = '<p class="missing">No predictor has three finite values yet.</p>';
   else box.querySelectorAll("p.missing").forEach(p => p.remove());
+  if (s.data.parcoords.length > 1 && s.data.columns.arch_id.length) parcoords(s.data); else markAll();
 }
 function say(text) { document.getElementById("status").textContent = text; }
 async function poll() {

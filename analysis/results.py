@@ -33,6 +33,7 @@ from archstudy.study.experiment.layout import CHECKPOINTS, FAILED
 from archstudy.study.experiment.location import open_location
 from archstudy.study.experiment.value_checks import planned_runs, value_problem
 from archstudy.study.experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
+from archstudy.study.experiment.provenance import entries, merge
 from archstudy.study.experiment.schema import (
     HIGH_BIAS,
     SCHEMA_KEY,
@@ -86,6 +87,9 @@ class Results:
     # every table as `archstudy status` reports them and a resume redoes them
     corrupt: dict[str, str] = field(default_factory=dict)
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # who computed the rows (``study.experiment.provenance``, from the architectures files' metadata): each distinct
+    # record and the architectures it computed; files of a version before the record count in none
+    provenance: list[tuple[dict[str, Any], int]] = field(default_factory=list)
 
     @property
     def n_finished(self) -> int:
@@ -287,6 +291,7 @@ def _read_table(
     arch_ids: set[str] | None = None,
     corrupt: dict[str, str] | None = None,
     required: dict[str, tuple[str, ...]] | None = None,
+    records: list[list[tuple[dict[str, Any], int]]] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     """The rows of ``<root>/<table>`` (only the architectures ``arch_ids`` when given) that belong to the study
     ``config`` describes, each unit's once: from the good pack that holds it, else from its own file
@@ -294,14 +299,17 @@ def _read_table(
     (name -> why), those that cannot be read whole (``CorruptFile``, a pack that is not whole) to ``corrupt``
     (name -> problem), and left out. A file deleted between its listing and its read was packed by a compaction
     meanwhile: the table is listed and read again (at most ``MAX_READS`` times). ``required`` (architectures): filled
-    with the tables each unit read from its own file has besides it (``schema.unit_tables``)."""
+    with the tables each unit read from its own file has besides it (``schema.unit_tables``). ``records``: where
+    given, the provenance pairs of every file and pack read are added to it
+    (``study.experiment.provenance.entries``)."""
     for attempt in range(MAX_READS):
         found_excluded: dict[str, str] = {}
         found_corrupt: dict[str, str] = {}
         found_required: dict[str, tuple[str, ...]] = {}
+        found_records: list[list[tuple[dict[str, Any], int]]] = []
         try:
             out = _read_table_once(
-                fs, root, shown, table, config, found_excluded, arch_ids, found_corrupt, found_required
+                fs, root, shown, table, config, found_excluded, arch_ids, found_corrupt, found_records, found_required
             )
         except FileNotFoundError:
             if attempt == MAX_READS - 1:
@@ -312,6 +320,8 @@ def _read_table(
             corrupt.update(found_corrupt)
         if required is not None:
             required.update(found_required)
+        if records is not None:
+            records.extend(found_records)
         return out
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -349,6 +359,7 @@ def _read_table_once(
     excluded: dict[str, str],
     arch_ids: set[str] | None,
     corrupt: dict[str, str],
+    records: list[list[tuple[dict[str, Any], int]]],
     required: dict[str, tuple[str, ...]] | None = None,
 ) -> tuple[pd.DataFrame, int]:
     files = _list(fs, root, table, "parquet")  # the units' own files, listed before the packs
@@ -397,6 +408,7 @@ def _read_table_once(
             trained = bool(t.column("trained")[0].as_py()) if "trained" in t.column_names else True
             needs = unit_tables(t.schema.metadata or {}, t.column_names, trained)
             required[m.group(0)[: -len(".parquet")]] = needs if isinstance(needs, tuple) else ("runs",)
+        records.append(entries(t.schema.metadata))
         # pandas' own metadata would turn columns into an index; the contract has none.
         tables.append(t.replace_schema_metadata(None))
     n_files = len(tables)
@@ -408,6 +420,7 @@ def _read_table_once(
             excluded[f"{table}/{pack.stem}.parquet"] = why
             continue
         t = _pack_rows(fs, root, table, pack, winners, arch_ids)
+        records.append(entries(pack.metadata))
         out = sorted({i for i in t.column("index").to_pylist() if beyond(i) is not None}) if t.num_rows else []
         if out:  # rows of indices beyond the study's (a study whose config shrank): left out, per unit
             for name in pack.names:
@@ -679,8 +692,9 @@ def load_results(
     excluded: dict[str, str] = {}
     corrupt: dict[str, str] = {}
     required: dict[str, tuple[str, ...]] = {}
+    records: list[list[tuple[dict[str, Any], int]]] = []
     raw_arch, n_arch_files = _read_table(
-        fs, root, shown, "architectures", config, excluded, corrupt=corrupt, required=required
+        fs, root, shown, "architectures", config, excluded, corrupt=corrupt, required=required, records=records
     )
     raw_runs, n_run_files = (
         _read_table(fs, root, shown, "runs", config, excluded, corrupt=corrupt) if runs else (pd.DataFrame(), 0)
@@ -727,6 +741,7 @@ def load_results(
         excluded=excluded,
         curves=curve_table,
         corrupt=corrupt,
+        provenance=merge(records),
     )
 
 

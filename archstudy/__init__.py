@@ -52,6 +52,7 @@ _EXPORTS = {
     "resume_study": "study",
     "run_study": "study",
     "train_architecture": "study",
+    "add_note": "study.execution.study_notes",
     "activation_ratio": "study.metrics",
     "nlc": "study.metrics",
     "output_bias": "study.metrics",
@@ -59,8 +60,10 @@ _EXPORTS = {
     # analysis: what was learned
     "correlations": "analysis",
     "edf": "analysis",
+    "export_study": "analysis.exports",
     "good_ranges": "analysis",
     "load_results": "analysis",
+    "lookup": "analysis.lookup",
     "nlc_good_range": "analysis",
     "paired_effects": "analysis",
     "read_curves": "analysis",

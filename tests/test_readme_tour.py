@@ -46,6 +46,13 @@ RULES: list[tuple[str, str, int | None, str]] = [
         None,
         "",
     ),
+    (r"^archstudy lookup studies/wave --where ", "as pasted", 0, "with depth > 2"),
+    (
+        r"^archstudy export studies/wave ",
+        "skip: it needs the optional extra export (each target round-trips in tests/analysis/test_exports.py)",
+        None,
+        "",
+    ),
     (
         r"^archstudy rank ",
         "skip: it fits a predictor and measures 200 architectures on Ray (tests/study/cli/test_rank.py)",

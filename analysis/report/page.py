@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from archstudy.sampling import SpecError
 from archstudy.sampling.regular_files import write_whole
 from archstudy.sampling.constraints import Choice, Integer, check
-from archstudy.study.experiment.config import N_BOOT_MAX, package_version
+from archstudy.study.experiment import provenance
+from archstudy.study.experiment.config import N_BOOT_MAX
 
 from ..drawing import Drawer, FigureJob, check_figures_dir
 from ..figures import COMPARISON_FIGURES, FIGURES, FigureSpec
@@ -25,6 +26,7 @@ from ..predict import predict_html, predictor_from
 from ..pruning import check_window
 from ..results import load_results, local_root
 from ..study_analysis import StudyAnalysis, analyse, study_labels
+from ..study_notes import notes_html, read_notes
 
 if TYPE_CHECKING:
     pass
@@ -35,6 +37,7 @@ from .comparison import config_diff_html, errors_compare_html, good_ranges_compa
 from .design import edf_html, good_ranges_html
 from .findings import findings_html
 from .glance import glance_html
+from .importance import importance_html
 from .output import check_out
 from .predictors import correlations_html, psi_html, windows_html
 from .pruning import launch_html, pruning_html
@@ -45,9 +48,11 @@ from .status import config_html, failed_html, provenance_html, status_box, statu
 
 
 def status_part_html(s: StudyAnalysis) -> str:
-    """The counts of the status table beside the provenance, then study.yaml and the failed architectures."""
+    """The counts of the status table beside the provenance, the study's notes, then study.yaml and the failed
+    architectures."""
     return (
         f'<div class="cols"><div>{status_table(s)}</div><div>{provenance_html(s)}</div></div>'
+        + notes_html(read_notes(s.results.study_dir))
         + config_html(s.results.config)
         + failed_html(s)
     )
@@ -59,6 +64,9 @@ STUDY_SECTIONS: tuple[PageSection, ...] = (
     PageSection("findings", "Findings: every verdict of this page, tested together", findings_html, short="Findings"),
     PageSection("predictors", "What predicts test error", correlations_html, short="Predictors"),
     PageSection("explore", "Explore every architecture (interactive)", explore_html, short="Explore"),
+    PageSection(
+        "importance", "Importance of the design axes and measures (fANOVA)", importance_html, short="Importance"
+    ),
     PageSection("windows", "Window predictors", windows_html, short="Windows"),
     PageSection(
         "predict", "Predicting test error from everything measured at initialization", predict_html, short="Prediction"
@@ -264,8 +272,8 @@ def render(
         f"<title>archstudy report: {esc(names)}</title>",
         f"<style>{CSS}</style></head><body>",
         '<h1 id="top">archstudy report: what predicts test error</h1>',
-        f'<p class="muted">{esc(names)}. Drawn {now} by archstudy {esc(package_version())} on '
-        f"{esc(platform.node())} (Python {platform.python_version()}).</p>",
+        f'<p class="muted">{esc(names)}. Drawn {now} on {esc(platform.node())} by '
+        f"{esc(provenance.describe(provenance.current()))}.</p>",
         bar_html(sections, compare, 'id="reproductions"' in extra),
         toc_html(sections, compare),
         glance_html(sections),

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from archstudy.study.experiment.provenance import describe
+
 from ..html import esc, fmt, folded, table
 from ..results import Results
 from ..study_analysis import StudyAnalysis
@@ -156,8 +158,23 @@ def provenance_html(s: StudyAnalysis) -> str:
         ["machines (host)", distinct("host")],
         ["devices", distinct("device")],
         ["recorded compute", f"{fmt(p['compute_h'])} h" if p["compute_h"] is not None else "–"],
+        *computed_with_rows(r),
     ]
     return table(None, rows, left=2, cls="kv")
+
+
+def computed_with_rows(r: Results) -> list[list[str]]:
+    """The provenance the result files record (``study.experiment.provenance``): one row per distinct record
+    (archstudy's version and commit, Python, the libraries, CUDA and the device) with the architectures it
+    computed; the architectures of files written before the record, counted apart."""
+    rows = [
+        ["computed with" if k == 0 else "", f"{esc(describe(record))} ({n:,} architectures)"]
+        for k, (record, n) in enumerate(r.provenance)
+    ]
+    unrecorded = r.n_finished - sum(n for _, n in r.provenance)
+    if unrecorded > 0:
+        rows.append(["computed with" if not rows else "", f"not recorded for {unrecorded:,} (written before it was)"])
+    return rows
 
 
 def config_html(cfg: dict[str, Any]) -> str:

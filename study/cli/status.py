@@ -1,6 +1,7 @@
 """``archstudy status STUDY``: finished (trained, and pruned at launch) / in progress / failed / remaining, and each
 failure's reason; for each architecture in progress, how far it is (stage, epoch, live runs: its progress record,
-``study.execution.live``).
+``study.execution.live``), and who computed the finished ones: archstudy's version and commit, Python, the
+libraries and the device (``study.experiment.provenance``: what each result file records).
 
 On a terminal, lines keep within ``flags.WIDTH`` columns (``--wide``, a pipe or a file: as long as they are); a
 long note or reason continues on the next line, indented.
@@ -43,6 +44,20 @@ def _ago(unix: float | None) -> str:
     return f"{max(0, int(time.time() - float(unix)))}s ago"
 
 
+def _computed_with(state) -> list[str]:
+    """Who computed the finished architectures: a line per distinct provenance record, with its count."""
+    from ..experiment import provenance
+
+    lines = [
+        f"computed with: {provenance.describe(record)} ({n:,} architecture{'s' * (n != 1)})"
+        for record, n in state.provenance
+    ]
+    unrecorded = len(state.finished) - sum(n for _, n in state.provenance)
+    if unrecorded > 0:
+        lines.append(f"computed with: not recorded for {unrecorded:,} (written before archstudy recorded provenance)")
+    return lines
+
+
 def command(args) -> int:
     from ..experiment.config import science_differences
     from ..execution.costs import count_text
@@ -71,6 +86,8 @@ def command(args) -> int:
         f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
         f"{c.param_budget:,} parameters; archstudy {c.package_version}"
     )
+    for line in _computed_with(state):
+        show(line, hang=4)
     d = state.driver or {}
     if state.driver_running:
         driver = f"driver pid {d.get('pid')} on {d.get('host')}, heartbeat {_ago(d.get('heartbeat_unix'))}"

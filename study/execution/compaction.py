@@ -37,9 +37,10 @@ import pyarrow.parquet as pq
 
 from ..experiment.config import StudyConfig
 from ..experiment.packs import PACK_KEY, pack_record, pack_stem, pack_stems, seq_of
+from ..experiment.provenance import entries, merge, record_json
 from ..experiment.schema import RESULTS_SCHEMA_VERSION, SCHEMA_KEY, TABLE_KEY
 from .state import survey, survey_files
-from .store import ARCHITECTURES, CURVES, RUNS, SCHEMAS, Store, current, table_of, with_science
+from .store import ARCHITECTURES, CURVES, RUNS, SCHEMAS, Store, current, table_of, with_provenance, with_science
 
 PACK_UNITS = 10_000  # units per pack: 10 packs for 100,000 units; a pack of 40 runs each is 400,000 runs rows
 ROW_GROUP = 65_536  # rows per Parquet row group of a pack: a reader of a few units' curves skips the others
@@ -97,10 +98,18 @@ def _pack_bytes(table: pa.Table, meta: Mapping[bytes, bytes]) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def write_pack(store: Store, tables: Mapping[str, pa.Table], science: str, without_curves: Sequence[str] = ()) -> str:
+def write_pack(
+    store: Store,
+    tables: Mapping[str, pa.Table],
+    science: str,
+    without_curves: Sequence[str] = (),
+    provenance: str | None = None,
+) -> str:
     """Write one pack of ``tables`` (``architectures``, and ``runs`` and ``curves`` where they have rows; this
     version's schema) computed under ``science``: the runs and curves files, then the architectures file, its
-    commit point (``study.experiment.packs``). The caller holds the driver lock. Returns the pack's stem."""
+    commit point (``study.experiment.packs``), with ``provenance`` (the distinct records of its units and their
+    counts, ``study.experiment.provenance.merge``) in its metadata. The caller holds the driver lock. Returns the
+    pack's stem."""
     stem = pack_stem(_next_seq(store), uuid.uuid4().hex[:8])
     written = {}
     for kind in (RUNS, CURVES):
@@ -119,9 +128,8 @@ def write_pack(store: Store, tables: Mapping[str, pa.Table], science: str, witho
         TABLE_KEY.encode(): ARCHITECTURES.encode(),
         PACK_KEY.encode(): pack_record(written, list(without_curves)),
     }
-    store.write_bytes(
-        [ARCHITECTURES, f"{stem}.parquet"], _pack_bytes(with_science(tables[ARCHITECTURES], science), meta)
-    )
+    arch = with_provenance(with_science(tables[ARCHITECTURES], science), provenance)
+    store.write_bytes([ARCHITECTURES, f"{stem}.parquet"], _pack_bytes(arch, meta))
     return stem
 
 
@@ -169,7 +177,8 @@ def compact(
             if any(kind in r for r in read)
         }
         without = [n for n, r in zip(chunk, read) if RUNS in r and CURVES not in r]
-        stem = write_pack(store, tables, science, without)
+        records = merge(entries(r[ARCHITECTURES].schema.metadata) for r in read)
+        stem = write_pack(store, tables, science, without, record_json(records) if records else None)
         for name in chunk:
             for kind in kinds[name][::-1]:  # architectures (the unit's own commit point) first
                 store.delete(kind, f"{name}.parquet")

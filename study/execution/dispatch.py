@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from archstudy.sampling import BASE
 
+from ..experiment import provenance
 from ..experiment.config import StudyConfig, package_version, utc_now
 from . import interrupts
 from .costs import PROBE_UNITS, Forecast
@@ -36,9 +37,15 @@ BEAT_MIN_S = 1.0
 def commit(store: Store, key: str, rows: Mapping[str, Any], science: str) -> None:
     """Commit one unit's result as its worker returned it: its tables (``study.execution.unit.unit_tables``), each
     of the schema and a trained unit with runs, a pruned one without (``SchemaError`` else), or its rows
-    (``Store.write_result`` builds and checks the tables)."""
+    (``Store.write_result`` builds and checks the tables); with the worker's provenance record, or where a worker
+    returned none, the driver's own (``study.experiment.provenance``)."""
+    record = rows.get("provenance")
+    if not isinstance(record, str):
+        record = provenance.record_json([(provenance.current(), 1)])
     if not isinstance(rows["architecture"], bytes):
-        store.write_result(key, rows["architecture"], rows["runs"], rows.get("curves") or (), science=science)
+        store.write_result(
+            key, rows["architecture"], rows["runs"], rows.get("curves") or (), science=science, provenance=record
+        )
         return
     try:
         arch = read_table_bytes(rows["architecture"])
@@ -59,7 +66,7 @@ def commit(store: Store, key: str, rows: Mapping[str, Any], science: str) -> Non
             f"{key}: an architecture with trained = {trained} and tables {sorted(others)}: a trained one has runs "
             "(and curves when recorded), a pruned one neither"
         )
-    store.write_tables(key, arch, others, science=science)
+    store.write_tables(key, arch, others, science=science, provenance=record)
 
 
 class Heartbeat:

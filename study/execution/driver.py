@@ -52,6 +52,7 @@ from ..experiment.config import (
     execution_settings,
     science_differences,
 )
+from ..experiment import provenance
 from ..experiment.window_rule import pilot_window
 from .dispatch import Dispatch
 from .engine import Engine
@@ -217,7 +218,7 @@ class Preparation:
         if self.state.foreign:
             name, problem = next(iter(self.state.foreign.items()))
             return f"{self.store.location}: {name}: {problem}; resume it with the archstudy version that wrote it"
-        return _mixed_problem(self.store, self.state, self.config)
+        return _mixed_problem(self.store, self.state, self.config) or _science_version_problem(self.store, self.state)
 
     def check(self) -> None:
         """Raise the ``refusal`` as a one-line ``UserError``, if there is one."""
@@ -664,6 +665,9 @@ def _start_writing(store: Store, plan: Preparation, shown: Progress) -> None:
     cleared (no unit of this study runs now)."""
     if plan.note:
         shown.say(plan.note)
+    versions = provenance.versions_line(plan.state.provenance, provenance.current())
+    if versions:
+        shown.say(versions)
     if plan.write_config:
         store.write_config(plan.config)
     _, replaced = store.checkpoint_secret(create=True)  # before any unit runs: every worker reads it
@@ -768,6 +772,20 @@ def _mixed_problem(store: Store, state: StudyState, config: StudyConfig) -> str 
         f"{store.location}: {n} result file(s) {what}; a study holds one science config, so nothing was "
         f"run (`archstudy status {store.location}` lists them): restore study.yaml if it was edited, or "
         "run this config in a new directory"
+    )
+
+
+def _science_version_problem(store: Store, state: StudyState) -> str | None:
+    """The line that refuses to run beside finished units of another science version (``study.experiment.provenance``:
+    the same config computed to other numbers), or None."""
+    units, theirs = provenance.other_science(state.provenance)
+    if not units:
+        return None
+    return (
+        f"{store.location}: {units:,} finished architecture(s) were computed by archstudy science version "
+        f"{', '.join(theirs)}, whose numbers differ from this archstudy's (science version "
+        f"{provenance.SCIENCE_VERSION}); nothing was run: resume it with the archstudy that computed them "
+        f"(`archstudy status {store.location}` names it), or run this config in a new directory"
     )
 
 

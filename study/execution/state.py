@@ -34,6 +34,7 @@ from archstudy.sampling.unit_names import INDEX_DIGITS
 
 from ..experiment.config import StudyConfig
 from ..experiment.packs import sources
+from ..experiment.provenance import entries, merge
 from ..experiment.value_checks import planned_runs
 from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, FileCheck, Store, recorded_science
 from .unit import WorkUnit, work_units
@@ -93,6 +94,8 @@ class StudyState:
     # flight): counted in remaining, not named (``survey_files``, which does not sample them; 0 for ``survey``)
     unnamed: int = 0
     planned: int | None = None  # the count of planned units where ``units`` does not list them (``survey_files``)
+    # who computed the finished units (``study.experiment.provenance``): each distinct record -> its units
+    provenance: list[tuple[dict, int]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -127,6 +130,7 @@ class StudyState:
             "packed": len(self.packed),
             "packs": len(self.packs),
             "bad_packs": dict(self.bad_packs),
+            "provenance": [{"record": r, "architectures": n} for r, n in self.provenance],
         }
 
 
@@ -266,6 +270,13 @@ def survey_files(
     return survey(store, config, work_units_saying(config, say or (lambda line: None)), driver=driver)
 
 
+def _provenance(state: StudyState, packs: dict, checks: dict[str, FileCheck]) -> list[tuple[dict, int]]:
+    """Who computed the finished units: the records of the packs they are read from and of their own files."""
+    stems = sorted({state.packed[n] for n in state.finished if n in state.packed})
+    own = [checks[n].provenance for n in state.finished if n in checks]
+    return merge([*(entries(packs[stem].metadata) for stem in stems), *own])
+
+
 def _survey(store: Store, config: StudyConfig, plan: _Expected, driver: bool) -> StudyState | None:
     """``survey`` against ``plan``: None where ``plan.resolve`` finds a name the plan does not hold there."""
     state = StudyState(config=config, units=plan.units or [], planned=None if plan.units is not None else plan.total)
@@ -353,6 +364,7 @@ def _survey(store: Store, config: StudyConfig, plan: _Expected, driver: bool) ->
             state.failed[name] = failures[name]
         else:
             state.remaining.append(name)
+    state.provenance = _provenance(state, by_stem, arch_checks)
     state.extra = sorted(arch_names - planned_set)
     for name in state.extra[:1]:  # what the first of them was computed under (for the one-line messages)
         in_pack = by_stem[winners[name]] if name in winners else None

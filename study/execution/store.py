@@ -70,6 +70,8 @@ from ..experiment.checkpoint_key import SECRET_BYTES, SECRET_NAME, SecretError, 
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
 from ..experiment.layout import CHECKPOINTS, FAILED, FOLDERS, PROGRESS, UNIT_FILES  # noqa: F401 - PROGRESS: its API
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
+from ..experiment.notes import NOTES_NAME
+from ..experiment.provenance import PROVENANCE_KEY, entries
 from ..experiment.value_checks import value_problem
 from ..experiment.location import first_line, open_location, reach
 from .object_lock import LEASE_S, ObjectLock, object_lock
@@ -96,7 +98,7 @@ LOCK_NAME = ".lock"
 # Every entry of a study a driver (or a worker of it) writes or deletes: its folders (``study.experiment.layout``)
 # and its files at the root. The writers use these names, and each is checked never to be a symbolic link
 # (``Store.links``).
-ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME, SECRET_NAME)
+ROOT_FILES = (CONFIG_NAME, DRIVER_STATE, LOCK_NAME, SECRET_NAME, NOTES_NAME)
 ENTRIES = FOLDERS + ROOT_FILES
 NAME_RE = UNIT_NAME  # the file stem of one architecture of a study (sampling.unit_names)
 TEMP_MARK = ".tmp-"
@@ -176,6 +178,15 @@ def with_science(table: pa.Table, science: str) -> pa.Table:
         SCIENCE_KEY.encode(): science.encode(),
         SCIENCE_FINGERPRINT_KEY.encode(): science_fingerprint(science).encode(),
     }
+    return table.replace_schema_metadata(meta)
+
+
+def with_provenance(table: pa.Table, provenance: str | None) -> pa.Table:
+    """``table`` with ``provenance`` (``study.experiment.provenance.record_json``: who computed its rows) in its
+    metadata; unchanged for None."""
+    if provenance is None:
+        return table
+    meta = {**(table.schema.metadata or {}), PROVENANCE_KEY.encode(): provenance.encode()}
     return table.replace_schema_metadata(meta)
 
 
@@ -309,6 +320,7 @@ class FileCheck:
     science: dict | None = None  # the science config such a file records (None: it records none)
     trained: bool = True
     tables: tuple[str, ...] | None = None  # a valid architectures file: the tables its unit has besides it
+    provenance: tuple = ()  # a valid file: the (record, units) pairs of its metadata (study.experiment.provenance)
 
     @property
     def requires(self) -> tuple[str, ...]:
@@ -377,7 +389,7 @@ def check_table_bytes(
         tables = unit_tables(meta, table.column_names, trained)
         if isinstance(tables, str):
             return FileCheck(False, tables)
-        return FileCheck(True, trained=trained, tables=tables)
+        return FileCheck(True, trained=trained, tables=tables, provenance=tuple(entries(meta)))
     return FileCheck(True)
 
 
@@ -665,6 +677,7 @@ class Store:
         curves: Sequence[Mapping[str, Any]] = (),
         *,
         science: str | None = None,
+        provenance: str | None = None,
     ) -> None:
         """Commit one finished architecture: its runs file and its curves file (a trained architecture; the
         curves when recorded), then its architectures file (the commit point).
@@ -672,7 +685,8 @@ class Store:
         Every table is built (and checked against the schema) before anything is written; a pruned
         architecture (``trained`` false) has neither runs nor curves, a trained one has runs. ``science``:
         the science config the rows were computed under (``StudyConfig.science_json``; the driver always
-        gives it), recorded in every file's metadata."""
+        gives it), recorded in every file's metadata, as is ``provenance`` (who computed the rows:
+        ``study.experiment.provenance.record_json``; None records none) in the architectures file's."""
         arch_table = to_table(ARCHITECTURES, [architecture])
         trained = bool(architecture["trained"])
         if trained != bool(runs) or (curves and not trained):
@@ -684,10 +698,16 @@ class Store:
         tables = [(RUNS, to_table(RUNS, list(runs)))] if runs else []
         if curves:
             tables.append((CURVES, to_table(CURVES, list(curves))))
-        self.write_tables(name, arch_table, dict(tables), science=science)
+        self.write_tables(name, arch_table, dict(tables), science=science, provenance=provenance)
 
     def write_tables(
-        self, name: str, arch_table: pa.Table, others: Mapping[str, pa.Table], *, science: str | None = None
+        self,
+        name: str,
+        arch_table: pa.Table,
+        others: Mapping[str, pa.Table],
+        *,
+        science: str | None = None,
+        provenance: str | None = None,
     ) -> None:
         """``write_result``'s commit from tables already of the schema (``SCHEMAS``): ``others`` (``runs``, and
         ``curves`` when recorded; none for a pruned architecture) first, then the architectures file (the commit
@@ -698,6 +718,7 @@ class Store:
             arch_table = with_science(arch_table, science)
             tables = [(kind, with_science(table, science)) for kind, table in tables]
         written = ",".join(kind for kind, _ in tables)  # what the commit point says its unit has
+        arch_table = with_provenance(arch_table, provenance)
         arch_table = arch_table.replace_schema_metadata(
             {**(arch_table.schema.metadata or {}), UNIT_TABLES_KEY.encode(): written.encode()}
         )

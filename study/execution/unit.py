@@ -28,6 +28,7 @@ import pyarrow as pa
 from archstudy.sampling import BASE, ArchSpec, Planned, SpecError, plan_study
 
 from .cluster import LOGICAL_GPUS_ENV
+from ..experiment import provenance
 from ..experiment.config import StudyConfig, package_version, utc_now
 from ..experiment.schema import ARCHITECTURES, CURVES, MEASURED, RUNS
 from .live import UnitProgress
@@ -443,4 +444,17 @@ def execute_unit(payload: Mapping[str, Any], attempt: int) -> dict:
             window=job.window,
             live=live,
         )
-    return {**unit_tables(arch, runs, curves), "notes": notes}
+    return {**unit_tables(arch, runs, curves), "notes": notes, "provenance": worker_provenance(device)}
+
+
+def worker_provenance(device: Any) -> str:
+    """This worker's provenance record (``study.experiment.provenance``) as the metadata value of one unit: its
+    installation, and the device that computed the unit (CUDA's version and the GPU's name on a GPU)."""
+    import torch
+
+    on_gpu = torch.device(device if device is not None else "cpu").type == "cuda"
+    name = device_name(device)
+    record = provenance.current(
+        cuda=torch.version.cuda if on_gpu else None, device=name.removeprefix("cuda:") if on_gpu else name
+    )
+    return provenance.record_json([(record, 1)])

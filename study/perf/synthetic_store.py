@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..execution.store import ARCHITECTURES, CURVES, RUNS, SCHEMAS, Store
+from ..experiment import provenance
 from ..execution.unit import work_units
 from ..experiment.config import StudyConfig
 
@@ -237,6 +238,7 @@ def write_synthetic_study(
     t0, c0 = time.perf_counter(), time.process_time()
     rng = np.random.default_rng([seed, 20261127])
     science = config.science_json
+    record = provenance.current(device="synthetic")  # this install wrote the rows: no device computed them
     store.write_config(config)
     chunk = 2000  # units whose tables are built at once (bounded memory at any n)
     rows = {RUNS: 0, CURVES: 0}
@@ -252,7 +254,8 @@ def write_synthetic_study(
             pending.append(tables)
             if sum(t[ARCHITECTURES].num_rows for t in pending) >= PACK_UNITS or lo + chunk >= len(units):
                 joined = {k: pa.concat_tables([t[k] for t in pending]) for k in (ARCHITECTURES, RUNS, CURVES)}
-                write_pack(store, joined, science)
+                units_in = joined[ARCHITECTURES].num_rows
+                write_pack(store, joined, science, provenance=provenance.record_json([(record, units_in)]))
                 pending = []
         else:
             per_run, per_curve = num_lrs, num_lrs * (curve_epochs + 1)
@@ -265,6 +268,7 @@ def write_synthetic_study(
                         CURVES: tables[CURVES].slice(i * per_curve, per_curve),
                     },
                     science=science,
+                    provenance=provenance.record_json([(record, 1)]),
                 )
         if say is not None:
             say(f"{min(lo + chunk, len(units)):,}/{len(units):,} architectures written")
