@@ -286,6 +286,20 @@ def test_a_user_module_named_analysis_does_not_shadow_the_package(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
 
 
+def test_a_script_beside_a_clone_named_archstudy_gets_the_package(tmp_path):
+    """A script in the folder above a clone finds the clone first (its own folder leads sys.path): the clone's
+    root ``__init__.py`` loads the public API in its place, where an empty namespace package used to shadow the
+    installed one (``archstudy.predict_study`` missing)."""
+    (tmp_path / "archstudy").symlink_to(ROOT, target_is_directory=True)
+    code = (
+        "import archstudy, archstudy.sampling\n"
+        "assert callable(archstudy.predict_study) and callable(archstudy.run_study)\n"
+        "print(archstudy.sampling.__file__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, capture_output=True, text=True)
+    assert out.stdout.strip() == str(tmp_path / "archstudy" / "sampling" / "__init__.py")
+
+
 def test_the_command_line_parser_loads_neither_torch_nor_ray():
     """Every command's parser is built whatever the command (``archstudy report``, ``status``, ``top`` need no
     torch): building it loads neither torch (1-2 s of every command's start) nor Ray; ``archstudy.study.perf.cases``

@@ -22,14 +22,31 @@ def report_prediction(
     arch: pd.DataFrame, *, n_boot: int, seed: int, predictor: FittedPredictor | None = None
 ) -> Prediction | str:
     """The report's evaluation of one study's trained architectures (``predict_study``, with the scores of
-    ``predictor`` fitted elsewhere in ``transfer``), or the one line saying why there is none."""
+    ``predictor`` fitted elsewhere in ``transfer``), or the line saying why there is none; where this study is
+    too small for its own evaluation, the line still gives the transfer's score, or why it has none."""
+    boot = max(1, min(n_boot, REPORT_BOOT))
     try:
-        p = predict_study(arch, n_boot=max(1, min(n_boot, REPORT_BOOT)), seed=seed)
+        p = predict_study(arch, n_boot=boot, seed=seed)
     except SpecError as e:
-        return f"No held-out evaluation: {e}."
+        return f"No held-out evaluation: {e}." + (
+            "" if predictor is None else " " + _transfer_line(predictor, arch, boot, seed)
+        )
     if predictor is not None:
-        p.transfer = score_predictor(predictor, arch, n_boot=max(1, min(n_boot, REPORT_BOOT)), seed=seed)
+        p.transfer = score_predictor(predictor, arch, n_boot=boot, seed=seed)
     return p
+
+
+def _transfer_line(predictor: FittedPredictor, arch: pd.DataFrame, n_boot: int, seed: int) -> str:
+    """The transfer's score (``score_predictor``) in a sentence, or why it has none."""
+    try:
+        r = score_predictor(predictor, arch, n_boot=n_boot, seed=seed).iloc[0]
+    except SpecError as e:
+        return f"Transfer: the predictor fitted on another study cannot be scored here: {e}."
+    return (
+        f"Transfer: the predictor fitted on {r['source'] or 'another study'} ({r['label']}) ranks this study's "
+        f"{int(r['n'])} trained architectures with Spearman ρ {r['spearman']:.2f} "
+        f"[{r['spearman_lo']:.2f}, {r['spearman_hi']:.2f}] ({n_boot} bootstrap resamples over base architectures)."
+    )
 
 
 class _WithPrediction(Protocol):

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 
@@ -74,6 +75,40 @@ def register(sub) -> None:
     p.set_defaults(func=command)
 
 
+_TIME = re.compile(r"~?\d+(?:\.\d+)?\s*(?:s|min|h)\b|\w+")
+_TITLE = re.compile(r"\*([^*]+)\*")
+
+
+def short_cost(text: str) -> str:
+    """A declared cost in a table's cell: its time ("3.7 min measured" -> "3.7 min", "days on 2 cores
+    (estimated): a GPU job" -> "days est."), "est." where it is estimated, not measured; a cost not measured or
+    not run says so."""
+    t = text.strip()
+    estimated = "estimated" in t
+    t = t.removeprefix("(estimated)").strip()
+    for unknown in ("not measured", "not run"):
+        if t.startswith(unknown):
+            return unknown
+    m = _TIME.match(t)
+    head = m.group(0) if m else t
+    return f"{head} est." if estimated else head
+
+
+def listing_table(reproductions) -> str:
+    """The table ``reproduce --list`` opens with: each reproduction's name, its paper's short title and its cost
+    at each scale (``--scale``) on the 2-core machine its cost was declared on; the entries in prose follow."""
+    from ..reproduce.reproduction import SCALES
+
+    rows = [("NAME", "PAPER", *(f"{s.upper()}-SCALE" if s == "paper" else s.upper() for s in SCALES))]
+    for r in reproductions:
+        m = _TITLE.search(r.paper)
+        title = m.group(1) if m else r.paper
+        title = title if len(title) <= 30 else title[:29] + "…"
+        rows.append((r.name, title, *(short_cost(r.cost[s]) for s in SCALES)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
+
+
 def command(args) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")  # the page only ever renders to PNG
     from ..experiment.terminal import phase
@@ -87,6 +122,8 @@ def command(args) -> int:
         REPRODUCTIONS.scan()  # imports their modules, each offering its own
 
     if args.list:
+        print(listing_table(REPRODUCTIONS.values()))
+        print()
         for r in REPRODUCTIONS.values():
             print(r.line())
         print(

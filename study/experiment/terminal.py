@@ -14,6 +14,7 @@ analysis, which both show them.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -31,7 +32,14 @@ LOG_EVERY_S = 60.0  # ... and at least this often
 
 
 def is_terminal(stream: TextIO | None) -> bool:
-    return bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+    """A terminal that a redrawn line can be drawn on: a tty that reports columns. A tty of 0 columns (a plain
+    ``script``, some CI runners) gets the plain lines of a log: tqdm draws nothing there, for as long as it runs."""
+    if stream is None or not getattr(stream, "isatty", lambda: False)():
+        return False
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, OSError, ValueError):  # no descriptor (a wrapped stream): the tty's word stands
+        return True
 
 
 @contextlib.contextmanager
