@@ -531,7 +531,7 @@ document.addEventListener("DOMContentLoaded", () => {
   if (typeof Plotly === "undefined") return;
   document.querySelectorAll("a.arch").forEach(a => a.addEventListener("click", ev => {
     ev.preventDefault(); openDetail(a.dataset.study || a.closest(".explore").dataset.study, +a.dataset.row); }));
-  const plots = document.querySelectorAll(".iplot");
+  const plots = document.querySelectorAll(".iplot[data-plot]");
   const seen = new IntersectionObserver(entries => entries.forEach(e => {
     if (e.isIntersecting) { seen.unobserve(e.target); draw(e.target); } }), {rootMargin: "400px"});
   plots.forEach(p => seen.observe(p));

@@ -412,8 +412,9 @@ def test_every_entry_a_driver_writes_or_deletes_is_checked_never_to_be_a_symboli
     """A planted ``progress -> /elsewhere`` let run/resume delete the ``NNNNNN-<id>.json`` files there."""
     from archstudy.study.execution import live
     from archstudy.study.execution.store import ENTRIES, FOLDERS
+    from archstudy.study.experiment.notes import NOTES_NAME
 
-    assert set(ENTRIES) == set(FOLDERS) | {"study.yaml", "driver.json", ".lock", ".checkpoint-key"}
+    assert set(ENTRIES) == set(FOLDERS) | {"study.yaml", "driver.json", ".lock", ".checkpoint-key", NOTES_NAME}
     assert {"architectures", "runs", "curves", "failed", "checkpoints", "progress"} == set(FOLDERS)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
