@@ -167,6 +167,15 @@ MAX_ROWS = 2_000
 REPEATS = 3  # fold seeds of the repeated grouped cross-validation
 INNER_FOLDS = 3  # grouped folds inside a training fold, where the joint learner and the best baseline are chosen
 FOLD_ROWS = 4  # base architectures per held-out fold at least: folds = min(FOLDS, groups // FOLD_ROWS)
+# Base architectures a training fold must hold before a held-out score supports a verdict: with fewer, the grouped
+# bootstrap resamples a handful of groups (3 draws give 10 distinct resamples) and its interval cannot be trusted;
+# the scores are shown, and nothing is claimed (no p-value, no verdict, no ranker).
+FEWEST_TRAINING = 5
+
+
+def training_draws(groups: int, folds: int) -> int:
+    """The base architectures the smallest training fold holds: all but the largest held-out fold."""
+    return groups - math.ceil(groups / folds) if folds > 0 else 0
 
 
 @dataclass(frozen=True)
@@ -700,6 +709,9 @@ def _prediction(study: _Study, cv: CrossValidation, k: int, seed: int, confidenc
         max_rows=max_rows,
     )
     out.cv = cv
+    if training_draws(out.groups, out.folds) < FEWEST_TRAINING:  # shown, never claimed (``FEWEST_TRAINING``)
+        out.scores["p"] = np.nan
+        out.versus["p"] = np.nan
     out.calls = calls(out)
     out.level = "done" if out.calls.get("joint_above_zero") == 1 and out.calls.get("beats_baseline") == 1 else "partial"
     out.ranker, out.ranker_why = choose_ranker(out)
@@ -938,11 +950,17 @@ def calls(p: Prediction) -> dict[str, int]:
     joint model cannot fit)."""
     s = p.scores.set_index("learner")
     j = s.loc["joint"]
+    few = training_draws(p.groups, p.folds) < FEWEST_TRAINING
     out = {
-        "joint_above_zero": int(j["status"] != CANNOT_FIT and np.isfinite(j["spearman_lo"]) and j["spearman_lo"] > 0)
+        "joint_above_zero": int(
+            not few and j["status"] != CANNOT_FIT and np.isfinite(j["spearman_lo"]) and j["spearman_lo"] > 0
+        )
     }
     for _, v in p.versus.iterrows():
         call = 0
+        if few:
+            out[f"beats_{v['versus']}"] = call
+            continue
         if np.isfinite(v["lo"]) and v["lo"] > 0:
             call = 1
         elif np.isfinite(v["hi"]) and v["hi"] < 0:
@@ -985,8 +1003,11 @@ def verdict(p: Prediction) -> str:
         f"{named('baseline')}; NLC alone (the paper's window) with {named('nlc') if 'nlc' in s.index else '–'}."
     )
     if not p.calls.get("joint_above_zero"):
+        few = training_draws(p.groups, p.folds)
         why = (
-            f"adjusted p {_p(p.adjusted['joint'])} with every test of this report"
+            f"a training fold holds {few} base architectures, fewer than the {FEWEST_TRAINING} a verdict needs"
+            if few < FEWEST_TRAINING
+            else f"adjusted p {_p(p.adjusted['joint'])} with every test of this report"
             if "joint" in p.adjusted
             else "its interval does not lie above 0"
         )

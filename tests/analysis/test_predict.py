@@ -161,7 +161,9 @@ def test_ranking_measures_by_hand():
     dcg = gain[0] / np.log2(2) + gain[2] / np.log2(3)
     idcg = gain[1] / np.log2(2) + gain[3] / np.log2(3)
     assert m["ndcg"] == pytest.approx(dcg / idcg)
-    assert evaluation.ranking_measures(y, y, 3) == {"precision": 1.0, "ndcg": 1.0, "regret": 0.0}
+    assert evaluation.ranking_measures(y, y, 3) == {"precision": 1.0, "ndcg": 1.0, "regret": 0.0, "kendall_top": 1.0}
+    assert np.isnan(m["kendall_top"])  # two architectures: no pair to order beyond one
+    assert evaluation.ranking_measures(y, score, 3)["kendall_top"] == pytest.approx(-1.0)  # rows 0, 2, 1: errors fall
     assert evaluation.top_k_sizes(120) == [5, 12] and evaluation.top_k_sizes(8) == [1, 5]
 
 
@@ -184,7 +186,8 @@ def test_a_saved_predictor_predicts_what_scikit_learn_fitted_and_round_trips(lea
     X, y = learners.feature_table(arch, fitted.features), arch["test_error"].to_numpy()
     with evaluation.one_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # few rows: fewer quantiles than asked
-        reference = learners.make_learner(learner, fitted.features).fit(X, y).predict(X)
+        groups = evaluation.base_groups(arch)  # the ridge's penalty is chosen by base architecture, as fitted
+        reference = learners.make_learner(learner, fitted.features, groups=groups).fit(X, y).predict(X)
     np.testing.assert_allclose(loaded.predict(arch), reference, rtol=0, atol=1e-12)
     other = load_results(tiny_study_dir, runs=False).architectures.iloc[::-1]  # any table, any order
     np.testing.assert_allclose(loaded.predict(other), fitted.predict(other), rtol=0, atol=0)
