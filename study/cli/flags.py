@@ -169,11 +169,16 @@ def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
+# Joins words that a line must not break apart ("archstudy 0.1.0"): ``fit`` never breaks there and prints a space.
+KEEP = "\u00a0"
+
+
 def fit(line: str, width: int | None, hang: int | None = None) -> list[str]:
-    """``line`` as lines of at most ``width`` columns (None: as it is), broken at spaces; a continuation is indented
-    by the line's own indent plus 4, or by ``hang`` columns; a word longer than the width is broken."""
+    """``line`` as lines of at most ``width`` columns (None: as it is), broken at spaces but not at ``KEEP``; a
+    continuation is indented by the line's own indent plus 4, or by ``hang`` columns; a word longer than the width
+    is broken."""
     if width is None or len(line) <= width:
-        return [line]
+        return [line.replace(KEEP, " ")]
     indent = len(line) - len(line.lstrip(" "))
     wrapper = textwrap.TextWrapper(
         width,
@@ -181,4 +186,4 @@ def fit(line: str, width: int | None, hang: int | None = None) -> list[str]:
         subsequent_indent=" " * (indent + 4 if hang is None else hang),
         break_on_hyphens=False,
     )
-    return wrapper.wrap(line.lstrip(" "))
+    return [part.replace(KEEP, " ") for part in wrapper.wrap(line.lstrip(" "))]

@@ -19,7 +19,7 @@ import json
 import sys
 import time
 
-from .flags import add_wide, fit, output_width
+from .flags import KEEP, add_wide, fit, output_width
 from .commands import subcommand
 
 
@@ -84,7 +84,7 @@ def command(args) -> int:
     c = state.config
     show(
         f"{store.location}: {c.dataset}, seed {c.seed}, {count_text(c, state.total)}; preset {c.preset}, budget "
-        f"{c.param_budget:,} parameters; archstudy {c.package_version}"
+        f"{c.param_budget:,} parameters; archstudy{KEEP}{c.package_version}"
     )
     for line in _computed_with(state):
         show(line, hang=4)

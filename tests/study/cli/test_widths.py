@@ -13,7 +13,7 @@ import pytest
 from archstudy.sampling import EXTENDED
 from archstudy.study.cli import build_parser, main
 from archstudy.study.cli import flags
-from archstudy.study.cli.flags import WIDTH, fit
+from archstudy.study.cli.flags import KEEP, WIDTH, fit
 from archstudy.study.cli.top import caution
 
 # A study that measures only, as `archstudy rank` makes one: 2 tiny architectures, cheap metric settings.
@@ -133,6 +133,15 @@ def test_fit_breaks_at_spaces_and_keeps_every_word():
     assert all(p.startswith("      ") for p in parts[1:])  # its indent plus 4
     assert " ".join(" ".join(parts).split()) == line.strip()
     assert fit(line, None) == [line]
+
+
+def test_fit_never_breaks_words_kept_together():
+    """status's header ended "...; archstudy" with the version on the next line: the two are joined by ``KEEP``."""
+    line = "x" * 30 + f" budget 3,000 parameters; archstudy{KEEP}0.1.0"
+    for width in range(len("archstudy 0.1.0") + 4, len(line)):  # + 4: a continuation's indent
+        parts = fit(line, width)
+        assert KEEP not in "".join(parts) and any("archstudy 0.1.0" in p for p in parts), (width, parts)
+    assert fit(line, None) == [line.replace(KEEP, " ")]
 
 
 @pytest.fixture(scope="module")
