@@ -273,10 +273,10 @@ def leaderboard(
 
 def _findings(trained: pd.DataFrame) -> pd.DataFrame | None:
     """Every test of the report on the trained architectures (``analysis.findings``), None where there are too few
-    to test anything."""
+    to test anything, or where the table is not a study's (no ``num_params``: a frame of a few columns)."""
     from .findings import findings
 
-    return findings(trained, seed=0)
+    return findings(trained, seed=0) if "num_params" in trained.columns else None
 
 
 def _with_verdicts(ranked: pd.DataFrame, found: pd.DataFrame | None) -> pd.DataFrame:

@@ -453,7 +453,7 @@ def bootstrap_note(corr: pd.DataFrame) -> str | None:
         text = []
         if r["boot_n"] < r["boot_of"]:
             text.append(f"{r['boot_n']:,} of {r['boot_of']:,} architectures")
-        psi = g[g["psi_boot_n"] < g["psi_boot_of"]]
+        psi = g[(g["psi_boot_n"] > 0) & (g["psi_boot_n"] < g["psi_boot_of"])]  # 0: no test ran, nothing sampled
         if len(psi):
             text.append(f"{psi['psi_boot_n'].iloc[0]:,} of {psi['psi_boot_of'].max():,} base draws for Psi")
         if text:
@@ -1113,8 +1113,8 @@ def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: flo
     df = architectures_table(df, "paired_effects")
     confidence = check("paired_effects", "confidence", Real(0.0, 1.0, lo_open=True, hi_open=True), confidence)
     rows = []
-    if "index" not in df.columns:
-        return pd.DataFrame(columns=_PAIRED_COLUMNS)
+    if "index" not in df.columns or "variant" not in df.columns or (df["variant"] == "base").all():
+        return pd.DataFrame(columns=_PAIRED_COLUMNS)  # no siblings: no pair differs along one axis
     for ds, group in _groups(df):
         for axis, levels in SIBLING_LEVELS.items():
             for ia, a in enumerate(levels):

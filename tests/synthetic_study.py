@@ -17,6 +17,7 @@ import yaml
 
 from archstudy.sampling import SIBLING_AXES, plan_study
 from archstudy.sampling.spec import canonical_json, content_hash
+from archstudy.study.experiment.schema import RUNS, UNIT_TABLES_KEY
 from archstudy.study.perf.synthetic_store import DIMS, NLC_TAU
 
 # NLC_tau(1) per activation and each dataset's (d_in, d_out): the store writer's (`archstudy bench --store`).
@@ -144,6 +145,8 @@ def write_parquet(
     if version is not None:
         meta[b"archstudy.schema_version"] = version.encode()
     meta[b"archstudy.table"] = table.encode()
+    if table == "architectures" and "trained" in df.columns:  # the tables its unit has: runs, or none (pruned)
+        meta[UNIT_TABLES_KEY.encode()] = (RUNS if bool(df["trained"].iloc[0]) else "").encode()
     if science is not None:
         meta[b"archstudy.science"] = canonical_json(science).encode()
         meta[b"archstudy.science_fingerprint"] = content_hash(canonical_json(science)).encode()
@@ -210,7 +213,8 @@ def write_study(
             write_parquet(
                 pd.DataFrame([row]), root / "architectures" / f"{name}.parquet", "architectures", version, science
             )
-            write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version, science)
+            if row.get("trained", True):  # a unit pruned at launch trained nothing: it has no runs file
+                write_parquet(run_rows(row, rng), root / "runs" / f"{name}.parquet", "runs", version, science)
     return root
 
 

@@ -82,6 +82,7 @@ NEW_COLUMN = """        Column(
             "float64",
             "",
             "mean square of the training inputs (the walk's metric)",
+            values=MEASURED_SIZE,
             predictor=AsPredictor("walk metric", "metric", True, "a mean of squares", figure="metrics"),
         ),
 """

@@ -31,16 +31,27 @@ from typing import Any, Callable, Mapping
 from ..execution.pruning import untrained_row
 from ..execution.unit import WorkUnit, unit_tables
 from ..experiment.config import StudyConfig, package_version, utc_now
-from ..experiment.schema import ARCHITECTURES, MEASURED, columns
+from ..experiment.schema import ARCHITECTURES, MEASURED, NEVER, Column, Numbers, columns
 
 MARKS = (0.1, 0.5, 1.0)  # the fractions of the units at which the driver's time and memory are read
 _NOTHING = {"float64": math.nan, "int64": 0, "bool": False, "str": ""}
 
 
+def _nothing(column: Column) -> Any:
+    """A measured column's value in a row measured by nothing: NaN, or where its declaration allows no NaN (a
+    column of the spec alone: FLOPs, AR, NLC_tau), its lowest allowed value, so that the row passes the value checks
+    a real unit's does (``study.experiment.value_checks``)."""
+    v = column.values
+    if column.type == "float64" and isinstance(v, Numbers) and v.nan == NEVER:
+        return float(v.lo) if math.isfinite(v.lo) else 0.0
+    return _NOTHING[column.type]
+
+
 def noop_row(unit: WorkUnit, config: StudyConfig, attempt: int) -> dict:
     """The ``architectures`` row of ``unit`` measured by nothing: identity, spec and counts, NaN for every measured
-    column (``nonfinite_init`` false: nothing was measured to be non-finite), ``trained`` false, zero timings."""
-    kinds = {c.name: c.type for c in columns(ARCHITECTURES)}
+    column that may hold it (``_nothing``; ``nonfinite_init`` false: nothing was measured to be non-finite),
+    ``trained`` false, zero timings."""
+    declared = {c.name: c for c in columns(ARCHITECTURES)}
     spec = unit.spec
     return {
         "arch_id": unit.arch_id,
@@ -52,8 +63,8 @@ def noop_row(unit: WorkUnit, config: StudyConfig, attempt: int) -> dict:
         **spec.to_dict(),
         "num_params": spec.num_params,
         "activation_units": spec.activation_units,
-        "flops": math.nan,
-        **{k: _NOTHING[kinds[k]] for k in MEASURED},
+        "flops": _nothing(declared["flops"]),
+        **{k: _nothing(declared[k]) for k in MEASURED},
         **untrained_row(),
         "nonfinite_init": False,
         "build_s": 0.0,

@@ -439,22 +439,24 @@ def test_report_renders_in_headless_chromium_at_1280_px_without_horizontal_scrol
 
 
 def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_path):
-    """What a real study holds besides clean rows: architectures whose every run diverged (no test error),
-    a non-finite NLC at initialization, metrics that were not measured (NaN)."""
+    """What a real study holds besides clean rows: architectures whose every run diverged (their errors those of
+    the best state the trainer rewound to: here the initial one, at chance), a non-finite NLC at initialization,
+    metrics that were not measured (NaN)."""
 
     def rows(i, variant, spec, rng):
         row = synth.synthetic_row(i, variant, spec, "checkerboard", 0, rng)
         row.update(nlc_after=np.nan, bias_after=np.nan, snip=np.nan, synflow=np.nan)
         if i % 3 == 0:
-            row.update(test_error=np.nan, val_error=np.nan, train_error=np.nan, all_diverged=True, n_diverged=40)
+            chance = 1.0 - 1.0 / spec.d_out
+            row.update(test_error=chance, val_error=chance, train_error=chance, all_diverged=True, n_diverged=40)
         if i % 4 == 1:
             row.update(nlc=np.inf, bias=np.nan, nonfinite_init=True)
         return row
 
     root = synth.write_study(tmp_path / "s", n=9, dataset="checkerboard", rows=rows)
     html = write_report(root, tmp_path / "r.html", n_boot=20).read_text(encoding="utf-8")
-    # 6 test errors: too few for the joint predictor's held-out evaluation, whose figures are left out
-    assert "could not be drawn" not in html and len(IMG.findall(html)) == len(WITHOUT_CURVES) - len(PREDICTING)
+    # 9 test errors, 3 of them at chance: every figure is drawn, the joint predictor's too
+    assert "could not be drawn" not in html and len(IMG.findall(html)) == len(WITHOUT_CURVES)
     status = re.search(r"diverged \(every run\)</td><td>(\d+)</td>", html)
     assert status and int(status[1]) == 3
     assert re.search(r"non-finite output at initialization</td><td>(\d+)</td>", html)[1] == "2"

@@ -76,7 +76,7 @@ def test_help_fits_and_explains_the_columns(command, monkeypatch):
     if command == "top":  # the columns named, the metric ones from their declarations
         flat = " ".join(text.split())
         assert "gvcs (gradient vector component size): gradient vector component size of the loss' input" in flat
-        for header in ("# rank", "index:", "variant:", "test, val, train:", "params:", "p Holm:", "lift:"):
+        for header in ("# rank", "index:", "variant:", "test, val, train:", "params:", "p adjusted:", "lift:"):
             assert header in flat, header
 
 

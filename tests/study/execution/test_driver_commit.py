@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from archstudy.study.execution.dispatch import commit as _commit
+from archstudy.study.experiment import provenance
 from archstudy.study.execution.state import survey
 from archstudy.study.execution.store import ARCHITECTURES, CURVES, RUNS, SchemaError, Store, to_table
 from archstudy.study.execution.unit import table_bytes, unit_tables
@@ -25,15 +26,16 @@ def test_a_units_tables_commit_the_files_write_result_writes_and_bad_ones_are_re
     source = Store(tmp_path / "source")
     names = survey(source, driver=False).finished
     by_rows, by_tables = Store(tmp_path / "rows"), Store(tmp_path / "tables")
+    here = provenance.record_json([(provenance.current(), 1)])  # what commit records where a worker sent none
     for name in names:
         arch, runs, curves = (_rows(source, name, kind) for kind in (ARCHITECTURES, RUNS, CURVES))
-        by_rows.write_result(name, arch[0], runs, curves, science=SCIENCE)
+        by_rows.write_result(name, arch[0], runs, curves, science=SCIENCE, provenance=here)
         _commit(by_tables, name, {**unit_tables(arch[0], runs, curves), "notes": []}, SCIENCE)
         for kind in (ARCHITECTURES, RUNS, CURVES):
             assert by_tables.read_bytes(kind, f"{name}.parquet") == by_rows.read_bytes(kind, f"{name}.parquet")
     pruned = {**_rows(source, names[0], ARCHITECTURES)[0], "trained": False}  # no runs, no curves
     _commit(by_tables, "000009-pruned", unit_tables(pruned, [], []), SCIENCE)
-    by_rows.write_result("000009-pruned", pruned, [], science=SCIENCE)
+    by_rows.write_result("000009-pruned", pruned, [], science=SCIENCE, provenance=here)
     assert by_tables.read_bytes(ARCHITECTURES, "000009-pruned.parquet") == by_rows.read_bytes(
         ARCHITECTURES, "000009-pruned.parquet"
     )

@@ -13,6 +13,7 @@ import pytest
 
 from archstudy.sampling import ArchSpec
 from archstudy.study.experiment import schema
+from archstudy.study.experiment.provenance import PROVENANCE_KEY
 from archstudy.study.experiment.schema import (
     ARCHITECTURES,
     REGENERATE,
@@ -93,7 +94,8 @@ def test_a_real_study_writes_exactly_the_declared_columns_types_and_metadata(rea
             for c in columns(table):
                 assert t.schema.field(c.name).type == ARROW[c.type], (path.name, c.name)
             meta = t.schema.metadata
-            own = (UNIT_TABLES_KEY,) if table == ARCHITECTURES else ()  # a finished unit's tables, with its row
+            # a finished unit's tables, with its row, and who computed it (study.experiment.provenance)
+            own = (UNIT_TABLES_KEY, PROVENANCE_KEY) if table == ARCHITECTURES else ()
             keys = (SCHEMA_KEY, TABLE_KEY, SCIENCE_KEY, SCIENCE_FINGERPRINT_KEY, *own)
             assert set(meta) == {k.encode() for k in keys}
             assert meta[SCHEMA_KEY.encode()] == b"2" and meta[TABLE_KEY.encode()] == table.encode()
