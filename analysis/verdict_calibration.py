@@ -625,7 +625,8 @@ def findings_rates(
                 df = make(n, seed * 100_003 + r, siblings=sib, **extra)
                 found = findings(df, seed=r, predict=predict)
                 hit = found[found["finding"]]
-                whats = {"some finding"} | {f"some finding: {f}" for f in hit["family"]}
+                whats = {f"some finding: {f}" for f in hit["family"]}
+                whats |= {"some finding"} if whats else set()
                 if kind == "signal":
                     pairs = set(zip(hit["family"], hit["subject"]))
                     whats |= {name for name, key in looked_for.items() if key in pairs}

@@ -35,6 +35,9 @@ def test_findings_counts_some_finding_per_size_and_sibling_setting(capsys):
     some = [r for r in rows if r["what"] == "some finding"]
     assert {(r["kind"], r["siblings"]) for r in some} == {(k, s) for k in ("null", "signal") for s in (False, True)}
     assert all(r["replicates"] == 1 and 0 <= r["fired"] <= 1 and r["lo"] <= r["rate"] <= r["hi"] for r in rows)
+    for r in some:  # one study: "some finding" fired iff a family's finding did
+        families = [f for f in rows if f["what"].startswith("some finding: ") and f["kind"] == r["kind"]]
+        assert r["fired"] == max(f["fired"] for f in families if f["siblings"] == r["siblings"])
 
 
 def test_intervals_measures_the_paired_differences_coverage_and_width(capsys):
