@@ -152,6 +152,8 @@ def _runs(runs: pd.DataFrame, keys: list[str]) -> dict[str, dict[str, Any]]:
     selected run, None without one)."""
     if not len(runs) or "arch_id" not in runs.columns:
         return {}
+    if "init_index" in runs.columns:  # the architecture's own initialization (the others measure the seed noise)
+        runs = runs[runs["init_index"].fillna(0) == 0]
     runs = runs.assign(_key=unit_keys(runs))
     runs = runs[runs["_key"].isin(set(keys))].sort_values(["_key", "lr_index"], kind="stable")
     out = {}

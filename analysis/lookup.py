@@ -66,7 +66,9 @@ class Lookup:
         r = self.runs
         if not len(r):
             return r
-        return r[(r["arch_id"] == arch_id) & (r["index"] == index)].sort_values("lr_index")
+        return r[(r["arch_id"] == arch_id) & (r["index"] == index)].sort_values(
+            [c for c in ("init_index", "lr_index") if c in r.columns]
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the query, the count and each architecture shown with its runs and curves' place."""

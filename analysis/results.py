@@ -561,7 +561,8 @@ def typed(df: pd.DataFrame, dtypes: dict[str, str], required: tuple[str, ...], w
 def _fill_derived(arch: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
     """Fill what the contract defines from other columns when a file lacks it: also the columns added after
     the first files of the schema (``study.experiment.schema.ADDED_COLUMNS``), with what every older row was: a spec
-    field's default, and the protocol's monitored split as the split that selected the run."""
+    field's default, the protocol's monitored split as the split that selected the run, and one initialization (the
+    study's ``init_seeds`` before it existed) whose mean test error is the row's."""
     if arch["variant"].isna().any():
         arch["variant"] = arch["variant"].fillna("base")
     for f in fields(ArchSpec):
@@ -576,6 +577,9 @@ def _fill_derived(arch: pd.DataFrame, config: dict[str, Any]) -> pd.DataFrame:
     ds = config.get("dataset")
     if isinstance(ds, str) and arch["dataset"].isna().any():
         arch["dataset"] = arch["dataset"].fillna(ds)
+    if arch["inits"].isna().any():  # one initialization before init_seeds existed: its spread is the row's own
+        arch["inits"] = arch["inits"].fillna(arch["trained"].astype("int64")).astype("int64")
+        arch["test_error_mean"] = arch["test_error_mean"].fillna(arch["test_error"])
     if arch["high_bias"].isna().any():
         derived = (arch["bias"] > HIGH_BIAS).where(arch["bias"].notna())
         arch["high_bias"] = arch["high_bias"].fillna(derived.astype("boolean"))
@@ -705,13 +709,16 @@ def load_results(
     arch = typed(raw_arch, ARCHITECTURE_DTYPES, ARCHITECTURE_REQUIRED, f"{shown}/architectures")
     arch = _fill_derived(arch, config)
     run_table = typed(raw_runs, RUN_DTYPES, RUN_REQUIRED, f"{shown}/runs")
+    if run_table["init_index"].isna().any():  # a runs file from before init_seeds: the one initialization
+        run_table["init_index"] = run_table["init_index"].fillna(0).astype("int64")
     curve_table = (
         read_curves(study_dir, None if curves is True else curves)
         if curves is not False
         else typed(pd.DataFrame(), CURVE_DTYPES, CURVE_REQUIRED, f"{shown}/curves")
     )
     arch = arch.sort_values(["index", "variant", "arch_id"], kind="stable").reset_index(drop=True)
-    run_table = run_table.sort_values(["index", "arch_id", "lr_index"], kind="stable").reset_index(drop=True)
+    order = ["index", "arch_id", "init_index", "lr_index"]
+    run_table = run_table.sort_values(order, kind="stable").reset_index(drop=True)
 
     finished = set(arch["arch_id"].astype(str))
     failed = []

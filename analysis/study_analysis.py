@@ -35,6 +35,7 @@ from .ranking import predictor_ranking
 from .results import Results, read_curves
 from .stats import correlations, paired_effects, psi_table
 from .range_predictors import range_predictors
+from .seed_ceiling import seed_ceiling
 
 
 def flag(arch: pd.DataFrame, column: str) -> pd.Series:
@@ -138,6 +139,8 @@ class StudyAnalysis(FigureData):
     # every verdict the page states, controlled as one family (``analysis.findings``; computed by ``settle``, once
     # the held-out prediction, whose comparisons are a family, is there)
     findings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # the seed-noise ceiling (``seed_ceiling.seed_ceiling``: the initializations' agreement; unknown with one)
+    ceiling: dict[str, Any] = field(default_factory=dict)
 
     def settle(self) -> StudyAnalysis:
         """The section with its held-out prediction computed (``analyse(wait=False)`` leaves it computing in a
@@ -278,6 +281,8 @@ def _analyse(
 
     step("correlations")
     corr = correlations(arch, n_boot=n_boot, seed=seed)
+    step("seed-noise ceiling")
+    ceiling = seed_ceiling(results.runs, arch, seed=seed)
     step("granulated Kendall")
     psi = psi_table(arch, [c for c in corr["predictor"].unique()], "test_error")
     step("paired effects")
@@ -325,12 +330,14 @@ def _analyse(
         ranking=predictor_ranking(corr, scores),
         best=best_architectures(arch),
         selected_curves=chosen,
+        ceiling=ceiling,
     )
 
 
 # The steps of ``analyse`` its progress counts, in order.
 ANALYSIS_STEPS = (
     "correlations",
+    "seed-noise ceiling",
     "granulated Kendall",
     "paired effects",
     "NLC window",

@@ -7,7 +7,7 @@ if __name__ != "archstudy.sampling":  # one module object per file: the packages
     raise ImportError(f"import archstudy.sampling, not {__name__} (archstudy's packages live under archstudy)")
 
 from .constraints import SpecError, UserError
-from .plan import BASE, Planned, init_seed, plan_study
+from .plan import BASE, MAX_INIT_SEEDS, Planned, init_seed, plan_study, replicate_seeds
 from .space import (
     DEFAULT_PARAM_BUDGET,
     DEFAULT_PRESET,
@@ -37,6 +37,7 @@ __all__ = [
     "PAPER",
     "PAPER_ACTIVATIONS",
     "PRESETS",
+    "MAX_INIT_SEEDS",
     "Planned",
     "SIBLING_AXES",
     "SPEC_FIELDS",
@@ -46,6 +47,7 @@ __all__ = [
     "get_space",
     "init_seed",
     "plan_study",
+    "replicate_seeds",
     "sample_spec",
     "sample_specs",
     "siblings",

@@ -94,6 +94,27 @@ def check_indices(where: str, indices: Any) -> tuple[int, ...]:
     return out
 
 
+MAX_INIT_SEEDS = 16  # initializations per architecture (``init_seeds``): each multiplies the stack's runs
+
+
+def replicate_seeds(seed: int, k: int) -> tuple[int, ...]:
+    """The ``k`` initializations an architecture is trained from under ``init_seeds: k``: its own ``seed`` first (so
+    initialization 0 is the architecture of a study with one, the paper's protocol), then k - 1 from
+    ``SeedSequence([seed])`` on a child branch of their own (``spawn_key=(3,)``: ``init_seed`` uses 1,
+    ``fresh_seed`` 2), 32 bits each, all distinct. The same on every machine and in any order; its siblings, which
+    share ``seed``, share them too."""
+    seed = check("replicate_seeds", "seed", SEED, seed)
+    k = check("replicate_seeds", "k", Integer(1, MAX_INIT_SEEDS), k)
+    out = [seed]
+    draws = np.random.SeedSequence([seed], spawn_key=(3,)).generate_state(2 * MAX_INIT_SEEDS, dtype=np.uint32)
+    for d in draws:
+        if len(out) == k:
+            break
+        if int(d) not in out:
+            out.append(int(d))
+    return tuple(out)
+
+
 INDICES = f"must be a non-empty list of distinct draw indices in [0, {MAX_ARCHITECTURES - 1}]"
 
 

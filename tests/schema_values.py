@@ -14,8 +14,9 @@ import pyarrow as pa
 
 from archstudy.study.experiment.schema import COLUMNS, Labels, Numbers
 
-# Columns whose values must fit one another in a row: 3 runs, run 1 selected, none diverged, the first attempt.
-TOGETHER = {"lr_index": 1, "n_runs": 3, "n_diverged": 0, "attempt": 1, "epoch": 0}
+# Columns whose values must fit one another in a row: 3 runs of one initialization, run 1 selected, none diverged,
+# the first attempt.
+TOGETHER = {"lr_index": 1, "n_runs": 3, "n_diverged": 0, "attempt": 1, "epoch": 0, "inits": 1, "init_index": 0}
 DECLARED = {c.name: c.values for cols in COLUMNS.values() for c in cols}
 
 

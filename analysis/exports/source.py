@@ -59,8 +59,8 @@ class ExportSource:
         return unit_name(int(row["index"]), str(row["arch_id"]))
 
     def runs_by_unit(self) -> dict[str, pd.DataFrame]:
-        """Each architecture's runs, by unit name, lowest rate first."""
-        return _by_unit(self.runs, "lr_index")
+        """Each architecture's runs, by unit name, by initialization (``init_index``) then lowest rate first."""
+        return _by_unit(self.runs, *[c for c in ("init_index", "lr_index") if c in self.runs.columns])
 
     def curves_by_unit(self) -> dict[str, pd.DataFrame]:
         """Each architecture's curves (every run's), by unit name, by rate then epoch."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 from archstudy.study.experiment.terminal import ProgressFn, StepLine
 
+from .ceiling import ceiling_html
 from .comparison import config_diff_html, errors_compare_html, good_ranges_compare_html
 from .design import edf_html, good_ranges_html
 from .findings import findings_html
@@ -63,6 +64,7 @@ STUDY_SECTIONS: tuple[PageSection, ...] = (
     PageSection("status", "Status and provenance", status_part_html, short="Status"),
     PageSection("findings", "Findings: every verdict of this page, tested together", findings_html, short="Findings"),
     PageSection("predictors", "What predicts test error", correlations_html, short="Predictors"),
+    PageSection("ceiling", "The seed-noise ceiling", ceiling_html, short="Seed ceiling"),
     PageSection("explore", "Explore every architecture (interactive)", explore_html, short="Explore"),
     PageSection(
         "importance", "Importance of the design axes and measures (fANOVA)", importance_html, short="Importance"

@@ -291,7 +291,7 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
     probes: dict[str, dict] = {}
     try:
         for unit in _probe_order(todo):
-            probes[unit.name] = {**probe(unit.spec, data, protocol, device), "measure_s": None}
+            probes[unit.name] = {**probe(unit.spec, data, protocol, device, config.init_seeds), "measure_s": None}
             if probes[unit.name]["probe_s"] > MORE_PROBES_BELOW_S:  # a large net: one probe is enough to wait for
                 break
     finally:

@@ -128,12 +128,17 @@ def launch_line(
     )
     return (
         f"{where}: {left}: {config.param_budget:,}-parameter budget ({solved} trainable, {config.preset} space), "
-        f"{describe_protocol(protocol)}; {sizes}; {slots} at a time"
+        f"{describe_protocol(protocol)}{inits_text(config.init_seeds)}; {sizes}; {slots} at a time"
     )
 
 
+def inits_text(inits: int) -> str:
+    """``, each from 2 initializations`` (a study's ``init_seeds`` above 1), else nothing."""
+    return f", each from {inits} initializations" if inits > 1 else ""
+
+
 # -- timing a few steps, on the worker --------------------------------------------------------------------
-def probe(spec, data, protocol: Protocol, device) -> dict:
+def probe(spec, data, protocol: Protocol, device, inits: int = 1) -> dict:
     """Time a few training steps of ``spec`` on this worker and return them with the estimate of one
     architecture's training (module docstring; ``train_s``).
 
@@ -159,7 +164,7 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
     from ..training.trainer import auto_chunk
 
     device = torch.device(device or "cpu")
-    runs = protocol.num_lrs
+    runs = protocol.num_lrs * inits  # the stack: every rate from each initialization (a study's init_seeds)
     n_train, n_val, n_test = len(data.train.y), len(data.val.y), len(data.test.y)
     batch = max(1, min(protocol.batch_size, n_train))
     t0 = time.perf_counter()
@@ -186,7 +191,7 @@ def probe(spec, data, protocol: Protocol, device) -> dict:
     steps = steps_per_epoch(n_train, protocol.batch_size)
     epochs = expected_epochs(protocol, steps)
     monitored = n_train if protocol.monitor == "train" else n_val
-    lr_min = (1 + protocol.warmup_epochs) * steps * step_1
+    lr_min = inits * (1 + protocol.warmup_epochs) * steps * step_1  # measured on each initialization
     train = epochs * (steps * step_r + (monitored * eval_s if scheduler_of(protocol).monitors else 0))
     final = (n_train + n_val + n_test) * eval_s
     return {

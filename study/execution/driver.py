@@ -817,6 +817,7 @@ def _memory_needed(config: StudyConfig, units: list[WorkUnit], data, store: Stor
         gpu=res.gpus_per_arch > 0,
         object_storage=not store.local,
         grid=MetricOptions.from_dict(config.metrics).variability_grid,
+        inits=config.init_seeds,
     )
 
 

@@ -64,7 +64,7 @@ class UnitProgress:
             self._urgent = self._urgent or urgent
         self._changed.set()
 
-    def start(self, spec, data, protocol, device) -> None:
+    def start(self, spec, data, protocol, device, inits: int = 1) -> None:
         """The unit begins: with ``probe``, time a few steps first (``study.execution.costs.probe``)."""
         from ..training.splits import steps_per_epoch
         from .costs import expected_epochs, probe
@@ -72,13 +72,13 @@ class UnitProgress:
         expected = expected_epochs(protocol, steps_per_epoch(len(data.train.y), protocol.batch_size))
         self.update(
             stage="probing" if self.want_probe else "measuring",
-            total_runs=protocol.num_lrs,
+            total_runs=protocol.num_lrs * inits,
             max_epochs=protocol.max_epochs,
             expected_epochs=expected,
         )
         if self.want_probe:
             try:
-                self.update(urgent=True, probe=probe(spec, data, protocol, device), stage="measuring")
+                self.update(urgent=True, probe=probe(spec, data, protocol, device, inits), stage="measuring")
             except Exception as e:  # noqa: BLE001 - an estimate is advice: the unit itself must not fail for it
                 self.update(stage="measuring", probe_error=f"{type(e).__name__}: {e}"[:300])
 

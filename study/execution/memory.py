@@ -141,15 +141,16 @@ def estimate(
     gpu: bool = False,
     object_storage: bool = False,
     grid: int = 0,
+    inits: int = 1,
 ) -> Estimate:
     """The estimated peak of training ``spec`` under ``protocol`` (module docstring): ``n_train`` training points,
     ``n_largest`` points in the largest split, ``data`` bytes of dataset, ``threads`` torch threads, ``grid``
-    points per side of the variability lattice (0: none)."""
+    points per side of the variability lattice (0: none), ``inits`` initializations in the stack (``init_seeds``)."""
     from ..training.loss import eval_elements
     from ..training.optim import optimizer_of
 
     P = spec.num_params
-    R = len(protocol.rates(1.0))  # one group of runs per study unit (one initialization)
+    R = len(protocol.rates(1.0)) * inits  # one group of runs per initialization of the unit
     k = len(optimizer_of(protocol).slots)
     B = max(1, min(protocol.batch_size, n_train))
     c = runs_per_chunk(spec, R, B, threads, gpu)
@@ -180,6 +181,7 @@ def largest(
     gpu: bool = False,
     object_storage: bool = False,
     grid: int = 0,
+    inits: int = 1,
 ) -> tuple[ArchSpec, Estimate] | None:
     """The spec of ``specs`` that needs the most memory on ``data`` (a ``Dataset``), and its estimate."""
     n_train = len(data.train)
@@ -200,6 +202,7 @@ def largest(
             gpu=gpu,
             object_storage=object_storage,
             grid=grid,
+            inits=inits,
         )
         seen[spec.content_id] = (spec, e)
         if best is None or e.bytes > best[1].bytes:

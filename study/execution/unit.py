@@ -1,7 +1,9 @@
 """One unit of work: one architecture (an index of the study, and a variant: ``base`` or a sibling axis).
 
 sample (from the study seed and the index) -> build -> measure at initialization -> train all learning rates
-as one stacked model (measuring again after training) -> the rows of docs/results.md. With an NLC window
+as one stacked model (measuring again after training) -> the rows of docs/results.md. With ``init_seeds: k`` the
+stack holds every rate from k initializations (``sampling.replicate_seeds``: the unit's seed first); the row is the
+first one's, with the others' spread (``test_error_mean``, ``test_error_sd``), and the runs of all k. With an NLC window
 (pruning at launch, ``study.execution.pruning``) an architecture whose NLC at initialization lies outside it is not
 trained: its row holds the measurements at initialization and ``trained`` false; so is every architecture of a
 study that measures only (``measure_only``: ``archstudy rank``).
@@ -25,7 +27,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 import pyarrow as pa
 
-from archstudy.sampling import BASE, ArchSpec, Planned, SpecError, plan_study
+from archstudy.sampling import BASE, ArchSpec, Planned, SpecError, plan_study, replicate_seeds
 
 from .cluster import LOGICAL_GPUS_ENV
 from ..experiment import provenance
@@ -192,7 +194,7 @@ def compute_unit(
 
     protocol = Protocol.from_dict(config.protocol)
     if live is not None:
-        live.start(unit.spec, data, protocol, device)
+        live.start(unit.spec, data, protocol, device, config.init_seeds)
     t0 = time.perf_counter()
     spec = unit.spec
     net = build_network(spec, seed=unit.seed, device=device)
@@ -235,11 +237,14 @@ def compute_unit(
     trajectory = Trajectory(options.nlc_trajectory, options.nlc_batches, options.batch_size)
     if live is not None:
         live.measured(measured["measure_s"])
+    several = config.init_seeds > 1  # the seed-noise replicates: the row stays the first initialization's
     outcome = train_architecture(
         spec,
         data,
         seed=unit.seed,
         protocol=protocol,
+        init_seeds=replicate_seeds(unit.seed, config.init_seeds) if several else None,
+        selected_from=0 if several else None,
         device=device,
         checkpoint_path=checkpoint_path,
         checkpoint_every_s=config.checkpoint_every_s,

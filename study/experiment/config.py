@@ -67,7 +67,7 @@ from archstudy.sampling.constraints import (
     plain,
 )
 from archstudy.sampling.doc_tables import markdown, presets_column, rewrite_doc, update_blocks
-from archstudy.sampling.plan import INDICES, check_indices
+from archstudy.sampling.plan import INDICES, MAX_INIT_SEEDS, check_indices
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.sampling.unit_names import MAX_ARCHITECTURES
 
@@ -340,6 +340,15 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         doc="measure every architecture at initialization and train none (`archstudy rank`): each row holds what "
         "was measured, with `trained` false",
     )
+    init_seeds: int = declare(
+        Integer(1, MAX_INIT_SEEDS),
+        1,
+        since=2,
+        doc="initializations each architecture is trained from, stacked with its rates in one model: its own seed, "
+        "then k - 1 more (`sampling.replicate_seeds`); 1: the paper's protocol. The row's selected run is the first "
+        "initialization's; the others measure the seed-noise ceiling of every predictor (docs/analysis.md)",
+        flag=Flag("initializations each architecture is trained from (default {default}, the paper's protocol)", "K"),
+    )
     resources: Resources = declare(
         None, factory=Resources, execution=True, doc="per-architecture CPUs and GPUs (Resources fields, below)"
     )
@@ -392,6 +401,10 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         if self.indices is not None and self.architectures > len(self.indices):
             raise SpecError(
                 WHERE, "architectures", self.architectures, f"must be at most the {len(self.indices)} indices listed"
+            )
+        if self.measure_only and self.init_seeds != 1:
+            raise SpecError(
+                WHERE, "init_seeds", self.init_seeds, "must be 1 when measure_only is true (nothing is trained)"
             )
         if self.measure_only and self.nlc_window is not None:
             raise SpecError(

@@ -588,7 +588,39 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
     *_group(
         ARCHITECTURES,
         "summary",
-        Column("n_runs", "int64", "runs", "runs trained (one per starting rate)", values=Numbers(0)),
+        Column(
+            "n_runs",
+            "int64",
+            "runs",
+            "runs trained (one per starting rate and initialization)",
+            values=Numbers(0),
+        ),
+        Column(
+            "inits",
+            "int64",
+            "",
+            "initializations the rates were trained from (the study's `init_seeds`; 0: not trained); the selected "
+            "run is the first one's",
+            added=True,
+            values=Numbers(0),
+        ),
+        Column(
+            "test_error_mean",
+            "float64",
+            ERROR,
+            "mean over the `inits` initializations of each one's selected run's test error (each selected as the "
+            "selected run is)",
+            added=True,
+            values=SELECTED_ERROR,
+        ),
+        Column(
+            "test_error_sd",
+            "float64",
+            ERROR,
+            "their standard deviation (n - 1; NaN with one initialization)",
+            added=True,
+            values=Numbers(0, 1, nan=ALWAYS),
+        ),
         Column("n_diverged", "int64", "runs", "runs whose loss was not finite at least once", values=Numbers(0)),
         Column(
             "trained",
@@ -597,7 +629,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "trained at its learning rates; false: pruned at launch, its NLC at "
             "initialization outside the study's `nlc_window`, or measured only (`measure_only`: `archstudy "
             "rank`): the row holds what was measured at initialization "
-            "(the selected-run columns NaN, `lr_index` -1, `epochs`, `divisions`, `n_runs`, `n_diverged` 0, "
+            "(the selected-run columns NaN, `lr_index` -1, `epochs`, `divisions`, `n_runs`, `inits`, `n_diverged` 0, "
             "`selected_by` `none`, `lr_edge` and `all_diverged` false, `train_s` 0) and it has no runs or curves "
             "file",
             added=True,
@@ -658,6 +690,15 @@ RUN_COLUMNS: tuple[Column, ...] = (
         RUNS,
         "run",
         Column(
+            "init_index",
+            "int64",
+            "",
+            "the run's initialization: 0 the architecture's `seed`, j the j-th of `sampling.replicate_seeds` "
+            "(the study's `init_seeds`)",
+            added=True,
+            values=Numbers(0),
+        ),
+        Column(
             "lr_index",
             "int64",
             "",
@@ -691,7 +732,13 @@ RUN_COLUMNS: tuple[Column, ...] = (
         ),
         Column("diverged", "bool", "", "the run's loss was not finite at least once"),
         Column("wall_s", "float64", "s", "the run's share of the training time", values=SECONDS),
-        Column("selected", "bool", "", "the selected run (exactly one per architecture)"),
+        Column(
+            "selected",
+            "bool",
+            "",
+            "the selected run of its initialization (exactly one per architecture and `init_index`; that of "
+            "`init_index` 0 is the architecture's)",
+        ),
     ),
 )
 

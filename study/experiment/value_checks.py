@@ -6,9 +6,11 @@ against those declarations, column by column (numpy, so a pack's thousands of ro
 the rows of one architecture must hold together:
 
 * an architectures row: its spec is one ``ArchSpec`` accepts and ``arch_id`` is that spec's content id; a trained
-  row's selected run is one of its ``n_runs`` runs, as many as the protocol plans (``planned_runs``), and
+  row's selected run is one of its ``n_runs`` runs, as many as the protocol plans (``planned_runs``) times its
+  ``inits``, and
   ``n_diverged`` is at most ``n_runs``; a row not trained has no run (``lr_index`` -1, ``n_runs`` 0);
-* a runs file: every planned run once (``lr_index`` 0 .. runs - 1) and exactly one of them selected;
+* a runs file: every planned run of each initialization once (``lr_index`` 0 .. runs - 1 per ``init_index``) and
+  exactly one of each initialization's selected;
 * a curves file: each (run, epoch) once, of a planned run.
 
 A file that breaks one is corrupt, as a truncated one is: ``archstudy status`` lists it, a resume redoes its
@@ -98,7 +100,9 @@ def _columns(table: pa.Table, kind: str) -> str | None:
 
 def _architectures(table: pa.Table, runs: int | None) -> str | None:
     """The rules an architectures row holds across its columns (module docstring)."""
-    rows = table.select([n for n in table.column_names if n in SPEC_FIELDS + ("arch_id",) or n in _COUNTS])
+    rows = table.select(
+        [n for n in table.column_names if n in SPEC_FIELDS + ("arch_id",) or n in _COUNTS or n in _OPTIONAL_COUNTS]
+    )
     for row in rows.to_pylist():
         spec = {k: row[k] for k in SPEC_FIELDS if row.get(k) is not None}  # null: a field added since it was written
         try:
@@ -114,8 +118,11 @@ def _architectures(table: pa.Table, runs: int | None) -> str | None:
                 return "an architecture not trained with a selected run (lr_index != -1 or n_runs != 0)"
             continue
         n = row.get("n_runs")
-        if n is not None and runs is not None and n != runs:
-            return f"n_runs = {n}; the protocol plans {runs} runs"
+        inits = row.get("inits") or 1  # null: a file from before init_seeds, one initialization
+        if n is not None and runs is not None and n != runs * inits:
+            return f"n_runs = {n}; the protocol plans {runs} runs" + (
+                f" x {inits} initializations" if inits > 1 else ""
+            )
         if n is not None and not 0 <= row.get("lr_index", 0) < n:
             return f"lr_index = {row['lr_index']}: not one of its {n} runs"
         if n is not None and row.get("n_diverged", 0) > n:
@@ -124,11 +131,14 @@ def _architectures(table: pa.Table, runs: int | None) -> str | None:
 
 
 _COUNTS = ("trained", "lr_index", "n_runs", "n_diverged")
+_OPTIONAL_COUNTS = ("inits",)  # read beside the counts; null in a file from before it
 
 
 def _runs(table: pa.Table, runs: int | None) -> str | None:
-    """Every planned run of each architecture once, exactly one selected."""
-    per = table.group_by(["arch_id", "index"]).aggregate(
+    """Every planned run of each architecture's initializations once (``init_index``; a file without it: one),
+    exactly one selected per initialization."""
+    keys = ["arch_id", "index"] + (["init_index"] if "init_index" in table.column_names else [])
+    per = table.group_by(keys).aggregate(
         [("lr_index", "count"), ("lr_index", "count_distinct"), ("lr_index", "min"), ("lr_index", "max")]
     )
     for row in per.to_pylist():
@@ -138,9 +148,9 @@ def _runs(table: pa.Table, runs: int | None) -> str | None:
             return f"{n - distinct} run(s) twice (lr_index repeated)"
         if n != want or row["lr_index_min"] != 0 or row["lr_index_max"] != want - 1:
             return f"runs lr_index {row['lr_index_min']} .. {row['lr_index_max']} ({n}); the protocol plans {want}"
-    selected = table.group_by(["arch_id", "index"]).aggregate([("selected", "sum")])
+    selected = table.group_by(keys).aggregate([("selected", "sum")])
     if any(s != 1 for s in selected.column("selected_sum").to_pylist()):
-        return "not exactly one selected run"
+        return "not exactly one selected run per initialization"
     return None
 
 

@@ -149,6 +149,9 @@ def _tables(config: StudyConfig, units: list, curve_epochs: int, rng: np.random.
         lr_edge=(lr_index < edge) | (lr_index >= num_lrs - edge),
         selected_by=[config.protocol["monitor"]] * n,
         n_runs=np.full(n, num_lrs, dtype=np.int64),
+        inits=np.ones(n, dtype=np.int64),
+        test_error_mean=test,
+        test_error_sd=np.full(n, np.nan),
         n_diverged=np.zeros(n, dtype=np.int64),  # counted from the runs below
         trained=np.ones(n, dtype=bool),
         nonfinite_init=np.zeros(n, dtype=bool),
@@ -178,6 +181,7 @@ def _tables(config: StudyConfig, units: list, curve_epochs: int, rng: np.random.
         "arch_id": ids.take(take),
         "index": arch["index"][unit],
         "variant": variants.take(take),
+        "init_index": np.zeros(n * num_lrs, dtype=np.int64),
         "lr_index": k,
         "lr": lr_min[unit] * 3.0**k,
         "epochs": np.full(n * num_lrs, curve_epochs, dtype=np.int64),

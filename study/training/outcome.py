@@ -106,21 +106,29 @@ class Outcome:
             "lr_edge": b.lr_edge,
             "selected_by": b.selected_by,
             "n_runs": len(self.runs),
+            **self.seed_spread(),
             "n_diverged": self.n_diverged,
             "all_diverged": self.n_diverged == len(self.runs),
             "c_out": float(self.c_out),
             "train_s": float(self.train_s),
         }
 
+    def seed_spread(self) -> dict:
+        """``inits``, and the mean and standard deviation (n - 1; NaN with one) over the initializations of each
+        one's selected run's test error (``best_per_seed``): the ``architectures`` columns of ``init_seeds: k``."""
+        errors = [r.test_error for r in self.best_per_seed()]
+        k = len(errors)
+        mean = math.fsum(errors) / k
+        sd = math.sqrt(math.fsum((e - mean) ** 2 for e in errors) / (k - 1)) if k > 1 else math.nan
+        return {"inits": k, "test_error_mean": mean, "test_error_sd": sd}
+
     def run_rows(self) -> list[dict]:
-        """The ``runs`` table's rows (without the architecture's identity columns): one initialization, one
-        row per rate (a study trains each architecture from its own seed)."""
-        if len(self.init_seeds) != 1:
-            raise ValueError(
-                f"the runs table holds one initialization per architecture; this outcome has "
-                f"{len(self.init_seeds)} (use seed_runs / best_per_seed)"
-            )
-        return [{**asdict(r), "selected": k == self.selected} for k, r in enumerate(self.runs)]
+        """The ``runs`` table's rows (without the architecture's identity columns): one row per initialization and
+        rate, seed-major; ``init_index`` the initialization's position, ``selected`` its selected run
+        (``best_per_seed``; with one initialization, the selected run)."""
+        n = self.n_rates
+        chosen = {j * n + select(self.seed_runs(j), self.best.selected_by) for j in range(len(self.init_seeds))}
+        return [{"init_index": k // n, **asdict(r), "selected": k in chosen} for k, r in enumerate(self.runs)]
 
     @property
     def monitored(self) -> str:
@@ -150,12 +158,8 @@ class Outcome:
 
     def curve_rows(self) -> list[dict]:
         """The ``curves`` table's rows (without the architecture's identity columns), one per run and epoch,
-        by rate and epoch. One initialization, as ``run_rows``."""
-        if len(self.init_seeds) != 1:
-            raise ValueError(
-                f"the curves table holds one initialization per architecture; this outcome has "
-                f"{len(self.init_seeds)} (use Outcome.curves)"
-            )
+        by rate and epoch: of the first initialization, the architecture's (``Outcome.curves`` holds every one's)."""
+        n = self.n_rates
         return [
             {
                 "lr_index": p["run"],
@@ -167,6 +171,7 @@ class Outcome:
                 "nlc": p["nlc"],
             }
             for p in Curves.from_dict(self.curves).rows()
+            if p["run"] < n
         ]
 
     def to_dict(self) -> dict:

@@ -25,12 +25,14 @@ the optimizer's update (SGD, SGD with momentum, Adam), the schedule (E.2's plate
 number of iterations with divisions at given fractions of them: then nothing is evaluated during training
 and every run's result is its final state) and the split that selects the run (``selected_by``).
 
-Several initializations in one stack (``init_seeds=[s_1, ..., s_J]``, with the protocol's explicit rates):
-run j * n_rates + k (seed-major) starts from ``build_network(spec, s_j)`` at rate k; c_out and lr_min are
-measured on each initialization (the cross-entropy of run j * n_rates + k divides by its own c_out), and
-``seed`` still fixes the minibatch order and the measurements, so every run follows the trajectory it
-follows trained alone with ``init_seeds=[s_j]`` (a test checks this). ``Outcome.best_per_seed()`` gives each
-initialization's selected run.
+Several initializations in one stack (``init_seeds=[s_1, ..., s_J]``): run j * n_rates + k (seed-major) starts
+from ``build_network(spec, s_j)`` at rate k. Every initialization trains at the same rates: the protocol's explicit
+``lrs``, or the series of the first initialization's lr_min (a study's ``init_seeds: k`` compares initializations
+at the same rates). c_out is measured on each initialization (the cross-entropy of run j * n_rates + k divides by
+its own c_out), and ``seed`` still fixes the minibatch order and the measurements, so every run follows the
+trajectory it follows trained alone with ``init_seeds=[s_j]`` at those rates (tests check this).
+``Outcome.best_per_seed()`` gives each initialization's selected run; ``selected_from`` restricts ``Outcome.best``
+to one initialization's runs.
 
 A network whose output scale or lr_min is not finite at initialization cannot be trained at any rate:
 every run is recorded as diverged at its initial state (epoch 0), without training (in a stack of several
@@ -150,6 +152,7 @@ def train_architecture(
     progress: Callable[[TrainingProgress], None] | None = None,
     chunk_runs: int | None = None,
     init_seeds=None,
+    selected_from: int | None = None,
     trajectory: Trajectory | None = None,
     report: Callable[[str], None] | None = None,
     forward: "str | Callable" = "auto",
@@ -159,7 +162,10 @@ def train_architecture(
 
     ``init_seeds``: train one group of runs (one per rate) from each of these initializations, all in one
     stack (seed-major: run j * n_rates + k is seed j at rate k); ``seed`` still fixes the minibatch order
-    and the measurements. More than one needs the protocol's explicit ``lrs``. None: one group from ``seed``.
+    and the measurements. Every initialization trains at the rates of the first one's ``lr_min`` (or the protocol's
+    explicit ``lrs``). None: one group from ``seed``. ``selected_from``: the position in ``init_seeds`` of the
+    initialization the selected run (``Outcome.best``, its network) is chosen from (a study's row is its first
+    initialization's, ``init_seeds: k``); None: from all runs.
     ``trajectory``: the epochs at which every run's NLC is measured for the curves (``study.training.curves``);
     None: none (the cost: one NLC measurement of the whole stack per listed epoch).
     ``checkpoint_secret``: the key the checkpoint's MAC is made with (``study.training.checkpoint``: a study's own);
@@ -184,14 +190,8 @@ def train_architecture(
     if chunk_runs is not None:
         chunk_runs = check("train_architecture", "chunk_runs", Integer(1), chunk_runs)
     seeds = [seed] if init_seeds is None else list(check("train_architecture", "init_seeds", Seeds(), init_seeds))
-    if len(seeds) > 1 and protocol.lrs is None:
-        raise SpecError(
-            "train_architecture",
-            "init_seeds",
-            seeds,
-            "more than one initialization needs the protocol's explicit lrs (each would measure "
-            "its own lr_min and so its own rates)",
-        )
+    if selected_from is not None:
+        selected_from = check("train_architecture", "selected_from", Integer(0, len(seeds) - 1), selected_from)
     if not callable(forward):
         forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = available_device(device, "train_architecture")
@@ -205,6 +205,8 @@ def train_architecture(
         splits.fingerprint(),
         init_seeds=None if init_seeds is None else seeds,
     )
+    if selected_from is not None:  # a candidate chosen over other runs cannot continue
+        key["selected_from"] = selected_from
     trajectory = trajectory if trajectory is not None and trajectory.epochs else None
     if trajectory is not None:  # the curves hold its NLCs: a checkpoint without them cannot continue them
         key["nlc_trajectory"] = [list(trajectory.epochs), trajectory.batches, trajectory.batch_size]
@@ -217,7 +219,7 @@ def train_architecture(
     if state is None:
         state = _fresh(spec, splits, seed, seeds, protocol, device, trajectory)
         if state is None:
-            return _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory)
+            return _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory, selected_from)
     settings = _Settings(
         spec,
         splits,
@@ -233,6 +235,7 @@ def train_architecture(
         trajectory,
         forward,
         report,
+        selected_from,
     )
     trainer = _Trainer(settings, state)
     return trainer.train()
@@ -274,7 +277,7 @@ def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> Trai
     untrainable = [j for j, c in enumerate(c_outs) if not _trainable(c, protocol)]
     if len(untrainable) == len(seeds) or (protocol.lrs is None and math.isnan(lr_mins[0])):
         return None
-    rates = protocol.rates(lr_mins[0])  # several initializations have explicit lrs (train_architecture)
+    rates = protocol.rates(lr_mins[0])  # every initialization at the first one's rates (module docstring)
     n = len(rates)
     lrs = rates * len(seeds)
     net = _stack_network(spec, seeds, n, device)
@@ -340,6 +343,7 @@ class _Settings:
     trajectory: Any = None
     forward: Any = "auto"
     report: Callable[[str], None] | None = None
+    selected_from: int | None = None
 
 
 class _Trainer:
@@ -364,6 +368,7 @@ class _Trainer:
         self.eval_forward: Callable | None = None
         self.graph: GraphedStep | None = None  # the step as a CUDA graph, when that is the choice
         self.report = t.report or _warn
+        self.selected_from = t.selected_from
 
     # -- the loop --------------------------------------------------------------------------------
     def train(self) -> Outcome:
@@ -574,6 +579,8 @@ class _Trainer:
                 wall_s=0.0,
             )
             s.records[run] = rec
+            if self.selected_from is not None and run // s.n_rates != self.selected_from:
+                continue  # not a candidate: the selection is over one initialization's runs
             score = float(measured[p.selected_by][j])
             c = s.candidate
             if c is None or (score, run) < (c.error, c.index):
@@ -584,7 +591,7 @@ class _Trainer:
         if self.checkpoint_path is not None:
             self._save()  # a crash before the caller stores the outcome loses only the final metrics
         runs = [_with_wall(s.records[k], s.wall[k]) for k in range(len(s.lrs))]
-        chosen = select(runs, p.selected_by)
+        chosen = selected_run(runs, p.selected_by, s.n_rates, self.selected_from)
         assert s.candidate is not None and chosen == s.candidate.index
         network = s.candidate.net
         network.eval()
@@ -637,7 +644,18 @@ def _outcome(
     )
 
 
-def _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory=None) -> Outcome:
+def selected_run(runs: list[RunRecord], split: str, n_rates: int, selected_from: int | None) -> int:
+    """The position of the selected run: the lowest error on ``split`` over all ``runs`` (``outcome.select``), or
+    with ``selected_from`` j over initialization j's (runs j * n_rates .. (j + 1) * n_rates - 1)."""
+    if selected_from is None:
+        return select(runs, split)
+    first = selected_from * n_rates
+    return first + select(runs[first : first + n_rates], split)
+
+
+def _untrainable(
+    spec, splits, seed, seeds, protocol, device, session_start, trajectory=None, selected_from=None
+) -> Outcome:
     """No initialization can be trained: its output or gradients are not finite at initialization (or, under
     cross-entropy, its output is zero), so no learning rate can be derived or used. Every run is recorded as
     diverged at its initial state, epoch 0, which is where the schedule would rewind it to (its curves: that
@@ -676,7 +694,7 @@ def _untrainable(spec, splits, seed, seeds, protocol, device, session_start, tra
             )
             for k, lr in enumerate(lrs)
         ]
-    chosen = select(runs, protocol.selected_by)
+    chosen = selected_run(runs, protocol.selected_by, len(lrs), selected_from)
     j = chosen // len(lrs)
     base = bases[j]
     base.eval()

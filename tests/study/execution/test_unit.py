@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from archstudy.sampling import UserError, plan_study
+from archstudy.sampling import ArchSpec, UserError, plan_study
 from archstudy.study import load_dataset
 from archstudy.study.experiment.config import StudyConfig
 from archstudy.study.experiment.schema import ARCHITECTURES, CURVES, RUNS, names
@@ -95,3 +95,39 @@ def test_a_unit_gives_the_same_rows_whatever_the_global_random_state_and_leaves_
     )
     assert arch_a["study_seed"] == 2 and arch_a["n_runs"] == len(runs_a) == 2
     assert sum(r["selected"] for r in runs_a) == 1
+
+
+def _close(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-9 * max(1.0, abs(a))
+    return a == b
+
+
+def test_a_unit_of_two_initializations_keeps_the_first_ones_row_and_runs_the_second_at_its_rates(data):
+    """``init_seeds: 2``: the architecture's row and its first initialization's runs and curves are those of the study
+    with one (the paper's protocol; every value but the timings, to 1e-9), the second initialization's runs follow, one
+    selected per initialization, and the row's spread is that of the two selected test errors. A shallow net: a chaotic
+    one (depth 23, high NLC) amplifies the round-off of another chunking of the stack's runs past 1e-9."""
+    spec = ArchSpec(depth=4, width=10, d_in=40, d_out=3, activation="tanh", norm="layer", bias_init="gaussian")
+    unit = WorkUnit(0, "base", spec, 5)
+    one_arch, one_runs, one_curves = compute_unit(unit, data, CONFIG)
+    two = CONFIG.replace(init_seeds=2)
+    arch, runs, curves = compute_unit(unit, data, two)
+    for k, v in one_arch.items():
+        if k in VOLATILE or k in ("n_runs", "inits", "test_error_mean", "test_error_sd", "n_diverged", "all_diverged"):
+            continue
+        assert _close(v, arch[k]), k
+    n = len(one_runs)
+    assert arch["n_runs"] == 2 * n and arch["inits"] == 2 and one_arch["inits"] == 1
+    assert [r["init_index"] for r in runs] == [0] * n + [1] * n
+    for a, b in zip(one_runs, runs[:n]):
+        differ = [k for k in a if k not in VOLATILE and not _close(a[k], b[k])]
+        assert not differ, (differ, a, b)
+    assert [r["lr"] for r in runs[n:]] == [r["lr"] for r in runs[:n]]  # the first initialization's rates
+    chosen = [r for r in runs if r["selected"]]
+    assert [r["init_index"] for r in chosen] == [0, 1]
+    assert chosen[0]["lr_index"] == arch["lr_index"] and chosen[0]["test_error"] == arch["test_error"]
+    errors = [r["test_error"] for r in chosen]
+    assert arch["test_error_mean"] == pytest.approx(np.mean(errors), abs=1e-15)
+    assert arch["test_error_sd"] == pytest.approx(np.std(errors, ddof=1), abs=1e-15)
+    assert len(curves) == len(one_curves)  # the first initialization's curves only

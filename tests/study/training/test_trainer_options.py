@@ -183,8 +183,14 @@ def test_selection_by_test_names_itself_and_selects_per_seed(monkeypatch):
     splits = check_splits(BOARD, HAN, torch.device("cpu"), classes=2)
     assert float(errors(out.network, splits.test.x, splits.test.y, 6, 1, "mse")[0]) == out.best.test_error
     assert out.to_dict()["best"]["selected_by"] == "test"
-    with pytest.raises(ValueError, match="one initialization"):
-        out.run_rows()
+    rows = out.run_rows()  # each initialization's runs, its own selected run marked
+    assert [r["init_index"] for r in rows] == [0, 0, 0, 1, 1, 1]
+    assert [k for k, r in enumerate(rows) if r["selected"]] == [3 * j + per_seed[j].lr_index for j in range(2)]
+    spread = out.selected_row()
+    assert spread["inits"] == 2 and spread["n_runs"] == 6
+    assert spread["test_error_mean"] == pytest.approx(np.mean([r.test_error for r in per_seed]), abs=1e-15)
+    assert spread["test_error_sd"] == pytest.approx(np.std([r.test_error for r in per_seed], ddof=1), abs=1e-15)
+    assert all(p["lr_index"] < 3 for p in out.curve_rows())  # the first initialization's curves
     # the default selection is by the monitored split, and says so
     val = train_architecture(HAN, BOARD, seed=DATA_SEED, protocol=STEPS.replace(selection="monitor", lrs=(0.01, 0.05)))
     assert val.best.selected_by == "val" and val.selected_row()["selected_by"] == "val"
@@ -251,8 +257,30 @@ def test_init_seeds_are_checked_in_one_line():
     for bad in ([], [-1], "3", [1.5]):
         with pytest.raises(SpecError, match=r"^train_architecture\.init_seeds = "):
             train_architecture(spec, data, protocol=Protocol(lrs=[0.1], max_epochs=1), init_seeds=bad)
-    with pytest.raises(SpecError, match=r"^train_architecture\.init_seeds = \[1, 2\]: .*explicit lrs"):
-        train_architecture(spec, data, protocol=Protocol(max_epochs=1), init_seeds=[1, 2])
+    with pytest.raises(SpecError, match=r"^train_architecture\.selected_from = 2: "):
+        train_architecture(spec, data, protocol=Protocol(lrs=[0.1], max_epochs=1), init_seeds=[1, 2], selected_from=2)
+
+
+def test_a_study_of_several_initializations_keeps_the_first_ones_protocol_and_the_others_alone():
+    """``init_seeds: k`` of a study: the rates of the first initialization's lr_min for all, the selection over the
+    first's runs (``selected_from=0``). Initialization 0 is then the paper's protocol trained alone (its runs, its
+    selected run, the selected network's NLC after training), and initialization 1 is itself trained alone at the
+    same rates, to 1e-9."""
+    spec = ArchSpec(depth=4, width=10, d_in=40, d_out=3, activation="tanh", norm="layer", bias_init="gaussian")
+    data = standins.waveform_noise(300, 150, 150, seed=3)
+    p = Protocol(num_lrs=3, batch_size=50, patience_first=2, patience=1, divisions=1, max_epochs=6)
+    stacked = train_architecture(spec, data, seed=5, protocol=p, init_seeds=[5, 9], selected_from=0)
+    alone = train_architecture(spec, data, seed=5, protocol=p)
+    assert len(stacked.runs) == 6 and stacked.n_rates == 3
+    for a, b in zip(alone.runs, stacked.seed_runs(0)):
+        assert_same_run(a, b)
+    assert stacked.selected == alone.selected and stacked.lr_min == alone.lr_min
+    assert abs(stacked.best.nlc_after - alone.best.nlc_after) <= 1e-9 * abs(alone.best.nlc_after)
+    rates = tuple(r.lr for r in alone.runs)
+    second = train_architecture(spec, data, seed=5, protocol=p.replace(lrs=rates), init_seeds=[9])
+    for a, b in zip(second.runs, stacked.seed_runs(1)):
+        assert_same_run(a, b)
+    assert [r.lr for r in stacked.seed_runs(1)] == list(rates)
 
 
 # -- the pieces -----------------------------------------------------------------------------------------
