@@ -46,6 +46,7 @@ from .good_ranges import good_ranges, nlc_good_range
 from .results import Results, _trained
 from .stats import correlations
 from .range_predictors import MIN_POINTS, range_distance
+from .seed_ceiling import seed_ceiling
 
 ERRORS = ("test_error", "val_error", "train_error")
 # What describes an architecture at a glance (the sampled axes that matter most, and its size).
@@ -102,6 +103,7 @@ class Leaderboard:
     notes: list[str] = field(default_factory=list)
     measure_only: bool = False  # a study that measures only: nothing trained, no errors (``MEASURED_ONLY``)
     findings: str = ""
+    ceiling: str = ""  # the seed-noise ceiling in one sentence (``ceiling_line``), "" without the study's runs
 
     def to_dict(self) -> dict[str, Any]:
         """The leaderboard as JSON-ready data (NaN as None)."""
@@ -118,6 +120,7 @@ class Leaderboard:
             "notes": list(self.notes),
             "measure_only": self.measure_only,
             "findings": self.findings,
+            "ceiling": self.ceiling,
             "architectures": _records(self.architectures),
             "predictors": _records(self.predictors),
         }
@@ -145,6 +148,8 @@ class Leaderboard:
             lines += _predictor_table(self.predictors)
         if self.findings:
             lines.append(f"findings: {self.findings}")
+        if self.ceiling:
+            lines.append(f"seed-noise ceiling: {self.ceiling}")
         return "\n".join(lines)
 
 
@@ -268,6 +273,19 @@ def leaderboard(
         notes,
         measure_only=bool(measure_only),
         findings=summary(found) if found is not None and len(found) else "",
+        ceiling=ceiling_line(seed_ceiling(results.runs, arch)) if isinstance(results, Results) and len(trained) else "",
+    )
+
+
+def ceiling_line(c: dict[str, Any]) -> str:
+    """The seed-noise ceiling (``seed_ceiling.seed_ceiling``) in one sentence: the initializations' Kendall tau and the
+    most a predictor's |tau| can reach, each with its interval, or why it is not known."""
+    if c.get("why"):
+        return str(c["why"])
+    return (
+        f"{c['inits']} initializations agree by Kendall tau {c['kendall']:.2f} [{c['kendall_lo']:.2f}, "
+        f"{c['kendall_hi']:.2f}] over {c['n']} base architectures: a predictor's |tau| can reach "
+        f"{c['kendall_ceiling']:.2f} [{c['kendall_ceiling_lo']:.2f}, {c['kendall_ceiling_hi']:.2f}]"
     )
 
 

@@ -376,8 +376,6 @@ def check_table_bytes(
     idx = set(table.column("index").to_pylist())
     if m is None or ids != {m["arch_id"]} or idx != {int(m["index"])}:
         return FileCheck(False, f"its rows name arch_id {sorted(ids)} / index {sorted(idx)}, not the file's {name}")
-    if kind == RUNS and sum(table.column("selected").to_pylist()) != 1:
-        return FileCheck(False, "not exactly one selected run")
     other = _other_science(meta, fingerprint)
     if other is not None:
         return other

@@ -121,3 +121,16 @@ def test_the_report_section_states_the_ceiling_or_how_to_measure_it():
     assert "the most a predictor can reach" in html and f"{share:.2f}" in html
     page.ceiling = {"inits": 1, "n": 0, "why": UNKNOWN}  # type: ignore[attr-defined]
     assert "init_seeds: 2" in ceiling_html(page)  # type: ignore[arg-type]
+
+
+def test_top_states_the_ceiling_in_one_line():
+    from archstudy.analysis.leaderboard import ceiling_line
+
+    rng = np.random.default_rng(3)
+    t = rng.normal(size=30)
+    arch, runs = study(np.column_stack([t + rng.normal(0, 0.5, 30) for _ in range(2)]))
+    c = seed_ceiling(runs, arch, n_boot=50)
+    line = ceiling_line(c)
+    assert line.startswith(f"2 initializations agree by Kendall tau {c['kendall']:.2f} [")
+    assert f"can reach {c['kendall_ceiling']:.2f} [" in line and "over 30 base architectures" in line
+    assert ceiling_line({"inits": 1, "n": 0, "why": UNKNOWN}) == UNKNOWN

@@ -125,7 +125,10 @@ def test_truncated_foreign_and_misnamed_files_are_found(tmp_path):
     c = check_table_bytes(parquet_bytes(table), ARCHITECTURES, unit_name(8, SPEC.content_id))
     assert not c.ok and "not the file's" in c.problem
     c = check_table_bytes(parquet_bytes(to_table(RUNS, [{**r, "selected": True} for r in runs])), RUNS, NAME)
-    assert not c.ok and c.problem == "not exactly one selected run"
+    assert not c.ok and c.problem == "values the science forbids: not exactly one selected run per initialization"
+    # Two initializations (init_seeds: 2): one selected run each is whole, as the value checks say
+    two = [{**r, "init_index": j, "selected": r["selected"]} for j in range(2) for r in runs]
+    assert check_table_bytes(parquet_bytes(to_table(RUNS, two)), RUNS, NAME).ok
     c = check_table_bytes(parquet_bytes(pa.table({"a": [1]})), ARCHITECTURES, NAME)
     assert not c.ok and "not an archstudy architectures file" in c.problem
 
