@@ -102,8 +102,9 @@ def spec_text(r: pd.Series | dict[str, Any]) -> str:
 def design_axes(arch: pd.DataFrame) -> list[dict[str, Any]]:
     """The design-space plots: every sampled axis (``columns.AXES``, its first field) with two or more values in
     the study, then width, parameters and the selected run's learning rate; each ``{"col", "label", "kind"}``,
-    kind "category" (at most 8 distinct values, or not a number; drawn as jittered strips) or "linear"/"log"
-    (log where every value is positive and they span more than a decade)."""
+    kind "category" (an axis of at most 8 distinct values, or not a number; drawn as jittered strips) or
+    "linear"/"log" (log where every value is positive and they span more than a decade; width, parameters and the
+    rate are quantities, numeric however few their values)."""
     out: list[dict[str, Any]] = []
     for col in [group[0] for group in AXES.values()] + list(DESIGN_NUMERIC):
         if col not in arch.columns or any(a["col"] == col for a in out):
@@ -112,7 +113,7 @@ def design_axes(arch: pd.DataFrame) -> list[dict[str, Any]]:
         if values.nunique() < 2:
             continue
         numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
-        if not numeric or values.nunique() <= 8:
+        if not numeric or (values.nunique() <= 8 and col not in DESIGN_NUMERIC):  # a quantity is never categories
             kind = "category"
         else:
             v = values.to_numpy(np.float64)

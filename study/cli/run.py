@@ -7,6 +7,7 @@ small parameter budget and the quick protocol, into ``studies/example``, and end
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -135,6 +136,11 @@ def register(sub) -> None:
         "run and nothing is written",
     )
     p.add_argument(
+        "--json",
+        action="store_true",
+        help="with --dry-run: print the plan as one JSON object on standard output (estimated_seconds, ...)",
+    )
+    p.add_argument(
         "--yes",
         action="store_true",
         help=f"start a study estimated above {CONFIRM_ABOVE_S / 3600:g} hour without asking (needed for such a "
@@ -235,6 +241,28 @@ class Preview:
     slots: int | None  # architectures at once; None: on a cluster, not known here
     estimate_s: float | None = None
     study: Any = None  # the driver's plan (``study.execution.driver.Preparation``) that `run` then runs
+    memory_bytes: float | None = None  # the most one architecture needs (``study.execution.memory``)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as ``run --dry-run --json`` prints it: the study, its architectures (all, to run, finished), the
+        runs each trains (rates x initializations), at once, the memory of the architecture that needs the most,
+        ``estimated_seconds`` (None where none can be made here), and the plan's lines."""
+        from ..experiment.protocol import Protocol
+
+        units = getattr(self.study, "units", None) or []
+        config = self.config
+        runs = Protocol.from_dict(config.protocol).num_lrs * config.init_seeds if config is not None else None
+        return {
+            "study": getattr(getattr(self.study, "store", None), "location", None),
+            "architectures": len(units),
+            "to_run": len(self.todo),
+            "finished": len(units) - len(self.todo),
+            "runs_per_architecture": runs,
+            "at_once": self.slots,
+            "memory_bytes": self.memory_bytes,
+            "estimated_seconds": self.estimate_s,
+            "plan": list(self.lines),
+        }
 
     def estimate(self) -> str | None:
         """Time a few steps (``estimate_line``) and return the line that says the estimate, or why there is none
@@ -368,10 +396,12 @@ def make_preview(keys: dict, out: str, args, say, example: bool = False) -> Prev
     if slots is None:
         line = line.rsplit("; ", 1)[0] + "; as many at a time as the cluster runs"
     lines = [f"plan: {line}"]
+    memory = None
     if study.needs is not None:
         needs = study.needs
-        lines.append(f"memory: the largest architecture needs about {size(needs[1].bytes)} ({needs[1].terms()})")
-    return Preview(lines, config, study.data, todo, slots, study=study)
+        memory = float(needs[1].bytes)
+        lines.append(f"memory: the most an architecture needs is about {size(needs[1].bytes)} ({needs[1].terms()})")
+    return Preview(lines, config, study.data, todo, slots, study=study, memory_bytes=memory)
 
 
 def confirmed(plan: Preview, args) -> bool:
@@ -424,6 +454,8 @@ class Status:
 
 
 def command(args) -> int:
+    if args.json and not args.dry_run:
+        raise UserError("--json prints the plan only: it needs --dry-run (run --dry-run --json)")
     keys, out, example = config_of(args)
     if "dataset" not in keys:
         raise SpecError("study", "dataset", None, "is required (--dataset or the config file)")
@@ -448,6 +480,8 @@ def command(args) -> int:
         status.say(estimate)
     if args.dry_run:
         status.say("--dry-run: nothing was run or written")
+        if args.json:
+            print(json.dumps(plan.to_dict(), indent=1))
         return 0
     if not confirmed(plan, args):
         return 1

@@ -732,7 +732,7 @@ def _drive(
             shown.say(launch_line(config, plan.data, units, todo, engine.limit(), store.location, len(finished)))
             if plan.needs is not None:
                 needs = plan.needs[1]
-                shown.say(f"memory: the largest architecture needs about {memory.size(needs.bytes)} ({needs.terms()})")
+                shown.say(f"memory: the most an architecture needs is about {memory.size(needs.bytes)} ({needs.terms()})")
         _launch(
             store,
             config,

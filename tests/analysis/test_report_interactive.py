@@ -84,11 +84,14 @@ def test_the_design_space_plots_take_categories_as_strips_and_spans_of_a_decade_
             "activation": ["relu", "tanh"] * 10,  # words: categories
             "norm": ["none"] * 20,  # one value: no plot
             "init_scale": np.linspace(0.5, 2.0, 20),  # within a decade: linear
-            "width": [64, 128] * 10,  # two numbers: categories
+            "width": [64, 128] * 10,  # a quantity, however few its values: numeric
+            "lr": [5.189e-10, 0.4345, 1e-3, 2e-2] * 5,  # the selected rates of a small study: a log axis, not words
+            "dilation": [0.8, 1.0, 1.2, 1.0] * 5,  # three numbers of a sampled axis: categories
         }
     )
     got = {a["col"]: a["kind"] for a in design_axes(arch)}
-    assert got == {"depth": "log", "activation": "category", "init_scale": "linear", "width": "category"}
+    want = {"depth": "log", "activation": "category", "init_scale": "linear", "width": "linear", "lr": "log"}
+    assert got == {**want, "dilation": "category"}
 
 
 def test_the_detail_panels_curve_is_the_selected_runs_at_most_60_epochs_the_last_kept():

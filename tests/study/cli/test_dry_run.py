@@ -4,6 +4,7 @@ writing nothing; a study estimated above an hour asks on a terminal and needs ``
 the first line comes before the data is loaded."""
 
 import io
+import json
 import sys
 from argparse import Namespace
 
@@ -30,7 +31,7 @@ def test_dry_run_says_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsys)
     plan = next(line for line in lines if line.startswith("archstudy: plan: "))
     assert "8 architectures to run: 3,000-parameter budget (" in plan and "protocol quick: 8 learning rates" in plan
     assert "waveform-noise (3,000 train / 1,000 val / 1,000 test" in plan
-    assert any(line.startswith("archstudy: memory: the largest architecture needs about ") for line in lines)
+    assert any(line.startswith("archstudy: memory: the most an architecture needs is about ") for line in lines)
     # the estimate, and what it rests on
     estimate = next(line for line in lines if line.startswith("archstudy: estimated "))
     assert "for 8 architectures" in estimate and "training alone" in estimate
@@ -39,6 +40,22 @@ def test_dry_run_says_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsys)
     assert lines[-1] == "archstudy: --dry-run: nothing was run or written"
     assert not (tmp_path / "studies").exists()
     assert not _ray_started()
+
+
+def test_dry_run_json_is_the_plan_it_says(tmp_path, capsys):
+    """``--dry-run --json``: one JSON object on standard output, the same plan as the lines on standard error."""
+    out = tmp_path / "s"
+    args = ["run", "--dataset", "waveform-noise", "--architectures", "3", "--param-budget", "1500", "--out", str(out)]
+    assert main([*args, "--protocol", "quick", "--init-seeds", "2", "--dry-run", "--json"]) == 0
+    captured = capsys.readouterr()
+    plan = json.loads(captured.out)
+    assert (plan["architectures"], plan["to_run"], plan["finished"], plan["runs_per_architecture"]) == (3, 3, 0, 16)
+    assert plan["estimated_seconds"] > 0 and plan["memory_bytes"] > 0 and plan["study"] == str(out)
+    assert plan["plan"] == [line.removeprefix("archstudy: ") for line in captured.err.splitlines()[:2]]
+    assert "each from 2 initializations" in plan["plan"][0] and "x 16 runs" in plan["plan"][1]
+    assert not out.exists()
+    assert main([*args, "--json"]) != 0  # the plan only: without --dry-run it is refused, nothing started
+    assert "--json prints the plan only" in capsys.readouterr().err and not out.exists()
 
 
 def _long(tmp_path, *extra) -> list[str]:

@@ -463,7 +463,7 @@ def test_an_exception_a_worker_raises_reaches_the_progress_line_and_status_with_
     assert f"archstudy: {name}: attempt 1 failed: {reason}; trying again\n" in text
     assert f"archstudy: {name} failed after 2 attempt(s): {reason}\n" in text
     assert re.search(
-        r"^archstudy: memory: the largest architecture needs about \d[\d.]* (kB|MB) \([\d,]+ parameters "
+        r"^archstudy: memory: the most an architecture needs is about \d[\d.]* (kB|MB) \([\d,]+ parameters "
         r"x 3 runs x 4 copies x 8 bytes = ",
         text,
         re.M,
