@@ -732,7 +732,8 @@ def _drive(
             shown.say(launch_line(config, plan.data, units, todo, engine.limit(), store.location, len(finished)))
             if plan.needs is not None:
                 needs = plan.needs[1]
-                shown.say(f"memory: the most an architecture needs is about {memory.size(needs.bytes)} ({needs.terms()})")
+                most = memory.size(needs.bytes)
+                shown.say(f"memory: the most an architecture needs is about {most} ({needs.terms()})")
         _launch(
             store,
             config,
