@@ -399,7 +399,8 @@ def findings_path(out: Path) -> Path:
 
 def findings_json(sections: list[StudyAnalysis]) -> dict[str, Any]:
     """Every study's findings (``analysis.findings``) as the JSON beside the page: per study its name, directory,
-    dataset, the sentence the page states (``findings.summary``) and every test (``findings.FINDING_COLUMNS``)."""
+    dataset, the sentence the page states (``findings.summary``), every test (``findings.FINDING_COLUMNS``) and the
+    seed-noise ceiling (``seed_ceiling.seed_ceiling``; NaN as None)."""
     studies = []
     for s in sections:
         f = s.findings
@@ -410,6 +411,8 @@ def findings_json(sections: list[StudyAnalysis]) -> dict[str, Any]:
                 "dataset": s.results.dataset,
                 "summary": summary(f) if len(f) else "no test: no finished architectures",
                 "tests": record(f) if len(f) else [],
+                # the seed-noise ceiling every predictor's score is read against (``analysis.seed_ceiling``)
+                "seed_ceiling": {k: (None if isinstance(v, float) and v != v else v) for k, v in s.ceiling.items()},
             }
         )
     return {"alpha": ALPHA, "procedure": PROCEDURE, "families": [f.__dict__ for f in FAMILIES], "studies": studies}

@@ -58,6 +58,8 @@ def test_the_page_states_its_findings_and_writes_them_beside_it(report, report_p
     assert study["summary"] in html_text(report) and "Findings: every verdict of this page" in report
     assert "p (Holm)" not in report and "Kendall p / adjusted" in report and "sign test p / adjusted" in report
     assert "asymptotic with Kish" not in report and "cells resampled within each axis" not in report
+    # one initialization per architecture: the seed-noise ceiling is unknown, in the JSON and on the page
+    assert study["seed_ceiling"]["inits"] == 1 and study["seed_ceiling"]["why"] in html_text(report)
 
 
 def html_text(html: str) -> str:
