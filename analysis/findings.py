@@ -466,6 +466,22 @@ def record(found: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+# What a study's findings were computed from: every finished row's identity, whether it trained and its errors.
+DIGEST_COLUMNS = ("index", "variant", "arch_id", "trained", "val_error", "test_error")
+
+
+def table_digest(arch: pd.DataFrame) -> str:
+    """16 hex digits of the sha256 of ``arch``'s ``DIGEST_COLUMNS`` in (index, variant, arch_id) order: equal for two
+    reads of a study exactly when no architecture has finished, been redone or been removed in between (the
+    findings file beside a report records it; ``top`` reuses those findings while the study's digest matches)."""
+    import hashlib
+
+    cols = [c for c in DIGEST_COLUMNS if c in arch.columns]
+    t = arch[cols].sort_values([c for c in ("index", "variant", "arch_id") if c in cols], kind="stable")
+    h = hashlib.sha256(pd.util.hash_pandas_object(t.astype(str), index=False).to_numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
 def apply_to_prediction(prediction: Any, found: pd.DataFrame) -> None:
     """The joint predictor's verdicts (``Prediction.calls``, ``verdict``, ``level``) read from the report's
     findings: "the joint model predicts" and "beats" only where its comparison is a finding of the whole family

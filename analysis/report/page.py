@@ -18,7 +18,7 @@ from archstudy.study.experiment.config import N_BOOT_MAX
 
 from ..drawing import Drawer, FigureJob, check_figures_dir
 from ..figures import COMPARISON_FIGURES, FIGURES, FigureSpec
-from ..findings import ALPHA, FAMILIES, PROCEDURE, record, summary
+from ..findings import ALPHA, FAMILIES, PROCEDURE, record, summary, table_digest
 from ..html import CSS, esc, slug
 from ..interactive import DETAIL_HTML, explore_html, scripts_html
 from ..plotting import FORMATS
@@ -399,8 +399,9 @@ def findings_path(out: Path) -> Path:
 
 def findings_json(sections: list[StudyAnalysis]) -> dict[str, Any]:
     """Every study's findings (``analysis.findings``) as the JSON beside the page: per study its name, directory,
-    dataset, the sentence the page states (``findings.summary``), every test (``findings.FINDING_COLUMNS``) and the
-    seed-noise ceiling (``seed_ceiling.seed_ceiling``; NaN as None)."""
+    dataset, the sentence the page states (``findings.summary``), every test (``findings.FINDING_COLUMNS``), the
+    ``digest`` of the finished rows they were computed from (``findings.table_digest``) and the seed-noise ceiling
+    (``seed_ceiling.seed_ceiling``; NaN as None)."""
     studies = []
     for s in sections:
         f = s.findings
@@ -410,6 +411,7 @@ def findings_json(sections: list[StudyAnalysis]) -> dict[str, Any]:
                 "location": s.results.study_dir,
                 "dataset": s.results.dataset,
                 "summary": summary(f) if len(f) else "no test: no finished architectures",
+                "digest": table_digest(s.results.architectures),  # what they were computed from
                 "tests": record(f) if len(f) else [],
                 # the seed-noise ceiling every predictor's score is read against (``analysis.seed_ceiling``)
                 "seed_ceiling": {k: (None if isinstance(v, float) and v != v else v) for k, v in s.ceiling.items()},

@@ -147,3 +147,35 @@ def test_a_thousand_architectures_rank_in_a_second_or_so(results):
     board = leaderboard(big, k=10, by="nlc", findings=False)
     assert len(board.architectures) == 10
     assert time.process_time() - t0 < 5.0  # 0.7 s of CPU on the shared 2-core machine (November 2026)
+
+
+def test_top_reads_the_reports_findings_while_the_study_is_the_one_they_were_computed_from(
+    tiny_study_dir, tmp_path, monkeypatch
+):
+    """The findings file beside the study's report records the digest of the finished rows it tested
+    (``findings.table_digest``): while the study's rows are those, ``leaderboard`` states the report's findings
+    without computing them again (the held-out evaluation takes seconds); once a row changes, it computes them."""
+    import dataclasses
+    import importlib
+    import shutil
+
+    from archstudy.analysis.findings import table_digest
+
+    board_module = importlib.import_module("archstudy.analysis.leaderboard")
+    study = tmp_path / "s"
+    shutil.copytree(tiny_study_dir, study)
+    results = load_results(study, runs=False)
+    lead = leaderboard(results, k=1, findings=False).predictors["predictor"].iloc[0]
+    tests = [{"family": "predictor", "subject": lead, "p": 1e-4, "p_adjusted": 1e-3, "finding": True}]
+    digest = table_digest(results.architectures)
+    (study / "report.findings.json").write_text(json.dumps({"studies": [{"digest": digest, "tests": tests}]}))
+    computed = []
+    original = board_module._findings
+    monkeypatch.setattr(board_module, "_findings", lambda trained: computed.append(1) or original(trained))
+    board = leaderboard(results, k=1)
+    assert not computed and bool(board.predictors.set_index("predictor").at[lead, "finding"])
+    assert board.findings.startswith("1 tests in 1 families") and board.findings.endswith("1 finding.")
+    changed = results.architectures.assign(test_error=results.architectures["test_error"] + 1e-6)
+    assert table_digest(changed) != digest
+    leaderboard(dataclasses.replace(results, architectures=changed), k=1)
+    assert computed == [1]
