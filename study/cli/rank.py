@@ -254,6 +254,42 @@ def held_out(results, asked: str, study: str, allow: bool) -> tuple[dict, str]:
     return score, learner
 
 
+SHOWN = 10  # rows of the ranking printed (ranked.parquet holds them all)
+# The ranking's columns on a terminal: (column, header, width, format); at most 100 characters a line.
+RANK_COLUMNS = (
+    ("predicted_rank", "rank", 4, "d"),
+    ("index", "draw", 7, "d"),
+    ("predicted_test_error", "predicted", 9, ".4f"),
+    ("depth", "depth", 5, "d"),
+    ("width", "width", 5, "d"),
+    ("activation", "activation", 10, "s"),
+    ("norm", "norm", 5, "s"),
+    ("skip", "skip", 12, "s"),
+    ("weights", "weights", 11, "s"),
+    ("param", "param", 5, "s"),
+    ("nlc", "NLC", 8, ".3g"),
+)
+
+
+def top_table(ranked, n: int, learner: str) -> list[str]:
+    """The first ``n`` rows of the ranking as the terminal shows them (``RANK_COLUMNS``: the predicted test error, the
+    design and the NLC; at most 100 characters a line), after a line naming the predictor."""
+    lines = [f"the top {n} of {len(ranked)} by the test error a {learner} predictor predicts:"]
+    lines.append(" ".join(f"{h:>{w}}" if f != "s" else f"{h:<{w}}" for _, h, w, f in RANK_COLUMNS).rstrip())
+    for r in ranked.head(n).to_dict("records"):
+        cells = []
+        for col, _, w, f in RANK_COLUMNS:
+            v = r.get(col)
+            if f == "s":
+                cells.append(f"{str(v)[:w]:<{w}}")
+            elif v is None or (isinstance(v, float) and v != v):
+                cells.append(f"{'–':>{w}}")
+            else:
+                cells.append(f"{(int(v) if f == 'd' else float(v)):>{w}{f}}")
+        lines.append(" ".join(cells).rstrip())
+    return lines
+
+
 WHO = {"joint": "the joint model", "baseline": "the best baseline", "nlc": "NLC alone (the NLC paper's window [1, 3])"}
 
 
@@ -463,6 +499,7 @@ def command(args) -> int:
             f"{out / CONFIG_NAME} (the top {len(best)}: archstudy run --config {out / CONFIG_NAME} --out "
             f"{out / 'top'})"
         )
+        print("\n".join(top_table(ranked, min(len(best), SHOWN), predictor.learner)))
         if k is None:
             return 0 if done.complete else 1
         import numpy as np

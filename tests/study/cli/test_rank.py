@@ -56,6 +56,13 @@ def test_rank_measures_ranks_writes_the_top_k_as_a_study_and_checks_the_lift(rea
         assert stored["calls"]["joint_above_zero"] == 0 and "othing can be told" in stored["verdict"]
         ranked = pd.read_parquet(out / "ranked.parquet")
         assert len(ranked) == N and list(ranked["predicted_rank"]) == list(range(1, N + 1))
+        # the top of the ranking, printed: a line per architecture, as ranked.parquet orders them
+        lines = said.out.splitlines()
+        head = next(i for i, line in enumerate(lines) if line.startswith(f"the top {TOP} of {N} by the test error"))
+        rows = [line.split() for line in lines[head + 2 : head + 2 + TOP]]
+        assert [int(r[1]) for r in rows] == list(ranked["index"][:TOP])
+        assert [float(r[2]) for r in rows] == [round(v, 4) for v in ranked["predicted_test_error"][:TOP]]
+        assert all(len(line) <= 100 for line in lines[head : head + 2 + TOP])
         assert ranked["predicted_test_error"].is_monotonic_increasing and ranked["nlc"].notna().all()
         assert not ranked["trained"].any() and (ranked["study_seed"] == SEED).all()
         top = StudyConfig.from_yaml((out / "study.yaml").read_bytes())
