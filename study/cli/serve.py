@@ -62,9 +62,14 @@ def _check(args) -> None:
         raise SpecError("serve", "--every", args.every, "must be seconds from 0.1 to 3600")
 
 
-def _open_study(study: str) -> None:
+WAIT_POLL_S = 1.0  # how often a study not started yet is looked for
+
+
+def _open_study(study: str, say=None, poll_s: float = WAIT_POLL_S) -> None:
     """The study must be one: a directory or URI holding study.yaml (object storage was asked once, in bounded time,
-    before the command: the ``reads`` of its declaration)."""
+    before the command: the ``reads`` of its declaration). Where nothing is there yet (no such directory, or an
+    empty one: a `run` about to create it), wait for its study.yaml, saying so once (``say``), then return; a file,
+    or a directory holding other things and no study.yaml, is refused in one line."""
     import pyarrow.fs as pafs
 
     from archstudy.sampling import SpecError
@@ -72,8 +77,18 @@ def _open_study(study: str) -> None:
     from ..experiment.location import open_location
 
     fs, root = open_location(study)
-    if fs.get_file_info(f"{root}/study.yaml").type != pafs.FileType.File:
-        raise SpecError("serve", "STUDY", study, "must be a study directory or URI (one holding study.yaml)")
+    said = False
+    while fs.get_file_info(f"{root}/study.yaml").type != pafs.FileType.File:
+        where = fs.get_file_info(root)
+        empty = where.type == pafs.FileType.NotFound or (
+            where.type == pafs.FileType.Directory and not fs.get_file_info(pafs.FileSelector(root))
+        )
+        if not empty:
+            raise SpecError("serve", "STUDY", study, "must be a study directory or URI (one holding study.yaml)")
+        if not said and say is not None:
+            say(f"{study} holds no study yet: waiting for a study to start there (Ctrl-C to stop)")
+            said = True
+        time.sleep(poll_s)
 
 
 def _bind(args):
@@ -99,7 +114,11 @@ def command(args) -> int:
     _check(args)
     say = lambda line: print(f"archstudy serve: {line}", file=sys.stderr, flush=True)  # noqa: E731
     say(f"reading {args.study} ...")
-    _open_study(args.study)
+    try:
+        _open_study(args.study, say)
+    except KeyboardInterrupt:
+        say("stopped before the study started")
+        return 0
     server, every = _bind(args)
     from archstudy.analysis.live_view import loopback  # loaded by _bind
 

@@ -93,6 +93,33 @@ def test_bad_flags_are_one_line_naming_the_flag(study, capsys, flags, field):
 
 
 def test_a_directory_that_is_no_study_is_one_line(tmp_path, capsys):
-    assert main(["serve", str(tmp_path / "nowhere")]) == 2
-    err = one_error(capsys.readouterr().err)
-    assert "serve.STUDY" in err and "study.yaml" in err
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("not a study")
+    for path in (tmp_path / "other", tmp_path / "other" / "notes.txt"):
+        assert main(["serve", str(path)]) == 2
+        err = one_error(capsys.readouterr().err)
+        assert "serve.STUDY" in err and "study.yaml" in err
+
+
+def test_a_study_not_started_yet_is_waited_for_saying_so(tmp_path):
+    """``serve`` started before ``run``: no directory yet, then an empty one, then its study.yaml; it waits, says so
+    once, and returns once study.yaml is there."""
+
+    from archstudy.study.cli.serve import _open_study
+
+    study = tmp_path / "s"
+    said: list[str] = []
+
+    def start():  # what `run` does first: the directory, then study.yaml
+        time.sleep(0.2)
+        study.mkdir()
+        time.sleep(0.2)
+        (study / "study.yaml").write_text("dataset: waveform-noise\n")
+
+    t = threading.Thread(target=start)
+    t.start()
+    began = time.monotonic()
+    _open_study(str(study), said.append, poll_s=0.05)
+    t.join()
+    assert (study / "study.yaml").exists() and 0.3 < time.monotonic() - began < 10
+    assert said == [f"{study} holds no study yet: waiting for a study to start there (Ctrl-C to stop)"]
