@@ -110,19 +110,18 @@ def rate_sweep(arch: pd.DataFrame, runs: pd.DataFrame) -> RateSweep:
     units = trained_rows(arch)[key + (["variant"] if "variant" in arch.columns else [])].drop_duplicates(key)
     units = units.reset_index(drop=True)
     code = pd.Series(np.arange(len(units)), index=pd.MultiIndex.from_frame(units[key].astype(str)))
-    r = runs
-    where = pd.MultiIndex.from_frame(r[key].astype(str))
-    u = code.reindex(where).to_numpy(np.float64)
+    where = pd.MultiIndex.from_frame(runs[key].astype(str))
+    u = code.reindex(where).to_numpy(np.float64)  # NaN: a run of an architecture not in ``arch``
     keep = np.isfinite(u)
     u = u[keep].astype(np.int64)
-    k = r["lr_index"].to_numpy(np.int64)[keep]
+    k = runs["lr_index"].to_numpy(np.int64)[keep]
     n = int(k.max()) + 1 if len(k) else 0
     shape = (len(units), n)
 
     def place(column: str, fill: float = math.nan) -> np.ndarray:
         out = np.full(shape, fill, dtype=np.float64)
-        if column in r.columns:
-            out[u, k] = pd.to_numeric(r[column], errors="coerce").to_numpy(np.float64, na_value=np.nan)[keep]
+        if column in runs.columns:
+            out[u, k] = pd.to_numeric(runs[column], errors="coerce").to_numpy(np.float64, na_value=np.nan)[keep]
         return out
 
     val, test = place("val_error"), place("test_error")
@@ -143,7 +142,7 @@ def best_rates(arch: pd.DataFrame, runs: pd.DataFrame, tolerance: float = BAND_T
     ``band_edge``: B holds one of them (the optimum, or the band, may go on beyond the series); ``n_diverged``
     (runs whose loss was non-finite at least once: rows like any other, their errors finite, a rewound run's at its
     best state) and ``all_diverged``: every run diverged, so no rate trained and k*, log10 lr_k* and B are NaN
-    (the trainer still marks one run, at chance)."""
+    (the trainer still marks one run, at chance); NaN too for an architecture without runs."""
     return sweep_best(rate_sweep(arch, runs), tolerance)
 
 
@@ -160,8 +159,12 @@ def sweep_best(s: RateSweep, tolerance: float = BAND_TOLERANCE) -> pd.DataFrame:
     lo = np.argmax(band, axis=1).astype(np.float64)
     hi = (n - 1 - np.argmax(band[:, ::-1], axis=1)).astype(np.float64)
     n_div = s.diverged.sum(axis=1)
-    dead = n_div == n
-    nan_dead = lambda x: np.where(dead, np.nan, x)  # noqa: E731
+    # no best rate: every run diverged, or the unit has no runs (a runs file left out as corrupt)
+    dead = (n_div == n) | ~np.isfinite(s.val).any(axis=1)
+
+    def nan_dead(x: np.ndarray) -> np.ndarray:
+        return np.where(dead, np.nan, x)
+
     best = s.selected.astype(np.float64)
     return s.units.assign(
         n_rates=n,
@@ -175,7 +178,7 @@ def sweep_best(s: RateSweep, tolerance: float = BAND_TOLERANCE) -> pd.DataFrame:
         edge=~dead & ((s.selected == 0) | (s.selected == n - 1)),
         band_edge=~dead & (band[:, 0] | band[:, -1]),
         n_diverged=n_div.astype(np.int64),
-        all_diverged=dead,
+        all_diverged=n_div == n,
     )
 
 

@@ -71,7 +71,8 @@ def test_best_index_and_band_against_a_hand_built_runs_table():
         ],
         ignore_index=True,
     )
-    arch = pd.DataFrame({"arch_id": ["a", "b", "c", "d"], "index": [0, 1, 2, 3], "variant": "base"})
+    # "e" has no runs (its runs file left out as corrupt): no best rate, and not counted as diverged
+    arch = pd.DataFrame({"arch_id": ["a", "b", "c", "d", "e"], "index": [0, 1, 2, 3, 4], "variant": "base"})
     b = best_rates(arch, runs).set_index("arch_id")
     expect = {  # best, width, lo, hi, edge, band_edge
         "a": (1, 3, 1, 3, False, False),
@@ -88,6 +89,7 @@ def test_best_index_and_band_against_a_hand_built_runs_table():
     assert bool(c["all_diverged"]) and c["n_diverged"] == 6
     assert all(math.isnan(c[k]) for k in ("best_index", "best_log10_lr", "band_width", "band_lo", "band_hi"))
     assert b.loc["a", "n_diverged"] == 2
+    assert math.isnan(b.loc["e", "best_index"]) and not b.loc["e", "all_diverged"] and not b.loc["e", "band_edge"]
     # without the trainer's mark the selection is recomputed: lowest validation error, ties to the lower index
     unmarked = best_rates(arch, runs.drop(columns="selected")).set_index("arch_id")
     assert unmarked.loc[["a", "b", "d"], "best_index"].tolist() == [1, 0, 1]
