@@ -110,7 +110,7 @@ def dependence_html(lr: LearningRates) -> str:
         rows = []
         for axis, g in lv.groupby("axis", sort=False):
             cells = "; ".join(
-                f"{esc(r['level'])}: {fmt(r['median'], 1)} {interval(r['ci_lo'], r['ci_hi'], 0)} (n = {int(r['n'])})"
+                f"{esc(r['level'])}: {r['median']:g} {interval(r['ci_lo'], r['ci_hi'], 0)} (n = {int(r['n'])})"
                 for _, r in g.iterrows()
             )
             rows.append([esc(axis), cells, fmt_p(float(g["p_kruskal"].iloc[0]))])
@@ -127,50 +127,59 @@ def dependence_html(lr: LearningRates) -> str:
     )
 
 
+def _paired_cell(r: pd.Series, digits: int) -> str:
+    """A paired comparison's median difference, its order-statistic interval (coverage) and B higher / lower /
+    equal with the sign test's p."""
+    level = "" if not np.isfinite(r["ci_level"]) else f" ({100 * r['ci_level']:.0f}%)"
+    ci = interval(r["ci_lo"], r["ci_hi"], digits)
+    return (
+        f"{r['median'] + 0.0:.{digits}f}{'<br>' + ci + level if ci else ''}<br>"
+        f'<span class="ci">{int(r["n_pos"])} / {int(r["n_neg"])} / {int(r["n_zero"])}, p = {fmt_p(r["p_sign"])}</span>'
+    )
+
+
 def transfer_html(lr: LearningRates) -> str:
-    """The paired differences of the best rate between siblings, per axis and parameterization."""
+    """The paired differences of the best rate between siblings, per axis and parameterization: the best index and
+    log10 of the rate side by side."""
     t = lr.transfer
     if not len(t):
         return "<p>No sibling pairs with a best rate on both sides: this study has no siblings (or none finished).</p>"
+    on = ["axis", "a", "b", "context", "param"]
+    index = t[t["target"] == "best_index"]
+    rate = t[t["target"] == "best_log10_lr"].set_index(on)
     rows = []
-    for _, r in t.iterrows():
-        level = "–" if not np.isfinite(r["ci_level"]) else f"{100 * r['ci_level']:.0f}%"
+    for _, r in index.iterrows():
         effect = f"{esc(r['a'])} → {esc(r['b'])}" + (f" ({esc(r['context'])})" if r["context"] else "")
-        digits = 0 if r["target"] == "best_index" else 2
+        key = tuple(r[c] for c in on)
         rows.append(
             [
-                esc(TARGET_LABELS[r["target"]]),
                 esc(r["axis"]),
                 effect,
                 esc(r["param"]),
                 fmt(int(r["n_pairs"])),
-                fmt(r["median"], digits),
-                f"{interval(r['ci_lo'], r['ci_hi'], digits) or '–'} ({level})",
-                f"{int(r['n_pos'])} / {int(r['n_neg'])} / {int(r['n_zero'])}",
-                fmt_p(r["p_sign"]),
+                _paired_cell(r, 1),
+                _paired_cell(rate.loc[key], 2) if key in rate.index else "–",
             ]
         )
     return table(
         [
-            "",
             "axis",
             "A → B",
             "parameterization",
             "pairs",
-            "median Δ (B − A)",
-            "interval (coverage)",
-            "B higher / lower / equal",
-            "sign test p",
+            "median Δ best index (B − A)",
+            "median Δ log10 best rate (B − A)",
         ],
         rows,
-        left=4,
+        left=3,
     ) + _muted(
         "Pairs: the same draw along one sibling axis (everything else shared). Along <code>param</code> every "
         "pair, SP → GmP; along each other axis, the pairs of one parameterization at a time, where the papers "
         "expect a rate found for one network to transfer or not (GmP reparameterizes the weights, so the same "
         "lr_index is another step). Δ of the best index counts rates (a factor f each, from each network's own "
-        "lr_min); Δ of log10 of the rate is the rate itself. Interval: the order-statistic interval of the median "
-        "that inverts the sign test; p not adjusted and not part of the page's findings."
+        "lr_min); Δ of log10 of the rate is the rate itself. Each cell: the median difference, the order-statistic "
+        "interval of the median that inverts the sign test (its coverage; none with fewer than 6 pairs), pairs "
+        "where B is higher / lower / equal, and the sign test's p (not adjusted, not part of the page's findings)."
     )
 
 
@@ -200,6 +209,7 @@ def windows_html(lr: LearningRates) -> str:
                 versus,
             ]
         )
+    ridge = w[w["rule"] == "ridge"].iloc[0]
     refusals = []
     for m in sorted(w["size"].unique()):
         why = window_refusal(w, int(m))
@@ -219,7 +229,10 @@ def windows_html(lr: LearningRates) -> str:
             rows,
             left=(2,),
         )
-        + _muted("Verdicts: " + "; ".join(refusals) + ".")
+        + _muted(
+            f"The ridge's held-out predictions against k*: Spearman ρ {fmt(ridge['rho'], 2)} "
+            f"{interval(ridge['rho_lo'], ridge['rho_hi'])}. Verdicts: " + "; ".join(refusals) + "."
+        )
         + _muted(
             "The rates are trained independently in one stack with the same minibatch order, so training m of them "
             "gives exactly those runs of the full sweep: the window W = {s, …, s + m − 1}, s = clip(c − ⌊m/2⌋, 0, "
@@ -230,8 +243,9 @@ def windows_html(lr: LearningRates) -> str:
             "held out together), rounded and clipped to the series. Intervals of the quantiles and of the mean "
             "difference: percentile bootstrap over base architectures; the share within "
             f"{REGRET_TOLERANCE} (half the band's tolerance, below the standard error of a test error on 1,000 "
-            "examples): Clopper-Pearson over architectures. The predicted window is refused unless its mean "
-            "regret difference to the median rule has an interval below 0."
+            "examples): Clopper-Pearson over architectures. The predicted window is refused unless the interval of its "
+            "held-out ρ lies above 0 and that of its mean regret difference to the median rule below 0 "
+            "(<code>learning_rates.window_refusal</code>)."
         )
     )
 
