@@ -39,6 +39,7 @@ from .design import edf_html, good_ranges_html
 from .findings import findings_html
 from .glance import glance_html
 from .importance import importance_html
+from .learning_rates import learning_rates_html
 from .output import check_out
 from .predictors import correlations_html, psi_html, windows_html
 from .pruning import launch_html, pruning_html
@@ -73,6 +74,7 @@ STUDY_SECTIONS: tuple[PageSection, ...] = (
     PageSection(
         "predict", "Predicting test error from everything measured at initialization", predict_html, short="Prediction"
     ),
+    PageSection("learning-rates", "The best learning rate", learning_rates_html, short="Best rate"),
     PageSection("psi", "Granulated Kendall coefficient by axis", psi_html, short="Ψ by axis"),
     PageSection("edf", "Error distributions by axis (EDFs)", edf_html, short="EDFs"),
     PageSection("good-ranges", "Good ranges", good_ranges_html, short="Good ranges"),
