@@ -106,6 +106,8 @@ def rate_sweep(arch: pd.DataFrame, runs: pd.DataFrame) -> RateSweep:
     """The runs of ``arch``'s trained architectures as matrices (``RateSweep``), units in ``arch``'s order. The
     selected run is the one the runs table marks ``selected``; a unit without the mark gets argmin_k VE_k (ties to
     the lower index, as the trainer selects). One groupby-free pass: each run is placed by (unit code, lr_index)."""
+    if "init_index" in runs.columns:  # the architecture's own initialization (init_seeds: the others are its noise)
+        runs = runs[runs["init_index"].fillna(0) == 0]
     key = _key(arch)
     units = trained_rows(arch)[key + (["variant"] if "variant" in arch.columns else [])].drop_duplicates(key)
     units = units.reset_index(drop=True)
@@ -373,10 +375,10 @@ def _boot_quantiles(x: np.ndarray, c: np.ndarray, q: float) -> np.ndarray:
 
 
 def _clopper_pearson(k: int, n: int, confidence: float) -> tuple[float, float]:
-    if not n:
-        return math.nan, math.nan
-    ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-    return float(ci.low), float(ci.high)
+    """``verdict_calibration.clopper_pearson``; NaN of no trial."""
+    from .verdict_calibration import clopper_pearson
+
+    return (math.nan, math.nan) if not n else clopper_pearson(k, n, confidence)
 
 
 WINDOW_COLUMNS = [

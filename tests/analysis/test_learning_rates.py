@@ -291,3 +291,16 @@ def test_the_section_and_its_figure(tiny_study_dir):
     assert "8 base architectures with a best rate" in text and f"fewer than the {MIN_ARCHITECTURES}" in text
     fig = spec.draw(FigureData(dataset=r.dataset, arch=r.trained))
     assert len(fig.axes) == 2 and sum(len(c.get_offsets()) for c in fig.axes[0].collections) == len(r.trained)
+
+
+def test_the_best_rate_is_the_architectures_own_initializations_under_init_seeds():
+    """A study with ``init_seeds: 2`` holds each architecture's runs twice (``init_index`` 0 and 1, one selected each):
+    the best rate and its band are those of initialization 0, the architecture's row, as with one initialization."""
+    own = runs_of("a", 0, [0.5, 0.30, 0.305, 0.4])
+    other = runs_of("a", 0, [0.2, 0.6, 0.6, 0.6])  # another initialization, best elsewhere
+    runs = pd.concat([own.assign(init_index=0), other.assign(init_index=1)], ignore_index=True)
+    arch = pd.DataFrame({"arch_id": ["a"], "index": [0], "variant": "base"})
+    alone = best_rates(arch, own).reset_index(drop=True)
+    both = best_rates(arch, runs).reset_index(drop=True)
+    pd.testing.assert_frame_equal(both, alone)
+    assert int(both["best_index"].iloc[0]) == 1
