@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,15 @@ from scipy import stats as sps
 
 from .columns import UNIT_KEY
 from .predict.evaluation import base_groups, fold_count, group_counts, group_folds
-from .predict.learners import ALPHAS, DESCRIPTOR_FEATURES, FOLDS, GroupRidgeCV, choose_features, feature_table
+from .predict.learners import (
+    ALPHAS,
+    DESCRIPTOR_FEATURES,
+    FOLDS,
+    Feature,
+    GroupRidgeCV,
+    choose_features,
+    feature_table,
+)
 from .predict.folds import spearman
 from .stats import boot_spearman, correlations, paired_effects, percentile_interval, sign_test
 
@@ -296,7 +304,8 @@ def window_choice(val: np.ndarray, centre: np.ndarray, m: int) -> np.ndarray:
     s = window_start(centre, m, n)[:, None]
     k = np.arange(n)[None, :]
     inside = (k >= s) & (k < s + m) & np.isfinite(val)
-    return np.argmin(np.where(inside, val, np.inf), axis=1)
+    chosen: np.ndarray = np.argmin(np.where(inside, val, np.inf), axis=1)
+    return chosen
 
 
 def window_regret(sweep: RateSweep, centre: np.ndarray, m: int) -> np.ndarray:
@@ -305,7 +314,8 @@ def window_regret(sweep: RateSweep, centre: np.ndarray, m: int) -> np.ndarray:
     validation error, so R < 0 happens."""
     rows = np.arange(len(sweep.units))
     j = window_choice(sweep.val, centre, m)
-    return sweep.test[rows, j] - sweep.test[rows, sweep.selected]
+    regret: np.ndarray = sweep.test[rows, j] - sweep.test[rows, sweep.selected]
+    return regret
 
 
 def centre_index(prediction: np.ndarray, n: int) -> np.ndarray:
@@ -314,7 +324,7 @@ def centre_index(prediction: np.ndarray, n: int) -> np.ndarray:
     return np.clip(np.rint(np.asarray(prediction, dtype=np.float64)), 0, n - 1).astype(np.int64)
 
 
-def _ridge(features: Sequence, groups: np.ndarray) -> object:
+def _ridge(features: Sequence[Feature], groups: np.ndarray) -> Any:
     """Ridge regression on ``feature_table`` columns: numeric ones imputed with the training median and
     standardized, categorical ones one-hot; the penalty chosen leaving out one base architecture at a time
     (``learners.GroupRidgeCV`` over ``learners.ALPHAS``)."""
