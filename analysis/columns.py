@@ -113,9 +113,12 @@ def input_mean_norm(df: pd.DataFrame) -> pd.Series:
 def axis_level(df: pd.DataFrame, axis: str) -> pd.Series:
     """Each architecture's level along a sibling axis (the values of ``SIBLING_LEVELS[axis]``): its spec
     field, except for skips, whose level is "none" or "skips" (where they start is one of the skip axis'
-    fields, not a level), and IMN, whose level is the effective choice (``input_mean_norm``)."""
+    fields, not a level), IMN, whose level is the effective choice (``input_mean_norm``), and width, whose level
+    is relative: "2x" for a width sibling, "1x" for every other row (its base)."""
     if axis == "skip":
         return df["skip"].where(df["skip"] == "none", "skips")
     if axis == "imn":
         return input_mean_norm(df)
+    if axis == "width":  # relative to its base: widths differ across draws (the budget re-solves them)
+        return df["variant"].eq("width").map({True: SIBLING_LEVELS["width"][1], False: SIBLING_LEVELS["width"][0]})
     return df[axis]

@@ -32,6 +32,7 @@ from threadpoolctl import ThreadpoolController  # a dependency of scikit-learn
 
 from archstudy.sampling import SpecError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
+from archstudy.sampling.space import WIDTH_FACTOR
 
 from .columns import AXES, BASELINES, PREDICTOR_BY_COLUMN, PREDICTORS, SIBLING_LEVELS, Predictor, axis_level
 from .results import architectures_table
@@ -1098,6 +1099,8 @@ def pair_context(pairs: pd.DataFrame, axis: str, a: str, b: str) -> pd.Series:
         if side in pairs.columns:
             text = text + (pairs[side] == "uniform").map({True: f"; {UNIFORM_GMP}", False: ""})
         return text
+    if axis == "width":
+        return pd.Series([f"width x{WIDTH_FACTOR}, the parameter budget not kept"] * n, index=pairs.index, dtype=object)
     if axis == "imn" and "param" in pairs.columns:
         return "param: " + pairs["param"].map({"sp": "SP", "gmp": "GmP"}).fillna(pairs["param"].astype(str))
     return pd.Series([""] * n, index=pairs.index, dtype=object)

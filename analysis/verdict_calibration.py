@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from archstudy.sampling import SIBLING_AXES, plan_study
+from archstudy.sampling import BUDGET_AXES, plan_study
 from archstudy.study.experiment.window_rule import PAPER_WINDOW, STABILITY_DECADES, STABILITY_RATIO
 
 from .columns import BASELINES, PREDICTORS
@@ -41,7 +41,7 @@ def plan_table(architectures: int, seed: int, *, siblings: bool = False, dataset
     """The spec columns of a study plan of ``sampling`` (``architectures`` base draws of seed ``seed``, with
     their siblings when ``siblings``), as the runner writes them: arch_id, index, variant, dataset, the spec
     fields, num_params, flops (2 x num_params), activation_units."""
-    axes = SIBLING_AXES if siblings else ()
+    axes = BUDGET_AXES if siblings else ()  # the axes the tables of docs/analysis.md were measured with
     rows: list[dict[str, Any]] = []
     for p in plan_study(seed, architectures, D_IN, D_OUT, SPACE, BUDGET, axes):
         s = p.spec

@@ -357,8 +357,14 @@ SIBLING_LEVELS: dict[str, tuple[str, ...]] = {
     "norm": NORMS,
     "skip": ("none", "skips"),
     "imn": ("off", "on"),
+    "width": ("1x", "2x"),
 }
 SIBLING_AXES = tuple(SIBLING_LEVELS)
+# The axes whose siblings keep the study's parameter budget (their width re-solved): what a study's ``siblings:
+# all`` names. A width sibling changes the budget by construction (twice the width, about four times the
+# parameters of the width-to-width layers), so a study names it explicitly.
+BUDGET_AXES = tuple(a for a in SIBLING_AXES if a != "width")
+WIDTH_FACTOR = 2  # a width sibling's hidden width, in multiples of its base's
 
 
 def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list[ArchSpec]:
@@ -368,7 +374,11 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
       each other norm kind;
       ``skip``: skips removed, or, for a spec without skips, added with strength 1 after the linear op
       (length 2 where the depth allows, else 1); ``imn``: input mean normalization switched (the spec's
-      effective choice, ``ArchSpec.input_mean_norm``, flipped and written explicitly: ``"on"`` or ``"off"``).
+      effective choice, ``ArchSpec.input_mean_norm``, flipped and written explicitly: ``"on"`` or ``"off"``);
+      ``width``: every hidden layer ``WIDTH_FACTOR`` times as wide, the budget not kept (``param_budget`` is
+      ignored: re-solving the width would undo the change), so the pair isolates width: whether the best rate
+      moves with it (Chen and Ge, *Characteristic Activation Value Analysis*, section 4.3: GmP's initialization
+      is independent of the layer's width).
     * ``param`` changes the parameterization only: the ``imn`` field is kept, so with an explicit ``"off"``
       (or ``"on"``) the twins differ in nothing else, while with ``"auto"`` (every spec from before the field,
       and both presets) IMN switches with it, as it always did (``analysis`` labels such pairs so). A GmP
@@ -390,6 +400,8 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
         changes.append({"imn": "off" if spec.input_mean_norm else "on"})
     elif axis == "norm":
         changes.extend({"norm": n} for n in NORMS if n != spec.norm)
+    elif axis == "width":
+        changes.append({"width": WIDTH_FACTOR * spec.width})
     elif spec.skip != "none":
         changes.append({"skip": "none", "skip_strength": 1.0, "skip_length": 2, "branch_scale": 1.0})
     else:
@@ -404,5 +416,5 @@ def siblings(spec: ArchSpec, axis: str, param_budget: int | None = None) -> list
             continue
         if axis == "imn" and [layer.imn for layer in sib.layers()] == [layer.imn for layer in spec.layers()]:
             continue  # no layer can subtract its input mean (no intermediate dense layer): the same network
-        out.append(solve_width(sib, param_budget) if param_budget is not None else sib)
+        out.append(solve_width(sib, param_budget) if param_budget is not None and axis != "width" else sib)
     return out

@@ -1,7 +1,8 @@
 """The best learning rate in a figure (the report's section "The best learning rate", ``analysis.learning_rates``):
 each architecture's selected rate index against its NLC at initialization and against its depth, as the NLC paper
 plots the selected rate against the NLC (Philipp and Carbonell, *The Nonlinearity Coefficient*, figure 8), coloured
-by parameterization where the study has both, else by activation."""
+by parameterization where the study has both, else by activation; and the best rate of each sibling against its
+pair's (rate transfer)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from matplotlib import rc_context
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from ..plotting import PALETTE, THEME, density, figure_legend, panels, set_log, set_title
+from ..columns import SIBLING_LEVELS
+from ..plotting import GREY, PALETTE, THEME, density, figure_legend, panels, set_log, set_title
+from ..stats import sibling_pairs, sign_test
 from .base import FigureData, NothingToDraw, correlation_title, figure, jittered, label
 
 BEST_INDEX_LABEL = "best rate index k* (0 = lowest rate)"
@@ -76,4 +79,48 @@ def fig_best_rate(d: FigureData) -> Figure:
         [f"{by} = {v}" for v in levels],
         ncol=min(len(levels), LEGEND_PER_ROW),
     )
+    return fig
+
+
+@figure(
+    "rate-transfer",
+    "learning-rates",
+    "Rate transfer: the best rate index of each sibling (B) against its pair's (A), one panel per sibling axis with "
+    "pairs, coloured by parameterization; on the dashed diagonal the best rate stayed put (the title: the median "
+    "paired difference B − A and the sign test).",
+)
+def fig_rate_transfer(d: FigureData) -> Figure:
+    df = _with_best(d.arch)
+    found = []
+    for axis, levels in SIBLING_LEVELS.items():
+        for i, a in enumerate(levels):
+            for b in levels[i + 1 :]:
+                pairs = sibling_pairs(df, axis, a, b, target="lr_index") if len(df) else pd.DataFrame()
+                if len(pairs):
+                    found.append((axis, a, b, pairs))
+    if not found:
+        raise NothingToDraw("Rate transfer: no sibling pairs with a best rate on both sides (a study with siblings).")
+    by = "param" if "param" in df.columns else None
+    fig, axes = panels(len(found), legend_rows=0)
+    for ax, (axis, a, b, pairs) in zip(axes, found):
+        side = df.set_index("arch_id")[by] if by else None
+        level = pairs["arch_id_a"].map(side).astype(str) if side is not None else pd.Series("", index=pairs.index)
+        with rc_context(THEME):
+            series = [
+                (part["lr_index_a"].to_numpy(np.float64), part["lr_index_b"].to_numpy(np.float64), c, f"{by} {v}")
+                for v, c in zip(sorted(level.unique()), PALETTE)
+                for part in (pairs[level == v],)
+            ]
+            density(ax, series)
+            lo = min(ax.get_xlim()[0], ax.get_ylim()[0])
+            hi = max(ax.get_xlim()[1], ax.get_ylim()[1])
+            ax.plot([lo, hi], [lo, hi], color=GREY, lw=0.9, ls="--", zorder=2)
+            ax.set_xlim(lo, hi)
+            ax.set_ylim(lo, hi)
+            ax.set_xlabel(f"k*, {axis} = {a}")
+            ax.set_ylabel(f"k*, {axis} = {b}")
+            t = sign_test((pairs["lr_index_b"] - pairs["lr_index_a"]).to_numpy(np.float64))
+            set_title(ax, f"{axis}: {t['n_pairs']} pairs, median Δk* = {t['median']:g}, sign test p = {t['p_sign']:.2g}")
+            if len(series) > 1:
+                ax.legend(loc="upper left")
     return fig

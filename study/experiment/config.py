@@ -40,6 +40,7 @@ from archstudy.sampling import (
     DEFAULT_PARAM_BUDGET,
     DEFAULT_PRESET,
     PRESETS,
+    BUDGET_AXES,
     SIBLING_AXES,
     ArchSpec,
     SpecError,
@@ -111,14 +112,14 @@ def utc_now() -> str:
 # -- constraints the study needs beyond sampling's -------------------------------------------------------
 @dataclass(frozen=True)
 class _Axes(Constraint):
-    """Sibling axes: a list of distinct names among ``SIBLING_AXES``; ``all``/``true`` = every axis,
-    ``none``/``false``/empty = off."""
+    """Sibling axes: a list of distinct names among ``SIBLING_AXES``; ``all``/``true`` = every axis that keeps the
+    parameter budget (``BUDGET_AXES``: width siblings are named explicitly), ``none``/``false``/empty = off."""
 
     def normalize(self, value: Any) -> tuple[str, ...]:
         if value is None or value is False or value == "none" or value == "":
             return ()
         if value is True or value == "all":
-            return SIBLING_AXES
+            return BUDGET_AXES
         if isinstance(value, str):
             value = [v.strip() for v in value.split(",") if v.strip()]
         try:
@@ -299,7 +300,7 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         doc="sibling axes; each architecture also runs its siblings along these",
         flag=Flag(
             "also run each architecture's siblings along AXES (comma-separated among "
-            f"{', '.join(SIBLING_AXES)}; alone: all)",
+            f"{', '.join(SIBLING_AXES)}; alone: all but width, whose siblings change the parameter budget)",
             "AXES",
             nargs="?",
             const="all",

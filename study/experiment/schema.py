@@ -291,7 +291,8 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "variant",
             "str",
             "",
-            "`base` (the random draw) or the sibling axis it differs along: `weights`, `param`, `norm`, `skip`, `imn`",
+            "`base` (the random draw) or the sibling axis it differs along: `weights`, `param`, `norm`, `skip`, `imn`, "
+            "`width`",
             values=VARIANT,
         ),
         Column("dataset", "str", "", "dataset name", values=DATASET),

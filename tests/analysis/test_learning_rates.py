@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from archstudy.analysis.figures import FIGURES
-from archstudy.analysis.figures.base import FigureData
+from archstudy.analysis.figures.base import FigureData, NothingToDraw
 from archstudy.analysis.learning_rates import (
     MIN_ARCHITECTURES,
     _boot_quantiles,
@@ -254,6 +254,7 @@ def test_rate_transfer_is_the_paired_difference_per_parameterization():
             ("base", "sp", "dense", 0),
             ("param", "gmp", "dense", 3),
             ("weights", "sp", "householder", -1),
+            ("width", "sp", "dense", 2),  # twice as wide: the level "2x" against its base's "1x"
         ):
             rows.append(
                 {
@@ -266,6 +267,7 @@ def test_rate_transfer_is_the_paired_difference_per_parameterization():
                     "norm": "none",
                     "skip": "none",
                     "depth": 5,
+                    "width": 40 if variant == "width" else 20,
                     "nlc": 2.0,
                     "best_index": float(k + shift),
                     "best_log10_lr": -3.0 + 0.5 * (k + shift),
@@ -275,9 +277,21 @@ def test_rate_transfer_is_the_paired_difference_per_parameterization():
     assert t.loc[("best_index", "param", "sp → gmp"), "median"] == 3
     assert t.loc[("best_log10_lr", "param", "sp → gmp"), "median"] == pytest.approx(1.5)
     assert t.loc[("best_index", "weights", "sp"), "median"] == -1
+    assert t.loc[("best_index", "width", "sp"), "median"] == 2 and t.loc[("best_index", "width", "sp"), "n_pairs"] == 12
+    assert (t.loc[("best_index", "width", "sp"), "a"], t.loc[("best_index", "width", "sp"), "b"]) == ("1x", "2x")
     assert t.loc[("best_index", "param", "sp → gmp"), "n_pairs"] == 12
     assert t.loc[("best_index", "param", "sp → gmp"), "p_sign"] == pytest.approx(2 * 0.5**12)
     assert not len(rate_transfer(pd.DataFrame(rows).query("variant == 'base'")))  # no siblings, no pairs
+    # the figure: one panel per axis with pairs, each pair one point at (k*_A, k*_B)
+    spec = next(f for f in FIGURES if f.key == "rate-transfer")
+    table = pd.DataFrame(rows).assign(lr_index=lambda t: t["best_index"], test_error=0.2)
+    fig = spec.draw(FigureData(dataset="d", arch=table))
+    shown = [ax for ax in fig.axes if ax.get_xlabel().startswith("k*")]
+    assert [ax.get_xlabel() for ax in shown] == ["k*, weights = dense", "k*, param = sp", "k*, width = 1x"]
+    points = np.concatenate([c.get_offsets() for c in shown[2].collections if len(c.get_offsets())])
+    assert len(points) == 12 and np.all(points[:, 1] - points[:, 0] == 2)  # the width twin's k* is 2 higher
+    with pytest.raises(NothingToDraw):
+        spec.draw(FigureData(dataset="d", arch=table.query("variant == 'base'")))
 
 
 def test_the_section_and_its_figure(tiny_study_dir):

@@ -23,7 +23,11 @@ def test_the_plan_is_each_draw_then_its_siblings_along_each_axis_in_turn():
         for axis in SIBLING_AXES:
             expected += [(i, axis, s, seed) for s in siblings(base, axis, BUDGET)]
     assert [tuple(p) for p in planned] == expected
-    assert all(p.spec.num_params == pytest.approx(BUDGET, rel=0.2) for p in planned)  # siblings re-solved
+    kept = [p for p in planned if p.variant != "width"]
+    assert all(p.spec.num_params == pytest.approx(BUDGET, rel=0.2) for p in kept)  # siblings re-solved
+    bases = {p.index: p.spec for p in planned if p.variant == "base"}
+    wide = [p for p in planned if p.variant == "width"]
+    assert len(wide) == 6 and all(p.spec == bases[p.index].replace(width=2 * bases[p.index].width) for p in wide)
     assert len({(p.index, p.spec.content_id) for p in planned}) == len(planned)  # every unit's name is unique
 
 

@@ -15,6 +15,7 @@ from archstudy.sampling import (
     EXTENDED,
     PAPER,
     PRESETS,
+    BUDGET_AXES,
     SIBLING_AXES,
     Space,
     SpecError,
@@ -150,7 +151,7 @@ def test_the_draws_are_those_of_the_sampler_before_its_rules_were_derived():
     for space, seed, budget in (("extended", 7, 20_000), ("paper", 7, 20_000), (short, 11, 5_000), (zero, 5, 20_000)):
         for spec in sample_specs(200, seed, 40, 3, space, budget):
             h.update(spec.to_json().encode())
-            for axis in SIBLING_AXES:
+            for axis in BUDGET_AXES:  # the axes there were (width siblings came later)
                 for sib in siblings(spec, axis, budget):
                     h.update(sib.to_json().encode())
     assert h.hexdigest() == DRAWS_DIGEST
@@ -237,3 +238,14 @@ def test_siblings_differ_in_exactly_one_axis(axis):
             assert {s.norm for s in sibs} | {spec.norm} <= {"none", "batch", "layer"}
         kept = siblings(spec, axis)
         assert all(s.width == spec.width for s in kept)
+
+
+def test_a_width_sibling_doubles_the_width_and_nothing_else():
+    """The width axis keeps every field but the width, at twice the base's, whatever the budget asked: re-solving
+    the width to the budget would give the base back."""
+    for spec in sample_specs(60, 4, 40, 3, "extended"):
+        for budget in (None, 5_000):
+            (sib,) = siblings(spec, "width", budget)
+            changed = {k for k, v in sib.to_dict().items() if spec.to_dict()[k] != v}
+            assert changed == {"width"} and sib.width == 2 * spec.width
+            assert sib.num_params > spec.num_params

@@ -72,7 +72,7 @@ def test_bad_values_are_one_line_errors(change, allowed):
 
 
 def test_siblings_change_exactly_one_factor():
-    assert SIBLING_AXES[-1] == "imn" and SIBLING_AXES[:4] == ("weights", "param", "norm", "skip")
+    assert SIBLING_AXES == ("weights", "param", "norm", "skip", "imn", "width")  # new axes go last
     off = ArchSpec(depth=5, width=8, d_in=4, d_out=3, imn="off")
     (gmp,) = siblings(off, "param")
     assert (gmp.param, gmp.imn) == ("gmp", "off") and not any(layer.imn for layer in gmp.layers())
@@ -108,7 +108,7 @@ def test_a_plan_with_the_imn_axis_keeps_the_other_siblings_and_adds_the_imn_twin
     old_axes = SIBLING_AXES[:4]
     before = list(plan_study(4, 5, 40, 3, "extended", 20_000, old_axes))
     after = list(plan_study(4, 5, 40, 3, "extended", 20_000, SIBLING_AXES))
-    assert [p for p in after if p.variant != "imn"] == before
+    assert [p for p in after if p.variant not in ("imn", "width")] == before
     for p in after:
         if p.variant == "imn":
             base = next(b for b in before if b.index == p.index and b.variant == "base")
