@@ -32,12 +32,15 @@ throughout; no torch.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
+
+from archstudy.sampling import SpecError
+from archstudy.study.experiment.rate_window import centre_index, window_start
 
 from .columns import UNIT_KEY
 from .predict.evaluation import base_groups, fold_count, group_counts, group_folds
@@ -289,12 +292,6 @@ def rate_transfer(table: pd.DataFrame) -> pd.DataFrame:
 # -- the rate window ---------------------------------------------------------------------------------------------
 
 
-def window_start(centre: np.ndarray, m: int, n: int) -> np.ndarray:
-    """s = clip(c - floor(m / 2), 0, n - m): the first index of the m rates centred on ``centre`` (integers),
-    shifted to lie within the series 0 .. n - 1."""
-    return np.clip(np.asarray(centre, dtype=np.int64) - m // 2, 0, n - m)
-
-
 def window_choice(val: np.ndarray, centre: np.ndarray, m: int) -> np.ndarray:
     """The run each unit's window selects: j = argmin_{k in W} VE_k over W = {s, ..., s + m - 1}
     (``window_start``), ties to the lower index, as the trainer selects over the whole series."""
@@ -316,12 +313,6 @@ def window_regret(sweep: RateSweep, centre: np.ndarray, m: int) -> np.ndarray:
     j = window_choice(sweep.val, centre, m)
     regret: np.ndarray = sweep.test[rows, j] - sweep.test[rows, sweep.selected]
     return regret
-
-
-def centre_index(prediction: np.ndarray, n: int) -> np.ndarray:
-    """A predicted best index as a window's centre: rounded to the nearest integer (halves to even) and clipped to
-    the series 0 .. n - 1."""
-    return np.clip(np.rint(np.asarray(prediction, dtype=np.float64)), 0, n - 1).astype(np.int64)
 
 
 def _ridge(features: Sequence[Feature], groups: np.ndarray) -> Any:
@@ -533,6 +524,13 @@ class LearningRates:
     centres: pd.DataFrame
     windows: pd.DataFrame
     reason: str = ""
+    window_reason: str = ""  # why ``windows`` is empty where the section has statistics otherwise
+
+
+WINDOWED = (
+    "the study trained a window of rates around a predicted best rate (lr_window), not the full sweep, so a "
+    "window's regret against the sweep cannot be measured here: it is measured on a study of the full sweep"
+)
 
 
 def learning_rates(arch: pd.DataFrame, runs: pd.DataFrame, seed: int = 0) -> LearningRates:
@@ -558,8 +556,9 @@ def learning_rates(arch: pd.DataFrame, runs: pd.DataFrame, seed: int = 0) -> Lea
             f"siblings count once), fewer than the {MIN_ARCHITECTURES} the section's statistics need",
         )
     table = with_best_rates(arch, best)
-    centres = cross_fitted_centres(table, seed=seed)
-    windows = rate_windows(sweep, centres, seed=seed)
+    windowed = bool(len(sweep.val)) and not np.isfinite(sweep.val).all()  # a rate window's study (lr_window)
+    centres = empty if windowed else cross_fitted_centres(table, seed=seed)
+    windows = empty if windowed else rate_windows(sweep, centres, seed=seed)
     return LearningRates(
         best,
         table,
@@ -568,4 +567,73 @@ def learning_rates(arch: pd.DataFrame, runs: pd.DataFrame, seed: int = 0) -> Lea
         rate_transfer(table),
         centres,
         windows,
+        window_reason=WINDOWED if windowed else "",
     )
+
+
+def resolve_window(arch: pd.DataFrame, runs: pd.DataFrame, size: int, predictor: str, source: str = "") -> dict:
+    """A study's ``lr_window`` (``study.experiment.rate_window``) of ``size`` rates, from a finished study of the
+    full sweep (its trained architectures ``arch`` and ``runs``): ``predictor`` "median" centres every window on the
+    study's median best index k* (rounded, halves to even); "measures" on the ridge regression of k* on the
+    measures at initialization and the design (``cross_fitted_centres``' model, fitted on every architecture),
+    written as its linear terms: used only where ``window_refusal`` finds that its held-out window of this size
+    beats the median rule, else ``SpecError`` saying why in one line. ``source``: the study's name, recorded."""
+    where = "lr_window"
+    lr = learning_rates(arch, runs)
+    if lr.reason:
+        raise SpecError(where, "from", source or "the study", f"has no best rates to predict from: {lr.reason}")
+    if lr.window_reason:
+        raise SpecError(where, "from", source or "the study", f"is no study of the full sweep: {lr.window_reason}")
+    n = int(lr.best["n_rates"].max())
+    if not 1 <= size < n:
+        raise SpecError(where, "size", size, f"must be from 1 to {n - 1}, below the training study's {n} rates")
+    y = lr.table["best_index"].to_numpy(np.float64)
+    y = y[np.isfinite(y)]
+    out: dict[str, Any] = {"size": int(size), "predictor": predictor} | ({"from": source} if source else {})
+    if predictor == "median":
+        return out | {"centre": int(centre_index(np.median(y), n))}
+    if predictor != "measures":
+        raise SpecError(where, "predictor", predictor, "must be one of median, measures")
+    measured = set(lr.windows["size"]) if len(lr.windows) else set()
+    if size not in measured:  # the section measures WINDOW_SIZES; another size is measured here alike
+        lr = replace(lr, windows=rate_windows(rate_sweep(arch, runs), lr.centres, sizes=(size,)))
+    refusal = window_refusal(lr.windows, size)
+    if refusal:
+        raise SpecError(where, "predictor", predictor, f"is refused on {source or 'the study'}: {refusal}")
+    return out | {"centre": linear_centre(lr.table)}
+
+
+def linear_centre(table: pd.DataFrame) -> dict:
+    """The ridge of ``cross_fitted_centres`` fitted on every row of ``table`` with a best index, as the linear
+    terms ``study.experiment.rate_window.predicted_centre`` evaluates: per numeric feature its column, log, the
+    imputation (``fill``, the training median on the feature's scale), ``mean`` and ``scale`` of the standardization
+    and its ``weight``; per level of a categorical feature its column, level and weight; and the ``intercept``."""
+    rows = table[np.isfinite(table["best_index"].to_numpy(np.float64))].reset_index(drop=True)
+    features = [f for f in choose_features(rows, descriptors=True) if f.column in rows.columns]
+    model = _ridge(features, base_groups(rows)).fit(feature_table(rows, features), rows["best_index"].to_numpy())
+    columns = model.named_steps["columns"]
+    coef = np.asarray(model.named_steps["ridge"].coef_, dtype=np.float64).ravel()
+    terms: list[dict[str, Any]] = []
+    at = 0
+    for name, step, cols in columns.transformers_:
+        if name == "num":
+            fill, scaler = step.named_steps["impute"].statistics_, step.named_steps["scale"]
+            log = {f.column: f.log for f in features}
+            for j, c in enumerate(cols):
+                terms.append(
+                    {
+                        "column": c,
+                        "log": bool(log[c]),
+                        "mean": float(scaler.mean_[j]),
+                        "scale": float(scaler.scale_[j]),
+                        "fill": float(fill[j]),
+                        "weight": float(coef[at]),
+                    }
+                )
+                at += 1
+        elif name == "cat":
+            for c, levels in zip(cols, step.categories_):
+                for level in levels:
+                    terms.append({"column": c, "level": str(level), "weight": float(coef[at])})
+                    at += 1
+    return {"intercept": float(np.asarray(model.named_steps["ridge"].intercept_).ravel()[0]), "terms": terms}

@@ -372,7 +372,7 @@ def _read_table_once(
         if not pack.ok and table == "architectures":
             corrupt[f"{table}/{pack.stem}.parquet"] = f"pack not whole: {pack.problem}"
 
-    runs = planned_runs(config.get("protocol"))
+    runs = planned_runs(config.get("protocol"), config.get("lr_window"))
 
     # One small file per architecture: the per-file overhead dominates, so read several at once.
     def read(pm: tuple[str, re.Match[str]]) -> pa.Table | CorruptFile:
@@ -451,7 +451,7 @@ def _check_curves(fs: pafs.FileSystem, root: str, shown: str, config: dict[str, 
     ``corrupt``; the rows are not kept (``read_curves`` reads the ones an analysis draws)."""
     winners = sources(read_packs(fs, root))
     files = [(p, m) for p, m in _list(fs, root, "curves", "parquet") if m.group(0)[: -len(".parquet")] not in winners]
-    runs = planned_runs(config.get("protocol"))
+    runs = planned_runs(config.get("protocol"), config.get("lr_window"))
 
     def check(pm: tuple[str, re.Match[str]]) -> str | None:
         try:

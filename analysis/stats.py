@@ -1120,6 +1120,8 @@ def paired_effects(df: pd.DataFrame, target: str = "test_error", confidence: flo
         return pd.DataFrame(columns=_PAIRED_COLUMNS)  # no siblings: no pair differs along one axis
     for ds, group in _groups(df):
         for axis, levels in SIBLING_LEVELS.items():
+            if axis != "width" and axis not in group.columns:
+                continue  # a table without the axis' column (a simulation's, a projection) has no pair along it
             for ia, a in enumerate(levels):
                 for b in levels[ia + 1 :]:
                     pairs = sibling_pairs(group, axis, a, b, target)

@@ -120,7 +120,9 @@ def fig_rate_transfer(d: FigureData) -> Figure:
             ax.set_xlabel(f"k*, {axis} = {a}")
             ax.set_ylabel(f"k*, {axis} = {b}")
             t = sign_test((pairs["lr_index_b"] - pairs["lr_index_a"]).to_numpy(np.float64))
-            set_title(ax, f"{axis}: {t['n_pairs']} pairs, median Δk* = {t['median']:g}, sign test p = {t['p_sign']:.2g}")
+            set_title(
+                ax, f"{axis}: {t['n_pairs']} pairs, median Δk* = {t['median']:g}, sign test p = {t['p_sign']:.2g}"
+            )
             if len(series) > 1:
                 ax.legend(loc="upper left")
     return fig

@@ -186,6 +186,8 @@ def transfer_html(lr: LearningRates) -> str:
 def windows_html(lr: LearningRates) -> str:
     """The regret of training only m rates around a predicted best index, against the median rule."""
     w = lr.windows
+    if lr.window_reason:
+        return f"<p>No window statistics: {esc(lr.window_reason)}.</p>"
     if not len(w):
         return "<p>No window shorter than the series could be measured.</p>"
     rows = []

@@ -48,7 +48,8 @@ MORE_PROBES_BELOW_S = 1.0
 # from the declarations; beside them, the flags that set no declared key alone: --config, --out, and --root (an
 # execution key, which each command names beside its data: run, a study key like --dataset; resume, the data read
 # this time). Any of them makes `run` a study of its own (without any: the example).
-_OTHER_STUDY_FLAGS = ("config", "out", "root")
+_OTHER_STUDY_FLAGS = ("config", "out", "root", "lr_window", "lr_window_from")
+WINDOW_PREDICTORS = ("median", "measures")  # study.experiment.rate_window.PREDICTORS
 
 
 def key_flags() -> tuple[str, ...]:
@@ -151,8 +152,67 @@ def register(sub) -> None:
         action="store_true",
         help="OUT holds a study with another config: replace its study.yaml (finished rows stay)",
     )
+    g = p.add_argument_group("rate window (study key lr_window: train m of the protocol's rates, not all)")
+    g.add_argument(
+        "--lr-window",
+        metavar="M",
+        type=int,
+        help="train only M rates per architecture, around a best rate predicted before training by a finished "
+        "study of the full sweep (--lr-window-from); default: every rate, the paper's protocol",
+    )
+    g.add_argument("--lr-window-from", metavar="STUDY", help="with --lr-window: the finished study it is fitted on")
+    g.add_argument(
+        "--lr-window-predictor",
+        choices=WINDOW_PREDICTORS,
+        default="median",
+        help="with --lr-window: 'median' centres every window on that study's median best rate index (default); "
+        "'measures' on a ridge regression of it on the measures at initialization, refused unless its held-out "
+        "windows beat the median rule there",
+    )
     add_execution_arguments(p)
     p.set_defaults(func=command)
+
+
+def window_of(args, protocol: Any = None) -> dict | None:
+    """The study key ``lr_window`` of --lr-window M --lr-window-from STUDY (``analysis.learning_rates.
+    resolve_window``: the centre resolved from that study, or a one-line refusal); None without them. That study's
+    series of rates must be this one's (``protocol``: the study key; None: the default), or an index would name
+    another rate."""
+    if args.lr_window is None and args.lr_window_from is None:
+        return None
+    if args.lr_window is None or args.lr_window_from is None:
+        given, missing = (
+            ("--lr-window", "--lr-window-from")
+            if args.lr_window is not None
+            else (
+                "--lr-window-from",
+                "--lr-window",
+            )
+        )
+        raise UserError(f"run: {given} needs {missing} (the window's size M and the finished study it is fitted on)")
+    if args.lr_window < 1:
+        raise SpecError("run", "lr_window", args.lr_window, "must be a number of rates >= 1")
+    from archstudy.analysis.learning_rates import resolve_window
+    from archstudy.analysis.results import load_results
+
+    from ..experiment.protocol import Protocol
+
+    results = load_results(args.lr_window_from)
+    theirs = Protocol.of(results.config.get("protocol") or "paper")
+    ours = Protocol.of(protocol if protocol is not None else StudyConfig.default("protocol"))
+    series = ("num_lrs", "lr_factor", "lr_min_scale", "lrs")  # what a rate index means
+    if any(getattr(theirs, f) != getattr(ours, f) for f in series):
+        differ = ", ".join(
+            f"{f} {getattr(ours, f)} (its {getattr(theirs, f)})"
+            for f in series
+            if getattr(theirs, f) != getattr(ours, f)
+        )
+        raise SpecError(
+            "run", "lr_window_from", args.lr_window_from, f"must share the study's series of rates: {differ}"
+        )
+    return resolve_window(
+        results.trained, results.runs, args.lr_window, args.lr_window_predictor, source=str(args.lr_window_from)
+    )
 
 
 def config_of(args) -> tuple[dict, str, bool]:
@@ -173,6 +233,9 @@ def config_of(args) -> tuple[dict, str, bool]:
     if args.protocol is not None:  # a protocol's name, or a file of its fields
         is_file = args.protocol.endswith((".yaml", ".yml")) or os.path.isfile(args.protocol)
         keys["protocol"] = config_yaml.read(args.protocol, "run", "protocol") if is_file else args.protocol
+    window = window_of(args, keys.get("protocol"))
+    if window is not None:
+        keys["lr_window"] = window
     if args.preset is not None and args.config is not None:
         keys.pop("space", None)  # --preset names the space; drop a space dict from the file
     if args.out is not None and not args.out.strip():
@@ -247,11 +310,10 @@ class Preview:
         """The plan as ``run --dry-run --json`` prints it: the study, its architectures (all, to run, finished), the
         runs each trains (rates x initializations), at once, the memory of the architecture that needs the most,
         ``estimated_seconds`` (None where none can be made here), and the plan's lines."""
-        from ..experiment.protocol import Protocol
 
         units = getattr(self.study, "units", None) or []
         config = self.config
-        runs = Protocol.from_dict(config.protocol).num_lrs * config.init_seeds if config is not None else None
+        runs = config.runs_per_architecture if config is not None else None
         return {
             "study": getattr(getattr(self.study, "store", None), "location", None),
             "architectures": len(units),
@@ -310,9 +372,8 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
     import torch
 
     from ..execution.costs import Forecast, duration, probe, relative_cost
-    from ..experiment.protocol import Protocol
 
-    protocol = Protocol.from_dict(config.protocol)
+    protocol = config.counted_protocol  # a rate window's m rates
     device = "cuda" if config.resources.gpus_per_arch > 0 else "cpu"
     threads = torch.get_num_threads()
     torch.set_num_threads(config.resources.threads)

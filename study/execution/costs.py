@@ -128,7 +128,20 @@ def launch_line(
     )
     return (
         f"{where}: {left}: {config.param_budget:,}-parameter budget ({solved} trainable, {config.preset} space), "
-        f"{describe_protocol(protocol)}{inits_text(config.init_seeds)}; {sizes}; {slots} at a time"
+        f"{describe_protocol(protocol)}{window_text(config)}{inits_text(config.init_seeds)}; {sizes}; {slots} at a time"
+    )
+
+
+def window_text(config: StudyConfig) -> str:
+    """``, training a window of 8 of them around each one's predicted best rate (median rule of studies/a)`` (a
+    study's ``lr_window``), else nothing."""
+    w = config.lr_window
+    if w is None:
+        return ""
+    how = {"median": "median rule", "measures": "predicted from its measures"}.get(w.get("predictor", ""), "")
+    source = ", ".join(v for v in (how, f"of {w['from']}" if "from" in w else "") if v)
+    return f", training a window of {w['size']} of them around a predicted best rate" + (
+        f" ({source})" if source else ""
     )
 
 

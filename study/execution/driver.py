@@ -807,12 +807,11 @@ def _memory_needed(config: StudyConfig, units: list[WorkUnit], data, store: Stor
     """(spec, ``memory.Estimate``) of the unit that needs the most memory (``study.execution.memory``), or None for a
     study without units."""
     from ..experiment.metric_options import MetricOptions
-    from ..experiment.protocol import Protocol
 
     res = config.resources
     return memory.largest(
         (u.spec for u in units),
-        Protocol.from_dict(config.protocol),
+        config.counted_protocol,
         data,
         threads=res.threads,
         gpu=res.gpus_per_arch > 0,

@@ -297,7 +297,9 @@ def _survey(store: Store, config: StudyConfig, plan: _Expected, driver: bool) ->
         if p.ok and p.architectures is not None
         for n, t in zip(p.names, p.architectures.column("trained").to_pylist())
     }
-    runs = planned_runs(config.protocol)  # every trained unit has as many (study.experiment.value_checks)
+    runs = planned_runs(
+        config.protocol, config.lr_window
+    )  # every trained unit has as many (study.experiment.value_checks)
     arch_checks = store.check_files(ARCHITECTURES, present, fingerprint=fingerprint, runs=runs)
     failures = store.failures()
     checkpoints = store.names(CHECKPOINTS, ".pt")

@@ -186,6 +186,7 @@ def compute_unit(
     ``study.execution.live.UnitProgress`` told how far the unit is (it never changes what is computed)."""
     from ..experiment.metric_options import MetricOptions
     from ..experiment.protocol import Protocol
+    from ..experiment.rate_window import window_of
     from ..metrics.measurement import measure, measure_trained
     from ..nn.network import build_network
     from ..training.curves import Trajectory
@@ -194,7 +195,7 @@ def compute_unit(
 
     protocol = Protocol.from_dict(config.protocol)
     if live is not None:
-        live.start(unit.spec, data, protocol, device, config.init_seeds)
+        live.start(unit.spec, data, config.counted_protocol, device, config.init_seeds)
     t0 = time.perf_counter()
     spec = unit.spec
     net = build_network(spec, seed=unit.seed, device=device)
@@ -238,6 +239,8 @@ def compute_unit(
     if live is not None:
         live.measured(measured["measure_s"])
     several = config.init_seeds > 1  # the seed-noise replicates: the row stays the first initialization's
+    # the rates a window trains, from the architecture's design and measures at initialization (rate_window.py)
+    rates = None if config.lr_window is None else window_of(config.lr_window, {**head, **measured}, protocol.num_lrs)
     outcome = train_architecture(
         spec,
         data,
@@ -252,6 +255,7 @@ def compute_unit(
         trajectory=trajectory,
         report=None if notes is None else notes.append,
         progress=None if live is None else live.epoch,
+        rate_window=rates,
     )
     if live is not None:
         live.update(urgent=True, stage="finishing")

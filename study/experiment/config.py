@@ -76,6 +76,7 @@ from .datasets import DATASET_NAMES
 from .metric_options import MetricOptions
 from .window_rule import WINDOW
 from .protocol import PROTOCOLS, Protocol
+from .rate_window import WindowSpec
 
 WHERE = "study"
 CONFIG_NAME = "study.yaml"
@@ -350,6 +351,14 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
         "initialization's; the others measure the seed-noise ceiling of every predictor (docs/analysis.md)",
         flag=Flag("initializations each architecture is trained from (default {default}, the paper's protocol)", "K"),
     )
+    lr_window: Any = declare(
+        WindowSpec(),
+        None,
+        since=2,
+        doc="train only a window of m of the protocol's rates around a predicted best rate (`{size: m, centre: "
+        "...}`, study/experiment/rate_window.py; `archstudy run --lr-window M --lr-window-from STUDY` resolves it "
+        "from a finished study); null: every rate, the paper's protocol",
+    )
     resources: Resources = declare(
         None, factory=Resources, execution=True, doc="per-architecture CPUs and GPUs (Resources fields, below)"
     )
@@ -407,6 +416,12 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
             raise SpecError(
                 WHERE, "init_seeds", self.init_seeds, "must be 1 when measure_only is true (nothing is trained)"
             )
+        if self.lr_window is not None:
+            n = Protocol.from_dict(self.protocol).num_lrs
+            if self.lr_window["size"] > n:
+                raise SpecError(WHERE, "lr_window", self.lr_window, f"must have size at most the protocol's {n} rates")
+            if self.measure_only:
+                raise SpecError(WHERE, "lr_window", self.lr_window, "must be null when measure_only is true")
         if self.measure_only and self.nlc_window is not None:
             raise SpecError(
                 WHERE, "nlc_window", self.nlc_window, "must be null when measure_only is true (nothing is trained)"
@@ -416,6 +431,27 @@ class StudyConfig(Declared, where=WHERE, key="a study key", keys="study keys", w
     @property
     def space_obj(self) -> Space:
         return get_space(self.space)
+
+    @property
+    def rates_trained(self) -> int:
+        """The starting rates each initialization of an architecture trains: the window's size m
+        (``lr_window``), else every rate of the protocol."""
+        return int(self.lr_window["size"]) if self.lr_window is not None else Protocol.from_dict(self.protocol).num_lrs
+
+    @property
+    def counted_protocol(self) -> Protocol:
+        """The protocol as the run machinery counts and costs it (the plan, the probe, the memory estimate, the live
+        view): the study's own, with ``num_lrs`` the rates trained (a rate window's m, ``lr_window``)."""
+        protocol = Protocol.from_dict(self.protocol)
+        if self.lr_window is None:
+            return protocol
+        m = self.rates_trained
+        return replace(protocol, num_lrs=m, lrs=None if protocol.lrs is None else protocol.lrs[:m])
+
+    @property
+    def runs_per_architecture(self) -> int:
+        """The runs of one architecture's stack: every trained rate from each initialization (``init_seeds``)."""
+        return self.rates_trained * self.init_seeds
 
     # -- serialization (to_dict, from_dict, and the declarations for a reader of a study.yaml, ``default`` and
     # ``normalize``: ``Declared``) ---------------------------------------------------------------------------

@@ -9,8 +9,9 @@ the rows of one architecture must hold together:
   row's selected run is one of its ``n_runs`` runs, as many as the protocol plans (``planned_runs``) times its
   ``inits``, and
   ``n_diverged`` is at most ``n_runs``; a row not trained has no run (``lr_index`` -1, ``n_runs`` 0);
-* a runs file: every planned run of each initialization once (``lr_index`` 0 .. runs - 1 per ``init_index``) and
-  exactly one of each initialization's selected;
+* a runs file: every planned run of each initialization once (``lr_index`` 0 .. runs - 1 per ``init_index``; under
+  a rate window, m consecutive indices s .. s + m - 1 of the protocol's series) and exactly one of each
+  initialization's selected;
 * a curves file: each (run, epoch) once, of a planned run.
 
 A file that breaks one is corrupt, as a truncated one is: ``archstudy status`` lists it, a resume redoes its
@@ -35,17 +36,38 @@ from .schema import ALWAYS, ARCHITECTURES, CURVES, NEVER, RUNS, Labels, Numbers
 SPEC_FIELDS = tuple(ArchSpec.declarations())
 
 
-def planned_runs(protocol: Mapping[str, Any] | str | None) -> int | None:
-    """The runs each trained architecture of a study has: its protocol's starting rates (``Protocol.num_lrs``); None
-    where the protocol cannot be read (the count is then taken from the file itself)."""
+class PlannedRuns(int):
+    """The runs each initialization of a trained architecture has (an int), and ``series``: the rates of the
+    protocol its runs' ``lr_index`` ranges over; more than the runs under a rate window (``lr_window``: m of n
+    consecutive rates), else the same."""
+
+    series: int
+
+    def __new__(cls, runs: int, series: int | None = None) -> "PlannedRuns":
+        out = super().__new__(cls, runs)
+        out.series = int(series if series is not None else runs)
+        return out
+
+
+def planned_runs(protocol: Mapping[str, Any] | str | None, lr_window: Any = None) -> PlannedRuns | None:
+    """The runs each trained architecture of a study has: its protocol's starting rates (``Protocol.num_lrs``), or
+    the size of its rate window (``lr_window``); None where the protocol cannot be read (the count is then taken
+    from the file itself)."""
     from .protocol import Protocol
 
     if protocol is None:
         return None
     try:
-        return int(Protocol.of(protocol if isinstance(protocol, str) else dict(protocol)).num_lrs)
+        n = int(Protocol.of(protocol if isinstance(protocol, str) else dict(protocol)).num_lrs)
     except (UserError, TypeError, ValueError):
         return None
+    size = lr_window.get("size") if isinstance(lr_window, Mapping) else None
+    return PlannedRuns(int(size), n) if isinstance(size, int) and 1 <= size <= n else PlannedRuns(n)
+
+
+def _series(runs: int | None, n: int) -> int:
+    """The rates an ``lr_index`` may take: the protocol's series (``PlannedRuns.series``), else the runs held."""
+    return int(getattr(runs, "series", runs if runs is not None else n))
 
 
 def _shown(value: Any) -> str:
@@ -123,8 +145,8 @@ def _architectures(table: pa.Table, runs: int | None) -> str | None:
             return f"n_runs = {n}; the protocol plans {runs} runs" + (
                 f" x {inits} initializations" if inits > 1 else ""
             )
-        if n is not None and not 0 <= row.get("lr_index", 0) < n:
-            return f"lr_index = {row['lr_index']}: not one of its {n} runs"
+        if n is not None and not 0 <= row.get("lr_index", 0) < _series(runs, n):
+            return f"lr_index = {row['lr_index']}: not one of its {_series(runs, n)} rates"
         if n is not None and row.get("n_diverged", 0) > n:
             return f"n_diverged = {row['n_diverged']} of {n} runs"
     return None
@@ -143,10 +165,16 @@ def _runs(table: pa.Table, runs: int | None) -> str | None:
     )
     for row in per.to_pylist():
         n, distinct = row["lr_index_count"], row["lr_index_count_distinct"]
-        want = runs if runs is not None else n
+        want = int(runs) if runs is not None else n
+        lo = row["lr_index_min"] if _series(runs, n) > want else 0  # a rate window starts anywhere in the series
         if n != distinct:
             return f"{n - distinct} run(s) twice (lr_index repeated)"
-        if n != want or row["lr_index_min"] != 0 or row["lr_index_max"] != want - 1:
+        if (
+            n != want
+            or row["lr_index_min"] != lo
+            or row["lr_index_max"] != lo + want - 1
+            or lo + want > _series(runs, n)
+        ):
             return f"runs lr_index {row['lr_index_min']} .. {row['lr_index_max']} ({n}); the protocol plans {want}"
     selected = table.group_by(keys).aggregate([("selected", "sum")])
     if any(s != 1 for s in selected.column("selected_sum").to_pylist()):
@@ -161,8 +189,9 @@ def _curves(table: pa.Table, runs: int | None) -> str | None:
     if len(counts) != table.num_rows:
         twice = int(pc.sum(pc.greater(counts, 1)).as_py() or 0)
         return f"{twice} (run, epoch) point(s) more than once"
-    if runs is not None and table.num_rows and pc.max(table.column("lr_index")).as_py() >= runs:
-        return f"a point of run {pc.max(table.column('lr_index')).as_py()}; the protocol plans {runs} runs"
+    if runs is not None and table.num_rows and pc.max(table.column("lr_index")).as_py() >= _series(runs, 0):
+        top = pc.max(table.column("lr_index")).as_py()
+        return f"a point of run {top}; the protocol plans {_series(runs, 0)} rates"
     return None
 
 

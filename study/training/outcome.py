@@ -68,6 +68,7 @@ class Outcome:
     network: nn.Module | None = field(default=None, repr=False, compare=False)  # the selected run, R = 1
     init_seeds: tuple = (0,)  # the initialization seed of each group of runs
     selected: int = 0  # position of the selected run in ``runs``
+    first_index: int = 0  # the series index of ``runs[0]``'s rate (a rate window's first; 0: the whole series)
 
     @property
     def n_diverged(self) -> int:
@@ -162,7 +163,7 @@ class Outcome:
         n = self.n_rates
         return [
             {
-                "lr_index": p["run"],
+                "lr_index": self.first_index + p["run"],
                 "epoch": p["epoch"],
                 "lr": p["lr"],
                 "train_loss": p["train_loss"],
@@ -185,6 +186,7 @@ class Outcome:
             "protocol": self.protocol.to_dict(),
             "init_seeds": list(self.init_seeds),
             "selected": self.selected,
+            "first_index": self.first_index,
         }
 
 

@@ -156,6 +156,7 @@ def train_architecture(
     trajectory: Trajectory | None = None,
     report: Callable[[str], None] | None = None,
     forward: "str | Callable" = "auto",
+    rate_window: tuple[int, int] | None = None,
 ) -> Outcome:
     """Train ``spec`` on ``data`` (``.train/.val/.test`` with ``.x`` [N, d_in] and ``.y`` [N]) at all the
     protocol's learning rates as one stacked float64 model; see the module docstring.
@@ -166,6 +167,9 @@ def train_architecture(
     explicit ``lrs``). None: one group from ``seed``. ``selected_from``: the position in ``init_seeds`` of the
     initialization the selected run (``Outcome.best``, its network) is chosen from (a study's row is its first
     initialization's, ``init_seeds: k``); None: from all runs.
+    ``rate_window`` (s, m): train only the rates of index s .. s + m - 1 of the protocol's series (a study's
+    ``lr_window``, ``study.experiment.rate_window``): the same runs the full sweep trains at those rates, each
+    run's ``lr_index`` its index in the whole series; None: every rate.
     ``trajectory``: the epochs at which every run's NLC is measured for the curves (``study.training.curves``);
     None: none (the cost: one NLC measurement of the whole stack per listed epoch).
     ``checkpoint_secret``: the key the checkpoint's MAC is made with (``study.training.checkpoint``: a study's own);
@@ -192,6 +196,7 @@ def train_architecture(
     seeds = [seed] if init_seeds is None else list(check("train_architecture", "init_seeds", Seeds(), init_seeds))
     if selected_from is not None:
         selected_from = check("train_architecture", "selected_from", Integer(0, len(seeds) - 1), selected_from)
+    window = _rate_window(rate_window, protocol.num_lrs)
     if not callable(forward):
         forward = check("train_architecture", "forward", Choice(FORWARDS), forward)
     device = available_device(device, "train_architecture")
@@ -207,6 +212,8 @@ def train_architecture(
     )
     if selected_from is not None:  # a candidate chosen over other runs cannot continue
         key["selected_from"] = selected_from
+    if rate_window is not None:  # another window trains other rates
+        key["rate_window"] = [window.start, window.stop - window.start]
     trajectory = trajectory if trajectory is not None and trajectory.epochs else None
     if trajectory is not None:  # the curves hold its NLCs: a checkpoint without them cannot continue them
         key["nlc_trajectory"] = [list(trajectory.epochs), trajectory.batches, trajectory.batch_size]
@@ -217,9 +224,11 @@ def train_architecture(
         if problem:
             (report or _warn)(f"checkpoint {checkpoint_path}: {problem}; discarded; training starts afresh")
     if state is None:
-        state = _fresh(spec, splits, seed, seeds, protocol, device, trajectory)
+        state = _fresh(spec, splits, seed, seeds, protocol, device, trajectory, window)
         if state is None:
-            return _untrainable(spec, splits, seed, seeds, protocol, device, session_start, trajectory, selected_from)
+            return _untrainable(
+                spec, splits, seed, seeds, protocol, device, session_start, trajectory, selected_from, window
+            )
     settings = _Settings(
         spec,
         splits,
@@ -236,9 +245,26 @@ def train_architecture(
         forward,
         report,
         selected_from,
+        window.start,
     )
     trainer = _Trainer(settings, state)
     return trainer.train()
+
+
+def _rate_window(rate_window: Any, n: int) -> slice:
+    """The rate indices a training trains: ``rate_window`` (s, m) checked against the protocol's ``n`` rates, as
+    the slice s .. s + m - 1 of the series; None: all of it."""
+    if rate_window is None:
+        return slice(0, n)
+    allowed = f"must be (s, m): integers with s >= 0, m >= 1 and s + m <= {n}, the protocol's rates"
+    try:
+        start, size = (int(v) for v in rate_window)
+        ok = all(float(v) == int(v) for v in rate_window) and start >= 0 and size >= 1 and start + size <= n
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise SpecError("train_architecture", "rate_window", rate_window, allowed)
+    return slice(start, start + size)
 
 
 def _trainable(c_out: float, protocol: Protocol) -> bool:
@@ -263,7 +289,7 @@ def _trajectory_nlc(net, splits, seed, trajectory: Trajectory | None, epoch: int
     return value.cpu().numpy() if isinstance(value, torch.Tensor) else value
 
 
-def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> TrainingState | None:
+def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None, window=None) -> TrainingState | None:
     """The state before the first epoch; None when no initialization can be trained at all."""
     c_outs, lr_mins, nlc0 = [], [], []
     for s in seeds:
@@ -277,7 +303,8 @@ def _fresh(spec, splits, seed, seeds, protocol, device, trajectory=None) -> Trai
     untrainable = [j for j, c in enumerate(c_outs) if not _trainable(c, protocol)]
     if len(untrainable) == len(seeds) or (protocol.lrs is None and math.isnan(lr_mins[0])):
         return None
-    rates = protocol.rates(lr_mins[0])  # every initialization at the first one's rates (module docstring)
+    # every initialization at the first one's rates (module docstring), those of the window
+    rates = protocol.rates(lr_mins[0])[window if window is not None else slice(None)]
     n = len(rates)
     lrs = rates * len(seeds)
     net = _stack_network(spec, seeds, n, device)
@@ -344,6 +371,7 @@ class _Settings:
     forward: Any = "auto"
     report: Callable[[str], None] | None = None
     selected_from: int | None = None
+    first_index: int = 0  # the series index of the first rate trained (a rate window's s)
 
 
 class _Trainer:
@@ -369,6 +397,7 @@ class _Trainer:
         self.graph: GraphedStep | None = None  # the step as a CUDA graph, when that is the choice
         self.report = t.report or _warn
         self.selected_from = t.selected_from
+        self.first_index = t.first_index
 
     # -- the loop --------------------------------------------------------------------------------
     def train(self) -> Outcome:
@@ -569,7 +598,7 @@ class _Trainer:
             run = int(run)
             rec = RunRecord(
                 lr=float(s.lrs[run]),
-                lr_index=run % s.n_rates,
+                lr_index=self.first_index + run % s.n_rates,
                 epochs=int(sched.epochs[run]),
                 divisions=int(sched.divisions[run]),
                 val_error=float(measured["val"][j]),
@@ -597,7 +626,18 @@ class _Trainer:
         network.eval()
         j = chosen // s.n_rates
         return _outcome(
-            runs, chosen, network, self.splits, self.seed, s.seeds, p, s.lr_min[j], s.c_out[j], self._elapsed, s.curves
+            runs,
+            chosen,
+            network,
+            self.splits,
+            self.seed,
+            s.seeds,
+            p,
+            s.lr_min[j],
+            s.c_out[j],
+            self._elapsed,
+            s.curves,
+            self.first_index,
         )
 
     # -- checkpoints -----------------------------------------------------------------------------
@@ -617,7 +657,7 @@ def _with_wall(rec: RunRecord, wall_s: float) -> RunRecord:
 
 
 def _outcome(
-    runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed, curves: Curves
+    runs, chosen: int, network, splits, seed, seeds, protocol, lr_min, c_out, elapsed, curves: Curves, first_index=0
 ) -> Outcome:
     """The outcome, with the selected network's NLC and output bias on the training set (the NLC from the
     same seeded draws as ``measure``'s at initialization: common random numbers for before vs after)."""
@@ -641,6 +681,7 @@ def _outcome(
         init_seeds=tuple(seeds),
         selected=chosen,
         curves=curves.to_dict(),
+        first_index=int(first_index),
     )
 
 
@@ -654,14 +695,15 @@ def selected_run(runs: list[RunRecord], split: str, n_rates: int, selected_from:
 
 
 def _untrainable(
-    spec, splits, seed, seeds, protocol, device, session_start, trajectory=None, selected_from=None
+    spec, splits, seed, seeds, protocol, device, session_start, trajectory=None, selected_from=None, window=None
 ) -> Outcome:
     """No initialization can be trained: its output or gradients are not finite at initialization (or, under
     cross-entropy, its output is zero), so no learning rate can be derived or used. Every run is recorded as
     diverged at its initial state, epoch 0, which is where the schedule would rewind it to (its curves: that
     one point)."""
     width = _widest(spec)
-    lrs = protocol.rates(math.nan)
+    window = window if window is not None else slice(0, protocol.num_lrs)
+    lrs = protocol.rates(math.nan)[window]
     runs, c_outs, bases = [], [], []
     curves = Curves()
     for j, s in enumerate(seeds):
@@ -683,7 +725,7 @@ def _untrainable(
         runs += [
             RunRecord(
                 lr=float(lr),
-                lr_index=k,
+                lr_index=window.start + k,
                 epochs=0,
                 divisions=0,
                 val_error=err["val"],
@@ -710,4 +752,5 @@ def _untrainable(
         c_outs[j],
         lambda: time.perf_counter() - session_start,
         curves,
+        window.start,
     )

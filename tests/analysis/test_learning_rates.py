@@ -318,3 +318,40 @@ def test_the_best_rate_is_the_architectures_own_initializations_under_init_seeds
     both = best_rates(arch, runs).reset_index(drop=True)
     pd.testing.assert_frame_equal(both, alone)
     assert int(both["best_index"].iloc[0]) == 1
+
+
+def test_a_resolved_window_is_the_ridge_written_as_terms_or_a_one_line_refusal():
+    """``resolve_window``: "median" centres on the study's median k*; "measures" is refused in one line where the
+    best index is noise, and where it follows the NLC it is the ridge fitted on every architecture written as linear
+    terms, which ``rate_window.predicted_centre`` evaluates from a row to the model's own prediction (sklearn's
+    ``predict`` on the same rows, rounded and clipped), and the study key accepts."""
+    from archstudy.analysis.learning_rates import _ridge, learning_rates, linear_centre, resolve_window
+    from archstudy.analysis.predict.evaluation import base_groups
+    from archstudy.analysis.predict.learners import choose_features, feature_table
+    from archstudy.sampling import SpecError
+    from archstudy.study.experiment.rate_window import WindowSpec, centre_index, predicted_centre
+
+    arch, runs = simulated_study(40, seed=5, signal=True)
+    lr = learning_rates(arch, runs)
+    median = resolve_window(arch, runs, 8, "median", source="s")
+    assert median == {
+        "size": 8,
+        "predictor": "median",
+        "from": "s",
+        "centre": int(np.rint(np.median(lr.table["best_index"]))),
+    }
+    window = resolve_window(arch, runs, 8, "measures")
+    assert WindowSpec().normalize(window) == window and window["predictor"] == "measures"
+    rows = lr.table[np.isfinite(lr.table["best_index"])].reset_index(drop=True)
+    features = [f for f in choose_features(rows, descriptors=True) if f.column in rows.columns]
+    model = _ridge(features, base_groups(rows)).fit(feature_table(rows, features), rows["best_index"].to_numpy())
+    expected = centre_index(model.predict(feature_table(rows, features)), 40)
+    got = [predicted_centre(window, row, 40) for row in rows.to_dict("records")]
+    assert got == list(expected) and len(set(got)) > 3  # the centres follow the measures
+    assert window["centre"] == linear_centre(lr.table)
+    noise, noise_runs = simulated_study(40, seed=5, signal=False)
+    with pytest.raises(SpecError, match=r"^lr_window\.predictor = 'measures': is refused on n: the predict") as e:
+        resolve_window(noise, noise_runs, 8, "measures", source="n")
+    assert "\n" not in str(e.value)
+    with pytest.raises(SpecError, match=r"^lr_window\.size = 40: must be from 1 to 39"):
+        resolve_window(arch, runs, 40, "median")

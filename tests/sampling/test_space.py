@@ -16,7 +16,6 @@ from archstudy.sampling import (
     PAPER,
     PRESETS,
     BUDGET_AXES,
-    SIBLING_AXES,
     Space,
     SpecError,
     sample_spec,

@@ -199,6 +199,57 @@ def test_the_table_equals_the_same_units_computed_in_this_process(reference):
             assert (v != v and stored[k] != stored[k]) or v == stored[k], k
 
 
+def test_a_rate_window_trains_the_sweeps_runs_at_its_rates_and_its_rows_pass_the_value_checks(reference):
+    """``lr_window: {size: m, centre: c}``: unit 2 computed with a window of 2 rates gives the reference's runs at
+    those rates (the finished study's full sweep), its selected run the window's lowest validation error, so the
+    regret is that of the offline measurement (``analysis.learning_rates.window_regret``); and its rows pass the
+    checks every reader makes (m runs of consecutive indices, ``n_runs`` m), which a full sweep's rows then fail."""
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    from archstudy.analysis.learning_rates import rate_sweep, window_regret
+    from archstudy.study import load_dataset
+    from archstudy.study.execution.unit import compute_unit, work_units
+    from archstudy.study.experiment.rate_window import window_start
+    from archstudy.study.execution.store import to_table
+    from archstudy.study.experiment.schema import ARCHITECTURES, RUNS
+    from archstudy.study.experiment.value_checks import planned_runs, value_problem
+
+    config = Store(reference["path"]).read_config()
+    n = config.counted_protocol.num_lrs
+    unit = work_units(config)[2]
+    full = reference["runs"][reference["runs"]["arch_id"] == unit.arch_id].sort_values("lr_index")
+    centre = int(full["lr_index"][full["selected"]].iloc[0]) + 1  # off the best: the window may miss it
+    windowed = dataclasses.replace(config, lr_window={"size": 2, "centre": centre})
+    assert windowed.runs_per_architecture == 2 and windowed.counted_protocol.num_lrs == 2
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        arch, runs, _ = compute_unit(unit, load_dataset("waveform-noise"), windowed)
+    finally:
+        torch.set_num_threads(threads)
+    s = int(window_start(centre, 2, n))
+    assert [r["lr_index"] for r in runs] == [s, s + 1] and arch["n_runs"] == 2
+    for r in runs:
+        ref = full[full["lr_index"] == r["lr_index"]].iloc[0]
+        for k in ("lr", "epochs", "val_error", "train_error", "test_error", "diverged"):
+            assert r[k] == ref[k] or abs(r[k] - ref[k]) <= 1e-9, (k, r[k], ref[k])
+    inside = full[full["lr_index"].between(s, s + 1)]
+    best = inside.sort_values(["val_error", "lr_index"]).iloc[0]
+    assert arch["lr_index"] == best["lr_index"] and arch["test_error"] == best["test_error"]
+    sweep = rate_sweep(reference["arch"][reference["arch"]["arch_id"] == unit.arch_id], full)
+    regret = window_regret(sweep, np.array([centre]), 2)[0]
+    assert regret == arch["test_error"] - full["test_error"][full["selected"]].iloc[0]
+    plan = planned_runs(windowed.protocol, windowed.lr_window)
+    assert (int(plan), plan.series) == (2, n)
+    assert value_problem(to_table(RUNS, [{"arch_id": unit.arch_id, "index": 2, **r} for r in runs]), RUNS, plan) is None
+    assert value_problem(to_table(ARCHITECTURES, [arch]), ARCHITECTURES, plan) is None
+    whole = to_table(RUNS, full.to_dict("records"))
+    assert "the protocol plans 2" in value_problem(whole, RUNS, plan)
+
+
 def test_error_perturbation_is_measured_on_the_trained_network_when_switched_on(reference):
     """E.3 (figure 3E) belongs to the trained network: with ``perturbation`` on, the unit's row holds
     measure_trained of the network training selected, the same number an independent retraining gives;

@@ -95,7 +95,9 @@ def test_required_keys_and_bad_yaml_are_one_line_errors():
 
 def test_siblings_forms_and_resources():
     # "all": every axis that keeps the budget, as before width siblings existed (a study's plan does not change)
-    assert StudyConfig(**BASE, siblings="all").siblings == SIBLING_AXES[:5] == ("weights", "param", "norm", "skip", "imn")
+    assert (
+        StudyConfig(**BASE, siblings="all").siblings == SIBLING_AXES[:5] == ("weights", "param", "norm", "skip", "imn")
+    )
     assert StudyConfig(**BASE, siblings=True).siblings == SIBLING_AXES[:5]
     assert StudyConfig(**BASE, siblings="width,param").siblings == ("param", "width")
     assert StudyConfig(**BASE, siblings=["skip", "weights"]).siblings == ("weights", "skip")  # canonical order

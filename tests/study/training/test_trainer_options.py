@@ -343,3 +343,25 @@ def test_momentum_buffers_are_state_that_rewinds_restore_and_keep_drops():
     for k, t in small.tensors().items():
         assert torch.equal(t, stack.tensors()[k][[0, 2]]), k
     assert new_stack(build_network(spec, seed=0, runs=2), [0.1, 0.2], Protocol()).opt == {}  # no momentum: none
+
+
+def test_a_rate_window_trains_exactly_the_full_sweeps_runs_at_its_rates():
+    """``rate_window=(s, m)`` (a study's ``lr_window``): the runs are those of the full sweep at rates s .. s + m - 1,
+    to 1e-9, with their indices in the whole series; the selected run is the window's lowest validation error; the
+    curves carry the series' indices; a window outside the series is refused in one line."""
+    spec = ArchSpec(depth=4, width=10, d_in=40, d_out=3, activation="tanh", norm="layer", bias_init="gaussian")
+    data = standins.waveform_noise(300, 150, 150, seed=3)
+    p = Protocol(num_lrs=6, batch_size=50, patience_first=2, patience=1, divisions=1, max_epochs=6)
+    full = train_architecture(spec, data, seed=5, protocol=p, chunk_runs=1)
+    window = train_architecture(spec, data, seed=5, protocol=p, chunk_runs=1, rate_window=(2, 3))
+    assert [r.lr_index for r in window.runs] == [2, 3, 4] and window.lr_min == full.lr_min
+    for a, b in zip(full.runs[2:5], window.runs):
+        assert_same_run(a, b)
+        assert a.lr_index == b.lr_index
+    best = min(range(2, 5), key=lambda k: (full.runs[k].val_error, k))
+    assert window.best.lr_index == best and window.selected == best - 2
+    assert sorted({row["lr_index"] for row in window.curve_rows()}) == [2, 3, 4]
+    assert [r["lr_index"] for r in window.run_rows()] == [2, 3, 4] and sum(r["selected"] for r in window.run_rows()) == 1
+    for bad in ((5, 2), (-1, 2), (0, 0), "2", (1.5, 2)):
+        with pytest.raises(SpecError, match=r"^train_architecture\.rate_window = .*must be \(s, m\)"):
+            train_architecture(spec, data, protocol=p, rate_window=bad)
