@@ -77,7 +77,8 @@ def command(args) -> int:
                 start=first,
             )
         )
-        check_budget("sample", (p.spec for p in rows), args.param_budget, f"d_in {args.d_in}, d_out {args.d_out}")
+        kept = (p.spec for p in rows if p.variant != "width")  # a width sibling leaves the budget by design
+        check_budget("sample", kept, args.param_budget, f"d_in {args.d_in}, d_out {args.d_out}")
         for planned in rows:
             s = planned.spec
             line = {

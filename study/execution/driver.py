@@ -365,7 +365,7 @@ def prepare_study(
     if write_config:
         check_budget(
             "study",
-            (u.spec for u in units),
+            (u.spec for u in units if u.variant != "width"),  # a width sibling leaves the budget by design
             config.param_budget,
             f"{config.dataset} (d_in {config.d_in}, {config.d_out} classes)",
         )

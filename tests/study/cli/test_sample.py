@@ -27,8 +27,10 @@ def test_sample_with_siblings(capsys):
     assert main(["sample", "--n", "1", "--siblings", "--param-budget", "5000"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     base = sample_spec(0, 0, 40, 3, "extended", 5000)
-    expected = 1 + sum(len(siblings(base, a, 5000)) for a in ("weights", "param", "norm", "skip"))
+    expected = 1 + sum(len(siblings(base, a, 5000)) for a in ("weights", "param", "norm", "skip", "width"))
     assert len(lines) == expected and lines[0]["variant"] == "base"
+    (wide,) = [line for line in lines if line["variant"] == "width"]  # beyond the budget by design, not refused
+    assert wide["num_params"] > 1.5 * 5000
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys):
