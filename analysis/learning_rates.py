@@ -571,7 +571,9 @@ def learning_rates(arch: pd.DataFrame, runs: pd.DataFrame, seed: int = 0) -> Lea
     )
 
 
-def resolve_window(arch: pd.DataFrame, runs: pd.DataFrame, size: int, predictor: str, source: str = "") -> dict:
+def resolve_window(
+    arch: pd.DataFrame, runs: pd.DataFrame, size: int, predictor: str, source: str = ""
+) -> dict[str, Any]:
     """A study's ``lr_window`` (``study.experiment.rate_window``) of ``size`` rates, from a finished study of the
     full sweep (its trained architectures ``arch`` and ``runs``): ``predictor`` "median" centres every window on the
     study's median best index k* (rounded, halves to even); "measures" on the ridge regression of k* on the
@@ -603,7 +605,7 @@ def resolve_window(arch: pd.DataFrame, runs: pd.DataFrame, size: int, predictor:
     return out | {"centre": linear_centre(lr.table)}
 
 
-def linear_centre(table: pd.DataFrame) -> dict:
+def linear_centre(table: pd.DataFrame) -> dict[str, Any]:
     """The ridge of ``cross_fitted_centres`` fitted on every row of ``table`` with a best index, as the linear
     terms ``study.experiment.rate_window.predicted_centre`` evaluates: per numeric feature its column, log, the
     imputation (``fill``, the training median on the feature's scale), ``mean`` and ``scale`` of the standardization

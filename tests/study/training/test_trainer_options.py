@@ -361,7 +361,8 @@ def test_a_rate_window_trains_exactly_the_full_sweeps_runs_at_its_rates():
     best = min(range(2, 5), key=lambda k: (full.runs[k].val_error, k))
     assert window.best.lr_index == best and window.selected == best - 2
     assert sorted({row["lr_index"] for row in window.curve_rows()}) == [2, 3, 4]
-    assert [r["lr_index"] for r in window.run_rows()] == [2, 3, 4] and sum(r["selected"] for r in window.run_rows()) == 1
+    rows = window.run_rows()
+    assert [r["lr_index"] for r in rows] == [2, 3, 4] and sum(r["selected"] for r in rows) == 1
     for bad in ((5, 2), (-1, 2), (0, 0), "2", (1.5, 2)):
         with pytest.raises(SpecError, match=r"^train_architecture\.rate_window = .*must be \(s, m\)"):
             train_architecture(spec, data, protocol=p, rate_window=bad)
