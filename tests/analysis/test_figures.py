@@ -44,7 +44,7 @@ def section(tiny_study_dir):
 
 def test_every_figure_is_declared_once_in_a_section_of_the_page():
     keys = [f.key for f in FIGURES] + [c.key for c in COMPARISON_FIGURES]
-    assert len(set(keys)) == len(keys) == 29  # 25 + the joint predictor's 3 + the best learning rate's 1
+    assert len(set(keys)) == len(keys) == 30  # 25 + the joint predictor's 3 + the best learning rate's 2
     assert {f.section for f in FIGURES} <= {p.key for p in page.STUDY_SECTIONS}
     assert {c.section for c in COMPARISON_FIGURES} <= {p.key for p in page.COMPARISON_SECTIONS}
     assert all(set(f.needs) <= set(DATA_FIELDS) and f.caption for f in FIGURES)
