@@ -36,6 +36,8 @@ p.missing, span.missing { color: #555; font-style: italic; }
 pre { background: #f7f7f7; padding: 8px; font-size: 0.8em; white-space: pre-wrap; overflow-wrap: anywhere; }
 code { overflow-wrap: anywhere; font-size: 0.95em; }
 details > summary { cursor: pointer; } details.fold > summary { overflow-wrap: anywhere; }
+details.part > summary > h3 { display: inline; } details.part > summary { margin-top: 1.6em; }
+details.part[open] > summary { margin-bottom: 0.6em; }
 .cols { display: flex; flex-wrap: wrap; gap: 4px 32px; align-items: flex-start; }
 .cols > div { flex: 1 1 420px; min-width: 0; } .cols > div.wide { flex: 2 1 640px; }
 code.id { white-space: nowrap; font-size: 0.9em; }

@@ -311,13 +311,40 @@ DETAIL_HTML = (
 
 def scripts_html(interactive: bool) -> str:
     """The page's scripts, inlined once: Plotly.js where the page has interactive plots (``interactive``), and
-    ours (``SCRIPT``: sortable tables, the plots, the selection and the detail panel)."""
+    ours (``SCRIPT``: sortable tables, the plots, the selection and the detail panel; ``FOLDS``: the folded parts)."""
     out = ""
     if interactive:
         from plotly.offline import get_plotlyjs
 
         out += f"<script>{get_plotlyjs()}</script>"
-    return out + f"<script>{SCRIPT}</script>"
+    return out + f"<script>{FOLDS}{SCRIPT}</script>"
+
+
+# The parts of a study fold under their headings (``details.part``): a link to a part or to anything inside one
+# (the navigation bar, the contents, a figure's) opens it, and printing opens every part, so that a print or a
+# PDF holds the whole page.
+FOLDS = r"""
+(function () {
+"use strict";
+function reveal(id) {
+  const el = id && document.getElementById(decodeURIComponent(id));
+  if (!el) return;
+  for (let d = el.closest("details"); d; d = d.parentElement.closest("details")) d.open = true;
+  el.scrollIntoView();
+}
+window.addEventListener("hashchange", () => reveal(location.hash.slice(1)));
+window.addEventListener("beforeprint", () => {
+  document.querySelectorAll("details.part").forEach(d => { d.open = true; });
+});
+document.addEventListener("DOMContentLoaded", () => {
+  document.addEventListener("click", ev => {
+    const a = ev.target.closest && ev.target.closest('a[href^="#"]');
+    if (a && a.getAttribute("href").length > 1) reveal(a.getAttribute("href").slice(1));
+  });
+  if (location.hash) reveal(location.hash.slice(1));
+});
+})();
+"""
 
 
 # Ours: sorting tables, drawing each study's plots as they scroll into view, the linked selection, the detail panel.
@@ -521,7 +548,8 @@ function openDetail(anchor, i) {
       {x: curve.epoch, y: curve.error, name: curve.monitored + " error", mode: "lines+markers", marker: {size: 4}},
       {x: curve.epoch, y: curve.loss, name: "training loss", yaxis: "y2", mode: "lines", line: {dash: "dot"}}],
       {height: 240, margin: {l: 45, r: 45, t: 10, b: 35}, font: {size: 10}, xaxis: {title: {text: "epoch"}},
-       yaxis: {title: {text: "error"}}, yaxis2: {overlaying: "y", side: "right", type: "log", title: {text: "loss"}},
+       yaxis: {title: {text: "error"}}, yaxis2: {overlaying: "y", side: "right", type: "log", title: {text: "loss"},
+                tickformat: ".2~g"},  // two significant digits: a loss within one decade has no round ticks
        legend: {orientation: "h", y: -0.3}}, CONFIG);
   } else {
     box.innerHTML = "<p class=missing>No training curve recorded for this architecture.</p>";
@@ -535,9 +563,23 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("a.arch").forEach(a => a.addEventListener("click", ev => {
     ev.preventDefault(); openDetail(a.dataset.study || a.closest(".explore").dataset.study, +a.dataset.row); }));
   const plots = document.querySelectorAll(".iplot[data-plot]");
-  const seen = new IntersectionObserver(entries => entries.forEach(e => {
-    if (e.isIntersecting) { seen.unobserve(e.target); draw(e.target); } }), {rootMargin: "400px"});
+  const shown = p => p.getClientRects().length > 0;  // not inside a folded part
+  const once = p => { if (!p.dataset.started && shown(p)) { p.dataset.started = "1"; seen.unobserve(p); draw(p); } };
+  const seen = new IntersectionObserver(entries => entries.forEach(e => { if (e.isIntersecting) once(e.target); }),
+                                        {rootMargin: "400px"});
   plots.forEach(p => seen.observe(p));
+  // The plots in view first; then every other one, one at a time while the page is idle, so that a print, a PDF
+  // or a full-page capture finds none blank (and a print started before that draws the rest at once).
+  window.addEventListener("beforeprint", () => plots.forEach(once));  // after FOLDS opened every part
+  document.querySelectorAll("details.part").forEach(d => d.addEventListener("toggle", () => {
+    if (!d.open) return;
+    d.querySelectorAll(".iplot[data-plot]").forEach(p => {
+      if (p.dataset.drawn) Plotly.Plots.resize(p); else once(p);
+    });
+  }));
+  const rest = Array.from(plots), next = () => { const p = rest.shift(); if (p) { once(p); setTimeout(next, 0); } };
+  if (document.readyState === "complete") setTimeout(next, 0);
+  else window.addEventListener("load", () => setTimeout(next, 0));
 });
 })();
 """

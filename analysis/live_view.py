@@ -26,11 +26,13 @@ Nothing is ever written to the study: it is read the way ``archstudy report`` re
 
 Progress: finished (trained, and pruned at launch), running (units with a checkpoint or a progress record and no result
 yet: a killed driver's stay until the next run starts), failed, and remaining = planned - finished - failed - running,
-where the plan is known (``Results.planned``). The ETA, where units are running and at least ``ETA_MIN_FINISHED``
-have finished with distinct ``finished_at`` times, is the recent rate's: (remaining + running) x (t_last - t_first) /
-(k - 1) over the last k = min(``ETA_WINDOW``, finished) finish times, the mean interval between finishes; the page
-says which. The driver's own forecast (``study.execution.costs``) lives in its process and is not recorded in the
-study.
+where the plan is known (``Results.planned``). The ETA is the driver's own forecast, the one its command line
+prints (``study.execution.costs.Forecast``), which its heartbeat records in ``driver.json`` (``eta_s`` at
+``heartbeat_unix``, rewritten at least every 10 s) and the page counts down; without a running driver that has one,
+where units are running and at least ``ETA_MIN_FINISHED`` have finished with distinct ``finished_at`` times, the
+recent rate's: (remaining + running) x (t_last - t_first) / (k - 1) over the last k = min(``ETA_WINDOW``, finished)
+finish times, the mean interval between finishes; the page says which. Each running unit's stage, epoch and live
+runs come from its progress record (``study.execution.live``), read at every check (``live_part``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import json
+import math
 import re
 import socket
 import sys
@@ -159,6 +162,60 @@ def recent_rate_eta(finished_at: pd.Series, left: int, running: int) -> dict[str
     if not np.isfinite(span) or span <= 0:
         return None
     return {"seconds": left * span / (len(t) - 1), "over": len(t)}
+
+
+def _read_json(fs: pafs.FileSystem, path: str) -> dict[str, Any] | None:
+    """A small JSON file's object; None where it is missing, being rewritten, or not an object."""
+    try:
+        with fs.open_input_stream(path) as f:
+            out = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return out if isinstance(out, dict) else None
+
+
+def unit_text(rec: dict[str, Any]) -> str:
+    """A unit's progress record in the progress line's words (``study.execution.costs.Forecast.detail``):
+    ``epoch 4/15, 8 of 16 runs live``, or its stage (``measuring``, ``finishing``)."""
+    if rec.get("stage") == "training" and rec.get("epoch"):
+        cap = rec.get("max_epochs")
+        text = f"epoch {rec['epoch']}" + (f"/{cap}" if cap else "")
+        if rec.get("live_runs") is not None and rec.get("total_runs"):
+            text += f", {rec['live_runs']} of {rec['total_runs']} runs live"
+        return text
+    return str(rec.get("stage", "starting"))
+
+
+def live_part(study_dir: str, listed: tuple[tuple[str, int], ...], now: float | None = None) -> dict[str, Any]:
+    """What changes inside running units and the driver, read at every poll (their files are watched by name
+    only): ``units``, each unit in flight with a progress record, ``{"unit", "label", "text"}`` (its draw index,
+    and ``unit_text``: the stage, or the epoch and the runs live); and ``driver_eta``,
+    the driver's own forecast, the ETA its command line prints (``driver.json``'s ``eta_s`` at ``heartbeat_unix``,
+    counted down to ``now``), None without a running driver that has one (its heartbeat older than
+    ``STALE_S``: gone)."""
+    from archstudy.study.execution.state import STALE_S
+    from archstudy.study.execution.store import DRIVER_STATE
+
+    now = time.time() if now is None else now
+    fs, root, _ = study_filesystem(study_dir)
+    units = []
+    for name, _ in listed:
+        sub, _, base = name.partition("/")
+        stem = base.rpartition(".")[0]
+        m = UNIT_NAME.match(stem)
+        if sub != PROGRESS or not m:
+            continue
+        rec = _read_json(fs, f"{root}/{name}")
+        if rec is not None:
+            units.append({"unit": stem, "label": f"#{int(m['index'])}", "text": unit_text(rec)})
+    d = _read_json(fs, f"{root}/{DRIVER_STATE}") or {}
+    eta = None
+    beat = d.get("heartbeat_unix")
+    if d.get("running") and isinstance(beat, (int, float)) and now - beat < STALE_S:
+        if isinstance(d.get("eta_s"), (int, float)) and math.isfinite(d["eta_s"]):
+            left = max(0.0, float(d["eta_s"]) - max(0.0, now - beat))
+            eta = {"seconds": left, "eta_s": float(d["eta_s"]), "at_unix": float(beat)}
+    return {"units": units, "driver_eta": eta}
 
 
 def in_flight(listed: tuple[tuple[str, int], ...]) -> set[str]:
@@ -284,13 +341,16 @@ class Watcher:
         self.body = json_bytes({"version": 0})
         self.error: str | None = None
         self.reloads = 0
+        self.live: dict[str, Any] = {"units": [], "driver_eta": None}  # ``live_part``, read at every check
         self.lock = threading.Lock()
 
     def check(self) -> bool:
-        """List the study; reload when the listing differs from the last one. True when the state changed."""
+        """List the study; reload when the listing differs from the last one, and take the running units' progress
+        and the driver's forecast (``live_part``) when they changed. True when the state changed."""
         seen = listing(self.study_dir)
+        live = live_part(self.study_dir, seen)
         if seen == self.seen:
-            return False
+            return self._take_live(live)
         try:
             state = snapshot(self.study_dir, self.name, seen)
             error = None
@@ -311,7 +371,29 @@ class Watcher:
             self.reloads += 1
             self.error = None
             self.state = state
-            self.body = json_bytes({"version": self.version, "error": None, "report": self.has_report, **state})
+            self.live = live
+            self.body = self._body()
+        return True
+
+    def _body(self) -> bytes:
+        return json_bytes(
+            {"version": self.version, "error": None, "report": self.has_report, **self.state} | {"live": self.live}
+        )
+
+    def _take_live(self, live: dict[str, Any]) -> bool:
+        """The running units' progress and the driver's forecast when they changed (a countdown of the same forecast
+        is no change: the page counts down itself)."""
+
+        def key(part: dict[str, Any]) -> Any:
+            eta = part["driver_eta"]
+            return part["units"], None if eta is None else (eta["eta_s"], eta["at_unix"])
+
+        with self.lock:
+            if not self.state or key(live) == key(self.live):
+                return False
+            self.live = live
+            self.version += 1
+            self.body = self._body()
         return True
 
     @property
@@ -379,19 +461,31 @@ function duration(s) {
   return d ? d + "d" + h + "h" : h ? h + "h" + two(m) + "m" : m ? m + "m" + two(s % 60) + "s" : s + "s";
 }
 let version = 0;
-function progress(p) {
+function progress(p, live) {
   const planned = p.planned, of = planned === null ? "" : " of " + fmt(planned);
   const part = (n, cls) => planned ?
     '<span class="' + cls + '" style="width:' + (100 * n / planned) + '%"></span>' : "";
-  const eta = p.eta ? "ETA " + duration(p.eta.seconds) + " at the rate of the last " + p.eta.over +
+  const driver = live && live.driver_eta;  // the command line's own forecast, counted down here (tick below)
+  const eta = driver ? "ETA " + duration(driver.seconds) + " (the driver's forecast, as its command line prints it)" :
+    p.eta ? "ETA " + duration(p.eta.seconds) + " at the rate of the last " + p.eta.over +
     " finishes" : p.complete ? "complete" : p.running ? "ETA: not yet measurable" : "nothing running";
+  etaAt = driver ? {left: driver.seconds, since: Date.now()} : null;
+  const units = live && live.units.length ? '<ul id="units">' + live.units.map(u => "<li>" + esc(u.label) + ": " +
+    esc(u.text) + "</li>").join("") + "</ul>" : "";
   return '<p><b id="n-finished">' + fmt(p.finished) + "</b>" + of + " finished (" + fmt(p.trained) + " trained, " +
     fmt(p.pruned) + " pruned at launch), <b id=\"n-running\">" + fmt(p.running) + "</b> running, " +
     '<b id="n-failed">' + fmt(p.failed) + "</b> failed, " + '<b id="n-remaining">' +
-    (p.remaining === null ? "unknown" : fmt(p.remaining)) + "</b> remaining; " + esc(eta) + "</p>" +
+    (p.remaining === null ? "unknown" : fmt(p.remaining)) + "</b> remaining; " +
+    (driver ? '<span id="eta">' + esc(eta.split(" (")[0]) + "</span> (the driver's forecast, as its command line " +
+     "prints it)" : esc(eta)) + "</p>" +
     (planned ? '<div class="bar">' + part(p.finished, "done") + part(p.running, "run") + part(p.failed, "fail") +
-    "</div>" : '<p class="muted">planned count unknown: ' + esc(p.planned_note) + "</p>");
+    "</div>" : '<p class="muted">planned count unknown: ' + esc(p.planned_note) + "</p>") + units;
 }
+let etaAt = null;
+setInterval(() => {
+  const el = document.getElementById("eta");
+  if (el && etaAt) el.textContent = "ETA " + duration(Math.max(0, etaAt.left - (Date.now() - etaAt.since) / 1000));
+}, 1000);
 function plot(d, panel, div) {
   const c = d.columns, col = panel.col, rows = [];
   c[col].forEach((v, i) => {
@@ -483,7 +577,7 @@ function render(s) {
   current = s.data;
   notes(s.notes);
   importance(s.importance);
-  document.getElementById("progress").innerHTML = progress(s.progress);
+  document.getElementById("progress").innerHTML = progress(s.progress, s.live);
   const n = s.progress.trained;
   document.getElementById("leaderboard").innerHTML = s.shown ? s.leaderboard +
     (n > s.shown ? '<p class="muted">the best ' + s.shown + " of " + fmt(n) + " trained</p>" : "") :

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from archstudy.sampling import SIBLING_AXES, plan_study
+from archstudy.sampling import BUDGET_AXES, plan_study
 from archstudy.sampling.spec import canonical_json, content_hash
 from archstudy.study.experiment.schema import RUNS, UNIT_TABLES_KEY
 from archstudy.study.perf.synthetic_store import DIMS, NLC_TAU
@@ -26,7 +26,7 @@ BUDGET = 20_000
 
 def specs_of(n: int, study_seed: int, d_in: int, d_out: int, with_siblings: bool, preset="extended"):
     """[(index, variant, spec)] in the runner's order (the study plan): each base draw, then its siblings."""
-    axes = SIBLING_AXES if with_siblings else ()
+    axes = BUDGET_AXES if with_siblings else ()  # what its config's `siblings: true` names
     return [(p.index, p.variant, p.spec) for p in plan_study(study_seed, n, d_in, d_out, preset, BUDGET, axes)]
 
 

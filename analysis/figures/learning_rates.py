@@ -82,12 +82,23 @@ def fig_best_rate(d: FigureData) -> Figure:
     return fig
 
 
+def _without_siblings(d: FigureData) -> str | None:
+    """Why the rate-transfer figure is not drawn: a study without siblings has no pair."""
+    if "variant" in d.arch.columns and (d.arch["variant"] != "base").any():
+        return None
+    return (
+        "Rate transfer: the study has no siblings (archstudy run --siblings width,param pairs each draw with a twice "
+        "as wide twin and its other parameterization)."
+    )
+
+
 @figure(
     "rate-transfer",
     "learning-rates",
     "Rate transfer: the best rate index of each sibling (B) against its pair's (A), one panel per sibling axis with "
     "pairs, coloured by parameterization; on the dashed diagonal the best rate stayed put (the title: the median "
     "paired difference B − A and the sign test).",
+    skip=_without_siblings,
 )
 def fig_rate_transfer(d: FigureData) -> Figure:
     df = _with_best(d.arch)

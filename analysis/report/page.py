@@ -61,6 +61,9 @@ def status_part_html(s: StudyAnalysis) -> str:
 
 
 # A study's section, after its status box (``FigureSpec.section`` names one of these keys).
+# The parts of a study open when the page loads (the others fold under their headings; a link to one, the
+# navigation bar's, or printing opens it).
+OPEN_PARTS = ("status", "findings", "predictors", "ceiling")
 STUDY_SECTIONS: tuple[PageSection, ...] = (
     PageSection("status", "Status and provenance", status_part_html, short="Status"),
     PageSection("findings", "Findings: every verdict of this page, tested together", findings_html, short="Findings"),
@@ -131,8 +134,14 @@ def section_html(s: StudyAnalysis, drawer: Drawer | None = None) -> str:
     for part in STUDY_SECTIONS:
         if not trained and part.key not in EMPTY_PARTS:
             continue
-        parts += [f'<h3 id="{s.anchor}-{part.key}">{part.title}</h3>', *([part.html(s)] if part.html else [])]
+        # each part folds under its heading; the first ones open (the page of 8 architectures was 25,000 px tall)
+        opened = " open" if part.key in OPEN_PARTS else ""
+        parts += [
+            f'<details class="part"{opened}><summary><h3 id="{s.anchor}-{part.key}">{part.title}</h3></summary>',
+            *([part.html(s)] if part.html else []),
+        ]
         parts += [html for key, job in jobs if key == part.key if (html := drawer.html(job))]
+        parts.append("</details>")
     if not trained:
         parts.append("<p>No architecture has finished training yet: no statistics or figures.</p>" + launch_html(s))
     parts.append("</section>")

@@ -74,8 +74,10 @@ class Heartbeat:
     is in flight (or where) changes, at most every ``BEAT_MIN_S`` for that (a study of short units changes it with
     every unit: one write per unit, a request on object storage), and at least every ``HEARTBEAT_S``."""
 
-    def __init__(self, store: Store, address: str | None, result: Any) -> None:
-        self.store, self.address, self.result = store, address, result
+    def __init__(
+        self, store: Store, address: str | None, result: Any, eta: Callable[[Tally], float | None] | None = None
+    ) -> None:
+        self.store, self.address, self.result, self.eta = store, address, result, eta
         self.host, self.started = socket.gethostname(), utc_now()
         self.last_tick = -float("inf")  # when driver.json was last written (monotonic: a clock's step cannot stall it)
         self.last_seen: tuple[list, dict] | None = None  # what flew where at that write
@@ -105,6 +107,8 @@ class Heartbeat:
                 "done": result.finished_before + result.finished,
                 "failed": len(result.failed),
                 "total": result.total,
+                # the forecast of the command line's ETA at ``heartbeat_unix`` (``archstudy serve`` counts it down)
+                "eta_s": self.eta(tally) if self.eta is not None and tally is not None and running else None,
             }
         )
 
@@ -133,7 +137,7 @@ class Dispatch:
         # failure records of earlier sessions (unreadable ones too): removed when the unit commits
         self.had_failed = set(store.names(FAILED, ".json")) & set(self.by_name)
         self.science = config.science_json  # every file's metadata (a property computed at each call: once here)
-        self.heartbeat = Heartbeat(store, address, result)
+        self.heartbeat = Heartbeat(store, address, result, eta=self.forecast_eta)
         self.forecast = Forecast(len(todo))
         self.last_read = -float("inf")  # when the progress records were last read (monotonic)
 
@@ -178,6 +182,10 @@ class Dispatch:
         self.result.failed[key] = failure.reason
         clear_live(self.store, key)
         self.progress.say(f"{key} failed after {attempt} attempt(s): {failure.reason}")
+
+    def forecast_eta(self, tally: Tally) -> float | None:
+        """The progress line's ETA in seconds (``Forecast.eta``; None before anything is known)."""
+        return self.forecast.eta(tally.done, tally.failed, tally.running)[0]
 
     def on_tick(self, tally: Tally) -> None:
         interrupts.raise_if_interrupted()

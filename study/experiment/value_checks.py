@@ -146,7 +146,10 @@ def _architectures(table: pa.Table, runs: int | None) -> str | None:
                 f" x {inits} initializations" if inits > 1 else ""
             )
         if n is not None and not 0 <= row.get("lr_index", 0) < _series(runs, n):
-            return f"lr_index = {row['lr_index']}: not one of its {_series(runs, n)} rates"
+            series = _series(runs, n)
+            return f"lr_index = {row['lr_index']}: " + (
+                f"not one of its {n} runs" if series == n else f"not one of the protocol's {series} rates"
+            )
         if n is not None and row.get("n_diverged", 0) > n:
             return f"n_diverged = {row['n_diverged']} of {n} runs"
     return None

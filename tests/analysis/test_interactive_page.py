@@ -87,6 +87,22 @@ def test_the_interactive_page_in_headless_chromium(page_path, study, browser):
     page.route("**/*", route)
     page.goto(page_path.resolve().as_uri())
 
+    # without a scroll every plot is drawn once the page is idle, those of folded parts too (a print or a full-page
+    # capture finds none blank); the parts after the first few fold, so the page is short
+    drawn = "document.querySelectorAll('.iplot[data-drawn]').length"
+    n_drawn = page.locator(".iplot[data-plot]").count()
+    page.wait_for_function(f"{drawn} === {n_drawn}", timeout=120_000)
+    assert page.evaluate("document.documentElement.scrollHeight") < 8000
+    assert page.evaluate("document.querySelectorAll('details.part:not([open])').length") >= 10
+    # a link of the navigation bar opens its folded part, at the width its plots were drawn for
+    page.locator("nav.bar a", has_text="Explore").first.click()
+    assert page.evaluate("document.getElementById('study-explore').closest('details').open")
+    svg = page.locator("#study-explore").locator("xpath=ancestor::details").locator(".iplot .main-svg").first
+    assert abs(float(svg.get_attribute("width")) - svg.evaluate("s => s.closest('.iplot').clientWidth")) < 4
+    # printing opens every part
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    assert page.evaluate("document.querySelectorAll('details.part:not([open])').length") == 0
+
     # every plot draws (each as it scrolls into view); then the page is no wider than the window
     plots = page.locator(".iplot")
     n_plots = plots.count()

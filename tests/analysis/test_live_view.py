@@ -261,3 +261,34 @@ def test_the_live_page_shows_a_unit_that_finished_after_it_was_opened(finished, 
             browser.close()
     finally:
         server.stop()
+
+
+def test_the_running_units_and_the_drivers_forecast_are_taken_at_every_check_without_a_reload(finished, tmp_path):
+    """A running unit's progress record and the driver's forecast (``driver.json``'s ``eta_s``, the command line's
+    ETA) change without the listing changing: each check takes them (a new version, no reload of the study); the
+    forecast is counted down from its heartbeat, and a driver gone (its heartbeat stale) has none."""
+    import time
+
+    from archstudy.study.execution.state import STALE_S
+
+    study, [(name, _)] = held_back(finished, tmp_path)
+    (study / "progress").mkdir(exist_ok=True)
+    record = study / "progress" / f"{name}.json"
+    rec = {"stage": "training", "epoch": 3, "max_epochs": 15, "live_runs": 8, "total_runs": 16}
+    record.write_text(json.dumps(rec))
+    beat = time.time() - 5.0
+    driver = {"running": True, "heartbeat_unix": beat, "eta_s": 125.0}
+    (study / "driver.json").write_text(json.dumps(driver))
+    w = lv.Watcher(str(study))
+    assert w.check() and w.reloads == 1
+    live = json.loads(w.since(0))["live"]
+    index = int(name.split("-")[0])
+    assert live["units"] == [{"unit": name, "label": f"#{index}", "text": "epoch 3/15, 8 of 16 runs live"}]
+    assert 119.0 <= live["driver_eta"]["seconds"] <= 120.0 + 1e-6 and live["driver_eta"]["eta_s"] == 125.0
+    assert not w.check()  # the same record and forecast: nothing new (the countdown is the page's)
+    record.write_text(json.dumps(rec | {"epoch": 4, "live_runs": 6}))
+    assert w.check() and w.reloads == 1 and w.version == 2
+    assert json.loads(w.since(1))["live"]["units"][0]["text"] == "epoch 4/15, 6 of 16 runs live"
+    (study / "driver.json").write_text(json.dumps(driver | {"heartbeat_unix": time.time() - STALE_S - 1}))
+    assert w.check() and json.loads(w.since(2))["live"]["driver_eta"] is None and w.reloads == 1
+    assert lv.unit_text({"stage": "measuring"}) == "measuring"

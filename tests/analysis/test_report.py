@@ -34,6 +34,8 @@ DRAWN = [f for f in FIGURES if f.key != "fig1"]
 WITHOUT_CURVES = [f for f in DRAWN if f.group != "training"]
 # the joint predictor's figures need a held-out evaluation: at least predict.MIN_ROWS trained architectures
 PREDICTING = [f for f in FIGURES if f.section == "predict"]
+# drawn only for a study with siblings (the others say in one line why not)
+WITH_SIBLINGS = [f for f in FIGURES if f.key == "rate-transfer"]
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +239,11 @@ def test_partial_and_several_studies_in_one_report(tmp_path, tiny_study_dir):
     # the synthetic studies recorded no training curves: those figures are replaced by a note
     # ... and the digits study's 6 finished architectures are too few for the joint predictor's held-out evaluation
     assert MIN_ROWS > 6
-    assert len(IMG.findall(html)) == 2 * len(WITHOUT_CURVES) + len(COMPARISON_FIGURES) - len(PREDICTING)
+    # ... and has no siblings
+    assert len(IMG.findall(html)) == 2 * len(WITHOUT_CURVES) + len(COMPARISON_FIGURES) - len(PREDICTING) - len(
+        WITH_SIBLINGS
+    )
+    assert html.count('data-missing="rate-transfer"') == 1
     assert html.count("No training curves recorded") == 2
     # a study where nothing has finished still gets its section
     empty = synth.write_study(tmp_path / "empty", n=4, dataset="checkerboard", finished=[])
@@ -458,7 +464,7 @@ def test_report_survives_diverged_nonfinite_and_unmeasured_architectures(tmp_pat
     root = synth.write_study(tmp_path / "s", n=9, dataset="checkerboard", rows=rows)
     html = write_report(root, tmp_path / "r.html", n_boot=20).read_text(encoding="utf-8")
     # 9 test errors, 3 of them at chance: every figure is drawn, the joint predictor's too
-    assert "could not be drawn" not in html and len(IMG.findall(html)) == len(WITHOUT_CURVES)
+    assert "could not be drawn" not in html and len(IMG.findall(html)) == len(WITHOUT_CURVES) - len(WITH_SIBLINGS)
     status = re.search(r"diverged \(every run\)</td><td>(\d+)</td>", html)
     assert status and int(status[1]) == 3
     assert re.search(r"non-finite output at initialization</td><td>(\d+)</td>", html)[1] == "2"

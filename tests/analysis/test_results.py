@@ -14,7 +14,7 @@ import yaml
 from archstudy.analysis import correlations, load_results, planned_count
 from archstudy.analysis.columns import ARCHITECTURE_DTYPES, RUN_DTYPES
 from archstudy.analysis.results import sibling_axes
-from archstudy.sampling import PAPER, SIBLING_AXES, UserError
+from archstudy.sampling import BUDGET_AXES, PAPER, UserError
 
 import synthetic_study as synth
 
@@ -60,7 +60,7 @@ def test_planned_count_with_siblings_counts_each_draws_siblings(tiny_study_dir):
     expected = 0
     for i in range(8):  # independent count: each draw and its siblings along every axis
         spec = sample_spec(0, i, 40, 3, "extended", synth.BUDGET)
-        expected += 1 + sum(len(siblings(spec, a, synth.BUDGET)) for a in SIBLING_AXES)
+        expected += 1 + sum(len(siblings(spec, a, synth.BUDGET)) for a in BUDGET_AXES)
     assert r.planned == expected == r.n_finished
     assert r.complete
 
@@ -99,7 +99,7 @@ def test_planned_without_siblings_is_the_configured_count(tmp_path):
 @pytest.mark.parametrize(
     "value, expected",
     [
-        (True, tuple(SIBLING_AXES)),
+        (True, tuple(BUDGET_AXES)),
         (False, ()),
         (None, ()),
         (["norm", "skip"], ("norm", "skip")),

@@ -86,3 +86,23 @@ def test_on_object_storage_a_driver_is_running_while_its_heartbeat_is_fresh():
         store.write_driver_state({"running": True, "heartbeat_unix": time.time() - age, "in_flight": [UNITS[1].name]})
         state = survey(store)
         assert state.driver_running is running and state.in_progress == ([UNITS[1].name] if running else [])
+
+
+def test_the_heartbeat_records_the_progress_lines_eta_while_running(tmp_path):
+    """``driver.json`` holds the forecast the command line prints (``eta_s``), which ``archstudy serve`` shows; a
+    driver that stopped has none."""
+    from types import SimpleNamespace
+
+    from archstudy.study.execution.dispatch import Heartbeat
+    from archstudy.study.execution.engine import Tally
+
+    store = Store(str(tmp_path / "s"))
+    result = SimpleNamespace(finished_before=0, finished=1, failed={}, total=4)
+    seen = []
+    beat = Heartbeat(store, None, result, eta=lambda t: seen.append(t) or 42.5)
+    tally = Tally(total=4, done=1, running=2, in_flight=["a", "b"])
+    beat(tally)
+    state = store.read_driver_state()
+    assert state["eta_s"] == 42.5 and state["running"] and seen == [tally]
+    beat(None, running=False, stopped="finished")
+    assert store.read_driver_state()["eta_s"] is None
