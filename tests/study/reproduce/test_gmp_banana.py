@@ -38,6 +38,7 @@ def test_tiny_writes_every_key_and_labels_the_stand_in(tiny):
     }
     expected |= {f"test_accuracy_minus_gmp:{k}:lr=0.01" for k in gb.OTHERS}
     expected |= {f"log2_max_location_step:{k}:levy" for k in gb.PARAMETERIZATIONS}
+    expected |= {f"test_accuracy_large_minus_small_rate:{k}" for k in gb.PARAMETERIZATIONS}
     assert {r["quantity"] for r in d["rows"]} == expected and len(d["rows"]) == len(expected)
     for r in d["rows"]:
         assert tuple(r) == ROW_KEYS and r["paper"] is None and math.isfinite(r["measured"]), r
