@@ -11,6 +11,7 @@ import json
 import math
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -383,23 +384,48 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
             probes[unit.name] = {**probe(unit.spec, data, protocol, device, config.init_seeds), "measure_s": None}
             if probes[unit.name]["probe_s"] > MORE_PROBES_BELOW_S:  # a large net: one probe is enough to wait for
                 break
+        measured = _time_measures(config, data, by_name := {u.name: u for u in todo}, probes, device)
     finally:
         torch.set_num_threads(threads)
     weights = {u.name: relative_cost(u.spec) for u in todo}  # the probed ones' seconds a layer, times each depth
     forecast = Forecast(todo=len(todo), slots=min(slots, len(todo)), probes=probes, weights=weights)
     total = float(forecast.eta(0, 0, 0)[0] or 0.0)
-    by_name = {u.name: u for u in todo}
     depths = ", ".join(str(by_name[name].spec.depth) for name in probes)
     steps = sum(int(p["timed_steps"]) for p in probes.values())
     load = f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores" if hasattr(os, "getloadavg") else ""
     n = len(todo)
     return (
         f"estimated {duration(total)} for {n:,} architecture{'s' if n != 1 else ''} ({min(slots, n)} at a time, "
-        f"about {duration(total * min(slots, n) / n)} each), training alone: the metrics at initialization add "
-        f"to it; from {steps} timed training steps of {len(probes)} of them (depth {depths}) on this machine"
+        f"about {duration(total * min(slots, n) / n)} each), "
+        + (
+            f"the metrics at initialization included (timed on one: {duration(measured)}); "
+            if measured is not None
+            else "training alone (a large net: its metrics at initialization are small beside it); "
+        )
+        + f"from {steps} timed training steps of {len(probes)} of them (depth {depths}) on this machine"
         f"{f' ({load})' if load else ''}; the progress line updates it from the architectures that finish",
         total,
     )
+
+
+def _time_measures(config, data, by_name: dict, probes: dict, device: str) -> float | None:
+    """The metrics at initialization (``study.metrics.measurement.measure``, the study's options) timed on the first
+    probed architecture, written into its probe (``measure_s``: ``Forecast`` adds it to every architecture's
+    training), where its probe was quick (``MORE_PROBES_BELOW_S``: a small net, whose metrics cost more than its
+    training); None for a larger one, whose training dominates (the driver adds the metrics from the first units)."""
+    first = next(iter(probes), None)
+    if first is None or probes[first]["probe_s"] > MORE_PROBES_BELOW_S:
+        return None
+    from ..experiment.metric_options import MetricOptions
+    from ..metrics.measurement import measure
+    from ..nn.network import build_network
+
+    unit = by_name[first]
+    t0 = time.perf_counter()
+    net = build_network(unit.spec, seed=unit.seed, device=device)
+    measure(net, data, unit.spec, options=MetricOptions.from_dict(config.metrics), seed=unit.seed)
+    probes[first]["measure_s"] = time.perf_counter() - t0
+    return float(probes[first]["measure_s"])
 
 
 def report_path(store) -> str:

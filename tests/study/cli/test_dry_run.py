@@ -34,7 +34,10 @@ def test_dry_run_says_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsys)
     assert any(line.startswith("archstudy: memory: the most an architecture needs is about ") for line in lines)
     # the estimate, and what it rests on
     estimate = next(line for line in lines if line.startswith("archstudy: estimated "))
-    assert "for 8 architectures" in estimate and "training alone" in estimate
+    # the example's small nets: their metrics at initialization timed too (a large net's probe is its training alone)
+    assert "for 8 architectures" in estimate and (
+        "the metrics at initialization included (timed on one: " in estimate or "training alone" in estimate
+    )
     assert "timed training steps of 3 of them" in estimate or "timed training steps of 1 of them" in estimate
     assert "on this machine" in estimate
     assert lines[-1] == "archstudy: --dry-run: nothing was run or written"
@@ -146,3 +149,26 @@ def run_command_args(argv: list[str]) -> Namespace:
     from archstudy.study.cli import build_parser
 
     return build_parser().parse_args(["run", *argv])
+
+
+def test_the_plan_times_the_metrics_at_initialization_of_a_small_net_only():
+    """``_time_measures``: the first probed architecture's metrics at initialization, timed and written into its probe
+    (the ``Forecast`` adds them to every architecture's training), where its probe took under
+    ``MORE_PROBES_BELOW_S``; a larger net's probe is left as it was (its training dominates)."""
+    from types import SimpleNamespace
+
+    from archstudy.sampling import ArchSpec
+    from archstudy.study import load_dataset
+    from archstudy.study.cli.run import MORE_PROBES_BELOW_S, _time_measures
+    from archstudy.study.execution.costs import Forecast
+
+    unit = SimpleNamespace(name="u", spec=ArchSpec(depth=3, width=8, d_in=40, d_out=3), seed=1)
+    config = SimpleNamespace(metrics={})
+    data = load_dataset("waveform-noise")
+    slow = {"u": {"probe_s": 2 * MORE_PROBES_BELOW_S, "train_s": 10.0, "measure_s": None}}
+    assert _time_measures(config, data, {"u": unit}, slow, "cpu") is None and slow["u"]["measure_s"] is None
+    quick = {"u": {"probe_s": MORE_PROBES_BELOW_S / 2, "train_s": 10.0, "measure_s": None}}
+    seconds = _time_measures(config, data, {"u": unit}, quick, "cpu")
+    assert seconds is not None and seconds > 0 and quick["u"]["measure_s"] == seconds
+    forecast = Forecast(todo=1, slots=1, probes=quick, weights={"u": 1.0})
+    assert forecast.eta(0, 0, 0)[0] == pytest.approx(10.0 + seconds)
