@@ -90,6 +90,7 @@ def test_brushing_an_axis_selects_in_the_plots_and_the_table_of_the_report(study
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.goto(path.resolve().as_uri())
+        page.locator("nav.bar a", has_text="Explore").first.click()  # its part folds until opened
         view = page.locator('.iplot[data-plot="parcoords"]')
         view.scroll_into_view_if_needed()
         page.wait_for_function("document.querySelector('.iplot[data-plot=parcoords]').dataset.drawn === '1'")
