@@ -56,7 +56,7 @@ import pyarrow.fs as pafs
 
 from archstudy.sampling.unit_names import UNIT_NAME
 from archstudy.study.experiment.config import CONFIG_NAME, REPORT_NAME
-from archstudy.study.experiment.layout import CHECKPOINTS, FAILED, IN_FLIGHT, PROGRESS
+from archstudy.study.experiment.layout import CHECKPOINTS, DRIVER_STATE, FAILED, IN_FLIGHT, PROGRESS, STALE_S
 from archstudy.study.experiment.schema import ARCHITECTURES
 from archstudy.study.experiment.notes import NOTES_NAME
 
@@ -193,9 +193,6 @@ def live_part(study_dir: str, listed: tuple[tuple[str, int], ...], now: float | 
     the driver's own forecast, the ETA its command line prints (``driver.json``'s ``eta_s`` at ``heartbeat_unix``,
     counted down to ``now``), None without a running driver that has one (its heartbeat older than
     ``STALE_S``: gone)."""
-    from archstudy.study.execution.state import STALE_S
-    from archstudy.study.execution.store import DRIVER_STATE
-
     now = time.time() if now is None else now
     fs, root, _ = study_filesystem(study_dir)
     units = []

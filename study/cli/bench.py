@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from archstudy.sampling import SpecError
+from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Choice, Integer, Real, check
 
 from .commands import subcommand
@@ -95,6 +95,13 @@ def _modes(p) -> None:
         action="store_true",
         help="instead: measure the paper's 1M-parameter cases at several stack sizes and project the "
         "hours of the NLC paper's three studies (study.perf.projection)",
+    )
+    p.add_argument(
+        "--lr-window",
+        type=int,
+        metavar="M",
+        help="with --project: also project the studies training only M of the 40 rates per architecture (a study's "
+        "lr_window, around the median best rate of the epoch profiles)",
     )
     p.add_argument(
         "--kernels",
@@ -346,6 +353,12 @@ def command(args) -> int:
     devices = _devices(args.devices)
     gain = check("bench", "gain", Real(0.0, lo_open=True), args.gain)
     speed = Speed(cases, runs, repeats, steps, chunk, device, compile_mode, devices, gain)
+    if args.lr_window is not None:
+        from ..perf.projection import RUNS
+
+        if not args.project or concurrent is not None or args.kernels:
+            raise UserError("bench: --lr-window projects a windowed study's hours: it needs --project")
+        check("bench", "lr_window", Integer(1, RUNS), args.lr_window)
     if concurrent is not None:
         return concurrent_bench(args, speed, concurrent)
     if args.kernels:
@@ -412,14 +425,23 @@ def project_bench(args, o: Speed) -> int:
     result = project(rows, devices=o.devices, gain=o.gain)
     alternative = compiled_graph_rows(rows)  # measured where the trainer graphs and the compile was asked for
     what_if = None if alternative is None else project(alternative, devices=o.devices, gain=o.gain)
+    window = None if args.lr_window is None else project(rows, devices=o.devices, gain=o.gain, window=args.lr_window)
     if args.json:
         out = {"step_times": rows, "projection": result}
         if what_if is not None:
             out["projection_compiled_graph"] = what_if
+        if window is not None:
+            out["projection_window"] = window
         json.dump(out, sys.stdout, indent=1, default=str)
         sys.stdout.write("\n")
     else:
         print(format_projection(rows, result, f"{o.device} ({torch.get_num_threads()} threads)", what_if))
+        if window is not None:
+            whole, part = result[-1]["hours_one_device"], window[-1]["hours_one_device"]
+            print(
+                f"With a window of {args.lr_window} rates (--lr-window; the median rule's window of every epoch "
+                f"profile): all three studies {part:.2f} h on one device, against {whole:.2f} h for the full sweep."
+            )
     return 0
 
 

@@ -35,6 +35,7 @@ from archstudy.sampling.unit_names import INDEX_DIGITS
 from ..experiment.config import StudyConfig
 from ..experiment.packs import sources
 from ..experiment.provenance import entries, merge
+from ..experiment.layout import HEARTBEAT_S, STALE_S  # noqa: F401 - HEARTBEAT_S: the driver's, imported from here
 from ..experiment.value_checks import planned_runs
 from .store import ARCHITECTURES, CHECKPOINTS, CURVES, RUNS, FileCheck, Store, recorded_science
 from .unit import WorkUnit, work_units
@@ -61,10 +62,6 @@ def work_units_saying(config: StudyConfig, say) -> list:
             )
 
     return work_units(config, on_index)
-
-
-HEARTBEAT_S = 10.0  # the driver rewrites driver.json at least this often
-STALE_S = 6 * HEARTBEAT_S  # a heartbeat older than this means the driver is gone (object storage, no lock)
 
 
 @dataclass

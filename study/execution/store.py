@@ -68,7 +68,14 @@ from archstudy.sampling.unit_names import UNIT_NAME, unit_name  # noqa: F401 - u
 from ..experiment import schema
 from ..experiment.checkpoint_key import SECRET_BYTES, SECRET_NAME, SecretError, secret_at
 from ..experiment.config import CONFIG_NAME, StudyConfig, same_science, science_fingerprint
-from ..experiment.layout import CHECKPOINTS, FAILED, FOLDERS, PROGRESS, UNIT_FILES  # noqa: F401 - PROGRESS: its API
+from ..experiment.layout import (  # noqa: F401 - PROGRESS, DRIVER_STATE: its API
+    CHECKPOINTS,
+    DRIVER_STATE,
+    FAILED,
+    FOLDERS,
+    PROGRESS,
+    UNIT_FILES,
+)
 from ..experiment.packs import MAX_READS, Pack, pack_path, read_packs, rows_of, sources
 from ..experiment.notes import NOTES_NAME
 from ..experiment.provenance import PROVENANCE_KEY, entries
@@ -93,7 +100,6 @@ from ..experiment.schema import (  # noqa: F401 - runs_required, unit_tables: pa
     timestamps_as_text,
 )
 
-DRIVER_STATE = "driver.json"
 LOCK_NAME = ".lock"
 # Every entry of a study a driver (or a worker of it) writes or deletes: its folders (``study.experiment.layout``)
 # and its files at the root. The writers use these names, and each is checked never to be a symbolic link

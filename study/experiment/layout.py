@@ -22,3 +22,10 @@ UNIT_FILES = (
 )
 # Folders of the units in flight: a unit's checkpoint and its progress record go when its result is committed.
 IN_FLIGHT = (CHECKPOINTS, PROGRESS)
+
+# The driver's record at the study's root (``study.execution.dispatch.Heartbeat``): who drives it, what is in flight,
+# the counts and the progress line's ETA. It is rewritten at least every ``HEARTBEAT_S``; one older than ``STALE_S``
+# means the driver is gone (object storage has no lock to ask), for ``archstudy status`` and ``serve`` alike.
+DRIVER_STATE = "driver.json"
+HEARTBEAT_S = 10.0
+STALE_S = 6 * HEARTBEAT_S

@@ -312,14 +312,35 @@ def architecture_seconds(model: StepModel, depth: int, epochs, study: PaperStudy
     return training + lr_min + final + model.compile(depth) + model.capture(depth) * captures
 
 
-def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1.0) -> list[dict]:
+def windowed(profiles, m: int) -> list[dict]:
+    """The epoch profiles as a study with a rate window of ``m`` rates trains them (``study.experiment.
+    rate_window``): each profile's runs of the window W = {s, ..., s + m - 1} around the median rule's centre, the
+    median selected index of the profiles (``rate_window.window_start``; every profile the same window)."""
+    from ..experiment.rate_window import centre_index, window_start
+
+    n = len(profiles[0]["epochs"])
+    centre = int(centre_index(np.median([p["selected"] for p in profiles]), n))
+    s = int(window_start(centre, m, n))
+    return [{**p, "epochs": list(p["epochs"])[s : s + m]} for p in profiles]
+
+
+def project(
+    rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1.0, window: int | None = None
+) -> list[dict]:
     """Hours of each study of ``PAPER_STUDIES`` on one device and on each of ``devices`` devices, from step
     times (``measure_step_times``) and epoch profiles (default ``PROFILES``), averaged over the paper's
     depths and the profiles; ``gain``: the aggregate gain of several architectures per device
-    (``study.perf.bench.throughput``; 1: one at a time). Also the schedule floor (every run 60 epochs)."""
+    (``study.perf.bench.throughput``; 1: one at a time). Also the schedule floor (every run 60 epochs).
+    ``window``: a study that trains only that many rates per architecture (``windowed``; its floor that many
+    runs of 60 epochs)."""
     profiles = PROFILES if profiles is None else profiles
     if not profiles:
         raise ValueError("no epoch profiles: run measure_epoch_profiles first")
+    runs = RUNS
+    if window is not None:
+        if not 1 <= window <= RUNS:
+            raise ValueError(f"a window of {window} rates: must be from 1 to {RUNS}")
+        profiles, runs = windowed(profiles, window), window
     model = StepModel(rows)
     # paid once by each device's process (the epilogues compile once per process): every variant at the measured
     # first compile, an upper bound (the first compile also warms inductor up)
@@ -327,7 +348,7 @@ def project(rows: list[dict], profiles=None, devices=(1, 8, 32), gain: float = 1
     out: list[dict[str, Any]] = []
     for study in PAPER_STUDIES:
         costs = [architecture_seconds(model, d, p["epochs"], study) for d in PAPER_DEPTHS for p in profiles]
-        floor = [architecture_seconds(model, d, [SCHEDULE_FLOOR] * RUNS, study) for d in PAPER_DEPTHS]
+        floor = [architecture_seconds(model, d, [SCHEDULE_FLOOR] * runs, study) for d in PAPER_DEPTHS]
         hours = study.architectures * float(np.mean(costs)) / 3600 / gain + setup_h
         longest = max(costs) / 3600 + setup_h
         out.append(

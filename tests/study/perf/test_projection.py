@@ -178,3 +178,36 @@ def test_the_command_adds_the_compiled_graph_projection_where_it_was_measured(mo
     tail = capsys.readouterr().out.split("If the trainer graphed the compiled forward")[1]
     line = next(s for s in tail.splitlines() if s.strip().startswith("cifar10"))
     assert f"{expected[2]['hours_one_device']:.1f}" in line
+
+
+def test_a_windowed_study_is_projected_from_the_runs_of_the_median_rules_window(monkeypatch, capsys):
+    """``project(..., window=m)``: every profile keeps the m runs of the window around the profiles' median selected
+    index (``rate_window.window_start``), and the hours are the full projection's arithmetic on those epochs; the
+    window of all 40 rates is the full projection. ``bench --project --lr-window M`` prints it beside the full
+    sweep's and refuses the flag without --project, in one line."""
+    rows = _rows()
+    epochs = list(range(11, 51))  # run k trains 11 + k epochs: which runs the window keeps shows in the hours
+    profiles = [
+        {"epochs": epochs, "selected": 10},
+        {"epochs": epochs, "selected": 20},
+        {"epochs": epochs, "selected": 13},
+    ]
+    kept = projection.windowed(profiles, 8)
+    assert all(p["epochs"] == epochs[9:17] for p in kept)  # centre 13: s = 13 - 4 = 9
+    by_hand = project(rows, kept, devices=(1,))
+    out = project(rows, profiles, devices=(1,), window=8)
+    assert [p["hours_one_device"] for p in out] == pytest.approx([p["hours_one_device"] for p in by_hand], rel=1e-12)
+    full = project(rows, profiles, devices=(1,))
+    assert out[-1]["hours_one_device"] < full[-1]["hours_one_device"]
+    assert project(rows, profiles, devices=(1,), window=40)[-1]["hours_one_device"] == pytest.approx(
+        full[-1]["hours_one_device"], rel=1e-12
+    )
+    monkeypatch.setattr(projection, "measure_step_times", lambda *a, **k: rows)
+    monkeypatch.setattr(projection, "PROFILES", profiles)
+    assert main(["bench", "--project", "--no-compile", "--lr-window", "8"]) == 0
+    text = capsys.readouterr().out
+    assert f"all three studies {out[-1]['hours_one_device']:.2f} h on one device" in text
+    assert main(["bench", "--lr-window", "8"]) == 2
+    assert capsys.readouterr().err.strip().endswith("--lr-window projects a windowed study's hours: it needs --project")
+    assert main(["bench", "--project", "--lr-window", "41"]) == 2
+    assert "bench.lr_window = 41: must be an integer in [1, 40]" in capsys.readouterr().err
