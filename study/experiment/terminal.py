@@ -28,7 +28,7 @@ ProgressFn = Callable[[str, int | None, int | None], None]
 
 TICK_S = 0.5  # a terminal's line is redrawn at least this often
 LOG_COUNTS_S = 2.0  # in a log: a study's line when its counts change, at most this often ...
-LOG_EVERY_S = 60.0  # ... and at least this often
+LOG_EVERY_S = 10.0  # ... and at least this often: a log (a job's, a CI runner's) is never silent for longer
 
 
 def is_terminal(stream: TextIO | None) -> bool:
@@ -47,7 +47,8 @@ def phase(stream: TextIO | None, label: str, expected_s: float | None = None, *,
     """Show ``label`` while the block runs: on a terminal a tqdm line with the elapsed time (and the time left of
     ``expected_s``, an estimate, when given), redrawn every ``TICK_S`` by a thread while the block blocks (a Ray
     start, a fit), erased when it ends; in a log one line at the start, unless ``in_log`` is off (a phase whose
-    checks may refuse the command: a refused command is one line in a log). ``stream`` None: nothing."""
+    checks may refuse the command: a refused command is one line in a log), then one with the elapsed time every
+    ``LOG_EVERY_S`` while it lasts. ``stream`` None: nothing."""
     if stream is None:
         yield
         return
@@ -55,7 +56,20 @@ def phase(stream: TextIO | None, label: str, expected_s: float | None = None, *,
         if in_log:
             stream.write(f"archstudy: {label} ...\n")
             stream.flush()
-        yield
+        done, t0 = threading.Event(), time.monotonic()
+
+        def beat() -> None:
+            while not done.wait(LOG_EVERY_S):
+                stream.write(f"archstudy: {label}: {_elapsed(time.monotonic() - t0)} so far\n")
+                stream.flush()
+
+        beating = threading.Thread(target=beat, name="archstudy-phase-log", daemon=True)
+        beating.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beating.join()
         return
     total = None if expected_s is None else max(float(expected_s), 1e-3)
     fmt = "archstudy: {desc} {elapsed}" + (" (about {remaining} left)" if total else "")
@@ -151,3 +165,9 @@ class StepLine:
             if self.bar is not None:
                 self.bar.close()
                 self.bar = None
+
+
+def _elapsed(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``1h02m``: a phase's time in a log line."""
+    s = int(seconds)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"

@@ -68,6 +68,24 @@ def test_a_phase_ticks_its_elapsed_time_on_a_terminal_and_is_one_line_in_a_log()
         pass
 
 
+def test_a_phase_in_a_log_says_its_elapsed_time_every_log_every_s_while_it_lasts(monkeypatch):
+    """No silence longer than ``LOG_EVERY_S`` in a log (a job's, a CI runner's): a blocking phase (a Ray start, a
+    fit) adds a line with its elapsed time that often, a phase whose first line is held back (``in_log`` off) too."""
+    from archstudy.study.experiment import terminal
+
+    assert terminal.LOG_EVERY_S == 10.0
+    monkeypatch.setattr(terminal, "LOG_EVERY_S", 0.1)
+    for in_log, first in ((True, ["archstudy: fitting ..."]), (False, [])):
+        log = io.StringIO()
+        t0 = time.monotonic()
+        with phase(log, "fitting", in_log=in_log):
+            time.sleep(0.45)
+        lines = log.getvalue().splitlines()
+        beats = lines[len(first) :]
+        assert lines[: len(first)] == first and 3 <= len(beats) <= int((time.monotonic() - t0) / 0.1)
+        assert all(line == "archstudy: fitting: 0s so far" for line in beats)
+
+
 def test_the_eta_follows_the_throughput_measured_as_units_finish():
     """Probed at 10 s a unit, the units take 40 s (a loaded machine): once one has finished the ETA is the
     measured pace, not the probe's."""
