@@ -52,45 +52,52 @@ def phase(stream: TextIO | None, label: str, expected_s: float | None = None, *,
     if stream is None:
         yield
         return
+    t0 = time.monotonic()
     if not is_terminal(stream):
         if in_log:
             stream.write(f"archstudy: {label} ...\n")
             stream.flush()
-        done, t0 = threading.Event(), time.monotonic()
 
         def beat() -> None:
-            while not done.wait(LOG_EVERY_S):
-                stream.write(f"archstudy: {label}: {_elapsed(time.monotonic() - t0)} so far\n")
-                stream.flush()
+            stream.write(f"archstudy: {label}: {_elapsed(time.monotonic() - t0)} so far\n")
+            stream.flush()
 
-        beating = threading.Thread(target=beat, name="archstudy-phase-log", daemon=True)
-        beating.start()
-        try:
+        with _every(LOG_EVERY_S, beat, "archstudy-phase-log"):
             yield
-        finally:
-            done.set()
-            beating.join()
         return
     total = None if expected_s is None else max(float(expected_s), 1e-3)
     fmt = "archstudy: {desc} {elapsed}" + (" (about {remaining} left)" if total else "")
     bar = tqdm(total=total, desc=label, file=stream, bar_format=fmt, leave=False, mininterval=0.0)
-    stop = threading.Event()
-    t0 = time.monotonic()
 
     def tick() -> None:
-        while not stop.wait(TICK_S):
-            if total is not None:
-                bar.n = min(time.monotonic() - t0, total * 0.99)  # an estimate: never shown as done before it is
-            bar.refresh()
+        if total is not None:
+            bar.n = min(time.monotonic() - t0, total * 0.99)  # an estimate: never shown as done before it is
+        bar.refresh()
 
-    ticker = threading.Thread(target=tick, name="archstudy-phase", daemon=True)
-    ticker.start()
+    try:
+        with _every(TICK_S, tick, "archstudy-phase"):
+            yield
+    finally:
+        bar.close()
+
+
+@contextlib.contextmanager
+def _every(period_s: float, fn: Callable[[], None], name: str) -> Iterator[None]:
+    """Call ``fn`` every ``period_s`` from a thread of its own while the block runs (a phase's line, which must go on
+    while the block blocks); stopped and joined when the block ends."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(period_s):
+            fn()
+
+    thread = threading.Thread(target=loop, name=name, daemon=True)
+    thread.start()
     try:
         yield
     finally:
         stop.set()
-        ticker.join()
-        bar.close()
+        thread.join()
 
 
 class StepLine:
