@@ -47,6 +47,7 @@ from archstudy.study.experiment.schema import (
     unit_tables,
 )
 
+from .degenerate import without_degenerate
 from .columns import (
     ARCHITECTURE_DTYPES,
     ARCHITECTURE_REQUIRED,
@@ -770,9 +771,11 @@ def read_curves(study_dir: str | os.PathLike[str], arch_ids: Iterable[str] | Non
 
 def architectures_table(table: object, where: str) -> pd.DataFrame:
     """The architectures DataFrame of ``table``: a ``Results`` (``load_results``) or the DataFrame itself,
-    so ``correlations(load_results(d))`` works as ``correlations(load_results(d).architectures)``."""
+    so ``correlations(load_results(d))`` works as ``correlations(load_results(d).architectures)``; its degenerate
+    measures (``analysis.degenerate``: no signal back through the net, overflow, 0 on a log axis) as NaN, so that
+    every fit that reads a table through here leaves them out."""
     if isinstance(table, Results):
-        return table.architectures
+        return without_degenerate(table.architectures)
     if isinstance(table, pd.DataFrame):
-        return table
+        return without_degenerate(table)
     raise SpecError(where, "df", type(table).__name__, "must be a pandas DataFrame or an analysis.Results")

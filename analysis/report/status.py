@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+import pandas as pd
 import yaml
 
 from archstudy.study.experiment.provenance import describe
@@ -42,7 +43,7 @@ def status_box(s: StudyAnalysis) -> str:
             "measured at initialization and not trained (their NLC lay outside the study's window, see NLC-guided "
             "pruning). Every statistic below covers the trained architectures only, all inside the window.</div>"
         )
-    return head + excluded_html(r) + caveats_html(s)
+    return head + excluded_html(r) + caveats_html(s) + degenerate_html(s.arch)
 
 
 def status_table(s: StudyAnalysis) -> str:
@@ -72,6 +73,32 @@ def status_table(s: StudyAnalysis) -> str:
     ]
     note = f'<p class="muted">Planned count: {esc(r.planned_note)}.</p>'
     return table(["architectures", "count"], rows) + note
+
+
+def degenerate_html(arch: pd.DataFrame) -> str:
+    """The degenerate measures of the trained architectures (``analysis.degenerate``): which, of which
+    architectures, and why, said once above every number that leaves them out."""
+    from ..degenerate import degenerate
+
+    found = degenerate(arch)
+    if not len(found):
+        return ""
+    parts = []
+    for why, rows in found.groupby("why", sort=False):
+        said = []
+        for label, of in rows.groupby("label", sort=False):
+            names = [f"#{i}" + ("" if v == "base" else f" {v}") for i, v in zip(of["index"], of["variant"])]
+            shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+            lo, hi = of["value"].min(), of["value"].max()
+            values = f"{lo:.3g}" if lo == hi else f"{lo:.3g} to {hi:.3g}"
+            said.append(f"{esc(label)} {values} ({shown})")
+        parts.append(f"{esc(why)}: {'; '.join(said)}")
+    n = found[["arch_id"]].drop_duplicates().shape[0] if "arch_id" in found.columns else len(found)
+    return (
+        f'<div class="box partial"><b>Degenerate measures:</b> {len(found):,} value(s) of {n:,} architecture(s) '
+        f"are left out of every fit, test and predictor below (the stored rows keep them as measured). "
+        f"{'. '.join(parts)}.</div>"
+    )
 
 
 def excluded_html(r: Results) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
-from archstudy.sampling import SpecError
+from archstudy.sampling import SpecError, UserError
 from archstudy.sampling.constraints import Integer, check
 
 from .commands import subcommand
@@ -65,6 +65,11 @@ def command(args) -> int:
     ``analysis.predict_simulation.coverage_rates`` (``intervals``), as a table or JSON; progress on standard error."""
     replicates = check("calibrate", "replicates", Integer(1), args.replicates)
     sizes = _sizes(args.sizes)
+    if args.predict and args.calibration != "findings":  # said, not silently dropped
+        raise UserError(
+            f"calibrate: --predict adds the joint predictor's comparisons to `calibrate findings` only; "
+            f"`calibrate {args.calibration}` has none to add (leave --predict out)"
+        )
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     if args.calibration == "verdicts":
         from archstudy.analysis.verdict_calibration import null_rates

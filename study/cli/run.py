@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from archstudy.sampling import SpecError, UserError, config_yaml
 
@@ -44,6 +44,10 @@ CONFIRM_ABOVE_S = 3600.0
 # The plan times a few steps of the architecture of median depth, and of the shallowest and the deepest too when
 # that took less than this (small nets: milliseconds; a 1,000,000-parameter net: seconds, minutes under load).
 MORE_PROBES_BELOW_S = 1.0
+# Small nets are probed one after another while all the probes together took less than this: at one depth the
+# layers' kinds change a step's time tenfold (a Householder or GmP net against a dense one), so each small study's
+# architectures are best timed one by one.
+PROBE_BUDGET_S = 6.0
 
 # Every study key that declares a flag is one of `run` (``StudyConfig``: ``declare(..., flag=Flag(...))``), generated
 # from the declarations; beside them, the flags that set no declared key alone: --config, --out, and --root (an
@@ -337,7 +341,9 @@ class Preview:
                 "estimate: none yet (this machine is not the cluster's workers): the driver says it once the first "
                 "architectures have timed their steps on the workers"
             )
-        text, self.estimate_s = estimate_line(self.config, self.data, self.todo, self.slots)
+        text, self.estimate_s, seconds = estimate_line(self.config, self.data, self.todo, self.slots)
+        if self.study is not None:  # the driver's ETA starts from each architecture's own estimate
+            self.study.weights = seconds
         return text
 
 
@@ -358,18 +364,34 @@ def _slots(config, address: str | None, max_in_flight: int | None) -> int | None
 
 
 def _probe_order(todo: list) -> list:
-    """The units the estimate may time, in order: the one of median depth, then the shallowest and the deepest
-    (the step time at a fixed parameter budget depends mostly on depth)."""
+    """The units the estimate may time, in order: the one of median depth, the shallowest and the deepest, then the
+    others spread over the depths (each depth once before any twice; within one, in study order): the step time
+    at a fixed parameter budget depends mostly on depth, and at one depth on the layers' kinds."""
     ordered = sorted(todo, key=lambda u: (u.spec.depth, u.index))
-    picks = dict.fromkeys([len(ordered) // 2, 0, len(ordered) - 1])
-    return [ordered[i] for i in picks]
+    first = [ordered[i] for i in dict.fromkeys([len(ordered) // 2, 0, len(ordered) - 1])]
+    seen = {u.spec.depth for u in first}
+    first = [u for i, u in enumerate(first) if u.spec.depth not in {v.spec.depth for v in first[:i]}]
+    by_depth: dict[int, list] = {}
+    for u in ordered:
+        if u not in first:
+            by_depth.setdefault(u.spec.depth, []).append(u)
+    rest, level = [], 0
+    while any(len(us) > level for us in by_depth.values()):
+        # a depth the first picks hold comes after the others at that level
+        depths = sorted(by_depth, key=lambda d: (d in seen, d))
+        rest += [by_depth[d][level] for d in depths if len(by_depth[d]) > level]
+        level += 1
+    return first + rest
 
 
-def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
+def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float, dict[str, float]]:
     """The session's estimate from a few timed steps on this machine (``study.execution.costs.probe``, with the
-    worker's torch threads), as ``Forecast`` makes it with weights from the first units: each architecture its
-    depth (``relative_cost``) times the probed ones' seconds per layer (``_probe_order``, ``MORE_PROBES_BELOW_S``),
-    placed on the ``min(slots, n)`` that run at once as they free up."""
+    worker's torch threads), as ``Forecast`` makes it, and each architecture's seconds (the driver's ``Forecast``
+    weights, refined from the units that finish): a probed one its own probe, the metrics at initialization and the
+    NLC after training (timed on the first, ``_time_measures``); any other its depth (``relative_cost``) times the
+    probed ones' seconds per layer. Units are probed in ``_probe_order`` while each probe is quick
+    (``MORE_PROBES_BELOW_S``) and all of them take less than ``PROBE_BUDGET_S``; the work is placed on the
+    ``min(slots, n)`` that run at once as they free up."""
     import torch
 
     from ..execution.costs import Forecast, duration, probe, relative_cost
@@ -379,18 +401,28 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
     threads = torch.get_num_threads()
     torch.set_num_threads(config.resources.threads)
     probes: dict[str, dict] = {}
+    by_name = {u.name: u for u in todo}
+    t0 = time.perf_counter()
     try:
         for unit in _probe_order(todo):
             probes[unit.name] = {**probe(unit.spec, data, protocol, device, config.init_seeds), "measure_s": None}
             if probes[unit.name]["probe_s"] > MORE_PROBES_BELOW_S:  # a large net: one probe is enough to wait for
                 break
-        measured = _time_measures(config, data, by_name := {u.name: u for u in todo}, probes, device)
+            if len(probes) == 1:
+                _time_measures(config, data, by_name, probes, device)
+            if len(probes) >= 3 and time.perf_counter() - t0 > PROBE_BUDGET_S:
+                break
+        measured = probes[next(iter(probes))].get("measure_s")
     finally:
         torch.set_num_threads(threads)
-    weights = {u.name: relative_cost(u.spec) for u in todo}  # the probed ones' seconds a layer, times each depth
-    forecast = Forecast(todo=len(todo), slots=min(slots, len(todo)), probes=probes, weights=weights)
+    probed = {name: cast(float, Forecast(todo=1, probes=probes).probed_s(name)) for name in probes}
+    per_layer = sum(probed.values()) / sum(relative_cost(by_name[n].spec) for n in probed)
+    seconds = {u.name: probed.get(u.name, per_layer * relative_cost(u.spec)) for u in todo}
+    # weights in seconds: the probes' seconds per unit of weight are 1, so each architecture costs its own
+    forecast = Forecast(todo=len(todo), slots=min(slots, len(todo)), probes=probes, weights=seconds)
     total = float(forecast.eta(0, 0, 0)[0] or 0.0)
-    depths = ", ".join(str(by_name[name].spec.depth) for name in probes)
+    depths = sorted({by_name[name].spec.depth for name in probes})
+    shown = ", ".join(map(str, depths[:6])) + (", ..." if len(depths) > 6 else "")
     steps = sum(int(p["timed_steps"]) for p in probes.values())
     load = f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores" if hasattr(os, "getloadavg") else ""
     n = len(todo)
@@ -398,26 +430,35 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float]:
         f"estimated {duration(total)} for {n:,} architecture{'s' if n != 1 else ''} ({min(slots, n)} at a time, "
         f"about {duration(total * min(slots, n) / n)} each), "
         + (
-            f"the metrics at initialization included (timed on one: {duration(measured)}); "
-            if measured is not None
+            "the metrics at initialization and the NLC after training included (timed on one: "
+            f"{duration(measured + probes[next(iter(probes))]['after_s'])}); "
+            if _finite(measured)
             else "training alone (a large net: its metrics at initialization are small beside it); "
         )
-        + f"from {steps} timed training steps of {len(probes)} of them (depth {depths}) on this machine"
+        + f"from {steps} timed training steps of {len(probes)} of them (depth {shown}) on this machine"
         f"{f' ({load})' if load else ''}; the progress line updates it from the architectures that finish",
         total,
+        seconds,
     )
 
 
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def _time_measures(config, data, by_name: dict, probes: dict, device: str) -> float | None:
-    """The metrics at initialization (``study.metrics.measurement.measure``, the study's options) timed on the first
-    probed architecture, written into its probe (``measure_s``: ``Forecast`` adds it to every architecture's
-    training), where its probe was quick (``MORE_PROBES_BELOW_S``: a small net, whose metrics cost more than its
-    training); None for a larger one, whose training dominates (the driver adds the metrics from the first units)."""
+    """The metrics at initialization (``study.metrics.measurement.measure``, the study's options) and the NLC the
+    trainer measures on the selected network after training (``study.metrics.nlc.nlc``, as long as the one at
+    initialization) timed on the first probed architecture, written into its probe (``measure_s``, ``after_s``:
+    ``Forecast`` adds them to every architecture's training), where its probe was quick (``MORE_PROBES_BELOW_S``: a
+    small net, whose metrics cost as much as its training); None for a larger one, whose training dominates (the
+    driver adds the metrics from the first units)."""
     first = next(iter(probes), None)
     if first is None or probes[first]["probe_s"] > MORE_PROBES_BELOW_S:
         return None
     from ..experiment.metric_options import MetricOptions
-    from ..metrics.measurement import measure
+    from ..metrics.measurement import measure, nlc_seed
+    from ..metrics.nlc import nlc
     from ..nn.network import build_network
 
     unit = by_name[first]
@@ -425,6 +466,9 @@ def _time_measures(config, data, by_name: dict, probes: dict, device: str) -> fl
     net = build_network(unit.spec, seed=unit.seed, device=device)
     measure(net, data, unit.spec, options=MetricOptions.from_dict(config.metrics), seed=unit.seed)
     probes[first]["measure_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    nlc(net, data.train.x.to(device), seed=nlc_seed(unit.seed))
+    probes[first]["after_s"] = time.perf_counter() - t0
     return float(probes[first]["measure_s"])
 
 

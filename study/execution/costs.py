@@ -14,7 +14,9 @@ evaluates the monitored split every epoch, and every split once at the end), ``l
 (E.2; plus the warm-up epochs of Adam), and ``E`` the expected epochs of the stack (``expected_epochs``: a
 ``steps`` schedule's iterations; under E.2's plateau schedule the measured average, 1.25 times the schedule's
 floor of ``patience_first + divisions x patience`` epochs, ``study.training.epoch_profiles``, capped by ``max_epochs``).
-The metrics at initialization come on top: the first units report how long theirs took, and the estimate adds it.
+The metrics at initialization come on top: the first units report how long theirs took, and the estimate adds it;
+so does the selected network's NLC after training where the plan timed one (``after_s``: as long as the NLC pass at
+initialization, and for a small net as long as its training).
 
 As the study goes, ``Forecast`` replaces the estimate by what happens. A unit in training projects its own end
 from the epochs its live record (``study.execution.live``) says it has done, at its own pace:
@@ -23,12 +25,13 @@ from the epochs its live record (``study.execution.live``) says it has done, at 
 
 (``e_k`` epochs of the ``E`` expected done in ``tau_k`` seconds of training; ``e_k0``, ``tau_k0`` the same in the
 first record the driver read of it, 0 until a later one: the first epoch also finds the learning rates, E.2, and
-took 1.5-3 times a later one on the example; ``f`` what the final evaluation and
-the metrics after training took the units seen finishing, from their ``finishing`` record to their commit, 0
-before any; ``T_k`` its projected wall time). An architecture still to start costs its relative cost ``w_u``
-(``relative_cost``: its depth, as the step model of ``study.perf.projection`` is linear in depth; 1 each where
-the caller gives none, and then ``m`` is a mean) times the seconds per unit of cost measured so far, from the
-units finished in this session and the projections of those in training, less the timed steps of the first units
+took 1.5-3 times a later one on the example, so a unit read only at its first epoch does not project yet; ``f``
+what the final evaluation and the metrics after training took the units seen finishing, from their ``finishing``
+record to their commit, 0 before any; ``T_k`` its projected wall time). An architecture still to start costs its
+relative cost ``w_u`` (``archstudy run``'s plan's estimate of its own seconds, ``study.cli.run.estimate_line``; else
+``relative_cost``, its depth, as the step model of ``study.perf.projection`` is linear in depth; 1 each where the
+caller gives none, and then ``m`` is a mean) times the seconds per unit of cost measured so far, from the units
+finished in this session and the projections of those in training, less the timed steps of the first units
 (``probe_s``: later units time none):
 
     c = sum_j (t_j - probe_j) / sum_j w_j,    m_u = c w_u     (j: finished, t_j its duration; or in training, T_j)
@@ -302,19 +305,27 @@ class Forecast:
                 self.probes[key] = {**p, "measure_s": rec.get("measure_s")}
 
     # -- per unit ------------------------------------------------------------------------------------------
-    def _measure_s(self) -> float:
-        """The metrics at initialization of one unit: the mean the probed units reported (0 before any)."""
-        measured = [p["measure_s"] for p in self.probes.values() if _finite(p.get("measure_s"))]
+    def _mean_of(self, part: str) -> float:
+        """A part of one unit the probes may carry (``measure_s``: the metrics at initialization; ``after_s``: the
+        selected network's NLC after training, timed on the plan's first probe): the mean of the probes that timed
+        it (0 before any)."""
+        measured = [p[part] for p in self.probes.values() if _finite(p.get(part))]
         return sum(measured) / len(measured) if measured else 0.0
 
-    def _probed_s(self, key: str | None = None) -> float | None:
-        """One architecture from the probes (``key``'s own where it probed): training plus the metrics."""
+    def probed_s(self, key: str | None = None) -> float | None:
+        """One architecture from the probes (``key``'s own where it probed): training, the metrics at initialization
+        and the NLC after training (each its own where timed, else the mean of the probes that timed it)."""
+
+        def parts(p: dict) -> float:
+            return p["train_s"] + sum(
+                p[part] if _finite(p.get(part)) else self._mean_of(part) for part in ("measure_s", "after_s")
+            )
+
         if key is not None and key in self.probes:
-            p = self.probes[key]
-            return p["train_s"] + (p["measure_s"] if _finite(p.get("measure_s")) else self._measure_s())
+            return parts(self.probes[key])
         if not self.probes:
             return None
-        return sum(p["train_s"] for p in self.probes.values()) / len(self.probes) + self._measure_s()
+        return sum(parts(p) for p in self.probes.values()) / len(self.probes)
 
     def _projected(self, key: str, now: float) -> float | None:
         """Seconds left of the unit in flight ``key`` at its own pace (``left_k``) once it trains: its epochs left,
@@ -329,6 +340,8 @@ class Forecast:
             return self._finish_s()
         e0, tau0 = self.first_epoch.get(key, (0, 0.0))
         if not 0 < e0 < epoch:  # one record: the pace of all its epochs, the first one's learning rates' too
+            if epoch <= 1:  # the first epoch alone: the rate search's pace (1.5-3x a later epoch's), not training's
+                return None
             e0, tau0 = 0, 0.0
         return max(0.0, float(cast(float, train_s)) - tau0) * (expected - epoch) / (epoch - e0) + self._finish_s()
 
@@ -359,7 +372,7 @@ class Forecast:
                 seconds.append(max(0.0, now - since - self._probe_s(key)) + left)
                 weights.append(self._weight(key))
         if not seconds:
-            seconds = [cast(float, self._probed_s(k)) for k in self.probes]
+            seconds = [cast(float, self.probed_s(k)) for k in self.probes]
             weights = [self._weight(k) for k in self.probes]
         return sum(seconds) / sum(weights) if seconds and sum(weights) > 0 else None
 
@@ -383,7 +396,7 @@ class Forecast:
             return projected, False  # its own pace, epochs left
         trained = self.durations or any(self._projected(k, now) is not None for k in self.started)
         own = mean * self._weight(key) / self._weight(None)
-        probed = self._probed_s(key) if key in self.probes else None  # its own probe, before any unit trained
+        probed = self.probed_s(key) if key in self.probes else None  # its own probe, before any unit trained
         total = (own if trained or probed is None else probed) + self._probe_s(key)
         left = total - (now - self.started.get(key, now))
         return (left, False) if left > PAST * total else (PAST * total, True)
@@ -439,7 +452,7 @@ class Forecast:
         measured = any(_finite(p.get("measure_s")) for p in self.probes.values())
         if not measured and max(p["train_s"] for p in self.probes.values()) < LONG_UNIT_S:
             return None
-        unit = cast(float, self._probed_s())  # probes were taken: known
+        unit = cast(float, self.probed_s())  # probes were taken: known
         self.said = True
         n = len(self.probes)
         steps = next(iter(self.probes.values())).get("timed_steps", 2)

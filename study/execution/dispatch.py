@@ -22,7 +22,7 @@ from archstudy.sampling import BASE
 from ..experiment import provenance
 from ..experiment.config import StudyConfig, package_version, utc_now
 from . import interrupts
-from .costs import PROBE_UNITS, Forecast
+from .costs import PROBE_UNITS, Forecast, relative_cost
 from .engine import Engine, Failure, Job, Rejected, Tally
 from .live import WRITE_EVERY_S, clear_live, read_live
 from .progress import Progress
@@ -129,6 +129,7 @@ class Dispatch:
         address: str | None,
         progress: Progress,
         on_commit: Callable[[int], None] | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> None:
         self.store, self.config, self.engine, self.todo = store, config, engine, todo
         self.result, self.progress, self.on_commit = result, progress, on_commit
@@ -138,7 +139,16 @@ class Dispatch:
         self.had_failed = set(store.names(FAILED, ".json")) & set(self.by_name)
         self.science = config.science_json  # every file's metadata (a property computed at each call: once here)
         self.heartbeat = Heartbeat(store, address, result, eta=self.forecast_eta)
-        self.forecast = Forecast(len(todo))
+        # each unit's relative cost, in the order of submission: the plan's seconds where it gave them, else depth
+        plan = weights or {}
+        self.forecast = Forecast(
+            len(todo),
+            weights={
+                u.name: plan[u.name] if u.name in plan else relative_cost(u.spec)
+                for u in todo
+                if u.name in plan or not plan
+            },
+        )
         self.last_read = -float("inf")  # when the progress records were last read (monotonic)
 
     # -- the engine's callbacks -----------------------------------------------------------------------------------

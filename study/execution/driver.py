@@ -191,6 +191,9 @@ class Preparation:
     blocked: list[str] = field(default_factory=list)
     locked: str | None = None
     files: frozenset | None = None  # the study's files when ``state`` was surveyed (``_files``)
+    # unit -> its estimated seconds (``archstudy run``'s plan: ``study.cli.run.estimate_line``), the driver's ETA's
+    # weights; None: each unit's depth (``costs.relative_cost``)
+    weights: dict[str, float] | None = None
 
     @property
     def derived(self) -> dict[str, Any]:
@@ -746,6 +749,7 @@ def _drive(
             progress=shown,
             data=plan.data,
             on_commit=on_commit,
+            weights=plan.weights,
         )
     shown.close()
     result.wall_s = time.monotonic() - t0
@@ -892,13 +896,23 @@ def _launch(
     progress: Progress,
     data,
     on_commit: Callable[[int], None] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> None:
     """Run ``todo`` with the study's NLC window: none, the given one, or (``auto``) the pilot's units first, then
     the others with the window of the pilot's stored rows, once every pilot unit is finished."""
 
     def dispatch(some: list[WorkUnit], window: tuple[float, float] | None = None) -> None:
         Dispatch(
-            store, config, engine, some, state, result, address=address, progress=progress, on_commit=on_commit
+            store,
+            config,
+            engine,
+            some,
+            state,
+            result,
+            address=address,
+            progress=progress,
+            on_commit=on_commit,
+            weights=weights,
         ).run(data, window)
 
     window = config.nlc_window

@@ -100,6 +100,12 @@ TANAKA = "Tanaka et al., *Pruning Neural Networks without Any Data by Iterativel
 MELLOR = "Mellor et al., *Neural Architecture Search without Training*, 2021"
 # The NLC paper's "very biased output, i.e. 1000 Q_j(S_x f(x,j)) < Q_{j,x} f(x,j)" (figure 2): ``high_bias``.
 HIGH_BIAS = 1000.0
+# A network whose input gradient vanished, no signal back through it: its NLC lies below this (a linear map's is 1,
+# NLC paper section 3: the Jacobian is 10,000 times smaller than the output's spread implies, the output moving by
+# jumps between saturated regions or the gradient lost to float64's round-off), and the measures made of that
+# gradient (``AsPredictor.gradient``) say how small it became, not how the function bends. The analysis leaves
+# them out of every fit and the report says so (``analysis.degenerate``).
+VANISHED_NLC = 1e-4
 
 
 # How the analysis uses a predictor: the kinds, in the order its tables list them, and the report's scatter
@@ -120,7 +126,10 @@ class AsPredictor:
     report's scatter grid it joins (one of ``PREDICTOR_FIGURES``), or "" where a figure of its own shows it
     (the NLC paper's figures: NLC, bias, depth, region diameter). ``rank``: its place among the predictors of
     its kind (lower first; equal ranks in column order): the analysis' tables, its good ranges and window
-    scores list the predictors kind by kind in this order."""
+    scores list the predictors kind by kind in this order. ``gradient``: made of the network's input gradient at
+    initialization, so degenerate with it where that gradient vanished (``VANISHED_NLC``). ``silent_at_zero``: 0
+    means the network passes no signal where it was measured (its output constant or linear there), a value no log
+    axis can place: degenerate too (``analysis.degenerate``)."""
 
     label: str
     kind: str
@@ -128,6 +137,8 @@ class AsPredictor:
     why: str
     figure: str = ""
     rank: int = 0
+    gradient: bool = False
+    silent_at_zero: bool = False
 
 
 # Where a numeric column may hold NaN (``Numbers.nan``): never; in the row of an architecture that was not trained (the
@@ -356,7 +367,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "float64",
             "",
             f"nonlinearity coefficient at initialization ({NLC_PAPER}, section 3 and appendix G)",
-            predictor=AsPredictor("NLC", "metric", True, "NLC paper figure 2 (log axis)"),
+            predictor=AsPredictor("NLC", "metric", True, "NLC paper figure 2 (log axis)", gradient=True),
             values=MEASURED_SIZE,
         ),
         Column(
@@ -399,7 +410,12 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "variability of the squared output norm on 2-D planes through the "
             "data, geometric mean over planes (Yu and Zhang, *Householder-Absolute Neural Layers*, eq. 3)",
             predictor=AsPredictor(
-                "variability V", "metric", True, "a geometric mean over planes: multiplicative", figure="metrics"
+                "variability V",
+                "metric",
+                True,
+                "a geometric mean over planes: multiplicative",
+                figure="metrics",
+                silent_at_zero=True,
             ),
             values=MEASURED_SIZE,
         ),
@@ -409,7 +425,7 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "",
             f"gradient vector component size of the loss' input gradient ({NLC_PAPER}, section 6)",
             predictor=AsPredictor(
-                "gradient vector component size", "metric", True, _GRADIENT_MAGNITUDE, figure="metrics"
+                "gradient vector component size", "metric", True, _GRADIENT_MAGNITUDE, figure="metrics", gradient=True
             ),
             values=MEASURED_SIZE,
         ),
@@ -419,7 +435,12 @@ ARCHITECTURE_COLUMNS: tuple[Column, ...] = (
             "",
             f"length of the loss' input gradient ({NLC_PAPER}, section 6)",
             predictor=AsPredictor(
-                "gradient length", "metric", True, "a gradient magnitude (NLC paper section 6)", figure="metrics"
+                "gradient length",
+                "metric",
+                True,
+                "a gradient magnitude (NLC paper section 6)",
+                figure="metrics",
+                gradient=True,
             ),
             values=MEASURED_SIZE,
         ),

@@ -5,6 +5,7 @@ the first line comes before the data is loaded."""
 
 import io
 import json
+import re
 import sys
 from argparse import Namespace
 
@@ -36,9 +37,12 @@ def test_dry_run_says_the_plan_and_writes_nothing(tmp_path, monkeypatch, capsys)
     estimate = next(line for line in lines if line.startswith("archstudy: estimated "))
     # the example's small nets: their metrics at initialization timed too (a large net's probe is its training alone)
     assert "for 8 architectures" in estimate and (
-        "the metrics at initialization included (timed on one: " in estimate or "training alone" in estimate
+        "the metrics at initialization and the NLC after training included (timed on one: " in estimate
+        or "training alone" in estimate
     )
-    assert "timed training steps of 3 of them" in estimate or "timed training steps of 1 of them" in estimate
+    # small nets: probed one by one within PROBE_BUDGET_S (at least the three of _probe_order's first picks)
+    probed = re.search(r"timed training steps of (\d) of them", estimate)
+    assert probed is not None and 1 <= int(probed.group(1)) <= 8
     assert "on this machine" in estimate
     assert lines[-1] == "archstudy: --dry-run: nothing was run or written"
     assert not (tmp_path / "studies").exists()
@@ -170,5 +174,23 @@ def test_the_plan_times_the_metrics_at_initialization_of_a_small_net_only():
     quick = {"u": {"probe_s": MORE_PROBES_BELOW_S / 2, "train_s": 10.0, "measure_s": None}}
     seconds = _time_measures(config, data, {"u": unit}, quick, "cpu")
     assert seconds is not None and seconds > 0 and quick["u"]["measure_s"] == seconds
+    after = quick["u"]["after_s"]  # the NLC after training, timed on the same net
+    assert after > 0
     forecast = Forecast(todo=1, slots=1, probes=quick, weights={"u": 1.0})
-    assert forecast.eta(0, 0, 0)[0] == pytest.approx(10.0 + seconds)
+    assert forecast.eta(0, 0, 0)[0] == pytest.approx(10.0 + seconds + after)
+
+
+def test_the_plan_probes_each_depth_once_before_any_twice():
+    """``_probe_order``: the median, shallowest and deepest architectures first (each depth once: the example once
+    probed depth 49 twice), then the other depths, then the depths already probed."""
+    from types import SimpleNamespace
+
+    from archstudy.study.cli.run import _probe_order
+
+    depths = [49, 5, 49, 23, 37, 49, 5, 11]
+    units = [SimpleNamespace(index=i, spec=SimpleNamespace(depth=d)) for i, d in enumerate(depths)]
+    order = _probe_order(units)
+    assert sorted(u.index for u in order) == list(range(8))  # every unit, once
+    first = [u.spec.depth for u in order[:5]]
+    assert len(set(first)) == 5 == len(set(depths))  # every depth before any again
+    assert first[:3] == [37, 5, 49]  # median (of the sorted depths), shallowest, deepest

@@ -209,6 +209,19 @@ def test_the_pace_of_a_unit_leaves_out_its_first_epoch_once_a_later_one_is_read(
     assert f.unit_s(now=35.0) == pytest.approx((95.0 + 35.0) / 2) and f.eta(0, 0, 2, now=35.0)[0] == 60.0
 
 
+def test_a_unit_read_only_at_its_first_epoch_does_not_project_yet():
+    """The first epoch's pace is the rate search's too: read once, at epoch 1 after 20 s, a unit projects nothing
+    (the queued take the finished unit's 40 s, not 40 + 20 x 14 = 300 s); read again at epoch 3 it does."""
+    f = Forecast(todo=3, slots=2)
+    f.seen(["a", "b"], now=0.0)
+    f.finished("a", now=40.0)
+    f.seen(["b"], now=40.0)
+    f.observe({"b": _training(1, 20.0)}, now=40.0)
+    assert f._projected("b", 40.0) is None and f.unit_s(now=40.0) == pytest.approx(40.0)
+    f.observe({"b": _training(3, 30.0)}, now=50.0)
+    assert f._projected("b", 50.0) == pytest.approx(10.0 / 2 * 12)
+
+
 def test_a_retried_unit_forgets_its_first_attempts_marks():
     """The engine retries a failed unit before it leaves flight: a first attempt that reached its final evaluation,
     or read epoch 10 at 50 s, says nothing of the second, which trains again from epoch 1 (another node, no

@@ -73,7 +73,7 @@ def test_a_phase_in_a_log_says_its_elapsed_time_every_log_every_s_while_it_lasts
     fit) adds a line with its elapsed time that often, a phase whose first line is held back (``in_log`` off) too."""
     from archstudy.study.experiment import terminal
 
-    assert terminal.LOG_EVERY_S == 10.0
+    assert terminal.LOG_EVERY_S == 8.0  # under the 10 s bar, with room for a loaded machine's late wake-ups
     monkeypatch.setattr(terminal, "LOG_EVERY_S", 0.1)
     for in_log, first in ((True, ["archstudy: fitting ..."]), (False, [])):
         log = io.StringIO()
