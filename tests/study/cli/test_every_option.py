@@ -49,9 +49,6 @@ SKIPPED = {
     # ``cluster up``/``stop``/``lose-node`` start and stop a local autoscaling Ray cluster (tens of seconds, slow-marked
     # in tests/study/cli/test_cluster_docs.py and tests/study/execution).
     "cluster": "starts a local Ray cluster",
-    # ``rank`` fits a predictor, then measures fresh architectures at initialization on Ray (and ``--check`` trains
-    # some): minutes, with no mode that reads its options without doing that.
-    "rank": "measures fresh architectures on Ray",
 }
 
 # Options of a walked command that no walk here reads, and why (each one a mode or path too slow for this file).
@@ -254,6 +251,19 @@ WALKS: dict[str, list[tuple[list[str], int]]] = {
         ),
     ],
     "datasets": [(["datasets", "--root", "{empty}"], 0)],
+    # the driver and Ray stubbed (``rank_stub``): the held-out evaluation and the fit run on the study, the fresh
+    # architectures' measurement and the check's training are synthetic studies the stub writes
+    "rank": [
+        (
+            [
+                "rank", "--from", "{study}", "--architectures", "4", "--top", "2", "--check", "2", "--learner", "auto",
+                "--allow-weak-predictor", "--seed", "9", "--root", "{empty}", "--out", "{tmp}/ranked", "--address",
+                "auto", "--connect-timeout", "7", "--cpus-per-arch", "2", "--gpus-per-arch", "0", "--max-retries",
+                "4", "--checkpoint-every", "90", "--max-in-flight", "3",
+            ],
+            0,
+        ),
+    ],
     # --store writes a synthetic study; --time then times the readers on it (`status` and `top` parsed by bench
     # itself: not the command line's parse, not recorded)
     "bench": [(["bench", "--store", "2", "--out", "{tmp}/bench", "--packed", "--time", "--json"], 0)],
@@ -296,6 +306,30 @@ def resume_stub(monkeypatch):
 
 
 @pytest.fixture
+def rank_stub(monkeypatch, tmp_path):
+    """``rank`` with Ray and the driver's ``run_study`` replaced: each study rank runs (the fresh architectures
+    measured, then the check's trained) is a synthetic finished study of the config's seed holding its indices;
+    what the command passes on is kept, to be checked against the command line."""
+    import contextlib
+
+    from archstudy.study.execution import driver, ray_session
+
+    given: list[dict] = []
+
+    def run_study(config, out, **kwargs):
+        given.append({**kwargs, "out": str(out), "root": config.root})
+        synth.write_study(
+            out, n=max(config.indices) + 1, dataset="waveform-noise", study_seed=config.seed,
+            extra={"d_in": 40, "d_out": 3},
+        )  # fmt: skip
+        return types.SimpleNamespace(complete=True)
+
+    monkeypatch.setattr(driver, "run_study", run_study)
+    monkeypatch.setattr(ray_session, "ray_session", lambda address=None: contextlib.nullcontext())
+    return given
+
+
+@pytest.fixture
 def serve_stops(monkeypatch):
     """``serve`` stopped by Ctrl-C as soon as it serves (its wait of an hour is the Ctrl-C)."""
     from archstudy.study.cli import serve
@@ -314,7 +348,7 @@ def test_every_command_is_walked_or_skipped_with_its_reason():
 
 @pytest.mark.parametrize("command", sorted(WALKS))
 def test_every_option_is_read_and_every_given_option_is_read_by_its_run(
-    command, places, monkeypatch, capsys, resume_stub, serve_stops
+    command, places, monkeypatch, capsys, resume_stub, serve_stops, rank_stub
 ):
     """Every option of ``command`` (but ``NOT_WALKED``'s) is read in one of its walks; in each walk that runs, every
     option given on its command line is read; a walk refused says why in one line."""
@@ -348,6 +382,13 @@ def test_every_option_is_read_and_every_given_option_is_read_by_its_run(
         assert (resume_stub["address"], resume_stub["connect_timeout_s"]) == ("auto", 7.0)
         settings = ("cpus_per_arch", "max_retries", "checkpoint_every_s")
         assert tuple(resume_stub[name] for name in settings) == (2, 4, 90)
+    if command == "rank":  # both studies it ran (measured, checked) got what was given; the top printed, the lift
+        assert [g["out"].rsplit("/", 1)[1] for g in rank_stub] == ["measured", "check"], rank_stub
+        for g in rank_stub:
+            assert (g["address"], g["connect_timeout_s"], g["max_in_flight"]) == ("auto", 7.0, 3)
+            settings = ("cpus_per_arch", "gpus_per_arch", "max_retries", "checkpoint_every_s")
+            assert tuple(g[name] for name in settings) == (2, 0, 4, 90)
+        assert rank_stub[0]["root"] == places["empty"] and "check: the top 2 by prediction" in out, out
     if command == "report":  # --predict-from drew its section (it once exited 0 and drew none), --figures its files
         with open(places["tmp"] + "/report.html", encoding="utf-8") as page:
             html = page.read()
