@@ -368,19 +368,19 @@ def _probe_order(todo: list) -> list:
     others spread over the depths (each depth once before any twice; within one, in study order): the step time
     at a fixed parameter budget depends mostly on depth, and at one depth on the layers' kinds."""
     ordered = sorted(todo, key=lambda u: (u.spec.depth, u.index))
-    first = [ordered[i] for i in dict.fromkeys([len(ordered) // 2, 0, len(ordered) - 1])]
-    seen = {u.spec.depth for u in first}
-    first = [u for i, u in enumerate(first) if u.spec.depth not in {v.spec.depth for v in first[:i]}]
+    first: list = []
+    for i in dict.fromkeys([len(ordered) // 2, 0, len(ordered) - 1]):  # median, shallowest, deepest
+        if all(u.spec.depth != ordered[i].spec.depth for u in first):
+            first.append(ordered[i])
     by_depth: dict[int, list] = {}
     for u in ordered:
         if u not in first:
             by_depth.setdefault(u.spec.depth, []).append(u)
-    rest, level = [], 0
-    while any(len(us) > level for us in by_depth.values()):
-        # a depth the first picks hold comes after the others at that level
-        depths = sorted(by_depth, key=lambda d: (d in seen, d))
+    seen = {u.spec.depth for u in first}
+    depths = sorted(by_depth, key=lambda d: (d in seen, d))  # at each level, a depth already probed comes last
+    rest = []
+    for level in range(max((len(us) for us in by_depth.values()), default=0)):
         rest += [by_depth[d][level] for d in depths if len(by_depth[d]) > level]
-        level += 1
     return first + rest
 
 
@@ -432,7 +432,7 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float, dic
         + (
             "the metrics at initialization and the NLC after training included (timed on one: "
             f"{duration(measured + probes[next(iter(probes))]['after_s'])}); "
-            if _finite(measured)
+            if measured is not None  # timed: a small net (_time_measures)
             else "training alone (a large net: its metrics at initialization are small beside it); "
         )
         + f"from {steps} timed training steps of {len(probes)} of them (depth {shown}) on this machine"
@@ -440,10 +440,6 @@ def estimate_line(config, data, todo: list, slots: int) -> tuple[str, float, dic
         total,
         seconds,
     )
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _time_measures(config, data, by_name: dict, probes: dict, device: str) -> float | None:
